@@ -1,0 +1,41 @@
+//! `qoslab`: one binary for the storage node (and, later, the bench harness and demo).
+
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+/// qoslab — a storage QoS lab: volumes over NBD under ONTAP-style QoS policies.
+#[derive(Parser)]
+#[command(name = "qoslab", version, about, long_about = None)]
+struct Cli {
+    /// Log level: error, warn, info, debug, trace.
+    #[arg(long, global = true, default_value = "info")]
+    log_level: tracing::Level,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a storage node: serve the configured volumes over NBD under their QoS policies.
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_max_level(cli.log_level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("qoslab: error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

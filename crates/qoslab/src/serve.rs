@@ -1,0 +1,120 @@
+//! `qoslab serve`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use storage_node::server::{self, Listeners, ServerStats};
+use storage_node::{Node, NodeConfig};
+
+#[derive(Args)]
+#[command(after_help = "\
+EXAMPLES:
+  qoslab serve --config examples/node.toml
+  qoslab serve --config node.toml --data-dir /var/lib/qoslab --listen-unix /run/qoslab.sock
+  fio --ioengine=nbd --uri='nbd+unix:///vol500?socket=/run/qoslab.sock' --rw=randread --bs=4k ...
+
+With neither --listen-unix nor --listen-tcp (and nothing in the config), the node listens on
+127.0.0.1:10809 and on DATA_DIR/nbd.sock. See docs/CONFIG.md for the config file format.")]
+pub struct ServeArgs {
+    /// Node configuration (TOML): policies and volumes. See docs/CONFIG.md.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Data directory holding volume files (overrides node.data_dir). Default ./qoslab-data.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Unix socket path to listen on (overrides node.listen_unix).
+    #[arg(long)]
+    listen_unix: Option<PathBuf>,
+    /// TCP address to listen on, e.g. 127.0.0.1:10809 (overrides node.listen_tcp).
+    #[arg(long)]
+    listen_tcp: Option<SocketAddr>,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let cfg = match &args.config {
+        Some(p) => NodeConfig::load(p)?,
+        None => NodeConfig::default(),
+    };
+    let data_dir = args
+        .data_dir
+        .clone()
+        .or_else(|| cfg.data_dir.clone())
+        .unwrap_or_else(|| PathBuf::from("qoslab-data"));
+    let mut unix = args.listen_unix.clone().or_else(|| cfg.listen_unix.clone());
+    let mut tcp = args.listen_tcp.or(cfg.listen_tcp);
+    if unix.is_none() && tcp.is_none() {
+        unix = Some(data_dir.join("nbd.sock"));
+        tcp = Some(SocketAddr::from(([127, 0, 0, 1], 10809)));
+    }
+    if let Some(a) = tcp {
+        if !a.ip().is_loopback() {
+            tracing::warn!("listening on non-loopback address {a}: NBD has no authentication here");
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let node = Node::open(&cfg, &data_dir)?;
+        let listeners = Listeners::bind(unix.as_deref(), tcp).await?;
+        print_ready(&node, unix.as_deref(), listeners.tcp_addr());
+        let stats = Arc::new(ServerStats::default());
+        server::serve(node, listeners, stats, shutdown_signal()).await;
+        Ok(())
+    })
+}
+
+fn print_ready(node: &Node, unix: Option<&std::path::Path>, tcp: Option<SocketAddr>) {
+    use std::io::Write;
+    let mut out = String::new();
+    let mut where_ = Vec::new();
+    if let Some(u) = unix {
+        where_.push(format!("nbd+unix:///NAME?socket={}", u.display()));
+    }
+    if let Some(t) = tcp {
+        where_.push(format!("nbd://{t}/NAME"));
+    }
+    let vols = node.volumes();
+    out.push_str(&format!(
+        "qoslab: ready: {} volume(s) at {}\n",
+        vols.len(),
+        where_.join(" and ")
+    ));
+    for v in vols {
+        let l = v.limits();
+        let ceiling = match (l.ceiling.iops, l.ceiling.bytes_per_sec) {
+            (0, 0) => "none".to_string(),
+            (i, 0) => format!("{i} IOPS"),
+            (0, b) => format!("{:.1} MiB/s", b as f64 / 1048576.0),
+            (i, b) => format!("{i} IOPS, {:.1} MiB/s", b as f64 / 1048576.0),
+        };
+        out.push_str(&format!(
+            "  {:<20} {:>14} bytes  policy {:<16} ceiling {}{}\n",
+            v.name,
+            v.size(),
+            v.policy().unwrap_or_else(|| "-".into()),
+            ceiling,
+            if v.read_only { "  (read-only)" } else { "" }
+        ));
+    }
+    let mut so = std::io::stdout().lock();
+    let _ = so.write_all(out.as_bytes());
+    let _ = so.flush();
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("signal received");
+}

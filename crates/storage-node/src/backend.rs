@@ -1,0 +1,358 @@
+//! Storage backends: where a volume's bytes live.
+//!
+//! [`Backend`] is the seam nbdkit calls a plugin: the NBD layer validates requests
+//! (bounds, flags, read-only) once at the edge and then calls the backend with trusted
+//! arguments. Filters (delay, error injection) can wrap a backend and pass through.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+/// One extent as reported by [`Backend::extents`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    pub length: u64,
+    /// True when the range reads as zeroes and holds no storage (a hole).
+    pub hole: bool,
+}
+
+/// The operations a volume needs from its storage. All offsets and lengths are
+/// already validated against the volume size by the caller.
+pub trait Backend: Send + Sync + 'static {
+    /// Fill `buf` from `offset`.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Read `len` bytes at `offset`, appending them to `out` without zero-filling first.
+    fn read_append(&self, out: &mut Vec<u8>, offset: u64, len: usize) -> io::Result<()> {
+        let start = out.len();
+        out.resize(start + len, 0);
+        let r = self.read_at(&mut out[start..], offset);
+        if r.is_err() {
+            out.truncate(start);
+        }
+        r
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Deallocate a range; afterwards it reads as zeroes.
+    fn trim(&self, offset: u64, len: u64) -> io::Result<()>;
+    /// Zero a range. `may_trim`: a hole is acceptable; `fast`: fail with
+    /// `ErrorKind::Unsupported` rather than fall back to writing zeroes.
+    fn zero(&self, offset: u64, len: u64, may_trim: bool, fast: bool) -> io::Result<()>;
+    /// Make every completed write durable.
+    fn flush(&self) -> io::Result<()>;
+    /// Advise that a range will be read soon.
+    fn cache(&self, offset: u64, len: u64) -> io::Result<()>;
+    /// Allocation map from `offset`, covering at most `len` bytes and `max` extents.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>>;
+    /// Bytes actually allocated (the volume's used space).
+    fn allocated_bytes(&self) -> io::Result<u64>;
+    /// Current size of the backing store.
+    fn len(&self) -> io::Result<u64>;
+    /// Grow the backing store (sparse).
+    fn grow(&self, size: u64) -> io::Result<()>;
+}
+
+/// A sparse file: holes for never-written and trimmed ranges, page cache for speed,
+/// `fdatasync` for durability.
+pub struct FileBackend {
+    file: File,
+}
+
+impl FileBackend {
+    /// Open (creating if missing) the file at `path`, sized at least `size` bytes.
+    /// A file larger than `size` is refused rather than truncated: data is never
+    /// discarded implicitly.
+    pub fn open(path: &Path, size: u64, read_only: bool) -> io::Result<FileBackend> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        let current = file.metadata()?.len();
+        if current > size {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} holds {current} bytes, more than the configured size {size}; \
+                     refusing to truncate it (grow the volume or move the file away)",
+                    path.display()
+                ),
+            ));
+        }
+        if current < size {
+            file.set_len(size)?;
+        }
+        let _ = read_only; // read-only is enforced at the protocol edge (EPERM)
+        Ok(FileBackend { file })
+    }
+
+    fn fd(&self) -> i32 {
+        self.file.as_raw_fd()
+    }
+
+    fn fallocate(&self, mode: i32, offset: u64, len: u64) -> io::Result<()> {
+        // SAFETY: plain syscall on an fd we own; arguments are integers.
+        let r = unsafe { libc::fallocate(self.fd(), mode, offset as i64, len as i64) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    fn write_zeroes(&self, mut offset: u64, len: u64) -> io::Result<()> {
+        let zeroes = vec![0u8; (len.min(1 << 20)) as usize];
+        let end = offset + len;
+        while offset < end {
+            let n = ((end - offset) as usize).min(zeroes.len());
+            self.file.write_all_at(&zeroes[..n], offset)?;
+            offset += n as u64;
+        }
+        Ok(())
+    }
+
+    fn seek(&self, offset: u64, whence: i32) -> io::Result<Option<u64>> {
+        // SAFETY: lseek with SEEK_DATA/SEEK_HOLE; we only use its return value, and all
+        // data I/O uses pread/pwrite, so the shared file position does not matter.
+        let r = unsafe { libc::lseek(self.fd(), offset as i64, whence) };
+        if r >= 0 {
+            return Ok(Some(r as u64));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            Ok(None)
+        } else {
+            Err(e)
+        }
+    }
+}
+
+impl Backend for FileBackend {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => {
+                    // Past the end of a file shorter than the volume: zeroes.
+                    buf[done..].fill(0);
+                    return Ok(());
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_append(&self, out: &mut Vec<u8>, offset: u64, len: usize) -> io::Result<()> {
+        let start = out.len();
+        out.reserve(len);
+        let mut done = 0usize;
+        while done < len {
+            let spare = out.spare_capacity_mut();
+            // SAFETY: `spare` has at least `len - done` bytes of capacity (reserved above and
+            // advanced by set_len below); pread writes at most that many bytes into it and we
+            // only mark as initialised the `n` bytes the kernel reported written.
+            let n = unsafe {
+                libc::pread(
+                    self.fd(),
+                    spare.as_mut_ptr() as *mut libc::c_void,
+                    len - done,
+                    (offset + done as u64) as i64,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                out.truncate(start);
+                return Err(e);
+            }
+            if n == 0 {
+                out.resize(start + len, 0);
+                return Ok(());
+            }
+            // SAFETY: the kernel initialised exactly `n` bytes past the current length.
+            unsafe { out.set_len(out.len() + n as usize) };
+            done += n as usize;
+        }
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.file.write_all_at(buf, offset)
+    }
+
+    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.fallocate(
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset,
+            len,
+        )
+    }
+
+    fn zero(&self, offset: u64, len: u64, may_trim: bool, fast: bool) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let attempt = if may_trim {
+            self.trim(offset, len)
+        } else {
+            self.fallocate(
+                libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len,
+            )
+        };
+        match attempt {
+            Ok(()) => Ok(()),
+            Err(e) if is_unsupported(&e) => {
+                if fast {
+                    Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "fast zeroing not supported by the backing file system",
+                    ))
+                } else {
+                    self.write_zeroes(offset, len)
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
+        // SAFETY: advisory syscall on an fd we own.
+        let r = unsafe {
+            libc::posix_fadvise(
+                self.fd(),
+                offset as i64,
+                len as i64,
+                libc::POSIX_FADV_WILLNEED,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(r))
+        }
+    }
+
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        let end = offset.saturating_add(len);
+        let mut out = Vec::new();
+        let mut pos = offset;
+        while pos < end && out.len() < max {
+            let data = self.seek(pos, libc::SEEK_DATA)?;
+            match data {
+                Some(d) if d <= pos => {
+                    // In data: extends to the next hole.
+                    let hole = self.seek(pos, libc::SEEK_HOLE)?.unwrap_or(end);
+                    let stop = hole.min(end).max(pos + 1);
+                    out.push(Extent {
+                        length: stop - pos,
+                        hole: false,
+                    });
+                    pos = stop;
+                }
+                Some(d) => {
+                    let stop = d.min(end);
+                    out.push(Extent {
+                        length: stop - pos,
+                        hole: true,
+                    });
+                    pos = stop;
+                }
+                None => {
+                    out.push(Extent {
+                        length: end - pos,
+                        hole: true,
+                    });
+                    pos = end;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn allocated_bytes(&self) -> io::Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(self.file.metadata()?.blocks() * 512)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    fn grow(&self, size: u64) -> io::Result<()> {
+        if size > self.len()? {
+            self.file.set_len(size)?;
+        }
+        Ok(())
+    }
+}
+
+fn is_unsupported(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("qoslab-backend-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_file(&d);
+        d
+    }
+
+    #[test]
+    fn sparse_file_write_trim_and_extents() {
+        let p = tmp("extents");
+        let b = FileBackend::open(&p, 1 << 20, false).unwrap();
+        assert_eq!(b.len().unwrap(), 1 << 20);
+        assert_eq!(b.allocated_bytes().unwrap(), 0);
+        let ex = b.extents(0, 1 << 20, 16).unwrap();
+        assert_eq!(ex, vec![Extent { length: 1 << 20, hole: true }]);
+
+        b.write_at(&[7u8; 65536], 65536).unwrap();
+        assert!(b.allocated_bytes().unwrap() >= 65536);
+        let ex = b.extents(0, 1 << 20, 16).unwrap();
+        assert_eq!(ex.iter().map(|e| e.length).sum::<u64>(), 1 << 20);
+        assert!(ex.iter().any(|e| !e.hole));
+
+        let mut buf = vec![0u8; 16];
+        b.read_at(&mut buf, 65536).unwrap();
+        assert_eq!(buf, vec![7u8; 16]);
+
+        b.trim(65536, 65536).unwrap();
+        b.read_at(&mut buf, 65536).unwrap();
+        assert_eq!(buf, vec![0u8; 16]);
+        assert_eq!(b.allocated_bytes().unwrap(), 0);
+
+        let mut out = vec![1, 2];
+        b.read_append(&mut out, (1 << 20) - 4, 4).unwrap();
+        assert_eq!(out, vec![1, 2, 0, 0, 0, 0]);
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn refuses_to_truncate_a_larger_file() {
+        let p = tmp("larger");
+        FileBackend::open(&p, 8192, false).unwrap();
+        let e = FileBackend::open(&p, 4096, false).err().unwrap();
+        assert!(e.to_string().contains("refusing to truncate"));
+        let _ = std::fs::remove_file(&p);
+    }
+}

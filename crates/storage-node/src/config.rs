@@ -1,0 +1,365 @@
+//! `node.toml`: the declarative node configuration (policies and volumes).
+//!
+//! Validation happens here, once, at the edge: everything past [`NodeConfig`] is trusted.
+//! Every error names the file, the line, the field and the value, and what is allowed.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use qos_core::{
+    default_adaptive_groups, parse_iops_per_capacity, parse_size, parse_throughput,
+    AdaptivePolicy, Allocation, BlockSize, FixedPolicy, Policy,
+};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Largest volume we accept: 1 PiB (sparse files beyond this are a typo, not a plan).
+pub const MAX_VOLUME_SIZE: u64 = 1 << 50;
+
+/// A validated node configuration.
+#[derive(Debug, Clone, Default)]
+pub struct NodeConfig {
+    pub data_dir: Option<PathBuf>,
+    pub listen_unix: Option<PathBuf>,
+    pub listen_tcp: Option<SocketAddr>,
+    /// Export served when a client asks for the empty name.
+    pub default_export: Option<String>,
+    /// User-declared policies (the default adaptive groups are added by the node).
+    pub policies: Vec<PolicySpec>,
+    pub volumes: Vec<VolumeSpec>,
+}
+
+/// A named QoS policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub policy: Policy,
+}
+
+/// A volume declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeSpec {
+    pub name: String,
+    pub size: u64,
+    pub snapshot_reserve_percent: u8,
+    pub read_only: bool,
+    pub description: String,
+    pub policy: Option<String>,
+}
+
+/// A configuration error, already phrased for a human.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    node: Option<RawNode>,
+    #[serde(default)]
+    policy: Vec<Spanned<RawPolicy>>,
+    #[serde(default)]
+    volume: Vec<Spanned<RawVolume>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    data_dir: Option<PathBuf>,
+    listen_unix: Option<PathBuf>,
+    listen_tcp: Option<String>,
+    default_export: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    name: String,
+    fixed: Option<RawFixed>,
+    adaptive: Option<RawAdaptive>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFixed {
+    max_throughput_iops: Option<i64>,
+    max_throughput_mbps: Option<i64>,
+    min_throughput_iops: Option<i64>,
+    min_throughput_mbps: Option<i64>,
+    /// ONTAP CLI form: "500iops", "100MB/s", "500iops,100MB/s".
+    max_throughput: Option<String>,
+    min_throughput: Option<String>,
+    capacity_shared: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAdaptive {
+    expected_iops: Option<NumOrStr>,
+    peak_iops: Option<NumOrStr>,
+    absolute_min_iops: Option<i64>,
+    expected_iops_allocation: Option<String>,
+    peak_iops_allocation: Option<String>,
+    block_size: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVolume {
+    name: String,
+    size: NumOrStr,
+    snapshot_reserve_percent: Option<i64>,
+    read_only: Option<bool>,
+    description: Option<String>,
+    policy: Option<String>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum NumOrStr {
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl NumOrStr {
+    fn as_text(&self) -> String {
+        match self {
+            NumOrStr::Int(i) => i.to_string(),
+            NumOrStr::Float(f) => f.to_string(),
+            NumOrStr::Str(s) => s.clone(),
+        }
+    }
+}
+
+/// Is `name` acceptable as a volume or policy name (and NBD export name)?
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        && !name.starts_with(['-', '.'])
+}
+
+const NAME_RULE: &str =
+    "1 to 128 characters from A-Z a-z 0-9 _ - . (not starting with - or .)";
+
+impl NodeConfig {
+    /// Read and validate a config file.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))?;
+        NodeConfig::parse(&text, &path.display().to_string())
+    }
+
+    /// Parse and validate config text; `origin` names the file in messages.
+    pub fn parse(text: &str, origin: &str) -> Result<NodeConfig, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| format!(":{}", line_of(text, s.start)))
+                .unwrap_or_default();
+            ConfigError(format!("{origin}{line}: {}", e.message()))
+        })?;
+        let mut cfg = NodeConfig::default();
+        if let Some(node) = raw.node {
+            cfg.data_dir = node.data_dir;
+            cfg.listen_unix = node.listen_unix;
+            if let Some(t) = node.listen_tcp {
+                let addr = t.parse::<SocketAddr>().map_err(|_| {
+                    ConfigError(format!(
+                        "{origin}: node.listen_tcp = {t:?}: expected HOST:PORT with an IP address, e.g. 127.0.0.1:10809"
+                    ))
+                })?;
+                cfg.listen_tcp = Some(addr);
+            }
+            cfg.default_export = node.default_export;
+        }
+
+        let mut names: BTreeSet<String> = default_adaptive_groups()
+            .into_iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        for sp in &raw.policy {
+            let at = format!("{origin}:{}", line_of(text, sp.span().start));
+            let p = sp.get_ref();
+            let ctx = |msg: String| ConfigError(format!("{at}: policy {:?}: {msg}", p.name));
+            if !valid_name(&p.name) {
+                return Err(ctx(format!("invalid name; names are {NAME_RULE}")));
+            }
+            if !names.insert(p.name.clone()) {
+                return Err(ctx(
+                    "duplicate policy name (extreme, performance and value are built in)".into(),
+                ));
+            }
+            let policy = match (&p.fixed, &p.adaptive) {
+                (Some(f), None) => Policy::Fixed(fixed(f).map_err(ctx)?),
+                (None, Some(a)) => Policy::Adaptive(adaptive(a).map_err(ctx)?),
+                _ => {
+                    return Err(ctx(
+                        "exactly one of `fixed` or `adaptive` must be given".into(),
+                    ))
+                }
+            };
+            policy.validate().map_err(|e| ctx(e.to_string()))?;
+            cfg.policies.push(PolicySpec {
+                name: p.name.clone(),
+                policy,
+            });
+        }
+
+        let mut vol_names = BTreeSet::new();
+        for sv in &raw.volume {
+            let at = format!("{origin}:{}", line_of(text, sv.span().start));
+            let v = sv.get_ref();
+            let ctx = |msg: String| ConfigError(format!("{at}: volume {:?}: {msg}", v.name));
+            if !valid_name(&v.name) {
+                return Err(ctx(format!("invalid name; names are {NAME_RULE}")));
+            }
+            if !vol_names.insert(v.name.clone()) {
+                return Err(ctx("duplicate volume name".into()));
+            }
+            let size = volume_size(&v.size).map_err(ctx)?;
+            let reserve = match v.snapshot_reserve_percent {
+                None => 5,
+                Some(r @ 0..=90) => r as u8,
+                Some(r) => {
+                    return Err(ctx(format!(
+                        "snapshot_reserve_percent = {r}: allowed range is 0 to 90"
+                    )))
+                }
+            };
+            if let Some(pn) = &v.policy {
+                if !names.contains(pn) {
+                    let known: Vec<&str> = names.iter().map(String::as_str).collect();
+                    return Err(ctx(format!(
+                        "policy = {pn:?} is not defined; defined policies: {}",
+                        known.join(", ")
+                    )));
+                }
+            }
+            cfg.volumes.push(VolumeSpec {
+                name: v.name.clone(),
+                size,
+                snapshot_reserve_percent: reserve,
+                read_only: v.read_only.unwrap_or(false),
+                description: v.description.clone().unwrap_or_default(),
+                policy: v.policy.clone(),
+            });
+        }
+        if let Some(d) = &cfg.default_export {
+            if !vol_names.contains(d) {
+                return Err(ConfigError(format!(
+                    "{origin}: node.default_export = {d:?} is not a declared volume"
+                )));
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())].matches('\n').count() + 1
+}
+
+fn volume_size(v: &NumOrStr) -> Result<u64, String> {
+    let size = match v {
+        NumOrStr::Int(i) if *i < 0 => {
+            return Err(format!("size = {i}: a size cannot be negative"));
+        }
+        NumOrStr::Int(i) => *i as u64,
+        NumOrStr::Float(f) => return Err(format!("size = {f}: give bytes as an integer or a string with a unit, e.g. \"100GB\"")),
+        NumOrStr::Str(s) => parse_size(s).map_err(|e| format!("size: {e}"))?,
+    };
+    if size == 0 || size > MAX_VOLUME_SIZE {
+        return Err(format!(
+            "size = {}: allowed range is 1 B to 1 PiB",
+            v.as_text()
+        ));
+    }
+    Ok(size)
+}
+
+fn non_negative(field: &str, v: Option<i64>) -> Result<u64, String> {
+    match v {
+        None => Ok(0),
+        Some(i) if i < 0 => Err(format!("{field} = {i}: must be 0 (not enforced) or positive")),
+        Some(i) => Ok(i as u64),
+    }
+}
+
+fn fixed(f: &RawFixed) -> Result<FixedPolicy, String> {
+    let mut p = FixedPolicy {
+        max_iops: non_negative("fixed.max_throughput_iops", f.max_throughput_iops)?,
+        max_mbps: non_negative("fixed.max_throughput_mbps", f.max_throughput_mbps)?,
+        min_iops: non_negative("fixed.min_throughput_iops", f.min_throughput_iops)?,
+        min_mbps: non_negative("fixed.min_throughput_mbps", f.min_throughput_mbps)?,
+        capacity_shared: f.capacity_shared.unwrap_or(false),
+    };
+    if let Some(s) = &f.max_throughput {
+        if p.max_iops != 0 || p.max_mbps != 0 {
+            return Err("give either fixed.max_throughput or fixed.max_throughput_iops/_mbps, not both".into());
+        }
+        let t = parse_throughput(s).map_err(|e| format!("fixed.max_throughput: {e}"))?;
+        p.max_iops = t.iops;
+        p.max_mbps = t.mbps;
+    }
+    if let Some(s) = &f.min_throughput {
+        if p.min_iops != 0 || p.min_mbps != 0 {
+            return Err("give either fixed.min_throughput or fixed.min_throughput_iops/_mbps, not both".into());
+        }
+        let t = parse_throughput(s).map_err(|e| format!("fixed.min_throughput: {e}"))?;
+        p.min_iops = t.iops;
+        p.min_mbps = t.mbps;
+    }
+    Ok(p)
+}
+
+fn per_capacity(field: &str, v: &NumOrStr) -> Result<qos_core::IopsPerTb, String> {
+    match v {
+        NumOrStr::Int(i) if *i < 0 => Err(format!("{field} = {i}: must not be negative")),
+        other => parse_iops_per_capacity(&other.as_text()).map_err(|e| format!("{field}: {e}")),
+    }
+}
+
+fn adaptive(a: &RawAdaptive) -> Result<AdaptivePolicy, String> {
+    let peak = a
+        .peak_iops
+        .as_ref()
+        .ok_or("adaptive.peak_iops is required (e.g. peak_iops = \"50IOPS/GB\" or 4096 per TB)")?;
+    let peak_iops = per_capacity("adaptive.peak_iops", peak)?;
+    let expected_iops = match &a.expected_iops {
+        Some(v) => per_capacity("adaptive.expected_iops", v)?,
+        None => qos_core::IopsPerTb(0.0),
+    };
+    let alloc = |field: &str, v: &Option<String>, default: Allocation| match v {
+        None => Ok(default),
+        Some(s) => s.parse::<Allocation>().map_err(|e| format!("{field}: {e}")),
+    };
+    Ok(AdaptivePolicy {
+        expected_iops,
+        peak_iops,
+        absolute_min_iops: non_negative("adaptive.absolute_min_iops", a.absolute_min_iops)?,
+        expected_allocation: alloc(
+            "adaptive.expected_iops_allocation",
+            &a.expected_iops_allocation,
+            Allocation::AllocatedSpace,
+        )?,
+        peak_allocation: alloc(
+            "adaptive.peak_iops_allocation",
+            &a.peak_iops_allocation,
+            Allocation::UsedSpace,
+        )?,
+        block_size: match &a.block_size {
+            None => BlockSize::default(),
+            Some(s) => s
+                .parse::<BlockSize>()
+                .map_err(|e| format!("adaptive.block_size: {e}"))?,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,23 @@
+//! The qoslab storage node: named volumes served over NBD, each held to its QoS policy.
+//!
+//! Layers, outermost first (mini-redis style):
+//! - [`server`]: listeners, accept loop, graceful shutdown;
+//!   [`server::handshake`]: option negotiation; [`server::transmission`]: the request loop.
+//! - [`node`]: volumes, policies, effective limits, the [`scheduler`].
+//! - [`backend`]: where bytes live ([`backend::FileBackend`], sparse files).
+//!
+//! Validation happens once at the edge ([`config`] for files, the transmission loop for
+//! requests); inner layers trust their inputs.
+
+pub mod backend;
+pub mod clock;
+pub mod config;
+pub mod errors;
+pub mod node;
+pub mod scheduler;
+pub mod server;
+pub mod stats;
+pub mod volume;
+
+pub use config::NodeConfig;
+pub use node::Node;

@@ -1,0 +1,172 @@
+//! Listening, accepting, and the life of a connection; graceful shutdown.
+
+pub mod handshake;
+pub mod transmission;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::task::JoinSet;
+
+use crate::errors::NodeError;
+use crate::node::Node;
+
+/// How often used space is re-read for volumes that were written.
+pub const USED_SPACE_REFRESH: Duration = Duration::from_millis(200);
+/// How handshakes may take before the node hangs up.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long shutdown waits for connections to finish their in-flight requests.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bound listening sockets.
+pub struct Listeners {
+    pub unix: Option<(UnixListener, PathBuf)>,
+    pub tcp: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Bind the requested addresses. A stale unix socket file is replaced.
+    pub async fn bind(unix: Option<&Path>, tcp: Option<SocketAddr>) -> Result<Listeners, NodeError> {
+        let unix = match unix {
+            None => None,
+            Some(p) => {
+                if p.exists() {
+                    let _ = std::fs::remove_file(p);
+                }
+                let l = UnixListener::bind(p).map_err(|source| NodeError::Listen {
+                    addr: p.display().to_string(),
+                    source,
+                })?;
+                Some((l, p.to_path_buf()))
+            }
+        };
+        let tcp = match tcp {
+            None => None,
+            Some(a) => Some(TcpListener::bind(a).await.map_err(|source| NodeError::Listen {
+                addr: a.to_string(),
+                source,
+            })?),
+        };
+        Ok(Listeners { unix, tcp })
+    }
+
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.tcp.as_ref().and_then(|l| l.local_addr().ok())
+    }
+}
+
+/// Node-level counters.
+#[derive(Default)]
+pub struct ServerStats {
+    pub connections_total: AtomicU64,
+    pub connections_open: AtomicU64,
+    pub connection_errors: AtomicU64,
+}
+
+/// Serve until `stop` resolves, then shut down gracefully: stop accepting, let every
+/// connection finish its in-flight requests (new ones get ESHUTDOWN), sync all volumes.
+pub async fn serve(
+    node: Arc<Node>,
+    listeners: Listeners,
+    stats: Arc<ServerStats>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let mut conns = JoinSet::new();
+    let refresher = {
+        let node = node.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(USED_SPACE_REFRESH);
+            loop {
+                tick.tick().await;
+                node.refresh_used_space();
+            }
+        })
+    };
+    let Listeners { unix, tcp } = listeners;
+    let unix_path = unix.as_ref().map(|(_, p)| p.clone());
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            r = accept_unix(&unix) => match r {
+                Ok(s) => spawn_conn(&mut conns, s, node.clone(), stats.clone()),
+                Err(e) => tracing::warn!("accept (unix): {e}"),
+            },
+            r = accept_tcp(&tcp) => match r {
+                Ok(s) => spawn_conn(&mut conns, s, node.clone(), stats.clone()),
+                Err(e) => tracing::warn!("accept (tcp): {e}"),
+            },
+        }
+    }
+    drop(unix);
+    drop(tcp);
+    if let Some(p) = unix_path {
+        let _ = std::fs::remove_file(p);
+    }
+    tracing::info!(connections = conns.len(), "shutting down: finishing in-flight requests");
+    node.begin_shutdown();
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_TIMEOUT, drain).await.is_err() {
+        tracing::warn!("connections still open after {:?}; closing them", SHUTDOWN_TIMEOUT);
+        conns.abort_all();
+    }
+    refresher.abort();
+    node.sync_all();
+    tracing::info!("all volumes synced; bye");
+}
+
+async fn accept_unix(l: &Option<(UnixListener, PathBuf)>) -> std::io::Result<tokio::net::UnixStream> {
+    match l {
+        Some((l, _)) => l.accept().await.map(|(s, _)| s),
+        None => std::future::pending().await,
+    }
+}
+
+async fn accept_tcp(l: &Option<TcpListener>) -> std::io::Result<tokio::net::TcpStream> {
+    match l {
+        Some(l) => {
+            let (s, _) = l.accept().await?;
+            s.set_nodelay(true)?;
+            Ok(s)
+        }
+        None => std::future::pending().await,
+    }
+}
+
+fn spawn_conn<S>(conns: &mut JoinSet<()>, stream: S, node: Arc<Node>, stats: Arc<ServerStats>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    stats.connections_total.fetch_add(1, Relaxed);
+    stats.connections_open.fetch_add(1, Relaxed);
+    conns.spawn(async move {
+        if let Err(e) = connection(stream, node).await {
+            stats.connection_errors.fetch_add(1, Relaxed);
+            tracing::info!("connection closed: {e}");
+        }
+        stats.connections_open.fetch_sub(1, Relaxed);
+    });
+}
+
+/// One client: negotiate, then transmit.
+pub async fn connection<S>(mut stream: S, node: Arc<Node>) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let shutdown = node.shutdown_signal();
+    let session = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake::negotiate(&mut stream, &node)).await {
+        Err(_) => {
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out"))
+        }
+        Ok(r) => r?,
+    };
+    let Some(session) = session else { return Ok(()) };
+    tracing::debug!(volume = %session.volume.name, structured = session.structured, "transmission");
+    transmission::run(&mut stream, node, session, shutdown).await
+}

@@ -1,0 +1,432 @@
+//! The transmission phase: one task per connection reads requests in batches, executes
+//! what its QoS flow allows now, parks the rest in a timer heap, and writes all replies
+//! of a batch with one socket write. Replies go out of order; cookies match them up.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::sync::Arc;
+
+use nbd_proto::*;
+use qos_core::Nanos;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+
+use super::handshake::{Session, MAX_PAYLOAD};
+use crate::errors::nbd_errno;
+use crate::node::Node;
+use crate::stats::OpKind;
+use crate::volume::Volume;
+
+const RBUF_INITIAL: usize = 256 * 1024;
+/// Most extents returned by one BLOCK_STATUS.
+const MAX_EXTENTS: usize = 1024;
+/// How long a shutdown waits for QoS-delayed requests before answering ESHUTDOWN.
+const SHUTDOWN_GRACE_NS: Nanos = 5_000_000_000;
+
+/// A request waiting for its QoS start time.
+struct Deferred {
+    at: Nanos,
+    seq: u64,
+    arrival: Nanos,
+    req: Request,
+    payload: Vec<u8>,
+}
+
+impl PartialEq for Deferred {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Deferred {}
+impl PartialOrd for Deferred {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Deferred {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// Per-connection state (everything but the socket and the read buffer).
+struct Conn {
+    node: Arc<Node>,
+    vol: Arc<Volume>,
+    structured: bool,
+    meta_context: Option<u32>,
+    wbuf: Vec<u8>,
+    deferred: BinaryHeap<Reverse<Deferred>>,
+    seq: u64,
+    /// Replies produced by blocking-pool work (fdatasync).
+    done_tx: mpsc::UnboundedSender<Vec<u8>>,
+    in_blocking: usize,
+}
+
+/// Serve requests until the client disconnects or the node shuts down.
+pub async fn run<S>(
+    stream: &mut S,
+    node: Arc<Node>,
+    session: Session,
+    mut shutdown: watch::Receiver<bool>,
+) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let mut c = Conn {
+        vol: session.volume,
+        structured: session.structured,
+        meta_context: session.meta_context,
+        node,
+        wbuf: Vec::with_capacity(RBUF_INITIAL),
+        deferred: BinaryHeap::new(),
+        seq: 0,
+        done_tx,
+        in_blocking: 0,
+    };
+    let mut rbuf = vec![0u8; RBUF_INITIAL];
+    let (mut rpos, mut rend) = (0usize, 0usize);
+    let mut reading = true;
+    let mut shutting_down = *shutdown.borrow();
+    let mut shutdown_at: Option<Nanos> = None;
+
+    loop {
+        if shutting_down && shutdown_at.is_none() {
+            shutdown_at = Some(c.node.clock.now());
+        }
+        if !reading && c.deferred.is_empty() && c.in_blocking == 0 {
+            break;
+        }
+        // Keep room to read into.
+        if rpos == rend {
+            rpos = 0;
+            rend = 0;
+        } else if rbuf.len() - rend < 64 * 1024 && rpos > 0 {
+            rbuf.copy_within(rpos..rend, 0);
+            rend -= rpos;
+            rpos = 0;
+        }
+        let next_at = c.deferred.peek().map(|d| c.node.clock.instant(d.0.at));
+        tokio::select! {
+            Some(reply) = done_rx.recv(), if c.in_blocking > 0 => {
+                c.in_blocking -= 1;
+                c.wbuf.extend_from_slice(&reply);
+                while let Ok(reply) = done_rx.try_recv() {
+                    c.in_blocking -= 1;
+                    c.wbuf.extend_from_slice(&reply);
+                }
+            }
+            _ = sleep_opt(next_at), if next_at.is_some() => {}
+            _ = shutdown.changed(), if !shutting_down => {
+                shutting_down = true;
+            }
+            r = stream.read(&mut rbuf[rend..]), if reading => {
+                match r {
+                    Ok(0) => {
+                        // Client went away: nothing more can be replied.
+                        return Ok(());
+                    }
+                    Ok(n) => rend += n,
+                    Err(e) => return Err(e),
+                }
+                // Parse every complete request in the buffer.
+                while reading && rend - rpos >= REQUEST_HEADER_LEN {
+                    let req = decode_request(&rbuf[rpos..rpos + REQUEST_HEADER_LEN])
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                    let mut frame = REQUEST_HEADER_LEN;
+                    if req.command == CMD_WRITE {
+                        if req.length > MAX_PAYLOAD {
+                            // The spec lets a server hang up on payloads this large rather
+                            // than read them: it is the only answer that bounds memory.
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                format!("WRITE of {} bytes exceeds the maximum payload {MAX_PAYLOAD}", req.length),
+                            ));
+                        }
+                        frame += req.length as usize;
+                        if rend - rpos < frame {
+                            if rbuf.len() - rpos < frame {
+                                rbuf.copy_within(rpos..rend, 0);
+                                rend -= rpos;
+                                rpos = 0;
+                                if rbuf.len() < frame {
+                                    rbuf.resize(frame.next_power_of_two(), 0);
+                                }
+                            }
+                            break;
+                        }
+                    }
+                    let payload = &rbuf[rpos + REQUEST_HEADER_LEN..rpos + frame];
+                    rpos += frame;
+                    if req.command == CMD_DISC {
+                        reading = false;
+                        break;
+                    }
+                    if shutting_down {
+                        c.error(req.cookie, req.command, ESHUTDOWN, "node is shutting down");
+                        continue;
+                    }
+                    c.handle(req, payload);
+                }
+            }
+        }
+        if shutting_down {
+            reading = false;
+        }
+        c.run_due(shutdown_at);
+        if !c.wbuf.is_empty() {
+            stream.write_all(&c.wbuf).await?;
+            c.wbuf.clear();
+            if c.wbuf.capacity() > 4 * RBUF_INITIAL {
+                c.wbuf.shrink_to(RBUF_INITIAL);
+            }
+        }
+    }
+    stream.flush().await?;
+    Ok(())
+}
+
+async fn sleep_opt(at: Option<tokio::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}
+
+/// Allowed flag bits per command (FUA is accepted everywhere, as the spec requires once
+/// NBD_FLAG_SEND_FUA is advertised).
+fn allowed_flags(cmd: u16) -> u16 {
+    CMD_FLAG_FUA
+        | match cmd {
+            CMD_READ => CMD_FLAG_DF,
+            CMD_WRITE_ZEROES => CMD_FLAG_NO_HOLE | CMD_FLAG_FAST_ZERO,
+            CMD_BLOCK_STATUS => CMD_FLAG_REQ_ONE,
+            _ => 0,
+        }
+}
+
+impl Conn {
+    /// Validate at the edge, charge QoS, then execute now or park until due.
+    fn handle(&mut self, req: Request, payload: &[u8]) {
+        let now = self.node.clock.now();
+        if let Err((errno, msg)) = self.validate(&req) {
+            self.vol.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.error(req.cookie, req.command, errno, &msg);
+            return;
+        }
+        let (ops, bytes) = match req.command {
+            CMD_READ | CMD_WRITE => (1, req.length as u64),
+            CMD_TRIM | CMD_WRITE_ZEROES => (1, 0),
+            _ => (0, 0),
+        };
+        let start = if ops > 0 {
+            self.node.scheduler.admit(self.vol.flow(), now, ops, bytes)
+        } else {
+            now
+        };
+        if start <= now {
+            self.execute(req, payload, now, 0);
+        } else {
+            self.seq += 1;
+            self.deferred.push(Reverse(Deferred {
+                at: start,
+                seq: self.seq,
+                arrival: now,
+                req,
+                payload: payload.to_vec(),
+            }));
+        }
+    }
+
+    /// Execute every parked request whose time has come.
+    fn run_due(&mut self, shutdown_at: Option<Nanos>) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let now = self.node.clock.now();
+        let give_up = shutdown_at.is_some_and(|t| now >= t + SHUTDOWN_GRACE_NS);
+        while let Some(Reverse(d)) = self.deferred.peek() {
+            if d.at > now && !give_up {
+                break;
+            }
+            let Some(Reverse(d)) = self.deferred.pop() else { break };
+            if d.at > now {
+                self.error(d.req.cookie, d.req.command, ESHUTDOWN, "node is shutting down");
+                continue;
+            }
+            let wait = d.at.saturating_sub(d.arrival);
+            self.execute(d.req, &d.payload, d.arrival, wait);
+        }
+    }
+
+    fn validate(&self, req: &Request) -> Result<(), (u32, String)> {
+        let cmd = req.command;
+        let name = command_name(cmd);
+        if !matches!(
+            cmd,
+            CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM | CMD_CACHE | CMD_WRITE_ZEROES | CMD_BLOCK_STATUS
+        ) {
+            return Err((EINVAL, format!("unknown command {cmd}")));
+        }
+        if req.flags & !allowed_flags(cmd) != 0 {
+            return Err((EINVAL, format!("{name}: unsupported flags 0x{:x}", req.flags)));
+        }
+        if cmd == CMD_FLUSH {
+            return Ok(());
+        }
+        let writes = matches!(cmd, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES);
+        if writes && self.vol.read_only {
+            return Err((EPERM, format!("{name}: volume {} is read-only", self.vol.name)));
+        }
+        let size = self.vol.size();
+        let end = req.offset.checked_add(req.length as u64);
+        if end.is_none_or(|e| e > size) {
+            let errno = if matches!(cmd, CMD_WRITE | CMD_WRITE_ZEROES) { ENOSPC } else { EINVAL };
+            return Err((
+                errno,
+                format!("{name} at offset {} length {} is beyond the end of the volume ({size} bytes)", req.offset, req.length),
+            ));
+        }
+        match cmd {
+            CMD_READ if req.length > MAX_PAYLOAD => Err((
+                if self.structured { EOVERFLOW } else { EINVAL },
+                format!("READ of {} bytes exceeds the maximum payload {MAX_PAYLOAD}", req.length),
+            )),
+            CMD_BLOCK_STATUS if self.meta_context.is_none() => Err((
+                EINVAL,
+                "BLOCK_STATUS needs base:allocation negotiated with NBD_OPT_SET_META_CONTEXT".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reply with an error, structured when negotiated.
+    fn error(&mut self, cookie: u64, _cmd: u16, errno: u32, msg: &str) {
+        encode_error(&mut self.wbuf, self.structured, cookie, errno, msg);
+    }
+
+    fn ok(&mut self, cookie: u64) {
+        encode_ok(&mut self.wbuf, self.structured, cookie);
+    }
+
+    /// Execute a validated request whose QoS start time has come.
+    fn execute(&mut self, req: Request, payload: &[u8], arrival: Nanos, wait: Nanos) {
+        let vol = self.vol.clone();
+        let be = &vol.backend;
+        let (off, len) = (req.offset, req.length as u64);
+        let fua = req.flags & CMD_FLAG_FUA != 0;
+        let (kind, result) = match req.command {
+            CMD_READ => {
+                let mark = self.wbuf.len();
+                if self.structured {
+                    encode_read_chunk_header(&mut self.wbuf, req.cookie, off, req.length);
+                } else {
+                    encode_simple_reply(&mut self.wbuf, req.cookie, 0);
+                }
+                let r = be.read_append(&mut self.wbuf, off, req.length as usize);
+                if r.is_err() {
+                    self.wbuf.truncate(mark);
+                }
+                (OpKind::Read, r.map(|_| true))
+            }
+            CMD_WRITE => {
+                vol.mark_dirty();
+                (OpKind::Write, be.write_at(payload, off).map(|_| false))
+            }
+            CMD_TRIM => {
+                vol.mark_dirty();
+                (OpKind::Other, be.trim(off, len).map(|_| false))
+            }
+            CMD_WRITE_ZEROES => {
+                vol.mark_dirty();
+                let may_trim = req.flags & CMD_FLAG_NO_HOLE == 0;
+                let fast = req.flags & CMD_FLAG_FAST_ZERO != 0;
+                (OpKind::Other, be.zero(off, len, may_trim, fast).map(|_| false))
+            }
+            CMD_CACHE => (OpKind::Other, be.cache(off, len).map(|_| false)),
+            CMD_BLOCK_STATUS => {
+                let max = if req.flags & CMD_FLAG_REQ_ONE != 0 { 1 } else { MAX_EXTENTS };
+                match be.extents(off, len, max) {
+                    Ok(ext) => {
+                        let descs: Vec<(u32, u32)> = ext
+                            .iter()
+                            .map(|e| {
+                                let st = if e.hole { STATE_HOLE | STATE_ZERO } else { 0 };
+                                (e.length.min(u32::MAX as u64) as u32, st)
+                            })
+                            .collect();
+                        let ctx = self.meta_context.unwrap_or(1);
+                        encode_block_status(&mut self.wbuf, req.cookie, ctx, &descs);
+                        (OpKind::Other, Ok(true))
+                    }
+                    Err(e) => (OpKind::Other, Err(e)),
+                }
+            }
+            CMD_FLUSH => {
+                self.blocking_sync(req.cookie, arrival, wait, OpKind::Other, 0);
+                return;
+            }
+            _ => (OpKind::Other, Err(io::Error::from_raw_os_error(libc::EINVAL))),
+        };
+        match result {
+            Ok(replied) => {
+                let bytes = if matches!(kind, OpKind::Read | OpKind::Write) { len } else { 0 };
+                if fua && matches!(req.command, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES) {
+                    self.blocking_sync(req.cookie, arrival, wait, kind, bytes);
+                    return;
+                }
+                if !replied {
+                    self.ok(req.cookie);
+                }
+                let lat = self.node.clock.now().saturating_sub(arrival);
+                vol.stats.record(kind, bytes, lat, wait);
+            }
+            Err(e) => {
+                vol.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let msg = format!("{} failed: {e}", command_name(req.command));
+                self.error(req.cookie, req.command, nbd_errno(&e), &msg);
+            }
+        }
+    }
+
+    /// fdatasync on the blocking pool; the reply is queued when it is durable.
+    fn blocking_sync(&mut self, cookie: u64, arrival: Nanos, wait: Nanos, kind: OpKind, bytes: u64) {
+        let vol = self.vol.clone();
+        let node = self.node.clone();
+        let tx = self.done_tx.clone();
+        let structured = self.structured;
+        self.in_blocking += 1;
+        tokio::task::spawn_blocking(move || {
+            let mut out = Vec::with_capacity(64);
+            match vol.backend.flush() {
+                Ok(()) => {
+                    encode_ok(&mut out, structured, cookie);
+                    let lat = node.clock.now().saturating_sub(arrival);
+                    vol.stats.record(kind, bytes, lat, wait);
+                }
+                Err(e) => {
+                    vol.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    encode_error(&mut out, structured, cookie, nbd_errno(&e), &format!("flush failed: {e}"));
+                }
+            }
+            let _ = tx.send(out);
+        });
+    }
+}
+
+fn encode_ok(out: &mut Vec<u8>, structured: bool, cookie: u64) {
+    if structured {
+        encode_structured_done(out, cookie);
+    } else {
+        encode_simple_reply(out, cookie, 0);
+    }
+}
+
+fn encode_error(out: &mut Vec<u8>, structured: bool, cookie: u64, errno: u32, msg: &str) {
+    if structured {
+        encode_structured_error(out, cookie, errno, msg);
+    } else {
+        encode_simple_reply(out, cookie, errno);
+    }
+}

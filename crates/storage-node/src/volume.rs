@@ -1,0 +1,115 @@
+//! A volume: a named export with a size, a snapshot reserve, a backend and a QoS flow.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use qos_core::{EffectiveLimits, VolumeSpace};
+
+use crate::backend::Backend;
+use crate::scheduler::NO_FLOW;
+use crate::stats::VolumeStats;
+
+/// A served volume. Shared by every connection to it; all mutable state is atomic or
+/// behind short-lived locks that the request path does not take.
+pub struct Volume {
+    pub name: String,
+    pub description: String,
+    pub read_only: bool,
+    size: AtomicU64,
+    reserve_percent: AtomicU8,
+    used: AtomicU64,
+    /// Set by writes/trims/zeroes; the used-space refresher clears it.
+    dirty: AtomicBool,
+    /// Scheduler flow carrying this volume's ceiling, or [`NO_FLOW`].
+    flow: AtomicU32,
+    policy: Mutex<Option<String>>,
+    limits: Mutex<EffectiveLimits>,
+    pub backend: Arc<dyn Backend>,
+    pub stats: VolumeStats,
+}
+
+impl Volume {
+    pub fn new(
+        name: String,
+        description: String,
+        read_only: bool,
+        size: u64,
+        reserve_percent: u8,
+        backend: Arc<dyn Backend>,
+    ) -> Volume {
+        let used = backend.allocated_bytes().unwrap_or(0);
+        Volume {
+            name,
+            description,
+            read_only,
+            size: AtomicU64::new(size),
+            reserve_percent: AtomicU8::new(reserve_percent),
+            used: AtomicU64::new(used),
+            dirty: AtomicBool::new(false),
+            flow: AtomicU32::new(NO_FLOW),
+            policy: Mutex::new(None),
+            limits: Mutex::new(EffectiveLimits::default()),
+            backend,
+            stats: VolumeStats::default(),
+        }
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size.load(Relaxed)
+    }
+
+    pub fn space(&self) -> VolumeSpace {
+        VolumeSpace {
+            size: self.size(),
+            snapshot_reserve_percent: self.reserve_percent.load(Relaxed),
+            used: self.used.load(Relaxed),
+        }
+    }
+
+    pub fn flow(&self) -> u32 {
+        self.flow.load(Relaxed)
+    }
+
+    pub(crate) fn set_flow(&self, flow: u32) {
+        self.flow.store(flow, Relaxed);
+    }
+
+    /// Note that allocation may have changed (cheap; called on the request path).
+    pub fn mark_dirty(&self) {
+        if !self.dirty.load(Relaxed) {
+            self.dirty.store(true, Relaxed);
+        }
+    }
+
+    /// Re-read used space if anything changed it; returns true when it moved.
+    pub fn refresh_used(&self) -> bool {
+        if !self.dirty.swap(false, Relaxed) {
+            return false;
+        }
+        match self.backend.allocated_bytes() {
+            Ok(u) => self.used.swap(u, Relaxed) != u,
+            Err(_) => false,
+        }
+    }
+
+    pub fn policy(&self) -> Option<String> {
+        lock(&self.policy).clone()
+    }
+
+    pub(crate) fn set_policy(&self, p: Option<String>) {
+        *lock(&self.policy) = p;
+    }
+
+    /// The limits currently in force (recomputed on every size/used/policy change).
+    pub fn limits(&self) -> EffectiveLimits {
+        *lock(&self.limits)
+    }
+
+    pub(crate) fn set_limits(&self, l: EffectiveLimits) {
+        *lock(&self.limits) = l;
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
