@@ -1,0 +1,170 @@
+//! Data-driven config checks: TOML in, a one-line summary or the exact error out.
+
+use super::*;
+
+fn summary(cfg: &NodeConfig) -> String {
+    let mut s = Vec::new();
+    for p in &cfg.policies {
+        s.push(format!("policy {}={:?}", p.name, p.policy));
+    }
+    for v in &cfg.volumes {
+        s.push(format!(
+            "volume {} size={} reserve={} ro={} policy={:?}",
+            v.name, v.size, v.snapshot_reserve_percent, v.read_only, v.policy
+        ));
+    }
+    s.join("\n")
+}
+
+#[track_caller]
+fn check(input: &str, expect: &str) {
+    let got = match NodeConfig::parse(input, "node.toml") {
+        Ok(cfg) => summary(&cfg),
+        Err(e) => format!("error: {e}"),
+    };
+    assert_eq!(got.trim(), expect.trim(), "\ninput:\n{input}");
+}
+
+#[track_caller]
+fn check_err_contains(input: &str, parts: &[&str]) {
+    let e = NodeConfig::parse(input, "node.toml").expect_err("config should be rejected");
+    let msg = e.to_string();
+    for p in parts {
+        assert!(msg.contains(p), "error {msg:?} lacks {p:?}");
+    }
+}
+
+#[test]
+fn volumes_units_and_defaults() {
+    check(
+        r#"
+[[volume]]
+name = "a"
+size = "100GB"
+[[volume]]
+name = "b"
+size = "1GiB"
+snapshot_reserve_percent = 0
+read_only = true
+policy = "value"
+[[volume]]
+name = "c"
+size = 4096
+"#,
+        r#"
+volume a size=100000000000 reserve=5 ro=false policy=None
+volume b size=1073741824 reserve=0 ro=true policy=Some("value")
+volume c size=4096 reserve=5 ro=false policy=None
+"#,
+    );
+}
+
+#[test]
+fn bad_unit_names_line_field_and_forms() {
+    check_err_contains(
+        "\n[[volume]]\nname = \"a\"\nsize = \"10XB\"\n",
+        &["node.toml:2", "volume \"a\"", "size", "10XB", "KiB"],
+    );
+}
+
+#[test]
+fn negative_and_absurd_sizes() {
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = -5\n",
+        &["node.toml:1", "size = -5", "negative"],
+    );
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = \"-5GB\"\n",
+        &["volume \"a\"", "-5GB"],
+    );
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = \"2000TB\"\n",
+        &["size = 2000TB", "allowed range is 1 B to 1 PiB"],
+    );
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = 0\n",
+        &["allowed range is 1 B to 1 PiB"],
+    );
+}
+
+#[test]
+fn unknown_policy_lists_known_ones() {
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = \"1GiB\"\npolicy = \"gold\"\n",
+        &["policy = \"gold\" is not defined", "extreme, performance, value"],
+    );
+}
+
+#[test]
+fn fixed_floor_above_ceiling() {
+    check_err_contains(
+        "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 100, min_throughput_iops = 200 }\n",
+        &["node.toml:1", "policy \"p\"", "min_throughput_iops"],
+    );
+}
+
+#[test]
+fn adaptive_without_peak() {
+    check_err_contains(
+        "[[policy]]\nname = \"p\"\nadaptive = { expected_iops = \"5IOPS/GB\" }\n",
+        &["policy \"p\"", "adaptive.peak_iops is required"],
+    );
+}
+
+#[test]
+fn unknown_field_is_named() {
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = \"1GiB\"\nsnapshot_reserve = 5\n",
+        &["node.toml:4", "snapshot_reserve"],
+    );
+}
+
+#[test]
+fn policy_kinds_and_cli_forms() {
+    check(
+        r#"
+[[policy]]
+name = "both"
+fixed = { max_throughput = "500iops,100MB/s" }
+[[policy]]
+name = "a"
+adaptive = { expected_iops = "5IOPS/GB", peak_iops = "50IOPS/GB", peak_iops_allocation = "allocated-space", block_size = "any" }
+"#,
+        r#"
+policy both=Fixed(FixedPolicy { max_iops: 500, max_mbps: 100, min_iops: 0, min_mbps: 0, capacity_shared: false })
+policy a=Adaptive(AdaptivePolicy { expected_iops: IopsPerTb(5000.0), peak_iops: IopsPerTb(50000.0), absolute_min_iops: 0, expected_allocation: AllocatedSpace, peak_allocation: AllocatedSpace, block_size: Any })
+"#,
+    );
+    check_err_contains(
+        "[[policy]]\nname = \"p\"\nfixed = { max_throughput = \"500iop\" }\n",
+        &["500iop", "500iops,100MB/s"],
+    );
+}
+
+#[test]
+fn structural_errors() {
+    check_err_contains(
+        "[[policy]]\nname = \"p\"\n",
+        &["exactly one of `fixed` or `adaptive`"],
+    );
+    check_err_contains(
+        "[[policy]]\nname = \"value\"\nfixed = { max_throughput_iops = 1 }\n",
+        &["duplicate policy name"],
+    );
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = 1\n[[volume]]\nname = \"a\"\nsize = 1\n",
+        &["node.toml:4", "duplicate volume name"],
+    );
+    check_err_contains(
+        "[[volume]]\nname = \"a/b\"\nsize = 1\n",
+        &["invalid name"],
+    );
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = 1\nsnapshot_reserve_percent = 95\n",
+        &["snapshot_reserve_percent = 95", "0 to 90"],
+    );
+    check_err_contains(
+        "[node]\nlisten_tcp = \"localhost\"\n",
+        &["node.listen_tcp", "HOST:PORT"],
+    );
+}
