@@ -24,6 +24,7 @@ SERVER_PIN=()
 FIO_PIN=()
 
 SERVER_PIDS=()      # every server we started and have not yet reaped
+FIO_PID=""          # the fio run in progress, if any
 WORKDIR=""
 
 log()  { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -39,7 +40,7 @@ require_cmds() {
     done
     if ((${#missing[@]})); then
         err "missing prerequisites: ${missing[*]}"
-        err "install them first (Debian/Ubuntu: fio nbdkit libnbd-bin qemu-system-common/qemu-storage-daemon qemu-utils python3);"
+        err "install them first (Debian packages: fio nbdkit libnbd-bin qemu-utils [qemu-storage-daemon] python3);"
         err "this script does not install anything."
         exit 1
     fi
@@ -78,13 +79,18 @@ setup_workdir() {
     trap cleanup EXIT
     set -E
     trap 'err "unexpected failure at ${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND"' ERR
-    trap 'exit 130' INT
-    trap 'exit 143' TERM
+    trap 'err "interrupted"; exit 130' INT
+    trap 'err "terminated"; exit 143' TERM
     log "work dir: $WORKDIR"
 }
 
 cleanup() {
     local rc=$? pid
+    trap - ERR
+    if ((rc != 0)) && ((${#SERVER_PIDS[@]})); then
+        log "exiting with status $rc; stopping servers we started"
+    fi
+    if [[ -n "$FIO_PID" ]]; then stop_pid "$FIO_PID"; fi
     for pid in "${SERVER_PIDS[@]}"; do
         if [[ -n "$pid" ]]; then stop_pid "$pid"; fi
     done
@@ -279,7 +285,14 @@ EOF
 run_fio() {
     local job=$1 out=$2 raw=$2.raw t0 t1
     t0=$(proc_cpu_ticks "$SERVER_PID")
-    if ! "${FIO_PIN[@]}" fio --output-format=json "$job" >"$raw" 2>"$out.stderr"; then
+    # fio runs in the background + wait, so a signal to this script is acted on at
+    # once (bash defers traps while a foreground child runs); cleanup() stops it.
+    local rc=0
+    "${FIO_PIN[@]}" fio --output-format=json "$job" >"$raw" 2>"$out.stderr" &
+    FIO_PID=$!
+    wait "$FIO_PID" || rc=$?
+    FIO_PID=""
+    if ((rc != 0)); then
         err "fio failed for $job:"
         cat "$out.stderr" >&2
         return 1

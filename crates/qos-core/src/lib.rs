@@ -30,6 +30,8 @@
 //! ([`EffectiveLimits::floor`]); the pacer stays the per-flow ceiling, applied to
 //! each flow regardless of how the scheduler orders them.
 
+#![warn(missing_docs)]
+
 pub mod limits;
 pub mod pacer;
 pub mod policy;

@@ -95,10 +95,7 @@ pub fn effective_limits(policy: &Policy, space: &VolumeSpace) -> EffectiveLimits
 fn adaptive_limits(p: &AdaptivePolicy, space: &VolumeSpace) -> EffectiveLimits {
     let rate = |density: IopsPerTb, allocation: Allocation| {
         let iops = iops_for(density, space.for_allocation(allocation)).max(p.absolute_min_iops);
-        let bytes_per_sec = p
-            .block_size
-            .bytes()
-            .map_or(0, |b| iops.saturating_mul(b));
+        let bytes_per_sec = p.block_size.bytes().map_or(0, |b| iops.saturating_mul(b));
         Rate {
             iops,
             bytes_per_sec,
@@ -118,7 +115,7 @@ fn adaptive_limits(p: &AdaptivePolicy, space: &VolumeSpace) -> EffectiveLimits {
 /// low, are not floored one below their exact decimal result.
 pub fn iops_for(density: IopsPerTb, bytes: u64) -> u64 {
     let d = density.0;
-    if !(d > 0.0) || bytes == 0 {
+    if d.is_nan() || d <= 0.0 || bytes == 0 {
         return 0;
     }
     if d.fract() == 0.0 && d < 1e18 {
@@ -131,7 +128,11 @@ pub fn iops_for(density: IopsPerTb, bytes: u64) -> u64 {
         return u64::MAX;
     }
     let r = x.round();
-    let v = if (x - r).abs() <= r.abs() * 1e-9 { r } else { x.floor() };
+    let v = if (x - r).abs() <= r.abs() * 1e-9 {
+        r
+    } else {
+        x.floor()
+    };
     v as u64
 }
 
@@ -223,7 +224,7 @@ mod tests {
             ("value", TB, 0, TB, 512, 128),
             ("value", 10 * TB, 0, 10 * TB, 5_120, 1_280),
             ("value", 100 * GB, 0, 100 * GB, 75, 75), // 51.2 / 12.8 -> min 75
-            ("value", 1 << 40, 0, 1 << 40, 562, 140),  // 1 TiB: 562.9 / 140.7
+            ("value", 1 << 40, 0, 1 << 40, 562, 140), // 1 TiB: 562.9 / 140.7
         ];
         for &(name, size, reserve, used, ceiling, floor) in table {
             check(group(name), vol(size, reserve, used), ceiling, floor);

@@ -5,7 +5,8 @@
 //! had it been sent at exactly the ceiling rate. A request of cost `c` may start
 //! once `tat + c·interval − capacity ≤ start`, where the burst capacity is
 //! `max(BURST_WINDOW worth of rate, c·interval)`; admitting it moves
-//! `tat = max(tat, start) + c·interval`. The start time is the latest of `now` and
+//! `tat = max(tat, start) + c·interval` (a start less than 1 ns past `tat`, i.e. its
+//! rounding to whole nanoseconds, is ignored). The start time is the latest of `now` and
 //! every limited dimension's earliest time, so whichever limit is reached first
 //! applies.
 //!
@@ -216,7 +217,16 @@ mod tests {
         let base = 10_000 * MS;
         assert_eq!(
             first,
-            [base, base, base, base, base, base + MS, base + 2 * MS, base + 3 * MS]
+            [
+                base,
+                base,
+                base,
+                base,
+                base,
+                base + MS,
+                base + 2 * MS,
+                base + 3 * MS
+            ]
         );
     }
 

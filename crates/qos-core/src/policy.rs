@@ -208,7 +208,10 @@ impl FromStr for BlockSize {
         }
         let digits = t.bytes().take_while(u8::is_ascii_digit).count();
         let (num, unit) = t.split_at(digits);
-        if !["k", "kb", "kib"].iter().any(|u| u.eq_ignore_ascii_case(unit.trim_start())) {
+        if !["k", "kb", "kib"]
+            .iter()
+            .any(|u| u.eq_ignore_ascii_case(unit.trim_start()))
+        {
             return Err(invalid());
         }
         match num {
@@ -290,7 +293,12 @@ impl AdaptivePolicy {
                 max: self.peak_iops.to_string(),
             });
         }
-        check_u64("adaptive.absolute_min_iops", self.absolute_min_iops, MAX_IOPS, "IOPS")
+        check_u64(
+            "adaptive.absolute_min_iops",
+            self.absolute_min_iops,
+            MAX_IOPS,
+            "IOPS",
+        )
     }
 }
 
@@ -351,7 +359,10 @@ mod tests {
         assert_eq!(fixed(0, 0, 0, 0).validate(), Ok(()));
         assert_eq!(fixed(1000, 100, 500, 50).validate(), Ok(()));
         assert_eq!(fixed(0, 0, 500, 50).validate(), Ok(())); // floor without ceiling
-        assert_eq!(fixed(MAX_IOPS, MAX_MBPS, MAX_IOPS, MAX_MBPS).validate(), Ok(()));
+        assert_eq!(
+            fixed(MAX_IOPS, MAX_MBPS, MAX_IOPS, MAX_MBPS).validate(),
+            Ok(())
+        );
 
         let err = fixed(100, 0, 500, 0).validate().unwrap_err();
         assert_eq!(
@@ -437,11 +448,23 @@ mod tests {
         ));
         for bad in [f64::NAN, f64::INFINITY, -1.0, 3e9] {
             assert!(
-                matches!(p(bad, 512.0, 0).validate(), Err(PolicyError::OutOfRange { field: "adaptive.expected_iops", .. })),
+                matches!(
+                    p(bad, 512.0, 0).validate(),
+                    Err(PolicyError::OutOfRange {
+                        field: "adaptive.expected_iops",
+                        ..
+                    })
+                ),
                 "{bad}"
             );
             assert!(
-                matches!(p(1.0, bad, 0).validate(), Err(PolicyError::OutOfRange { field: "adaptive.peak_iops", .. })),
+                matches!(
+                    p(1.0, bad, 0).validate(),
+                    Err(PolicyError::OutOfRange {
+                        field: "adaptive.peak_iops",
+                        ..
+                    })
+                ),
                 "{bad}"
             );
         }

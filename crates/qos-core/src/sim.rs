@@ -33,8 +33,7 @@ impl ClosedLoop {
     /// The client's own maximum rate in requests per second (`queue_depth / service_time`);
     /// `None` when unbounded (zero service time).
     pub fn max_requests_per_sec(&self) -> Option<f64> {
-        (self.service_time > 0)
-            .then(|| self.queue_depth as f64 * 1e9 / self.service_time as f64)
+        (self.service_time > 0).then(|| self.queue_depth as f64 * 1e9 / self.service_time as f64)
     }
 
     /// Runs the client from `start` (all requests issued at `start`) until `until`,
@@ -46,7 +45,7 @@ impl ClosedLoop {
     {
         // Pending arrival times, kept sorted (a ring buffer suffices when, as with a
         // pacer, dispatch times never decrease).
-        let mut pending: VecDeque<Nanos> = std::iter::repeat(start).take(self.queue_depth).collect();
+        let mut pending: VecDeque<Nanos> = VecDeque::from(vec![start; self.queue_depth]);
         let mut dispatches = Vec::new();
         while let Some(now) = pending.pop_front() {
             if now >= until {
@@ -60,11 +59,12 @@ impl ClosedLoop {
                 });
             }
             let next = at.saturating_add(self.service_time);
-            if pending.back().map_or(true, |&b| b <= next) {
-                pending.push_back(next);
-            } else {
-                let idx = pending.partition_point(|&t| t <= next);
-                pending.insert(idx, next);
+            match pending.back() {
+                Some(&last) if last > next => {
+                    let idx = pending.partition_point(|&t| t <= next);
+                    pending.insert(idx, next);
+                }
+                _ => pending.push_back(next),
             }
         }
         Trace::new(dispatches)
@@ -177,7 +177,7 @@ mod tests {
         // Alternating long and short delays: completions arrive out of dispatch order.
         let t = c.run(0, 1_000, |now, _, _| {
             k += 1;
-            now + if k % 2 == 0 { 7 } else { 100 }
+            now + if k & 1 == 0 { 7 } else { 100 }
         });
         let times: Vec<_> = t.dispatches().iter().map(|d| d.at).collect();
         assert!(times.windows(2).all(|w| w[0] <= w[1]));

@@ -121,7 +121,9 @@ impl<'a> Decimal<'a> {
         // number for any multiplier we use (all are < 10^13, so den/gcd > 1).
         let (Some(num), Some(den)) = (
             parse_digits(frac),
-            u32::try_from(frac.len()).ok().and_then(|n| 10u128.checked_pow(n)),
+            u32::try_from(frac.len())
+                .ok()
+                .and_then(|n| 10u128.checked_pow(n)),
         ) else {
             return Scaled::NotWhole;
         };
@@ -147,7 +149,7 @@ impl<'a> Decimal<'a> {
         let mut digits = String::with_capacity(self.int.len() + shift + self.frac.len() + 1);
         digits.push_str(self.int);
         digits.push_str(&self.frac[..take]);
-        digits.extend(std::iter::repeat('0').take(shift - take));
+        digits.push_str(&"0".repeat(shift - take));
         digits.push('.');
         digits.push_str(&self.frac[take..]);
         digits.push('0');
@@ -223,7 +225,7 @@ pub fn format_size(bytes: u64) -> String {
     let best = SIZE_UNITS
         .iter()
         .rev() // binary units first, largest first
-        .filter(|&&(_, m)| m > 1 && bytes != 0 && bytes % m == 0)
+        .filter(|&&(_, m)| m > 1 && bytes != 0 && bytes / m * m == bytes)
         .min_by_key(|&&(_, m)| bytes / m);
     match best {
         Some(&(name, m)) => format!("{}{}", bytes / m, name),
@@ -275,7 +277,11 @@ pub fn parse_throughput(s: &str) -> Result<Throughput, UnitError> {
         input: s.to_owned(),
     };
     let trimmed = s.trim();
-    if trimmed == "0" || ["inf", "none"].iter().any(|w| w.eq_ignore_ascii_case(trimmed)) {
+    if trimmed == "0"
+        || ["inf", "none"]
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(trimmed))
+    {
         return Ok(Throughput::default());
     }
     let mut out = Throughput::default();
@@ -419,7 +425,10 @@ mod tests {
             ("2.5KB", 2_500),
             ("16TiB", 16 << 40),
             ("18446744073709551615", u64::MAX),
-            ("16777215.999999999068677425384521484375TiB", u64::MAX - 1023),
+            (
+                "16777215.999999999068677425384521484375TiB",
+                u64::MAX - 1023,
+            ),
         ];
         for &(input, want) in cases {
             assert_eq!(parse_size(input), Ok(want), "input {input:?}");
@@ -429,8 +438,8 @@ mod tests {
     #[test]
     fn sizes_rejected() {
         let invalid = [
-            "", " ", "-1", "-1GB", "+1", "10XB", "1.5", "1.0001KB", "1.", ".5GB", "GB", "1e3", "inf",
-            "NaN", "1 G B", "1GB2", "0x10",
+            "", " ", "-1", "-1GB", "+1", "10XB", "1.5", "1.0001KB", "1.", ".5GB", "GB", "1e3",
+            "inf", "NaN", "1 G B", "1GB2", "0x10",
         ];
         for input in invalid {
             assert_eq!(
@@ -441,7 +450,11 @@ mod tests {
                 "input {input:?}"
             );
         }
-        for input in ["18446744073709551616", "16777216TiB", "99999999999999999999999999999999999999999TB"] {
+        for input in [
+            "18446744073709551616",
+            "16777216TiB",
+            "99999999999999999999999999999999999999999TB",
+        ] {
             assert_eq!(
                 parse_size(input),
                 Err(UnitError::SizeOverflow {
@@ -517,8 +530,19 @@ mod tests {
     #[test]
     fn throughput_rejected() {
         for input in [
-            "", "500iop", "500", "iops", "-5iops", "1.5iops", "500iops,600iops", "1MB/s,2MB/s",
-            "500iops,100MB/s,1iops", "100MB", "100Mbit/s", "0,100MB/s", "500iops,",
+            "",
+            "500iop",
+            "500",
+            "iops",
+            "-5iops",
+            "1.5iops",
+            "500iops,600iops",
+            "1MB/s,2MB/s",
+            "500iops,100MB/s,1iops",
+            "100MB",
+            "100Mbit/s",
+            "0,100MB/s",
+            "500iops,",
         ] {
             assert_eq!(
                 parse_throughput(input),
@@ -567,9 +591,22 @@ mod tests {
             ("0", 0.0),
         ];
         for &(input, want) in cases {
-            assert_eq!(parse_iops_per_capacity(input), Ok(IopsPerTb(want)), "input {input:?}");
+            assert_eq!(
+                parse_iops_per_capacity(input),
+                Ok(IopsPerTb(want)),
+                "input {input:?}"
+            );
         }
-        for input in ["", "-5IOPS/GB", "5IOPS/PB", "5IOPS", "inf", "NaN", "1e3", "5 IOPS / GB"] {
+        for input in [
+            "",
+            "-5IOPS/GB",
+            "5IOPS/PB",
+            "5IOPS",
+            "inf",
+            "NaN",
+            "1e3",
+            "5 IOPS / GB",
+        ] {
             assert_eq!(
                 parse_iops_per_capacity(input),
                 Err(UnitError::InvalidIopsPerCapacity {
@@ -584,7 +621,17 @@ mod tests {
 
     #[test]
     fn iops_per_capacity_display_round_trips() {
-        for v in [0.0, 0.5, 128.0, 2048.0, 6144.0, 50_000.0, 1e-7, 1e21, 0.1 + 0.2] {
+        for v in [
+            0.0,
+            0.5,
+            128.0,
+            2048.0,
+            6144.0,
+            50_000.0,
+            1e-7,
+            1e21,
+            0.1 + 0.2,
+        ] {
             let shown = IopsPerTb(v).to_string();
             assert_eq!(parse_iops_per_capacity(&shown), Ok(IopsPerTb(v)), "{shown}");
         }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install the external programs qoslab's tests and benchmarks drive: fio (with the nbd
+# engine), nbdkit, libnbd's nbdinfo/nbdcopy, and qemu-img/qemu-storage-daemon.
+# Idempotent: installs only what is missing. Needs root (apt-get).
+set -euo pipefail
+declare -A pkg_of=(
+  [fio]=fio
+  [nbdkit]=nbdkit
+  [nbdinfo]=libnbd-bin
+  [nbdcopy]=libnbd-bin
+  [qemu-img]=qemu-utils
+  [qemu-storage-daemon]=qemu-utils
+  [python3]=python3
+)
+missing=()
+for cmd in "${!pkg_of[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_of[$cmd]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
+  echo "install-deps: this fio ($(fio --version)) lacks the nbd ioengine" >&2
+  exit 1
+fi
+echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1)" >&2
