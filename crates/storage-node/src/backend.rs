@@ -48,7 +48,7 @@ pub trait Backend: Send + Sync + 'static {
     /// Bytes actually allocated (the volume's used space).
     fn allocated_bytes(&self) -> io::Result<u64>;
     /// Current size of the backing store.
-    fn len(&self) -> io::Result<u64>;
+    fn byte_len(&self) -> io::Result<u64>;
     /// Grow the backing store (sparse).
     fn grow(&self, size: u64) -> io::Result<()>;
 }
@@ -291,12 +291,12 @@ impl Backend for FileBackend {
         Ok(self.file.metadata()?.blocks() * 512)
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn byte_len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
 
     fn grow(&self, size: u64) -> io::Result<()> {
-        if size > self.len()? {
+        if size > self.byte_len()? {
             self.file.set_len(size)?;
         }
         Ok(())
@@ -304,7 +304,10 @@ impl Backend for FileBackend {
 }
 
 fn is_unsupported(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS))
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
+    )
 }
 
 #[cfg(test)]
@@ -321,10 +324,16 @@ mod tests {
     fn sparse_file_write_trim_and_extents() {
         let p = tmp("extents");
         let b = FileBackend::open(&p, 1 << 20, false).unwrap();
-        assert_eq!(b.len().unwrap(), 1 << 20);
+        assert_eq!(b.byte_len().unwrap(), 1 << 20);
         assert_eq!(b.allocated_bytes().unwrap(), 0);
         let ex = b.extents(0, 1 << 20, 16).unwrap();
-        assert_eq!(ex, vec![Extent { length: 1 << 20, hole: true }]);
+        assert_eq!(
+            ex,
+            vec![Extent {
+                length: 1 << 20,
+                hole: true
+            }]
+        );
 
         b.write_at(&[7u8; 65536], 65536).unwrap();
         assert!(b.allocated_bytes().unwrap() >= 65536);

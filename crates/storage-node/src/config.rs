@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use qos_core::{
-    default_adaptive_groups, parse_iops_per_capacity, parse_size, parse_throughput,
-    AdaptivePolicy, Allocation, BlockSize, FixedPolicy, Policy,
+    default_adaptive_groups, parse_iops_per_capacity, parse_size, parse_throughput, AdaptivePolicy,
+    Allocation, BlockSize, FixedPolicy, Policy,
 };
 use serde::Deserialize;
 use toml::Spanned;
@@ -143,8 +143,7 @@ pub fn valid_name(name: &str) -> bool {
         && !name.starts_with(['-', '.'])
 }
 
-const NAME_RULE: &str =
-    "1 to 128 characters from A-Z a-z 0-9 _ - . (not starting with - or .)";
+const NAME_RULE: &str = "1 to 128 characters from A-Z a-z 0-9 _ - . (not starting with - or .)";
 
 impl NodeConfig {
     /// Read and validate a config file.
@@ -199,7 +198,7 @@ impl NodeConfig {
                 (None, Some(a)) => Policy::Adaptive(adaptive(a).map_err(ctx)?),
                 _ => {
                     return Err(ctx(
-                        "exactly one of `fixed` or `adaptive` must be given".into(),
+                        "exactly one of `fixed` or `adaptive` must be given".into()
                     ))
                 }
             };
@@ -270,7 +269,11 @@ fn volume_size(v: &NumOrStr) -> Result<u64, String> {
             return Err(format!("size = {i}: a size cannot be negative"));
         }
         NumOrStr::Int(i) => *i as u64,
-        NumOrStr::Float(f) => return Err(format!("size = {f}: give bytes as an integer or a string with a unit, e.g. \"100GB\"")),
+        NumOrStr::Float(f) => {
+            return Err(format!(
+                "size = {f}: give bytes as an integer or a string with a unit, e.g. \"100GB\""
+            ))
+        }
         NumOrStr::Str(s) => parse_size(s).map_err(|e| format!("size: {e}"))?,
     };
     if size == 0 || size > MAX_VOLUME_SIZE {
@@ -285,7 +288,9 @@ fn volume_size(v: &NumOrStr) -> Result<u64, String> {
 fn non_negative(field: &str, v: Option<i64>) -> Result<u64, String> {
     match v {
         None => Ok(0),
-        Some(i) if i < 0 => Err(format!("{field} = {i}: must be 0 (not enforced) or positive")),
+        Some(i) if i < 0 => Err(format!(
+            "{field} = {i}: must be 0 (not enforced) or positive"
+        )),
         Some(i) => Ok(i as u64),
     }
 }
@@ -300,7 +305,10 @@ fn fixed(f: &RawFixed) -> Result<FixedPolicy, String> {
     };
     if let Some(s) = &f.max_throughput {
         if p.max_iops != 0 || p.max_mbps != 0 {
-            return Err("give either fixed.max_throughput or fixed.max_throughput_iops/_mbps, not both".into());
+            return Err(
+                "give either fixed.max_throughput or fixed.max_throughput_iops/_mbps, not both"
+                    .into(),
+            );
         }
         let t = parse_throughput(s).map_err(|e| format!("fixed.max_throughput: {e}"))?;
         p.max_iops = t.iops;
@@ -308,7 +316,10 @@ fn fixed(f: &RawFixed) -> Result<FixedPolicy, String> {
     }
     if let Some(s) = &f.min_throughput {
         if p.min_iops != 0 || p.min_mbps != 0 {
-            return Err("give either fixed.min_throughput or fixed.min_throughput_iops/_mbps, not both".into());
+            return Err(
+                "give either fixed.min_throughput or fixed.min_throughput_iops/_mbps, not both"
+                    .into(),
+            );
         }
         let t = parse_throughput(s).map_err(|e| format!("fixed.min_throughput: {e}"))?;
         p.min_iops = t.iops;

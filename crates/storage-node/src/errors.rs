@@ -23,10 +23,7 @@ pub enum NodeError {
     #[error("volume {name:?}: {source}")]
     Volume { name: String, source: io::Error },
     #[error("data directory {path}: {source}")]
-    DataDir {
-        path: String,
-        source: io::Error,
-    },
+    DataDir { path: String, source: io::Error },
     #[error("listen on {addr}: {source}")]
     Listen { addr: String, source: io::Error },
     #[error("unknown policy {0:?}")]
@@ -50,7 +47,11 @@ mod tests {
             (libc::EBADF, nbd_proto::EIO),
         ];
         for (os, want) in cases {
-            assert_eq!(nbd_errno(&io::Error::from_raw_os_error(os)), want, "errno {os}");
+            assert_eq!(
+                nbd_errno(&io::Error::from_raw_os_error(os)),
+                want,
+                "errno {os}"
+            );
         }
     }
 }

@@ -40,7 +40,7 @@ impl Node {
             .map(|(n, p)| (n.to_string(), Policy::Adaptive(p)))
             .collect();
         for p in &cfg.policies {
-            policies.insert(p.name.clone(), p.policy.clone());
+            policies.insert(p.name.clone(), p.policy);
         }
         let (shutdown, _) = watch::channel(false);
         let node = Arc::new(Node {
@@ -137,7 +137,9 @@ impl Node {
     /// Recompute a volume's effective limits and push its ceiling to the scheduler.
     pub fn recompute(&self, vol: &Volume) {
         let now = self.clock.now();
-        let policy = vol.policy().and_then(|p| self.policy(&p).map(|pol| (p, pol)));
+        let policy = vol
+            .policy()
+            .and_then(|p| self.policy(&p).map(|pol| (p, pol)));
         let Some((name, policy)) = policy else {
             vol.set_limits(EffectiveLimits::default());
             return;

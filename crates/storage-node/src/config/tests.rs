@@ -91,7 +91,10 @@ fn negative_and_absurd_sizes() {
 fn unknown_policy_lists_known_ones() {
     check_err_contains(
         "[[volume]]\nname = \"a\"\nsize = \"1GiB\"\npolicy = \"gold\"\n",
-        &["policy = \"gold\" is not defined", "extreme, performance, value"],
+        &[
+            "policy = \"gold\" is not defined",
+            "extreme, performance, value",
+        ],
     );
 }
 
@@ -155,10 +158,7 @@ fn structural_errors() {
         "[[volume]]\nname = \"a\"\nsize = 1\n[[volume]]\nname = \"a\"\nsize = 1\n",
         &["node.toml:4", "duplicate volume name"],
     );
-    check_err_contains(
-        "[[volume]]\nname = \"a/b\"\nsize = 1\n",
-        &["invalid name"],
-    );
+    check_err_contains("[[volume]]\nname = \"a/b\"\nsize = 1\n", &["invalid name"]);
     check_err_contains(
         "[[volume]]\nname = \"a\"\nsize = 1\nsnapshot_reserve_percent = 95\n",
         &["snapshot_reserve_percent = 95", "0 to 90"],

@@ -28,7 +28,8 @@ pub struct Session {
 
 /// Transmission flags for a volume.
 pub fn transmission_flags(vol: &Volume, structured: bool) -> u16 {
-    let mut f = FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_CAN_MULTI_CONN | FLAG_SEND_CACHE;
+    let mut f =
+        FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_CAN_MULTI_CONN | FLAG_SEND_CACHE;
     if vol.read_only {
         f |= FLAG_READ_ONLY;
     } else {
@@ -83,9 +84,18 @@ where
                     return Err(invalid(format!("EXPORT_NAME {name:?}: no such volume")));
                 };
                 let ctx = selected_context(&meta, &name, structured);
-                encode_export_name_reply(&mut out, vol.size(), transmission_flags(&vol, structured), no_zeroes);
+                encode_export_name_reply(
+                    &mut out,
+                    vol.size(),
+                    transmission_flags(&vol, structured),
+                    no_zeroes,
+                );
                 stream.write_all(&out).await?;
-                return Ok(Some(Session { volume: vol, structured, meta_context: ctx }));
+                return Ok(Some(Session {
+                    volume: vol,
+                    structured,
+                    meta_context: ctx,
+                }));
             }
             OPT_ABORT => {
                 encode_option_reply(&mut out, opt, REP_ACK, &[]);
@@ -94,7 +104,12 @@ where
             }
             OPT_LIST => {
                 if !data.is_empty() {
-                    encode_option_error(&mut out, opt, REP_ERR_INVALID, "NBD_OPT_LIST takes no payload");
+                    encode_option_error(
+                        &mut out,
+                        opt,
+                        REP_ERR_INVALID,
+                        "NBD_OPT_LIST takes no payload",
+                    );
                 } else {
                     for v in node.volumes() {
                         encode_list_entry(&mut out, &v.name, &v.description);
@@ -104,7 +119,12 @@ where
             }
             OPT_STRUCTURED_REPLY => {
                 if !data.is_empty() {
-                    encode_option_error(&mut out, opt, REP_ERR_INVALID, "NBD_OPT_STRUCTURED_REPLY takes no payload");
+                    encode_option_error(
+                        &mut out,
+                        opt,
+                        REP_ERR_INVALID,
+                        "NBD_OPT_STRUCTURED_REPLY takes no payload",
+                    );
                 } else {
                     structured = true;
                     encode_option_reply(&mut out, opt, REP_ACK, &[]);
@@ -114,7 +134,12 @@ where
                 Err(e) => encode_option_error(&mut out, opt, REP_ERR_INVALID, &e.to_string()),
                 Ok(req) => {
                     if node.is_shutting_down() {
-                        encode_option_error(&mut out, opt, REP_ERR_SHUTDOWN, "node is shutting down");
+                        encode_option_error(
+                            &mut out,
+                            opt,
+                            REP_ERR_SHUTDOWN,
+                            "node is shutting down",
+                        );
                     } else if let Some(vol) = node.volume(&req.name) {
                         let flags = transmission_flags(&vol, structured);
                         encode_info_export(&mut out, opt, vol.size(), flags);
@@ -124,15 +149,28 @@ where
                         if req.requests.contains(&INFO_DESCRIPTION) && !vol.description.is_empty() {
                             encode_info_string(&mut out, opt, INFO_DESCRIPTION, &vol.description);
                         }
-                        encode_info_block_size(&mut out, opt, MIN_BLOCK, PREFERRED_BLOCK, MAX_PAYLOAD);
+                        encode_info_block_size(
+                            &mut out,
+                            opt,
+                            MIN_BLOCK,
+                            PREFERRED_BLOCK,
+                            MAX_PAYLOAD,
+                        );
                         encode_option_reply(&mut out, opt, REP_ACK, &[]);
                         if opt == OPT_GO {
                             stream.write_all(&out).await?;
                             let ctx = selected_context(&meta, &req.name, structured);
-                            return Ok(Some(Session { volume: vol, structured, meta_context: ctx }));
+                            return Ok(Some(Session {
+                                volume: vol,
+                                structured,
+                                meta_context: ctx,
+                            }));
                         }
                     } else {
-                        let msg = format!("no volume named {:?}; NBD_OPT_LIST shows the exports", req.name);
+                        let msg = format!(
+                            "no volume named {:?}; NBD_OPT_LIST shows the exports",
+                            req.name
+                        );
                         encode_option_error(&mut out, opt, REP_ERR_UNKNOWN, &msg);
                     }
                 }
@@ -155,7 +193,9 @@ where
                         let wanted = if req.queries.is_empty() {
                             !set
                         } else {
-                            req.queries.iter().any(|q| q == BASE_ALLOCATION || (!set && q == "base:"))
+                            req.queries
+                                .iter()
+                                .any(|q| q == BASE_ALLOCATION || (!set && q == "base:"))
                         };
                         if wanted {
                             encode_meta_context(&mut out, opt, BASE_ALLOCATION_ID, BASE_ALLOCATION);
@@ -168,7 +208,12 @@ where
                 }
             }
             OPT_STARTTLS => {
-                encode_option_error(&mut out, opt, REP_ERR_UNSUP, "TLS is not supported by this node");
+                encode_option_error(
+                    &mut out,
+                    opt,
+                    REP_ERR_UNSUP,
+                    "TLS is not supported by this node",
+                );
             }
             _ => {
                 let msg = format!("option {opt} is not supported");

@@ -31,7 +31,10 @@ pub struct Listeners {
 
 impl Listeners {
     /// Bind the requested addresses. A stale unix socket file is replaced.
-    pub async fn bind(unix: Option<&Path>, tcp: Option<SocketAddr>) -> Result<Listeners, NodeError> {
+    pub async fn bind(
+        unix: Option<&Path>,
+        tcp: Option<SocketAddr>,
+    ) -> Result<Listeners, NodeError> {
         let unix = match unix {
             None => None,
             Some(p) => {
@@ -47,10 +50,14 @@ impl Listeners {
         };
         let tcp = match tcp {
             None => None,
-            Some(a) => Some(TcpListener::bind(a).await.map_err(|source| NodeError::Listen {
-                addr: a.to_string(),
-                source,
-            })?),
+            Some(a) => Some(
+                TcpListener::bind(a)
+                    .await
+                    .map_err(|source| NodeError::Listen {
+                        addr: a.to_string(),
+                        source,
+                    })?,
+            ),
         };
         Ok(Listeners { unix, tcp })
     }
@@ -109,11 +116,17 @@ pub async fn serve(
     if let Some(p) = unix_path {
         let _ = std::fs::remove_file(p);
     }
-    tracing::info!(connections = conns.len(), "shutting down: finishing in-flight requests");
+    tracing::info!(
+        connections = conns.len(),
+        "shutting down: finishing in-flight requests"
+    );
     node.begin_shutdown();
     let drain = async { while conns.join_next().await.is_some() {} };
     if tokio::time::timeout(SHUTDOWN_TIMEOUT, drain).await.is_err() {
-        tracing::warn!("connections still open after {:?}; closing them", SHUTDOWN_TIMEOUT);
+        tracing::warn!(
+            "connections still open after {:?}; closing them",
+            SHUTDOWN_TIMEOUT
+        );
         conns.abort_all();
     }
     refresher.abort();
@@ -121,7 +134,9 @@ pub async fn serve(
     tracing::info!("all volumes synced; bye");
 }
 
-async fn accept_unix(l: &Option<(UnixListener, PathBuf)>) -> std::io::Result<tokio::net::UnixStream> {
+async fn accept_unix(
+    l: &Option<(UnixListener, PathBuf)>,
+) -> std::io::Result<tokio::net::UnixStream> {
     match l {
         Some((l, _)) => l.accept().await.map(|(s, _)| s),
         None => std::future::pending().await,
@@ -160,13 +175,21 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let shutdown = node.shutdown_signal();
-    let session = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake::negotiate(&mut stream, &node)).await {
-        Err(_) => {
-            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out"))
-        }
-        Ok(r) => r?,
+    let session =
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake::negotiate(&mut stream, &node))
+            .await
+        {
+            Err(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "handshake timed out",
+                ))
+            }
+            Ok(r) => r?,
+        };
+    let Some(session) = session else {
+        return Ok(());
     };
-    let Some(session) = session else { return Ok(()) };
     tracing::debug!(volume = %session.volume.name, structured = session.structured, "transmission");
     transmission::run(&mut stream, node, session, shutdown).await
 }

@@ -211,7 +211,10 @@ impl Conn {
     fn handle(&mut self, req: Request, payload: &[u8]) {
         let now = self.node.clock.now();
         if let Err((errno, msg)) = self.validate(&req) {
-            self.vol.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.vol
+                .stats
+                .errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.error(req.cookie, req.command, errno, &msg);
             return;
         }
@@ -250,9 +253,16 @@ impl Conn {
             if d.at > now && !give_up {
                 break;
             }
-            let Some(Reverse(d)) = self.deferred.pop() else { break };
+            let Some(Reverse(d)) = self.deferred.pop() else {
+                break;
+            };
             if d.at > now {
-                self.error(d.req.cookie, d.req.command, ESHUTDOWN, "node is shutting down");
+                self.error(
+                    d.req.cookie,
+                    d.req.command,
+                    ESHUTDOWN,
+                    "node is shutting down",
+                );
                 continue;
             }
             let wait = d.at.saturating_sub(d.arrival);
@@ -265,37 +275,60 @@ impl Conn {
         let name = command_name(cmd);
         if !matches!(
             cmd,
-            CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM | CMD_CACHE | CMD_WRITE_ZEROES | CMD_BLOCK_STATUS
+            CMD_READ
+                | CMD_WRITE
+                | CMD_FLUSH
+                | CMD_TRIM
+                | CMD_CACHE
+                | CMD_WRITE_ZEROES
+                | CMD_BLOCK_STATUS
         ) {
             return Err((EINVAL, format!("unknown command {cmd}")));
         }
         if req.flags & !allowed_flags(cmd) != 0 {
-            return Err((EINVAL, format!("{name}: unsupported flags 0x{:x}", req.flags)));
+            return Err((
+                EINVAL,
+                format!("{name}: unsupported flags 0x{:x}", req.flags),
+            ));
         }
         if cmd == CMD_FLUSH {
             return Ok(());
         }
         let writes = matches!(cmd, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES);
         if writes && self.vol.read_only {
-            return Err((EPERM, format!("{name}: volume {} is read-only", self.vol.name)));
+            return Err((
+                EPERM,
+                format!("{name}: volume {} is read-only", self.vol.name),
+            ));
         }
         let size = self.vol.size();
         let end = req.offset.checked_add(req.length as u64);
         if end.is_none_or(|e| e > size) {
-            let errno = if matches!(cmd, CMD_WRITE | CMD_WRITE_ZEROES) { ENOSPC } else { EINVAL };
+            let errno = if matches!(cmd, CMD_WRITE | CMD_WRITE_ZEROES) {
+                ENOSPC
+            } else {
+                EINVAL
+            };
             return Err((
                 errno,
-                format!("{name} at offset {} length {} is beyond the end of the volume ({size} bytes)", req.offset, req.length),
+                format!(
+                    "{name} at offset {} length {} is beyond the end of the volume ({size} bytes)",
+                    req.offset, req.length
+                ),
             ));
         }
         match cmd {
             CMD_READ if req.length > MAX_PAYLOAD => Err((
                 if self.structured { EOVERFLOW } else { EINVAL },
-                format!("READ of {} bytes exceeds the maximum payload {MAX_PAYLOAD}", req.length),
+                format!(
+                    "READ of {} bytes exceeds the maximum payload {MAX_PAYLOAD}",
+                    req.length
+                ),
             )),
             CMD_BLOCK_STATUS if self.meta_context.is_none() => Err((
                 EINVAL,
-                "BLOCK_STATUS needs base:allocation negotiated with NBD_OPT_SET_META_CONTEXT".into(),
+                "BLOCK_STATUS needs base:allocation negotiated with NBD_OPT_SET_META_CONTEXT"
+                    .into(),
             )),
             _ => Ok(()),
         }
@@ -342,11 +375,18 @@ impl Conn {
                 vol.mark_dirty();
                 let may_trim = req.flags & CMD_FLAG_NO_HOLE == 0;
                 let fast = req.flags & CMD_FLAG_FAST_ZERO != 0;
-                (OpKind::Other, be.zero(off, len, may_trim, fast).map(|_| false))
+                (
+                    OpKind::Other,
+                    be.zero(off, len, may_trim, fast).map(|_| false),
+                )
             }
             CMD_CACHE => (OpKind::Other, be.cache(off, len).map(|_| false)),
             CMD_BLOCK_STATUS => {
-                let max = if req.flags & CMD_FLAG_REQ_ONE != 0 { 1 } else { MAX_EXTENTS };
+                let max = if req.flags & CMD_FLAG_REQ_ONE != 0 {
+                    1
+                } else {
+                    MAX_EXTENTS
+                };
                 match be.extents(off, len, max) {
                     Ok(ext) => {
                         let descs: Vec<(u32, u32)> = ext
@@ -367,11 +407,18 @@ impl Conn {
                 self.blocking_sync(req.cookie, arrival, wait, OpKind::Other, 0);
                 return;
             }
-            _ => (OpKind::Other, Err(io::Error::from_raw_os_error(libc::EINVAL))),
+            _ => (
+                OpKind::Other,
+                Err(io::Error::from_raw_os_error(libc::EINVAL)),
+            ),
         };
         match result {
             Ok(replied) => {
-                let bytes = if matches!(kind, OpKind::Read | OpKind::Write) { len } else { 0 };
+                let bytes = if matches!(kind, OpKind::Read | OpKind::Write) {
+                    len
+                } else {
+                    0
+                };
                 if fua && matches!(req.command, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES) {
                     self.blocking_sync(req.cookie, arrival, wait, kind, bytes);
                     return;
@@ -383,7 +430,9 @@ impl Conn {
                 vol.stats.record(kind, bytes, lat, wait);
             }
             Err(e) => {
-                vol.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                vol.stats
+                    .errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let msg = format!("{} failed: {e}", command_name(req.command));
                 self.error(req.cookie, req.command, nbd_errno(&e), &msg);
             }
@@ -391,7 +440,14 @@ impl Conn {
     }
 
     /// fdatasync on the blocking pool; the reply is queued when it is durable.
-    fn blocking_sync(&mut self, cookie: u64, arrival: Nanos, wait: Nanos, kind: OpKind, bytes: u64) {
+    fn blocking_sync(
+        &mut self,
+        cookie: u64,
+        arrival: Nanos,
+        wait: Nanos,
+        kind: OpKind,
+        bytes: u64,
+    ) {
         let vol = self.vol.clone();
         let node = self.node.clone();
         let tx = self.done_tx.clone();
@@ -406,8 +462,16 @@ impl Conn {
                     vol.stats.record(kind, bytes, lat, wait);
                 }
                 Err(e) => {
-                    vol.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    encode_error(&mut out, structured, cookie, nbd_errno(&e), &format!("flush failed: {e}"));
+                    vol.stats
+                        .errors
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    encode_error(
+                        &mut out,
+                        structured,
+                        cookie,
+                        nbd_errno(&e),
+                        &format!("flush failed: {e}"),
+                    );
                 }
             }
             let _ = tx.send(out);

@@ -1,0 +1,167 @@
+//! The real connection code (handshake, transmission loop, scheduler, file backend) driven
+//! over an in-memory pipe with tokio's clock paused: ceilings measured in virtual time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nbd_proto::*;
+use storage_node::{server, Node, NodeConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::time::Instant;
+
+fn node(policy_toml: &str, tag: &str) -> Arc<Node> {
+    let dir = std::env::temp_dir().join(format!("qoslab-vt-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let text =
+        format!("{policy_toml}\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"p\"\n");
+    let cfg = NodeConfig::parse(&text, "test.toml").expect("config");
+    Node::open(&cfg, &dir).expect("node")
+}
+
+/// Handshake with GO (simple replies), returning the export size.
+async fn handshake(c: &mut DuplexStream) -> u64 {
+    let mut greet = [0u8; 18];
+    c.read_exact(&mut greet).await.unwrap();
+    assert_eq!(&greet[0..8], b"NBDMAGIC");
+    c.write_u32(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)
+        .await
+        .unwrap();
+    let mut data = Vec::new();
+    data.extend_from_slice(&1u32.to_be_bytes());
+    data.extend_from_slice(b"v");
+    data.extend_from_slice(&0u16.to_be_bytes());
+    c.write_u64(IHAVEOPT).await.unwrap();
+    c.write_u32(OPT_GO).await.unwrap();
+    c.write_u32(data.len() as u32).await.unwrap();
+    c.write_all(&data).await.unwrap();
+    let mut size = 0;
+    loop {
+        let _magic = c.read_u64().await.unwrap();
+        let _opt = c.read_u32().await.unwrap();
+        let ty = c.read_u32().await.unwrap();
+        let len = c.read_u32().await.unwrap();
+        let mut body = vec![0u8; len as usize];
+        c.read_exact(&mut body).await.unwrap();
+        if ty == REP_INFO && body[0..2] == INFO_EXPORT.to_be_bytes() {
+            size = u64::from_be_bytes(body[2..10].try_into().unwrap());
+        }
+        if ty == REP_ACK {
+            return size;
+        }
+        assert_eq!(ty & 0x8000_0000, 0, "option error {ty:x}");
+    }
+}
+
+/// Keep `qd` reads of `bs` bytes in flight for `secs` virtual seconds; return completions
+/// per second.
+async fn drive(node: Arc<Node>, qd: usize, bs: u32, secs: u64) -> Vec<u64> {
+    let (mut client, server_side) = tokio::io::duplex(8 << 20);
+    tokio::spawn(server::connection(server_side, node));
+    let size = handshake(&mut client).await;
+    let start = Instant::now();
+    let mut per_sec = vec![0u64; secs as usize];
+    let mut cookie = 0u64;
+    let send = |out: &mut Vec<u8>, cookie: &mut u64| {
+        *cookie += 1;
+        let offset = (*cookie * 7919 * bs as u64) % (size - bs as u64);
+        encode_request(
+            out,
+            &Request {
+                flags: 0,
+                command: CMD_READ,
+                cookie: *cookie,
+                offset,
+                length: bs,
+            },
+        );
+    };
+    let mut out = Vec::new();
+    for _ in 0..qd {
+        send(&mut out, &mut cookie);
+    }
+    client.write_all(&out).await.unwrap();
+    let mut payload = vec![0u8; bs as usize];
+    loop {
+        let mut hdr = [0u8; 16];
+        client.read_exact(&mut hdr).await.unwrap();
+        assert_eq!(
+            u32::from_be_bytes(hdr[0..4].try_into().unwrap()),
+            SIMPLE_REPLY_MAGIC
+        );
+        assert_eq!(
+            u32::from_be_bytes(hdr[4..8].try_into().unwrap()),
+            0,
+            "read failed"
+        );
+        client.read_exact(&mut payload).await.unwrap();
+        let t = start.elapsed();
+        if t >= Duration::from_secs(secs) {
+            return per_sec;
+        }
+        per_sec[t.as_secs() as usize] += 1;
+        out.clear();
+        send(&mut out, &mut cookie);
+        client.write_all(&out).await.unwrap();
+    }
+}
+
+#[track_caller]
+fn check_rate(per_sec: &[u64], limit: f64, what: &str) {
+    let total: u64 = per_sec.iter().sum();
+    let achieved = total as f64 / per_sec.len() as f64;
+    let err = (achieved - limit) / limit;
+    assert!(
+        err.abs() <= 0.01,
+        "{what}: achieved {achieved:.1}/s vs limit {limit} ({:+.2}%), per second {per_sec:?}",
+        err * 100.0
+    );
+    for (i, &n) in per_sec.iter().enumerate().skip(1) {
+        assert!(
+            n as f64 <= limit * 1.05,
+            "{what}: second {i} did {n} > limit x 1.05; {per_sec:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn iops_ceilings_hold_through_the_server() {
+    for (limit, qd) in [(100u64, 1usize), (500, 16), (5000, 64), (5000, 4)] {
+        let n = node(
+            &format!("[[policy]]\nname = \"p\"\nfixed = {{ max_throughput_iops = {limit} }}"),
+            &format!("iops{limit}-{qd}"),
+        );
+        let per_sec = drive(n, qd, 4096, 10).await;
+        check_rate(&per_sec, limit as f64, &format!("{limit} IOPS at QD{qd}"));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn bandwidth_ceilings_hold_through_the_server() {
+    for (mbps, bs, qd) in [(10u64, 1u32 << 20, 8usize), (100, 128 << 10, 16)] {
+        let n = node(
+            &format!("[[policy]]\nname = \"p\"\nfixed = {{ max_throughput_mbps = {mbps} }}"),
+            &format!("bw{mbps}"),
+        );
+        let per_sec = drive(n, qd, bs, 10).await;
+        let limit_ops = (mbps << 20) as f64 / bs as f64;
+        check_rate(
+            &per_sec,
+            limit_ops,
+            &format!("{mbps} MiB/s at {bs} B QD{qd}"),
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn adaptive_seed_000_numbers() {
+    // 50 IOPS/GB on 64 MiB with 5% reserve: 67,108,864 * 0.95 / 1e9 * 50 = 3.19 -> the
+    // absolute minimum (200) applies.
+    let n = node(
+        "[[policy]]\nname = \"p\"\nadaptive = { peak_iops = \"50IOPS/GB\", absolute_min_iops = 200, peak_iops_allocation = \"allocated_space\", block_size = \"any\" }",
+        "adaptive",
+    );
+    let v = n.volume("v").unwrap();
+    assert_eq!(v.limits().ceiling.iops, 200);
+    let per_sec = drive(n, 8, 4096, 5).await;
+    check_rate(&per_sec, 200.0, "adaptive absolute minimum");
+}
