@@ -31,6 +31,9 @@ pub struct ServeArgs {
     /// TCP address to listen on, e.g. 127.0.0.1:10809 (overrides node.listen_tcp).
     #[arg(long)]
     listen_tcp: Option<SocketAddr>,
+    /// Worker threads serving connections (default: one per CPU core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -54,7 +57,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             tracing::warn!("listening on non-loopback address {a}: NBD has no authentication here");
         }
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        builder.worker_threads(n as usize);
+    }
+    let rt = builder
         .enable_all()
         .build()
         .context("starting the async runtime")?;

@@ -165,3 +165,95 @@ async fn adaptive_seed_000_numbers() {
     let per_sec = drive(n, 8, 4096, 5).await;
     check_rate(&per_sec, 200.0, "adaptive absolute minimum");
 }
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_finishes_in_flight_requests_then_closes() {
+    let n = node(
+        "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 100 }",
+        "shutdown",
+    );
+    let (mut client, server_side) = tokio::io::duplex(1 << 20);
+    let conn = tokio::spawn(server::connection(server_side, n.clone()));
+    handshake(&mut client).await;
+    let mut out = Vec::new();
+    for cookie in 1..=8u64 {
+        let req = Request {
+            flags: 0,
+            command: CMD_READ,
+            cookie,
+            offset: cookie * 4096,
+            length: 4096,
+        };
+        encode_request(&mut out, &req);
+    }
+    client.write_all(&out).await.unwrap();
+    // Let the server read the batch (they are QoS-delayed: 100 IOPS), then shut down.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    n.begin_shutdown();
+    let mut cookies = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    for _ in 0..8 {
+        let mut hdr = [0u8; 16];
+        client.read_exact(&mut hdr).await.unwrap();
+        assert_eq!(
+            u32::from_be_bytes(hdr[4..8].try_into().unwrap()),
+            0,
+            "in-flight request must complete"
+        );
+        cookies.push(u64::from_be_bytes(hdr[8..16].try_into().unwrap()));
+        client.read_exact(&mut buf).await.unwrap();
+    }
+    cookies.sort();
+    assert_eq!(cookies, (1..=8).collect::<Vec<_>>());
+    // Then the server hangs up.
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty());
+    conn.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn moving_a_volume_to_another_policy_applies_to_connected_clients() {
+    let n = node(
+        "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 5000 }\n[[policy]]\nname = \"slow\"\nfixed = { max_throughput_iops = 1000 }",
+        "live",
+    );
+    let vol = n.volume("v").unwrap();
+    let (n2, v2) = (n.clone(), vol.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        n2.assign_policy(&v2, Some("slow".into())).unwrap();
+    });
+    let per_sec = drive(n, 32, 4096, 6).await;
+    check_rate(&per_sec[1..3], 5000.0, "before the move");
+    check_rate(&per_sec[4..], 1000.0, "after the move");
+    assert_eq!(vol.limits().ceiling.iops, 1000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn used_space_policy_follows_writes_and_trims() {
+    // 1,000,000 IOPS per TB of used space: 32 MiB used -> 33 IOPS; absolute min 10.
+    let n = node(
+        "[[policy]]\nname = \"p\"\nadaptive = { peak_iops = 1000000, absolute_min_iops = 10, peak_iops_allocation = \"used_space\", block_size = \"any\" }",
+        "used",
+    );
+    let v = n.volume("v").unwrap();
+    assert_eq!(
+        v.limits().ceiling.iops,
+        10,
+        "nothing written: absolute minimum"
+    );
+    v.backend.write_at(&vec![1u8; 32 << 20], 0).unwrap();
+    v.mark_dirty();
+    n.refresh_used_space();
+    assert_eq!(v.space().used, 32 << 20);
+    assert_eq!(
+        v.limits().ceiling.iops,
+        (32u64 << 20) * 1_000_000 / 1_000_000_000_000
+    );
+    v.backend.trim(0, 32 << 20).unwrap();
+    v.mark_dirty();
+    n.refresh_used_space();
+    assert_eq!(v.space().used, 0);
+    assert_eq!(v.limits().ceiling.iops, 10);
+}

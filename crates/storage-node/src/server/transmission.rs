@@ -64,6 +64,78 @@ struct Conn {
     in_blocking: usize,
 }
 
+/// The connection's read buffer: bytes in `buf[pos..end]` are received, not yet parsed.
+struct ReadBuf {
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+}
+
+impl ReadBuf {
+    fn new() -> ReadBuf {
+        ReadBuf {
+            buf: vec![0u8; RBUF_INITIAL],
+            pos: 0,
+            end: 0,
+        }
+    }
+
+    /// Free space to read into (never empty).
+    fn spare(&mut self) -> &mut [u8] {
+        if self.pos == self.end {
+            self.pos = 0;
+            self.end = 0;
+        } else if self.buf.len() - self.end < 64 * 1024 && self.pos > 0 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        if self.end == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        &mut self.buf[self.end..]
+    }
+
+    /// The next complete request and the range of its payload, if a whole frame is
+    /// buffered. Errors are protocol violations that end the connection.
+    fn next_frame(&mut self) -> io::Result<Option<(Request, std::ops::Range<usize>)>> {
+        if self.end - self.pos < REQUEST_HEADER_LEN {
+            return Ok(None);
+        }
+        let req = decode_request(&self.buf[self.pos..self.pos + REQUEST_HEADER_LEN])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let mut frame = REQUEST_HEADER_LEN;
+        if req.command == CMD_WRITE {
+            if req.length > MAX_PAYLOAD {
+                // The spec lets a server hang up on payloads this large rather than read
+                // them: it is the only answer that bounds memory.
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "WRITE of {} bytes exceeds the maximum payload {MAX_PAYLOAD}",
+                        req.length
+                    ),
+                ));
+            }
+            frame += req.length as usize;
+            if self.end - self.pos < frame {
+                if self.buf.len() - self.pos < frame {
+                    self.buf.copy_within(self.pos..self.end, 0);
+                    self.end -= self.pos;
+                    self.pos = 0;
+                    if self.buf.len() < frame {
+                        self.buf.resize(frame.next_power_of_two(), 0);
+                    }
+                }
+                return Ok(None);
+            }
+        }
+        let payload = self.pos + REQUEST_HEADER_LEN..self.pos + frame;
+        self.pos += frame;
+        Ok(Some((req, payload)))
+    }
+}
+
 /// Serve requests until the client disconnects or the node shuts down.
 pub async fn run<S>(
     stream: &mut S,
@@ -86,27 +158,28 @@ where
         done_tx,
         in_blocking: 0,
     };
-    let mut rbuf = vec![0u8; RBUF_INITIAL];
-    let (mut rpos, mut rend) = (0usize, 0usize);
+    let mut rb = ReadBuf::new();
     let mut reading = true;
-    let mut shutting_down = *shutdown.borrow();
     let mut shutdown_at: Option<Nanos> = None;
 
     loop {
-        if shutting_down && shutdown_at.is_none() {
+        if shutdown_at.is_none() && *shutdown.borrow() {
+            // Whatever is already buffered gets the spec's answer; nothing new is read.
             shutdown_at = Some(c.node.clock.now());
+            while reading {
+                match rb.next_frame()? {
+                    None => break,
+                    Some((req, _)) if req.command == CMD_DISC => reading = false,
+                    Some((req, _)) => c.error(req.cookie, ESHUTDOWN, "node is shutting down"),
+                }
+            }
+            reading = false;
         }
         if !reading && c.deferred.is_empty() && c.in_blocking == 0 {
+            if !c.wbuf.is_empty() {
+                stream.write_all(&c.wbuf).await?;
+            }
             break;
-        }
-        // Keep room to read into.
-        if rpos == rend {
-            rpos = 0;
-            rend = 0;
-        } else if rbuf.len() - rend < 64 * 1024 && rpos > 0 {
-            rbuf.copy_within(rpos..rend, 0);
-            rend -= rpos;
-            rpos = 0;
         }
         let next_at = c.deferred.peek().map(|d| c.node.clock.instant(d.0.at));
         tokio::select! {
@@ -119,61 +192,22 @@ where
                 }
             }
             _ = sleep_opt(next_at), if next_at.is_some() => {}
-            _ = shutdown.changed(), if !shutting_down => {
-                shutting_down = true;
-            }
-            r = stream.read(&mut rbuf[rend..]), if reading => {
+            _ = shutdown.changed(), if shutdown_at.is_none() => {}
+            r = stream.read(rb.spare()), if reading => {
                 match r {
-                    Ok(0) => {
-                        // Client went away: nothing more can be replied.
-                        return Ok(());
-                    }
-                    Ok(n) => rend += n,
+                    // Client went away: nothing more can be replied.
+                    Ok(0) => return Ok(()),
+                    Ok(n) => rb.end += n,
                     Err(e) => return Err(e),
                 }
-                // Parse every complete request in the buffer.
-                while reading && rend - rpos >= REQUEST_HEADER_LEN {
-                    let req = decode_request(&rbuf[rpos..rpos + REQUEST_HEADER_LEN])
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                    let mut frame = REQUEST_HEADER_LEN;
-                    if req.command == CMD_WRITE {
-                        if req.length > MAX_PAYLOAD {
-                            // The spec lets a server hang up on payloads this large rather
-                            // than read them: it is the only answer that bounds memory.
-                            return Err(io::Error::new(
-                                io::ErrorKind::InvalidData,
-                                format!("WRITE of {} bytes exceeds the maximum payload {MAX_PAYLOAD}", req.length),
-                            ));
-                        }
-                        frame += req.length as usize;
-                        if rend - rpos < frame {
-                            if rbuf.len() - rpos < frame {
-                                rbuf.copy_within(rpos..rend, 0);
-                                rend -= rpos;
-                                rpos = 0;
-                                if rbuf.len() < frame {
-                                    rbuf.resize(frame.next_power_of_two(), 0);
-                                }
-                            }
-                            break;
-                        }
-                    }
-                    let payload = &rbuf[rpos + REQUEST_HEADER_LEN..rpos + frame];
-                    rpos += frame;
+                while let Some((req, payload)) = rb.next_frame()? {
                     if req.command == CMD_DISC {
                         reading = false;
                         break;
                     }
-                    if shutting_down {
-                        c.error(req.cookie, req.command, ESHUTDOWN, "node is shutting down");
-                        continue;
-                    }
-                    c.handle(req, payload);
+                    c.handle(req, &rb.buf[payload]);
                 }
             }
-        }
-        if shutting_down {
-            reading = false;
         }
         c.run_due(shutdown_at);
         if !c.wbuf.is_empty() {
@@ -215,7 +249,7 @@ impl Conn {
                 .stats
                 .errors
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.error(req.cookie, req.command, errno, &msg);
+            self.error(req.cookie, errno, &msg);
             return;
         }
         let (ops, bytes) = match req.command {
@@ -257,12 +291,7 @@ impl Conn {
                 break;
             };
             if d.at > now {
-                self.error(
-                    d.req.cookie,
-                    d.req.command,
-                    ESHUTDOWN,
-                    "node is shutting down",
-                );
+                self.error(d.req.cookie, ESHUTDOWN, "node is shutting down");
                 continue;
             }
             let wait = d.at.saturating_sub(d.arrival);
@@ -335,7 +364,7 @@ impl Conn {
     }
 
     /// Reply with an error, structured when negotiated.
-    fn error(&mut self, cookie: u64, _cmd: u16, errno: u32, msg: &str) {
+    fn error(&mut self, cookie: u64, errno: u32, msg: &str) {
         encode_error(&mut self.wbuf, self.structured, cookie, errno, msg);
     }
 
@@ -434,7 +463,7 @@ impl Conn {
                     .errors
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let msg = format!("{} failed: {e}", command_name(req.command));
-                self.error(req.cookie, req.command, nbd_errno(&e), &msg);
+                self.error(req.cookie, nbd_errno(&e), &msg);
             }
         }
     }
