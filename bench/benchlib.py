@@ -87,6 +87,7 @@ def cmd_meta(a):
         "nbdkit": a.nbdkit, "qemu_storage_daemon": a.qsd,
         "qoslab": a.qoslab, "qoslab_path": a.qoslab_path, "git": a.git,
         "pinned": a.pin == "1", "runtime_s": float(a.runtime), "ramp_s": float(a.ramp),
+        "loadavg_start": a.loadavg_start, "loadavg_end": a.loadavg_end,
     }, indent=2))
 
 
@@ -200,7 +201,8 @@ def cmd_peers_report(a):
                  f"+ ramp {meta['ramp_s']:g}s, file {a.size_mib} MiB (prefilled, page-cached), "
                  f"{rounds} round(s) per server" + (" -- figures are medians" if rounds > 1 else "") + "\n")
     lines.append(f"nbdkit: {meta['nbdkit']}; qsd: {meta['qemu_storage_daemon']}; "
-                 f"qoslab: {meta['qoslab']} (git {meta['git']})\n")
+                 f"qoslab: {meta['qoslab']} (git {meta['git']}); load average at start "
+                 f"{meta['loadavg_start']}, at end {meta['loadavg_end']} (includes this benchmark)\n")
 
     # main table: primary metric per job
     header = ["server"] + [f"{lbl} ({METRIC_LABEL[m]})" for _, lbl, m in PEER_JOBS]
@@ -308,7 +310,8 @@ def cmd_accuracy_report(a):
              f"fio {meta['fio']}, kernel {meta['kernel']}, nproc {meta['nproc']}, CPU {meta['cpu']}, "
              f"pinned={meta['pinned']}, runtime {meta['runtime_s']:g}s + ramp {meta['ramp_s']:g}s; "
              f"IOPS: {a.iops_workload}; bandwidth: {a.bw_workload}\n",
-             f"qsd: {meta['qemu_storage_daemon']} (throttle-group); qoslab: {meta['qoslab']} (git {meta['git']})\n"]
+             f"qsd: {meta['qemu_storage_daemon']} (throttle-group); qoslab: {meta['qoslab']} (git {meta['git']}); "
+             f"load average at start {meta['loadavg_start']}, at end {meta['loadavg_end']} (includes this benchmark)\n"]
 
     keys = []
     for r in recs:
@@ -372,7 +375,7 @@ def main():
 
     m = sub.add_parser("meta")
     for k in ("fio", "kernel", "nproc", "cpu", "nbdkit", "qsd", "qoslab", "qoslab-path", "git",
-              "pin", "runtime", "ramp"):
+              "pin", "runtime", "ramp", "loadavg-start", "loadavg-end"):
         m.add_argument("--" + k, required=True)
     m.set_defaults(fn=cmd_meta)
 

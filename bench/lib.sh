@@ -81,7 +81,8 @@ setup_workdir() {
     trap 'err "unexpected failure at ${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND"' ERR
     trap 'err "interrupted"; exit 130' INT
     trap 'err "terminated"; exit 143' TERM
-    log "work dir: $WORKDIR"
+    LOADAVG_START=$(cut -d' ' -f1-3 /proc/loadavg)
+    log "work dir: $WORKDIR (load average $LOADAVG_START)"
 }
 
 cleanup() {
@@ -324,5 +325,6 @@ machine_meta() {
         --qoslab-path "$QOSLAB" \
         --git "$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo none)" \
         --pin "$PIN" \
+        --loadavg-start "${LOADAVG_START:-}" --loadavg-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
         --runtime "$RUNTIME" --ramp "$RAMP" >"$1"
 }

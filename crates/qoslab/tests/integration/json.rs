@@ -16,7 +16,10 @@ pub enum Json {
 impl Json {
     /// Parse one JSON value; trailing whitespace is allowed, anything else is an error.
     pub fn parse(text: &str) -> Result<Json, String> {
-        let mut p = Parser { s: text.as_bytes(), i: 0 };
+        let mut p = Parser {
+            s: text.as_bytes(),
+            i: 0,
+        };
         let v = p.value()?;
         p.ws();
         if p.i != p.s.len() {
@@ -62,7 +65,10 @@ impl Json {
 
     pub fn u64(&self) -> u64 {
         let n = self.f64();
-        assert!(n >= 0.0 && n.fract() == 0.0, "expected a JSON unsigned integer, found {n}");
+        assert!(
+            n >= 0.0 && n.fract() == 0.0,
+            "expected a JSON unsigned integer, found {n}"
+        );
         n as u64
     }
 
@@ -208,7 +214,12 @@ impl Parser<'_> {
 
     fn number(&mut self) -> Result<Json, String> {
         let start = self.i;
-        while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+        while self.i < self.s.len()
+            && matches!(
+                self.s[self.i],
+                b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+            )
+        {
             self.i += 1;
         }
         let t = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
@@ -222,7 +233,10 @@ impl Parser<'_> {
     }
 
     fn hex4(&mut self) -> Result<u32, String> {
-        let h = self.s.get(self.i..self.i + 4).and_then(|b| std::str::from_utf8(b).ok());
+        let h = self
+            .s
+            .get(self.i..self.i + 4)
+            .and_then(|b| std::str::from_utf8(b).ok());
         match h.and_then(|h| u32::from_str_radix(h, 16).ok()) {
             Some(v) => {
                 self.i += 4;
@@ -239,12 +253,16 @@ impl Parser<'_> {
         self.i += 1;
         let mut out: Vec<u8> = Vec::new();
         loop {
-            let Some(&c) = self.s.get(self.i) else { return self.err("unterminated string") };
+            let Some(&c) = self.s.get(self.i) else {
+                return self.err("unterminated string");
+            };
             self.i += 1;
             match c {
                 b'"' => break,
                 b'\\' => {
-                    let Some(&e) = self.s.get(self.i) else { return self.err("bad escape") };
+                    let Some(&e) = self.s.get(self.i) else {
+                        return self.err("bad escape");
+                    };
                     self.i += 1;
                     let ch = match e {
                         b'"' => '"',
@@ -257,10 +275,14 @@ impl Parser<'_> {
                         b't' => '\t',
                         b'u' => {
                             let mut cp = self.hex4()?;
-                            if (0xd800..0xdc00).contains(&cp) && self.s[self.i..].starts_with(b"\\u") {
+                            if (0xd800..0xdc00).contains(&cp)
+                                && self.s[self.i..].starts_with(b"\\u")
+                            {
                                 self.i += 2;
                                 let lo = self.hex4()?;
-                                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo.wrapping_sub(0xdc00) & 0x3ff);
+                                cp = 0x10000
+                                    + ((cp - 0xd800) << 10)
+                                    + (lo.wrapping_sub(0xdc00) & 0x3ff);
                             }
                             char::from_u32(cp).unwrap_or('\u{fffd}')
                         }
@@ -272,7 +294,8 @@ impl Parser<'_> {
                 _ => out.push(c),
             }
         }
-        String::from_utf8(out).map_err(|_| format!("JSON: string is not UTF-8 before byte {}", self.i))
+        String::from_utf8(out)
+            .map_err(|_| format!("JSON: string is not UTF-8 before byte {}", self.i))
     }
 }
 

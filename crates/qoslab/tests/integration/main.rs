@@ -1,1 +1,13 @@
+//! Integration tests of `qoslab serve`: the real binary, real NBD clients (fio, nbdinfo,
+//! qemu-img, nbdcopy) and raw protocol bytes. One test binary, like ripgrep's.
+//!
+//! External tools are required, never optional: a missing tool fails the test with a
+//! message pointing at the project's test script, which installs them.
 
+mod client;
+mod interop;
+mod json;
+mod lifecycle;
+mod protocol;
+mod qos;
+mod util;
