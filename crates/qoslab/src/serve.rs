@@ -34,13 +34,19 @@ pub struct ServeArgs {
     /// Worker threads serving connections (default: one per CPU core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: Option<u16>,
+    /// Read with pread(2) instead of a shared read-only mapping of each volume file.
+    #[arg(long)]
+    no_mmap: bool,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let cfg = match &args.config {
+    let mut cfg = match &args.config {
         Some(p) => NodeConfig::load(p)?,
         None => NodeConfig::default(),
     };
+    if args.no_mmap {
+        cfg.mmap_reads = false;
+    }
     let data_dir = args
         .data_dir
         .clone()

@@ -88,9 +88,15 @@ pub const MAX_MAPPED: u64 = 16 << 40;
 
 impl FileBackend {
     /// Open (creating if missing) the file at `path`, sized at least `size` bytes.
+    /// With `mmap_reads`, reads are served from a shared read-only mapping.
     /// A file larger than `size` is refused rather than truncated: data is never
     /// discarded implicitly.
-    pub fn open(path: &Path, size: u64, read_only: bool) -> io::Result<FileBackend> {
+    pub fn open(
+        path: &Path,
+        size: u64,
+        read_only: bool,
+        mmap_reads: bool,
+    ) -> io::Result<FileBackend> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -113,8 +119,7 @@ impl FileBackend {
             file.set_len(size)?;
         }
         let _ = read_only; // read-only is enforced at the protocol edge (EPERM)
-        let map = if std::env::var_os("QOSLAB_NO_MMAP").is_none() && size <= MAX_MAPPED && size > 0
-        {
+        let map = if mmap_reads && size <= MAX_MAPPED && size > 0 {
             // SAFETY: mapping a regular file we opened, read-only, shared; failure is
             // handled by falling back to pread.
             let ptr = unsafe {
@@ -382,7 +387,7 @@ mod tests {
     #[test]
     fn sparse_file_write_trim_and_extents() {
         let p = tmp("extents");
-        let b = FileBackend::open(&p, 1 << 20, false).unwrap();
+        let b = FileBackend::open(&p, 1 << 20, false, true).unwrap();
         assert_eq!(b.byte_len().unwrap(), 1 << 20);
         assert_eq!(b.allocated_bytes().unwrap(), 0);
         let ex = b.extents(0, 1 << 20, 16).unwrap();
@@ -416,10 +421,32 @@ mod tests {
     }
 
     #[test]
+    fn mapped_reads_see_writes_trims_and_zeroes() {
+        for mmap in [true, false] {
+            let p = tmp(&format!("coherent-{mmap}"));
+            let b = FileBackend::open(&p, 1 << 20, false, mmap).unwrap();
+            assert_eq!(b.map.is_some(), mmap);
+            let mut out = Vec::new();
+            b.read_append(&mut out, 4096, 8).unwrap();
+            assert_eq!(out, vec![0u8; 8], "hole reads as zeroes");
+            b.write_at(&[9u8; 8192], 4096).unwrap();
+            out.clear();
+            b.read_append(&mut out, 4096, 8192).unwrap();
+            assert_eq!(out, vec![9u8; 8192], "a write is visible to the next read");
+            b.zero(4096, 4096, false, false).unwrap();
+            b.trim(8192, 4096).unwrap();
+            out.clear();
+            b.read_append(&mut out, 4096, 8192).unwrap();
+            assert_eq!(out, vec![0u8; 8192], "zeroed and trimmed ranges read as zeroes");
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+
+    #[test]
     fn refuses_to_truncate_a_larger_file() {
         let p = tmp("larger");
-        FileBackend::open(&p, 8192, false).unwrap();
-        let e = FileBackend::open(&p, 4096, false).err().unwrap();
+        FileBackend::open(&p, 8192, false, false).unwrap();
+        let e = FileBackend::open(&p, 4096, false, false).err().unwrap();
         assert!(e.to_string().contains("refusing to truncate"));
         let _ = std::fs::remove_file(&p);
     }

@@ -18,16 +18,32 @@ use toml::Spanned;
 pub const MAX_VOLUME_SIZE: u64 = 1 << 50;
 
 /// A validated node configuration.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NodeConfig {
     pub data_dir: Option<PathBuf>,
     pub listen_unix: Option<PathBuf>,
     pub listen_tcp: Option<SocketAddr>,
     /// Export served when a client asks for the empty name.
     pub default_export: Option<String>,
+    /// Serve reads from a shared read-only mapping of each volume file (default true).
+    pub mmap_reads: bool,
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            data_dir: None,
+            listen_unix: None,
+            listen_tcp: None,
+            default_export: None,
+            mmap_reads: true,
+            policies: Vec::new(),
+            volumes: Vec::new(),
+        }
+    }
 }
 
 /// A named QoS policy.
@@ -70,6 +86,7 @@ struct RawNode {
     listen_unix: Option<PathBuf>,
     listen_tcp: Option<String>,
     default_export: Option<String>,
+    mmap_reads: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -175,6 +192,7 @@ impl NodeConfig {
                 cfg.listen_tcp = Some(addr);
             }
             cfg.default_export = node.default_export;
+            cfg.mmap_reads = node.mmap_reads.unwrap_or(true);
         }
 
         let mut names: BTreeSet<String> = default_adaptive_groups()

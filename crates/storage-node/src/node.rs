@@ -55,12 +55,12 @@ impl Node {
         });
         for v in &cfg.volumes {
             let path = vol_dir.join(format!("{}.img", v.name));
-            let backend = FileBackend::open(&path, v.size, v.read_only).map_err(|source| {
-                NodeError::Volume {
+            let backend = FileBackend::open(&path, v.size, v.read_only, cfg.mmap_reads).map_err(
+                |source| NodeError::Volume {
                     name: v.name.clone(),
                     source,
-                }
-            })?;
+                },
+            )?;
             let vol = Arc::new(Volume::new(
                 v.name.clone(),
                 v.description.clone(),

@@ -19,6 +19,11 @@ use crate::stats::OpKind;
 use crate::volume::Volume;
 
 const RBUF_INITIAL: usize = 256 * 1024;
+/// Replies are written out as soon as this many bytes are pending, so large reads stream
+/// instead of piling up (and the buffer never regrows per batch).
+const WBUF_FLUSH: usize = 256 * 1024;
+/// A reply buffer grown past this (by a huge read) is given back after it is written.
+const WBUF_KEEP: usize = 8 << 20;
 /// Most extents returned by one BLOCK_STATUS.
 const MAX_EXTENTS: usize = 1024;
 /// How long a shutdown waits for QoS-delayed requests before answering ESHUTDOWN.
@@ -206,6 +211,10 @@ where
                         break;
                     }
                     c.handle(req, &rb.buf[payload]);
+                    if c.wbuf.len() >= WBUF_FLUSH {
+                        stream.write_all(&c.wbuf).await?;
+                        c.wbuf.clear();
+                    }
                 }
             }
         }
@@ -213,7 +222,7 @@ where
         if !c.wbuf.is_empty() {
             stream.write_all(&c.wbuf).await?;
             c.wbuf.clear();
-            if c.wbuf.capacity() > 4 * RBUF_INITIAL {
+            if c.wbuf.capacity() > WBUF_KEEP {
                 c.wbuf.shrink_to(RBUF_INITIAL);
             }
         }
