@@ -437,7 +437,11 @@ mod tests {
             b.trim(8192, 4096).unwrap();
             out.clear();
             b.read_append(&mut out, 4096, 8192).unwrap();
-            assert_eq!(out, vec![0u8; 8192], "zeroed and trimmed ranges read as zeroes");
+            assert_eq!(
+                out,
+                vec![0u8; 8192],
+                "zeroed and trimmed ranges read as zeroes"
+            );
             let _ = std::fs::remove_file(&p);
         }
     }

@@ -14,6 +14,9 @@ use qos_core::{
 use serde::Deserialize;
 use toml::Spanned;
 
+/// Default busy-poll budget per connection, microseconds.
+pub const DEFAULT_BUSY_POLL_US: u64 = 50;
+
 /// Largest volume we accept: 1 PiB (sparse files beyond this are a typo, not a plan).
 pub const MAX_VOLUME_SIZE: u64 = 1 << 50;
 
@@ -27,6 +30,8 @@ pub struct NodeConfig {
     pub default_export: Option<String>,
     /// Serve reads from a shared read-only mapping of each volume file (default true).
     pub mmap_reads: bool,
+    /// Microseconds a connection spins for its next request before parking (0: never).
+    pub busy_poll_us: u64,
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
@@ -40,6 +45,7 @@ impl Default for NodeConfig {
             listen_tcp: None,
             default_export: None,
             mmap_reads: true,
+            busy_poll_us: DEFAULT_BUSY_POLL_US,
             policies: Vec::new(),
             volumes: Vec::new(),
         }
@@ -87,6 +93,7 @@ struct RawNode {
     listen_tcp: Option<String>,
     default_export: Option<String>,
     mmap_reads: Option<bool>,
+    busy_poll_us: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -193,6 +200,15 @@ impl NodeConfig {
             }
             cfg.default_export = node.default_export;
             cfg.mmap_reads = node.mmap_reads.unwrap_or(true);
+            cfg.busy_poll_us = match node.busy_poll_us {
+                None => DEFAULT_BUSY_POLL_US,
+                Some(v @ 0..=10_000) => v,
+                Some(v) => {
+                    return Err(ConfigError(format!(
+                        "{origin}: node.busy_poll_us = {v}: allowed range is 0 (off) to 10000"
+                    )))
+                }
+            };
         }
 
         let mut names: BTreeSet<String> = default_adaptive_groups()

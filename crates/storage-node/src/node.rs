@@ -25,6 +25,7 @@ pub struct Node {
     pub scheduler: Scheduler,
     pub clock: Clock,
     shutdown: watch::Sender<bool>,
+    busy_poll: std::time::Duration,
 }
 
 impl Node {
@@ -52,6 +53,7 @@ impl Node {
             scheduler: Scheduler::default(),
             clock: Clock::new(),
             shutdown,
+            busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
         });
         for v in &cfg.volumes {
             let path = vol_dir.join(format!("{}.img", v.name));
@@ -76,6 +78,11 @@ impl Node {
             node.assign_policy(&vol, v.policy.clone())?;
         }
         Ok(node)
+    }
+
+    /// How long a connection spins for its next request before parking.
+    pub fn busy_poll(&self) -> std::time::Duration {
+        self.busy_poll
     }
 
     pub fn data_dir(&self) -> &Path {

@@ -56,7 +56,7 @@ async fn handshake(c: &mut DuplexStream) -> u64 {
 /// per second.
 async fn drive(node: Arc<Node>, qd: usize, bs: u32, secs: u64) -> Vec<u64> {
     let (mut client, server_side) = tokio::io::duplex(8 << 20);
-    tokio::spawn(server::connection(server_side, node));
+    tokio::spawn(server::connection(server_side, node, None));
     let size = handshake(&mut client).await;
     let start = Instant::now();
     let mut per_sec = vec![0u64; secs as usize];
@@ -173,7 +173,7 @@ async fn shutdown_finishes_in_flight_requests_then_closes() {
         "shutdown",
     );
     let (mut client, server_side) = tokio::io::duplex(1 << 20);
-    let conn = tokio::spawn(server::connection(server_side, n.clone()));
+    let conn = tokio::spawn(server::connection(server_side, n.clone(), None));
     handshake(&mut client).await;
     let mut out = Vec::new();
     for cookie in 1..=8u64 {

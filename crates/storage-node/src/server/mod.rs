@@ -4,6 +4,7 @@ pub mod handshake;
 pub mod transmission;
 
 use std::net::SocketAddr;
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -156,12 +157,14 @@ async fn accept_tcp(l: &Option<TcpListener>) -> std::io::Result<tokio::net::TcpS
 
 fn spawn_conn<S>(conns: &mut JoinSet<()>, stream: S, node: Arc<Node>, stats: Arc<ServerStats>)
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static,
 {
+    let budget = node.busy_poll();
+    let busy_poll = (!budget.is_zero()).then(|| (stream.as_raw_fd(), budget));
     stats.connections_total.fetch_add(1, Relaxed);
     stats.connections_open.fetch_add(1, Relaxed);
     conns.spawn(async move {
-        if let Err(e) = connection(stream, node).await {
+        if let Err(e) = connection(stream, node, busy_poll).await {
             stats.connection_errors.fetch_add(1, Relaxed);
             tracing::info!("connection closed: {e}");
         }
@@ -169,8 +172,12 @@ where
     });
 }
 
-/// One client: negotiate, then transmit.
-pub async fn connection<S>(mut stream: S, node: Arc<Node>) -> std::io::Result<()>
+/// One client: negotiate, then transmit. `busy_poll`: see [`transmission::run`].
+pub async fn connection<S>(
+    mut stream: S,
+    node: Arc<Node>,
+    busy_poll: Option<(RawFd, Duration)>,
+) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -191,5 +198,5 @@ where
         return Ok(());
     };
     tracing::debug!(volume = %session.volume.name, structured = session.structured, "transmission");
-    transmission::run(&mut stream, node, session, shutdown).await
+    transmission::run(&mut stream, node, session, shutdown, busy_poll).await
 }
