@@ -132,6 +132,12 @@ impl FileBackend {
                     0,
                 )
             };
+            if ptr != libc::MAP_FAILED {
+                // SAFETY: advice on the mapping just created; failure is harmless.
+                // No read-around: a fault maps one page instead of zero-filling 128 KiB of
+                // neighbouring holes (which made cold sparse reads ~30x slower than pread).
+                unsafe { libc::madvise(ptr, size as usize, libc::MADV_RANDOM) };
+            }
             (ptr != libc::MAP_FAILED).then(|| Mapping {
                 ptr: ptr as *const u8,
                 len: size as usize,
