@@ -1,5 +1,8 @@
 //! `qoslab`: one binary for the storage node (and, later, the bench harness and demo).
 
+mod bench;
+mod demo;
+mod results;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -19,6 +22,12 @@ struct Cli {
 enum Command {
     /// Run a storage node: serve the configured volumes over NBD under their QoS policies.
     Serve(serve::ServeArgs),
+    /// Benchmark storage with fio: a plan or the dbench profile, verdicts, stored results.
+    Bench(bench::BenchArgs),
+    /// List, show and export stored bench runs.
+    Results(results::ResultsArgs),
+    /// Seed 000's QoS scenario on an embedded node: dbench on 7 volumes, one comparison table.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +39,9 @@ fn main() -> std::process::ExitCode {
         .init();
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Results(args) => results::run(args),
+        Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -4,6 +4,9 @@
 //! External tools are required, never optional: a missing tool fails the test with a
 //! message pointing at the project's test script, which installs them.
 
+mod bench_client_server;
+mod bench_plan;
+mod bench_util;
 mod client;
 mod interop;
 mod json;

@@ -706,7 +706,10 @@ mod tests {
         }
         assert!(!p.should_spin(), "not before QD1 behaviour is established");
         let qd1 = spins_after(&[1; 20]);
-        assert!((95..100).contains(&qd1), "QD1 spins except to re-sample: {qd1}");
+        assert!(
+            (95..100).contains(&qd1),
+            "QD1 spins except to re-sample: {qd1}"
+        );
     }
 
     #[test]

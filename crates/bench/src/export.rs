@@ -1,0 +1,302 @@
+//! Exporters: pure functions from a stored run to bytes (JSON, CSV, Markdown). No I/O, no
+//! clock: the same run always exports to the same bytes (snapshot-tested).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::dbench;
+use crate::fmt;
+use crate::result::{DirStats, JobResult};
+use crate::store::{JobRecord, RunRecord};
+
+/// The `schema` field of exported JSON; bumped on incompatible changes.
+pub const JSON_SCHEMA: &str = "qoslab.bench.run/1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Csv,
+    Md,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "json" => Some(Format::Json),
+            "csv" => Some(Format::Csv),
+            "md" | "markdown" => Some(Format::Md),
+            _ => None,
+        }
+    }
+}
+
+pub fn export(run: &RunRecord, f: Format) -> Vec<u8> {
+    match f {
+        Format::Json => json(run),
+        Format::Csv => csv(run),
+        Format::Md => markdown(run),
+    }
+}
+
+#[derive(Serialize)]
+struct Counts {
+    passed: usize,
+    failed: usize,
+}
+
+#[derive(Serialize)]
+struct JsonRun<'a> {
+    schema: &'static str,
+    #[serde(flatten)]
+    run: &'a RunRecord,
+    verdicts: Counts,
+}
+
+/// Pretty JSON of the whole run (raw fio JSON excluded: see `results show --raw`).
+pub fn json(run: &RunRecord) -> Vec<u8> {
+    let (passed, failed) = run.verdict_counts();
+    let mut v = serde_json::to_vec_pretty(&JsonRun {
+        schema: JSON_SCHEMA,
+        run,
+        verdicts: Counts { passed, failed },
+    })
+    .unwrap_or_default();
+    v.push(b'\n');
+    v
+}
+
+/// CSV header of [`csv`].
+pub const CSV_HEADER: &str = "run_id,seq,workload,job,volume,iteration,status,client,direction,iops,iops_mean,bw_bytes,bw_mean_bytes,lat_mean_us,p50_us,p90_us,p99_us,p999_us,runtime_ms,total_ios,error,verdicts_passed,verdicts_failed";
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn active_dirs(r: &JobResult) -> Vec<(&'static str, &DirStats)> {
+    let mut v: Vec<(&'static str, &DirStats)> = Vec::new();
+    if r.read.active() {
+        v.push(("read", &r.read));
+    }
+    if r.write.active() {
+        v.push(("write", &r.write));
+    }
+    v
+}
+
+/// One row per job, client and active direction (a job without results gets one row with
+/// its status and empty numbers).
+pub fn csv(run: &RunRecord) -> Vec<u8> {
+    let mut out = String::new();
+    out.push_str(CSV_HEADER);
+    out.push('\n');
+    for j in &run.jobs {
+        let pass = j.verdicts.iter().filter(|v| v.passed).count();
+        let fail = j.verdicts.len() - pass;
+        let head = format!(
+            "{},{},{},{},{},{},{}",
+            run.id,
+            j.seq,
+            csv_field(&j.workload),
+            csv_field(&j.name),
+            csv_field(j.volume.as_deref().unwrap_or("")),
+            j.iteration,
+            j.status
+        );
+        let mut rows = 0;
+        for r in &j.results {
+            for (dir, d) in active_dirs(r) {
+                rows += 1;
+                let _ = writeln!(
+                    out,
+                    "{head},{},{dir},{:.3},{:.3},{},{:.0},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{},{pass},{fail}",
+                    csv_field(r.client.as_deref().unwrap_or("")),
+                    d.iops,
+                    d.iops_mean,
+                    d.bw_bytes,
+                    d.bw_mean_bytes,
+                    d.lat_mean_ns / 1000.0,
+                    d.p50_ns as f64 / 1000.0,
+                    d.p90_ns as f64 / 1000.0,
+                    d.p99_ns as f64 / 1000.0,
+                    d.p999_ns as f64 / 1000.0,
+                    d.runtime_ms,
+                    d.total_ios,
+                    r.error
+                );
+            }
+        }
+        if rows == 0 {
+            let _ = writeln!(out, "{head},,,,,,,,,,,,,,,{pass},{fail}");
+        }
+    }
+    out.into_bytes()
+}
+
+/// dbench summary blocks for every (workload, volume, iteration) whose jobs are dbench's.
+pub fn dbench_summaries(run: &RunRecord) -> Vec<(String, dbench::Summary)> {
+    let mut groups: BTreeMap<(u32, String, String), BTreeMap<String, JobResult>> = BTreeMap::new();
+    let mut order: Vec<(u32, String, String)> = Vec::new();
+    for j in &run.jobs {
+        if !dbench::JOBS.contains(&j.name.as_str()) {
+            continue;
+        }
+        let key = (
+            j.iteration,
+            j.workload.clone(),
+            j.volume.clone().unwrap_or_default(),
+        );
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        let g = groups.entry(key).or_default();
+        if let Some(r) = j.primary() {
+            g.insert(j.name.clone(), r.clone());
+        }
+    }
+    order
+        .into_iter()
+        .map(|k| {
+            let title = if k.2.is_empty() {
+                format!("{} (iteration {})", k.1, k.0)
+            } else {
+                format!("{} on {} (iteration {})", k.1, k.2, k.0)
+            };
+            let s = dbench::Summary::from_results(&groups[&k]);
+            (title, s)
+        })
+        .collect()
+}
+
+fn job_verdict(j: &JobRecord) -> &'static str {
+    if j.verdicts.is_empty() {
+        if j.status == "done" {
+            "-"
+        } else {
+            "ERROR"
+        }
+    } else if j.verdicts.iter().all(|v| v.passed) && j.status == "done" {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+/// A Markdown report: environment, volumes, results, verdicts, dbench summaries.
+pub fn markdown(run: &RunRecord) -> Vec<u8> {
+    let mut o = String::new();
+    let (passed, failed) = run.verdict_counts();
+    let _ = writeln!(o, "# qoslab bench run {}: {}\n", run.id, run.name);
+    let _ = writeln!(
+        o,
+        "- status: **{}** ({passed} expectation(s) passed, {failed} failed)",
+        run.status
+    );
+    let _ = writeln!(
+        o,
+        "- started {}, finished {}",
+        run.started_at,
+        run.finished_at.as_deref().unwrap_or("-")
+    );
+    let _ = writeln!(
+        o,
+        "- plan: {}; target: {}; executor: {}",
+        run.plan_origin, run.target, run.executor
+    );
+    let _ = writeln!(o, "- runtime {} s, ramp {} s", run.runtime_s, run.ramp_s);
+    let e = &run.env;
+    let _ = writeln!(
+        o,
+        "- host {}, kernel {}, CPU {}, {}, qoslab {}\n",
+        e.host, e.kernel, e.cpu, e.fio_version, e.qoslab_version
+    );
+    if !run.volumes.is_empty() {
+        o.push_str("## Volumes\n\n| volume | size (bytes) | reserve | policy | ceiling IOPS | ceiling BW |\n|---|---:|---:|---|---:|---:|\n");
+        for v in &run.volumes {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {}% | {} | {} | {} |",
+                v.name,
+                v.size,
+                v.snapshot_reserve_percent,
+                v.policy.as_deref().unwrap_or("-"),
+                if v.limits.ceiling_iops == 0 {
+                    "-".into()
+                } else {
+                    v.limits.ceiling_iops.to_string()
+                },
+                if v.limits.ceiling_bps == 0 {
+                    "-".into()
+                } else {
+                    fmt::bw(v.limits.ceiling_bps)
+                },
+            );
+        }
+        o.push('\n');
+    }
+    o.push_str("## Results\n\n| # | job | volume | client | dir | IOPS | IOPS (steady) | BW | lat mean (usec) | p99 (usec) | verdict |\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|\n");
+    for j in &run.jobs {
+        let mut any = false;
+        for r in &j.results {
+            for (dir, d) in active_dirs(r) {
+                any = true;
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} | {} | {dir} | {} | {:.1} | {} | {} | {} | {} |",
+                    j.seq,
+                    j.name,
+                    j.volume.as_deref().unwrap_or("-"),
+                    r.client.as_deref().unwrap_or("-"),
+                    fmt::iops(d.iops_text()),
+                    d.iops_mean,
+                    fmt::bw(d.bw_text()),
+                    fmt::usec(d.lat_mean_ns),
+                    fmt::usec(d.p99_ns as f64),
+                    job_verdict(j)
+                );
+            }
+        }
+        if !any {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | - | - | - | - | - | - | - | {} ({}) |",
+                j.seq,
+                j.name,
+                j.volume.as_deref().unwrap_or("-"),
+                job_verdict(j),
+                j.error.as_deref().unwrap_or(&j.status).replace('|', "/")
+            );
+        }
+    }
+    o.push('\n');
+    let verdicts: Vec<_> = run
+        .jobs
+        .iter()
+        .flat_map(|j| j.verdicts.iter().map(move |v| (j, v)))
+        .collect();
+    if !verdicts.is_empty() {
+        o.push_str("## Expectations\n\n");
+        for (j, v) in verdicts {
+            let _ = writeln!(
+                o,
+                "- {} `{}` on {} #{}: `{}`: {}",
+                if v.passed { "PASS" } else { "FAIL" },
+                j.name,
+                j.volume.as_deref().unwrap_or("-"),
+                j.seq,
+                v.expectation,
+                v.detail.replace('|', "/")
+            );
+        }
+        o.push('\n');
+    }
+    for (title, s) in dbench_summaries(run) {
+        let _ = writeln!(o, "## dbench: {title}\n\n```\n{}```\n", s.render());
+    }
+    o.into_bytes()
+}

@@ -1,0 +1,107 @@
+//! `qoslab results`: list, show and export stored bench runs.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use bench::export::{self, Format};
+use bench::store::Store;
+use clap::{Args, Subcommand};
+
+use crate::bench::db_path;
+
+#[derive(Args)]
+#[command(after_help = "\
+EXAMPLES:
+  qoslab results list
+  qoslab results show last
+  qoslab results export 3 --format md > run3.md
+  qoslab results export last --format csv --output run.csv
+  qoslab results export 3 --format json --db /var/lib/qoslab/results.db")]
+pub struct ResultsArgs {
+    /// Results database (default $QOSLAB_DB or ./qoslab-results.db).
+    #[arg(long, global = true)]
+    db: Option<PathBuf>,
+    #[command(subcommand)]
+    command: ResultsCommand,
+}
+
+#[derive(Subcommand)]
+enum ResultsCommand {
+    /// One line per stored run.
+    List,
+    /// A stored run as a readable report (the Markdown export).
+    Show {
+        /// Run id, or `last`.
+        run: String,
+    },
+    /// A stored run as JSON, CSV or Markdown (docs/BENCH.md describes each).
+    Export {
+        /// Run id, or `last`.
+        run: String,
+        #[arg(long, value_parser = ["json", "csv", "md"])]
+        format: String,
+        /// Write to this file instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+}
+
+fn run_id(store: &Store, s: &str) -> anyhow::Result<i64> {
+    if s == "last" {
+        return store
+            .last_run()?
+            .context("the results database holds no runs yet");
+    }
+    s.parse().with_context(|| {
+        format!("run {s:?}: expected a run id (see `qoslab results list`) or `last`")
+    })
+}
+
+pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
+    let db = db_path(args.db);
+    if !db.exists() {
+        anyhow::bail!(
+            "no results database at {} (run `qoslab bench` or `qoslab demo` first, or pass --db)",
+            db.display()
+        );
+    }
+    let store = Store::open(&db)?;
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        ResultsCommand::List => {
+            writeln!(
+                out,
+                "{:>4}  {:<20}  {:<20}  {:<8}  {:>4}  {:>5}  {:>5}  target",
+                "run", "started", "name", "status", "jobs", "pass", "fail"
+            )?;
+            for r in store.list_runs()? {
+                writeln!(
+                    out,
+                    "{:>4}  {:<20}  {:<20}  {:<8}  {:>4}  {:>5}  {:>5}  {}",
+                    r.id, r.started_at, r.name, r.status, r.jobs, r.passed, r.failed, r.target
+                )?;
+            }
+        }
+        ResultsCommand::Show { run } => {
+            let id = run_id(&store, &run)?;
+            out.write_all(&export::markdown(&store.load_run(id)?))?;
+        }
+        ResultsCommand::Export {
+            run,
+            format,
+            output,
+        } => {
+            let id = run_id(&store, &run)?;
+            let f = Format::parse(&format).context("format: allowed json, csv, md")?;
+            let bytes = export::export(&store.load_run(id)?, f);
+            match output {
+                Some(p) => {
+                    std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?
+                }
+                None => out.write_all(&bytes)?,
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! `qoslab bench` with plans, for real: the embedded node, real fio (2 s runs), verdicts,
+//! exit statuses, the results store and its exports.
+
+use std::time::Duration;
+
+use crate::bench_util::{plan_500, qoslab, text, Dir};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_500_iops_plan_passes_and_is_stored_and_exported() {
+    let d = Dir::new("pass");
+    d.write(
+        "p.toml",
+        &plan_500(&["iops <= 500 +-3%", "iops_mean ~= policy.ceiling +-3%"]),
+    );
+    let o = qoslab(&d, &["bench", "p.toml", "--db", "r.db"], LIMIT);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("PASS iops <= 500 +-3%"), "{out}");
+    assert!(out.contains("run 1: PASSED"), "{out}");
+
+    let o = qoslab(&d, &["results", "list", "--db", "r.db"], LIMIT);
+    let (out, _) = text(&o);
+    assert!(out.contains("qos500") && out.contains("passed"), "{out}");
+
+    let o = qoslab(
+        &d,
+        &[
+            "results", "export", "last", "--format", "csv", "--db", "r.db",
+        ],
+        LIMIT,
+    );
+    let (csv, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let row = csv.lines().nth(1).unwrap_or_default();
+    assert!(
+        row.starts_with("1,1,randread,randread,vol500,1,done,,read,"),
+        "{csv}"
+    );
+
+    let o = qoslab(
+        &d,
+        &["results", "export", "1", "--format", "json", "--db", "r.db"],
+        LIMIT,
+    );
+    let (json, _) = text(&o);
+    assert!(
+        json.contains("\"schema\": \"qoslab.bench.run/1\""),
+        "{json}"
+    );
+    assert!(json.contains("\"ceiling_iops\": 500"), "{json}");
+    assert!(json.contains("\"fio_version\": \"fio-3"), "{json}");
+
+    let o = qoslab(&d, &["results", "show", "1", "--db", "r.db"], LIMIT);
+    let (md, _) = text(&o);
+    assert!(
+        md.contains("| vol500 | 100000000000 | 5% | QoS_500iops | 500 | - |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_wrong_expectation_exits_1_and_names_the_failed_check() {
+    let d = Dir::new("fail");
+    d.write("p.toml", &plan_500(&["iops <= 500 +-3%", "iops >= 1000"]));
+    let o = qoslab(&d, &["bench", "p.toml", "--db", "r.db"], LIMIT);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("FAILED: randread on vol500: iops >= 1000: iops = "),
+        "{out}"
+    );
+    assert!(out.contains("1 expectation(s) passed, 1 failed"), "{out}");
+}
+
+#[test]
+fn a_malformed_plan_is_rejected_naming_the_key() {
+    let d = Dir::new("bad");
+    for (plan, want) in [
+        (
+            "[[workload]]\nprofil = \"dbench\"\n",
+            "p.toml:2: unknown field `profil`, expected one of",
+        ),
+        (
+            "[[workload]]\nprofile = \"dbnch\"\n",
+            "p.toml:2: workload \"workload1\": profile = \"dbnch\": allowed profiles: dbench",
+        ),
+        (
+            "[bench]\nruntime = \"fast\"\n[[workload]]\nprofile = \"dbench\"\n",
+            "p.toml:2: bench.runtime: invalid duration \"fast\"",
+        ),
+        (
+            "[[workload]]\nprofile = \"dbench\"\nexpect = [\"iops =< 5\"]\n",
+            "expect[0]: expectation \"iops =< 5\": expected an operator",
+        ),
+    ] {
+        d.write("p.toml", plan);
+        let o = qoslab(&d, &["bench", "p.toml", "--db", "r.db"], LIMIT);
+        let (out, err) = text(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{plan}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        assert!(err.contains(want), "{plan}\nwant: {want}\nstderr: {err}");
+    }
+    assert!(
+        !d.path().join("r.db").exists(),
+        "nothing runs for a bad plan"
+    );
+}

@@ -1,0 +1,150 @@
+//! Helpers for the `qoslab bench` tests (self-contained: a temp dir, running the binary with
+//! a time limit, `fio --server` processes on free loopback ports).
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const QOSLAB: &str = env!("CARGO_BIN_EXE_qoslab");
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh directory, removed on drop.
+pub struct Dir(pub PathBuf);
+
+impl Dir {
+    pub fn new(tag: &str) -> Dir {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let p = std::env::temp_dir().join(format!("qoslab-bt-{}-{n}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Run qoslab in `dir` with `args`; fail the test if it takes longer than `limit`.
+pub fn qoslab(dir: &Dir, args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(QOSLAB)
+        .args(["--log-level", "warn"])
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("QOSLAB_DB")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running qoslab");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "qoslab {args:?} took over {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A `fio --server` on 127.0.0.1 and a free port, killed on drop.
+pub struct FioServer {
+    pub port: u16,
+    child: Child,
+}
+
+impl FioServer {
+    pub fn start() -> FioServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("fio")
+            .arg(format!("--server=ip:127.0.0.1,{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("fio must be installed (scripts/test.sh installs it)");
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "fio --server on {port} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        FioServer { port, child }
+    }
+
+    pub fn client_arg(&self) -> String {
+        format!("127.0.0.1,{}", self.port)
+    }
+}
+
+impl Drop for FioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A plan: one 500 IOPS volume and one randread workload with `expect`.
+pub fn plan_500(expect: &[&str]) -> String {
+    let list: Vec<String> = expect.iter().map(|e| format!("{e:?}")).collect();
+    format!(
+        r#"[bench]
+name = "qos500"
+runtime = "2s"
+ramp = "1s"
+mmap_reads = false
+
+[[policy]]
+name = "QoS_500iops"
+fixed = {{ max_throughput_iops = 500 }}
+
+[[volume]]
+name = "vol500"
+size = "100GB"
+policy = "QoS_500iops"
+
+[[workload]]
+name = "randread"
+volume = "vol500"
+fio = {{ rw = "randread", bs = "4k", iodepth = 16, size = "1G" }}
+expect = [{}]
+"#,
+        list.join(", ")
+    )
+}
