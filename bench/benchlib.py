@@ -154,7 +154,7 @@ def md_table(header, rows):
 
 
 AGG_METRICS = ("iops", "bw_bytes", "mib_s", "p50_us", "p99_us", "clat_mean_us",
-               "server_cpu_s_per_s")
+               "server_cpu_s_per_s", "cpu_us_per_req")
 
 
 def aggregate(recs):
@@ -162,6 +162,11 @@ def aggregate(recs):
     successful rounds, plus the spread of the primary metrics."""
     groups = {}
     for r in recs:
+        cpu, iops = r.get("server_cpu_s_per_s"), r.get("iops")
+        if cpu is not None and iops:
+            # Server CPU time per request: robust where wall-clock rates are not (a shared
+            # machine steals time from client and server alike, not from this quotient).
+            r["cpu_us_per_req"] = cpu * 1e6 / iops
         groups.setdefault((r["server"], r["job"]), []).append(r)
     out = {}
     for key, rs in groups.items():
@@ -259,6 +264,22 @@ def cmd_peers_report(a):
             row.append(fmt(rv, "ratio"))
         rows.append(row)
     lines.append("### Ratios (throughput: > 1 means qoslab faster; p50 latency: < 1 means qoslab faster)\n")
+    lines.append(md_table(header, rows))
+    lines.append("")
+
+    # server CPU per request
+    header = ["server CPU per request (µs)"] + [lbl for _, lbl, _ in PEER_JOBS]
+    rows = []
+    for s in servers:
+        rows.append([SERVER_LABEL.get(s, s)] + [fmt(val(s, job, "cpu_us_per_req"), "us")
+                                                for job, _, _ in PEER_JOBS])
+    for num, den in (("qoslab", "nbdkit"), ("qoslab", "qsd"), ("qoslab-far", "qoslab")):
+        row = [f"ratio {SERVER_LABEL[num]} / {SERVER_LABEL[den]}"]
+        for job, _, _ in PEER_JOBS:
+            x, y = val(num, job, "cpu_us_per_req"), val(den, job, "cpu_us_per_req")
+            row.append(fmt(x / y, "ratio") if (x is not None and y) else "n/a")
+        rows.append(row)
+    lines.append("### Server CPU per request (lower is better; robust on a shared machine)\n")
     lines.append(md_table(header, rows))
     lines.append("")
 

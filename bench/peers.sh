@@ -23,7 +23,9 @@ Usage: bench/peers.sh [options]
 
 Compare qoslab (no policy / far-ceiling policy) with nbdkit and qemu-storage-daemon on
 one prefilled file, using fio's nbd ioengine. Prints Markdown tables (absolute figures,
-ratios qoslab/nbdkit and qoslab/qsd, policy overhead) and writes JSON results.
+ratios qoslab/nbdkit and qoslab/qsd, server CPU per request, policy overhead) and writes
+JSON results. CPU per request (server CPU time / requests served) is the figure to trust
+on a shared machine: load steals wall-clock time from client and server alike.
 
 Workloads: 4k randread QD32, 4k randwrite QD32, 1M seq read QD8, 4k randread QD1 (p50).
 

@@ -656,7 +656,7 @@ expect = { read_iops = ["iops >= 100"], rw_mix = ["write.iops > 1"] }
         );
         let plan = Plan::load(Path::new(p)).unwrap();
         assert_eq!(plan.jobs().len(), 10);
-        assert!(!plan.node.unwrap().mmap_reads);
+        assert!(!plan.node.unwrap().mmap_reads, "pread is the default");
     }
 
     #[test]

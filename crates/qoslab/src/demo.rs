@@ -60,9 +60,7 @@ const VOLUMES: [(&str, &str, Option<&str>); 7] = [
 pub fn plan_text(runtime: f64, ramp: f64) -> String {
     let mut t = format!(
         "# qoslab demo: seed 000 on the embedded node\n[bench]\nname = \"demo\"\nruntime = {runtime}\nramp = {ramp}\n\
-         # pread, not the mmap read path: first reads of never-written regions of a fresh\n\
-         # volume through a mapping fault page by page and starve the QoS measurement\n\
-         mmap_reads = false\n\n\
+\n\
          [[policy]]\nname = \"QoS_500iops\"\nfixed = {{ max_throughput_iops = 500, capacity_shared = false }}\n\n\
          [[policy]]\nname = \"QoS_100MBps\"\nfixed = {{ max_throughput_mbps = 100, capacity_shared = false }}\n\n\
          [[policy]]\nname = \"aQoS\"\nadaptive = {{ expected_iops = \"5IOPS/GB\", peak_iops = \"50IOPS/GB\", peak_iops_allocation = \"allocated_space\" }}\n\n"

@@ -2,8 +2,12 @@
 
 mod bench;
 mod demo;
+mod http_client;
+mod policy_cmd;
 mod results;
 mod serve;
+mod stats_cmd;
+mod volume_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +32,12 @@ enum Command {
     Results(results::ResultsArgs),
     /// Seed 000's QoS scenario on an embedded node: dbench on 7 volumes, one comparison table.
     Demo(demo::DemoArgs),
+    /// QoS policy groups on a running node (REST API): create, list, show, modify, delete.
+    Policy(policy_cmd::PolicyArgs),
+    /// Volumes on a running node (REST API): create, list, show, modify, delete.
+    Volume(volume_cmd::VolumeArgs),
+    /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
+    Stats(stats_cmd::StatsArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -42,6 +52,9 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Results(args) => results::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Policy(args) => policy_cmd::run(args),
+        Command::Volume(args) => volume_cmd::run(args),
+        Command::Stats(args) => stats_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use storage_node::api::http as api_http;
+use storage_node::api::ControlPlane;
 use storage_node::server::{self, Listeners, ServerStats};
 use storage_node::{Node, NodeConfig};
 
@@ -17,7 +19,9 @@ EXAMPLES:
   fio --ioengine=nbd --uri='nbd+unix:///vol500?socket=/run/qoslab.sock' --rw=randread --bs=4k ...
 
 With neither --listen-unix nor --listen-tcp (and nothing in the config), the node listens on
-127.0.0.1:10809 and on DATA_DIR/nbd.sock. See docs/CONFIG.md for the config file format.")]
+127.0.0.1:10809 and on DATA_DIR/nbd.sock. The REST API and /metrics listen on --listen-http
+(default 127.0.0.1:8080; `off` disables them); see docs/API.md. Policies and volumes live in
+DATA_DIR/state.db: the config file seeds a new data directory only. See docs/CONFIG.md.")]
 pub struct ServeArgs {
     /// Node configuration (TOML): policies and volumes. See docs/CONFIG.md.
     #[arg(long, short)]
@@ -34,13 +38,25 @@ pub struct ServeArgs {
     /// Worker threads serving connections (default: one per CPU core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: Option<u16>,
-    /// Read with pread(2) instead of a shared read-only mapping of each volume file.
+    /// Serve reads by memcpy from a shared read-only mapping instead of pread(2): less CPU
+    /// per request while volume files stay in the page cache, much slower when they do not.
     #[arg(long)]
-    no_mmap: bool,
+    mmap_reads: bool,
     /// Microseconds a connection spins for its next request before sleeping (0 disables;
     /// lowers queue-depth-1 latency at the cost of up to this much CPU per batch).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     busy_poll_us: Option<u64>,
+    /// HTTP address of the REST API and /metrics, e.g. 127.0.0.1:8080 (overrides
+    /// node.listen_http; default 127.0.0.1:8080; `off` disables the API).
+    #[arg(long, value_name = "ADDR|off")]
+    listen_http: Option<String>,
+    /// File holding the bearer token that POST/PATCH/DELETE requests must send
+    /// (`Authorization: Bearer TOKEN`). GET and /metrics stay open.
+    #[arg(long, value_name = "PATH")]
+    api_token_file: Option<PathBuf>,
+    /// Allow the API on a non-loopback address without --api-token-file.
+    #[arg(long)]
+    insecure: bool,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -48,8 +64,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(p) => NodeConfig::load(p)?,
         None => NodeConfig::default(),
     };
-    if args.no_mmap {
-        cfg.mmap_reads = false;
+    if args.mmap_reads {
+        cfg.mmap_reads = true;
     }
     if let Some(us) = args.busy_poll_us {
         cfg.busy_poll_us = us;
@@ -70,6 +86,37 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             tracing::warn!("listening on non-loopback address {a}: NBD has no authentication here");
         }
     }
+    let http: Option<SocketAddr> = match args.listen_http.as_deref() {
+        Some("off") => None,
+        Some(a) => Some(a.parse().map_err(|_| {
+            anyhow::anyhow!("--listen-http {a:?}: expected IP:PORT (e.g. 127.0.0.1:8080) or `off`")
+        })?),
+        None => Some(
+            cfg.listen_http
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+        ),
+    };
+    let token = match &args.api_token_file {
+        None => None,
+        Some(p) => {
+            let t = std::fs::read_to_string(p)
+                .with_context(|| format!("reading the API token file {}", p.display()))?;
+            let t = t.trim().to_string();
+            if t.is_empty() {
+                anyhow::bail!("the API token file {} is empty", p.display());
+            }
+            Some(t)
+        }
+    };
+    if let Some(a) = http {
+        if !a.ip().is_loopback() && token.is_none() && !args.insecure {
+            anyhow::bail!(
+                "refusing to serve the REST API on non-loopback address {a} without \
+                 --api-token-file (anyone could change policies and delete volumes); \
+                 give a token file, or --insecure to do it anyway"
+            );
+        }
+    }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = args.threads {
         builder.worker_threads(n as usize);
@@ -79,11 +126,36 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     rt.block_on(async move {
-        let node = Node::open(&cfg, &data_dir)?;
-        let listeners = Listeners::bind(unix.as_deref(), tcp).await?;
-        print_ready(&node, unix.as_deref(), listeners.tcp_addr());
         let stats = Arc::new(ServerStats::default());
+        let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
+        let node = cp.node.clone();
+        let listeners = Listeners::bind(unix.as_deref(), tcp).await?;
+        let sampler = storage_node::metrics::spawn_sampler(node.clone());
+        let api = match http {
+            None => None,
+            Some(a) => {
+                let l = api_http::bind(a)
+                    .await
+                    .with_context(|| format!("listening for HTTP on {a}"))?;
+                let bound = l.local_addr()?;
+                println!(
+                    "qoslab: api: http://{bound} ({})",
+                    if token.is_some() {
+                        "changes need the bearer token"
+                    } else {
+                        "no token"
+                    }
+                );
+                let cfg = api_http::HttpConfig { token };
+                Some(tokio::spawn(api_http::serve(l, cp.clone(), cfg)))
+            }
+        };
+        print_ready(&node, unix.as_deref(), listeners.tcp_addr());
         server::serve(node, listeners, stats, shutdown_signal()).await;
+        if let Some(a) = api {
+            a.abort();
+        }
+        sampler.abort();
         Ok(())
     })
 }

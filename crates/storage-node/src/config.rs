@@ -26,9 +26,12 @@ pub struct NodeConfig {
     pub data_dir: Option<PathBuf>,
     pub listen_unix: Option<PathBuf>,
     pub listen_tcp: Option<SocketAddr>,
+    /// Address of the REST API and `/metrics` (HTTP).
+    pub listen_http: Option<SocketAddr>,
     /// Export served when a client asks for the empty name.
     pub default_export: Option<String>,
-    /// Serve reads from a shared read-only mapping of each volume file (default true).
+    /// Serve reads from a shared read-only mapping of each volume file (default false:
+    /// pread). Faster only while the file is hot in the page cache; see ARCHITECTURE.md.
     pub mmap_reads: bool,
     /// Microseconds a connection spins for its next request before parking (0: never).
     pub busy_poll_us: u64,
@@ -43,8 +46,9 @@ impl Default for NodeConfig {
             data_dir: None,
             listen_unix: None,
             listen_tcp: None,
+            listen_http: None,
             default_export: None,
-            mmap_reads: true,
+            mmap_reads: false,
             busy_poll_us: DEFAULT_BUSY_POLL_US,
             policies: Vec::new(),
             volumes: Vec::new(),
@@ -91,6 +95,7 @@ struct RawNode {
     data_dir: Option<PathBuf>,
     listen_unix: Option<PathBuf>,
     listen_tcp: Option<String>,
+    listen_http: Option<String>,
     default_export: Option<String>,
     mmap_reads: Option<bool>,
     busy_poll_us: Option<u64>,
@@ -198,8 +203,16 @@ impl NodeConfig {
                 })?;
                 cfg.listen_tcp = Some(addr);
             }
+            if let Some(t) = node.listen_http {
+                let addr = t.parse::<SocketAddr>().map_err(|_| {
+                    ConfigError(format!(
+                        "{origin}: node.listen_http = {t:?}: expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080"
+                    ))
+                })?;
+                cfg.listen_http = Some(addr);
+            }
             cfg.default_export = node.default_export;
-            cfg.mmap_reads = node.mmap_reads.unwrap_or(true);
+            cfg.mmap_reads = node.mmap_reads.unwrap_or(false);
             cfg.busy_poll_us = match node.busy_poll_us {
                 None => DEFAULT_BUSY_POLL_US,
                 Some(v @ 0..=10_000) => v,

@@ -9,13 +9,16 @@
 //! Validation happens once at the edge ([`config`] for files, the transmission loop for
 //! requests); inner layers trust their inputs.
 
+pub mod api;
 pub mod backend;
 pub mod clock;
 pub mod config;
 pub mod errors;
+pub mod metrics;
 pub mod node;
 pub mod scheduler;
 pub mod server;
+pub mod state;
 pub mod stats;
 pub mod volume;
 

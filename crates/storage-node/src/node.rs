@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::backend::FileBackend;
 use crate::clock::Clock;
-use crate::config::NodeConfig;
+use crate::config::{NodeConfig, VolumeSpec};
 use crate::errors::NodeError;
 use crate::scheduler::{Scheduler, NO_FLOW};
 use crate::volume::{lock, Volume};
@@ -26,6 +26,7 @@ pub struct Node {
     pub clock: Clock,
     shutdown: watch::Sender<bool>,
     busy_poll: std::time::Duration,
+    mmap_reads: bool,
 }
 
 impl Node {
@@ -54,30 +55,123 @@ impl Node {
             clock: Clock::new(),
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
+            mmap_reads: cfg.mmap_reads,
         });
         for v in &cfg.volumes {
-            let path = vol_dir.join(format!("{}.img", v.name));
-            let backend = FileBackend::open(&path, v.size, v.read_only, cfg.mmap_reads).map_err(
-                |source| NodeError::Volume {
-                    name: v.name.clone(),
-                    source,
-                },
-            )?;
-            let vol = Arc::new(Volume::new(
-                v.name.clone(),
-                v.description.clone(),
-                v.read_only,
-                v.size,
-                v.snapshot_reserve_percent,
-                Arc::new(backend),
-            ));
-            node.volumes
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(v.name.clone(), vol.clone());
-            node.assign_policy(&vol, v.policy.clone())?;
+            node.add_volume(v)?;
         }
         Ok(node)
+    }
+
+    /// The backing file of volume `name`.
+    pub fn volume_path(&self, name: &str) -> PathBuf {
+        self.data_dir.join("volumes").join(format!("{name}.img"))
+    }
+
+    /// Bring up a volume (creating its sparse file if missing) and put it under its policy.
+    /// Available to NBD clients as soon as this returns.
+    pub fn add_volume(&self, v: &VolumeSpec) -> Result<Arc<Volume>, NodeError> {
+        let path = self.volume_path(&v.name);
+        let backend =
+            FileBackend::open(&path, v.size, v.read_only, self.mmap_reads).map_err(|source| {
+                NodeError::Volume {
+                    name: v.name.clone(),
+                    source,
+                }
+            })?;
+        let vol = Arc::new(Volume::new(
+            v.name.clone(),
+            v.description.clone(),
+            v.read_only,
+            v.size,
+            v.snapshot_reserve_percent,
+            Arc::new(backend),
+        ));
+        self.volumes
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(v.name.clone(), vol.clone());
+        self.assign_policy(&vol, v.policy.clone())?;
+        Ok(vol)
+    }
+
+    /// Take a volume out of service: new clients cannot find it, connected ones are closed.
+    /// The caller removes its file.
+    pub fn remove_volume(&self, name: &str) -> Option<Arc<Volume>> {
+        let vol = self
+            .volumes
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name)?;
+        let _ = self.assign_policy(&vol, None);
+        vol.mark_removed();
+        Some(vol)
+    }
+
+    /// Grow a volume (the file first, then the size clients are checked against).
+    pub fn resize_volume(&self, vol: &Volume, size: u64) -> Result<(), NodeError> {
+        vol.backend.grow(size).map_err(|source| NodeError::Volume {
+            name: vol.name.clone(),
+            source,
+        })?;
+        vol.set_size(size);
+        self.recompute(vol);
+        Ok(())
+    }
+
+    /// Change a volume's snapshot reserve and recompute its limits.
+    pub fn set_snapshot_reserve(&self, vol: &Volume, percent: u8) {
+        vol.set_reserve_percent(percent);
+        self.recompute(vol);
+    }
+
+    /// Add or replace a policy; every member volume's limits are recomputed at once.
+    pub fn put_policy(&self, name: &str, policy: Policy) {
+        self.policies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_string(), policy);
+        for v in self.members(name) {
+            self.recompute(&v);
+        }
+    }
+
+    /// Rename a policy, keeping its members and their flows.
+    pub fn rename_policy(&self, old: &str, new: &str) {
+        {
+            let mut pols = self.policies.write().unwrap_or_else(|p| p.into_inner());
+            if let Some(p) = pols.remove(old) {
+                pols.insert(new.to_string(), p);
+            }
+        }
+        {
+            let mut shared = lock(&self.shared_flows);
+            if let Some(f) = shared.remove(old) {
+                shared.insert(new.to_string(), f);
+            }
+        }
+        for v in self.members(old) {
+            v.set_policy(Some(new.to_string()));
+        }
+    }
+
+    /// Remove a policy that no volume uses (callers check membership first).
+    pub fn remove_policy(&self, name: &str) {
+        self.policies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+        if let Some(f) = lock(&self.shared_flows).remove(name) {
+            self.scheduler.remove_flow(f);
+        }
+    }
+
+    /// Volumes under policy `name`.
+    pub fn members(&self, name: &str) -> Vec<Arc<Volume>> {
+        self.volumes()
+            .into_iter()
+            .filter(|v| v.policy().as_deref() == Some(name))
+            .collect()
     }
 
     /// How long a connection spins for its next request before parking.

@@ -1,6 +1,60 @@
-//! Per-volume counters, recorded on the request path with relaxed atomics only.
+//! Per-volume counters, recorded on the request path with relaxed atomics only, and the
+//! per-second rates a sampler derives from them (off the request path).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Upper bounds (inclusive, nanoseconds) of the latency histogram buckets; a last,
+/// implicit bucket holds everything slower (Prometheus `+Inf`).
+pub const LATENCY_BUCKETS_NS: [u64; 16] = [
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+];
+const NBUCKETS: usize = LATENCY_BUCKETS_NS.len() + 1;
+
+/// A fixed-bucket latency histogram of relaxed atomics (no locks, no allocation).
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; NBUCKETS],
+    sum_ns: AtomicU64,
+}
+
+impl Histogram {
+    #[inline]
+    pub fn observe(&self, ns: u64) {
+        let i = LATENCY_BUCKETS_NS.partition_point(|&b| b < ns);
+        self.buckets[i].fetch_add(1, Relaxed);
+        self.sum_ns.fetch_add(ns, Relaxed);
+    }
+
+    /// Per-bucket counts (not cumulative), last entry is the `+Inf` bucket.
+    pub fn counts(&self) -> [u64; NBUCKETS] {
+        std::array::from_fn(|i| self.buckets[i].load(Relaxed))
+    }
+
+    pub fn sum_ns(&self) -> u64 {
+        self.sum_ns.load(Relaxed)
+    }
+
+    pub fn count(&self) -> u64 {
+        self.counts().iter().sum()
+    }
+}
 
 /// Monotonic counters for one volume. Readers take differences between snapshots.
 #[derive(Debug, Default)]
@@ -11,13 +65,15 @@ pub struct VolumeStats {
     pub other_ops: AtomicU64,
     pub read_bytes: AtomicU64,
     pub write_bytes: AtomicU64,
-    /// Sum of request latencies (arrival to reply queued), nanoseconds.
-    pub latency_ns: AtomicU64,
     /// Sum of time requests waited for the ceiling (ONTAP's "QoS Max" part).
     pub ceiling_wait_ns: AtomicU64,
     /// Sum of time requests waited behind floors of others ("QoS Min"); mClock fills it.
     pub floor_wait_ns: AtomicU64,
     pub errors: AtomicU64,
+    /// Latency histograms by kind: read, write, other.
+    pub latency: [Histogram; 3],
+    /// Sampler state (never touched by the request path).
+    sampler: Mutex<Sampler>,
 }
 
 /// The kind of operation, for accounting.
@@ -43,7 +99,7 @@ impl VolumeStats {
                 self.other_ops.fetch_add(1, Relaxed);
             }
         }
-        self.latency_ns.fetch_add(latency_ns, Relaxed);
+        self.latency[kind as usize].observe(latency_ns);
         if ceiling_wait_ns > 0 {
             self.ceiling_wait_ns.fetch_add(ceiling_wait_ns, Relaxed);
         }
@@ -51,5 +107,164 @@ impl VolumeStats {
 
     pub fn total_ops(&self) -> u64 {
         self.read_ops.load(Relaxed) + self.write_ops.load(Relaxed) + self.other_ops.load(Relaxed)
+    }
+
+    fn snapshot(&self, at: Instant) -> Snapshot {
+        Snapshot {
+            at,
+            ops: [
+                self.read_ops.load(Relaxed),
+                self.write_ops.load(Relaxed),
+                self.other_ops.load(Relaxed),
+            ],
+            bytes: [
+                self.read_bytes.load(Relaxed),
+                self.write_bytes.load(Relaxed),
+            ],
+            lat_ns: [
+                self.latency[0].sum_ns(),
+                self.latency[1].sum_ns(),
+                self.latency[2].sum_ns(),
+            ],
+            ceiling_ns: self.ceiling_wait_ns.load(Relaxed),
+            floor_ns: self.floor_wait_ns.load(Relaxed),
+        }
+    }
+
+    /// Take a sample (called by the sampler task every [`SAMPLE_EVERY`]); the rates are
+    /// then computed over the most recent window of about [`RATE_WINDOW`].
+    pub fn sample(&self, at: Instant) {
+        let snap = self.snapshot(at);
+        let mut s = self.sampler.lock().unwrap_or_else(|p| p.into_inner());
+        s.ring.push(snap);
+        // Keep the newest sample at least RATE_WINDOW old, drop older ones.
+        while s.ring.len() > 2 && at.duration_since(s.ring[1].at) >= RATE_WINDOW {
+            s.ring.remove(0);
+        }
+        let first = s.ring[0];
+        s.rates = if s.ring.len() >= 2 {
+            Rates::between(&first, &snap)
+        } else {
+            Rates::default()
+        };
+    }
+
+    /// Rates over the last second (as of the last sample).
+    pub fn rates(&self) -> Rates {
+        self.sampler.lock().unwrap_or_else(|p| p.into_inner()).rates
+    }
+}
+
+/// How often the sampler samples.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+/// The window the reported rates cover.
+pub const RATE_WINDOW: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Default)]
+struct Sampler {
+    ring: Vec<Snapshot>,
+    rates: Rates,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Snapshot {
+    at: Instant,
+    ops: [u64; 3],
+    bytes: [u64; 2],
+    lat_ns: [u64; 3],
+    ceiling_ns: u64,
+    floor_ns: u64,
+}
+
+/// Per-second rates over the last window: ONTAP's `metric` block.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    /// IOPS: read, write, other.
+    pub iops: [f64; 3],
+    /// Bytes/s: read, write.
+    pub throughput: [f64; 2],
+    /// Mean latency, µs: read, write, other, total.
+    pub latency_us: [f64; 4],
+    /// Mean time queued per operation, µs: by ceilings, by floors.
+    pub qos_latency_us: [f64; 2],
+}
+
+impl Rates {
+    fn between(a: &Snapshot, b: &Snapshot) -> Rates {
+        let secs = b.at.duration_since(a.at).as_secs_f64();
+        if secs <= 0.0 {
+            return Rates::default();
+        }
+        let ops: [u64; 3] = std::array::from_fn(|i| b.ops[i].saturating_sub(a.ops[i]));
+        let lat: [u64; 3] = std::array::from_fn(|i| b.lat_ns[i].saturating_sub(a.lat_ns[i]));
+        let mean_us = |ns: u64, n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                ns as f64 / n as f64 / 1e3
+            }
+        };
+        let total_ops: u64 = ops.iter().sum();
+        let total_lat: u64 = lat.iter().sum();
+        Rates {
+            iops: std::array::from_fn(|i| ops[i] as f64 / secs),
+            throughput: std::array::from_fn(|i| {
+                b.bytes[i].saturating_sub(a.bytes[i]) as f64 / secs
+            }),
+            latency_us: [
+                mean_us(lat[0], ops[0]),
+                mean_us(lat[1], ops[1]),
+                mean_us(lat[2], ops[2]),
+                mean_us(total_lat, total_ops),
+            ],
+            qos_latency_us: [
+                mean_us(b.ceiling_ns.saturating_sub(a.ceiling_ns), total_ops),
+                mean_us(b.floor_ns.saturating_sub(a.floor_ns), total_ops),
+            ],
+        }
+    }
+
+    pub fn total_iops(&self) -> f64 {
+        self.iops.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_inclusive_upper_bounds() {
+        let h = Histogram::default();
+        h.observe(0);
+        h.observe(25_000);
+        h.observe(25_001);
+        h.observe(u64::MAX / 4);
+        let c = h.counts();
+        assert_eq!(c[0], 2);
+        assert_eq!(c[1], 1);
+        assert_eq!(c[NBUCKETS - 1], 1);
+        assert_eq!(h.count(), 4);
+    }
+
+    #[test]
+    fn rates_over_the_window() {
+        let s = VolumeStats::default();
+        let t0 = Instant::now();
+        s.sample(t0);
+        for _ in 0..100 {
+            s.record(OpKind::Read, 4096, 200_000, 100_000);
+        }
+        s.sample(t0 + Duration::from_millis(500));
+        let r = s.rates();
+        assert!((r.iops[0] - 200.0).abs() < 1e-6, "{r:?}");
+        assert!((r.throughput[0] - 819_200.0).abs() < 1e-3);
+        assert!((r.latency_us[0] - 200.0).abs() < 1e-9);
+        assert!((r.qos_latency_us[0] - 100.0).abs() < 1e-9);
+        // Old samples fall out of the window.
+        for i in 1..10 {
+            s.sample(t0 + Duration::from_millis(500 + 250 * i));
+        }
+        assert_eq!(s.rates().total_iops(), 0.0);
     }
 }

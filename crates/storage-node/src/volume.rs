@@ -26,6 +26,8 @@ pub struct Volume {
     limits: Mutex<EffectiveLimits>,
     pub backend: Arc<dyn Backend>,
     pub stats: VolumeStats,
+    /// Set when the volume is deleted: its connections close.
+    removed: tokio::sync::watch::Sender<bool>,
 }
 
 impl Volume {
@@ -51,6 +53,7 @@ impl Volume {
             limits: Mutex::new(EffectiveLimits::default()),
             backend,
             stats: VolumeStats::default(),
+            removed: tokio::sync::watch::channel(false).0,
         }
     }
 
@@ -64,6 +67,24 @@ impl Volume {
             snapshot_reserve_percent: self.reserve_percent.load(Relaxed),
             used: self.used.load(Relaxed),
         }
+    }
+
+    pub(crate) fn set_size(&self, size: u64) {
+        self.size.store(size, Relaxed);
+    }
+
+    pub(crate) fn set_reserve_percent(&self, p: u8) {
+        self.reserve_percent.store(p, Relaxed);
+    }
+
+    /// Mark the volume deleted: every connection to it is closed.
+    pub(crate) fn mark_removed(&self) {
+        self.removed.send_replace(true);
+    }
+
+    /// Changes to `true` once the volume is deleted.
+    pub fn removed_signal(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.removed.subscribe()
     }
 
     pub fn flow(&self) -> u32 {

@@ -4,6 +4,11 @@
 //! External tools are required, never optional: a missing tool fails the test with a
 //! message pointing at the project's test script, which installs them.
 
+mod api_cli;
+mod api_contract;
+mod api_crash;
+mod api_live;
+mod api_util;
 mod bench_client_server;
 mod bench_plan;
 mod bench_util;

@@ -91,11 +91,19 @@ pub struct Node {
     child: Option<Child>,
     starts: u32,
     ready: Vec<String>,
+    /// Extra `qoslab serve` arguments (see [`Node::start_with`]).
+    extra: Vec<String>,
 }
 
 impl Node {
     /// Write `config_toml` as node.toml in a fresh temp dir and start a node on it.
     pub fn start(config_toml: &str) -> Node {
+        Node::start_with(config_toml, &[])
+    }
+
+    /// Like [`Node::start`], with extra `qoslab serve` flags. Unless they include
+    /// `--listen-http`, the REST API listens on a free loopback port ([`Node::api_url`]).
+    pub fn start_with(config_toml: &str, extra: &[&str]) -> Node {
         let dir = TempDir::new("node");
         let config = dir.join("node.toml");
         fs::write(&config, config_toml).expect("writing node.toml");
@@ -107,7 +115,12 @@ impl Node {
             child: None,
             starts: 0,
             ready: Vec::new(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
         };
+        if !node.extra.iter().any(|a| a == "--listen-http") {
+            node.extra.push("--listen-http".into());
+            node.extra.push("127.0.0.1:0".into());
+        }
         node.spawn();
         node
     }
@@ -128,6 +141,7 @@ impl Node {
             .arg(self.data_dir())
             .arg("--listen-unix")
             .arg(&self.socket)
+            .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
@@ -179,6 +193,26 @@ impl Node {
                 }
             }
         }
+    }
+
+    /// Base URL of the node's REST API (from its `qoslab: api: URL` line).
+    pub fn api_url(&self) -> String {
+        self.ready
+            .iter()
+            .find_map(|l| l.strip_prefix("qoslab: api: "))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no `qoslab: api:` line in {:?}", self.ready))
+            .to_string()
+    }
+
+    /// Replace node.toml (takes effect at the next start).
+    pub fn rewrite_config(&self, config_toml: &str) {
+        fs::write(&self.config, config_toml).expect("writing node.toml");
+    }
+
+    /// Send SIGKILL and reap the process (a crash: nothing is flushed or synced).
+    pub fn kill9(&mut self) {
+        self.kill();
     }
 
     pub fn socket(&self) -> &Path {

@@ -167,4 +167,10 @@ fn structural_errors() {
         "[node]\nlisten_tcp = \"localhost\"\n",
         &["node.listen_tcp", "HOST:PORT"],
     );
+    check_err_contains(
+        "[node]\nlisten_http = \"localhost:80\"\n",
+        &["node.listen_http", "HOST:PORT"],
+    );
+    let cfg = NodeConfig::parse("[node]\nlisten_http = \"127.0.0.1:9\"\n", "node.toml").unwrap();
+    assert_eq!(cfg.listen_http, Some("127.0.0.1:9".parse().unwrap()));
 }

@@ -198,5 +198,14 @@ where
         return Ok(());
     };
     tracing::debug!(volume = %session.volume.name, structured = session.structured, "transmission");
-    transmission::run(&mut stream, node, session, shutdown, busy_poll).await
+    // A deleted volume closes its connections (the transmission loop is dropped).
+    let mut removed = session.volume.removed_signal();
+    let name = session.volume.name.clone();
+    tokio::select! {
+        r = transmission::run(&mut stream, node, session, shutdown, busy_poll) => r,
+        _ = removed.wait_for(|r| *r) => Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            format!("volume {name:?} was deleted"),
+        )),
+    }
 }

@@ -1,0 +1,174 @@
+//! `qoslab stats`: a refreshing top-N table like ONTAP's
+//! `qos statistics volume performance show`.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::http_client::{print_json, ApiArgs, Client, Output};
+
+#[derive(Args)]
+#[command(after_help = "\
+Columns: Workload (volume), Policy, IOPS, Throughput (MB = 2^20 bytes), Latency (mean, over
+the last second), QoS Max / QoS Min (mean time queued by the ceiling / behind floors).
+Rows are sorted by IOPS; the first row is the total.
+
+EXAMPLES:
+  qoslab stats                       # refresh every second until interrupted
+  qoslab stats --iterations 5 --rows 10")]
+pub struct StatsArgs {
+    #[command(flatten)]
+    api: ApiArgs,
+    /// Number of refreshes (0: until interrupted).
+    #[arg(long, default_value_t = 0)]
+    iterations: u64,
+    /// Seconds between refreshes.
+    #[arg(long, default_value_t = 1.0)]
+    interval: f64,
+    /// Show at most this many volumes (the busiest).
+    #[arg(long, default_value_t = 20)]
+    rows: usize,
+}
+
+pub fn run(args: StatsArgs) -> anyhow::Result<()> {
+    if !(args.interval > 0.0 && args.interval.is_finite()) {
+        anyhow::bail!("--interval must be a positive number of seconds");
+    }
+    let c = Client::new(&args.api)?;
+    let mut i = 0u64;
+    loop {
+        let r = c.call("GET", "/api/storage/volumes?fields=metric,qos", None)?;
+        let mut recs: Vec<Value> = r["records"].as_array().cloned().unwrap_or_default();
+        recs.sort_by(|a, b| {
+            let f = |v: &Value| v["metric"]["iops"]["total"].as_u64().unwrap_or(0);
+            f(b).cmp(&f(a)).then_with(|| {
+                a["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .cmp(b["name"].as_str().unwrap_or(""))
+            })
+        });
+        let total = totals(&recs);
+        recs.truncate(args.rows);
+        if args.api.output == Output::Json {
+            print_json(&json!({"total": total, "records": recs}));
+        } else {
+            print!("{}", table(&total, &recs));
+        }
+        i += 1;
+        if args.iterations != 0 && i >= args.iterations {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_secs_f64(args.interval));
+    }
+}
+
+fn totals(recs: &[Value]) -> Value {
+    let sum = |path: [&str; 3]| -> u64 {
+        recs.iter()
+            .map(|v| v[path[0]][path[1]][path[2]].as_u64().unwrap_or(0))
+            .sum()
+    };
+    let iops = sum(["metric", "iops", "total"]);
+    // Latency: IOPS-weighted mean.
+    let weighted = |a: &str, b: &str| -> u64 {
+        if iops == 0 {
+            return 0;
+        }
+        let s: f64 = recs
+            .iter()
+            .map(|v| {
+                v["metric"]["iops"]["total"].as_u64().unwrap_or(0) as f64
+                    * v["metric"][a][b].as_u64().unwrap_or(0) as f64
+            })
+            .sum();
+        (s / iops as f64).round() as u64
+    };
+    json!({
+        "iops": iops,
+        "throughput": sum(["metric", "throughput", "total"]),
+        "latency": weighted("latency", "total"),
+        "qos_ceiling": weighted("qos_latency", "ceiling"),
+        "qos_floor": weighted("qos_latency", "floor"),
+    })
+}
+
+fn us(x: u64) -> String {
+    if x >= 1000 {
+        format!("{:.2}ms", x as f64 / 1000.0)
+    } else {
+        format!("{x}us")
+    }
+}
+
+fn mbs(bytes: u64) -> String {
+    format!("{:.2}MB/s", bytes as f64 / 1048576.0)
+}
+
+fn table(total: &Value, recs: &[Value]) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "{:<24} {:<16} {:>9} {:>14} {:>10} {:>10} {:>10}\n",
+        "Workload", "Policy", "IOPS", "Throughput", "Latency", "QoS Max", "QoS Min"
+    ));
+    o.push_str(&format!(
+        "{} {} {} {} {} {} {}\n",
+        "-".repeat(24),
+        "-".repeat(16),
+        "-".repeat(9),
+        "-".repeat(14),
+        "-".repeat(10),
+        "-".repeat(10),
+        "-".repeat(10)
+    ));
+    let g = |v: &Value| v.as_u64().unwrap_or(0);
+    o.push_str(&format!(
+        "{:<24} {:<16} {:>9} {:>14} {:>10} {:>10} {:>10}\n",
+        "-total-",
+        "-",
+        g(&total["iops"]),
+        mbs(g(&total["throughput"])),
+        us(g(&total["latency"])),
+        us(g(&total["qos_ceiling"])),
+        us(g(&total["qos_floor"]))
+    ));
+    for v in recs {
+        let m = &v["metric"];
+        o.push_str(&format!(
+            "{:<24} {:<16} {:>9} {:>14} {:>10} {:>10} {:>10}\n",
+            v["name"].as_str().unwrap_or(""),
+            v["qos"]["policy"]["name"].as_str().unwrap_or("-"),
+            g(&m["iops"]["total"]),
+            mbs(g(&m["throughput"]["total"])),
+            us(g(&m["latency"]["total"])),
+            us(g(&m["qos_latency"]["ceiling"])),
+            us(g(&m["qos_latency"]["floor"]))
+        ));
+    }
+    o.push('\n');
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn total_row_weights_latency_by_iops() {
+        let recs = vec![
+            json!({"name": "a", "metric": {"iops": {"total": 300}, "throughput": {"total": 10}, "latency": {"total": 100}, "qos_latency": {"ceiling": 0, "floor": 0}}}),
+            json!({"name": "b", "metric": {"iops": {"total": 100}, "throughput": {"total": 5}, "latency": {"total": 500}, "qos_latency": {"ceiling": 400, "floor": 0}}}),
+        ];
+        let t = totals(&recs);
+        assert_eq!(t["iops"], 400);
+        assert_eq!(t["throughput"], 15);
+        assert_eq!(t["latency"], 200);
+        assert_eq!(t["qos_ceiling"], 100);
+        let text = table(&t, &recs);
+        assert!(
+            text.lines().nth(2).unwrap().starts_with("-total-"),
+            "{text}"
+        );
+    }
+}

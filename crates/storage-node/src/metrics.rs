@@ -1,0 +1,251 @@
+//! Prometheus text exposition (`GET /metrics`) and the per-second sampler.
+//!
+//! The request path only bumps relaxed atomics ([`crate::stats`]); this module reads them
+//! when scraped and never holds a lock the request path takes.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use crate::api::ControlPlane;
+use crate::node::Node;
+use crate::stats::{LATENCY_BUCKETS_NS, SAMPLE_EVERY};
+
+/// Sample every volume's counters every [`SAMPLE_EVERY`] (rates for the API's `metric`).
+pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SAMPLE_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let now = std::time::Instant::now();
+            for v in node.volumes() {
+                v.stats.sample(now);
+            }
+        }
+    })
+}
+
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// Render all metrics in Prometheus text format 0.0.4.
+pub fn render(cp: &ControlPlane) -> String {
+    let node = &cp.node;
+    let uuids = cp.volume_uuids();
+    let vols: Vec<_> = node
+        .volumes()
+        .into_iter()
+        .map(|v| {
+            let uuid = uuids
+                .iter()
+                .find(|(n, _)| n == &v.name)
+                .map(|(_, u)| u.clone())
+                .unwrap_or_default();
+            let labels = format!("volume=\"{}\",uuid=\"{}\"", esc(&v.name), esc(&uuid));
+            (v, labels)
+        })
+        .collect();
+    let mut o = String::with_capacity(4096 + vols.len() * 4096);
+    let s = &cp.server_stats;
+    header(
+        &mut o,
+        "qoslab_connections_total",
+        "counter",
+        "NBD connections accepted.",
+    );
+    let _ = writeln!(
+        o,
+        "qoslab_connections_total {}",
+        s.connections_total.load(Relaxed)
+    );
+    header(
+        &mut o,
+        "qoslab_connections_open",
+        "gauge",
+        "NBD connections open now.",
+    );
+    let _ = writeln!(
+        o,
+        "qoslab_connections_open {}",
+        s.connections_open.load(Relaxed)
+    );
+    header(
+        &mut o,
+        "qoslab_connection_errors_total",
+        "counter",
+        "NBD connections that ended with an error.",
+    );
+    let _ = writeln!(
+        o,
+        "qoslab_connection_errors_total {}",
+        s.connection_errors.load(Relaxed)
+    );
+    header(&mut o, "qoslab_volumes", "gauge", "Volumes in service.");
+    let _ = writeln!(o, "qoslab_volumes {}", vols.len());
+
+    header(
+        &mut o,
+        "qoslab_volume_ops_total",
+        "counter",
+        "Operations completed, by direction (other: trim, zero, flush, cache, block status).",
+    );
+    for (v, l) in &vols {
+        for (op, c) in [
+            ("read", &v.stats.read_ops),
+            ("write", &v.stats.write_ops),
+            ("other", &v.stats.other_ops),
+        ] {
+            let _ = writeln!(
+                o,
+                "qoslab_volume_ops_total{{{l},op=\"{op}\"}} {}",
+                c.load(Relaxed)
+            );
+        }
+    }
+    header(
+        &mut o,
+        "qoslab_volume_bytes_total",
+        "counter",
+        "Bytes transferred, by direction.",
+    );
+    for (v, l) in &vols {
+        for (op, c) in [
+            ("read", &v.stats.read_bytes),
+            ("write", &v.stats.write_bytes),
+        ] {
+            let _ = writeln!(
+                o,
+                "qoslab_volume_bytes_total{{{l},op=\"{op}\"}} {}",
+                c.load(Relaxed)
+            );
+        }
+    }
+    header(
+        &mut o,
+        "qoslab_volume_errors_total",
+        "counter",
+        "Requests that failed with an I/O error.",
+    );
+    for (v, l) in &vols {
+        let _ = writeln!(
+            o,
+            "qoslab_volume_errors_total{{{l}}} {}",
+            v.stats.errors.load(Relaxed)
+        );
+    }
+    header(
+        &mut o,
+        "qoslab_volume_latency_seconds",
+        "histogram",
+        "Request latency from arrival to reply, including time queued by QoS.",
+    );
+    for (v, l) in &vols {
+        for (i, op) in ["read", "write", "other"].iter().enumerate() {
+            let h = &v.stats.latency[i];
+            let counts = h.counts();
+            let mut cum = 0u64;
+            for (b, le) in LATENCY_BUCKETS_NS.iter().enumerate() {
+                cum += counts[b];
+                let _ = writeln!(
+                    o,
+                    "qoslab_volume_latency_seconds_bucket{{{l},op=\"{op}\",le=\"{}\"}} {cum}",
+                    *le as f64 / 1e9
+                );
+            }
+            cum += counts[LATENCY_BUCKETS_NS.len()];
+            let _ = writeln!(
+                o,
+                "qoslab_volume_latency_seconds_bucket{{{l},op=\"{op}\",le=\"+Inf\"}} {cum}"
+            );
+            let _ = writeln!(
+                o,
+                "qoslab_volume_latency_seconds_sum{{{l},op=\"{op}\"}} {}",
+                h.sum_ns() as f64 / 1e9
+            );
+            let _ = writeln!(
+                o,
+                "qoslab_volume_latency_seconds_count{{{l},op=\"{op}\"}} {cum}"
+            );
+        }
+    }
+    header(
+        &mut o,
+        "qoslab_volume_qos_wait_seconds_total",
+        "counter",
+        "Time requests spent queued by QoS: by the volume's ceiling (ONTAP \"QoS Max\") or \
+         behind other volumes' floors (\"QoS Min\").",
+    );
+    for (v, l) in &vols {
+        let _ = writeln!(
+            o,
+            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"ceiling\"}} {}",
+            v.stats.ceiling_wait_ns.load(Relaxed) as f64 / 1e9
+        );
+        let _ = writeln!(
+            o,
+            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"floor\"}} {}",
+            v.stats.floor_wait_ns.load(Relaxed) as f64 / 1e9
+        );
+    }
+    header(
+        &mut o,
+        "qoslab_volume_limit_iops",
+        "gauge",
+        "Effective QoS limit in IOPS (0: not enforced).",
+    );
+    for (v, l) in &vols {
+        let lim = v.limits();
+        let _ = writeln!(
+            o,
+            "qoslab_volume_limit_iops{{{l},limit=\"ceiling\"}} {}",
+            lim.ceiling.iops
+        );
+        let _ = writeln!(
+            o,
+            "qoslab_volume_limit_iops{{{l},limit=\"floor\"}} {}",
+            lim.floor.iops
+        );
+    }
+    header(
+        &mut o,
+        "qoslab_volume_limit_bytes_per_second",
+        "gauge",
+        "Effective QoS limit in bytes per second (0: not enforced).",
+    );
+    for (v, l) in &vols {
+        let lim = v.limits();
+        let _ = writeln!(
+            o,
+            "qoslab_volume_limit_bytes_per_second{{{l},limit=\"ceiling\"}} {}",
+            lim.ceiling.bytes_per_sec
+        );
+        let _ = writeln!(
+            o,
+            "qoslab_volume_limit_bytes_per_second{{{l},limit=\"floor\"}} {}",
+            lim.floor.bytes_per_sec
+        );
+    }
+    header(&mut o, "qoslab_volume_size_bytes", "gauge", "Volume size.");
+    for (v, l) in &vols {
+        let _ = writeln!(o, "qoslab_volume_size_bytes{{{l}}} {}", v.size());
+    }
+    header(
+        &mut o,
+        "qoslab_volume_used_bytes",
+        "gauge",
+        "Space actually allocated (written, not trimmed), refreshed while written.",
+    );
+    for (v, l) in &vols {
+        let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
+    }
+    o
+}

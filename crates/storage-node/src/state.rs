@@ -1,0 +1,303 @@
+//! Durable control-plane state: policies, volumes and assignments in SQLite
+//! (`DATA_DIR/state.db`, WAL, `synchronous=FULL`).
+//!
+//! Every write is one statement in its own transaction: when a method returns `Ok`, the
+//! change is on disk and survives `kill -9` or a power cut. The rows are plain data; the
+//! API layer validates before it writes and re-validates what it reads at startup.
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// A stored policy. `spec` is the policy's ONTAP JSON (`{"fixed": {...}}` or
+/// `{"adaptive": {...}}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyRow {
+    pub uuid: String,
+    pub name: String,
+    pub svm_name: Option<String>,
+    pub svm_uuid: Option<String>,
+    pub builtin: bool,
+    pub spec: String,
+}
+
+/// A stored volume and its policy assignment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeRow {
+    pub uuid: String,
+    pub name: String,
+    pub size: u64,
+    pub reserve_percent: u8,
+    pub read_only: bool,
+    pub comment: String,
+    pub svm_name: Option<String>,
+    pub svm_uuid: Option<String>,
+    pub policy_uuid: Option<String>,
+}
+
+pub type Result<T> = std::result::Result<T, rusqlite::Error>;
+
+/// The state database.
+pub struct Store {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS policies (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    uuid TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL UNIQUE,
+    svm_name TEXT,
+    svm_uuid TEXT,
+    builtin INTEGER NOT NULL,
+    spec TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS volumes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    uuid TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    reserve_percent INTEGER NOT NULL,
+    read_only INTEGER NOT NULL,
+    comment TEXT NOT NULL,
+    svm_name TEXT,
+    svm_uuid TEXT,
+    policy_uuid TEXT REFERENCES policies(uuid)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
+impl Store {
+    /// Open (creating if missing) the database at `path`. Returns whether it was seeded
+    /// before (`false`: a new database the caller should seed).
+    pub fn open(path: &Path) -> Result<(Store, bool)> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.execute_batch(SCHEMA)?;
+        let seeded: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'seeded'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok((Store { conn }, seeded.is_some()))
+    }
+
+    /// Seed a new database in one transaction (all or nothing).
+    pub fn seed(&mut self, policies: &[PolicyRow], volumes: &[VolumeRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for p in policies {
+            insert_policy(&tx, p)?;
+        }
+        for v in volumes {
+            insert_volume(&tx, v)?;
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('seeded', '1')",
+            [],
+        )?;
+        tx.commit()
+    }
+
+    pub fn policies(&self) -> Result<Vec<PolicyRow>> {
+        let mut st = self.conn.prepare(
+            "SELECT uuid, name, svm_name, svm_uuid, builtin, spec FROM policies ORDER BY seq",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(PolicyRow {
+                uuid: r.get(0)?,
+                name: r.get(1)?,
+                svm_name: r.get(2)?,
+                svm_uuid: r.get(3)?,
+                builtin: r.get(4)?,
+                spec: r.get(5)?,
+            })
+        })?;
+        rows.collect()
+    }
+
+    pub fn volumes(&self) -> Result<Vec<VolumeRow>> {
+        let mut st = self.conn.prepare(
+            "SELECT uuid, name, size, reserve_percent, read_only, comment, svm_name, svm_uuid, \
+             policy_uuid FROM volumes ORDER BY seq",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(VolumeRow {
+                uuid: r.get(0)?,
+                name: r.get(1)?,
+                size: r.get::<_, i64>(2)? as u64,
+                reserve_percent: r.get::<_, i64>(3)? as u8,
+                read_only: r.get(4)?,
+                comment: r.get(5)?,
+                svm_name: r.get(6)?,
+                svm_uuid: r.get(7)?,
+                policy_uuid: r.get(8)?,
+            })
+        })?;
+        rows.collect()
+    }
+
+    pub fn insert_policy(&self, p: &PolicyRow) -> Result<()> {
+        insert_policy(&self.conn, p)
+    }
+
+    pub fn update_policy(&self, p: &PolicyRow) -> Result<()> {
+        self.conn.execute(
+            "UPDATE policies SET name = ?2, svm_name = ?3, svm_uuid = ?4, spec = ?5 WHERE uuid = ?1",
+            params![p.uuid, p.name, p.svm_name, p.svm_uuid, p.spec],
+        )?;
+        Ok(())
+    }
+
+    pub fn delete_policy(&self, uuid: &str) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM policies WHERE uuid = ?1", params![uuid])?;
+        Ok(())
+    }
+
+    pub fn insert_volume(&self, v: &VolumeRow) -> Result<()> {
+        insert_volume(&self.conn, v)
+    }
+
+    pub fn update_volume(&self, v: &VolumeRow) -> Result<()> {
+        self.conn.execute(
+            "UPDATE volumes SET name = ?2, size = ?3, reserve_percent = ?4, read_only = ?5, \
+             comment = ?6, svm_name = ?7, svm_uuid = ?8, policy_uuid = ?9 WHERE uuid = ?1",
+            params![
+                v.uuid,
+                v.name,
+                v.size as i64,
+                v.reserve_percent as i64,
+                v.read_only,
+                v.comment,
+                v.svm_name,
+                v.svm_uuid,
+                v.policy_uuid
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn delete_volume(&self, uuid: &str) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM volumes WHERE uuid = ?1", params![uuid])?;
+        Ok(())
+    }
+}
+
+fn insert_policy(c: &Connection, p: &PolicyRow) -> Result<()> {
+    c.execute(
+        "INSERT INTO policies (uuid, name, svm_name, svm_uuid, builtin, spec) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![p.uuid, p.name, p.svm_name, p.svm_uuid, p.builtin, p.spec],
+    )?;
+    Ok(())
+}
+
+fn insert_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
+    c.execute(
+        "INSERT INTO volumes (uuid, name, size, reserve_percent, read_only, comment, svm_name, \
+         svm_uuid, policy_uuid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            v.uuid,
+            v.name,
+            v.size as i64,
+            v.reserve_percent as i64,
+            v.read_only,
+            v.comment,
+            v.svm_name,
+            v.svm_uuid,
+            v.policy_uuid
+        ],
+    )?;
+    Ok(())
+}
+
+/// A random (version 4) UUID, from the kernel's random source.
+pub fn new_uuid() -> String {
+    let mut b = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b))
+        .is_ok();
+    if !ok {
+        // Fall back to time and a counter: unique, if not unpredictable.
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        b[..8].copy_from_slice(&t.to_le_bytes());
+        b[8..].copy_from_slice(&N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_reopen() {
+        let dir = std::env::temp_dir().join(format!("qoslab-state-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        let p = PolicyRow {
+            uuid: new_uuid(),
+            name: "p".into(),
+            svm_name: Some("svm".into()),
+            svm_uuid: None,
+            builtin: false,
+            spec: "{}".into(),
+        };
+        let v = VolumeRow {
+            uuid: new_uuid(),
+            name: "v".into(),
+            size: 1 << 40,
+            reserve_percent: 5,
+            read_only: false,
+            comment: String::new(),
+            svm_name: None,
+            svm_uuid: None,
+            policy_uuid: Some(p.uuid.clone()),
+        };
+        {
+            let (mut s, seeded) = Store::open(&path).unwrap();
+            assert!(!seeded);
+            s.seed(std::slice::from_ref(&p), &[]).unwrap();
+            s.insert_volume(&v).unwrap();
+            // A volume cannot point at a missing policy.
+            let mut bad = v.clone();
+            bad.uuid = new_uuid();
+            bad.name = "w".into();
+            bad.policy_uuid = Some("nope".into());
+            assert!(s.insert_volume(&bad).is_err());
+        }
+        let (s, seeded) = Store::open(&path).unwrap();
+        assert!(seeded);
+        assert_eq!(s.policies().unwrap(), vec![p]);
+        assert_eq!(s.volumes().unwrap(), vec![v]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn uuids_look_like_uuids() {
+        let u = new_uuid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uuid());
+    }
+}
