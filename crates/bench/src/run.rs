@@ -123,6 +123,26 @@ pub fn run_plan(
             )?;
         }
     }
+    if let Target::NodeVolume {
+        volume,
+        limits,
+        size,
+        snapshot_reserve_percent,
+        policy,
+        ..
+    } = target
+    {
+        store.add_volume(
+            run,
+            &VolumeRecord {
+                name: volume.clone(),
+                size: *size,
+                snapshot_reserve_percent: *snapshot_reserve_percent,
+                policy: policy.clone(),
+                limits: *limits,
+            },
+        )?;
+    }
     let jobs = plan.jobs();
     let (mut failed_verdicts, mut failed_jobs) = (0, 0);
     for (i, job) in jobs.iter().enumerate() {
@@ -143,7 +163,7 @@ pub fn run_plan(
         observer.job_started(i, jobs.len(), job);
         let limits: Option<Limits> = match (&node, &job.volume) {
             (Some(n), Some(v)) => n.limits(v),
-            _ => None,
+            _ => target.limits(),
         };
         match exec.run(&file) {
             Ok(out) => {

@@ -32,6 +32,18 @@ pub enum Target {
     Embedded,
     Nbd(String),
     Path(PathBuf),
+    /// A volume on a running qoslab node, resolved through its REST API: its NBD URI and
+    /// the effective limits expectations like `policy.ceiling` refer to.
+    NodeVolume {
+        node: String,
+        volume: String,
+        uri: String,
+        limits: Limits,
+        /// Size, snapshot reserve and policy as the node reported them (for the store).
+        size: u64,
+        snapshot_reserve_percent: u8,
+        policy: Option<String>,
+    },
 }
 
 impl Target {
@@ -81,6 +93,19 @@ impl Target {
             Target::Embedded => "embedded node".into(),
             Target::Nbd(u) => u.clone(),
             Target::Path(p) => p.display().to_string(),
+            Target::NodeVolume {
+                node, volume, uri, ..
+            } => {
+                format!("volume {volume} on node {node} ({uri})")
+            }
+        }
+    }
+
+    /// Effective limits of the volume under test, when the target knows them.
+    pub fn limits(&self) -> Option<Limits> {
+        match self {
+            Target::NodeVolume { limits, .. } => Some(*limits),
+            _ => None,
         }
     }
 
@@ -88,7 +113,9 @@ impl Target {
     pub fn options(&self) -> Vec<(String, String)> {
         match self {
             Target::Embedded => Vec::new(),
-            Target::Nbd(u) => vec![("ioengine".into(), "nbd".into()), ("uri".into(), u.clone())],
+            Target::Nbd(u) | Target::NodeVolume { uri: u, .. } => {
+                vec![("ioengine".into(), "nbd".into()), ("uri".into(), u.clone())]
+            }
             Target::Path(p) => {
                 let file = if p.is_dir() {
                     p.join("fiotest")

@@ -26,6 +26,7 @@ EXAMPLES:
   qoslab bench --profile dbench --runtime 5s          # dbench on an unlimited embedded volume
   qoslab bench --profile dbench --target 'nbd+unix:///vol500?socket=/run/qoslab.sock'
   qoslab bench --profile dbench --target /mnt/scratch # a directory: DIR/fiotest, libaio, direct=1
+  qoslab bench plan.toml --node http://127.0.0.1:8080 --volume vol500   # a volume on a running node
   qoslab bench plan.toml --client 10.0.0.2,8765 --client 10.0.0.3,8765   # fio client/server
   qoslab bench plan.toml --json > run.json
 
@@ -40,8 +41,16 @@ pub struct BenchArgs {
     profile: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "node")]
     target: Option<String>,
+    /// A running qoslab node's REST API (e.g. http://127.0.0.1:8080): the volume named by
+    /// --volume is looked up there (its NBD URI and effective limits, which expectations
+    /// such as `iops >= policy.ceiling * 0.95` use).
+    #[arg(long, requires = "volume")]
+    node: Option<String>,
+    /// The volume on --node to run against.
+    #[arg(long, requires = "node")]
+    volume: Option<String>,
     /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
@@ -234,7 +243,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .clone()
         .or_else(|| plan.target.clone())
         .unwrap_or_else(|| "embedded".into());
-    let target = Target::parse(&target_s)?;
+    let target = match (&args.node, &args.volume) {
+        (Some(url), Some(vol)) => {
+            if plan.node.is_some() {
+                anyhow::bail!(
+                    "with --node, the plan's [[policy]] and [[volume]] tables would not be applied: \
+                     remove them and name an existing volume with --volume"
+                );
+            }
+            node_volume(url, vol)?
+        }
+        _ => Target::parse(&target_s)?,
+    };
     let db = db_path(args.db.clone());
     let jobs = plan.jobs();
     if !args.json {
@@ -287,4 +307,51 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         exit_failed();
     }
     Ok(())
+}
+
+/// Resolve `volume` on the node whose REST API is at `url`: its NBD URI (the unix socket
+/// when it is reachable from here, else TCP) and its effective limits.
+fn node_volume(url: &str, volume: &str) -> anyhow::Result<Target> {
+    use crate::http_client::{enc, ApiArgs, Client, Output};
+    let client = Client::new(&ApiArgs {
+        url: url.to_string(),
+        token_file: None,
+        output: Output::Json,
+    })?;
+    let list = client.call(
+        "GET",
+        &format!("/api/storage/volumes?name={}&fields=*", enc(volume)),
+        None,
+    )?;
+    let rec = list["records"]
+        .as_array()
+        .and_then(|r| r.first())
+        .ok_or_else(|| anyhow::anyhow!("--volume {volume:?}: no such volume on {url}"))?;
+    let unix = rec["nbd"]["unix_uri"].as_str().filter(|u| {
+        u.split_once("?socket=")
+            .is_some_and(|(_, p)| std::path::Path::new(p).exists())
+    });
+    let uri = unix
+        .or_else(|| rec["nbd"]["uri"].as_str())
+        .ok_or_else(|| anyhow::anyhow!("{url} reports no NBD address for volume {volume:?}"))?
+        .to_string();
+    let l = &rec["limits"];
+    let limits = bench::verdict::Limits {
+        ceiling_iops: l["max_throughput_iops"].as_u64().unwrap_or(0),
+        ceiling_bps: l["max_throughput_bytes_per_sec"].as_u64().unwrap_or(0),
+        floor_iops: l["min_throughput_iops"].as_u64().unwrap_or(0),
+        floor_bps: l["min_throughput_bytes_per_sec"].as_u64().unwrap_or(0),
+    };
+    Ok(Target::NodeVolume {
+        node: url.to_string(),
+        volume: volume.to_string(),
+        uri,
+        limits,
+        size: rec["size"].as_u64().unwrap_or(0),
+        snapshot_reserve_percent: rec["space"]["snapshot"]["reserve_percent"]
+            .as_u64()
+            .unwrap_or(0)
+            .min(100) as u8,
+        policy: rec["qos"]["policy"]["name"].as_str().map(str::to_string),
+    })
 }

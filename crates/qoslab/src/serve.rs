@@ -130,6 +130,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
         let node = cp.node.clone();
         let listeners = Listeners::bind(unix.as_deref(), tcp).await?;
+        cp.set_nbd_endpoints(storage_node::api::NbdEndpoints {
+            tcp: listeners.tcp_addr(),
+            unix: unix
+                .as_ref()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+        });
         let sampler = storage_node::metrics::spawn_sampler(node.clone());
         let api = match http {
             None => None,

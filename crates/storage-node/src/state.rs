@@ -101,6 +101,59 @@ impl Store {
         tx.commit()
     }
 
+    /// The fingerprint of the config declaration last applied under `key`.
+    pub fn applied(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+    }
+
+    /// Apply config declarations in one transaction: upsert the given rows (an existing
+    /// row with the same uuid is updated, keeping its uuid) and record the fingerprints.
+    pub fn apply_declarations(
+        &mut self,
+        policies: &[(PolicyRow, bool)],
+        volumes: &[(VolumeRow, bool)],
+        fingerprints: &[(String, String)],
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for (p, exists) in policies {
+            if *exists {
+                tx.execute(
+                    "UPDATE policies SET spec = ?2 WHERE uuid = ?1",
+                    params![p.uuid, p.spec],
+                )?;
+            } else {
+                insert_policy(&tx, p)?;
+            }
+        }
+        for (v, exists) in volumes {
+            if *exists {
+                tx.execute(
+                    "UPDATE volumes SET size = ?2, reserve_percent = ?3, read_only = ?4, \
+                     comment = ?5, policy_uuid = ?6 WHERE uuid = ?1",
+                    params![
+                        v.uuid,
+                        v.size as i64,
+                        v.reserve_percent as i64,
+                        v.read_only,
+                        v.comment,
+                        v.policy_uuid
+                    ],
+                )?;
+            } else {
+                insert_volume(&tx, v)?;
+            }
+        }
+        for (k, fp) in fingerprints {
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+                params![k, fp],
+            )?;
+        }
+        tx.commit()
+    }
+
     pub fn policies(&self) -> Result<Vec<PolicyRow>> {
         let mut st = self.conn.prepare(
             "SELECT uuid, name, svm_name, svm_uuid, builtin, spec FROM policies ORDER BY seq",

@@ -384,7 +384,7 @@ fn api_token_auth_and_non_loopback_refusal() {
 }
 
 #[test]
-fn api_config_seeds_only_a_new_data_dir() {
+fn api_config_edits_apply_at_restart_and_api_changes_survive_an_unchanged_config() {
     let mut node = Node::start(
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 100 }\n\
          [[volume]]\nname = \"a\"\nsize = \"1MiB\"\npolicy = \"p\"\n",
@@ -396,8 +396,17 @@ fn api_config_seeds_only_a_new_data_dir() {
         &format!("{POLICIES}/{p}"),
         r#"{"fixed": {"max_throughput_iops": 200}}"#,
     );
+    // Same config: the acknowledged API changes survive the restart.
     node.stop();
-    // The config now declares another volume and a different limit: ignored.
+    node.start_again();
+    let a = api(&node);
+    assert_eq!(names(&a.get_ok(VOLUMES)), ["a", "b"]);
+    let pol = a.get_ok(&format!("{POLICIES}/{p}"));
+    assert_eq!(pol["fixed"]["max_throughput_iops"], 200);
+
+    // The config now declares another volume and a different limit: the edited
+    // declarations are applied (same uuid), the API-created volume is kept.
+    node.stop();
     node.rewrite_config(
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 999 }\n\
          [[volume]]\nname = \"a\"\nsize = \"1MiB\"\npolicy = \"p\"\n\
@@ -405,11 +414,12 @@ fn api_config_seeds_only_a_new_data_dir() {
     );
     node.start_again();
     let a = api(&node);
-    assert_eq!(names(&a.get_ok(VOLUMES)), ["a", "b"]);
+    assert_eq!(names(&a.get_ok(VOLUMES)), ["a", "b", "c"]);
     let pol = a.get_ok(&format!("{POLICIES}/{p}"));
-    assert_eq!(pol["fixed"]["max_throughput_iops"], 200);
+    assert_eq!(pol["fixed"]["max_throughput_iops"], 999);
     assert!(
-        node.stderr().contains("not in the state database"),
+        node.stderr()
+            .contains("applying the configuration's declaration"),
         "{}",
         node.stderr()
     );

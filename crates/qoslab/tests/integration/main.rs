@@ -10,6 +10,7 @@ mod api_crash;
 mod api_live;
 mod api_util;
 mod bench_client_server;
+mod bench_node;
 mod bench_plan;
 mod bench_util;
 mod client;

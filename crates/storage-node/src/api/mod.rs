@@ -39,6 +39,16 @@ pub struct ControlPlane {
     pub node: Arc<Node>,
     pub server_stats: Arc<ServerStats>,
     inner: Mutex<Inner>,
+    /// Where NBD clients reach this node (set once the listeners are bound).
+    nbd: std::sync::OnceLock<NbdEndpoints>,
+}
+
+/// The node's NBD listening addresses, reported in each volume's `nbd` block so that
+/// tools (e.g. `qoslab bench --node`) can find a volume from the API alone.
+#[derive(Debug, Clone, Default)]
+pub struct NbdEndpoints {
+    pub tcp: Option<std::net::SocketAddr>,
+    pub unix: Option<std::path::PathBuf>,
 }
 
 /// A successful reply: status, JSON body, and the Location of a created resource.
@@ -93,6 +103,8 @@ impl ControlPlane {
                 "new state database seeded from the configuration"
             );
         }
+        apply_changed_declarations(&mut store, cfg)
+            .map_err(|e| format!("{}: applying the configuration: {e}", db.display()))?;
         let rows = store.policies().map_err(|e| e.to_string())?;
         let volumes = store.volumes().map_err(|e| e.to_string())?;
         let mut policies = Vec::new();
@@ -135,18 +147,6 @@ impl ControlPlane {
                 policy: policy_name(&v.policy_uuid),
             })
             .collect();
-        if seeded {
-            for p in &cfg.policies {
-                if !policies.iter().any(|r| r.row.name == p.name) {
-                    tracing::warn!(policy = %p.name, "in the config file but not in the state database: ignored (the database is the source of truth)");
-                }
-            }
-            for v in &cfg.volumes {
-                if !volumes.iter().any(|r| r.name == v.name) {
-                    tracing::warn!(volume = %v.name, "in the config file but not in the state database: ignored (the database is the source of truth)");
-                }
-            }
-        }
         if let Some(d) = &node_cfg.default_export {
             if !volumes.iter().any(|v| &v.name == d) {
                 tracing::warn!(volume = %d, "default_export names no volume in the state database; ignored");
@@ -162,7 +162,13 @@ impl ControlPlane {
                 policies,
                 volumes,
             }),
+            nbd: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Record where NBD clients reach the node (once, after the listeners are bound).
+    pub fn set_nbd_endpoints(&self, endpoints: NbdEndpoints) {
+        let _ = self.nbd.set(endpoints);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -342,6 +348,19 @@ impl ControlPlane {
         m.insert("size".into(), json!(size));
         m.insert("comment".into(), json!(v.comment));
         m.insert("state".into(), json!("online"));
+        if let Some(ep) = self.nbd.get() {
+            let mut nbd = serde_json::Map::new();
+            if let Some(a) = ep.tcp {
+                nbd.insert("uri".into(), json!(format!("nbd://{a}/{}", v.name)));
+            }
+            if let Some(p) = &ep.unix {
+                nbd.insert(
+                    "unix_uri".into(),
+                    json!(format!("nbd+unix:///{}?socket={}", v.name, p.display())),
+                );
+            }
+            m.insert("nbd".into(), Value::Object(nbd));
+        }
         m.insert("type".into(), json!(if v.read_only { "dp" } else { "rw" }));
         m.insert(
             "space".into(),
@@ -594,6 +613,7 @@ const POLICY_TOP: &[&str] = &[
 ];
 const VOLUME_TOP: &[&str] = &[
     "uuid", "name", "svm", "size", "comment", "state", "type", "space", "qos", "metric", "limits",
+    "nbd",
 ];
 
 fn metric_json(v: &Volume) -> Value {
@@ -699,6 +719,72 @@ fn read_only_policy(name: &str) -> ApiError {
             "policy {name:?} is a built-in adaptive policy group and cannot be changed or deleted"
         ),
     )
+}
+
+/// Apply the config's policy and volume declarations that are new or changed since they
+/// were last applied (a fingerprint per declaration is kept in the state database).
+/// Unchanged declarations leave the stored state alone, so changes made through the API
+/// survive restarts with the same config, while editing node.toml and restarting applies
+/// the edit. Objects the config does not declare are never touched.
+fn apply_changed_declarations(store: &mut Store, cfg: &NodeConfig) -> rusqlite::Result<()> {
+    let stored_p = store.policies()?;
+    let stored_v = store.volumes()?;
+    let mut fps = Vec::new();
+    let mut pol_rows: Vec<(PolicyRow, bool)> = Vec::new();
+    for p in &cfg.policies {
+        let key = format!("config.policy.{}", p.name);
+        let fp = format!("{:?}", p.policy);
+        if store.applied(&key)?.as_deref() == Some(fp.as_str()) {
+            continue;
+        }
+        let existing = stored_p.iter().find(|r| r.name == p.name);
+        let row = PolicyRow {
+            uuid: existing.map(|r| r.uuid.clone()).unwrap_or_else(new_uuid),
+            name: p.name.clone(),
+            svm_name: existing.and_then(|r| r.svm_name.clone()),
+            svm_uuid: existing.and_then(|r| r.svm_uuid.clone()),
+            builtin: false,
+            spec: Value::Object(model::policy_json(&p.policy)).to_string(),
+        };
+        tracing::info!(policy = %p.name, "applying the configuration's declaration");
+        pol_rows.push((row, existing.is_some()));
+        fps.push((key, fp));
+    }
+    let policy_uuid = |name: &str| {
+        pol_rows
+            .iter()
+            .map(|(r, _)| r)
+            .chain(stored_p.iter())
+            .find(|r| r.name == name)
+            .map(|r| r.uuid.clone())
+    };
+    let mut vol_rows = Vec::new();
+    for v in &cfg.volumes {
+        let key = format!("config.volume.{}", v.name);
+        let fp = format!("{v:?}");
+        if store.applied(&key)?.as_deref() == Some(fp.as_str()) {
+            continue;
+        }
+        let existing = stored_v.iter().find(|r| r.name == v.name);
+        let row = VolumeRow {
+            uuid: existing.map(|r| r.uuid.clone()).unwrap_or_else(new_uuid),
+            name: v.name.clone(),
+            size: v.size,
+            reserve_percent: v.snapshot_reserve_percent,
+            read_only: v.read_only,
+            comment: v.description.clone(),
+            svm_name: existing.and_then(|r| r.svm_name.clone()),
+            svm_uuid: existing.and_then(|r| r.svm_uuid.clone()),
+            policy_uuid: v.policy.as_deref().and_then(policy_uuid),
+        };
+        tracing::info!(volume = %v.name, "applying the configuration's declaration");
+        vol_rows.push((row, existing.is_some()));
+        fps.push((key, fp));
+    }
+    if fps.is_empty() {
+        return Ok(());
+    }
+    store.apply_declarations(&pol_rows, &vol_rows, &fps)
 }
 
 fn seed_rows(cfg: &NodeConfig) -> (Vec<PolicyRow>, Vec<VolumeRow>) {

@@ -1,0 +1,105 @@
+//! `qoslab bench --node URL --volume NAME`: a volume on a running node, found through its
+//! REST API (NBD URI and effective limits), measured with real fio.
+
+use std::time::Duration;
+
+use crate::bench_util::{qoslab, text, Dir};
+use crate::util::{heavy, Node};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+const NODE: &str = r#"
+[[policy]]
+name = "QoS_500iops"
+fixed = { max_throughput_iops = 500 }
+
+[[volume]]
+name = "vol500"
+size = "10GB"
+policy = "QoS_500iops"
+"#;
+
+fn plan(expect: &str) -> String {
+    format!(
+        r#"[bench]
+name = "on-node"
+runtime = "2s"
+ramp = "1s"
+
+[[workload]]
+name = "randread"
+fio = {{ rw = "randread", bs = "4k", iodepth = 16, size = "1G" }}
+expect = ["{expect}"]
+"#
+    )
+}
+
+#[test]
+fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
+    let _g = heavy();
+    let node = Node::start(NODE);
+    let url = node.api_url();
+    let d = Dir::new("node");
+    d.write("p.toml", &plan("iops_mean ~= policy.ceiling +-3%"));
+    let args = [
+        "bench", "p.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
+    ];
+    let o = qoslab(&d, &args, LIMIT);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("volume vol500 on node"), "{out}");
+    assert!(
+        out.contains("PASS iops_mean ~= policy.ceiling +-3%"),
+        "{out}"
+    );
+
+    // The stored run knows the node's limits for the volume.
+    let o = qoslab(
+        &d,
+        &["results", "export", "1", "--format", "json", "--db", "r.db"],
+        LIMIT,
+    );
+    let (json, _) = text(&o);
+    assert!(json.contains("\"ceiling_iops\": 500"), "{json}");
+
+    // A wrong expectation against the same limits fails, naming the check.
+    d.write("bad.toml", &plan("iops_mean >= policy.ceiling * 2"));
+    let args = [
+        "bench", "bad.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
+    ];
+    let o = qoslab(&d, &args, LIMIT);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL iops_mean >= policy.ceiling * 2"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_unknown_volume_or_a_plan_with_node_tables_is_refused() {
+    let node = Node::start(NODE);
+    let url = node.api_url();
+    let d = Dir::new("node-err");
+    d.write("p.toml", &plan("iops > 0"));
+    let args = [
+        "bench", "p.toml", "--node", &url, "--volume", "nope", "--db", "r.db",
+    ];
+    let o = qoslab(&d, &args, LIMIT);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--volume \"nope\": no such volume"), "{err}");
+
+    let with_tables = format!(
+        "{}\n[[volume]]\nname = \"x\"\nsize = \"1GiB\"\n",
+        plan("iops > 0")
+    );
+    d.write("t.toml", &with_tables);
+    let args = [
+        "bench", "t.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
+    ];
+    let o = qoslab(&d, &args, LIMIT);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("would not be applied"), "{err}");
+}
