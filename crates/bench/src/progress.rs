@@ -17,6 +17,8 @@ struct State {
     remaining_after: f64,
     active: bool,
     done: bool,
+    /// The latest live rate fio reported for the running job.
+    live_iops: Option<f64>,
 }
 
 /// A TTY progress line, drawn by a background thread while a job runs.
@@ -46,6 +48,7 @@ impl Progress {
             remaining_after: 0.0,
             active: false,
             done: false,
+            live_iops: None,
         }));
         let s = state.clone();
         let thread = std::thread::spawn(move || loop {
@@ -58,9 +61,13 @@ impl Progress {
                 let el = st.started.elapsed().as_secs_f64();
                 let left = (st.expected - el).max(0.0) + st.remaining_after;
                 let mut out = std::io::stdout().lock();
+                let live = st
+                    .live_iops
+                    .map(|r| format!("  {} IOPS", crate::fmt::iops(r.round() as u64)))
+                    .unwrap_or_default();
                 let _ = write!(
                     out,
-                    "\r\x1b[2K{}  {:.0}s / {:.0}s  (run: ~{:.0}s left)",
+                    "\r\x1b[2K{}  {:.0}s / {:.0}s{live}  (run: ~{:.0}s left)",
                     st.line, el, st.expected, left
                 );
                 let _ = out.flush();
@@ -74,6 +81,15 @@ impl Progress {
 
     pub fn enabled(&self) -> bool {
         self.state.is_some()
+    }
+
+    /// Where the executor sends live rates (None when the line is not drawn, so fio need
+    /// not report status at all).
+    pub fn live_sink(&self) -> Option<crate::fio::LiveSink> {
+        let state = self.state.clone()?;
+        Some(std::sync::Arc::new(move |iops: f64| {
+            state.lock().unwrap_or_else(|e| e.into_inner()).live_iops = Some(iops);
+        }))
     }
 
     /// A job starts: `remaining` is the expected time of the jobs after it.
@@ -92,6 +108,7 @@ impl Progress {
             st.expected = expected_secs(job);
             st.remaining_after = remaining;
             st.active = true;
+            st.live_iops = None;
         }
     }
 

@@ -200,10 +200,15 @@ impl Observer for Printer {
 }
 
 /// The executor: local fio, or fio's client/server mode when clients are given.
-pub(crate) fn executor(clients: &[String]) -> anyhow::Result<(Box<dyn Executor>, PathBuf)> {
+pub(crate) fn executor(
+    clients: &[String],
+    live: Option<bench::fio::LiveSink>,
+) -> anyhow::Result<(Box<dyn Executor>, PathBuf)> {
     let dir = temp_dir("fio").context("creating a directory for job files")?;
     let e: Box<dyn Executor> = if clients.is_empty() {
-        Box::new(RealFio::new(&dir))
+        let mut fio = RealFio::new(&dir);
+        fio.live = live;
+        Box::new(fio)
     } else {
         Box::new(RemoteFio::new(&dir, clients.to_vec()))
     };
@@ -219,7 +224,7 @@ pub(crate) fn run_and_store(
 ) -> anyhow::Result<Outcome> {
     let mut store = Store::open(db)?;
     let env = Env::detect(fio_version("fio"), env!("CARGO_PKG_VERSION"));
-    let (exec, dir) = executor(clients)?;
+    let (exec, dir) = executor(clients, printer.progress.live_sink())?;
     let r = run_plan(plan, exec.as_ref(), target, &mut store, &env, printer);
     let _ = std::fs::remove_dir_all(dir);
     Ok(r?)

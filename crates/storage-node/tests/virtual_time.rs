@@ -125,7 +125,14 @@ fn check_rate(per_sec: &[u64], limit: f64, what: &str) {
 
 #[tokio::test(start_paused = true)]
 async fn iops_ceilings_hold_through_the_server() {
-    for (limit, qd) in [(100u64, 1usize), (500, 16), (5000, 64), (5000, 4)] {
+    for (limit, qd) in [
+        (100u64, 1usize),
+        (500, 16),
+        (5000, 64),
+        (5000, 4),
+        (50_000, 16),
+        (50_000, 64),
+    ] {
         let n = node(
             &format!("[[policy]]\nname = \"p\"\nfixed = {{ max_throughput_iops = {limit} }}"),
             &format!("iops{limit}-{qd}"),

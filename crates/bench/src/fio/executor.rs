@@ -57,12 +57,98 @@ fn run_fio(mut cmd: Command) -> Result<FioOutput, ExecError> {
         .stderr(Stdio::piped())
         .output()
         .map_err(ExecError::Spawn)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    match FioOutput::parse(&stdout) {
+    finish(
+        out.status,
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// Called about once a second while fio runs with the live rate (I/Os per second, all
+/// jobs and directions) computed from fio's status reports.
+pub type LiveSink = std::sync::Arc<dyn Fn(f64) + Send + Sync>;
+
+/// Run fio with `--status-interval=1`: its stdout is then a series of JSON documents, each
+/// opened by a line `{` and closed by a line `}` (after a possible non-JSON line from the
+/// nbd engine). Interim documents feed `live`; the last one is the result.
+fn run_fio_live(mut cmd: Command, live: &LiveSink) -> Result<FioOutput, ExecError> {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = cmd
+        .arg("--status-interval=1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(ExecError::Spawn)?;
+    let stderr = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = e.read_to_string(&mut s);
+            s
+        })
+    });
+    let mut all = String::new();
+    let mut last_doc: Option<String> = None;
+    if let Some(out) = child.stdout.take() {
+        let (mut doc, mut in_doc) = (String::new(), false);
+        let mut prev: Option<(std::time::Instant, u64)> = None;
+        for line in BufReader::new(out).lines() {
+            let line = line.map_err(ExecError::Spawn)?;
+            all.push_str(&line);
+            all.push('\n');
+            if line == "{" {
+                in_doc = true;
+                doc.clear();
+            }
+            if !in_doc {
+                continue;
+            }
+            doc.push_str(&line);
+            doc.push('\n');
+            if line == "}" {
+                in_doc = false;
+                if let Some(ios) = total_ios(&doc) {
+                    let now = std::time::Instant::now();
+                    if let Some((t, n)) = prev {
+                        let dt = now.duration_since(t).as_secs_f64();
+                        if dt > 0.05 {
+                            live(ios.saturating_sub(n) as f64 / dt);
+                        }
+                    }
+                    prev = Some((now, ios));
+                }
+                last_doc = Some(std::mem::take(&mut doc));
+            }
+        }
+    }
+    let status = child.wait().map_err(ExecError::Spawn)?;
+    let stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    finish(status, last_doc.as_deref().unwrap_or(&all), &stderr)
+}
+
+/// I/Os completed so far by all jobs of one fio status document.
+fn total_ios(doc: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(doc).ok()?;
+    let jobs = v.get("jobs")?.as_array()?;
+    Some(
+        jobs.iter()
+            .flat_map(|j| {
+                ["read", "write", "trim"].map(|d| j[d]["total_ios"].as_u64().unwrap_or(0))
+            })
+            .sum(),
+    )
+}
+
+/// Turn fio's exit status and output into a result or a readable error.
+fn finish(
+    status: std::process::ExitStatus,
+    stdout: &str,
+    stderr: &str,
+) -> Result<FioOutput, ExecError> {
+    match FioOutput::parse(stdout) {
         Ok(o) => Ok(o),
-        Err(e) if out.status.success() => Err(e.into()),
+        Err(e) if status.success() => Err(e.into()),
         Err(_) => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
             let mut tail: Vec<&str> = stderr.lines().rev().take(8).collect();
             tail.reverse();
             let mut msg = tail.join(" | ");
@@ -70,7 +156,7 @@ fn run_fio(mut cmd: Command) -> Result<FioOutput, ExecError> {
                 msg = stdout.chars().take(400).collect();
             }
             Err(ExecError::Failed {
-                status: out.status.to_string(),
+                status: status.to_string(),
                 stderr: msg,
             })
         }
@@ -83,6 +169,8 @@ pub struct RealFio {
     pub workdir: PathBuf,
     /// The fio binary (default "fio").
     pub fio: String,
+    /// Where live rates go while fio runs (fio then reports status every second).
+    pub live: Option<LiveSink>,
 }
 
 impl RealFio {
@@ -90,6 +178,7 @@ impl RealFio {
         RealFio {
             workdir: workdir.into(),
             fio: "fio".into(),
+            live: None,
         }
     }
 }
@@ -99,7 +188,10 @@ impl Executor for RealFio {
         let path = write_jobfile(&self.workdir, job)?;
         let mut cmd = Command::new(&self.fio);
         cmd.arg("--output-format=json").arg(&path);
-        run_fio(cmd)
+        match &self.live {
+            Some(live) => run_fio_live(cmd, live),
+            None => run_fio(cmd),
+        }
     }
 
     fn describe(&self) -> String {
@@ -188,4 +280,56 @@ pub fn fio_version(fio: &str) -> String {
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A stand-in for fio printing what fio prints with `--status-interval`: the nbd
+    /// engine's banner, two interim status documents, then the final report (a real fio
+    /// 3.33 capture: 1,500 reads).
+    fn fake_fio(dir: &Path) -> PathBuf {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/randread_500iops_msec.out"
+        );
+        let script = dir.join("fake-fio.sh");
+        let doc = |ios: u64| {
+            format!(
+                "{{\n\"jobs\" : [ {{ \"read\" : {{ \"total_ios\" : {ios} }}, \"write\" : {{ \"total_ios\" : 0 }} }} ]\n}}\n"
+            )
+        };
+        let body = format!(
+            "#!/bin/sh\necho 'fio: connected to NBD server'\ncat <<'A'\n{}A\nsleep 0.2\ncat <<'B'\n{}B\nsleep 0.2\ngrep -v '^fio: connected' '{fixture}'\n",
+            doc(100),
+            doc(300)
+        );
+        std::fs::write(&script, body).unwrap();
+        let mut perm = std::fs::metadata(&script).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&script, perm).unwrap();
+        script
+    }
+
+    #[test]
+    fn status_documents_feed_the_live_rate_and_the_last_one_is_the_result() {
+        let dir = crate::target::temp_dir("live").unwrap();
+        let rates = Arc::new(Mutex::new(Vec::new()));
+        let sink_rates = rates.clone();
+        let mut fio = RealFio::new(&dir);
+        fio.fio = fake_fio(&dir).display().to_string();
+        fio.live = Some(Arc::new(move |r| sink_rates.lock().unwrap().push(r)));
+        let job = JobFile::default();
+        let out = fio.run(&job).expect("final document parses");
+        let total: u64 = out.jobs.iter().map(|j| j.read.total_ios).sum();
+        assert_eq!(total, 1500, "the result is the final report");
+        let rates = rates.lock().unwrap().clone();
+        // 100 -> 300 I/Os over ~0.2 s, then 300 -> 1500 over ~0.2 s.
+        assert_eq!(rates.len(), 2, "{rates:?}");
+        assert!(rates.iter().all(|r| *r > 0.0), "{rates:?}");
+        assert!(rates[1] > rates[0], "{rates:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

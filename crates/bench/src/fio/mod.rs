@@ -3,5 +3,5 @@
 pub mod executor;
 pub mod jobfile;
 
-pub use executor::{ExecError, Executor, FakeFio, RealFio, RemoteFio};
+pub use executor::{ExecError, Executor, FakeFio, LiveSink, RealFio, RemoteFio};
 pub use jobfile::{JobFile, Section};

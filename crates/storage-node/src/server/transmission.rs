@@ -92,6 +92,12 @@ impl SpinPolicy {
 const MAX_EXTENTS: usize = 1024;
 /// How long a shutdown waits for QoS-delayed requests before answering ESHUTDOWN.
 const SHUTDOWN_GRACE_NS: Nanos = 5_000_000_000;
+/// tokio's timers have millisecond resolution: a request whose QoS start time is less than
+/// this far away is released now instead of sleeping to the next tick. Early by at most
+/// 1 ms per request; the pacer's schedule (and so the rate) is unchanged. Without it, a
+/// 50,000 IOPS ceiling at queue depth 16 measured 8% low: every request in flight could be
+/// parked for a whole tick at once.
+const TIMER_SLACK_NS: Nanos = 1_000_000;
 
 /// A request waiting for its QoS start time.
 struct Deferred {
@@ -270,7 +276,11 @@ where
                 }
             }
         }
-        let next_at = c.deferred.peek().map(|d| c.node.clock.instant(d.0.at));
+        // Wake a timer tick early: run_due releases what is due within the slack.
+        let next_at = c
+            .deferred
+            .peek()
+            .map(|d| c.node.clock.instant(d.0.at.saturating_sub(TIMER_SLACK_NS)));
         tokio::select! {
             Some(reply) = done_rx.recv(), if c.in_blocking > 0 => {
                 c.in_blocking -= 1;
@@ -411,7 +421,7 @@ impl Conn {
         } else {
             now
         };
-        if start <= now {
+        if start <= now + TIMER_SLACK_NS {
             self.execute(req, payload, now, 0);
         } else {
             self.seq += 1;
@@ -433,17 +443,17 @@ impl Conn {
         let now = self.node.clock.now();
         let give_up = shutdown_at.is_some_and(|t| now >= t + SHUTDOWN_GRACE_NS);
         while let Some(Reverse(d)) = self.deferred.peek() {
-            if d.at > now && !give_up {
+            if d.at > now + TIMER_SLACK_NS && !give_up {
                 break;
             }
             let Some(Reverse(d)) = self.deferred.pop() else {
                 break;
             };
-            if d.at > now {
+            if d.at > now + TIMER_SLACK_NS {
                 self.error(d.req.cookie, ESHUTDOWN, "node is shutting down");
                 continue;
             }
-            let wait = d.at.saturating_sub(d.arrival);
+            let wait = now.saturating_sub(d.arrival);
             self.execute(d.req, &d.payload, d.arrival, wait);
         }
     }
