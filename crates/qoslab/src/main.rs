@@ -15,9 +15,11 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "qoslab", version, about, long_about = None)]
 struct Cli {
-    /// Log level: error, warn, info, debug, trace.
-    #[arg(long, global = true, default_value = "info")]
-    log_level: tracing::Level,
+    /// Log level: error, warn, info, debug, trace (default: info for serve, warn for the
+    /// other commands, whose own output would otherwise interleave with an embedded
+    /// node's logs).
+    #[arg(long, global = true)]
+    log_level: Option<tracing::Level>,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,7 +45,10 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_max_level(cli.log_level)
+        .with_max_level(cli.log_level.unwrap_or(match cli.command {
+            Command::Serve(_) => tracing::Level::INFO,
+            _ => tracing::Level::WARN,
+        }))
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
