@@ -119,28 +119,14 @@ impl Store {
         let tx = self.conn.transaction()?;
         for (p, exists) in policies {
             if *exists {
-                tx.execute(
-                    "UPDATE policies SET spec = ?2 WHERE uuid = ?1",
-                    params![p.uuid, p.spec],
-                )?;
+                update_policy(&tx, p)?;
             } else {
                 insert_policy(&tx, p)?;
             }
         }
         for (v, exists) in volumes {
             if *exists {
-                tx.execute(
-                    "UPDATE volumes SET size = ?2, reserve_percent = ?3, read_only = ?4, \
-                     comment = ?5, policy_uuid = ?6 WHERE uuid = ?1",
-                    params![
-                        v.uuid,
-                        v.size as i64,
-                        v.reserve_percent as i64,
-                        v.read_only,
-                        v.comment,
-                        v.policy_uuid
-                    ],
-                )?;
+                update_volume(&tx, v)?;
             } else {
                 insert_volume(&tx, v)?;
             }
@@ -197,11 +183,7 @@ impl Store {
     }
 
     pub fn update_policy(&self, p: &PolicyRow) -> Result<()> {
-        self.conn.execute(
-            "UPDATE policies SET name = ?2, svm_name = ?3, svm_uuid = ?4, spec = ?5 WHERE uuid = ?1",
-            params![p.uuid, p.name, p.svm_name, p.svm_uuid, p.spec],
-        )?;
-        Ok(())
+        update_policy(&self.conn, p)
     }
 
     pub fn delete_policy(&self, uuid: &str) -> Result<()> {
@@ -215,22 +197,7 @@ impl Store {
     }
 
     pub fn update_volume(&self, v: &VolumeRow) -> Result<()> {
-        self.conn.execute(
-            "UPDATE volumes SET name = ?2, size = ?3, reserve_percent = ?4, read_only = ?5, \
-             comment = ?6, svm_name = ?7, svm_uuid = ?8, policy_uuid = ?9 WHERE uuid = ?1",
-            params![
-                v.uuid,
-                v.name,
-                v.size as i64,
-                v.reserve_percent as i64,
-                v.read_only,
-                v.comment,
-                v.svm_name,
-                v.svm_uuid,
-                v.policy_uuid
-            ],
-        )?;
-        Ok(())
+        update_volume(&self.conn, v)
     }
 
     pub fn delete_volume(&self, uuid: &str) -> Result<()> {
@@ -238,6 +205,33 @@ impl Store {
             .execute("DELETE FROM volumes WHERE uuid = ?1", params![uuid])?;
         Ok(())
     }
+}
+
+fn update_policy(c: &Connection, p: &PolicyRow) -> Result<()> {
+    c.execute(
+        "UPDATE policies SET name = ?2, svm_name = ?3, svm_uuid = ?4, spec = ?5 WHERE uuid = ?1",
+        params![p.uuid, p.name, p.svm_name, p.svm_uuid, p.spec],
+    )?;
+    Ok(())
+}
+
+fn update_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
+    c.execute(
+        "UPDATE volumes SET name = ?2, size = ?3, reserve_percent = ?4, read_only = ?5, \
+         comment = ?6, svm_name = ?7, svm_uuid = ?8, policy_uuid = ?9 WHERE uuid = ?1",
+        params![
+            v.uuid,
+            v.name,
+            v.size as i64,
+            v.reserve_percent as i64,
+            v.read_only,
+            v.comment,
+            v.svm_name,
+            v.svm_uuid,
+            v.policy_uuid
+        ],
+    )?;
+    Ok(())
 }
 
 fn insert_policy(c: &Connection, p: &PolicyRow) -> Result<()> {
