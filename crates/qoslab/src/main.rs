@@ -1,4 +1,5 @@
-//! `qoslab`: one binary for the storage node (and, later, the bench harness and demo).
+//! `qoslab`: one binary for the storage node (serve), its REST clients (policy, volume,
+//! stats), and the benchmark harness (bench, results, demo).
 
 mod bench;
 mod demo;
