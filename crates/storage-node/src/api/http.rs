@@ -17,6 +17,8 @@ use super::{ControlPlane, Query, Reply};
 
 /// Largest request body accepted (larger: 413).
 pub const MAX_BODY: usize = 1 << 20;
+/// A client that has not sent a complete request head by then is disconnected.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// HTTP settings.
 #[derive(Clone, Default)]
@@ -47,6 +49,8 @@ pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig
                 async move { Ok::<_, Infallible>(handle(req, cp, &cfg).await) }
             });
             if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), svc)
                 .await
             {
