@@ -18,6 +18,7 @@
 //! * [`units`] — parse/format sizes, throughputs, IOPS-per-capacity.
 //! * [`policy`] — fixed and adaptive policy groups and their validation.
 //! * [`limits`] — a policy plus a volume's space → effective ceiling and floor.
+//! * [`mclock`] — the node-wide mClock scheduler (floors, ceilings, weights).
 //! * [`pacer`] — the per-flow ceiling enforcer (smooth two-dimensional GCRA).
 //! * [`sim`] — a small closed-loop discrete-event simulator for virtual-time tests.
 //!
@@ -33,12 +34,14 @@
 #![warn(missing_docs)]
 
 pub mod limits;
+pub mod mclock;
 pub mod pacer;
 pub mod policy;
 pub mod sim;
 pub mod units;
 
 pub use limits::{effective_limits, iops_for, EffectiveLimits, Rate, VolumeSpace};
+pub use mclock::{Dispatched, FlowId, FlowSpec, MClock, Phase};
 pub use pacer::{Pacer, BURST_WINDOW};
 pub use policy::{
     default_adaptive_groups, AdaptivePolicy, Allocation, BlockSize, FixedPolicy, Policy,
