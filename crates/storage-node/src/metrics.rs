@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::api::ControlPlane;
 use crate::node::Node;
-use crate::stats::{LATENCY_BUCKETS_NS, SAMPLE_EVERY};
+use crate::stats::{OpKind, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
 
 /// Sample every volume's counters every [`SAMPLE_EVERY`] (rates for the API's `metric`).
 pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
@@ -99,15 +99,15 @@ pub fn render(cp: &ControlPlane) -> String {
         "Operations completed, by direction (other: trim, zero, flush, cache, block status).",
     );
     for (v, l) in &vols {
-        for (op, c) in [
-            ("read", &v.stats.read_ops),
-            ("write", &v.stats.write_ops),
-            ("other", &v.stats.other_ops),
+        for (op, kind) in [
+            ("read", OpKind::Read),
+            ("write", OpKind::Write),
+            ("other", OpKind::Other),
         ] {
             let _ = writeln!(
                 o,
                 "qoslab_volume_ops_total{{{l},op=\"{op}\"}} {}",
-                c.load(Relaxed)
+                v.stats.ops(kind)
             );
         }
     }

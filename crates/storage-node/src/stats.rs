@@ -59,10 +59,6 @@ impl Histogram {
 /// Monotonic counters for one volume. Readers take differences between snapshots.
 #[derive(Debug, Default)]
 pub struct VolumeStats {
-    pub read_ops: AtomicU64,
-    pub write_ops: AtomicU64,
-    /// TRIM, WRITE_ZEROES, FLUSH, CACHE, BLOCK_STATUS.
-    pub other_ops: AtomicU64,
     pub read_bytes: AtomicU64,
     pub write_bytes: AtomicU64,
     /// Sum of time requests waited for the ceiling (ONTAP's "QoS Max" part).
@@ -86,36 +82,35 @@ pub enum OpKind {
 
 impl VolumeStats {
     pub fn record(&self, kind: OpKind, bytes: u64, latency_ns: u64, ceiling_wait_ns: u64) {
+        // The histogram's bucket counts are the operation counts (see `ops`).
         match kind {
-            OpKind::Read => {
-                self.read_ops.fetch_add(1, Relaxed);
-                self.read_bytes.fetch_add(bytes, Relaxed);
-            }
-            OpKind::Write => {
-                self.write_ops.fetch_add(1, Relaxed);
-                self.write_bytes.fetch_add(bytes, Relaxed);
-            }
-            OpKind::Other => {
-                self.other_ops.fetch_add(1, Relaxed);
-            }
-        }
+            OpKind::Read => self.read_bytes.fetch_add(bytes, Relaxed),
+            OpKind::Write => self.write_bytes.fetch_add(bytes, Relaxed),
+            OpKind::Other => 0,
+        };
         self.latency[kind as usize].observe(latency_ns);
         if ceiling_wait_ns > 0 {
             self.ceiling_wait_ns.fetch_add(ceiling_wait_ns, Relaxed);
         }
     }
 
+    /// Operations completed of one kind (other: TRIM, WRITE_ZEROES, FLUSH, CACHE,
+    /// BLOCK_STATUS), read from the latency histogram that counts each one once.
+    pub fn ops(&self, kind: OpKind) -> u64 {
+        self.latency[kind as usize].count()
+    }
+
     pub fn total_ops(&self) -> u64 {
-        self.read_ops.load(Relaxed) + self.write_ops.load(Relaxed) + self.other_ops.load(Relaxed)
+        self.latency.iter().map(Histogram::count).sum()
     }
 
     fn snapshot(&self, at: Instant) -> Snapshot {
         Snapshot {
             at,
             ops: [
-                self.read_ops.load(Relaxed),
-                self.write_ops.load(Relaxed),
-                self.other_ops.load(Relaxed),
+                self.ops(OpKind::Read),
+                self.ops(OpKind::Write),
+                self.ops(OpKind::Other),
             ],
             bytes: [
                 self.read_bytes.load(Relaxed),
