@@ -527,13 +527,9 @@ impl Conn {
         encode_error(&mut self.wbuf, self.structured, cookie, errno, msg);
     }
 
-    fn ok(&mut self, cookie: u64) {
-        encode_ok(&mut self.wbuf, self.structured, cookie);
-    }
-
     /// Execute a validated request whose QoS start time has come.
     fn execute(&mut self, req: Request, payload: &[u8], arrival: Nanos, wait: Nanos) {
-        let vol = self.vol.clone();
+        let vol = &self.vol;
         let be = &vol.backend;
         let (off, len) = (req.offset, req.length as u64);
         let fua = req.flags & CMD_FLAG_FUA != 0;
@@ -612,7 +608,7 @@ impl Conn {
                     return;
                 }
                 if !replied {
-                    self.ok(req.cookie);
+                    encode_ok(&mut self.wbuf, self.structured, req.cookie);
                 }
                 let lat = self.node.clock.now().saturating_sub(arrival);
                 vol.stats.record(kind, bytes, lat, wait);
@@ -622,7 +618,13 @@ impl Conn {
                     .errors
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let msg = format!("{} failed: {e}", command_name(req.command));
-                self.error(req.cookie, nbd_errno(&e), &msg);
+                encode_error(
+                    &mut self.wbuf,
+                    self.structured,
+                    req.cookie,
+                    nbd_errno(&e),
+                    &msg,
+                );
             }
         }
     }
