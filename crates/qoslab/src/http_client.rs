@@ -136,6 +136,42 @@ impl Client {
     }
 
     /// Send a request and decode JSON; an error reply becomes an [`ApiFailure`].
+    /// The uuid of the record of `collection` (an API path) whose name — or failing that,
+    /// uuid — is `key`; `what` names the kind in the error ("QoS policy", "volume").
+    pub fn resolve(
+        &self,
+        collection: &str,
+        key: &str,
+        what: &str,
+        list_cmd: &str,
+    ) -> anyhow::Result<String> {
+        for field in ["name", "uuid"] {
+            let r = self.call("GET", &format!("{collection}?{field}={}", enc(key)), None)?;
+            if let Some(u) = r["records"][0]["uuid"].as_str() {
+                return Ok(u.to_string());
+            }
+        }
+        Err(anyhow!("no {what} named {key:?} ({list_cmd} shows them)"))
+    }
+
+    /// DELETE `collection/uuid` and report it the way `--output` asks.
+    pub fn delete(
+        &self,
+        collection: &str,
+        uuid: &str,
+        what: &str,
+        key: &str,
+        out: Output,
+    ) -> anyhow::Result<()> {
+        self.call("DELETE", &format!("{collection}/{uuid}"), None)?;
+        if out == Output::Json {
+            print_json(&serde_json::json!({}));
+        } else {
+            println!("deleted {what} {key}");
+        }
+        Ok(())
+    }
+
     pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> anyhow::Result<Value> {
         let (status, text) = self.raw(method, path, body)?;
         let v: Value = if text.trim().is_empty() {
@@ -230,6 +266,15 @@ pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
     line(w.iter().map(|n| "-".repeat(*n)).collect());
     for r in rows {
         line(r.clone());
+    }
+}
+
+/// A JSON value as table text: strings bare, null as "-", anything else as JSON.
+pub fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        v => v.to_string(),
     }
 }
 

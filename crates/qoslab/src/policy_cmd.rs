@@ -6,7 +6,9 @@ use clap::{Args, Subcommand};
 use qos_core::{parse_iops_per_capacity, parse_throughput, Allocation, BlockSize};
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{enc, print_json, print_table, ApiArgs, Client, Output};
+use crate::http_client::{print_json, print_table, text, ApiArgs, Client, Output};
+
+const POLICIES: &str = "/api/storage/qos/policies";
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -165,23 +167,7 @@ impl Spec {
 
 /// Find a policy's uuid by name (or accept a uuid as is).
 pub fn resolve(c: &Client, key: &str) -> anyhow::Result<String> {
-    let by_name = c.call(
-        "GET",
-        &format!("/api/storage/qos/policies?name={}", enc(key)),
-        None,
-    )?;
-    if let Some(u) = by_name["records"][0]["uuid"].as_str() {
-        return Ok(u.to_string());
-    }
-    let by_uuid = c.call(
-        "GET",
-        &format!("/api/storage/qos/policies?uuid={}", enc(key)),
-        None,
-    )?;
-    by_uuid["records"][0]["uuid"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| anyhow!("no QoS policy named {key:?} (qoslab policy list shows them)"))
+    c.resolve(POLICIES, key, "QoS policy", "qoslab policy list")
 }
 
 pub fn limits_text(p: &Value) -> String {
@@ -237,11 +223,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
             if let Some(s) = svm {
                 body.insert("svm".into(), json!({ "name": s }));
             }
-            let r = c.call(
-                "POST",
-                "/api/storage/qos/policies",
-                Some(&Value::Object(body)),
-            )?;
+            let r = c.call("POST", POLICIES, Some(&Value::Object(body)))?;
             show(&r, out);
         }
         PolicyCmd::List => {
@@ -274,7 +256,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
         }
         PolicyCmd::Show { policy } => {
             let u = resolve(&c, &policy)?;
-            let r = c.call("GET", &format!("/api/storage/qos/policies/{u}"), None)?;
+            let r = c.call("GET", &format!("{POLICIES}/{u}"), None)?;
             show(&r, out);
         }
         PolicyCmd::Modify {
@@ -292,19 +274,14 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
             }
             let r = c.call(
                 "PATCH",
-                &format!("/api/storage/qos/policies/{u}"),
+                &format!("{POLICIES}/{u}"),
                 Some(&Value::Object(body)),
             )?;
             show(&r, out);
         }
         PolicyCmd::Delete { policy } => {
             let u = resolve(&c, &policy)?;
-            c.call("DELETE", &format!("/api/storage/qos/policies/{u}"), None)?;
-            if out == Output::Json {
-                print_json(&json!({}));
-            } else {
-                println!("deleted policy {policy}");
-            }
+            c.delete(POLICIES, &u, "policy", &policy, out)?;
         }
     }
     Ok(())
@@ -315,11 +292,7 @@ fn show(p: &Value, out: Output) {
         print_json(p);
         return;
     }
-    let field = |k: &str| match &p[k] {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        v => v.to_string(),
-    };
+    let field = |k: &str| text(&p[k]);
     println!("Policy Group Name: {}", field("name"));
     println!("             UUID: {}", field("uuid"));
     if let Some(s) = p["svm"]["name"].as_str() {

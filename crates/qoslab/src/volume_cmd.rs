@@ -5,7 +5,9 @@ use clap::{Args, Subcommand};
 use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{enc, print_json, print_table, ApiArgs, Client, Output};
+use crate::http_client::{print_json, print_table, text, ApiArgs, Client, Output};
+
+const VOLUMES: &str = "/api/storage/volumes";
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -69,19 +71,7 @@ fn size_bytes(s: &str) -> anyhow::Result<u64> {
 }
 
 fn resolve(c: &Client, key: &str) -> anyhow::Result<String> {
-    for q in ["name", "uuid"] {
-        let r = c.call(
-            "GET",
-            &format!("/api/storage/volumes?{q}={}", enc(key)),
-            None,
-        )?;
-        if let Some(u) = r["records"][0]["uuid"].as_str() {
-            return Ok(u.to_string());
-        }
-    }
-    Err(anyhow!(
-        "no volume named {key:?} (qoslab volume list shows them)"
-    ))
+    c.resolve(VOLUMES, key, "volume", "qoslab volume list")
 }
 
 pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
@@ -111,7 +101,7 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
             if let Some(s) = svm {
                 b.insert("svm".into(), json!({ "name": s }));
             }
-            let r = c.call("POST", "/api/storage/volumes", Some(&Value::Object(b)))?;
+            let r = c.call("POST", VOLUMES, Some(&Value::Object(b)))?;
             show(&r, out);
         }
         VolumeCmd::List => {
@@ -151,7 +141,7 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
         }
         VolumeCmd::Show { volume } => {
             let u = resolve(&c, &volume)?;
-            let r = c.call("GET", &format!("/api/storage/volumes/{u}"), None)?;
+            let r = c.call("GET", &format!("{VOLUMES}/{u}"), None)?;
             show(&r, out);
         }
         VolumeCmd::Modify {
@@ -180,21 +170,12 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
                     "nothing to change: give --size, --qos-policy, --snapshot-reserve or --comment"
                 );
             }
-            let r = c.call(
-                "PATCH",
-                &format!("/api/storage/volumes/{u}"),
-                Some(&Value::Object(b)),
-            )?;
+            let r = c.call("PATCH", &format!("{VOLUMES}/{u}"), Some(&Value::Object(b)))?;
             show(&r, out);
         }
         VolumeCmd::Delete { volume } => {
             let u = resolve(&c, &volume)?;
-            c.call("DELETE", &format!("/api/storage/volumes/{u}"), None)?;
-            if out == Output::Json {
-                print_json(&json!({}));
-            } else {
-                println!("deleted volume {volume}");
-            }
+            c.delete(VOLUMES, &u, "volume", &volume, out)?;
         }
     }
     Ok(())
@@ -217,11 +198,7 @@ fn show(v: &Value, out: Output) {
         print_json(v);
         return;
     }
-    let s = |x: &Value| match x {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        v => v.to_string(),
-    };
+    let s = text;
     println!("     Volume Name: {}", s(&v["name"]));
     println!("            UUID: {}", s(&v["uuid"]));
     println!("            Size: {} bytes", s(&v["size"]));
