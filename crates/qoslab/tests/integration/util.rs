@@ -23,16 +23,21 @@ const TOOLS_HINT: &str = "run the project's test script, scripts/test.sh, which 
      integration-test tools (fio with the nbd ioengine, libnbd-bin for nbdinfo/nbdcopy, \
      qemu-utils for qemu-img, nbdkit); these tests never skip";
 
-/// Fail (never skip) unless `tool` can be run.
-pub fn require_tool(tool: &str) {
-    let ok = Command::new(tool)
-        .arg("--version")
+/// Whether `tool ARG` runs and exits 0 (output discarded).
+fn runs_ok(tool: &str, arg: &str) -> bool {
+    Command::new(tool)
+        .arg(arg)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .map(|s| s.success())
-        .unwrap_or(false);
+        .unwrap_or(false)
+}
+
+/// Fail (never skip) unless `tool` can be run.
+pub fn require_tool(tool: &str) {
+    let ok = runs_ok(tool, "--version");
     assert!(
         ok,
         "required tool `{tool}` is not installed or does not run: {TOOLS_HINT}"
@@ -42,14 +47,7 @@ pub fn require_tool(tool: &str) {
 /// Fail unless fio is installed and was built with the nbd ioengine.
 pub fn require_fio_nbd() {
     require_tool("fio");
-    let ok = Command::new("fio")
-        .arg("--enghelp=nbd")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
+    let ok = runs_ok("fio", "--enghelp=nbd");
     assert!(
         ok,
         "fio has no `nbd` ioengine (it must be built with libnbd): {TOOLS_HINT}"
