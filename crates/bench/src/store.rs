@@ -29,7 +29,7 @@ pub enum StoreError {
 pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -80,6 +80,14 @@ CREATE TABLE IF NOT EXISTS results (
   lat_mean_ns REAL NOT NULL, clat_mean_ns REAL NOT NULL,
   p50_ns INTEGER NOT NULL, p90_ns INTEGER NOT NULL, p99_ns INTEGER NOT NULL, p999_ns INTEGER NOT NULL,
   error INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS summary_tables (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,              -- isolation | ramp | ... (what the report charts it as)
+  name TEXT NOT NULL,
+  columns TEXT NOT NULL,           -- JSON array of column names
+  rows TEXT NOT NULL               -- JSON array of arrays (numbers, strings, booleans)
 );
 CREATE TABLE IF NOT EXISTS verdicts (
   job_id INTEGER NOT NULL REFERENCES jobs(id),
@@ -168,6 +176,24 @@ impl JobRecord {
     }
 }
 
+/// A table a profile computed over several jobs (the isolation profile's step table, a ramp's
+/// per-run summary). `kind` says which profile wrote it and so which columns it has (see
+/// docs/BENCH.md); cells are JSON numbers, strings or booleans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryTable {
+    pub kind: String,
+    pub name: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+impl SummaryTable {
+    /// The index of column `name`.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
+    }
+}
+
 /// A run as stored: what the exporters take.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -186,6 +212,9 @@ pub struct RunRecord {
     pub policies: Vec<PolicyRecord>,
     pub volumes: Vec<VolumeRecord>,
     pub jobs: Vec<JobRecord>,
+    /// Profile tables in the order they were added.
+    #[serde(default)]
+    pub tables: Vec<SummaryTable>,
 }
 
 impl RunRecord {
@@ -425,6 +454,22 @@ impl Store {
         Ok(())
     }
 
+    /// Store a profile's summary table (written as soon as it is known).
+    pub fn add_table(&self, run: i64, t: &SummaryTable) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO summary_tables (run_id, seq, kind, name, columns, rows)
+             VALUES (?1, (SELECT COUNT(*) FROM summary_tables WHERE run_id = ?1), ?2, ?3, ?4, ?5)",
+            params![
+                run,
+                t.kind,
+                t.name,
+                serde_json::to_string(&t.columns).unwrap_or_default(),
+                serde_json::to_string(&t.rows).unwrap_or_default()
+            ],
+        )?;
+        Ok(())
+    }
+
     pub fn finish_run(&self, run: i64, status: &str) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",
@@ -504,6 +549,7 @@ impl Store {
                         policies: Vec::new(),
                         volumes: Vec::new(),
                         jobs: Vec::new(),
+                        tables: Vec::new(),
                     })
                 },
             )
@@ -625,6 +671,21 @@ impl Store {
                 .collect::<std::result::Result<_, _>>()?;
         }
         run.jobs = jobs;
+        let mut st = self.conn.prepare(
+            "SELECT kind, name, columns, rows FROM summary_tables WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        run.tables = st
+            .query_map([id], |r| {
+                let cols: String = r.get(2)?;
+                let rows: String = r.get(3)?;
+                Ok(SummaryTable {
+                    kind: r.get(0)?,
+                    name: r.get(1)?,
+                    columns: serde_json::from_str(&cols).unwrap_or_default(),
+                    rows: serde_json::from_str(&rows).unwrap_or_default(),
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
         Ok(run)
     }
 }
@@ -689,5 +750,13 @@ mod tests {
         assert_eq!((l[0].jobs, l[0].passed, l[0].failed), (2, 1, 0));
         assert_eq!(s.last_run().unwrap(), Some(run));
         assert!(matches!(s.load_run(99), Err(StoreError::NoRun(99))));
+        let t = SummaryTable {
+            kind: "isolation".into(),
+            name: "steps".into(),
+            columns: vec!["step".into(), "iops".into(), "pass".into()],
+            rows: vec![vec![1.into(), 4990.5.into(), true.into()]],
+        };
+        s.add_table(run, &t).unwrap();
+        assert_eq!(s.load_run(run).unwrap().tables, vec![t]);
     }
 }

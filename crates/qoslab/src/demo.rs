@@ -385,6 +385,7 @@ mod tests {
                 job("a200", "read_iops", 8609.0, 0.0),
                 job("a200", "write_iops", 9249.0, 0.0),
             ],
+            tables: vec![],
         };
         let r = rows(&run, &[]);
         assert_eq!(r[0].verdict, "n/a (no ceiling)");
