@@ -12,6 +12,7 @@ pub mod fmt;
 pub mod genio;
 pub mod plan;
 pub mod progress;
+pub mod ramp;
 pub mod result;
 pub mod run;
 pub mod store;

@@ -100,6 +100,8 @@ pub struct Plan {
     /// The embedded node's setup (None when the plan declares no volume).
     pub node: Option<NodeConfig>,
     pub workloads: Vec<WorkloadSpec>,
+    /// The ramp profile's systems and settings (`[ramp]`, `[[system]]`; see `crate::ramp`).
+    pub ramp_plan: Option<crate::ramp::RampPlan>,
 }
 
 #[derive(Deserialize)]
@@ -112,6 +114,9 @@ struct RawPlan {
     volume: Vec<toml::Value>,
     #[serde(default)]
     workload: Vec<Spanned<RawWorkload>>,
+    ramp: Option<Spanned<crate::ramp::RawRamp>>,
+    #[serde(default)]
+    system: Vec<Spanned<crate::ramp::RawSystem>>,
 }
 
 #[derive(Deserialize)]
@@ -239,8 +244,8 @@ impl Plan {
                 .map(|s| format!(":{}", line_of(text, s.start)))
                 .unwrap_or_default();
             let msg = e.message().replace(
-                "`bench`, `policy`, `volume`, `workload`",
-                "`bench`, `policy`, `volume`, `workload` (a plan's top-level keys)",
+                "`bench`, `policy`, `volume`, `workload`, `ramp`, `system`",
+                "`bench`, `policy`, `volume`, `workload`, `ramp`, `system` (a plan's top-level keys)",
             );
             PlanError(format!("{origin}{line}: {msg}"))
         })?;
@@ -298,9 +303,26 @@ impl Plan {
             .as_ref()
             .map(|n| n.volumes.iter().map(|v| v.name.clone()).collect())
             .unwrap_or_default();
-        if raw.workload.is_empty() {
+        let ramp_plan = if raw.system.is_empty() && raw.ramp.is_none() {
+            None
+        } else {
+            if let Some(w) = raw.workload.first() {
+                return Err(PlanError(format!(
+                    "{}: a plan runs [[workload]]s (fio) or [[system]]s (the ramp profile), not both",
+                    at(w.span())
+                )));
+            }
+            let at_offset = |o: usize| at(o..o);
+            Some(crate::ramp::parse(
+                raw.ramp.as_ref(),
+                &raw.system,
+                &at_offset,
+                &volumes,
+            )?)
+        };
+        if raw.workload.is_empty() && ramp_plan.is_none() {
             return Err(PlanError(format!(
-                "{origin}: no [[workload]]: a plan needs at least one (profile = \"dbench\" or fio = {{ ... }})"
+                "{origin}: no [[workload]]: a plan needs at least one (profile = \"dbench\" or fio = {{ ... }}), or [[system]]s for the ramp profile"
             )));
         }
         let mut workloads = Vec::new();
@@ -398,6 +420,7 @@ impl Plan {
             target: bench.target,
             node,
             workloads,
+            ramp_plan,
         })
     }
 

@@ -470,6 +470,25 @@ impl Store {
         Ok(())
     }
 
+    /// Store a summary table, replacing the run's table of the same kind and name (kept in
+    /// its place): a profile rewrites its table as each step finishes.
+    pub fn put_table(&self, run: i64, t: &SummaryTable) -> Result<()> {
+        let n = self.conn.execute(
+            "UPDATE summary_tables SET columns = ?4, rows = ?5 WHERE run_id = ?1 AND kind = ?2 AND name = ?3",
+            params![
+                run,
+                t.kind,
+                t.name,
+                serde_json::to_string(&t.columns).unwrap_or_default(),
+                serde_json::to_string(&t.rows).unwrap_or_default()
+            ],
+        )?;
+        if n == 0 {
+            self.add_table(run, t)?;
+        }
+        Ok(())
+    }
+
     pub fn finish_run(&self, run: i64, status: &str) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",
@@ -757,6 +776,16 @@ mod tests {
             rows: vec![vec![1.into(), 4990.5.into(), true.into()]],
         };
         s.add_table(run, &t).unwrap();
-        assert_eq!(s.load_run(run).unwrap().tables, vec![t]);
+        assert_eq!(s.load_run(run).unwrap().tables, vec![t.clone()]);
+        let mut t2 = SummaryTable {
+            kind: "ramp".into(),
+            name: "sys".into(),
+            columns: vec!["Run".into()],
+            rows: vec![vec![1.into()]],
+        };
+        s.put_table(run, &t2).unwrap();
+        t2.rows.push(vec![2.into()]);
+        s.put_table(run, &t2).unwrap();
+        assert_eq!(s.load_run(run).unwrap().tables, vec![t, t2]);
     }
 }

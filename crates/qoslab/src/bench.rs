@@ -29,6 +29,8 @@ EXAMPLES:
   qoslab bench plan.toml --node http://127.0.0.1:8080 --volume vol500   # a volume on a running node
   qoslab bench plan.toml --client 10.0.0.2,8765 --client 10.0.0.3,8765   # fio client/server
   qoslab bench plan.toml --json > run.json
+  qoslab bench --profile ramp --min-iops 1000 --max-iops 10000 --runs 10 --scale 0.05
+  qoslab bench examples/seed001-ramp.toml             # three concurrent ramp systems
 
 Exit status: 0 all expectations hold; 1 an expectation failed or a fio run failed;
 2 usage or plan error. Results go to the SQLite database (--db, default $QOSLAB_DB or
@@ -37,7 +39,7 @@ pub struct BenchArgs {
     /// Plan file (TOML). Without one, --profile runs on --target.
     plan: Option<PathBuf>,
     /// Built-in profile to run without a plan.
-    #[arg(long, value_parser = ["dbench"])]
+    #[arg(long, value_parser = ["dbench", "ramp"])]
     profile: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device.
@@ -66,6 +68,8 @@ pub struct BenchArgs {
     /// Results database.
     #[arg(long)]
     db: Option<PathBuf>,
+    #[command(flatten)]
+    ramp_args: crate::ramp_cmd::RampArgs,
 }
 
 pub(crate) fn duration(s: &str) -> Result<f64, String> {
@@ -233,6 +237,9 @@ pub(crate) fn run_and_store(
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut plan = match (&args.plan, &args.profile) {
         (Some(p), None) => Plan::load(p)?,
+        (None, Some(prof)) if prof == bench::ramp::NAME => bench::ramp::profile_plan(
+            args.node.is_none() && matches!(args.target.as_deref(), None | Some("embedded")),
+        )?,
         (None, Some(prof)) => {
             let embedded = matches!(args.target.as_deref(), None | Some("embedded"));
             Plan::from_profile(prof, embedded)?
@@ -261,6 +268,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         _ => Target::parse(&target_s)?,
     };
     let db = db_path(args.db.clone());
+    if plan.ramp_plan.is_some() {
+        return crate::ramp_cmd::run(
+            &plan,
+            &target,
+            &db,
+            args.runtime,
+            args.ramp,
+            &args.clients,
+            args.json,
+            &args.ramp_args,
+        );
+    }
     let jobs = plan.jobs();
     if !args.json {
         println!(

@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod http_client;
 mod policy_cmd;
+mod ramp_cmd;
 mod results;
 mod serve;
 mod stats_cmd;
@@ -29,7 +30,7 @@ struct Cli {
 enum Command {
     /// Run a storage node: serve the configured volumes over NBD under their QoS policies.
     Serve(serve::ServeArgs),
-    /// Benchmark storage with fio: a plan or the dbench profile, verdicts, stored results.
+    /// Benchmark storage: fio plans and the dbench profile, GenIO-style ramps; verdicts, stored results.
     Bench(bench::BenchArgs),
     /// List, show and export stored bench runs.
     Results(results::ResultsArgs),
