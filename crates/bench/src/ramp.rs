@@ -132,9 +132,7 @@ impl Settings {
             unit: &str,
         ) -> Result<(), String> {
             if v < lo || v > hi {
-                return Err(format!(
-                    "{key} = {v}{unit}: allowed {lo} .. {hi}{unit}"
-                ));
+                return Err(format!("{key} = {v}{unit}: allowed {lo} .. {hi}{unit}"));
             }
             Ok(())
         }
@@ -286,7 +284,17 @@ impl RampPlan {
         macro_rules! set {
             ($($f:ident),*) => { $( if let Some(v) = o.$f { s.$f = v; } )* };
         }
-        set!(runs, runtime, scale, cycle, max_write_latency, read_pct, block_size, write_qd, span);
+        set!(
+            runs,
+            runtime,
+            scale,
+            cycle,
+            max_write_latency,
+            read_pct,
+            block_size,
+            write_qd,
+            span
+        );
         if o.max_write_cycle.is_some() {
             s.max_write_cycle = o.max_write_cycle;
         }
@@ -387,11 +395,9 @@ pub(crate) fn parse(
         let r = r.get_ref();
         let int = |v: &Option<Spanned<i64>>, key: &str| -> Result<Option<i64>, PlanError> {
             match v {
-                Some(x) if *x.get_ref() < 0 => Err(err(
-                    x.span(),
-                    key,
-                    format!("{} is negative", x.get_ref()),
-                )),
+                Some(x) if *x.get_ref() < 0 => {
+                    Err(err(x.span(), key, format!("{} is negative", x.get_ref())))
+                }
                 Some(x) => Ok(Some(*x.get_ref())),
                 None => Ok(None),
             }
@@ -709,7 +715,7 @@ pub fn csv(rows: &[Row]) -> String {
     out.push('\n');
     for r in rows {
         out.push_str(&format!(
-            "{},{:.0},{:.0},{:.0},{:.2},{:.2},{:.3},{:.3},{}\n",
+            "{},{:.0},{:.0},{:.0},{:.3},{:.3},{:.3},{:.3},{}\n",
             r.run,
             r.read_iops,
             r.write_iops,
@@ -879,7 +885,11 @@ fn addresses(
         };
         out.push(a);
     }
-    let shared = out.len() > 1 && rp.systems.iter().any(|s| s.target.is_none() && s.volume.is_none());
+    let shared = out.len() > 1
+        && rp
+            .systems
+            .iter()
+            .any(|s| s.target.is_none() && s.volume.is_none());
     if shared {
         return Err(ramp_err(format!(
             "{}: several systems would share the target {}: give each [[system]] its own volume (embedded node) or target = URI|PATH",
@@ -1244,10 +1254,20 @@ mod tests {
         assert!(row(1, 1000, 1.0, 0.5).pass);
         assert!(!row(2, 2000, 2.3, 0.5).pass);
         assert!(!row(3, 3000, 1.0, 1.5).pass);
-        let v = verdicts(&row(2, 2000, 2.3, 0.5), &Settings { scale: 0.05, ..Settings::default() });
+        let v = verdicts(
+            &row(2, 2000, 2.3, 0.5),
+            &Settings {
+                scale: 0.05,
+                ..Settings::default()
+            },
+        );
         assert_eq!(v[0].expectation, "longest write cycle < 2.25 s");
         assert!(!v[0].passed);
-        assert!(v[0].detail.contains("burst 2.250 s + FLUSH 0.050 s"), "{}", v[0].detail);
+        assert!(
+            v[0].detail.contains("burst 2.250 s + FLUSH 0.050 s"),
+            "{}",
+            v[0].detail
+        );
         assert!(v[1].passed);
     }
 
@@ -1261,7 +1281,7 @@ mod tests {
         for l in &lines {
             assert_eq!(l.split(',').count(), 9, "{l}");
         }
-        assert_eq!(lines[1], "1,750,250,1000,0.10,1.00,0.500,0.200,PASS");
+        assert_eq!(lines[1], "1,750,250,1000,0.100,1.000,0.500,0.200,PASS");
         assert!(lines[2].ends_with(",FAIL"));
         assert_eq!(highest_pass(&rows).unwrap().target_iops, 1000);
         let t = table("sys", &rows);
@@ -1275,8 +1295,19 @@ mod tests {
             min_iops: 1000,
             max_iops: 2000,
         };
-        let h = render(&sys, "x", &rows, &Settings { scale: 0.05, ..Settings::default() });
-        assert!(h.contains("highest passing target: 1,000 IOPS (run 1)"), "{h}");
+        let h = render(
+            &sys,
+            "x",
+            &rows,
+            &Settings {
+                scale: 0.05,
+                ..Settings::default()
+            },
+        );
+        assert!(
+            h.contains("highest passing target: 1,000 IOPS (run 1)"),
+            "{h}"
+        );
         assert!(h.contains("longest write cycle < 2.250 s"), "{h}");
     }
 
@@ -1318,14 +1349,53 @@ mod tests {
         })
         .unwrap();
         assert_eq!(p.systems[0].volume.as_deref(), Some("bench"));
-        assert_eq!((p.systems[0].min_iops, p.systems[0].max_iops), (1000, 10000));
+        assert_eq!(
+            (p.systems[0].min_iops, p.systems[0].max_iops),
+            (1000, 10000)
+        );
         for (o, want) in [
-            (Overrides { max_iops: Some(10), ..Default::default() }, "max_iops (--max-iops) = 10: allowed min_iops (1000)"),
-            (Overrides { runs: Some(0), ..Default::default() }, "runs (--runs) = 0: allowed 1 .. 1000"),
-            (Overrides { scale: Some(0.0), ..Default::default() }, "scale (--scale) = 0"),
-            (Overrides { read_pct: Some(101.0), ..Default::default() }, "read_pct (--read-pct) = 101 %: allowed 0 .. 100 %"),
-            (Overrides { runtime: Some(10.0), ..Default::default() }, "shorter than one write cycle"),
-            (Overrides { block_size: Some(1000), ..Default::default() }, "block_size (--block-size) = 1000 bytes"),
+            (
+                Overrides {
+                    max_iops: Some(10),
+                    ..Default::default()
+                },
+                "max_iops (--max-iops) = 10: allowed min_iops (1000)",
+            ),
+            (
+                Overrides {
+                    runs: Some(0),
+                    ..Default::default()
+                },
+                "runs (--runs) = 0: allowed 1 .. 1000",
+            ),
+            (
+                Overrides {
+                    scale: Some(0.0),
+                    ..Default::default()
+                },
+                "scale (--scale) = 0",
+            ),
+            (
+                Overrides {
+                    read_pct: Some(101.0),
+                    ..Default::default()
+                },
+                "read_pct (--read-pct) = 101 %: allowed 0 .. 100 %",
+            ),
+            (
+                Overrides {
+                    runtime: Some(10.0),
+                    ..Default::default()
+                },
+                "shorter than one write cycle",
+            ),
+            (
+                Overrides {
+                    block_size: Some(1000),
+                    ..Default::default()
+                },
+                "block_size (--block-size) = 1000 bytes",
+            ),
         ] {
             let e = p.clone().apply(&o).unwrap_err();
             assert!(e.contains(want), "{e}\nwant: {want}");

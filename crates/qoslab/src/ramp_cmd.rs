@@ -15,7 +15,9 @@ use clap::Args;
 
 /// Options of the ramp profile (flattened into `qoslab bench`).
 #[derive(Args, Debug, Default, Clone)]
-#[command(next_help_heading = "Ramp profile (--profile ramp, or a plan with [[system]]s; docs/BENCH.md)")]
+#[command(
+    next_help_heading = "Ramp profile (--profile ramp, or a plan with [[system]]s; docs/BENCH.md)"
+)]
 pub struct RampArgs {
     /// Target IOPS of the first run (required with --profile ramp).
     #[arg(long, value_name = "IOPS")]
@@ -150,7 +152,9 @@ pub fn run(
         );
     }
     if fio_ramp.is_some() {
-        anyhow::bail!("--ramp is fio's ramp time; the ramp profile has none (see --runs, --runtime, --scale)");
+        anyhow::bail!(
+            "--ramp is fio's ramp time; the ramp profile has none (see --runs, --runtime, --scale)"
+        );
     }
     let mut plan = plan.clone();
     let Some(rp) = plan.ramp_plan.as_mut() else {
@@ -180,10 +184,7 @@ pub fn run(
         );
     }
     let mut store = Store::open(db)?;
-    let env = Env::detect(
-        "not used (qoslab genio)".into(),
-        env!("CARGO_PKG_VERSION"),
-    );
+    let env = Env::detect("not used (qoslab genio)".into(), env!("CARGO_PKG_VERSION"));
     let mut printer = Printer {
         quiet: json,
         runs: s.runs,
@@ -237,7 +238,10 @@ mod tests {
             min_iops: 1,
             max_iops: 1,
         };
-        assert_eq!(csv_paths(None, &[sys("a")]), vec![PathBuf::from("summary.csv")]);
+        assert_eq!(
+            csv_paths(None, &[sys("a")]),
+            vec![PathBuf::from("summary.csv")]
+        );
         assert_eq!(
             csv_paths(Some(Path::new("/x/out.csv")), &[sys("a"), sys("b")]),
             vec![PathBuf::from("/x/out-a.csv"), PathBuf::from("/x/out-b.csv")]

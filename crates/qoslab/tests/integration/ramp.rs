@@ -1,0 +1,302 @@
+//! `qoslab bench --profile ramp` and ramp plans, for real: the GenIO-style generator against
+//! the embedded node (ceilings), a separately running `qoslab serve` over NBD/TCP, and an
+//! O_DIRECT file; summary.csv, the results store, exit statuses.
+
+use std::time::Duration;
+
+use crate::bench_util::{qoslab, text, Dir};
+use crate::json::Json;
+use crate::util::{heavy, Node};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+const CSV_HEADER: &str = "Run,Read IOPS,Write IOPS,Total IOPS,Longest WIJ time (sec),Longest write cycle (sec),Effective write latency (ms),Randread average (ms),Pass";
+
+/// summary.csv, parsed: the header must be RampRun's exactly; every row 9 fields, numbers
+/// where numbers belong, PASS or FAIL last.
+fn parse_csv(text: &str) -> Vec<(Vec<f64>, bool)> {
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(CSV_HEADER), "summary.csv:\n{text}");
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 9, "row {l:?}");
+            let nums = f[..8]
+                .iter()
+                .map(|x| {
+                    x.parse::<f64>()
+                        .unwrap_or_else(|_| panic!("{x:?} in {l:?} is not a number"))
+                })
+                .collect();
+            let pass = match f[8] {
+                "PASS" => true,
+                "FAIL" => false,
+                other => panic!("Pass = {other:?} in {l:?}"),
+            };
+            (nums, pass)
+        })
+        .collect()
+}
+
+const COLUMNS: [&str; 10] = [
+    "Run",
+    "Target IOPS",
+    "Read IOPS",
+    "Write IOPS",
+    "Total IOPS",
+    "Longest WIJ time (sec)",
+    "Longest write cycle (sec)",
+    "Effective write latency (ms)",
+    "Randread average (ms)",
+    "Pass",
+];
+
+fn export_json(d: &Dir) -> Json {
+    let o = qoslab(
+        d,
+        &[
+            "results", "export", "last", "--format", "json", "--db", "r.db",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    Json::parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}"))
+}
+
+fn column(t: &Json, name: &str) -> usize {
+    t.at("columns")
+        .arr()
+        .iter()
+        .position(|c| c.str() == name)
+        .unwrap_or_else(|| panic!("no column {name}"))
+}
+
+#[test]
+fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
+    let _g = heavy();
+    let d = Dir::new("ramp-cycle");
+    d.write(
+        "cycle.toml",
+        r#"[bench]
+name = "cycle2000"
+
+[[policy]]
+name = "ceiling2000"
+fixed = { max_throughput_iops = 2000 }
+
+[[volume]]
+name = "db"
+size = "10GB"
+policy = "ceiling2000"
+
+[ramp]
+runs = 1
+cycle = "3s"
+runtime = "3s"
+read_pct = 0            # the write cycle alone
+dirty_blocks = 4000
+span = "64MiB"
+max_write_cycle = "2.2s"  # 2 s + 10%
+max_write_latency = "1s"
+
+[[system]]
+name = "db"
+min_iops = 1000
+max_iops = 1000
+"#,
+    );
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            "cycle.toml",
+            "--db",
+            "r.db",
+            "--summary-csv",
+            "s.csv",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let rows = parse_csv(&std::fs::read_to_string(d.path().join("s.csv")).unwrap());
+    assert_eq!(rows.len(), 1);
+    let cycle = rows[0].0[5];
+    // 4000 writes at 2000 IOPS, then the FLUSH: 2 s within 10%.
+    assert!((1.8..=2.2).contains(&cycle), "write cycle {cycle} s\n{out}");
+    assert!(rows[0].1);
+    assert!(
+        out.contains("highest passing target: 1,000 IOPS (run 1)"),
+        "{out}"
+    );
+
+    // The stored report says so: the verdict, its breakdown, the summary table.
+    let o = qoslab(&d, &["results", "show", "last", "--db", "r.db"], LIMIT);
+    let (md, _) = text(&o);
+    assert!(
+        md.contains("PASS `run01` on db #1: `longest write cycle < 2.2 s`: longest write cycle 2."),
+        "{md}"
+    );
+    assert!(md.contains("4000 dirty blocks), want < 2.200 s"), "{md}");
+    let j = export_json(&d);
+    let t = &j.at("tables").arr()[0];
+    assert_eq!(t.at("kind").str(), "ramp");
+    assert_eq!(t.at("name").str(), "db");
+    let cols: Vec<&str> = t.at("columns").arr().iter().map(|c| c.str()).collect();
+    assert_eq!(cols, COLUMNS);
+    let row = t.at("rows").arr()[0].arr();
+    let stored = row[column(t, "Longest write cycle (sec)")].f64();
+    assert!((stored - cycle).abs() < 0.006, "{stored} vs {cycle}");
+    assert!(row[column(t, "Pass")].bool());
+    assert_eq!(row[column(t, "Target IOPS")].u64(), 1000);
+    let job = &j.at("jobs").arr()[0];
+    assert_eq!(job.at("workload").str(), "db");
+    assert_eq!(job.at("status").str(), "done");
+    assert_eq!(j.at("status").str(), "passed");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_ramp_over_nbd_tcp_to_a_running_node_and_on_an_o_direct_file() {
+    let _g = heavy();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let node = Node::start_with(
+        "[[volume]]\nname = \"epic\"\nsize = \"4GiB\"\n",
+        &["--listen-tcp", &addr],
+    );
+    let d = Dir::new("ramp-tcp");
+    let file_dir = d.path().join("files");
+    std::fs::create_dir_all(&file_dir).unwrap();
+    for (target, csv) in [
+        (format!("nbd://{addr}/epic"), "tcp.csv"),
+        (file_dir.display().to_string(), "file.csv"),
+    ] {
+        let o = qoslab(
+            &d,
+            &[
+                "bench",
+                "--profile",
+                "ramp",
+                "--target",
+                &target,
+                "--min-iops",
+                "400",
+                "--max-iops",
+                "800",
+                "--runs",
+                "2",
+                "--scale",
+                "0.0125",
+                "--runtime",
+                "80s",
+                "--span",
+                "64MiB",
+                "--db",
+                "r.db",
+                "--summary-csv",
+                csv,
+            ],
+            LIMIT,
+        );
+        let (out, err) = text(&o);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{target}: stdout:\n{out}\nstderr:\n{err}"
+        );
+        assert!(
+            out.contains(&format!("on {target}")) || out.contains("qoslab-genio.dat"),
+            "{out}"
+        );
+        assert!(out.contains("[run 2/2] system: target 800 IOPS"), "{out}");
+        let rows = parse_csv(&std::fs::read_to_string(d.path().join(csv)).unwrap());
+        assert_eq!(rows.len(), 2, "{out}");
+        for ((nums, _), want) in rows.iter().zip([400.0, 800.0]) {
+            // Open-loop reads at 75% of the target, writes at 25% (a 1 s cycle per 1 s run).
+            let (read, write) = (nums[1], nums[2]);
+            assert!(
+                (read - want * 0.75).abs() < want * 0.75 * 0.1,
+                "{target}: {nums:?}\n{out}"
+            );
+            assert!(
+                (write - want * 0.25).abs() < want * 0.25 * 0.15,
+                "{target}: {nums:?}\n{out}"
+            );
+            assert!(nums[5] > 0.0 && nums[4] >= 0.0, "{nums:?}");
+        }
+    }
+    assert!(file_dir.join("qoslab-genio.dat").exists());
+    // Both ramps are in the store, with one job per run and its verdicts.
+    let o = qoslab(&d, &["results", "list", "--db", "r.db"], LIMIT);
+    let (list, _) = text(&o);
+    let ramps = list
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("ramp"))
+        .count();
+    assert_eq!(ramps, 2, "{list}");
+    let j = export_json(&d);
+    assert_eq!(j.at("jobs").arr().len(), 2);
+    assert!(j.at("jobs").arr()[1].at("verdicts").arr().len() >= 2);
+    drop(node);
+}
+
+#[test]
+fn usage_and_plan_errors_name_the_flag_or_line() {
+    let d = Dir::new("ramp-errors");
+    let o = qoslab(&d, &["bench", "--profile", "ramp"], LIMIT);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--profile ramp needs --min-iops"), "{err}");
+
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            "--profile",
+            "ramp",
+            "--min-iops",
+            "100",
+            "--max-iops",
+            "50",
+        ],
+        LIMIT,
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("max_iops (--max-iops) = 50: allowed min_iops (100)"),
+        "{err}"
+    );
+
+    d.write(
+        "bad.toml",
+        "[[volume]]\nname = \"a\"\nsize = \"1GB\"\n\n[ramp]\nruns = 10\nscale = 0.05\n\n[[system]]\nname = \"s\"\nvolume = \"b\"\nmin_iops = 1\nmax_iops = 2\n",
+    );
+    let o = qoslab(&d, &["bench", "bad.toml"], LIMIT);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "bad.toml:9: system \"s\": volume = \"b\" is not declared; declared volumes: a"
+        ),
+        "{err}"
+    );
+    d.write(
+        "bad2.toml",
+        "[[volume]]\nname = \"a\"\nsize = \"1GB\"\n\n[ramp]\nruns = 10\nread_pct = 120\n\n[[system]]\nmin_iops = 1\nmax_iops = 2\n",
+    );
+    let o = qoslab(&d, &["bench", "bad2.toml"], LIMIT);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("bad2.toml:5: ramp.read_pct (--read-pct) = 120 %: allowed 0 .. 100 %"),
+        "{err}"
+    );
+}
