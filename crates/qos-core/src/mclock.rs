@@ -46,6 +46,14 @@
 //! Flow IOPS (reservation and limit) count *requests*, like [`crate::Pacer`]; the
 //! node capacity counts cost units. With requests ≤ `cost_unit` the two agree.
 //!
+//! # FIFO: the control discipline
+//!
+//! [`MClock::fifo`] builds the same node without QoS arbitration: requests leave
+//! in arrival order across all flows (reservations ignored, limits still held),
+//! as on an array with no floors. A flow with many requests queued then takes
+//! capacity in proportion to its queue; it is what the isolation scenario's
+//! control run measures against.
+//!
 //! # Cost
 //!
 //! Each backlogged flow caches its head request's tags; three heaps with lazy
@@ -218,6 +226,8 @@ pub struct MClock<T> {
     scale_ops: f64,
     scale_bytes: f64,
     queued: usize,
+    /// Arrival order instead of tags (see [`MClock::fifo`]).
+    fifo: bool,
 }
 
 impl<T> MClock<T> {
@@ -238,7 +248,22 @@ impl<T> MClock<T> {
             scale_ops: 1.0,
             scale_bytes: 1.0,
             queued: 0,
+            fifo: false,
         }
+    }
+
+    /// The same node without QoS arbitration: arrival order across flows, no
+    /// reservations (floors), limits (ceilings) still held.
+    pub fn fifo(capacity: Rate, cost_unit: u64) -> Self {
+        MClock {
+            fifo: true,
+            ..MClock::new(capacity, cost_unit)
+        }
+    }
+
+    /// Is this the FIFO (no arbitration) discipline?
+    pub fn is_fifo(&self) -> bool {
+        self.fifo
     }
 
     /// The node capacity.
@@ -332,9 +357,24 @@ impl<T> MClock<T> {
         Ok(())
     }
 
+    /// Sum of all flows' reservations, as declared (before any scaling).
+    pub fn reserved(&self) -> Rate {
+        let mut r = Rate::UNLIMITED;
+        for f in self.flows.iter().flatten() {
+            r.iops = r.iops.saturating_add(f.spec.reservation.iops);
+            r.bytes_per_sec = r
+                .bytes_per_sec
+                .saturating_add(f.spec.reservation.bytes_per_sec);
+        }
+        r
+    }
+
     /// Reservation scale factor when reservations exceed capacity:
     /// `Some(capacity / sum)` (< 1, the smaller of the two dimensions), else `None`.
     pub fn overcommit(&self) -> Option<f64> {
+        if self.fifo {
+            return None;
+        }
         let f = self.scale_ops.min(self.scale_bytes);
         (f < 1.0).then_some(f)
     }
@@ -455,7 +495,7 @@ impl<T> MClock<T> {
         let head = f.queue.front()?;
         let arrival = head.arrival as f64;
         let res = f.spec.reservation;
-        let r = if res.iops == 0 && res.bytes_per_sec == 0 {
+        let r = if self.fifo || (res.iops == 0 && res.bytes_per_sec == 0) {
             f64::INFINITY
         } else {
             let mut i = 0.0f64;
@@ -472,7 +512,11 @@ impl<T> MClock<T> {
             None => arrival,
         };
         let w = f64::from(f.spec.weight.max(1));
-        let p = (f.last_p + self.cost_ops(head.bytes) as f64 * NS / w).max(f.p_floor);
+        let p = if self.fifo {
+            arrival
+        } else {
+            (f.last_p + self.cost_ops(head.bytes) as f64 * NS / w).max(f.p_floor)
+        };
         Some(HeadTags { r, l, p })
     }
 
