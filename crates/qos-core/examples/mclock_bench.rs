@@ -7,7 +7,7 @@
 use qos_core::{FlowId, FlowSpec, MClock, Nanos, Rate};
 
 fn main() {
-    for flows in [10usize, 100, 1000] {
+    for flows in [10usize, 100, 1000, 10_000] {
         let mut m: MClock<u32> = MClock::new(Rate::UNLIMITED, 4096);
         let ids: Vec<FlowId> = (0..flows)
             .map(|i| {

@@ -45,7 +45,7 @@ pub use mclock::{Dispatched, FlowId, FlowSpec, MClock, Phase};
 pub use pacer::{Pacer, BURST_WINDOW};
 pub use policy::{
     default_adaptive_groups, AdaptivePolicy, Allocation, BlockSize, FixedPolicy, Policy,
-    PolicyError,
+    PolicyError, MAX_WEIGHT,
 };
 pub use units::{
     format_size, parse_iops_per_capacity, parse_size, parse_throughput, IopsPerTb, Throughput,

@@ -198,6 +198,7 @@ mod tests {
             expected_allocation: Allocation::AllocatedSpace,
             peak_allocation: Allocation::AllocatedSpace,
             block_size: BlockSize::K32,
+            weight: 0,
         };
         check(p, vol(100 * GB, 5, 0), 4_750, 4_750);
         check(p, vol(200 * GB, 5, 0), 9_500, 9_500);
@@ -279,6 +280,7 @@ mod tests {
             min_iops: 1_000,
             min_mbps: 10,
             capacity_shared: true,
+            weight: 0,
         };
         let got = effective_limits(&Policy::Fixed(p), &vol(TB, 5, 0));
         assert_eq!(

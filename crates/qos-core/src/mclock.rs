@@ -46,21 +46,33 @@
 //! Flow IOPS (reservation and limit) count *requests*, like [`crate::Pacer`]; the
 //! node capacity counts cost units. With requests ≤ `cost_unit` the two agree.
 //!
-//! # What is not done yet
+//! # FIFO: the control discipline
 //!
-//! * Each decision scans the backlogged flows (O(active flows)); the paper's
-//!   per-tag heaps are not implemented, nor are head tags cached. Measured by
-//!   `cargo run --release -p qos-core --example mclock_bench` (one dequeue plus one
-//!   enqueue, all flows backlogged): ~120 ns at 10 flows, ~1.0 µs at 100,
-//!   ~9.6 µs at 1,000 — fine for ~100k decisions/s at 100 flows, too slow for
-//!   1,000 busy flows at high rates; heaps are the next step.
+//! [`MClock::fifo`] builds the same node without QoS arbitration: requests leave
+//! in arrival order across all flows (reservations ignored, limits still held),
+//! as on an array with no floors. A flow with many requests queued then takes
+//! capacity in proportion to its queue; it is what the isolation scenario's
+//! control run measures against.
+//!
+//! # Cost
+//!
+//! Each backlogged flow caches its head request's tags; three heaps with lazy
+//! deletion (a per-flow generation number) find the next request: the R heap
+//! (reservation tags), the *limit* heap (flows whose L tag is still in the
+//! future) and the *ready* heap (P tags of flows whose L tag has passed). A
+//! decision is O(log flows). Measured by `cargo run --release -p qos-core
+//! --example mclock_bench` (docs/BENCHMARKS.md). A change of reservations
+//! (add, remove or re-spec a flow) rescales and rebuilds the heaps: O(flows).
+//!
+//! # Semantics worth knowing
+//!
 //! * [`MClock::set_flow`] keeps the tags: a reservation or limit change applies
 //!   from the next request on (the already-computed spacing of the last one stands).
 //! * Overcommit compares request IOPS with cost-unit capacity (see above).
 //! * Shared (group) policies are the caller's business: one flow per group.
-//! * Not yet wired into `storage-node`'s scheduler.
 
-use std::collections::VecDeque;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::limits::Rate;
 use crate::Nanos;
@@ -106,6 +118,9 @@ pub struct Dispatched<T> {
     pub bytes: u64,
     /// When it was enqueued.
     pub enqueued: Nanos,
+    /// When its limit (ceiling) tag allowed it to start: queue time before this is
+    /// the ceiling's, after it the node's (other flows' floors and shares).
+    pub limit_at: Nanos,
     /// The phase that chose it.
     pub phase: Phase,
 }
@@ -124,6 +139,10 @@ struct Flow<T> {
     last_p: f64,
     /// Virtual-time floor for P, set when the queue became non-empty.
     p_floor: f64,
+    /// Cached tags of the head request (valid while the queue is non-empty).
+    head: HeadTags,
+    /// Bumped whenever `head` changes; heap entries of older generations are stale.
+    gen: u64,
 }
 
 /// Seconds-per-unit interval for one request of `bytes` under `rate`, in ns;
@@ -140,11 +159,49 @@ fn interval(rate: Rate, scale: f64, bytes: u64) -> Option<f64> {
     out
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct HeadTags {
     r: f64,
     l: f64,
     p: f64,
+}
+
+/// A heap entry: a tag value, the flow index and the flow generation it was
+/// computed for. Ordered by tag, then index (deterministic ties).
+#[derive(Clone, Copy)]
+struct Entry {
+    tag: f64,
+    idx: usize,
+    gen: u64,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.tag
+            .total_cmp(&o.tag)
+            .then(self.idx.cmp(&o.idx))
+            .then(self.gen.cmp(&o.gen))
+    }
+}
+
+type MinHeap = BinaryHeap<Reverse<Entry>>;
+
+#[derive(Clone, Copy)]
+enum HeapKind {
+    R,
+    L,
+    P,
 }
 
 /// The mClock scheduler; `T` is the caller's opaque request token.
@@ -152,8 +209,14 @@ pub struct MClock<T> {
     capacity: Rate,
     cost_unit: u64,
     flows: Vec<Option<Flow<T>>>,
-    /// Indices of flows with a non-empty queue.
-    active: Vec<usize>,
+    /// Backlogged flows by R tag (finite reservations only).
+    r_heap: MinHeap,
+    /// Backlogged flows whose L tag was in the future when pushed, by L tag.
+    l_heap: MinHeap,
+    /// Backlogged flows whose L tag has passed, by P tag.
+    p_heap: MinHeap,
+    /// Number of backlogged flows.
+    active: usize,
     /// Node GCRA theoretical arrival times (ns).
     tat_ops: f64,
     tat_bytes: f64,
@@ -163,6 +226,8 @@ pub struct MClock<T> {
     scale_ops: f64,
     scale_bytes: f64,
     queued: usize,
+    /// Arrival order instead of tags (see [`MClock::fifo`]).
+    fifo: bool,
 }
 
 impl<T> MClock<T> {
@@ -173,14 +238,32 @@ impl<T> MClock<T> {
             capacity,
             cost_unit,
             flows: Vec::new(),
-            active: Vec::new(),
+            r_heap: BinaryHeap::new(),
+            l_heap: BinaryHeap::new(),
+            p_heap: BinaryHeap::new(),
+            active: 0,
             tat_ops: 0.0,
             tat_bytes: 0.0,
             vtime: 0.0,
             scale_ops: 1.0,
             scale_bytes: 1.0,
             queued: 0,
+            fifo: false,
         }
+    }
+
+    /// The same node without QoS arbitration: arrival order across flows, no
+    /// reservations (floors), limits (ceilings) still held.
+    pub fn fifo(capacity: Rate, cost_unit: u64) -> Self {
+        MClock {
+            fifo: true,
+            ..MClock::new(capacity, cost_unit)
+        }
+    }
+
+    /// Is this the FIFO (no arbitration) discipline?
+    pub fn is_fifo(&self) -> bool {
+        self.fifo
     }
 
     /// The node capacity.
@@ -212,6 +295,8 @@ impl<T> MClock<T> {
             last_l: t,
             last_p: self.vtime,
             p_floor: self.vtime,
+            head: HeadTags::default(),
+            gen: 0,
         }));
         self.rescale();
         FlowId((self.flows.len() - 1) as u32)
@@ -237,7 +322,9 @@ impl<T> MClock<T> {
         let Some(f) = slot.take() else {
             return Vec::new();
         };
-        self.active.retain(|&i| i != idx);
+        if !f.queue.is_empty() {
+            self.active -= 1;
+        }
         self.queued -= f.queue.len();
         self.rescale();
         f.queue.into_iter().map(|r| r.token).collect()
@@ -251,11 +338,11 @@ impl<T> MClock<T> {
         let Some(Some(f)) = self.flows.get_mut(idx) else {
             return Err(token);
         };
-        if f.queue.is_empty() {
+        let was_idle = f.queue.is_empty();
+        if was_idle {
             // Idle flows earn no credit: R/L restart from the arrival time (via
             // the per-request arrival), P from the current virtual time.
             f.p_floor = vtime;
-            self.active.push(idx);
         }
         f.queue.push_back(Request {
             token,
@@ -263,12 +350,31 @@ impl<T> MClock<T> {
             arrival: now,
         });
         self.queued += 1;
+        if was_idle {
+            self.active += 1;
+            self.refresh_head(idx, now as f64);
+        }
         Ok(())
+    }
+
+    /// Sum of all flows' reservations, as declared (before any scaling).
+    pub fn reserved(&self) -> Rate {
+        let mut r = Rate::UNLIMITED;
+        for f in self.flows.iter().flatten() {
+            r.iops = r.iops.saturating_add(f.spec.reservation.iops);
+            r.bytes_per_sec = r
+                .bytes_per_sec
+                .saturating_add(f.spec.reservation.bytes_per_sec);
+        }
+        r
     }
 
     /// Reservation scale factor when reservations exceed capacity:
     /// `Some(capacity / sum)` (< 1, the smaller of the two dimensions), else `None`.
     pub fn overcommit(&self) -> Option<f64> {
+        if self.fifo {
+            return None;
+        }
         let f = self.scale_ops.min(self.scale_bytes);
         (f < 1.0).then_some(f)
     }
@@ -288,6 +394,97 @@ impl<T> MClock<T> {
         };
         self.scale_ops = scale(self.capacity.iops, ops);
         self.scale_bytes = scale(self.capacity.bytes_per_sec, bytes);
+        self.rebuild();
+    }
+
+    /// Recompute every head and rebuild the heaps (reservations changed, or the
+    /// heaps hold too many stale entries). The L heap is re-sorted at the next
+    /// dequeue, so pushing everything there is correct at any time.
+    fn rebuild(&mut self) {
+        self.r_heap.clear();
+        self.l_heap.clear();
+        self.p_heap.clear();
+        for idx in 0..self.flows.len() {
+            if self.flows[idx]
+                .as_ref()
+                .is_some_and(|f| !f.queue.is_empty())
+            {
+                self.refresh_head(idx, f64::NEG_INFINITY);
+            }
+        }
+    }
+
+    /// Recompute flow `idx`'s head tags (its queue is non-empty) and push its
+    /// heap entries; `t` decides between the L and the ready heap.
+    fn refresh_head(&mut self, idx: usize, t: f64) {
+        let Some(f) = self.flows[idx].as_ref() else {
+            return;
+        };
+        let Some(tags) = self.head_tags(f) else {
+            return;
+        };
+        let f = self.flows[idx].as_mut().expect("checked above");
+        f.gen += 1;
+        f.head = tags;
+        let gen = f.gen;
+        if tags.r.is_finite() {
+            self.r_heap.push(Reverse(Entry {
+                tag: tags.r,
+                idx,
+                gen,
+            }));
+        }
+        if tags.l <= t {
+            self.p_heap.push(Reverse(Entry {
+                tag: tags.p,
+                idx,
+                gen,
+            }));
+        } else {
+            self.l_heap.push(Reverse(Entry {
+                tag: tags.l,
+                idx,
+                gen,
+            }));
+        }
+    }
+
+    fn live(&self, e: &Entry) -> bool {
+        self.flows[e.idx]
+            .as_ref()
+            .is_some_and(|f| f.gen == e.gen && !f.queue.is_empty())
+    }
+
+    /// Drop stale entries from the top of `which` and return the live top.
+    fn top(&mut self, which: HeapKind) -> Option<Entry> {
+        loop {
+            let e = match which {
+                HeapKind::R => self.r_heap.peek(),
+                HeapKind::L => self.l_heap.peek(),
+                HeapKind::P => self.p_heap.peek(),
+            }
+            .map(|r| r.0)?;
+            if self.live(&e) {
+                return Some(e);
+            }
+            match which {
+                HeapKind::R => self.r_heap.pop(),
+                HeapKind::L => self.l_heap.pop(),
+                HeapKind::P => self.p_heap.pop(),
+            };
+        }
+    }
+
+    /// Move flows whose L tag has passed from the L heap to the ready heap.
+    fn release_limits(&mut self, t: f64) {
+        while let Some(e) = self.top(HeapKind::L) {
+            if e.tag > t {
+                break;
+            }
+            self.l_heap.pop();
+            let p = self.flows[e.idx].as_ref().map_or(0.0, |f| f.head.p);
+            self.p_heap.push(Reverse(Entry { tag: p, ..e }));
+        }
     }
 
     fn cost_ops(&self, bytes: u64) -> u64 {
@@ -298,7 +495,7 @@ impl<T> MClock<T> {
         let head = f.queue.front()?;
         let arrival = head.arrival as f64;
         let res = f.spec.reservation;
-        let r = if res.iops == 0 && res.bytes_per_sec == 0 {
+        let r = if self.fifo || (res.iops == 0 && res.bytes_per_sec == 0) {
             f64::INFINITY
         } else {
             let mut i = 0.0f64;
@@ -315,7 +512,11 @@ impl<T> MClock<T> {
             None => arrival,
         };
         let w = f64::from(f.spec.weight.max(1));
-        let p = (f.last_p + self.cost_ops(head.bytes) as f64 * NS / w).max(f.p_floor);
+        let p = if self.fifo {
+            arrival
+        } else {
+            (f.last_p + self.cost_ops(head.bytes) as f64 * NS / w).max(f.p_floor)
+        };
         Some(HeadTags { r, l, p })
     }
 
@@ -332,30 +533,15 @@ impl<T> MClock<T> {
         if self.node_ready() > t {
             return None;
         }
-        let mut best_r: Option<(usize, f64, HeadTags)> = None;
-        let mut best_p: Option<(usize, f64, HeadTags)> = None;
-        for (pos, &idx) in self.active.iter().enumerate() {
-            let Some(f) = self.flows[idx].as_ref() else {
-                continue;
-            };
-            let Some(tags) = self.head_tags(f) else {
-                continue;
-            };
-            if tags.r <= t && best_r.is_none_or(|(_, r, _)| tags.r < r) {
-                best_r = Some((pos, tags.r, tags));
-            }
-            if tags.l <= t && best_p.is_none_or(|(_, p, _)| tags.p < p) {
-                best_p = Some((pos, tags.p, tags));
-            }
-        }
-        let (pos, phase, tags) = match (best_r, best_p) {
-            (Some((pos, _, tags)), _) => (pos, Phase::Reservation, tags),
-            (None, Some((pos, _, tags))) => (pos, Phase::Weight, tags),
-            (None, None) => return None,
+        self.release_limits(t);
+        let (entry, phase) = match self.top(HeapKind::R).filter(|e| e.tag <= t) {
+            Some(e) => (e, Phase::Reservation),
+            None => (self.top(HeapKind::P)?, Phase::Weight),
         };
-        let idx = self.active[pos];
-        let f = self.flows[idx].as_mut().expect("active flow exists");
-        let req = f.queue.pop_front().expect("active flow has a head");
+        let idx = entry.idx;
+        let f = self.flows[idx].as_mut().expect("live entry has a flow");
+        let tags = f.head;
+        let req = f.queue.pop_front().expect("live entry has a head");
         match phase {
             Phase::Reservation => {
                 f.last_r = tags.r;
@@ -367,13 +553,17 @@ impl<T> MClock<T> {
             }
         }
         let empty = f.queue.is_empty();
+        f.gen += 1;
         if phase == Phase::Weight {
             self.vtime = self.vtime.max(tags.p);
         }
-        if empty {
-            self.active.swap_remove(pos);
-        }
         self.queued -= 1;
+        if empty {
+            self.active -= 1;
+        } else {
+            self.refresh_head(idx, t);
+        }
+        self.compact();
         // Charge the node budget.
         let floor = t - NODE_BURST as f64;
         if self.capacity.iops > 0 {
@@ -389,21 +579,33 @@ impl<T> MClock<T> {
             token: req.token,
             bytes: req.bytes,
             enqueued: req.arrival,
+            limit_at: tags.l.max(0.0).min(u64::MAX as f64) as Nanos,
             phase,
         })
+    }
+
+    /// Rebuild when stale entries outnumber live ones by far (bounded memory).
+    fn compact(&mut self) {
+        let entries = self.r_heap.len() + self.l_heap.len() + self.p_heap.len();
+        if entries > 8 * self.active + 1024 {
+            self.rebuild();
+        }
     }
 
     /// When [`dequeue`](Self::dequeue) could next return something (`None`:
     /// nothing queued). Returns `now` if it can right now. Enqueues and
     /// spec changes may make it earlier.
-    pub fn next_wakeup(&self, now: Nanos) -> Option<Nanos> {
+    pub fn next_wakeup(&mut self, now: Nanos) -> Option<Nanos> {
         if self.queued == 0 {
             return None;
         }
         let mut soonest = f64::INFINITY;
-        for &idx in &self.active {
-            if let Some(tags) = self.flows[idx].as_ref().and_then(|f| self.head_tags(f)) {
-                soonest = soonest.min(tags.r.min(tags.l));
+        if self.top(HeapKind::P).is_some() {
+            soonest = now as f64;
+        }
+        for kind in [HeapKind::R, HeapKind::L] {
+            if let Some(e) = self.top(kind) {
+                soonest = soonest.min(e.tag);
             }
         }
         if soonest == f64::INFINITY {

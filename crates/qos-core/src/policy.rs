@@ -101,6 +101,9 @@ pub struct FixedPolicy {
     /// When true the limits are shared by all volumes of the policy group
     /// (one pacer for the group); otherwise each volume gets the full limits.
     pub capacity_shared: bool,
+    /// Share of the node's spare capacity (after floors) relative to other flows;
+    /// 0 = default (1). A qoslab extension; ONTAP has no weights.
+    pub weight: u32,
 }
 
 impl FixedPolicy {
@@ -110,6 +113,7 @@ impl FixedPolicy {
         check_u64("fixed.min_throughput_iops", self.min_iops, MAX_IOPS, "IOPS")?;
         check_u64("fixed.max_throughput_mbps", self.max_mbps, MAX_MBPS, "MB/s")?;
         check_u64("fixed.min_throughput_mbps", self.min_mbps, MAX_MBPS, "MB/s")?;
+        check_weight("fixed.weight", self.weight)?;
         check_min_max(
             "fixed.min_throughput_iops",
             self.min_iops,
@@ -251,6 +255,8 @@ pub struct AdaptivePolicy {
     pub peak_allocation: Allocation,
     /// Block size for the derived byte-rate ceiling (default: 32K).
     pub block_size: BlockSize,
+    /// Share of spare capacity after floors; 0 = default (1). See [`FixedPolicy::weight`].
+    pub weight: u32,
 }
 
 impl AdaptivePolicy {
@@ -264,6 +270,7 @@ impl AdaptivePolicy {
             expected_allocation: Allocation::AllocatedSpace,
             peak_allocation: Allocation::UsedSpace,
             block_size: BlockSize::default(),
+            weight: 0,
         }
     }
 
@@ -298,7 +305,8 @@ impl AdaptivePolicy {
             self.absolute_min_iops,
             MAX_IOPS,
             "IOPS",
-        )
+        )?;
+        check_weight("adaptive.weight", self.weight)
     }
 }
 
@@ -311,7 +319,30 @@ pub enum Policy {
     Adaptive(AdaptivePolicy),
 }
 
+/// Largest policy weight.
+pub const MAX_WEIGHT: u32 = 10_000;
+
+fn check_weight(field: &'static str, w: u32) -> Result<(), PolicyError> {
+    if w > MAX_WEIGHT {
+        return Err(PolicyError::OutOfRange {
+            field,
+            value: w.to_string(),
+            allowed: format!("1 to {MAX_WEIGHT} (0 or absent: the default, 1)"),
+        });
+    }
+    Ok(())
+}
+
 impl Policy {
+    /// The policy's share weight (≥ 1).
+    pub fn weight(&self) -> u32 {
+        match self {
+            Self::Fixed(p) => p.weight,
+            Self::Adaptive(p) => p.weight,
+        }
+        .max(1)
+    }
+
     /// Validates the inner policy.
     pub fn validate(&self) -> Result<(), PolicyError> {
         match self {
@@ -351,6 +382,7 @@ mod tests {
             min_iops,
             min_mbps,
             capacity_shared: false,
+            weight: 0,
         }
     }
 

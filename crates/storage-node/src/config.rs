@@ -20,6 +20,109 @@ pub const DEFAULT_BUSY_POLL_US: u64 = 50;
 /// Largest volume we accept: 1 PiB (sparse files beyond this are a typo, not a plan).
 pub const MAX_VOLUME_SIZE: u64 = 1 << 50;
 
+/// Default cost unit of the emulated controller: a request costs max(1, bytes / 32 KiB) ops.
+pub const DEFAULT_COST_UNIT: u64 = 32 * 1024;
+
+/// Largest emulated capacity: 100 million ops/s, 1 TiB/s.
+pub const MAX_CAPACITY_IOPS: u64 = 100_000_000;
+pub const MAX_CAPACITY_MBPS: u64 = 1 << 20;
+
+/// The emulated controller (`[capacity]`): what the whole node can do, shared by all
+/// volumes, so contention is reproducible on any machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capacity {
+    /// Node-wide operations per second, in cost units (0: not limited in ops).
+    pub iops: u64,
+    /// Node-wide MiB/s (0: not limited in bytes).
+    pub mbps: u64,
+    /// A request costs max(1, bytes / cost_unit) ops.
+    pub cost_unit: u64,
+    /// How the capacity is shared.
+    pub discipline: Discipline,
+}
+
+/// How an emulated controller shares its capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Discipline {
+    /// mClock: floors first, then shares of what is left by weight; ceilings always.
+    #[default]
+    Mclock,
+    /// Arrival order across volumes, floors ignored, ceilings held: an array without
+    /// floor QoS (the isolation scenario's control run).
+    Fifo,
+}
+
+impl std::fmt::Display for Discipline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Discipline::Mclock => "mclock",
+            Discipline::Fifo => "fifo",
+        })
+    }
+}
+
+impl std::str::FromStr for Discipline {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "mclock" => Ok(Discipline::Mclock),
+            "fifo" => Ok(Discipline::Fifo),
+            other => Err(format!(
+                "{other:?}: allowed values are \"mclock\" (floors, weights, ceilings) and \"fifo\" (arrival order, ceilings only)"
+            )),
+        }
+    }
+}
+
+impl Default for Capacity {
+    fn default() -> Self {
+        Capacity {
+            iops: 0,
+            mbps: 0,
+            cost_unit: DEFAULT_COST_UNIT,
+            discipline: Discipline::Mclock,
+        }
+    }
+}
+
+impl Capacity {
+    /// Does it limit anything?
+    pub fn is_set(&self) -> bool {
+        self.iops > 0 || self.mbps > 0
+    }
+
+    /// As a rate (MiB/s to bytes/s).
+    pub fn rate(&self) -> qos_core::Rate {
+        qos_core::Rate {
+            iops: self.iops,
+            bytes_per_sec: self.mbps << 20,
+        }
+    }
+
+    /// Check ranges (`what` names the source in messages, e.g. `node.toml:12: capacity`).
+    pub fn validate(&self, what: &str) -> Result<(), ConfigError> {
+        if self.iops > MAX_CAPACITY_IOPS {
+            return Err(ConfigError(format!(
+                "{what}.iops = {}: allowed range is 0 (not limited) to {MAX_CAPACITY_IOPS}",
+                self.iops
+            )));
+        }
+        if self.mbps > MAX_CAPACITY_MBPS {
+            return Err(ConfigError(format!(
+                "{what}.mbps = {}: allowed range is 0 (not limited) to {MAX_CAPACITY_MBPS}",
+                self.mbps
+            )));
+        }
+        if !(512..=(64 << 20)).contains(&self.cost_unit) {
+            return Err(ConfigError(format!(
+                "{what}.cost_unit = {}: allowed range is 512 B to 64 MiB",
+                self.cost_unit
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A validated node configuration.
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
@@ -35,6 +138,10 @@ pub struct NodeConfig {
     pub mmap_reads: bool,
     /// Microseconds a connection spins for its next request before parking (0: never).
     pub busy_poll_us: u64,
+    /// The emulated controller; `None`: the backend's real speed, floors not enforced.
+    pub capacity: Option<Capacity>,
+    /// Measure the backend at start and use that as the capacity (`[capacity] calibrate`).
+    pub calibrate: bool,
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
@@ -50,6 +157,8 @@ impl Default for NodeConfig {
             default_export: None,
             mmap_reads: false,
             busy_poll_us: DEFAULT_BUSY_POLL_US,
+            capacity: None,
+            calibrate: false,
             policies: Vec::new(),
             volumes: Vec::new(),
         }
@@ -83,6 +192,7 @@ pub struct ConfigError(pub String);
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     node: Option<RawNode>,
+    capacity: Option<Spanned<RawCapacity>>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
@@ -99,6 +209,16 @@ struct RawNode {
     default_export: Option<String>,
     mmap_reads: Option<bool>,
     busy_poll_us: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCapacity {
+    iops: Option<i64>,
+    mbps: Option<i64>,
+    cost_unit: Option<NumOrStr>,
+    calibrate: Option<bool>,
+    discipline: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +240,7 @@ struct RawFixed {
     max_throughput: Option<String>,
     min_throughput: Option<String>,
     capacity_shared: Option<bool>,
+    weight: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -131,6 +252,7 @@ struct RawAdaptive {
     expected_iops_allocation: Option<String>,
     peak_iops_allocation: Option<String>,
     block_size: Option<String>,
+    weight: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -222,6 +344,47 @@ impl NodeConfig {
                     )))
                 }
             };
+        }
+
+        if let Some(sc) = &raw.capacity {
+            let what = format!("{origin}:{}: capacity", line_of(text, sc.span().start));
+            let c = sc.get_ref();
+            let count = |field: &str, v: Option<i64>| match v {
+                Some(i) if i < 0 => Err(ConfigError(format!(
+                    "{what}.{field} = {i}: must be 0 (not limited) or positive"
+                ))),
+                v => Ok(v.unwrap_or(0) as u64),
+            };
+            let cap = Capacity {
+                iops: count("iops", c.iops)?,
+                mbps: count("mbps", c.mbps)?,
+                cost_unit: match &c.cost_unit {
+                    None => DEFAULT_COST_UNIT,
+                    Some(NumOrStr::Int(i)) if *i >= 0 => *i as u64,
+                    Some(NumOrStr::Str(s)) => parse_size(s)
+                        .map_err(|e| ConfigError(format!("{what}.cost_unit: {e}")))?,
+                    Some(v) => {
+                        return Err(ConfigError(format!(
+                            "{what}.cost_unit = {}: give bytes as an integer or a size such as \"32KiB\"",
+                            v.as_text()
+                        )))
+                    }
+                },
+                discipline: match &c.discipline {
+                    None => Discipline::Mclock,
+                    Some(d) => d
+                        .parse()
+                        .map_err(|e| ConfigError(format!("{what}.discipline = {e}")))?,
+                },
+            };
+            cap.validate(&what)?;
+            cfg.calibrate = c.calibrate.unwrap_or(false);
+            if cap.is_set() && cfg.calibrate {
+                return Err(ConfigError(format!(
+                    "{what}: give either iops/mbps or calibrate = true, not both"
+                )));
+            }
+            cfg.capacity = Some(cap);
         }
 
         let mut names: BTreeSet<String> = default_adaptive_groups()
@@ -349,6 +512,7 @@ fn fixed(f: &RawFixed) -> Result<FixedPolicy, String> {
         min_iops: non_negative("fixed.min_throughput_iops", f.min_throughput_iops)?,
         min_mbps: non_negative("fixed.min_throughput_mbps", f.min_throughput_mbps)?,
         capacity_shared: f.capacity_shared.unwrap_or(false),
+        weight: weight("fixed.weight", f.weight)?,
     };
     if let Some(s) = &f.max_throughput {
         if p.max_iops != 0 || p.max_mbps != 0 {
@@ -416,7 +580,18 @@ fn adaptive(a: &RawAdaptive) -> Result<AdaptivePolicy, String> {
                 .parse::<BlockSize>()
                 .map_err(|e| format!("adaptive.block_size: {e}"))?,
         },
+        weight: weight("adaptive.weight", a.weight)?,
     })
+}
+
+fn weight(field: &str, v: Option<i64>) -> Result<u32, String> {
+    match v {
+        None => Ok(0),
+        Some(w @ 1..=10_000) => Ok(w as u32),
+        Some(w) => Err(format!(
+            "{field} = {w}: allowed range is 1 to 10000 (share of spare capacity after floors; default 1)"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -78,6 +78,38 @@ pub fn render(cp: &ControlPlane) -> String {
         "qoslab_connections_open {}",
         s.connections_open.load(Relaxed)
     );
+    if let Some(c) = node.scheduler.status() {
+        for (name, help, v) in [
+            (
+                "qoslab_controller_capacity_iops",
+                "Emulated controller capacity, ops/s in cost units ([capacity] iops).",
+                c.capacity.iops as f64,
+            ),
+            (
+                "qoslab_controller_capacity_bytes_per_second",
+                "Emulated controller capacity in bytes/s ([capacity] mbps).",
+                (c.capacity.mbps << 20) as f64,
+            ),
+            (
+                "qoslab_controller_floors_iops",
+                "Sum of all floors (min IOPS) promised on this node.",
+                c.reserved.iops as f64,
+            ),
+            (
+                "qoslab_controller_floor_scale",
+                "1 when floors fit the capacity; below 1, the factor every floor is scaled by (overcommit).",
+                c.overcommit.unwrap_or(1.0),
+            ),
+            (
+                "qoslab_controller_queued_requests",
+                "Requests waiting in the emulated controller.",
+                c.queued as f64,
+            ),
+        ] {
+            header(&mut o, name, "gauge", help);
+            let _ = writeln!(o, "{name} {v}");
+        }
+    }
     header(
         &mut o,
         "qoslab_connection_errors_total",

@@ -4,14 +4,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use qos_core::{default_adaptive_groups, effective_limits, Allocation, EffectiveLimits, Policy};
+use qos_core::{default_adaptive_groups, effective_limits, Allocation, Policy};
 use tokio::sync::watch;
 
 use crate::backend::FileBackend;
 use crate::clock::Clock;
 use crate::config::{NodeConfig, VolumeSpec};
 use crate::errors::NodeError;
-use crate::scheduler::{Scheduler, NO_FLOW};
+use crate::scheduler::{FlowQos, Scheduler, NO_FLOW};
 use crate::volume::{lock, Volume};
 
 /// The storage node's shared state.
@@ -45,14 +45,15 @@ impl Node {
             policies.insert(p.name.clone(), p.policy);
         }
         let (shutdown, _) = watch::channel(false);
+        let clock = Clock::new();
         let node = Arc::new(Node {
             data_dir: data_dir.to_path_buf(),
             volumes: RwLock::new(BTreeMap::new()),
             policies: RwLock::new(policies),
             shared_flows: Mutex::new(HashMap::new()),
             default_export: cfg.default_export.clone(),
-            scheduler: Scheduler::default(),
-            clock: Clock::new(),
+            scheduler: Scheduler::new(cfg.capacity, clock),
+            clock,
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
             mmap_reads: cfg.mmap_reads,
@@ -235,36 +236,41 @@ impl Node {
         Ok(())
     }
 
-    /// Recompute a volume's effective limits and push its ceiling to the scheduler.
+    /// Recompute a volume's effective limits and push them (ceiling, floor, weight) to
+    /// the scheduler.
     pub fn recompute(&self, vol: &Volume) {
         let now = self.clock.now();
         let policy = vol
             .policy()
             .and_then(|p| self.policy(&p).map(|pol| (p, pol)));
-        let Some((name, policy)) = policy else {
-            vol.set_limits(EffectiveLimits::default());
-            return;
-        };
-        let limits = effective_limits(&policy, &vol.space());
+        let limits = policy
+            .as_ref()
+            .map(|(_, p)| effective_limits(p, &vol.space()))
+            .unwrap_or_default();
         vol.set_limits(limits);
-        let unlimited = limits.ceiling.iops == 0 && limits.ceiling.bytes_per_sec == 0;
-        if is_shared(&policy) {
+        let q = FlowQos {
+            ceiling: limits.ceiling,
+            floor: limits.floor,
+            weight: policy.as_ref().map_or(1, |(_, p)| p.weight()),
+        };
+        let needs = self.scheduler.needs_flow(&q);
+        if let Some((name, _)) = policy.filter(|(_, p)| is_shared(p)) {
             let mut shared = lock(&self.shared_flows);
             let flow = *shared
                 .entry(name)
-                .or_insert_with(|| self.scheduler.create_flow(limits.ceiling));
-            self.scheduler.set_ceiling(flow, limits.ceiling, now);
-            vol.set_flow(if unlimited { NO_FLOW } else { flow });
+                .or_insert_with(|| self.scheduler.create_flow(q, now));
+            self.scheduler.set_flow(flow, q, now);
+            vol.set_flow(if needs { flow } else { NO_FLOW });
             return;
         }
-        match (vol.flow(), unlimited) {
-            (NO_FLOW, true) => {}
-            (NO_FLOW, false) => vol.set_flow(self.scheduler.create_flow(limits.ceiling)),
-            (f, true) => {
+        match (vol.flow(), needs) {
+            (NO_FLOW, false) => {}
+            (NO_FLOW, true) => vol.set_flow(self.scheduler.create_flow(q, now)),
+            (f, false) => {
                 vol.set_flow(NO_FLOW);
                 self.scheduler.remove_flow(f);
             }
-            (f, false) => self.scheduler.set_ceiling(f, limits.ceiling, now),
+            (f, true) => self.scheduler.set_flow(f, q, now),
         }
     }
 

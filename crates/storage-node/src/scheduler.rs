@@ -1,28 +1,182 @@
 //! Wiring between volumes and the QoS core: the node-wide scheduler.
 //!
-//! Each rate-limited volume (or shared fixed policy group) is a *flow* owning a
-//! [`Pacer`] (its ceiling). Unlimited volumes have no flow and never touch the lock.
-//! This is the seam where mClock goes: floors need a node-wide view of all flows, which
-//! this one structure already has.
+//! Two modes, fixed when the node starts:
+//!
+//! * **Ceilings only** (no node capacity declared): each rate-limited volume (or shared
+//!   fixed policy group) is a *flow* owning a [`Pacer`]; a request's start time is
+//!   computed when it arrives ([`Scheduler::admit`]). Unlimited volumes have no flow and
+//!   never take the lock. The node runs at the backend's real speed; floors are reported
+//!   but cannot be enforced (there is no capacity to divide).
+//! * **Emulated controller** (`[capacity]` in node.toml, or `serve --calibrate`): every
+//!   volume (or shared group) is a flow of one node-wide [`MClock`] whose budget is the
+//!   declared capacity. Requests are queued ([`Scheduler::submit`]) and dispatched in
+//!   mClock order ([`Scheduler::pump`]): floors first, then shares of what is left,
+//!   ceilings always. A dispatched request is handed to its connection as a [`Grant`]
+//!   through the channel the connection registered. Whoever submits pumps; a dispatcher
+//!   task pumps when the next tag falls due and nobody else is around.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, Weak};
 
-use qos_core::{Nanos, Pacer, Rate};
+use qos_core::{FlowId, FlowSpec, MClock, Nanos, Pacer, Rate};
+use tokio::sync::{mpsc, Notify};
 
-/// Flow id of a volume without a ceiling.
+use crate::clock::Clock;
+use crate::config::{Capacity, Discipline};
+
+/// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
 pub const NO_FLOW: u32 = u32::MAX;
 
-/// The node-wide scheduler: one lock, one table of flows.
-#[derive(Default)]
+/// Requests due within this much are released now (tokio's timers tick in milliseconds;
+/// see the transmission loop). The schedule, and so every rate, is unchanged.
+pub const DISPATCH_SLACK_NS: Nanos = 1_000_000;
+
+/// What the scheduler needs to know about a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowQos {
+    pub ceiling: Rate,
+    pub floor: Rate,
+    /// Share of what is left after floors (0 counts as 1).
+    pub weight: u32,
+}
+
+impl FlowQos {
+    fn spec(&self) -> FlowSpec {
+        FlowSpec {
+            reservation: self.floor,
+            limit: self.ceiling,
+            weight: self.weight.max(1),
+        }
+    }
+}
+
+/// A queued request's identity: the connection that owns it and its sequence number there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    pub conn: u32,
+    pub seq: u64,
+}
+
+/// A dispatched request, sent to its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub seq: u64,
+    /// When the flow's ceiling allowed it: queue time up to here is the ceiling's, the
+    /// rest is the node's (others' floors and shares).
+    pub limit_at: Nanos,
+}
+
+/// A snapshot of the emulated controller.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ControllerStatus {
+    pub capacity: Capacity,
+    /// Sum of the floors of all flows, as declared (FIFO: reported, not enforced).
+    pub reserved: Rate,
+    /// `Some(scale)` when floors exceed the capacity and are scaled by `scale`.
+    pub overcommit: Option<f64>,
+    /// Requests waiting in the controller right now.
+    pub queued: usize,
+}
+
+/// The node-wide scheduler.
 pub struct Scheduler {
-    flows: Mutex<Vec<Option<Pacer>>>,
+    pacers: Mutex<Vec<Option<Pacer>>>,
+    controller: Option<Arc<Controller>>,
+}
+
+impl Default for Scheduler {
+    fn default() -> Self {
+        Scheduler::new(None, Clock::new())
+    }
+}
+
+/// The emulated controller: an mClock over the node's declared capacity.
+pub struct Controller {
+    inner: Mutex<Inner>,
+    capacity: Capacity,
+    clock: Clock,
+    /// Wakes the dispatcher when an earlier deadline appears.
+    wake: Arc<Notify>,
+    /// The deadline the dispatcher sleeps towards (`u64::MAX`: none).
+    armed: AtomicU64,
+    dispatcher_started: std::sync::Once,
+}
+
+struct Inner {
+    mc: MClock<Ticket>,
+    /// Registered connections' grant channels, by connection id.
+    conns: Vec<Option<mpsc::UnboundedSender<Grant>>>,
 }
 
 impl Scheduler {
-    /// Allocate a flow with the given ceiling; returns its id.
-    pub fn create_flow(&self, ceiling: Rate) -> u32 {
-        let mut flows = self.lock();
-        let pacer = Some(Pacer::new(ceiling));
+    /// A scheduler; with `capacity` it is an emulated controller (mClock).
+    pub fn new(capacity: Option<Capacity>, clock: Clock) -> Scheduler {
+        let controller = capacity.filter(Capacity::is_set).map(|cap| {
+            Arc::new(Controller {
+                inner: Mutex::new(Inner {
+                    mc: match cap.discipline {
+                        Discipline::Mclock => MClock::new(cap.rate(), cap.cost_unit),
+                        Discipline::Fifo => MClock::fifo(cap.rate(), cap.cost_unit),
+                    },
+                    conns: Vec::new(),
+                }),
+                capacity: cap,
+                clock,
+                wake: Arc::new(Notify::new()),
+                armed: AtomicU64::new(u64::MAX),
+                dispatcher_started: std::sync::Once::new(),
+            })
+        });
+        Scheduler {
+            pacers: Mutex::new(Vec::new()),
+            controller,
+        }
+    }
+
+    /// The emulated controller's capacity, if the node has one.
+    pub fn capacity(&self) -> Option<Capacity> {
+        self.controller.as_ref().map(|c| c.capacity)
+    }
+
+    /// Is this an emulated controller (mClock, floors enforced)?
+    pub fn controls(&self) -> bool {
+        self.controller.is_some()
+    }
+
+    /// Does a volume with these limits need a flow? Under a controller every volume
+    /// does (its I/O uses the node's capacity); otherwise only volumes with a ceiling.
+    pub fn needs_flow(&self, q: &FlowQos) -> bool {
+        self.controls() || q.ceiling != Rate::UNLIMITED
+    }
+
+    /// The controller's state for the API and metrics (`None`: ceilings-only mode).
+    pub fn status(&self) -> Option<ControllerStatus> {
+        let c = self.controller.as_ref()?;
+        let inner = c.lock();
+        Some(ControllerStatus {
+            capacity: c.capacity,
+            reserved: inner.mc.reserved(),
+            overcommit: inner.mc.overcommit(),
+            queued: inner.mc.queued(),
+        })
+    }
+
+    /// Reservation scale factor when floors add up to more than the capacity.
+    pub fn overcommit(&self) -> Option<f64> {
+        self.controller
+            .as_ref()
+            .and_then(|c| c.lock().mc.overcommit())
+    }
+
+    /// Allocate a flow; returns its id.
+    pub fn create_flow(&self, q: FlowQos, now: Nanos) -> u32 {
+        if let Some(c) = &self.controller {
+            let id = c.lock().mc.add_flow(q.spec(), now);
+            c.log_overcommit();
+            return id.0;
+        }
+        let mut flows = lock(&self.pacers);
+        let pacer = Some(Pacer::new(q.ceiling));
         if let Some(i) = flows.iter().position(Option::is_none) {
             flows[i] = pacer;
             i as u32
@@ -32,33 +186,179 @@ impl Scheduler {
         }
     }
 
-    /// Change a flow's ceiling in place (live policy changes).
-    pub fn set_ceiling(&self, flow: u32, ceiling: Rate, now: Nanos) {
-        if let Some(Some(p)) = self.lock().get_mut(flow as usize) {
-            p.set_ceiling(ceiling, now);
+    /// Change a flow's limits in place (live policy changes).
+    pub fn set_flow(&self, flow: u32, q: FlowQos, now: Nanos) {
+        if let Some(c) = &self.controller {
+            let changed = {
+                let mut inner = c.lock();
+                let before = inner.mc.overcommit();
+                inner.mc.set_flow(FlowId(flow), q.spec(), now);
+                before != inner.mc.overcommit()
+            };
+            if changed {
+                c.log_overcommit();
+            }
+            return;
+        }
+        if let Some(Some(p)) = lock(&self.pacers).get_mut(flow as usize) {
+            p.set_ceiling(q.ceiling, now);
         }
     }
 
+    /// Remove a flow. Under a controller its queued requests are granted at once (the
+    /// volume is moving to another policy or going away; they must not hang).
     pub fn remove_flow(&self, flow: u32) {
-        if let Some(slot) = self.lock().get_mut(flow as usize) {
+        if let Some(c) = &self.controller {
+            let now = c.clock.now();
+            let mut inner = c.lock();
+            let dropped = inner.mc.remove_flow(FlowId(flow));
+            for t in dropped {
+                if let Some(Some(tx)) = inner.conns.get(t.conn as usize) {
+                    let _ = tx.send(Grant {
+                        seq: t.seq,
+                        limit_at: now,
+                    });
+                }
+            }
+            return;
+        }
+        if let Some(slot) = lock(&self.pacers).get_mut(flow as usize) {
             *slot = None;
         }
     }
 
-    /// When may a request costing `ops` and `bytes` on `flow`, arriving at `now`, start?
+    /// Ceilings-only mode: when may a request costing `ops` and `bytes` on `flow`,
+    /// arriving at `now`, start?
     pub fn admit(&self, flow: u32, now: Nanos, ops: u64, bytes: u64) -> Nanos {
         if flow == NO_FLOW {
             return now;
         }
-        match self.lock().get_mut(flow as usize) {
+        match lock(&self.pacers).get_mut(flow as usize) {
             Some(Some(p)) => p.admit(now, ops, bytes),
             _ => now,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Option<Pacer>>> {
-        // A panic while holding this lock would be a bug in the pacer arithmetic; the
-        // table itself stays consistent, so keep serving.
-        self.flows.lock().unwrap_or_else(|p| p.into_inner())
+    /// Controller mode: register a connection; its grants arrive on the receiver.
+    pub fn register(&self) -> Option<(u32, mpsc::UnboundedReceiver<Grant>)> {
+        let c = self.controller.as_ref()?;
+        c.dispatcher_started.call_once(|| {
+            tokio::spawn(dispatcher(Arc::downgrade(c), c.wake.clone(), c.clock));
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut inner = c.lock();
+        let id = match inner.conns.iter().position(Option::is_none) {
+            Some(i) => {
+                inner.conns[i] = Some(tx);
+                i
+            }
+            None => {
+                inner.conns.push(Some(tx));
+                inner.conns.len() - 1
+            }
+        };
+        Some((id as u32, rx))
     }
+
+    /// Controller mode: forget a connection (its queued tickets are dropped when due).
+    pub fn unregister(&self, conn: u32) {
+        if let Some(c) = &self.controller {
+            if let Some(slot) = c.lock().conns.get_mut(conn as usize) {
+                *slot = None;
+            }
+        }
+    }
+
+    /// Controller mode: queue a request of `bytes` on `flow`. `false` if the flow is gone.
+    pub fn submit(&self, flow: u32, ticket: Ticket, bytes: u64, now: Nanos) -> bool {
+        match &self.controller {
+            Some(c) => c
+                .lock()
+                .mc
+                .enqueue(FlowId(flow), ticket, bytes, now)
+                .is_ok(),
+            None => false,
+        }
+    }
+
+    /// Controller mode: dispatch everything due at `now`, sending each grant to its
+    /// connection, and re-arm the dispatcher for the next deadline.
+    pub fn pump(&self, now: Nanos) {
+        if let Some(c) = &self.controller {
+            c.pump(now);
+        }
+    }
+}
+
+impl Controller {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        lock(&self.inner)
+    }
+
+    fn log_overcommit(&self) {
+        match self.lock().mc.overcommit() {
+            Some(f) => tracing::warn!(
+                scale = format!("{f:.3}"),
+                "floors add up to more than the node's capacity; every floor is scaled by this factor"
+            ),
+            None => tracing::debug!("floors fit the node's capacity"),
+        }
+    }
+
+    /// Dispatch what is due; returns the next deadline.
+    fn pump(&self, now: Nanos) -> Option<Nanos> {
+        let next = {
+            let mut inner = self.lock();
+            let Inner { mc, conns } = &mut *inner;
+            while let Some(d) = mc.dequeue(now + DISPATCH_SLACK_NS) {
+                if let Some(Some(tx)) = conns.get(d.token.conn as usize) {
+                    // A connection that went away drops its grant; nothing to reply to.
+                    let _ = tx.send(Grant {
+                        seq: d.token.seq,
+                        limit_at: d.limit_at,
+                    });
+                }
+            }
+            mc.next_wakeup(now)
+        };
+        let at = next.unwrap_or(u64::MAX);
+        if at < self.armed.load(Relaxed) {
+            self.armed.store(at, Relaxed);
+            self.wake.notify_one();
+        }
+        next
+    }
+}
+
+/// Pumps the controller when its next deadline comes, so queued requests go out even
+/// when no connection is submitting. Holds no strong reference while it sleeps; ends
+/// when the node is dropped.
+async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock) {
+    loop {
+        let deadline = {
+            let Some(c) = c.upgrade() else { return };
+            let next = c.pump(clock.now());
+            c.armed.store(next.unwrap_or(u64::MAX), Relaxed);
+            next
+        };
+        let sleep = async {
+            match deadline {
+                Some(at) => {
+                    tokio::time::sleep_until(clock.instant(at.saturating_sub(DISPATCH_SLACK_NS)))
+                        .await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = wake.notified() => {}
+            _ = sleep => {}
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding this lock would be a bug in the QoS arithmetic; the tables
+    // stay consistent, so keep serving.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -80,8 +80,17 @@ pub enum OpKind {
     Other,
 }
 
+/// How long a request was queued by QoS, split by cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Waits {
+    /// Waiting for the volume's own ceiling.
+    pub ceiling_ns: u64,
+    /// Waiting for the node (others' floors and shares, under an emulated controller).
+    pub floor_ns: u64,
+}
+
 impl VolumeStats {
-    pub fn record(&self, kind: OpKind, bytes: u64, latency_ns: u64, ceiling_wait_ns: u64) {
+    pub fn record(&self, kind: OpKind, bytes: u64, latency_ns: u64, waits: Waits) {
         // The histogram's bucket counts are the operation counts (see `ops`).
         match kind {
             OpKind::Read => self.read_bytes.fetch_add(bytes, Relaxed),
@@ -89,8 +98,11 @@ impl VolumeStats {
             OpKind::Other => 0,
         };
         self.latency[kind as usize].observe(latency_ns);
-        if ceiling_wait_ns > 0 {
-            self.ceiling_wait_ns.fetch_add(ceiling_wait_ns, Relaxed);
+        if waits.ceiling_ns > 0 {
+            self.ceiling_wait_ns.fetch_add(waits.ceiling_ns, Relaxed);
+        }
+        if waits.floor_ns > 0 {
+            self.floor_wait_ns.fetch_add(waits.floor_ns, Relaxed);
         }
     }
 
@@ -248,7 +260,15 @@ mod tests {
         let t0 = Instant::now();
         s.sample(t0);
         for _ in 0..100 {
-            s.record(OpKind::Read, 4096, 200_000, 100_000);
+            s.record(
+                OpKind::Read,
+                4096,
+                200_000,
+                Waits {
+                    ceiling_ns: 100_000,
+                    floor_ns: 0,
+                },
+            );
         }
         s.sample(t0 + Duration::from_millis(500));
         let r = s.rates();

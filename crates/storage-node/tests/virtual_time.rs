@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use nbd_proto::*;
 use storage_node::{server, Node, NodeConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+mod common;
+use common::handshake;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 fn node(policy_toml: &str, tag: &str) -> Arc<Node> {
@@ -18,46 +21,12 @@ fn node(policy_toml: &str, tag: &str) -> Arc<Node> {
     Node::open(&cfg, &dir).expect("node")
 }
 
-/// Handshake with GO (simple replies), returning the export size.
-async fn handshake(c: &mut DuplexStream) -> u64 {
-    let mut greet = [0u8; 18];
-    c.read_exact(&mut greet).await.unwrap();
-    assert_eq!(&greet[0..8], b"NBDMAGIC");
-    c.write_u32(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)
-        .await
-        .unwrap();
-    let mut data = Vec::new();
-    data.extend_from_slice(&1u32.to_be_bytes());
-    data.extend_from_slice(b"v");
-    data.extend_from_slice(&0u16.to_be_bytes());
-    c.write_u64(IHAVEOPT).await.unwrap();
-    c.write_u32(OPT_GO).await.unwrap();
-    c.write_u32(data.len() as u32).await.unwrap();
-    c.write_all(&data).await.unwrap();
-    let mut size = 0;
-    loop {
-        let _magic = c.read_u64().await.unwrap();
-        let _opt = c.read_u32().await.unwrap();
-        let ty = c.read_u32().await.unwrap();
-        let len = c.read_u32().await.unwrap();
-        let mut body = vec![0u8; len as usize];
-        c.read_exact(&mut body).await.unwrap();
-        if ty == REP_INFO && body[0..2] == INFO_EXPORT.to_be_bytes() {
-            size = u64::from_be_bytes(body[2..10].try_into().unwrap());
-        }
-        if ty == REP_ACK {
-            return size;
-        }
-        assert_eq!(ty & 0x8000_0000, 0, "option error {ty:x}");
-    }
-}
-
 /// Keep `qd` reads of `bs` bytes in flight for `secs` virtual seconds; return completions
 /// per second.
 async fn drive(node: Arc<Node>, qd: usize, bs: u32, secs: u64) -> Vec<u64> {
     let (mut client, server_side) = tokio::io::duplex(8 << 20);
     tokio::spawn(server::connection(server_side, node, None));
-    let size = handshake(&mut client).await;
+    let size = handshake(&mut client, "v").await;
     let start = Instant::now();
     let mut per_sec = vec![0u64; secs as usize];
     let mut cookie = 0u64;
@@ -181,7 +150,7 @@ async fn shutdown_finishes_in_flight_requests_then_closes() {
     );
     let (mut client, server_side) = tokio::io::duplex(1 << 20);
     let conn = tokio::spawn(server::connection(server_side, n.clone(), None));
-    handshake(&mut client).await;
+    handshake(&mut client, "v").await;
     let mut out = Vec::new();
     for cookie in 1..=8u64 {
         let req = Request {

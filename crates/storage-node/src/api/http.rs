@@ -94,6 +94,7 @@ enum Route {
     Policy(String),
     Volumes,
     Volume(String),
+    Cluster,
     Metrics,
 }
 
@@ -110,6 +111,7 @@ fn route(path: &str) -> Option<Route> {
     match p {
         "/api/storage/qos/policies" => Some(Route::Policies),
         "/api/storage/volumes" => Some(Route::Volumes),
+        "/api/cluster" => Some(Route::Cluster),
         _ => {
             if let Some(u) = one("/api/storage/qos/policies/") {
                 Some(Route::Policy(u))
@@ -138,8 +140,8 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
         return error_response(&ApiError::not_found(
             "",
             format!(
-                "no such endpoint {path}; endpoints: /api/storage/qos/policies[/UUID], \
-                 /api/storage/volumes[/UUID], /metrics"
+                "no such endpoint {path}; endpoints: /api/cluster, \
+                 /api/storage/qos/policies[/UUID], /api/storage/volumes[/UUID], /metrics"
             ),
         ));
     };
@@ -147,7 +149,7 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
     let allowed = match route {
         Route::Policies | Route::Volumes => "GET, POST",
         Route::Policy(_) | Route::Volume(_) => "GET, PATCH, DELETE",
-        Route::Metrics => "GET",
+        Route::Metrics | Route::Cluster => "GET",
     };
     let ok_method = match method {
         Method::GET | Method::HEAD => true,
@@ -235,6 +237,7 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
             (_, Route::Volumes) => cp.list_volumes(&query),
             (_, Route::Policy(u)) => cp.get_policy(&u, &query),
             (_, Route::Volume(u)) => cp.get_volume(&u, &query),
+            (_, Route::Cluster) => cp.cluster(),
             (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
         })
         .await
@@ -339,6 +342,7 @@ mod tests {
         ));
         assert!(matches!(route("/api/storage/volumes/abc"), Some(Route::Volume(u)) if u == "abc"));
         assert!(route("/api/storage/volumes/a/b").is_none());
-        assert!(route("/api/cluster").is_none());
+        assert!(matches!(route("/api/cluster"), Some(Route::Cluster)));
+        assert!(route("/api/cluster/nodes").is_none());
     }
 }

@@ -5,6 +5,7 @@
 //! ([`crate::state`]), then change the live node. A 2xx reply therefore means "on disk and
 //! in force". [`http`] is the HTTP front end and the one place errors become statuses.
 
+mod cluster;
 pub mod http;
 pub mod model;
 

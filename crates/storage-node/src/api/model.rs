@@ -233,6 +233,7 @@ const FIXED_FIELDS: &[&str] = &[
     "min_throughput_iops",
     "min_throughput_mbps",
     "capacity_shared",
+    "weight",
 ];
 const ADAPTIVE_FIELDS: &[&str] = &[
     "expected_iops",
@@ -241,6 +242,7 @@ const ADAPTIVE_FIELDS: &[&str] = &[
     "expected_iops_allocation",
     "peak_iops_allocation",
     "block_size",
+    "weight",
 ];
 
 fn apply_fixed(mut p: FixedPolicy, v: &Value, creating: bool) -> R<FixedPolicy> {
@@ -270,6 +272,9 @@ fn apply_fixed(mut p: FixedPolicy, v: &Value, creating: bool) -> R<FixedPolicy> 
         }
         p.capacity_shared = b;
     }
+    if let Some(w) = weight(m, "fixed")? {
+        p.weight = w;
+    }
     Ok(p)
 }
 
@@ -293,6 +298,22 @@ fn per_tb(m: &Map<String, Value>, key: &str) -> R<Option<IopsPerTb>> {
             v,
             "an integer (IOPS per TB) or a string such as \"5IOPS/GB\"",
         )),
+    }
+}
+
+/// `weight`: 1 to 10,000 (share of spare capacity after floors; a qoslab extension).
+fn weight(m: &Map<String, Value>, obj: &str) -> R<Option<u32>> {
+    match uint(m, obj, "weight", u64::from(qos_core::MAX_WEIGHT))? {
+        Some(0) => Err(ApiError::bad(
+            code::OUT_OF_RANGE,
+            &join(obj, "weight"),
+            format!(
+                "field \"{obj}.weight\" = 0 is out of range: allowed 1 to {}",
+                qos_core::MAX_WEIGHT
+            ),
+        )),
+        Some(w) => Ok(Some(w as u32)),
+        None => Ok(None),
     }
 }
 
@@ -339,6 +360,9 @@ fn apply_adaptive(mut p: AdaptivePolicy, v: &Value, creating: bool) -> R<Adaptiv
                 format!("adaptive.block_size: {e}"),
             )
         })?;
+    }
+    if let Some(w) = weight(m, "adaptive")? {
+        p.weight = w;
     }
     Ok(p)
 }
@@ -452,6 +476,7 @@ pub fn policy_json(p: &Policy) -> Map<String, Value> {
                     "capacity_shared": f.capacity_shared,
                 }),
             );
+            put_weight(&mut m, "fixed", f.weight);
         }
         Policy::Adaptive(a) => {
             m.insert(
@@ -465,9 +490,19 @@ pub fn policy_json(p: &Policy) -> Map<String, Value> {
                     "block_size": a.block_size.to_string().to_ascii_lowercase(),
                 }),
             );
+            put_weight(&mut m, "adaptive", a.weight);
         }
     }
     m
+}
+
+/// A weight is shown only when set (absent: the default, 1).
+fn put_weight(m: &mut Map<String, Value>, kind: &str, w: u32) {
+    if w > 0 {
+        if let Some(Value::Object(o)) = m.get_mut(kind) {
+            o.insert("weight".into(), json!(w));
+        }
+    }
 }
 
 /// Parse a stored policy spec (written by [`policy_json`]).

@@ -134,8 +134,8 @@ name = "a"
 adaptive = { expected_iops = "5IOPS/GB", peak_iops = "50IOPS/GB", peak_iops_allocation = "allocated-space", block_size = "any" }
 "#,
         r#"
-policy both=Fixed(FixedPolicy { max_iops: 500, max_mbps: 100, min_iops: 0, min_mbps: 0, capacity_shared: false })
-policy a=Adaptive(AdaptivePolicy { expected_iops: IopsPerTb(5000.0), peak_iops: IopsPerTb(50000.0), absolute_min_iops: 0, expected_allocation: AllocatedSpace, peak_allocation: AllocatedSpace, block_size: Any })
+policy both=Fixed(FixedPolicy { max_iops: 500, max_mbps: 100, min_iops: 0, min_mbps: 0, capacity_shared: false, weight: 0 })
+policy a=Adaptive(AdaptivePolicy { expected_iops: IopsPerTb(5000.0), peak_iops: IopsPerTb(50000.0), absolute_min_iops: 0, expected_allocation: AllocatedSpace, peak_allocation: AllocatedSpace, block_size: Any, weight: 0 })
 "#,
     );
     check_err_contains(
@@ -173,4 +173,60 @@ fn structural_errors() {
     );
     let cfg = NodeConfig::parse("[node]\nlisten_http = \"127.0.0.1:9\"\n", "node.toml").unwrap();
     assert_eq!(cfg.listen_http, Some("127.0.0.1:9".parse().unwrap()));
+}
+
+#[test]
+fn capacity_table() {
+    let cfg = NodeConfig::parse(
+        "[capacity]\niops = 20000\nmbps = 400\ncost_unit = \"64KiB\"\ndiscipline = \"fifo\"\n",
+        "node.toml",
+    )
+    .unwrap();
+    let cap = cfg.capacity.unwrap();
+    assert_eq!(
+        (cap.iops, cap.mbps, cap.cost_unit, cap.discipline),
+        (20000, 400, 65536, Discipline::Fifo)
+    );
+    assert_eq!(cap.rate().bytes_per_sec, 400 << 20);
+    let cfg = NodeConfig::parse("[capacity]\niops = 1000\n", "node.toml").unwrap();
+    assert_eq!(cfg.capacity.unwrap().cost_unit, DEFAULT_COST_UNIT);
+    assert!(NodeConfig::parse("", "node.toml")
+        .unwrap()
+        .capacity
+        .is_none());
+    check_err_contains(
+        "[node]\n\n[capacity]\niops = -5\n",
+        &[
+            "node.toml:3",
+            "capacity.iops = -5",
+            "0 (not limited) or positive",
+        ],
+    );
+    check_err_contains(
+        "[capacity]\niops = 1000\ncost_unit = 100\n",
+        &["capacity.cost_unit = 100", "512 B to 64 MiB"],
+    );
+    check_err_contains(
+        "[capacity]\niops = 1000\ndiscipline = \"wfq\"\n",
+        &["capacity.discipline", "\"wfq\"", "mclock", "fifo"],
+    );
+    check_err_contains(
+        "[capacity]\niops = 1000\ncalibrate = true\n",
+        &["either iops/mbps or calibrate"],
+    );
+    check_err_contains("[capacity]\nios = 1\n", &["node.toml:2", "ios"]);
+}
+
+#[test]
+fn policy_weight() {
+    let cfg = NodeConfig::parse(
+        "[[policy]]\nname = \"w\"\nfixed = { min_throughput_iops = 100, weight = 3 }\n",
+        "node.toml",
+    )
+    .unwrap();
+    assert_eq!(cfg.policies[0].policy.weight(), 3);
+    check_err_contains(
+        "[[policy]]\nname = \"w\"\nadaptive = { peak_iops = 100, weight = 0 }\n",
+        &["node.toml:1", "adaptive.weight = 0", "1 to 10000"],
+    );
 }

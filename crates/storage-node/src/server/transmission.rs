@@ -3,7 +3,7 @@
 //! of a batch with one socket write. Replies go out of order; cookies match them up.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::io;
 use std::os::unix::io::RawFd;
 use std::sync::Arc;
@@ -17,7 +17,8 @@ use tokio::sync::{mpsc, watch};
 use super::handshake::{Session, MAX_PAYLOAD};
 use crate::errors::nbd_errno;
 use crate::node::Node;
-use crate::stats::OpKind;
+use crate::scheduler::{Grant, Ticket, NO_FLOW};
+use crate::stats::{OpKind, Waits};
 use crate::volume::Volume;
 
 const RBUF_INITIAL: usize = 256 * 1024;
@@ -125,6 +126,25 @@ impl Ord for Deferred {
     }
 }
 
+/// A request queued in the emulated controller, waiting for its grant.
+struct Parked {
+    arrival: Nanos,
+    req: Request,
+    payload: Vec<u8>,
+}
+
+/// Unregisters a connection from the controller however the connection ends.
+struct Registration {
+    node: Arc<Node>,
+    id: u32,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.node.scheduler.unregister(self.id);
+    }
+}
+
 /// Per-connection state (everything but the socket and the read buffer).
 struct Conn {
     node: Arc<Node>,
@@ -137,6 +157,11 @@ struct Conn {
     /// Replies produced by blocking-pool work (fdatasync).
     done_tx: mpsc::UnboundedSender<Vec<u8>>,
     in_blocking: usize,
+    /// Controller mode: this connection's id and its requests waiting for grants.
+    ctl: Option<u32>,
+    waiting: HashMap<u64, Parked>,
+    /// Something was submitted since the last pump.
+    submitted: bool,
 }
 
 /// The connection's read buffer: bytes in `buf[pos..end]` are received, not yet parsed.
@@ -228,6 +253,14 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let (ctl, mut grants) = match node.scheduler.register() {
+        Some((id, rx)) => (Some(id), Some(rx)),
+        None => (None, None),
+    };
+    let _registration = ctl.map(|id| Registration {
+        node: node.clone(),
+        id,
+    });
     let mut c = Conn {
         vol: session.volume,
         structured: session.structured,
@@ -238,6 +271,9 @@ where
         seq: 0,
         done_tx,
         in_blocking: 0,
+        ctl,
+        waiting: HashMap::new(),
+        submitted: false,
     };
     let mut rb = ReadBuf::new();
     let mut reading = true;
@@ -257,30 +293,36 @@ where
             }
             reading = false;
         }
-        if !reading && c.deferred.is_empty() && c.in_blocking == 0 {
+        if !reading && c.idle() {
             if !c.wbuf.is_empty() {
                 stream.write_all(&c.wbuf).await?;
             }
             break;
         }
         if let Some((fd, budget)) = busy_poll.filter(|_| reading && spin.should_spin()) {
-            if c.deferred.is_empty() && c.in_blocking == 0 {
+            if c.idle() {
                 let n = spin_recv(fd, rb.spare(), budget);
                 if n > 0 {
                     rb.end += n;
                     let (more, handled) = c.handle_frames(&mut rb, stream).await?;
                     reading = more;
                     spin.spun(handled);
+                    c.pump(&mut grants);
                     c.flush(stream).await?;
                     continue;
                 }
             }
         }
         // Wake a timer tick early: run_due releases what is due within the slack.
-        let next_at = c
+        let mut next_at = c
             .deferred
             .peek()
             .map(|d| c.node.clock.instant(d.0.at.saturating_sub(TIMER_SLACK_NS)));
+        if let Some(t) = shutdown_at.filter(|_| !c.waiting.is_empty()) {
+            // Requests still waiting for the controller get ESHUTDOWN after the grace.
+            let give_up = c.node.clock.instant(t + SHUTDOWN_GRACE_NS);
+            next_at = Some(next_at.map_or(give_up, |n| n.min(give_up)));
+        }
         tokio::select! {
             Some(reply) = done_rx.recv(), if c.in_blocking > 0 => {
                 c.in_blocking -= 1;
@@ -289,6 +331,9 @@ where
                     c.in_blocking -= 1;
                     c.wbuf.extend_from_slice(&reply);
                 }
+            }
+            Some(g) = recv_opt(&mut grants), if !c.waiting.is_empty() => {
+                c.granted(g);
             }
             _ = sleep_opt(next_at), if next_at.is_some() => {}
             _ = shutdown.changed(), if shutdown_at.is_none() => {}
@@ -304,11 +349,19 @@ where
                 spin.woke(handled);
             }
         }
+        c.pump(&mut grants);
         c.run_due(shutdown_at);
         c.flush(stream).await?;
     }
     stream.flush().await?;
     Ok(())
+}
+
+async fn recv_opt(rx: &mut Option<mpsc::UnboundedReceiver<Grant>>) -> Option<Grant> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn sleep_opt(at: Option<tokio::time::Instant>) {
@@ -416,13 +469,36 @@ impl Conn {
             CMD_TRIM | CMD_WRITE_ZEROES => (1, 0),
             _ => (0, 0),
         };
+        if let Some(conn) = self.ctl.filter(|_| ops > 0) {
+            let flow = self.vol.flow();
+            self.seq += 1;
+            let ticket = Ticket {
+                conn,
+                seq: self.seq,
+            };
+            if flow != NO_FLOW && self.node.scheduler.submit(flow, ticket, bytes, now) {
+                self.waiting.insert(
+                    self.seq,
+                    Parked {
+                        arrival: now,
+                        req,
+                        payload: payload.to_vec(),
+                    },
+                );
+                self.submitted = true;
+            } else {
+                // The volume is between flows (a policy change in progress).
+                self.execute(req, payload, now, Waits::default());
+            }
+            return;
+        }
         let start = if ops > 0 {
             self.node.scheduler.admit(self.vol.flow(), now, ops, bytes)
         } else {
             now
         };
         if start <= now + TIMER_SLACK_NS {
-            self.execute(req, payload, now, 0);
+            self.execute(req, payload, now, Waits::default());
         } else {
             self.seq += 1;
             self.deferred.push(Reverse(Deferred {
@@ -435,13 +511,54 @@ impl Conn {
         }
     }
 
+    /// Nothing in flight: no parked, waiting or syncing requests.
+    fn idle(&self) -> bool {
+        self.deferred.is_empty() && self.waiting.is_empty() && self.in_blocking == 0
+    }
+
+    /// Controller mode: dispatch what is due if this connection submitted anything, and
+    /// execute this connection's grants at once (others' go to them by channel).
+    fn pump(&mut self, grants: &mut Option<mpsc::UnboundedReceiver<Grant>>) {
+        if !std::mem::take(&mut self.submitted) {
+            return;
+        }
+        self.node.scheduler.pump(self.node.clock.now());
+        if let Some(rx) = grants {
+            while let Ok(g) = rx.try_recv() {
+                self.granted(g);
+            }
+        }
+    }
+
+    /// Execute a request the controller dispatched; its queue time is split at the
+    /// moment its ceiling allowed it.
+    fn granted(&mut self, g: Grant) {
+        let Some(p) = self.waiting.remove(&g.seq) else {
+            return;
+        };
+        let wait = self.node.clock.now().saturating_sub(p.arrival);
+        let ceiling_ns = g.limit_at.saturating_sub(p.arrival).min(wait);
+        let waits = Waits {
+            ceiling_ns,
+            floor_ns: wait - ceiling_ns,
+        };
+        self.execute(p.req, &p.payload, p.arrival, waits);
+    }
+
     /// Execute every parked request whose time has come.
     fn run_due(&mut self, shutdown_at: Option<Nanos>) {
+        let now = self.node.clock.now();
+        let give_up = shutdown_at.is_some_and(|t| now >= t + SHUTDOWN_GRACE_NS);
+        if give_up && !self.waiting.is_empty() {
+            let mut cookies: Vec<u64> = self.waiting.drain().map(|(_, p)| p.req.cookie).collect();
+            cookies.sort_unstable();
+            for cookie in cookies {
+                self.error(cookie, ESHUTDOWN, "node is shutting down");
+            }
+        }
         if self.deferred.is_empty() {
             return;
         }
-        let now = self.node.clock.now();
-        let give_up = shutdown_at.is_some_and(|t| now >= t + SHUTDOWN_GRACE_NS);
         while let Some(Reverse(d)) = self.deferred.peek() {
             if d.at > now + TIMER_SLACK_NS && !give_up {
                 break;
@@ -453,8 +570,11 @@ impl Conn {
                 self.error(d.req.cookie, ESHUTDOWN, "node is shutting down");
                 continue;
             }
-            let wait = now.saturating_sub(d.arrival);
-            self.execute(d.req, &d.payload, d.arrival, wait);
+            let waits = Waits {
+                ceiling_ns: now.saturating_sub(d.arrival),
+                floor_ns: 0,
+            };
+            self.execute(d.req, &d.payload, d.arrival, waits);
         }
     }
 
@@ -528,7 +648,7 @@ impl Conn {
     }
 
     /// Execute a validated request whose QoS start time has come.
-    fn execute(&mut self, req: Request, payload: &[u8], arrival: Nanos, wait: Nanos) {
+    fn execute(&mut self, req: Request, payload: &[u8], arrival: Nanos, wait: Waits) {
         let vol = &self.vol;
         let be = &vol.backend;
         let (off, len) = (req.offset, req.length as u64);
@@ -634,7 +754,7 @@ impl Conn {
         &mut self,
         cookie: u64,
         arrival: Nanos,
-        wait: Nanos,
+        wait: Waits,
         kind: OpKind,
         bytes: u64,
     ) {

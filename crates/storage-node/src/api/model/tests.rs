@@ -176,7 +176,27 @@ fn stored_form_round_trips() {
     let p = new_policy(&m).unwrap().policy;
     let spec = Value::Object(policy_json(&p)).to_string();
     assert!(spec.contains("\"peak_iops\":50000"), "{spec}");
+    assert!(
+        !spec.contains("weight"),
+        "default weight is not shown: {spec}"
+    );
     assert_eq!(stored_policy(&spec).unwrap(), p);
+    let m =
+        parse_body(br#"{"name": "w", "fixed": {"min_throughput_iops": 10, "weight": 4}}"#).unwrap();
+    let p = new_policy(&m).unwrap().policy;
+    assert_eq!(p.weight(), 4);
+    let spec = Value::Object(policy_json(&p)).to_string();
+    assert!(spec.contains("\"weight\":4"), "{spec}");
+    assert_eq!(stored_policy(&spec).unwrap(), p);
+    for bad in [r#"{"weight": 0}"#, r#"{"weight": 10001}"#] {
+        let body = format!(r#"{{"name": "w", "fixed": {bad}}}"#);
+        let e = parse_body(body.as_bytes()).and_then(|m| new_policy(&m).map(|_| ()));
+        assert!(
+            matches!(&e, Err(ApiError { status: 400, .. })),
+            "{bad}: {:?}",
+            e.err()
+        );
+    }
 }
 
 #[test]

@@ -1,0 +1,38 @@
+//! Shared by the virtual-time test binaries: a minimal NBD client handshake.
+
+use nbd_proto::*;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Handshake with GO for `export` (simple replies), returning the export size.
+pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(c: &mut S, export: &str) -> u64 {
+    let mut greet = [0u8; 18];
+    c.read_exact(&mut greet).await.unwrap();
+    assert_eq!(&greet[0..8], b"NBDMAGIC");
+    c.write_u32(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)
+        .await
+        .unwrap();
+    let mut data = Vec::new();
+    data.extend_from_slice(&(export.len() as u32).to_be_bytes());
+    data.extend_from_slice(export.as_bytes());
+    data.extend_from_slice(&0u16.to_be_bytes());
+    c.write_u64(IHAVEOPT).await.unwrap();
+    c.write_u32(OPT_GO).await.unwrap();
+    c.write_u32(data.len() as u32).await.unwrap();
+    c.write_all(&data).await.unwrap();
+    let mut size = 0;
+    loop {
+        let _magic = c.read_u64().await.unwrap();
+        let _opt = c.read_u32().await.unwrap();
+        let ty = c.read_u32().await.unwrap();
+        let len = c.read_u32().await.unwrap();
+        let mut body = vec![0u8; len as usize];
+        c.read_exact(&mut body).await.unwrap();
+        if ty == REP_INFO && body[0..2] == INFO_EXPORT.to_be_bytes() {
+            size = u64::from_be_bytes(body[2..10].try_into().unwrap());
+        }
+        if ty == REP_ACK {
+            return size;
+        }
+        assert_eq!(ty & 0x8000_0000, 0, "option error {ty:x}");
+    }
+}
