@@ -10,7 +10,7 @@
 //! iterations = 1          # default 1
 //! mmap_reads = true       # the embedded node's read path (node.toml's mmap_reads)
 //!
-//! [[policy]]              # exactly node.toml's [[policy]] and [[volume]] (docs/CONFIG.md)
+//! [[policy]]              # exactly node.toml's [[policy]], [[volume]], [capacity] (docs/CONFIG.md)
 //! name = "QoS_500iops"
 //! fixed = { max_throughput_iops = 500 }
 //!
@@ -117,6 +117,10 @@ struct RawPlan {
     ramp: Option<Spanned<crate::ramp::RawRamp>>,
     #[serde(default)]
     system: Vec<Spanned<crate::ramp::RawSystem>>,
+    /// The embedded node's emulated controller: node.toml's `[capacity]` (checked by the
+    /// node's config parser with the other node sections).
+    #[allow(dead_code)]
+    capacity: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -193,7 +197,7 @@ pub fn fio_time(secs: f64) -> String {
     }
 }
 
-/// The node-section lines of a plan, other lines blanked so node config errors carry the
+/// The node-section lines of a plan (`[[policy]]`, `[[volume]]`, `[capacity]`), other lines blanked so node config errors carry the
 /// plan's own line numbers. Sections are found by their `[header]` lines.
 fn node_section_text(text: &str) -> String {
     let mut keep = false;
@@ -206,7 +210,7 @@ fn node_section_text(text: &str) -> String {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
                 .collect();
-            keep = root == "policy" || root == "volume";
+            keep = root == "policy" || root == "volume" || root == "capacity";
         }
         if keep {
             out.push_str(line);
@@ -244,8 +248,8 @@ impl Plan {
                 .map(|s| format!(":{}", line_of(text, s.start)))
                 .unwrap_or_default();
             let msg = e.message().replace(
-                "`bench`, `policy`, `volume`, `workload`, `ramp`, `system`",
-                "`bench`, `policy`, `volume`, `workload`, `ramp`, `system` (a plan's top-level keys)",
+                "`bench`, `policy`, `volume`, `workload`, `ramp`, `system`, `capacity`",
+                "`bench`, `policy`, `volume`, `workload`, `ramp`, `system`, `capacity` (a plan's top-level keys)",
             );
             PlanError(format!("{origin}{line}: {msg}"))
         })?;
@@ -680,6 +684,18 @@ expect = { read_iops = ["iops >= 100"], rw_mix = ["write.iops > 1"] }
         let plan = Plan::load(Path::new(p)).unwrap();
         assert_eq!(plan.jobs().len(), 10);
         assert!(!plan.node.unwrap().mmap_reads, "pread is the default");
+    }
+
+    #[test]
+    fn the_embedded_node_takes_an_emulated_controller() {
+        let p = Plan::parse(
+            "[capacity]\niops = 4000\n\n[[volume]]\nname = \"a\"\nsize = \"1GB\"\n\n[[workload]]\nfio = { rw = \"read\" }\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(p.node.unwrap().capacity.unwrap().iops, 4000);
+        let e = err("[capacity]\niops = -1\n[[volume]]\nname = \"a\"\nsize = \"1GB\"\n[[workload]]\nfio = { rw = \"read\" }\n");
+        assert!(e.contains("p.toml:1: capacity.iops = -1"), "{e}");
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! Measured: the WIJ time (journal start to its FLUSH done), the write cycle (burst start to
 //! the final FLUSH done: the last write durable), each burst write's latency (submission to
 //! reply), each read's latency (submission to reply), counts. The run ends once `runtime`
-//! has passed and the daemon's last cycle is done; reads go on until then.
+//! has passed and the daemon's last cycle is done; reads go on until then. A cycle that an
+//! overrun pushed past the end of the runtime is skipped and counted (`cycles_skipped`), so a
+//! saturated run lasts at most one overrunning cycle longer than its runtime.
 //!
 //! Time is tokio's, so the timing logic is unit-tested in paused time against
 //! [`fake::FakeTarget`]; [`nbd::NbdTarget`] and [`file::FileTarget`] are the real targets.
@@ -153,6 +155,8 @@ pub struct RunStats {
     /// Reads that waited for an in-flight slot (the target fell behind the arrival rate).
     pub reads_delayed: u64,
     pub cycles: Vec<CycleStats>,
+    /// Cycles that could not start before the runtime ended (an earlier one overran).
+    pub cycles_skipped: u64,
     pub errors: u64,
     pub first_error: Option<String>,
 }
@@ -298,11 +302,11 @@ pub async fn run_once(target: Arc<dyn IoTarget>, w: &Workload) -> RunStats {
             }
         }
     }
-    let cycles = match daemon.await {
+    let (cycles, cycles_skipped) = match daemon.await {
         Ok(c) => c,
         Err(e) => {
             errors.record(&IoError::Io(format!("write daemon: {e}")));
-            Vec::new()
+            (Vec::new(), 0)
         }
     };
     let window = Instant::now().max(end) - start;
@@ -324,6 +328,7 @@ pub async fn run_once(target: Arc<dyn IoTarget>, w: &Workload) -> RunStats {
         },
         reads_delayed: delayed,
         cycles,
+        cycles_skipped,
         errors: errors.count.load(Ordering::Relaxed),
         first_error,
     }
@@ -377,12 +382,16 @@ async fn write_daemon(
     w: Workload,
     start: Instant,
     errors: Arc<Errors>,
-) -> Vec<CycleStats> {
+) -> (Vec<CycleStats>, u64) {
     let mut out = Vec::new();
     let mut rng = Rng::new(w.seed);
     let bs = w.block_size;
-    for j in 0..w.cycles() {
+    let n = w.cycles();
+    for j in 0..n {
         let sched = start + w.cycle_offset + w.cycle * j as u32;
+        if j > 0 && Instant::now() >= start + w.runtime {
+            return (out, n - j);
+        }
         tokio::time::sleep_until(sched).await;
         let c0 = Instant::now();
         let mut c = CycleStats {
@@ -422,7 +431,7 @@ async fn write_daemon(
         c.errors = e1 + e2 + e3 + e4;
         out.push(c);
     }
-    out
+    (out, 0)
 }
 
 async fn flush(target: &Arc<dyn IoTarget>, errors: &Errors) -> u64 {
@@ -532,8 +541,28 @@ mod tests {
                 >= s.cycles[0].start_s + s.cycles[0].wij_s + s.cycles[0].cycle_s - 0.01
         );
         assert!(s.window_s > 6.0, "{}", s.window_s);
+        assert_eq!(s.cycles_skipped, 0);
         // Writes fall short of 2 × 2000 / 4 s because the window stretched.
         assert!(s.write_iops() < 1000.0 * 0.75, "{}", s.write_iops());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cycles_pushed_past_the_runtime_are_skipped() {
+        // Each burst needs ~4 s (2000 writes at 500/s spare) but the period is 1 s and the
+        // run 3 s: the first cycle overruns the whole run, the other two never start.
+        let fake = Arc::new(FakeTarget::new(Some(1000.0), Duration::ZERO));
+        let w = Workload {
+            read_iops: 500.0,
+            dirty_blocks: 2000,
+            cycle: Duration::from_secs(1),
+            runtime: Duration::from_secs(3),
+            wij_block: 8192 * 2000,
+            ..workload()
+        };
+        let s = run_once(fake, &w).await;
+        assert_eq!((s.cycles.len(), s.cycles_skipped), (1, 2));
+        assert!(s.longest_cycle_s() > 3.5, "{:?}", s.cycles);
+        assert!(s.window_s < s.longest_cycle_s() + 0.5, "{}", s.window_s);
     }
 
     #[tokio::test(start_paused = true)]
