@@ -51,16 +51,19 @@ const COLUMNS: [&str; 10] = [
     "Pass",
 ];
 
+/// The stored run as JSON (through a file: the test helper does not drain the child's
+/// pipe while it runs, so large output would block it).
 fn export_json(d: &Dir) -> Json {
     let o = qoslab(
         d,
         &[
-            "results", "export", "last", "--format", "json", "--db", "r.db",
+            "results", "export", "last", "--format", "json", "--db", "r.db", "--output", "run.json",
         ],
         LIMIT,
     );
-    let (out, err) = text(&o);
+    let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
+    let out = std::fs::read_to_string(d.path().join("run.json")).unwrap();
     Json::parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}"))
 }
 
@@ -299,4 +302,128 @@ fn usage_and_plan_errors_name_the_flag_or_line() {
         err.contains("bad2.toml:5: ramp.read_pct (--read-pct) = 120 %: allowed 0 .. 100 %"),
         "{err}"
     );
+}
+
+fn run_ids(csv: &str) -> Vec<bool> {
+    parse_csv(csv).into_iter().map(|(_, pass)| pass).collect()
+}
+
+#[test]
+fn a_ten_run_ramp_on_an_emulated_controller_passes_low_and_fails_once_it_saturates() {
+    let _g = heavy();
+    let d = Dir::new("ramp-controller");
+    d.write(
+        "controller.toml",
+        r#"[bench]
+name = "controller"
+
+[capacity]              # the emulated controller: 4,000 ops/s for the whole node
+iops = 4000
+
+[[volume]]
+name = "db"
+size = "100GB"
+
+[ramp]
+runs = 10
+scale = 0.025           # 2 s write cycles, 1.125 s limit
+runtime = "80s"         # one cycle per run
+span = "256MiB"
+max_write_latency = "50ms"   # QD 32 on 4,000 IOPS waits >= 8 ms (Little's law)
+
+[[system]]
+name = "db"
+min_iops = 500
+max_iops = 4000
+"#,
+    );
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            "controller.toml",
+            "--db",
+            "r.db",
+            "--summary-csv",
+            "s.csv",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    // Some runs fail: exit 1, everything stored.
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    let pass = run_ids(&std::fs::read_to_string(d.path().join("s.csv")).unwrap());
+    assert_eq!(pass.len(), 10, "{out}");
+    // 500, 889, 1278 IOPS: far below the controller.
+    assert!(pass[..3].iter().all(|p| *p), "{out}");
+    // 3611 and 4000 IOPS: reads alone take 2700-3000 of the 4000, the bursts cannot finish.
+    assert!(!pass[8] && !pass[9], "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("highest passing target: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let best: u64 = line["highest passing target: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("{line}"));
+    assert!((1278..4000).contains(&best), "{line}");
+    let j = export_json(&d);
+    assert_eq!(j.at("status").str(), "failed");
+    assert_eq!(j.at("jobs").arr().len(), 10);
+    let t = &j.at("tables").arr()[0];
+    assert_eq!(t.at("rows").arr().len(), 10);
+}
+
+#[test]
+fn seed_001_protected_systems_pass_every_run_while_the_bully_fails_its_upper_runs() {
+    let _g = heavy();
+    let d = Dir::new("ramp-seed001");
+    let plan = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/seed001-ramp.toml"
+    );
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            plan,
+            "--db",
+            "r.db",
+            "--summary-csv",
+            "summary.csv",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    let csv = |s: &str| {
+        run_ids(&std::fs::read_to_string(d.path().join(format!("summary-{s}.csv"))).unwrap())
+    };
+    for protected in ["epic-rhel1", "epic-rhel2"] {
+        let p = csv(protected);
+        assert_eq!(p.len(), 10);
+        assert!(p.iter().all(|x| *x), "{protected} failed a run:\n{out}");
+    }
+    let bully = csv("epic-rhel3");
+    assert!(
+        bully[0],
+        "the bully's first run (900 IOPS) should pass:\n{out}"
+    );
+    assert!(
+        bully[7..].iter().all(|x| !*x),
+        "the bully's upper runs should fail:\n{out}"
+    );
+    // One run in the store: three tables, one job per system and run, floors recorded.
+    let j = export_json(&d);
+    let tables = j.at("tables").arr();
+    let names: Vec<&str> = tables.iter().map(|t| t.at("name").str()).collect();
+    assert_eq!(names, ["epic-rhel1", "epic-rhel2", "epic-rhel3"]);
+    assert!(tables.iter().all(|t| t.at("kind").str() == "ramp"));
+    assert_eq!(j.at("jobs").arr().len(), 30);
+    let vols = j.at("volumes").arr();
+    assert_eq!(vols[0].at("limits").at("floor_iops").u64(), 1000);
+    assert_eq!(vols[2].at("limits").at("floor_iops").u64(), 0);
 }
