@@ -144,13 +144,13 @@ impl Settings {
             ));
         }
         range("read_pct (--read-pct)", self.read_pct, 0.0, 100.0, " %")?;
-        if self.block_size % 512 != 0 || !(512..=1 << 20).contains(&self.block_size) {
+        if self.block_size & 511 != 0 || !(512..=1 << 20).contains(&self.block_size) {
             return Err(format!(
                 "block_size (--block-size) = {} bytes: allowed a multiple of 512 from 512 to 1MiB",
                 self.block_size
             ));
         }
-        if self.wij_block % 512 != 0 || !(512..=32 << 20).contains(&self.wij_block) {
+        if self.wij_block & 511 != 0 || !(512..=32 << 20).contains(&self.wij_block) {
             return Err(format!(
                 "wij_block = {} bytes: allowed a multiple of 512 from 512 to 32MiB",
                 self.wij_block
@@ -750,15 +750,13 @@ pub fn highest_pass(rows: &[Row]) -> Option<&Row> {
 }
 
 fn thousands(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    let digits: Vec<char> = v.to_string().chars().rev().collect();
+    let groups: Vec<String> = digits
+        .chunks(3)
+        .map(|c| c.iter().rev().collect())
+        .rev()
+        .collect();
+    groups.join(",")
 }
 
 /// One line for a finished run (progress).
