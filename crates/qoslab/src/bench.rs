@@ -53,7 +53,8 @@ pub struct BenchArgs {
     /// The volume on --node to run against.
     #[arg(long, requires = "node")]
     volume: Option<String>,
-    /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s).
+    /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
+    /// run's length before --scale (default 320s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
     /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s).
