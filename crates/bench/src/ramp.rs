@@ -1352,6 +1352,44 @@ mod tests {
     }
 
     #[test]
+    fn the_example_ramp_plans_are_valid() {
+        let load = |f: &str| {
+            let p = format!("{}/../../examples/{f}", env!("CARGO_MANIFEST_DIR"));
+            Plan::load(std::path::Path::new(&p)).unwrap()
+        };
+        let p = load("seed001-ramp.toml");
+        let r = p.ramp_plan.as_ref().unwrap();
+        assert_eq!(r.systems.len(), 3);
+        assert_eq!((r.systems[2].min_iops, r.systems[2].max_iops), (900, 1800));
+        assert!((r.settings.cycle_limit_s() - 1.125).abs() < 1e-9);
+        assert_eq!(p.node.as_ref().unwrap().capacity.unwrap().iops, 4000);
+        assert!(p.workloads.is_empty() && p.jobs().is_empty());
+        let r = load("ramp-cycle-2000.toml").ramp_plan.unwrap();
+        assert_eq!(r.settings.dirty_blocks, Some(4000));
+        assert_eq!(r.settings.read_pct, 0.0);
+        let r = load("ramp-controller.toml").ramp_plan.unwrap();
+        assert_eq!(r.systems[0].target_iops(9, r.settings.runs), 4000);
+    }
+
+    #[test]
+    fn plan_errors_name_the_line_and_key() {
+        let e = |t: &str| Plan::parse(t, "p.toml").unwrap_err().0;
+        let v = "[[volume]]\nname = \"a\"\nsize = \"1GB\"\n";
+        for (bad, want) in [
+            (format!("{v}[ramp]\nruns = 3\n"), "p.toml:4: [ramp] without any [[system]]"),
+            (format!("{v}[[system]]\nname = \"s\"\nmax_iops = 5\n"), "p.toml:4: system \"s\": min_iops is required"),
+            (format!("{v}[[system]]\nmin_iops = 0\nmax_iops = 5\n"), "p.toml:5: system \"system1\": min_iops = 0: allowed 1 .. 100000000"),
+            (format!("{v}[ramp]\ncycle = \"x\"\n[[system]]\nmin_iops = 1\nmax_iops = 5\n"), "p.toml:5: ramp.cycle: invalid duration"),
+            (format!("{v}[ramp]\nrunz = 3\n"), "unknown field `runz`"),
+            (format!("{v}[[system]]\nmin_iops = 1\nmax_iops = 5\n[[workload]]\nfio = {{ rw = \"read\" }}\n"), "not both"),
+            (format!("{v}[[system]]\nvolume = \"a\"\ntarget = \"/tmp\"\nmin_iops = 1\nmax_iops = 5\n"), "not both"),
+        ] {
+            let got = e(&bad);
+            assert!(got.contains(want), "for:\n{bad}\ngot: {got}\nwant: {want}");
+        }
+    }
+
+    #[test]
     fn overrides_apply_and_validate() {
         let mut p = profile_plan(true).unwrap().ramp_plan.unwrap();
         p.apply(&Overrides {

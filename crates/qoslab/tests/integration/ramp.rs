@@ -79,46 +79,13 @@ fn column(t: &Json, name: &str) -> usize {
 fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
     let _g = heavy();
     let d = Dir::new("ramp-cycle");
-    d.write(
-        "cycle.toml",
-        r#"[bench]
-name = "cycle2000"
-
-[[policy]]
-name = "ceiling2000"
-fixed = { max_throughput_iops = 2000 }
-
-[[volume]]
-name = "db"
-size = "10GB"
-policy = "ceiling2000"
-
-[ramp]
-runs = 1
-cycle = "3s"
-runtime = "3s"
-read_pct = 0            # the write cycle alone
-dirty_blocks = 4000
-span = "64MiB"
-max_write_cycle = "2.2s"  # 2 s + 10%
-max_write_latency = "1s"
-
-[[system]]
-name = "db"
-min_iops = 1000
-max_iops = 1000
-"#,
+    let plan = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/ramp-cycle-2000.toml"
     );
     let o = qoslab(
         &d,
-        &[
-            "bench",
-            "cycle.toml",
-            "--db",
-            "r.db",
-            "--summary-csv",
-            "s.csv",
-        ],
+        &["bench", plan, "--db", "r.db", "--summary-csv", "s.csv"],
         LIMIT,
     );
     let (out, err) = text(&o);
@@ -312,41 +279,13 @@ fn run_ids(csv: &str) -> Vec<bool> {
 fn a_ten_run_ramp_on_an_emulated_controller_passes_low_and_fails_once_it_saturates() {
     let _g = heavy();
     let d = Dir::new("ramp-controller");
-    d.write(
-        "controller.toml",
-        r#"[bench]
-name = "controller"
-
-[capacity]              # the emulated controller: 4,000 ops/s for the whole node
-iops = 4000
-
-[[volume]]
-name = "db"
-size = "100GB"
-
-[ramp]
-runs = 10
-scale = 0.025           # 2 s write cycles, 1.125 s limit
-runtime = "80s"         # one cycle per run
-span = "256MiB"
-max_write_latency = "50ms"   # QD 32 on 4,000 IOPS waits >= 8 ms (Little's law)
-
-[[system]]
-name = "db"
-min_iops = 500
-max_iops = 4000
-"#,
+    let plan = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/ramp-controller.toml"
     );
     let o = qoslab(
         &d,
-        &[
-            "bench",
-            "controller.toml",
-            "--db",
-            "r.db",
-            "--summary-csv",
-            "s.csv",
-        ],
+        &["bench", plan, "--db", "r.db", "--summary-csv", "s.csv"],
         LIMIT,
     );
     let (out, err) = text(&o);
