@@ -170,6 +170,11 @@ pub fn run(
     let rp = rp.clone();
     let s = &rp.settings;
     let csv = csv_paths(args.summary_csv.as_deref(), &rp.systems);
+    // Fail now, not after the ramp, when a summary.csv cannot be written.
+    for p in &csv {
+        std::fs::write(p, format!("{}\n", ramp::CSV_HEADER))
+            .with_context(|| format!("--summary-csv: writing {}", p.display()))?;
+    }
     let total = f64::from(s.runs) * (s.runtime_s() + 0.2);
     if !json {
         println!(
