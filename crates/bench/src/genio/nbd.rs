@@ -417,6 +417,75 @@ mod tests {
     use super::*;
 
     #[test]
+    fn talks_to_the_embedded_node() {
+        let cfg = storage_node::NodeConfig::parse(
+            "[[volume]]\nname = \"v\"\nsize = \"64MiB\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let node = crate::target::EmbeddedNode::start(&cfg).unwrap();
+        let uri = node.uri("v");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let t = NbdTarget::connect(&uri).await.unwrap();
+            assert_eq!(t.size(), 64 << 20);
+            assert_eq!(t.describe(), uri);
+            // Many in flight on one connection, replies matched by cookie.
+            let futs: Vec<IoFuture> = (0..64)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        t.write(i * 8192, 8192)
+                    } else {
+                        t.read(i * 8192, 8192)
+                    }
+                })
+                .collect();
+            for f in futs {
+                f.await.unwrap();
+            }
+            t.write(1 << 20, 1 << 20).await.unwrap();
+            t.flush().await.unwrap();
+            // The server's errors come back as errors, and the session goes on.
+            let e = t.read(64 << 20, 8192).await.unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    IoError::Nbd {
+                        op: "READ",
+                        errno: p::EINVAL,
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+            t.read(0, 4096).await.unwrap();
+            let e = NbdTarget::connect(&uri.replace("///v?", "///nope?"))
+                .await
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains("no export named \"nope\""), "{e}");
+            let e = NbdTarget::connect("nbd+unix:///v?socket=/nonexistent/s")
+                .await
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains("connecting to"), "{e}");
+        });
+        let data = std::fs::read(node.node().volume_path("v")).unwrap();
+        assert_eq!(data.len(), 64 << 20);
+        assert_ne!(
+            &data[0..8192],
+            &[0u8; 8192][..],
+            "the writes reached the volume"
+        );
+        node.stop();
+    }
+
+    #[test]
     fn uris() {
         assert_eq!(
             parse_uri("nbd+unix:///vol1?socket=/tmp/s.sock").unwrap(),
