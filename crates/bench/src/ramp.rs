@@ -597,6 +597,8 @@ pub struct Row {
     pub cycles: usize,
     /// Cycles an overrun pushed past the end of the run.
     pub cycles_skipped: u64,
+    /// Reads that waited for an in-flight slot (the target fell behind the arrival rate).
+    pub reads_delayed: u64,
     pub errors: u64,
     pub first_error: Option<String>,
     pub pass: bool,
@@ -620,6 +622,7 @@ impl Row {
             read_lat_ms: s.read_lat_mean_s * 1e3,
             cycles: s.cycles.len(),
             cycles_skipped: s.cycles_skipped,
+            reads_delayed: s.reads_delayed,
             errors: s.errors,
             first_error: s.first_error.clone(),
             pass: false,
@@ -773,14 +776,32 @@ pub fn run_line(system: &str, runs: u32, r: &Row) -> String {
         r.write_lat_ms,
         r.read_lat_ms,
         if r.pass { "PASS" } else { "FAIL" },
-        if r.errors > 0 {
-            format!(
-                " ({} I/O errors: {})",
-                r.errors,
-                r.first_error.as_deref().unwrap_or("?")
-            )
-        } else {
-            String::new()
+        {
+            let mut notes = Vec::new();
+            if r.cycles_skipped > 0 {
+                notes.push(format!(
+                    "{} cycle(s) skipped: an overrun pushed them past the run",
+                    r.cycles_skipped
+                ));
+            }
+            if r.reads_delayed > 0 {
+                notes.push(format!(
+                    "{} read(s) waited for one of the in-flight slots",
+                    r.reads_delayed
+                ));
+            }
+            if r.errors > 0 {
+                notes.push(format!(
+                    "{} I/O error(s), first: {}",
+                    r.errors,
+                    r.first_error.as_deref().unwrap_or("?")
+                ));
+            }
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
         }
     )
 }
@@ -1224,6 +1245,7 @@ mod tests {
             read_lat_ms: 0.2,
             cycles: 4,
             cycles_skipped: 0,
+            reads_delayed: 0,
             errors: 0,
             first_error: None,
             pass: false,

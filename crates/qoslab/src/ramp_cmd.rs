@@ -2,8 +2,10 @@
 //! qoslab's own generator, a table and summary.csv per system, everything in the results
 //! store. Exit 0 when every run of every system passed, 1 when any failed.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bench::export;
@@ -110,20 +112,91 @@ fn csv_paths(base: Option<&Path>, systems: &[System]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A TTY-only line (run k/N, elapsed, time left) redrawn twice a second while a run goes.
+struct LiveLine {
+    state: Option<Arc<Mutex<(Option<(u32, Instant)>, bool)>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveLine {
+    fn new(enabled: bool, runs: u32, run_s: f64) -> LiveLine {
+        if !enabled || !std::io::stdout().is_terminal() {
+            return LiveLine {
+                state: None,
+                thread: None,
+            };
+        }
+        let state = Arc::new(Mutex::new((None::<(u32, Instant)>, false)));
+        let st = state.clone();
+        let thread = std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let g = st.lock().unwrap_or_else(|e| e.into_inner());
+            if g.1 {
+                break;
+            }
+            if let Some((k, t0)) = g.0 {
+                let el = t0.elapsed().as_secs_f64();
+                let left = (run_s - el).max(0.0) + f64::from(runs - k - 1) * run_s;
+                let mut out = std::io::stdout().lock();
+                let _ = write!(
+                    out,
+                    "\r\x1b[2K[run {}/{runs}] {el:.0}s / {run_s:.0}s  (ramp: ~{left:.0}s left)",
+                    k + 1
+                );
+                let _ = out.flush();
+            }
+        });
+        LiveLine {
+            state: Some(state),
+            thread: Some(thread),
+        }
+    }
+
+    fn set(&self, run: Option<u32>) {
+        if let Some(s) = &self.state {
+            let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
+            if run.is_none() && g.0.is_some() {
+                let mut out = std::io::stdout().lock();
+                let _ = write!(out, "\r\x1b[2K");
+                let _ = out.flush();
+            }
+            g.0 = run.map(|k| (k, Instant::now()));
+        }
+    }
+}
+
+impl Drop for LiveLine {
+    fn drop(&mut self) {
+        self.set(None);
+        if let Some(s) = &self.state {
+            s.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 struct Printer {
     quiet: bool,
     runs: u32,
     csv: Vec<(String, PathBuf)>,
     csv_error: Option<String>,
+    live: LiveLine,
 }
 
 impl ramp::Observer for Printer {
+    fn run_started(&mut self, k: u32, _runs: u32) {
+        self.live.set(Some(k));
+    }
+
     fn run_finished(&mut self, system: &System, rows: &[Row]) {
         if let Some((_, path)) = self.csv.iter().find(|(n, _)| *n == system.name) {
             if let Err(e) = std::fs::write(path, ramp::csv(rows)) {
                 self.csv_error = Some(format!("writing {}: {e}", path.display()));
             }
         }
+        self.live.set(None);
         if !self.quiet {
             if let Some(r) = rows.last() {
                 let mut so = std::io::stdout().lock();
@@ -200,8 +273,10 @@ pub fn run(
             .zip(csv.iter().cloned())
             .collect(),
         csv_error: None,
+        live: LiveLine::new(!json, s.runs, s.runtime_s()),
     };
     let out = ramp::run_ramp(&plan, target, &mut store, &env, &mut printer)?;
+    drop(printer.live);
     if let Some(e) = printer.csv_error {
         anyhow::bail!("summary.csv: {e}");
     }
