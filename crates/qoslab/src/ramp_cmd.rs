@@ -112,9 +112,12 @@ fn csv_paths(base: Option<&Path>, systems: &[System]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The running run (index, start) and whether the line is done.
+type LiveState = Arc<Mutex<(Option<(u32, Instant)>, bool)>>;
+
 /// A TTY-only line (run k/N, elapsed, time left) redrawn twice a second while a run goes.
 struct LiveLine {
-    state: Option<Arc<Mutex<(Option<(u32, Instant)>, bool)>>>,
+    state: Option<LiveState>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
