@@ -32,7 +32,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::genio::{self, IoTarget, RunStats, Workload};
+use crate::genio::{self, IoError, IoTarget, RunStats, Workload};
 use crate::plan::{parse_duration, Plan, PlanError};
 use crate::result::{DirStats, FioOutput, JobResult};
 use crate::run::RunError;
@@ -86,6 +86,8 @@ pub struct Settings {
     pub dirty_blocks: Option<u64>,
     /// Start the systems' write cycles cycle/n apart (true) or together.
     pub stagger: bool,
+    /// Write the span and the journal area once before the first run (GenIO's dgen.pl).
+    pub prefill: bool,
 }
 
 impl Default for Settings {
@@ -106,6 +108,7 @@ impl Default for Settings {
             span: 1 << 30,
             dirty_blocks: None,
             stagger: true,
+            prefill: true,
         }
     }
 }
@@ -274,6 +277,7 @@ pub struct Overrides {
     pub write_qd: Option<u32>,
     pub dirty_blocks: Option<u64>,
     pub span: Option<u64>,
+    pub prefill: Option<bool>,
 }
 
 impl RampPlan {
@@ -300,6 +304,9 @@ impl RampPlan {
         }
         if o.dirty_blocks.is_some() {
             s.dirty_blocks = o.dirty_blocks;
+        }
+        if let Some(v) = o.prefill {
+            s.prefill = v;
         }
         if o.min_iops.is_some() || o.max_iops.is_some() {
             if self.systems.len() != 1 {
@@ -351,6 +358,7 @@ pub(crate) struct RawRamp {
     span: Option<Spanned<toml::Value>>,
     dirty_blocks: Option<Spanned<i64>>,
     stagger: Option<bool>,
+    prefill: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -461,6 +469,9 @@ pub(crate) fn parse(
         s.dirty_blocks = int(&r.dirty_blocks, "dirty_blocks")?.map(|v| v as u64);
         if let Some(v) = r.stagger {
             s.stagger = v;
+        }
+        if let Some(v) = r.prefill {
+            s.prefill = v;
         }
     }
     let rat = ramp.map(|r| at(r.span().start));
@@ -862,6 +873,8 @@ pub fn render(system: &System, where_: &str, rows: &[Row], s: &Settings) -> Stri
 
 /// Told about each run as the ramp goes.
 pub trait Observer {
+    /// Every system's volume is being prefilled (`bytes` each at most).
+    fn prefilling(&mut self, _bytes: u64) {}
     /// Run `k` (0-based) of every system starts.
     fn run_started(&mut self, _k: u32, _runs: u32) {}
     /// A system finished a run; `rows` holds every run so far (the new one last).
@@ -1050,8 +1063,29 @@ pub fn run_ramp(
     })?;
     // Check every run's layout before anything is stored.
     let n = rp.systems.len();
+    let mut ends = Vec::new();
     for (i, (sys, t)) in rp.systems.iter().zip(&targets).enumerate() {
-        workload(s, sys, i, n, 0, t.size()).map_err(ramp_err)?;
+        let w = workload(s, sys, i, n, 0, t.size()).map_err(ramp_err)?;
+        ends.push((w.journal_offset + s.dirty_blocks_at(sys.max_iops) * bs).min(t.size()));
+    }
+    if s.prefill {
+        observer.prefilling(ends.iter().copied().max().unwrap_or(0));
+        rt.block_on(async {
+            let handles: Vec<_> = targets
+                .iter()
+                .zip(&ends)
+                .map(|(t, end)| tokio::spawn(genio::prefill(t.clone(), *end, 1 << 20, 8)))
+                .collect();
+            for (h, a) in handles.into_iter().zip(&addrs) {
+                h.await
+                    .map_err(|e| IoError::Io(e.to_string()))
+                    .and_then(|r| r)
+                    .map_err(|e| {
+                        RunError::Target(TargetError::Invalid(a.clone(), e.to_string()))
+                    })?;
+            }
+            Ok::<_, RunError>(())
+        })?;
     }
     let describe = if n == 1 {
         targets[0].describe()

@@ -64,6 +64,10 @@ pub struct RampArgs {
     /// summary-SYSTEM.csv beside it). Rewritten after every run.
     #[arg(long, value_name = "FILE")]
     summary_csv: Option<PathBuf>,
+    /// Skip writing the span and journal area once before the first run (the default
+    /// prefills, as GenIO's dgen.pl: runs then never pay for first allocation).
+    #[arg(long)]
+    no_prefill: bool,
 }
 
 fn size(s: &str) -> Result<u64, String> {
@@ -86,6 +90,7 @@ impl RampArgs {
             write_qd: self.write_qd,
             dirty_blocks: self.dirty_blocks,
             span: self.span,
+            prefill: self.no_prefill.then_some(false),
         }
     }
 }
@@ -189,6 +194,15 @@ struct Printer {
 }
 
 impl ramp::Observer for Printer {
+    fn prefilling(&mut self, bytes: u64) {
+        if !self.quiet {
+            println!(
+                "prefilling {} MiB of each system's volume (span and journal, once; --no-prefill skips)",
+                bytes >> 20
+            );
+        }
+    }
+
     fn run_started(&mut self, k: u32, _runs: u32) {
         self.live.set(Some(k));
     }

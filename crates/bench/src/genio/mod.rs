@@ -434,6 +434,29 @@ async fn write_daemon(
     (out, 0)
 }
 
+/// Write `[0, end)` once, sequentially in `chunk`-byte writes at `qd`, then FLUSH: the
+/// database exists before the load starts (GenIO's dgen.pl), so no run pays for first
+/// allocation of thin-provisioned blocks. Not measured.
+pub async fn prefill(
+    target: Arc<dyn IoTarget>,
+    end: u64,
+    chunk: u32,
+    qd: u32,
+) -> Result<(), IoError> {
+    let errors = Errors::default();
+    let chunk = u64::from(chunk.max(512));
+    let ops = (0..end.div_ceil(chunk)).map(|i| {
+        let off = i * chunk;
+        (off, (end - off).min(chunk) as u32)
+    });
+    write_batch(&target, ops, qd, &errors).await;
+    flush(&target, &errors).await;
+    match errors.first.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(IoError::Io(format!("prefill: {e}"))),
+        None => Ok(()),
+    }
+}
+
 async fn flush(target: &Arc<dyn IoTarget>, errors: &Errors) -> u64 {
     match target.flush().await {
         Ok(()) => 0,
@@ -594,6 +617,20 @@ mod tests {
         assert!(s.errors >= 10, "{}", s.errors);
         assert!(s.first_error.unwrap().contains("injected"));
         assert!(s.reads > 300);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn prefill_writes_the_region_once_then_flushes() {
+        let fake = Arc::new(FakeTarget::new(Some(1000.0), Duration::ZERO));
+        prefill(fake.clone(), (10 << 20) + 4096, 1 << 20, 8)
+            .await
+            .unwrap();
+        assert_eq!(fake.counts(), (0, 11, 1));
+        fake.fail_writes();
+        let e = prefill(fake.clone(), 1 << 20, 1 << 20, 8)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("prefill: injected"), "{e}");
     }
 
     #[test]
