@@ -1418,7 +1418,7 @@ mod tests {
         assert_eq!(r.systems.len(), 3);
         assert_eq!((r.systems[2].min_iops, r.systems[2].max_iops), (900, 1800));
         assert!((r.settings.cycle_limit_s() - 1.125).abs() < 1e-9);
-        assert_eq!(p.node.as_ref().unwrap().capacity.unwrap().iops, 4000);
+        assert_eq!(p.node.as_ref().unwrap().capacity.unwrap().iops, 3500);
         assert!(p.workloads.is_empty() && p.jobs().is_empty());
         let r = load("ramp-cycle-2000.toml").ramp_plan.unwrap();
         assert_eq!(r.settings.dirty_blocks, Some(4000));

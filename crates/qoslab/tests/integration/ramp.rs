@@ -366,3 +366,47 @@ fn seed_001_protected_systems_pass_every_run_while_the_bully_fails_its_upper_run
     assert_eq!(vols[0].at("limits").at("floor_iops").u64(), 1000);
     assert_eq!(vols[2].at("limits").at("floor_iops").u64(), 0);
 }
+
+#[test]
+fn seed_001_without_floors_the_protected_systems_fail_with_the_bully() {
+    // The control run: the same plan on a controller that serves in arrival order and
+    // ignores floors. What protected the two systems above was the floors.
+    let _g = heavy();
+    let d = Dir::new("ramp-seed001-fifo");
+    let plan = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/seed001-ramp.toml"
+    ))
+    .unwrap();
+    assert!(
+        plan.contains("\n[capacity]"),
+        "the example has a [capacity] table"
+    );
+    let fifo = plan.replace("\n[capacity]", "\n[capacity]\ndiscipline = \"fifo\"");
+    d.write("fifo.toml", &fifo);
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            "fifo.toml",
+            "--db",
+            "r.db",
+            "--summary-csv",
+            "summary.csv",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    let failed = |s: &str| {
+        run_ids(&std::fs::read_to_string(d.path().join(format!("summary-{s}.csv"))).unwrap())
+            .iter()
+            .filter(|p| !**p)
+            .count()
+    };
+    assert!(
+        failed("epic-rhel1") + failed("epic-rhel2") > 0,
+        "without floors a protected system should fail once the bully saturates the controller:\n{out}"
+    );
+    assert!(failed("epic-rhel3") > 0, "{out}");
+}
