@@ -9,6 +9,7 @@ pub mod dbench;
 pub mod export;
 pub mod fio;
 pub mod fmt;
+pub mod isolation;
 pub mod plan;
 pub mod progress;
 pub mod result;

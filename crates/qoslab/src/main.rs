@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod http_client;
+mod isolation_cmd;
 mod policy_cmd;
 mod results;
 mod serve;
