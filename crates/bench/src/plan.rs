@@ -110,6 +110,8 @@ struct RawPlan {
     policy: Vec<toml::Value>,
     #[serde(default)]
     volume: Vec<toml::Value>,
+    /// The embedded node's emulated controller (node.toml's `[capacity]`).
+    capacity: Option<toml::Value>,
     #[serde(default)]
     workload: Vec<Spanned<RawWorkload>>,
 }
@@ -201,7 +203,7 @@ fn node_section_text(text: &str) -> String {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
                 .collect();
-            keep = root == "policy" || root == "volume";
+            keep = root == "policy" || root == "volume" || root == "capacity";
         }
         if keep {
             out.push_str(line);
@@ -239,8 +241,8 @@ impl Plan {
                 .map(|s| format!(":{}", line_of(text, s.start)))
                 .unwrap_or_default();
             let msg = e.message().replace(
-                "`bench`, `policy`, `volume`, `workload`",
-                "`bench`, `policy`, `volume`, `workload` (a plan's top-level keys)",
+                "`bench`, `policy`, `volume`, `capacity`, `workload`",
+                "`bench`, `policy`, `volume`, `capacity`, `workload` (a plan's top-level keys)",
             );
             PlanError(format!("{origin}{line}: {msg}"))
         })?;
@@ -616,6 +618,18 @@ expect = { read_iops = ["iops >= 100"], rw_mix = ["write.iops > 1"] }
         assert_eq!(jobs[9].name, "rw_mix");
         assert_eq!(jobs[9].expect.len(), 1);
         assert!(jobs[1].options.contains(&("size".into(), "2G".into())));
+    }
+
+    #[test]
+    fn capacity_reaches_the_embedded_node_with_plan_lines() {
+        let p = Plan::parse(
+            "[capacity]\niops = 20000\n\n[[volume]]\nname = \"v\"\nsize = \"1GiB\"\n\n[[workload]]\nfio = { rw = \"randread\" }\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(p.node.unwrap().capacity.unwrap().iops, 20000);
+        let e = err("[[volume]]\nname = \"v\"\nsize = \"1GiB\"\n[capacity]\niops = -1\n[[workload]]\nfio = { rw = \"read\" }\n");
+        assert!(e.contains("p.toml:4") && e.contains("capacity.iops = -1"), "{e}");
     }
 
     #[test]
