@@ -110,7 +110,8 @@ struct RawPlan {
     policy: Vec<toml::Value>,
     #[serde(default)]
     volume: Vec<toml::Value>,
-    /// The embedded node's emulated controller (node.toml's `[capacity]`).
+    /// The embedded node's emulated controller (node.toml's `[capacity]`); accepted here
+    /// so the plan parses, read by the node's own config parser.
     capacity: Option<toml::Value>,
     #[serde(default)]
     workload: Vec<Spanned<RawWorkload>>,
@@ -286,6 +287,11 @@ impl Plan {
                 n as u32
             }
         };
+        if raw.capacity.is_some() && raw.volume.is_empty() {
+            return Err(PlanError(format!(
+                "{origin}: [capacity] sets up the embedded node's emulated controller, which needs at least one [[volume]]"
+            )));
+        }
         let node = if raw.volume.is_empty() && raw.policy.is_empty() {
             None
         } else {

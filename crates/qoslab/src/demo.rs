@@ -27,11 +27,16 @@ const TOLERANCE: f64 = 0.03;
 #[derive(Args)]
 #[command(after_help = "\
 EXAMPLES:
-  qoslab demo                          # ~4 minutes: 2 s runs + 1 s ramp per fio job
+  qoslab demo                          # ~5 minutes: 2 s runs + 1 s ramp per fio job
   qoslab demo --runtime 15s --ramp 2s  # dbench's own timing (~20 minutes)
   qoslab demo --db /tmp/demo.db
 
-Exit status 1 when a measured ceiling is not within 3% of the expected one.")]
+After the ceilings, the demo runs seed 001's noisy-neighbour scenario (`qoslab bench
+--profile isolation`, 3 steps of 3 s): two volumes with a 5,000 IOPS floor beside a bully
+on an emulated 20,000 IOPS controller, with floors and without.
+
+Exit status 1 when a measured ceiling is not within 3% of the expected one, or a floor
+did not hold.")]
 pub struct DemoArgs {
     /// fio runtime per job (dbench's own: 15s). The default keeps 7 volumes x 9 jobs near
     /// 4 minutes on 2 cores.
@@ -301,7 +306,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     so.write_all(out.as_bytes())?;
     so.flush()?;
     drop(so);
-    if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) {
+    let isolation = crate::isolation_cmd::demo_scenario(args.runtime, args.ramp, &db)?;
+    if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) || !isolation.passed() {
         exit_failed();
     }
     Ok(())

@@ -145,6 +145,23 @@ impl isolation::Progress for Lines {
     }
 }
 
+/// `qoslab demo`'s second part: the isolation scenario in 3 steps (1x, 1.5x, 2x).
+pub fn demo_scenario(runtime: f64, ramp: f64, db: &Path) -> anyhow::Result<IsolationOutcome> {
+    let spec = IsolationSpec {
+        steps: 3,
+        runtime: runtime.max(3.0),
+        ramp,
+        ..IsolationSpec::default()
+    };
+    println!(
+        "\nSeed 001 on qoslab: floors against a noisy neighbour (emulated {} IOPS controller)\n",
+        spec.capacity_iops
+    );
+    let outcome = run_isolation(&spec, db, false)?;
+    report(&outcome, db);
+    Ok(outcome)
+}
+
 /// Run the scenario with real fio and store it; prints the side-by-side table.
 pub fn run_isolation(
     spec: &IsolationSpec,
