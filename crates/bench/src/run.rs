@@ -1,7 +1,10 @@
 //! Running a plan: start the target, expand the plan into fio runs, run each through an
 //! [`Executor`], judge expectations, and write everything to the [`Store`] as it happens.
 
+use crate::fio::logs::{collect, log_options};
 use crate::fio::{Executor, JobFile, Section};
+use crate::node_sampler::{EmbeddedProbe, NodeProbe, RestProbe};
+use crate::series::JobSeries;
 use crate::plan::{fio_time, Plan, PlannedJob};
 use crate::result::JobResult;
 use crate::store::{Env, NewRun, PolicyRecord, RunRecord, Store, StoreError, VolumeRecord};
@@ -145,12 +148,20 @@ pub fn run_plan(
     }
     let jobs = plan.jobs();
     let (mut failed_verdicts, mut failed_jobs) = (0, 0);
+    // Time series: fio's per-window logs go here; removed when the run ends.
+    let log_dir = crate::target::temp_dir("fiologs").ok();
     for (i, job) in jobs.iter().enumerate() {
         let target_opts = match (&node, &job.volume) {
             (Some(n), Some(v)) => n.options(v),
             _ => target.options(),
         };
-        let file = job_file(job, &target_opts);
+        let mut file = job_file(job, &target_opts);
+        let log_prefix = format!("job{}", i + 1);
+        if let Some(d) = &log_dir {
+            for (k, v) in log_options(&d.join(&log_prefix).display().to_string()) {
+                file.global.set(&k, v);
+            }
+        }
         let id = store.begin_job(
             run,
             i as u32 + 1,
@@ -165,7 +176,26 @@ pub fn run_plan(
             (Some(n), Some(v)) => n.limits(v),
             _ => target.limits(),
         };
-        match exec.run(&file) {
+        let probe: Option<Box<dyn NodeProbe>> = match (&node, target) {
+            (Some(n), _) => Some(Box::new(EmbeddedProbe::new(n.node().clone()))),
+            (None, Target::NodeVolume { node: url, .. }) => Some(Box::new(RestProbe::new(url))),
+            _ => None,
+        };
+        let sampling = probe.map(|p| crate::node_sampler::start(p, (job.ramp * 1000.0) as u64));
+        let ran = exec.run(&file);
+        let series = JobSeries {
+            job_id: id,
+            node: sampling.map(|s| s.finish()).unwrap_or_default(),
+            // Unreadable logs cost the charts, not the run.
+            fio: log_dir
+                .as_deref()
+                .and_then(|d| collect(d, &log_prefix).ok())
+                .unwrap_or_default(),
+        };
+        if !series.is_empty() {
+            store.add_series(&series)?;
+        }
+        match ran {
             Ok(out) => {
                 let primary = out.job(&job.name).cloned().unwrap_or_default();
                 let mut verdicts: Vec<Verdict> = job
@@ -212,6 +242,9 @@ pub fn run_plan(
         "passed"
     };
     store.finish_run(run, status)?;
+    if let Some(d) = log_dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
     if let Some(n) = node {
         n.stop();
     }
@@ -286,6 +319,52 @@ expect = ["iops <= 500 +-3%", "iops_mean ~= policy.ceiling +-3%", "iops >= polic
         assert!(
             text.contains("[read_iops]\nbs=4k\niodepth=64\nrw=randread\n"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn fio_logs_become_the_jobs_time_series() {
+        let plan = Plan::parse(PLAN, "p.toml").unwrap();
+        // A stand-in for fio: copy real fio logs (tests/fixtures/fiologs, numjobs=2) to
+        // where the job file asks fio to write them.
+        let fake = FakeFio::new(|f| {
+            let prefix = f.global.get("write_iops_log").unwrap().to_string();
+            assert_eq!(f.global.get("log_avg_msec"), Some("500"));
+            assert_eq!(f.global.get("write_hist_log"), Some(prefix.as_str()));
+            let src = format!("{}/tests/fixtures/fiologs", env!("CARGO_MANIFEST_DIR"));
+            for e in std::fs::read_dir(&src).unwrap() {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                if let Some(rest) = name.strip_prefix("mix_") {
+                    std::fs::copy(format!("{src}/{name}"), format!("{prefix}_{rest}")).unwrap();
+                }
+            }
+            fixture("randread_500iops_msec.out")
+        });
+        let mut store = Store::in_memory().unwrap();
+        let out = run_plan(
+            &plan,
+            &fake,
+            &Target::Embedded,
+            &mut store,
+            &Env::default(),
+            &mut Quiet,
+        )
+        .unwrap();
+        let r = &out.record;
+        assert_eq!(r.series.len(), 1);
+        let s = r.series_of(r.jobs[0].id).unwrap();
+        let reads: Vec<_> = s.fio.iter().filter(|x| x.direction == "read").collect();
+        assert_eq!(reads.len(), 4);
+        assert_eq!(reads[0].iops, 604.0);
+        assert!(reads[0].p99_ns > 0);
+        let prefix = fake.seen.lock().unwrap()[0]
+            .global
+            .get("write_iops_log")
+            .unwrap()
+            .to_string();
+        assert!(
+            !std::path::Path::new(&prefix).parent().unwrap().exists(),
+            "the log directory is removed after the run"
         );
     }
 

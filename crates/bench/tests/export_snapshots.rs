@@ -155,6 +155,7 @@ fn run() -> RunRecord {
             job(7, "broken", "broken", "base", None, &[], &none),
         ],
         tables: vec![],
+        series: vec![],
     }
 }
 

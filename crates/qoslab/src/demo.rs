@@ -386,6 +386,7 @@ mod tests {
                 job("a200", "write_iops", 9249.0, 0.0),
             ],
             tables: vec![],
+            series: vec![],
         };
         let r = rows(&run, &[]);
         assert_eq!(r[0].verdict, "n/a (no ceiling)");
