@@ -5,6 +5,7 @@
 //! Validation happens at the edge: [`plan::Plan::parse`] checks a plan once (node setup,
 //! workloads, fio options, expectations); everything after trusts it.
 
+pub mod compare;
 pub mod dbench;
 pub mod export;
 pub mod fio;
@@ -12,6 +13,7 @@ pub mod fmt;
 pub mod node_sampler;
 pub mod plan;
 pub mod progress;
+pub mod report;
 pub mod result;
 pub mod run;
 pub mod series;
