@@ -342,11 +342,7 @@ pub fn text(c: &Comparison) -> String {
     for k in &c.only_in_b {
         let _ = writeln!(o, "only in B: {k}");
     }
-    let _ = writeln!(
-        o,
-        "\n{} change(s) beyond the noise.",
-        c.flagged()
-    );
+    let _ = writeln!(o, "\n{} change(s) beyond the noise.", c.flagged());
     o
 }
 
@@ -511,7 +507,11 @@ mod tests {
         assert_eq!(p99.noise, MIN_NOISE);
         assert_eq!(c.only_in_a, vec!["w/gone@v"]);
         assert_eq!(c.only_in_b, vec!["w/new@v"]);
-        assert_eq!(c.flagged(), 1, "only p99: latency and bw move within their noise");
+        assert_eq!(
+            c.flagged(),
+            1,
+            "only p99: latency and bw move within their noise"
+        );
         let t = text(&c);
         assert!(t.contains("FLAG worse"), "{t}");
         assert!(t.contains("1050.0 [1000.0..1100.0] n=3"), "{t}");

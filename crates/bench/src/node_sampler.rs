@@ -77,7 +77,13 @@ impl NodeProbe for EmbeddedProbe {
                 let d = |a: u64, b: u64| a.saturating_sub(b);
                 let ops: [u64; 3] = std::array::from_fn(|i| d(now.ops[i], p.ops[i]));
                 let n: u64 = ops.iter().sum();
-                let per_op_us = |ns: u64| if n == 0 { 0.0 } else { ns as f64 / n as f64 / 1e3 };
+                let per_op_us = |ns: u64| {
+                    if n == 0 {
+                        0.0
+                    } else {
+                        ns as f64 / n as f64 / 1e3
+                    }
+                };
                 let lat: u64 = (0..3).map(|i| d(now.lat_ns[i], p.lat_ns[i])).sum();
                 out.push(NodeSample {
                     t_ms: 0,
@@ -125,8 +131,8 @@ pub fn http_get(url: &str, path: &str, timeout: Duration) -> Result<String, Stri
         .map_err(|e| format!("{addr}: {e}"))?
         .next()
         .ok_or_else(|| format!("{addr}: no address"))?;
-    let mut s = std::net::TcpStream::connect_timeout(&sock, timeout)
-        .map_err(|e| format!("{addr}: {e}"))?;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&sock, timeout).map_err(|e| format!("{addr}: {e}"))?;
     let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(timeout));
     write!(
@@ -145,9 +151,10 @@ pub fn http_get(url: &str, path: &str, timeout: Duration) -> Result<String, Stri
     if !status.starts_with('2') {
         return Err(format!("{url}{path}: HTTP {status}"));
     }
-    let chunked = head
-        .lines()
-        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding: chunked"));
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase()
+            .starts_with("transfer-encoding: chunked")
+    });
     if !chunked {
         return Ok(body.to_string());
     }
@@ -251,7 +258,9 @@ impl Sampling {
             .filter(|s| s.iops() > 0.0)
             .map(|s| s.volume.clone())
             .collect();
-        all.into_iter().filter(|s| busy.contains(&s.volume)).collect()
+        all.into_iter()
+            .filter(|s| busy.contains(&s.volume))
+            .collect()
     }
 }
 
@@ -292,11 +301,9 @@ mod tests {
 
     #[test]
     fn embedded_probe_reports_rates_from_counters() {
-        let cfg = storage_node::NodeConfig::parse(
-            "[[volume]]\nname = \"v\"\nsize = \"1GB\"\n",
-            "t.toml",
-        )
-        .unwrap();
+        let cfg =
+            storage_node::NodeConfig::parse("[[volume]]\nname = \"v\"\nsize = \"1GB\"\n", "t.toml")
+                .unwrap();
         let n = crate::target::EmbeddedNode::start(&cfg).unwrap();
         let mut p = EmbeddedProbe::new(n.node().clone());
         assert!(p.poll().is_empty(), "the first poll primes");

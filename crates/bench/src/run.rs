@@ -4,9 +4,9 @@
 use crate::fio::logs::{collect, log_options};
 use crate::fio::{Executor, JobFile, Section};
 use crate::node_sampler::{EmbeddedProbe, NodeProbe, RestProbe};
-use crate::series::JobSeries;
 use crate::plan::{fio_time, Plan, PlannedJob};
 use crate::result::JobResult;
+use crate::series::JobSeries;
 use crate::store::{Env, NewRun, PolicyRecord, RunRecord, Store, StoreError, VolumeRecord};
 use crate::target::{EmbeddedNode, Target, TargetError};
 use crate::verdict::{Limits, Verdict};

@@ -7,8 +7,8 @@ use bench::export::{export, Format};
 use bench::result::FioOutput;
 use bench::series::{JobSeries, NodeSample};
 use bench::store::{Env, JobRecord, PolicyRecord, RunRecord, SummaryTable, VolumeRecord};
-use serde_json::json;
 use bench::verdict::{Expectation, Limits};
+use serde_json::json;
 
 fn fixture(name: &str) -> FioOutput {
     let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -205,8 +205,16 @@ fn tables() -> Vec<SummaryTable> {
     let ramp_rows = (1..=6)
         .map(|run| {
             let target = 10_000 * run;
-            let got = if run < 5 { target as f64 * 0.998 } else { 41_000.0 + run as f64 * 500.0 };
-            let cycle = if run < 5 { 12.0 + 6.0 * run as f64 } else { 52.0 + run as f64 };
+            let got = if run < 5 {
+                target as f64 * 0.998
+            } else {
+                41_000.0 + run as f64 * 500.0
+            };
+            let cycle = if run < 5 {
+                12.0 + 6.0 * run as f64
+            } else {
+                52.0 + run as f64
+            };
             vec![
                 json!(run),
                 json!(target),
@@ -292,7 +300,10 @@ fn tables() -> Vec<SummaryTable> {
             kind: "custom".into(),
             name: "a <custom> table".into(),
             columns: vec!["key".into(), "value".into()],
-            rows: vec![vec![json!("a|b"), json!(1.5)], vec![json!("c"), json!(null)]],
+            rows: vec![
+                vec![json!("a|b"), json!(1.5)],
+                vec![json!("c"), json!(null)],
+            ],
         },
     ]
 }

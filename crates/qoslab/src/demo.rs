@@ -301,6 +301,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     so.write_all(out.as_bytes())?;
     so.flush()?;
     drop(so);
+    // The report (every job's charts), next to the results database.
+    let report = crate::report_cmd::path_next_to(&db, rec.id);
+    match std::fs::write(&report, bench::export::html(rec)) {
+        Ok(()) => println!(
+            "Report: {} (open it in a browser; `qoslab report {} --db {}` writes it again)",
+            report.display(),
+            rec.id,
+            db.display()
+        ),
+        Err(e) => eprintln!("qoslab demo: writing {}: {e}", report.display()),
+    }
     if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) {
         exit_failed();
     }

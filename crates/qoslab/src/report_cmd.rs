@@ -12,7 +12,7 @@ use crate::results::{open_store, run_id};
 #[derive(Args)]
 #[command(after_help = "\
 EXAMPLES:
-  qoslab report last                     # writes qoslab-report-RUN.html here
+  qoslab report last                     # qoslab-report-RUN.html next to the database
   qoslab report 3 -o run3.html
   qoslab report last --db /var/lib/qoslab/results.db -o /tmp/r.html
 
@@ -23,12 +23,19 @@ volume's ceiling and floor drawn as lines. Open it in a browser or print it (doc
 pub struct ReportArgs {
     /// Run id (see `qoslab results list`), or `last`.
     run: String,
-    /// Output file (default: qoslab-report-RUN.html in the current directory).
+    /// Output file (default: qoslab-report-RUN.html next to the results database).
     #[arg(long, short)]
     output: Option<PathBuf>,
     /// Results database (default $QOSLAB_DB or ./qoslab-results.db).
     #[arg(long)]
     db: Option<PathBuf>,
+}
+
+/// `qoslab-report-RUN.html` in the directory of the results database `db`.
+pub fn path_next_to(db: &Path, id: i64) -> PathBuf {
+    db.parent()
+        .unwrap_or(Path::new(""))
+        .join(format!("qoslab-report-{id}.html"))
 }
 
 /// Render run `id` of `store` to `path`.
@@ -42,10 +49,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let db = db_path(args.db);
     let store = open_store(&db)?;
     let id = run_id(&store, &args.run, &db)?;
-    let path = args
-        .output
-        .unwrap_or_else(|| PathBuf::from(format!("qoslab-report-{id}.html")));
+    let path = args.output.unwrap_or_else(|| path_next_to(&db, id));
     let n = write_report(&store, id, &path)?;
-    println!("report of run {id}: {} ({} KiB)", path.display(), n.div_ceil(1024));
+    println!(
+        "report of run {id}: {} ({} KiB)",
+        path.display(),
+        n.div_ceil(1024)
+    );
     Ok(())
 }

@@ -78,7 +78,9 @@ pub fn parse_log(text: &str, file: &str) -> Result<Vec<LogLine>, LogError> {
             let ddir: u8 = num(f.next(), "direction")?;
             let bs = num(f.next(), "block size")?;
             if ddir > 2 {
-                return Err(format!("direction {ddir}: allowed 0 (read), 1 (write), 2 (trim)"));
+                return Err(format!(
+                    "direction {ddir}: allowed 0 (read), 1 (write), 2 (trim)"
+                ));
             }
             Ok(LogLine {
                 t_ms,
@@ -376,7 +378,11 @@ mod tests {
         }
         // Percentiles from the windows' histograms (the last window has none: fio wrote
         // its last histogram before the last IOPS sample).
-        assert!(reads[0].p99_ns >= reads[0].p50_ns && reads[0].p50_ns > 0, "{:?}", reads[0]);
+        assert!(
+            reads[0].p99_ns >= reads[0].p50_ns && reads[0].p50_ns > 0,
+            "{:?}",
+            reads[0]
+        );
         assert!(reads[0].p99_ns < 1_000_000, "{:?}", reads[0]);
         assert_eq!(reads[3].p99_ns, 0);
         assert!(collect(&fixtures(), "nosuchprefix").unwrap().is_empty());

@@ -420,8 +420,7 @@ fn trim_num(v: f64) -> String {
 fn isolation_charts(t: &SummaryTable) -> Vec<Chart> {
     let need = ["mode", "step", "volume", "role", "iops", "pass"];
     let idx: Vec<Option<usize>> = need.iter().map(|c| col(t, c)).collect();
-    let [Some(mode), Some(step), Some(volume), Some(role), Some(iops), Some(pass)] = idx[..]
-    else {
+    let [Some(mode), Some(step), Some(volume), Some(role), Some(iops), Some(pass)] = idx[..] else {
         return Vec::new();
     };
     let load = col(t, "bully_load");
@@ -511,7 +510,10 @@ fn isolation_charts(t: &SummaryTable) -> Vec<Chart> {
     }
     if let Some(p99) = p99 {
         let mut c = Chart::new(
-            format!("{}: protected volumes' p99 latency per step, floors vs control", t.name),
+            format!(
+                "{}: protected volumes' p99 latency per step, floors vs control",
+                t.name
+            ),
             "step (bully load x remaining capacity)",
             "p99 latency (ms)",
         );

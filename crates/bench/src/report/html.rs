@@ -85,7 +85,11 @@ pub fn table_html(t: &SummaryTable) -> String {
         .position(|c| c.eq_ignore_ascii_case("pass"));
     for r in &t.rows {
         let failed = pass.and_then(|i| r.get(i)).is_some_and(|v| !truthy(v));
-        o.push_str(if failed { "<tr class=\"fail\">" } else { "<tr>" });
+        o.push_str(if failed {
+            "<tr class=\"fail\">"
+        } else {
+            "<tr>"
+        });
         for (i, v) in r.iter().enumerate() {
             let is_pass = Some(i) == pass;
             let (s, numeric) = cell(v, is_pass);
@@ -326,12 +330,7 @@ pub fn render(run: &RunRecord) -> Vec<u8> {
     if !summaries.is_empty() {
         o.push_str("<h2 id=\"dbench\">dbench summaries</h2>");
         for (title, s) in summaries {
-            let _ = write!(
-                o,
-                "<h3>{}</h3><pre>{}</pre>",
-                esc(&title),
-                esc(&s.render())
-            );
+            let _ = write!(o, "<h3>{}</h3><pre>{}</pre>", esc(&title), esc(&s.render()));
         }
     }
 

@@ -534,7 +534,13 @@ mod tests {
         assert!(s.contains(r#"data-points="2""#));
         // The series path and the ceiling line share their y coordinate.
         let path = s.split(r#"class="series" d="M"#).nth(1).unwrap();
-        let y = path.split(['L', '"']).next().unwrap().split(' ').nth(1).unwrap();
+        let y = path
+            .split(['L', '"'])
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap();
         assert!(s.contains(&format!(r#"y1="{y}""#)), "{y} in {s}");
         assert!(s.contains("class=\"fail\"") && s.contains(">fail</text>"));
         assert!(!Chart::new("e", "x", "y").has_data());

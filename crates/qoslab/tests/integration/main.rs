@@ -19,4 +19,5 @@ mod json;
 mod lifecycle;
 mod protocol;
 mod qos;
+mod report;
 mod util;
