@@ -163,7 +163,7 @@ pub fn parse_hist(text: &str, file: &str) -> Result<Vec<HistLine>, LogError> {
             .map(|c| num(Some(c), "bin count"))
             .collect::<Result<_, _>>()
             .map_err(err)?;
-        if counts.is_empty() || PLAT_NR % counts.len() != 0 {
+        if PLAT_NR.checked_rem(counts.len()) != Some(0) {
             return Err(err(format!(
                 "{} bins: expected {PLAT_NR} or a power-of-two fraction of it (log_hist_coarseness)",
                 counts.len()

@@ -174,11 +174,11 @@ pub fn render(run: &RunRecord) -> Vec<u8> {
         run.jobs.len(),
         st = esc(&run.status)
     );
-    let _ = write!(
+    let _ = writeln!(
         o,
         "<p class=\"meta\">started {} &middot; finished {} &middot; runtime {} s, ramp {} s per job</p>\
          <p class=\"meta\">plan <code>{}</code> &middot; target {} &middot; executor {}</p>\
-         <p class=\"meta\">host {} &middot; kernel {} &middot; CPU {} &middot; {} &middot; qoslab {}</p></header>\n",
+         <p class=\"meta\">host {} &middot; kernel {} &middot; CPU {} &middot; {} &middot; qoslab {}</p></header>",
         esc(&run.started_at),
         esc(run.finished_at.as_deref().unwrap_or("-")),
         run.runtime_s,
