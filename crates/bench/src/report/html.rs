@@ -355,7 +355,10 @@ pub fn render(run: &RunRecord) -> Vec<u8> {
             esc(&j.name),
             esc(j.volume.as_deref().unwrap_or("target")),
             j.iteration,
-            v = verdict_word(j)
+            v = match verdict_word(j) {
+                "-" => "",
+                w => w,
+            }
         );
         figures(&mut o, &charts, &mut n_charts);
     }

@@ -202,7 +202,7 @@ pub fn tick(v: f64, unit: Unit) -> String {
             format!("{}{}", trim(format!("{x:.1}")), U[i])
         }
         Unit::Ms => format!("{}ms", trim(format!("{v:.3}"))),
-        Unit::Secs => format!("{}s", trim(format!("{v:.1}"))),
+        Unit::Secs => format!("{}s", trim(format!("{v:.2}"))),
     }
 }
 
@@ -307,7 +307,13 @@ pub fn render(c: &Chart) -> String {
     if x1 - x0 <= 0.0 {
         x1 = x0 + 1.0;
     }
-    let y_step = nice_step(if y1 > 0.0 { y1 * 1.08 } else { 1.0 }, 5.0);
+    let span = if y1 > 0.0 { y1 * 1.08 } else { 1.0 };
+    // Bandwidth ticks are round in the IEC unit shown (25MiB/s, not 23.8MiB/s).
+    let mut scale = 1.0;
+    while c.y_unit == Unit::BytesPerSec && span / scale >= 1024.0 {
+        scale *= 1024.0;
+    }
+    let y_step = nice_step(span / scale, 5.0) * scale;
     let y_top = ((y1 * 1.08) / y_step).ceil().max(1.0) * y_step;
     enum Legend {
         Line(usize),
@@ -377,7 +383,7 @@ pub fn render(c: &Chart) -> String {
     }
     // x ticks
     if c.x_categories.is_empty() {
-        let step = nice_step(x1 - x0, 6.0);
+        let step = nice_step(x1 - x0, 5.0);
         let mut x = (x0 / step).ceil() * step;
         while x <= x1 + step * 0.01 {
             let px = sx(x);
@@ -507,6 +513,7 @@ mod tests {
         assert_eq!(tick(15_300.0, Unit::Count), "15.3k");
         assert_eq!(tick(104_857_600.0, Unit::BytesPerSec), "100MiB/s");
         assert_eq!(tick(2.5, Unit::Secs), "2.5s");
+        assert_eq!(tick(0.25, Unit::Secs), "0.25s");
         assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
     }
 
