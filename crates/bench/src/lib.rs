@@ -13,6 +13,7 @@ pub mod fmt;
 pub mod node_sampler;
 pub mod plan;
 pub mod progress;
+pub mod recording;
 pub mod report;
 pub mod result;
 pub mod run;

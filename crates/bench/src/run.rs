@@ -1,12 +1,10 @@
 //! Running a plan: start the target, expand the plan into fio runs, run each through an
 //! [`Executor`], judge expectations, and write everything to the [`Store`] as it happens.
 
-use crate::fio::logs::{collect, log_options};
 use crate::fio::{Executor, JobFile, Section};
-use crate::node_sampler::{EmbeddedProbe, NodeProbe, RestProbe};
 use crate::plan::{fio_time, Plan, PlannedJob};
+use crate::recording::SeriesRecorder;
 use crate::result::JobResult;
-use crate::series::JobSeries;
 use crate::store::{Env, NewRun, PolicyRecord, RunRecord, Store, StoreError, VolumeRecord};
 use crate::target::{EmbeddedNode, Target, TargetError};
 use crate::verdict::{Limits, Verdict};
@@ -148,20 +146,14 @@ pub fn run_plan(
     }
     let jobs = plan.jobs();
     let (mut failed_verdicts, mut failed_jobs) = (0, 0);
-    // Time series: fio's per-window logs go here; removed when the run ends.
-    let log_dir = crate::target::temp_dir("fiologs").ok();
+    let recorder = SeriesRecorder::new();
     for (i, job) in jobs.iter().enumerate() {
         let target_opts = match (&node, &job.volume) {
             (Some(n), Some(v)) => n.options(v),
             _ => target.options(),
         };
         let mut file = job_file(job, &target_opts);
-        let log_prefix = format!("job{}", i + 1);
-        if let Some(d) = &log_dir {
-            for (k, v) in log_options(&d.join(&log_prefix).display().to_string()) {
-                file.global.set(&k, v);
-            }
-        }
+        recorder.add_log_options(i + 1, &mut file);
         let id = store.begin_job(
             run,
             i as u32 + 1,
@@ -176,22 +168,9 @@ pub fn run_plan(
             (Some(n), Some(v)) => n.limits(v),
             _ => target.limits(),
         };
-        let probe: Option<Box<dyn NodeProbe>> = match (&node, target) {
-            (Some(n), _) => Some(Box::new(EmbeddedProbe::new(n.node().clone()))),
-            (None, Target::NodeVolume { node: url, .. }) => Some(Box::new(RestProbe::new(url))),
-            _ => None,
-        };
-        let sampling = probe.map(|p| crate::node_sampler::start(p, (job.ramp * 1000.0) as u64));
+        let recording = recorder.start(i + 1, node.as_ref(), target, job.ramp);
         let ran = exec.run(&file);
-        let series = JobSeries {
-            job_id: id,
-            node: sampling.map(|s| s.finish()).unwrap_or_default(),
-            // Unreadable logs cost the charts, not the run.
-            fio: log_dir
-                .as_deref()
-                .and_then(|d| collect(d, &log_prefix).ok())
-                .unwrap_or_default(),
-        };
+        let series = recording.finish(id);
         if !series.is_empty() {
             store.add_series(&series)?;
         }
@@ -242,9 +221,7 @@ pub fn run_plan(
         "passed"
     };
     store.finish_run(run, status)?;
-    if let Some(d) = log_dir {
-        let _ = std::fs::remove_dir_all(d);
-    }
+    drop(recorder);
     if let Some(n) = node {
         n.stop();
     }
