@@ -299,6 +299,57 @@ mod tests {
         assert!(out.iter().all(|s| s.volume == "busy"));
     }
 
+    /// Serve one canned HTTP reply on a loopback port.
+    fn serve_once(reply: &'static str) -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf);
+            c.write_all(reply.as_bytes()).unwrap();
+        });
+        format!("http://127.0.0.1:{port}")
+    }
+
+    #[test]
+    fn rest_probe_reads_the_metric_block_chunked_or_not() {
+        let body = r#"{"records":[{"name":"v","metric":{"iops":{"read":500,"write":2,"other":0},"throughput":{"read":2048000,"write":8192},"latency":{"total":31000},"qos_latency":{"ceiling":30000,"floor":0}}}]}"#;
+        let plain: &'static str = Box::leak(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .into_boxed_str(),
+        );
+        let (a, b) = body.split_at(40);
+        let chunked: &'static str = Box::leak(
+            format!(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+                a.len(),
+                b.len()
+            )
+            .into_boxed_str(),
+        );
+        for reply in [plain, chunked] {
+            let s = RestProbe::new(&serve_once(reply)).poll();
+            assert_eq!(s.len(), 1, "{reply}");
+            assert_eq!((s[0].read_iops, s[0].write_iops), (500.0, 2.0));
+            assert_eq!(s[0].ceiling_wait_us, 30000.0);
+            assert_eq!(s[0].volume, "v");
+        }
+        let e = http_get(
+            &serve_once("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"),
+            "/x",
+            Duration::from_secs(2),
+        )
+        .unwrap_err();
+        assert!(e.contains("HTTP 404"), "{e}");
+        assert!(http_get("https://x", "/", Duration::from_secs(1))
+            .unwrap_err()
+            .contains("only http://"));
+    }
+
     #[test]
     fn embedded_probe_reports_rates_from_counters() {
         let cfg =
