@@ -193,6 +193,39 @@ pub fn render(run: &RunRecord) -> Vec<u8> {
         esc(&run.env.qoslab_version)
     );
     o.push_str("<pre id=\"js-errors\" hidden></pre>\n");
+    // Contents (screen only): sections, then every job with its verdict.
+    o.push_str("<nav><a href=\"#verdicts\">Verdicts</a> &middot; <a href=\"#setup\">Volumes and policies</a> &middot; <a href=\"#results\">Results</a>");
+    if !run.tables.is_empty() {
+        o.push_str(" &middot; <a href=\"#tables\">Summary tables</a>");
+    }
+    o.push_str(" &middot; <a href=\"#series\">Over time</a> &middot; <a href=\"#plan\">Plan</a>");
+    if run.jobs.len() > 1 && !run.series.is_empty() {
+        o.push_str("<ol>");
+        for j in &run.jobs {
+            let name = format!(
+                "{} / {} on {}",
+                esc(&j.workload),
+                esc(&j.name),
+                esc(j.volume.as_deref().unwrap_or("target"))
+            );
+            let _ = write!(
+                o,
+                "<li value=\"{}\">{} {}</li>",
+                j.seq,
+                if job_charts(run, j).is_empty() {
+                    name
+                } else {
+                    format!("<a href=\"#job{}\">{name}</a>", j.seq)
+                },
+                match verdict_word(j) {
+                    "-" => "",
+                    w => w,
+                }
+            );
+        }
+        o.push_str("</ol>");
+    }
+    o.push_str("</nav>\n");
 
     // Verdicts: failures first, each spelled out.
     let mut vs: Vec<(&JobRecord, &crate::verdict::Verdict)> = run
