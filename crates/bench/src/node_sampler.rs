@@ -106,12 +106,15 @@ impl NodeProbe for EmbeddedProbe {
 /// A running node's REST API (`http://HOST:PORT`).
 pub struct RestProbe {
     url: String,
+    /// Per request; a slower node costs that sample, not the sampling schedule.
+    pub timeout: Duration,
 }
 
 impl RestProbe {
     pub fn new(url: &str) -> RestProbe {
         RestProbe {
             url: url.trim_end_matches('/').to_string(),
+            timeout: Duration::from_millis(400),
         }
     }
 }
@@ -135,11 +138,12 @@ pub fn http_get(url: &str, path: &str, timeout: Duration) -> Result<String, Stri
         std::net::TcpStream::connect_timeout(&sock, timeout).map_err(|e| format!("{addr}: {e}"))?;
     let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(timeout));
-    write!(
-        s,
+    // One write: a request split over several segments can race the server's reply.
+    let req = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| format!("{addr}: {e}"))?;
+    );
+    s.write_all(req.as_bytes())
+        .map_err(|e| format!("{addr}: {e}"))?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf)
         .map_err(|e| format!("{addr}: {e}"))?;
@@ -175,7 +179,7 @@ impl NodeProbe for RestProbe {
         let Ok(body) = http_get(
             &self.url,
             "/api/storage/volumes?fields=name,metric",
-            Duration::from_millis(400),
+            self.timeout,
         ) else {
             return Vec::new();
         };
@@ -305,8 +309,14 @@ mod tests {
         let port = l.local_addr().unwrap().port();
         std::thread::spawn(move || {
             let (mut c, _) = l.accept().unwrap();
-            let mut buf = [0u8; 1024];
-            let _ = c.read(&mut buf);
+            // Read the whole request head before replying and closing.
+            let (mut got, mut buf) = (Vec::new(), [0u8; 1024]);
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
             c.write_all(reply.as_bytes()).unwrap();
         });
         format!("http://127.0.0.1:{port}")
@@ -332,7 +342,15 @@ mod tests {
             .into_boxed_str(),
         );
         for reply in [plain, chunked] {
-            let s = RestProbe::new(&serve_once(reply)).poll();
+            let url = serve_once(reply);
+            let body = http_get(&url, "/api", Duration::from_secs(5)).unwrap();
+            assert!(
+                body.starts_with("{\"records\"") && body.ends_with("}}]}"),
+                "{body}"
+            );
+            let mut p = RestProbe::new(&serve_once(reply));
+            p.timeout = Duration::from_secs(5);
+            let s = p.poll();
             assert_eq!(s.len(), 1, "{reply}");
             assert_eq!((s[0].read_iops, s[0].write_iops), (500.0, 2.0));
             assert_eq!(s[0].ceiling_wait_us, 30000.0);
