@@ -635,7 +635,10 @@ expect = { read_iops = ["iops >= 100"], rw_mix = ["write.iops > 1"] }
         .unwrap();
         assert_eq!(p.node.unwrap().capacity.unwrap().iops, 20000);
         let e = err("[[volume]]\nname = \"v\"\nsize = \"1GiB\"\n[capacity]\niops = -1\n[[workload]]\nfio = { rw = \"read\" }\n");
-        assert!(e.contains("p.toml:4") && e.contains("capacity.iops = -1"), "{e}");
+        assert!(
+            e.contains("p.toml:4") && e.contains("capacity.iops = -1"),
+            "{e}"
+        );
     }
 
     #[test]

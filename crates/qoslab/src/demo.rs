@@ -307,6 +307,20 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     so.flush()?;
     drop(so);
     let isolation = crate::isolation_cmd::demo_scenario(args.runtime, args.ramp, &db)?;
+    // The reports (every job's charts), next to the results database.
+    println!();
+    for run in [rec, &isolation.record] {
+        let report = crate::report_cmd::path_next_to(&db, run.id);
+        match std::fs::write(&report, bench::export::html(run)) {
+            Ok(()) => println!(
+                "Report: {} (open it in a browser; `qoslab report {} --db {}` writes it again)",
+                report.display(),
+                run.id,
+                db.display()
+            ),
+            Err(e) => eprintln!("qoslab demo: writing {}: {e}", report.display()),
+        }
+    }
     if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) || !isolation.passed() {
         exit_failed();
     }
@@ -392,6 +406,7 @@ mod tests {
                 job("a200", "write_iops", 9249.0, 0.0),
             ],
             tables: vec![],
+            series: vec![],
         };
         let r = rows(&run, &[]);
         assert_eq!(r[0].verdict, "n/a (no ceiling)");

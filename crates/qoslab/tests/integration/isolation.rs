@@ -87,7 +87,8 @@ fn floors_hold_against_a_qd64_bully_and_fall_without_them() {
     assert!(
         node.ready_output()
             .iter()
-            .any(|l| l.contains("emulated controller: 20000 IOPS") && l.contains("floors 10000 IOPS")),
+            .any(|l| l.contains("emulated controller: 20000 IOPS")
+                && l.contains("floors 10000 IOPS")),
         "{:?}",
         node.ready_output()
     );
@@ -121,7 +122,10 @@ fn floors_hold_against_a_qd64_bully_and_fall_without_them() {
         );
     }
     let diff = a.min(b) - fa.max(fb);
-    assert!(diff >= 500.0, "floors made only {diff:.0} IOPS of difference");
+    assert!(
+        diff >= 500.0,
+        "floors made only {diff:.0} IOPS of difference"
+    );
     assert!(
         a + b + bully <= 20_000.0 * 1.03,
         "the emulated controller gave {:.0} IOPS, over its 20,000",
@@ -180,9 +184,10 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     assert_eq!(verdicts.len(), 7, "{json}");
     assert!(verdicts.iter().all(|x| x["passed"] == true), "{json}");
     assert!(
-        verdicts
-            .iter()
-            .any(|x| x["expectation"].as_str().unwrap_or("").starts_with("control")),
+        verdicts.iter().any(|x| x["expectation"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("control")),
         "{json}"
     );
     let table = &v["tables"][0];

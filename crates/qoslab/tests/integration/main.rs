@@ -20,4 +20,5 @@ mod json;
 mod lifecycle;
 mod protocol;
 mod qos;
+mod report;
 mod util;
