@@ -23,10 +23,12 @@ use storage_node::NodeConfig;
 
 use crate::fio::{Executor, JobFile, Section};
 use crate::plan::fio_time;
+use crate::recording::SeriesRecorder;
 use crate::result::{FioOutput, JobResult};
 use crate::run::RunError;
 use crate::store::{Env, NewRun, PolicyRecord, RunRecord, Store, SummaryTable, VolumeRecord};
 use crate::target::EmbeddedNode;
+use crate::target::Target;
 use crate::verdict::{Expectation, Verdict};
 
 /// What to run. [`IsolationSpec::default`] is seed 001 scaled to a laptop.
@@ -241,11 +243,11 @@ impl IsolationSpec {
         );
         for v in self.protected_names() {
             t.push_str(&format!(
-                "\n[[volume]]\nname = \"{v}\"\nsize = \"10GiB\"\nsnapshot_reserve_percent = 0\npolicy = \"floor\"\n"
+                "\n[[volume]]\nname = \"{v}\"\nsize = \"10GB\"\nsnapshot_reserve_percent = 0\npolicy = \"floor\"\n"
             ));
         }
         t.push_str(
-            "\n[[volume]]\nname = \"bully\"\nsize = \"10GiB\"\nsnapshot_reserve_percent = 0\n",
+            "\n[[volume]]\nname = \"bully\"\nsize = \"10GB\"\nsnapshot_reserve_percent = 0\n",
         );
         t
     }
@@ -280,8 +282,14 @@ impl IsolationSpec {
         (self.remaining() as f64 * load).round() as u64
     }
 
-    /// The fio job file of one step.
-    pub fn job_file(&self, node: &EmbeddedNode, load: f64) -> JobFile {
+    /// The fio job file of one step (`logs`: ask each job for its time-series logs,
+    /// numbered from `first_seq`).
+    pub fn job_file(
+        &self,
+        node: &EmbeddedNode,
+        load: f64,
+        logs: Option<(&SeriesRecorder, usize)>,
+    ) -> JobFile {
         let mut f = JobFile::new();
         f.global.set("ioengine", "nbd");
         f.global.set("rw", self.rw.clone());
@@ -303,6 +311,11 @@ impl IsolationSpec {
         s.set("iodepth", self.bully_qd.to_string());
         s.set("rate_iops", self.bully_iops(load).to_string());
         f.jobs.push(s);
+        if let Some((rec, first)) = logs {
+            for (i, s) in f.jobs.iter_mut().enumerate() {
+                rec.add_section_log_options(first + i, s);
+            }
+        }
         f
     }
 }
@@ -367,6 +380,7 @@ pub fn run(
         modes.push(Mode::Control);
     }
     let (mut rows, mut failed_verdicts, mut failed_jobs, mut seq) = (Vec::new(), 0, 0, 0u32);
+    let recorder = SeriesRecorder::new();
     let mut control_worst: Option<(f64, String)> = None;
     let mut last_control_job: Option<(i64, FioOutput)> = None;
     for mode in modes {
@@ -390,7 +404,7 @@ pub fn run(
                     run,
                     &VolumeRecord {
                         name: v.clone(),
-                        size: 10 << 30,
+                        size: 10_000_000_000,
                         snapshot_reserve_percent: 0,
                         policy: (v != "bully").then(|| "floor".into()),
                         limits: node.limits(v).unwrap_or_default(),
@@ -403,7 +417,8 @@ pub fn run(
         for (k, &load) in loads.iter().enumerate() {
             let step = k as u32 + 1;
             progress.step_started(mode, step, loads.len() as u32, load);
-            let file = spec.job_file(&node, load);
+            let first = seq as usize + 1;
+            let file = spec.job_file(&node, load, Some((&recorder, first)));
             let text = file.render();
             let names: Vec<String> = file.jobs.iter().map(|s| s.name.clone()).collect();
             let mut ids = Vec::new();
@@ -421,8 +436,25 @@ pub fn run(
                 ids.push(id);
             }
             let before: Vec<Counters> = names.iter().map(|n| counters(&node, n)).collect();
+            // fio's logs for every job; the node's samples (every volume) with the bully's,
+            // so its chart shows protected vs bully over time.
+            let recordings: Vec<_> = (0..names.len())
+                .map(|i| {
+                    if i + 1 == names.len() {
+                        recorder.start(first + i, Some(&node), &Target::Embedded, spec.ramp)
+                    } else {
+                        recorder.start_logs(first + i)
+                    }
+                })
+                .collect();
             let out = exec.run(&file);
             let after: Vec<Counters> = names.iter().map(|n| counters(&node, n)).collect();
+            for (rec, id) in recordings.into_iter().zip(&ids) {
+                let series = rec.finish(*id);
+                if !series.is_empty() {
+                    store.add_series(&series)?;
+                }
+            }
             let out = match out {
                 Ok(o) => o,
                 Err(e) => {

@@ -41,6 +41,24 @@ impl SeriesRecorder {
         }
     }
 
+    /// The same for one section of a file that runs several jobs at once (each job its
+    /// own logs, numbered `seq`).
+    pub fn add_section_log_options(&self, seq: usize, section: &mut crate::fio::Section) {
+        if let Some(d) = &self.dir {
+            for (k, v) in log_options(&d.join(prefix(seq)).display().to_string()) {
+                section.set(&k, v);
+            }
+        }
+    }
+
+    /// Record job `seq`'s fio logs only (another job of the same fio run samples the node).
+    pub fn start_logs(&self, seq: usize) -> JobRecording {
+        JobRecording {
+            logs: self.dir.clone().map(|d| (d, prefix(seq))),
+            sampling: None,
+        }
+    }
+
     /// Start sampling the node job `seq` runs on (the embedded node in-process, a
     /// `--node` target over REST; nothing for other targets).
     pub fn start(
