@@ -256,11 +256,13 @@ impl<T> MClock<T> {
         }
     }
 
-    /// Let reservation-phase dispatches borrow up to `ns` of the node's future budget.
-    /// A caller that dispatches on timer ticks otherwise makes a floor's request that
-    /// arrives just after a tick's weight-phase dispatches wait for the next tick; with
-    /// the look-ahead it goes at once and the weight phase pays it back. Capacity over
-    /// any window longer than `ns` is unchanged.
+    /// Let reservation-phase dispatches run up to `ns` ahead: of the node's budget, and of
+    /// the flow's own reservation schedule. A caller that dispatches on timer ticks
+    /// otherwise makes a floor's request wait for the next tick when it arrives just after
+    /// a tick's weight-phase dispatches, or a hair before its R tag (a client offering
+    /// exactly its floor, slightly bursty). With the look-ahead it goes at once and the
+    /// weight phase pays it back. Capacity and reservations over any window longer than
+    /// `ns` are unchanged; a flow returning from idleness may run at most `ns` ahead.
     pub fn with_reservation_lookahead(mut self, ns: Nanos) -> Self {
         self.res_lookahead = ns as f64;
         self
@@ -549,7 +551,10 @@ impl<T> MClock<T> {
             return None;
         }
         self.release_limits(t);
-        let (entry, phase) = match self.top(HeapKind::R).filter(|e| e.tag <= t) {
+        let (entry, phase) = match self
+            .top(HeapKind::R)
+            .filter(|e| e.tag <= t + self.res_lookahead)
+        {
             Some(e) => (e, Phase::Reservation),
             None if ready > t => return None,
             None => (self.top(HeapKind::P)?, Phase::Weight),
@@ -624,7 +629,7 @@ impl<T> MClock<T> {
             soonest = soonest.min(e.tag.max(ready));
         }
         if let Some(e) = self.top(HeapKind::R) {
-            soonest = soonest.min(e.tag.max(ready - self.res_lookahead));
+            soonest = soonest.min(e.tag.max(ready) - self.res_lookahead);
         }
         if soonest == f64::INFINITY {
             return None;
