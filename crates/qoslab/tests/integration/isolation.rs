@@ -214,3 +214,31 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     let (md, _) = text(&o);
     assert!(md.contains("iops >= 5000 * 0.98"), "{md}");
 }
+
+#[test]
+fn serve_calibrate_measures_the_backend_and_uses_it_as_capacity() {
+    let _g = heavy();
+    let node = Node::start_with(
+        "[[volume]]\nname = \"v\"\nsize = \"64MiB\"\n",
+        &["--calibrate"],
+    );
+    let line = node
+        .ready_output()
+        .iter()
+        .find(|l| l.starts_with("qoslab: calibrated:"))
+        .cloned()
+        .unwrap_or_else(|| panic!("{:?}", node.ready_output()));
+    let measured: f64 = line
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no IOPS figure in {line:?}"));
+    let cluster = Api::new(&node.api_url()).get_ok("/api/cluster");
+    let cap = cluster["qos"]["capacity"]["iops"].as_f64().unwrap_or(0.0);
+    assert!(measured > 1000.0, "{line}");
+    assert!(
+        (cap - measured).abs() <= 1.0,
+        "capacity {cap} should be the measured {measured}: {cluster}"
+    );
+    assert_eq!(cluster["qos"]["floors_enforced"], true, "{cluster}");
+}
