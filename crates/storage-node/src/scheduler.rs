@@ -27,9 +27,12 @@ use crate::config::{Capacity, Discipline};
 /// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
 pub const NO_FLOW: u32 = u32::MAX;
 
-/// Floors may borrow this much of the controller's future budget, so a floor's request
-/// never waits for the dispatcher's next timer tick (tokio's timers tick in ms).
-pub const RESERVATION_LOOKAHEAD_NS: Nanos = 1_000_000;
+/// Floors may run this far ahead of the controller's budget and of their own reservation
+/// schedule: a floor's request never waits for the dispatcher's next timer tick (tokio's
+/// timers tick in ms), and a client offering exactly its floor may be bursty by up to
+/// this much (5 ms: the same tolerance ceilings have). Over longer windows neither the
+/// capacity nor any floor changes.
+pub const RESERVATION_LOOKAHEAD_NS: Nanos = 5_000_000;
 
 /// What the scheduler needs to know about a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
