@@ -111,13 +111,16 @@ pub struct Row {
     /// Mean time per request queued for the volume's own ceiling / for the node.
     pub ceiling_wait_ms: f64,
     pub floor_wait_ms: f64,
+    /// Mean time per request from arrival at the node to its reply (the node's own
+    /// counters: fio's latency minus this is the client, the network and the CPU).
+    pub node_lat_ms: f64,
     /// Protected: both step verdicts held (the control's rows say whether they would
     /// have). Bully: always true.
     pub pass: bool,
 }
 
 /// Columns of the stored summary table (`kind = "isolation"`).
-pub const COLUMNS: [&str; 12] = [
+pub const COLUMNS: [&str; 13] = [
     "mode",
     "step",
     "bully_load",
@@ -130,6 +133,7 @@ pub const COLUMNS: [&str; 12] = [
     "ceiling_wait_ms",
     "floor_wait_ms",
     "pass",
+    "node_lat_ms",
 ];
 
 /// What a finished scenario amounts to.
@@ -336,6 +340,7 @@ struct Counters {
     ops: u64,
     ceiling_ns: u64,
     floor_ns: u64,
+    lat_ns: u64,
 }
 
 fn counters(node: &EmbeddedNode, vol: &str) -> Counters {
@@ -345,6 +350,7 @@ fn counters(node: &EmbeddedNode, vol: &str) -> Counters {
             ops: v.stats.total_ops(),
             ceiling_ns: v.stats.ceiling_wait_ns.load(Relaxed),
             floor_ns: v.stats.floor_wait_ns.load(Relaxed),
+            lat_ns: v.stats.latency.iter().map(|h| h.sum_ns()).sum(),
         })
         .unwrap_or_default()
 }
@@ -480,6 +486,8 @@ pub fn run(
                     after[i].ceiling_ns.saturating_sub(before[i].ceiling_ns) as f64 / d_ops / 1e6;
                 let floor_ms =
                     after[i].floor_ns.saturating_sub(before[i].floor_ns) as f64 / d_ops / 1e6;
+                let node_lat_ms =
+                    after[i].lat_ns.saturating_sub(before[i].lat_ns) as f64 / d_ops / 1e6;
                 let mut verdicts = Vec::new();
                 if protected {
                     let mut exp = vec![format!("iops >= {} * 0.98", spec.floor_iops)];
@@ -518,6 +526,7 @@ pub fn run(
                     lat_p99_ms: p99_ns(&r) as f64 / 1e6,
                     ceiling_wait_ms: ceiling_ms,
                     floor_wait_ms: floor_ms,
+                    node_lat_ms,
                     pass,
                 };
                 let sub = FioOutput {
@@ -619,6 +628,7 @@ pub fn table(rows: &[Row]) -> SummaryTable {
                     json!(r3(r.ceiling_wait_ms)),
                     json!(r3(r.floor_wait_ms)),
                     json!(r.pass),
+                    json!(r3(r.node_lat_ms)),
                 ]
             })
             .collect(),
@@ -664,6 +674,7 @@ pub fn rows_from_table(t: &SummaryTable) -> Vec<Row> {
                 .and_then(|c| row.get(c))
                 .and_then(|v| v.as_bool())
                 .unwrap_or(false),
+            node_lat_ms: num(row, 12),
         })
         .collect()
 }
@@ -738,8 +749,28 @@ pub fn render(rows: &[Row]) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    for mode in [Mode::Floors, Mode::Control] {
+        let lat: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.mode == mode && r.protected)
+            .map(|r| r.node_lat_ms * 1000.0)
+            .collect();
+        if let (Some(lo), Some(hi)) = (
+            lat.iter().copied().reduce(f64::min),
+            lat.iter().copied().reduce(f64::max),
+        ) {
+            out.push_str(&format!(
+                "Protected volumes' mean latency at the node, {}: {lo:.0}-{hi:.0} us per step\n",
+                match mode {
+                    Mode::Floors => "with floors",
+                    Mode::Control => "control",
+                }
+            ));
+        }
+    }
     out.push_str(
-        "IOPS: the worst protected volume (\"!\": below 98% of target or p99 over 2x its first step).\n\
+        "IOPS: the worst protected volume (\"!\": below 98% of target or p99 over 2x its first step);\n\
+         p99: fio's, as the client saw it (the load generator's share of the CPU included).\n\
          bully q ms: the bully's mean time per request queued for the node (behind others' floors,\n\
          or behind everyone in FIFO); every volume's ceiling and floor waits are in the stored table.\n",
     );
@@ -793,6 +824,7 @@ mod tests {
             lat_p99_ms: p99,
             ceiling_wait_ms: 0.0,
             floor_wait_ms: if volume == "bully" { 3.5 } else { 0.0 },
+            node_lat_ms: 0.02,
             pass,
         };
         let rows = vec![

@@ -35,8 +35,11 @@ After the ceilings, the demo runs seed 001's noisy-neighbour scenario (`qoslab b
 --profile isolation`, 3 steps of 3 s): two volumes with a 5,000 IOPS floor beside a bully
 on an emulated 20,000 IOPS controller, with floors and without.
 
-Exit status 1 when a measured ceiling is not within 3% of the expected one, or a floor
-did not hold.")]
+Exit status 1 when a measured ceiling is not within 3% of the expected one, or a protected
+volume got less than 98% of its floor (or the control showed no harm). The isolation run's
+p99 verdicts are printed and stored; they do not change the demo's exit status, because
+fio's p99 on one small machine includes the load generator's share of the CPU (the node's
+own latency is printed beside it).")]
 pub struct DemoArgs {
     /// fio runtime per job (dbench's own: 15s). The default keeps 7 volumes x 9 jobs near
     /// 4 minutes on 2 cores.
@@ -321,7 +324,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             Err(e) => eprintln!("qoslab demo: writing {}: {e}", report.display()),
         }
     }
-    if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) || !isolation.passed() {
+    let floors_held = crate::isolation_cmd::floors_held(&isolation);
+    if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) || !floors_held {
         exit_failed();
     }
     Ok(())
