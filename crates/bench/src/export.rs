@@ -306,25 +306,28 @@ pub fn markdown(run: &RunRecord) -> Vec<u8> {
         e.host, e.kernel, e.cpu, e.fio_version, e.qoslab_version
     );
     if !run.volumes.is_empty() {
-        o.push_str("## Volumes\n\n| volume | size (bytes) | reserve | policy | ceiling IOPS | ceiling BW |\n|---|---:|---:|---|---:|---:|\n");
+        o.push_str("## Volumes\n\n| volume | size (bytes) | reserve | policy | ceiling IOPS | ceiling BW | floor IOPS | floor BW |\n|---|---:|---:|---|---:|---:|---:|---:|\n");
+        let iops = |x: u64| {
+            if x == 0 {
+                "-".to_string()
+            } else {
+                x.to_string()
+            }
+        };
+        let bw = |x: u64| if x == 0 { "-".to_string() } else { fmt::bw(x) };
         for v in &run.volumes {
+            let l = v.limits;
             let _ = writeln!(
                 o,
-                "| {} | {} | {}% | {} | {} | {} |",
+                "| {} | {} | {}% | {} | {} | {} | {} | {} |",
                 v.name,
                 v.size,
                 v.snapshot_reserve_percent,
                 v.policy.as_deref().unwrap_or("-"),
-                if v.limits.ceiling_iops == 0 {
-                    "-".into()
-                } else {
-                    v.limits.ceiling_iops.to_string()
-                },
-                if v.limits.ceiling_bps == 0 {
-                    "-".into()
-                } else {
-                    fmt::bw(v.limits.ceiling_bps)
-                },
+                iops(l.ceiling_iops),
+                bw(l.ceiling_bps),
+                iops(l.floor_iops),
+                bw(l.floor_bps),
             );
         }
         o.push('\n');
