@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the external programs qoslab's tests and benchmarks drive: fio (with the nbd
-# engine), nbdkit, libnbd's nbdinfo/nbdcopy, and qemu-img/qemu-storage-daemon.
+# engine), nbdkit, libnbd's nbdinfo/nbdcopy, qemu-img/qemu-storage-daemon, and headless
+# Chromium (the report test renders HTML reports and screenshots them).
 # Idempotent: installs only what is missing. Needs root (apt-get).
 set -euo pipefail
 declare -A pkg_of=(
@@ -11,6 +12,7 @@ declare -A pkg_of=(
   [qemu-img]=qemu-utils
   [qemu-storage-daemon]=qemu-utils
   [python3]=python3
+  [chromium]=chromium
 )
 missing=()
 for cmd in "${!pkg_of[@]}"; do
@@ -28,4 +30,4 @@ if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
   echo "install-deps: this fio ($(fio --version)) lacks the nbd ioengine" >&2
   exit 1
 fi
-echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1)" >&2
+echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1)" >&2

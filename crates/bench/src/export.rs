@@ -1,5 +1,6 @@
-//! Exporters: pure functions from a stored run to bytes (JSON, CSV, Markdown). No I/O, no
-//! clock: the same run always exports to the same bytes (snapshot-tested).
+//! Exporters: pure functions from a stored run to bytes (JSON, CSV, series CSV, Markdown,
+//! HTML). No I/O, no clock: the same run always exports to the same bytes
+//! (snapshot-tested). docs/REPORTS.md documents each format.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -12,13 +13,17 @@ use crate::result::{DirStats, JobResult};
 use crate::store::{JobRecord, RunRecord};
 
 /// The `schema` field of exported JSON; bumped on incompatible changes.
+/// Additive fields (`tables`, `series`) keep the version; readers ignore unknown fields.
 pub const JSON_SCHEMA: &str = "qoslab.bench.run/1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Json,
     Csv,
+    /// The time series, one row per sample (long format).
+    SeriesCsv,
     Md,
+    Html,
 }
 
 impl Format {
@@ -26,7 +31,9 @@ impl Format {
         match s {
             "json" => Some(Format::Json),
             "csv" => Some(Format::Csv),
+            "series-csv" => Some(Format::SeriesCsv),
             "md" | "markdown" => Some(Format::Md),
+            "html" => Some(Format::Html),
             _ => None,
         }
     }
@@ -36,7 +43,9 @@ pub fn export(run: &RunRecord, f: Format) -> Vec<u8> {
     match f {
         Format::Json => json(run),
         Format::Csv => csv(run),
+        Format::SeriesCsv => series_csv(run),
         Format::Md => markdown(run),
+        Format::Html => html(run),
     }
 }
 
@@ -138,6 +147,87 @@ pub fn csv(run: &RunRecord) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// A summary-table cell as text: numbers with at most 3 decimals (trailing zeros
+/// dropped), strings as they are, booleans as true/false, null as empty.
+pub fn cell_text(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(f)) => {
+                let s = format!("{f:.3}");
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            }
+            _ => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        v => v.to_string(),
+    }
+}
+
+/// The HTML report (`qoslab report`): one self-contained page with inline SVG charts.
+pub fn html(run: &RunRecord) -> Vec<u8> {
+    crate::report::render(run)
+}
+
+/// CSV header of [`series_csv`].
+pub const SERIES_CSV_HEADER: &str = "run_id,seq,workload,job,volume,iteration,source,t_ms,direction,iops,bw_bytes,lat_mean_us,p50_us,p99_us,ceiling_wait_us,floor_wait_us";
+
+/// The time series in long format: one row per fio window and direction (`source` fio,
+/// `volume` the job's) and per node sample and volume (`source` node, `direction` total;
+/// read and write rates add up; p50/p99 empty, the node has no per-window percentiles).
+pub fn series_csv(run: &RunRecord) -> Vec<u8> {
+    let mut out = String::new();
+    out.push_str(SERIES_CSV_HEADER);
+    out.push('\n');
+    for j in &run.jobs {
+        let Some(s) = run.series_of(j.id) else {
+            continue;
+        };
+        let head = |vol: &str| {
+            format!(
+                "{},{},{},{},{},{}",
+                run.id,
+                j.seq,
+                csv_field(&j.workload),
+                csv_field(&j.name),
+                csv_field(vol),
+                j.iteration
+            )
+        };
+        let jv = j.volume.as_deref().unwrap_or("");
+        for f in &s.fio {
+            let _ = writeln!(
+                out,
+                "{},fio,{},{},{:.3},{:.0},{:.3},{:.3},{:.3},,",
+                head(jv),
+                f.t_ms,
+                f.direction,
+                f.iops,
+                f.bw_bytes,
+                f.lat_mean_ns / 1000.0,
+                f.p50_ns as f64 / 1000.0,
+                f.p99_ns as f64 / 1000.0
+            );
+        }
+        for n in &s.node {
+            let _ = writeln!(
+                out,
+                "{},node,{},total,{:.3},{:.0},{:.3},,,{:.3},{:.3}",
+                head(&n.volume),
+                n.t_ms,
+                n.iops(),
+                n.bps(),
+                n.lat_mean_us,
+                n.ceiling_wait_us,
+                n.floor_wait_us
+            );
+        }
+    }
+    out.into_bytes()
+}
+
 /// dbench summary blocks for every (workload, volume, iteration) whose jobs are dbench's.
 pub fn dbench_summaries(run: &RunRecord) -> Vec<(String, dbench::Summary)> {
     let mut groups: BTreeMap<(u32, String, String), BTreeMap<String, JobResult>> = BTreeMap::new();
@@ -216,25 +306,28 @@ pub fn markdown(run: &RunRecord) -> Vec<u8> {
         e.host, e.kernel, e.cpu, e.fio_version, e.qoslab_version
     );
     if !run.volumes.is_empty() {
-        o.push_str("## Volumes\n\n| volume | size (bytes) | reserve | policy | ceiling IOPS | ceiling BW |\n|---|---:|---:|---|---:|---:|\n");
+        o.push_str("## Volumes\n\n| volume | size (bytes) | reserve | policy | ceiling IOPS | ceiling BW | floor IOPS | floor BW |\n|---|---:|---:|---|---:|---:|---:|---:|\n");
+        let iops = |x: u64| {
+            if x == 0 {
+                "-".to_string()
+            } else {
+                x.to_string()
+            }
+        };
+        let bw = |x: u64| if x == 0 { "-".to_string() } else { fmt::bw(x) };
         for v in &run.volumes {
+            let l = v.limits;
             let _ = writeln!(
                 o,
-                "| {} | {} | {}% | {} | {} | {} |",
+                "| {} | {} | {}% | {} | {} | {} | {} | {} |",
                 v.name,
                 v.size,
                 v.snapshot_reserve_percent,
                 v.policy.as_deref().unwrap_or("-"),
-                if v.limits.ceiling_iops == 0 {
-                    "-".into()
-                } else {
-                    v.limits.ceiling_iops.to_string()
-                },
-                if v.limits.ceiling_bps == 0 {
-                    "-".into()
-                } else {
-                    fmt::bw(v.limits.ceiling_bps)
-                },
+                iops(l.ceiling_iops),
+                bw(l.ceiling_bps),
+                iops(l.floor_iops),
+                bw(l.floor_bps),
             );
         }
         o.push('\n');
@@ -295,8 +388,26 @@ pub fn markdown(run: &RunRecord) -> Vec<u8> {
         }
         o.push('\n');
     }
+    for t in &run.tables {
+        let _ = writeln!(o, "## {} ({})\n", t.name, t.kind);
+        let _ = writeln!(o, "| {} |", t.columns.join(" | "));
+        let _ = writeln!(o, "|{}", "---|".repeat(t.columns.len()));
+        for r in &t.rows {
+            let cells: Vec<String> = r.iter().map(|v| cell_text(v).replace('|', "/")).collect();
+            let _ = writeln!(o, "| {} |", cells.join(" | "));
+        }
+        o.push('\n');
+    }
     for (title, s) in dbench_summaries(run) {
         let _ = writeln!(o, "## dbench: {title}\n\n```\n{}```\n", s.render());
+    }
+    if !run.series.is_empty() {
+        let n: usize = run.series.iter().map(|s| s.fio.len() + s.node.len()).sum();
+        let _ = writeln!(
+            o,
+            "Time series: {n} samples over {} job(s); see `--format html` for charts or `--format series-csv`.\n",
+            run.series.len()
+        );
     }
     o.into_bytes()
 }

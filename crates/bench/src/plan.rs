@@ -112,15 +112,14 @@ struct RawPlan {
     policy: Vec<toml::Value>,
     #[serde(default)]
     volume: Vec<toml::Value>,
+    /// The embedded node's emulated controller (node.toml's `[capacity]`); accepted here
+    /// so the plan parses, read by the node's own config parser.
+    capacity: Option<toml::Value>,
     #[serde(default)]
     workload: Vec<Spanned<RawWorkload>>,
     ramp: Option<Spanned<crate::ramp::RawRamp>>,
     #[serde(default)]
     system: Vec<Spanned<crate::ramp::RawSystem>>,
-    /// The embedded node's emulated controller: node.toml's `[capacity]` (checked by the
-    /// node's config parser with the other node sections).
-    #[allow(dead_code)]
-    capacity: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -248,8 +247,8 @@ impl Plan {
                 .map(|s| format!(":{}", line_of(text, s.start)))
                 .unwrap_or_default();
             let msg = e.message().replace(
-                "`bench`, `policy`, `volume`, `workload`, `ramp`, `system`, `capacity`",
-                "`bench`, `policy`, `volume`, `workload`, `ramp`, `system`, `capacity` (a plan's top-level keys)",
+                "`bench`, `policy`, `volume`, `capacity`, `workload`, `ramp`, `system`",
+                "`bench`, `policy`, `volume`, `capacity`, `workload`, `ramp`, `system` (a plan's top-level keys)",
             );
             PlanError(format!("{origin}{line}: {msg}"))
         })?;
@@ -293,6 +292,11 @@ impl Plan {
                 n as u32
             }
         };
+        if raw.capacity.is_some() && raw.volume.is_empty() {
+            return Err(PlanError(format!(
+                "{origin}: [capacity] sets up the embedded node's emulated controller, which needs at least one [[volume]]"
+            )));
+        }
         let node = if raw.volume.is_empty() && raw.policy.is_empty() {
             None
         } else {
@@ -646,6 +650,21 @@ expect = { read_iops = ["iops >= 100"], rw_mix = ["write.iops > 1"] }
     }
 
     #[test]
+    fn capacity_reaches_the_embedded_node_with_plan_lines() {
+        let p = Plan::parse(
+            "[capacity]\niops = 20000\n\n[[volume]]\nname = \"v\"\nsize = \"1GiB\"\n\n[[workload]]\nfio = { rw = \"randread\" }\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(p.node.unwrap().capacity.unwrap().iops, 20000);
+        let e = err("[[volume]]\nname = \"v\"\nsize = \"1GiB\"\n[capacity]\niops = -1\n[[workload]]\nfio = { rw = \"read\" }\n");
+        assert!(
+            e.contains("p.toml:4") && e.contains("capacity.iops = -1"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn cli_overrides_times() {
         let mut p = Plan::parse(GOOD, "p.toml").unwrap();
         p.set_times(Some(5.0), None);
@@ -684,18 +703,6 @@ expect = { read_iops = ["iops >= 100"], rw_mix = ["write.iops > 1"] }
         let plan = Plan::load(Path::new(p)).unwrap();
         assert_eq!(plan.jobs().len(), 10);
         assert!(!plan.node.unwrap().mmap_reads, "pread is the default");
-    }
-
-    #[test]
-    fn the_embedded_node_takes_an_emulated_controller() {
-        let p = Plan::parse(
-            "[capacity]\niops = 4000\n\n[[volume]]\nname = \"a\"\nsize = \"1GB\"\n\n[[workload]]\nfio = { rw = \"read\" }\n",
-            "p.toml",
-        )
-        .unwrap();
-        assert_eq!(p.node.unwrap().capacity.unwrap().iops, 4000);
-        let e = err("[capacity]\niops = -1\n[[volume]]\nname = \"a\"\nsize = \"1GB\"\n[[workload]]\nfio = { rw = \"read\" }\n");
-        assert!(e.contains("p.toml:1: capacity.iops = -1"), "{e}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use crate::fio::{Executor, JobFile, Section};
 use crate::plan::{fio_time, Plan, PlannedJob};
+use crate::recording::SeriesRecorder;
 use crate::result::JobResult;
 use crate::store::{Env, NewRun, PolicyRecord, RunRecord, Store, StoreError, VolumeRecord};
 use crate::target::{EmbeddedNode, Target, TargetError};
@@ -145,12 +146,14 @@ pub fn run_plan(
     }
     let jobs = plan.jobs();
     let (mut failed_verdicts, mut failed_jobs) = (0, 0);
+    let recorder = SeriesRecorder::new();
     for (i, job) in jobs.iter().enumerate() {
         let target_opts = match (&node, &job.volume) {
             (Some(n), Some(v)) => n.options(v),
             _ => target.options(),
         };
-        let file = job_file(job, &target_opts);
+        let mut file = job_file(job, &target_opts);
+        recorder.add_log_options(i + 1, &mut file);
         let id = store.begin_job(
             run,
             i as u32 + 1,
@@ -165,7 +168,13 @@ pub fn run_plan(
             (Some(n), Some(v)) => n.limits(v),
             _ => target.limits(),
         };
-        match exec.run(&file) {
+        let recording = recorder.start(i + 1, node.as_ref(), target, job.ramp);
+        let ran = exec.run(&file);
+        let series = recording.finish(id);
+        if !series.is_empty() {
+            store.add_series(&series)?;
+        }
+        match ran {
             Ok(out) => {
                 let primary = out.job(&job.name).cloned().unwrap_or_default();
                 let mut verdicts: Vec<Verdict> = job
@@ -212,6 +221,7 @@ pub fn run_plan(
         "passed"
     };
     store.finish_run(run, status)?;
+    drop(recorder);
     if let Some(n) = node {
         n.stop();
     }
@@ -286,6 +296,52 @@ expect = ["iops <= 500 +-3%", "iops_mean ~= policy.ceiling +-3%", "iops >= polic
         assert!(
             text.contains("[read_iops]\nbs=4k\niodepth=64\nrw=randread\n"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn fio_logs_become_the_jobs_time_series() {
+        let plan = Plan::parse(PLAN, "p.toml").unwrap();
+        // A stand-in for fio: copy real fio logs (tests/fixtures/fiologs, numjobs=2) to
+        // where the job file asks fio to write them.
+        let fake = FakeFio::new(|f| {
+            let prefix = f.global.get("write_iops_log").unwrap().to_string();
+            assert_eq!(f.global.get("log_avg_msec"), Some("500"));
+            assert_eq!(f.global.get("write_hist_log"), Some(prefix.as_str()));
+            let src = format!("{}/tests/fixtures/fiologs", env!("CARGO_MANIFEST_DIR"));
+            for e in std::fs::read_dir(&src).unwrap() {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                if let Some(rest) = name.strip_prefix("mix_") {
+                    std::fs::copy(format!("{src}/{name}"), format!("{prefix}_{rest}")).unwrap();
+                }
+            }
+            fixture("randread_500iops_msec.out")
+        });
+        let mut store = Store::in_memory().unwrap();
+        let out = run_plan(
+            &plan,
+            &fake,
+            &Target::Embedded,
+            &mut store,
+            &Env::default(),
+            &mut Quiet,
+        )
+        .unwrap();
+        let r = &out.record;
+        assert_eq!(r.series.len(), 1);
+        let s = r.series_of(r.jobs[0].id).unwrap();
+        let reads: Vec<_> = s.fio.iter().filter(|x| x.direction == "read").collect();
+        assert_eq!(reads.len(), 4);
+        assert_eq!(reads[0].iops, 604.0);
+        assert!(reads[0].p99_ns > 0);
+        let prefix = fake.seen.lock().unwrap()[0]
+            .global
+            .get("write_iops_log")
+            .unwrap()
+            .to_string();
+        assert!(
+            !std::path::Path::new(&prefix).parent().unwrap().exists(),
+            "the log directory is removed after the run"
         );
     }
 

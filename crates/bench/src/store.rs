@@ -3,7 +3,8 @@
 //! it ends), so a crash loses at most the job in flight, which stays `running`.
 //!
 //! Schema (see docs/BENCH.md): `runs`, `policies`, `volumes`, `jobs` (with the job file and
-//! fio's raw JSON), `results` (one row per job, client and direction), `verdicts`.
+//! fio's raw JSON), `results` (one row per job, client and direction), `verdicts`,
+//! `summary_tables`, and the time series `fio_samples` and `node_samples` (schema 3).
 
 use std::path::Path;
 
@@ -11,6 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::result::{DirStats, FioOutput, JobResult};
+use crate::series::{FioSample, JobSeries, NodeSample};
 use crate::verdict::{Limits, Verdict};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +31,7 @@ pub enum StoreError {
 pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -88,6 +90,21 @@ CREATE TABLE IF NOT EXISTS summary_tables (
   name TEXT NOT NULL,
   columns TEXT NOT NULL,           -- JSON array of column names
   rows TEXT NOT NULL               -- JSON array of arrays (numbers, strings, booleans)
+);
+CREATE TABLE IF NOT EXISTS fio_samples (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  t_ms INTEGER NOT NULL,           -- end of the 500 ms window, on fio's log clock
+  direction TEXT NOT NULL,         -- read | write | trim
+  iops REAL NOT NULL, bw_bytes REAL NOT NULL, lat_mean_ns REAL NOT NULL,
+  p50_ns INTEGER NOT NULL, p99_ns INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS node_samples (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  t_ms INTEGER NOT NULL,
+  volume TEXT NOT NULL,
+  read_iops REAL NOT NULL, write_iops REAL NOT NULL, other_iops REAL NOT NULL,
+  read_bps REAL NOT NULL, write_bps REAL NOT NULL,
+  lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS verdicts (
   job_id INTEGER NOT NULL REFERENCES jobs(id),
@@ -215,9 +232,18 @@ pub struct RunRecord {
     /// Profile tables in the order they were added.
     #[serde(default)]
     pub tables: Vec<SummaryTable>,
+    /// Time series per job (fio's 500 ms windows, the node's samples), jobs without any
+    /// left out; in job order.
+    #[serde(default)]
+    pub series: Vec<JobSeries>,
 }
 
 impl RunRecord {
+    /// The time series of job `job_id`, if any were recorded.
+    pub fn series_of(&self, job_id: i64) -> Option<&JobSeries> {
+        self.series.iter().find(|s| s.job_id == job_id)
+    }
+
     pub fn verdict_counts(&self) -> (usize, usize) {
         let all = self.jobs.iter().flat_map(|j| &j.verdicts);
         let (mut pass, mut fail) = (0, 0);
@@ -489,6 +515,91 @@ impl Store {
         Ok(())
     }
 
+    /// Store a job's time series (one transaction).
+    pub fn add_series(&mut self, s: &JobSeries) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for f in &s.fio {
+            tx.execute(
+                "INSERT INTO fio_samples (job_id, t_ms, direction, iops, bw_bytes, lat_mean_ns, p50_ns, p99_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    s.job_id,
+                    f.t_ms as i64,
+                    f.direction,
+                    f.iops,
+                    f.bw_bytes,
+                    f.lat_mean_ns,
+                    f.p50_ns as i64,
+                    f.p99_ns as i64
+                ],
+            )?;
+        }
+        for n in &s.node {
+            tx.execute(
+                "INSERT INTO node_samples (job_id, t_ms, volume, read_iops, write_iops, other_iops,
+                   read_bps, write_bps, lat_mean_us, ceiling_wait_us, floor_wait_us)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    s.job_id,
+                    n.t_ms as i64,
+                    n.volume,
+                    n.read_iops,
+                    n.write_iops,
+                    n.other_iops,
+                    n.read_bps,
+                    n.write_bps,
+                    n.lat_mean_us,
+                    n.ceiling_wait_us,
+                    n.floor_wait_us
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn load_series(&self, job_id: i64) -> Result<JobSeries> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT t_ms, direction, iops, bw_bytes, lat_mean_ns, p50_ns, p99_ns
+             FROM fio_samples WHERE job_id = ?1 ORDER BY t_ms, direction",
+        )?;
+        let fio = st
+            .query_map([job_id], |r| {
+                Ok(FioSample {
+                    t_ms: r.get::<_, i64>(0)? as u64,
+                    direction: r.get(1)?,
+                    iops: r.get(2)?,
+                    bw_bytes: r.get(3)?,
+                    lat_mean_ns: r.get(4)?,
+                    p50_ns: r.get::<_, i64>(5)? as u64,
+                    p99_ns: r.get::<_, i64>(6)? as u64,
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut st = self.conn.prepare_cached(
+            "SELECT t_ms, volume, read_iops, write_iops, other_iops, read_bps, write_bps,
+               lat_mean_us, ceiling_wait_us, floor_wait_us
+             FROM node_samples WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        let node = st
+            .query_map([job_id], |r| {
+                Ok(NodeSample {
+                    t_ms: r.get::<_, i64>(0)? as u64,
+                    volume: r.get(1)?,
+                    read_iops: r.get(2)?,
+                    write_iops: r.get(3)?,
+                    other_iops: r.get(4)?,
+                    read_bps: r.get(5)?,
+                    write_bps: r.get(6)?,
+                    lat_mean_us: r.get(7)?,
+                    ceiling_wait_us: r.get(8)?,
+                    floor_wait_us: r.get(9)?,
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(JobSeries { job_id, fio, node })
+    }
+
     pub fn finish_run(&self, run: i64, status: &str) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",
@@ -569,6 +680,7 @@ impl Store {
                         volumes: Vec::new(),
                         jobs: Vec::new(),
                         tables: Vec::new(),
+                        series: Vec::new(),
                     })
                 },
             )
@@ -689,6 +801,12 @@ impl Store {
                 })?
                 .collect::<std::result::Result<_, _>>()?;
         }
+        for j in &jobs {
+            let s = self.load_series(j.id)?;
+            if !s.is_empty() {
+                run.series.push(s);
+            }
+        }
         run.jobs = jobs;
         let mut st = self.conn.prepare(
             "SELECT kind, name, columns, rows FROM summary_tables WHERE run_id = ?1 ORDER BY seq",
@@ -712,6 +830,40 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schema_2_database_opens_and_gains_the_series_tables() {
+        let dir = crate::target::temp_dir("schema2").unwrap();
+        let path = dir.join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            // Schema 2 as shipped: everything but the series tables.
+            let old: String = SCHEMA
+                .split("CREATE TABLE")
+                .filter(|t| !t.contains("fio_samples") && !t.contains("node_samples"))
+                .collect::<Vec<_>>()
+                .join("CREATE TABLE");
+            c.execute_batch(&old).unwrap();
+            c.pragma_update(None, "user_version", 2).unwrap();
+            c.execute(
+                "INSERT INTO runs (name, started_at, status, plan_origin, plan_text, target, executor,
+                   runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version)
+                 VALUES ('old', 't', 'passed', 'p', '', 'x', 'fio', 1, 0, '', '', '', '', '')",
+                [],
+            )
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let r = s.load_run(1).unwrap();
+        assert_eq!(r.name, "old");
+        assert!(r.series.is_empty());
+        let v: i64 = s
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn rfc3339_dates() {
@@ -787,5 +939,31 @@ mod tests {
         t2.rows.push(vec![2.into()]);
         s.put_table(run, &t2).unwrap();
         assert_eq!(s.load_run(run).unwrap().tables, vec![t, t2]);
+        let series = JobSeries {
+            job_id: j1,
+            fio: vec![FioSample {
+                t_ms: 500,
+                direction: "read".into(),
+                iops: 500.0,
+                bw_bytes: 2_048_000.0,
+                lat_mean_ns: 31_000_000.5,
+                p50_ns: 30_000_000,
+                p99_ns: 40_000_000,
+            }],
+            node: vec![NodeSample {
+                t_ms: 500,
+                volume: "v".into(),
+                read_iops: 498.0,
+                write_iops: 0.0,
+                other_iops: 2.0,
+                read_bps: 2_039_808.0,
+                write_bps: 0.0,
+                lat_mean_us: 31_000.0,
+                ceiling_wait_us: 30_000.0,
+                floor_wait_us: 0.0,
+            }],
+        };
+        s.add_series(&series).unwrap();
+        assert_eq!(s.load_run(run).unwrap().series, vec![series]);
     }
 }

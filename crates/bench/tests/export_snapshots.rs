@@ -1,11 +1,14 @@
-//! Exporters are pure: a fixed run built from real fio 3.33 JSON fixtures exports to the
+//! Exporters are pure: a fixed run built from real fio 3.33 JSON fixtures (and real fio
+//! logs for its time series, hand-made node samples and profile tables) exports to the
 //! bytes in `tests/snapshots/`. After an intended format change, regenerate them with
 //! `UPDATE_SNAPSHOTS=1 cargo test -p bench --test export_snapshots` and review the diff.
 
 use bench::export::{export, Format};
 use bench::result::FioOutput;
-use bench::store::{Env, JobRecord, PolicyRecord, RunRecord, VolumeRecord};
+use bench::series::{JobSeries, NodeSample};
+use bench::store::{Env, JobRecord, PolicyRecord, RunRecord, SummaryTable, VolumeRecord};
 use bench::verdict::{Expectation, Limits};
+use serde_json::json;
 
 fn fixture(name: &str) -> FioOutput {
     let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -154,8 +157,155 @@ fn run() -> RunRecord {
             ),
             job(7, "broken", "broken", "base", None, &[], &none),
         ],
-        tables: vec![],
+        tables: tables(),
+        series: series(),
     }
+}
+
+/// Job 1's series: real fio logs (tests/fixtures/fiologs) and node samples on the ceiling.
+fn series() -> Vec<JobSeries> {
+    let dir = format!("{}/tests/fixtures/fiologs", env!("CARGO_MANIFEST_DIR"));
+    let fio = bench::fio::logs::collect(std::path::Path::new(&dir), "mix").unwrap();
+    let node = (1..=4)
+        .map(|i| NodeSample {
+            t_ms: i * 500,
+            volume: "vol500".into(),
+            read_iops: 375.0 + i as f64,
+            write_iops: 125.0 - i as f64,
+            other_iops: 0.0,
+            read_bps: (375.0 + i as f64) * 4096.0,
+            write_bps: (125.0 - i as f64) * 4096.0,
+            lat_mean_us: 7900.0 + 10.0 * i as f64,
+            ceiling_wait_us: 7800.0,
+            floor_wait_us: 0.0,
+        })
+        .collect();
+    vec![JobSeries {
+        job_id: 1,
+        fio,
+        node,
+    }]
+}
+
+/// Profile tables as issue 5 (isolation) and issue 6 (ramp) write them, and one of a kind
+/// the report has no chart for.
+fn tables() -> Vec<SummaryTable> {
+    let ramp_cols = [
+        "Run",
+        "Target IOPS",
+        "Read IOPS",
+        "Write IOPS",
+        "Total IOPS",
+        "Longest WIJ time (sec)",
+        "Longest write cycle (sec)",
+        "Effective write latency (ms)",
+        "Randread average (ms)",
+        "Pass",
+    ];
+    let ramp_rows = (1..=6)
+        .map(|run| {
+            let target = 10_000 * run;
+            let got = if run < 5 {
+                target as f64 * 0.998
+            } else {
+                41_000.0 + run as f64 * 500.0
+            };
+            let cycle = if run < 5 {
+                12.0 + 6.0 * run as f64
+            } else {
+                52.0 + run as f64
+            };
+            vec![
+                json!(run),
+                json!(target),
+                json!((got * 0.8).round()),
+                json!((got * 0.2).round()),
+                json!(got.round()),
+                json!(1.5 + run as f64 * 0.25),
+                json!(cycle),
+                json!(0.3 + 0.15 * run as f64),
+                json!(0.8 + 0.1 * run as f64),
+                json!(run < 5),
+            ]
+        })
+        .collect();
+    let iso_cols = [
+        "mode",
+        "step",
+        "bully_load",
+        "volume",
+        "role",
+        "target_iops",
+        "iops",
+        "lat_mean_ms",
+        "lat_p99_ms",
+        "ceiling_wait_ms",
+        "floor_wait_ms",
+        "pass",
+    ];
+    let mut iso_rows = Vec::new();
+    for mode in ["floors", "control"] {
+        for step in 1..=5 {
+            let load = 1.0 + 0.25 * (step - 1) as f64;
+            let prod = if mode == "floors" {
+                2050.0 - step as f64
+            } else {
+                2048.0 / load
+            };
+            let bully = 8000.0 - prod;
+            iso_rows.push(vec![
+                json!(mode),
+                json!(step),
+                json!(load),
+                json!("prod"),
+                json!("protected"),
+                json!(2048),
+                json!(prod),
+                json!(15.6 * 2048.0 / prod),
+                json!(40.0 * 2048.0 / prod),
+                json!(0.0),
+                json!(0.2),
+                json!(prod >= 2048.0 * 0.95),
+            ]);
+            iso_rows.push(vec![
+                json!(mode),
+                json!(step),
+                json!(load),
+                json!("bully"),
+                json!("bully"),
+                json!(0),
+                json!(bully),
+                json!(31.0),
+                json!(60.5),
+                json!(0.0),
+                json!(12.5),
+                json!(true),
+            ]);
+        }
+    }
+    vec![
+        SummaryTable {
+            kind: "ramp".into(),
+            name: "systemA".into(),
+            columns: ramp_cols.iter().map(|c| c.to_string()).collect(),
+            rows: ramp_rows,
+        },
+        SummaryTable {
+            kind: "isolation".into(),
+            name: "noisy-neighbour".into(),
+            columns: iso_cols.iter().map(|c| c.to_string()).collect(),
+            rows: iso_rows,
+        },
+        SummaryTable {
+            kind: "custom".into(),
+            name: "a <custom> table".into(),
+            columns: vec!["key".into(), "value".into()],
+            rows: vec![
+                vec![json!("a|b"), json!(1.5)],
+                vec![json!("c"), json!(null)],
+            ],
+        },
+    ]
 }
 
 fn check(format: Format, file: &str) {
@@ -189,4 +339,42 @@ fn csv_snapshot() {
 #[test]
 fn md_snapshot() {
     check(Format::Md, "run.md");
+}
+
+#[test]
+fn series_csv_snapshot() {
+    check(Format::SeriesCsv, "run.series.csv");
+    let text = String::from_utf8(export(&run(), Format::SeriesCsv)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], bench::export::SERIES_CSV_HEADER);
+    // 4 windows x 2 directions from fio, 4 node samples.
+    assert_eq!(lines.len(), 1 + 8 + 4);
+    assert!(lines.iter().all(|l| l.split(',').count() == 16), "{text}");
+}
+
+#[test]
+fn html_snapshot() {
+    check(Format::Html, "run.html");
+    let h = String::from_utf8(export(&run(), Format::Html)).unwrap();
+    // Self-contained: nothing fetched from anywhere.
+    for bad in ["http://", "https://", "src=", "<link", "@import"] {
+        let hits: Vec<&str> = h
+            .match_indices(bad)
+            .map(|(i, _)| &h[i.saturating_sub(40)..(i + 60).min(h.len())])
+            .filter(|ctx| !ctx.contains("www.w3.org/2000/svg"))
+            .collect();
+        assert!(hits.is_empty(), "{bad}: {hits:?}");
+    }
+    let charts = h.matches("<svg class=\"qchart\"").count();
+    // Job 1: IOPS + latency (no bandwidth limit); percentiles; ramp 3; isolation 2 + 1.
+    assert_eq!(charts, 2 + 1 + 3 + 3, "charts");
+    assert!(h.contains(&format!("<span id=\"charts-expected\">{charts}</span>")));
+    // The ceiling of job 1's volume is drawn, and the failing verdict spelled out.
+    assert!(h.contains(">ceiling 500 IOPS</text>"));
+    assert!(h.contains("iops &gt;= policy.ceiling * 0.97"));
+    assert!(h.contains(">floor prod 2048 IOPS</text>"));
+    assert!(h.contains(">write cycle limit 45 s</text>"));
+    // Unknown kinds render as a plain table, escaped.
+    assert!(h.contains("a &lt;custom&gt; table"));
+    assert!(h.contains("class=\"fail\""));
 }

@@ -78,8 +78,9 @@ use crate::limits::Rate;
 use crate::Nanos;
 
 /// How far (ns) the node budget may run ahead after idleness, so callers that
-/// wake slightly late do not lose capacity.
-pub const NODE_BURST: Nanos = 1_000_000;
+/// wake late (tokio timers tick in milliseconds, and a busy machine adds more) do not
+/// lose capacity. Same as the pacer's burst.
+pub const NODE_BURST: Nanos = 5_000_000;
 
 const NS: f64 = 1e9;
 
@@ -228,6 +229,8 @@ pub struct MClock<T> {
     queued: usize,
     /// Arrival order instead of tags (see [`MClock::fifo`]).
     fifo: bool,
+    /// How far ahead of the node budget a reservation-phase dispatch may go (ns).
+    res_lookahead: f64,
 }
 
 impl<T> MClock<T> {
@@ -249,7 +252,20 @@ impl<T> MClock<T> {
             scale_bytes: 1.0,
             queued: 0,
             fifo: false,
+            res_lookahead: 0.0,
         }
+    }
+
+    /// Let reservation-phase dispatches run up to `ns` ahead: of the node's budget, and of
+    /// the flow's own reservation schedule. A caller that dispatches on timer ticks
+    /// otherwise makes a floor's request wait for the next tick when it arrives just after
+    /// a tick's weight-phase dispatches, or a hair before its R tag (a client offering
+    /// exactly its floor, slightly bursty). With the look-ahead it goes at once and the
+    /// weight phase pays it back. Capacity and reservations over any window longer than
+    /// `ns` are unchanged; a flow returning from idleness may run at most `ns` ahead.
+    pub fn with_reservation_lookahead(mut self, ns: Nanos) -> Self {
+        self.res_lookahead = ns as f64;
+        self
     }
 
     /// The same node without QoS arbitration: arrival order across flows, no
@@ -530,12 +546,17 @@ impl<T> MClock<T> {
             return None;
         }
         let t = now as f64;
-        if self.node_ready() > t {
+        let ready = self.node_ready();
+        if ready > t + self.res_lookahead {
             return None;
         }
         self.release_limits(t);
-        let (entry, phase) = match self.top(HeapKind::R).filter(|e| e.tag <= t) {
+        let (entry, phase) = match self
+            .top(HeapKind::R)
+            .filter(|e| e.tag <= t + self.res_lookahead)
+        {
             Some(e) => (e, Phase::Reservation),
+            None if ready > t => return None,
             None => (self.top(HeapKind::P)?, Phase::Weight),
         };
         let idx = entry.idx;
@@ -599,19 +620,21 @@ impl<T> MClock<T> {
         if self.queued == 0 {
             return None;
         }
+        let ready = self.node_ready();
         let mut soonest = f64::INFINITY;
         if self.top(HeapKind::P).is_some() {
-            soonest = now as f64;
+            soonest = (now as f64).max(ready);
         }
-        for kind in [HeapKind::R, HeapKind::L] {
-            if let Some(e) = self.top(kind) {
-                soonest = soonest.min(e.tag);
-            }
+        if let Some(e) = self.top(HeapKind::L) {
+            soonest = soonest.min(e.tag.max(ready));
+        }
+        if let Some(e) = self.top(HeapKind::R) {
+            soonest = soonest.min(e.tag.max(ready) - self.res_lookahead);
         }
         if soonest == f64::INFINITY {
             return None;
         }
-        let at = soonest.max(self.node_ready()).ceil();
+        let at = soonest.ceil();
         let at = if at >= u64::MAX as f64 {
             u64::MAX
         } else {

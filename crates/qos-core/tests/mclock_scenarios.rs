@@ -6,6 +6,7 @@
 //! capacity 20000 iops        # node capacity; also `capacity 0` (unlimited), `... mbps N`
 //! cost_unit 4096             # default 4096
 //! discipline fifo            # arrival order, no floors (the control); default mclock
+//! lookahead 5ms              # reservations may run this far ahead (the node uses 5 ms)
 //! service 100us              # fixed service time of every request (default 100us)
 //! flow a res 5000 qd 16      # res/lim IOPS, w weight, qd N (closed loop) or rate N
 //!                            # (open loop IOPS; with qd too, at most qd outstanding and
@@ -64,6 +65,7 @@ struct Scenario {
     run: Nanos,
     reports: Vec<(Nanos, Nanos)>,
     fifo: bool,
+    lookahead: Nanos,
 }
 
 fn parse(text: &str) -> Scenario {
@@ -75,6 +77,7 @@ fn parse(text: &str) -> Scenario {
         run: S,
         reports: Vec::new(),
         fifo: false,
+        lookahead: 0,
     };
     for line in text.lines() {
         let line = line.split('#').next().unwrap().trim();
@@ -94,6 +97,7 @@ fn parse(text: &str) -> Scenario {
             ["cost_unit", n] => sc.cost_unit = n.parse().unwrap(),
             ["discipline", "fifo"] => sc.fifo = true,
             ["discipline", "mclock"] => sc.fifo = false,
+            ["lookahead", d] => sc.lookahead = dur(d),
             ["service", d] => sc.service = dur(d),
             ["run", d] => sc.run = dur(d),
             ["report", a, b] => sc.reports.push((dur(a), dur(b))),
@@ -154,7 +158,7 @@ fn simulate(sc: &Scenario) -> Outcome {
     let mut m: MClock<usize> = if sc.fifo {
         MClock::fifo(sc.capacity, sc.cost_unit)
     } else {
-        MClock::new(sc.capacity, sc.cost_unit)
+        MClock::new(sc.capacity, sc.cost_unit).with_reservation_lookahead(sc.lookahead)
     };
     let ids: Vec<FlowId> = sc.clients.iter().map(|c| m.add_flow(c.spec, 0)).collect();
     let n = sc.clients.len();
@@ -464,4 +468,28 @@ fn fifo_still_holds_ceilings() {
         "0s-10s: capped=2000 bully=8000",
     );
     assert!(flow_iops(&sc, &out, "capped", (0, 10 * S)) <= 2000.0 * 1.01);
+}
+
+#[test]
+fn reservation_lookahead_changes_no_rate_and_bounds_the_return_burst() {
+    // The node's setting: floors may run 5 ms ahead. Long-run shares are those of plain
+    // mClock, and a flow back from idleness gets at most 5 ms of its floor early.
+    let (sc, out) = check(
+        "capacity 20000 iops\nlookahead 5ms\nflow a res 5000 qd 16\nflow b res 5000 qd 16\nflow bully qd 64\nrun 10s",
+        "0s-10s: a=8330 b=8330 bully=3330",
+    );
+    within(
+        flow_iops(&sc, &out, "a", (0, 10 * S)),
+        5000.0 + 10000.0 / 3.0,
+        0.01,
+    );
+    let (sc, out) = check(
+        "capacity 12000 iops\nlookahead 5ms\nflow a w 1 qd 32\nflow c res 2000 w 1 qd 32 off 1s 6s\nrun 8s\n\
+         report 2s 5s\nreport 6s 7s\nreport 6s 6.1s",
+        "2s-5s: a=12000 c=0\n6s-7s: a=5000 c=7010\n6s-6.1s: a=4950 c=7050",
+    );
+    // Back at 6 s, c's first 100 ms: its floor plus half the rest, plus at most the 5 ms
+    // look-ahead (10 requests at 2,000 IOPS = 100 IOPS over 100 ms).
+    let first = flow_iops(&sc, &out, "c", (6 * S, 6 * S + S / 10));
+    assert!(first <= (2000.0 + 5000.0) * 1.01 + 100.0, "{first}");
 }

@@ -39,7 +39,7 @@ pub struct BenchArgs {
     /// Plan file (TOML). Without one, --profile runs on --target.
     plan: Option<PathBuf>,
     /// Built-in profile to run without a plan.
-    #[arg(long, value_parser = ["dbench", "ramp"])]
+    #[arg(long, value_parser = ["dbench", "isolation", "ramp"])]
     profile: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device.
@@ -70,7 +70,9 @@ pub struct BenchArgs {
     #[arg(long)]
     db: Option<PathBuf>,
     #[command(flatten)]
-    ramp_args: crate::ramp_cmd::RampArgs,
+    isolation: crate::isolation_cmd::IsolationArgs,
+    #[command(flatten)]
+    ramp_args: Box<crate::ramp_cmd::RampArgs>,
 }
 
 pub(crate) fn duration(s: &str) -> Result<f64, String> {
@@ -236,6 +238,9 @@ pub(crate) fn run_and_store(
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.profile.as_deref() == Some("isolation") {
+        return run_isolation_profile(&args);
+    }
     let mut plan = match (&args.plan, &args.profile) {
         (Some(p), None) => Plan::load(p)?,
         (None, Some(prof)) if prof == bench::ramp::NAME => bench::ramp::profile_plan(
@@ -327,6 +332,32 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             rec.id,
             db.display()
         );
+    }
+    if !outcome.passed() {
+        exit_failed();
+    }
+    Ok(())
+}
+
+/// `--profile isolation`: its own embedded nodes (floors, then the control).
+fn run_isolation_profile(args: &BenchArgs) -> anyhow::Result<()> {
+    if args.plan.is_some()
+        || args.target.is_some()
+        || args.node.is_some()
+        || !args.clients.is_empty()
+    {
+        anyhow::bail!(
+            "--profile isolation builds its own embedded node (an emulated controller): \
+             it takes no plan, --target, --node or --client"
+        );
+    }
+    let spec = args.isolation.spec(args.runtime, args.ramp)?;
+    let db = db_path(args.db.clone());
+    let outcome = crate::isolation_cmd::run_isolation(&spec, &db, args.json)?;
+    if args.json {
+        std::io::stdout().write_all(&export::json(&outcome.record))?;
+    } else {
+        crate::isolation_cmd::report(&outcome, &db);
     }
     if !outcome.passed() {
         exit_failed();

@@ -2,10 +2,13 @@
 //! stats), and the benchmark harness (bench, results, demo).
 
 mod bench;
+mod compare_cmd;
 mod demo;
 mod http_client;
+mod isolation_cmd;
 mod policy_cmd;
 mod ramp_cmd;
+mod report_cmd;
 mod results;
 mod serve;
 mod stats_cmd;
@@ -34,6 +37,11 @@ enum Command {
     Bench(bench::BenchArgs),
     /// List, show and export stored bench runs.
     Results(results::ResultsArgs),
+    /// A stored run as one self-contained HTML page with charts (no network needed).
+    Report(report_cmd::ReportArgs),
+    /// Compare two stored runs job by job: change in each metric vs its spread, flagged
+    /// when it exceeds the noise.
+    Compare(compare_cmd::CompareArgs),
     /// Seed 000's QoS scenario on an embedded node: dbench on 7 volumes, one comparison table.
     Demo(demo::DemoArgs),
     /// QoS policy groups on a running node (REST API): create, list, show, modify, delete.
@@ -58,6 +66,8 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Results(args) => results::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Compare(args) => compare_cmd::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),

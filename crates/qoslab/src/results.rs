@@ -1,7 +1,7 @@
 //! `qoslab results`: list, show and export stored bench runs.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use bench::export::{self, Format};
@@ -17,6 +17,8 @@ EXAMPLES:
   qoslab results show last
   qoslab results export 3 --format md > run3.md
   qoslab results export last --format csv --output run.csv
+  qoslab results export last --format series-csv --output series.csv
+  qoslab results export 3 --format html --output run3.html     # same page as `qoslab report`
   qoslab results export 3 --format json --db /var/lib/qoslab/results.db")]
 pub struct ResultsArgs {
     /// Results database (default $QOSLAB_DB or ./qoslab-results.db).
@@ -35,11 +37,14 @@ enum ResultsCommand {
         /// Run id, or `last`.
         run: String,
     },
-    /// A stored run as JSON, CSV or Markdown (docs/BENCH.md describes each).
+    /// A stored run as JSON, CSV, series CSV, Markdown or HTML (docs/REPORTS.md).
     Export {
         /// Run id, or `last`.
         run: String,
-        #[arg(long, value_parser = ["json", "csv", "md"])]
+        /// json: everything incl. time series; csv: one row per job, client and direction;
+        /// series-csv: one row per time-series sample; md: a readable summary; html: the
+        /// report with charts.
+        #[arg(long, value_parser = ["json", "csv", "series-csv", "md", "html"])]
         format: String,
         /// Write to this file instead of stdout.
         #[arg(long, short)]
@@ -47,26 +52,41 @@ enum ResultsCommand {
     },
 }
 
-fn run_id(store: &Store, s: &str) -> anyhow::Result<i64> {
-    if s == "last" {
-        return store
+/// A run id from `s` (a number or `last`) that exists in `store` (at `db`).
+pub(crate) fn run_id(store: &Store, s: &str, db: &Path) -> anyhow::Result<i64> {
+    let id = if s == "last" {
+        store
             .last_run()?
-            .context("the results database holds no runs yet");
+            .with_context(|| format!("{} holds no runs yet", db.display()))?
+    } else {
+        s.parse().with_context(|| {
+            format!("run {s:?}: expected a run id (see `qoslab results list`) or `last`")
+        })?
+    };
+    if !store.list_runs()?.iter().any(|r| r.id == id) {
+        anyhow::bail!(
+            "no run {id} in {} (see `qoslab results list --db {}`)",
+            db.display(),
+            db.display()
+        );
     }
-    s.parse().with_context(|| {
-        format!("run {s:?}: expected a run id (see `qoslab results list`) or `last`")
-    })
+    Ok(id)
 }
 
-pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
-    let db = db_path(args.db);
+/// Open an existing results database (never create one by mistake).
+pub(crate) fn open_store(db: &Path) -> anyhow::Result<Store> {
     if !db.exists() {
         anyhow::bail!(
             "no results database at {} (run `qoslab bench` or `qoslab demo` first, or pass --db)",
             db.display()
         );
     }
-    let store = Store::open(&db)?;
+    Ok(Store::open(db)?)
+}
+
+pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
+    let db = db_path(args.db);
+    let store = open_store(&db)?;
     let mut out = std::io::stdout().lock();
     match args.command {
         ResultsCommand::List => {
@@ -84,7 +104,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             }
         }
         ResultsCommand::Show { run } => {
-            let id = run_id(&store, &run)?;
+            let id = run_id(&store, &run, &db)?;
             out.write_all(&export::markdown(&store.load_run(id)?))?;
         }
         ResultsCommand::Export {
@@ -92,8 +112,9 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             format,
             output,
         } => {
-            let id = run_id(&store, &run)?;
-            let f = Format::parse(&format).context("format: allowed json, csv, md")?;
+            let id = run_id(&store, &run, &db)?;
+            let f = Format::parse(&format)
+                .context("format: allowed json, csv, series-csv, md, html")?;
             let bytes = export::export(&store.load_run(id)?, f);
             match output {
                 Some(p) => {

@@ -17,6 +17,12 @@ EXAMPLES:
   qoslab serve --config examples/node.toml
   qoslab serve --config node.toml --data-dir /var/lib/qoslab --listen-unix /run/qoslab.sock
   fio --ioengine=nbd --uri='nbd+unix:///vol500?socket=/run/qoslab.sock' --rw=randread --bs=4k ...
+  qoslab serve --config node.toml --capacity-iops 20000     # an emulated 20,000 IOPS controller
+  qoslab serve --config node.toml --calibrate               # capacity = what the backend measures
+
+Floors (min_throughput, adaptive expected IOPS) are enforced only under an emulated
+controller: declare [capacity] in the config, or --capacity-iops/--capacity-mbps, or
+--calibrate. Without one the node runs at the backend's real speed with ceilings only.
 
 With neither --listen-unix nor --listen-tcp (and nothing in the config), the node listens on
 127.0.0.1:10809 and on DATA_DIR/nbd.sock. The REST API and /metrics listen on --listen-http
@@ -57,6 +63,24 @@ pub struct ServeArgs {
     /// Allow the API on a non-loopback address without --api-token-file.
     #[arg(long)]
     insecure: bool,
+    /// Emulated controller: node-wide ops/s shared by all volumes (overrides [capacity]
+    /// iops). Floors are enforced by mClock within it.
+    #[arg(long, value_name = "IOPS", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    capacity_iops: Option<u64>,
+    /// Emulated controller: node-wide MiB/s (overrides [capacity] mbps).
+    #[arg(long, value_name = "MIBPS", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    capacity_mbps: Option<u64>,
+    /// A request costs max(1, bytes / COST_UNIT) ops of the capacity (default 32KiB).
+    #[arg(long, value_name = "SIZE")]
+    cost_unit: Option<String>,
+    /// How the controller shares its capacity: mclock (floors, then weights; default) or
+    /// fifo (arrival order, ceilings only: an array without floors).
+    #[arg(long, value_name = "mclock|fifo")]
+    discipline: Option<String>,
+    /// Measure the backend for a few seconds at start (4 KiB random writes, 1 MiB
+    /// sequential reads) and use that as the controller's capacity.
+    #[arg(long)]
+    calibrate: bool,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -75,6 +99,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .clone()
         .or_else(|| cfg.data_dir.clone())
         .unwrap_or_else(|| PathBuf::from("qoslab-data"));
+    apply_capacity_args(&args, &mut cfg, &data_dir)?;
     let mut unix = args.listen_unix.clone().or_else(|| cfg.listen_unix.clone());
     let mut tcp = args.listen_tcp.or(cfg.listen_tcp);
     if unix.is_none() && tcp.is_none() {
@@ -166,6 +191,53 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     })
 }
 
+/// The emulated controller from the command line (over the config's [capacity]).
+fn apply_capacity_args(
+    args: &ServeArgs,
+    cfg: &mut NodeConfig,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    let explicit = args.capacity_iops.is_some() || args.capacity_mbps.is_some();
+    if args.calibrate && explicit {
+        anyhow::bail!("give either --calibrate or --capacity-iops/--capacity-mbps, not both");
+    }
+    let mut cap = cfg.capacity.unwrap_or_default();
+    if explicit {
+        cfg.calibrate = false;
+        cap.iops = args.capacity_iops.unwrap_or(0);
+        cap.mbps = args.capacity_mbps.unwrap_or(0);
+    }
+    if let Some(u) = &args.cost_unit {
+        cap.cost_unit = qos_core::parse_size(u).map_err(|e| anyhow::anyhow!("--cost-unit: {e}"))?;
+    }
+    if let Some(d) = &args.discipline {
+        cap.discipline = d.parse().map_err(|e| anyhow::anyhow!("--discipline {e}"))?;
+    }
+    if args.calibrate || cfg.calibrate {
+        println!("qoslab: calibrating the backend in {} (4 KiB random writes, 1 MiB sequential reads, 4 s)...", data_dir.display());
+        let c = storage_node::calibrate::calibrate(data_dir, 4.0)
+            .with_context(|| format!("calibrating in {}", data_dir.display()))?;
+        let measured = c.capacity();
+        cap.iops = measured.iops;
+        cap.mbps = measured.mbps;
+        println!(
+            "qoslab: calibrated: {:.0} IOPS (4 KiB random write), {:.0} MiB/s (1 MiB sequential read), {} threads",
+            c.write_4k_iops, c.read_1m_mibps, c.threads
+        );
+    }
+    cap.validate("--capacity").map_err(anyhow::Error::msg)?;
+    let any_flag =
+        explicit || args.calibrate || args.cost_unit.is_some() || args.discipline.is_some();
+    if cap.is_set() {
+        cfg.capacity = Some(cap);
+    } else if any_flag {
+        anyhow::bail!(
+            "--cost-unit/--discipline need a capacity: give --capacity-iops, --capacity-mbps or --calibrate (or [capacity] in the config)"
+        );
+    }
+    Ok(())
+}
+
 fn print_ready(node: &Node, unix: Option<&std::path::Path>, tcp: Option<SocketAddr>) {
     use std::io::Write;
     let mut out = String::new();
@@ -182,6 +254,26 @@ fn print_ready(node: &Node, unix: Option<&std::path::Path>, tcp: Option<SocketAd
         vols.len(),
         where_.join(" and ")
     ));
+    match node.scheduler.status() {
+        Some(s) => {
+            let c = s.capacity;
+            out.push_str(&format!(
+                "qoslab: emulated controller: {} IOPS, {} MiB/s, cost unit {} B, {}; floors {} IOPS{}\n",
+                c.iops,
+                c.mbps,
+                c.cost_unit,
+                c.discipline,
+                s.reserved.iops,
+                match s.overcommit {
+                    Some(f) => format!(" OVERCOMMITTED (each floor scaled by {f:.3})"),
+                    None => String::new(),
+                }
+            ));
+        }
+        None => out.push_str(
+            "qoslab: no emulated controller: backend speed, ceilings only (floors not enforced)\n",
+        ),
+    }
     for v in vols {
         let l = v.limits();
         let ceiling = match (l.ceiling.iops, l.ceiling.bytes_per_sec) {
@@ -190,12 +282,19 @@ fn print_ready(node: &Node, unix: Option<&std::path::Path>, tcp: Option<SocketAd
             (0, b) => format!("{:.1} MiB/s", b as f64 / 1048576.0),
             (i, b) => format!("{i} IOPS, {:.1} MiB/s", b as f64 / 1048576.0),
         };
+        let floor = match (l.floor.iops, l.floor.bytes_per_sec) {
+            (0, 0) => String::new(),
+            (i, 0) => format!("  floor {i} IOPS"),
+            (0, b) => format!("  floor {:.1} MiB/s", b as f64 / 1048576.0),
+            (i, b) => format!("  floor {i} IOPS, {:.1} MiB/s", b as f64 / 1048576.0),
+        };
         out.push_str(&format!(
-            "  {:<20} {:>14} bytes  policy {:<16} ceiling {}{}\n",
+            "  {:<20} {:>14} bytes  policy {:<16} ceiling {}{}{}\n",
             v.name,
             v.size(),
             v.policy().unwrap_or_else(|| "-".into()),
             ceiling,
+            floor,
             if v.read_only { "  (read-only)" } else { "" }
         ));
     }

@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod backend;
+pub mod calibrate;
 pub mod clock;
 pub mod config;
 pub mod errors;

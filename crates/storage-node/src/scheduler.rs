@@ -27,9 +27,12 @@ use crate::config::{Capacity, Discipline};
 /// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
 pub const NO_FLOW: u32 = u32::MAX;
 
-/// Requests due within this much are released now (tokio's timers tick in milliseconds;
-/// see the transmission loop). The schedule, and so every rate, is unchanged.
-pub const DISPATCH_SLACK_NS: Nanos = 1_000_000;
+/// Floors may run this far ahead of the controller's budget and of their own reservation
+/// schedule: a floor's request never waits for the dispatcher's next timer tick (tokio's
+/// timers tick in ms), and a client offering exactly its floor may be bursty by up to
+/// this much (5 ms: the same tolerance ceilings have). Over longer windows neither the
+/// capacity nor any floor changes.
+pub const RESERVATION_LOOKAHEAD_NS: Nanos = 5_000_000;
 
 /// What the scheduler needs to know about a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -115,7 +118,8 @@ impl Scheduler {
             Arc::new(Controller {
                 inner: Mutex::new(Inner {
                     mc: match cap.discipline {
-                        Discipline::Mclock => MClock::new(cap.rate(), cap.cost_unit),
+                        Discipline::Mclock => MClock::new(cap.rate(), cap.cost_unit)
+                            .with_reservation_lookahead(RESERVATION_LOOKAHEAD_NS),
                         Discipline::Fifo => MClock::fifo(cap.rate(), cap.cost_unit),
                     },
                     conns: Vec::new(),
@@ -310,7 +314,10 @@ impl Controller {
         let next = {
             let mut inner = self.lock();
             let Inner { mc, conns } = &mut *inner;
-            while let Some(d) = mc.dequeue(now + DISPATCH_SLACK_NS) {
+            // No look-ahead: dispatching early would spend the node's budget before a
+            // floor's request arrives, which then waits for the next tick. Late wake-ups
+            // lose nothing: the budget carries up to NODE_BURST.
+            while let Some(d) = mc.dequeue(now) {
                 if let Some(Some(tx)) = conns.get(d.token.conn as usize) {
                     // A connection that went away drops its grant; nothing to reply to.
                     let _ = tx.send(Grant {
@@ -343,10 +350,7 @@ async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock) {
         };
         let sleep = async {
             match deadline {
-                Some(at) => {
-                    tokio::time::sleep_until(clock.instant(at.saturating_sub(DISPATCH_SLACK_NS)))
-                        .await
-                }
+                Some(at) => tokio::time::sleep_until(clock.instant(at)).await,
                 None => std::future::pending().await,
             }
         };

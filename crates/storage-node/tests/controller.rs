@@ -255,3 +255,72 @@ async fn a_policy_change_releases_queued_requests() {
     assert!(l.per_sec[0] <= 12, "slow first: {:?}", l.per_sec);
     assert!(rate(&l, 2) > 850.0, "then fast: {:?}", l.per_sec);
 }
+
+#[tokio::test(start_paused = true)]
+async fn shared_and_adaptive_floors_hold_as_a_group_and_per_volume() {
+    // A shared fixed policy's floor covers its two volumes together; an adaptive policy's
+    // expected IOPS x allocated space is a per-volume floor (64 MiB x 100,000,000 IOPS/TB
+    // = 6,710 IOPS, above its absolute minimum).
+    let n = node(
+        r#"
+[capacity]
+iops = 20000
+[[policy]]
+name = "group"
+fixed = { min_throughput_iops = 6000, capacity_shared = true }
+[[policy]]
+name = "adaptive"
+adaptive = { expected_iops = 100000000, peak_iops = 1000000000, absolute_min_iops = 10, peak_iops_allocation = "allocated_space" }
+[[volume]]
+name = "g1"
+size = "64MiB"
+policy = "group"
+[[volume]]
+name = "g2"
+size = "64MiB"
+policy = "group"
+[[volume]]
+name = "ad"
+size = "64MiB"
+snapshot_reserve_percent = 0
+policy = "adaptive"
+[[volume]]
+name = "bully"
+size = "64MiB"
+"#,
+        "group",
+    );
+    let ad_floor = n.volume("ad").unwrap().limits().floor.iops;
+    assert_eq!(ad_floor, 6710);
+    assert_eq!(n.scheduler.status().unwrap().reserved.iops, 6000 + 6710);
+    let g1 = tokio::spawn(load(n.clone(), "g1", 32, None, 4));
+    let g2 = tokio::spawn(load(n.clone(), "g2", 32, None, 4));
+    let ad = tokio::spawn(load(n.clone(), "ad", 32, None, 4));
+    let bully = tokio::spawn(load(n.clone(), "bully", 64, None, 4));
+    let (g1, g2, ad, bully) = (
+        g1.await.unwrap(),
+        g2.await.unwrap(),
+        ad.await.unwrap(),
+        bully.await.unwrap(),
+    );
+    let group = rate(&g1, 1) + rate(&g2, 1);
+    eprintln!(
+        "group {group:.0} (g1 {:.0} g2 {:.0}), ad {:.0}, bully {:.0}",
+        rate(&g1, 1),
+        rate(&g2, 1),
+        rate(&ad, 1),
+        rate(&bully, 1)
+    );
+    // Floors first, then the rest shared equally by the three flows (group, ad, bully).
+    let spare = (20000.0 - 6000.0 - 6710.0) / 3.0;
+    for (what, got, want) in [
+        ("group", group, 6000.0 + spare),
+        ("adaptive", rate(&ad, 1), 6710.0 + spare),
+        ("bully", rate(&bully, 1), spare),
+    ] {
+        assert!(
+            (got - want).abs() <= want * 0.02,
+            "{what}: {got:.0} IOPS, want {want:.0} ±2%"
+        );
+    }
+}

@@ -1,0 +1,555 @@
+//! Hand-written SVG line charts: axes with round ticks, lines with markers and dash patterns,
+//! horizontal reference lines (ceilings, floors, thresholds) and pass/fail marks.
+//!
+//! Readable without colour: every line has its own dash pattern and marker shape as well as
+//! an Okabe–Ito colour (Okabe & Ito, "Color Universal Design", 2008), and pass/fail marks
+//! differ in shape (filled circle / cross) and carry the words in the legend. Pure: the same
+//! chart renders to the same bytes.
+
+use std::fmt::Write as _;
+
+/// Okabe–Ito: black, orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple.
+pub const OKABE_ITO: [&str; 8] = [
+    "#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
+];
+
+/// Colours for data lines, in order (yellow left out: too light on white paper).
+const LINE_COLOURS: [&str; 6] = [
+    OKABE_ITO[5],
+    OKABE_ITO[1],
+    OKABE_ITO[7],
+    OKABE_ITO[2],
+    OKABE_ITO[0],
+    OKABE_ITO[3],
+];
+const DASHES: [&str; 6] = ["", "7 3", "2 2", "9 3 2 3", "4 4", "1 3"];
+const MARKERS: [Marker; 6] = [
+    Marker::Circle,
+    Marker::Square,
+    Marker::Triangle,
+    Marker::Diamond,
+    Marker::Circle,
+    Marker::Square,
+];
+
+/// Ceiling lines: vermillion, long dashes. Floors: bluish green, dash-dot.
+pub const CEILING: RefStyle = RefStyle {
+    color: OKABE_ITO[6],
+    dash: "10 4",
+};
+pub const FLOOR: RefStyle = RefStyle {
+    color: OKABE_ITO[3],
+    dash: "10 3 2 3",
+};
+pub const THRESHOLD: RefStyle = RefStyle {
+    color: OKABE_ITO[0],
+    dash: "3 3",
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    None,
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefStyle {
+    pub color: &'static str,
+    pub dash: &'static str,
+}
+
+/// How tick labels are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Plain numbers with k/M suffixes (IOPS).
+    Count,
+    /// Bytes/s in IEC units (MiB/s).
+    BytesPerSec,
+    /// Milliseconds.
+    Ms,
+    /// Seconds.
+    Secs,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    /// Index into the style cycle (colour, dash, marker).
+    pub style: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefLine {
+    pub label: String,
+    pub y: f64,
+    pub style: RefStyle,
+}
+
+/// A pass/fail mark at a data point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mark {
+    pub x: f64,
+    pub y: f64,
+    pub pass: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_unit: Unit,
+    pub y_unit: Unit,
+    pub lines: Vec<Line>,
+    pub refs: Vec<RefLine>,
+    pub marks: Vec<Mark>,
+    /// Categorical x tick labels (e.g. runs or steps) instead of numeric ticks.
+    pub x_categories: Vec<(f64, String)>,
+}
+
+impl Chart {
+    pub fn new(title: impl Into<String>, x_label: &str, y_label: &str) -> Chart {
+        Chart {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            x_unit: Unit::Secs,
+            y_unit: Unit::Count,
+            lines: Vec::new(),
+            refs: Vec::new(),
+            marks: Vec::new(),
+            x_categories: Vec::new(),
+        }
+    }
+
+    /// Whether there is anything to draw.
+    pub fn has_data(&self) -> bool {
+        self.lines.iter().any(|l| !l.points.is_empty())
+    }
+}
+
+/// Escape text for HTML and SVG.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A round tick step for `range` split into about `n` parts (1, 2, 2.5, 5 x 10^k).
+pub fn nice_step(range: f64, n: f64) -> f64 {
+    if range <= 0.0 || !range.is_finite() {
+        return 1.0;
+    }
+    let raw = range / n;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let m = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 2.5 {
+        2.5
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A tick label.
+pub fn tick(v: f64, unit: Unit) -> String {
+    let a = v.abs();
+    match unit {
+        Unit::Count => {
+            if a >= 1e6 {
+                format!("{}M", trim(format!("{:.2}", v / 1e6)))
+            } else if a >= 1e4 {
+                format!("{}k", trim(format!("{:.1}", v / 1e3)))
+            } else {
+                trim(format!("{v:.2}"))
+            }
+        }
+        Unit::BytesPerSec => {
+            const U: [&str; 5] = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
+            let mut x = v;
+            let mut i = 0;
+            while x.abs() >= 1024.0 && i < U.len() - 1 {
+                x /= 1024.0;
+                i += 1;
+            }
+            format!("{}{}", trim(format!("{x:.1}")), U[i])
+        }
+        Unit::Ms => format!("{}ms", trim(format!("{v:.3}"))),
+        Unit::Secs => format!("{}s", trim(format!("{v:.2}"))),
+    }
+}
+
+const W: f64 = 640.0;
+const H: f64 = 300.0;
+const L: f64 = 64.0;
+const R: f64 = 16.0;
+const T: f64 = 44.0;
+const B: f64 = 44.0;
+
+fn marker(o: &mut String, m: Marker, x: f64, y: f64, color: &str) {
+    match m {
+        Marker::None => {}
+        Marker::Circle => {
+            let _ = write!(
+                o,
+                r#"<circle class="pt" cx="{x:.1}" cy="{y:.1}" r="3" fill="{color}"/>"#
+            );
+        }
+        Marker::Square => {
+            let _ = write!(
+                o,
+                r#"<rect class="pt" x="{:.1}" y="{:.1}" width="6" height="6" fill="{color}"/>"#,
+                x - 3.0,
+                y - 3.0
+            );
+        }
+        Marker::Triangle => {
+            let _ = write!(
+                o,
+                r#"<path class="pt" d="M{x:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}Z" fill="{color}"/>"#,
+                y - 4.0,
+                x + 4.0,
+                y + 3.0,
+                x - 4.0,
+                y + 3.0
+            );
+        }
+        Marker::Diamond => {
+            let _ = write!(
+                o,
+                r#"<path class="pt" d="M{x:.1} {:.1}L{:.1} {y:.1}L{x:.1} {:.1}L{:.1} {y:.1}Z" fill="{color}"/>"#,
+                y - 4.0,
+                x + 4.0,
+                y + 4.0,
+                x - 4.0
+            );
+        }
+    }
+}
+
+fn pass_fail(o: &mut String, pass: bool, x: f64, y: f64) {
+    if pass {
+        let _ = write!(
+            o,
+            r##"<circle class="pass" cx="{x:.1}" cy="{y:.1}" r="5.5" fill="none" stroke="#009E73" stroke-width="2"/>"##
+        );
+    } else {
+        let _ = write!(
+            o,
+            r##"<path class="fail" d="M{:.1} {:.1}L{:.1} {:.1}M{:.1} {:.1}L{:.1} {:.1}" stroke="#D55E00" stroke-width="2.5"/>"##,
+            x - 5.0,
+            y - 5.0,
+            x + 5.0,
+            y + 5.0,
+            x - 5.0,
+            y + 5.0,
+            x + 5.0,
+            y - 5.0
+        );
+    }
+}
+
+/// Render `c` as an inline `<svg class="qchart">` element.
+pub fn render(c: &Chart) -> String {
+    let pts = c.lines.iter().flat_map(|l| l.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0f64);
+    for &(x, y) in pts.clone() {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    for m in &c.marks {
+        x0 = x0.min(m.x);
+        x1 = x1.max(m.x);
+        y1 = y1.max(m.y);
+    }
+    for r in &c.refs {
+        y1 = y1.max(r.y);
+    }
+    for (x, _) in &c.x_categories {
+        x0 = x0.min(*x);
+        x1 = x1.max(*x);
+    }
+    if x0 > x1 {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if !c.x_categories.is_empty() {
+        x0 -= 0.5;
+        x1 += 0.5;
+    }
+    if x1 - x0 <= 0.0 {
+        x1 = x0 + 1.0;
+    }
+    let span = if y1 > 0.0 { y1 * 1.08 } else { 1.0 };
+    // Bandwidth ticks are round in the IEC unit shown (25MiB/s, not 23.8MiB/s).
+    let mut scale = 1.0;
+    while c.y_unit == Unit::BytesPerSec && span / scale >= 1024.0 {
+        scale *= 1024.0;
+    }
+    let y_step = nice_step(span / scale, 5.0) * scale;
+    let y_top = ((y1 * 1.08) / y_step).ceil().max(1.0) * y_step;
+    enum Legend {
+        Line(usize),
+        Pass,
+        Fail,
+    }
+    let mut legend: Vec<(String, Legend)> = c
+        .lines
+        .iter()
+        .filter(|l| !l.points.is_empty())
+        .map(|l| (l.label.clone(), Legend::Line(l.style % LINE_COLOURS.len())))
+        .collect();
+    if c.marks.iter().any(|m| m.pass) {
+        legend.push(("pass".into(), Legend::Pass));
+    }
+    if c.marks.iter().any(|m| !m.pass) {
+        legend.push(("fail".into(), Legend::Fail));
+    }
+    let mut legend_pos = Vec::new();
+    let (mut lx, mut row) = (L, 0usize);
+    for (label, _) in &legend {
+        let w = 40.0 + label.chars().count() as f64 * 6.6;
+        if lx + w > W - R && lx > L {
+            lx = L;
+            row += 1;
+        }
+        legend_pos.push((lx, 32.0 + row as f64 * 15.0));
+        lx += w;
+    }
+    // Each extra legend row makes the chart taller; the plot keeps its size.
+    let extra = row as f64 * 15.0;
+    let (top, hh) = (T + extra, H + extra);
+    let pw = W - L - R;
+    let ph = H - T - B;
+    let sx = |x: f64| L + (x - x0) / (x1 - x0) * pw;
+    let sy = |y: f64| top + ph - (y / y_top) * ph;
+    let n_points: usize = c.lines.iter().map(|l| l.points.len()).sum();
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<svg class="qchart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {hh}" role="img" aria-label="{}" data-points="{n_points}"><title>{}</title>"#,
+        esc(&c.title),
+        esc(&c.title)
+    );
+    let _ = write!(
+        o,
+        r##"<rect x="{L}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#999" stroke-width="0.5"/>"##
+    );
+    let _ = write!(
+        o,
+        r#"<text x="{L}" y="16" class="ct">{}</text>"#,
+        esc(&c.title)
+    );
+    // y grid and ticks
+    let mut y = 0.0;
+    while y <= y_top + y_step * 0.01 {
+        let py = sy(y);
+        let _ = write!(
+            o,
+            r##"<line x1="{L}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd" stroke-width="0.5"/><text x="{:.1}" y="{:.1}" text-anchor="end" class="tk">{}</text>"##,
+            L + pw,
+            L - 4.0,
+            py + 3.5,
+            esc(&tick(y, c.y_unit))
+        );
+        y += y_step;
+    }
+    // x ticks
+    if c.x_categories.is_empty() {
+        let step = nice_step(x1 - x0, 5.0);
+        let mut x = (x0 / step).ceil() * step;
+        while x <= x1 + step * 0.01 {
+            let px = sx(x);
+            let _ = write!(
+                o,
+                r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#999" stroke-width="0.5"/><text x="{px:.1}" y="{:.1}" text-anchor="middle" class="tk">{}</text>"##,
+                top + ph,
+                top + ph + 4.0,
+                top + ph + 15.0,
+                esc(&tick(x, c.x_unit))
+            );
+            x += step;
+        }
+    } else {
+        for (x, label) in &c.x_categories {
+            let px = sx(*x);
+            let _ = write!(
+                o,
+                r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#999" stroke-width="0.5"/><text x="{px:.1}" y="{:.1}" text-anchor="middle" class="tk">{}</text>"##,
+                top + ph,
+                top + ph + 4.0,
+                top + ph + 15.0,
+                esc(label)
+            );
+        }
+    }
+    let _ = write!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="al">{}</text>"#,
+        L + pw / 2.0,
+        hh - 8.0,
+        esc(&c.x_label)
+    );
+    let _ = write!(
+        o,
+        r#"<text transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle" class="al">{}</text>"#,
+        top + ph / 2.0,
+        esc(&c.y_label)
+    );
+    // reference lines, labelled at the right end
+    for r in &c.refs {
+        let py = sy(r.y);
+        let _ = write!(
+            o,
+            r#"<line class="ref" x1="{L}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{}" stroke-width="2" stroke-dasharray="{}"/><text x="{:.1}" y="{:.1}" text-anchor="end" class="rl" fill="{}">{}</text>"#,
+            L + pw,
+            r.style.color,
+            r.style.dash,
+            L + pw - 4.0,
+            py - 4.0,
+            r.style.color,
+            esc(&r.label)
+        );
+    }
+    // data lines
+    for l in &c.lines {
+        if l.points.is_empty() {
+            continue;
+        }
+        let i = l.style % LINE_COLOURS.len();
+        let (color, dash) = (LINE_COLOURS[i], DASHES[i]);
+        let mut d = String::new();
+        for (k, &(x, y)) in l.points.iter().enumerate() {
+            let _ = write!(
+                d,
+                "{}{:.1} {:.1}",
+                if k == 0 { "M" } else { "L" },
+                sx(x),
+                sy(y)
+            );
+        }
+        let _ = write!(
+            o,
+            r#"<path class="series" d="{d}" fill="none" stroke="{color}" stroke-width="2"{}/>"#,
+            if dash.is_empty() {
+                String::new()
+            } else {
+                format!(r#" stroke-dasharray="{dash}""#)
+            }
+        );
+        for &(x, y) in &l.points {
+            marker(&mut o, MARKERS[i], sx(x), sy(y), color);
+        }
+    }
+    for m in &c.marks {
+        pass_fail(&mut o, m.pass, sx(m.x), sy(m.y));
+    }
+    // legend, above the plot (laid out before the plot, below)
+    for ((label, item), (lx, ly)) in legend.iter().zip(&legend_pos) {
+        let (lx, ly) = (*lx, *ly);
+        match item {
+            Legend::Line(i) => {
+                let _ = write!(
+                    o,
+                    r#"<line x1="{lx:.1}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>"#,
+                    lx + 22.0,
+                    LINE_COLOURS[*i],
+                    DASHES[*i]
+                );
+                marker(&mut o, MARKERS[*i], lx + 11.0, ly, LINE_COLOURS[*i]);
+            }
+            Legend::Pass => pass_fail(&mut o, true, lx + 11.0, ly),
+            Legend::Fail => pass_fail(&mut o, false, lx + 11.0, ly),
+        }
+        let _ = write!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" class="lg">{}</text>"#,
+            lx + 26.0,
+            ly + 3.5,
+            esc(label)
+        );
+    }
+    o.push_str("</svg>");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_and_steps() {
+        assert_eq!(nice_step(540.0, 5.0), 200.0);
+        assert_eq!(nice_step(10.0, 5.0), 2.0);
+        assert_eq!(nice_step(12.0, 5.0), 2.5);
+        assert_eq!(tick(500.0, Unit::Count), "500");
+        assert_eq!(tick(15_300.0, Unit::Count), "15.3k");
+        assert_eq!(tick(104_857_600.0, Unit::BytesPerSec), "100MiB/s");
+        assert_eq!(tick(2.5, Unit::Secs), "2.5s");
+        assert_eq!(tick(0.25, Unit::Secs), "0.25s");
+        assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
+    }
+
+    #[test]
+    fn a_line_on_its_ceiling_is_drawn_at_the_ceilings_height() {
+        let mut c = Chart::new("vol500 <IOPS>", "time", "IOPS");
+        c.lines.push(Line {
+            label: "fio".into(),
+            points: vec![(0.5, 500.0), (1.0, 500.0)],
+            style: 0,
+        });
+        c.refs.push(RefLine {
+            label: "ceiling 500 IOPS".into(),
+            y: 500.0,
+            style: CEILING,
+        });
+        c.marks.push(Mark {
+            x: 1.0,
+            y: 500.0,
+            pass: false,
+        });
+        let s = render(&c);
+        assert!(s.starts_with("<svg class=\"qchart\""), "{s}");
+        assert!(s.contains("<title>vol500 &lt;IOPS&gt;</title>"));
+        assert!(s.contains(r#"data-points="2""#));
+        // The series path and the ceiling line share their y coordinate.
+        let path = s.split(r#"class="series" d="M"#).nth(1).unwrap();
+        let y = path
+            .split(['L', '"'])
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap();
+        assert!(s.contains(&format!(r#"y1="{y}""#)), "{y} in {s}");
+        assert!(s.contains("class=\"fail\"") && s.contains(">fail</text>"));
+        assert!(!Chart::new("e", "x", "y").has_data());
+    }
+}

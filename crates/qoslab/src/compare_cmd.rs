@@ -1,0 +1,60 @@
+//! `qoslab compare A B`: two stored runs side by side, job by job.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use bench::compare;
+use clap::Args;
+
+use crate::bench::db_path;
+use crate::results::{open_store, run_id};
+
+#[derive(Args)]
+#[command(after_help = "\
+EXAMPLES:
+  qoslab compare 3 last                  # terminal table
+  qoslab compare 3 4 --html cmp.html     # also an HTML page
+  qoslab compare 3 4 --json > cmp.json   # machine-readable (docs/REPORTS.md)
+
+Jobs match by workload, job name and volume. For IOPS, bandwidth, mean latency and p99 the
+table shows each run's mean with its range across iterations (plans with `iterations = N`),
+the change B vs A, and the noise threshold: a change is flagged when
+|change| > max(2 x max(spread A, spread B), 5%), spread = (max - min) / mean.
+Exit status: 0 (also when changes are flagged); 2 on errors.")]
+pub struct CompareArgs {
+    /// The baseline run (id or `last`).
+    a: String,
+    /// The run compared with it (id or `last`).
+    b: String,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the comparison as an HTML page.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Results database (default $QOSLAB_DB or ./qoslab-results.db).
+    #[arg(long)]
+    db: Option<PathBuf>,
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    let db = db_path(args.db);
+    let store = open_store(&db)?;
+    let a = store.load_run(run_id(&store, &args.a, &db)?)?;
+    let b = store.load_run(run_id(&store, &args.b, &db)?)?;
+    let c = compare::compare(&a, &b);
+    if let Some(p) = &args.html {
+        std::fs::write(p, compare::html(&c)).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        out.write_all(&compare::json(&c))?;
+    } else {
+        out.write_all(compare::text(&c).as_bytes())?;
+        if let Some(p) = &args.html {
+            writeln!(out, "HTML: {}", p.display())?;
+        }
+    }
+    Ok(())
+}

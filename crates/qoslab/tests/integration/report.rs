@@ -1,0 +1,347 @@
+//! Reports of real runs: real fio on the embedded node (a 500 IOPS volume, 3 s), its time
+//! series in the store, the HTML report rendered by headless Chromium (screenshot, charts
+//! drawn, no script or console errors), `results export --format html`, `compare`, and the
+//! node's samples read over REST with `--node`.
+//!
+//! `UPDATE_DOC_SCREENSHOT=1` also writes docs/img/report-500iops.png from the real run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::bench_util::{qoslab, text, Dir};
+use crate::util::{heavy, require_fio_nbd, require_tool, Node};
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+const PLAN: &str = r#"[bench]
+name = "report500"
+runtime = "3s"
+ramp = "1s"
+
+[[policy]]
+name = "QoS_500iops"
+fixed = { max_throughput_iops = 500 }
+
+[[volume]]
+name = "vol500"
+size = "100GB"
+policy = "QoS_500iops"
+
+[[workload]]
+name = "randread"
+volume = "vol500"
+fio = { rw = "randread", bs = "4k", iodepth = 16, size = "1G" }
+expect = ["iops_mean ~= policy.ceiling +-3%"]
+"#;
+
+/// Run Chromium headless with the flags CI needs; fail the test after 60 s.
+fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
+    let mut child = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running chromium (scripts/install-deps.sh installs it)");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("chromium {args:?} took over 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn url(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+/// The text of the element `<... id="ID"...>TEXT<` in a dumped DOM.
+fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+    let i = dom.find(&format!("id=\"{id}\""))?;
+    let rest = &dom[i..];
+    let start = rest.find('>')? + 1;
+    let end = rest[start..].find('<')?;
+    Some(&rest[start..start + end])
+}
+
+/// Console errors Chromium logged for the page (`CONSOLE` lines, uncaught exceptions).
+fn console_errors(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect()
+}
+
+/// Width and height from a PNG's IHDR, after checking the signature.
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert_eq!(&png[12..16], b"IHDR");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    (be(&png[16..20]), be(&png[20..24]))
+}
+
+/// Render `html` in Chromium: (dumped DOM, its stderr, screenshot bytes).
+fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
+    let profile = dir.join(format!(
+        "profile-{}",
+        html.file_stem().unwrap().to_string_lossy()
+    ));
+    let shot: PathBuf = dir.join(format!(
+        "{}.png",
+        html.file_stem().unwrap().to_string_lossy()
+    ));
+    let (dom, err1) = chromium(
+        &profile,
+        &["--virtual-time-budget=5000", "--dump-dom"],
+        &url(html),
+    );
+    let (_, err2) = chromium(
+        &profile,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            &format!("--window-size={size}"),
+        ],
+        &url(html),
+    );
+    let png = std::fs::read(&shot)
+        .unwrap_or_else(|e| panic!("no screenshot at {}: {e}\nstderr:\n{err2}", shot.display()));
+    (dom, format!("{err1}\n{err2}"), png)
+}
+
+#[test]
+fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
+    let _g = heavy();
+    require_fio_nbd();
+    require_tool("chromium");
+    let d = Dir::new("report");
+    d.write("p.toml", PLAN);
+    let o = qoslab(&d, &["bench", "p.toml", "--db", "r.db"], LIMIT);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+
+    // The time series are in the store: fio's windows and the node's samples sit on the
+    // 500 IOPS ceiling.
+    let o = qoslab(
+        &d,
+        &[
+            "results", "export", "last", "--format", "json", "--db", "r.db",
+        ],
+        LIMIT,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = &v["series"][0];
+    let fio: Vec<f64> = s["fio"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["direction"] == "read")
+        .map(|x| x["iops"].as_f64().unwrap())
+        .collect();
+    assert!(fio.len() >= 5, "3 s in 500 ms windows: {fio:?}");
+    // The last window also holds the queue draining; the others are steady.
+    for x in &fio[..fio.len() - 1] {
+        assert!(
+            (475.0..=525.0).contains(x),
+            "fio window {x} IOPS, ceiling 500: {fio:?}"
+        );
+    }
+    let p99: Vec<u64> = s["fio"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["p99_ns"].as_u64().unwrap())
+        .collect();
+    assert!(p99.iter().filter(|&&p| p > 0).count() >= 4, "{p99:?}");
+    let node: Vec<f64> = s["node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["volume"] == "vol500")
+        .map(|x| x["read_iops"].as_f64().unwrap())
+        .collect();
+    assert!(node.len() >= 4, "{s}");
+    for x in &node {
+        assert!(
+            (475.0..=525.0).contains(x),
+            "node sample {x} IOPS: {node:?}"
+        );
+    }
+
+    // The report.
+    let o = qoslab(
+        &d,
+        &["report", "last", "--db", "r.db", "-o", "report.html"],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("report of run 1: report.html"), "{out}");
+    let html_path = d.path().join("report.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(
+        html.contains(">ceiling 500 IOPS</text>"),
+        "ceiling line drawn"
+    );
+    assert!(html.contains("node: vol500"), "node series drawn");
+    assert!(
+        !html.contains("https://") && !html.contains("<link"),
+        "self-contained"
+    );
+    // `results export --format html` is the same page.
+    let o = qoslab(
+        &d,
+        &["results", "export", "1", "--format", "html", "--db", "r.db"],
+        LIMIT,
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), html);
+
+    let started = Instant::now();
+    let (dom, stderr, png) = render(d.path(), &html_path, "1280,4000");
+    let render_time = started.elapsed();
+    let expected: usize = by_id(&dom, "charts-expected").unwrap().parse().unwrap();
+    let drawn: usize = by_id(&dom, "charts-drawn")
+        .expect("the page's script ran")
+        .parse()
+        .unwrap();
+    assert!(expected >= 3, "IOPS, latency, percentiles: {expected}");
+    assert_eq!(drawn, expected, "charts drawn by Chromium");
+    assert!(
+        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
+        "script errors: {dom}"
+    );
+    assert!(
+        console_errors(&stderr).is_empty(),
+        "{:?}",
+        console_errors(&stderr)
+    );
+    assert_eq!(png_size(&png), (1280, 4000));
+
+    // A blank page of the same size compresses to almost nothing; the report does not.
+    let blank = d.write("blank.html", "<!DOCTYPE html><html><body></body></html>");
+    let (_, _, blank_png) = render(d.path(), &blank, "1280,4000");
+    assert!(
+        png.len() > 4 * blank_png.len() && png.len() > 50_000,
+        "screenshot {} bytes vs blank {} bytes",
+        png.len(),
+        blank_png.len()
+    );
+    eprintln!(
+        "report: {} bytes, {expected} charts, rendered and screenshot in {render_time:?}, png {} bytes",
+        html.len(),
+        png.len()
+    );
+
+    // The error detection works: a broken script is caught.
+    let broken = d.write(
+        "broken.html",
+        &html.replace("</body>", "<script>noSuchFunction();</script></body>"),
+    );
+    let (dom, stderr, _) = render(d.path(), &broken, "800,600");
+    let caught = by_id(&dom, "js-errors").unwrap_or("");
+    assert!(
+        caught.contains("noSuchFunction"),
+        "the page's error hook catches it: {caught:?}"
+    );
+    assert!(
+        console_errors(&stderr)
+            .iter()
+            .any(|l| l.contains("noSuchFunction")),
+        "Chromium's console log shows it: {stderr}"
+    );
+
+    if std::env::var_os("UPDATE_DOC_SCREENSHOT").is_some() {
+        let (_, _, doc) = render(d.path(), &html_path, "1280,1800");
+        let dst = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img/report-500iops.png");
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::write(&dst, doc).unwrap();
+    }
+
+    // Comparing the run with itself: no change, nothing flagged.
+    let o = qoslab(
+        &d,
+        &[
+            "compare", "1", "last", "--db", "r.db", "--json", "--html", "cmp.html",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let c: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(c["jobs"][0]["metrics"][0]["change"], 0.0);
+    assert_eq!(c["jobs"][0]["metrics"][0]["flagged"], false);
+    assert!(d.path().join("cmp.html").exists());
+    let o = qoslab(&d, &["report", "7", "--db", "r.db"], LIMIT);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("no run 7 in r.db"), "{err}");
+}
+
+#[test]
+fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
+    let _g = heavy();
+    require_fio_nbd();
+    let node = Node::start(
+        "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 400 }\n\
+         [[volume]]\nname = \"v400\"\nsize = \"10GB\"\npolicy = \"p\"\n",
+    );
+    let d = Dir::new("report-node");
+    d.write(
+        "p.toml",
+        "[bench]\nruntime = \"3s\"\nramp = \"1s\"\n[[workload]]\nname = \"r\"\n\
+         fio = { rw = \"randread\", bs = \"4k\", iodepth = 8, size = \"1G\" }\n",
+    );
+    let url = node.api_url();
+    let o = qoslab(
+        &d,
+        &[
+            "bench", "p.toml", "--node", &url, "--volume", "v400", "--db", "r.db",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let o = qoslab(
+        &d,
+        &[
+            "results", "export", "last", "--format", "json", "--db", "r.db",
+        ],
+        LIMIT,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let node: Vec<f64> = v["series"][0]["node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["volume"] == "v400")
+        .map(|x| x["read_iops"].as_f64().unwrap())
+        .collect();
+    assert!(node.len() >= 3, "{v}");
+    // The node's metric block is a 1 s window sampled every 250 ms: after the first
+    // second of measuring it reads the ceiling.
+    let steady = &node[1..];
+    assert!(
+        steady.iter().all(|x| (380.0..=420.0).contains(x)),
+        "REST samples {node:?}"
+    );
+}
