@@ -45,7 +45,7 @@ pub const NAME: &str = "ramp";
 /// The summary table's `kind` in the results store.
 pub const KIND: &str = "ramp";
 /// The stored table's columns.
-pub const COLUMNS: [&str; 10] = [
+pub const COLUMNS: [&str; 12] = [
     "Run",
     "Target IOPS",
     "Read IOPS",
@@ -56,6 +56,9 @@ pub const COLUMNS: [&str; 10] = [
     "Effective write latency (ms)",
     "Randread average (ms)",
     "Pass",
+    // The criteria the run was judged by (scaled), so a report draws the right lines.
+    "Write cycle limit (sec)",
+    "Write latency limit (ms)",
 ];
 /// summary.csv's header (RampRun.pl's columns).
 pub const CSV_HEADER: &str = "Run,Read IOPS,Write IOPS,Total IOPS,Longest WIJ time (sec),Longest write cycle (sec),Effective write latency (ms),Randread average (ms),Pass";
@@ -712,7 +715,7 @@ fn round(v: f64, places: i32) -> serde_json::Value {
 }
 
 /// The stored table of one system.
-pub fn table(system: &str, rows: &[Row]) -> SummaryTable {
+pub fn table(system: &str, rows: &[Row], s: &Settings) -> SummaryTable {
     SummaryTable {
         kind: KIND.into(),
         name: system.into(),
@@ -731,6 +734,8 @@ pub fn table(system: &str, rows: &[Row]) -> SummaryTable {
                     round(r.write_lat_ms, 3),
                     round(r.read_lat_ms, 3),
                     r.pass.into(),
+                    round(s.cycle_limit_s(), 3),
+                    round(s.max_write_latency * 1e3, 3),
                 ]
             })
             .collect(),
@@ -1221,7 +1226,7 @@ pub fn run_ramp(
             };
             store.finish_job(jobs[i], Ok(&out), &v)?;
             rows[i].push(row);
-            store.put_table(run, &table(&sys.name, &rows[i]))?;
+            store.put_table(run, &table(&sys.name, &rows[i], s))?;
             observer.run_finished(sys, &rows[i]);
         }
     }
@@ -1353,7 +1358,7 @@ mod tests {
         assert_eq!(lines[1], "1,750,250,1000,0.100,1.000,0.500,0.200,PASS");
         assert!(lines[2].ends_with(",FAIL"));
         assert_eq!(highest_pass(&rows).unwrap().target_iops, 1000);
-        let t = table("sys", &rows);
+        let t = table("sys", &rows, &Settings::default());
         assert_eq!(t.columns, COLUMNS);
         assert_eq!(t.rows[1][t.column("Pass").unwrap()], false);
         assert_eq!(t.rows[0][t.column("Target IOPS").unwrap()], 1000);

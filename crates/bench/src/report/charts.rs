@@ -373,9 +373,17 @@ fn ramp_charts(t: &SummaryTable) -> Vec<Chart> {
         points: series("Longest WIJ time (sec)"),
         style: 1,
     });
+    // The criteria the run was judged by (scaled runs store theirs), else GenIO's.
+    let limit = |name: &str, default: f64| {
+        col(t, name)
+            .and_then(|i| t.rows.first().and_then(|r| num(r.get(i)?)))
+            .unwrap_or(default)
+    };
+    let cycle_limit = limit("Write cycle limit (sec)", GENIO_WRITE_CYCLE_S);
+    let latency_limit = limit("Write latency limit (ms)", GENIO_WRITE_LATENCY_MS);
     c.refs.push(RefLine {
-        label: format!("write cycle limit {GENIO_WRITE_CYCLE_S} s"),
-        y: GENIO_WRITE_CYCLE_S,
+        label: format!("write cycle limit {} s", trim_num(cycle_limit)),
+        y: cycle_limit,
         style: THRESHOLD,
     });
     c.marks = marks("Longest write cycle (sec)");
@@ -399,8 +407,8 @@ fn ramp_charts(t: &SummaryTable) -> Vec<Chart> {
         style: 1,
     });
     c.refs.push(RefLine {
-        label: format!("write latency limit {GENIO_WRITE_LATENCY_MS} ms"),
-        y: GENIO_WRITE_LATENCY_MS,
+        label: format!("write latency limit {} ms", trim_num(latency_limit)),
+        y: latency_limit,
         style: THRESHOLD,
     });
     c.marks = marks("Effective write latency (ms)");

@@ -40,7 +40,9 @@ impl Drop for Dir {
     }
 }
 
-/// Run qoslab in `dir` with `args`; fail the test if it takes longer than `limit`.
+/// Run qoslab in `dir` with `args`; fail the test if it takes longer than `limit`. Output
+/// is read while the child runs (a child writing more than a pipe holds would otherwise
+/// block forever on a parent that waits first).
 pub fn qoslab(dir: &Dir, args: &[&str], limit: Duration) -> Output {
     let mut child = Command::new(QOSLAB)
         .args(["--log-level", "warn"])
@@ -52,21 +54,37 @@ pub fn qoslab(dir: &Dir, args: &[&str], limit: Duration) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("running qoslab");
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
     let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
         }
         if start.elapsed() > limit {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+            let _ = child.wait();
             panic!(
                 "qoslab {args:?} took over {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&out.join().unwrap_or_default()),
+                String::from_utf8_lossy(&err.join().unwrap_or_default())
             );
         }
         std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
     }
 }
 

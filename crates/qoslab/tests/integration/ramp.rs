@@ -38,7 +38,7 @@ fn parse_csv(text: &str) -> Vec<(Vec<f64>, bool)> {
         .collect()
 }
 
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 12] = [
     "Run",
     "Target IOPS",
     "Read IOPS",
@@ -49,10 +49,11 @@ const COLUMNS: [&str; 10] = [
     "Effective write latency (ms)",
     "Randread average (ms)",
     "Pass",
+    "Write cycle limit (sec)",
+    "Write latency limit (ms)",
 ];
 
-/// The stored run as JSON (through a file: the test helper does not drain the child's
-/// pipe while it runs, so large output would block it).
+/// The stored run as JSON (through a file, as a user would keep it).
 fn export_json(d: &Dir) -> Json {
     let o = qoslab(
         d,
@@ -120,6 +121,7 @@ fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
     assert!((stored - cycle).abs() < 0.006, "{stored} vs {cycle}");
     assert!(row[column(t, "Pass")].bool());
     assert_eq!(row[column(t, "Target IOPS")].u64(), 1000);
+    assert!((row[column(t, "Write cycle limit (sec)")].f64() - 2.2).abs() < 1e-9);
     let job = &j.at("jobs").arr()[0];
     assert_eq!(job.at("workload").str(), "db");
     assert_eq!(job.at("status").str(), "done");
