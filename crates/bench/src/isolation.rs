@@ -26,7 +26,7 @@ use crate::plan::fio_time;
 use crate::recording::SeriesRecorder;
 use crate::result::{FioOutput, JobResult};
 use crate::run::RunError;
-use crate::store::{Env, NewRun, PolicyRecord, RunRecord, Store, SummaryTable, VolumeRecord};
+use crate::store::{Env, NewRun, RunRecord, Store, SummaryTable};
 use crate::target::EmbeddedNode;
 use crate::target::Target;
 use crate::verdict::{Expectation, Verdict};
@@ -394,29 +394,7 @@ pub fn run(
             .map_err(|e| RunError::Plan(e.to_string()))?;
         let node = EmbeddedNode::start(&cfg)?;
         if mode == Mode::Floors {
-            store.add_policy(
-                run,
-                &PolicyRecord {
-                    name: "floor".into(),
-                    definition: format!("fixed min_throughput_iops = {}", spec.floor_iops),
-                },
-            )?;
-            for v in spec
-                .protected_names()
-                .iter()
-                .chain(std::iter::once(&"bully".to_string()))
-            {
-                store.add_volume(
-                    run,
-                    &VolumeRecord {
-                        name: v.clone(),
-                        size: 10_000_000_000,
-                        snapshot_reserve_percent: 0,
-                        policy: (v != "bully").then(|| "floor".into()),
-                        limits: node.limits(v).unwrap_or_default(),
-                    },
-                )?;
-            }
+            crate::run::record_setup(store, run, Some(&node), Some(&cfg), &Target::Embedded)?;
         }
         let mut first_p99: Vec<Option<u64>> = vec![None; spec.protected];
         let loads = spec.loads();

@@ -36,7 +36,7 @@ use crate::genio::{self, IoError, IoTarget, RunStats, Workload};
 use crate::plan::{parse_duration, Plan, PlanError};
 use crate::result::{DirStats, FioOutput, JobResult};
 use crate::run::RunError;
-use crate::store::{Env, NewRun, PolicyRecord, Store, SummaryTable, VolumeRecord};
+use crate::store::{Env, NewRun, Store, SummaryTable};
 use crate::target::{EmbeddedNode, Target, TargetError};
 use crate::verdict::Verdict;
 
@@ -1112,49 +1112,7 @@ pub fn run_ramp(
         ramp_s: 0.0,
         env,
     })?;
-    if let (Some(nd), Some(cfg)) = (&node, &plan.node) {
-        for p in &cfg.policies {
-            store.add_policy(
-                run,
-                &PolicyRecord {
-                    name: p.name.clone(),
-                    definition: format!("{:?}", p.policy),
-                },
-            )?;
-        }
-        for v in &cfg.volumes {
-            store.add_volume(
-                run,
-                &VolumeRecord {
-                    name: v.name.clone(),
-                    size: v.size,
-                    snapshot_reserve_percent: v.snapshot_reserve_percent,
-                    policy: v.policy.clone(),
-                    limits: nd.limits(&v.name).unwrap_or_default(),
-                },
-            )?;
-        }
-    }
-    if let Target::NodeVolume {
-        volume,
-        limits,
-        size,
-        snapshot_reserve_percent,
-        policy,
-        ..
-    } = target
-    {
-        store.add_volume(
-            run,
-            &VolumeRecord {
-                name: volume.clone(),
-                size: *size,
-                snapshot_reserve_percent: *snapshot_reserve_percent,
-                policy: policy.clone(),
-                limits: *limits,
-            },
-        )?;
-    }
+    crate::run::record_setup(store, run, node.as_ref(), plan.node.as_ref(), target)?;
     let mut rows: Vec<Vec<Row>> = vec![Vec::new(); n];
     let mut errors = false;
     let mut seq = 0u32;

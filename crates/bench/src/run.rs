@@ -69,39 +69,16 @@ pub fn job_file(job: &PlannedJob, target_opts: &[(String, String)]) -> JobFile {
     f
 }
 
-/// Run `plan` on `target`. A failed fio run fails its job's expectations and the run goes
-/// on; store errors end the run.
-pub fn run_plan(
-    plan: &Plan,
-    exec: &dyn Executor,
+/// Store what a run ran on: the embedded node's policies and volumes (with their effective
+/// limits as the node computed them), or the `--node` volume as its API reported it.
+pub fn record_setup(
+    store: &Store,
+    run: i64,
+    node: Option<&EmbeddedNode>,
+    cfg: Option<&storage_node::NodeConfig>,
     target: &Target,
-    store: &mut Store,
-    env: &Env,
-    observer: &mut dyn Observer,
-) -> Result<Outcome, RunError> {
-    let node = match target {
-        Target::Embedded => {
-            let cfg = plan.node.as_ref().ok_or_else(|| {
-                RunError::Plan(format!(
-                    "{}: the embedded node needs at least one [[volume]] in the plan (or pass --target URI|PATH)",
-                    plan.origin
-                ))
-            })?;
-            Some(EmbeddedNode::start(cfg)?)
-        }
-        _ => None,
-    };
-    let run = store.begin_run(&NewRun {
-        name: &plan.name,
-        plan_origin: &plan.origin,
-        plan_text: &plan.text,
-        target: &target.describe(),
-        executor: &exec.describe(),
-        runtime_s: plan.runtime,
-        ramp_s: plan.ramp,
-        env,
-    })?;
-    if let (Some(n), Some(cfg)) = (&node, &plan.node) {
+) -> Result<(), StoreError> {
+    if let (Some(n), Some(cfg)) = (node, cfg) {
         for p in &cfg.policies {
             store.add_policy(
                 run,
@@ -144,6 +121,42 @@ pub fn run_plan(
             },
         )?;
     }
+    Ok(())
+}
+
+/// Run `plan` on `target`. A failed fio run fails its job's expectations and the run goes
+/// on; store errors end the run.
+pub fn run_plan(
+    plan: &Plan,
+    exec: &dyn Executor,
+    target: &Target,
+    store: &mut Store,
+    env: &Env,
+    observer: &mut dyn Observer,
+) -> Result<Outcome, RunError> {
+    let node = match target {
+        Target::Embedded => {
+            let cfg = plan.node.as_ref().ok_or_else(|| {
+                RunError::Plan(format!(
+                    "{}: the embedded node needs at least one [[volume]] in the plan (or pass --target URI|PATH)",
+                    plan.origin
+                ))
+            })?;
+            Some(EmbeddedNode::start(cfg)?)
+        }
+        _ => None,
+    };
+    let run = store.begin_run(&NewRun {
+        name: &plan.name,
+        plan_origin: &plan.origin,
+        plan_text: &plan.text,
+        target: &target.describe(),
+        executor: &exec.describe(),
+        runtime_s: plan.runtime,
+        ramp_s: plan.ramp,
+        env,
+    })?;
+    record_setup(store, run, node.as_ref(), plan.node.as_ref(), target)?;
     let jobs = plan.jobs();
     let (mut failed_verdicts, mut failed_jobs) = (0, 0);
     let recorder = SeriesRecorder::new();
