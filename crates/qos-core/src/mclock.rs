@@ -277,11 +277,6 @@ impl<T> MClock<T> {
         }
     }
 
-    /// Is this the FIFO (no arbitration) discipline?
-    pub fn is_fifo(&self) -> bool {
-        self.fifo
-    }
-
     /// The node capacity.
     pub fn capacity(&self) -> Rate {
         self.capacity
@@ -344,6 +339,24 @@ impl<T> MClock<T> {
         self.queued -= f.queue.len();
         self.rescale();
         f.queue.into_iter().map(|r| r.token).collect()
+    }
+
+    /// Drop every queued request whose token `keep` rejects (a client that went away):
+    /// they leave without being dispatched, so they cost no capacity and hold back no
+    /// one. O(queued + flows); meant for rare events.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let before = self.queued;
+        let (mut queued, mut active) = (0, 0);
+        for f in self.flows.iter_mut().flatten() {
+            f.queue.retain(|r| keep(&r.token));
+            queued += f.queue.len();
+            active += usize::from(!f.queue.is_empty());
+        }
+        if queued != before {
+            self.queued = queued;
+            self.active = active;
+            self.rebuild();
+        }
     }
 
     /// Queue a request of `bytes` on flow `id` at `now`. Gives the token back

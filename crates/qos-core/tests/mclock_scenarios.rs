@@ -493,3 +493,34 @@ fn reservation_lookahead_changes_no_rate_and_bounds_the_return_burst() {
     let first = flow_iops(&sc, &out, "c", (6 * S, 6 * S + S / 10));
     assert!(first <= (2000.0 + 5000.0) * 1.01 + 100.0, "{first}");
 }
+
+#[test]
+fn dropped_requests_leave_without_costing_anyone() {
+    // Client A queues 8 requests on a 10 IOPS flow and goes away after the first is
+    // dispatched; client B's request must be next, 100 ms later, not behind A's seven.
+    let mut m: MClock<(char, u32)> = MClock::new(Rate::UNLIMITED, 4096);
+    let lim = FlowSpec {
+        limit: Rate {
+            iops: 10,
+            bytes_per_sec: 0,
+        },
+        weight: 1,
+        ..FlowSpec::default()
+    };
+    let f = m.add_flow(lim, 0);
+    for i in 0..8 {
+        m.enqueue(f, ('a', i), 4096, 0).unwrap();
+    }
+    // A new flow's tags start at its creation: the first request goes one interval in.
+    assert_eq!(m.dequeue(100_000_000).map(|d| d.token), Some(('a', 0)));
+    m.retain(|t| t.0 != 'a');
+    assert_eq!(m.queued(), 0);
+    m.enqueue(f, ('b', 0), 4096, 110_000_000).unwrap();
+    assert_eq!(
+        m.dequeue(150_000_000),
+        None,
+        "the ceiling still spaces requests"
+    );
+    assert_eq!(m.next_wakeup(150_000_000), Some(200_000_000));
+    assert_eq!(m.dequeue(200_000_000).map(|d| d.token), Some(('b', 0)));
+}

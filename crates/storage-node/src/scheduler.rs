@@ -15,6 +15,7 @@
 //!   through the channel the connection registered. Whoever submits pumps; a dispatcher
 //!   task pumps when the next tag falls due and nobody else is around.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -107,8 +108,11 @@ pub struct Controller {
 
 struct Inner {
     mc: MClock<Ticket>,
-    /// Registered connections' grant channels, by connection id.
-    conns: Vec<Option<mpsc::UnboundedSender<Grant>>>,
+    /// Registered connections' grant channels, by connection id. Ids are never reused: a
+    /// closed connection's tickets still in the queues must not reach a newer connection
+    /// (whose sequence numbers start from 1 too).
+    conns: HashMap<u32, mpsc::UnboundedSender<Grant>>,
+    next_conn: u32,
 }
 
 impl Scheduler {
@@ -122,7 +126,8 @@ impl Scheduler {
                             .with_reservation_lookahead(RESERVATION_LOOKAHEAD_NS),
                         Discipline::Fifo => MClock::fifo(cap.rate(), cap.cost_unit),
                     },
-                    conns: Vec::new(),
+                    conns: HashMap::new(),
+                    next_conn: 0,
                 }),
                 capacity: cap,
                 clock,
@@ -135,11 +140,6 @@ impl Scheduler {
             pacers: Mutex::new(Vec::new()),
             controller,
         }
-    }
-
-    /// The emulated controller's capacity, if the node has one.
-    pub fn capacity(&self) -> Option<Capacity> {
-        self.controller.as_ref().map(|c| c.capacity)
     }
 
     /// Is this an emulated controller (mClock, floors enforced)?
@@ -217,7 +217,7 @@ impl Scheduler {
             let mut inner = c.lock();
             let dropped = inner.mc.remove_flow(FlowId(flow));
             for t in dropped {
-                if let Some(Some(tx)) = inner.conns.get(t.conn as usize) {
+                if let Some(tx) = inner.conns.get(&t.conn) {
                     let _ = tx.send(Grant {
                         seq: t.seq,
                         limit_at: now,
@@ -251,25 +251,19 @@ impl Scheduler {
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let mut inner = c.lock();
-        let id = match inner.conns.iter().position(Option::is_none) {
-            Some(i) => {
-                inner.conns[i] = Some(tx);
-                i
-            }
-            None => {
-                inner.conns.push(Some(tx));
-                inner.conns.len() - 1
-            }
-        };
-        Some((id as u32, rx))
+        let id = inner.next_conn;
+        inner.next_conn = id.wrapping_add(1);
+        inner.conns.insert(id, tx);
+        Some((id, rx))
     }
 
-    /// Controller mode: forget a connection (its queued tickets are dropped when due).
+    /// Controller mode: forget a connection and drop its queued tickets (a client that
+    /// went away must not hold back the next one behind requests nobody waits for).
     pub fn unregister(&self, conn: u32) {
         if let Some(c) = &self.controller {
-            if let Some(slot) = c.lock().conns.get_mut(conn as usize) {
-                *slot = None;
-            }
+            let mut inner = c.lock();
+            inner.conns.remove(&conn);
+            inner.mc.retain(|t| t.conn != conn);
         }
     }
 
@@ -313,12 +307,12 @@ impl Controller {
     fn pump(&self, now: Nanos) -> Option<Nanos> {
         let next = {
             let mut inner = self.lock();
-            let Inner { mc, conns } = &mut *inner;
+            let Inner { mc, conns, .. } = &mut *inner;
             // No look-ahead: dispatching early would spend the node's budget before a
             // floor's request arrives, which then waits for the next tick. Late wake-ups
             // lose nothing: the budget carries up to NODE_BURST.
             while let Some(d) = mc.dequeue(now) {
-                if let Some(Some(tx)) = conns.get(d.token.conn as usize) {
+                if let Some(tx) = conns.get(&d.token.conn) {
                     // A connection that went away drops its grant; nothing to reply to.
                     let _ = tx.send(Grant {
                         seq: d.token.seq,

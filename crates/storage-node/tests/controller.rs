@@ -324,3 +324,52 @@ size = "64MiB"
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_closed_connections_queued_requests_do_not_hold_back_the_next_client() {
+    let n = node(
+        "[capacity]\niops = 1000\n[[policy]]\nname = \"slow\"\nfixed = { max_throughput_iops = 10 }\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"slow\"\n",
+        "closed",
+    );
+    let read = |cookie: u64| {
+        let mut out = Vec::new();
+        encode_request(
+            &mut out,
+            &Request {
+                flags: 0,
+                command: CMD_READ,
+                cookie,
+                offset: cookie * 4096,
+                length: 4096,
+            },
+        );
+        out
+    };
+    // Client A queues 8 reads at 10 IOPS and goes away after the first reply.
+    let (mut a, server_a) = tokio::io::duplex(1 << 20);
+    let conn_a = tokio::spawn(server::connection(server_a, n.clone(), None));
+    handshake(&mut a, "v").await;
+    let batch: Vec<u8> = (1..=8).flat_map(read).collect();
+    a.write_all(&batch).await.unwrap();
+    let mut reply = vec![0u8; 16 + 4096];
+    a.read_exact(&mut reply).await.unwrap();
+    drop(a);
+    let _ = conn_a.await;
+    assert_eq!(
+        n.scheduler.status().unwrap().queued,
+        0,
+        "A's tickets left with it"
+    );
+    // Client B's read goes at the flow's next slot, not behind A's seven.
+    let (mut b, server_b) = tokio::io::duplex(1 << 20);
+    tokio::spawn(server::connection(server_b, n.clone(), None));
+    handshake(&mut b, "v").await;
+    let start = Instant::now();
+    b.write_all(&read(1)).await.unwrap();
+    b.read_exact(&mut reply).await.unwrap();
+    let waited = start.elapsed();
+    assert!(
+        waited <= Duration::from_millis(150),
+        "B waited {waited:?} (A's 7 abandoned requests would be 700 ms)"
+    );
+}
