@@ -330,10 +330,6 @@ pub trait Progress {
     fn step_finished(&mut self, _rows: &[Row]) {}
 }
 
-/// A progress observer that says nothing.
-pub struct Silent;
-impl Progress for Silent {}
-
 /// Queue-time counters of one volume.
 #[derive(Clone, Copy, Default)]
 struct Counters {
@@ -613,50 +609,6 @@ pub fn table(rows: &[Row]) -> SummaryTable {
     }
 }
 
-/// Rebuild rows from a stored table (for `results show` and reports).
-pub fn rows_from_table(t: &SummaryTable) -> Vec<Row> {
-    let col = |name: &str| t.column(name);
-    let idx: Vec<Option<usize>> = COLUMNS.iter().map(|c| col(c)).collect();
-    let num = |row: &[serde_json::Value], i: usize| {
-        idx[i]
-            .and_then(|c| row.get(c))
-            .and_then(|v| v.as_f64())
-            .unwrap_or(0.0)
-    };
-    let text = |row: &[serde_json::Value], i: usize| {
-        idx[i]
-            .and_then(|c| row.get(c))
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    };
-    t.rows
-        .iter()
-        .map(|row| Row {
-            mode: if text(row, 0) == "control" {
-                Mode::Control
-            } else {
-                Mode::Floors
-            },
-            step: num(row, 1) as u32,
-            bully_load: num(row, 2),
-            volume: text(row, 3),
-            protected: text(row, 4) == "protected",
-            target_iops: num(row, 5) as u64,
-            iops: num(row, 6),
-            lat_mean_ms: num(row, 7),
-            lat_p99_ms: num(row, 8),
-            ceiling_wait_ms: num(row, 9),
-            floor_wait_ms: num(row, 10),
-            pass: idx[11]
-                .and_then(|c| row.get(c))
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
-            node_lat_ms: num(row, 12),
-        })
-        .collect()
-}
-
 /// The side-by-side table: per step, the protected volumes' worst IOPS and p99 with and
 /// without floors, and the bully's IOPS.
 pub fn render(rows: &[Row]) -> String {
@@ -817,7 +769,13 @@ mod tests {
         ];
         let t = table(&rows);
         assert_eq!(t.columns.len(), COLUMNS.len());
-        assert_eq!(rows_from_table(&t), rows);
+        assert_eq!(t.rows.len(), rows.len());
+        let at = |r: usize, c: &str| t.rows[r][t.column(c).unwrap()].clone();
+        assert_eq!(at(6, "mode"), "control");
+        assert_eq!(at(6, "volume"), "protected-1");
+        assert_eq!(at(6, "iops"), 3900.0);
+        assert_eq!(at(6, "pass"), false);
+        assert_eq!(at(7, "role"), "bully");
         let text = render(&rows);
         let expected = "\
 Protected volumes (target 5000 IOPS each): worst of them per step

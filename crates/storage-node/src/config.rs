@@ -587,9 +587,10 @@ fn adaptive(a: &RawAdaptive) -> Result<AdaptivePolicy, String> {
 fn weight(field: &str, v: Option<i64>) -> Result<u32, String> {
     match v {
         None => Ok(0),
-        Some(w @ 1..=10_000) => Ok(w as u32),
+        Some(w) if (1..=i64::from(qos_core::MAX_WEIGHT)).contains(&w) => Ok(w as u32),
         Some(w) => Err(format!(
-            "{field} = {w}: allowed range is 1 to 10000 (share of spare capacity after floors; default 1)"
+            "{field} = {w}: allowed range is 1 to {} (share of spare capacity after floors; default 1)",
+            qos_core::MAX_WEIGHT
         )),
     }
 }

@@ -547,6 +547,9 @@ impl Conn {
 
     /// Execute every parked request whose time has come.
     fn run_due(&mut self, shutdown_at: Option<Nanos>) {
+        if self.deferred.is_empty() && (shutdown_at.is_none() || self.waiting.is_empty()) {
+            return;
+        }
         let now = self.node.clock.now();
         let give_up = shutdown_at.is_some_and(|t| now >= t + SHUTDOWN_GRACE_NS);
         if give_up && !self.waiting.is_empty() {
