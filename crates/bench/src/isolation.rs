@@ -136,6 +136,9 @@ pub const COLUMNS: [&str; 13] = [
     "node_lat_ms",
 ];
 
+/// The metric of the per-step p99 verdicts.
+const P99_METRIC: &str = "lat_p99_us";
+
 /// What a finished scenario amounts to.
 #[derive(Debug)]
 pub struct IsolationOutcome {
@@ -148,6 +151,18 @@ pub struct IsolationOutcome {
 impl IsolationOutcome {
     pub fn passed(&self) -> bool {
         self.failed_verdicts == 0 && self.failed_jobs == 0
+    }
+
+    /// The floors held: every IOPS verdict and the control's own verdict passed and no
+    /// fio run failed (the p99 verdicts aside).
+    pub fn floors_held(&self) -> bool {
+        self.failed_jobs == 0
+            && self
+                .record
+                .jobs
+                .iter()
+                .flat_map(|j| &j.verdicts)
+                .all(|v| v.passed || v.expectation.starts_with(P99_METRIC))
     }
 }
 
@@ -468,7 +483,7 @@ pub fn run(
                     match first_p99[i] {
                         None => first_p99[i] = Some(p99_ns(&r)),
                         Some(p) => {
-                            exp.push(format!("lat_p99_us <= {:.1}us", 2.0 * p as f64 / 1000.0))
+                            exp.push(format!("{P99_METRIC} <= {:.1}us", 2.0 * p as f64 / 1000.0))
                         }
                     }
                     for e in exp {

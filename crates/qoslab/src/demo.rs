@@ -324,8 +324,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             Err(e) => eprintln!("qoslab demo: writing {}: {e}", report.display()),
         }
     }
-    let floors_held = crate::isolation_cmd::floors_held(&isolation);
-    if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) || !floors_held {
+    if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) || !isolation.floors_held() {
         exit_failed();
     }
     Ok(())

@@ -145,17 +145,6 @@ impl isolation::Progress for Lines {
     }
 }
 
-/// The floors held: every IOPS verdict and the control's own verdict passed, and no fio
-/// run failed (p99 verdicts aside).
-pub fn floors_held(o: &IsolationOutcome) -> bool {
-    o.failed_jobs == 0
-        && o.record
-            .jobs
-            .iter()
-            .flat_map(|j| &j.verdicts)
-            .all(|v| v.passed || v.expectation.starts_with("lat_p99_us"))
-}
-
 /// `qoslab demo`'s second part: the isolation scenario in 3 steps (1x, 1.5x, 2x).
 pub fn demo_scenario(runtime: f64, ramp: f64, db: &Path) -> anyhow::Result<IsolationOutcome> {
     let spec = IsolationSpec {
@@ -170,7 +159,7 @@ pub fn demo_scenario(runtime: f64, ramp: f64, db: &Path) -> anyhow::Result<Isola
     );
     let outcome = run_isolation(&spec, db, false)?;
     report(&outcome, db);
-    if floors_held(&outcome) && !outcome.passed() {
+    if outcome.floors_held() && !outcome.passed() {
         println!(
             "The floors held (IOPS); a p99 verdict failed. fio's p99 includes the load generator \
              sharing this machine's CPU with the bully; the node's own mean latency for the \
