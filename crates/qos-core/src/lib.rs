@@ -16,6 +16,9 @@
 //! # Modules
 //!
 //! * [`units`] — parse/format sizes, throughputs, IOPS-per-capacity.
+//! * [`accounting`] — how many operations a request counts for (whole, NFS transfers,
+//!   a SolidFire-style cost curve).
+//! * [`array`] — an emulated array: per-direction cost by request size, service latency.
 //! * [`policy`] — fixed and adaptive policy groups and their validation.
 //! * [`limits`] — a policy plus a volume's space → effective ceiling and floor.
 //! * [`mclock`] — the node-wide mClock scheduler (floors, ceilings, weights).
@@ -33,6 +36,8 @@
 
 #![warn(missing_docs)]
 
+pub mod accounting;
+pub mod array;
 pub mod limits;
 pub mod mclock;
 pub mod pacer;
@@ -40,8 +45,10 @@ pub mod policy;
 pub mod sim;
 pub mod units;
 
+pub use accounting::{Accounting, AccountingError, CostCurve, MILLI};
+pub use array::{ArrayModel, Direction, Latency, ServiceCurve, ServiceLatency};
 pub use limits::{effective_limits, iops_for, EffectiveLimits, Rate, VolumeSpace};
-pub use mclock::{Dispatched, FlowId, FlowSpec, MClock, Phase};
+pub use mclock::{Charge, Dispatched, FlowId, FlowSpec, MClock, Phase};
 pub use pacer::{Pacer, BURST_WINDOW};
 pub use policy::{
     default_adaptive_groups, AdaptivePolicy, Allocation, BlockSize, FixedPolicy, Policy,

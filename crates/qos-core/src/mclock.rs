@@ -17,9 +17,11 @@
 //!   flow's queue goes from empty to non-empty (the paper's fix for idle VMs: a
 //!   returning flow starts level with the active ones, not ahead).
 //!
-//! `interval(rate)` for a request of `b` bytes is the larger of `1e9/iops` (one
-//! request) and `b·1e9/bytes_per_sec`, over the dimensions that are set; an unset
-//! reservation never fires, an unset limit never holds back.
+//! `interval(rate)` for a request counting `ops` operations and `b` bytes is the larger
+//! of `ops·1e9/iops` and `b·1e9/bytes_per_sec`, over the dimensions that are set; an
+//! unset reservation never fires, an unset limit never holds back. `ops` is 1 per
+//! request unless the caller's I/O-size accounting says otherwise ([`Charge`],
+//! [`crate::accounting`]).
 //!
 //! Because tags restart from the arrival time, **idle flows earn no credit**.
 //!
@@ -35,16 +37,18 @@
 //!    so the weight phase shares *what is left* after floors.
 //!
 //! The node budget is a GCRA over `capacity` (ops and bytes): a request costs
-//! `max(1, bytes / cost_unit)` ops and `bytes` bytes; it may start when the
-//! node's theoretical arrival time is ≤ now. After idleness the node may run
+//! `max(1, bytes / cost_unit)` ops (or the `cost` of its [`Charge`]: an I/O-size
+//! accounting's counted ops, an array model's time) and `bytes` bytes; it may start
+//! when the node's theoretical arrival time is ≤ now. After idleness the node may run
 //! ahead by at most [`NODE_BURST`] worth of capacity (tolerance for late callers).
 //!
 //! Reservations whose sum exceeds the capacity (per dimension: reservation IOPS
 //! against capacity IOPS, reservation bytes/s against capacity bytes/s) are
 //! scaled by `capacity / sum` ([`MClock::overcommit`] reports the factor).
 //!
-//! Flow IOPS (reservation and limit) count *requests*, like [`crate::Pacer`]; the
-//! node capacity counts cost units. With requests ≤ `cost_unit` the two agree.
+//! Flow IOPS (reservation and limit) count *requests* (or the charge's counted ops),
+//! like [`crate::Pacer`]; the node capacity counts cost units. With requests ≤
+//! `cost_unit` the two agree.
 //!
 //! # FIFO: the control discipline
 //!
@@ -99,6 +103,19 @@ pub struct FlowSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowId(pub u32);
 
+/// What one request counts for: against its flow's floor and ceiling (`ops`, in the
+/// node's counted unit, see [`crate::accounting`], and `bytes`) and against the node's
+/// capacity and the weight phase (`cost`, in capacity ops).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Charge {
+    /// Operations counted against the flow's reservation and limit IOPS.
+    pub ops: f64,
+    /// Bytes, against byte rates (flow and node).
+    pub bytes: u64,
+    /// Capacity operations the node spends on it.
+    pub cost: f64,
+}
+
 /// Which phase chose a dispatched request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Phase {
@@ -128,7 +145,7 @@ pub struct Dispatched<T> {
 
 struct Request<T> {
     token: T,
-    bytes: u64,
+    charge: Charge,
     arrival: Nanos,
 }
 
@@ -146,15 +163,16 @@ struct Flow<T> {
     gen: u64,
 }
 
-/// Seconds-per-unit interval for one request of `bytes` under `rate`, in ns;
-/// `None` when the rate sets no dimension.
-fn interval(rate: Rate, scale: f64, bytes: u64) -> Option<f64> {
+/// Interval for one request charging `c` under `rate`, in ns: the larger of `c.ops` at
+/// the IOPS and `c.bytes` at the byte rate, over the dimensions that are set; `None`
+/// when the rate sets no dimension.
+fn interval(rate: Rate, c: &Charge) -> Option<f64> {
     let mut out: Option<f64> = None;
     if rate.iops > 0 {
-        out = Some(NS / (rate.iops as f64 * scale));
+        out = Some(c.ops * NS / rate.iops as f64);
     }
     if rate.bytes_per_sec > 0 {
-        let b = bytes as f64 * NS / (rate.bytes_per_sec as f64 * scale);
+        let b = c.bytes as f64 * NS / rate.bytes_per_sec as f64;
         out = Some(out.map_or(b, |o| o.max(b)));
     }
     out
@@ -359,9 +377,27 @@ impl<T> MClock<T> {
         }
     }
 
-    /// Queue a request of `bytes` on flow `id` at `now`. Gives the token back
-    /// if the flow does not exist.
+    /// Queue a request of `bytes` on flow `id` at `now`: one operation against the flow's
+    /// rates, `max(1, bytes / cost_unit)` against the node's. Gives the token back if the
+    /// flow does not exist.
     pub fn enqueue(&mut self, id: FlowId, token: T, bytes: u64, now: Nanos) -> Result<(), T> {
+        let charge = Charge {
+            ops: 1.0,
+            bytes,
+            cost: self.cost_ops(bytes) as f64,
+        };
+        self.enqueue_charged(id, token, charge, now)
+    }
+
+    /// Queue a request with an explicit [`Charge`] (I/O-size accounting and array cost
+    /// models compute it). Gives the token back if the flow does not exist.
+    pub fn enqueue_charged(
+        &mut self,
+        id: FlowId,
+        token: T,
+        charge: Charge,
+        now: Nanos,
+    ) -> Result<(), T> {
         let idx = id.0 as usize;
         let vtime = self.vtime;
         let Some(Some(f)) = self.flows.get_mut(idx) else {
@@ -375,7 +411,7 @@ impl<T> MClock<T> {
         }
         f.queue.push_back(Request {
             token,
-            bytes,
+            charge,
             arrival: now,
         });
         self.queued += 1;
@@ -527,16 +563,17 @@ impl<T> MClock<T> {
         let r = if self.fifo || (res.iops == 0 && res.bytes_per_sec == 0) {
             f64::INFINITY
         } else {
+            let c = &head.charge;
             let mut i = 0.0f64;
             if res.iops > 0 {
-                i = NS / (res.iops as f64 * self.scale_ops);
+                i = c.ops * NS / (res.iops as f64 * self.scale_ops);
             }
             if res.bytes_per_sec > 0 {
-                i = i.max(head.bytes as f64 * NS / (res.bytes_per_sec as f64 * self.scale_bytes));
+                i = i.max(c.bytes as f64 * NS / (res.bytes_per_sec as f64 * self.scale_bytes));
             }
             (f.last_r + i).max(arrival)
         };
-        let l = match interval(f.spec.limit, 1.0, head.bytes) {
+        let l = match interval(f.spec.limit, &head.charge) {
             Some(i) => (f.last_l + i).max(arrival),
             None => arrival,
         };
@@ -544,7 +581,7 @@ impl<T> MClock<T> {
         let p = if self.fifo {
             arrival
         } else {
-            (f.last_p + self.cost_ops(head.bytes) as f64 * NS / w).max(f.p_floor)
+            (f.last_p + head.charge.cost * NS / w).max(f.p_floor)
         };
         Some(HeadTags { r, l, p })
     }
@@ -600,18 +637,18 @@ impl<T> MClock<T> {
         self.compact();
         // Charge the node budget.
         let floor = t - NODE_BURST as f64;
+        let c = req.charge;
         if self.capacity.iops > 0 {
-            let c = self.cost_ops(req.bytes) as f64;
-            self.tat_ops = self.tat_ops.max(floor) + c * NS / self.capacity.iops as f64;
+            self.tat_ops = self.tat_ops.max(floor) + c.cost * NS / self.capacity.iops as f64;
         }
         if self.capacity.bytes_per_sec > 0 {
             self.tat_bytes = self.tat_bytes.max(floor)
-                + req.bytes as f64 * NS / self.capacity.bytes_per_sec as f64;
+                + c.bytes as f64 * NS / self.capacity.bytes_per_sec as f64;
         }
         Some(Dispatched {
             flow: FlowId(idx as u32),
             token: req.token,
-            bytes: req.bytes,
+            bytes: c.bytes,
             enqueued: req.arrival,
             limit_at: tags.l.max(0.0).min(u64::MAX as f64) as Nanos,
             phase,
