@@ -14,6 +14,9 @@ use qos_core::{
 use serde::Deserialize;
 use toml::Spanned;
 
+pub mod array;
+pub use array::{ArraySpec, MbpsCeilingWithFloor};
+
 /// Default busy-poll budget per connection, microseconds.
 pub const DEFAULT_BUSY_POLL_US: u64 = 50;
 
@@ -142,6 +145,8 @@ pub struct NodeConfig {
     pub capacity: Option<Capacity>,
     /// Measure the backend at start and use that as the capacity (`[capacity] calibrate`).
     pub calibrate: bool,
+    /// The emulated array's accounting, cost model and service latency (`[capacity]`).
+    pub array: ArraySpec,
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
@@ -159,6 +164,7 @@ impl Default for NodeConfig {
             busy_poll_us: DEFAULT_BUSY_POLL_US,
             capacity: None,
             calibrate: false,
+            array: ArraySpec::default(),
             policies: Vec::new(),
             volumes: Vec::new(),
         }
@@ -219,6 +225,12 @@ struct RawCapacity {
     cost_unit: Option<NumOrStr>,
     calibrate: Option<bool>,
     discipline: Option<String>,
+    // The array's keys (config/array.rs).
+    io_accounting: Option<String>,
+    mbps_ceiling_with_floor: Option<String>,
+    read: Option<std::collections::BTreeMap<String, String>>,
+    write: Option<std::collections::BTreeMap<String, String>>,
+    latency: Option<array::RawLatency>,
 }
 
 #[derive(Deserialize)]
@@ -346,9 +358,20 @@ impl NodeConfig {
             };
         }
 
-        if let Some(sc) = &raw.capacity {
+        if let Some(sc) = raw.capacity {
             let what = format!("{origin}:{}: capacity", line_of(text, sc.span().start));
-            let c = sc.get_ref();
+            let mut c = sc.into_inner();
+            cfg.array = array::parse(
+                &what,
+                array::RawArray {
+                    io_accounting: c.io_accounting.take(),
+                    mbps_ceiling_with_floor: c.mbps_ceiling_with_floor.take(),
+                    read: c.read.take(),
+                    write: c.write.take(),
+                    latency: c.latency.take(),
+                },
+            )?;
+            let c = &c;
             let count = |field: &str, v: Option<i64>| match v {
                 Some(i) if i < 0 => Err(ConfigError(format!(
                     "{what}.{field} = {i}: must be 0 (not limited) or positive"
@@ -382,6 +405,19 @@ impl NodeConfig {
             if cap.is_set() && cfg.calibrate {
                 return Err(ConfigError(format!(
                     "{what}: give either iops/mbps or calibrate = true, not both"
+                )));
+            }
+            if cfg.array.model.is_some() && (cap.is_set() || cfg.calibrate) {
+                return Err(ConfigError(format!(
+                    "{what}: give either iops/mbps (a budget of ops and bytes), read/write (an \
+                     array's measured points) or calibrate = true, not two of them"
+                )));
+            }
+            if c.cost_unit.is_some() && !cfg.array.accounting.is_whole() {
+                return Err(ConfigError(format!(
+                    "{what}: cost_unit applies to io_accounting = \"whole\" only; with {} the \
+                     controller counts the same operations as ceilings and floors",
+                    cfg.array.accounting
                 )));
             }
             cfg.capacity = Some(cap);

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::backend::FileBackend;
 use crate::clock::Clock;
-use crate::config::{NodeConfig, VolumeSpec};
+use crate::config::{MbpsCeilingWithFloor, NodeConfig, VolumeSpec};
 use crate::errors::NodeError;
 use crate::scheduler::{FlowQos, Scheduler, NO_FLOW};
 use crate::volume::{lock, Volume};
@@ -52,7 +52,7 @@ impl Node {
             policies: RwLock::new(policies),
             shared_flows: Mutex::new(HashMap::new()),
             default_export: cfg.default_export.clone(),
-            scheduler: Scheduler::new(cfg.capacity, clock),
+            scheduler: Scheduler::with_array(cfg.capacity, cfg.array.clone(), clock),
             clock,
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
@@ -243,10 +243,16 @@ impl Node {
         let policy = vol
             .policy()
             .and_then(|p| self.policy(&p).map(|pol| (p, pol)));
-        let limits = policy
+        let mut limits = policy
             .as_ref()
             .map(|(_, p)| effective_limits(p, &vol.space()))
             .unwrap_or_default();
+        if self.scheduler.array().mbps_ceiling_with_floor == MbpsCeilingWithFloor::Ignored
+            && !limits.floor.is_unlimited()
+        {
+            // ONTAP: a policy with a floor does not enforce the MB/s part of its ceiling.
+            limits.ceiling.bytes_per_sec = 0;
+        }
         vol.set_limits(limits);
         let q = FlowQos {
             ceiling: limits.ceiling,

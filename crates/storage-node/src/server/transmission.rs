@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nbd_proto::*;
-use qos_core::Nanos;
+use qos_core::{Direction, Nanos, MILLI};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 use super::handshake::{Session, MAX_PAYLOAD};
+use super::service_timer::ServiceTimer;
 use crate::errors::nbd_errno;
 use crate::node::Node;
 use crate::scheduler::{Grant, Ticket, NO_FLOW};
@@ -100,13 +101,17 @@ const SHUTDOWN_GRACE_NS: Nanos = 5_000_000_000;
 /// parked for a whole tick at once.
 const TIMER_SLACK_NS: Nanos = 1_000_000;
 
-/// A request waiting for its QoS start time.
+/// A request waiting for its QoS start time, or (controller mode) for the array's
+/// service latency to pass.
 struct Deferred {
     at: Nanos,
     seq: u64,
     arrival: Nanos,
     req: Request,
     payload: Vec<u8>,
+    /// Queue time already split by the controller (service latency); `None`: all of the
+    /// wait until `at` is the ceiling's (ceilings-only mode).
+    waits: Option<Waits>,
 }
 
 impl PartialEq for Deferred {
@@ -153,6 +158,8 @@ struct Conn {
     meta_context: Option<u32>,
     wbuf: Vec<u8>,
     deferred: BinaryHeap<Reverse<Deferred>>,
+    /// Dispatched requests the emulated array is still serving (service latency).
+    serving: BinaryHeap<Reverse<Deferred>>,
     seq: u64,
     /// Replies produced by blocking-pool work (fdatasync).
     done_tx: mpsc::UnboundedSender<Vec<u8>>,
@@ -268,6 +275,7 @@ where
         node,
         wbuf: Vec::with_capacity(RBUF_INITIAL),
         deferred: BinaryHeap::new(),
+        serving: BinaryHeap::new(),
         seq: 0,
         done_tx,
         in_blocking: 0,
@@ -279,6 +287,7 @@ where
     let mut reading = true;
     let mut shutdown_at: Option<Nanos> = None;
     let mut spin = SpinPolicy::default();
+    let mut service_timer = ServiceTimer::new(c.node.scheduler.precise_timers());
 
     loop {
         if shutdown_at.is_none() && *shutdown.borrow() {
@@ -323,6 +332,8 @@ where
             let give_up = c.node.clock.instant(t + SHUTDOWN_GRACE_NS);
             next_at = Some(next_at.map_or(give_up, |n| n.min(give_up)));
         }
+        let served_at = c.serving.peek().map(|d| d.0.at);
+        let clock = c.node.clock;
         tokio::select! {
             Some(reply) = done_rx.recv(), if c.in_blocking > 0 => {
                 c.in_blocking -= 1;
@@ -336,6 +347,7 @@ where
                 c.granted(g);
             }
             _ = sleep_opt(next_at), if next_at.is_some() => {}
+            _ = service_timer.wait_until(clock, served_at.unwrap_or(0)), if served_at.is_some() => {}
             _ = shutdown.changed(), if shutdown_at.is_none() => {}
             r = stream.read(rb.spare()), if reading => {
                 match r {
@@ -351,6 +363,7 @@ where
         }
         c.pump(&mut grants);
         c.run_due(shutdown_at);
+        c.run_served();
         c.flush(stream).await?;
     }
     stream.flush().await?;
@@ -464,10 +477,10 @@ impl Conn {
             self.error(req.cookie, errno, &msg);
             return;
         }
-        let (ops, bytes) = match req.command {
-            CMD_READ | CMD_WRITE => (1, req.length as u64),
-            CMD_TRIM | CMD_WRITE_ZEROES => (1, 0),
-            _ => (0, 0),
+        // Operations counted (thousandths; the node's I/O-size accounting) and bytes.
+        let (ops, bytes) = match charged(&req) {
+            Some((_, bytes)) => (self.node.scheduler.milliops(bytes), bytes),
+            None => (0, 0),
         };
         if let Some(conn) = self.ctl.filter(|_| ops > 0) {
             let flow = self.vol.flow();
@@ -476,7 +489,8 @@ impl Conn {
                 conn,
                 seq: self.seq,
             };
-            if flow != NO_FLOW && self.node.scheduler.submit(flow, ticket, bytes, now) {
+            let dir = charged(&req).map_or(Direction::Write, |c| c.0);
+            if flow != NO_FLOW && self.node.scheduler.submit(flow, ticket, dir, bytes, now) {
                 self.waiting.insert(
                     self.seq,
                     Parked {
@@ -507,13 +521,17 @@ impl Conn {
                 arrival: now,
                 req,
                 payload: payload.to_vec(),
+                waits: None,
             }));
         }
     }
 
-    /// Nothing in flight: no parked, waiting or syncing requests.
+    /// Nothing in flight: no parked, waiting, served or syncing requests.
     fn idle(&self) -> bool {
-        self.deferred.is_empty() && self.waiting.is_empty() && self.in_blocking == 0
+        self.deferred.is_empty()
+            && self.waiting.is_empty()
+            && self.serving.is_empty()
+            && self.in_blocking == 0
     }
 
     /// Controller mode: dispatch what is due if this connection submitted anything, and
@@ -530,19 +548,48 @@ impl Conn {
         }
     }
 
-    /// Execute a request the controller dispatched; its queue time is split at the
-    /// moment its ceiling allowed it.
+    /// Execute a request the controller dispatched (after the array's service latency,
+    /// if any); its queue time is split at the moment its ceiling allowed it.
     fn granted(&mut self, g: Grant) {
         let Some(p) = self.waiting.remove(&g.seq) else {
             return;
         };
-        let wait = self.node.clock.now().saturating_sub(p.arrival);
+        let now = self.node.clock.now();
+        let wait = now.saturating_sub(p.arrival);
         let ceiling_ns = g.limit_at.saturating_sub(p.arrival).min(wait);
         let waits = Waits {
             ceiling_ns,
             floor_ns: wait - ceiling_ns,
         };
-        self.execute(p.req, &p.payload, p.arrival, waits);
+        let service = charged(&p.req).map_or(0, |(dir, bytes)| {
+            self.node.scheduler.service_latency(dir, bytes)
+        });
+        if service == 0 {
+            self.execute(p.req, &p.payload, p.arrival, waits);
+            return;
+        }
+        self.serving.push(Reverse(Deferred {
+            at: now.saturating_add(service),
+            seq: g.seq,
+            arrival: p.arrival,
+            req: p.req,
+            payload: p.payload,
+            waits: Some(waits),
+        }));
+    }
+
+    /// Execute every request whose service latency has passed (exactly: no timer slack).
+    fn run_served(&mut self) {
+        if self.serving.is_empty() {
+            return;
+        }
+        let now = self.node.clock.now();
+        while self.serving.peek().is_some_and(|d| d.0.at <= now) {
+            let Some(Reverse(d)) = self.serving.pop() else {
+                break;
+            };
+            self.execute(d.req, &d.payload, d.arrival, d.waits.unwrap_or_default());
+        }
     }
 
     /// Execute every parked request whose time has come.
@@ -734,7 +781,8 @@ impl Conn {
                     encode_ok(&mut self.wbuf, self.structured, req.cookie);
                 }
                 let lat = self.node.clock.now().saturating_sub(arrival);
-                vol.stats.record(kind, bytes, lat, wait);
+                let ops = self.counted(kind, bytes);
+                vol.stats.record_counted(kind, bytes, ops, lat, wait);
             }
             Err(e) => {
                 vol.stats
@@ -752,6 +800,15 @@ impl Conn {
         }
     }
 
+    /// Operations a completed request counts for in the statistics (thousandths): reads
+    /// and writes by the node's accounting, everything else one.
+    fn counted(&self, kind: OpKind, bytes: u64) -> u64 {
+        match kind {
+            OpKind::Read | OpKind::Write => self.node.scheduler.milliops(bytes),
+            OpKind::Other => MILLI,
+        }
+    }
+
     /// fdatasync on the blocking pool; the reply is queued when it is durable.
     fn blocking_sync(
         &mut self,
@@ -765,6 +822,7 @@ impl Conn {
         let node = self.node.clone();
         let tx = self.done_tx.clone();
         let structured = self.structured;
+        let ops = self.counted(kind, bytes);
         self.in_blocking += 1;
         tokio::task::spawn_blocking(move || {
             let mut out = Vec::with_capacity(64);
@@ -772,7 +830,7 @@ impl Conn {
                 Ok(()) => {
                     encode_ok(&mut out, structured, cookie);
                     let lat = node.clock.now().saturating_sub(arrival);
-                    vol.stats.record(kind, bytes, lat, wait);
+                    vol.stats.record_counted(kind, bytes, ops, lat, wait);
                 }
                 Err(e) => {
                     vol.stats
@@ -789,6 +847,18 @@ impl Conn {
             }
             let _ = tx.send(out);
         });
+    }
+}
+
+/// The direction and bytes a request is charged for by QoS: READ and WRITE their length,
+/// TRIM and WRITE_ZEROES nothing moved (writes of 0 bytes); `None`: free (FLUSH, CACHE,
+/// BLOCK_STATUS).
+fn charged(req: &Request) -> Option<(Direction, u64)> {
+    match req.command {
+        CMD_READ => Some((Direction::Read, req.length as u64)),
+        CMD_WRITE => Some((Direction::Write, req.length as u64)),
+        CMD_TRIM | CMD_WRITE_ZEROES => Some((Direction::Write, 0)),
+        _ => None,
     }
 }
 
