@@ -21,6 +21,7 @@ pub mod scheduler;
 pub mod server;
 pub mod state;
 pub mod stats;
+mod timer;
 pub mod volume;
 
 pub use config::NodeConfig;

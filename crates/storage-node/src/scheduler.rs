@@ -29,6 +29,7 @@ use qos_core::{Charge, Direction, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate, 
 use tokio::sync::{mpsc, Notify};
 
 use crate::clock::Clock;
+use crate::timer::PreciseTimer;
 use crate::config::{ArraySpec, Capacity, Discipline};
 
 /// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
@@ -334,8 +335,14 @@ impl Scheduler {
     /// Controller mode: register a connection; its grants arrive on the receiver.
     pub fn register(&self) -> Option<(u32, mpsc::UnboundedReceiver<Grant>)> {
         let c = self.controller.as_ref()?;
+        let precise = self.precise_timers();
         c.dispatcher_started.call_once(|| {
-            tokio::spawn(dispatcher(Arc::downgrade(c), c.wake.clone(), c.clock));
+            tokio::spawn(dispatcher(
+                Arc::downgrade(c),
+                c.wake.clone(),
+                c.clock,
+                precise,
+            ));
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let mut inner = c.lock();
@@ -402,6 +409,13 @@ impl Controller {
 
     /// Dispatch what is due; returns the next deadline.
     fn pump(&self, now: Nanos) -> Option<Nanos> {
+        self.pump_tagged(now).map(|(at, _)| at)
+    }
+
+    /// Dispatch what is due; returns the next deadline and whether it is a flow's tag
+    /// (a limit or a floor: worth a precise wake-up) rather than the node budget (which
+    /// carries [`qos_core::mclock::NODE_BURST`], so a late wake-up loses nothing).
+    fn pump_tagged(&self, now: Nanos) -> Option<(Nanos, bool)> {
         let next = {
             let mut inner = self.lock();
             let Inner { mc, conns, .. } = &mut *inner;
@@ -418,8 +432,9 @@ impl Controller {
                 }
             }
             mc.next_wakeup(now)
+                .map(|at| (at, at > now && at != mc.budget_ready()))
         };
-        let at = next.unwrap_or(u64::MAX);
+        let at = next.map_or(u64::MAX, |n| n.0);
         if at < self.armed.load(Relaxed) {
             self.armed.store(at, Relaxed);
             self.wake.notify_one();
@@ -430,18 +445,23 @@ impl Controller {
 
 /// Pumps the controller when its next deadline comes, so queued requests go out even
 /// when no connection is submitting. Holds no strong reference while it sleeps; ends
-/// when the node is dropped.
-async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock) {
+/// when the node is dropped. A flow's limit or floor tag is waited for on a precise
+/// timer (a request held by a ceiling at low queue depth must not wait for tokio's next
+/// millisecond tick); the node budget on tokio's timer (it carries 5 ms, and waking for
+/// every 65 µs of capacity would cost more CPU than it saves).
+async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock, precise: bool) {
+    let mut timer = PreciseTimer::new(precise);
     loop {
         let deadline = {
             let Some(c) = c.upgrade() else { return };
-            let next = c.pump(clock.now());
-            c.armed.store(next.unwrap_or(u64::MAX), Relaxed);
+            let next = c.pump_tagged(clock.now());
+            c.armed.store(next.map_or(u64::MAX, |n| n.0), Relaxed);
             next
         };
         let sleep = async {
             match deadline {
-                Some(at) => tokio::time::sleep_until(clock.instant(at)).await,
+                Some((at, true)) => timer.wait_until(clock, at).await,
+                Some((at, false)) => tokio::time::sleep_until(clock.instant(at)).await,
                 None => std::future::pending().await,
             }
         };

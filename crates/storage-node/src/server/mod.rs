@@ -1,7 +1,6 @@
 //! Listening, accepting, and the life of a connection; graceful shutdown.
 
 pub mod handshake;
-mod service_timer;
 pub mod transmission;
 
 use std::net::SocketAddr;

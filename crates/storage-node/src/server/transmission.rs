@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 use super::handshake::{Session, MAX_PAYLOAD};
-use super::service_timer::ServiceTimer;
+use crate::timer::PreciseTimer;
 use crate::errors::nbd_errno;
 use crate::node::Node;
 use crate::scheduler::{Grant, Ticket, NO_FLOW};
@@ -287,7 +287,7 @@ where
     let mut reading = true;
     let mut shutdown_at: Option<Nanos> = None;
     let mut spin = SpinPolicy::default();
-    let mut service_timer = ServiceTimer::new(c.node.scheduler.precise_timers());
+    let mut service_timer = PreciseTimer::new(c.node.scheduler.precise_timers());
 
     loop {
         if shutdown_at.is_none() && *shutdown.borrow() {

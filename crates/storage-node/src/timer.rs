@@ -1,8 +1,9 @@
-//! A precise per-connection timer for the emulated array's service latency.
+//! A precise timer for the emulated array: connections wait out a request's service
+//! latency on it, and the controller's dispatcher the next flow's limit or floor tag.
 //!
 //! tokio's timers tick in milliseconds: a 785 µs wait becomes 1–2 ms, which would make
 //! an emulated array's latency a property of the timer wheel. A `timerfd` (an hrtimer,
-//! nanosecond resolution) registered with tokio's reactor wakes the connection task
+//! nanosecond resolution) registered with tokio's reactor wakes the waiting task
 //! through epoll instead, within tens of microseconds, without a thread or spinning.
 //!
 //! On tokio's paused clock (virtual-time tests) a timerfd would run on the real clock, so
@@ -17,14 +18,14 @@ use tokio::io::unix::AsyncFd;
 
 use crate::clock::Clock;
 
-pub(crate) struct ServiceTimer {
+pub(crate) struct PreciseTimer {
     precise: bool,
     fd: Option<AsyncFd<OwnedFd>>,
 }
 
-impl ServiceTimer {
-    pub(crate) fn new(precise: bool) -> ServiceTimer {
-        ServiceTimer { precise, fd: None }
+impl PreciseTimer {
+    pub(crate) fn new(precise: bool) -> PreciseTimer {
+        PreciseTimer { precise, fd: None }
     }
 
     /// Wait until `at` on the node's clock.
