@@ -29,8 +29,8 @@ use qos_core::{Charge, Direction, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate, 
 use tokio::sync::{mpsc, Notify};
 
 use crate::clock::Clock;
-use crate::timer::PreciseTimer;
 use crate::config::{ArraySpec, Capacity, Discipline};
+use crate::timer::PreciseTimer;
 
 /// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
 pub const NO_FLOW: u32 = u32::MAX;

@@ -100,10 +100,12 @@ pub(super) fn parse(what: &str, raw: RawArray) -> Result<ArraySpec, ConfigError>
     let mbps_ceiling_with_floor = match raw.mbps_ceiling_with_floor.as_deref() {
         None | Some("enforced") => MbpsCeilingWithFloor::Enforced,
         Some("ignored") => MbpsCeilingWithFloor::Ignored,
-        Some(other) => return Err(err(format!(
+        Some(other) => {
+            return Err(err(format!(
             "mbps_ceiling_with_floor = {other:?}: allowed values are \"enforced\" (default) and \
                  \"ignored\" (ONTAP: a policy with a floor does not enforce its MB/s ceiling)"
-        ))),
+        )))
+        }
     };
     let curve = |dir: &str, m: &BTreeMap<String, String>| {
         let mut points = Vec::with_capacity(m.len());

@@ -15,11 +15,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 use super::handshake::{Session, MAX_PAYLOAD};
-use crate::timer::PreciseTimer;
 use crate::errors::nbd_errno;
 use crate::node::Node;
 use crate::scheduler::{Grant, Ticket, NO_FLOW};
 use crate::stats::{OpKind, Waits};
+use crate::timer::PreciseTimer;
 use crate::volume::Volume;
 
 const RBUF_INITIAL: usize = 256 * 1024;
