@@ -485,3 +485,52 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // stay consistent, so keep serving.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::NodeConfig;
+
+    fn scheduler(capacity: &str) -> Scheduler {
+        let cfg = NodeConfig::parse(&format!("[capacity]\n{capacity}\n"), "t").unwrap();
+        Scheduler::with_array(cfg.capacity, cfg.array, Clock::new())
+    }
+
+    #[test]
+    fn what_a_request_costs() {
+        const K: u64 = 1024;
+        // Whole: one op against the flow; the controller keeps cost_unit (today's rule).
+        let s = scheduler("iops = 20000\ncost_unit = \"32KiB\"");
+        assert_eq!(s.milliops(1 << 20), 1000);
+        let c = s.charge(Direction::Read, 1 << 20);
+        assert_eq!((c.ops, c.cost), (1.0, 32.0));
+        assert_eq!(s.charge(Direction::Write, 4 * K).cost, 1.0);
+        // transfer:64KiB: ceilings, floors and the controller count the same transfers.
+        let s = scheduler("iops = 20000\nio_accounting = \"transfer\"");
+        assert_eq!(s.milliops(128 * K), 2000);
+        let c = s.charge(Direction::Read, 1 << 20);
+        assert_eq!((c.ops, c.cost), (16.0, 16.0));
+        assert_eq!(s.charge(Direction::Write, 0).ops, 1.0);
+        // SolidFire's curve.
+        let s = scheduler("iops = 20000\nio_accounting = \"solidfire\"");
+        assert_eq!(s.charge(Direction::Read, 8 * K).cost, 1.6);
+        // An array model: the controller counts array time in 4 KiB reads; the flow
+        // still counts the accounting's operations.
+        let s = scheduler(
+            "io_accounting = \"transfer\"\nread = { 4KiB = \"10000iops\" }\nwrite = { 4KiB = \"5000iops\" }",
+        );
+        assert_eq!(s.status().unwrap().capacity.iops, 10_000);
+        let c = s.charge(Direction::Write, 4 * K);
+        assert_eq!((c.ops, c.cost), (1.0, 2.0));
+        let c = s.charge(Direction::Read, 128 * K);
+        assert_eq!(c.ops, 2.0);
+        assert!((c.cost - 32.0).abs() < 1e-9, "{c:?}");
+        // A latency alone makes a controller (of unlimited capacity).
+        let s = scheduler("latency = { read = { fixed = \"1ms\", per_kib = \"1us\" } }");
+        assert!(s.controls());
+        assert_eq!(s.service_latency(Direction::Read, 4 * K), 1_004_000);
+        assert_eq!(s.service_latency(Direction::Write, 4 * K), 0);
+        // Nothing: ceilings only.
+        assert!(!scheduler("io_accounting = \"transfer\"").controls());
+    }
+}
