@@ -6,6 +6,12 @@
 //! nanosecond resolution) registered with tokio's reactor wakes the waiting task
 //! through epoll instead, within tens of microseconds, without a thread or spinning.
 //!
+//! Waking a sleeping task still takes time: the kernel must schedule the worker thread
+//! and tokio the task (60-200 µs on a busy 2-core machine). A timer made for service
+//! latency learns that lateness (a moving average of how late its wake-ups were) and
+//! [`PreciseTimer::advance`] tells its owner how much earlier to act, so replies leave at
+//! the configured time on average rather than one wake-up later.
+//!
 //! On tokio's paused clock (virtual-time tests) a timerfd would run on the real clock, so
 //! the scheduler can be told to use tokio's timer ([`crate::Scheduler::use_tokio_timers`]);
 //! each wait then rounds up to the next millisecond tick.
@@ -18,26 +24,57 @@ use tokio::io::unix::AsyncFd;
 
 use crate::clock::Clock;
 
+/// The most a timer may run early to make up for its wake-up lateness.
+const MAX_ADVANCE_NS: Nanos = 250_000;
+
 pub(crate) struct PreciseTimer {
     precise: bool,
     fd: Option<AsyncFd<OwnedFd>>,
+    /// Learn the wake-up lateness and wake that much early.
+    learns: bool,
+    /// Moving average of the lateness of recent wake-ups (ns), at most MAX_ADVANCE_NS.
+    advance: Nanos,
 }
 
 impl PreciseTimer {
+    /// A timer waking exactly when asked (as exactly as the machine allows).
     pub(crate) fn new(precise: bool) -> PreciseTimer {
-        PreciseTimer { precise, fd: None }
+        PreciseTimer {
+            precise,
+            fd: None,
+            learns: false,
+            advance: 0,
+        }
     }
 
-    /// Wait until `at` on the node's clock.
+    /// A timer that learns its wake-up lateness and wakes that much early
+    /// ([`advance`](Self::advance)); on tokio's timer it never does.
+    pub(crate) fn compensating(precise: bool) -> PreciseTimer {
+        PreciseTimer {
+            learns: precise,
+            ..PreciseTimer::new(precise)
+        }
+    }
+
+    /// How early [`wait_until`](Self::wait_until) returns: what is due within this much
+    /// of now is due now.
+    pub(crate) fn advance(&self) -> Nanos {
+        self.advance
+    }
+
+    /// Wait until `at` (less [`advance`](Self::advance)) on the node's clock.
     pub(crate) async fn wait_until(&mut self, clock: Clock, at: Nanos) {
+        let at = at.saturating_sub(self.advance);
         if self.precise && self.fd.is_none() {
             match timerfd() {
                 Ok(fd) => self.fd = Some(fd),
                 Err(e) => {
                     tracing::warn!(
-                        "timerfd unavailable ({e}); service latency uses tokio's 1 ms timer"
+                        "timerfd unavailable ({e}); the emulated array uses tokio's 1 ms timer"
                     );
                     self.precise = false;
+                    self.learns = false;
+                    self.advance = 0;
                 }
             }
         }
@@ -62,6 +99,10 @@ impl PreciseTimer {
                 Ok(mut guard) => {
                     if read_expirations(fd.get_ref()).is_err() {
                         guard.clear_ready();
+                    } else if self.learns {
+                        // How late this wake-up came; 1/8 of it moves the average.
+                        let late = clock.now().saturating_sub(at).min(MAX_ADVANCE_NS);
+                        self.advance = (self.advance * 7 + late) / 8;
                     }
                 }
                 Err(_) => {

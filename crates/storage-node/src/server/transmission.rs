@@ -287,7 +287,7 @@ where
     let mut reading = true;
     let mut shutdown_at: Option<Nanos> = None;
     let mut spin = SpinPolicy::default();
-    let mut service_timer = PreciseTimer::new(c.node.scheduler.precise_timers());
+    let mut service_timer = PreciseTimer::compensating(c.node.scheduler.precise_timers());
 
     loop {
         if shutdown_at.is_none() && *shutdown.borrow() {
@@ -363,7 +363,7 @@ where
         }
         c.pump(&mut grants);
         c.run_due(shutdown_at);
-        c.run_served();
+        c.run_served(service_timer.advance());
         c.flush(stream).await?;
     }
     stream.flush().await?;
@@ -578,12 +578,14 @@ impl Conn {
         }));
     }
 
-    /// Execute every request whose service latency has passed (exactly: no timer slack).
-    fn run_served(&mut self) {
+    /// Execute every request whose service latency has passed, or passes within `advance`
+    /// (the service timer's learned wake-up lateness: the reply then leaves on time on
+    /// average instead of one wake-up late).
+    fn run_served(&mut self, advance: Nanos) {
         if self.serving.is_empty() {
             return;
         }
-        let now = self.node.clock.now();
+        let now = self.node.clock.now().saturating_add(advance);
         while self.serving.peek().is_some_and(|d| d.0.at <= now) {
             let Some(Reverse(d)) = self.serving.pop() else {
                 break;
