@@ -10,6 +10,8 @@ mod policy_cmd;
 mod ramp_cmd;
 mod report_cmd;
 mod results;
+mod seed000;
+mod seed000_cmd;
 mod serve;
 mod stats_cmd;
 mod volume_cmd;

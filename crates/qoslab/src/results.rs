@@ -19,7 +19,8 @@ EXAMPLES:
   qoslab results export last --format csv --output run.csv
   qoslab results export last --format series-csv --output series.csv
   qoslab results export 3 --format html --output run3.html     # same page as `qoslab report`
-  qoslab results export 3 --format json --db /var/lib/qoslab/results.db")]
+  qoslab results export 3 --format json --db /var/lib/qoslab/results.db
+  qoslab results seed000 last          # seed 000 beside the run, cell by cell")]
 pub struct ResultsArgs {
     /// Results database (default $QOSLAB_DB or ./qoslab-results.db).
     #[arg(long, global = true)]
@@ -49,6 +50,16 @@ enum ResultsCommand {
         /// Write to this file instead of stdout.
         #[arg(long, short)]
         output: Option<PathBuf>,
+    },
+    /// Seed 000's seven dbench summaries beside a run of its scenario (examples/seed000.toml,
+    /// the demo), cell by cell: seed, qoslab, difference, within 10% (latency 15%) or not.
+    /// Exit status 1 when a cell misses.
+    Seed000 {
+        /// Run id, or `last`.
+        run: String,
+        /// JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -121,6 +132,13 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
                     std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?
                 }
                 None => out.write_all(&bytes)?,
+            }
+        }
+        ResultsCommand::Seed000 { run, json } => {
+            let id = run_id(&store, &run, &db)?;
+            if !crate::seed000_cmd::print(&store.load_run(id)?, json, &mut out)? {
+                out.flush()?;
+                crate::bench::exit_failed();
             }
         }
     }

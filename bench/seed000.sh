@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# bench/seed000.sh -- seed 000 cell by cell: dbench on the seed's seven volumes on the
+# emulated array of examples/seed000.toml (qoslab bench), then the seed's summaries
+# beside qoslab's from the stored run (qoslab results seed000): per cell the seed's
+# figure, qoslab's, the difference and whether it is within 10% (latency 15%).
+set -euo pipefail
+
+usage() {
+    cat <<USAGE
+Usage: bench/seed000.sh [options]
+
+Run examples/seed000.toml (dbench x 7 volumes on seed 000's emulated array) and print
+the seed's dbench summaries beside qoslab's, cell by cell.
+
+Options (each also settable via the environment variable shown):
+  --runtime DUR   fio runtime per job   (RUNTIME, default 15s: dbench's own)
+  --ramp DUR      fio ramp per job      (RAMP, default 2s: dbench's own)
+  --db PATH       results database      (DB, default bench/results/seed000.db)
+  --json          print the comparison as JSON
+  -h, --help      this text
+
+QOSLAB selects the binary (default target/release/qoslab; build it with
+cargo build --release). With dbench's timing the run takes about 20 minutes (63 fio
+jobs of 17 s); --runtime 2s --ramp 1s takes about 4. Benchmarks need a quiet machine:
+run it under flock /work/wt/bench.lock when others share the box.
+
+Exit status: 0 every cell within tolerance, 1 a cell missed or a fio job failed, 2 usage.
+USAGE
+}
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+QOSLAB="${QOSLAB:-$REPO_ROOT/target/release/qoslab}"
+RUNTIME="${RUNTIME:-15s}"
+RAMP="${RAMP:-2s}"
+DB="${DB:-$REPO_ROOT/bench/results/seed000.db}"
+JSON=""
+while (($#)); do
+    case "$1" in
+        --runtime) RUNTIME="${2:?--runtime needs a value}"; shift 2 ;;
+        --ramp) RAMP="${2:?--ramp needs a value}"; shift 2 ;;
+        --db) DB="${2:?--db needs a value}"; shift 2 ;;
+        --json) JSON="--json"; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "bench/seed000.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+if [[ ! -x "$QOSLAB" ]]; then
+    echo "bench/seed000.sh: no qoslab binary at $QOSLAB: build it with cargo build --release (or set QOSLAB=)" >&2
+    exit 2
+fi
+command -v fio >/dev/null || { echo "bench/seed000.sh: fio is missing (scripts/install-deps.sh installs it)" >&2; exit 2; }
+mkdir -p "$(dirname "$DB")"
+
+echo "load before: $(uptime)" >&2
+bench_status=0
+"$QOSLAB" bench "$REPO_ROOT/examples/seed000.toml" --runtime "$RUNTIME" --ramp "$RAMP" --db "$DB" >&2 || bench_status=$?
+echo "load after: $(uptime)" >&2
+if ((bench_status > 1)); then
+    echo "bench/seed000.sh: qoslab bench failed (status $bench_status)" >&2
+    exit "$bench_status"
+fi
+cmp_status=0
+"$QOSLAB" results seed000 last --db "$DB" $JSON || cmp_status=$?
+if ((bench_status != 0 || cmp_status != 0)); then
+    exit 1
+fi

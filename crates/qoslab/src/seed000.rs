@@ -1,0 +1,393 @@
+//! Seed 000 cell by cell: the seed's seven dbench summaries (its NetApp lab: a baseline
+//! with no policy; 500 IOPS, 100 MB/s and adaptive 5/50 IOPS/GB, each on a 100 GB and a
+//! 200 GB volume) and a side-by-side comparison with qoslab's, per cell: seed, measured,
+//! difference in %, and whether it is within tolerance (10% for IOPS and MiB/s, 15% for
+//! latency).
+//!
+//! Pure: the reference is the seed's text, parsed here; the measured cells come from the
+//! caller (a stored run: `seed000_cmd`; later the demo).
+
+use std::fmt::Write;
+
+/// Tolerance for IOPS and MiB/s cells.
+pub const TOLERANCE: f64 = 0.10;
+/// Tolerance for latency cells.
+pub const LATENCY_TOLERANCE: f64 = 0.15;
+
+/// The ten numbers of a dbench summary, in its order.
+pub const CELLS: [(&str, Unit); 10] = [
+    ("Random read IOPS (4k QD64)", Unit::Iops),
+    ("Random write IOPS (4k QD64)", Unit::Iops),
+    ("Random read BW (128k QD64)", Unit::MibS),
+    ("Random write BW (128k QD64)", Unit::MibS),
+    ("Read latency (4k QD4)", Unit::Usec),
+    ("Write latency (4k QD4)", Unit::Usec),
+    ("Sequential read (1M 4x QD16)", Unit::MibS),
+    ("Sequential write (1M 4x QD16)", Unit::MibS),
+    ("Mixed read IOPS (4k QD64 75%)", Unit::Iops),
+    ("Mixed write IOPS (4k QD64 25%)", Unit::Iops),
+];
+
+/// A cell's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Iops,
+    MibS,
+    Usec,
+}
+
+impl Unit {
+    fn tolerance(self) -> f64 {
+        match self {
+            Unit::Usec => LATENCY_TOLERANCE,
+            _ => TOLERANCE,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Unit::Iops => "IOPS",
+            Unit::MibS => "MiB/s",
+            Unit::Usec => "usec",
+        }
+    }
+}
+
+/// A dbench summary as numbers: IOPS, MiB/s and usec (None: missing).
+pub type Cells = [Option<f64>; 10];
+
+/// One of the seed's volumes: the name qoslab's plan and demo give it, and the seed's
+/// summary block, verbatim.
+pub struct SeedVolume {
+    pub volume: &'static str,
+    pub title: &'static str,
+    pub summary: &'static str,
+}
+
+/// Seed 000's seven summaries (`/work/shared/seeds/000_*.txt`, sections B to E).
+pub const SEED: [SeedVolume; 7] = [
+    SeedVolume {
+        volume: "baseline",
+        title: "Baseline (no policy)",
+        summary: "Random Read/Write IOPS: 15.3k/10.9k. BW: 195MiB/s / 128MiB/s
+Average Latency (usec) Read/Write: 785.78/704.16
+Sequential Read/Write: 246MiB/s / 136MiB/s
+Mixed Random Read/Write IOPS: 10.4k/3433",
+    },
+    SeedVolume {
+        volume: "qos500-100g",
+        title: "QoS_500iops, 100 GB",
+        summary: "Random Read/Write IOPS: 495/495. BW: 31.4MiB/s / 31.4MiB/s
+Average Latency (usec) Read/Write: 8002.64/8008.70
+Sequential Read/Write: 30.1MiB/s / 31.6MiB/s
+Mixed Random Read/Write IOPS: 374/120",
+    },
+    SeedVolume {
+        volume: "qos500-200g",
+        title: "QoS_500iops, 200 GB",
+        summary: "Random Read/Write IOPS: 495/496. BW: 31.4MiB/s / 31.4MiB/s
+Average Latency (usec) Read/Write: 8009.49/8008.97
+Sequential Read/Write: 31.3MiB/s / 31.8MiB/s
+Mixed Random Read/Write IOPS: 372/122",
+    },
+    SeedVolume {
+        volume: "qos100m-100g",
+        title: "QoS_100MBps, 100 GB",
+        summary: "Random Read/Write IOPS: 16.4k/11.9k. BW: 100MiB/s / 100MiB/s
+Average Latency (usec) Read/Write: 781.33/701.97
+Sequential Read/Write: 100MiB/s / 101MiB/s
+Mixed Random Read/Write IOPS: 11.4k/3690",
+    },
+    SeedVolume {
+        // The seed ran this policy once ("a bigger size volume ... would end up with the
+        // same results"); both of qoslab's volumes are compared with that run.
+        volume: "qos100m-200g",
+        title: "QoS_100MBps, 200 GB (seed: the 100 GB run)",
+        summary: "Random Read/Write IOPS: 16.4k/11.9k. BW: 100MiB/s / 100MiB/s
+Average Latency (usec) Read/Write: 781.33/701.97
+Sequential Read/Write: 100MiB/s / 101MiB/s
+Mixed Random Read/Write IOPS: 11.4k/3690",
+    },
+    SeedVolume {
+        volume: "aqos-100g",
+        title: "aQoS 5/50 IOPS/GB, 100 GB",
+        summary: "Random Read/Write IOPS: 4742/4742. BW: 256MiB/s / 143MiB/s
+Average Latency (usec) Read/Write: 801.47/800.03
+Sequential Read/Write: 300MiB/s / 107MiB/s
+Mixed Random Read/Write IOPS: 3729/1264",
+    },
+    SeedVolume {
+        volume: "aqos-200g",
+        title: "aQoS 5/50 IOPS/GB, 200 GB",
+        summary: "Random Read/Write IOPS: 9490/9489. BW: 251MiB/s / 138MiB/s
+Average Latency (usec) Read/Write: 813.49/661.02
+Sequential Read/Write: 250MiB/s / 146MiB/s
+Mixed Random Read/Write IOPS: 7120/2369",
+    },
+];
+
+/// A number as fio prints it: `15.3k`, `3433`, `31.4MiB/s`, `8002.64` (SI suffixes for
+/// counts, IEC units for bandwidth, converted to MiB/s).
+pub fn parse_number(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let units: [(&str, f64); 7] = [
+        ("KiB/s", 1.0 / 1024.0),
+        ("MiB/s", 1.0),
+        ("GiB/s", 1024.0),
+        ("B/s", 1.0 / 1048576.0),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("", 1.0),
+    ];
+    units.iter().find_map(|&(u, m)| {
+        let n = s.strip_suffix(u)?;
+        n.parse::<f64>().ok().map(|v| v * m)
+    })
+}
+
+/// The ten cells of a dbench summary block (dbench's text, as in seed 000).
+pub fn parse_summary(text: &str) -> Cells {
+    let mut c: Cells = [None; 10];
+    let pair = |s: &str, sep: &str| -> (Option<f64>, Option<f64>) {
+        match s.split_once(sep) {
+            Some((a, b)) => (parse_number(a), parse_number(b)),
+            None => (None, None),
+        }
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("Random Read/Write IOPS:") {
+            let (iops, bw) = rest.split_once(". BW:").unwrap_or((rest, ""));
+            (c[0], c[1]) = pair(iops, "/");
+            (c[2], c[3]) = pair(bw, " / ");
+        } else if let Some(rest) = line.strip_prefix("Average Latency (usec) Read/Write:") {
+            (c[4], c[5]) = pair(rest, "/");
+        } else if let Some(rest) = line.strip_prefix("Sequential Read/Write:") {
+            (c[6], c[7]) = pair(rest, " / ");
+        } else if let Some(rest) = line.strip_prefix("Mixed Random Read/Write IOPS:") {
+            (c[8], c[9]) = pair(rest, "/");
+        }
+    }
+    c
+}
+
+/// One cell side by side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellCmp {
+    pub seed: f64,
+    pub measured: Option<f64>,
+    /// (measured / seed − 1) × 100.
+    pub diff_pct: Option<f64>,
+    pub tolerance: f64,
+    pub pass: bool,
+}
+
+/// One volume side by side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VolumeCmp {
+    pub volume: &'static str,
+    pub title: &'static str,
+    pub cells: Vec<CellCmp>,
+}
+
+/// The comparison of every seed volume with `measured(volume)`.
+pub fn compare(measured: impl Fn(&str) -> Option<Cells>) -> Vec<VolumeCmp> {
+    SEED.iter()
+        .map(|sv| {
+            let seed = parse_summary(sv.summary);
+            let got = measured(sv.volume).unwrap_or([None; 10]);
+            let cells = (0..10)
+                .map(|i| {
+                    let s = seed[i].unwrap_or(f64::NAN);
+                    let tolerance = CELLS[i].1.tolerance();
+                    let diff = got[i].map(|m| (m / s - 1.0) * 100.0);
+                    CellCmp {
+                        seed: s,
+                        measured: got[i],
+                        diff_pct: diff,
+                        tolerance,
+                        pass: diff.is_some_and(|d| d.abs() <= tolerance * 100.0),
+                    }
+                })
+                .collect();
+            VolumeCmp {
+                volume: sv.volume,
+                title: sv.title,
+                cells,
+            }
+        })
+        .collect()
+}
+
+/// (cells within tolerance, cells compared).
+pub fn score(rows: &[VolumeCmp]) -> (usize, usize) {
+    let all = rows.iter().flat_map(|r| &r.cells);
+    let n = all.clone().count();
+    (all.filter(|c| c.pass).count(), n)
+}
+
+fn fmt_value(v: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Iops if v >= 10_000.0 => format!("{:.1}k", v / 1000.0),
+        Unit::Iops => format!("{v:.0}"),
+        Unit::MibS => format!("{v:.1}"),
+        Unit::Usec => format!("{v:.0}"),
+    }
+}
+
+/// The side-by-side table: one block per volume, one line per cell.
+pub fn table(rows: &[VolumeCmp]) -> String {
+    let mut out = String::new();
+    let w = CELLS.iter().map(|c| c.0.len()).max().unwrap_or(0);
+    for r in rows {
+        let _ = writeln!(out, "{} [{}]", r.title, r.volume);
+        let _ = writeln!(
+            out,
+            "  {:<w$} {:<5} {:>9} {:>9} {:>8}  verdict",
+            "cell", "unit", "seed", "qoslab", "diff"
+        );
+        for (c, (name, unit)) in r.cells.iter().zip(CELLS) {
+            let m = c
+                .measured
+                .map_or_else(|| "-".into(), |m| fmt_value(m, unit));
+            let d = c
+                .diff_pct
+                .map_or_else(|| "-".into(), |d| format!("{d:+.1}%"));
+            let verdict = if c.pass {
+                "ok".to_string()
+            } else {
+                format!("MISS (±{:.0}%)", c.tolerance * 100.0)
+            };
+            let _ = writeln!(
+                out,
+                "  {name:<w$} {:<5} {:>9} {m:>9} {d:>8}  {verdict}",
+                unit.label(),
+                fmt_value(c.seed, unit)
+            );
+        }
+        out.push('\n');
+    }
+    let (ok, n) = score(rows);
+    let _ = writeln!(
+        out,
+        "{ok} of {n} cells within tolerance (IOPS and MiB/s ±{:.0}%, latency ±{:.0}%)",
+        TOLERANCE * 100.0,
+        LATENCY_TOLERANCE * 100.0
+    );
+    out
+}
+
+/// The comparison as JSON.
+pub fn json(rows: &[VolumeCmp]) -> serde_json::Value {
+    let (ok, n) = score(rows);
+    serde_json::json!({
+        "cells_within_tolerance": ok,
+        "cells": n,
+        "volumes": rows.iter().map(|r| serde_json::json!({
+            "volume": r.volume,
+            "title": r.title,
+            "cells": r.cells.iter().zip(CELLS).map(|(c, (name, unit))| serde_json::json!({
+                "cell": name,
+                "unit": unit.label(),
+                "seed": c.seed,
+                "measured": c.measured,
+                "diff_pct": c.diff_pct,
+                "tolerance_pct": c.tolerance * 100.0,
+                "pass": c.pass,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fio_numbers() {
+        for (s, v) in [
+            ("15.3k", 15_300.0),
+            ("3433", 3_433.0),
+            ("31.4MiB/s", 31.4),
+            ("8002.64", 8_002.64),
+            ("512KiB/s", 0.5),
+            ("1.5GiB/s", 1_536.0),
+            ("142k", 142_000.0),
+        ] {
+            assert_eq!(parse_number(s), Some(v), "{s}");
+        }
+        assert_eq!(parse_number("fast"), None);
+    }
+
+    #[test]
+    fn the_seed_blocks_parse_completely() {
+        let base = parse_summary(SEED[0].summary);
+        assert_eq!(
+            base,
+            [
+                Some(15_300.0),
+                Some(10_900.0),
+                Some(195.0),
+                Some(128.0),
+                Some(785.78),
+                Some(704.16),
+                Some(246.0),
+                Some(136.0),
+                Some(10_400.0),
+                Some(3_433.0)
+            ]
+        );
+        for sv in &SEED {
+            assert!(
+                parse_summary(sv.summary).iter().all(Option::is_some),
+                "{}",
+                sv.volume
+            );
+        }
+        assert_eq!(parse_summary(SEED[5].summary)[6], Some(300.0));
+    }
+
+    #[test]
+    fn comparison_per_cell_with_tolerances() {
+        // Everything 5% above the seed, except the baseline's read latency (20% above:
+        // outside 15%) and its sequential write (missing).
+        let rows = compare(|v| {
+            let sv = SEED.iter().find(|s| s.volume == v)?;
+            let mut c = parse_summary(sv.summary).map(|x| x.map(|x| x * 1.05));
+            if v == "baseline" {
+                c[4] = Some(785.78 * 1.2);
+                c[7] = None;
+            }
+            Some(c)
+        });
+        assert_eq!(rows.len(), 7);
+        let b = &rows[0];
+        assert!(b.cells[0].pass && (b.cells[0].diff_pct.unwrap() - 5.0).abs() < 1e-9);
+        assert!(!b.cells[4].pass && b.cells[4].tolerance == LATENCY_TOLERANCE);
+        assert!(!b.cells[7].pass && b.cells[7].measured.is_none());
+        assert_eq!(score(&rows), (68, 70));
+        // 11% off an IOPS cell misses; 14% off a latency cell does not.
+        let rows = compare(|v| {
+            let sv = SEED.iter().find(|s| s.volume == v)?;
+            let mut c = parse_summary(sv.summary);
+            c[0] = c[0].map(|x| x * 1.11);
+            c[5] = c[5].map(|x| x * 0.86);
+            Some(c)
+        });
+        assert_eq!(score(&rows), (63, 70));
+        let t = table(&rows);
+        assert!(t.contains("Baseline (no policy) [baseline]"), "{t}");
+        assert!(t.contains("15.3k     17.0k   +11.0%  MISS (±10%)"), "{t}");
+        assert!(t.contains("63 of 70 cells within tolerance"), "{t}");
+        let j = json(&rows);
+        assert_eq!(j["cells_within_tolerance"], 63);
+        assert_eq!(j["volumes"][5]["cells"][6]["seed"], 300.0);
+    }
+
+    #[test]
+    fn missing_volumes_miss_every_cell() {
+        let rows = compare(|_| None);
+        assert_eq!(score(&rows), (0, 70));
+        assert!(table(&rows).contains("0 of 70"));
+    }
+}
