@@ -24,6 +24,9 @@
 //! [`crate::accounting`]).
 //!
 //! Because tags restart from the arrival time, **idle flows earn no credit**.
+//! [`MClock::with_limit_lookahead`] lets a flow go up to a few milliseconds before its L
+//! tag (the node uses the pacer's 5 ms [`crate::BURST_WINDOW`]), so a ceiling allows the
+//! same small burst in both of the node's modes.
 //!
 //! # Dispatch
 //!
@@ -249,6 +252,8 @@ pub struct MClock<T> {
     fifo: bool,
     /// How far ahead of the node budget a reservation-phase dispatch may go (ns).
     res_lookahead: f64,
+    /// How far ahead of its limit tag a flow may be dispatched (ns): its ceiling's burst.
+    lim_lookahead: f64,
 }
 
 impl<T> MClock<T> {
@@ -271,6 +276,7 @@ impl<T> MClock<T> {
             queued: 0,
             fifo: false,
             res_lookahead: 0.0,
+            lim_lookahead: 0.0,
         }
     }
 
@@ -283,6 +289,17 @@ impl<T> MClock<T> {
     /// `ns` are unchanged; a flow returning from idleness may run at most `ns` ahead.
     pub fn with_reservation_lookahead(mut self, ns: Nanos) -> Self {
         self.res_lookahead = ns as f64;
+        self
+    }
+
+    /// Let a flow be dispatched up to `ns` before its limit tag: a ceiling then allows a
+    /// burst of `ns` worth of its rate after idleness (or one request), and a backlogged
+    /// flow stays at most `ns` ahead of its schedule, exactly the pacer's burst window
+    /// ([`crate::BURST_WINDOW`]). Without it, requests arriving together (a client at
+    /// queue depth 4) are spaced one limit interval apart even when the flow is far
+    /// below its ceiling. Over any window `W` a flow dispatches at most `rate × (W + ns)`.
+    pub fn with_limit_lookahead(mut self, ns: Nanos) -> Self {
+        self.lim_lookahead = ns as f64;
         self
     }
 
@@ -499,7 +516,7 @@ impl<T> MClock<T> {
                 gen,
             }));
         }
-        if tags.l <= t {
+        if tags.l <= t + self.lim_lookahead {
             self.p_heap.push(Reverse(Entry {
                 tag: tags.p,
                 idx,
@@ -540,10 +557,11 @@ impl<T> MClock<T> {
         }
     }
 
-    /// Move flows whose L tag has passed from the L heap to the ready heap.
+    /// Move flows whose L tag has passed (less the limit look-ahead) from the L heap to
+    /// the ready heap.
     fn release_limits(&mut self, t: f64) {
         while let Some(e) = self.top(HeapKind::L) {
-            if e.tag > t {
+            if e.tag > t + self.lim_lookahead {
                 break;
             }
             self.l_heap.pop();
@@ -691,7 +709,7 @@ impl<T> MClock<T> {
             soonest = (now as f64).max(ready);
         }
         if let Some(e) = self.top(HeapKind::L) {
-            soonest = soonest.min(e.tag.max(ready));
+            soonest = soonest.min((e.tag - self.lim_lookahead).max(ready));
         }
         if let Some(e) = self.top(HeapKind::R) {
             soonest = soonest.min(e.tag.max(ready) - self.res_lookahead);

@@ -347,3 +347,46 @@ fn service_latency_bounds_low_queue_depths_only() {
         within(n[0] as f64 / 10.0, want, 0.005, &format!("QD{qd}"));
     }
 }
+
+/// The controller's ceilings keep the pacer's burst window (the node sets
+/// `with_limit_lookahead(BURST_WINDOW)`): requests arriving together below the ceiling go
+/// at once, a backlogged flow stays within `rate × (W + 5 ms)`.
+#[test]
+fn mclock_limits_with_the_pacers_burst_window() {
+    let spec = FlowSpec {
+        reservation: Rate::UNLIMITED,
+        limit: iops(1_000),
+        weight: 1,
+    };
+    // (A flow's first tag is one interval after it was added: mClock's start.)
+    for (lookahead, want) in [(0, vec![1, 2, 3, 4]), (5_000_000, vec![0, 0, 0, 0])] {
+        let mut m: MClock<u32> = MClock::new(Rate::UNLIMITED, 0).with_limit_lookahead(lookahead);
+        let f = m.add_flow(spec, 0);
+        for k in 0..4 {
+            m.enqueue(f, k, 4096, 0).unwrap();
+        }
+        let mut at = Vec::new();
+        let mut t = 0;
+        while at.len() < 4 {
+            while let Some(_d) = m.dequeue(t) {
+                at.push(t / 1_000_000);
+            }
+            t = m.next_wakeup(t).unwrap_or(t + 1).max(t + 1);
+        }
+        assert_eq!(at, want, "look-ahead {lookahead} ns: dispatch times in ms");
+    }
+    // Backlogged for 1 s at 1,000 IOPS: at most 1,000 + 5 ms worth + 1.
+    let mut m: MClock<u32> = MClock::new(Rate::UNLIMITED, 0).with_limit_lookahead(5_000_000);
+    let f = m.add_flow(spec, 0);
+    for k in 0..2_000 {
+        m.enqueue(f, k, 4096, 0).unwrap();
+    }
+    let (mut n, mut t) = (0, 0);
+    while t < S {
+        while m.dequeue(t).is_some() {
+            n += 1;
+        }
+        t = m.next_wakeup(t).unwrap().max(t + 1);
+    }
+    assert!((1_000..=1_006).contains(&n), "{n} in 1 s");
+}

@@ -159,11 +159,14 @@ impl Scheduler {
             let r = rate(&cap);
             Arc::new(Controller {
                 inner: Mutex::new(Inner {
+                    // Ceilings keep the pacer's burst window in both modes: a client at
+                    // queue depth 4 below its ceiling is not spaced out by it.
                     mc: match cap.discipline {
                         Discipline::Mclock => MClock::new(r, cap.cost_unit)
                             .with_reservation_lookahead(RESERVATION_LOOKAHEAD_NS),
                         Discipline::Fifo => MClock::fifo(r, cap.cost_unit),
-                    },
+                    }
+                    .with_limit_lookahead(qos_core::BURST_WINDOW),
                     conns: HashMap::new(),
                     next_conn: 0,
                 }),

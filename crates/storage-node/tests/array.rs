@@ -193,6 +193,30 @@ async fn ceilings_stay_exact_with_service_latency_on() {
     assert_eq!(s.floor_wait_ns.load(Relaxed), 0);
 }
 
+/// Below its ceiling a client at QD 4 sees only the array's service time: requests that
+/// arrive together are not spaced out by the ceiling (the controller keeps the pacer's
+/// 5 ms burst window), as on seed 000's aQoS 200 GB volume (813/661 us at 9,500 IOPS).
+#[tokio::test(start_paused = true)]
+async fn a_ceiling_above_the_rate_adds_no_latency_at_qd4() {
+    let n = node(
+        &LATENCY.replace("max_throughput_iops = 500", "max_throughput_iops = 9500"),
+        "qd4",
+    );
+    let l = load(n.clone(), "capped", 4, 4096, 0, 4).await;
+    within(
+        l.mean_lat_ns,
+        3e6,
+        0.01,
+        "QD4 under a 9,500 IOPS ceiling, 3 ms service",
+    );
+    let s = &n.volume("capped").unwrap().stats;
+    assert_eq!(
+        s.ceiling_wait_ns.load(Relaxed),
+        0,
+        "no request waited for the ceiling"
+    );
+}
+
 const TRANSFER: &str = r#"
 [capacity]
 io_accounting = "transfer:64KiB"

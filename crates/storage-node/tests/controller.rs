@@ -19,7 +19,11 @@ fn node(toml: &str, tag: &str) -> Arc<Node> {
     let dir = std::env::temp_dir().join(format!("qoslab-ctl-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    Node::open(&cfg, &dir).expect("node")
+    let n = Node::open(&cfg, &dir).expect("node");
+    // The dispatcher's precise timer runs on the real clock; this test runs on tokio's
+    // paused one.
+    n.scheduler.use_tokio_timers();
+    n
 }
 
 /// Per-second completions and the mean latency (ns) of one client.
