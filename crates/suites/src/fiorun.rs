@@ -107,13 +107,24 @@ pub fn run(
         clients: clients.join(", "),
         detail,
     };
-    let parsed = FioOutput::parse(&stdout).map_err(|e| {
+    let mut parsed = FioOutput::parse(&stdout).map_err(|e| {
         fail(format!(
             "{e}; exit {}; stderr: {}",
             out.status,
             stderr.lines().rev().take(6).collect::<Vec<_>>().join(" | ")
         ))
     })?;
+    // fio labels a client by the address it was given; say which host that is.
+    for j in &mut parsed.jobs {
+        if let Some(c) = j.client.as_mut() {
+            if let Some((i, _, _)) = parts
+                .iter()
+                .find(|(i, _, _)| *c == format!("{}:{}", s.hosts[*i].addr, servers.port))
+            {
+                *c = format!("{}:{}", s.hosts[*i].name, servers.port);
+            }
+        }
+    }
     if let Some(j) = parsed.jobs.iter().find(|j| j.error != 0) {
         return Err(fail(format!(
             "job {} on {} failed with errno {}; stderr: {}",
@@ -226,14 +237,14 @@ pub fn summarize(runs: &[FioRun]) -> Vec<Summary> {
 pub fn render_summaries(sums: &[Summary]) -> String {
     use std::fmt::Write as _;
     let mut s = format!(
-        "{:8} {:28} {:18} {:>10} {:>7} {:>10} {:>9} {:>9} {:>6}\n",
+        "{:8} {:28} {:30} {:>10} {:>7} {:>10} {:>9} {:>9} {:>6}\n",
         "stage", "job", "where", "IOPS", "cv%", "MiB/s", "lat us", "p99 us", "util%"
     );
     for m in sums {
         let place = format!("{}:{}", m.hosts.join("+"), m.targets.join("+"));
         let _ = writeln!(
             s,
-            "{:8} {:28} {:18} {:>10.0} {:>7.1} {:>10.1} {:>9.0} {:>9.0} {:>6.0}",
+            "{:8} {:28} {:30} {:>10.0} {:>7.1} {:>10.1} {:>9.0} {:>9.0} {:>6.0}",
             m.stage,
             m.job,
             place,

@@ -81,7 +81,8 @@ pub enum Target {
     /// Raw block devices (several: one job spreads over all, the seed's `fio.write.all`).
     Devices(Vec<String>),
     /// A directory (a file-system mount): one file per job, `qoslab.<jobnum>`, so the
-    /// prepared data set is the one every job reads and writes.
+    /// prepared data set is the one every job reads and writes (a `fio --server` prefixes
+    /// the name with the client's address: `10.0.0.5.qoslab.0`, the same in every run).
     Directory(String),
 }
 

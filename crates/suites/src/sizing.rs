@@ -129,7 +129,7 @@ pub fn storage_rule(
             human(rule_size)
         ),
         None => format!(
-            "size = 2 x {whose} RAM {} / {cores} cores = {}",
+            "size = 2 x {whose} RAM {} / {cores} cores = {} per job",
             human(ram),
             human(rule_size)
         ),
@@ -138,7 +138,7 @@ pub fn storage_rule(
     if size * numjobs as u64 > capacity / 10 * 9 && room >= MIB {
         size = room / MIB * MIB;
         note.push_str(&format!(
-            ", capped to {} so {numjobs} files fit in 90% of {}",
+            ", capped to {} so {numjobs} job file(s) fit in 90% of {}",
             human(size),
             human(capacity)
         ));
