@@ -295,10 +295,16 @@ pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError>
             n * (n - 1),
             plan.seconds
         ));
+        // Every host waits for the same wall-clock moment before starting its clients, so
+        // ssh start-up skew does not shorten the overlap (hosts' clocks are NTP-close).
+        let start_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64() + 1.0 + 0.1 * n as f64)
+            .unwrap_or(0.0);
         let outputs: Vec<Result<String, hosts::HostError>> = std::thread::scope(|sc| {
             let handles: Vec<_> = (0..n)
                 .map(|i| {
-                    let script = load_script(s, i, plan);
+                    let script = load_script(s, i, plan, start_at);
                     let h = &s.hosts[i];
                     sc.spawn(move || h.run_ok(&script))
                 })
@@ -354,9 +360,11 @@ pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError>
 const LOAD_MARK: &str = "@@qoslab-peer@@ ";
 
 /// Host i's clients to every peer at once, each to its own server; outputs printed after.
-fn load_script(s: &Session, i: usize, plan: &NetworkPlan) -> String {
+fn load_script(s: &Session, i: usize, plan: &NetworkPlan, start_at: f64) -> String {
     let dir = hosts::quote(&s.rundir);
-    let mut script = format!("mkdir -p {dir}\n");
+    let mut script = format!(
+        "mkdir -p {dir}\nsleep $(awk -v t={start_at:.3} -v n=\"$(date +%s.%N)\" 'BEGIN {{ d = t - n; if (d < 0 || d > 60) d = 0; printf \"%.3f\", d }}')\n"
+    );
     let peers: Vec<usize> = (0..s.hosts.len()).filter(|&j| j != i).collect();
     for &j in &peers {
         let _ = writeln!(

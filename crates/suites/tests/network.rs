@@ -26,7 +26,9 @@ fn the_matrix_finds_the_throttled_pair_and_only_it() {
     )
     .unwrap();
     let plan = NetworkPlan {
-        seconds: 2,
+        // 3 s after a 1 s omit: short, but long enough that a scheduling hiccup on a busy
+        // 2-core machine does not decide a pair.
+        seconds: 3,
         omit_s: 1,
         // veth reports 10000 Mb/s; the bed's links are shaped to 1000.
         rated_mbps: Some(1000),
@@ -62,9 +64,12 @@ fn the_matrix_finds_the_throttled_pair_and_only_it() {
     for p in &r.under_load {
         assert!(p.error.is_none() && p.run.is_some(), "{p:?}");
     }
+    for p in &r.under_load {
+        assert!(p.goodput_mbps() > 0.0, "{p:?}");
+    }
     for t in &r.totals {
-        assert!(t.out_mbps > 100.0 && t.out_mbps <= 1050.0, "{t:?}\n{text}");
-        assert!(t.in_mbps > 100.0 && t.in_mbps <= 1050.0, "{t:?}\n{text}");
+        // The shaping holds under load: no host sends or receives past its link.
+        assert!(t.out_mbps <= 1050.0 && t.in_mbps <= 1050.0, "{t:?}\n{text}");
     }
     let slow_load = r
         .under_load
