@@ -5,16 +5,15 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod http_client;
-mod isolation_cmd;
 mod policy_cmd;
-mod ramp_cmd;
 mod report_cmd;
 mod results;
 mod serve;
 mod stats_cmd;
+mod ui;
 mod volume_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// qoslab — a storage QoS lab: volumes over NBD under ONTAP-style QoS policies.
 #[derive(Parser)]
@@ -53,7 +52,8 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let matches = bench::with_families_help(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     tracing_subscriber::fmt()
         .with_max_level(cli.log_level.unwrap_or(match cli.command {
             Command::Serve(_) => tracing::Level::INFO,
