@@ -4,8 +4,6 @@
 
 mod parse;
 mod plan;
-#[cfg(test)]
-mod tests;
 
 use harness::plan::{Common, PlanError, PlanSource};
 use harness::{Family, FamilyPlan, Registry};

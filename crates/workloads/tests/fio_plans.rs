@@ -1,5 +1,5 @@
-//! The `[[workload]]` family's plans and runs (moved from the old `bench::plan` and
-//! `bench::run` tests: the same assertions, through the registry and the harness's loop).
+//! The `[[workload]]` family's plans and runs through the registry and the harness's loop
+//! (the old `bench::plan` and `bench::run` unit tests, with their assertions).
 
 use std::path::Path;
 
@@ -11,8 +11,8 @@ use harness::target::Target;
 use harness::ui::Quiet;
 use harness::{Options, Outcome, Plan, PlanError, ProfileRequest, RunEnv, RunError};
 
-use super::FioPlan;
-use crate::registry;
+use workloads::fio_plan::FioPlan;
+use workloads::registry;
 
 fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
     registry().parse(text, origin)
