@@ -81,3 +81,35 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every family's options fit together (clap checks ids, names and groups), and
+    /// `qoslab bench --help` lists the families and `--profile`'s values from the registry.
+    #[test]
+    fn bench_help_comes_from_the_registry() {
+        let mut cmd = bench::with_families_help(Cli::command());
+        cmd.build();
+        cmd.clone().debug_assert();
+        let bench = cmd.find_subcommand_mut("bench").unwrap();
+        let help = bench.render_long_help().to_string();
+        let registry = workloads::registry();
+        assert!(help.contains(&registry.help()), "{help}");
+        for f in registry.families() {
+            assert!(help.contains(f.about()), "{}: {help}", f.name());
+        }
+        let profile = bench
+            .get_arguments()
+            .find(|a| a.get_id() == "profile")
+            .unwrap();
+        let values: Vec<String> = profile
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(values, registry.profiles());
+        assert_eq!(values, ["dbench", "isolation", "ramp"]);
+    }
+}
