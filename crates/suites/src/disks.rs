@@ -255,7 +255,7 @@ pub(crate) fn measure(
     iterations: u32,
     stage: &str,
     job: SeedJob,
-    parts: &[(usize, bench::fio::JobFile, Vec<String>)],
+    parts: &[(usize, fio::JobFile, Vec<String>)],
 ) -> Result<(), SuiteError> {
     let hosts: Vec<String> = parts
         .iter()

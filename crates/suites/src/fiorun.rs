@@ -4,8 +4,8 @@
 
 use std::process::{Command, Stdio};
 
-use bench::fio::JobFile;
-use bench::result::{FioOutput, JobResult, ALL_CLIENTS};
+use fio::result::{FioOutput, JobResult, ALL_CLIENTS};
+use fio::JobFile;
 use serde::Serialize;
 
 use crate::iostat::{self, IoStat};

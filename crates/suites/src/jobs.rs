@@ -6,7 +6,7 @@
 //! runs them for `runtime` seconds over a region of `size` bytes per job (`time_based`), so
 //! iterations take a known time (the seed's "at least 60 s each").
 
-use bench::fio::{JobFile, Section};
+use fio::{JobFile, Section};
 use serde::Serialize;
 
 use crate::sizing::Sizing;
