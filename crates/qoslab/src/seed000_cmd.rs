@@ -1,7 +1,7 @@
 //! `qoslab results seed000 RUN`: a stored run of seed 000's scenario (examples/seed000.toml
 //! or the demo) beside the seed's own summaries, cell by cell (`crate::seed000`).
 
-use bench::store::RunRecord;
+use harness::store::RunRecord;
 
 use crate::seed000::{self, Cells};
 
@@ -58,7 +58,6 @@ pub fn print(run: &RunRecord, json: bool, out: &mut impl std::io::Write) -> anyh
 
 #[cfg(test)]
 mod tests {
-    use bench::plan::Plan;
     use storage_node::NodeConfig;
 
     const PLAN: &str = include_str!("../../../examples/seed000.toml");
@@ -68,9 +67,11 @@ mod tests {
     /// volumes as examples/seed000-array.toml declares for `qoslab serve`.
     #[test]
     fn the_plan_and_the_node_config_declare_the_same_array() {
-        let plan = Plan::parse(PLAN, "examples/seed000.toml").unwrap();
-        assert_eq!(plan.jobs().len(), 63);
-        let p = plan.node.unwrap();
+        let plan = workloads::registry()
+            .parse(PLAN, "examples/seed000.toml")
+            .unwrap();
+        assert_eq!(plan.steps().len(), 63);
+        let p = plan.common.node.unwrap();
         let n = NodeConfig::parse(ARRAY, "examples/seed000-array.toml").unwrap();
         assert_eq!(p.array, n.array);
         assert_eq!(p.capacity, n.capacity);
