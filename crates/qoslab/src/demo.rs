@@ -1,7 +1,9 @@
-//! `qoslab demo`: seed 000's whole scenario on an embedded node. Three policies (500 IOPS;
-//! 100 MB/s; adaptive 5/50 IOPS/GB on allocated space), a baseline volume with no policy, a
-//! 100 GB and a 200 GB volume under each policy (5% snapshot reserve); dbench on each; the
-//! dbench summary blocks and one comparison table with a verdict per volume.
+//! `qoslab demo`: seed 000's whole scenario on an embedded node that emulates the seed's
+//! array (`crate::seed000::ARRAY`: ONTAP's NFS accounting, the array its baseline row
+//! measured). Three policies (500 IOPS; 100 MB/s; adaptive 5/50 IOPS/GB on allocated
+//! space), a baseline volume with no policy, a 100 GB and a 200 GB volume under each policy
+//! (5% snapshot reserve); dbench on each; one comparison table with a verdict per volume,
+//! then the seed's summaries beside qoslab's, cell by cell.
 //!
 //! The verdict compares the measured ceiling with the expected one (within 3%). The measured
 //! ceiling is fio's steady-state rate: the mean of its per-500 ms samples (`iops_mean`,
@@ -40,6 +42,13 @@ After the ceilings, the demo runs seed 001's noisy-neighbour scenario (`qoslab b
 --profile isolation`, 3 steps of 3 s): two volumes with a 5,000 IOPS floor beside a bully
 on an emulated 20,000 IOPS controller, with floors and without.
 
+The volumes live on seed 000's emulated array (docs/CONFIG.md, \"An emulated array\"): a
+request counts its 64 KiB NFS transfers against the ceilings, and the array serves 15.3k/10.9k
+4 KiB IOPS at 785/704 us. After the ceilings table the seed's seven dbench summaries are
+printed beside qoslab's, cell by cell (`qoslab results seed000 RUN` prints it again); cells
+the seed's own run-to-run spread puts out of reach miss there and do not change the exit
+status.
+
 Exit status 1 when a measured ceiling is not within 3% of the expected one, or a protected
 volume got less than 98% of its floor (or the control showed no harm). The isolation run's
 p99 verdicts are printed and stored; they do not change the demo's exit status, because
@@ -73,10 +82,11 @@ const VOLUMES: [(&str, &str, Option<&str>); 7] = [
 pub fn plan_text(runtime: f64, ramp: f64) -> String {
     let mut t = format!(
         "# qoslab demo: seed 000 on the embedded node\n[bench]\nname = \"demo\"\nruntime = {runtime}\nramp = {ramp}\n\
-\n\
+\n{}\n\
          [[policy]]\nname = \"QoS_500iops\"\nfixed = {{ max_throughput_iops = 500, capacity_shared = false }}\n\n\
          [[policy]]\nname = \"QoS_100MBps\"\nfixed = {{ max_throughput_mbps = 100, capacity_shared = false }}\n\n\
-         [[policy]]\nname = \"aQoS\"\nadaptive = {{ expected_iops = \"5IOPS/GB\", peak_iops = \"50IOPS/GB\", peak_iops_allocation = \"allocated_space\" }}\n\n"
+         [[policy]]\nname = \"aQoS\"\nadaptive = {{ expected_iops = \"5IOPS/GB\", peak_iops = \"50IOPS/GB\", peak_iops_allocation = \"allocated_space\" }}\n\n",
+        crate::seed000::ARRAY
     );
     for (name, size, policy) in VOLUMES {
         t.push_str(&format!(
@@ -300,9 +310,24 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         "\nMeasured ceiling: fio's steady-state rate (mean of its 500 ms samples) on the 4k random \
          IOPS jobs (IOPS ceilings) or the 128k random BW jobs (MB/s ceilings); the dbench columns \
          are fio's headline numbers, which include the queue draining after the runtime ends.\n\
-         aQoS's default block_size 32k adds an MB/s ceiling of peak IOPS x 32 KiB (4750 x 32 KiB = \
-         148 MiB/s; 9500 x 32 KiB = 297 MiB/s): dbench's 128k BW and 1M sequential jobs hit it, \
-         as they would on ONTAP.\n",
+         Requests count their 64 KiB NFS transfers, as ONTAP's QoS does over NFS: 500 IOPS is \
+         31.25 MiB/s of 128 KiB or 1 MiB requests. aQoS's 32K block size would add MB/s ceilings \
+         (148 and 297 MiB/s), but ONTAP does not enforce the MB/s ceiling of a policy that has a \
+         floor, and neither does this array (docs/CONFIG.md).\n",
+    );
+    out.push_str(&format!(
+        "\nSeed 000 beside qoslab, cell by cell (IOPS and MiB/s within {:.0}%, latency within \
+         {:.0}%; {} s runs, dbench's own are 15 s):\n\n",
+        crate::seed000::TOLERANCE * 100.0,
+        crate::seed000::LATENCY_TOLERANCE * 100.0,
+        args.runtime
+    ));
+    let cells = crate::seed000::compare(|v| crate::seed000_cmd::measured(rec, v));
+    out.push_str(&crate::seed000::table(&cells));
+    out.push_str(
+        "Misses where the seed disagrees with itself by more than the tolerance allows (its \
+         aQoS volumes read 251-256 MiB/s of 128 KiB where its baseline read 195 on the same \
+         array, and so on: docs/CONFIG.md, \"Seed 000's array\") do not change the exit status.\n",
     );
     if outcome.failed_jobs > 0 {
         out.push_str(&format!(
@@ -391,6 +416,9 @@ mod tests {
         assert_eq!(node.volumes.len(), 7);
         assert!(node.volumes.iter().all(|v| v.snapshot_reserve_percent == 5));
         assert_eq!(node.policies.len(), 3);
+        // On seed 000's emulated array.
+        assert_eq!(node.array.accounting.to_string(), "transfer:64KiB");
+        assert_eq!(node.array.model.unwrap().capacity_iops(), 15_300);
     }
 
     fn job(volume: &str, name: &str, iops_mean: f64, bw_mean: f64) -> JobRecord {

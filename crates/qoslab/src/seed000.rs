@@ -9,6 +9,17 @@
 
 use std::fmt::Write;
 
+/// Seed 000's array as a `[capacity]` table (the demo's; examples/seed000-array.toml and
+/// examples/seed000.toml declare the same, a test checks it): ONTAP's NFS accounting, its
+/// rule for MB/s ceilings beside floors, and the array its baseline row measured.
+pub const ARRAY: &str = r#"[capacity]
+io_accounting = "transfer:64KiB"
+mbps_ceiling_with_floor = "ignored"
+read = { 4KiB = "15300iops", 128KiB = "195MB/s", 1MiB = "246MB/s" }
+write = { 4KiB = "10900iops", 128KiB = "128MB/s", 1MiB = "136MB/s" }
+latency = { read = { fixed = "785us" }, write = { fixed = "704us" } }
+"#;
+
 /// Tolerance for IOPS and MiB/s cells.
 pub const TOLERANCE: f64 = 0.10;
 /// Tolerance for latency cells.
