@@ -21,13 +21,32 @@ use tokio::time::Instant;
 mod common;
 use common::handshake;
 
-fn node(toml: &str, tag: &str) -> Arc<Node> {
+/// A node in its own data directory, removed when the test ends (pass or fail).
+struct TestNode {
+    node: Arc<Node>,
+    dir: std::path::PathBuf,
+}
+
+impl std::ops::Deref for TestNode {
+    type Target = Arc<Node>;
+    fn deref(&self) -> &Arc<Node> {
+        &self.node
+    }
+}
+
+impl Drop for TestNode {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn node(toml: &str, tag: &str) -> TestNode {
     let dir = std::env::temp_dir().join(format!("qoslab-array-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    let n = Node::open(&cfg, &dir).expect("node");
-    n.scheduler.use_tokio_timers();
-    n
+    let node = Node::open(&cfg, &dir).expect("node");
+    node.scheduler.use_tokio_timers();
+    TestNode { node, dir }
 }
 
 /// Completions per second and mean latency (ns) of one closed-loop client.

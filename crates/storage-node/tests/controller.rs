@@ -15,15 +15,34 @@ use tokio::time::Instant;
 mod common;
 use common::handshake;
 
-fn node(toml: &str, tag: &str) -> Arc<Node> {
+/// A node in its own data directory, removed when the test ends (pass or fail).
+struct TestNode {
+    node: Arc<Node>,
+    dir: std::path::PathBuf,
+}
+
+impl std::ops::Deref for TestNode {
+    type Target = Arc<Node>;
+    fn deref(&self) -> &Arc<Node> {
+        &self.node
+    }
+}
+
+impl Drop for TestNode {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn node(toml: &str, tag: &str) -> TestNode {
     let dir = std::env::temp_dir().join(format!("qoslab-ctl-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    let n = Node::open(&cfg, &dir).expect("node");
+    let node = Node::open(&cfg, &dir).expect("node");
     // The dispatcher's precise timer runs on the real clock; this test runs on tokio's
     // paused one.
-    n.scheduler.use_tokio_timers();
-    n
+    node.scheduler.use_tokio_timers();
+    TestNode { node, dir }
 }
 
 /// Per-second completions and the mean latency (ns) of one client.
@@ -144,7 +163,7 @@ size = "64MiB"
 
 /// Two protected volumes offered 5,000 IOPS each (at most 16 outstanding) and an
 /// unlimited bully at QD 64, on a 20,000 IOPS node.
-async fn isolation(discipline: &str) -> (Load, Load, Load, Arc<Node>) {
+async fn isolation(discipline: &str) -> (Load, Load, Load, TestNode) {
     let n = node(&ISOLATION.replace("DISCIPLINE", discipline), discipline);
     let secs = 5;
     let a = tokio::spawn(load(n.clone(), "a", 16, Some(5000), secs));
@@ -255,7 +274,7 @@ async fn a_policy_change_releases_queued_requests() {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         n2.assign_policy(&v2, Some("fast".into())).unwrap();
     });
-    let l = load(n, "v", 32, None, 4).await;
+    let l = load(n.clone(), "v", 32, None, 4).await;
     assert!(l.per_sec[0] <= 12, "slow first: {:?}", l.per_sec);
     assert!(rate(&l, 2) > 850.0, "then fast: {:?}", l.per_sec);
 }
