@@ -681,21 +681,6 @@ impl<T> MClock<T> {
         }
     }
 
-    /// When the node budget next allows a dispatch (ns, rounded up; in the past when
-    /// it allows one now). A [`next_wakeup`](Self::next_wakeup) equal to it waits for
-    /// capacity, which carries [`NODE_BURST`] (a late wake-up loses nothing); any other
-    /// waits for a flow's limit or reservation tag.
-    pub fn budget_ready(&self) -> Nanos {
-        let r = self.node_ready().ceil();
-        if r <= 0.0 {
-            0
-        } else if r >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            r as Nanos
-        }
-    }
-
     /// When [`dequeue`](Self::dequeue) could next return something (`None`:
     /// nothing queued). Returns `now` if it can right now. Enqueues and
     /// spec changes may make it earlier.

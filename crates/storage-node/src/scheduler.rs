@@ -30,7 +30,6 @@ use tokio::sync::{mpsc, Notify};
 
 use crate::clock::Clock;
 use crate::config::{ArraySpec, Capacity, Discipline};
-use crate::timer::PreciseTimer;
 
 /// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
 pub const NO_FLOW: u32 = u32::MAX;
@@ -338,14 +337,8 @@ impl Scheduler {
     /// Controller mode: register a connection; its grants arrive on the receiver.
     pub fn register(&self) -> Option<(u32, mpsc::UnboundedReceiver<Grant>)> {
         let c = self.controller.as_ref()?;
-        let precise = self.precise_timers();
         c.dispatcher_started.call_once(|| {
-            tokio::spawn(dispatcher(
-                Arc::downgrade(c),
-                c.wake.clone(),
-                c.clock,
-                precise,
-            ));
+            tokio::spawn(dispatcher(Arc::downgrade(c), c.wake.clone(), c.clock));
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let mut inner = c.lock();
@@ -412,19 +405,13 @@ impl Controller {
 
     /// Dispatch what is due; returns the next deadline.
     fn pump(&self, now: Nanos) -> Option<Nanos> {
-        self.pump_tagged(now).map(|(at, _)| at)
-    }
-
-    /// Dispatch what is due; returns the next deadline and whether it is a flow's tag
-    /// (a limit or a floor: worth a precise wake-up) rather than the node budget (which
-    /// carries [`qos_core::mclock::NODE_BURST`], so a late wake-up loses nothing).
-    fn pump_tagged(&self, now: Nanos) -> Option<(Nanos, bool)> {
         let next = {
             let mut inner = self.lock();
             let Inner { mc, conns, .. } = &mut *inner;
             // No look-ahead: dispatching early would spend the node's budget before a
             // floor's request arrives, which then waits for the next tick. Late wake-ups
-            // lose nothing: the budget carries up to NODE_BURST.
+            // lose nothing: the budget carries up to NODE_BURST, and ceilings and floors
+            // may run 5 ms ahead of their tags.
             while let Some(d) = mc.dequeue(now) {
                 if let Some(tx) = conns.get(&d.token.conn) {
                     // A connection that went away drops its grant; nothing to reply to.
@@ -435,9 +422,8 @@ impl Controller {
                 }
             }
             mc.next_wakeup(now)
-                .map(|at| (at, at > now && at != mc.budget_ready()))
         };
-        let at = next.map_or(u64::MAX, |n| n.0);
+        let at = next.unwrap_or(u64::MAX);
         if at < self.armed.load(Relaxed) {
             self.armed.store(at, Relaxed);
             self.wake.notify_one();
@@ -448,23 +434,22 @@ impl Controller {
 
 /// Pumps the controller when its next deadline comes, so queued requests go out even
 /// when no connection is submitting. Holds no strong reference while it sleeps; ends
-/// when the node is dropped. A flow's limit or floor tag is waited for on a precise
-/// timer (a request held by a ceiling at low queue depth must not wait for tokio's next
-/// millisecond tick); the node budget on tokio's timer (it carries 5 ms, and waking for
-/// every 65 µs of capacity would cost more CPU than it saves).
-async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock, precise: bool) {
-    let mut timer = PreciseTimer::new(precise);
+/// when the node is dropped. It sleeps on tokio's timer (1 ms ticks): the node budget
+/// carries 5 ms and ceilings and floors may run 5 ms ahead of their tags, so a late
+/// wake-up costs no rate, and a request below its ceiling never waits for it. (Waking
+/// on the precise timer for every limit tag doubled the controller's CPU per request
+/// and changed no latency once ceilings had the burst window.)
+async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock) {
     loop {
         let deadline = {
             let Some(c) = c.upgrade() else { return };
-            let next = c.pump_tagged(clock.now());
-            c.armed.store(next.map_or(u64::MAX, |n| n.0), Relaxed);
+            let next = c.pump(clock.now());
+            c.armed.store(next.unwrap_or(u64::MAX), Relaxed);
             next
         };
         let sleep = async {
             match deadline {
-                Some((at, true)) => timer.wait_until(clock, at).await,
-                Some((at, false)) => tokio::time::sleep_until(clock.instant(at)).await,
+                Some(at) => tokio::time::sleep_until(clock.instant(at)).await,
                 None => std::future::pending().await,
             }
         };

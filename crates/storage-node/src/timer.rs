@@ -1,5 +1,5 @@
 //! A precise timer for the emulated array: connections wait out a request's service
-//! latency on it, and the controller's dispatcher the next flow's limit or floor tag.
+//! latency on it.
 //!
 //! tokio's timers tick in milliseconds: a 785 µs wait becomes 1–2 ms, which would make
 //! an emulated array's latency a property of the timer wheel. A `timerfd` (an hrtimer,
@@ -34,6 +34,9 @@ pub(crate) struct PreciseTimer {
     learns: bool,
     /// Moving average of the lateness of recent wake-ups (ns), at most MAX_ADVANCE_NS.
     advance: Nanos,
+    /// The instant the timerfd is armed for and has not fired yet: waiting for it again
+    /// (the caller's loop polls a fresh future every iteration) costs no system call.
+    armed: Option<Nanos>,
 }
 
 impl PreciseTimer {
@@ -44,6 +47,7 @@ impl PreciseTimer {
             fd: None,
             learns: false,
             advance: 0,
+            armed: None,
         }
     }
 
@@ -87,22 +91,29 @@ impl PreciseTimer {
             if now >= at {
                 return;
             }
-            // A stale expiration from an earlier, abandoned wait must not end this one.
-            let _ = read_expirations(fd.get_ref());
-            if let Err(e) = arm(fd.get_ref(), at - now) {
-                tracing::warn!("timerfd_settime: {e}; falling back to tokio's timer");
-                self.precise = false;
-                tokio::time::sleep_until(clock.instant(at)).await;
-                return;
+            if self.armed != Some(at) {
+                // A stale expiration from an earlier, abandoned wait must not end this one.
+                let _ = read_expirations(fd.get_ref());
+                if let Err(e) = arm(fd.get_ref(), at - now) {
+                    tracing::warn!("timerfd_settime: {e}; falling back to tokio's timer");
+                    self.precise = false;
+                    self.armed = None;
+                    tokio::time::sleep_until(clock.instant(at)).await;
+                    return;
+                }
+                self.armed = Some(at);
             }
             match fd.readable().await {
                 Ok(mut guard) => {
                     if read_expirations(fd.get_ref()).is_err() {
                         guard.clear_ready();
-                    } else if self.learns {
-                        // How late this wake-up came; 1/8 of it moves the average.
-                        let late = clock.now().saturating_sub(at).min(MAX_ADVANCE_NS);
-                        self.advance = (self.advance * 7 + late) / 8;
+                    } else {
+                        self.armed = None;
+                        if self.learns {
+                            // How late this wake-up came; 1/8 of it moves the average.
+                            let late = clock.now().saturating_sub(at).min(MAX_ADVANCE_NS);
+                            self.advance = (self.advance * 7 + late) / 8;
+                        }
                     }
                 }
                 Err(_) => {

@@ -39,8 +39,8 @@ fn node(toml: &str, tag: &str) -> TestNode {
     let _ = std::fs::remove_dir_all(&dir);
     let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
     let node = Node::open(&cfg, &dir).expect("node");
-    // The dispatcher's precise timer runs on the real clock; this test runs on tokio's
-    // paused one.
+    // A service latency's precise timer would run on the real clock; these tests run on
+    // tokio's paused one.
     node.scheduler.use_tokio_timers();
     TestNode { node, dir }
 }
