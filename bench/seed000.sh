@@ -17,12 +17,18 @@ Options (each also settable via the environment variable shown):
   --ramp DUR      fio ramp per job      (RAMP, default 2s: dbench's own)
   --db PATH       results database      (DB, default bench/results/seed000.db)
   --json          print the comparison as JSON
+  --no-space-check  run even with less free space than the run may write
   -h, --help      this text
 
 QOSLAB selects the binary (default target/release/qoslab; build it with
 cargo build --release). With dbench's timing the run takes about 20 minutes (63 fio
 jobs of 17 s); --runtime 2s --ramp 1s takes about 4. Benchmarks need a quiet machine:
 run it under flock /work/wt/bench.lock when others share the box.
+
+Disk: the embedded node's volumes are sparse files in \$TMPDIR (default /tmp), removed
+after the run, but dbench's write jobs fill up to 3.5 GB of each of the seven volumes
+while it runs (size=2G, four sequential writers 500 MB apart). The script refuses to start
+with less than 25 GB free there (--no-space-check to override).
 
 Exit status: 0 every cell within tolerance, 1 a cell missed or a fio job failed, 2 usage.
 USAGE
@@ -34,12 +40,14 @@ RUNTIME="${RUNTIME:-15s}"
 RAMP="${RAMP:-2s}"
 DB="${DB:-$REPO_ROOT/bench/results/seed000.db}"
 JSON=""
+SPACE_CHECK=1
 while (($#)); do
     case "$1" in
         --runtime) RUNTIME="${2:?--runtime needs a value}"; shift 2 ;;
         --ramp) RAMP="${2:?--ramp needs a value}"; shift 2 ;;
         --db) DB="${2:?--db needs a value}"; shift 2 ;;
         --json) JSON="--json"; shift ;;
+        --no-space-check) SPACE_CHECK=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/seed000.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -50,6 +58,13 @@ if [[ ! -x "$QOSLAB" ]]; then
 fi
 command -v fio >/dev/null || { echo "bench/seed000.sh: fio is missing (scripts/install-deps.sh installs it)" >&2; exit 2; }
 mkdir -p "$(dirname "$DB")"
+if ((SPACE_CHECK)); then
+    free_kb=$(df -Pk "${TMPDIR:-/tmp}" | awk 'NR == 2 {print $4}')
+    if ((free_kb < 25 * 1024 * 1024)); then
+        echo "bench/seed000.sh: only $((free_kb / 1024 / 1024)) GB free in ${TMPDIR:-/tmp}; the run may write up to 25 GB (see --help; --no-space-check to run anyway)" >&2
+        exit 2
+    fi
+fi
 
 echo "load before: $(uptime)" >&2
 bench_status=0
