@@ -22,9 +22,11 @@ pub mod iostat;
 pub mod iperf;
 pub mod jobs;
 pub mod network;
+pub mod schedule;
 pub mod session;
 pub mod sizing;
 pub mod spread;
+pub mod steady;
 pub mod storage;
 
 pub use session::Session;

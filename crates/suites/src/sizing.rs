@@ -181,6 +181,7 @@ mod tests {
             mem_total_bytes: ram_gib << 30,
             disks: Vec::new(),
             nics: Vec::new(),
+            routes: Vec::new(),
             missing_tools: Vec::new(),
         }
     }
