@@ -401,7 +401,10 @@ mod tests {
         // 10.0.0.0/8 leaves by eth0; anything else by the default route's wlan0 (no NIC
         // of that name here); IPv6 is not looked up.
         assert_eq!(f.routes.len(), 2);
-        assert_eq!(f.nic_towards("10.1.2.3").map(|n| n.name.as_str()), Some("eth0"));
+        assert_eq!(
+            f.nic_towards("10.1.2.3").map(|n| n.name.as_str()),
+            Some("eth0")
+        );
         assert_eq!(f.nic_towards("192.168.0.9"), None);
         assert_eq!(f.nic_towards("::1"), None);
         assert!(parse("n1", "garbage").is_err());

@@ -137,7 +137,10 @@ pub fn check_devices(
 /// Check every device, size the jobs, start the fio servers and list the units: per host,
 /// each device's prefill and its jobs x iterations, then all its devices together; then
 /// (optionally) all hosts at once. Nothing is written before every device passed.
-pub fn prepare(s: &Session, plan: &DisksPlan) -> Result<(Vec<(String, DeviceState)>, Prepared), SuiteError> {
+pub fn prepare(
+    s: &Session,
+    plan: &DisksPlan,
+) -> Result<(Vec<(String, DeviceState)>, Prepared), SuiteError> {
     if plan.devices.iter().all(|(_, d)| d.is_empty()) {
         return Err(SuiteError::Invalid("no devices given".into()));
     }
@@ -160,7 +163,10 @@ pub fn prepare(s: &Session, plan: &DisksPlan) -> Result<(Vec<(String, DeviceStat
         .collect();
     let mut sizing = Vec::new();
     let mut units = Vec::new();
-    let measure = |units: &mut Vec<Unit>, stage: &str, job: SeedJob, parts: Vec<(usize, fio::JobFile, Vec<String>)>| {
+    let measure = |units: &mut Vec<Unit>,
+                   stage: &str,
+                   job: SeedJob,
+                   parts: Vec<(usize, fio::JobFile, Vec<String>)>| {
         for it in 1..=plan.iterations {
             units.push(Unit::new(
                 s,

@@ -96,9 +96,12 @@ pub fn window_iops(series: &[FioSample]) -> Vec<f64> {
     out.into_iter().map(|(_, v)| v).collect()
 }
 
-/// The steady-state check of a run's windows.
+/// The steady-state check of a run's windows. fio's last window is left out: it ends the
+/// run (the queue draining, often a partial or empty window), so a run needs at least 6
+/// windows (3 s) to be judged.
 pub fn steady_of(series: &[FioSample]) -> Option<Steady> {
-    steady::check(&window_iops(series))
+    let w = window_iops(series);
+    steady::check(&w[..w.len().saturating_sub(1)])
 }
 
 /// What one fio client/server run produced.

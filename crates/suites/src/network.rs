@@ -204,16 +204,17 @@ fn client_cmd(addr: &str, port: u16, plan: &NetworkPlan) -> String {
 /// The mesh ready to measure: the plan validated, every iperf3 server listening, each
 /// host's rated speed known. Measure pairs in turn ([`Mesh::connectivity`]) and all pairs
 /// at once ([`Mesh::under_load`]); the servers stop when it is dropped.
-pub struct Mesh<'a> {
-    s: &'a Session,
+pub struct Mesh {
+    /// Host names, in session order.
+    pub hosts: Vec<String>,
     pub plan: NetworkPlan,
     /// Per host: the rated speed, Mbit/s, and where it comes from.
     pub rated: Vec<(Option<u64>, String)>,
     _servers: Vec<hosts::RemoteProc>,
 }
 
-impl<'a> Mesh<'a> {
-    pub fn start(s: &'a Session, plan: &NetworkPlan) -> Result<Mesh<'a>, SuiteError> {
+impl Mesh {
+    pub fn start(s: &Session, plan: &NetworkPlan) -> Result<Mesh, SuiteError> {
         let n = s.hosts.len();
         if n < 2 {
             return Err(SuiteError::Invalid(
@@ -247,7 +248,7 @@ impl<'a> Mesh<'a> {
             }
         }
         Ok(Mesh {
-            s,
+            hosts: s.hosts.iter().map(|h| h.name.clone()).collect(),
             plan: plan.clone(),
             rated,
             _servers: servers,
@@ -256,22 +257,25 @@ impl<'a> Mesh<'a> {
 
     /// Every ordered pair, in the order connectivity measures them.
     pub fn pairs(&self) -> Vec<(usize, usize)> {
-        let n = self.s.hosts.len();
+        let n = self.hosts.len();
         (0..n)
             .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
             .collect()
     }
 
     /// The iperf3 command host `i` runs to measure the pair (i → j).
-    pub fn command(&self, i: usize, j: usize) -> String {
-        client_cmd(
-            &self.s.hosts[j].addr,
-            self.plan.base_port + i as u16,
-            &self.plan,
-        )
+    pub fn command(&self, s: &Session, i: usize, j: usize) -> String {
+        client_cmd(&s.hosts[j].addr, self.plan.base_port + i as u16, &self.plan)
     }
 
-    fn judge(&self, i: usize, j: usize, r: Result<IperfRun, String>, raw: String, rate: bool) -> Pair {
+    fn judge(
+        &self,
+        s: &Session,
+        (i, j): (usize, usize),
+        r: Result<IperfRun, String>,
+        raw: String,
+        rate: bool,
+    ) -> Pair {
         let plan = &self.plan;
         let pr = match (self.rated[i].0, self.rated[j].0) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -289,22 +293,21 @@ impl<'a> Mesh<'a> {
             .as_ref()
             .is_some_and(|r| r.retransmits <= plan.max_retransmits);
         Pair {
-            from: self.s.hosts[i].name.clone(),
-            to: self.s.hosts[j].name.clone(),
+            from: self.hosts[i].clone(),
+            to: self.hosts[j].clone(),
             rated_mbps: pr,
             run,
             error,
             rate_ok,
             retransmits_ok,
-            command: self.command(i, j),
+            command: self.command(s, i, j),
             raw,
         }
     }
 
     /// The pair (i → j) alone.
-    pub fn connectivity(&self, i: usize, j: usize) -> Result<Pair, SuiteError> {
-        let s = self.s;
-        let out = s.hosts[i].run(&self.command(i, j))?;
+    pub fn connectivity(&self, s: &Session, i: usize, j: usize) -> Result<Pair, SuiteError> {
+        let out = s.hosts[i].run(&self.command(s, i, j))?;
         let r = iperf::parse(&out.stdout).map_err(|e| {
             if out.stderr.trim().is_empty() {
                 e
@@ -312,7 +315,7 @@ impl<'a> Mesh<'a> {
                 format!("{e}; stderr: {}", out.stderr.trim())
             }
         });
-        let p = self.judge(i, j, r, out.stdout, true);
+        let p = self.judge(s, (i, j), r, out.stdout, true);
         s.say(&format!(
             "network: {} -> {}: {:.0} Mbit/s, {} retransmits{}",
             p.from,
@@ -328,8 +331,7 @@ impl<'a> Mesh<'a> {
     }
 
     /// Every pair at once: the pairs and each host's cumulative out and in.
-    pub fn under_load(&self) -> Result<(Vec<Pair>, Vec<HostTotal>), SuiteError> {
-        let s = self.s;
+    pub fn under_load(&self, s: &Session) -> Result<(Vec<Pair>, Vec<HostTotal>), SuiteError> {
         let plan = &self.plan;
         let n = s.hosts.len();
         s.say(&format!(
@@ -366,7 +368,7 @@ impl<'a> Mesh<'a> {
                     .find(|(k, _)| *k == j)
                     .map(|(_, t)| t.clone())
                     .unwrap_or_default();
-                under_load.push(self.judge(i, j, iperf::parse(&text), text, false));
+                under_load.push(self.judge(s, (i, j), iperf::parse(&text), text, false));
             }
         }
         let mut totals = Vec::new();
@@ -403,7 +405,9 @@ fn rated_of(s: &Session, i: usize, plan: &NetworkPlan) -> (Option<u64>, String) 
         return (Some(r), "given".into());
     }
     let f = &s.facts[i];
-    let peer = (0..s.hosts.len()).find(|&j| j != i).map(|j| &s.hosts[j].addr);
+    let peer = (0..s.hosts.len())
+        .find(|&j| j != i)
+        .map(|j| &s.hosts[j].addr);
     if let Some(nic) = peer.and_then(|a| f.nic_towards(a)) {
         if let Some(speed) = nic.speed_mbps {
             return (Some(speed), format!("{} (route to peers)", nic.name));
@@ -421,11 +425,11 @@ pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError>
     let mut connectivity = Vec::new();
     if plan.connectivity {
         for (i, j) in mesh.pairs() {
-            connectivity.push(mesh.connectivity(i, j)?);
+            connectivity.push(mesh.connectivity(s, i, j)?);
         }
     }
     let (under_load, totals) = if plan.under_load {
-        mesh.under_load()?
+        mesh.under_load(s)?
     } else {
         (Vec::new(), Vec::new())
     };

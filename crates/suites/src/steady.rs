@@ -89,14 +89,23 @@ mod tests {
         type Case<'a> = (&'a [f64], Option<(bool, f64, f64)>);
         let cases: &[Case] = &[
             (&[100.0, 100.0, 100.0, 100.0], None),
-            (&[1.0, 100.0, 100.0, 100.0, 100.0, 100.0], Some((true, 0.0, 0.0))),
+            (
+                &[1.0, 100.0, 100.0, 100.0, 100.0, 100.0],
+                Some((true, 0.0, 0.0)),
+            ),
             // A ramp 90..110: range 20% (held), trend 20% (too steep).
-            (&[90.0, 95.0, 100.0, 105.0, 110.0], Some((false, 20.0, 20.0))),
+            (
+                &[90.0, 95.0, 100.0, 105.0, 110.0],
+                Some((false, 20.0, 20.0)),
+            ),
             // Noise without a trend: range 20%, slope 0.
             (&[90.0, 110.0, 100.0, 110.0, 90.0], Some((true, 20.0, 0.0))),
             // Too noisy: range 40%.
             (&[80.0, 120.0, 100.0, 120.0, 80.0], Some((false, 40.0, 0.0))),
-            (&[0.0, 0.0, 0.0, 0.0, 0.0], Some((false, f64::INFINITY, f64::INFINITY))),
+            (
+                &[0.0, 0.0, 0.0, 0.0, 0.0],
+                Some((false, f64::INFINITY, f64::INFINITY)),
+            ),
         ];
         for (xs, want) in cases {
             let got = check(xs).map(|s| (s.attained, s.range_pct, s.slope_change_pct));
@@ -110,6 +119,9 @@ mod tests {
                 _ => panic!("{xs:?}: {got:?} vs {want:?}"),
             }
         }
-        assert!(check(&[100.0; 5]).unwrap().describe().starts_with("steady: range 0.0%"));
+        assert!(check(&[100.0; 5])
+            .unwrap()
+            .describe()
+            .starts_with("steady: range 0.0%"));
     }
 }

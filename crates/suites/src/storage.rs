@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::disks::TargetSizing;
 use crate::fiorun::{self, FioRun, Summary};
-use crate::schedule::{Prepared, Unit, UnitKind};
 use crate::jobs::{self, SeedJob, Target, Timing};
+use crate::schedule::{Prepared, Unit, UnitKind};
 use crate::sizing::{self, Overrides};
 use crate::{Session, SuiteError};
 
