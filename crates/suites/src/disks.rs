@@ -15,7 +15,8 @@ use serde::Serialize;
 use crate::fiorun::{self, FioRun, Summary};
 use crate::jobs::{self, SeedJob, Target, Timing};
 use crate::schedule::{Prepared, Unit, UnitKind};
-use crate::sizing::{self, Overrides, Sizing};
+pub use crate::sizing::TargetSizing;
+use crate::sizing::{self, Overrides};
 use crate::{Session, SuiteError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,14 +61,6 @@ impl Default for DisksPlan {
             fio_port: 8765,
         }
     }
-}
-
-/// The sizing a host's target got, shown with the results.
-#[derive(Debug, Clone, Serialize)]
-pub struct TargetSizing {
-    pub host: String,
-    pub targets: Vec<String>,
-    pub sizing: Sizing,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -9,9 +9,9 @@ use std::path::Path;
 use fio::JobFile;
 use serde::Serialize;
 
-use crate::disks::TargetSizing;
 use crate::fiorun::{self, FioRun, Servers, Summary};
 use crate::jobs::SeedJob;
+use crate::sizing::TargetSizing;
 use crate::{Session, SuiteError};
 
 /// What a unit does.

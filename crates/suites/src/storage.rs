@@ -10,10 +10,10 @@
 
 use serde::Serialize;
 
-use crate::disks::TargetSizing;
 use crate::fiorun::{self, FioRun, Summary};
 use crate::jobs::{self, SeedJob, Target, Timing};
 use crate::schedule::{Prepared, Unit, UnitKind};
+use crate::sizing::TargetSizing;
 use crate::sizing::{self, Overrides};
 use crate::{Session, SuiteError};
 

@@ -36,7 +36,7 @@ expect = ["iops_mean ~= policy.ceiling +-3%"]
 "#;
 
 /// Run Chromium headless with the flags CI needs; fail the test after 60 s.
-fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
+pub(crate) fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
     let mut child = Command::new("chromium")
         .args([
             "--headless",
@@ -57,6 +57,19 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("running chromium (scripts/install-deps.sh installs it)");
+    // Read both pipes while it runs: a page's dumped DOM can be larger than a pipe holds,
+    // and Chromium would block writing it.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(60) {
@@ -65,19 +78,18 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let o = child.wait_with_output().unwrap();
     (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+        String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned(),
+        String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
     )
 }
 
-fn url(p: &Path) -> String {
+pub(crate) fn url(p: &Path) -> String {
     format!("file://{}", p.display())
 }
 
 /// The text of the element `<... id="ID"...>TEXT<` in a dumped DOM.
-fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+pub(crate) fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
     let i = dom.find(&format!("id=\"{id}\""))?;
     let rest = &dom[i..];
     let start = rest.find('>')? + 1;
@@ -86,7 +98,7 @@ fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
 }
 
 /// Console errors Chromium logged for the page (`CONSOLE` lines, uncaught exceptions).
-fn console_errors(stderr: &str) -> Vec<&str> {
+pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
     stderr
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
@@ -94,7 +106,7 @@ fn console_errors(stderr: &str) -> Vec<&str> {
 }
 
 /// Width and height from a PNG's IHDR, after checking the signature.
-fn png_size(png: &[u8]) -> (u32, u32) {
+pub(crate) fn png_size(png: &[u8]) -> (u32, u32) {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
     assert_eq!(&png[12..16], b"IHDR");
     let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
@@ -102,7 +114,7 @@ fn png_size(png: &[u8]) -> (u32, u32) {
 }
 
 /// Render `html` in Chromium: (dumped DOM, its stderr, screenshot bytes).
-fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
+pub(crate) fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
     let profile = dir.join(format!(
         "profile-{}",
         html.file_stem().unwrap().to_string_lossy()

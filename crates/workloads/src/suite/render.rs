@@ -9,8 +9,6 @@ use suites::fiorun;
 use suites::network::{HostTotal, Pair};
 use suites::sizing;
 
-use super::run::SuitePlan;
-
 /// "h0 -> h1: 191 Mbit/s (19% of 1000), 0 retransmits, rtt 412 us  BELOW 90%".
 pub fn pair_line(p: &Pair) -> String {
     let Some(r) = &p.run else {
@@ -90,15 +88,20 @@ pub fn sizing(sz: &[TargetSizing]) -> String {
 
 /// The fio suites' summary: targets, sizing, per job and place over the iterations, then
 /// each client of multi-client runs beside the merged figure.
-pub fn fio_summary(p: &SuitePlan) -> String {
+pub fn fio_summary(
+    notes: &[String],
+    sz: &[TargetSizing],
+    runs: &[fiorun::FioRun],
+    iterations: u32,
+) -> String {
     let mut s = String::new();
-    for n in &p.notes {
+    for n in notes {
         if !n.starts_with("preflight") && !n.starts_with("  ") {
             let _ = writeln!(s, "{n}");
         }
     }
-    s.push_str(&sizing(&p.sizing));
-    let sums = fiorun::summarize(&p.runs);
+    s.push_str(&sizing(sz));
+    let sums = fiorun::summarize(runs);
     for stage in ["device", "host", "cluster"] {
         let n = sums.iter().filter(|m| m.stage == stage).count();
         if n > 0 {
@@ -111,14 +114,13 @@ pub fn fio_summary(p: &SuitePlan) -> String {
         }
     }
     s.push_str(&fiorun::render_summaries(&sums));
-    let multi: Vec<&fiorun::FioRun> = p.runs.iter().filter(|r| r.per_client.len() > 1).collect();
+    let multi: Vec<&fiorun::FioRun> = runs.iter().filter(|r| r.per_client.len() > 1).collect();
     if !multi.is_empty() {
         let _ = writeln!(
             s,
             "per client (last iteration; All clients is fio's merged entry, p99 = worst client):"
         );
-        let last = p.spec.iterations();
-        for r in multi.iter().filter(|r| r.iteration == last) {
+        for r in multi.iter().filter(|r| r.iteration == iterations) {
             let _ = writeln!(s, "  {} #{}:", r.job, r.iteration);
             for c in &r.per_client {
                 let _ = writeln!(

@@ -693,7 +693,12 @@ impl FamilyPlan for SuitePlan {
                 }
                 out.push_str(&self.network_result().render());
             }
-            _ => out.push_str(&render::fio_summary(self)),
+            _ => out.push_str(&render::fio_summary(
+                &self.notes,
+                &self.sizing,
+                &self.runs,
+                self.spec.iterations(),
+            )),
         }
         out.push_str(&format!(
             "run {}: {} ({pass} expectation(s) passed, {fail} failed, {} job(s) failed)\n",
