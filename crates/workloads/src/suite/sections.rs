@@ -400,3 +400,109 @@ fn clients(t: &SummaryTable) -> Vec<Chart> {
     }
     vec![c]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use suites::iperf::IperfRun;
+    use suites::network::Pair;
+
+    fn pair(from: &str, to: &str, mbps: f64, ok: bool) -> Pair {
+        Pair {
+            from: from.into(),
+            to: to.into(),
+            rated_mbps: Some(1000),
+            run: Some(IperfRun {
+                goodput_bps: mbps * 1e6,
+                retransmits: 3,
+                ..IperfRun::default()
+            }),
+            error: None,
+            rate_ok: Some(ok),
+            retransmits_ok: true,
+            command: String::new(),
+            raw: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_heat_map_says_which_pairs_fail_in_words() {
+        let t = results::pairs(
+            results::CONNECTIVITY,
+            &[
+                pair("a", "b", 191.0, false),
+                pair("b", "a", 950.0, true),
+                pair("a", "c", 940.0, true),
+                pair("c", "a", 930.0, true),
+                pair("b", "c", 945.0, true),
+                pair("c", "b", 955.0, true),
+            ],
+            0.9,
+        );
+        let h = heat_map(&t);
+        assert_eq!(h.matches(">BELOW 90%<").count(), 1, "{h}");
+        assert_eq!(h.matches("&mdash;").count(), 3, "the diagonal: {h}");
+        assert!(h.contains("<b>191</b> Mbit/s<br><span class=\"meta\">19% of 1000 &middot; r 3"), "{h}");
+        // The failing cell is hatched as well as worded; passing cells are not.
+        assert_eq!(h.matches("repeating-linear-gradient").count(), 1);
+        let run = RunRecord {
+            tables: vec![t],
+            ..harness_run()
+        };
+        let page = html(&run);
+        assert!(page.contains("Failing: a &rarr; b (BELOW 90%)."), "{page}");
+        let md = markdown(&run);
+        assert!(md.contains("| a | - | 191 r3 **BELOW 90%** | 940 r3 |"), "{md}");
+    }
+
+    fn harness_run() -> RunRecord {
+        RunRecord {
+            id: 1,
+            name: "n".into(),
+            started_at: String::new(),
+            finished_at: None,
+            status: "failed".into(),
+            plan_origin: String::new(),
+            plan_text: String::new(),
+            target: String::new(),
+            executor: String::new(),
+            runtime_s: 1.0,
+            ramp_s: 0.0,
+            env: Default::default(),
+            policies: Vec::new(),
+            volumes: Vec::new(),
+            jobs: Vec::new(),
+            tables: Vec::new(),
+            series: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn fio_tables_chart_each_device_and_the_cumulative_runs() {
+        let t = SummaryTable {
+            kind: results::FIO.into(),
+            name: "disks results".into(),
+            columns: results::FIO_COLUMNS.iter().map(|c| c.to_string()).collect(),
+            rows: [("device", "h0:/dev/a"), ("device", "h0:/dev/b"), ("host", "h0:/dev/a:/dev/b")]
+                .iter()
+                .map(|(stage, place)| {
+                    results::FIO_COLUMNS
+                        .iter()
+                        .map(|c| match *c {
+                            "stage" => Value::from(*stage),
+                            "job" => Value::from("fio.write.single.randwrite"),
+                            "where" => Value::from(*place),
+                            "pass" => Value::from(true),
+                            _ => Value::from(100.0),
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
+        let c = charts(&t).unwrap();
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(c[0].x_categories.len(), 2);
+        assert_eq!(c[1].x_categories.len(), 1);
+        assert!(charts(&SummaryTable { kind: "other".into(), ..t }).is_none());
+    }
+}
