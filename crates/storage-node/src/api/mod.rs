@@ -205,19 +205,16 @@ impl ControlPlane {
 }
 
 
-/// `svm {name, uuid}` as stored (absent when neither was given).
-fn svm_json(name: &Option<String>, uuid: &Option<String>) -> Option<Value> {
-    if name.is_none() && uuid.is_none() {
-        return None;
-    }
-    let mut s = Map::new();
-    if let Some(n) = name {
-        s.insert("name".into(), json!(n));
-    }
-    if let Some(u) = uuid {
-        s.insert("uuid".into(), json!(u));
-    }
-    Some(Value::Object(s))
+/// An object's `svm {name, uuid}`. Every object belongs to one: one created without `svm`
+/// to the default SVM ([`svms::DEFAULT_SVM`]). A name given without a uuid gets the uuid
+/// given with that name elsewhere, or one derived from the name ([`svms::svm_uuid`]).
+fn svm_json(inner: &Inner, name: &Option<String>, uuid: &Option<String>) -> Value {
+    let name = name.as_deref().unwrap_or(svms::DEFAULT_SVM);
+    let uuid = match uuid {
+        Some(u) => u.clone(),
+        None => svms::svm_uuid(inner, name),
+    };
+    json!({"name": name, "uuid": uuid})
 }
 
 /// A single record: everything, or the `fields=` asked for.

@@ -27,9 +27,10 @@ impl ControlPlane {
         let mut m = Map::new();
         m.insert("uuid".into(), json!(p.row.uuid));
         m.insert("name".into(), json!(p.row.name));
-        if let Some(s) = svm_json(&p.row.svm_name, &p.row.svm_uuid) {
-            m.insert("svm".into(), s);
-        }
+        m.insert(
+            "svm".into(),
+            svm_json(inner, &p.row.svm_name, &p.row.svm_uuid),
+        );
         m.extend(model::policy_json(&p.policy));
         let members = inner
             .volumes

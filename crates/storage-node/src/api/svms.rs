@@ -1,15 +1,16 @@
 //! `/api/svm/svms`: the storage VMs policies and volumes name. qoslab has no SVM objects
 //! of its own: an SVM exists while something refers to it (plus the default one, which
-//! always exists), with the uuid a client gave for it, or one derived from its name.
+//! always exists and holds what was created without `svm`), with the uuid a client gave
+//! for it, or one derived from its name.
 
 use serde_json::{json, Value};
 
 use super::model::ApiError;
 use super::query::{self, Query};
-use super::{ControlPlane, Reply, R};
+use super::{ControlPlane, Inner, Reply, R};
 
 pub const SVMS: &str = "/api/svm/svms";
-/// The SVM that always exists (objects created without `svm` are not assigned to it).
+/// The SVM that always exists; objects created without `svm` belong to it.
 pub const DEFAULT_SVM: &str = "qoslab";
 
 const SVM_TOP: &[&str] = &["uuid", "name", "state", "subtype", "comment"];
@@ -33,6 +34,18 @@ pub fn derived_uuid(name: &str) -> String {
         &x[16..20],
         &x[20..32]
     )
+}
+
+/// The uuid of the SVM called `name`: the first one a client gave with that name, else
+/// the derived one.
+pub(super) fn svm_uuid(inner: &Inner, name: &str) -> String {
+    inner
+        .policies
+        .iter()
+        .map(|p| (&p.row.svm_name, &p.row.svm_uuid))
+        .chain(inner.volumes.iter().map(|v| (&v.svm_name, &v.svm_uuid)))
+        .find_map(|(n, u)| (n.as_deref() == Some(name)).then(|| u.clone()).flatten())
+        .unwrap_or_else(|| derived_uuid(name))
 }
 
 impl ControlPlane {

@@ -38,9 +38,7 @@ impl ControlPlane {
         let mut m = Map::new();
         m.insert("uuid".into(), json!(v.uuid));
         m.insert("name".into(), json!(v.name));
-        if let Some(s) = svm_json(&v.svm_name, &v.svm_uuid) {
-            m.insert("svm".into(), s);
-        }
+        m.insert("svm".into(), svm_json(inner, &v.svm_name, &v.svm_uuid));
         let live = self.node.volume(&v.name);
         let space = live.as_ref().map(|l| l.space());
         let size = space.map(|s| s.size).unwrap_or(v.size);
