@@ -147,13 +147,21 @@ fn json_response(status: u16, body: &serde_json::Value) -> Resp {
 
 /// The one mapping from [`ApiError`] to an HTTP response.
 fn error_response(e: &ApiError) -> Resp {
-    let mut r = json_response(e.status, &e.body());
-    if e.status == 401 {
-        r.headers_mut().insert(
-            hyper::header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Basic realm=\"qoslab\", Bearer"),
-        );
-    }
+    json_response(e.status, &e.body())
+}
+
+/// A 401 with the challenges this node accepts (basic for users, bearer for the token).
+fn unauthorized_response(e: &ApiError, auth: &Auth) -> Resp {
+    let mut r = error_response(e);
+    let challenge = match (auth.has_users(), auth.has_token()) {
+        (true, true) => "Basic realm=\"qoslab\", Bearer",
+        (true, false) => "Basic realm=\"qoslab\"",
+        _ => "Bearer",
+    };
+    r.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
     r
 }
 
@@ -251,6 +259,9 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Resp {
             .and_then(|v| v.to_str().ok()),
     );
     if let Err(e) = authenticate(shared, &creds, mutating).await {
+        if e.status == 401 {
+            return unauthorized_response(&e, &shared.cfg.auth);
+        }
         return error_response(&e);
     }
     let query = match parse_query(req.uri().query().unwrap_or("")) {

@@ -318,7 +318,7 @@ where
                 (TlsMode::Off, _) => encode_option_error(
                     &mut out,
                     opt,
-                    REP_ERR_POLICY,
+                    REP_ERR_UNSUP,
                     "TLS is off on this node (qoslab serve --nbd-tls on|require)",
                 ),
                 (_, true) => encode_option_error(

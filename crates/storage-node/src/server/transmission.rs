@@ -342,6 +342,7 @@ impl Conn {
             self.handle(req, &rb.buf[payload]);
             if self.wbuf.len() >= WBUF_FLUSH {
                 stream.write_all(&self.wbuf).await?;
+                stream.flush().await?;
                 self.wbuf.clear();
             }
         }
@@ -355,6 +356,9 @@ impl Conn {
     {
         if !self.wbuf.is_empty() {
             stream.write_all(&self.wbuf).await?;
+            // A TLS stream may hold encrypted records back when the socket is full; only
+            // flush pushes them out (a no-op on plain sockets).
+            stream.flush().await?;
             self.wbuf.clear();
             if self.wbuf.capacity() > WBUF_KEEP {
                 self.wbuf.shrink_to(RBUF_INITIAL);
