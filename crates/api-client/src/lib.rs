@@ -96,9 +96,7 @@ pub enum ClientError {
     BadUrl { url: String, why: String },
     #[error("CA file {path}: {why}")]
     CaFile { path: String, why: String },
-    #[error(
-        "cannot reach the qoslab API at {url}: {why} (is `qoslab serve` running? see --url)"
-    )]
+    #[error("cannot reach the qoslab API at {url}: {why} (is `qoslab serve` running? see --url)")]
     Unreachable { url: String, why: String },
     #[error(
         "TLS with {url} failed: {why}. The node's certificate must be trusted: give \
@@ -174,14 +172,17 @@ impl Client {
         let rest = url
             .strip_prefix("https://")
             .or_else(|| url.strip_prefix("http://"))
-            .ok_or_else(|| bad("expected https://HOST:PORT (or http:// for --insecure-http nodes)"))?;
+            .ok_or_else(|| {
+                bad("expected https://HOST:PORT (or http:// for --insecure-http nodes)")
+            })?;
         if rest.split('/').next().unwrap_or("").is_empty() {
             return Err(bad("no host"));
         }
         let tls = match &o.trust {
             Trust::PublicRoots => TlsConfig::builder().root_certs(RootCerts::WebPki),
-            Trust::CaFile(p) => TlsConfig::builder()
-                .root_certs(RootCerts::Specific(Arc::new(load_ca(p)?))),
+            Trust::CaFile(p) => {
+                TlsConfig::builder().root_certs(RootCerts::Specific(Arc::new(load_ca(p)?)))
+            }
             Trust::Insecure => TlsConfig::builder().disable_verification(true),
         }
         .build();
@@ -291,7 +292,12 @@ impl Client {
     }
 
     /// Send a request and decode JSON; a non-2xx reply becomes [`ClientError::Api`].
-    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, ClientError> {
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ClientError> {
         let (status, text) = self.raw(method, path, body)?;
         let v: Value = if text.trim().is_empty() {
             Value::Null

@@ -261,7 +261,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     (Some(f), false) => Some(storage_node::tls::server_config(f, &[b"http/1.1"])?),
                     _ => None,
                 };
-                let scheme = if server_tls.is_some() { "https" } else { "http" };
+                let scheme = if server_tls.is_some() {
+                    "https"
+                } else {
+                    "http"
+                };
                 let who = match (users, token.is_some()) {
                     (0, false) => "open: no API users, no token".to_string(),
                     (0, true) => "changes need the bearer token".to_string(),

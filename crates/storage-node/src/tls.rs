@@ -213,9 +213,16 @@ mod tests {
         let f = ensure_generated(&dir, &["10.1.2.3".into(), "0.0.0.0".into()]).unwrap();
         let first = std::fs::read(&f.cert).unwrap();
         assert_eq!(ensure_generated(&dir, &[]).unwrap(), f);
-        assert_eq!(std::fs::read(&f.cert).unwrap(), first, "reused, not regenerated");
+        assert_eq!(
+            std::fs::read(&f.cert).unwrap(),
+            first,
+            "reused, not regenerated"
+        );
         let mode = std::fs::metadata(&f.key).unwrap().permissions();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
         assert!(!tls_dir(&dir).join("ca-key.pem").exists());
         server_config(&f, &[b"http/1.1"]).unwrap();
         // The server certificate verifies against the CA for localhost and the extra IP.
@@ -236,9 +243,18 @@ mod tests {
         }
         let other = rustls::pki_types::ServerName::try_from("example.com".to_string()).unwrap();
         assert!(verifier
-            .verify_server_cert(&leaf[0], &[], &other, &[], rustls::pki_types::UnixTime::now())
+            .verify_server_cert(
+                &leaf[0],
+                &[],
+                &other,
+                &[],
+                rustls::pki_types::UnixTime::now()
+            )
             .is_err());
-        assert!(load_certs(&f.key).is_err(), "a key file holds no certificate");
+        assert!(
+            load_certs(&f.key).is_err(),
+            "a key file holds no certificate"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -36,7 +36,11 @@ pub struct OntapArgs {
     #[command(flatten)]
     conn: ConnArgs,
     /// A clustershell command (none: read commands from a prompt or standard input).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORDS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "WORDS"
+    )]
     words: Vec<String>,
 }
 
@@ -50,11 +54,11 @@ pub(crate) type R<T> = Result<T, ShellError>;
 impl Shell {
     /// Call the API; an API error becomes ONTAP's `command failed` message.
     fn call(&self, method: &str, path: &str, body: Option<&Value>) -> R<Value> {
-        self.client.call(method, path, body).map_err(|e| {
-            match e.downcast_ref::<crate::http_client::ApiFailureError>() {
-                Some(f) => ShellError(format!("command failed: {}", f.0.message)),
-                None => ShellError(format!("{e:#}")),
-            }
+        self.client.call(method, path, body).map_err(|e| match e
+            .downcast_ref::<crate::http_client::ApiFailureError>()
+        {
+            Some(f) => ShellError(format!("command failed: {}", f.0.message)),
+            None => ShellError(format!("{e:#}")),
         })
     }
 
@@ -114,7 +118,11 @@ fn table(out: &mut dyn Write, headers: &[&str], rows: &[Vec<String>]) {
             .collect();
         s.join(" ").trim_end().to_string()
     };
-    let _ = writeln!(out, "{}", line(headers.iter().map(|h| h.to_string()).collect()));
+    let _ = writeln!(
+        out,
+        "{}",
+        line(headers.iter().map(|h| h.to_string()).collect())
+    );
     let _ = writeln!(out, "{}", line(w.iter().map(|n| "-".repeat(*n)).collect()));
     for r in rows {
         let _ = writeln!(out, "{}", line(r.clone()));

@@ -106,7 +106,8 @@ pub fn params(args: &[String], spec: &[Param]) -> Result<Given, ShellError> {
                 (None, 1) => matches[0],
                 (None, 0) => return err(format!("invalid argument \"{a}\"")),
                 (None, _) => {
-                    let names: Vec<String> = matches.iter().map(|p| format!("-{}", p.name)).collect();
+                    let names: Vec<String> =
+                        matches.iter().map(|p| format!("-{}", p.name)).collect();
                     return err(format!(
                         "Ambiguous argument \"{a}\". Possible matches include: {}",
                         names.join(" ")
@@ -132,7 +133,9 @@ pub fn params(args: &[String], spec: &[Param]) -> Result<Given, ShellError> {
                 p.name
             ));
         }
-        let looks_named = |v: &&String| v.len() > 1 && v.starts_with('-') && v[1..].starts_with(char::is_alphabetic);
+        let looks_named = |v: &&String| {
+            v.len() > 1 && v.starts_with('-') && v[1..].starts_with(char::is_alphabetic)
+        };
         let Some(v) = args.get(i + 1).filter(|v| !looks_named(v)) else {
             return err(format!("parameter \"-{}\" needs a value", p.name));
         };
@@ -158,7 +161,10 @@ pub fn pick<'a>(word: &str, choices: &[&'a str], context: &str) -> Result<&'a st
         0 => err(format!("\"{word}\" is not a recognized command{context}")),
         _ => err(format!(
             "Ambiguous command \"{word}\". Possible matches include: {}",
-            m.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" ")
+            m.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
         )),
     }
 }
@@ -181,14 +187,24 @@ mod tests {
 
     #[test]
     fn words_and_quotes() {
-        assert_eq!(w("  vol modify -volume  a* "), ["vol", "modify", "-volume", "a*"]);
-        assert_eq!(w("show -comment \"two words\""), ["show", "-comment", "two words"]);
+        assert_eq!(
+            w("  vol modify -volume  a* "),
+            ["vol", "modify", "-volume", "a*"]
+        );
+        assert_eq!(
+            w("show -comment \"two words\""),
+            ["show", "-comment", "two words"]
+        );
         assert!(words("a \"b").is_err());
     }
 
     #[test]
     fn parameters() {
-        let g = params(&w("-policy-group aQoS -peak-iops 50IOPS/GB -peak-iops-allocation allocated-space"), SPEC).unwrap();
+        let g = params(
+            &w("-policy-group aQoS -peak-iops 50IOPS/GB -peak-iops-allocation allocated-space"),
+            SPEC,
+        )
+        .unwrap();
         assert_eq!(g.get("peak-iops"), Some("50IOPS/GB"));
         assert_eq!(g.get("peak-iops-allocation"), Some("allocated-space"));
         // Positional, and abbreviated names.
@@ -197,22 +213,39 @@ mod tests {
         assert_eq!(g.get("vserver"), Some("nfs_svm"));
         assert_eq!(g.get("expected-iops"), Some("5"));
         let e = |s: &str| params(&w(s), SPEC).unwrap_err().to_string();
-        assert_eq!(e("-policy-group a -bogus 1"), "Error: invalid argument \"-bogus\"");
+        assert_eq!(
+            e("-policy-group a -bogus 1"),
+            "Error: invalid argument \"-bogus\""
+        );
         assert!(e("-policy-group a -peak 1").contains("Ambiguous argument \"-peak\""));
-        assert_eq!(e("-vserver v"), "Error: Missing required parameter \"-policy-group\"");
+        assert_eq!(
+            e("-vserver v"),
+            "Error: Missing required parameter \"-policy-group\""
+        );
         assert!(e("-policy-group a -vserver").contains("needs a value"));
         assert!(e("-policy-group a -vserver x -vserver y").contains("more than once"));
         // Seed 001's PDF-broken line: the stray word is named.
-        assert_eq!(e("-policy-group aqos- epic-prod1"), "Error: invalid argument \"epic-prod1\"");
+        assert_eq!(
+            e("-policy-group aqos- epic-prod1"),
+            "Error: invalid argument \"epic-prod1\""
+        );
         // A negative number is a value, not a parameter.
-        assert_eq!(params(&w("-policy-group -5"), SPEC).unwrap().get("policy-group"), Some("-5"));
+        assert_eq!(
+            params(&w("-policy-group -5"), SPEC)
+                .unwrap()
+                .get("policy-group"),
+            Some("-5")
+        );
     }
 
     #[test]
     fn command_words() {
         assert_eq!(pick("vol", &["volume", "vserver"], "").unwrap(), "volume");
         assert_eq!(pick("qos", &["qos", "qosx"], "").unwrap(), "qos");
-        assert!(pick("v", &["volume", "vserver"], "").unwrap_err().0.contains("Ambiguous"));
+        assert!(pick("v", &["volume", "vserver"], "")
+            .unwrap_err()
+            .0
+            .contains("Ambiguous"));
         assert_eq!(
             pick("foo", &["volume"], "").unwrap_err().to_string(),
             "Error: \"foo\" is not a recognized command"

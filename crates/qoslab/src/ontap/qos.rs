@@ -14,7 +14,11 @@ const POLICIES: &str = "/api/storage/qos/policies";
 const DEFAULT_SVM: &str = "qoslab";
 
 pub fn run(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
-    match sub(w, &["policy-group", "adaptive-policy-group", "statistics"], "qos")? {
+    match sub(
+        w,
+        &["policy-group", "adaptive-policy-group", "statistics"],
+        "qos",
+    )? {
         "policy-group" => group(sh, &w[1..], out, false),
         "adaptive-policy-group" => group(sh, &w[1..], out, true),
         _ => statistics(sh, &w[1..], out),
@@ -83,7 +87,10 @@ fn density(param: &str, v: &str) -> R<f64> {
 fn spec(g: &Given, adaptive: bool, creating: bool) -> R<Map<String, Value>> {
     let mut m = Map::new();
     if adaptive {
-        for (p, key) in [("expected-iops", "expected_iops"), ("peak-iops", "peak_iops")] {
+        for (p, key) in [
+            ("expected-iops", "expected_iops"),
+            ("peak-iops", "peak_iops"),
+        ] {
             match g.get(p) {
                 Some(v) => {
                     m.insert(key.into(), json!(density(p, v)?));
@@ -117,8 +124,16 @@ fn spec(g: &Given, adaptive: bool, creating: bool) -> R<Map<String, Value>> {
         }
     } else {
         for (p, iops, mbps) in [
-            ("max-throughput", "max_throughput_iops", "max_throughput_mbps"),
-            ("min-throughput", "min_throughput_iops", "min_throughput_mbps"),
+            (
+                "max-throughput",
+                "max_throughput_iops",
+                "max_throughput_mbps",
+            ),
+            (
+                "min-throughput",
+                "min_throughput_iops",
+                "min_throughput_mbps",
+            ),
         ] {
             if let Some(v) = g.get(p) {
                 let t = parse_throughput(v).map_err(|e| bad_value(p, v, e))?;
@@ -135,9 +150,7 @@ fn spec(g: &Given, adaptive: bool, creating: bool) -> R<Map<String, Value>> {
             Some(v) if creating => {
                 m.insert("capacity_shared".into(), json!(boolean("is-shared", v)?));
             }
-            Some(_) => {
-                return err("\"-is-shared\" cannot be modified; create a new policy group")
-            }
+            Some(_) => return err("\"-is-shared\" cannot be modified; create a new policy group"),
         }
     }
     Ok(m)
@@ -159,7 +172,10 @@ fn create(sh: &Shell, args: &[String], adaptive: bool) -> R<()> {
     if let Some(v) = g.get("vserver") {
         body.insert("svm".into(), json!({ "name": v }));
     }
-    body.insert(kind(adaptive).into(), Value::Object(spec(&g, adaptive, true)?));
+    body.insert(
+        kind(adaptive).into(),
+        Value::Object(spec(&g, adaptive, true)?),
+    );
     sh.call("POST", POLICIES, Some(&Value::Object(body)))?;
     Ok(())
 }
@@ -313,13 +329,25 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write, adaptive: bool) -> R<(
                             t => t,
                         }
                     ),
-                    if f["capacity_shared"] == true { "true" } else { "false" }.into(),
+                    if f["capacity_shared"] == true {
+                        "true"
+                    } else {
+                        "false"
+                    }
+                    .into(),
                 ]
             })
             .collect();
         table(
             out,
-            &["Name", "Vserver", "Class", "Wklds", "Throughput", "Is Shared"],
+            &[
+                "Name",
+                "Vserver",
+                "Class",
+                "Wklds",
+                "Throughput",
+                "Is Shared",
+            ],
             &rows,
         );
     }
@@ -420,10 +448,7 @@ mod tests {
         assert_eq!(density("x", "5IOPS/GB").unwrap(), 5000.0);
         assert_eq!(density("x", "5000").unwrap(), 5000.0);
         assert_eq!(density("x", "5000IOPS").unwrap(), 5000.0);
-        assert!(density("x", "5IOPS/PB")
-            .unwrap_err()
-            .0
-            .contains("\"-x\""));
+        assert!(density("x", "5IOPS/PB").unwrap_err().0.contains("\"-x\""));
         assert_eq!(density_text(&json!(50000)), "50IOPS/GB");
         assert_eq!(density_text(&json!(6144)), "6144IOPS/TB");
         assert_eq!(throughput(&json!(500), &json!(0)), "500IOPS");

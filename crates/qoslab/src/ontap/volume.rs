@@ -66,14 +66,15 @@ fn body(sh: &Shell, g: &Given) -> R<Map<String, Value>> {
     }
     let fixed = g.get("qos-policy-group");
     let adaptive = g.get("qos-adaptive-policy-group");
-    let (name, want_adaptive) = match (fixed, adaptive) {
-        (Some(_), Some(_)) => {
-            return err("\"-qos-policy-group\" and \"-qos-adaptive-policy-group\" are mutually exclusive")
-        }
-        (Some(n), None) => (n, false),
-        (None, Some(n)) => (n, true),
-        (None, None) => return Ok(b),
-    };
+    let (name, want_adaptive) =
+        match (fixed, adaptive) {
+            (Some(_), Some(_)) => return err(
+                "\"-qos-policy-group\" and \"-qos-adaptive-policy-group\" are mutually exclusive",
+            ),
+            (Some(n), None) => (n, false),
+            (None, Some(n)) => (n, true),
+            (None, None) => return Ok(b),
+        };
     if name == "none" {
         b.insert("qos".into(), json!({"policy": {"name": "none"}}));
         return Ok(b);
@@ -182,7 +183,11 @@ fn delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
         return err("There are no entries matching your query.");
     }
     for v in r["records"].as_array().into_iter().flatten() {
-        let _ = writeln!(out, "Volume \"{}\" deleted.", v["name"].as_str().unwrap_or(""));
+        let _ = writeln!(
+            out,
+            "Volume \"{}\" deleted.",
+            v["name"].as_str().unwrap_or("")
+        );
     }
     entries(out, n, "deleted");
     Ok(())
@@ -235,7 +240,10 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
                 size_text(size),
                 size_text(avail),
                 format!("{}%", (used * 100).checked_div(size).unwrap_or(0)),
-                v["qos"]["policy"]["name"].as_str().unwrap_or("-").to_string(),
+                v["qos"]["policy"]["name"]
+                    .as_str()
+                    .unwrap_or("-")
+                    .to_string(),
             ]
         })
         .collect();

@@ -15,10 +15,7 @@ const CONFIG: &str = "[[volume]]\nname = \"vol\"\nsize = \"64MiB\"\n";
 
 /// A node serving NBD on a free TCP port and its unix socket with `--nbd-tls MODE`.
 fn tls_node(mode: &str) -> (Node, u16) {
-    let node = Node::start_with(
-        CONFIG,
-        &["--listen-tcp", "127.0.0.1:0", "--nbd-tls", mode],
-    );
+    let node = Node::start_with(CONFIG, &["--listen-tcp", "127.0.0.1:0", "--nbd-tls", mode]);
     let port = node
         .ready_output()
         .iter()
@@ -34,7 +31,10 @@ fn certs(node: &Node) -> String {
 }
 
 fn nbds_tcp(node: &Node, port: u16) -> String {
-    format!("nbds://localhost:{port}/vol?tls-certificates={}", certs(node))
+    format!(
+        "nbds://localhost:{port}/vol?tls-certificates={}",
+        certs(node)
+    )
 }
 
 fn nbds_unix(node: &Node) -> String {
@@ -63,11 +63,13 @@ fn nbdinfo_nbdcopy_and_qemu_img_over_nbds() {
     let back = node.scratch("back.bin");
     let data = pattern(7, 8 << 20);
     std::fs::write(&src, &data).unwrap();
-    run(Command::new("nbdcopy").arg(&src).arg(nbds_tcp(&node, port)), LIMIT).ok();
     run(
-        Command::new("nbdcopy")
-            .arg(nbds_unix(&node))
-            .arg(&back),
+        Command::new("nbdcopy").arg(&src).arg(nbds_tcp(&node, port)),
+        LIMIT,
+    )
+    .ok();
+    run(
+        Command::new("nbdcopy").arg(nbds_unix(&node)).arg(&back),
         LIMIT,
     )
     .ok();
@@ -223,8 +225,14 @@ fn rejected_connections_are_logged_rate_limited_with_short_escaped_quotes() {
     std::thread::sleep(Duration::from_millis(300));
     node.assert_alive();
     let err = node.stderr();
-    let closed = err.lines().filter(|l| l.contains("connection closed")).count();
-    assert_eq!(closed, 10, "a burst of 10 per 10 s window, then silence: {err}");
+    let closed = err
+        .lines()
+        .filter(|l| l.contains("connection closed"))
+        .count();
+    assert_eq!(
+        closed, 10,
+        "a burst of 10 per 10 s window, then silence: {err}"
+    );
     assert!(
         err.contains("unknown client flags 0x47455420 (\"GET \": not an NBD client?)"),
         "{err}"
@@ -237,14 +245,24 @@ fn rejected_connections_are_logged_rate_limited_with_short_escaped_quotes() {
     let mut name = b"\x1b[2J\nFAKE LOG LINE ".to_vec();
     name.extend(std::iter::repeat_n(b'A', 5000));
     h.send_option(OPT_EXPORT_NAME, &name);
-    expect_closed(&mut h.s, Duration::from_secs(5), "EXPORT_NAME of an unknown volume");
+    expect_closed(
+        &mut h.s,
+        Duration::from_secs(5),
+        "EXPORT_NAME of an unknown volume",
+    );
     std::thread::sleep(Duration::from_millis(300));
     node.assert_alive();
     let err = node.stderr();
     assert!(err.contains("\\x1b[2J\\nFAKE LOG LINE AAAA"), "{err}");
     assert!(err.contains(&format!("({} bytes)", name.len())), "{err}");
     // 32 bytes quoted: the 19-byte prefix and 13 of the A's.
-    assert!(err.contains(&format!("LINE {}\"...", "A".repeat(13))), "{err}");
-    assert!(!err.contains(&"A".repeat(14)), "quoted more than 32 bytes: {err}");
+    assert!(
+        err.contains(&format!("LINE {}\"...", "A".repeat(13))),
+        "{err}"
+    );
+    assert!(
+        !err.contains(&"A".repeat(14)),
+        "quoted more than 32 bytes: {err}"
+    );
     assert!(!err.lines().any(|l| l.starts_with("FAKE")), "{err}");
 }

@@ -167,11 +167,7 @@ fn seed_000_curl_commands_work_verbatim_over_https_with_basic_auth() {
     }
     assert_eq!(list["num_records"], names.len());
     // Records carry uuid and name only, as in the seed's output.
-    assert_eq!(
-        list["records"][0].as_object().unwrap().len(),
-        2,
-        "{list}"
-    );
+    assert_eq!(list["records"][0].as_object().unwrap().len(), 2, "{list}");
 
     // Wrong password, unknown user, missing credentials: ONTAP-shaped 401s.
     let url = format!("https://{host}/api/storage/qos/policies");
@@ -193,7 +189,10 @@ fn seed_000_curl_commands_work_verbatim_over_https_with_basic_auth() {
         );
         let e: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(e["error"]["code"], "6", "{body}");
-        assert!(e["error"]["message"].as_str().unwrap().contains("authentic"));
+        assert!(e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("authentic"));
     }
     // Plain HTTP to the HTTPS port gets a readable answer, not a TLS alert.
     let out = curl(&["-s".into(), format!("http://{host}/api/cluster")]);
@@ -208,7 +207,14 @@ fn the_cli_verifies_the_nodes_certificate() {
         run(
             Command::new(QOSLAB)
                 .current_dir(node.scratch(""))
-                .args(["volume", "list", "--output", "json", "--url", &node.api_url()])
+                .args([
+                    "volume",
+                    "list",
+                    "--output",
+                    "json",
+                    "--url",
+                    &node.api_url(),
+                ])
                 .args(extra),
             LIMIT,
         )
@@ -218,7 +224,10 @@ fn the_cli_verifies_the_nodes_certificate() {
     // Unknown issuer: refused, with what to do about it.
     let out = list(&["-u", "admin:Netapp1!"]);
     assert_eq!(out.status.code(), Some(2), "{out}");
-    assert!(out.stderr.contains("--data-dir") && out.stderr.contains("--insecure"), "{out}");
+    assert!(
+        out.stderr.contains("--data-dir") && out.stderr.contains("--insecure"),
+        "{out}"
+    );
     // Trusted through the data directory, a CA file, or not checked (-k).
     let ca = ca(&node);
     for trust in [

@@ -24,7 +24,10 @@ use super::users::{self, User};
 pub enum Credentials {
     None,
     Bearer(String),
-    Basic { user: String, password: String },
+    Basic {
+        user: String,
+        password: String,
+    },
     /// An Authorization header we cannot read (unknown scheme, bad base64).
     Malformed(String),
 }
@@ -52,7 +55,11 @@ pub fn parse(header: Option<&str>) -> Credentials {
             password: password.to_string(),
         };
     }
-    let shown: String = scheme.chars().take(16).flat_map(char::escape_default).collect();
+    let shown: String = scheme
+        .chars()
+        .take(16)
+        .flat_map(char::escape_default)
+        .collect();
     Credentials::Malformed(format!("unsupported authorization scheme \"{shown}\""))
 }
 
@@ -111,7 +118,10 @@ pub struct Auth {
 pub enum Verdict {
     Allowed,
     /// Basic credentials need an Argon2 check (slow: run it off the async workers).
-    NeedsHash { user: String, password: String },
+    NeedsHash {
+        user: String,
+        password: String,
+    },
 }
 
 impl Auth {
@@ -142,12 +152,10 @@ impl Auth {
     fn refresh(&self, c: &mut Cache) {
         let Some(dir) = &self.data_dir else { return };
         let path = users::users_file(dir);
-        let stamp = std::fs::metadata(&path)
-            .ok()
-            .map(|m| {
-                let ino = std::os::unix::fs::MetadataExt::ino(&m);
-                (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len(), ino)
-            });
+        let stamp = std::fs::metadata(&path).ok().map(|m| {
+            let ino = std::os::unix::fs::MetadataExt::ino(&m);
+            (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len(), ino)
+        });
         if stamp == c.stamp && c.stamp.is_some() {
             return;
         }
@@ -201,7 +209,9 @@ impl Auth {
             Credentials::Bearer(t) => match &self.token {
                 Some(tok) if same(t.as_bytes(), tok.as_bytes()) => Ok(Verdict::Allowed),
                 _ if !required => Ok(Verdict::Allowed),
-                _ => Err(unauthorized("authentication failed: the bearer token is wrong")),
+                _ => Err(unauthorized(
+                    "authentication failed: the bearer token is wrong",
+                )),
             },
             Credentials::Basic { user, password } => {
                 if users.is_empty() {
@@ -297,8 +307,14 @@ mod tests {
                 password: "p:c".into()
             }
         );
-        assert!(matches!(parse(Some("Basic @@@")), Credentials::Malformed(_)));
-        assert!(matches!(parse(Some("Basic dXNlcg==")), Credentials::Malformed(_)));
+        assert!(matches!(
+            parse(Some("Basic @@@")),
+            Credentials::Malformed(_)
+        ));
+        assert!(matches!(
+            parse(Some("Basic dXNlcg==")),
+            Credentials::Malformed(_)
+        ));
         assert!(matches!(parse(Some("Digest x")), Credentials::Malformed(_)));
         assert_eq!(base64_decode("YQ").unwrap(), b"a");
         assert_eq!(base64_decode("YWI=").unwrap(), b"ab");

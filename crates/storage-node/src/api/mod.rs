@@ -204,7 +204,6 @@ impl ControlPlane {
     }
 }
 
-
 /// An object's `svm {name, uuid}`. Every object belongs to one: one created without `svm`
 /// to the default SVM ([`svms::DEFAULT_SVM`]). A name given without a uuid gets the uuid
 /// given with that name elsewhere, or one derived from the name ([`svms::svm_uuid`]).
@@ -268,6 +267,9 @@ mod tests {
             super::rfc3339(1_700_000_000, 5),
             "2023-11-14T22:13:20.000005Z"
         );
-        assert_eq!(super::rfc3339(951_782_400, 0), "2000-02-29T00:00:00.000000Z");
+        assert_eq!(
+            super::rfc3339(951_782_400, 0),
+            "2000-02-29T00:00:00.000000Z"
+        );
     }
 }

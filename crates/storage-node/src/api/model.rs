@@ -631,7 +631,11 @@ fn comment(m: &Map<String, Value>) -> R<Option<String>> {
 fn fixed_values(m: &Map<String, Value>) -> R<()> {
     for (key, only, why) in [
         ("state", "online", "volumes are always online"),
-        ("style", "flexvol", "volumes are single files (FlexVol-like)"),
+        (
+            "style",
+            "flexvol",
+            "volumes are single files (FlexVol-like)",
+        ),
         ("type", "rw", "volumes created over the API are read-write"),
     ] {
         match string(m, "", key)? {
@@ -656,7 +660,11 @@ fn aggregates(m: &Map<String, Value>) -> R<()> {
         return Ok(());
     };
     let Value::Array(items) = v else {
-        return Err(wrong_type("aggregates", v, "an array of {\"name\": ...} objects"));
+        return Err(wrong_type(
+            "aggregates",
+            v,
+            "an array of {\"name\": ...} objects",
+        ));
     };
     for (i, a) in items.iter().enumerate() {
         let t = format!("aggregates[{i}]");

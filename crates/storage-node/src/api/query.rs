@@ -502,8 +502,14 @@ mod tests {
 
     #[test]
     fn operators() {
-        assert_eq!(sel("name=epic_*").unwrap(), ["epic_rhel1_a", "epic_rhel2_a"]);
-        assert_eq!(sel("name=*rhel1*|other").unwrap(), ["epic_rhel1_a", "other"]);
+        assert_eq!(
+            sel("name=epic_*").unwrap(),
+            ["epic_rhel1_a", "epic_rhel2_a"]
+        );
+        assert_eq!(
+            sel("name=*rhel1*|other").unwrap(),
+            ["epic_rhel1_a", "other"]
+        );
         assert_eq!(sel("name=!epic_*").unwrap(), ["other"]);
         assert_eq!(sel("name=!other|!epic_rhel1_a").unwrap(), ["epic_rhel2_a"]);
         assert_eq!(sel("size=%3E99").unwrap(), ["epic_rhel1_a", "epic_rhel2_a"]);
@@ -549,7 +555,10 @@ mod tests {
         let all = select(recs(), &query, TOP).unwrap();
         let p1 = page(all.clone(), &query, "/api/x").unwrap();
         assert_eq!(p1["num_records"], 2);
-        assert_eq!(p1["records"][0], json!({"uuid": "3", "name": "other", "size": 50}));
+        assert_eq!(
+            p1["records"][0],
+            json!({"uuid": "3", "name": "other", "size": 50})
+        );
         let next = p1["_links"]["next"]["href"].as_str().unwrap();
         assert_eq!(
             next,

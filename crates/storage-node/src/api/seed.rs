@@ -13,7 +13,10 @@ use crate::state::{new_uuid, PolicyRow, Store, VolumeRow};
 /// Unchanged declarations leave the stored state alone, so changes made through the API
 /// survive restarts with the same config, while editing node.toml and restarting applies
 /// the edit. Objects the config does not declare are never touched.
-pub(super) fn apply_changed_declarations(store: &mut Store, cfg: &NodeConfig) -> rusqlite::Result<()> {
+pub(super) fn apply_changed_declarations(
+    store: &mut Store,
+    cfg: &NodeConfig,
+) -> rusqlite::Result<()> {
     let stored_p = store.policies()?;
     let stored_v = store.volumes()?;
     let mut fps = Vec::new();

@@ -54,8 +54,7 @@ fn valid_user_name(n: &str) -> bool {
     !n.is_empty()
         && n.len() <= 64
         && !n.starts_with(['-', '.'])
-        && n
-            .bytes()
+        && n.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
@@ -207,10 +206,16 @@ mod tests {
             hash_password("same").unwrap()
         );
         let mode = std::fs::metadata(users_file(&dir)).unwrap().permissions();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
         delete(&dir, "admin").unwrap();
         assert!(load(&dir).unwrap().is_empty());
-        assert!(matches!(delete(&dir, "admin"), Err(UserError::NoSuchUser(_))));
+        assert!(matches!(
+            delete(&dir, "admin"),
+            Err(UserError::NoSuchUser(_))
+        ));
         std::fs::write(users_file(&dir), "{\"users\": 3}").unwrap();
         assert!(matches!(load(&dir), Err(UserError::Corrupt { .. })));
         let _ = std::fs::remove_dir_all(&dir);

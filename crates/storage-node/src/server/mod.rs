@@ -266,10 +266,9 @@ where
                 .map_err(|_| timed_out())?
                 .map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
             st.tls_active = true;
-            let second =
-                tokio::time::timeout_at(deadline, handshake::options(&mut ts, &node, st))
-                    .await
-                    .map_err(|_| timed_out())??;
+            let second = tokio::time::timeout_at(deadline, handshake::options(&mut ts, &node, st))
+                .await
+                .map_err(|_| timed_out())??;
             match second {
                 // Busy-polling reads the raw socket: never under TLS.
                 Negotiated::Session(s) => transmit(ts, node, s, None).await,
