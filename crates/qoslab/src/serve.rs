@@ -282,7 +282,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 Some(tokio::spawn(api_http::serve(l, cp.clone(), cfg)))
             }
         };
-        print_ready(&node, unix.as_deref(), listeners.tcp_addr());
+        print_ready(
+            &node,
+            unix.as_deref(),
+            listeners.tcp_addr(),
+            nbd_mode == TlsMode::Require,
+        );
         server::serve(node, listeners, stats, shutdown_signal()).await;
         if let Some(a) = api {
             a.abort();
@@ -339,15 +344,21 @@ fn apply_capacity_args(
     Ok(())
 }
 
-fn print_ready(node: &Node, unix: Option<&std::path::Path>, tcp: Option<SocketAddr>) {
+fn print_ready(
+    node: &Node,
+    unix: Option<&std::path::Path>,
+    tcp: Option<SocketAddr>,
+    tls_only: bool,
+) {
     use std::io::Write;
     let mut out = String::new();
     let mut where_ = Vec::new();
+    let s = if tls_only { "s" } else { "" };
     if let Some(u) = unix {
-        where_.push(format!("nbd+unix:///NAME?socket={}", u.display()));
+        where_.push(format!("nbd{s}+unix:///NAME?socket={}", u.display()));
     }
     if let Some(t) = tcp {
-        where_.push(format!("nbd://{t}/NAME"));
+        where_.push(format!("nbd{s}://{t}/NAME"));
     }
     let vols = node.volumes();
     out.push_str(&format!(

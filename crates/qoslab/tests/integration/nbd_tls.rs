@@ -19,7 +19,11 @@ fn tls_node(mode: &str) -> (Node, u16) {
     let port = node
         .ready_output()
         .iter()
-        .find_map(|l| l.split("nbd://127.0.0.1:").nth(1))
+        .find_map(|l| {
+            l.split("nbd://127.0.0.1:")
+                .nth(1)
+                .or_else(|| l.split("nbds://127.0.0.1:").nth(1))
+        })
         .and_then(|rest| rest.split('/').next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no TCP address in {:?}", node.ready_output()));
