@@ -71,6 +71,21 @@ impl ConnArgs {
         Trust::PublicRoots
     }
 
+    /// The `api-client` options for `url` (what `Client::connect` uses; the harness's
+    /// `--node` probes can be built from the same).
+    pub fn client_options(
+        &self,
+        url: &str,
+        token_file: &Option<PathBuf>,
+    ) -> anyhow::Result<ClientOptions> {
+        Ok(ClientOptions {
+            url: url.to_string(),
+            auth: self.auth(token_file)?,
+            trust: self.trust(),
+            timeout: None,
+        })
+    }
+
     fn auth(&self, token_file: &Option<PathBuf>) -> anyhow::Result<Auth> {
         if let Some(u) = &self.user {
             let (user, password) = match u.split_once(':') {
@@ -116,12 +131,7 @@ impl Client {
     }
 
     pub fn connect(args: &ApiArgs, conn: &ConnArgs) -> anyhow::Result<Client> {
-        let inner = api_client::Client::new(&ClientOptions {
-            url: args.url.clone(),
-            auth: conn.auth(&args.token_file)?,
-            trust: conn.trust(),
-            timeout: None,
-        })?;
+        let inner = api_client::Client::new(&conn.client_options(&args.url, &args.token_file)?)?;
         Ok(Client { inner })
     }
 
