@@ -219,6 +219,17 @@ impl Client {
         path: &str,
         body: Option<&Value>,
     ) -> Result<(u16, String), ClientError> {
+        self.raw_within(method, path, body, None)
+    }
+
+    /// [`Client::raw`] with this request's own time limit (`None`: the client's).
+    pub fn raw_within(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Option<Duration>,
+    ) -> Result<(u16, String), ClientError> {
         let url = format!("{}{path}", self.base);
         let mut req = ureq::http::Request::builder()
             .method(method)
@@ -236,10 +247,16 @@ impl Client {
             url: url.clone(),
             why: e.to_string(),
         })?;
-        let resp = self
-            .agent
-            .run(req)
-            .map_err(|e| self.transport_error(method, &url, e))?;
+        use ureq::RequestExt;
+        let run = match timeout {
+            None => self.agent.run(req),
+            Some(t) => req
+                .with_agent(&self.agent)
+                .configure()
+                .timeout_global(Some(t))
+                .run(),
+        };
+        let resp = run.map_err(|e| self.transport_error(method, &url, e))?;
         let status = resp.status().as_u16();
         let text = resp
             .into_body()
@@ -298,7 +315,18 @@ impl Client {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, ClientError> {
-        let (status, text) = self.raw(method, path, body)?;
+        self.call_within(method, path, body, None)
+    }
+
+    /// [`Client::call`] with this request's own time limit (`None`: the client's).
+    pub fn call_within(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
+        let (status, text) = self.raw_within(method, path, body, timeout)?;
         let v: Value = if text.trim().is_empty() {
             Value::Null
         } else {
@@ -332,6 +360,11 @@ impl Client {
 
     pub fn get(&self, path: &str) -> Result<Value, ClientError> {
         self.call("GET", path, None)
+    }
+
+    /// `GET path` within `timeout` (a sampler's per-request budget).
+    pub fn get_within(&self, path: &str, timeout: Duration) -> Result<Value, ClientError> {
+        self.call_within("GET", path, None, Some(timeout))
     }
 }
 
@@ -376,6 +409,24 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
+    }
+
+    #[test]
+    fn a_per_request_timeout_applies() {
+        // A server that accepts and never answers.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let c = Client::new(&ClientOptions {
+            url: format!("http://127.0.0.1:{port}"),
+            ..Default::default()
+        })
+        .unwrap();
+        let t = std::time::Instant::now();
+        let e = c
+            .get_within("/api/cluster", Duration::from_millis(300))
+            .unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(5), "{e}");
+        drop(l);
     }
 
     #[test]
