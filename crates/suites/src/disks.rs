@@ -7,12 +7,10 @@
 //! holder or swap is refused unless `destroy_data` names it, and all refusals are reported
 //! together. Job files name only the devices given, so nothing else is ever written.
 
-use std::fmt::Write as _;
-
 use hosts::devices::{self, DeviceState};
 use serde::Serialize;
 
-use crate::fiorun::{self, FioRun, Summary};
+use crate::fiorun;
 use crate::jobs::{self, SeedJob, Target, Timing};
 use crate::schedule::{Prepared, Unit, UnitKind};
 pub use crate::sizing::TargetSizing;
@@ -60,39 +58,6 @@ impl Default for DisksPlan {
             overrides: Overrides::default(),
             fio_port: 8765,
         }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DisksResult {
-    pub plan: DisksPlan,
-    pub devices: Vec<(String, DeviceState)>,
-    pub sizing: Vec<TargetSizing>,
-    pub runs: Vec<FioRun>,
-    pub summaries: Vec<Summary>,
-}
-
-impl DisksResult {
-    pub fn render(&self) -> String {
-        let mut s = String::from("sizing (seed 002 rules):\n");
-        for t in &self.sizing {
-            let _ = writeln!(
-                s,
-                "  {} {}: size {} numjobs {} iodepth {}",
-                t.host,
-                t.targets.join("+"),
-                sizing::human(t.sizing.size_bytes),
-                t.sizing.numjobs,
-                t.sizing
-                    .iodepth
-                    .map_or("per job file".to_string(), |d| d.to_string())
-            );
-            for n in &t.sizing.notes {
-                let _ = writeln!(s, "      {n}");
-            }
-        }
-        s.push_str(&fiorun::render_summaries(&self.summaries));
-        s
     }
 }
 
@@ -240,16 +205,4 @@ pub fn prepare(
             servers,
         },
     ))
-}
-
-pub fn run(s: &Session, plan: &DisksPlan) -> Result<DisksResult, SuiteError> {
-    let (devices, prepared) = prepare(s, plan)?;
-    let (runs, summaries) = prepared.run_all(s)?;
-    Ok(DisksResult {
-        plan: plan.clone(),
-        devices,
-        sizing: prepared.sizing.clone(),
-        runs,
-        summaries,
-    })
 }

@@ -10,7 +10,7 @@ use fio::result::{FioOutput, JobResult, ALL_CLIENTS};
 use fio::{FioSample, JobFile};
 use serde::Serialize;
 
-use crate::iostat::{self, IoStat};
+use crate::iostat::{self, IoStat, VmStat};
 use crate::spread::Spread;
 use crate::steady::{self, Steady};
 use crate::{Session, SuiteError};
@@ -53,6 +53,8 @@ pub struct FioRun {
     /// fio's "All clients" entry (the only client's entry when there is one).
     pub merged: JobResult,
     pub iostat: Vec<IoStat>,
+    /// vmstat of every host of the run.
+    pub vmstat: Vec<VmStat>,
     /// The job file each host ran (as sent).
     pub job_files: Vec<String>,
     /// fio's 500 ms windows, all clients added up (empty when logs were not asked for).
@@ -108,6 +110,7 @@ pub fn steady_of(series: &[FioSample]) -> Option<Steady> {
 pub struct Ran {
     pub output: FioOutput,
     pub iostat: Vec<IoStat>,
+    pub vmstat: Vec<VmStat>,
     /// fio's windows when logs were asked for, all clients added up.
     pub series: Vec<FioSample>,
 }
@@ -155,9 +158,11 @@ pub fn run(
             detail: format!("running fio: {e} (is fio installed on this machine?)"),
         })?;
     let mut stats = Vec::new();
+    let mut vm = Vec::new();
     for ((i, _, devs), b) in parts.iter().zip(&before) {
         let a = iostat::snapshot(&s.hosts[*i])?;
         stats.extend(iostat::delta(&s.hosts[*i].name, b, &a, devs));
+        vm.extend(iostat::vm_delta(&s.hosts[*i].name, b, &a));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -198,6 +203,7 @@ pub fn run(
     Ok(Ran {
         output: parsed,
         iostat: stats,
+        vmstat: vm,
         series,
     })
 }

@@ -419,30 +419,6 @@ fn rated_of(s: &Session, i: usize, plan: &NetworkPlan) -> (Option<u64>, String) 
     }
 }
 
-/// Run the suite on the session's hosts.
-pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError> {
-    let mesh = Mesh::start(s, plan)?;
-    let mut connectivity = Vec::new();
-    if plan.connectivity {
-        for (i, j) in mesh.pairs() {
-            connectivity.push(mesh.connectivity(s, i, j)?);
-        }
-    }
-    let (under_load, totals) = if plan.under_load {
-        mesh.under_load(s)?
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    drop(mesh);
-    Ok(NetworkResult {
-        plan: plan.clone(),
-        hosts: s.hosts.iter().map(|h| h.name.clone()).collect(),
-        connectivity,
-        under_load,
-        totals,
-    })
-}
-
 const LOAD_MARK: &str = "@@qoslab-peer@@ ";
 
 /// Host i's clients to every peer at once, each to its own server; outputs printed after.

@@ -2,14 +2,14 @@
 //! unit is one fio client/server run over one or more hosts — a prefill or prepare step,
 //! or one iteration of one measured job. A caller runs them one at a time
 //! ([`Prepared::run_unit`]) and records each as it finishes (the harness family stores a
-//! job per unit); [`Prepared::run_all`] runs them all (the library's own `run`).
+//! job per unit).
 
 use std::path::Path;
 
 use fio::JobFile;
 use serde::Serialize;
 
-use crate::fiorun::{self, FioRun, Servers, Summary};
+use crate::fiorun::{self, FioRun, Servers};
 use crate::jobs::SeedJob;
 use crate::sizing::TargetSizing;
 use crate::{Session, SuiteError};
@@ -132,6 +132,7 @@ impl Prepared {
             per_client,
             merged,
             iostat: ran.iostat,
+            vmstat: ran.vmstat,
             job_files: u.parts.iter().map(|(_, jf, _)| jf.render()).collect(),
             steady: fiorun::steady_of(&ran.series),
             series: ran.series,
@@ -144,20 +145,5 @@ impl Prepared {
             r.mib_s()
         ));
         Ok(r)
-    }
-
-    /// Run every unit in order; the measured runs and their summaries.
-    pub fn run_all(&self, s: &Session) -> Result<(Vec<FioRun>, Vec<Summary>), SuiteError> {
-        let mut runs = Vec::new();
-        let logs = s.workdir.join("logs");
-        for k in 0..self.units.len() {
-            let prefix = format!("u{k}");
-            let r = self.run_unit(s, k, Some((&logs, &prefix)))?;
-            if self.units[k].kind != UnitKind::Prepare {
-                runs.push(r);
-            }
-        }
-        let sums = fiorun::summarize(&runs);
-        Ok((runs, sums))
     }
 }

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::fiorun::{self, FioRun, Summary};
+use crate::fiorun;
 use crate::jobs::{self, SeedJob, Target, Timing};
 use crate::schedule::{Prepared, Unit, UnitKind};
 use crate::sizing::TargetSizing;
@@ -100,38 +100,6 @@ pub struct TargetInfo {
     pub fs_type: String,
     /// Free bytes (directory) or size (device).
     pub capacity_bytes: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct StorageResult {
-    pub plan: StoragePlan,
-    pub targets: Vec<TargetInfo>,
-    pub sizing: Vec<TargetSizing>,
-    pub runs: Vec<FioRun>,
-    pub summaries: Vec<Summary>,
-}
-
-impl StorageResult {
-    pub fn render(&self) -> String {
-        let mut s = format!(
-            "{} suite, sizing (seed 002 rules):\n",
-            self.plan.kind.name()
-        );
-        for t in &self.sizing {
-            s.push_str(&format!(
-                "  {} {}: size {} numjobs {}\n",
-                t.host,
-                t.targets.join("+"),
-                sizing::human(t.sizing.size_bytes),
-                t.sizing.numjobs
-            ));
-            for n in &t.sizing.notes {
-                s.push_str(&format!("      {n}\n"));
-            }
-        }
-        s.push_str(&fiorun::render_summaries(&self.summaries));
-        s
-    }
 }
 
 fn check_target(
@@ -298,16 +266,4 @@ pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prep
             servers,
         },
     ))
-}
-
-pub fn run(s: &Session, plan: &StoragePlan) -> Result<StorageResult, SuiteError> {
-    let (targets, prepared) = prepare(s, plan)?;
-    let (runs, summaries) = prepared.run_all(s)?;
-    Ok(StorageResult {
-        plan: plan.clone(),
-        targets,
-        sizing: prepared.sizing.clone(),
-        runs,
-        summaries,
-    })
 }

@@ -30,7 +30,7 @@ use serde::Deserialize;
 
 pub use cli::SuiteArgs;
 pub use results::{
-    CLIENTS, CONNECTIVITY, FIO, HOSTS, INTERVALS, IOSTAT, PAIRS, SIZING, UNDER_LOAD,
+    CLIENTS, CONNECTIVITY, FIO, HOSTS, INTERVALS, IOSTAT, PAIRS, SIZING, UNDER_LOAD, VMSTAT,
 };
 pub use run::SuitePlan;
 pub use spec::{HostSpec, Kind, SuiteSpec, KINDS};

@@ -16,8 +16,11 @@ pub const SIZING: &str = "suite-sizing";
 pub const FIO: &str = "suite-fio";
 pub const CLIENTS: &str = "suite-clients";
 pub const IOSTAT: &str = "suite-iostat";
+pub const VMSTAT: &str = "suite-vmstat";
 
-pub const KINDS: [&str; 7] = [PAIRS, HOSTS, INTERVALS, SIZING, FIO, CLIENTS, IOSTAT];
+pub const KINDS: [&str; 8] = [
+    PAIRS, HOSTS, INTERVALS, SIZING, FIO, CLIENTS, IOSTAT, VMSTAT,
+];
 
 /// Names of the network tables.
 pub const CONNECTIVITY: &str = "connectivity (one pair at a time)";
@@ -314,6 +317,53 @@ pub fn iostat(runs: &[FioRun]) -> SummaryTable {
             "w_await_ms",
             "aqu_sz",
             "util_pct",
+        ],
+        rows,
+    )
+}
+
+pub fn vmstat(runs: &[FioRun]) -> SummaryTable {
+    let mut rows = Vec::new();
+    for r in runs {
+        for v in &r.vmstat {
+            rows.push(vec![
+                json!(r.stage),
+                json!(r.job),
+                json!(r.iteration),
+                json!(v.host),
+                r1(v.us),
+                r1(v.sy),
+                r1(v.wa),
+                r1(v.id),
+                r1(v.st),
+                json!(v.r),
+                json!(v.b),
+                r1(v.cs_s),
+                r1(v.si_s),
+                r1(v.so_s),
+                r1(v.majflt_s),
+            ]);
+        }
+    }
+    table(
+        VMSTAT,
+        "vmstat per host (from /proc/stat and /proc/vmstat around each run)",
+        &[
+            "stage",
+            "job",
+            "iteration",
+            "host",
+            "us",
+            "sy",
+            "wa",
+            "id",
+            "st",
+            "r",
+            "b",
+            "cs_s",
+            "si_s",
+            "so_s",
+            "majflt_s",
         ],
         rows,
     )

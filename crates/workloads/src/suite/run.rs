@@ -367,6 +367,7 @@ impl SuitePlan {
             ))?;
             ctx.put_table(&results::clients(&self.runs))?;
             ctx.put_table(&results::iostat(&self.runs))?;
+            ctx.put_table(&results::vmstat(&self.runs))?;
         }
         Ok(())
     }

@@ -442,7 +442,10 @@ mod tests {
         let h = heat_map(&t);
         assert_eq!(h.matches(">BELOW 90%<").count(), 1, "{h}");
         assert_eq!(h.matches("&mdash;").count(), 3, "the diagonal: {h}");
-        assert!(h.contains("<b>191</b> Mbit/s<br><span class=\"meta\">19% of 1000 &middot; r 3"), "{h}");
+        assert!(
+            h.contains("<b>191</b> Mbit/s<br><span class=\"meta\">19% of 1000 &middot; r 3"),
+            "{h}"
+        );
         // The failing cell is hatched as well as worded; passing cells are not.
         assert_eq!(h.matches("repeating-linear-gradient").count(), 1);
         let run = RunRecord {
@@ -452,7 +455,10 @@ mod tests {
         let page = html(&run);
         assert!(page.contains("Failing: a &rarr; b (BELOW 90%)."), "{page}");
         let md = markdown(&run);
-        assert!(md.contains("| a | - | 191 r3 **BELOW 90%** | 940 r3 |"), "{md}");
+        assert!(
+            md.contains("| a | - | 191 r3 **BELOW 90%** | 940 r3 |"),
+            "{md}"
+        );
     }
 
     fn harness_run() -> RunRecord {
@@ -483,26 +489,34 @@ mod tests {
             kind: results::FIO.into(),
             name: "disks results".into(),
             columns: results::FIO_COLUMNS.iter().map(|c| c.to_string()).collect(),
-            rows: [("device", "h0:/dev/a"), ("device", "h0:/dev/b"), ("host", "h0:/dev/a:/dev/b")]
-                .iter()
-                .map(|(stage, place)| {
-                    results::FIO_COLUMNS
-                        .iter()
-                        .map(|c| match *c {
-                            "stage" => Value::from(*stage),
-                            "job" => Value::from("fio.write.single.randwrite"),
-                            "where" => Value::from(*place),
-                            "pass" => Value::from(true),
-                            _ => Value::from(100.0),
-                        })
-                        .collect()
-                })
-                .collect(),
+            rows: [
+                ("device", "h0:/dev/a"),
+                ("device", "h0:/dev/b"),
+                ("host", "h0:/dev/a:/dev/b"),
+            ]
+            .iter()
+            .map(|(stage, place)| {
+                results::FIO_COLUMNS
+                    .iter()
+                    .map(|c| match *c {
+                        "stage" => Value::from(*stage),
+                        "job" => Value::from("fio.write.single.randwrite"),
+                        "where" => Value::from(*place),
+                        "pass" => Value::from(true),
+                        _ => Value::from(100.0),
+                    })
+                    .collect()
+            })
+            .collect(),
         };
         let c = charts(&t).unwrap();
         assert_eq!(c.len(), 2, "{c:?}");
         assert_eq!(c[0].x_categories.len(), 2);
         assert_eq!(c[1].x_categories.len(), 1);
-        assert!(charts(&SummaryTable { kind: "other".into(), ..t }).is_none());
+        assert!(charts(&SummaryTable {
+            kind: "other".into(),
+            ..t
+        })
+        .is_none());
     }
 }

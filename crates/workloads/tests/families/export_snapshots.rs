@@ -396,7 +396,12 @@ fn tables_csv_has_a_row_per_cell() {
     let cells: usize = r
         .tables
         .iter()
-        .map(|t| t.rows.iter().map(|row| row.len().min(t.columns.len())).sum::<usize>())
+        .map(|t| {
+            t.rows
+                .iter()
+                .map(|row| row.len().min(t.columns.len()))
+                .sum::<usize>()
+        })
         .sum();
     assert!(cells > 0);
     assert_eq!(lines.len(), 1 + cells, "{text}");
