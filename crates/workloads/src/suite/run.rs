@@ -345,7 +345,7 @@ impl SuitePlan {
         ctx.add_series(&JobSeries {
             job_id: id,
             fio: run.series.clone(),
-            node: Vec::new(),
+            ..JobSeries::default()
         })?;
         ctx.ui.print(&format!(
             "  {label}: {:.0} IOPS, {:.1} MiB/s{}\n",
