@@ -63,10 +63,12 @@ pub struct BenchArgs {
     #[arg(long, requires = "node")]
     volume: Option<String>,
     /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
-    /// run's length before --scale (default 320s).
+    /// run's length before --scale (default 320s); --suite network: each iperf3 test (default
+    /// 10s); the other suites: each fio job (default the seed's 60s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
-    /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s).
+    /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s); --suite network: iperf3's
+    /// omitted start (default 1s).
     #[arg(long, value_parser = duration)]
     ramp: Option<f64>,
     /// Remote load generator running `fio --server` (HOST or HOST,PORT); repeatable.
