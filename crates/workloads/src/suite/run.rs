@@ -307,13 +307,13 @@ impl SuitePlan {
         let mut verdicts = Vec::new();
         if measure {
             if let Some(s) = run.steady {
-                verdicts.push(Verdict {
-                    expectation: "steady state (SNIA PTS: last 5 windows range <= 20%, trend <= 10% of their mean)".into(),
-                    measured: s.range_pct,
-                    bound: "range <= 20%, trend <= 10%".into(),
-                    passed: s.attained,
-                    detail: s.describe(),
-                });
+                verdicts.push(verdict(
+"steady state (SNIA PTS: last 5 windows range <= 20%, trend <= 10% of their mean)".into(),
+s.range_pct,
+"range <= 20%, trend <= 10%".into(),
+s.attained,
+s.describe(),
+));
             }
         }
         if let (true, Some(max)) = (last_iteration, self.spec.max_cv) {
@@ -330,16 +330,16 @@ impl SuitePlan {
                 .map(|r| r.iops())
                 .collect();
             let sp = Spread::of(&same);
-            verdicts.push(Verdict {
-                expectation: format!("iops cv over {} iterations <= {max}%", sp.n),
-                measured: sp.cv_pct,
-                bound: format!("<= {max}%"),
-                passed: sp.cv_pct <= max,
-                detail: format!(
+            verdicts.push(verdict(
+                format!("iops cv over {} iterations <= {max}%", sp.n),
+                sp.cv_pct,
+                format!("<= {max}%"),
+                sp.cv_pct <= max,
+                format!(
                     "IOPS {:.0} mean, {:.0}..{:.0}, cv {:.1}%",
                     sp.mean, sp.min, sp.max, sp.cv_pct
                 ),
-            });
+            ));
         }
         self.finish(ctx, id, Ok(&run.output), &verdicts)?;
         ctx.add_series(&JobSeries {
@@ -373,6 +373,23 @@ impl SuitePlan {
     }
 }
 
+/// A verdict judged here (no diagnosis: the suites' figures are the measurement itself).
+fn verdict(
+    expectation: String,
+    measured: f64,
+    bound: String,
+    passed: bool,
+    detail: String,
+) -> Verdict {
+    Verdict {
+        expectation,
+        measured,
+        bound,
+        passed,
+        detail,
+    }
+}
+
 /// What the store keeps for an iperf3 test: its JSON, no fio results.
 fn iperf_output(p: &Pair) -> FioOutput {
     FioOutput {
@@ -391,32 +408,32 @@ fn pair_verdicts(p: &Pair, spec: &SuiteSpec, rate: bool) -> Vec<Verdict> {
     let g = r.goodput_bps / 1e6;
     if let (true, Some(rated)) = (rate, p.rated_mbps) {
         let thr = spec.min_fraction * rated as f64;
-        v.push(Verdict {
-            expectation: format!(
+        v.push(verdict(
+            format!(
                 "goodput >= {:.0}% of rated {rated} Mbit/s",
                 spec.min_fraction * 100.0
             ),
-            measured: g,
-            bound: format!(">= {thr:.0} Mbit/s"),
-            passed: g >= thr,
-            detail: format!(
+            g,
+            format!(">= {thr:.0} Mbit/s"),
+            g >= thr,
+            format!(
                 "{} -> {}: {g:.0} Mbit/s, {:.0}% of {rated}",
                 p.from,
                 p.to,
                 100.0 * g / rated as f64
             ),
-        });
+        ));
     }
-    v.push(Verdict {
-        expectation: format!("retransmits <= {}", spec.max_retransmits),
-        measured: r.retransmits as f64,
-        bound: format!("<= {}", spec.max_retransmits),
-        passed: p.retransmits_ok,
-        detail: format!(
+    v.push(verdict(
+        format!("retransmits <= {}", spec.max_retransmits),
+        r.retransmits as f64,
+        format!("<= {}", spec.max_retransmits),
+        p.retransmits_ok,
+        format!(
             "{} -> {}: {} retransmits in {:.1} s",
             p.from, p.to, r.retransmits, r.seconds
         ),
-    });
+    ));
     v
 }
 
@@ -427,20 +444,22 @@ fn total_verdicts(t: &HostTotal, min_fraction: f64) -> Vec<Verdict> {
     let thr = min_fraction * rated as f64;
     [("out", t.out_mbps), ("in", t.in_mbps)]
         .into_iter()
-        .map(|(dir, x)| Verdict {
-            expectation: format!(
-                "cumulative {dir} under load >= {:.0}% of rated {rated} Mbit/s",
-                min_fraction * 100.0
-            ),
-            measured: x,
-            bound: format!(">= {thr:.0} Mbit/s"),
-            passed: x >= thr,
-            detail: format!(
-                "{} {dir}: {x:.0} Mbit/s, {:.0}% of {rated} ({})",
-                t.host,
-                100.0 * x / rated as f64,
-                t.rated_from
-            ),
+        .map(|(dir, x)| {
+            verdict(
+                format!(
+                    "cumulative {dir} under load >= {:.0}% of rated {rated} Mbit/s",
+                    min_fraction * 100.0
+                ),
+                x,
+                format!(">= {thr:.0} Mbit/s"),
+                x >= thr,
+                format!(
+                    "{} {dir}: {x:.0} Mbit/s, {:.0}% of {rated} ({})",
+                    t.host,
+                    100.0 * x / rated as f64,
+                    t.rated_from
+                ),
+            )
         })
         .collect()
 }
