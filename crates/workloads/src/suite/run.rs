@@ -308,12 +308,12 @@ impl SuitePlan {
         if measure {
             if let Some(s) = run.steady {
                 verdicts.push(verdict(
-"steady state (SNIA PTS: last 5 windows range <= 20%, trend <= 10% of their mean)".into(),
-s.range_pct,
-"range <= 20%, trend <= 10%".into(),
-s.attained,
-s.describe(),
-));
+                    STEADY_EXPECTATION.into(),
+                    s.range_pct,
+                    "range <= 20%, trend <= 10%".into(),
+                    s.attained,
+                    s.describe(),
+                ));
             }
         }
         if let (true, Some(max)) = (last_iteration, self.spec.max_cv) {
@@ -372,6 +372,10 @@ s.describe(),
         Ok(())
     }
 }
+
+/// The steady-state verdict's expectation.
+const STEADY_EXPECTATION: &str =
+    "steady state (SNIA PTS: last 5 windows range <= 20%, trend <= 10% of their mean)";
 
 /// A verdict judged here (no diagnosis: the suites' figures are the measurement itself).
 fn verdict(
