@@ -1,0 +1,65 @@
+//! Teardown on SIGINT, SIGTERM and SIGHUP: a thread (signal-hook) kills the registered
+//! application process groups, tears down every open [`Session`](crate::Session) of this
+//! process, and exits with 128 + the signal number. SIGKILL cannot be caught: that case is
+//! the next run's stale cleanup.
+
+use std::sync::{Arc, Mutex, Once, Weak};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::children;
+use crate::session::Inner;
+
+static INSTALL: Once = Once::new();
+static LIVE: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+
+pub(crate) fn register(inner: &Arc<Inner>) {
+    let mut l = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    l.retain(|w| w.strong_count() > 0);
+    l.push(Arc::downgrade(inner));
+}
+
+pub(crate) fn unregister(inner: &Arc<Inner>) {
+    let mut l = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    l.retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(inner)));
+}
+
+/// Install the handler thread (once per process).
+pub fn install() {
+    INSTALL.call_once(|| {
+        let Ok(mut signals) = Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            eprintln!("qoslab: cannot install signal handlers: mounts are torn down on exit only");
+            return;
+        };
+        let spawned = std::thread::Builder::new()
+            .name("mounts-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    eprintln!("qoslab: signal {sig}: tearing down tenant mounts");
+                    teardown_everything();
+                    std::process::exit(128 + sig);
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("qoslab: cannot start the signal thread: {e}");
+        }
+    });
+}
+
+/// Kill application processes, then undo every open session. Used by the signal thread.
+pub fn teardown_everything() {
+    children::kill_all();
+    let live: Vec<Arc<Inner>> = LIVE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    for inner in live {
+        let u = inner.teardown_all();
+        for e in &u.errors {
+            eprintln!("qoslab: teardown: {e}");
+        }
+    }
+}
