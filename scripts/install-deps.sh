@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the external programs qoslab's tests and benchmarks drive: fio (with the nbd
-# engine), nbdkit, libnbd's nbdinfo/nbdcopy, qemu-img/qemu-storage-daemon, and headless
-# Chromium (the report test renders HTML reports and screenshots them).
+# engine), nbdkit, libnbd's nbdinfo/nbdcopy/nbdfuse, qemu-img/qemu-storage-daemon, headless
+# Chromium (the report test renders HTML reports and screenshots them), and for tenant
+# sweeps: fuse3, e2fsprogs/xfsprogs, git, tar and redis-server (not started as a service).
 # Idempotent: installs only what is missing. Needs root (apt-get).
 set -euo pipefail
 declare -A pkg_of=(
@@ -13,6 +14,16 @@ declare -A pkg_of=(
   [qemu-storage-daemon]=qemu-utils
   [python3]=python3
   [chromium]=chromium
+  # tenants (seed 004): volumes mounted as file systems, and the applications on them
+  [nbdfuse]=libnbd-bin
+  [fusermount3]=fuse3
+  [losetup]=mount
+  [mkfs.ext4]=e2fsprogs
+  [mkfs.xfs]=xfsprogs
+  [git]=git
+  [tar]=tar
+  [redis-server]=redis-server
+  [redis-cli]=redis-tools
 )
 missing=()
 for cmd in "${!pkg_of[@]}"; do

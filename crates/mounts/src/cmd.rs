@@ -14,7 +14,12 @@ pub struct Output {
 
 /// Run `program args`, wait at most `limit`, and turn a failure into
 /// [`MountError::Command`] naming `step`, the command line, the exit status and stderr.
-pub fn run(step: &str, program: &str, args: &[&str], limit: Duration) -> Result<Output, MountError> {
+pub fn run(
+    step: &str,
+    program: &str,
+    args: &[&str],
+    limit: Duration,
+) -> Result<Output, MountError> {
     let line = std::iter::once(program)
         .chain(args.iter().copied())
         .collect::<Vec<_>>()
@@ -60,7 +65,10 @@ pub fn run(step: &str, program: &str, args: &[&str], limit: Duration) -> Result<
     let stdout = t_out.join().unwrap_or_default();
     let stderr = t_err.join().unwrap_or_default();
     match status {
-        None => Err(fail(format!("timed out after {limit:?}; stderr: {}", stderr.trim()))),
+        None => Err(fail(format!(
+            "timed out after {limit:?}; stderr: {}",
+            stderr.trim()
+        ))),
         Some(s) if s.success() => Ok(Output { stdout }),
         Some(s) => Err(fail(format!("{s}; stderr: {}", stderr.trim()))),
     }

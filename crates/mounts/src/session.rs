@@ -199,7 +199,12 @@ impl Session {
 
     /// Export `nbd_uri` through nbdfuse, attach it as a loop device, make a file system
     /// and mount it. On any failure the steps already taken are undone.
-    pub fn attach(&self, tenant: &str, nbd_uri: &str, opts: &AttachOptions) -> Result<Tenant, MountError> {
+    pub fn attach(
+        &self,
+        tenant: &str,
+        nbd_uri: &str,
+        opts: &AttachOptions,
+    ) -> Result<Tenant, MountError> {
         if !valid_tenant(tenant) {
             return Err(MountError::TenantName(tenant.to_string()));
         }
@@ -272,7 +277,11 @@ impl Session {
         // 2. loop device.
         let image = rec.image();
         let image_s = image.to_string_lossy().into_owned();
-        let dio = if opts.direct_io { "--direct-io=on" } else { "--direct-io=off" };
+        let dio = if opts.direct_io {
+            "--direct-io=on"
+        } else {
+            "--direct-io=off"
+        };
         let out = cmd::run(
             "attach a loop device",
             "losetup",
@@ -286,7 +295,13 @@ impl Session {
         let mkfs: (&str, Vec<&str>) = match opts.fs {
             FsType::Ext4 => (
                 "mkfs.ext4",
-                vec!["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", &dev],
+                vec![
+                    "-q",
+                    "-F",
+                    "-E",
+                    "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+                    &dev,
+                ],
             ),
             FsType::Xfs => ("mkfs.xfs", vec!["-q", "-f", "-K", &dev]),
         };
@@ -354,7 +369,12 @@ impl Drop for Session {
 }
 
 /// Wait until nbdfuse has written its pid file (it is serving) or has exited.
-fn wait_ready(mut child: Child, pidfile: &Path, log: &Path, rec: &TenantRecord) -> Result<Child, MountError> {
+fn wait_ready(
+    mut child: Child,
+    pidfile: &Path,
+    log: &Path,
+    rec: &TenantRecord,
+) -> Result<Child, MountError> {
     let deadline = Instant::now() + NBDFUSE_READY;
     loop {
         if fs::read_to_string(pidfile).is_ok_and(|s| !s.trim().is_empty())

@@ -25,7 +25,11 @@ pub struct StaleRun {
 }
 
 fn pid_from_name(run: &str) -> Option<u32> {
-    run.strip_prefix(RUN_PREFIX)?.split('-').next()?.parse().ok()
+    run.strip_prefix(RUN_PREFIX)?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Undo every stale run under `base`; report every run found (live ones untouched).
@@ -157,7 +161,10 @@ mod tests {
         let _held = state::create_locked(&live).unwrap();
         let found = cleanup(&base).unwrap();
         assert_eq!(found.len(), 2, "{found:?}");
-        assert!(!found[0].live && found[0].undone.dirs_removed == 1, "{found:?}");
+        assert!(
+            !found[0].live && found[0].undone.dirs_removed == 1,
+            "{found:?}"
+        );
         assert!(found[1].live && found[1].undone.is_empty(), "{found:?}");
         assert!(!dead.exists());
         assert!(live.exists());

@@ -141,7 +141,10 @@ mod tests {
         save(&d, &st).unwrap();
         assert_eq!(load(&d), Some(st));
         drop(lock);
-        assert!(try_lock(&other).unwrap(), "the lock is free once its holder closes it");
+        assert!(
+            try_lock(&other).unwrap(),
+            "the lock is free once its holder closes it"
+        );
         fs::remove_dir_all(&d).unwrap();
     }
 

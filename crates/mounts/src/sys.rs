@@ -16,7 +16,9 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let oct = b.get(i + 1..i + 4).filter(|o| o.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let oct = b
+            .get(i + 1..i + 4)
+            .filter(|o| o.iter().all(|c| (b'0'..=b'7').contains(c)));
         match oct {
             Some(o) if b[i] == b'\\' => {
                 out.push((o[0] - b'0') * 64 + (o[1] - b'0') * 8 + (o[2] - b'0'));
@@ -138,7 +140,11 @@ pub fn users_of(prefix: &Path) -> Vec<u32> {
             continue;
         }
         let base = e.path();
-        let uses = |p: PathBuf| fs::read_link(p).map(|t| is_under(&t, prefix)).unwrap_or(false);
+        let uses = |p: PathBuf| {
+            fs::read_link(p)
+                .map(|t| is_under(&t, prefix))
+                .unwrap_or(false)
+        };
         let mut hit = ["cwd", "root", "exe"].iter().any(|l| uses(base.join(l)));
         if !hit {
             if let Ok(fds) = fs::read_dir(base.join("fd")) {

@@ -75,10 +75,13 @@ pub fn unmount(dir: &Path, u: &mut Undone) {
     match cmd::run("lazy unmount", "umount", &["-l", &d], UMOUNT_LIMIT) {
         Ok(_) => {
             u.unmounted.push(d.clone());
-            u.errors
-                .push(format!("{d} stayed busy ({last}); detached lazily with umount -l"));
+            u.errors.push(format!(
+                "{d} stayed busy ({last}); detached lazily with umount -l"
+            ));
         }
-        Err(e) => u.errors.push(format!("{d} could not be unmounted: {last}; {e}")),
+        Err(e) => u
+            .errors
+            .push(format!("{d} could not be unmounted: {last}; {e}")),
     }
 }
 
@@ -125,8 +128,9 @@ pub fn stop_nbdfuse(pid: u32, start: u64, child: Option<Child>, u: &mut Undone) 
         std::thread::sleep(Duration::from_millis(10));
     }
     if sys::signal_if_same(pid, start, libc::SIGKILL) {
-        u.errors
-            .push(format!("nbdfuse (pid {pid}) did not exit after its unmount; killed"));
+        u.errors.push(format!(
+            "nbdfuse (pid {pid}) did not exit after its unmount; killed"
+        ));
     }
     u.nbdfuse_stopped += 1;
 }
@@ -165,7 +169,8 @@ pub fn remove_dir_if_unmounted(d: &Path, u: &mut Undone) {
         return;
     }
     if !sys::mounts_under(d).is_empty() {
-        u.errors.push(format!("{} is still mounted: left in place", d.display()));
+        u.errors
+            .push(format!("{} is still mounted: left in place", d.display()));
         return;
     }
     match fs::remove_dir(d) {
