@@ -66,7 +66,8 @@ pub(crate) struct Inner {
     pub(crate) state: Mutex<RunState>,
     children: Mutex<HashMap<String, Child>>,
     pub(crate) closing: AtomicBool,
-    closed: AtomicBool,
+    /// One teardown at a time (close/drop on the main thread, the signal thread).
+    teardown: Mutex<()>,
 }
 
 impl Inner {
@@ -107,8 +108,10 @@ impl Inner {
         u
     }
 
-    /// Undo every tenant, then the run directory. Idempotent.
+    /// Undo every tenant, then the run directory. Idempotent; concurrent callers wait
+    /// for the first.
     pub(crate) fn teardown_all(&self) -> Undone {
+        let _one = self.teardown.lock().unwrap_or_else(|p| p.into_inner());
         self.closing.store(true, Ordering::SeqCst);
         let names: Vec<String> = {
             let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -118,17 +121,18 @@ impl Inner {
         for n in names {
             u.merge(self.undo(&n));
         }
-        if !self.closed.swap(true, Ordering::SeqCst) {
-            // Belt and braces: anything under the run directory the records missed.
-            for m in sys::mounts_under(&self.dir) {
-                teardown::unmount(&m, &mut u);
-            }
-            teardown::detach_loops(&self.dir, &mut u);
-            if u.errors.is_empty() && sys::mounts_under(&self.dir).is_empty() {
-                if let Err(e) = fs::remove_dir_all(&self.dir) {
-                    u.errors
-                        .push(format!("removing {}: {e}", self.dir.display()));
-                }
+        if !self.dir.exists() {
+            return u;
+        }
+        // Belt and braces: anything under the run directory the records missed.
+        for m in sys::mounts_under(&self.dir) {
+            teardown::unmount(&m, &mut u);
+        }
+        teardown::detach_loops(&self.dir, &mut u);
+        if u.errors.is_empty() && sys::mounts_under(&self.dir).is_empty() {
+            if let Err(e) = fs::remove_dir_all(&self.dir) {
+                u.errors
+                    .push(format!("removing {}: {e}", self.dir.display()));
             }
         }
         u
@@ -180,7 +184,7 @@ impl Session {
             state: Mutex::new(st),
             children: Mutex::new(HashMap::new()),
             closing: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
+            teardown: Mutex::new(()),
         });
         signals::install();
         signals::register(&inner);

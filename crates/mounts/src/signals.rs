@@ -3,6 +3,7 @@
 //! process, and exits with 128 + the signal number. SIGKILL cannot be caught: that case is
 //! the next run's stale cleanup.
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, Once, Weak};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -13,6 +14,16 @@ use crate::session::Inner;
 
 static INSTALL: Once = Once::new();
 static LIVE: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+/// The signal that started a teardown, if one did (the process exits with 128 + it as
+/// soon as the teardown is done).
+pub fn received() -> Option<i32> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
 
 pub(crate) fn register(inner: &Arc<Inner>) {
     let mut l = LIVE.lock().unwrap_or_else(|p| p.into_inner());
@@ -36,6 +47,7 @@ pub fn install() {
             .name("mounts-signals".into())
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
+                    RECEIVED.store(sig, Ordering::SeqCst);
                     eprintln!("qoslab: signal {sig}: tearing down tenant mounts");
                     teardown_everything();
                     std::process::exit(128 + sig);

@@ -54,7 +54,7 @@ pub fn unmount(dir: &Path, u: &mut Undone) {
     }
     let d = dir.to_string_lossy().into_owned();
     let mut last = String::new();
-    for attempt in 0..5 {
+    for attempt in 0..8 {
         u.processes_killed += sys::kill_users(dir);
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(100 * attempt));
@@ -85,17 +85,41 @@ pub fn unmount(dir: &Path, u: &mut Undone) {
     }
 }
 
+/// How long a detached loop device may take to let go of its backing file.
+const LOOP_RELEASE: Duration = Duration::from_secs(20);
+
+/// Detach loop device `dev` if its backing file lies under `prefix`, and wait until the
+/// kernel has let go of the file: `losetup -d` of a device still open (a just-unmounted
+/// file system's last reference) only marks it for auto-clear, and nbdfuse's mount stays
+/// busy until the release.
+pub fn detach_loop(dev: &str, prefix: &Path, u: &mut Undone) {
+    let backed = |d: &str| sys::loop_backing_file(d).is_some_and(|b| sys::is_under(&b, prefix));
+    if !backed(dev) {
+        return;
+    }
+    if let Err(e) = cmd::run("detach loop", "losetup", &["-d", dev], LOSETUP_LIMIT) {
+        if backed(dev) {
+            u.errors.push(e.to_string());
+            return;
+        }
+    }
+    let deadline = Instant::now() + LOOP_RELEASE;
+    while backed(dev) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if backed(dev) {
+        u.errors.push(format!(
+            "{dev} still holds its backing file {LOOP_RELEASE:?} after losetup -d"
+        ));
+    } else {
+        u.loops_detached.push(dev.to_string());
+    }
+}
+
 /// Detach every loop device whose backing file lies under `prefix`.
 pub fn detach_loops(prefix: &Path, u: &mut Undone) {
     for (dev, _) in sys::loops_backed_under(prefix) {
-        match cmd::run("detach loop", "losetup", &["-d", &dev], LOSETUP_LIMIT) {
-            Ok(_) => u.loops_detached.push(dev),
-            Err(e) => {
-                if sys::loop_backing_file(&dev).is_some() {
-                    u.errors.push(e.to_string());
-                }
-            }
-        }
+        detach_loop(&dev, prefix, u);
     }
 }
 
@@ -139,12 +163,7 @@ pub fn stop_nbdfuse(pid: u32, start: u64, child: Option<Child>, u: &mut Undone) 
 pub fn tenant(rec: &TenantRecord, child: Option<Child>, u: &mut Undone) {
     unmount(&rec.mount_dir, u);
     if let Some(dev) = &rec.loop_dev {
-        if sys::loop_backing_file(dev).is_some_and(|b| sys::is_under(&b, &rec.fuse_dir)) {
-            match cmd::run("detach loop", "losetup", &["-d", dev], LOSETUP_LIMIT) {
-                Ok(_) => u.loops_detached.push(dev.clone()),
-                Err(e) => u.errors.push(e.to_string()),
-            }
-        }
+        detach_loop(dev, &rec.fuse_dir, u);
     }
     // A loop attached just before a crash, not yet in the record.
     detach_loops(&rec.fuse_dir, u);

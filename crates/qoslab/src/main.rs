@@ -12,6 +12,7 @@ mod report_cmd;
 mod results;
 mod serve;
 mod stats_cmd;
+mod tenants_cmd;
 mod volume_cmd;
 
 use clap::{Parser, Subcommand};
@@ -50,6 +51,9 @@ enum Command {
     Volume(volume_cmd::VolumeArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
+    /// Tenant file systems over volumes (nbdfuse -> loop -> mkfs -> mount): mount, run a
+    /// command, tear down; clean up what a killed run left behind.
+    Tenants(tenants_cmd::TenantsArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -72,6 +76,10 @@ fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
+        Command::Tenants(args) => match tenants_cmd::run(args) {
+            Ok(code) => return std::process::ExitCode::from(code.clamp(0, 255) as u8),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -22,4 +22,5 @@ mod protocol;
 mod qos;
 mod ramp;
 mod report;
+mod tenants;
 mod util;
