@@ -18,6 +18,8 @@ mod proc;
 pub mod redis;
 mod rng;
 pub mod stats;
+pub mod sweep;
+pub mod tables;
 
 use std::path::PathBuf;
 use std::time::Duration;

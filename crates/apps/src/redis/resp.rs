@@ -49,7 +49,9 @@ fn line<R: BufRead>(r: &mut R) -> io::Result<String> {
 /// Parse one reply.
 pub fn parse<R: BufRead>(r: &mut R) -> io::Result<Reply> {
     let l = line(r)?;
-    let (kind, rest) = l.split_at(l.is_empty().then_some(0).unwrap_or(1));
+    // Split after the first character (not byte: a hostile reply may start with any).
+    let first = l.chars().next().map(char::len_utf8).unwrap_or(0);
+    let (kind, rest) = l.split_at(first);
     let num =
         |s: &str| -> io::Result<i64> { s.parse().map_err(|_| bad(format!("bad length {s:?}"))) };
     match kind {
@@ -154,6 +156,7 @@ mod tests {
             b"+OK\n",
             b"\r\n",
             b"$3\r\nabcXY",
+            "\u{e9}x\r\n".as_bytes(),
         ] {
             let mut r = bad;
             assert!(parse(&mut r).is_err(), "{:?}", String::from_utf8_lossy(bad));
