@@ -6,6 +6,9 @@
 //!   every write: a database's data files.
 //! - [`FioMix::LogAppender`]: 4 KiB sequential writes, fdatasync after each: a write-ahead
 //!   log.
+//! - [`FioMix::Random`]: 4 KiB random I/O, 70/30, no syncs: the plain IOPS tenant that
+//!   checks ceilings at scale (a flush per write would measure the backend's fdatasync
+//!   rate instead: 250 tenants flushing share one disk).
 //! - [`FioMix::SmallFiles`]: a build: create many small files (fio's `filecreate`), write
 //!   them (fsync on close), then stat them all (`filestat`). Directories only.
 //!
@@ -20,6 +23,7 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub enum FioMix {
     Oltp,
+    Random,
     LogAppender,
     SmallFiles,
 }
@@ -28,6 +32,7 @@ impl FioMix {
     pub fn as_str(self) -> &'static str {
         match self {
             FioMix::Oltp => "oltp",
+            FioMix::Random => "random",
             FioMix::LogAppender => "log_appender",
             FioMix::SmallFiles => "small_files",
         }
@@ -36,10 +41,11 @@ impl FioMix {
     pub fn parse(s: &str) -> Result<FioMix, String> {
         match s {
             "oltp" => Ok(FioMix::Oltp),
+            "random" => Ok(FioMix::Random),
             "log_appender" => Ok(FioMix::LogAppender),
             "small_files" => Ok(FioMix::SmallFiles),
             _ => Err(format!(
-                "unknown fio mix {s:?}: expected oltp, log_appender or small_files"
+                "unknown fio mix {s:?}: expected oltp, random, log_appender or small_files"
             )),
         }
     }
@@ -118,7 +124,8 @@ pub fn job_file(
     );
     s.push_str("[global]\n");
     let _ = writeln!(s, "iodepth={}", o.iodepth.max(1));
-    s.push_str("randrepeat=0\nnorandommap=1\n");
+    // Threads, not processes: hundreds of tenants in one fio.
+    s.push_str("thread=1\nrandrepeat=0\nnorandommap=1\n");
     if mix != FioMix::SmallFiles {
         let _ = writeln!(
             s,
@@ -159,6 +166,10 @@ pub fn job_file(
         match mix {
             FioMix::Oltp => {
                 let _ = writeln!(s, "\n[{name}]\nrw=randrw\nrwmixread=70\nbs=8k\nfsync=1");
+                io(&mut s)?;
+            }
+            FioMix::Random => {
+                let _ = writeln!(s, "\n[{name}]\nrw=randrw\nrwmixread=70\nbs=4k");
                 io(&mut s)?;
             }
             FioMix::LogAppender => {
@@ -333,6 +344,16 @@ mod tests {
         assert!(FioMix::parse("oltp").is_ok());
         assert!(FioMix::parse("olap")
             .unwrap_err()
-            .contains("oltp, log_appender or small_files"));
+            .contains("oltp, random, log_appender or small_files"));
+        let f = job_file(
+            FioMix::Random,
+            &[t("a", MixTarget::Nbd("nbd://h/v".into()))],
+            &MixOptions::default(),
+        )
+        .unwrap();
+        assert!(
+            f.contains("rw=randrw") && f.contains("bs=4k") && !f.contains("sync"),
+            "{f}"
+        );
     }
 }
