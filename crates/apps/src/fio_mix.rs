@@ -62,6 +62,18 @@ pub enum MixTarget {
     Dir(String),
 }
 
+/// One tenant's job: its name (the fio job name), target, mix and load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MixTenant {
+    pub name: String,
+    pub target: MixTarget,
+    pub mix: FioMix,
+    pub iodepth: u32,
+    /// An open-loop demand (`rate_iops`, split 70/30 for the mixed mixes); None: as fast
+    /// as the volume allows.
+    pub rate_iops: Option<u32>,
+}
+
 /// What every tenant's job shares.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MixOptions {
@@ -70,9 +82,6 @@ pub struct MixOptions {
     pub ramp_secs: u32,
     /// Bytes of the region each job uses (file size, or the first bytes of a device/URI).
     pub size: u64,
-    pub iodepth: u32,
-    /// Per-tenant rate cap (`rate_iops`), for open-loop tenants; None: as fast as allowed.
-    pub rate_iops: Option<u32>,
     /// Small-file mix: files per tenant and their size.
     pub files: u32,
     pub file_size: u64,
@@ -84,8 +93,6 @@ impl Default for MixOptions {
             runtime_secs: 30,
             ramp_secs: 2,
             size: 256 << 20,
-            iodepth: 1,
-            rate_iops: None,
             files: 1000,
             file_size: 16 << 10,
         }
@@ -103,43 +110,56 @@ fn check_value(what: &str, v: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The job file for `tenants` (name, target) running `mix`.
-pub fn job_file(
-    mix: FioMix,
-    tenants: &[(String, MixTarget)],
-    o: &MixOptions,
-) -> Result<String, String> {
+/// `rate_iops` for a mix: fio takes `READS,WRITES` for mixed jobs.
+fn rate(mix: FioMix, r: u32) -> String {
+    match mix {
+        FioMix::Oltp | FioMix::Random => {
+            let reads = (r as u64 * 7).div_ceil(10) as u32;
+            format!("rate_iops={reads},{}", r - reads.min(r))
+        }
+        _ => format!("rate_iops={r}"),
+    }
+}
+
+/// The job file for `tenants`, all started together. The small_files mix runs in phases
+/// (not time-based) and cannot share a job file with the time-based mixes.
+pub fn job_file(tenants: &[MixTenant], o: &MixOptions) -> Result<String, String> {
     if tenants.is_empty() {
         return Err("no tenants".into());
     }
-    if o.runtime_secs == 0 {
+    let small = tenants
+        .iter()
+        .filter(|t| t.mix == FioMix::SmallFiles)
+        .count();
+    if small != 0 && small != tenants.len() {
+        return Err(
+            "the small_files mix runs in phases and cannot share a fio run with time-based mixes"
+                .into(),
+        );
+    }
+    if small == 0 && o.runtime_secs == 0 {
         return Err("runtime must be at least 1 second".into());
     }
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# qoslab tenants: fio mix {}, {} tenant(s)",
-        mix.as_str(),
-        tenants.len()
-    );
-    s.push_str("[global]\n");
-    let _ = writeln!(s, "iodepth={}", o.iodepth.max(1));
+    let _ = writeln!(s, "# qoslab tenants: {} tenant(s)", tenants.len());
     // Threads, not processes: hundreds of tenants in one fio.
-    s.push_str("thread=1\nrandrepeat=0\nnorandommap=1\n");
-    if mix != FioMix::SmallFiles {
+    s.push_str("[global]\nthread=1\nrandrepeat=0\nnorandommap=1\n");
+    if small == 0 {
         let _ = writeln!(
             s,
             "time_based=1\nruntime={}s\nramp_time={}s",
             o.runtime_secs, o.ramp_secs
         );
     }
-    if let Some(r) = o.rate_iops {
-        let _ = writeln!(s, "rate_iops={r}");
-    }
-    for (name, target) in tenants {
+    for t in tenants {
+        let name = &t.name;
         check_value("tenant name", name)?;
         let io = |s: &mut String| -> Result<(), String> {
-            match target {
+            let _ = writeln!(s, "iodepth={}", t.iodepth.max(1));
+            if let Some(r) = t.rate_iops {
+                let _ = writeln!(s, "{}", rate(t.mix, r));
+            }
+            match &t.target {
                 MixTarget::Nbd(uri) => {
                     check_value("NBD URI", uri)?;
                     let _ = writeln!(s, "ioengine=nbd\nuri={uri}\nsize={}", o.size);
@@ -163,7 +183,7 @@ pub fn job_file(
             }
             Ok(())
         };
-        match mix {
+        match t.mix {
             FioMix::Oltp => {
                 let _ = writeln!(s, "\n[{name}]\nrw=randrw\nrwmixread=70\nbs=8k\nfsync=1");
                 io(&mut s)?;
@@ -177,10 +197,11 @@ pub fn job_file(
                 io(&mut s)?;
             }
             FioMix::SmallFiles => {
-                let MixTarget::Dir(d) = target else {
+                let MixTarget::Dir(d) = &t.target else {
                     return Err(format!(
                         "tenant {name}: the small_files mix needs a directory target \
-                         (it creates files); {target:?} is not one"
+                         (it creates files); {:?} is not one",
+                        t.target
                     ));
                 };
                 check_value("directory", d)?;
@@ -200,7 +221,7 @@ pub fn job_file(
             }
         }
     }
-    if mix == FioMix::SmallFiles {
+    if small != 0 {
         s = order_small_files(&s);
     }
     Ok(s)
@@ -237,24 +258,31 @@ fn order_small_files(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn t(n: &str, target: MixTarget) -> (String, MixTarget) {
-        (n.to_string(), target)
+    fn t(n: &str, target: MixTarget, mix: FioMix) -> MixTenant {
+        MixTenant {
+            name: n.to_string(),
+            target,
+            mix,
+            iodepth: 1,
+            rate_iops: None,
+        }
     }
 
     #[test]
     fn oltp_over_nbd_is_one_job_per_tenant_with_fsync_after_every_write() {
-        let f = job_file(
+        let mut a = t(
+            "t0",
+            MixTarget::Nbd("nbd+unix:///v0?socket=/s".into()),
             FioMix::Oltp,
-            &[
-                t("t0", MixTarget::Nbd("nbd+unix:///v0?socket=/s".into())),
-                t("t1", MixTarget::Nbd("nbd+unix:///v1?socket=/s".into())),
-            ],
-            &MixOptions {
-                rate_iops: Some(150),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        );
+        a.rate_iops = Some(150);
+        a.iodepth = 4;
+        let b = t(
+            "t1",
+            MixTarget::Nbd("nbd+unix:///v1?socket=/s".into()),
+            FioMix::Oltp,
+        );
+        let f = job_file(&[a, b], &MixOptions::default()).unwrap();
         assert_eq!(f.matches("\n[t").count(), 2, "{f}");
         for needle in [
             "rw=randrw",
@@ -262,18 +290,28 @@ mod tests {
             "bs=8k",
             "fsync=1",
             "uri=nbd+unix:///v1?socket=/s",
-            "rate_iops=150",
+            "rate_iops=105,45",
+            "iodepth=4",
             "runtime=30s",
+            "thread=1",
         ] {
             assert!(f.contains(needle), "{needle} missing:\n{f}");
         }
+        assert_eq!(
+            f.matches("rate_iops").count(),
+            1,
+            "only t0 is rate-limited:\n{f}"
+        );
     }
 
     #[test]
-    fn log_appender_writes_sequentially_with_fdatasync() {
+    fn log_appender_writes_sequentially_with_fdatasync_and_random_has_no_syncs() {
         let f = job_file(
-            FioMix::LogAppender,
-            &[t("a", MixTarget::Block("/dev/loop9".into()))],
+            &[t(
+                "a",
+                MixTarget::Block("/dev/loop9".into()),
+                FioMix::LogAppender,
+            )],
             &MixOptions::default(),
         )
         .unwrap();
@@ -286,15 +324,23 @@ mod tests {
         ] {
             assert!(f.contains(needle), "{needle} missing:\n{f}");
         }
+        let f = job_file(
+            &[t("a", MixTarget::Nbd("nbd://h/v".into()), FioMix::Random)],
+            &MixOptions::default(),
+        )
+        .unwrap();
+        assert!(
+            f.contains("rw=randrw") && f.contains("bs=4k") && !f.contains("sync"),
+            "{f}"
+        );
     }
 
     #[test]
     fn small_files_run_in_three_phases_and_need_directories() {
         let f = job_file(
-            FioMix::SmallFiles,
             &[
-                t("a", MixTarget::Dir("/mnt/x".into())),
-                t("b", MixTarget::Dir("/mnt/y".into())),
+                t("a", MixTarget::Dir("/mnt/x".into()), FioMix::SmallFiles),
+                t("b", MixTarget::Dir("/mnt/y".into()), FioMix::SmallFiles),
             ],
             &MixOptions {
                 files: 50,
@@ -323,20 +369,31 @@ mod tests {
         assert!(f.contains("directory=/mnt/y/b") && f.contains("nrfiles=50"));
         assert!(!f.contains("time_based"));
         let e = job_file(
-            FioMix::SmallFiles,
-            &[t("a", MixTarget::Nbd("nbd://h/v".into()))],
+            &[t(
+                "a",
+                MixTarget::Nbd("nbd://h/v".into()),
+                FioMix::SmallFiles,
+            )],
             &MixOptions::default(),
         )
         .unwrap_err();
         assert!(e.contains("needs a directory"), "{e}");
+        let e = job_file(
+            &[
+                t("a", MixTarget::Dir("/d".into()), FioMix::SmallFiles),
+                t("b", MixTarget::Dir("/d".into()), FioMix::Random),
+            ],
+            &MixOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.contains("cannot share"), "{e}");
     }
 
     #[test]
     fn names_that_would_break_the_job_file_are_refused() {
         for bad in ["a]b", "a\nb", ";x"] {
             assert!(job_file(
-                FioMix::Oltp,
-                &[t(bad, MixTarget::Dir("/d".into()))],
+                &[t(bad, MixTarget::Dir("/d".into()), FioMix::Oltp)],
                 &MixOptions::default()
             )
             .is_err());
@@ -345,15 +402,5 @@ mod tests {
         assert!(FioMix::parse("olap")
             .unwrap_err()
             .contains("oltp, random, log_appender or small_files"));
-        let f = job_file(
-            FioMix::Random,
-            &[t("a", MixTarget::Nbd("nbd://h/v".into()))],
-            &MixOptions::default(),
-        )
-        .unwrap();
-        assert!(
-            f.contains("rw=randrw") && f.contains("bs=4k") && !f.contains("sync"),
-            "{f}"
-        );
     }
 }

@@ -12,6 +12,7 @@
 //!   files).
 //! - [`stats`]: the sweep's pure statistics.
 
+pub mod fio_group;
 pub mod fio_mix;
 pub mod git;
 mod proc;

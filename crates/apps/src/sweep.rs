@@ -32,10 +32,59 @@ pub struct TenantRun {
     pub done_at: Vec<f64>,
 }
 
+/// Tenants run together by one process (fio's tenants: one job each in one fio).
+pub trait GroupApp: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// (class, tenant) of every member, in the order of [`GroupApp::iteration`]'s results.
+    fn members(&self) -> Vec<(String, String)>;
+    /// Run iteration `n` (from 1) for every member.
+    fn iteration(&self, n: u32) -> Vec<Iteration>;
+}
+
 /// Run `iterations` iterations on every tenant at once.
 pub fn run_point(tenants: &[TenantSpec<'_>], iterations: u32) -> Vec<TenantRun> {
-    let barrier = Barrier::new(tenants.len().max(1));
+    run_point_with(tenants, &[], iterations)
+}
+
+/// Run `iterations` iterations on every tenant and every group at once (each iteration
+/// starts on all of them together).
+pub fn run_point_with(
+    tenants: &[TenantSpec<'_>],
+    groups: &[&dyn GroupApp],
+    iterations: u32,
+) -> Vec<TenantRun> {
+    let barrier = Barrier::new((tenants.len() + groups.len()).max(1));
     std::thread::scope(|s| {
+        let group_handles: Vec<_> = groups
+            .iter()
+            .map(|g| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mut runs: Vec<TenantRun> = g
+                        .members()
+                        .into_iter()
+                        .map(|(class, tenant)| TenantRun {
+                            tenant,
+                            class,
+                            app: g.name().to_string(),
+                            iterations: Vec::new(),
+                            done_at: Vec::new(),
+                        })
+                        .collect();
+                    for n in 1..=iterations {
+                        barrier.wait();
+                        let t0 = Instant::now();
+                        let its = g.iteration(n);
+                        let wall = t0.elapsed().as_secs_f64();
+                        for (r, it) in runs.iter_mut().zip(its) {
+                            r.done_at.push(if it.secs > 0.0 { it.secs } else { wall });
+                            r.iterations.push(it);
+                        }
+                    }
+                    runs
+                })
+            })
+            .collect();
         let hs: Vec<_> = tenants
             .iter()
             .map(|t| {
@@ -74,9 +123,14 @@ pub fn run_point(tenants: &[TenantSpec<'_>], iterations: u32) -> Vec<TenantRun> 
                 })
             })
             .collect();
-        hs.into_iter()
+        let mut out: Vec<TenantRun> = hs
+            .into_iter()
             .map(|h| h.join().expect("tenant thread panicked"))
-            .collect()
+            .collect();
+        for h in group_handles {
+            out.extend(h.join().expect("group thread panicked"));
+        }
+        out
     })
 }
 
