@@ -13,3 +13,4 @@ pub mod point;
 pub mod rows;
 pub mod spec;
 pub mod sweep;
+pub mod verdicts;

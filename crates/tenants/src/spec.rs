@@ -40,6 +40,8 @@ pub struct RawClass {
     pub fio_size: Option<toml::Value>,
     pub git: Option<RawGit>,
     pub redis: Option<RawRedis>,
+    pub expect_floor: Option<f64>,
+    pub expect_ceiling: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -102,6 +104,10 @@ pub struct ClassSpec {
     pub snapshot_reserve_percent: u8,
     pub fs: FsType,
     pub app: AppSpec,
+    /// Verdict: every tenant's IOPS at least this fraction of its volume's floor.
+    pub expect_floor: Option<f64>,
+    /// Verdict: every tenant's IOPS within this fraction of its volume's ceiling.
+    pub expect_ceiling: Option<f64>,
 }
 
 /// The whole sweep, validated.
@@ -311,7 +317,25 @@ impl ClassSpec {
                 ));
             }
         }
+        let frac = |v: Option<f64>, field: &str, lo: f64, hi: f64| -> Result<Option<f64>, String> {
+            match v {
+                Some(x) if !(x > lo && x <= hi) => Err(format!(
+                    "{at}: {field} = {x}: allowed above {lo} up to {hi}"
+                )),
+                Some(_) if !matches!(app, AppSpec::Fio { .. }) => Err(format!(
+                    "{at}: {field} needs app = \"fio\" (it judges IOPS)"
+                )),
+                _ => Ok(v),
+            }
+        };
+        let expect_floor = frac(r.expect_floor, "expect_floor", 0.0, 1.0)?;
+        let expect_ceiling = frac(r.expect_ceiling, "expect_ceiling", 0.0, 0.5)?;
+        if (expect_floor.is_some() || expect_ceiling.is_some()) && r.policy.is_none() {
+            return Err(format!("{at}: expect_floor / expect_ceiling need a policy (a floor or ceiling to judge against)"));
+        }
         Ok(ClassSpec {
+            expect_floor,
+            expect_ceiling,
             name: r.name.clone(),
             policy: r.policy.clone(),
             size,
