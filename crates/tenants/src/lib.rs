@@ -8,9 +8,12 @@
 //! - [`rows`]: what is stored: a summary row per point and class, a row per tenant.
 //! - [`load`]: host and process load over a point, from /proc.
 
+pub mod charts;
 pub mod load;
 pub mod point;
 pub mod rows;
 pub mod spec;
 pub mod sweep;
 pub mod verdicts;
+/// The report's SVG chart types (the bench crate's today; the report crate's after the split).
+pub use bench::report::svg as charts_svg;
