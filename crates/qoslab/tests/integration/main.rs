@@ -23,4 +23,5 @@ mod qos;
 mod ramp;
 mod report;
 mod tenants;
+mod tenants_sweep;
 mod util;

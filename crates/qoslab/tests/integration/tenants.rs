@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use apps::git::{build_repo, GitApp, RepoSpec};
-use apps::{App, FailureKind, TenantEnv};
+use loadgen::apps::git::{build_repo, GitApp, RepoSpec};
+use loadgen::apps::{App, FailureKind, TenantEnv};
 use mounts::{AttachOptions, FsType, Session};
 
 use crate::api_util::Api;

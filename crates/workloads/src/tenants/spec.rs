@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use apps::fio_mix::FioMix;
-use apps::git::RepoSpec;
-use apps::redis::RedisSpec;
+use super::fio_mix::FioMix;
+use loadgen::apps::git::RepoSpec;
+use loadgen::apps::redis::RedisSpec;
 use mounts::FsType;
 use serde::Deserialize;
 
@@ -22,6 +22,9 @@ pub struct RawTenants {
     pub ramp: Option<toml::Value>,
     pub base_dir: Option<String>,
     pub cache_dir: Option<String>,
+    pub capacity_iops: Option<i64>,
+    pub capacity_mbps: Option<i64>,
+    pub discipline: Option<String>,
 }
 
 /// A `[[class]]` table as written.
@@ -124,6 +127,9 @@ pub struct TenantsSpec {
     pub base_dir: PathBuf,
     pub cache_dir: PathBuf,
     pub classes: Vec<ClassSpec>,
+    /// An emulated controller for the node (`capacity_iops`, `capacity_mbps`,
+    /// `discipline` in `[tenants]`): floors are enforced only under one.
+    pub capacity: Option<storage_node::config::Capacity>,
 }
 
 /// The most tenants one point may have per class.
@@ -410,6 +416,37 @@ impl TenantsSpec {
             }
             out.push(spec);
         }
+        let capacity = match (t.capacity_iops, t.capacity_mbps) {
+            (None, None) => {
+                if t.discipline.is_some() {
+                    return Err("[tenants] discipline needs capacity_iops or capacity_mbps (an emulated controller)".into());
+                }
+                None
+            }
+            (iops, mbps) => Some(storage_node::config::Capacity {
+                iops: in_range(iops.unwrap_or(0), 0, 100_000_000, "[tenants] capacity_iops")?
+                    as u64,
+                mbps: in_range(mbps.unwrap_or(0), 0, 1_048_576, "[tenants] capacity_mbps")? as u64,
+                cost_unit: 32 << 10,
+                discipline: match t.discipline.as_deref().unwrap_or("mclock") {
+                    "mclock" => storage_node::config::Discipline::Mclock,
+                    "fifo" => storage_node::config::Discipline::Fifo,
+                    d => {
+                        return Err(format!(
+                            "[tenants] discipline = {d:?}: allowed mclock, fifo"
+                        ))
+                    }
+                },
+            }),
+        };
+        if capacity
+            .as_ref()
+            .is_some_and(|c| c.iops == 0 && c.mbps == 0)
+        {
+            return Err(
+                "[tenants] capacity_iops / capacity_mbps: at least one must be above 0".into(),
+            );
+        }
         let cache_default = std::env::var_os("XDG_CACHE_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
@@ -432,6 +469,7 @@ impl TenantsSpec {
                 .map(PathBuf::from)
                 .unwrap_or(cache_default),
             classes: out,
+            capacity,
         })
     }
 

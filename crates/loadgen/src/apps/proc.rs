@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::Failure;
+use crate::apps::Failure;
 
 /// Keep at most this much of a failed step's stderr.
 const STDERR_TAIL: usize = 2048;

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::rng::Rng;
-use crate::{proc, App, Failure, FailureKind, Iteration, Metric, Step, TenantApp, TenantEnv};
+use crate::apps::rng::Rng;
+use crate::apps::{proc, App, Failure, FailureKind, Iteration, Metric, Step, TenantApp, TenantEnv};
 use resp::{Conn, Reply};
 
 /// The workload's parameters (YCSB's names).

@@ -10,20 +10,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apps::fio_group::FioGroup;
-use apps::fio_mix::{MixOptions, MixTarget, MixTenant};
-use apps::git::{BareRepo, GitApp};
-use apps::redis::RedisApp;
-use apps::sweep::{run_point_with, GroupApp, TenantRun, TenantSpec};
-use apps::{App, Failure, TenantApp, TenantEnv};
+use super::fio_group::FioGroup;
+use super::fio_mix::{MixOptions, MixTarget, MixTenant};
+use super::runner::{run_point_with, GroupApp, TenantRun, TenantSpec};
+use loadgen::apps::git::{BareRepo, GitApp};
+use loadgen::apps::redis::RedisApp;
+use loadgen::apps::{App, Failure, TenantApp, TenantEnv};
 use mounts::{AttachOptions, Session};
 use serde::{Deserialize, Serialize};
 use storage_node::config::VolumeSpec;
 use storage_node::stats::OpKind;
 use storage_node::Node;
 
-use crate::load::{LoadSample, LoadSampler};
-use crate::spec::{AppSpec, TenantsSpec};
+use super::load::{LoadSample, LoadSampler};
+use super::spec::{AppSpec, TenantsSpec};
 
 /// The node's view of one tenant's volume over the point.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -51,6 +51,10 @@ pub struct PointResult {
     pub load: LoadSample,
     /// Teardown problems (the point's results stand; the next run cleans leftovers).
     pub teardown_errors: Vec<String>,
+    /// fio's output of the last iteration (the fio classes' jobs), JSON text.
+    pub fio_output: Option<String>,
+    /// The fio job file of the fio classes.
+    pub fio_jobfile: Option<String>,
 }
 
 /// Where a point runs.
@@ -223,6 +227,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         },
         scratch: env.scratch.join(format!("fio-n{n}")),
         timeout: timeout.max(Duration::from_secs_f64(spec.runtime + spec.ramp + 120.0)),
+        last_output: std::sync::Mutex::new(None),
     });
     let groups: Vec<&dyn GroupApp> = group.iter().map(|g| g as &dyn GroupApp).collect();
     // 3. Run, with the node's counters and the load around it.
@@ -271,6 +276,15 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
             let _ = std::fs::remove_file(env.node.volume_path(&t.name));
         }
     }
+    let fio_output = group.as_ref().and_then(|g| {
+        g.last_output
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    });
+    let fio_jobfile = group
+        .as_ref()
+        .and_then(|g| super::fio_mix::job_file(&g.tenants, &g.opts).ok());
     PointResult {
         tenants: n,
         runs,
@@ -278,5 +292,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         secs,
         load,
         teardown_errors,
+        fio_output,
+        fio_jobfile,
     }
 }

@@ -1,4 +1,4 @@
-//! Application workloads run by tenants on their own file systems (seed 004), behind one
+//! Application drivers run by tenants on their own file systems (seed 004), behind one
 //! small seam: an [`App`] starts per tenant ([`App::start`]: servers, directories), then
 //! runs timed iterations ([`TenantApp::iteration`]) and stops. An iteration never panics
 //! and never aborts the sweep: an application error, a timeout or a full file system
@@ -8,19 +8,14 @@
 //!   tar, untar, rm, plus a sync so write-back is charged to the tenant).
 //! - [`redis`]: a redis-server per tenant (data and AOF on the tenant's file system), a
 //!   YCSB-like load phase then run phase from a built-in client: ops/s per phase.
-//! - [`fio_mix`]: fio job files for targets without mounts (OLTP, log appender, small
-//!   files).
-//! - [`stats`]: the sweep's pure statistics.
+//!
+//! The tenants family (`workloads::tenants`) runs them over scale points; fio tenants are
+//! the family's own (one fio, one job per tenant).
 
-pub mod fio_group;
-pub mod fio_mix;
 pub mod git;
-mod proc;
+pub mod proc;
 pub mod redis;
 mod rng;
-pub mod stats;
-pub mod sweep;
-pub mod tables;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! Build (or find cached) the git workload's generated repository and print its commit and
-//! build time: `cargo run --release -p apps --example build_repo -- CACHE_DIR [FILES BYTES SEED]`.
+//! build time: `cargo run --release -p loadgen --example build_repo -- CACHE_DIR [FILES BYTES SEED]`.
 
 use std::time::Instant;
 
@@ -9,7 +9,7 @@ fn main() {
         eprintln!("usage: build_repo CACHE_DIR [FILES BYTES SEED]");
         std::process::exit(2);
     };
-    let mut spec = apps::git::RepoSpec::default();
+    let mut spec = loadgen::apps::git::RepoSpec::default();
     let num = |i: usize| args.get(i).map(|s| s.parse::<u64>().expect("a number"));
     if let Some(f) = num(1) {
         spec.files = f as u32;
@@ -21,7 +21,7 @@ fn main() {
         spec.seed = s;
     }
     let t = Instant::now();
-    match apps::git::build_repo(std::path::Path::new(cache), spec) {
+    match loadgen::apps::git::build_repo(std::path::Path::new(cache), spec) {
         Ok(r) => println!(
             "{} commit {} ({} files, {} bytes) in {:.1}s",
             r.path.display(),

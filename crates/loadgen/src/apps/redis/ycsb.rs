@@ -2,7 +2,7 @@
 //! order spread over the key space), and requests pick records by a scrambled Zipfian
 //! distribution (YCSB's default, constant 0.99: a few hot records take most requests).
 
-use crate::rng::{fnv64, Rng};
+use crate::apps::rng::{fnv64, Rng};
 
 /// YCSB's Zipfian constant.
 pub const ZIPF_THETA: f64 = 0.99;

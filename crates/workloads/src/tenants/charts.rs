@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use crate::charts_svg::{Chart, Line, RefLine, Unit, CEILING, FLOOR};
-use crate::rows::SUMMARY_COLUMNS;
+use super::rows::SUMMARY_COLUMNS;
+use report::svg::{Chart, Line, RefLine, Unit, CEILING, FLOOR};
 
 fn col<'a>(columns: &[String], row: &'a [Value], name: &str) -> Option<&'a Value> {
     columns

@@ -1,16 +1,16 @@
 //! A whole sweep's shared state: the mount session (when a class mounts) and the git
-//! classes' repositories, prepared once; then one [`point`](crate::point) per scale point.
+//! classes' repositories, prepared once; then one [`point`](super::point) per scale point.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use apps::git::{build_repo, BareRepo};
+use loadgen::apps::git::{build_repo, BareRepo};
 use mounts::{FsType, Session, StaleRun};
 use storage_node::Node;
 
-use crate::point::{self, PointEnv, PointResult};
-use crate::spec::{AppSpec, TenantsSpec};
+use super::point::{self, PointEnv, PointResult};
+use super::spec::{AppSpec, TenantsSpec};
 
 pub struct Sweep {
     pub spec: TenantsSpec,

@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{self, Completion, Distribution, Failures};
-use crate::{App, Failure, Iteration, TenantEnv};
+use super::stats::{self, Completion, Distribution, Failures};
+use loadgen::apps::{App, Failure, Iteration, TenantEnv};
 
 /// One tenant of a point: its class, the class's application, where it runs.
 pub struct TenantSpec<'a> {
@@ -258,7 +258,7 @@ pub fn summarize(runs: &[TenantRun]) -> Vec<ClassSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FailureKind, Metric, Step, TenantApp};
+    use loadgen::apps::{FailureKind, Metric, Step, TenantApp};
     use std::time::Duration;
 
     /// A fast fake application (unit tests only; the real ones run in integration tests):

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::proc;
-use crate::rng::Rng;
-use crate::{App, Failure, Iteration, Step, TenantApp, TenantEnv};
+use crate::apps::proc;
+use crate::apps::rng::Rng;
+use crate::apps::{App, Failure, Iteration, Step, TenantApp, TenantEnv};
 
 /// Bump when the generator changes: cached repositories of older versions are not reused.
 const GENERATOR_VERSION: u32 = 1;
@@ -431,7 +431,7 @@ mod tests {
         let f = it.failure.expect("must fail");
         assert_eq!(
             (f.kind, f.step.as_str()),
-            (crate::FailureKind::App, "clone")
+            (crate::apps::FailureKind::App, "clone")
         );
         assert!(f.message.contains("nope.git"), "{}", f.message);
         fs::remove_dir_all(&base).unwrap();

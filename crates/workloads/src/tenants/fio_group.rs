@@ -1,5 +1,5 @@
 //! Running the fio tenants of a scale point: one fio process, one job per tenant (see
-//! [`crate::fio_mix`]), all started together; each tenant's iteration is its job's result
+//! [`super::fio_mix`]), all started together; each tenant's iteration is its job's result
 //! (IOPS, read/write IOPS, mean and p99 completion latency) or its failure (fio's errno,
 //! ENOSPC recognised; a fio that does not finish in time is a timeout for every tenant).
 
@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fio_mix::{job_file, FioMix, MixOptions, MixTenant};
-use crate::sweep::GroupApp;
-use crate::{proc, Failure, FailureKind, Iteration, Metric, Step};
+use super::fio_mix::{job_file, FioMix, MixOptions, MixTenant};
+use super::runner::GroupApp;
+use loadgen::apps::{proc, Failure, FailureKind, Iteration, Metric, Step};
 
 /// The fio tenants of one point.
 pub struct FioGroup {
@@ -22,6 +22,8 @@ pub struct FioGroup {
     /// Where the job file and fio's output go.
     pub scratch: PathBuf,
     pub timeout: Duration,
+    /// The last iteration's fio output (JSON text), for the results store.
+    pub last_output: std::sync::Mutex<Option<String>>,
 }
 
 fn errno_text(e: i64) -> String {
@@ -170,9 +172,11 @@ impl GroupApp for FioGroup {
             self.timeout,
         );
         // fio exits non-zero when a job failed; its JSON still says which.
-        let parsed = std::fs::read_to_string(&out)
-            .map_err(|e| e.to_string())
-            .and_then(|t| parse_output(&t));
+        let text = std::fs::read_to_string(&out).map_err(|e| e.to_string());
+        if let Ok(t) = &text {
+            *self.last_output.lock().unwrap_or_else(|p| p.into_inner()) = Some(t.clone());
+        }
+        let parsed = text.and_then(|t| parse_output(&t));
         match (r, parsed) {
             (Err(f), _) if f.kind == FailureKind::Timeout => fail_all(f),
             (_, Ok(v)) => self

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::point::PointResult;
-use crate::spec::TenantsSpec;
+use super::point::PointResult;
+use super::spec::TenantsSpec;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointVerdict {
@@ -96,15 +96,15 @@ pub fn judge(spec: &TenantsSpec, p: &PointResult) -> Vec<PointVerdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::LoadSample;
-    use crate::point::VolumeCounters;
-    use apps::sweep::TenantRun;
-    use apps::{Iteration, Metric};
+    use crate::tenants::load::LoadSample;
+    use crate::tenants::point::VolumeCounters;
+    use crate::tenants::runner::TenantRun;
+    use loadgen::apps::{Iteration, Metric};
 
     fn spec() -> TenantsSpec {
         #[derive(serde::Deserialize)]
         struct V {
-            class: Vec<crate::spec::RawClass>,
+            class: Vec<crate::tenants::spec::RawClass>,
         }
         let v: V = toml::from_str(
             "[[class]]\nname = \"gold\"\napp = \"fio\"\npolicy = \"g\"\nexpect_floor = 0.98\n\
@@ -164,6 +164,8 @@ mod tests {
             secs: 1.0,
             load: LoadSample::default(),
             teardown_errors: vec![],
+            fio_output: None,
+            fio_jobfile: None,
         };
         let v = judge(&spec(), &p);
         assert_eq!(v.len(), 2);

@@ -2,12 +2,12 @@
 //! scale point and class (the degradation curves and the seed's tables are drawn from
 //! these), and one row per tenant and iteration (with its failure message).
 
-use apps::stats::{distribution, Distribution};
-use apps::sweep::{summarize, ClassSummary};
+use super::runner::{summarize, ClassSummary};
+use super::stats::{distribution, Distribution};
 use serde_json::{json, Value};
 
-use crate::point::PointResult;
-use crate::spec::{AppSpec, TenantsSpec};
+use super::point::PointResult;
+use super::spec::{AppSpec, TenantsSpec};
 
 /// The class's headline figure: fio IOPS per tenant, redis run-phase ops/s, git seconds
 /// per iteration (lower is better).
@@ -171,15 +171,15 @@ pub fn tenant_rows(p: &PointResult) -> Vec<Vec<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::LoadSample;
-    use crate::point::VolumeCounters;
-    use apps::sweep::TenantRun;
-    use apps::{Failure, Iteration, Metric};
+    use crate::tenants::load::LoadSample;
+    use crate::tenants::point::VolumeCounters;
+    use crate::tenants::runner::TenantRun;
+    use loadgen::apps::{Failure, Iteration, Metric};
 
     fn spec() -> TenantsSpec {
         #[derive(serde::Deserialize)]
         struct V {
-            class: Vec<crate::spec::RawClass>,
+            class: Vec<crate::tenants::spec::RawClass>,
         }
         let v: V = toml::from_str(
             "[[class]]\nname = \"gold\"\napp = \"fio\"\n[[class]]\nname = \"std\"\napp = \"git\"\n",
@@ -246,6 +246,8 @@ mod tests {
             secs: 20.0,
             load: LoadSample::default(),
             teardown_errors: vec![],
+            fio_output: None,
+            fio_jobfile: None,
         };
         let s = summary_rows(&spec(), &p);
         assert_eq!(s.len(), 2);

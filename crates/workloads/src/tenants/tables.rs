@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sweep::ClassSummary;
+use super::runner::ClassSummary;
 
 /// A table: a title, column headers, rows of cells.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +102,30 @@ pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTa
                 .collect(),
         });
     }
+    if has("iops") {
+        tables.push(SeedTable {
+            title: format!("{class} ({app}): IOPS per tenant"),
+            columns: ["instance", "min", "median", "max", "sum"]
+                .map(String::from)
+                .to_vec(),
+            rows: points
+                .iter()
+                .map(|(n, s)| {
+                    let d = s.metrics.get("iops");
+                    let cell = |f: fn(&crate::tenants::stats::Distribution) -> f64| {
+                        d.map(|d| thousands(f(d), 1)).unwrap_or("-".into())
+                    };
+                    vec![
+                        n.to_string(),
+                        cell(|d| d.min),
+                        cell(|d| d.median),
+                        cell(|d| d.max),
+                        cell(|d| d.sum),
+                    ]
+                })
+                .collect(),
+        });
+    }
     if app == "git" {
         tables.push(SeedTable {
             title: format!("{class} ({app}): time (s)"),
@@ -125,7 +149,7 @@ pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{distribution, Failures};
+    use crate::tenants::stats::{distribution, Failures};
     use std::collections::BTreeMap;
 
     fn summary(
