@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::signals::Teardown;
 use crate::state::{self, RunState, TenantRecord, RUN_PREFIX, STATE_VERSION};
 use crate::teardown::{self, Undone};
 use crate::{cmd, preflight, signals, stale, sys, FsType, MountError, StaleRun};
@@ -107,10 +108,12 @@ impl Inner {
         }
         u
     }
+}
 
+impl signals::Teardown for Inner {
     /// Undo every tenant, then the run directory. Idempotent; concurrent callers wait
     /// for the first.
-    pub(crate) fn teardown_all(&self) -> Undone {
+    fn teardown_all(&self) -> Undone {
         let _one = self.teardown.lock().unwrap_or_else(|p| p.into_inner());
         self.closing.store(true, Ordering::SeqCst);
         let names: Vec<String> = {
@@ -187,7 +190,8 @@ impl Session {
             teardown: Mutex::new(()),
         });
         signals::install();
-        signals::register(&inner);
+        let weak: std::sync::Weak<dyn signals::Teardown> = Arc::downgrade(&inner) as _;
+        signals::register(weak);
         Ok((Session { inner }, cleaned))
     }
 
@@ -359,7 +363,8 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         let u = self.inner.teardown_all();
-        signals::unregister(&self.inner);
+        let weak: std::sync::Weak<dyn signals::Teardown> = Arc::downgrade(&self.inner) as _;
+        signals::unregister(&weak);
         if !u.errors.is_empty() {
             // A destructor cannot return the error; leave a trace and the next run's
             // stale cleanup (or `qoslab tenants cleanup`) finishes the job.

@@ -10,10 +10,15 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::children;
-use crate::session::Inner;
+use crate::teardown::Undone;
+
+/// Something this module tears down on a signal (an open session).
+pub(crate) trait Teardown: Send + Sync {
+    fn teardown_all(&self) -> Undone;
+}
 
 static INSTALL: Once = Once::new();
-static LIVE: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+static LIVE: Mutex<Vec<Weak<dyn Teardown>>> = Mutex::new(Vec::new());
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
 /// The signal that started a teardown, if one did (the process exits with 128 + it as
@@ -25,15 +30,15 @@ pub fn received() -> Option<i32> {
     }
 }
 
-pub(crate) fn register(inner: &Arc<Inner>) {
+pub(crate) fn register(t: Weak<dyn Teardown>) {
     let mut l = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     l.retain(|w| w.strong_count() > 0);
-    l.push(Arc::downgrade(inner));
+    l.push(t);
 }
 
-pub(crate) fn unregister(inner: &Arc<Inner>) {
+pub(crate) fn unregister(t: &Weak<dyn Teardown>) {
     let mut l = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-    l.retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(inner)));
+    l.retain(|w| w.strong_count() > 0 && !Weak::ptr_eq(w, t));
 }
 
 /// Install the handler thread (once per process).
@@ -62,7 +67,7 @@ pub fn install() {
 /// Kill application processes, then undo every open session. Used by the signal thread.
 pub fn teardown_everything() {
     children::kill_all();
-    let live: Vec<Arc<Inner>> = LIVE
+    let live: Vec<Arc<dyn Teardown>> = LIVE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .iter()
