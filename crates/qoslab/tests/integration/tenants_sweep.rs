@@ -105,6 +105,13 @@ policy = "std"
 size = "128MiB"
 app = "redis"
 redis = {{ records = 1000, operations = 2000, threads = 2 }}
+
+# Too small for its repository: every iteration fails with ENOSPC, counted, the others pass.
+[[class]]
+name = "tiny"
+size = "16MiB"
+app = "git"
+git = {{ files = 400, bytes = "24MiB", seed = 5 }}
 "#,
             d = dir.path().display()
         ),
@@ -133,8 +140,12 @@ redis = {{ records = 1000, operations = 2000, threads = 2 }}
     let run = json_run(&dir, "r.db");
     let s = table(&run, "tenants", "summary");
     let rows = s["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 6, "3 points x 2 classes: {s}");
+    assert_eq!(rows.len(), 9, "3 points x 3 classes: {s}");
     for r in rows {
+        if cell(s, r, "class") == "tiny" {
+            assert_eq!(cell(s, r, "fail_rate_pct"), 100.0, "{r}");
+            continue;
+        }
         assert_eq!(cell(s, r, "failed"), 0, "{r}");
         assert!(cell(s, r, "mean").as_f64().unwrap() > 0.0, "{r}");
         assert!(
@@ -145,12 +156,28 @@ redis = {{ records = 1000, operations = 2000, threads = 2 }}
     let four: Vec<&Value> = rows.iter().filter(|r| cell(s, r, "tenants") == 4).collect();
     assert_eq!(cell(s, four[0], "iterations"), 4);
     let t = table(&run, "tenants", "tenant iterations");
-    assert_eq!(t["rows"].as_array().unwrap().len(), 2 * (1 + 2 + 4));
+    let trows = t["rows"].as_array().unwrap();
+    assert_eq!(trows.len(), 3 * (1 + 2 + 4));
+    for r in trows.iter().filter(|r| cell(t, r, "class") == "tiny") {
+        assert_eq!(cell(t, r, "failure"), "enospc", "{r}");
+        assert!(
+            cell(t, r, "message")
+                .as_str()
+                .unwrap()
+                .contains("No space left on device"),
+            "{r}"
+        );
+    }
+    assert!(
+        out.contains("| 4 | 4 | 4 | 100.0 |"),
+        "tiny's failures in the seed's layout:\n{out}"
+    );
     for name in [
         "git (git): failures",
         "git (git): time (s)",
         "redis (redis): failures",
         "redis (redis): throughput (ops/s)",
+        "tiny (git): failures",
     ] {
         let t = table(&run, "tenants-seed", name);
         assert_eq!(t["rows"].as_array().unwrap().len(), 3, "{name}: {t}");
