@@ -291,8 +291,8 @@ def check_target(t, verbose, known=None):
     bad = [c for c in cycles if c not in allowed]
     gone = [k for k in known if k[0] == t.name and k[1] not in {frozenset(name(m) for m in c) for c in allowed}]
     print(f"{t.name}: {len(t.modules)} module(s), {len(edges)} dependency edge(s) between siblings, "
-          + ("no cycles" if not cycles else f"{len(bad)} CYCLE(S)")
-          + (f", {len(allowed)} known cycle(s) allowed" if allowed else ""))
+          + (f"{len(bad)} CYCLE(S)" if bad else "no cycles")
+          + (f" apart from {len(allowed)} known one(s)" if allowed else ""))
     if verbose:
         for (a, b) in sorted(edges):
             print(f"    {name(a)} -> {name(b)}")

@@ -369,9 +369,10 @@ impl Registry {
                 how.push(format!("[[workload]] profile = \"{}\"", f.name()));
             }
             out.push_str(&format!(
-                "  {:<width$}  {} ({})\n",
+                "  {:<width$}  {}\n  {:<width$}  {}\n",
                 f.name(),
                 f.about(),
+                "",
                 how.join("; ")
             ));
         }
@@ -509,9 +510,12 @@ mod tests {
             .0;
         assert_eq!(e, "--profile \"things\": allowed profiles: other");
         let h = r.help();
-        assert!(h.contains("  things  things in a row ([[thing]])\n"), "{h}");
         assert!(
-            h.contains("  other   another (--profile other; [other])\n"),
+            h.contains("  things  things in a row\n          [[thing]]\n"),
+            "{h}"
+        );
+        assert!(
+            h.contains("  other   another\n          --profile other; [other]\n"),
             "{h}"
         );
     }

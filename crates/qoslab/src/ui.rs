@@ -110,3 +110,20 @@ impl Drop for TerminalUi {
         self.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disabled_when_not_a_terminal_or_not_wanted() {
+        // Test harness stdout is captured (not a terminal) under `cargo test`.
+        for quiet in [true, false] {
+            let mut ui = TerminalUi::new(quiet);
+            assert!(ui.live_sink().is_none(), "fio need not report its status");
+            ui.step_started(0, 2, "w job on v", 3.0, 3.5);
+            assert!(ui.bar.is_none(), "no progress line");
+            ui.step_finished();
+        }
+    }
+}

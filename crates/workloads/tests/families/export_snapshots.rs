@@ -1,7 +1,7 @@
 //! Exporters are pure: a fixed run built from real fio 3.33 JSON fixtures (and real fio
 //! logs for its time series, hand-made node samples and profile tables) exports to the
 //! bytes in `tests/snapshots/`. After an intended format change, regenerate them with
-//! `UPDATE_SNAPSHOTS=1 cargo test -p workloads --test export_snapshots` and review the diff.
+//! `UPDATE_SNAPSHOTS=1 cargo test -p workloads --test families export_snapshots` and review the diff.
 
 use fio::FioOutput;
 use harness::host::Env;
