@@ -262,8 +262,11 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
             }
         })
         .collect();
-    // 4. Teardown: file systems, then volumes.
+    // 4. Teardown: file systems, then volumes. The volume files are removed by a few
+    // threads at once: on a host file system mounted with `discard`, each unlink of a
+    // written file waits for its discards (250 files took minutes one at a time).
     let mut teardown_errors = Vec::new();
+    let mut files = Vec::new();
     for t in &tenants {
         if t.dir.is_some() {
             if let Some(s) = env.session {
@@ -273,9 +276,19 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
             }
         }
         if env.node.remove_volume(&t.name).is_some() {
-            let _ = std::fs::remove_file(env.node.volume_path(&t.name));
+            files.push(env.node.volume_path(&t.name));
         }
     }
+    let chunk = files.len().div_ceil(8).max(1);
+    std::thread::scope(|s| {
+        for part in files.chunks(chunk) {
+            s.spawn(move || {
+                for f in part {
+                    let _ = std::fs::remove_file(f);
+                }
+            });
+        }
+    });
     let fio_output = group.as_ref().and_then(|g| {
         g.last_output
             .lock()
