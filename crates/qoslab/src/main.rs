@@ -5,6 +5,7 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod http_client;
+mod ontap;
 mod policy_cmd;
 mod report_cmd;
 mod results;
@@ -12,6 +13,7 @@ mod serve;
 mod stats_cmd;
 mod tenants_cmd;
 mod ui;
+mod user_cmd;
 mod volume_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -53,6 +55,11 @@ enum Command {
     /// Tenant file systems over volumes (nbdfuse -> loop -> mkfs -> mount): mount, run a
     /// command, tear down; clean up what a killed run left behind.
     Tenants(tenants_cmd::TenantsArgs),
+    /// ONTAP clustershell commands against a node: `qos policy-group ...`, `vol modify ...`
+    /// (one command from the words given, or an interactive `::>` prompt).
+    Ontap(ontap::OntapArgs),
+    /// API users of a node (HTTP basic auth): create, list, delete.
+    User(user_cmd::UserArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -80,6 +87,8 @@ fn main() -> std::process::ExitCode {
             Ok(code) => return std::process::ExitCode::from(code.clamp(0, 255) as u8),
             Err(e) => Err(e),
         },
+        Command::Ontap(args) => ontap::run(args),
+        Command::User(args) => user_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
