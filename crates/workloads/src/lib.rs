@@ -16,5 +16,6 @@ pub mod fio_plan;
 pub mod isolation;
 pub mod ramp;
 pub mod registry;
+pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};

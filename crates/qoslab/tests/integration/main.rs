@@ -25,4 +25,6 @@ mod protocol;
 mod qos;
 mod ramp;
 mod report;
+mod tenants;
+mod tenants_sweep;
 mod util;
