@@ -2,7 +2,7 @@
 //! child, a busy shell that is nobody's (noise), and O_DIRECT writes to the disk holding the
 //! working directory.
 
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -70,7 +70,7 @@ fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
     let noise_pid = noise.0;
     // O_DIRECT writes for ~3 s: the disk under the temp dir sees them.
     let path = dir.join("direct");
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
         .custom_flags(libc::O_DIRECT)
@@ -85,11 +85,7 @@ fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
     let start = Instant::now();
     let mut n = 0u64;
     while start.elapsed() < Duration::from_secs(3) {
-        if n % 256 == 0 {
-            use std::io::Seek;
-            f.seek(std::io::SeekFrom::Start(0)).unwrap();
-        }
-        f.write_all(buf).unwrap();
+        f.write_all_at(buf, (n & 255) << 16).unwrap();
         n += 1;
         std::thread::sleep(Duration::from_millis(2));
     }
