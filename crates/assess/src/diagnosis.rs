@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | 1 | `qos-bound` | fio measured ≥ 97% of the volume's effective ceiling (IOPS or bytes/s) |
 //! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples) |
-//! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core, or host idle < 5% with fio the biggest consumer |
+//! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node |
 //! | 4 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
 //! | 5 | `network-bound` | a NIC at ≥ 90% of its link speed |
 //! | 6 | `noisy-host` | steal ≥ 5%; or other processes at ≥ 20% of a core on average; or, in one sample, others at ≥ 50% of a core while the host was < 10% idle |
@@ -308,16 +308,26 @@ fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
                 ],
             );
         }
-        if h.idle_pct < HOST_IDLE_PCT && h.fio_pct >= h.node_pct && h.fio_pct >= h.other_pct {
+        let (idle, of) = match h.fio_cpus_idle_pct {
+            Some(v) => (v, "the CPUs fio ran on"),
+            None => (h.idle_pct, "the host"),
+        };
+        if idle < HOST_IDLE_PCT && h.fio_pct >= h.node_pct {
             return decided(
                 Bottleneck::ClientCpuBound,
                 format!(
-                    "{} had {:.1}% idle and fio used the most ({:.0}% of a core): the load generator was short of CPU",
-                    h.host, h.idle_pct, h.fio_pct
+                    "{of} on {} had {idle:.1}% idle while fio used {:.0}% of a core (others {:.0}%): the load generator was short of CPU",
+                    h.host, h.fio_pct, h.other_pct
                 ),
                 vec![
-                    idle_figure(h),
-                    Figure::new("fio cpu", &h.host, h.fio_pct, "% of a core", "largest"),
+                    Figure::new(
+                        &format!("idle of {of}"),
+                        &h.host,
+                        idle,
+                        "%",
+                        &format!("< {HOST_IDLE_PCT:.0}"),
+                    ),
+                    Figure::new("fio cpu", &h.host, h.fio_pct, "% of a core", ">= node cpu"),
                     Figure::new("node cpu", &h.host, h.node_pct, "% of a core", ""),
                     Figure::new("other cpu", &h.host, h.other_pct, "% of a core", ""),
                 ],

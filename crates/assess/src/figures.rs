@@ -48,6 +48,10 @@ pub struct HostFigures {
     /// Mean CPU of all fio processes together, and of the busiest single one.
     pub fio_pct: f64,
     pub fio_max_proc_pct: f64,
+    /// Mean idle of the CPUs fio ran on (its last CPU at each sample), percent: a fio pinned
+    /// beside a busy process sees none, however idle the rest of the host is. None without
+    /// fio processes.
+    pub fio_cpus_idle_pct: Option<f64>,
     pub node_pct: f64,
     /// Mean CPU of processes that are neither fio, the node, the harness nor kernel threads.
     pub other_pct: f64,
@@ -181,6 +185,11 @@ pub fn summarize(series: &HostSeries, from_ms: u64, to_ms: u64, devices: &[Strin
         steal_pct: avg(&|s| s.cpu.steal),
         fio_pct: avg(&|s| s.roles.fio),
         fio_max_proc_pct: busiest(Role::Fio).map(|b| b.1).unwrap_or(0.0),
+        fio_cpus_idle_pct: mean(
+            &w.iter()
+                .filter_map(|s| s.fio_cpus_idle_pct())
+                .collect::<Vec<_>>(),
+        ),
         node_pct: avg(&|s| s.roles.node),
         other_pct: avg(&|s| s.roles.other),
         other_peak_pct: peak.map(|s| s.roles.other).unwrap_or(0.0),

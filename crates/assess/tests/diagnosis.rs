@@ -15,6 +15,7 @@ fn quiet() -> HostFigures {
         steal_pct: 0.0,
         fio_pct: 40.0,
         fio_max_proc_pct: 40.0,
+        fio_cpus_idle_pct: Some(55.0),
         node_pct: 45.0,
         other_pct: 2.0,
         other_peak_pct: 4.0,
@@ -122,18 +123,47 @@ fn each_rule_on_its_own_case() {
             Box::new(|i| {
                 let h = &mut i.hosts[0];
                 h.idle_pct = 2.0;
+                h.fio_cpus_idle_pct = Some(2.0);
                 h.fio_pct = 110.0;
                 h.fio_max_proc_pct = 60.0;
                 h.node_pct = 80.0;
             }),
             Bottleneck::ClientCpuBound,
-            "host idle",
+            "idle of the CPUs fio ran on",
+        ),
+        (
+            // taskset: fio and a burner share CPU 0 while CPU 1 idles.
+            "fio pinned beside a burner",
+            Box::new(|i| {
+                let h = &mut i.hosts[0];
+                h.idle_pct = 45.0;
+                h.fio_cpus_idle_pct = Some(0.0);
+                h.fio_pct = 50.0;
+                h.fio_max_proc_pct = 50.0;
+                h.node_pct = 3.0;
+                h.other_pct = 50.0;
+            }),
+            Bottleneck::ClientCpuBound,
+            "idle of the CPUs fio ran on",
+        ),
+        (
+            "no per-CPU figures: the host's idle",
+            Box::new(|i| {
+                let h = &mut i.hosts[0];
+                h.idle_pct = 3.0;
+                h.fio_cpus_idle_pct = None;
+                h.fio_pct = 100.0;
+                h.fio_max_proc_pct = 50.0;
+            }),
+            Bottleneck::ClientCpuBound,
+            "idle of the host",
         ),
         (
             "no idle, the node the biggest consumer",
             Box::new(|i| {
                 let h = &mut i.hosts[0];
                 h.idle_pct = 2.0;
+                h.fio_cpus_idle_pct = Some(2.0);
                 h.fio_pct = 60.0;
                 h.node_pct = 130.0;
             }),
@@ -386,12 +416,14 @@ fn sample(t_ms: u64, idle: f64, fio: f64, other: f64, util: f64, await_ms: f64) 
                 name: "fio".into(),
                 role: Role::Fio,
                 cpu_pct: fio,
+                last_cpu: None,
             },
             ProcCpu {
                 pid: 99,
                 name: "burn".into(),
                 role: Role::Other,
                 cpu_pct: other,
+                last_cpu: None,
             },
         ],
     }

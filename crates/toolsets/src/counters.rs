@@ -23,6 +23,8 @@ pub struct ProcTimes {
     pub children: u64,
     /// Start, clock ticks after boot.
     pub starttime: u64,
+    /// The CPU it last ran on.
+    pub processor: Option<i32>,
 }
 
 /// Cumulative counters at one instant.
@@ -86,6 +88,7 @@ impl Counters {
                     own: s.utime + s.stime,
                     children: (s.cutime.max(0) + s.cstime.max(0)) as u64,
                     starttime: s.starttime,
+                    processor: s.processor,
                 });
             }
         }

@@ -25,6 +25,8 @@ pub mod roles;
 pub mod sample;
 pub mod sampler;
 pub mod source;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use roles::Roles;
 pub use sample::{

@@ -203,6 +203,7 @@ pub fn sample(
             name: p.comm.clone(),
             role,
             cpu_pct: v,
+            last_cpu: p.processor.and_then(|c| u32::try_from(c).ok()),
         };
         match role {
             Role::Fio | Role::Node => procs.push(pc),

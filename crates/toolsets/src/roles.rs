@@ -106,6 +106,7 @@ mod tests {
             own: 0,
             children: 0,
             starttime: 0,
+            processor: None,
         }
     }
 

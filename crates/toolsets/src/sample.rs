@@ -116,6 +116,9 @@ pub struct ProcCpu {
     pub name: String,
     pub role: Role,
     pub cpu_pct: f64,
+    /// The CPU it last ran on when sampled (pinned processes always show theirs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_cpu: Option<u32>,
 }
 
 /// CPU per role, percent of one core. Each process counts its own time plus the time of
@@ -170,6 +173,25 @@ impl HostSample {
             .filter(|p| p.role == Role::Fio)
             .map(|p| p.cpu_pct)
             .fold(0.0, f64::max)
+    }
+
+    /// Mean idle (idle + iowait) of the CPUs fio's processes last ran on, percent; None
+    /// without fio or per-CPU figures.
+    pub fn fio_cpus_idle_pct(&self) -> Option<f64> {
+        let mut cpus: Vec<u32> = self
+            .procs
+            .iter()
+            .filter(|p| p.role == Role::Fio)
+            .filter_map(|p| p.last_cpu)
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let idle: Vec<f64> = cpus
+            .iter()
+            .filter_map(|c| self.cpus.get(*c as usize))
+            .map(|c| c.idle + c.iowait)
+            .collect();
+        (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64)
     }
 
     /// The busiest process that is neither fio, the node, the harness nor a kernel thread.

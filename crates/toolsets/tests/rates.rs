@@ -232,6 +232,14 @@ fn two_seconds_of_known_counters_give_the_classic_tools_figures() {
         s.roles
     );
     assert!(close(s.fio_max_proc_pct(), 90.0));
+    // Both fio processes last ran on CPU 0 (the canned lines' processor field): its idle
+    // (10%) plus iowait (10%).
+    assert!(s
+        .procs
+        .iter()
+        .filter(|p| p.role == Role::Fio)
+        .all(|p| p.last_cpu == Some(0)));
+    assert!(close(s.fio_cpus_idle_pct().unwrap(), 20.0));
     let other = s.busiest_other().unwrap();
     assert_eq!((other.pid, other.name.as_str()), (200, "cargo"));
     assert_eq!(
