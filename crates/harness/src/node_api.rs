@@ -1,0 +1,56 @@
+//! How the harness talks to a running node's REST API (`qoslab bench --node URL`): the
+//! volume lookup ([`crate::target::node_volume`]) and the node sampler's
+//! ([`crate::node_sampler::RestProbe`]) per-window metrics both go through [`NodeApi`].
+//!
+//! The harness holds no HTTP client of its own: the CLI implements [`NodeApi`] over the
+//! `api-client` crate (HTTPS with certificate checks, basic or bearer auth) in one place,
+//! `qoslab`'s `bench::node_api`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A node's REST API, read-only.
+pub trait NodeApi: Send + Sync {
+    /// `GET path` (e.g. `/api/storage/volumes?fields=name,metric`): the JSON body of a 2xx
+    /// reply, or a readable error (which names the address).
+    fn get(&self, path: &str, timeout: Duration) -> Result<serde_json::Value, String>;
+}
+
+/// A running node as the harness reaches it: its URL (what the results store records) and
+/// the client that reads its API. Equal when the URLs are.
+#[derive(Clone)]
+pub struct NodeHandle {
+    url: String,
+    api: Arc<dyn NodeApi>,
+}
+
+impl NodeHandle {
+    pub fn new(url: &str, api: Arc<dyn NodeApi>) -> NodeHandle {
+        NodeHandle {
+            url: url.trim_end_matches('/').to_string(),
+            api,
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn get(&self, path: &str, timeout: Duration) -> Result<serde_json::Value, String> {
+        self.api.get(path, timeout)
+    }
+}
+
+impl std::fmt::Debug for NodeHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("NodeHandle").field(&self.url).finish()
+    }
+}
+
+impl PartialEq for NodeHandle {
+    fn eq(&self, other: &NodeHandle) -> bool {
+        self.url == other.url
+    }
+}
+
+impl Eq for NodeHandle {}
