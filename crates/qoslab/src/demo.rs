@@ -289,7 +289,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         (jobs as f64 * (args.runtime + args.ramp + 0.6)) / 60.0
     );
     let mut ui = TerminalUi::new(false);
-    let outcome = run_and_store(&mut plan, &Target::Embedded, &[], &db, &mut ui)?;
+    let outcome = run_and_store(&mut plan, &Target::Embedded, &[], &db, &mut ui, true)?;
     drop(ui);
     let rec = &outcome.record;
     let rows = rows(rec);
@@ -364,7 +364,7 @@ fn isolation_scenario(
     let mut plan = isolation::plan(spec);
     println!("{}", plan.banner(&Target::Embedded, db));
     let mut ui = TerminalUi::new(false);
-    let outcome = run_and_store(&mut plan, &Target::Embedded, &[], db, &mut ui)?;
+    let outcome = run_and_store(&mut plan, &Target::Embedded, &[], db, &mut ui, true)?;
     drop(ui);
     print!("{}", plan.body.summary(&outcome, db)?);
     if isolation::floors_held(&outcome) && !outcome.passed() {
@@ -409,6 +409,8 @@ mod tests {
             started_at: String::new(),
             finished_at: None,
             error: None,
+            diagnosis: None,
+            steady: None,
             results: vec![r],
             verdicts: vec![],
         }

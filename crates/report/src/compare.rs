@@ -447,6 +447,8 @@ mod tests {
             started_at: String::new(),
             finished_at: None,
             error: None,
+            diagnosis: None,
+            steady: None,
             results: vec![r],
             verdicts: vec![],
         }

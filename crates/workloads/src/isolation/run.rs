@@ -253,14 +253,20 @@ impl IsolationPlan {
                         ratio * 100.0
                     )
                 },
-            },
+                outcome: assess::Outcome::Fail,
+                reason: None,
+            }
+            .settled(),
             None => Verdict {
                 expectation,
                 measured: 0.0,
                 bound: "< 98% of target".into(),
                 passed: false,
                 detail: "the control produced no results".into(),
-            },
+                outcome: assess::Outcome::Fail,
+                reason: None,
+            }
+            .settled(),
         }
     }
 }

@@ -51,6 +51,8 @@ fn job(
         started_at: "2026-11-22T05:26:18Z".into(),
         finished_at: Some("2026-11-22T05:26:22Z".into()),
         error: results.is_empty().then(|| "fio exited with exit status: 1 and no JSON output; stderr: fio: engine nbd not loadable".into()),
+        diagnosis: None,
+        steady: None,
         results,
         verdicts,
     }
@@ -192,6 +194,7 @@ fn series() -> Vec<JobSeries> {
         job_id: 1,
         fio,
         node,
+        hosts: vec![],
     }]
 }
 

@@ -46,6 +46,7 @@ fn run_plan(
             store,
             env: &Env::default(),
             ui: &mut Quiet,
+            tools: false,
         },
     )
 }
