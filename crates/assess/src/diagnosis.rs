@@ -224,7 +224,7 @@ fn near_limit(i: &Inputs) -> Option<Diagnosis> {
             return decided(
                 Bottleneck::QosBound,
                 format!(
-                    "{what} {} is {pct:.1}% of the {} ceiling: the QoS policy held it",
+                    "measured {} is {pct:.1}% of the {} ceiling: the QoS policy held it",
                     shown(got),
                     shown(limit)
                 ),

@@ -57,6 +57,9 @@ pub enum Status {
     Failed,
     /// A job failed to run (fio errors, I/O errors).
     Error,
+    /// Nothing failed, but a verdict is inconclusive: the job's bottleneck explains its
+    /// failure (docs/DIAGNOSIS.md).
+    Inconclusive,
 }
 
 impl Status {
@@ -66,6 +69,7 @@ impl Status {
             Status::Passed => "passed",
             Status::Failed => "failed",
             Status::Error => "error",
+            Status::Inconclusive => "inconclusive",
         }
     }
 }

@@ -139,11 +139,6 @@ pub(crate) fn db_path(db: Option<PathBuf>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("qoslab-results.db"))
 }
 
-/// Exit with status 1 (an expectation failed) after flushing stdout.
-pub(crate) fn exit_failed() -> ! {
-    exit_with(assess::outcome::EXIT_FAIL)
-}
-
 /// Exit with `code` after flushing stdout.
 pub(crate) fn exit_with(code: i32) -> ! {
     let _ = std::io::stdout().flush();

@@ -18,6 +18,7 @@ use rusqlite::{params, Connection};
 
 pub use model::{
     JobRecord, NewRun, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord,
+    SUPERSEDED,
 };
 pub use schema::SCHEMA_VERSION;
 
@@ -357,6 +358,30 @@ impl Store {
                 ],
             )?;
         }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Move run `from`'s jobs (with their results, verdicts and series) into run `into`,
+    /// after its own; `into`'s jobs on the same volumes become `superseded` (kept, not
+    /// counted); run `from`'s row is removed. A re-run of part of a run answers for it.
+    pub fn adopt_jobs(&self, into: i64, from: i64) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "UPDATE jobs SET status = 'superseded' WHERE run_id = ?1 AND volume IN
+               (SELECT volume FROM jobs WHERE run_id = ?2)",
+            params![into, from],
+        )?;
+        tx.execute(
+            "UPDATE jobs SET run_id = ?1,
+               seq = seq + (SELECT COALESCE(MAX(seq), 0) FROM jobs WHERE run_id = ?1)
+             WHERE run_id = ?2",
+            params![into, from],
+        )?;
+        tx.execute("DELETE FROM policies WHERE run_id = ?1", [from])?;
+        tx.execute("DELETE FROM volumes WHERE run_id = ?1", [from])?;
+        tx.execute("DELETE FROM summary_tables WHERE run_id = ?1", [from])?;
+        tx.execute("DELETE FROM runs WHERE id = ?1", [from])?;
         tx.commit()?;
         Ok(())
     }

@@ -113,11 +113,19 @@ impl RunRecord {
         (t.pass, t.fail + t.inconclusive)
     }
 
-    /// Every verdict's outcome, counted.
+    /// Every verdict's outcome, counted (jobs superseded by a re-run left out).
     pub fn tally(&self) -> assess::Tally {
-        assess::Tally::of(self.jobs.iter().flat_map(|j| j.verdicts.iter().map(|v| &v.outcome)))
+        assess::Tally::of(
+            self.jobs
+                .iter()
+                .filter(|j| j.status != SUPERSEDED)
+                .flat_map(|j| j.verdicts.iter().map(|v| &v.outcome)),
+        )
     }
 }
+
+/// A job's status once a re-run of its volume answers for it ([`super::Store::adopt_jobs`]).
+pub const SUPERSEDED: &str = "superseded";
 
 /// What a new run row holds.
 #[derive(Debug, Clone)]

@@ -28,6 +28,7 @@ pub struct FioPlan {
     sets: BTreeMap<(u32, String), BTreeMap<String, JobResult>>,
     failed_jobs: usize,
     failed_verdicts: usize,
+    inconclusive: usize,
 }
 
 impl FioPlan {
@@ -39,6 +40,7 @@ impl FioPlan {
             sets: BTreeMap::new(),
             failed_jobs: 0,
             failed_verdicts: 0,
+            inconclusive: 0,
         };
         p.jobs = p.jobs(common);
         p
@@ -60,13 +62,20 @@ impl FioPlan {
                         .filter(|(job, _)| !matches!(job.as_deref(), Some(j) if j != name))
                         .map(|(_, e)| e.clone())
                         .collect();
+                    let runtime = w
+                        .job_runtime
+                        .iter()
+                        .find(|(j, _)| *j == name)
+                        .map(|(_, r)| *r)
+                        .or(w.runtime)
+                        .unwrap_or(common.runtime);
                     out.push(FioJob {
                         workload: w.name.clone(),
                         name,
                         volume: w.volume.clone(),
                         iteration,
                         options,
-                        runtime: w.runtime.unwrap_or(common.runtime),
+                        runtime,
                         ramp: w.ramp.unwrap_or(common.ramp),
                         expect,
                     });
@@ -82,6 +91,7 @@ impl FioPlan {
             common.runtime = r;
             for w in &mut self.workloads {
                 w.runtime = None;
+                w.job_runtime.clear();
             }
         }
         if let Some(r) = ramp {
@@ -117,6 +127,17 @@ impl FioPlan {
                         job.name,
                         parts.join("; ")
                     ));
+                    if let Some(d) = &out.diagnosis {
+                        text.push_str(&format!(
+                            "  limited by: {}: {}{}\n",
+                            d.bottleneck,
+                            d.reason,
+                            match &out.steady {
+                                Some(s) if !s.attained => format!(" ({})", s.describe()),
+                                _ => String::new(),
+                            }
+                        ));
+                    }
                 }
                 text.push_str(&self.set_summary(job, r));
             }
@@ -127,10 +148,14 @@ impl FioPlan {
         }
         for v in &out.verdicts {
             text.push_str(&format!(
-                "  {} {}: {}\n",
-                if v.passed { "PASS" } else { "FAIL" },
+                "  {} {}: {}{}\n",
+                v.label(),
                 v.expectation,
-                v.detail
+                v.detail,
+                v.reason
+                    .as_ref()
+                    .map(|r| format!("\n    {r}"))
+                    .unwrap_or_default()
             ));
         }
         text
@@ -235,7 +260,16 @@ impl FamilyPlan for FioPlan {
         if out.failed {
             self.failed_jobs += 1;
         }
-        self.failed_verdicts += out.verdicts.iter().filter(|v| !v.passed).count();
+        self.failed_verdicts += out
+            .verdicts
+            .iter()
+            .filter(|v| v.outcome == assess::Outcome::Fail)
+            .count();
+        self.inconclusive += out
+            .verdicts
+            .iter()
+            .filter(|v| v.outcome == assess::Outcome::Inconclusive)
+            .count();
         let text = self.lines(&job, &out);
         if !text.is_empty() {
             ctx.ui.print(&text);
@@ -248,6 +282,8 @@ impl FamilyPlan for FioPlan {
             Status::Error
         } else if self.failed_verdicts > 0 {
             Status::Failed
+        } else if self.inconclusive > 0 {
+            Status::Inconclusive
         } else {
             Status::Passed
         };
@@ -260,22 +296,32 @@ impl FamilyPlan for FioPlan {
 
     fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
         let rec = &outcome.record;
-        let (pass, fail) = rec.verdict_counts();
+        let t = rec.tally();
         let mut out = format!(
-            "\nrun {}: {} ({} job(s), {} failed; {pass} expectation(s) passed, {fail} failed)\n",
+            "\nrun {}: {} ({} job(s), {} failed; verdicts: {})\n",
             rec.id,
             rec.status.to_uppercase(),
             rec.jobs.len(),
-            outcome.failed_jobs
+            outcome.failed_jobs,
+            t.summary()
         );
         for j in &rec.jobs {
             for v in j.verdicts.iter().filter(|v| !v.passed) {
                 out.push_str(&format!(
-                    "  FAILED: {} on {}: {}: {}\n",
+                    "  {}: {} on {}: {}: {}{}\n",
+                    if v.outcome == assess::Outcome::Inconclusive {
+                        "INCONCLUSIVE"
+                    } else {
+                        "FAILED"
+                    },
                     j.name,
                     j.volume.as_deref().unwrap_or("target"),
                     v.expectation,
-                    v.detail
+                    v.detail,
+                    v.reason
+                        .as_ref()
+                        .map(|r| format!("; {r}"))
+                        .unwrap_or_default()
                 ));
             }
         }
