@@ -27,7 +27,11 @@ pub fn devices(node: Option<&EmbeddedNode>, target: &Target) -> Vec<String> {
 
 /// The node's view of `volume` over the job: effective ceilings, and the mean latency and
 /// its ceiling/floor waits, weighted by each window's operations.
-pub fn node_figures(s: &JobSeries, volume: Option<&str>, limits: Option<&Limits>) -> Option<NodeFigures> {
+pub fn node_figures(
+    s: &JobSeries,
+    volume: Option<&str>,
+    limits: Option<&Limits>,
+) -> Option<NodeFigures> {
     let l = limits?;
     let mut f = NodeFigures {
         ceiling_iops: l.ceiling_iops,
@@ -35,7 +39,11 @@ pub fn node_figures(s: &JobSeries, volume: Option<&str>, limits: Option<&Limits>
         ..NodeFigures::default()
     };
     let mut ops = 0.0;
-    for n in s.node.iter().filter(|n| !matches!(volume, Some(v) if n.volume != v)) {
+    for n in s
+        .node
+        .iter()
+        .filter(|n| !matches!(volume, Some(v) if n.volume != v))
+    {
         let w = n.iops();
         ops += w;
         f.lat_mean_us += n.lat_mean_us * w;

@@ -144,12 +144,22 @@ pub struct Verdict {
 impl Verdict {
     /// Sets `outcome` from `passed` (for verdicts built field by field).
     pub fn settled(mut self) -> Verdict {
-        self.outcome = if self.passed { Outcome::Pass } else { Outcome::Fail };
+        self.outcome = if self.passed {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
         self
     }
 
     /// A verdict decided without a diagnosis (pass or fail).
-    pub fn plain(expectation: String, measured: f64, bound: String, passed: bool, detail: String) -> Verdict {
+    pub fn plain(
+        expectation: String,
+        measured: f64,
+        bound: String,
+        passed: bool,
+        detail: String,
+    ) -> Verdict {
         Verdict {
             expectation,
             measured,

@@ -19,12 +19,12 @@ use std::path::PathBuf;
 
 use std::collections::BTreeMap;
 
+use assess::Outcome;
 use clap::Args;
 use fio::fmt;
-use assess::Outcome;
 use harness::store::{JobRecord, RunRecord, SummaryTable, SUPERSEDED};
-use harness::verdict::Verdict;
 use harness::target::Target;
+use harness::verdict::Verdict;
 use harness::Options;
 use report::Format;
 use workloads::dbench::{self, Summary};
@@ -134,6 +134,8 @@ pub struct Row {
     pub verdict: String,
     pub passed: bool,
     pub outcome: Outcome,
+    /// The judged jobs' measured ceiling, percent of the expected one (read, write).
+    pub pct_of_ceiling: Vec<f64>,
 }
 
 /// The judged jobs' stored verdicts on `volume` (read, write), in job order.
@@ -170,6 +172,12 @@ pub fn rows(run: &RunRecord) -> Vec<Row> {
         let bw = judged
             .first()
             .is_some_and(|(_, x)| x.expectation.starts_with("bw"));
+        let target = if bw { l.ceiling_bps } else { l.ceiling_iops } as f64;
+        let pct_of_ceiling: Vec<f64> = judged
+            .iter()
+            .filter(|_| target > 0.0)
+            .map(|(_, x)| x.measured / target * 100.0)
+            .collect();
         let (expected, measured, verdict, outcome) = if judged.is_empty() {
             (
                 if l.ceiling_iops == 0 && l.ceiling_bps == 0 {
@@ -224,6 +232,7 @@ pub fn rows(run: &RunRecord) -> Vec<Row> {
             verdict,
             passed,
             outcome,
+            pct_of_ceiling,
         });
     }
     out
@@ -299,6 +308,8 @@ pub fn headline_table(rows: &[Row]) -> SummaryTable {
             "mixed R/W IOPS",
             "measured ceiling (steady)",
             "verdict (within 3%)",
+            "read % of ceiling",
+            "write % of ceiling",
         ]
         .map(String::from)
         .to_vec(),
@@ -319,6 +330,12 @@ pub fn headline_table(rows: &[Row]) -> SummaryTable {
                 ]
                 .into_iter()
                 .map(serde_json::Value::from)
+                .chain((0..2).map(|i| {
+                    r.pct_of_ceiling
+                        .get(i)
+                        .map(|p| serde_json::json!((p * 10.0).round() / 10.0))
+                        .unwrap_or(serde_json::Value::Null)
+                }))
                 .collect()
             })
             .collect(),
@@ -330,9 +347,10 @@ pub fn headline_table(rows: &[Row]) -> SummaryTable {
 fn noisy_volumes(run: &RunRecord) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for j in &run.jobs {
-        let noisy = j.diagnosis.as_ref().is_some_and(|d| {
-            d.bottleneck.discredits_measurement()
-        });
+        let noisy = j
+            .diagnosis
+            .as_ref()
+            .is_some_and(|d| d.bottleneck.discredits_measurement());
         if noisy && j.verdicts.iter().any(|x| x.outcome != Outcome::Pass) {
             if let Some(vol) = &j.volume {
                 if !v.contains(vol) {
@@ -409,7 +427,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 .map(|d| d.reason.clone())
                 .unwrap_or_default()
         );
-        let mut again = workloads::registry().parse(&rerun_text(&text, &noisy), "qoslab demo (re-run)")?;
+        let mut again =
+            workloads::registry().parse(&rerun_text(&text, &noisy), "qoslab demo (re-run)")?;
         again.configure(&Options {
             no_step_lines: true,
             ..Default::default()

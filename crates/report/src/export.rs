@@ -289,12 +289,7 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     let mut o = String::new();
     let t = run.tally();
     let _ = writeln!(o, "# qoslab bench run {}: {}\n", run.id, run.name);
-    let _ = writeln!(
-        o,
-        "- status: **{}**; verdicts: {}",
-        run.status,
-        t.summary()
-    );
+    let _ = writeln!(o, "- status: **{}**; verdicts: {}", run.status, t.summary());
     let _ = writeln!(
         o,
         "- started {}, finished {}",

@@ -267,7 +267,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     answer(&mut o, run, hooks, &mut n_charts);
     // Contents (screen only): sections, then every job with its verdict.
     o.push_str("<nav><a href=\"#verdicts\">Verdicts</a> &middot; <a href=\"#setup\">Volumes and policies</a> &middot; <a href=\"#results\">Results</a>");
-    if !run.tables.is_empty() {
+    if run.tables.len() > 1 {
         o.push_str(" &middot; <a href=\"#tables\">Summary tables</a>");
     }
     o.push_str(" &middot; <a href=\"#series\">Over time</a> &middot; <a href=\"#plan\">Plan</a>");
@@ -420,10 +420,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         figures(&mut o, &[c], &mut n_charts);
     }
 
-    // Profile tables.
-    if !run.tables.is_empty() {
+    // Profile tables (the first is the answer's headline, at the top).
+    if run.tables.len() > 1 {
         o.push_str("<h2 id=\"tables\">Summary tables</h2>");
-        for t in &run.tables {
+        for t in &run.tables[1..] {
             let _ = write!(
                 o,
                 "<h3>{} <span class=\"meta\">({})</span></h3>",

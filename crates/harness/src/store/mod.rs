@@ -17,8 +17,7 @@ use std::path::Path;
 use rusqlite::{params, Connection};
 
 pub use model::{
-    JobRecord, NewRun, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord,
-    SUPERSEDED,
+    JobRecord, NewRun, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord, SUPERSEDED,
 };
 pub use schema::SCHEMA_VERSION;
 
@@ -82,7 +81,9 @@ impl Store {
         conn.execute_batch(schema::SCHEMA)?;
         for (table, column, def) in schema::MIGRATIONS {
             let present: bool = conn
-                .prepare(&format!("SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"))?
+                .prepare(&format!(
+                    "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+                ))?
                 .exists([column])?;
             if !present {
                 conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {def}"))?;
@@ -610,7 +611,10 @@ mod tests {
                     ",\n  outcome TEXT,                    -- pass | fail | inconclusive (schema 4)\n  reason TEXT",
                     "",
                 );
-            assert!(!old.contains("diagnosis") && !old.contains("outcome"), "{old}");
+            assert!(
+                !old.contains("diagnosis") && !old.contains("outcome"),
+                "{old}"
+            );
             c.execute_batch(&old).unwrap();
             c.pragma_update(None, "user_version", 3).unwrap();
             c.execute_batch(
