@@ -14,6 +14,7 @@ mod bench_node;
 mod bench_plan;
 mod bench_util;
 mod client;
+mod diagnosis;
 mod interop;
 mod isolation;
 mod json;
