@@ -65,6 +65,13 @@ window.onerror = function (m) { var e = document.getElementById('js-errors'); e.
   });
   document.getElementById('charts-drawn').textContent = String(n);
   document.body.setAttribute('data-charts-drawn', String(n));
+  // Where the answer landed on the page (px from the top): the first screen must hold it.
+  var at = function (sel, edge) {
+    var e = document.querySelector(sel);
+    return e ? String(Math.round(e.getBoundingClientRect()[edge] + window.scrollY)) : 'none';
+  };
+  document.body.setAttribute('data-answer-counts-bottom', at('#answer .counts', 'bottom'));
+  document.body.setAttribute('data-answer-table-top', at('#answer table', 'top'));
 })();
 "#;
 
