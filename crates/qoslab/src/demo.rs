@@ -595,11 +595,24 @@ mod tests {
         assert_eq!(node.policies.len(), 3);
     }
 
-    fn job(volume: &str, name: &str, iops_mean: f64, bw_mean: f64) -> JobRecord {
+    /// A judged job whose stored verdict measured `measured` (IOPS or bytes/s), with the
+    /// given outcome.
+    fn job(volume: &str, name: &str, measured: f64, outcome: Outcome) -> JobRecord {
         let mut r = fio::JobResult::default();
-        r.read.iops_mean = iops_mean;
-        r.read.bw_mean_bytes = bw_mean;
         r.read.total_ios = 1;
+        let metric = if name.ends_with("_bw") {
+            "bw_steady"
+        } else {
+            "iops_steady"
+        };
+        let mut v = Verdict::plain(
+            format!("{metric} ~= policy.ceiling +-3%"),
+            measured,
+            String::new(),
+            outcome == Outcome::Pass,
+            String::new(),
+        );
+        v.outcome = outcome;
         JobRecord {
             id: 0,
             seq: 0,
@@ -614,7 +627,7 @@ mod tests {
             diagnosis: None,
             steady: None,
             results: vec![r],
-            verdicts: vec![],
+            verdicts: vec![v],
         }
     }
 
@@ -655,12 +668,12 @@ mod tests {
                 vol("a200", 9500, 9500 * 32768),
             ],
             jobs: vec![
-                job("i500", "read_iops", 499.0, 0.0),
-                job("i500", "write_iops", 486.0, 0.0),
-                job("m100", "read_bw", 0.0, 100.5 * 1048576.0),
-                job("m100", "write_bw", 0.0, 99.0 * 1048576.0),
-                job("a200", "read_iops", 8609.0, 0.0),
-                job("a200", "write_iops", 9249.0, 0.0),
+                job("i500", "read_iops", 499.0, Outcome::Pass),
+                job("i500", "write_iops", 486.0, Outcome::Pass),
+                job("m100", "read_bw", 100.5 * 1048576.0, Outcome::Pass),
+                job("m100", "write_bw", 99.0 * 1048576.0, Outcome::Pass),
+                job("a200", "read_iops", 8609.0, Outcome::Fail),
+                job("a200", "write_iops", 9249.0, Outcome::Inconclusive),
             ],
             tables: vec![],
             series: vec![],
@@ -670,9 +683,39 @@ mod tests {
         assert!(r[1].passed, "{:?}", r[1]);
         assert_eq!(r[1].verdict, "PASS (-0.2%/-2.8%)");
         assert!(r[2].passed && r[2].expected == "100MiB/s", "{:?}", r[2]);
+        assert_eq!(r[2].measured, "100.5/99.0 MiB/s");
         assert!(!r[3].passed, "{:?}", r[3]);
+        assert_eq!(
+            r[3].outcome,
+            Outcome::Fail,
+            "a failure outweighs an inconclusive"
+        );
         assert_eq!(r[3].expected, "9500 IOPS (+297MiB/s)");
         assert_eq!(r[3].measured, "8609/9249 IOPS");
+        assert_eq!(r[3].verdict, "FAIL (-9.4%/-2.6%)");
+        assert_eq!(r[3].pct_of_ceiling.len(), 2);
+        // The headline table carries the same verdicts, and numbers for its chart.
+        let t = headline_table(&r);
+        assert_eq!(t.kind, "ceilings");
+        assert_eq!(t.rows[3][8], "FAIL (-9.4%/-2.6%)");
+        assert_eq!(t.rows[1][9], 99.8);
+        assert!(t.rows[0][9].is_null());
+    }
+
+    #[test]
+    fn the_demo_plan_states_its_checks_as_expectations() {
+        let text = plan_text(2.0, 0.5);
+        assert!(text.contains("iops_steady ~= policy.ceiling +-3%"));
+        assert!(text.contains("bw_steady ~= policy.ceiling +-3%"));
+        let p = workloads::registry().parse(&text, "demo").unwrap();
+        // 12 judged jobs of 4 s (8 windows of 500 ms), the others 2 s.
+        let long = p.steps().iter().filter(|s| s.expected_secs == 4.5).count();
+        assert_eq!(long, 12);
+        // The re-run keeps the setup and only the named volumes' workloads.
+        let again = rerun_text(&text, &["qos500-200g".to_string()]);
+        let p = workloads::registry().parse(&again, "demo").unwrap();
+        assert_eq!(p.steps().len(), 9);
+        assert_eq!(p.common.node.unwrap().volumes.len(), 7);
     }
 
     #[test]
@@ -685,6 +728,8 @@ mod tests {
             measured: "500/499 IOPS".into(),
             verdict: "PASS (+0.0%/-0.2%)".into(),
             passed: true,
+            outcome: Outcome::Pass,
+            pct_of_ceiling: vec![100.0, 99.8],
         }];
         let t = table(&rows);
         let lines: Vec<&str> = t.lines().collect();

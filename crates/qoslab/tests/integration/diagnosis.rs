@@ -13,7 +13,9 @@ use crate::bench_util::{plan_500, qoslab, text, Dir};
 fn exported(dir: &Dir) -> serde_json::Value {
     let o = qoslab(
         dir,
-        &["results", "export", "last", "--format", "json", "--db", "r.db"],
+        &[
+            "results", "export", "last", "--format", "json", "--db", "r.db",
+        ],
         Duration::from_secs(30),
     );
     assert!(o.status.success(), "{:?}", text(&o));
@@ -83,10 +85,19 @@ expect = ["iops >= 100000000"]
         Duration::from_secs(120),
     );
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(3), "inconclusive exits 3\n{out}\n{err}");
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "inconclusive exits 3\n{out}\n{err}"
+    );
     assert!(out.contains("INCONCLUSIVE"), "{out}");
     let run = exported(&dir);
-    assert_eq!(bottleneck(&run, 0), "client-cpu-bound", "{}", run["jobs"][0]);
+    assert_eq!(
+        bottleneck(&run, 0),
+        "client-cpu-bound",
+        "{}",
+        run["jobs"][0]
+    );
     let v = &run["jobs"][0]["verdicts"][0];
     assert_eq!(v["outcome"], "inconclusive", "{v}");
     assert!(

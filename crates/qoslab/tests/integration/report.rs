@@ -394,7 +394,10 @@ fn the_first_screen_of_a_report_is_its_answer() {
     let counts = attr("data-answer-counts-bottom");
     let table = attr("data-answer-table-top");
     assert!(counts < 800, "verdict counts end at {counts}px");
-    assert!(table < 700, "headline table starts at {table}px: not on the first screen");
+    assert!(
+        table < 700,
+        "headline table starts at {table}px: not on the first screen"
+    );
     assert!(dom.contains("1 inconclusive"), "counts in the answer");
     let (_, _, png) = render(d.path(), &html_path, "1280,800");
     assert_eq!(png_size(&png), (1280, 800));
