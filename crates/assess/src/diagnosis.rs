@@ -316,7 +316,7 @@ fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
             return decided(
                 Bottleneck::ClientCpuBound,
                 format!(
-                    "{of} on {} had {idle:.1}% idle while fio used {:.0}% of a core (others {:.0}%): the load generator was short of CPU",
+                    "{of} ({}) had {idle:.1}% idle while fio used {:.0}% of a core (others {:.0}%): the load generator was short of CPU",
                     h.host, h.fio_pct, h.other_pct
                 ),
                 vec![
