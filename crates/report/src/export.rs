@@ -88,6 +88,40 @@ fn csv_assessment(j: &JobRecord) -> String {
     format!("{b},{},{steady}", csv_field(why))
 }
 
+/// Jobs run more than once (`iterations = N`): per (workload, job, volume), the spread of
+/// fio's steady IOPS (`iops_mean`, directions added) over the iterations, in job order.
+pub fn iteration_spreads(run: &RunRecord) -> Vec<(String, assess::stats::Spread)> {
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    let mut vals: std::collections::BTreeMap<(String, String, String), Vec<f64>> =
+        std::collections::BTreeMap::new();
+    for j in run.jobs.iter().filter(|j| j.status == "done") {
+        let Some(r) = j.primary() else { continue };
+        let k = (
+            j.workload.clone(),
+            j.name.clone(),
+            j.volume.clone().unwrap_or_default(),
+        );
+        if !keys.contains(&k) {
+            keys.push(k.clone());
+        }
+        vals.entry(k)
+            .or_default()
+            .push(r.read.iops_mean + r.write.iops_mean);
+    }
+    keys.into_iter()
+        .filter_map(|k| {
+            let v = vals.get(&k)?;
+            let s = assess::stats::Spread::of(v).filter(|s| s.n > 1)?;
+            let name = if k.2.is_empty() {
+                format!("{} / {}", k.0, k.1)
+            } else {
+                format!("{} / {} on {}", k.0, k.1, k.2)
+            };
+            Some((name, s))
+        })
+        .collect()
+}
+
 /// A job's diagnosis in a sentence: "qos-bound: measured 500 IOPS is 100.0% of ...".
 pub fn diagnosis_text(j: &JobRecord) -> String {
     match &j.diagnosis {
@@ -400,6 +434,23 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                     .as_ref()
                     .map(|r| format!(" ({})", r.replace('|', "/")))
                     .unwrap_or_default()
+            );
+        }
+        o.push('\n');
+    }
+    let spreads = iteration_spreads(run);
+    if !spreads.is_empty() {
+        o.push_str("## Iterations\n\n| job | iterations | IOPS (steady) mean | stddev | spread (stddev % of mean) | min | max |\n|---|---:|---:|---:|---:|---:|---:|\n");
+        for (name, s) in &spreads {
+            let _ = writeln!(
+                o,
+                "| {name} | {} | {:.1} | {:.1} | {:.1}% | {:.1} | {:.1} |",
+                s.n,
+                s.mean,
+                s.stddev,
+                s.cv_pct(),
+                s.min,
+                s.max
             );
         }
         o.push('\n');

@@ -426,6 +426,24 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     if let Some(c) = latency_percentiles(run) {
         figures(&mut o, &[c], &mut n_charts);
     }
+    let spreads = crate::export::iteration_spreads(run);
+    if !spreads.is_empty() {
+        o.push_str("<h2 id=\"iterations\">Iterations</h2><table><thead><tr><th>job</th><th>iterations</th><th>IOPS (steady) mean</th><th>stddev</th><th>spread</th><th>min</th><th>max</th></tr></thead><tbody>");
+        for (name, s) in &spreads {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td></tr>",
+                esc(name),
+                s.n,
+                s.mean,
+                s.stddev,
+                s.cv_pct(),
+                s.min,
+                s.max
+            );
+        }
+        o.push_str("</tbody></table><p class=\"meta\">The spread of a job's steady IOPS over the plan's iterations (sample standard deviation); <code>qoslab compare</code> flags a change only beyond twice the larger spread of the two runs.</p>");
+    }
 
     // Profile tables (the first is the answer's headline, at the top).
     if run.tables.len() > 1 {
