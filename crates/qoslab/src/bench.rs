@@ -86,6 +86,11 @@ pub struct BenchArgs {
     /// Count inconclusive verdicts as failures (exit 1 instead of 3).
     #[arg(long)]
     strict: bool,
+    /// Run each fio job until it is steady (fio stops it once 5 one-second IOPS samples lie
+    /// within 10% of their mean), at most MAX (default 60s); each job's stored windows are
+    /// then checked by SNIA's rule (docs/DIAGNOSIS.md).
+    #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "60s", value_parser = duration)]
+    until_steady: Option<f64>,
     #[command(flatten)]
     families: FamilyArgs,
 }
@@ -256,6 +261,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         ramp: args.ramp,
         clients: &args.clients,
         no_step_lines: false,
+        until_steady: args.until_steady,
         args: Some(matches),
     })?;
     if !args.json {

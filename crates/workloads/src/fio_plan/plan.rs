@@ -15,6 +15,23 @@ use harness::{
 
 use super::parse::{Workload, WorkloadSpec};
 
+/// fio's own steady-state stop (`steadystate=iops:10%` over `steadystate_duration`): every
+/// one-second IOPS sample of the window within 10% of its mean, which implies SNIA's range
+/// rule (range within 20%); the stored windows are then checked by the full rule.
+pub const UNTIL_STEADY_WINDOW_S: f64 = 5.0;
+
+/// Run `job` until fio sees it steady, at most `max` seconds.
+pub fn until_steady(job: &mut FioJob, max: f64) {
+    job.runtime = max.max(UNTIL_STEADY_WINDOW_S);
+    job.options
+        .retain(|(k, _)| !k.starts_with("steadystate") && !k.starts_with("ss"));
+    job.options.push(("steadystate".into(), "iops:10%".into()));
+    job.options.push((
+        "steadystate_duration".into(),
+        fio::jobfile::fio_time(UNTIL_STEADY_WINDOW_S),
+    ));
+}
+
 /// Fixed start-up and drain time per fio job, seconds (estimates only).
 const JOB_OVERHEAD_S: f64 = 0.5;
 
@@ -29,6 +46,8 @@ pub struct FioPlan {
     failed_jobs: usize,
     failed_verdicts: usize,
     inconclusive: usize,
+    /// `--until-steady MAX`.
+    until_steady: Option<f64>,
 }
 
 impl FioPlan {
@@ -41,6 +60,7 @@ impl FioPlan {
             failed_jobs: 0,
             failed_verdicts: 0,
             inconclusive: 0,
+            until_steady: None,
         };
         p.jobs = p.jobs(common);
         p
@@ -80,6 +100,11 @@ impl FioPlan {
                         expect,
                     });
                 }
+            }
+        }
+        if let Some(max) = self.until_steady {
+            for j in &mut out {
+                until_steady(j, max);
             }
         }
         out
@@ -205,6 +230,7 @@ impl FamilyPlan for FioPlan {
     fn configure(&mut self, common: &mut Common, opts: &Options) -> Result<(), PlanError> {
         self.set_times(common, opts.runtime, opts.ramp);
         self.step_lines = !opts.no_step_lines;
+        self.until_steady = opts.until_steady;
         self.jobs = self.jobs(common);
         Ok(())
     }
