@@ -58,15 +58,14 @@ pub fn node_figures(
     Some(f)
 }
 
-/// What fio measured, as the diagnosis compares it with the ceiling: the robust rate of its
-/// windows (fio's means without windows).
-pub fn fio_figures(s: &JobSeries, r: &JobResult) -> FioFigures {
-    let totals = s.fio_totals();
-    let iops: Vec<f64> = totals.iter().map(|t| t.iops).collect();
-    let bw: Vec<f64> = totals.iter().map(|t| t.bw_bytes).collect();
+/// What fio measured, as the diagnosis compares it with the ceiling: the mean of its
+/// windows (`iops_mean`, `bw_mean`). Not the robust median: a job whose median sits on the
+/// ceiling while starved windows pulled its mean down was limited by the machine in those
+/// windows, and the host rules should say so.
+pub fn fio_figures(_s: &JobSeries, r: &JobResult) -> FioFigures {
     FioFigures {
-        iops: steady::robust_rate(&iops).unwrap_or(r.read.iops_mean + r.write.iops_mean),
-        bw_bytes: steady::robust_rate(&bw).unwrap_or(r.read.bw_mean_bytes + r.write.bw_mean_bytes),
+        iops: r.read.iops_mean + r.write.iops_mean,
+        bw_bytes: r.read.bw_mean_bytes + r.write.bw_mean_bytes,
     }
 }
 

@@ -160,8 +160,9 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     );
     let (out, err) = text(&o);
     let code = o.status.code();
+    // 3: a p99 verdict inconclusive (this machine's CPU, not the node, explains it).
     assert!(
-        matches!(code, Some(0 | 1)),
+        matches!(code, Some(0 | 1 | 3)),
         "stdout:\n{out}\nstderr:\n{err}"
     );
     assert!(out.contains("with floors (mClock)"), "{out}");
