@@ -192,8 +192,14 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
         .filter(|x| text_of(x).starts_with("iops >= 5000 * 0.98"))
         .collect();
     assert_eq!(iops.len(), 4, "{json}");
+    // Every protected volume holds its floor: no floor verdict fails. On a machine busy
+    // with other work one may be inconclusive, naming the machine as the reason.
     assert!(
-        iops.iter().all(|x| x["passed"] == true),
+        iops.iter().all(|x| x["outcome"] == "pass"
+            || (x["outcome"] == "inconclusive"
+                && x["reason"].as_str().is_some_and(|r| {
+                    r.starts_with("client-cpu-bound") || r.starts_with("noisy-host")
+                }))),
         "every protected volume holds its floor: {json}"
     );
     let control: Vec<_> = verdicts
