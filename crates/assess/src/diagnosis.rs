@@ -6,7 +6,7 @@
 //!
 //! | # | bottleneck | holds when |
 //! |---|---|---|
-//! | 1 | `qos-bound` | fio measured ≥ 97% of the volume's effective ceiling (IOPS or bytes/s) |
+//! | 1 | `qos-bound` | fio's mean rate (`iops_mean`, `bw_mean`) ≥ 97% of the volume's effective ceiling (IOPS or bytes/s) |
 //! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples) |
 //! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node |
 //! | 4 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
@@ -224,7 +224,7 @@ fn near_limit(i: &Inputs) -> Option<Diagnosis> {
             return decided(
                 Bottleneck::QosBound,
                 format!(
-                    "{what} {} is {pct:.1}% of the {} ceiling: the QoS policy held it",
+                    "measured {} is {pct:.1}% of the {} ceiling: the QoS policy held it",
                     shown(got),
                     shown(limit)
                 ),
@@ -316,7 +316,7 @@ fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
             return decided(
                 Bottleneck::ClientCpuBound,
                 format!(
-                    "{of} on {} had {idle:.1}% idle while fio used {:.0}% of a core (others {:.0}%): the load generator was short of CPU",
+                    "{of} ({}) had {idle:.1}% idle while fio used {:.0}% of a core (others {:.0}%): the load generator was short of CPU",
                     h.host, h.fio_pct, h.other_pct
                 ),
                 vec![

@@ -364,7 +364,7 @@ fn reasons_read_as_sentences_with_their_figures() {
     i.fio.iops = 499.0;
     assert_eq!(
         diagnose(&i).reason,
-        "iops 499 IOPS is 99.8% of the 500 IOPS ceiling: the QoS policy held it"
+        "measured 499 IOPS is 99.8% of the 500 IOPS ceiling: the QoS policy held it"
     );
     // Round trip through JSON and the labels.
     let j = serde_json::to_string(&d).unwrap();

@@ -51,12 +51,14 @@ fn job(
         started_at: "2026-11-22T05:26:18Z".into(),
         finished_at: Some("2026-11-22T05:26:22Z".into()),
         error: results.is_empty().then(|| "fio exited with exit status: 1 and no JSON output; stderr: fio: engine nbd not loadable".into()),
+        diagnosis: None,
+        steady: None,
         results,
         verdicts,
     }
 }
 
-fn run() -> RunRecord {
+fn base_run() -> RunRecord {
     let l500 = Limits {
         ceiling_iops: 500,
         ..Default::default()
@@ -167,6 +169,56 @@ fn run() -> RunRecord {
     }
 }
 
+/// The fixed run with assessments: job 1 held at its ceiling (and steady), job 4's latency
+/// verdict failed on a starved load generator (inconclusive), job 6 unconstrained.
+fn run() -> RunRecord {
+    use assess::{Bottleneck, Check, Diagnosis, Figure, Quantity, Sense};
+    let mut r = base_run();
+    r.jobs[0].diagnosis = Some(Diagnosis {
+        bottleneck: Bottleneck::QosBound,
+        reason: "measured 500 IOPS is 100.0% of the 500 IOPS ceiling: the QoS policy held it"
+            .into(),
+        figures: vec![Figure {
+            name: "share of the effective ceiling".into(),
+            subject: String::new(),
+            value: 100.0,
+            unit: "%".into(),
+            limit: ">= 97".into(),
+        }],
+    });
+    r.jobs[0].steady = assess::steady::check(&[500.0, 499.0, 501.0, 500.0, 500.0]);
+    let starved = Diagnosis {
+        bottleneck: Bottleneck::ClientCpuBound,
+        reason: "a fio process on local used 97% of a core: the load generator, not the target, was the limit".into(),
+        figures: vec![Figure {
+            name: "busiest fio process cpu".into(),
+            subject: "local".into(),
+            value: 97.0,
+            unit: "% of a core".into(),
+            limit: ">= 90".into(),
+        }],
+    };
+    let v = r.jobs[3].verdicts[0].clone();
+    r.jobs[3].verdicts[0] = v.clone().judged(
+        &Check {
+            passed: v.passed,
+            quantity: Quantity::Latency,
+            sense: Sense::AtMost,
+            measured: v.measured,
+            target: 1000.0,
+            io_error: false,
+        },
+        Some(&starved),
+    );
+    r.jobs[3].diagnosis = Some(starved);
+    r.jobs[5].diagnosis = Some(Diagnosis {
+        bottleneck: Bottleneck::Unconstrained,
+        reason: "no limit reached (local: fio 40%, node 0%, others 1% of a core, 55% idle)".into(),
+        figures: vec![],
+    });
+    r
+}
+
 /// Job 1's series: real fio logs (crates/fio/tests/fixtures/fiologs) and node samples on the ceiling.
 fn series() -> Vec<JobSeries> {
     let dir = format!(
@@ -192,6 +244,7 @@ fn series() -> Vec<JobSeries> {
         job_id: 1,
         fio,
         node,
+        hosts: vec![],
     }]
 }
 
@@ -357,7 +410,7 @@ fn series_csv_snapshot() {
     assert_eq!(lines[0], report::export::SERIES_CSV_HEADER);
     // 4 windows x 2 directions from fio, 4 node samples.
     assert_eq!(lines.len(), 1 + 8 + 4);
-    assert!(lines.iter().all(|l| l.split(',').count() == 16), "{text}");
+    assert!(lines.iter().all(|l| l.split(',').count() == 19), "{text}");
 }
 
 #[test]
