@@ -542,7 +542,11 @@ fn merge_rerun(
     let record = store.load_run(first.record.id)?;
     Ok(harness::Outcome {
         failed_verdicts: record.tally().fail,
-        failed_jobs: record.jobs.iter().filter(|j| j.status != "done").count(),
+        failed_jobs: record
+            .jobs
+            .iter()
+            .filter(|j| j.status != "done" && j.status != SUPERSEDED)
+            .count(),
         record,
     })
 }

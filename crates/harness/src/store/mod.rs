@@ -657,4 +657,52 @@ mod tests {
         assert_eq!(s.load_run(1).unwrap().jobs[0].verdicts.len(), 2);
         let _ = std::fs::remove_dir_all(dir);
     }
+
+    #[test]
+    fn a_re_run_answers_for_the_jobs_it_repeats() {
+        let mut s = Store::in_memory().unwrap();
+        let env = Env::default();
+        let new = |name: &'static str| NewRun {
+            name,
+            plan_origin: "p",
+            plan_text: "",
+            target: "t",
+            executor: "fio",
+            runtime_s: 1.0,
+            ramp_s: 0.0,
+            env: &env,
+        };
+        let a = s.begin_run(&new("first")).unwrap();
+        let b = s.begin_run(&new("again")).unwrap();
+        let out = FioOutput {
+            fio_version: "fio-3.33".into(),
+            jobs: vec![],
+            raw: "{}".into(),
+        };
+        let v =
+            |passed| Verdict::plain("iops > 1".into(), 1.0, "> 1".into(), passed, String::new());
+        let j1 = s.begin_job(a, 1, "w", "j", Some("v1"), 1, "").unwrap();
+        s.finish_job(j1, Ok(&out), &[v(false)]).unwrap();
+        let j2 = s.begin_job(a, 2, "w", "j", Some("v2"), 1, "").unwrap();
+        s.finish_job(j2, Ok(&out), &[v(true)]).unwrap();
+        let j3 = s.begin_job(b, 1, "w", "j", Some("v1"), 1, "").unwrap();
+        s.finish_job(j3, Ok(&out), &[v(true)]).unwrap();
+        s.add_series(&JobSeries {
+            job_id: j3,
+            fio: vec![],
+            node: vec![],
+            hosts: vec![host_series()],
+        })
+        .unwrap();
+        s.adopt_jobs(a, b).unwrap();
+        let r = s.load_run(a).unwrap();
+        let st: Vec<(&str, u32)> = r.jobs.iter().map(|j| (j.status.as_str(), j.seq)).collect();
+        assert_eq!(st, [(SUPERSEDED, 1), ("done", 2), ("done", 3)]);
+        assert_eq!(r.tally().summary(), "2 pass, 0 fail, 0 inconclusive");
+        assert_eq!(r.series.len(), 1, "the re-run's series came along");
+        let l = s.list_runs().unwrap();
+        assert_eq!(l.len(), 1, "the re-run's row is gone");
+        assert_eq!((l[0].passed, l[0].failed), (2, 0));
+        assert!(matches!(s.load_run(b), Err(StoreError::NoRun(_))));
+    }
 }

@@ -107,9 +107,9 @@ impl Store {
         let mut st = self.conn.prepare(
             "SELECT r.id, r.name, r.started_at, r.status, r.target,
                (SELECT COUNT(*) FROM jobs j WHERE j.run_id = r.id),
-               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND v.outcome = 'pass'),
-               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND v.outcome = 'fail'),
-               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND v.outcome = 'inconclusive')
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'pass'),
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'fail'),
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'inconclusive')
              FROM runs r ORDER BY r.id",
         )?;
         let rows = st.query_map([], |r| {
