@@ -244,8 +244,41 @@ fn series() -> Vec<JobSeries> {
         job_id: 1,
         fio,
         node,
-        hosts: vec![],
+        hosts: vec![host()],
     }]
+}
+
+/// One host's tool sets over job 1: two 1 s samples.
+fn host() -> toolsets::HostSeries {
+    let sample = |t: u64, fio: f64, util: f64| {
+        serde_json::from_value::<toolsets::HostSample>(serde_json::json!({
+            "t_ms": t, "interval_ms": 1000,
+            "cpu": {"usr": 30.0, "sys": 10.0, "iowait": 0.0, "irq": 1.0, "steal": 0.0, "idle": 59.0},
+            "cpus": [{"usr": 60.0, "sys": 20.0, "iowait": 0.0, "irq": 2.0, "steal": 0.0, "idle": 18.0}],
+            "run_queue": 2, "blocked": 0, "mem_used_bytes": 1000, "mem_available_bytes": 2000,
+            "swap_used_bytes": 0, "swap_in_s": 0.0, "swap_out_s": 0.0, "page_in_kib_s": 0.0,
+            "page_out_kib_s": 4.0,
+            "disks": [{"name": "vda", "r_s": 1.0, "w_s": 2.0, "rmb_s": 0.1, "wmb_s": 0.2,
+                       "r_await_ms": 0.5, "w_await_ms": 1.5, "aqu_sz": 0.01, "util_pct": util}],
+            "nics": [],
+            "roles": {"fio": fio, "node": 30.0, "harness": 0.0, "kernel": 1.0, "other": 2.0},
+            "procs": [{"pid": 7, "name": "fio", "role": "fio", "cpu_pct": fio, "last_cpu": 0}]
+        }))
+        .unwrap()
+    };
+    toolsets::HostSeries {
+        host: "local".into(),
+        ncpus: 1,
+        mem_total_bytes: 3000,
+        swap_total_bytes: 0,
+        samples: vec![sample(1000, 40.0, 3.0), sample(2000, 42.0, 5.0)],
+        overhead: toolsets::Overhead {
+            cpu_s: 0.002,
+            wall_s: 2.0,
+            samples: 2,
+        },
+        errors: vec![],
+    }
 }
 
 /// Profile tables as issue 5 (isolation) and issue 6 (ramp) write them, and one of a kind
@@ -408,8 +441,9 @@ fn series_csv_snapshot() {
     let text = String::from_utf8(export(&run(), Format::SeriesCsv)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], report::export::SERIES_CSV_HEADER);
-    // 4 windows x 2 directions from fio, 4 node samples.
-    assert_eq!(lines.len(), 1 + 8 + 4);
+    // 4 windows x 2 directions from fio, 4 node samples, 2 host samples of 35 figures
+    // (2 x 6 CPU, 9 host-wide, 8 for the disk, 5 roles, 1 process).
+    assert_eq!(lines.len(), 1 + 8 + 4 + 2 * 35);
     assert!(lines.iter().all(|l| l.split(',').count() == 19), "{text}");
 }
 
@@ -427,8 +461,9 @@ fn html_snapshot() {
         assert!(hits.is_empty(), "{bad}: {hits:?}");
     }
     let charts = h.matches("<svg class=\"qchart\"").count();
-    // Job 1: IOPS + latency (no bandwidth limit); percentiles; ramp 3; isolation 2 + 1.
-    assert_eq!(charts, 2 + 1 + 3 + 3, "charts");
+    // Job 1: IOPS + latency (no bandwidth limit) + host; percentiles; ramp 3; isolation 2 + 1.
+    assert_eq!(charts, 3 + 1 + 3 + 3, "charts");
+    assert!(h.contains("host local (tool sets, 1 s)"));
     assert!(h.contains(&format!("<span id=\"charts-expected\">{charts}</span>")));
     // The ceiling of job 1's volume is drawn, and the failing verdict spelled out.
     assert!(h.contains(">ceiling 500 IOPS</text>"));
