@@ -205,6 +205,9 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
     out
 }
 
+/// One figure of a host sample.
+type Figure = dyn Fn(&toolsets::HostSample) -> f64;
+
 /// The host tool sets of a job, one chart per host: CPU by role (percent of one core: fio,
 /// the node, other processes, kernel threads), the host's idle and steal (percent of all
 /// CPUs) and the busiest device's %util, with the job's diagnosis in the title.
@@ -216,13 +219,13 @@ fn host_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
             "time (s, after ramp)",
             "% (of one core for processes; of all CPUs for idle and steal)",
         );
-        let series = |f: &dyn Fn(&toolsets::HostSample) -> f64| {
+        let series = |f: &Figure| {
             h.samples
                 .iter()
                 .map(|x| (secs(x.t_ms), f(x)))
                 .collect::<Vec<_>>()
         };
-        let roles: [(&str, &dyn Fn(&toolsets::HostSample) -> f64); 4] = [
+        let roles: [(&str, &Figure); 4] = [
             ("fio cpu", &|x| x.roles.fio),
             ("node cpu", &|x| x.roles.node),
             ("other processes cpu", &|x| x.roles.other),
