@@ -206,7 +206,7 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
 }
 
 /// One figure of a host sample.
-type Figure = dyn Fn(&toolsets::HostSample) -> f64;
+type Figure<'a> = dyn Fn(&toolsets::HostSample) -> f64 + 'a;
 
 /// The host tool sets of a job, one chart per host: CPU by role (percent of one core: fio,
 /// the node, other processes, kernel threads), the host's idle and steal (percent of all
@@ -219,13 +219,13 @@ fn host_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
             "time (s, after ramp)",
             "% (of one core for processes; of all CPUs for idle and steal)",
         );
-        let series = |f: &Figure| {
+        let series = |f: &Figure<'_>| {
             h.samples
                 .iter()
                 .map(|x| (secs(x.t_ms), f(x)))
                 .collect::<Vec<_>>()
         };
-        let roles: [(&str, &Figure); 4] = [
+        let roles: [(&str, &Figure<'_>); 4] = [
             ("fio cpu", &|x| x.roles.fio),
             ("node cpu", &|x| x.roles.node),
             ("other processes cpu", &|x| x.roles.other),
