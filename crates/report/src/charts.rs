@@ -232,7 +232,7 @@ fn host_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
             ("kernel threads cpu", &|x| x.roles.kernel),
         ];
         for (i, (label, f)) in roles.iter().enumerate() {
-            let pts = series(*f);
+            let pts = series(f);
             if pts.iter().any(|p| p.1 > 0.5) {
                 c.lines.push(Line {
                     label: (*label).into(),
