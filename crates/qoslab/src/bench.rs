@@ -97,6 +97,10 @@ pub struct BenchArgs {
     /// then checked by SNIA's rule (docs/DIAGNOSIS.md).
     #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "60s", value_parser = duration)]
     until_steady: Option<f64>,
+    /// Run every job N times (the plan's `iterations`); reports give each job's mean and
+    /// spread, and `qoslab compare` judges changes against it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    iterations: Option<u32>,
     #[command(flatten)]
     families: FamilyArgs,
 }
@@ -278,6 +282,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         _ => Target::parse(&target_s)?,
     };
     let db = db_path(args.db.clone());
+    if let Some(n) = args.iterations {
+        plan.common.iterations = n;
+    }
     plan.configure(&Options {
         runtime: args.runtime,
         ramp: args.ramp,
