@@ -15,6 +15,7 @@ mod bench_plan;
 mod bench_util;
 mod client;
 mod clustershell;
+mod diagnosis;
 mod interop;
 mod isolation;
 mod json;

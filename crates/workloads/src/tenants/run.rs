@@ -117,21 +117,29 @@ impl TenantsPlan {
             let vs: Vec<Verdict> = verdicts
                 .iter()
                 .filter(|v| v.class == c.name)
-                .map(|v| Verdict {
-                    expectation: format!("{} tenants of {} at {n}: {}", c.name, v.kind, v.expected),
-                    measured: v.worst,
-                    bound: v.expected.clone(),
-                    passed: v.pass,
-                    detail: format!(
-                        "worst tenant {} at {:.2} IOPS{}",
-                        v.worst_tenant,
-                        v.worst,
-                        if v.pass {
-                            ""
-                        } else {
-                            " (or a failed iteration)"
-                        }
-                    ),
+                .map(|v| {
+                    Verdict {
+                        expectation: format!(
+                            "{} tenants of {} at {n}: {}",
+                            c.name, v.kind, v.expected
+                        ),
+                        measured: v.worst,
+                        bound: v.expected.clone(),
+                        passed: v.pass,
+                        detail: format!(
+                            "worst tenant {} at {:.2} IOPS{}",
+                            v.worst_tenant,
+                            v.worst,
+                            if v.pass {
+                                ""
+                            } else {
+                                " (or a failed iteration)"
+                            }
+                        ),
+                        outcome: assess::Outcome::Fail,
+                        reason: None,
+                    }
+                    .settled()
                 })
                 .collect();
             self.failed_verdicts += vs.iter().filter(|v| !v.passed).count();
