@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::iostat::{self, IoStat, VmStat};
 use crate::spread::Spread;
-use crate::steady::{self, Steady};
 use crate::{Session, SuiteError};
+use assess::steady::{self, SteadyState as Steady};
 
 /// fio servers on some hosts of a session.
 pub struct Servers {
@@ -98,9 +98,9 @@ pub fn window_iops(series: &[FioSample]) -> Vec<f64> {
     out.into_iter().map(|(_, v)| v).collect()
 }
 
-/// The steady-state check of a run's windows. fio's last window is left out: it ends the
-/// run (the queue draining, often a partial or empty window), so a run needs at least 6
-/// windows (3 s) to be judged.
+/// The steady-state check of a run's windows (`assess::steady`: SNIA PTS over the last 5).
+/// fio's last window is left out: it ends the run (the queue draining, often a partial or
+/// empty window), so a run needs at least 6 windows (3 s) to be judged.
 pub fn steady_of(series: &[FioSample]) -> Option<Steady> {
     let w = window_iops(series);
     steady::check(&w[..w.len().saturating_sub(1)])

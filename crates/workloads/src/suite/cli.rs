@@ -34,8 +34,9 @@ pub struct SuiteArgs {
     /// (repeatable). Without it such a device is refused before anything runs.
     #[arg(long = "destroy-data", value_name = "DEVICE")]
     pub destroy_data: Vec<String>,
-    /// Iterations of each fio job (default 3; the seed: 3-5, at least 60 s each).
-    #[arg(long, value_name = "N")]
+    /// Iterations of each fio job: the common --iterations (default 3 for the suites; the
+    /// seed: 3-5, at least 60 s each).
+    #[arg(skip)]
     pub iterations: Option<u32>,
     /// network: every host's rated link speed (default: the speed of the NIC its route to
     /// the peers leaves by, from /sys).

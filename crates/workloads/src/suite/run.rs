@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use fio::FioOutput;
 use harness::plan::{Common, PlanError};
@@ -160,7 +161,20 @@ impl SuitePlan {
             1,
             &mesh.command(session, i, j),
         )?;
+        // Both ends' tool sets while the pair runs (unless --no-tools).
+        let tools = ctx
+            .recorder
+            .tools()
+            .then(|| suites::tools::sample(&[&session.hosts[i], &session.hosts[j]]));
         let measured = mesh.connectivity(session, i, j);
+        let omit = Duration::from_secs(u64::from(self.spec.timing().1));
+        if let Some(t) = tools {
+            ctx.add_series(&JobSeries {
+                job_id: id,
+                hosts: suites::tools::after_ramp(t.stop(), omit),
+                ..JobSeries::default()
+            })?;
+        }
         self.seq = seq;
         let p = match measured {
             Ok(p) => p,
@@ -209,7 +223,15 @@ impl SuitePlan {
             )?);
         }
         let host_names = mesh.hosts.clone();
+        let tools = ctx
+            .recorder
+            .tools()
+            .then(|| suites::tools::sample(&session.hosts.iter().collect::<Vec<_>>()));
         let measured = mesh.under_load(session);
+        let omit = Duration::from_secs(u64::from(self.spec.timing().1));
+        let mut host_series = tools
+            .map(|t| suites::tools::after_ramp(t.stop(), omit))
+            .unwrap_or_default();
         self.seq = seq;
         let (load, totals) = match measured {
             Ok(x) => x,
@@ -240,6 +262,14 @@ impl SuitePlan {
             )?;
             let verdicts = total_verdicts(t, self.spec.min_fraction);
             self.finish(ctx, id, Ok(&FioOutput::default()), &verdicts)?;
+            // The host's tool sets while every pair ran.
+            if let Some(k) = host_series.iter().position(|h| &h.host == name) {
+                ctx.add_series(&JobSeries {
+                    job_id: id,
+                    hosts: vec![host_series.swap_remove(k)],
+                    ..JobSeries::default()
+                })?;
+            }
         }
         self.under_load = load;
         self.totals = totals;
@@ -287,11 +317,18 @@ impl SuitePlan {
         )?;
         let prefix = format!("job{seq}");
         let measure = u.kind != UnitKind::Prepare;
+        let unit_hosts: Vec<&hosts::Host> =
+            u.parts.iter().map(|(i, _, _)| &session.hosts[*i]).collect();
+        let tools = (measure && ctx.recorder.tools()).then(|| suites::tools::sample(&unit_hosts));
         let ran = prepared.run_unit(
             session,
             k,
             measure.then_some((logs.as_path(), prefix.as_str())),
         );
+        let ramp = Duration::from_secs(u64::from(self.spec.timing().1));
+        let host_series = tools
+            .map(|t| suites::tools::after_ramp(t.stop(), ramp))
+            .unwrap_or_default();
         self.seq = seq;
         let label = u.label();
         let last_iteration = matches!(u.kind, UnitKind::Measure { iteration } if iteration == self.spec.iterations());
@@ -345,6 +382,7 @@ impl SuitePlan {
         ctx.add_series(&JobSeries {
             job_id: id,
             fio: run.series.clone(),
+            hosts: host_series,
             ..JobSeries::default()
         })?;
         ctx.ui.print(&format!(
@@ -385,13 +423,7 @@ fn verdict(
     passed: bool,
     detail: String,
 ) -> Verdict {
-    Verdict {
-        expectation,
-        measured,
-        bound,
-        passed,
-        detail,
-    }
+    Verdict::plain(expectation, measured, bound, passed, detail)
 }
 
 /// What the store keeps for an iperf3 test: its JSON, no fio results.
@@ -474,6 +506,10 @@ impl FamilyPlan for SuitePlan {
             use clap::FromArgMatches;
             let a = SuiteArgs::from_arg_matches(m).map_err(|e| PlanError(e.to_string()))?;
             a.apply(&mut self.spec).map_err(PlanError)?;
+            // `qoslab bench --iterations N`, the command line's for every family.
+            if let Ok(Some(n)) = m.try_get_one::<u32>("iterations") {
+                self.spec.iterations = Some(*n);
+            }
         }
         if opts.runtime.is_some() {
             self.spec.runtime = opts.runtime;
