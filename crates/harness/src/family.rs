@@ -220,6 +220,9 @@ pub struct Options<'a> {
     /// `--until-steady MAX`: run each fio job until it is steady (fio's `steadystate`), at
     /// most MAX seconds.
     pub until_steady: Option<f64>,
+    /// `--iterations N` (the CLI has set [`Common::iterations`] from it already; a family
+    /// with a default of its own reads it here).
+    pub iterations: Option<u32>,
     /// The parsed command line, for the family's own options ([`Family::cli`]); None
     /// outside the CLI.
     pub args: Option<&'a clap::ArgMatches>,

@@ -318,6 +318,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         clients: &args.clients,
         no_step_lines: false,
         until_steady: args.until_steady,
+        iterations: args.iterations,
         args: Some(matches),
     })?;
     if !args.json {

@@ -506,10 +506,10 @@ impl FamilyPlan for SuitePlan {
             use clap::FromArgMatches;
             let a = SuiteArgs::from_arg_matches(m).map_err(|e| PlanError(e.to_string()))?;
             a.apply(&mut self.spec).map_err(PlanError)?;
-            // `qoslab bench --iterations N`, the command line's for every family.
-            if let Ok(Some(n)) = m.try_get_one::<u32>("iterations") {
-                self.spec.iterations = Some(*n);
-            }
+        }
+        // `qoslab bench --iterations N`, the command line's for every family.
+        if opts.iterations.is_some() {
+            self.spec.iterations = opts.iterations;
         }
         if opts.runtime.is_some() {
             self.spec.runtime = opts.runtime;
