@@ -22,7 +22,7 @@ pub fn pair_line(p: &Pair) -> String {
     let g = r.goodput_bps / 1e6;
     let share = p
         .rated_mbps
-        .map(|m| format!(" ({:.0}% of {m})", 100.0 * g / m as f64))
+        .map(|m| format!(" ({:.0}% of {m})", (100.0 * g / m as f64).floor()))
         .unwrap_or_default();
     format!(
         "{} -> {}: {g:.0} Mbit/s{share}, {} retransmits, rtt {:.0} us{}{}",

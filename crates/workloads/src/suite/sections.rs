@@ -104,7 +104,8 @@ pub fn heat_map(t: &SummaryTable) -> String {
                     .unwrap_or_default(),
                 c.goodput,
                 match (share, c.rated) {
-                    (Some(s), Some(r)) => format!("{:.0}% of {r:.0} &middot; ", 100.0 * s),
+                    // Floored, so a pair just under a 90% threshold never reads "90%".
+                    (Some(s), Some(r)) => format!("{:.0}% of {r:.0} &middot; ", (100.0 * s).floor()),
                     _ => String::new(),
                 },
                 c.retransmits
@@ -142,7 +143,10 @@ pub fn html(run: &RunRecord) -> String {
         let _ = write!(
             o,
             "<p>{}</p>",
-            if failing.is_empty() {
+            if failing.is_empty() && matrix(t).1.iter().all(|(_, _, c)| c.threshold.is_none()) {
+                "No pair exceeded the retransmit limit (all at once, the rate is judged per host: below)."
+                    .to_string()
+            } else if failing.is_empty() {
                 "Every pair passed.".to_string()
             } else {
                 format!("Failing: {}.", failing.join(", "))
