@@ -233,7 +233,7 @@ impl Host {
 
 /// Close every host's master connection and remove the control directories left empty
 /// (`/tmp/qoslab-ssh-PID`): a master unlinks its socket as it exits, so the directory is
-/// removed once the last one is gone (waiting up to ~1 s for them).
+/// removed once the last one is gone (waiting up to ~2 s for them).
 pub fn disconnect_all(hosts: &[Host]) {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for h in hosts {
@@ -247,7 +247,7 @@ pub fn disconnect_all(hosts: &[Host]) {
         }
     }
     for d in dirs {
-        for _ in 0..20 {
+        for _ in 0..40 {
             match std::fs::remove_dir(&d) {
                 Ok(()) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,

@@ -39,7 +39,14 @@ impl Session {
             hosts.len(),
             tools.join(" ")
         ));
-        let facts = hosts::preflight(&hosts, &all)?;
+        let facts = match hosts::preflight(&hosts, &all) {
+            Ok(f) => f,
+            Err(e) => {
+                // The hosts that answered keep a master connection: close them now.
+                hosts::disconnect_all(&hosts);
+                return Err(e.into());
+            }
+        };
         let stamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis())

@@ -135,10 +135,27 @@ fn system_suites_through_the_binary_on_namespace_hosts() {
     })
     .unwrap();
     let d = Dir::new("suites");
+    let before = leftovers();
     disks(&d, &bed);
     storage(&d, &bed);
     signals(&d, &bed);
     network(&d, &bed);
+    // Every run, refused ones too, removed its log directory and its ssh control directory.
+    let after: Vec<String> = leftovers()
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect();
+    assert!(after.is_empty(), "left in /tmp: {after:?}");
+}
+
+/// qoslab's per-run directories in /tmp (fio logs of a suite, ssh control sockets).
+fn leftovers() -> Vec<String> {
+    std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("qoslab-suite-logs-") || n.starts_with("qoslab-ssh-"))
+        .collect()
 }
 
 fn network(d: &Dir, bed: &Testbed) {

@@ -575,8 +575,6 @@ impl FamilyPlan for SuitePlan {
             self.notes.push(l);
         }
         let session = opened.map_err(plan_err)?;
-        let logs = harness::target::temp_dir("suite-logs")
-            .map_err(|e| plan_err(format!("a directory for fio's logs: {e}")))?;
         let (rt, ramp) = self.spec.timing();
         let engine = match self.spec.kind {
             Kind::Network => {
@@ -657,6 +655,9 @@ impl FamilyPlan for SuitePlan {
                 _ => None,
             },
         };
+        // Made last, so a suite that cannot start leaves no directory behind.
+        let logs = harness::target::temp_dir("suite-logs")
+            .map_err(|e| plan_err(format!("a directory for fio's logs: {e}")))?;
         self.state = Some(Running {
             engine,
             session,
