@@ -24,6 +24,8 @@ pub mod signals;
 mod stale;
 pub mod state;
 pub mod sys;
+#[cfg(test)]
+mod test_dir;
 mod teardown;
 
 use std::path::{Path, PathBuf};

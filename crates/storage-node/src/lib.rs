@@ -22,6 +22,8 @@ pub mod server;
 pub mod state;
 pub mod stats;
 pub mod tls;
+#[cfg(test)]
+pub(crate) mod test_dir;
 pub mod volume;
 
 pub use config::NodeConfig;

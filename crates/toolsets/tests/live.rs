@@ -10,6 +10,15 @@ use std::time::{Duration, Instant};
 use toolsets::device::backing_devices;
 use toolsets::{Role, Roles, Sampler};
 
+/// Removes a directory when dropped (also when the test panics).
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A busy loop reparented to init (its launcher exits), so it belongs to no one here.
 struct Orphan(i32);
 
@@ -48,6 +57,7 @@ impl Drop for Reaped {
 fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
     let dir = std::env::temp_dir().join(format!("toolsets-live-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let _cleanup = RemoveOnDrop(dir.clone());
     let sampler = Sampler::local(Roles {
         harness_pid: Some(std::process::id() as i32),
         node_pid: None,
@@ -109,7 +119,6 @@ fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
     let series = sampler.stop();
     drop(noise);
     drop(fio);
-    let _ = std::fs::remove_dir_all(&dir);
 
     assert_eq!(series.len(), 1);
     let s = &series[0];
