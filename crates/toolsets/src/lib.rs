@@ -20,6 +20,7 @@
 
 pub mod counters;
 pub mod device;
+pub mod listener;
 pub mod rates;
 pub mod roles;
 pub mod sample;
@@ -28,7 +29,7 @@ pub mod source;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use roles::Roles;
+pub use roles::{Roles, ThreadRule, GENERATOR_THREADS, NODE_THREADS};
 pub use sample::{
     CpuPct, DiskRates, HostSample, HostSeries, NicRates, Overhead, ProcCpu, Role, RoleCpu,
 };
