@@ -25,6 +25,8 @@ pub struct ProcTimes {
     pub starttime: u64,
     /// The CPU it last ran on.
     pub processor: Option<i32>,
+    /// Resident set size, bytes (the whole process's, also on a thread's line).
+    pub rss_bytes: u64,
 }
 
 /// Cumulative counters at one instant.
@@ -50,7 +52,7 @@ pub struct Counters {
 /// `stat` lines (of processes, or of one process's threads) as [`ProcTimes`]. A line that
 /// does not parse (a process caught mid-exit, a comm holding a newline) is skipped: one
 /// process's figure, never the sample.
-pub fn parse_stat_lines(raw: &[u8]) -> Vec<ProcTimes> {
+pub fn parse_stat_lines(raw: &[u8], page_size: u64) -> Vec<ProcTimes> {
     let mut procs = Vec::new();
     for line in raw.split(|b| *b == b'\n') {
         if line.is_empty() {
@@ -65,6 +67,7 @@ pub fn parse_stat_lines(raw: &[u8]) -> Vec<ProcTimes> {
                 children: (s.cutime.max(0) + s.cstime.max(0)) as u64,
                 starttime: s.starttime,
                 processor: s.processor,
+                rss_bytes: s.rss.saturating_mul(page_size),
             });
         }
     }
@@ -100,7 +103,7 @@ impl Counters {
         let nics = InterfaceDeviceStatus::from_read(&raw.net_dev[..])
             .map_err(|e| parse_err("/proc/net/dev", e))?
             .0;
-        let procs = parse_stat_lines(&raw.processes);
+        let procs = parse_stat_lines(&raw.processes, consts.page_size);
         Ok(Counters {
             uptime_s: uptime.uptime,
             kernel,

@@ -254,6 +254,7 @@ pub fn sample(
                 role,
                 cpu_pct: pct(t),
                 last_cpu,
+                rss_bytes: None,
             });
         }
         ticks.insert(pid, whole - moved);
@@ -269,6 +270,7 @@ pub fn sample(
             role,
             cpu_pct: v,
             last_cpu: p.processor.and_then(|c| u32::try_from(c).ok()),
+            rss_bytes: Some(p.rss_bytes),
         };
         match role {
             Role::Fio | Role::Node => procs.push(pc),

@@ -161,6 +161,7 @@ mod tests {
             children: 0,
             starttime: 0,
             processor: None,
+            rss_bytes: 0,
         }
     }
 

@@ -153,7 +153,7 @@ fn run(mut h: HostSpec, period: Duration, origin: Instant, stop: StopFlag) -> Ho
                 if let Some(pid) = split {
                     // Without its threads the process is simply not split.
                     if let Ok(t) = source.threads(pid) {
-                        c.threads = parse_stat_lines(&t);
+                        c.threads = parse_stat_lines(&t, consts.page_size);
                     }
                 }
                 (c, Instant::now())

@@ -340,7 +340,7 @@ fn the_harness_process_is_split_by_its_threads() {
         (101, "qoslab-node", 500, 90_001, 1),
         (103, "qoslab-gen", 200, 95_000, 0),
         (104, "toolsets-local", 10, 95_000, 0),
-    ]));
+    ]), 4096);
     let mut b = counters(&snap(1002.0, 1300));
     b.threads = parse_stat_lines(&stat_lines(&[
         (100, "qoslab", 130, 90_000, 0),
@@ -348,7 +348,7 @@ fn the_harness_process_is_split_by_its_threads() {
         (102, "qoslab-node", 60, 100_050, 1),
         (103, "qoslab-gen", 280, 95_000, 0),
         (104, "toolsets-local", 20, 95_000, 0),
-    ]));
+    ]), 4096);
     let roles = Roles::embedded().with_generator();
     let roles = Roles {
         harness_pid: Some(100),
@@ -370,6 +370,9 @@ fn the_harness_process_is_split_by_its_threads() {
     assert!(close(s.fio_max_proc_pct(), 40.0));
     let rest = s.procs.iter().find(|p| p.role == Role::Harness).unwrap();
     assert!(close(rest.cpu_pct, 20.0), "{rest:?}");
+    // pidstat -r: the process's resident memory (100 pages), none on its thread parts.
+    assert_eq!(rest.rss_bytes, Some(100 * 4096));
+    assert_eq!(node.rss_bytes, None);
 
     // Without the threads (a source that cannot read them) the process stays whole.
     let (mut a2, mut b2) = (a.clone(), b.clone());

@@ -47,8 +47,11 @@ pub struct PointResult {
     pub volumes: Vec<VolumeCounters>,
     /// Seconds the iterations took (setup and teardown excluded).
     pub secs: f64,
-    /// Host and node load over the iterations.
+    /// Host and node load over the iterations (from the tool sets).
     pub load: LoadSample,
+    /// The tool sets' host series over the iterations (stored with the point).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<toolsets::HostSeries>,
     /// Teardown problems (the point's results stand; the next run cleans leftovers).
     pub teardown_errors: Vec<String>,
     /// fio's output of the last iteration (the fio classes' jobs), JSON text.
@@ -235,11 +238,11 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         .iter()
         .map(|t| counters(env.node, &t.name))
         .collect();
-    let sampler = LoadSampler::start();
+    let sampler = LoadSampler::start(env.node.data_dir());
     let t0 = Instant::now();
     let runs = run_point_with(&specs, &groups, spec.iterations);
     let secs = t0.elapsed().as_secs_f64();
-    let load = sampler.stop();
+    let (load, hosts) = sampler.stop();
     let volumes = tenants
         .iter()
         .zip(before)
@@ -304,6 +307,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         volumes,
         secs,
         load,
+        hosts,
         teardown_errors,
         fio_output,
         fio_jobfile,

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use fio::{FioOutput, JobResult};
 use harness::plan::{Common, PlanError};
+use harness::series::JobSeries;
 use harness::store::SummaryTable;
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::Verdict;
@@ -95,6 +96,7 @@ impl TenantsPlan {
             .fio_output
             .as_deref()
             .and_then(|t| FioOutput::parse(t).ok());
+        let mut first_job = None;
         for c in &self.spec.classes {
             self.seq += 1;
             let jobfile = if c.app.mounts() {
@@ -167,6 +169,15 @@ impl TenantsPlan {
                 raw: String::new(),
             };
             ctx.finish_job(id, Ok(&sub), &vs)?;
+            first_job.get_or_insert(id);
+        }
+        // The point's tool sets, with its first job (the report charts them there).
+        if let Some(id) = first_job {
+            ctx.add_series(&JobSeries {
+                job_id: id,
+                hosts: p.hosts.clone(),
+                ..JobSeries::default()
+            })?;
         }
         let summ = summarize(&p.runs);
         let failed: u64 = summ.iter().map(|s| s.failures.failed).sum();
@@ -197,7 +208,17 @@ impl TenantsPlan {
             })
             .collect();
         let line = format!("{n}: {}", parts.join("; "));
-        ctx.ui.print(&format!("{}\n", parts.join("; ")));
+        let l = &p.load;
+        ctx.ui.print(&format!(
+            "{}\n    load: node {:.0}% of a core (peak {:.0}%), apps {:.0}%, host busy {:.0}% (peak {:.0}%), qoslab RSS {:.0} MiB\n",
+            parts.join("; "),
+            l.node_cpu_pct,
+            l.node_cpu_peak_pct,
+            l.apps_cpu_pct,
+            l.host_cpu_pct,
+            l.host_cpu_peak_pct,
+            l.rss_peak_mib
+        ));
         for e in &p.teardown_errors {
             ctx.ui.print(&format!("    teardown: {e}\n"));
         }
@@ -241,8 +262,18 @@ impl TenantsPlan {
         Ok(())
     }
 
-    /// Seed 004's tables per class over the points run so far.
+    /// Seed 004's tables per class over the points run so far, then the load per point.
     fn seed(&self) -> Vec<super::tables::SeedTable> {
+        let mut t = self.class_tables();
+        if !self.points.is_empty() {
+            let load: Vec<(usize, super::load::LoadSample)> =
+                self.points.iter().map(|p| (p.tenants, p.load)).collect();
+            t.push(super::tables::load_table(&load));
+        }
+        t
+    }
+
+    fn class_tables(&self) -> Vec<super::tables::SeedTable> {
         let summaries: Vec<(usize, Vec<super::runner::ClassSummary>)> = self
             .points
             .iter()
