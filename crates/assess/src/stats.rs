@@ -110,9 +110,9 @@ pub fn differs(base: &Spread, new: &Spread, k: f64, floor: f64) -> bool {
 /// side; beyond 30 the next tabulated row below, and 1.96 from 120 on). Standard tables.
 pub fn t_critical_95(df: f64) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     if df.is_nan() || df < 1.0 {
         return T[0];
@@ -305,6 +305,9 @@ mod tests {
 
         // Nothing measured: the unmeasured floor.
         let n = noise(&one, &one, 0.01, 0.05);
-        assert_eq!((n.basis, n.relative, n.stderr), (NoiseBasis::NoSpread, 0.05, None));
+        assert_eq!(
+            (n.basis, n.relative, n.stderr),
+            (NoiseBasis::NoSpread, 0.05, None)
+        );
     }
 }

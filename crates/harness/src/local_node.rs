@@ -25,9 +25,7 @@ pub fn endpoint(url: &str) -> Option<Endpoint> {
         "nbd" | "nbds" => 10809,
         "nbd+unix" | "nbds+unix" => {
             let query = rest.split_once('?')?.1;
-            let socket = query
-                .split('&')
-                .find_map(|kv| kv.strip_prefix("socket="))?;
+            let socket = query.split('&').find_map(|kv| kv.strip_prefix("socket="))?;
             return Some(Endpoint::Unix(PathBuf::from(socket)));
         }
         _ => return None,
@@ -78,16 +76,27 @@ mod tests {
 
     #[test]
     fn endpoints_of_api_urls_and_nbd_uris() {
-        let tcp = |h: &str, p| Some(Endpoint::Tcp {
-            host: h.into(),
-            port: p,
-        });
+        let tcp = |h: &str, p| {
+            Some(Endpoint::Tcp {
+                host: h.into(),
+                port: p,
+            })
+        };
         assert_eq!(endpoint("https://127.0.0.1:8443"), tcp("127.0.0.1", 8443));
-        assert_eq!(endpoint("https://node.example/api"), tcp("node.example", 443));
-        assert_eq!(endpoint("http://admin:pw@localhost:80/"), tcp("localhost", 80));
+        assert_eq!(
+            endpoint("https://node.example/api"),
+            tcp("node.example", 443)
+        );
+        assert_eq!(
+            endpoint("http://admin:pw@localhost:80/"),
+            tcp("localhost", 80)
+        );
         assert_eq!(endpoint("https://[::1]:9443/x"), tcp("::1", 9443));
         assert_eq!(endpoint("nbd://10.0.0.5/vol"), tcp("10.0.0.5", 10809));
-        assert_eq!(endpoint("nbds://h:10810/v?tls-certificates=/x"), tcp("h", 10810));
+        assert_eq!(
+            endpoint("nbds://h:10810/v?tls-certificates=/x"),
+            tcp("h", 10810)
+        );
         assert_eq!(
             endpoint("nbd+unix:///v?socket=/run/q/nbd.sock"),
             Some(Endpoint::Unix("/run/q/nbd.sock".into()))
@@ -104,7 +113,10 @@ mod tests {
         let me = Some(std::process::id() as i32);
         assert_eq!(server_pid(&format!("http://127.0.0.1:{port}")), me);
         assert_eq!(server_pid(&format!("nbd://localhost:{port}/v")), me);
-        assert_eq!(node_pid(&Target::Nbd(format!("nbd://127.0.0.1:{port}/v"))), me);
+        assert_eq!(
+            node_pid(&Target::Nbd(format!("nbd://127.0.0.1:{port}/v"))),
+            me
+        );
         // TEST-NET-1 is never this machine, whatever listens on the port here.
         assert_eq!(server_pid(&format!("https://192.0.2.1:{port}")), None);
         assert_eq!(node_pid(&Target::Embedded), None);

@@ -24,9 +24,9 @@ pub mod signals;
 mod stale;
 pub mod state;
 pub mod sys;
+mod teardown;
 #[cfg(test)]
 mod test_dir;
-mod teardown;
 
 use std::path::{Path, PathBuf};
 

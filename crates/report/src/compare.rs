@@ -640,7 +640,10 @@ mod tests {
         let c = compare(&a, &b);
         let iops = &c.jobs[0].metrics[0];
         assert!(!iops.flagged, "+4% < 5%");
-        assert_eq!((iops.basis, iops.noise, iops.stderr), ("no-spread", MIN_NOISE, None));
+        assert_eq!(
+            (iops.basis, iops.noise, iops.stderr),
+            ("no-spread", MIN_NOISE, None)
+        );
         assert!(text(&c).contains("5.0% (no spread)"), "{}", text(&c));
         let b = run(2, vec![job(1, "read", 1, 530.0, 100)]);
         let c = compare(&a, &b);

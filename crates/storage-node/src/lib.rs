@@ -21,9 +21,9 @@ pub mod scheduler;
 pub mod server;
 pub mod state;
 pub mod stats;
-pub mod tls;
 #[cfg(test)]
 pub(crate) mod test_dir;
+pub mod tls;
 pub mod volume;
 
 pub use config::NodeConfig;

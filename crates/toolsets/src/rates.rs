@@ -131,23 +131,31 @@ fn proc_ticks(prev: &Counters, cur: &Counters, ticks_per_s: u64) -> HashMap<i32,
     out
 }
 
-/// The CPU of the split process's threads per rule, in ticks: (part name, role, ticks),
-/// one entry per rule whose threads ran. The part is named after the rule's threads
-/// ("qoslab-node threads"); its last CPU is the busiest matching thread's.
+/// The CPU of one rule's threads of the split process over the interval.
+struct ThreadPart {
+    /// "qoslab-node threads".
+    name: String,
+    role: Role,
+    ticks: u64,
+    /// The busiest matching thread's ticks and the CPU it last ran on.
+    busiest: u64,
+    last_cpu: Option<u32>,
+}
+
+/// The CPU of the split process's threads per rule, one part per rule whose threads ran.
 fn thread_ticks(
     prev: &Counters,
     cur: &Counters,
     ticks_per_s: u64,
     roles: &Roles,
-) -> Vec<(String, Role, u64, Option<u32>)> {
+) -> Vec<ThreadPart> {
     let before: HashMap<(i32, u64), u64> = prev
         .threads
         .iter()
         .map(|t| ((t.pid, t.starttime), t.own))
         .collect();
     let prev_uptime_ticks = (prev.uptime_s * ticks_per_s as f64) as u64;
-    // (name, role, ticks, the busiest thread's ticks and last CPU)
-    let mut out: Vec<(String, Role, u64, (u64, Option<u32>))> = Vec::new();
+    let mut out: Vec<ThreadPart> = Vec::new();
     for t in &cur.threads {
         let Some(rule) = roles.threads.iter().find(|r| t.comm.starts_with(&r.prefix)) else {
             continue;
@@ -160,19 +168,23 @@ fn thread_ticks(
         };
         let name = format!("{} threads", rule.prefix);
         let last_cpu = t.processor.and_then(|c| u32::try_from(c).ok());
-        match out.iter_mut().find(|e| e.0 == name) {
-            Some(e) => {
-                e.2 += d;
-                if d > e.3 .0 {
-                    e.3 = (d, last_cpu);
+        match out.iter_mut().find(|p| p.name == name) {
+            Some(p) => {
+                p.ticks += d;
+                if d > p.busiest {
+                    (p.busiest, p.last_cpu) = (d, last_cpu);
                 }
             }
-            None => out.push((name, rule.role, d, (d, last_cpu))),
+            None => out.push(ThreadPart {
+                name,
+                role: rule.role,
+                ticks: d,
+                busiest: d,
+                last_cpu,
+            }),
         }
     }
-    out.into_iter()
-        .map(|(n, r, t, (_, cpu))| (n, r, t, cpu))
-        .collect()
+    out
 }
 
 /// The sample for the interval from `prev` to `cur`. `speeds` are NIC link speeds (Mb/s).
@@ -244,7 +256,14 @@ pub fn sample(
         let parts = thread_ticks(prev, cur, ticks_per_s, roles);
         let whole = ticks.get(&pid).copied().unwrap_or(0);
         let mut moved = 0;
-        for (name, role, t, last_cpu) in parts {
+        for ThreadPart {
+            name,
+            role,
+            ticks: t,
+            last_cpu,
+            ..
+        } in parts
+        {
             let t = t.min(whole - moved);
             moved += t;
             add(&mut role_cpu, role, pct(t));

@@ -222,16 +222,28 @@ fn an_embedded_node_s_threads_are_the_node_and_the_rest_is_the_harness() {
     assert!(!full.is_empty(), "{s:?}");
     // On a loaded machine a busy thread may get less than a core: generous bounds.
     let node_max = full.iter().map(|x| x.roles.node).fold(0.0, f64::max);
-    assert!(node_max > 40.0, "the node's threads: {:?}", full.iter().map(|x| x.roles).collect::<Vec<_>>());
+    assert!(
+        node_max > 40.0,
+        "the node's threads: {:?}",
+        full.iter().map(|x| x.roles).collect::<Vec<_>>()
+    );
     for x in &full {
-        assert!(x.roles.fio < 60.0, "the generator ran a third of the time: {:?}", x.roles);
+        assert!(
+            x.roles.fio < 60.0,
+            "the generator ran a third of the time: {:?}",
+            x.roles
+        );
         assert!(
             x.roles.harness < 25.0,
             "the rest of the process is idle: {:?}",
             x.roles
         );
     }
-    assert!(full.iter().any(|x| x.roles.fio > 5.0), "{:?}", full.iter().map(|x| x.roles).collect::<Vec<_>>());
+    assert!(
+        full.iter().any(|x| x.roles.fio > 5.0),
+        "{:?}",
+        full.iter().map(|x| x.roles).collect::<Vec<_>>()
+    );
     let p = full[0]
         .procs
         .iter()

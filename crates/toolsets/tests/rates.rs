@@ -335,20 +335,26 @@ fn the_harness_process_is_split_by_its_threads() {
     // 2 s; the process used 300 ticks (150% of a core): node threads 120 + 60 (one of them
     // started in the interval), the generator thread 80, the rest (main, sampler) 40.
     let mut a = counters(&snap(1000.0, 1000));
-    a.threads = parse_stat_lines(&stat_lines(&[
-        (100, "qoslab", 100, 90_000, 0),
-        (101, "qoslab-node", 500, 90_001, 1),
-        (103, "qoslab-gen", 200, 95_000, 0),
-        (104, "toolsets-local", 10, 95_000, 0),
-    ]), 4096);
+    a.threads = parse_stat_lines(
+        &stat_lines(&[
+            (100, "qoslab", 100, 90_000, 0),
+            (101, "qoslab-node", 500, 90_001, 1),
+            (103, "qoslab-gen", 200, 95_000, 0),
+            (104, "toolsets-local", 10, 95_000, 0),
+        ]),
+        4096,
+    );
     let mut b = counters(&snap(1002.0, 1300));
-    b.threads = parse_stat_lines(&stat_lines(&[
-        (100, "qoslab", 130, 90_000, 0),
-        (101, "qoslab-node", 620, 90_001, 1),
-        (102, "qoslab-node", 60, 100_050, 1),
-        (103, "qoslab-gen", 280, 95_000, 0),
-        (104, "toolsets-local", 20, 95_000, 0),
-    ]), 4096);
+    b.threads = parse_stat_lines(
+        &stat_lines(&[
+            (100, "qoslab", 130, 90_000, 0),
+            (101, "qoslab-node", 620, 90_001, 1),
+            (102, "qoslab-node", 60, 100_050, 1),
+            (103, "qoslab-gen", 280, 95_000, 0),
+            (104, "toolsets-local", 20, 95_000, 0),
+        ]),
+        4096,
+    );
     let roles = Roles::embedded().with_generator();
     let roles = Roles {
         harness_pid: Some(100),
@@ -379,5 +385,9 @@ fn the_harness_process_is_split_by_its_threads() {
     a2.threads.clear();
     b2.threads.clear();
     let s = sample(&a2, &b2, 100, &roles, &HashMap::new(), 2000);
-    assert!(close(s.roles.harness, 150.0) && s.roles.node == 0.0, "{:?}", s.roles);
+    assert!(
+        close(s.roles.harness, 150.0) && s.roles.node == 0.0,
+        "{:?}",
+        s.roles
+    );
 }

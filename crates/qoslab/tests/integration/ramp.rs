@@ -132,7 +132,10 @@ fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
     // Diagnosed like a fio job: a bottleneck with its figures, stored with the job and
     // named in the table; the run's tool sets and the node's samples are its series.
     let bottleneck = job.at("diagnosis").at("bottleneck").str().to_string();
-    assert!(!bottleneck.is_empty() && bottleneck != "not-measured", "{bottleneck}");
+    assert!(
+        !bottleneck.is_empty() && bottleneck != "not-measured",
+        "{bottleneck}"
+    );
     assert_eq!(row[column(t, "Bottleneck")].str(), bottleneck);
     let series = &j.at("series").arr()[0];
     assert!(!series.at("hosts").arr().is_empty(), "tool sets recorded");
@@ -292,7 +295,12 @@ fn assert_failed_or_inconclusive(code: Option<i32>, j: &Json, out: &str) {
         .at("tables")
         .arr()
         .iter()
-        .flat_map(|t| t.at("rows").arr().iter().map(|r| r.arr()[column(t, "Outcome")].str().to_string()))
+        .flat_map(|t| {
+            t.at("rows")
+                .arr()
+                .iter()
+                .map(|r| r.arr()[column(t, "Outcome")].str().to_string())
+        })
         .collect();
     match code {
         Some(1) => {

@@ -366,7 +366,10 @@ fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
         .flat_map(|s| s["procs"].as_array().unwrap())
         .filter(|p| p["pid"] == pid)
         .collect();
-    assert!(!procs.is_empty(), "the node's process is in every sample: {samples:?}");
+    assert!(
+        !procs.is_empty(),
+        "the node's process is in every sample: {samples:?}"
+    );
     assert!(procs.iter().all(|p| p["role"] == "node"), "{procs:?}");
     let node_cpu: f64 = samples
         .iter()

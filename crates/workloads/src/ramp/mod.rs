@@ -228,7 +228,10 @@ mod tests {
         let mut r = row(2, 2000, 2.3, 0.5);
         let v = r.judge(&s, &diagnosis(assess::Bottleneck::ClientCpuBound));
         assert_eq!(v[0].outcome, assess::Outcome::Inconclusive, "{v:?}");
-        assert!(v[0].reason.as_deref().unwrap().contains("client-cpu-bound"), "{v:?}");
+        assert!(
+            v[0].reason.as_deref().unwrap().contains("client-cpu-bound"),
+            "{v:?}"
+        );
         assert_eq!(v[1].outcome, assess::Outcome::Pass);
         assert_eq!(r.outcome, assess::Outcome::Inconclusive);
         assert_eq!(r.bottleneck.as_deref(), Some("client-cpu-bound"));

@@ -106,11 +106,7 @@ impl Row {
     /// the outcome and the bottleneck.
     pub fn judge(&mut self, s: &Settings, d: &Diagnosis) -> Vec<Verdict> {
         let v = judged_verdicts(self, s, Some(d));
-        self.outcome = v
-            .iter()
-            .map(|v| v.outcome)
-            .max()
-            .unwrap_or(Outcome::Pass);
+        self.outcome = v.iter().map(|v| v.outcome).max().unwrap_or(Outcome::Pass);
         self.bottleneck = Some(d.bottleneck.as_str().to_string());
         v
     }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fio::{DirStats, FioOutput, JobResult};
 use assess::Outcome as Judgement;
+use fio::{DirStats, FioOutput, JobResult};
 use harness::plan::{Common, PlanError};
 use harness::series::JobSeries;
 use harness::target::{EmbeddedNode, Target, TargetError};

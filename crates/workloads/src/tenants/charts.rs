@@ -195,7 +195,10 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
                 ("host_cpu_pct", "host busy"),
             ]
         } else {
-            &[("process_cpu_pct", "qoslab process"), ("host_cpu_pct", "host")]
+            &[
+                ("process_cpu_pct", "qoslab process"),
+                ("host_cpu_pct", "host"),
+            ]
         };
         for (i, (col, label)) in series.iter().enumerate() {
             load.lines

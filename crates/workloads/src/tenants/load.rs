@@ -143,7 +143,14 @@ mod tests {
     use std::time::{Duration, Instant};
     use toolsets::{CpuPct, ProcCpu, RoleCpu};
 
-    fn sample(t_ms: u64, interval_ms: u64, idle: f64, node: f64, apps: f64, rss: u64) -> HostSample {
+    fn sample(
+        t_ms: u64,
+        interval_ms: u64,
+        idle: f64,
+        node: f64,
+        apps: f64,
+        rss: u64,
+    ) -> HostSample {
         HostSample {
             t_ms,
             interval_ms,

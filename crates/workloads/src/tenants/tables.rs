@@ -287,6 +287,8 @@ mod tests {
             t.rows[1],
             ["250", "41.3", "60.0", "80.0", "0.0", "55.5", "70.0", "1,234.5", "12.0"]
         );
-        assert!(t.markdown().starts_with("### load (tool sets): node and host"));
+        assert!(t
+            .markdown()
+            .starts_with("### load (tool sets): node and host"));
     }
 }

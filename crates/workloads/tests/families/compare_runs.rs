@@ -35,7 +35,11 @@ fn canned_run(store: &mut Store, iops: &[f64]) -> RunRecord {
     let base = fixture();
     let fake = FakeFio::new(move |_| {
         let i = k.fetch_add(1, Ordering::SeqCst);
-        base.replacen("\"iops\" : 479.692996", &format!("\"iops\" : {}", values[i]), 1)
+        base.replacen(
+            "\"iops\" : 479.692996",
+            &format!("\"iops\" : {}", values[i]),
+            1,
+        )
     });
     let out = harness::run(
         &mut plan,
