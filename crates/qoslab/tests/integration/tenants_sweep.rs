@@ -278,6 +278,9 @@ app = "fio"
             .iter()
             .find(|j| j["name"] == format!("n{n}/gold"))
             .unwrap_or_else(|| panic!("no job n{n}/gold"));
+        // Each class job is diagnosed from the node's counters and the point's tool sets.
+        let b = job["diagnosis"]["bottleneck"].as_str().unwrap_or_default();
+        assert!(!b.is_empty() && b != "not-measured", "point {n}: {job}");
         let series = run["series"]
             .as_array()
             .unwrap()

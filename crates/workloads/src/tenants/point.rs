@@ -33,6 +33,9 @@ pub struct VolumeCounters {
     pub ops: u64,
     pub ceiling_wait_ns: u64,
     pub floor_wait_ns: u64,
+    /// Time the node spent on the volume's requests, queueing included (ns, summed).
+    #[serde(default)]
+    pub lat_ns: u64,
     /// The volume's effective limits (IOPS; 0: none).
     pub ceiling_iops: u64,
     pub floor_iops: u64,
@@ -89,7 +92,7 @@ fn uri(socket: &Path, volume: &str) -> String {
     format!("nbd+unix:///{volume}?socket={}", socket.display())
 }
 
-fn counters(node: &Node, name: &str) -> (u64, u64, u64) {
+fn counters(node: &Node, name: &str) -> (u64, u64, u64, u64) {
     node.volumes()
         .into_iter()
         .find(|v| v.name == name)
@@ -100,6 +103,7 @@ fn counters(node: &Node, name: &str) -> (u64, u64, u64) {
                 s.ops(OpKind::Read) + s.ops(OpKind::Write) + s.ops(OpKind::Other),
                 s.ceiling_wait_ns.load(Relaxed),
                 s.floor_wait_ns.load(Relaxed),
+                s.latency.iter().map(|h| h.sum_ns()).sum(),
             )
         })
         .unwrap_or_default()
@@ -260,6 +264,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                 ops: a.0 - b.0,
                 ceiling_wait_ns: a.1 - b.1,
                 floor_wait_ns: a.2 - b.2,
+                lat_ns: a.3.saturating_sub(b.3),
                 ceiling_iops: limits.map(|l| l.ceiling.iops).unwrap_or(0),
                 floor_iops: limits.map(|l| l.floor.iops).unwrap_or(0),
             }

@@ -43,6 +43,7 @@ pub struct TenantsPlan {
     points: Vec<PointResult>,
     seq: u32,
     failed_verdicts: usize,
+    inconclusive: usize,
     failed_iterations: u64,
     lines: Vec<String>,
 }
@@ -69,6 +70,7 @@ impl TenantsPlan {
             points: Vec::new(),
             seq: 0,
             failed_verdicts: 0,
+            inconclusive: 0,
             failed_iterations: 0,
             lines: Vec::new(),
         }
@@ -97,7 +99,16 @@ impl TenantsPlan {
             .as_deref()
             .and_then(|t| FioOutput::parse(t).ok());
         let mut first_job = None;
+        let devices = toolsets::device::backing_devices(node.node().data_dir());
         for c in &self.spec.classes {
+            // What limited the class, from the node's counters and the point's tool sets.
+            let diagnosis = super::diagnose::class(&p, &c.name, &devices);
+            let ceiling = p
+                .volumes
+                .iter()
+                .find(|v| v.class == c.name)
+                .map(|v| v.ceiling_iops as f64)
+                .unwrap_or(0.0);
             self.seq += 1;
             let jobfile = if c.app.mounts() {
                 format!(
@@ -120,7 +131,7 @@ impl TenantsPlan {
                 .iter()
                 .filter(|v| v.class == c.name)
                 .map(|v| {
-                    Verdict {
+                    let plain = Verdict {
                         expectation: format!(
                             "{} tenants of {} at {n}: {}",
                             c.name, v.kind, v.expected
@@ -141,10 +152,18 @@ impl TenantsPlan {
                         outcome: assess::Outcome::Fail,
                         reason: None,
                     }
-                    .settled()
+                    .settled();
+                    super::diagnose::judged(plain, v, ceiling, &diagnosis)
                 })
                 .collect();
-            self.failed_verdicts += vs.iter().filter(|v| !v.passed).count();
+            self.failed_verdicts += vs
+                .iter()
+                .filter(|v| v.outcome == assess::Outcome::Fail)
+                .count();
+            self.inconclusive += vs
+                .iter()
+                .filter(|v| v.outcome == assess::Outcome::Inconclusive)
+                .count();
             let prefix = format!("{}-n{n}-", c.name);
             let parts: Vec<JobResult> = fio_out
                 .as_ref()
@@ -169,6 +188,7 @@ impl TenantsPlan {
                 raw: String::new(),
             };
             ctx.finish_job(id, Ok(&sub), &vs)?;
+            ctx.store.set_assessment(id, Some(&diagnosis), None)?;
             first_job.get_or_insert(id);
         }
         // The point's tool sets, with its first job (the report charts them there).
@@ -400,6 +420,8 @@ impl FamilyPlan for TenantsPlan {
         // the tables and the summary, and only the plan's expectations decide the status.
         let status = if self.failed_verdicts > 0 {
             Status::Failed
+        } else if self.inconclusive > 0 {
+            Status::Inconclusive
         } else {
             Status::Passed
         };
@@ -412,23 +434,34 @@ impl FamilyPlan for TenantsPlan {
 
     fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
         let rec = &outcome.record;
-        let (pass, fail) = rec.verdict_counts();
         let mut out = String::from("\n");
         for t in self.seed() {
             out.push_str(&t.markdown());
             out.push('\n');
         }
         out.push_str(&format!(
-            "run {}: {} ({pass} expectation(s) passed, {fail} failed; {} failed iteration(s))\n",
+            "run {}: {} (verdicts: {}; {} failed iteration(s))\n",
             rec.id,
             rec.status.to_uppercase(),
+            rec.tally().summary(),
             self.failed_iterations
         ));
         for j in &rec.jobs {
             for v in j.verdicts.iter().filter(|v| !v.passed) {
                 out.push_str(&format!(
-                    "  FAILED: {}: {}: {}\n",
-                    j.name, v.expectation, v.detail
+                    "  {}: {}: {}: {}{}\n",
+                    if v.outcome == assess::Outcome::Inconclusive {
+                        "INCONCLUSIVE"
+                    } else {
+                        "FAILED"
+                    },
+                    j.name,
+                    v.expectation,
+                    v.detail,
+                    v.reason
+                        .as_ref()
+                        .map(|r| format!("; {r}"))
+                        .unwrap_or_default()
                 ));
             }
         }
