@@ -26,6 +26,7 @@ mod protocol;
 mod qos;
 mod ramp;
 mod report;
+mod suites;
 mod tenants;
 mod tenants_sweep;
 mod util;

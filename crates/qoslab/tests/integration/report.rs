@@ -36,7 +36,7 @@ expect = ["iops_mean ~= policy.ceiling +-3%"]
 "#;
 
 /// Run Chromium headless with the flags CI needs; fail the test after 60 s.
-fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
+pub(crate) fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
     let mut child = Command::new("chromium")
         .args([
             "--headless",
@@ -83,12 +83,12 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
     )
 }
 
-fn url(p: &Path) -> String {
+pub(crate) fn url(p: &Path) -> String {
     format!("file://{}", p.display())
 }
 
 /// The text of the element `<... id="ID"...>TEXT<` in a dumped DOM.
-fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+pub(crate) fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
     let i = dom.find(&format!("id=\"{id}\""))?;
     let rest = &dom[i..];
     let start = rest.find('>')? + 1;
@@ -97,7 +97,7 @@ fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
 }
 
 /// Console errors Chromium logged for the page (`CONSOLE` lines, uncaught exceptions).
-fn console_errors(stderr: &str) -> Vec<&str> {
+pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
     stderr
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
@@ -105,7 +105,7 @@ fn console_errors(stderr: &str) -> Vec<&str> {
 }
 
 /// Width and height from a PNG's IHDR, after checking the signature.
-fn png_size(png: &[u8]) -> (u32, u32) {
+pub(crate) fn png_size(png: &[u8]) -> (u32, u32) {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
     assert_eq!(&png[12..16], b"IHDR");
     let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
@@ -113,7 +113,7 @@ fn png_size(png: &[u8]) -> (u32, u32) {
 }
 
 /// Render `html` in Chromium: (dumped DOM, its stderr, screenshot bytes).
-fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
+pub(crate) fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
     let profile = dir.join(format!(
         "profile-{}",
         html.file_stem().unwrap().to_string_lossy()

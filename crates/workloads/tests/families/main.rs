@@ -7,3 +7,4 @@ mod export_snapshots;
 mod fio_plans;
 mod main_db;
 mod ramp_plans;
+mod suite_plans;
