@@ -119,6 +119,10 @@ pub struct ProcCpu {
     /// The CPU it last ran on when sampled (pinned processes always show theirs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_cpu: Option<u32>,
+    /// Resident memory at the sample, bytes (pidstat -r's RSS; None for a thread part,
+    /// whose memory is its process's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
 }
 
 /// CPU per role, percent of one core. Each process counts its own time plus the time of

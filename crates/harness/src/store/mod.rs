@@ -403,9 +403,19 @@ mod tests {
     use crate::host::Env;
     use crate::series::{FioSample, NodeSample};
 
+    /// Removes a test's directory when dropped (also when the test panics).
+    struct RemoveOnDrop(std::path::PathBuf);
+
+    impl Drop for RemoveOnDrop {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn a_schema_2_database_opens_and_gains_the_series_tables() {
         let dir = crate::target::temp_dir("schema2").unwrap();
+        let _cleanup = RemoveOnDrop(dir.clone());
         let path = dir.join("old.db");
         {
             let c = Connection::open(&path).unwrap();
@@ -434,7 +444,6 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
@@ -594,6 +603,7 @@ mod tests {
     #[test]
     fn a_schema_3_database_gains_outcomes_diagnoses_and_tool_sets() {
         let dir = crate::target::temp_dir("schema3").unwrap();
+        let _cleanup = RemoveOnDrop(dir.clone());
         let path = dir.join("old.db");
         {
             let c = Connection::open(&path).unwrap();
@@ -655,7 +665,6 @@ mod tests {
         // Opening again changes nothing.
         let s = Store::open(&path).unwrap();
         assert_eq!(s.load_run(1).unwrap().jobs[0].verdicts.len(), 2);
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
