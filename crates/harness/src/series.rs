@@ -47,11 +47,15 @@ pub struct JobSeries {
     pub job_id: i64,
     pub fio: Vec<FioSample>,
     pub node: Vec<NodeSample>,
+    /// The host tool sets (one series per host sampled), on fio's clock like the rest:
+    /// each sample's `t_ms` is the end of its interval after the ramp.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<toolsets::HostSeries>,
 }
 
 impl JobSeries {
     pub fn is_empty(&self) -> bool {
-        self.fio.is_empty() && self.node.is_empty()
+        self.fio.is_empty() && self.node.is_empty() && self.hosts.is_empty()
     }
 
     /// The fio windows as (t_ms, all directions summed): IOPS, bytes/s, and the

@@ -5,6 +5,7 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod http_client;
+mod ontap;
 mod policy_cmd;
 mod report_cmd;
 mod results;
@@ -12,7 +13,9 @@ mod seed000;
 mod seed000_cmd;
 mod serve;
 mod stats_cmd;
+mod tenants_cmd;
 mod ui;
+mod user_cmd;
 mod volume_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -51,6 +54,14 @@ enum Command {
     Volume(volume_cmd::VolumeArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
+    /// Tenant file systems over volumes (nbdfuse -> loop -> mkfs -> mount): mount, run a
+    /// command, tear down; clean up what a killed run left behind.
+    Tenants(tenants_cmd::TenantsArgs),
+    /// ONTAP clustershell commands against a node: `qos policy-group ...`, `vol modify ...`
+    /// (one command from the words given, or an interactive `::>` prompt).
+    Ontap(ontap::OntapArgs),
+    /// API users of a node (HTTP basic auth): create, list, delete.
+    User(user_cmd::UserArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -74,6 +85,12 @@ fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
+        Command::Tenants(args) => match tenants_cmd::run(args) {
+            Ok(code) => return std::process::ExitCode::from(code.clamp(0, 255) as u8),
+            Err(e) => Err(e),
+        },
+        Command::Ontap(args) => ontap::run(args),
+        Command::User(args) => user_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -112,6 +129,17 @@ mod tests {
             .map(|v| v.get_name().to_string())
             .collect();
         assert_eq!(values, registry.profiles());
-        assert_eq!(values, ["dbench", "isolation", "ramp"]);
+        assert_eq!(values, ["dbench", "isolation", "ramp", "tenants"]);
+        let suite = bench
+            .get_arguments()
+            .find(|a| a.get_id() == "suite")
+            .unwrap();
+        let values: Vec<String> = suite
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(values, registry.suites());
+        assert_eq!(values, ["network", "disks", "nfs", "iscsi", "block", "dir"]);
     }
 }

@@ -1,18 +1,21 @@
 //! `qoslab results seed000 RUN`: a stored run of seed 000's scenario (examples/seed000.toml
 //! or the demo) beside the seed's own summaries, cell by cell (`crate::seed000`).
 
-use harness::store::RunRecord;
+use harness::store::{RunRecord, SUPERSEDED};
 
 use crate::seed000::{self, Cells};
 
 /// The ten dbench cells of `volume` in a stored run, the way dbench's summary computes
 /// them (fio's text: IOPS = ios / runtime, bandwidth = bytes / runtime in MiB/s, mean
-/// total latency in usec). `None` when the run has no dbench job on that volume.
+/// total latency in usec). `None` when the run has no dbench job on that volume. A job a
+/// re-run superseded (the demo's) is not read: its replacement is.
 pub fn measured(run: &RunRecord, volume: &str) -> Option<Cells> {
     let job = |name: &str| {
         run.jobs
             .iter()
-            .find(|j| j.volume.as_deref() == Some(volume) && j.name == name)
+            .find(|j| {
+                j.volume.as_deref() == Some(volume) && j.name == name && j.status != SUPERSEDED
+            })
             .and_then(|j| j.primary())
     };
     let iops = |name: &str, read: bool| {

@@ -21,7 +21,10 @@ pub mod scheduler;
 pub mod server;
 pub mod state;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod test_dir;
 mod timer;
+pub mod tls;
 pub mod volume;
 
 pub use config::NodeConfig;

@@ -6,7 +6,9 @@
 //! - [`isolation`]: floors against a noisy neighbour on an emulated controller, with the
 //!   FIFO control (`--profile isolation`);
 //! - [`ramp`]: GenIO-style ramps on qoslab's own generator (`[ramp]`, `[[system]]`,
-//!   `--profile ramp`).
+//!   `--profile ramp`);
+//! - [`suite`]: seed 002's system suites over ssh (`--suite network|disks|nfs|iscsi|block|dir`,
+//!   `[suite]` and `[[host]]`).
 //!
 //! [`registry`] lists them: adding a family is its folder, its `mod` line here and one line
 //! there (ARCHITECTURE.md walks through it).
@@ -16,5 +18,7 @@ pub mod fio_plan;
 pub mod isolation;
 pub mod ramp;
 pub mod registry;
+pub mod suite;
+pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};

@@ -28,6 +28,8 @@ pub static FAMILIES: &[&dyn WorkloadFamily] = &[
     &crate::dbench::Dbench,
     &crate::isolation::Isolation,
     &crate::ramp::Ramp,
+    &crate::tenants::Tenants,
+    &crate::suite::Suites,
 ];
 
 /// The harness's registry of [`FAMILIES`].

@@ -1,8 +1,23 @@
-//! The results database's schema (`PRAGMA user_version` 3). Tables are created with
-//! `IF NOT EXISTS`, so opening a schema-2 database adds the series tables in place.
+//! The results database's schema (`PRAGMA user_version` 4). Tables are created with
+//! `IF NOT EXISTS`, so opening an older database adds the newer tables in place, and
+//! [`MIGRATIONS`] add the newer columns (schema 4: a job's diagnosis and steady state, a
+//! verdict's outcome and reason; the host tool-set tables).
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// Columns added after a table was first shipped: (table, column, definition). Added when
+/// missing; then `fill` sets what older rows imply.
+pub(crate) const MIGRATIONS: &[(&str, &str, &str)] = &[
+    ("jobs", "diagnosis", "TEXT"),
+    ("jobs", "steady", "TEXT"),
+    ("verdicts", "outcome", "TEXT"),
+    ("verdicts", "reason", "TEXT"),
+];
+
+/// Older verdicts were pass or fail.
+pub(crate) const FILL: &str =
+    "UPDATE verdicts SET outcome = CASE WHEN passed THEN 'pass' ELSE 'fail' END WHERE outcome IS NULL;";
 
 pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -41,7 +56,9 @@ CREATE TABLE IF NOT EXISTS jobs (
   started_at TEXT NOT NULL, finished_at TEXT,
   jobfile TEXT NOT NULL,
   raw_json TEXT,
-  error TEXT
+  error TEXT,
+  diagnosis TEXT,                  -- JSON: assess::Diagnosis (schema 4)
+  steady TEXT                      -- JSON: assess::steady::SteadyState (schema 4)
 );
 CREATE TABLE IF NOT EXISTS results (
   job_id INTEGER NOT NULL REFERENCES jobs(id),
@@ -80,6 +97,21 @@ CREATE TABLE IF NOT EXISTS node_samples (
 CREATE TABLE IF NOT EXISTS verdicts (
   job_id INTEGER NOT NULL REFERENCES jobs(id),
   expectation TEXT NOT NULL, measured REAL NOT NULL, bound TEXT NOT NULL,
-  passed INTEGER NOT NULL, detail TEXT NOT NULL
+  passed INTEGER NOT NULL, detail TEXT NOT NULL,
+  outcome TEXT,                    -- pass | fail | inconclusive (schema 4)
+  reason TEXT
+);
+CREATE TABLE IF NOT EXISTS host_series (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  host TEXT NOT NULL, ncpus INTEGER NOT NULL,
+  mem_total_bytes INTEGER NOT NULL, swap_total_bytes INTEGER NOT NULL,
+  overhead_cpu_s REAL NOT NULL, overhead_wall_s REAL NOT NULL, overhead_samples INTEGER NOT NULL,
+  errors TEXT NOT NULL             -- JSON array of strings
+);
+CREATE TABLE IF NOT EXISTS host_samples (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  host TEXT NOT NULL,
+  t_ms INTEGER NOT NULL,           -- end of the 1 s interval, on fio's log clock
+  sample TEXT NOT NULL             -- JSON: toolsets::HostSample
 );
 ";

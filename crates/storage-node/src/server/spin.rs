@@ -1,4 +1,8 @@
-//! When a connection busy-polls its socket instead of parking in epoll.
+//! Busy-polling a connection's socket between batches (queue-depth-1 latency).
+
+use std::io;
+use std::os::unix::io::RawFd;
+use std::time::Duration;
 
 /// When to busy-poll. Spinning pays only when the client waits on us (queue depth ~1);
 /// with deep queues it shrinks batches (one syscall per request instead of per ten) and
@@ -59,6 +63,35 @@ impl SpinPolicy {
         if handled > 2 {
             self.record(handled);
         }
+    }
+}
+/// Spin on a non-blocking `recv` for up to `budget`; returns the bytes received (0: none,
+/// or end of file, which the regular read path then observes).
+pub(super) fn spin_recv(fd: RawFd, buf: &mut [u8], budget: Duration) -> usize {
+    let start = std::time::Instant::now();
+    loop {
+        // SAFETY: `buf` is a valid writable slice; MSG_DONTWAIT never blocks. Bypassing
+        // tokio's readiness cache is sound: its edge-triggered registration still fires for
+        // data that arrives later, and a stale "ready" only costs one extra syscall.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n > 0 {
+            return n as usize;
+        }
+        if n == 0 || start.elapsed() >= budget {
+            return 0;
+        }
+        let e = io::Error::last_os_error().raw_os_error();
+        if e != Some(libc::EAGAIN) && e != Some(libc::EINTR) {
+            return 0;
+        }
+        std::hint::spin_loop();
     }
 }
 

@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 use super::handshake::{Session, MAX_PAYLOAD};
-use super::spin::SpinPolicy;
+use super::spin::{spin_recv, SpinPolicy};
 use crate::errors::nbd_errno;
 use crate::node::Node;
 use crate::scheduler::{Grant, Ticket, NO_FLOW};
@@ -335,36 +335,6 @@ fn allowed_flags(cmd: u16) -> u16 {
         }
 }
 
-/// Spin on a non-blocking `recv` for up to `budget`; returns the bytes received (0: none,
-/// or end of file, which the regular read path then observes).
-fn spin_recv(fd: RawFd, buf: &mut [u8], budget: Duration) -> usize {
-    let start = std::time::Instant::now();
-    loop {
-        // SAFETY: `buf` is a valid writable slice; MSG_DONTWAIT never blocks. Bypassing
-        // tokio's readiness cache is sound: its edge-triggered registration still fires for
-        // data that arrives later, and a stale "ready" only costs one extra syscall.
-        let n = unsafe {
-            libc::recv(
-                fd,
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n > 0 {
-            return n as usize;
-        }
-        if n == 0 || start.elapsed() >= budget {
-            return 0;
-        }
-        let e = io::Error::last_os_error().raw_os_error();
-        if e != Some(libc::EAGAIN) && e != Some(libc::EINTR) {
-            return 0;
-        }
-        std::hint::spin_loop();
-    }
-}
-
 impl Conn {
     /// Handle every complete request in the read buffer. Returns whether to keep reading
     /// (false once DISC arrived) and how many requests were handled.
@@ -385,6 +355,7 @@ impl Conn {
             self.handle(req, &rb.buf[payload]);
             if self.wbuf.len() >= WBUF_FLUSH {
                 stream.write_all(&self.wbuf).await?;
+                stream.flush().await?;
                 self.wbuf.clear();
             }
         }
@@ -398,6 +369,9 @@ impl Conn {
     {
         if !self.wbuf.is_empty() {
             stream.write_all(&self.wbuf).await?;
+            // A TLS stream may hold encrypted records back when the socket is full; only
+            // flush pushes them out (a no-op on plain sockets).
+            stream.flush().await?;
             self.wbuf.clear();
             if self.wbuf.capacity() > WBUF_KEEP {
                 self.wbuf.shrink_to(RBUF_INITIAL);
@@ -630,6 +604,13 @@ impl Conn {
                 "BLOCK_STATUS needs base:allocation negotiated with NBD_OPT_SET_META_CONTEXT"
                     .into(),
             )),
+            // The spec leaves a zero-length status query unspecified (the server SHOULD
+            // NOT disconnect); a success would need a descriptor of nonzero length, which
+            // REQ_ONE forbids, so the answer is an error and the session goes on.
+            CMD_BLOCK_STATUS if req.length == 0 => Err((
+                EINVAL,
+                "BLOCK_STATUS of length 0: there is no range to describe".into(),
+            )),
             _ => Ok(()),
         }
     }
@@ -646,6 +627,12 @@ impl Conn {
         let (off, len) = (req.offset, req.length as u64);
         let fua = req.flags & CMD_FLAG_FUA != 0;
         let (kind, result) = match req.command {
+            // Zero bytes: nothing to send. A structured reply cannot carry an empty
+            // OFFSET_DATA chunk (its length must be at least 9), so it is just NONE+DONE.
+            CMD_READ if req.length == 0 => {
+                encode_ok(&mut self.wbuf, self.structured, req.cookie);
+                (OpKind::Read, Ok(true))
+            }
             CMD_READ => {
                 let mark = self.wbuf.len();
                 if self.structured {
