@@ -30,7 +30,9 @@ after the run, but dbench's write jobs fill up to 3.5 GB of each of the seven vo
 while it runs (size=2G, four sequential writers 500 MB apart). The script refuses to start
 with less than 25 GB free there (--no-space-check to override).
 
-Exit status: 0 every cell within tolerance, 1 a cell missed or a fio job failed, 2 usage.
+Exit status: 0 every cell within tolerance or its miss the seed's own (its figure further
+than the tolerance from its baseline row under the volume's ceiling; marked in the table),
+1 another cell missed or a fio job failed, 2 usage.
 USAGE
 }
 

@@ -23,6 +23,8 @@ use crate::stats::{OpKind, Waits};
 use crate::timer::PreciseTimer;
 use crate::volume::Volume;
 
+use super::queued::{Deferred, Parked};
+
 const RBUF_INITIAL: usize = 256 * 1024;
 /// Replies are written out as soon as this many bytes are pending, so large reads stream
 /// instead of piling up (and the buffer never regrows per batch).
@@ -40,43 +42,6 @@ const SHUTDOWN_GRACE_NS: Nanos = 5_000_000_000;
 /// 50,000 IOPS ceiling at queue depth 16 measured 8% low: every request in flight could be
 /// parked for a whole tick at once.
 const TIMER_SLACK_NS: Nanos = 1_000_000;
-
-/// A request waiting for its QoS start time, or (controller mode) for the array's
-/// service latency to pass.
-struct Deferred {
-    at: Nanos,
-    seq: u64,
-    arrival: Nanos,
-    req: Request,
-    payload: Vec<u8>,
-    /// Queue time already split by the controller (service latency); `None`: all of the
-    /// wait until `at` is the ceiling's (ceilings-only mode).
-    waits: Option<Waits>,
-}
-
-impl PartialEq for Deferred {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Deferred {}
-impl PartialOrd for Deferred {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Deferred {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
-
-/// A request queued in the emulated controller, waiting for its grant.
-struct Parked {
-    arrival: Nanos,
-    req: Request,
-    payload: Vec<u8>,
-}
 
 /// Unregisters a connection from the controller however the connection ends.
 struct Registration {
