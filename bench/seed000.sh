@@ -32,7 +32,8 @@ with less than 25 GB free there (--no-space-check to override).
 
 Exit status: 0 every cell within tolerance or its miss the seed's own (its figure further
 than the tolerance from its baseline row under the volume's ceiling; marked in the table),
-1 another cell missed or a fio job failed, 2 usage.
+1 another cell missed or a fio job failed, 2 usage, 3 a miss only the machine explains
+(the job's diagnosis: a starved load generator or a busy host; rerun when it is quiet).
 USAGE
 }
 
@@ -78,6 +79,9 @@ if ((bench_status > 1)); then
 fi
 cmp_status=0
 "$QOSLAB" results seed000 last --db "$DB" $JSON || cmp_status=$?
-if ((bench_status != 0 || cmp_status != 0)); then
+if ((bench_status == 1 || cmp_status == 1)); then
     exit 1
+fi
+if ((bench_status == 3 || cmp_status == 3)); then
+    exit 3
 fi

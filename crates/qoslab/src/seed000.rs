@@ -250,6 +250,9 @@ pub struct CellCmp {
     /// no array that reproduces the baseline can match this cell, so a miss here is the
     /// seed's inconsistency (its run-to-run spread), not the model's.
     pub seed_inconsistent: Option<f64>,
+    /// The measuring job's diagnosis when it discredits the measurement (a starved load
+    /// generator, a host busy with other work: docs/DIAGNOSIS.md), e.g. `noisy-host`.
+    pub machine: Option<String>,
 }
 
 /// One volume side by side.
@@ -279,6 +282,7 @@ pub fn compare(measured: impl Fn(&str) -> Option<Cells>) -> Vec<VolumeCmp> {
                         tolerance,
                         pass: diff.is_some_and(|d| d.abs() <= tolerance * 100.0),
                         seed_inconsistent: own[i],
+                        machine: None,
                     }
                 })
                 .collect();
@@ -314,6 +318,23 @@ pub fn explained_misses(rows: &[VolumeCmp]) -> usize {
         .flat_map(|r| &r.cells)
         .filter(|c| !c.pass && c.seed_inconsistent.is_some())
         .count()
+}
+
+/// Misses the seed does not explain but the measuring job's diagnosis does.
+pub fn machine_misses(rows: &[VolumeCmp]) -> usize {
+    rows.iter()
+        .flat_map(|r| &r.cells)
+        .filter(|c| !c.pass && c.seed_inconsistent.is_none() && c.machine.is_some())
+        .count()
+}
+
+/// Attaches each cell's discrediting diagnosis (`machine(volume)`, per cell).
+pub fn attribute(rows: &mut [VolumeCmp], machine: impl Fn(&str) -> [Option<String>; 10]) {
+    for r in rows {
+        for (c, m) in r.cells.iter_mut().zip(machine(r.volume)) {
+            c.machine = m;
+        }
+    }
 }
 
 /// (cells within tolerance, cells compared).
@@ -352,7 +373,10 @@ pub fn table(rows: &[VolumeCmp]) -> String {
                 .map_or_else(|| "-".into(), |d| format!("{d:+.1}%"));
             let verdict = match (c.pass, c.seed_inconsistent) {
                 (true, _) => "ok".to_string(),
-                (false, None) => format!("MISS (±{:.0}%)", c.tolerance * 100.0),
+                (false, None) => match &c.machine {
+                    None => format!("MISS (±{:.0}%)", c.tolerance * 100.0),
+                    Some(m) => format!("MISS (±{:.0}%), the machine: {m}", c.tolerance * 100.0),
+                },
                 (false, Some(e)) => format!(
                     "MISS (±{:.0}%), the seed's own: its baseline + ceiling give {} ({:+.0}%)",
                     c.tolerance * 100.0,
@@ -385,6 +409,14 @@ pub fn table(rows: &[VolumeCmp]) -> String {
             explained_misses(rows),
             n - ok
         );
+        let m = machine_misses(rows);
+        if m > 0 {
+            let _ = writeln!(
+                out,
+                "{m} the machine's: the job's diagnosis says the load generator was starved or \
+                 the host busy with other work (docs/DIAGNOSIS.md); rerun on a quiet machine"
+            );
+        }
     }
     out
 }
@@ -396,6 +428,7 @@ pub fn json(rows: &[VolumeCmp]) -> serde_json::Value {
         "cells_within_tolerance": ok,
         "cells": n,
         "misses_the_seed_explains": explained_misses(rows),
+        "misses_the_machine_explains": machine_misses(rows),
         "volumes": rows.iter().map(|r| serde_json::json!({
             "volume": r.volume,
             "title": r.title,
@@ -408,6 +441,7 @@ pub fn json(rows: &[VolumeCmp]) -> serde_json::Value {
                 "tolerance_pct": c.tolerance * 100.0,
                 "pass": c.pass,
                 "seed_inconsistent_expected": c.seed_inconsistent,
+                "machine": c.machine,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
@@ -556,6 +590,19 @@ mod tests {
         );
         assert!(t.contains("2 of the 6 misses are the seed's own"), "{t}");
         assert_eq!(json(&rows)["misses_the_seed_explains"], 2);
+        // A miss the job's diagnosis discredits says so; a seed's own miss stays that.
+        let mut rows = rows;
+        attribute(&mut rows, |v| {
+            std::array::from_fn(|i| (i == 2 && v != "qos500-100g").then(|| "noisy-host".into()))
+        });
+        let t = table(&rows);
+        assert!(t.contains("MISS (±10%), the machine: noisy-host"), "{t}");
+        assert!(
+            t.contains("the seed's own: its baseline + ceiling give 195.0 (+29%)"),
+            "{t}"
+        );
+        assert!(t.contains("3 the machine's"), "{t}");
+        assert_eq!(machine_misses(&rows), 3);
     }
 
     #[test]
