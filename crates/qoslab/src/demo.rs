@@ -52,8 +52,8 @@ After the ceilings, the demo runs seed 001's noisy-neighbour scenario (`qoslab b
 on an emulated 20,000 IOPS controller, with floors and without.
 
 The volumes live on seed 000's emulated array (docs/CONFIG.md, \"An emulated array\"): a
-request counts its 64 KiB NFS transfers against the ceilings, and the array serves 15.3k/10.9k
-4 KiB IOPS at 785/704 us. After the ceilings table the seed's seven dbench summaries are
+request counts its 64 KiB NFS transfers against the ceilings, and the array serves 15.9k/11.4k
+4 KiB IOPS at 794/689 us (the seed's unthrottled runs). After the ceilings table the seed's seven dbench summaries are
 printed beside qoslab's, cell by cell (`qoslab results seed000 RUN` prints it again); a
 cell the seed's own run-to-run spread puts out of reach is marked so, and so is one whose
 job's diagnosis says the machine spoiled it (that volume runs once more first, like a
@@ -636,7 +636,7 @@ mod tests {
         assert_eq!(node.policies.len(), 3);
         // On seed 000's emulated array.
         assert_eq!(node.array.accounting.to_string(), "transfer:64KiB");
-        assert_eq!(node.array.model.unwrap().capacity_iops(), 15_300);
+        assert_eq!(node.array.model.unwrap().capacity_iops(), 15_850);
     }
 
     /// A judged job whose stored verdict measured `measured` (IOPS or bytes/s), with the

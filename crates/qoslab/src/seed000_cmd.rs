@@ -140,6 +140,6 @@ mod tests {
         let d = NodeConfig::parse(crate::seed000::ARRAY, "seed000::ARRAY").unwrap();
         assert_eq!((d.array, d.capacity), (n.array.clone(), n.capacity));
         assert_eq!(n.array.accounting.to_string(), "transfer:64KiB");
-        assert_eq!(n.array.model.as_ref().unwrap().capacity_iops(), 15_300);
+        assert_eq!(n.array.model.as_ref().unwrap().capacity_iops(), 15_850);
     }
 }
