@@ -22,6 +22,9 @@ pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
             for v in node.volumes() {
                 v.stats.sample(now);
             }
+            if let Some(fs) = node.provisioned() {
+                fs.stats.sample(now);
+            }
         }
     })
 }

@@ -65,6 +65,9 @@ pub struct VolumeStats {
     pub ceiling_wait_ns: AtomicU64,
     /// Sum of time requests waited behind floors of others ("QoS Min"); mClock fills it.
     pub floor_wait_ns: AtomicU64,
+    /// Sum of time requests waited for the provisioned file system's resources (network,
+    /// disk, SSD IOPS, the single-flow limit).
+    pub resource_wait_ns: AtomicU64,
     pub errors: AtomicU64,
     /// Latency histograms by kind: read, write, other.
     pub latency: [Histogram; 3],
@@ -87,6 +90,8 @@ pub struct Waits {
     pub ceiling_ns: u64,
     /// Waiting for the node (others' floors and shares, under an emulated controller).
     pub floor_ns: u64,
+    /// Waiting for the provisioned file system's resources.
+    pub resource_ns: u64,
 }
 
 impl VolumeStats {
@@ -103,6 +108,9 @@ impl VolumeStats {
         }
         if waits.floor_ns > 0 {
             self.floor_wait_ns.fetch_add(waits.floor_ns, Relaxed);
+        }
+        if waits.resource_ns > 0 {
+            self.resource_wait_ns.fetch_add(waits.resource_ns, Relaxed);
         }
     }
 
@@ -267,6 +275,7 @@ mod tests {
                 Waits {
                     ceiling_ns: 100_000,
                     floor_ns: 0,
+                    resource_ns: 0,
                 },
             );
         }
