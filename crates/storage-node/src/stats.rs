@@ -90,8 +90,6 @@ pub struct Waits {
     pub ceiling_ns: u64,
     /// Waiting for the node (others' floors and shares, under an emulated controller).
     pub floor_ns: u64,
-    /// Waiting for the provisioned file system's resources.
-    pub resource_ns: u64,
 }
 
 impl VolumeStats {
@@ -109,9 +107,7 @@ impl VolumeStats {
         if waits.floor_ns > 0 {
             self.floor_wait_ns.fetch_add(waits.floor_ns, Relaxed);
         }
-        if waits.resource_ns > 0 {
-            self.resource_wait_ns.fetch_add(waits.resource_ns, Relaxed);
-        }
+
     }
 
     /// Operations completed of one kind (other: TRIM, WRITE_ZEROES, FLUSH, CACHE,
@@ -275,7 +271,6 @@ mod tests {
                 Waits {
                     ceiling_ns: 100_000,
                     floor_ns: 0,
-                    resource_ns: 0,
                 },
             );
         }

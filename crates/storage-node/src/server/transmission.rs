@@ -576,7 +576,6 @@ impl Conn {
         let waits = Waits {
             ceiling_ns,
             floor_ns: wait - ceiling_ns,
-            resource_ns: 0,
         };
         let start = self.through_resources(&p.req, now);
         if start > now + TIMER_SLACK_NS {
@@ -629,8 +628,13 @@ impl Conn {
             let waits = Waits {
                 ceiling_ns: total - resource_ns - floor_ns,
                 floor_ns,
-                resource_ns,
             };
+            if resource_ns > 0 {
+                self.vol
+                    .stats
+                    .resource_wait_ns
+                    .fetch_add(resource_ns, std::sync::atomic::Ordering::Relaxed);
+            }
             self.execute(d.req, &d.payload, d.arrival, waits);
         }
     }
