@@ -107,7 +107,6 @@ impl VolumeStats {
         if waits.floor_ns > 0 {
             self.floor_wait_ns.fetch_add(waits.floor_ns, Relaxed);
         }
-
     }
 
     /// Operations completed of one kind (other: TRIM, WRITE_ZEROES, FLUSH, CACHE,

@@ -17,8 +17,10 @@
 //!   be capped (AWS: 5 Gb/s per flow); several connections (`nconnect`, NBD multi-conn) lift
 //!   it, up to the network resource.
 //!
-//! A request may start when every resource it uses allows it; it is charged to each at that
-//! instant ([`Pacer::earliest`] / [`Pacer::commit`]). The node's other contention (mClock
+//! A request may start when every resource it uses allows it; each resource is charged at
+//! the earliest time it allows (a resource that is not the bottleneck is never reserved into
+//! the future, which would idle it for requests that do not need the bottleneck). The
+//! node's other contention (mClock
 //! floors, the `[capacity]` budget) happens before; time spent here is reported as
 //! *resource* wait.
 
@@ -237,23 +239,21 @@ impl ProvisionedFs {
             Access::Write => (len, 0),
             _ => (missed, u64::from(missed > 0)),
         };
-        // [network, disk, disk_iops, ssd_iops] costs as (ops, bytes).
+        // [network, disk, disk_iops, ssd_iops] costs as (ops, bytes). Each resource is charged
+        // at the earliest time it allows (not at the request's overall start): a resource
+        // that is not the bottleneck is not reserved into the future, so a disk-bound write
+        // does not hold the network away from a cached read that could go now.
         let cost = [(0, len), (0, disk_bytes), (disk_ops, 0), (disk_ops, 0)];
-        let mut start = conn.0.as_ref().map_or(now, |p| p.earliest(now, 0, len));
-        for (p, &(ops, bytes)) in inner.res.iter().zip(&cost) {
-            if ops > 0 || bytes > 0 {
-                start = start.max(p.earliest(now, ops, bytes));
-            }
-        }
+        let mut start = now;
         for (i, (p, &(ops, bytes))) in inner.res.iter_mut().zip(&cost).enumerate() {
             if ops > 0 || bytes > 0 {
-                p.commit(start, ops, bytes);
+                start = start.max(p.admit(now, ops, bytes));
                 self.stats.used[i].fetch_add(ops + bytes, Relaxed);
             }
         }
         drop(inner);
         if let Some(p) = &mut conn.0 {
-            p.commit(start, 0, len);
+            start = start.max(p.admit(now, 0, len));
         }
         if access == Access::Read {
             for (c, v) in [
