@@ -16,6 +16,7 @@ pub mod backend;
 pub mod calibrate;
 pub mod clock;
 pub mod config;
+pub mod credits;
 pub mod errors;
 pub mod metrics;
 pub mod node;

@@ -217,7 +217,8 @@ pub fn render(cp: &ControlPlane) -> String {
         "qoslab_volume_qos_wait_seconds_total",
         "counter",
         "Time requests spent queued by QoS: by the volume's ceiling (ONTAP \"QoS Max\") or \
-         behind other volumes' floors (\"QoS Min\").",
+         behind other volumes' floors (\"QoS Min\"), or for the provisioned file system's \
+         resources (\"resource\").",
     );
     for (v, l) in &vols {
         let _ = writeln!(
@@ -229,6 +230,11 @@ pub fn render(cp: &ControlPlane) -> String {
             o,
             "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"floor\"}} {}",
             v.stats.floor_wait_ns.load(Relaxed) as f64 / 1e9
+        );
+        let _ = writeln!(
+            o,
+            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"resource\"}} {}",
+            v.stats.resource_wait_ns.load(Relaxed) as f64 / 1e9
         );
     }
     header(
@@ -282,5 +288,6 @@ pub fn render(cp: &ControlPlane) -> String {
     for (v, l) in &vols {
         let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
     }
+    crate::credits::render_metrics(&mut o, node, &vols);
     o
 }

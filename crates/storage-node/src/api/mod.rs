@@ -398,6 +398,10 @@ impl ControlPlane {
                     "min_throughput_bytes_per_sec": lim.floor.bytes_per_sec,
                 }),
             );
+            let now = self.node.clock.now();
+            if let Some(b) = crate::credits::volume_credits(&self.node, l, now).json() {
+                m.insert("burst".into(), b);
+            }
         }
         Value::Object(m)
     }
@@ -609,12 +613,13 @@ const POLICY_TOP: &[&str] = &[
     "svm",
     "fixed",
     "adaptive",
+    "provisioned",
     "object_count",
     "builtin",
 ];
 const VOLUME_TOP: &[&str] = &[
     "uuid", "name", "svm", "size", "comment", "state", "type", "space", "qos", "metric", "limits",
-    "nbd",
+    "nbd", "burst",
 ];
 
 fn metric_json(v: &Volume) -> Value {

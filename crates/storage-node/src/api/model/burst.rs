@@ -149,3 +149,131 @@ pub(super) fn provisioned_json(p: &ProvisionedPolicy) -> Value {
     }
     Value::Object(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{new_policy, parse_body, patch_policy, policy_json, stored_policy};
+    use qos_core::{BurstPolicy, Model, Policy};
+    use serde_json::Value;
+
+    fn body(s: &str) -> serde_json::Map<String, Value> {
+        parse_body(s.as_bytes()).expect("json")
+    }
+
+    #[test]
+    fn fixed_burst_round_trips() {
+        let p = new_policy(&body(
+            r#"{"name":"gp2ish","fixed":{"max_throughput_iops":300,
+                "burst":{"max_throughput_iops":3000,"bucket_iops":5400000}}}"#,
+        ))
+        .expect("valid")
+        .policy;
+        let Policy::Fixed(f) = p else { panic!("{p:?}") };
+        assert_eq!(
+            f.burst,
+            Some(BurstPolicy {
+                max_iops: 3_000,
+                bucket_iops: 5_400_000,
+                ..BurstPolicy::default()
+            })
+        );
+        let stored = Value::Object(policy_json(&p)).to_string();
+        assert_eq!(stored_policy(&stored).expect("stored form parses"), p);
+        // PATCH: a duration replaces the bucket; null removes the burst.
+        let q = patch_policy(&body(r#"{"fixed":{"burst":{"duration":"1min"}}}"#), &p)
+            .expect("patch")
+            .policy;
+        let Policy::Fixed(g) = q else { panic!() };
+        let b = g.burst.unwrap();
+        assert_eq!((b.seconds, b.bucket_iops, b.max_iops), (60, 0, 3_000));
+        let r = patch_policy(&body(r#"{"fixed":{"burst":null}}"#), &q).expect("patch");
+        assert_eq!(
+            r.policy,
+            Policy::Fixed(super::super::FixedPolicy { burst: None, ..g })
+        );
+    }
+
+    #[test]
+    fn burst_errors_name_the_field() {
+        for (b, target, text) in [
+            (
+                r#"{"max_throughput_iops":3000}"#,
+                "fixed.burst.bucket_iops",
+                "needs a bucket",
+            ),
+            (
+                r#"{"max_throughput_iops":100,"bucket_iops":5}"#,
+                "fixed.burst.max_throughput_iops",
+                "above fixed.max_throughput_iops = 300",
+            ),
+            (r#"{"bucket":5}"#, "fixed.burst.bucket", "unexpected field"),
+            (
+                r#"{"max_throughput_iops":3000,"duration":"soon"}"#,
+                "fixed.burst.duration",
+                "invalid duration",
+            ),
+            (r#"[1]"#, "fixed.burst", "must be an object"),
+        ] {
+            let e = new_policy(&body(&format!(
+                r#"{{"name":"p","fixed":{{"max_throughput_iops":300,"burst":{b}}}}}"#
+            )))
+            .expect_err(b);
+            assert_eq!(e.status, 400, "{b}");
+            assert_eq!(e.target, target, "{b}: {}", e.message);
+            assert!(e.message.contains(text), "{b}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn provisioned_policies() {
+        let p = new_policy(&body(
+            r#"{"name":"gp2","provisioned":{"model":"ebs-gp2","bucket_scale":0.1}}"#,
+        ))
+        .expect("valid")
+        .policy;
+        let Policy::Provisioned(v) = p else {
+            panic!("{p:?}")
+        };
+        assert_eq!(
+            (v.model, v.bucket_scale, v.initial_percent),
+            (Model::EbsGp2, 0.1, 100)
+        );
+        let stored = Value::Object(policy_json(&p)).to_string();
+        assert_eq!(stored_policy(&stored).expect("stored"), p);
+        let q = patch_policy(&body(r#"{"provisioned":{"initial_percent":0}}"#), &p)
+            .expect("patch")
+            .policy;
+        assert!(
+            matches!(q, Policy::Provisioned(x) if x.initial_percent == 0 && x.bucket_scale == 0.1)
+        );
+        // Renaming keeps it.
+        assert_eq!(
+            patch_policy(&body(r#"{"name":"x"}"#), &p).unwrap().policy,
+            p
+        );
+        for (b, target) in [
+            (r#"{"name":"p","provisioned":{}}"#, "provisioned.model"),
+            (
+                r#"{"name":"p","provisioned":{"model":"gp3"}}"#,
+                "provisioned.model",
+            ),
+            (
+                r#"{"name":"p","provisioned":{"model":"ebs-gp2","bucket_scale":0}}"#,
+                "provisioned.bucket_scale",
+            ),
+            (
+                r#"{"name":"p","provisioned":{"model":"ebs-gp2"},"fixed":{}}"#,
+                "provisioned",
+            ),
+        ] {
+            let e = new_policy(&body(b)).expect_err(b);
+            assert_eq!(e.target, target, "{b}: {}", e.message);
+        }
+        // Kinds cannot change.
+        let e = patch_policy(&body(r#"{"fixed":{"max_throughput_iops":5}}"#), &p).unwrap_err();
+        assert_eq!(e.target, "fixed");
+        let fixed = Policy::Fixed(Default::default());
+        let e = patch_policy(&body(r#"{"provisioned":{"model":"ebs-gp2"}}"#), &fixed).unwrap_err();
+        assert_eq!(e.target, "provisioned");
+    }
+}
