@@ -6,6 +6,7 @@ mod compare_cmd;
 mod demo;
 mod http_client;
 mod isolation_cmd;
+mod policy_burst;
 mod policy_cmd;
 mod ramp_cmd;
 mod report_cmd;

@@ -19,6 +19,9 @@ EXAMPLES:
   fio --ioengine=nbd --uri='nbd+unix:///vol500?socket=/run/qoslab.sock' --rw=randread --bs=4k ...
   qoslab serve --config node.toml --capacity-iops 20000     # an emulated 20,000 IOPS controller
   qoslab serve --config node.toml --calibrate               # capacity = what the backend measures
+  qoslab serve --config node.toml --ceiling-mode ontap      # ONTAP's +50% burst tolerance
+  qoslab serve --config node.toml --provisioned fsx-ontap-128 --provisioned-scale 0.001
+                                                            # an emulated FSx for ONTAP file system
 
 Floors (min_throughput, adaptive expected IOPS) are enforced only under an emulated
 controller: declare [capacity] in the config, or --capacity-iops/--capacity-mbps, or
@@ -81,6 +84,64 @@ pub struct ServeArgs {
     /// sequential reads) and use that as the controller's capacity.
     #[arg(long)]
     calibrate: bool,
+    /// Ceilings: strict (default; never above the ceiling beyond 5 ms of idle credit) or
+    /// ontap (ONTAP's documented tolerance: up to +50% while tokens accumulated to 150% last).
+    #[arg(long, value_name = "strict|ontap")]
+    ceiling_mode: Option<String>,
+    /// Emulate a provisioned file system in front of the volumes (overrides [provisioned]):
+    /// fsx-ontap-128, -256, -512, -1024 or -2048 (AWS's throughput-capacity tiers: network,
+    /// disk and SSD IOPS with baseline and burst, memory and NVMe read caches, a 5 Gb/s
+    /// single-flow limit per connection). See docs/PROVISIONED.md.
+    #[arg(long, value_name = "PRESET")]
+    provisioned: Option<String>,
+    /// With --provisioned: caches and burst buckets x SCALE (bursts last SCALE times as long).
+    #[arg(
+        long,
+        value_name = "SCALE",
+        default_value_t = 1.0,
+        requires = "provisioned"
+    )]
+    provisioned_scale: f64,
+    /// With --provisioned: every rate x SCALE (for machines slower than the file system).
+    #[arg(
+        long,
+        value_name = "SCALE",
+        default_value_t = 1.0,
+        requires = "provisioned"
+    )]
+    provisioned_rate_scale: f64,
+}
+
+fn apply_burst_args(args: &ServeArgs, cfg: &mut NodeConfig) -> anyhow::Result<()> {
+    if let Some(m) = &args.ceiling_mode {
+        cfg.ceiling_mode = m
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--ceiling-mode {e}"))?;
+    }
+    if let Some(p) = &args.provisioned {
+        for (flag, x) in [
+            ("--provisioned-scale", args.provisioned_scale),
+            ("--provisioned-rate-scale", args.provisioned_rate_scale),
+        ] {
+            if !(x.is_finite() && x > 0.0 && x <= 1000.0) {
+                anyhow::bail!("{flag} {x}: allowed range is above 0 up to 1000");
+            }
+        }
+        let o = storage_node::provisioned::PresetOptions {
+            scale: args.provisioned_scale,
+            rate_scale: args.provisioned_rate_scale,
+            ..Default::default()
+        };
+        cfg.provisioned = Some(storage_node::provisioned::FsSpec::preset(p, &o).ok_or_else(
+            || {
+                anyhow::anyhow!(
+                    "--provisioned {p:?}: allowed presets are {}",
+                    storage_node::provisioned::spec::preset_names().join(", ")
+                )
+            },
+        )?);
+    }
+    Ok(())
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -100,6 +161,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .or_else(|| cfg.data_dir.clone())
         .unwrap_or_else(|| PathBuf::from("qoslab-data"));
     apply_capacity_args(&args, &mut cfg, &data_dir)?;
+    apply_burst_args(&args, &mut cfg)?;
     let mut unix = args.listen_unix.clone().or_else(|| cfg.listen_unix.clone());
     let mut tcp = args.listen_tcp.or(cfg.listen_tcp);
     if unix.is_none() && tcp.is_none() {
