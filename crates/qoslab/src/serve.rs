@@ -351,18 +351,78 @@ fn print_ready(node: &Node, unix: Option<&std::path::Path>, tcp: Option<SocketAd
             (i, b) => format!("  floor {i} IOPS, {:.1} MiB/s", b as f64 / 1048576.0),
         };
         out.push_str(&format!(
-            "  {:<20} {:>14} bytes  policy {:<16} ceiling {}{}{}\n",
+            "  {:<20} {:>14} bytes  policy {:<16} ceiling {}{}{}{}\n",
             v.name,
             v.size(),
             v.policy().unwrap_or_else(|| "-".into()),
             ceiling,
             floor,
+            burst_text(&l),
             if v.read_only { "  (read-only)" } else { "" }
+        ));
+    }
+    if let Some(fs) = node.provisioned() {
+        let sp = fs.spec();
+        let r = |x: &storage_node::provisioned::ResourceSpec, unit: &str| {
+            let f = |v: u64| {
+                if unit == "MB/s" {
+                    format!("{:.1}", v as f64 / 1e6)
+                } else {
+                    v.to_string()
+                }
+            };
+            match x.burst {
+                Some(b) => format!(
+                    "{} {unit} (burst {} for {:.0} s)",
+                    f(x.baseline),
+                    f(b.rate),
+                    x.burst_seconds().unwrap_or(0.0)
+                ),
+                None => format!("{} {unit}", f(x.baseline)),
+            }
+        };
+        out.push_str(&format!(
+            "qoslab: provisioned file system {}: network {}, disk {}, disk IOPS {}, SSD IOPS {}, \
+             memory cache {:.1} MB, NVMe cache {:.1} MB, per connection {:.1} MB/s (MB = 10^6 bytes)\n",
+            sp.name,
+            r(&sp.network, "MB/s"),
+            r(&sp.disk, "MB/s"),
+            r(&sp.disk_iops, "IOPS"),
+            sp.ssd_iops,
+            sp.memory_cache as f64 / 1e6,
+            sp.nvme_cache as f64 / 1e6,
+            sp.per_connection as f64 / 1e6,
         ));
     }
     let mut so = std::io::stdout().lock();
     let _ = so.write_all(out.as_bytes());
     let _ = so.flush();
+}
+
+/// "  burst 3000 IOPS on 13500 I/O credits (5.0 s)" for a volume whose ceiling bursts.
+fn burst_text(l: &qos_core::EffectiveLimits) -> String {
+    let mut parts = Vec::new();
+    if let Some(b) = l.burst.iops {
+        parts.push(format!(
+            "{} IOPS on {} I/O credits ({:.1} s)",
+            b.rate,
+            b.bucket,
+            b.burst_seconds(l.ceiling.iops).unwrap_or(0.0)
+        ));
+    }
+    if let Some(b) = l.burst.bytes {
+        parts.push(format!(
+            "{:.1} MiB/s on {:.1} MiB of credits ({:.1} s)",
+            b.rate as f64 / 1048576.0,
+            b.bucket as f64 / 1048576.0,
+            b.burst_seconds(l.ceiling.bytes_per_sec).unwrap_or(0.0)
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("  burst {}", parts.join(", "))
+    }
 }
 
 async fn shutdown_signal() {

@@ -13,6 +13,7 @@ mod bench_client_server;
 mod bench_node;
 mod bench_plan;
 mod bench_util;
+mod burst;
 mod client;
 mod interop;
 mod isolation;

@@ -1,0 +1,193 @@
+//! Burst credits and the provisioned file system end to end: real fio through the real
+//! binary, measured from fio's own per-I/O completion log.
+
+use serde_json::Value;
+
+use crate::api_util::Api;
+use crate::util::{fio, heavy, Node, TempDir};
+
+/// Completion times (ms since the job started) from a fio per-I/O latency log.
+fn completions(path: &std::path::Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("reading fio log {}: {e}", path.display()));
+    let mut t: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split(',').next()?.trim().parse().ok())
+        .collect();
+    t.sort_unstable();
+    t
+}
+
+/// The end of the burst: the first 100 ms bin (after the first) whose count falls below the
+/// midpoint of the burst and baseline rates; in seconds.
+fn burst_end(t: &[u64], burst: f64, base: f64) -> Option<f64> {
+    let last = *t.last()?;
+    let mid = (burst + base) / 2.0 / 10.0;
+    let mut bins = vec![0u64; (last / 100 + 1) as usize];
+    for &ms in t {
+        bins[(ms / 100) as usize] += 1;
+    }
+    bins.iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, &n)| (n as f64) < mid)
+        .map(|(i, _)| i as f64 / 10.0)
+}
+
+fn count_between(t: &[u64], from_ms: u64, to_ms: u64) -> usize {
+    t.partition_point(|&x| x < to_ms) - t.partition_point(|&x| x < from_ms)
+}
+
+/// EBS gp2 on 100 GiB with its 5.4 M-credit bucket scaled to 1/400 (13,500 credits): the
+/// computed burst is 13,500 / (3,000 - 300) = 5 s at 3,000 IOPS, then 300 IOPS.
+#[test]
+fn gp2_preset_bursts_for_its_computed_time_then_holds_baseline() {
+    let _g = heavy();
+    let node = Node::start(
+        r#"
+[[policy]]
+name = "gp2"
+provisioned = { model = "ebs-gp2", bucket_scale = 0.0025 }
+
+[[volume]]
+name = "vol"
+size = "100GiB"
+snapshot_reserve_percent = 0
+policy = "gp2"
+"#,
+    );
+    assert!(
+        node.ready_output()
+            .iter()
+            .any(|l| l.contains("ceiling 300 IOPS") && l.contains("burst 3000 IOPS on 13500")),
+        "ready output names the baseline and the burst: {:?}",
+        node.ready_output()
+    );
+    let api = Api::new(&node.api_url());
+    let before = api.get_ok("/api/storage/volumes?name=vol&fields=burst");
+    assert_eq!(before["records"][0]["burst"]["iops"]["balance"], 13_500);
+    let dir = TempDir::new("gp2-log");
+    let log = dir.join("gp2");
+    let r = fio(
+        &node.uri("vol"),
+        &[
+            "--rw=randread",
+            "--bs=4k",
+            "--iodepth=16",
+            "--size=256MiB",
+            "--time_based",
+            "--runtime=15",
+            &format!("--write_lat_log={}", log.display()),
+        ],
+    );
+    let t = completions(&dir.join("gp2_lat.1.log"));
+    assert_eq!(t.len() as u64, r.ios("read"), "one log line per I/O");
+    let end = burst_end(&t, 3_000.0, 300.0).expect("the burst ends");
+    let during = count_between(&t, 0, 4_000) as f64 / 4.0;
+    let base_from = ((end + 1.0) * 1000.0) as u64;
+    let base_to = *t.last().unwrap();
+    let baseline =
+        count_between(&t, base_from, base_to) as f64 / ((base_to - base_from) as f64 / 1e3);
+    eprintln!(
+        "gp2 100 GiB, bucket 13,500: burst {end:.2} s (computed 5.00 s) at {during:.0} IOPS, then {baseline:.1} IOPS (baseline 300)"
+    );
+    assert!(
+        (end - 5.0).abs() <= 0.25,
+        "burst lasted {end:.2} s, computed 5 s (±5%)"
+    );
+    assert!(
+        (during - 3_000.0).abs() <= 60.0,
+        "burst rate {during:.0} IOPS, want 3,000"
+    );
+    assert!(
+        (baseline - 300.0).abs() <= 3.0,
+        "after the burst {baseline:.1} IOPS, want 300 ±1%"
+    );
+    // The API and /metrics show the empty bucket.
+    let after = api.get_ok("/api/storage/volumes?name=vol&fields=burst");
+    let b = &after["records"][0]["burst"]["iops"];
+    assert!(b["balance"].as_u64().unwrap() < 100, "{b}");
+    let metrics = api.get("/metrics").body;
+    assert!(
+        metrics.contains("qoslab_volume_burst_balance{volume=\"vol\""),
+        "{metrics}"
+    );
+}
+
+fn mb_s(r: &crate::util::FioResult, dir: &str) -> f64 {
+    r.json.at("jobs.0").at(dir).at("bw_bytes").f64() / 1e6
+}
+
+/// The FSx 128 MB/s preset at a tenth of its rates: cached reads are held to the
+/// single-flow limit (62.5 MB/s) on one connection and reach the network burst (125 MB/s)
+/// on four, both above the disk baseline (12.8 MB/s).
+#[test]
+fn fsx_preset_cached_reads_one_vs_four_connections() {
+    let _g = heavy();
+    let node = Node::start_with(
+        r#"
+[[volume]]
+name = "vol"
+size = "64MiB"
+"#,
+        &[
+            "--provisioned",
+            "fsx-ontap-128",
+            "--provisioned-scale",
+            "0.004",
+            "--provisioned-rate-scale",
+            "0.1",
+        ],
+    );
+    assert!(
+        node.ready_output()
+            .iter()
+            .any(|l| l.contains("provisioned file system fsx-ontap-128")),
+        "{:?}",
+        node.ready_output()
+    );
+    // 32 MiB of data (the seed's two 16 MiB files) fits the 64 MB memory cache.
+    let w = fio(
+        &node.uri("vol"),
+        &["--rw=write", "--bs=1M", "--iodepth=8", "--size=32MiB"],
+    );
+    // One connection reads the 32 MiB; four read 8 MiB each (fio's nbd engine opens one
+    // connection per job).
+    let read = |jobs: u32| {
+        fio(
+            &node.uri("vol"),
+            &[
+                "--rw=read",
+                "--bs=1M",
+                "--iodepth=8",
+                &format!("--size={}MiB", 32 / jobs),
+                "--time_based",
+                "--runtime=2",
+                &format!("--numjobs={jobs}"),
+                "--offset_increment=8MiB",
+            ],
+        )
+    };
+    let one = mb_s(&read(1), "read");
+    let four = mb_s(&read(4), "read");
+    eprintln!(
+        "fsx-ontap-128 x0.1 rates: write {:.1} MB/s; cached read 1 connection {one:.1} MB/s, 4 connections {four:.1} MB/s",
+        mb_s(&w, "write")
+    );
+    assert!(
+        (one - 62.5).abs() <= 62.5 * 0.08,
+        "1 connection: {one:.1} MB/s, want 62.5 (single-flow limit)"
+    );
+    assert!(
+        (four - 125.0).abs() <= 125.0 * 0.08,
+        "4 connections: {four:.1} MB/s, want 125 (network burst)"
+    );
+    let cluster: Value = Api::new(&node.api_url()).get_ok("/api/cluster");
+    let fs = &cluster["provisioned"];
+    assert_eq!(fs["model"], "fsx-ontap-128");
+    assert_eq!(fs["cache"]["read_bytes"]["miss"], 0, "{fs}");
+    assert!(
+        fs["cache"]["read_bytes"]["memory"].as_u64().unwrap() > 0,
+        "{fs}"
+    );
+}
