@@ -245,12 +245,9 @@ fn ebs_gp2_refilled_bucket_bursts_again() {
             again + ((want + 60.0) * 1e9) as Nanos,
         );
         let end = burst_end(&t, 30, 3_000, 300).expect("burst ends");
-        within(
-            &format!("gp2 100 GiB after {idle} s idle"),
-            (end - again) as f64 / 1e9,
-            want,
-            0.01,
-        );
+        let got = (end - again) as f64 / 1e9;
+        within(&format!("gp2 100 GiB after {idle} s idle"), got, want, 0.01);
+        println!("gp2 100 GiB after {idle} s idle: burst {got:.1} s (want {want})");
     }
 }
 
@@ -374,6 +371,14 @@ fn ontap_tolerance_bounds() {
         // Afterwards: the ceiling, within 1 %.
         let rest = units_between(&t, dim, batch, 5 * SEC, 60 * SEC) / 55.0;
         within(&format!("{dim:?} after the burst"), rest, c, 0.01);
+        println!(
+            "ONTAP tolerance {dim:?}: first second {:.3}x the ceiling, burst {:.3} s, peak 100 ms {:.3}x, first 10 s {:.4}x, then {:.4}x",
+            first / c,
+            end as f64 / 1e9,
+            peak / (0.1 * c),
+            ten / (10.0 * c),
+            rest / c
+        );
         // Idle half a second refills the 50 %: the next second runs at +50 % again.
         let again = 60 * SEC + SEC / 2;
         let t = run(&mut pacer, dim, batch, again, again + 3 * SEC);
@@ -430,6 +435,11 @@ fn mclock_limits_burst_like_the_pacer() {
     });
     let end = burst_end(&t, 1, 3_000, 300).expect("burst ends");
     within("mClock burst (s)", end as f64 / 1e9, 20.0, 0.01);
+    println!(
+        "mClock gp2 100 GiB, bucket 1/100: burst {:.2} s (want 20), then {:.2} IOPS",
+        end as f64 / 1e9,
+        t.ops_between(30 * SEC, 60 * SEC) as f64 / 30.0
+    );
     within(
         "mClock after the burst",
         t.ops_between(30 * SEC, 60 * SEC) as f64 / 30.0,
