@@ -18,8 +18,9 @@ fn completions(path: &std::path::Path) -> Vec<u64> {
     t
 }
 
-/// The end of the burst: the first 100 ms bin (after the first) whose count falls below the
-/// midpoint of the burst and baseline rates; in seconds.
+/// The end of the burst: the start of the first full second of 100 ms bins all below the
+/// midpoint of the burst and baseline rates (a momentary dip on a busy machine is not the
+/// end); in seconds.
 fn burst_end(t: &[u64], burst: f64, base: f64) -> Option<f64> {
     let last = *t.last()?;
     let mid = (burst + base) / 2.0 / 10.0;
@@ -27,11 +28,9 @@ fn burst_end(t: &[u64], burst: f64, base: f64) -> Option<f64> {
     for &ms in t {
         bins[(ms / 100) as usize] += 1;
     }
-    bins.iter()
-        .enumerate()
-        .skip(1)
-        .find(|(_, &n)| (n as f64) < mid)
-        .map(|(i, _)| i as f64 / 10.0)
+    (1..bins.len().saturating_sub(10))
+        .find(|&i| bins[i..i + 10].iter().all(|&n| (n as f64) < mid))
+        .map(|i| i as f64 / 10.0)
 }
 
 fn count_between(t: &[u64], from_ms: u64, to_ms: u64) -> usize {
