@@ -398,7 +398,7 @@ pub fn new_policy(m: &Map<String, Value>) -> R<NewPolicy> {
 
 /// The `fixed` / `adaptive` part of a body; `base` is the current policy for PATCH.
 fn policy_spec(m: &Map<String, Value>, base: Option<&Policy>) -> R<Policy> {
-    if let Some(p) = burst_kind(m, base)? {
+    if let Some(p) = burst::provisioned_kind(m, base)? {
         p.validate().map_err(policy_error)?;
         return Ok(p);
     }
@@ -442,43 +442,6 @@ fn policy_spec(m: &Map<String, Value>, base: Option<&Policy>) -> R<Policy> {
     };
     p.validate().map_err(policy_error)?;
     Ok(p)
-}
-
-/// A `provisioned` policy (created, or patched over a provisioned `base`); `None` when
-/// neither the body nor the base is one.
-fn burst_kind(m: &Map<String, Value>, base: Option<&Policy>) -> R<Option<Policy>> {
-    let given = m.get("provisioned");
-    let other = m.contains_key("fixed") || m.contains_key("adaptive");
-    if given.is_some() && other {
-        return Err(ApiError::bad(
-            code::CONFLICT_FIELDS,
-            "provisioned",
-            "give exactly one of \"fixed\", \"adaptive\" or \"provisioned\"",
-        ));
-    }
-    let immutable = |target: &str| {
-        ApiError::bad(
-            code::IMMUTABLE,
-            target,
-            "a policy cannot change between fixed, adaptive and provisioned; create a new policy",
-        )
-    };
-    match (given, base) {
-        (Some(v), None) => Ok(Some(Policy::Provisioned(burst::apply_provisioned(
-            None, v,
-        )?))),
-        (Some(v), Some(Policy::Provisioned(b))) => Ok(Some(Policy::Provisioned(
-            burst::apply_provisioned(Some(*b), v)?,
-        ))),
-        (Some(_), Some(_)) => Err(immutable("provisioned")),
-        (None, Some(Policy::Provisioned(b))) if !other => Ok(Some(Policy::Provisioned(*b))),
-        (None, Some(Policy::Provisioned(_))) => Err(immutable(if m.contains_key("fixed") {
-            "fixed"
-        } else {
-            "adaptive"
-        })),
-        _ => Ok(None),
-    }
 }
 
 /// A validated PATCH of a policy: the new name (if renamed) and the new definition.

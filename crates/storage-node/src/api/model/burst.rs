@@ -2,7 +2,7 @@
 //! policies (qoslab extensions of ONTAP's policy shapes), parsed once here and rendered in
 //! the same shape they are given.
 
-use qos_core::{parse_seconds, BurstPolicy, Model, ProvisionedPolicy};
+use qos_core::{parse_seconds, BurstPolicy, Model, Policy, ProvisionedPolicy};
 use serde_json::{json, Map, Value};
 
 use super::{code, object, only, uint, weight, wrong_type, ApiError, R};
@@ -148,6 +148,41 @@ pub(super) fn provisioned_json(p: &ProvisionedPolicy) -> Value {
         m.insert("weight".into(), json!(p.weight));
     }
     Value::Object(m)
+}
+
+/// A `provisioned` policy (created, or patched over a provisioned `base`); `None` when
+/// neither the body nor the base is one.
+pub(super) fn provisioned_kind(m: &Map<String, Value>, base: Option<&Policy>) -> R<Option<Policy>> {
+    let given = m.get("provisioned");
+    let other = m.contains_key("fixed") || m.contains_key("adaptive");
+    if given.is_some() && other {
+        return Err(ApiError::bad(
+            code::CONFLICT_FIELDS,
+            "provisioned",
+            "give exactly one of \"fixed\", \"adaptive\" or \"provisioned\"",
+        ));
+    }
+    let immutable = |target: &str| {
+        ApiError::bad(
+            code::IMMUTABLE,
+            target,
+            "a policy cannot change between fixed, adaptive and provisioned; create a new policy",
+        )
+    };
+    match (given, base) {
+        (Some(v), None) => Ok(Some(Policy::Provisioned(apply_provisioned(None, v)?))),
+        (Some(v), Some(Policy::Provisioned(b))) => {
+            Ok(Some(Policy::Provisioned(apply_provisioned(Some(*b), v)?)))
+        }
+        (Some(_), Some(_)) => Err(immutable("provisioned")),
+        (None, Some(Policy::Provisioned(b))) if !other => Ok(Some(Policy::Provisioned(*b))),
+        (None, Some(Policy::Provisioned(_))) => Err(immutable(if m.contains_key("fixed") {
+            "fixed"
+        } else {
+            "adaptive"
+        })),
+        _ => Ok(None),
+    }
 }
 
 #[cfg(test)]
