@@ -99,9 +99,11 @@ impl Drop for SeriesRecorder {
 impl JobRecording {
     /// Stop sampling and read fio's logs (unreadable logs cost the charts, not the run).
     pub fn finish(self, job_id: i64) -> JobSeries {
+        let (node, resources) = self.sampling.map(Sampling::finish_all).unwrap_or_default();
         JobSeries {
             job_id,
-            node: self.sampling.map(Sampling::finish).unwrap_or_default(),
+            node,
+            resources,
             fio: self
                 .logs
                 .and_then(|(d, p)| collect(&d, &p).ok())

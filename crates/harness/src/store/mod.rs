@@ -5,7 +5,8 @@
 //!
 //! Schema ([`schema`], docs/BENCH.md): `runs`, `policies`, `volumes`, `jobs` (with the job
 //! file and fio's raw JSON), `results` (one row per job, client and direction), `verdicts`,
-//! `summary_tables`, and the time series `fio_samples` and `node_samples` (schema 3).
+//! `summary_tables`, and the time series `fio_samples` and `node_samples` (schema 3; credit
+//! balances in node samples and `resource_samples`, schema 4).
 //! Writing is here; reading back is in [`read`]; the records are in [`model`].
 
 mod model;
@@ -76,10 +77,10 @@ impl Store {
         Store::init(Connection::open_in_memory()?)
     }
 
-    fn init(conn: Connection) -> Result<Store> {
+    fn init(mut conn: Connection) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(schema::SCHEMA)?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        schema::migrate(&mut conn)?;
         Ok(Store { conn })
     }
 
@@ -272,10 +273,14 @@ impl Store {
             )?;
         }
         for n in &s.node {
+            let (i, b) = (n.iops_credits.as_ref(), n.bytes_credits.as_ref());
             tx.execute(
                 "INSERT INTO node_samples (job_id, t_ms, volume, read_iops, write_iops, other_iops,
-                   read_bps, write_bps, lat_mean_us, ceiling_wait_us, floor_wait_us)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                   read_bps, write_bps, lat_mean_us, ceiling_wait_us, floor_wait_us,
+                   iops_balance, iops_bucket, iops_baseline, iops_burst, iops_time_to_empty_s,
+                   bytes_balance, bytes_bucket, bytes_baseline, bytes_burst, bytes_time_to_empty_s)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                   ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
                 params![
                     s.job_id,
                     n.t_ms as i64,
@@ -287,7 +292,37 @@ impl Store {
                     n.write_bps,
                     n.lat_mean_us,
                     n.ceiling_wait_us,
-                    n.floor_wait_us
+                    n.floor_wait_us,
+                    i.map(|c| c.balance),
+                    i.map(|c| c.bucket),
+                    i.map(|c| c.baseline),
+                    i.map(|c| c.burst),
+                    i.and_then(|c| c.time_to_empty_s),
+                    b.map(|c| c.balance),
+                    b.map(|c| c.bucket),
+                    b.map(|c| c.baseline),
+                    b.map(|c| c.burst),
+                    b.and_then(|c| c.time_to_empty_s),
+                ],
+            )?;
+        }
+        for r in &s.resources {
+            let c = r.credits.as_ref();
+            tx.execute(
+                "INSERT INTO resource_samples (job_id, t_ms, resource, unit, use_rate, baseline,
+                   balance, bucket, burst, time_to_empty_s)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    s.job_id,
+                    r.t_ms as i64,
+                    r.resource,
+                    r.unit,
+                    r.use_rate,
+                    r.baseline,
+                    c.map(|c| c.balance),
+                    c.map(|c| c.bucket),
+                    c.map(|c| c.burst),
+                    c.and_then(|c| c.time_to_empty_s),
                 ],
             )?;
         }
@@ -309,7 +344,7 @@ mod tests {
     use super::schema::SCHEMA;
     use super::*;
     use crate::host::Env;
-    use crate::series::{FioSample, NodeSample};
+    use crate::series::{CreditSample, FioSample, NodeSample, ResourceSample};
 
     #[test]
     fn a_schema_2_database_opens_and_gains_the_series_tables() {
@@ -320,7 +355,11 @@ mod tests {
             // Schema 2 as shipped: everything but the series tables.
             let old: String = SCHEMA
                 .split("CREATE TABLE")
-                .filter(|t| !t.contains("fio_samples") && !t.contains("node_samples"))
+                .filter(|t| {
+                    !t.contains("fio_samples")
+                        && !t.contains("node_samples")
+                        && !t.contains("resource_samples")
+                })
                 .collect::<Vec<_>>()
                 .join("CREATE TABLE");
             c.execute_batch(&old).unwrap();
@@ -441,9 +480,193 @@ mod tests {
                 lat_mean_us: 31_000.0,
                 ceiling_wait_us: 30_000.0,
                 floor_wait_us: 0.0,
+                ..Default::default()
             }],
+            resources: Vec::new(),
         };
         s.add_series(&series).unwrap();
         assert_eq!(s.load_run(run).unwrap().series, vec![series]);
+    }
+
+    fn credit(balance: f64, tte: Option<f64>) -> CreditSample {
+        CreditSample {
+            balance,
+            bucket: 13_500.0,
+            baseline: 300.0,
+            burst: 3_000.0,
+            time_to_empty_s: tte,
+        }
+    }
+
+    /// A job with node samples carrying burst balances and resource samples (schema 4).
+    fn credit_series(job_id: i64) -> JobSeries {
+        JobSeries {
+            job_id,
+            fio: Vec::new(),
+            node: vec![
+                NodeSample {
+                    t_ms: 500,
+                    volume: "gp2".into(),
+                    read_iops: 3_000.0,
+                    read_bps: 3_000.0 * 4096.0,
+                    iops_credits: Some(credit(12_150.0, Some(4.5))),
+                    ..Default::default()
+                },
+                NodeSample {
+                    t_ms: 1000,
+                    volume: "gp2".into(),
+                    read_iops: 300.0,
+                    bytes_credits: Some(CreditSample {
+                        balance: 1e9,
+                        bucket: 2e9,
+                        baseline: 4e7,
+                        burst: 2.5e8,
+                        time_to_empty_s: None,
+                    }),
+                    iops_credits: Some(credit(0.0, None)),
+                    ..Default::default()
+                },
+            ],
+            resources: vec![
+                ResourceSample {
+                    t_ms: 500,
+                    resource: "network".into(),
+                    unit: "bytes".into(),
+                    use_rate: 1.25e9,
+                    baseline: 1.5e8,
+                    credits: Some(CreditSample {
+                        balance: 5e9,
+                        bucket: 9.9e9,
+                        baseline: 1.5e8,
+                        burst: 1.25e9,
+                        time_to_empty_s: Some(4.5),
+                    }),
+                },
+                ResourceSample {
+                    t_ms: 500,
+                    resource: "ssd_iops".into(),
+                    unit: "iops".into(),
+                    use_rate: 0.0,
+                    baseline: 3072.0,
+                    credits: None,
+                },
+            ],
+        }
+    }
+
+    fn new_run(s: &Store) -> i64 {
+        let env = Env::default();
+        s.begin_run(&NewRun {
+            name: "t",
+            plan_origin: "p.toml",
+            plan_text: "",
+            target: "embedded node",
+            executor: "fake",
+            runtime_s: 2.0,
+            ramp_s: 1.0,
+            env: &env,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn credit_balances_and_resources_round_trip() {
+        let mut s = Store::in_memory().unwrap();
+        let run = new_run(&s);
+        let j = s
+            .begin_job(run, 1, "w", "burst", Some("gp2"), 1, "")
+            .unwrap();
+        let series = credit_series(j);
+        s.add_series(&series).unwrap();
+        assert_eq!(s.load_run(run).unwrap().series, vec![series]);
+    }
+
+    /// Schema 3 as shipped (node samples without balances, no resource samples): such a
+    /// database opens, its rows load without balances, new rows carry them, and opening it
+    /// again changes nothing.
+    #[test]
+    fn a_schema_3_database_migrates_forward() {
+        let dir = crate::target::temp_dir("schema3").unwrap();
+        let path = dir.join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            let mut old = String::new();
+            for t in SCHEMA.split("CREATE TABLE").skip(1) {
+                if t.contains("resource_samples (") {
+                    continue;
+                }
+                let t = match t.find("  -- schema 4") {
+                    Some(i) => format!("{}\n);\n", t[..i].trim_end().trim_end_matches(',')),
+                    None => t.to_string(),
+                };
+                old.push_str("CREATE TABLE");
+                old.push_str(&t);
+            }
+            c.execute_batch(&old).unwrap();
+            c.pragma_update(None, "user_version", 3).unwrap();
+            c.execute(
+                "INSERT INTO runs (name, started_at, status, plan_origin, plan_text, target, executor,
+                   runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version)
+                 VALUES ('old', 't', 'passed', 'p', '', 'x', 'fio', 1, 0, '', '', '', '', '')",
+                [],
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO jobs (run_id, seq, workload, name, volume, iteration, status, started_at, jobfile)
+                 VALUES (1, 1, 'w', 'j', 'v', 1, 'done', 't', '')",
+                [],
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO node_samples (job_id, t_ms, volume, read_iops, write_iops, other_iops,
+                   read_bps, write_bps, lat_mean_us, ceiling_wait_us, floor_wait_us)
+                 VALUES (1, 500, 'v', 500, 0, 0, 2048000, 0, 31000, 30000, 0)",
+                [],
+            )
+            .unwrap();
+            let cols: i64 = c
+                .query_row(
+                    "SELECT COUNT(*) FROM pragma_table_info('node_samples')",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(cols, 11, "the old table as schema 3 had it");
+        }
+        {
+            let mut s = Store::open(&path).unwrap();
+            let v: i64 = s
+                .conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(v, SCHEMA_VERSION);
+            let r = s.load_run(1).unwrap();
+            assert_eq!(r.series.len(), 1);
+            let old = &r.series[0].node[0];
+            assert_eq!((old.read_iops, old.iops_credits), (500.0, None));
+            assert!(r.series[0].resources.is_empty());
+            // The migrated database takes a job with balances.
+            let j = s.begin_job(1, 2, "w", "new", Some("v"), 1, "").unwrap();
+            s.add_series(&credit_series(j)).unwrap();
+        }
+        // Opened again: nothing to migrate, both jobs load as written.
+        let s = Store::open(&path).unwrap();
+        let r = s.load_run(1).unwrap();
+        assert_eq!(r.series.len(), 2);
+        assert_eq!(r.series[0].node[0].bytes_credits, None);
+        assert_eq!(r.series[1], credit_series(r.series[1].job_id));
+        drop(s);
+        // A database that says it is newer keeps its number.
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        let s = Store::open(&path).unwrap();
+        let v: i64 = s
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 99);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
