@@ -2,6 +2,7 @@
 //! against snapshots, a results database written by main before the split, and plans through
 //! the registry and the harness's run loop.
 
+mod burst_exports;
 mod export_snapshots;
 mod fio_plans;
 mod main_db;
