@@ -62,6 +62,12 @@ pub struct BenchArgs {
     /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s).
     #[arg(long, value_parser = duration)]
     ramp: Option<f64>,
+    /// Shrink a profile's sizes and times together by this factor. ramp: the cycle, the
+    /// runtime and the write-cycle limit (default 1: 0.05 turns 80 s cycles into 4 s ones
+    /// with a 2.25 s limit); provisioned: the file system's caches and credit buckets, or a
+    /// volume model's buckets (default 0.005 on the embedded node, 1 elsewhere).
+    #[arg(long, value_name = "FACTOR")]
+    scale: Option<f64>,
     /// Remote load generator running `fio --server` (HOST or HOST,PORT); repeatable.
     #[arg(long = "client", value_name = "HOST,PORT")]
     clients: Vec<String>,
@@ -193,6 +199,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                     clients: !args.clients.is_empty(),
                     runtime: args.runtime,
                     ramp: args.ramp,
+                    scale: args.scale,
                     args: Some(matches),
                 },
             )?;
@@ -227,6 +234,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     plan.configure(&Options {
         runtime: args.runtime,
         ramp: args.ramp,
+        scale: args.scale,
         clients: &args.clients,
         no_step_lines: false,
         args: Some(matches),

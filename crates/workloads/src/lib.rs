@@ -6,7 +6,10 @@
 //! - [`isolation`]: floors against a noisy neighbour on an emulated controller, with the
 //!   FIFO control (`--profile isolation`);
 //! - [`ramp`]: GenIO-style ramps on qoslab's own generator (`[ramp]`, `[[system]]`,
-//!   `--profile ramp`).
+//!   `--profile ramp`);
+//! - [`provisioned`]: seed 003's FSx workshop against a provisioned spec: cached reads,
+//!   burst then baseline, 1 vs 16 connections, IOPS; or a volume model's burst
+//!   (`[provisioned]`, `--profile provisioned`).
 //!
 //! [`registry`] lists them: adding a family is its folder, its `mod` line here and one line
 //! there (ARCHITECTURE.md walks through it).
@@ -14,6 +17,7 @@
 pub mod dbench;
 pub mod fio_plan;
 pub mod isolation;
+pub mod provisioned;
 pub mod ramp;
 pub mod registry;
 
