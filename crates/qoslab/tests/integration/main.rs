@@ -20,6 +20,7 @@ mod isolation;
 mod json;
 mod lifecycle;
 mod protocol;
+mod provisioned;
 mod qos;
 mod ramp;
 mod report;

@@ -77,7 +77,7 @@ fn url(p: &Path) -> String {
 }
 
 /// The text of the element `<... id="ID"...>TEXT<` in a dumped DOM.
-fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+pub(crate) fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
     let i = dom.find(&format!("id=\"{id}\""))?;
     let rest = &dom[i..];
     let start = rest.find('>')? + 1;
@@ -86,7 +86,7 @@ fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
 }
 
 /// Console errors Chromium logged for the page (`CONSOLE` lines, uncaught exceptions).
-fn console_errors(stderr: &str) -> Vec<&str> {
+pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
     stderr
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
@@ -102,7 +102,7 @@ fn png_size(png: &[u8]) -> (u32, u32) {
 }
 
 /// Render `html` in Chromium: (dumped DOM, its stderr, screenshot bytes).
-fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
+pub(crate) fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
     let profile = dir.join(format!(
         "profile-{}",
         html.file_stem().unwrap().to_string_lossy()

@@ -4,13 +4,16 @@
 //!
 //! ```text
 //! check   := metric op rhs [tolerance]
-//! metric  := iops | bw | lat_mean_us | lat_p99_us            (fio's, the whole step)
+//! metric  := iops | bw                                       (the step's steady rate)
+//!          | lat_mean_us | lat_p99_us                       (fio's, the whole step)
 //!          | iops_burst | bw_burst                           (while credits lasted)
 //!          | iops_after_credits | bw_after_credits           (once they ran out)
 //!          | burst_duration                                  (seconds)
 //! operand := number [unit] | spec.NAME | spec.rate | spec.baseline | spec.burst_seconds
 //!          | step.STEP.METRIC
 //! ```
+//! `iops` and `bw` are the mean of fio's 500 ms windows within the step's runtime (its
+//! first window left out), or fio's headline figures for a one-pass step.
 //! `spec.NAME` is a figure of the target's spec (`spec.network.baseline`, `spec.ssd_iops`,
 //! `spec.iops.burst`, ...); `spec.rate` the rate the spec says this step reaches while
 //! credits last, `spec.baseline` its bucket's baseline, `spec.burst_seconds` how long its

@@ -164,7 +164,10 @@ fn num(v: f64, unit: &str) -> String {
 pub fn measured(r: &Row) -> String {
     if let Some(e) = &r.error {
         let short: String = e.chars().take(60).collect();
-        return format!("error: {short}{}", if e.chars().count() > 60 { "..." } else { "" });
+        return format!(
+            "error: {short}{}",
+            if e.chars().count() > 60 { "..." } else { "" }
+        );
     }
     let u = &r.unit;
     let mut s = match (r.burst, r.burst_s, r.after_credits) {

@@ -96,7 +96,11 @@ impl ProvisionedPlan {
         f
     }
 
-    /// Step `i`'s metrics: fio's, and for a burst step the transition in fio's windows.
+    /// Step `i`'s metrics. `iops` and `bw`: for a time-based step the mean of fio's 500 ms
+    /// windows within its runtime (the first, fio's start, left out when there are three or
+    /// more), so neither fio's start nor the queue draining after the runtime (128 MiB in
+    /// flight takes a second at 125 MB/s) dilutes a short step; fio's headline figures for a
+    /// one-pass step or when fio wrote no logs. For a burst step also the transition.
     fn metrics(
         &self,
         i: usize,
@@ -112,15 +116,36 @@ impl ProvisionedPlan {
             "lat_p99_us".into(),
             r.read.p99_ns.max(r.write.p99_ns) as f64 / 1e3,
         );
+        let Some(runtime) = step.runtime else {
+            return m;
+        };
+        // Windows after the runtime are fio draining its queue: not the rate the target held.
+        let end_ms = (runtime * 1000.0).round() as u64;
+        let totals: Vec<_> = series
+            .fio_totals()
+            .into_iter()
+            .filter(|w| w.t_ms <= end_ms)
+            .collect();
+        let steady = if totals.len() >= 3 {
+            &totals[1..]
+        } else {
+            &totals[..]
+        };
+        if !steady.is_empty() {
+            let n = steady.len() as f64;
+            m.insert(
+                "iops".into(),
+                steady.iter().map(|w| w.iops).sum::<f64>() / n,
+            );
+            m.insert(
+                "bw".into(),
+                steady.iter().map(|w| w.bw_bytes).sum::<f64>() / n,
+            );
+        }
         if let (Some(b), Some(rate)) = (step.burst, step.rate) {
             let bw = step.unit == Unit::Bw;
-            // Windows after the runtime are fio draining its queue (deep queues at the
-            // baseline take seconds): not the rate the target held.
-            let end_ms = (step.runtime.unwrap_or(0.0) * 1000.0).round() as u64;
-            let windows: Vec<(u64, f64)> = series
-                .fio_totals()
+            let windows: Vec<(u64, f64)> = totals
                 .iter()
-                .filter(|w| w.t_ms <= end_ms)
                 .map(|w| (w.t_ms, if bw { w.bw_bytes } else { w.iops }))
                 .collect();
             if let Some(t) = transition(&windows, rate, b.baseline) {

@@ -6,4 +6,5 @@ mod burst_exports;
 mod export_snapshots;
 mod fio_plans;
 mod main_db;
+mod provisioned_plans;
 mod ramp_plans;
