@@ -24,7 +24,7 @@
 //! IOPS and bytes have independent buckets (Azure states this explicitly; EBS gp2 has only
 //! an IOPS bucket, st1/sc1 only a throughput bucket).
 
-use crate::limits::Rate;
+use crate::rate::Rate;
 use crate::Nanos;
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;

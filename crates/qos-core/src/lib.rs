@@ -40,6 +40,7 @@ pub mod mclock;
 pub mod pacer;
 pub mod policy;
 pub mod presets;
+pub mod rate;
 pub mod sim;
 pub mod units;
 

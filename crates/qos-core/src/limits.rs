@@ -33,28 +33,7 @@ impl VolumeSpace {
     }
 }
 
-/// A rate in two dimensions. 0 in a dimension means unlimited (for a ceiling)
-/// or no guarantee (for a floor).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Rate {
-    /// Operations per second; 0 = unlimited / not set.
-    pub iops: u64,
-    /// Bytes per second; 0 = unlimited / not set.
-    pub bytes_per_sec: u64,
-}
-
-impl Rate {
-    /// No limit in either dimension.
-    pub const UNLIMITED: Rate = Rate {
-        iops: 0,
-        bytes_per_sec: 0,
-    };
-
-    /// True when neither dimension is set.
-    pub fn is_unlimited(&self) -> bool {
-        self.iops == 0 && self.bytes_per_sec == 0
-    }
-}
+pub use crate::rate::Rate;
 
 /// The rates a volume is held to under its policy right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -24,7 +24,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::credit::{Burst, BurstShape};
-use crate::limits::Rate;
+use crate::rate::Rate;
 
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;

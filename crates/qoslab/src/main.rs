@@ -111,6 +111,6 @@ mod tests {
             .map(|v| v.get_name().to_string())
             .collect();
         assert_eq!(values, registry.profiles());
-        assert_eq!(values, ["dbench", "isolation", "ramp"]);
+        assert_eq!(values, ["dbench", "isolation", "ramp", "provisioned"]);
     }
 }

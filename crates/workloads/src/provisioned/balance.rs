@@ -16,6 +16,9 @@ use storage_node::credits::volume_credits;
 use super::spec::Spec;
 use super::steps::{Bucket, BurstStep};
 
+/// Poll interval while waiting for a bucket.
+const POLL: Duration = Duration::from_millis(200);
+
 /// A balance counts as full from this share of the bucket (a burst from 99.5 % lasts
 /// 99.5 % as long: inside every check's tolerance).
 const FULL_PCT: f64 = 99.5;
@@ -149,7 +152,7 @@ impl Balances {
                 ));
                 let deadline = Instant::now() + Duration::from_secs_f64(wait * 1.5 + 5.0);
                 while Instant::now() < deadline {
-                    std::thread::sleep(super::run::POLL);
+                    std::thread::sleep(POLL);
                     if Self::read(&step.bucket, node, target, volume).is_some_and(|p| p >= FULL_PCT)
                     {
                         return;

@@ -5,6 +5,7 @@
 use harness::store::SummaryTable;
 use serde_json::json;
 
+pub use super::spec::mb;
 use super::steps::{StepDef, Unit};
 
 /// The summary table's `kind`.
@@ -29,16 +30,6 @@ pub const COLUMNS: [&str; 15] = [
     "spec",
     "checks",
 ];
-
-/// A number of MB/s (10^6 bytes/s) from bytes/s: no decimals from 100 up, one below.
-pub fn mb(bytes_per_sec: f64) -> String {
-    let v = bytes_per_sec / 1e6;
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
 
 /// One step's outcome.
 #[derive(Debug, Clone, PartialEq)]

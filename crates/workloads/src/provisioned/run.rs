@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use fio::{JobFile, JobResult, Section};
 use harness::plan::{Common, PlanError};
@@ -486,6 +486,3 @@ impl FamilyPlan for ProvisionedPlan {
         Ok(out)
     }
 }
-
-/// Poll interval while waiting for a bucket.
-pub(super) const POLL: Duration = Duration::from_millis(200);

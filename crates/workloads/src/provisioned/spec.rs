@@ -18,6 +18,17 @@ pub const DEFAULT_EMBEDDED_SCALE: f64 = 0.005;
 
 const MIB: u64 = 1 << 20;
 
+/// A number of MB/s (10^6 bytes/s, AWS's unit) from bytes/s: no decimals from 100 up, one
+/// below.
+pub fn mb(bytes_per_sec: f64) -> String {
+    let v = bytes_per_sec / 1e6;
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 /// A target's provisioned performance.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Spec {
@@ -259,7 +270,7 @@ impl FsTarget {
 
     fn describe(&self) -> String {
         let s = &self.spec;
-        let mb = |x: u64| format!("{} MB/s", crate::provisioned::results::mb(x as f64));
+        let mb = |x: u64| format!("{} MB/s", mb(x as f64));
         let res = |name: &str, r: &ResourceSpec, unit: &dyn Fn(u64) -> String| match r.burst {
             Some(b) => format!(
                 "{name} {} (burst {} for {:.1} s)",

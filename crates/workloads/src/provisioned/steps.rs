@@ -118,7 +118,7 @@ fn mib(x: u64) -> String {
 }
 
 fn mb(x: f64) -> String {
-    format!("{} MB/s", super::results::mb(x))
+    format!("{} MB/s", super::spec::mb(x))
 }
 
 /// A sequential job over `jobs` x `size` (one connection each on NBD).
