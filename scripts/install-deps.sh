@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install the external programs qoslab's tests and benchmarks drive: fio (with the nbd
-# engine), nbdkit, libnbd's nbdinfo/nbdcopy, qemu-img/qemu-storage-daemon, and headless
-# Chromium (the report test renders HTML reports and screenshots them).
+# engine), nbdkit, libnbd's nbdinfo/nbdcopy and Python bindings (strict-mode tests),
+# qemu-img/qemu-storage-daemon, curl (seed 000's commands), headless Chromium (the report
+# test renders HTML reports and screenshots them), and NetApp's own ONTAP client
+# (netapp-ontap from PyPI, pinned) that the ONTAP-compatibility test drives.
 # Idempotent: installs only what is missing. Needs root (apt-get).
 set -euo pipefail
 declare -A pkg_of=(
@@ -13,6 +15,8 @@ declare -A pkg_of=(
   [qemu-storage-daemon]=qemu-utils
   [python3]=python3
   [chromium]=chromium
+  [curl]=curl
+  [nbdsh]=python3-libnbd
 )
 missing=()
 for cmd in "${!pkg_of[@]}"; do
@@ -26,11 +30,25 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# libnbd's Python module is Debian's, for Debian's python3 (nbdsh may be present while
+# another python3 comes first on PATH).
+if ! /usr/bin/python3 -c "import nbd" 2>/dev/null; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-libnbd >/dev/null
+fi
+NETAPP_ONTAP_VERSION=9.19.1.0
+if ! python3 -c "import netapp_ontap, sys; sys.exit(netapp_ontap.__version__ != '$NETAPP_ONTAP_VERSION')" 2>/dev/null; then
+  echo "install-deps: pip installing netapp-ontap==$NETAPP_ONTAP_VERSION" >&2
+  python3 -m pip install --quiet --disable-pip-version-check "netapp-ontap==$NETAPP_ONTAP_VERSION" 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "netapp-ontap==$NETAPP_ONTAP_VERSION"
+fi
 if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
   echo "install-deps: this fio ($(fio --version)) lacks the nbd ioengine" >&2
   exit 1
 fi
-echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1)" >&2
+echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1), netapp-ontap $(python3 -c 'import netapp_ontap; print(netapp_ontap.__version__)')" >&2
 
 # System suites (crates/hosts, crates/suites) and their namespace test hosts (crates/testbed):
 # iperf3, OpenSSH client and server, iproute2 (ip netns, veth, bridge, tc htb), util-linux

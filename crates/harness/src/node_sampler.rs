@@ -337,8 +337,6 @@ impl Sampling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node_api::http_get;
-    use std::io::{Read, Write};
 
     struct Fake(u32);
     impl NodeProbe for Fake {
@@ -372,101 +370,41 @@ mod tests {
         assert!(out.iter().all(|s| s.volume == "busy"));
     }
 
-    /// Serve one canned HTTP reply on a loopback port.
-    fn serve_once(reply: &'static str) -> String {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            let (mut c, _) = l.accept().unwrap();
-            // Read the whole request head before replying and closing.
-            let (mut got, mut buf) = (Vec::new(), [0u8; 1024]);
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match c.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
-            }
-            c.write_all(reply.as_bytes()).unwrap();
-        });
-        format!("http://127.0.0.1:{port}")
+    /// A node API that answers every GET with one canned body.
+    struct Canned(serde_json::Value);
+    impl crate::node_api::NodeApi for Canned {
+        fn get(&self, _path: &str, _t: Duration) -> Result<serde_json::Value, String> {
+            Ok(self.0.clone())
+        }
     }
 
     #[test]
-    fn rest_probe_reads_the_metric_block_chunked_or_not() {
+    fn rest_probe_reads_the_metric_block() {
         let body = r#"{"records":[{"name":"v","metric":{"iops":{"read":500,"write":2,"other":0},"throughput":{"read":2048000,"write":8192},"latency":{"total":31000},"qos_latency":{"ceiling":30000,"floor":0}}}]}"#;
-        let plain: &'static str = Box::leak(
-            format!(
-                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
-                body.len()
-            )
-            .into_boxed_str(),
-        );
-        let (a, b) = body.split_at(40);
-        let chunked: &'static str = Box::leak(
-            format!(
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
-                a.len(),
-                b.len()
-            )
-            .into_boxed_str(),
-        );
-        for reply in [plain, chunked] {
-            let url = serve_once(reply);
-            let body = http_get(&url, "/api", Duration::from_secs(5)).unwrap();
-            assert!(
-                body.starts_with("{\"records\"") && body.ends_with("}}]}"),
-                "{body}"
-            );
-            let mut p = RestProbe::new(NodeHandle::plain(&serve_once(reply)));
-            p.timeout = Duration::from_secs(5);
-            let s = p.poll();
-            assert_eq!(s.len(), 1, "{reply}");
-            assert_eq!((s[0].read_iops, s[0].write_iops), (500.0, 2.0));
-            assert_eq!(s[0].ceiling_wait_us, 30000.0);
-            assert_eq!(s[0].volume, "v");
-        }
-        let e = http_get(
-            &serve_once("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"),
-            "/x",
-            Duration::from_secs(2),
-        )
-        .unwrap_err();
-        assert!(e.contains("HTTP 404"), "{e}");
-        assert!(http_get("https://x", "/", Duration::from_secs(1))
-            .unwrap_err()
-            .contains("only http://"));
+        let api = Canned(serde_json::from_str(body).unwrap());
+        let mut p = RestProbe::new(NodeHandle::new("http://node", std::sync::Arc::new(api)));
+        p.timeout = Duration::from_secs(5);
+        let s = p.poll();
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].read_iops, s[0].write_iops), (500.0, 2.0));
+        assert_eq!(s[0].ceiling_wait_us, 30000.0);
+        assert_eq!(s[0].volume, "v");
     }
 
-    /// Serve canned replies by path prefix, one connection each, `n` connections.
-    fn serve_paths(replies: Vec<(&'static str, String)>, n: usize) -> String {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            for _ in 0..n {
-                let Ok((mut c, _)) = l.accept() else { return };
-                let (mut got, mut buf) = (Vec::new(), [0u8; 1024]);
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match c.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(k) => got.extend_from_slice(&buf[..k]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&got);
-                let path = head.split_whitespace().nth(1).unwrap_or("");
-                let body = replies
-                    .iter()
-                    .find(|(p, _)| path.starts_with(p))
-                    .map_or("{}".to_string(), |(_, b)| b.clone());
-                let _ = c.write_all(
-                    format!(
-                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    )
-                    .as_bytes(),
-                );
-            }
-        });
-        format!("http://127.0.0.1:{port}")
+    /// A node API that answers by path prefix and counts the calls.
+    struct Routed(
+        Vec<(&'static str, serde_json::Value)>,
+        std::sync::Mutex<usize>,
+    );
+    impl crate::node_api::NodeApi for Routed {
+        fn get(&self, path: &str, _t: Duration) -> Result<serde_json::Value, String> {
+            *self.1.lock().unwrap() += 1;
+            self.0
+                .iter()
+                .find(|(p, _)| path.starts_with(p))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| format!("{path}: 404"))
+        }
     }
 
     #[test]
@@ -476,14 +414,17 @@ mod tests {
         let cluster = r#"{"name":"qoslab","provisioned":{"model":"fsx-ontap-128","resources":[
             {"name":"network","unit":"bytes","baseline":150000000,"use":1250000000,"credits":{"balance":5000000,"bucket":9900000,"percent":50.5,"baseline":150000000,"burst":1250000000,"use":1250000000,"state":"bursting","time_to_empty_s":0.0}},
             {"name":"ssd_iops","unit":"iops","baseline":3072,"use":0,"credits":null}]}}"#;
-        let url = serve_paths(
+        let api = Routed(
             vec![
-                ("/api/storage/volumes", vols.to_string()),
-                ("/api/cluster", cluster.to_string()),
+                (
+                    "/api/storage/volumes?fields=name,metric,burst",
+                    serde_json::from_str(vols).unwrap(),
+                ),
+                ("/api/cluster", serde_json::from_str(cluster).unwrap()),
             ],
-            2,
+            Default::default(),
         );
-        let mut p = RestProbe::new(NodeHandle::plain(&url));
+        let mut p = RestProbe::new(NodeHandle::new("http://node", std::sync::Arc::new(api)));
         p.timeout = Duration::from_secs(5);
         let s = p.poll();
         assert_eq!(s.len(), 1);
@@ -504,12 +445,15 @@ mod tests {
         assert_eq!(r[0].credits.unwrap().burst, 1.25e9);
         assert_eq!(r[1].credits, None);
         // A node without a file system is asked once.
-        let url = serve_paths(vec![("/api/cluster", r#"{"name":"n"}"#.into())], 1);
-        let mut p = RestProbe::new(NodeHandle::plain(&url));
-        p.timeout = Duration::from_secs(5);
+        let api = std::sync::Arc::new(Routed(
+            vec![("/api/cluster", serde_json::json!({"name": "n"}))],
+            Default::default(),
+        ));
+        let mut p = RestProbe::new(NodeHandle::new("http://node", api.clone()));
         assert!(p.poll_resources().is_empty());
         assert_eq!(p.has_fs, Some(false));
         assert!(p.poll_resources().is_empty());
+        assert_eq!(*api.1.lock().unwrap(), 1);
     }
 
     #[test]

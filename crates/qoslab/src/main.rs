@@ -5,6 +5,7 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod http_client;
+mod ontap;
 mod policy_burst;
 mod policy_cmd;
 mod report_cmd;
@@ -12,6 +13,7 @@ mod results;
 mod serve;
 mod stats_cmd;
 mod ui;
+mod user_cmd;
 mod volume_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -50,6 +52,11 @@ enum Command {
     Volume(volume_cmd::VolumeArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
+    /// ONTAP clustershell commands against a node: `qos policy-group ...`, `vol modify ...`
+    /// (one command from the words given, or an interactive `::>` prompt).
+    Ontap(ontap::OntapArgs),
+    /// API users of a node (HTTP basic auth): create, list, delete.
+    User(user_cmd::UserArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -73,6 +80,8 @@ fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
+        Command::Ontap(args) => ontap::run(args),
+        Command::User(args) => user_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
