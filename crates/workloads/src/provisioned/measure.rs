@@ -3,14 +3,29 @@
 
 use harness::series::WINDOW_MS;
 
+/// The median of `v` (NaN when empty).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
 /// A burst that ended during the step.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Transition {
-    /// Mean rate of the windows before the transition (the first window, which holds fio's
-    /// start, left out when there are others).
+    /// Median rate of the windows before the transition (the first window, which holds
+    /// fio's start, left out when there are others). The median, so a window in which a
+    /// busy client was starved is not taken for the target's rate.
     pub burst_rate: f64,
-    /// Mean rate of the windows after it (the window right after it and the last, possibly
-    /// partial, window left out when there are others).
+    /// Median rate of the windows after it (the window right after it and the last,
+    /// possibly partial, window left out when there are others).
     pub after_rate: f64,
     /// Seconds from the start of fio's clock to the moment credits ran out. The transition
     /// lies in the last window at or above the midpoint or in the first below it; each
@@ -31,7 +46,7 @@ pub fn transition(windows: &[(u64, f64)], burst: f64, baseline: f64) -> Option<T
         return None;
     }
     let k = i - 1;
-    let mean = |ws: &[(u64, f64)]| ws.iter().map(|w| w.1).sum::<f64>() / ws.len() as f64;
+    let rates = |ws: &[(u64, f64)]| median(ws.iter().map(|w| w.1).collect());
     let before = match k {
         0 | 1 => &windows[..1],
         _ => &windows[1..k],
@@ -41,7 +56,7 @@ pub fn transition(windows: &[(u64, f64)], burst: f64, baseline: f64) -> Option<T
     } else {
         &windows[i + 1..]
     };
-    let (p, b) = (mean(before), mean(after));
+    let (p, b) = (rates(before), rates(after));
     let share = |w: f64| {
         if p > b {
             ((w - b) / (p - b)).clamp(0.0, 1.0)
@@ -88,16 +103,14 @@ mod tests {
     #[test]
     fn uses_the_measured_rates_and_ignores_a_dip() {
         // The client reached 2,900 (not 3,000) and the baseline settled at 297; one window
-        // at 1,000 during the burst (a busy machine) is not the end.
+        // at 1,000 during the burst and one at 150 after it (a starved client) are neither
+        // the end nor the rate.
         let mut w = flow(2900.0, 297.0, 6.2, 12.0);
         w[3].1 = 1000.0;
+        w[18].1 = 150.0;
         let t = transition(&w, 3000.0, 300.0).unwrap();
-        assert!((t.duration_s - 6.2).abs() < 0.05, "{t:?}");
-        assert!((t.after_rate - 297.0).abs() < 1e-9, "{t:?}");
-        assert!(
-            t.burst_rate < 2900.0 && t.burst_rate > 2600.0,
-            "the dip is in the mean: {t:?}"
-        );
+        assert!((t.duration_s - 6.2).abs() < 1e-9, "{t:?}");
+        assert_eq!((t.burst_rate, t.after_rate), (2900.0, 297.0), "{t:?}");
     }
 
     #[test]

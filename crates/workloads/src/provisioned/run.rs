@@ -18,7 +18,7 @@ use storage_node::NodeConfig;
 use super::balance::Balances;
 use super::check::{Check, Names};
 use super::cli::{ProvisionedArgs, Settings};
-use super::measure::transition;
+use super::measure::{median, transition};
 use super::results::{measured, render, table, unit_of, Row};
 use super::spec::Spec;
 use super::steps::{self, StepDef, Unit};
@@ -96,11 +96,12 @@ impl ProvisionedPlan {
         f
     }
 
-    /// Step `i`'s metrics. `iops` and `bw`: for a time-based step the mean of fio's 500 ms
-    /// windows within its runtime (the first, fio's start, left out when there are three or
-    /// more), so neither fio's start nor the queue draining after the runtime (128 MiB in
-    /// flight takes a second at 125 MB/s) dilutes a short step; fio's headline figures for a
-    /// one-pass step or when fio wrote no logs. For a burst step also the transition.
+    /// Step `i`'s metrics. `iops` and `bw`: for a time-based step the median of fio's
+    /// 500 ms windows within its runtime (the first, fio's start, left out when there are
+    /// three or more), so neither fio's start, nor the queue draining after the runtime (128
+    /// MiB in flight takes a second at 125 MB/s), nor a window in which a busy client was
+    /// starved is taken for the target's rate; fio's headline figures for a one-pass step
+    /// or when fio wrote no logs. For a burst step also the transition.
     fn metrics(
         &self,
         i: usize,
@@ -132,14 +133,13 @@ impl ProvisionedPlan {
             &totals[..]
         };
         if !steady.is_empty() {
-            let n = steady.len() as f64;
             m.insert(
                 "iops".into(),
-                steady.iter().map(|w| w.iops).sum::<f64>() / n,
+                median(steady.iter().map(|w| w.iops).collect()),
             );
             m.insert(
                 "bw".into(),
-                steady.iter().map(|w| w.bw_bytes).sum::<f64>() / n,
+                median(steady.iter().map(|w| w.bw_bytes).collect()),
             );
         }
         if let (Some(b), Some(rate)) = (step.burst, step.rate) {
