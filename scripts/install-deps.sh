@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the external programs qoslab's tests and benchmarks drive: fio (with the nbd
-# engine), nbdkit, libnbd's nbdinfo/nbdcopy and Python bindings (strict-mode tests),
-# qemu-img/qemu-storage-daemon, curl (seed 000's commands), headless Chromium (the report
-# test renders HTML reports and screenshots them), and NetApp's own ONTAP client
-# (netapp-ontap from PyPI, pinned) that the ONTAP-compatibility test drives.
+# engine), nbdkit, libnbd's nbdinfo/nbdcopy/nbdfuse and Python bindings (strict-mode
+# tests), qemu-img/qemu-storage-daemon, curl (seed 000's commands), headless Chromium (the
+# report test renders HTML reports and screenshots them), NetApp's own ONTAP client
+# (netapp-ontap from PyPI, pinned) that the ONTAP-compatibility test drives, and for tenant
+# sweeps: fuse3, e2fsprogs/xfsprogs, git, tar and redis-server (not started as a service).
 # Idempotent: installs only what is missing. Needs root (apt-get).
 set -euo pipefail
 declare -A pkg_of=(
@@ -17,6 +18,16 @@ declare -A pkg_of=(
   [chromium]=chromium
   [curl]=curl
   [nbdsh]=python3-libnbd
+  # tenants (seed 004): volumes mounted as file systems, and the applications on them
+  [nbdfuse]=libnbd-bin
+  [fusermount3]=fuse3
+  [losetup]=mount
+  [mkfs.ext4]=e2fsprogs
+  [mkfs.xfs]=xfsprogs
+  [git]=git
+  [tar]=tar
+  [redis-server]=redis-server
+  [redis-cli]=redis-tools
 )
 missing=()
 for cmd in "${!pkg_of[@]}"; do

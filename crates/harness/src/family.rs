@@ -202,6 +202,9 @@ pub struct Options<'a> {
     pub clients: &'a [String],
     /// Leave out the line per finished step (`qoslab demo` prints its own table instead).
     pub no_step_lines: bool,
+    /// `--until-steady MAX`: run each fio job until it is steady (fio's `steadystate`), at
+    /// most MAX seconds.
+    pub until_steady: Option<f64>,
     /// The parsed command line, for the family's own options ([`Family::cli`]); None
     /// outside the CLI.
     pub args: Option<&'a clap::ArgMatches>,

@@ -1,5 +1,6 @@
 //! Recording a run's time series: fio's per-window logs (asked for in each job file,
-//! written to a temporary directory) and the node's samples while each job runs.
+//! written to a temporary directory), the node's samples and the hosts' tool sets
+//! (`toolsets`, every second, unless `--no-tools`) while each job runs.
 
 use std::path::PathBuf;
 
@@ -12,12 +13,16 @@ use fio::JobFile;
 /// One per run; removes fio's logs when dropped.
 pub struct SeriesRecorder {
     dir: Option<PathBuf>,
+    /// Sample the hosts' tool sets while jobs run.
+    tools: bool,
 }
 
 /// One job's recording in progress.
 pub struct JobRecording {
     logs: Option<(PathBuf, String)>,
     sampling: Option<Sampling>,
+    /// The tool sets and the ramp (ms) their clock is shifted by.
+    tools: Option<(toolsets::Sampler, u64)>,
 }
 
 fn prefix(seq: usize) -> String {
@@ -27,9 +32,20 @@ fn prefix(seq: usize) -> String {
 impl SeriesRecorder {
     /// Without a temporary directory fio's logs are not recorded (the run goes on).
     pub fn new() -> SeriesRecorder {
+        SeriesRecorder::with_tools(true)
+    }
+
+    /// `tools`: sample the hosts (this machine) while each job runs.
+    pub fn with_tools(tools: bool) -> SeriesRecorder {
         SeriesRecorder {
             dir: crate::target::temp_dir("fiologs").ok(),
+            tools,
         }
+    }
+
+    /// Whether tool sets are sampled.
+    pub fn tools(&self) -> bool {
+        self.tools
     }
 
     /// Ask fio, in job `seq`'s file, for its IOPS, bandwidth, latency and histogram logs.
@@ -56,6 +72,7 @@ impl SeriesRecorder {
         JobRecording {
             logs: self.dir.clone().map(|d| (d, prefix(seq))),
             sampling: None,
+            tools: None,
         }
     }
 
@@ -75,9 +92,19 @@ impl SeriesRecorder {
             }
             _ => None,
         };
+        // This machine runs fio; it is the node's host too when the node is embedded.
+        let roles = if node.is_some() {
+            toolsets::Roles::embedded()
+        } else {
+            toolsets::Roles::harness_only(None)
+        };
+        let ramp_ms = (ramp_s * 1000.0) as u64;
         JobRecording {
             logs: self.dir.clone().map(|d| (d, prefix(seq))),
-            sampling: probe.map(|p| node_sampler::start(p, (ramp_s * 1000.0) as u64)),
+            sampling: probe.map(|p| node_sampler::start(p, ramp_ms)),
+            tools: self
+                .tools
+                .then(|| (toolsets::Sampler::local(roles), ramp_ms)),
         }
     }
 }
@@ -104,10 +131,26 @@ impl JobRecording {
             job_id,
             node,
             resources,
+            hosts: self
+                .tools
+                .map(|(s, ramp_ms)| on_fio_clock(s.stop(), ramp_ms))
+                .unwrap_or_default(),
             fio: self
                 .logs
                 .and_then(|(d, p)| collect(&d, &p).ok())
                 .unwrap_or_default(),
         }
     }
+}
+
+/// Moves tool-set samples onto fio's log clock (0 = the end of the ramp), dropping those
+/// that ended during the ramp, as the node's samples are.
+fn on_fio_clock(mut hosts: Vec<toolsets::HostSeries>, ramp_ms: u64) -> Vec<toolsets::HostSeries> {
+    for h in &mut hosts {
+        h.samples.retain(|s| s.t_ms > ramp_ms);
+        for s in &mut h.samples {
+            s.t_ms -= ramp_ms;
+        }
+    }
+    hosts
 }

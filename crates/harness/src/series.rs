@@ -112,11 +112,18 @@ pub struct JobSeries {
     /// Node-wide resources (a node with an emulated provisioned file system).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceSample>,
+    /// The host tool sets (one series per host sampled), on fio's clock like the rest:
+    /// each sample's `t_ms` is the end of its interval after the ramp.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<toolsets::HostSeries>,
 }
 
 impl JobSeries {
     pub fn is_empty(&self) -> bool {
-        self.fio.is_empty() && self.node.is_empty() && self.resources.is_empty()
+        self.fio.is_empty()
+            && self.node.is_empty()
+            && self.resources.is_empty()
+            && self.hosts.is_empty()
     }
 
     /// Whether any sample carries a credit balance (a volume's or a resource's).

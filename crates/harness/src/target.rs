@@ -289,6 +289,11 @@ impl EmbeddedNode {
         })
     }
 
+    /// The node's data directory (its volumes' files).
+    pub fn data_dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn socket(&self) -> &Path {
         &self.socket
     }

@@ -1,11 +1,13 @@
 //! qoslab's own load generators, for the workloads fio cannot measure honestly
-//! (ARCHITECTURE.md says why for each). Today [`genio`], the GenIO-like generator behind
-//! the `ramp` family; the S3 and application drivers land here beside it.
+//! (ARCHITECTURE.md says why for each): [`genio`], the GenIO-like generator behind the
+//! `ramp` family, and [`apps`], the application drivers of the `tenants` family (git and
+//! redis on tenant file systems); the S3 drivers land here beside them.
 //!
 //! Invariants: a generator reads only tokio's clock (its timing logic is unit-tested in
 //! paused time against a fake target) and reaches storage only through its target trait
 //! ([`genio::IoTarget`]); it knows nothing of plans, verdicts or the results store.
 
+pub mod apps;
 pub mod genio;
 
 /// A fresh directory under the system temp dir (unit tests).

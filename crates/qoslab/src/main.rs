@@ -12,6 +12,7 @@ mod report_cmd;
 mod results;
 mod serve;
 mod stats_cmd;
+mod tenants_cmd;
 mod ui;
 mod user_cmd;
 mod volume_cmd;
@@ -52,6 +53,9 @@ enum Command {
     Volume(volume_cmd::VolumeArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
+    /// Tenant file systems over volumes (nbdfuse -> loop -> mkfs -> mount): mount, run a
+    /// command, tear down; clean up what a killed run left behind.
+    Tenants(tenants_cmd::TenantsArgs),
     /// ONTAP clustershell commands against a node: `qos policy-group ...`, `vol modify ...`
     /// (one command from the words given, or an interactive `::>` prompt).
     Ontap(ontap::OntapArgs),
@@ -80,6 +84,10 @@ fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
+        Command::Tenants(args) => match tenants_cmd::run(args) {
+            Ok(code) => return std::process::ExitCode::from(code.clamp(0, 255) as u8),
+            Err(e) => Err(e),
+        },
         Command::Ontap(args) => ontap::run(args),
         Command::User(args) => user_cmd::run(args),
     };
@@ -120,6 +128,9 @@ mod tests {
             .map(|v| v.get_name().to_string())
             .collect();
         assert_eq!(values, registry.profiles());
-        assert_eq!(values, ["dbench", "isolation", "ramp", "provisioned"]);
+        assert_eq!(
+            values,
+            ["dbench", "isolation", "ramp", "tenants", "provisioned"]
+        );
     }
 }

@@ -92,14 +92,22 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
         ResultsCommand::List => {
             writeln!(
                 out,
-                "{:>4}  {:<20}  {:<20}  {:<8}  {:>4}  {:>5}  {:>5}  target",
-                "run", "started", "name", "status", "jobs", "pass", "fail"
+                "{:>4}  {:<20}  {:<20}  {:<12}  {:>4}  {:>5}  {:>5}  {:>5}  target",
+                "run", "started", "name", "status", "jobs", "pass", "fail", "incon"
             )?;
             for r in store.list_runs()? {
                 writeln!(
                     out,
-                    "{:>4}  {:<20}  {:<20}  {:<8}  {:>4}  {:>5}  {:>5}  {}",
-                    r.id, r.started_at, r.name, r.status, r.jobs, r.passed, r.failed, r.target
+                    "{:>4}  {:<20}  {:<20}  {:<12}  {:>4}  {:>5}  {:>5}  {:>5}  {}",
+                    r.id,
+                    r.started_at,
+                    r.name,
+                    r.status,
+                    r.jobs,
+                    r.passed,
+                    r.failed,
+                    r.inconclusive,
+                    r.target
                 )?;
             }
         }

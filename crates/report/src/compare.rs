@@ -432,6 +432,7 @@ mod tests {
     fn job(seq: u32, name: &str, iteration: u32, iops: f64, p99_us: u64) -> JobRecord {
         let mut r = JobResult::default();
         r.read.iops = iops;
+        r.read.iops_mean = iops;
         r.read.total_ios = 100;
         r.read.bw_bytes = (iops * 4096.0) as u64;
         r.read.lat_mean_ns = 1e9 / iops * 16.0;
@@ -447,6 +448,8 @@ mod tests {
             started_at: String::new(),
             finished_at: None,
             error: None,
+            diagnosis: None,
+            steady: None,
             results: vec![r],
             verdicts: vec![],
         }
@@ -522,6 +525,31 @@ mod tests {
         assert_eq!(j["jobs"][0]["metrics"][3]["flagged"], true);
         let h = String::from_utf8(html(&c)).unwrap();
         assert!(h.contains("<tr class=\"worse\">"), "{h}");
+    }
+
+    #[test]
+    fn a_run_reports_the_spread_of_its_iterations() {
+        let a = run(
+            1,
+            vec![
+                job(1, "read", 1, 1000.0, 500),
+                job(2, "read", 2, 1100.0, 500),
+                job(3, "read", 3, 1050.0, 500),
+                job(4, "once", 1, 10.0, 1),
+            ],
+        );
+        let s = crate::export::iteration_spreads(&a);
+        assert_eq!(s.len(), 1, "single-iteration jobs have no spread");
+        assert_eq!(s[0].0, "w / read on v");
+        assert_eq!((s[0].1.n, s[0].1.mean), (3, 1050.0));
+        assert!((s[0].1.stddev - 50.0).abs() < 1e-9);
+        let md = String::from_utf8(crate::export::markdown(&a, &[])).unwrap();
+        assert!(
+            md.contains("| w / read on v | 3 | 1050.0 | 50.0 | 4.8% | 1000.0 | 1100.0 |"),
+            "{md}"
+        );
+        let h = String::from_utf8(crate::html::render(&a, &[])).unwrap();
+        assert!(h.contains("id=\"iterations\""));
     }
 
     #[test]

@@ -20,5 +20,6 @@ pub mod isolation;
 pub mod provisioned;
 pub mod ramp;
 pub mod registry;
+pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};

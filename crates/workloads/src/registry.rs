@@ -28,6 +28,7 @@ pub static FAMILIES: &[&dyn WorkloadFamily] = &[
     &crate::dbench::Dbench,
     &crate::isolation::Isolation,
     &crate::ramp::Ramp,
+    &crate::tenants::Tenants,
     &crate::provisioned::Provisioned,
 ];
 

@@ -7,10 +7,11 @@ use super::{Result, Store, StoreError};
 use crate::host::Env;
 use crate::series::{CreditSample, FioSample, JobSeries, NodeSample, ResourceSample};
 use crate::verdict::{Limits, Verdict};
+use assess::Outcome;
 use fio::{DirStats, JobResult};
 
 /// A bucket from five columns starting at `at` (balance, bucket, baseline, burst, time to
-/// empty); `None` when the sample has none (NULL, or a database older than schema 4).
+/// empty); `None` when the sample has none (NULL, or a database older than schema 5).
 fn credit(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<CreditSample>> {
     let v: [Option<f64>; 4] = [r.get(at)?, r.get(at + 1)?, r.get(at + 2)?, r.get(at + 3)?];
     Ok(match v {
@@ -26,6 +27,50 @@ fn credit(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<CreditSample>
 }
 
 impl Store {
+    /// A job's host tool sets, one series per host, samples in time order.
+    pub(crate) fn load_hosts(&self, job_id: i64) -> Result<Vec<toolsets::HostSeries>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT host, ncpus, mem_total_bytes, swap_total_bytes, overhead_cpu_s,
+               overhead_wall_s, overhead_samples, errors
+             FROM host_series WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        let mut hosts: Vec<toolsets::HostSeries> = st
+            .query_map([job_id], |r| {
+                let errors: String = r.get(7)?;
+                Ok(toolsets::HostSeries {
+                    host: r.get(0)?,
+                    ncpus: r.get(1)?,
+                    mem_total_bytes: r.get::<_, i64>(2)? as u64,
+                    swap_total_bytes: r.get::<_, i64>(3)? as u64,
+                    overhead: toolsets::Overhead {
+                        cpu_s: r.get(4)?,
+                        wall_s: r.get(5)?,
+                        samples: r.get::<_, i64>(6)? as u64,
+                    },
+                    errors: serde_json::from_str(&errors).unwrap_or_default(),
+                    samples: Vec::new(),
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut st = self.conn.prepare_cached(
+            "SELECT host, sample FROM host_samples WHERE job_id = ?1 ORDER BY t_ms, rowid",
+        )?;
+        let rows = st.query_map([job_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
+        for row in rows {
+            let (host, json) = row?;
+            // A sample that no longer parses (a newer qoslab's) costs that sample only.
+            if let (Some(h), Ok(s)) = (
+                hosts.iter_mut().find(|h| h.host == host),
+                serde_json::from_str::<toolsets::HostSample>(&json),
+            ) {
+                h.samples.push(s);
+            }
+        }
+        Ok(hosts)
+    }
+
     pub(crate) fn load_series(&self, job_id: i64) -> Result<JobSeries> {
         let mut st = self.conn.prepare_cached(
             "SELECT t_ms, direction, iops, bw_bytes, lat_mean_ns, p50_ns, p99_ns
@@ -97,11 +142,13 @@ impl Store {
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
+        let hosts = self.load_hosts(job_id)?;
         Ok(JobSeries {
             job_id,
             fio,
             node,
             resources,
+            hosts,
         })
     }
 
@@ -109,8 +156,9 @@ impl Store {
         let mut st = self.conn.prepare(
             "SELECT r.id, r.name, r.started_at, r.status, r.target,
                (SELECT COUNT(*) FROM jobs j WHERE j.run_id = r.id),
-               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND v.passed),
-               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND NOT v.passed)
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'pass'),
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'fail'),
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'inconclusive')
              FROM runs r ORDER BY r.id",
         )?;
         let rows = st.query_map([], |r| {
@@ -123,6 +171,7 @@ impl Store {
                 jobs: r.get(5)?,
                 passed: r.get(6)?,
                 failed: r.get(7)?,
+                inconclusive: r.get(8)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -215,7 +264,8 @@ impl Store {
             })?
             .collect::<std::result::Result<_, _>>()?;
         let mut st = self.conn.prepare(
-            "SELECT id, seq, workload, name, volume, iteration, status, started_at, finished_at, error
+            "SELECT id, seq, workload, name, volume, iteration, status, started_at, finished_at, error,
+               diagnosis, steady
              FROM jobs WHERE run_id = ?1 ORDER BY seq",
         )?;
         let mut jobs: Vec<JobRecord> = st
@@ -231,6 +281,12 @@ impl Store {
                     started_at: r.get(7)?,
                     finished_at: r.get(8)?,
                     error: r.get(9)?,
+                    diagnosis: r
+                        .get::<_, Option<String>>(10)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
+                    steady: r
+                        .get::<_, Option<String>>(11)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
                     results: Vec::new(),
                     verdicts: Vec::new(),
                 })
@@ -242,7 +298,8 @@ impl Store {
              FROM results WHERE job_id = ?1 ORDER BY rowid",
         )?;
         let mut ver = self.conn.prepare(
-            "SELECT expectation, measured, bound, passed, detail FROM verdicts WHERE job_id = ?1 ORDER BY rowid",
+            "SELECT expectation, measured, bound, passed, detail, outcome, reason
+             FROM verdicts WHERE job_id = ?1 ORDER BY rowid",
         )?;
         for j in &mut jobs {
             let rows = res.query_map([j.id], |r| {
@@ -288,12 +345,19 @@ impl Store {
             }
             j.verdicts = ver
                 .query_map([j.id], |r| {
+                    let passed: bool = r.get(3)?;
+                    let outcome = r
+                        .get::<_, Option<String>>(5)?
+                        .and_then(|o| Outcome::parse(&o))
+                        .unwrap_or(if passed { Outcome::Pass } else { Outcome::Fail });
                     Ok(Verdict {
                         expectation: r.get(0)?,
                         measured: r.get(1)?,
                         bound: r.get(2)?,
-                        passed: r.get(3)?,
+                        passed,
                         detail: r.get(4)?,
+                        outcome,
+                        reason: r.get(6)?,
                     })
                 })?
                 .collect::<std::result::Result<_, _>>()?;

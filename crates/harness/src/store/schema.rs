@@ -1,48 +1,35 @@
-//! The results database's schema (`PRAGMA user_version` 4). Tables are created with
-//! `IF NOT EXISTS`, so opening a schema-2 database adds the series tables in place; columns
-//! added later are added to older tables by [`migrate`] (schema 4: the node samples' credit
-//! balances), so any earlier database opens, loads and is written in the current schema.
-
-use rusqlite::Connection;
+//! The results database's schema (`PRAGMA user_version` 5). Tables are created with
+//! `IF NOT EXISTS`, so opening an older database adds the newer tables in place, and
+//! [`MIGRATIONS`] add the newer columns (schema 4: a job's diagnosis and steady state, a
+//! verdict's outcome and reason; the host tool-set tables. Schema 5: each node sample's
+//! burst buckets; the provisioned file system's `resource_samples`).
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
-/// Schema 4: each node sample's burst buckets (NULL when the dimension does not burst).
-pub(crate) const NODE_CREDIT_COLUMNS: [&str; 10] = [
-    "iops_balance",
-    "iops_bucket",
-    "iops_baseline",
-    "iops_burst",
-    "iops_time_to_empty_s",
-    "bytes_balance",
-    "bytes_bucket",
-    "bytes_baseline",
-    "bytes_burst",
-    "bytes_time_to_empty_s",
+/// Columns added after a table was first shipped: (table, column, definition). Added when
+/// missing; then `fill` sets what older rows imply.
+pub(crate) const MIGRATIONS: &[(&str, &str, &str)] = &[
+    ("jobs", "diagnosis", "TEXT"),
+    ("jobs", "steady", "TEXT"),
+    ("verdicts", "outcome", "TEXT"),
+    ("verdicts", "reason", "TEXT"),
+    // Schema 5: a node sample's burst buckets (NULL: the dimension does not burst).
+    ("node_samples", "iops_balance", "REAL"),
+    ("node_samples", "iops_bucket", "REAL"),
+    ("node_samples", "iops_baseline", "REAL"),
+    ("node_samples", "iops_burst", "REAL"),
+    ("node_samples", "iops_time_to_empty_s", "REAL"),
+    ("node_samples", "bytes_balance", "REAL"),
+    ("node_samples", "bytes_bucket", "REAL"),
+    ("node_samples", "bytes_baseline", "REAL"),
+    ("node_samples", "bytes_burst", "REAL"),
+    ("node_samples", "bytes_time_to_empty_s", "REAL"),
 ];
 
-/// Bring an older database's tables up to [`SCHEMA`] (after its `CREATE TABLE IF NOT
-/// EXISTS` statements ran): columns added since are added, NULL in the rows already there.
-/// Idempotent; one transaction.
-pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    let have: Vec<String> = tx
-        .prepare("PRAGMA table_info(node_samples)")?
-        .query_map([], |r| r.get::<_, String>(1))?
-        .collect::<rusqlite::Result<_>>()?;
-    for c in NODE_CREDIT_COLUMNS {
-        if !have.iter().any(|h| h == c) {
-            tx.execute_batch(&format!("ALTER TABLE node_samples ADD COLUMN {c} REAL"))?;
-        }
-    }
-    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    // A database written by a newer qoslab keeps its number.
-    if version < SCHEMA_VERSION {
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-    }
-    tx.commit()
-}
+/// Older verdicts were pass or fail.
+pub(crate) const FILL: &str =
+    "UPDATE verdicts SET outcome = CASE WHEN passed THEN 'pass' ELSE 'fail' END WHERE outcome IS NULL;";
 
 pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -81,7 +68,9 @@ CREATE TABLE IF NOT EXISTS jobs (
   started_at TEXT NOT NULL, finished_at TEXT,
   jobfile TEXT NOT NULL,
   raw_json TEXT,
-  error TEXT
+  error TEXT,
+  diagnosis TEXT,                  -- JSON: assess::Diagnosis (schema 4)
+  steady TEXT                      -- JSON: assess::steady::SteadyState (schema 4)
 );
 CREATE TABLE IF NOT EXISTS results (
   job_id INTEGER NOT NULL REFERENCES jobs(id),
@@ -116,11 +105,11 @@ CREATE TABLE IF NOT EXISTS node_samples (
   read_iops REAL NOT NULL, write_iops REAL NOT NULL, other_iops REAL NOT NULL,
   read_bps REAL NOT NULL, write_bps REAL NOT NULL,
   lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL,
-  -- schema 4: burst buckets at the end of the window (NULL: the dimension does not burst)
+  -- schema 5: burst buckets at the end of the window (NULL: the dimension does not burst)
   iops_balance REAL, iops_bucket REAL, iops_baseline REAL, iops_burst REAL, iops_time_to_empty_s REAL,
   bytes_balance REAL, bytes_bucket REAL, bytes_baseline REAL, bytes_burst REAL, bytes_time_to_empty_s REAL
 );
-CREATE TABLE IF NOT EXISTS resource_samples (   -- schema 4
+CREATE TABLE IF NOT EXISTS resource_samples (   -- schema 5
   job_id INTEGER NOT NULL REFERENCES jobs(id),
   t_ms INTEGER NOT NULL,
   resource TEXT NOT NULL,          -- network | disk | disk_iops | ssd_iops
@@ -131,6 +120,21 @@ CREATE TABLE IF NOT EXISTS resource_samples (   -- schema 4
 CREATE TABLE IF NOT EXISTS verdicts (
   job_id INTEGER NOT NULL REFERENCES jobs(id),
   expectation TEXT NOT NULL, measured REAL NOT NULL, bound TEXT NOT NULL,
-  passed INTEGER NOT NULL, detail TEXT NOT NULL
+  passed INTEGER NOT NULL, detail TEXT NOT NULL,
+  outcome TEXT,                    -- pass | fail | inconclusive (schema 4)
+  reason TEXT
+);
+CREATE TABLE IF NOT EXISTS host_series (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  host TEXT NOT NULL, ncpus INTEGER NOT NULL,
+  mem_total_bytes INTEGER NOT NULL, swap_total_bytes INTEGER NOT NULL,
+  overhead_cpu_s REAL NOT NULL, overhead_wall_s REAL NOT NULL, overhead_samples INTEGER NOT NULL,
+  errors TEXT NOT NULL             -- JSON array of strings
+);
+CREATE TABLE IF NOT EXISTS host_samples (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  host TEXT NOT NULL,
+  t_ms INTEGER NOT NULL,           -- end of the 1 s interval, on fio's log clock
+  sample TEXT NOT NULL             -- JSON: toolsets::HostSample
 );
 ";

@@ -57,6 +57,18 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("running chromium (scripts/install-deps.sh installs it)");
+    // Read while it runs: a DOM bigger than a pipe holds would block it forever.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(60) {
@@ -65,10 +77,9 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let o = child.wait_with_output().unwrap();
     (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+        String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned(),
+        String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
     )
 }
 
@@ -344,4 +355,50 @@ fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
         steady.iter().all(|x| (380.0..=420.0).contains(x)),
         "REST samples {node:?}"
     );
+}
+
+/// The first screen of a report is its answer: at 1280x800 the verdict counts and the
+/// headline table (the run's first summary table) are on it. Rendered from the exporters'
+/// snapshot page (a run with failing, inconclusive and passing verdicts and summary tables).
+#[test]
+fn the_first_screen_of_a_report_is_its_answer() {
+    require_tool("chromium");
+    let d = Dir::new("first-screen");
+    let html_path = d.path().join("run.html");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../workloads/tests/snapshots/run.html"
+        ),
+        &html_path,
+    )
+    .unwrap();
+    let profile = d.path().join("profile-first");
+    let (dom, err) = chromium(
+        &profile,
+        &[
+            "--virtual-time-budget=5000",
+            "--window-size=1280,800",
+            "--dump-dom",
+        ],
+        &url(&html_path),
+    );
+    let attr = |name: &str| -> i64 {
+        let key = format!("{name}=\"");
+        let at = dom.find(&key).unwrap_or_else(|| panic!("no {name}: {err}"));
+        let rest = &dom[at + key.len()..];
+        rest[..rest.find('"').unwrap()]
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {}", &rest[..20]))
+    };
+    let counts = attr("data-answer-counts-bottom");
+    let table = attr("data-answer-table-top");
+    assert!(counts < 800, "verdict counts end at {counts}px");
+    assert!(
+        table < 700,
+        "headline table starts at {table}px: not on the first screen"
+    );
+    assert!(dom.contains("1 inconclusive"), "counts in the answer");
+    let (_, _, png) = render(d.path(), &html_path, "1280,800");
+    assert_eq!(png_size(&png), (1280, 800));
 }

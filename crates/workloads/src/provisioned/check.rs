@@ -24,7 +24,8 @@
 
 use std::collections::BTreeMap;
 
-use harness::verdict::{judge, parse_bound, Bound, BoundOperand, ExpectError, Kind, Verdict};
+use assess::{Quantity, Sense};
+use harness::verdict::{judge, parse_bound, Bound, BoundOperand, ExpectError, Kind, Op, Verdict};
 
 /// The metrics a check may measure, with what they count.
 pub const METRICS: [(&str, Kind); 9] = [
@@ -84,6 +85,7 @@ impl Names<'_> {
 }
 
 /// One parsed check.
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
     pub text: String,
@@ -132,51 +134,69 @@ impl Check {
 
     /// Judge a step: `measured` its metrics, `names` the values of the names it may use.
     /// A metric or name without a value (a burst that never ended, a figure the spec
-    /// lacks) fails, saying so.
+    /// lacks) fails, saying so. A failure the job's `diagnosis` explains is inconclusive
+    /// (docs/DIAGNOSIS.md): a throughput that fell short, or a burst that lasted longer,
+    /// while the client machine was the bottleneck.
     pub fn check(
         &self,
         measured: &BTreeMap<String, f64>,
         names: &dyn Fn(&str) -> Option<f64>,
+        diagnosis: Option<&assess::Diagnosis>,
+        io_error: bool,
     ) -> Verdict {
-        let fail = |detail: String| Verdict {
-            expectation: self.text.clone(),
-            measured: 0.0,
-            bound: String::new(),
-            passed: false,
-            detail,
+        let fail = |measured: f64, detail: String| {
+            Verdict::plain(self.text.clone(), measured, String::new(), false, detail)
         };
         let Some(&m) = measured.get(self.metric) else {
-            return fail(format!(
-                "{} was not measured{}",
-                self.metric,
-                if self.metric.contains("burst") || self.metric.contains("credits") {
-                    ": the rate never fell from the burst to the baseline during the step"
-                } else {
-                    ""
-                }
-            ));
+            return fail(
+                0.0,
+                format!(
+                    "{} was not measured{}",
+                    self.metric,
+                    if self.metric.contains("burst") || self.metric.contains("credits") {
+                        ": the rate never fell from the burst to the baseline during the step"
+                    } else {
+                        ""
+                    }
+                ),
+            );
         };
         let (base, derived) = match &self.bound.operand {
             BoundOperand::Number(n) => (*n, false),
             BoundOperand::Name(n) => match names(n) {
                 Some(v) => (v, true),
-                None => {
-                    return Verdict {
-                        measured: m,
-                        ..fail(format!("{n} has no value for this step"))
-                    }
-                }
+                None => return fail(m, format!("{n} has no value for this step")),
             },
         };
-        judge(
+        let target = base * self.bound.factor;
+        let v = judge(
             &self.text,
             self.metric,
             m,
             self.bound.op,
-            base * self.bound.factor,
+            target,
             self.bound.tolerance,
             derived || self.bound.factor != 1.0,
-        )
+        );
+        // A longer burst is what a slow client makes: it reads like a latency.
+        let later_is_worse = self.metric.starts_with("lat_") || self.metric == "burst_duration";
+        let check = assess::Check {
+            passed: v.passed,
+            quantity: if later_is_worse {
+                Quantity::Latency
+            } else {
+                Quantity::Throughput
+            },
+            sense: match self.bound.op {
+                Op::Le | Op::Lt => Sense::AtMost,
+                Op::Ge | Op::Gt => Sense::AtLeast,
+                Op::Approx => Sense::Around,
+            },
+            measured: m,
+            target,
+            io_error,
+        };
+        v.judged(&check, diagnosis)
     }
 }
 
@@ -211,7 +231,7 @@ mod tests {
             "step.mem-read-1.bw" => Some(6.2e8),
             _ => None,
         };
-        let v = |t: &str| Check::parse(t, &n).unwrap().check(&m, &vals);
+        let v = |t: &str| Check::parse(t, &n).unwrap().check(&m, &vals, None, false);
         assert!(v("burst_duration ~= spec.burst_seconds +-5%").passed);
         assert!(!v("burst_duration ~= spec.burst_seconds +-1%").passed);
         let x = v("bw_after_credits ~= spec.network.baseline +-3%");

@@ -55,6 +55,8 @@ pub struct Row {
     pub from_cache_pct: Option<f64>,
     pub spec: String,
     pub passed: usize,
+    /// Failures the job's bottleneck explains (docs/DIAGNOSIS.md).
+    pub inconclusive: usize,
     pub checks: usize,
     /// fio failed or reported an error.
     pub error: Option<String>,
@@ -79,6 +81,7 @@ impl Row {
             from_cache_pct: None,
             spec: step.spec_text.clone(),
             passed: 0,
+            inconclusive: 0,
             checks: 0,
             error: None,
         }
@@ -88,11 +91,16 @@ impl Row {
         self.error.is_none() && self.passed == self.checks
     }
 
-    fn checks_text(&self) -> String {
+    /// `PASS 6/6`, `FAIL 4/6` (passed of all), `INCONCLUSIVE 5/6` (no failure, but one
+    /// the bottleneck explains), `ERROR`, or `-` without checks.
+    pub fn checks_text(&self) -> String {
         match (&self.error, self.checks) {
             (Some(_), _) => "ERROR".into(),
             (None, 0) => "-".into(),
             (None, n) if self.passed == n => format!("PASS {n}/{n}"),
+            (None, n) if self.passed + self.inconclusive == n => {
+                format!("INCONCLUSIVE {}/{n}", self.passed)
+            }
             (None, n) => format!("FAIL {}/{n}", self.passed),
         }
     }
@@ -260,6 +268,7 @@ mod tests {
             from_cache_pct: None,
             spec: "network 1250 MB/s".into(),
             passed: 2,
+            inconclusive: 0,
             checks: 2,
             error: None,
         }

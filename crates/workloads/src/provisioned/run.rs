@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use fio::{JobFile, JobResult, Section};
+use harness::assessment;
 use harness::plan::{Common, PlanError};
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::Verdict;
@@ -40,6 +41,7 @@ pub struct ProvisionedPlan {
     /// Each step's metrics, for `step.NAME.METRIC`.
     measured: BTreeMap<String, BTreeMap<String, f64>>,
     failed_verdicts: usize,
+    inconclusive: usize,
     failed_jobs: usize,
 }
 
@@ -57,6 +59,7 @@ impl ProvisionedPlan {
             rows: Vec::new(),
             measured: BTreeMap::new(),
             failed_verdicts: 0,
+            inconclusive: 0,
             failed_jobs: 0,
         }
     }
@@ -221,21 +224,42 @@ impl ProvisionedPlan {
             let (s, m) = n.strip_prefix("step.")?.rsplit_once('.')?;
             self.measured.get(s)?.get(m).copied()
         };
+        // What limited the step (the host tool sets, the node's samples), as every family's
+        // jobs are assessed: a failure the client machine explains is inconclusive.
+        let limits = match (node, ctx.target) {
+            (Some(n), _) => n.limits(self.spec.volume()),
+            (None, t) => t.limits(),
+        };
+        let devices = assessment::devices(node, ctx.target);
+        let diagnosis = assessment::diagnose(
+            &series,
+            &r,
+            volume.as_deref(),
+            limits.as_ref(),
+            &devices,
+            step.runtime.unwrap_or(elapsed.as_secs_f64()),
+        );
+        let steady = assessment::steady_state(&series);
+        let io_error = r.error != 0;
         let mut verdicts: Vec<Verdict> = self.checks[i]
             .iter()
-            .map(|c| c.check(&metrics, &names))
+            .map(|c| c.check(&metrics, &names, Some(&diagnosis), io_error))
             .collect();
-        if r.error != 0 {
+        if io_error {
             self.failed_jobs += 1;
             row.error = Some(format!("fio reported error {}", r.error));
             for v in &mut verdicts {
                 v.passed = false;
+                v.outcome = assess::Outcome::Fail;
                 v.detail = format!("fio reported error {}; {}", r.error, v.detail);
             }
         }
-        self.failed_verdicts += verdicts.iter().filter(|v| !v.passed).count();
+        let count = |o: assess::Outcome| verdicts.iter().filter(|v| v.outcome == o).count();
+        self.failed_verdicts += count(assess::Outcome::Fail);
+        self.inconclusive += count(assess::Outcome::Inconclusive);
         row.checks = verdicts.len();
-        row.passed = verdicts.iter().filter(|v| v.passed).count();
+        row.passed = count(assess::Outcome::Pass);
+        row.inconclusive = count(assess::Outcome::Inconclusive);
         let key = if step.unit == Unit::Bw { "bw" } else { "iops" };
         row.result = metrics.get(key).map(|v| v / div);
         row.burst = metrics.get(&format!("{key}_burst")).map(|v| v / div);
@@ -252,6 +276,8 @@ impl ProvisionedPlan {
             row.from_cache_pct = super::balance::cached_pct(cache_before, after);
         }
         ctx.finish_job(id, Ok(&out), &verdicts)?;
+        ctx.store
+            .set_assessment(id, Some(&diagnosis), steady.as_ref())?;
         self.measured.insert(step.name.clone(), metrics);
         self.record_row(row, ctx)
     }
@@ -259,12 +285,14 @@ impl ProvisionedPlan {
     fn fail_all(&self, i: usize, detail: &str) -> Vec<Verdict> {
         self.checks[i]
             .iter()
-            .map(|c| Verdict {
-                expectation: c.text.clone(),
-                measured: 0.0,
-                bound: String::new(),
-                passed: false,
-                detail: detail.to_string(),
+            .map(|c| {
+                Verdict::plain(
+                    c.text.clone(),
+                    0.0,
+                    String::new(),
+                    false,
+                    detail.to_string(),
+                )
             })
             .collect()
     }
@@ -274,10 +302,9 @@ impl ProvisionedPlan {
             "  {:<12} {}{}\n",
             row.step,
             measured(&row),
-            match (row.checks, row.pass()) {
-                (0, _) => String::new(),
-                (n, true) => format!(", PASS {n}/{n}"),
-                (n, false) => format!(", FAIL {}/{n}", row.passed),
+            match row.checks {
+                0 => String::new(),
+                _ => format!(", {}", row.checks_text()),
             }
         ));
         self.rows.push(row);
@@ -448,6 +475,8 @@ impl FamilyPlan for ProvisionedPlan {
             Status::Error
         } else if self.failed_verdicts > 0 {
             Status::Failed
+        } else if self.inconclusive > 0 {
+            Status::Inconclusive
         } else {
             Status::Passed
         };

@@ -119,7 +119,10 @@ pub fn verdicts(r: &Row, s: &Settings) -> Vec<Verdict> {
                     String::new()
                 }
             ),
-        },
+            outcome: assess::Outcome::Fail,
+            reason: None,
+        }
+        .settled(),
         Verdict {
             expectation: format!("effective write latency < {lat} ms"),
             measured: r.write_lat_ms,
@@ -129,7 +132,10 @@ pub fn verdicts(r: &Row, s: &Settings) -> Vec<Verdict> {
                 "effective write latency {:.3} ms, want < {lat} ms",
                 r.write_lat_ms
             ),
-        },
+            outcome: assess::Outcome::Fail,
+            reason: None,
+        }
+        .settled(),
     ];
     if r.errors > 0 {
         v.push(Verdict {
@@ -142,6 +148,8 @@ pub fn verdicts(r: &Row, s: &Settings) -> Vec<Verdict> {
                 r.errors,
                 r.first_error.as_deref().unwrap_or("?")
             ),
+            outcome: assess::Outcome::Fail,
+            reason: None,
         });
     }
     v

@@ -116,6 +116,8 @@ fn job(id: i64, name: &str, volume: &str, iops: f64, bw: u64) -> JobRecord {
             ..Default::default()
         }],
         verdicts: Vec::new(),
+        diagnosis: None,
+        steady: None,
     }
 }
 
@@ -173,12 +175,14 @@ fn run() -> RunRecord {
                 fio: fio1,
                 node: node1,
                 resources: Vec::new(),
+                hosts: Vec::new(),
             },
             JobSeries {
                 job_id: 2,
                 fio: fio2,
                 node: Vec::new(),
                 resources: res2,
+                hosts: Vec::new(),
             },
         ],
     }
@@ -214,24 +218,26 @@ fn series_csv_carries_balances_and_resources() {
     );
     // Job 1: 16 fio windows, 16 node samples; job 2: 8 fio windows, 8 x 2 resource samples.
     assert_eq!(lines.len(), 1 + 16 + 16 + 8 + 16);
-    assert!(lines.iter().all(|l| l.split(',').count() == 26), "{text}");
+    assert!(lines.iter().all(|l| l.split(',').count() == 29), "{text}");
     // The first node sample: 3,000 IOPS, 12,150 credits left of 13,500, 4.5 s to empty.
     assert!(
         lines.contains(
-            &"3,1,burst,gp2-burst,gp2,1,node,500,total,3000.000,12288000,5000.000,,,4900.000,0.000,12150,13500,300,3000,4.500,,,,,"
+            &"3,1,burst,gp2-burst,gp2,1,node,500,total,3000.000,12288000,5000.000,,,4900.000,0.000,,,,12150,13500,300,3000,4.500,,,,,"
         ),
         "{text}"
     );
     // After the burst: empty and held at the baseline (not draining: no time to empty).
     assert!(text.contains(
-        ",node,8000,total,300.000,1228800,5000.000,,,4900.000,0.000,0,13500,300,3000,,,,,,"
+        ",node,8000,total,300.000,1228800,5000.000,,,4900.000,0.000,,,,0,13500,300,3000,,,,,,"
     ));
     // The network resource counts bytes: its use in bw_bytes, its bucket in bytes_*.
     assert!(
-        text.contains("3,2,burst,fs-read,network,1,resource,500,total,,1250000000,,,,,,,,,,,1650000000,2200000000,150000000,1250000000,1.500"),
+        text.contains("3,2,burst,fs-read,network,1,resource,500,total,,1250000000,,,,,,,,,,,,,,1650000000,2200000000,150000000,1250000000,1.500"),
         "{text}"
     );
-    assert!(text.contains("3,2,burst,fs-read,ssd_iops,1,resource,500,total,0.000,,,,,,,,,,,,,,,"));
+    assert!(
+        text.contains("3,2,burst,fs-read,ssd_iops,1,resource,500,total,0.000,,,,,,,,,,,,,,,,,,")
+    );
 }
 
 #[test]

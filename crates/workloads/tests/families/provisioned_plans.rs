@@ -196,6 +196,7 @@ fn a_run_on_a_foreign_target_judges_against_the_spec() {
             store: &mut store,
             env: &Env::default(),
             ui: &mut ui,
+            tools: false,
         },
     )
     .unwrap();
@@ -235,6 +236,7 @@ fn a_run_on_a_foreign_target_judges_against_the_spec() {
             store: &mut store,
             env: &Env::default(),
             ui: &mut ui,
+            tools: false,
         },
     )
     .unwrap();
