@@ -316,6 +316,13 @@ impl ProvisionedPlan {
 impl FamilyPlan for ProvisionedPlan {
     fn configure(&mut self, common: &mut Common, opts: &Options) -> Result<(), PlanError> {
         let origin = common.origin.clone();
+        if common.iterations > 1 {
+            return Err(PlanError(format!(
+                "{origin}: iterations {}: the provisioned workshop runs once (each step leaves the \
+                 buckets and caches to the next); run it again for another iteration",
+                common.iterations
+            )));
+        }
         if !opts.clients.is_empty() {
             return Err(PlanError(format!(
                 "{origin}: --client: the provisioned profile counts connections per fio job on one machine; run it on the client"
