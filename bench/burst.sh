@@ -10,6 +10,9 @@
 #   fsx:   `--provisioned fsx-ontap-128` (AWS's figures, FSX_SCALE for caches and buckets,
 #          FSX_RATE_SCALE for rates); the seed's in-memory test: write 2 x 16 MiB, then read it
 #          with 1 MiB blocks at QD64 over 1 connection and over 16 (nconnect=16); MB/s per second.
+#   profile: `qoslab bench --profile provisioned` (seed 003's workshop on the embedded
+#          emulation of PROFILE_PRESET at PROFILE_SCALE, AWS's rates): its story table and
+#          verdicts, the report written next to the results database (kept, path printed).
 #
 # Prints one summary line per measurement and a per-second series; pure measurement, no
 # pass/fail (the integration tests assert). Run on a quiet machine:
@@ -25,7 +28,9 @@ GP2_RUNTIME="${GP2_RUNTIME:-40}"
 FSX_SCALE="${FSX_SCALE:-0.01}"
 FSX_RATE_SCALE="${FSX_RATE_SCALE:-1}"
 FSX_RUNTIME="${FSX_RUNTIME:-30}"
-WHAT="${1:-gp2,ontap,fsx}"
+PROFILE_PRESET="${PROFILE_PRESET:-fsx-ontap-128}"
+PROFILE_SCALE="${PROFILE_SCALE:-0.005}"
+WHAT="${1:-gp2,ontap,fsx,profile}"
 
 require_cmds fio python3
 check_fio_nbd
@@ -159,4 +164,15 @@ if [[ ,$WHAT, == *,fsx,* ]]; then
     done
     stop_server
 fi
+if [[ ,$WHAT, == *,profile,* ]]; then
+    out="${PROFILE_OUT:-${TMPDIR:-/tmp}/qoslab-burst-profile}"
+    mkdir -p "$out"
+    rm -f "$out/results.db"
+    # The profile's own verdicts decide its exit status; the figures are what matter here.
+    "$QOSLAB" bench --profile provisioned --provisioned "$PROFILE_PRESET" --scale "$PROFILE_SCALE" \
+        --db "$out/results.db" || warn "the profile's verdicts did not all pass (see above)"
+    "$QOSLAB" report last --db "$out/results.db" -o "$out/report.html" >&2
+    log "profile: results in $out/results.db, report $out/report.html"
+fi
+
 log "done (load average at start $LOADAVG_START, now $(cut -d' ' -f1-3 /proc/loadavg))"
