@@ -34,6 +34,9 @@ EXAMPLES:
   qoslab bench plan.toml --json > run.json
   qoslab bench --profile ramp --min-iops 1000 --max-iops 10000 --runs 10 --scale 0.05
   qoslab bench examples/seed001-ramp.toml             # three concurrent ramp systems
+  qoslab bench --suite network --hosts node1,node2,node3 --rated-mbps 10000
+  qoslab bench --suite disks --hosts node1 --devices node1:/dev/sdb,node1:/dev/sdc --iterations 3
+  qoslab bench --suite nfs --hosts lg1,lg2 --targets lg1:/mnt/nfs,lg2:/mnt/nfs --target-ram 64GiB
 
 Exit status: 0 all expectations hold; 1 an expectation failed or a fio run failed;
 3 none failed but some were inconclusive (a shortfall or latency excess while the load
@@ -51,6 +54,10 @@ pub struct BenchArgs {
     /// Built-in profile to run without a plan (the workload families below that offer one).
     #[arg(long, value_parser = profiles())]
     profile: Option<String>,
+    /// A system suite (seed 002) on the hosts of --hosts, reached over ssh: the network mesh,
+    /// disks, or fio client/server on NFS/iSCSI/block/dir targets (docs/SUITES.md).
+    #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
+    suite: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device.
     #[arg(long, conflicts_with = "node")]
@@ -64,10 +71,12 @@ pub struct BenchArgs {
     #[arg(long, requires = "node")]
     volume: Option<String>,
     /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
-    /// run's length before --scale (default 320s).
+    /// run's length before --scale (default 320s); --suite network: each iperf3 test (default
+    /// 10s); the other suites: each fio job (default the seed's 60s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
-    /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s).
+    /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s); --suite network: iperf3's
+    /// omitted start (default 1s).
     #[arg(long, value_parser = duration)]
     ramp: Option<f64>,
     /// Shrink a profile's sizes and times together by this factor. ramp: the cycle, the
@@ -114,6 +123,11 @@ pub struct BenchArgs {
 /// `--profile`'s values: the registry's families that offer one.
 fn profiles() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(workloads::registry().profiles())
+}
+
+/// `--suite`'s values: every suite a family offers.
+fn suite_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(workloads::registry().suites())
 }
 
 /// Every family's own options ([`harness::Family::cli`]), kept as parsed for the family.
@@ -245,22 +259,23 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let registry = workloads::registry();
     let matches = &args.families.0;
     let embedded = args.node.is_none() && matches!(args.target.as_deref(), None | Some("embedded"));
+    let request = || ProfileRequest {
+        embedded,
+        plan_file: args.plan.is_some(),
+        target: args.target.is_some(),
+        node: args.node.is_some(),
+        clients: !args.clients.is_empty(),
+        runtime: args.runtime,
+        ramp: args.ramp,
+        scale: args.scale,
+        args: Some(matches),
+    };
     let mut plan = match (&args.plan, &args.profile) {
+        _ if args.suite.is_some() => {
+            registry.suite(args.suite.as_deref().unwrap_or_default(), &request())?
+        }
         (file, Some(profile)) => {
-            let plan = registry.profile(
-                profile,
-                &ProfileRequest {
-                    embedded,
-                    plan_file: file.is_some(),
-                    target: args.target.is_some(),
-                    node: args.node.is_some(),
-                    clients: !args.clients.is_empty(),
-                    runtime: args.runtime,
-                    ramp: args.ramp,
-                    scale: args.scale,
-                    args: Some(matches),
-                },
-            )?;
+            let plan = registry.profile(profile, &request())?;
             if file.is_some() {
                 anyhow::bail!("give a plan file or --profile, not both");
             }
@@ -268,7 +283,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         (Some(p), None) => registry.load(p)?,
         (None, None) => anyhow::bail!(
-            "nothing to run: give a plan file or --profile dbench (see qoslab bench --help)"
+            "nothing to run: give a plan file, --profile dbench or --suite NAME (see qoslab bench --help)"
         ),
     };
     let target_s = args
@@ -299,6 +314,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         clients: &args.clients,
         no_step_lines: false,
         until_steady: args.until_steady,
+        iterations: args.iterations,
         args: Some(matches),
     })?;
     if !args.json {

@@ -132,5 +132,16 @@ mod tests {
             values,
             ["dbench", "isolation", "ramp", "tenants", "provisioned"]
         );
+        let suite = bench
+            .get_arguments()
+            .find(|a| a.get_id() == "suite")
+            .unwrap();
+        let values: Vec<String> = suite
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(values, registry.suites());
+        assert_eq!(values, ["network", "disks", "nfs", "iscsi", "block", "dir"]);
     }
 }

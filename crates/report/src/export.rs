@@ -23,6 +23,8 @@ pub enum Format {
     Csv,
     /// The time series, one row per sample (long format).
     SeriesCsv,
+    /// The summary tables, one row per cell (long format).
+    TablesCsv,
     Md,
     Html,
 }
@@ -33,6 +35,7 @@ impl Format {
             "json" => Some(Format::Json),
             "csv" => Some(Format::Csv),
             "series-csv" => Some(Format::SeriesCsv),
+            "tables-csv" => Some(Format::TablesCsv),
             "md" | "markdown" => Some(Format::Md),
             "html" => Some(Format::Html),
             _ => None,
@@ -225,6 +228,34 @@ pub fn cell_text(v: &serde_json::Value) -> String {
         Value::Null => String::new(),
         v => v.to_string(),
     }
+}
+
+/// CSV header of [`tables_csv`].
+pub const TABLES_CSV_HEADER: &str = "run_id,kind,table,row,column,value";
+
+/// The summary tables in long format: one row per cell (`row` counts from 1 within its
+/// table; booleans as true/false, numbers as [`cell_text`] writes them).
+pub fn tables_csv(run: &RunRecord) -> Vec<u8> {
+    let mut out = String::new();
+    out.push_str(TABLES_CSV_HEADER);
+    out.push('\n');
+    for t in &run.tables {
+        for (k, r) in t.rows.iter().enumerate() {
+            for (c, v) in t.columns.iter().zip(r) {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{}",
+                    run.id,
+                    csv_field(&t.kind),
+                    csv_field(&t.name),
+                    k + 1,
+                    csv_field(c),
+                    csv_field(&cell_text(v))
+                );
+            }
+        }
+    }
+    out.into_bytes()
 }
 
 /// CSV header of [`series_csv`].

@@ -410,14 +410,22 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             }
         }
         if !any {
+            // A finished job without fio results measured something else (an iperf3 test,
+            // a host's totals): its figures are in the summary tables.
+            let done = j.status == "done";
             let _ = write!(
                 o,
-                "<tr class=\"fail\"><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}</td><td class=\"{v}\">{v}</td></tr>",
+                "<tr{}><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}</td><td class=\"{v}\">{v}</td></tr>",
+                if done { "" } else { " class=\"fail\"" },
                 j.seq,
                 esc(&j.workload),
                 esc(&j.name),
                 esc(j.volume.as_deref().unwrap_or("-")),
-                esc(j.error.as_deref().unwrap_or(&j.status)),
+                if done {
+                    "no fio results: see the summary tables".to_string()
+                } else {
+                    esc(j.error.as_deref().unwrap_or(&j.status))
+                },
                 v = verdict_word(j)
             );
         }

@@ -9,7 +9,9 @@
 //!   `--profile ramp`);
 //! - [`provisioned`]: seed 003's FSx workshop against a provisioned spec: cached reads,
 //!   burst then baseline, 1 vs 16 connections, IOPS; or a volume model's burst
-//!   (`[provisioned]`, `--profile provisioned`).
+//!   (`[provisioned]`, `--profile provisioned`);
+//! - [`suite`]: seed 002's system suites over ssh (`--suite network|disks|nfs|iscsi|block|dir`,
+//!   `[suite]` and `[[host]]`).
 //!
 //! [`registry`] lists them: adding a family is its folder, its `mod` line here and one line
 //! there (ARCHITECTURE.md walks through it).
@@ -20,6 +22,7 @@ pub mod isolation;
 pub mod provisioned;
 pub mod ramp;
 pub mod registry;
+pub mod suite;
 pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};

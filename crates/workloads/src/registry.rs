@@ -29,6 +29,7 @@ pub static FAMILIES: &[&dyn WorkloadFamily] = &[
     &crate::isolation::Isolation,
     &crate::ramp::Ramp,
     &crate::tenants::Tenants,
+    &crate::suite::Suites,
     &crate::provisioned::Provisioned,
 ];
 

@@ -28,6 +28,7 @@ mod provisioned;
 mod qos;
 mod ramp;
 mod report;
+mod suites;
 mod tenants;
 mod tenants_sweep;
 mod util;

@@ -190,7 +190,7 @@ policy = "gp2"
             "provisioned",
             "--model",
             "ebs-gp2",
-            "--size",
+            "--volume-size",
             "100GiB",
             "--scale",
             "0.0025",

@@ -36,7 +36,7 @@ expect = ["iops_mean ~= policy.ceiling +-3%"]
 "#;
 
 /// Run Chromium headless with the flags CI needs; fail the test after 60 s.
-fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
+pub(crate) fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
     let mut child = Command::new("chromium")
         .args([
             "--headless",
@@ -83,7 +83,7 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
     )
 }
 
-fn url(p: &Path) -> String {
+pub(crate) fn url(p: &Path) -> String {
     format!("file://{}", p.display())
 }
 
@@ -105,7 +105,7 @@ pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
 }
 
 /// Width and height from a PNG's IHDR, after checking the signature.
-fn png_size(png: &[u8]) -> (u32, u32) {
+pub(crate) fn png_size(png: &[u8]) -> (u32, u32) {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
     assert_eq!(&png[12..16], b"IHDR");
     let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);

@@ -26,7 +26,12 @@ pub struct ProvisionedArgs {
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
     /// The volume's size for --model (default 100GiB).
-    #[arg(long, value_name = "SIZE", requires = "model")]
+    #[arg(
+        long = "volume-size",
+        id = "volume_size",
+        value_name = "SIZE",
+        requires = "model"
+    )]
     pub size: Option<String>,
     /// Every file-system rate times this (buckets follow, burst durations stay): a slow
     /// machine keeps a fast file system's shape (default 1).
@@ -91,7 +96,7 @@ impl ProvisionedArgs {
             // Name the options, not the table's keys.
             e.replace("--profile provisioned.preset", "--provisioned")
                 .replace("--profile provisioned.model", "--model")
-                .replace("--profile provisioned.size", "--size")
+                .replace("--profile provisioned.size", "--volume-size")
                 .replace("--profile provisioned.bucket_scale", "--scale")
                 .replace("--profile provisioned.scale", "--scale")
                 .replace("--profile provisioned.rate_scale", "--rate-scale")

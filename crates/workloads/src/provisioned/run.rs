@@ -333,7 +333,7 @@ impl FamilyPlan for ProvisionedPlan {
                 .map_err(|e| PlanError(e.to_string()))?;
             if a.gives_spec() && origin != super::PROFILE_ORIGIN {
                 return Err(PlanError(format!(
-                    "{origin}: the plan's [provisioned] gives the spec: leave out --provisioned, --model, --size, --rate-scale and --burst-duration"
+                    "{origin}: the plan's [provisioned] gives the spec: leave out --provisioned, --model, --volume-size, --rate-scale and --burst-duration"
                 )));
             }
             if a.connections.is_some() {

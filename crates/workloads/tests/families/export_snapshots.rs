@@ -476,3 +476,36 @@ fn html_snapshot() {
     assert!(h.contains("a &lt;custom&gt; table"));
     assert!(h.contains("class=\"fail\""));
 }
+
+#[test]
+fn tables_csv_has_a_row_per_cell() {
+    let r = run();
+    let text = String::from_utf8(export(&r, Format::TablesCsv)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], report::export::TABLES_CSV_HEADER);
+    let cells: usize = r
+        .tables
+        .iter()
+        .map(|t| {
+            t.rows
+                .iter()
+                .map(|row| row.len().min(t.columns.len()))
+                .sum::<usize>()
+        })
+        .sum();
+    assert!(cells > 0);
+    assert_eq!(lines.len(), 1 + cells, "{text}");
+    let t = &r.tables[0];
+    let first = format!(
+        "{},{},{},1,{},",
+        r.id,
+        t.kind,
+        t.name.replace('"', "\"\""),
+        t.columns[0]
+    );
+    assert!(
+        lines[1].starts_with(&first) || lines[1].starts_with(&format!("{},{},\"", r.id, t.kind)),
+        "{} vs {first}",
+        lines[1]
+    );
+}

@@ -8,3 +8,4 @@ mod fio_plans;
 mod main_db;
 mod provisioned_plans;
 mod ramp_plans;
+mod suite_plans;
