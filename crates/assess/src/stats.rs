@@ -106,6 +106,121 @@ pub fn differs(base: &Spread, new: &Spread, k: f64, floor: f64) -> bool {
     beyond_floor && diff > k * se
 }
 
+/// Student's t, two-sided 95%, for `df` degrees of freedom (rounded down: the conservative
+/// side; beyond 30 the next tabulated row below, and 1.96 from 120 on). Standard tables.
+pub fn t_critical_95(df: f64) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    if df.is_nan() || df < 1.0 {
+        return T[0];
+    }
+    let d = df.floor() as usize;
+    match d {
+        1..=30 => T[d - 1],
+        31..=39 => 2.042,
+        40..=59 => 2.021,
+        60..=119 => 2.000,
+        _ => 1.980,
+    }
+}
+
+/// What a difference of two means is judged against.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoiseBasis {
+    /// Both sides have iterations: Welch's standard error and degrees of freedom.
+    Welch,
+    /// One side has iterations, the other a single value: that side's standard deviation
+    /// stands for both (pooled), with its n − 1 degrees of freedom.
+    OneSide,
+    /// A single value each: no spread was measured; only the fixed floor applies.
+    NoSpread,
+}
+
+impl NoiseBasis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoiseBasis::Welch => "welch",
+            NoiseBasis::OneSide => "one-side",
+            NoiseBasis::NoSpread => "no-spread",
+        }
+    }
+}
+
+/// The smallest difference of two means (as a fraction of the baseline's) that their
+/// spreads say is real: the 95% two-sided t threshold on the standard error of the
+/// difference, never below `floor_measured` (differences no storage benchmark calls a
+/// change however tight the iterations) — or, without any spread (one value each),
+/// `floor_unmeasured`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    pub basis: NoiseBasis,
+    /// Standard error of the difference of the means (absolute; None without spread).
+    pub stderr: Option<f64>,
+    /// Degrees of freedom of the t threshold (None without spread).
+    pub df: Option<f64>,
+    /// t for 95% two-sided at `df` (None without spread).
+    pub t: Option<f64>,
+    /// The threshold as a fraction of |base mean|.
+    pub relative: f64,
+}
+
+/// The noise two sets of iterations allow for the difference of their means.
+pub fn noise(base: &Spread, new: &Spread, floor_measured: f64, floor_unmeasured: f64) -> Noise {
+    let var_a = base.stddev * base.stddev;
+    let var_b = new.stddev * new.stddev;
+    let (na, nb) = (base.n.max(1) as f64, new.n.max(1) as f64);
+    let (basis, se, df) = match (base.n >= 2, new.n >= 2) {
+        (true, true) => {
+            let (qa, qb) = (var_a / na, var_b / nb);
+            let se = (qa + qb).sqrt();
+            let den = qa * qa / (na - 1.0) + qb * qb / (nb - 1.0);
+            // Both without variance: any degrees of freedom give a zero threshold.
+            let df = if den > 0.0 {
+                (qa + qb).powi(2) / den
+            } else {
+                na + nb - 2.0
+            };
+            (NoiseBasis::Welch, se, df)
+        }
+        (true, false) => (
+            NoiseBasis::OneSide,
+            base.stddev * (1.0 / na + 1.0 / nb).sqrt(),
+            na - 1.0,
+        ),
+        (false, true) => (
+            NoiseBasis::OneSide,
+            new.stddev * (1.0 / na + 1.0 / nb).sqrt(),
+            nb - 1.0,
+        ),
+        (false, false) => {
+            return Noise {
+                basis: NoiseBasis::NoSpread,
+                stderr: None,
+                df: None,
+                t: None,
+                relative: floor_unmeasured,
+            }
+        }
+    };
+    let t = t_critical_95(df);
+    let rel = if base.mean != 0.0 {
+        t * se / base.mean.abs()
+    } else {
+        0.0
+    };
+    Noise {
+        basis,
+        stderr: Some(se),
+        df: Some(df),
+        t: Some(t),
+        relative: rel.max(floor_measured),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +262,52 @@ mod tests {
         let one = |x| Spread::of(&[x]).unwrap();
         assert!(!differs(&one(100.0), &one(104.0), 2.0, 0.05));
         assert!(differs(&one(100.0), &one(106.0), 2.0, 0.05));
+    }
+
+    #[test]
+    fn t_table_and_noise() {
+        assert_eq!(t_critical_95(1.0), 12.706);
+        assert_eq!(t_critical_95(4.9), 2.776, "rounded down: conservative");
+        assert_eq!(t_critical_95(30.0), 2.042);
+        assert_eq!(t_critical_95(45.0), 2.021);
+        assert_eq!(t_critical_95(1e6), 1.980);
+        assert_eq!(t_critical_95(0.3), 12.706);
+
+        // 3 vs 3 with equal stddev s: Welch's df = 4, se = s sqrt(2/3).
+        let a = Spread::of(&[1000.0, 1100.0, 1050.0]).unwrap();
+        let b = Spread::of(&[900.0, 1000.0, 950.0]).unwrap();
+        let n = noise(&a, &b, 0.01, 0.05);
+        assert_eq!(n.basis, NoiseBasis::Welch);
+        assert!((n.df.unwrap() - 4.0).abs() < 1e-9, "{n:?}");
+        let se = 50.0 * (2.0f64 / 3.0).sqrt();
+        assert!((n.stderr.unwrap() - se).abs() < 1e-9);
+        assert!((n.relative - 2.776 * se / 1050.0).abs() < 1e-12, "{n:?}");
+
+        // Unequal variances: Welch's df lies between the smaller n - 1 and the sum.
+        let c = Spread::of(&[500.0, 501.0, 499.0, 500.0, 500.5]).unwrap();
+        let d = Spread::of(&[450.0, 550.0, 480.0]).unwrap();
+        let n = noise(&c, &d, 0.01, 0.05);
+        assert!(n.df.unwrap() >= 2.0 && n.df.unwrap() < 6.0, "{n:?}");
+
+        // Tight iterations: the measured floor.
+        let e = Spread::of(&[500.0, 500.0, 500.0]).unwrap();
+        let n = noise(&e, &e, 0.01, 0.05);
+        assert_eq!(n.relative, 0.01);
+
+        // One side measured: its stddev stands for both, df = n - 1.
+        let one = Spread::of(&[1100.0]).unwrap();
+        let n = noise(&a, &one, 0.01, 0.05);
+        assert_eq!(n.basis, NoiseBasis::OneSide);
+        assert_eq!(n.df, Some(2.0));
+        assert!((n.stderr.unwrap() - 50.0 * (1.0f64 / 3.0 + 1.0).sqrt()).abs() < 1e-9);
+        let m = noise(&one, &a, 0.01, 0.05);
+        assert_eq!((m.basis, m.df), (NoiseBasis::OneSide, Some(2.0)));
+
+        // Nothing measured: the unmeasured floor.
+        let n = noise(&one, &one, 0.01, 0.05);
+        assert_eq!(
+            (n.basis, n.relative, n.stderr),
+            (NoiseBasis::NoSpread, 0.05, None)
+        );
     }
 }

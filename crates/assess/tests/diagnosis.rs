@@ -417,6 +417,7 @@ fn sample(t_ms: u64, idle: f64, fio: f64, other: f64, util: f64, await_ms: f64) 
                 role: Role::Fio,
                 cpu_pct: fio,
                 last_cpu: None,
+                rss_bytes: None,
             },
             ProcCpu {
                 pid: 99,
@@ -424,6 +425,7 @@ fn sample(t_ms: u64, idle: f64, fio: f64, other: f64, util: f64, await_ms: f64) 
                 role: Role::Other,
                 cpu_pct: other,
                 last_cpu: None,
+                rss_bytes: None,
             },
         ],
     }

@@ -75,8 +75,9 @@ fn fio_pinned_beside_a_burner_is_client_cpu_bound() {
 #[test]
 fn fio_saturating_a_loop_device_is_device_bound() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("assess-slow-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed by the slow device when it is dropped (asserted below), by the guard when
+    // the test fails before.
+    let dir = toolsets::testing::TestDir::new("assess-slow");
     // Every request waits 5 ms in nbdkit's delay filter: a device that 16 requests in
     // flight keep busy all the time, whatever the CPUs do.
     let dev = toolsets::testing::SlowDevice::new(&dir, 64, 5)
@@ -101,7 +102,7 @@ fn fio_saturating_a_loop_device_is_device_bound() {
     );
     let name = dev.name();
     drop(dev);
-    assert!(!Path::new(&dir).exists(), "torn down");
+    assert!(!dir.exists(), "torn down");
     assert!(
         !Path::new(&format!("/sys/block/{name}/loop")).exists(),
         "{name} detached"

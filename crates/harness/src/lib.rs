@@ -18,6 +18,7 @@ pub mod context;
 pub mod family;
 pub mod fio_job;
 pub mod host;
+pub mod local_node;
 pub mod node_api;
 pub mod node_sampler;
 pub mod plan;

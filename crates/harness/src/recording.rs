@@ -77,13 +77,37 @@ impl SeriesRecorder {
     }
 
     /// Start sampling the node job `seq` runs on (the embedded node in-process, a
-    /// `--node` target over REST; nothing for other targets).
+    /// `--node` target over REST; nothing for other targets) and the hosts' tool sets.
     pub fn start(
         &self,
         seq: usize,
         node: Option<&EmbeddedNode>,
         target: &Target,
         ramp_s: f64,
+    ) -> JobRecording {
+        self.start_roles(seq, node, target, ramp_s, false)
+    }
+
+    /// [`start`](Self::start) for a job whose load this process generates itself (the
+    /// ramp's genio, on threads named `toolsets::GENERATOR_THREADS`): those threads are the
+    /// load generator in the tool sets.
+    pub fn start_generating(
+        &self,
+        seq: usize,
+        node: Option<&EmbeddedNode>,
+        target: &Target,
+        ramp_s: f64,
+    ) -> JobRecording {
+        self.start_roles(seq, node, target, ramp_s, true)
+    }
+
+    fn start_roles(
+        &self,
+        seq: usize,
+        node: Option<&EmbeddedNode>,
+        target: &Target,
+        ramp_s: f64,
+        generating: bool,
     ) -> JobRecording {
         let probe: Option<Box<dyn NodeProbe>> = match (node, target) {
             (Some(n), _) => Some(Box::new(EmbeddedProbe::new(n.node().clone()))),
@@ -92,12 +116,18 @@ impl SeriesRecorder {
             }
             _ => None,
         };
-        // This machine runs fio; it is the node's host too when the node is embedded.
-        let roles = if node.is_some() {
+        // This machine runs fio; it is the node's host too when the node is embedded (its
+        // threads are the node), or when the node's process listens here.
+        let mut roles = if node.is_some() {
             toolsets::Roles::embedded()
+        } else if self.tools {
+            toolsets::Roles::harness_only(crate::local_node::node_pid(target))
         } else {
             toolsets::Roles::harness_only(None)
         };
+        if generating {
+            roles = roles.with_generator();
+        }
         let ramp_ms = (ramp_s * 1000.0) as u64;
         JobRecording {
             logs: self.dir.clone().map(|d| (d, prefix(seq))),

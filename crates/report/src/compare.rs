@@ -2,66 +2,73 @@
 //!
 //! Jobs match on (workload, job name, volume); a plan's `iterations = N` gives N values of
 //! each metric per run. For each metric (IOPS, bandwidth, mean latency, p99) the change is
-//! `mean(B) / mean(A) - 1`, the spread of a run is its relative range across iterations,
-//! `(max - min) / mean`, and the change is **flagged** when
+//! `mean(B) / mean(A) - 1`, and it is **flagged** when it is larger than the noise the
+//! iterations' spread allows (assess's [`stats::noise`](assess::stats::noise)):
 //!
 //! ```text
-//! |change| > max(2 x max(spread A, spread B), 5%)
+//! both runs iterated:  noise = t95(Welch df) x sqrt(sA^2/nA + sB^2/nB) / |mean A|, at least 1%
+//! one run iterated:    noise = t95(n - 1) x s x sqrt(1/nA + 1/nB) / |mean A|, at least 1%
+//! neither:             noise = 5% (no spread was measured)
 //! ```
 //!
-//! i.e. when it exceeds twice the run-to-run noise either run showed, and 5% in any case
-//! (single-iteration runs have no measured spread; the 5% floor keeps them from flagging
-//! every wobble). IOPS and bandwidth are fio's headline numbers (total / runtime, read and
+//! i.e. a two-sided Welch t-test at 95% on the iterations' sample standard deviations, with
+//! a floor under it. IOPS and bandwidth are fio's headline numbers (total / runtime, read and
 //! write added), mean latency is I/O-weighted over directions, p99 is the worse direction's
 //! completion-latency p99.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use assess::stats::{noise, Spread};
 use serde::Serialize;
 
 use harness::store::{JobRecord, RunRecord};
 
 use crate::svg::esc;
 
-/// The smallest change ever flagged.
+/// The noise when neither run has iterations (no spread measured): the smallest change
+/// flagged.
 pub const MIN_NOISE: f64 = 0.05;
-/// How many spreads a change must exceed.
-pub const SPREAD_FACTOR: f64 = 2.0;
+/// The smallest change flagged when a spread was measured, however tight.
+pub const MIN_NOISE_MEASURED: f64 = 0.01;
 
 /// The `schema` of `qoslab compare --json`.
-pub const JSON_SCHEMA: &str = "qoslab.compare/1";
+pub const JSON_SCHEMA: &str = "qoslab.compare/2";
 
+/// One run's values of one metric over its iterations.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Stat {
     pub n: usize,
     pub mean: f64,
+    /// Sample standard deviation (n - 1); 0 for one value.
+    pub stddev: f64,
     pub min: f64,
     pub max: f64,
-    /// (max - min) / mean; 0 for one value.
-    pub spread: f64,
+    /// stddev as a percentage of the mean (0 for one value).
+    pub cv_pct: f64,
 }
 
 impl Stat {
     pub fn of(v: &[f64]) -> Option<Stat> {
-        if v.is_empty() {
-            return None;
-        }
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let min = v.iter().copied().fold(f64::MAX, f64::min);
-        let max = v.iter().copied().fold(f64::MIN, f64::max);
-        let spread = if mean.abs() > 0.0 {
-            (max - min) / mean.abs()
-        } else {
-            0.0
-        };
+        let s = Spread::of(v)?;
         Some(Stat {
-            n: v.len(),
-            mean,
-            min,
-            max,
-            spread,
+            n: s.n,
+            mean: s.mean,
+            stddev: s.stddev,
+            min: s.min,
+            max: s.max,
+            cv_pct: s.cv_pct(),
         })
+    }
+
+    fn spread(&self) -> Spread {
+        Spread {
+            n: self.n,
+            mean: self.mean,
+            stddev: self.stddev,
+            min: self.min,
+            max: self.max,
+        }
     }
 }
 
@@ -74,8 +81,18 @@ pub struct MetricDelta {
     pub b: Stat,
     /// mean(B) / mean(A) - 1 (None when A's mean is 0).
     pub change: Option<f64>,
-    /// The threshold: max(2 x max(spread A, spread B), 5%).
+    /// The threshold |change| must exceed, a fraction of |mean A| (module docs).
     pub noise: f64,
+    /// What the threshold was computed from: "welch", "one-side" or "no-spread".
+    pub basis: &'static str,
+    /// Standard error of mean(B) - mean(A), the t-test's degrees of freedom and t
+    /// (absent without a spread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub t: Option<f64>,
     pub flagged: bool,
     /// "better", "worse" (flagged changes) or "within noise".
     pub verdict: &'static str,
@@ -118,6 +135,9 @@ impl Comparison {
             .count()
     }
 }
+
+/// The flagging rule, as `compare` prints it.
+pub const RULE: &str = "flagged when |change| > noise: t(95%, two-sided) x the standard error of mean(B) - mean(A) from the iterations' stddev (Welch when both runs iterated; the iterated run's stddev for both when one ran once), at least 1%; 5% when neither run has iterations";
 
 type Key = (String, String, Option<String>);
 
@@ -195,9 +215,9 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
                 continue;
             }
             let change = (sa.mean != 0.0).then(|| sb.mean / sa.mean - 1.0);
-            let noise = (SPREAD_FACTOR * sa.spread.max(sb.spread)).max(MIN_NOISE);
+            let n = noise(&sa.spread(), &sb.spread(), MIN_NOISE_MEASURED, MIN_NOISE);
             let flagged = match change {
-                Some(c) => c.abs() > noise,
+                Some(c) => c.abs() > n.relative,
                 None => true,
             };
             let up = change.map(|c| c > 0.0).unwrap_or(true);
@@ -214,7 +234,11 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
                 a: sa,
                 b: sb,
                 change,
-                noise,
+                noise: n.relative,
+                basis: n.basis.as_str(),
+                stderr: n.stderr,
+                df: n.df,
+                t: n.t,
                 flagged,
                 verdict,
             });
@@ -235,10 +259,7 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
         schema: JSON_SCHEMA,
         a: run_ref(a),
         b: run_ref(b),
-        rule: format!(
-            "flagged when |change| > max({SPREAD_FACTOR} x max(spread A, spread B), {}%); spread = (max - min) / mean across iterations",
-            MIN_NOISE * 100.0
-        ),
+        rule: RULE.into(),
         jobs,
         only_in_a,
         only_in_b,
@@ -255,16 +276,23 @@ fn show(metric: &str, v: f64) -> String {
 
 fn show_stat(metric: &str, s: &Stat) -> String {
     if s.n > 1 {
-        format!(
-            "{} [{}..{}] n={}",
-            show(metric, s.mean),
-            show(metric, s.min),
-            show(metric, s.max),
-            s.n
-        )
+        let sd = match metric {
+            "bw_bytes" => format!("{:.2}", s.stddev / 1048576.0),
+            _ => format!("{:.1}", s.stddev),
+        };
+        format!("{} ± {sd} n={}", show(metric, s.mean), s.n)
     } else {
         show(metric, s.mean)
     }
+}
+
+fn show_noise(m: &MetricDelta) -> String {
+    let basis = match (m.basis, m.df) {
+        ("no-spread", _) => "no spread".to_string(),
+        (b, Some(df)) => format!("{b}, df {df:.1}"),
+        (b, None) => b.to_string(),
+    };
+    format!("{:.1}% ({basis})", m.noise * 100.0)
 }
 
 fn pct(x: Option<f64>) -> String {
@@ -286,7 +314,7 @@ fn rows(c: &Comparison) -> Vec<[String; 7]> {
                 show_stat(m.metric, &m.a),
                 show_stat(m.metric, &m.b),
                 pct(m.change),
-                format!("{:.1}%", m.noise * 100.0),
+                show_noise(m),
                 if m.flagged {
                     format!("FLAG {}", m.verdict)
                 } else {
@@ -301,8 +329,8 @@ fn rows(c: &Comparison) -> Vec<[String; 7]> {
 const HEAD: [&str; 7] = [
     "job",
     "metric",
-    "A mean [min..max]",
-    "B mean [min..max]",
+    "A mean ± sd",
+    "B mean ± sd",
     "change",
     "noise",
     "verdict",
@@ -477,9 +505,26 @@ mod tests {
         }
     }
 
+    fn runs(iops: &[f64]) -> Vec<JobRecord> {
+        iops.iter()
+            .enumerate()
+            .map(|(i, x)| job(i as u32 + 1, "read", i as u32 + 1, *x, 500))
+            .collect()
+    }
+
+    fn iops_delta(a: &[f64], b: &[f64]) -> MetricDelta {
+        let c = compare(&run(1, runs(a)), &run(2, runs(b)));
+        c.jobs[0]
+            .metrics
+            .iter()
+            .find(|m| m.metric == "iops")
+            .unwrap()
+            .clone()
+    }
+
     #[test]
-    fn changes_beyond_twice_the_spread_are_flagged() {
-        // A: 1000, 1100, 1050 IOPS (spread 100/1050 = 9.5%, noise 19%).
+    fn changes_beyond_the_welch_noise_are_flagged() {
+        // A: 1000, 1100, 1050 IOPS (sd 50); B: 900, 990, 945 (sd 45): -10%.
         let a = run(
             1,
             vec![
@@ -489,7 +534,7 @@ mod tests {
                 job(4, "gone", 1, 10.0, 1),
             ],
         );
-        // B: -10% IOPS (within 19%), p99 doubled (spread 0 -> noise 5%: flagged, worse).
+        // p99 doubled with no spread on either side: beyond the 1% floor, worse.
         let b = run(
             2,
             vec![
@@ -503,13 +548,20 @@ mod tests {
         assert_eq!(c.jobs.len(), 1);
         let m = &c.jobs[0].metrics;
         let iops = m.iter().find(|m| m.metric == "iops").unwrap();
-        assert_eq!(iops.a.n, 3);
+        assert_eq!((iops.a.n, iops.a.stddev), (3, 50.0));
+        assert!((iops.b.stddev - 45.0).abs() < 1e-9, "{iops:?}");
         assert!((iops.change.unwrap() + 0.10).abs() < 1e-9, "{iops:?}");
-        assert!((iops.noise - 2.0 * 100.0 / 1050.0).abs() < 1e-9, "{iops:?}");
+        // Welch: se = sqrt(50^2/3 + 45^2/3), df = 3.96 -> t(3) = 3.182.
+        let se = (2500.0f64 / 3.0 + 2025.0 / 3.0).sqrt();
+        assert_eq!(iops.basis, "welch");
+        assert!((iops.stderr.unwrap() - se).abs() < 1e-9, "{iops:?}");
+        assert!((iops.df.unwrap() - 3.956).abs() < 1e-3, "{iops:?}");
+        assert_eq!(iops.t, Some(3.182));
+        assert!((iops.noise - 3.182 * se / 1050.0).abs() < 1e-12, "{iops:?}");
         assert!(!iops.flagged && iops.verdict == "within noise");
         let p99 = m.iter().find(|m| m.metric == "lat_p99_us").unwrap();
         assert!(p99.flagged && p99.verdict == "worse", "{p99:?}");
-        assert_eq!(p99.noise, MIN_NOISE);
+        assert_eq!(p99.noise, MIN_NOISE_MEASURED);
         assert_eq!(c.only_in_a, vec!["w/gone@v"]);
         assert_eq!(c.only_in_b, vec!["w/new@v"]);
         assert_eq!(
@@ -519,12 +571,41 @@ mod tests {
         );
         let t = text(&c);
         assert!(t.contains("FLAG worse"), "{t}");
-        assert!(t.contains("1050.0 [1000.0..1100.0] n=3"), "{t}");
+        assert!(t.contains("1050.0 ± 50.0 n=3"), "{t}");
+        assert!(t.contains("% (welch, df 4.0)"), "{t}");
         let j: serde_json::Value = serde_json::from_slice(&json(&c)).unwrap();
         assert_eq!(j["schema"], JSON_SCHEMA);
         assert_eq!(j["jobs"][0]["metrics"][3]["flagged"], true);
+        assert_eq!(j["jobs"][0]["metrics"][0]["basis"], "welch");
+        assert_eq!(j["jobs"][0]["metrics"][0]["a"]["stddev"], 50.0);
         let h = String::from_utf8(html(&c)).unwrap();
         assert!(h.contains("<tr class=\"worse\">"), "{h}");
+    }
+
+    #[test]
+    fn tight_iterations_see_small_changes_and_noisy_ones_hide_large_ones() {
+        // +3% over five tight iterations each: beyond the noise (a range rule with a 5%
+        // floor would not see it).
+        let d = iops_delta(
+            &[1000.0, 1002.0, 998.0, 1001.0, 999.0],
+            &[1030.0, 1031.0, 1029.0, 1030.0, 1030.0],
+        );
+        assert!(d.flagged && d.verdict == "better", "{d:?}");
+        assert_eq!(d.noise, MIN_NOISE_MEASURED, "t x se is far below 1%: {d:?}");
+        // +20% over three noisy iterations (sd 200 vs 50): within noise.
+        let d = iops_delta(&[800.0, 1200.0, 1000.0], &[1150.0, 1250.0, 1200.0]);
+        assert!(!d.flagged, "{d:?}");
+        assert!(d.noise > 0.4, "{d:?}");
+        // One run iterated, the other once: its stddev stands for both, df = n - 1 = 2.
+        let d = iops_delta(&[1000.0, 1100.0, 1050.0], &[1350.0]);
+        assert_eq!((d.basis, d.df, d.t), ("one-side", Some(2.0), Some(4.303)));
+        let se = 50.0 * (1.0f64 / 3.0 + 1.0).sqrt();
+        assert!((d.noise - 4.303 * se / 1050.0).abs() < 1e-12, "{d:?}");
+        assert!(d.flagged, "+28.6% > 23.7%: {d:?}");
+        let d = iops_delta(&[1000.0, 1100.0, 1050.0], &[1200.0]);
+        assert!(!d.flagged, "+14.3% < 23.7%: {d:?}");
+        let d = iops_delta(&[1200.0], &[1000.0, 1100.0, 1050.0]);
+        assert_eq!((d.basis, d.df), ("one-side", Some(2.0)));
     }
 
     #[test]
@@ -559,6 +640,11 @@ mod tests {
         let c = compare(&a, &b);
         let iops = &c.jobs[0].metrics[0];
         assert!(!iops.flagged, "+4% < 5%");
+        assert_eq!(
+            (iops.basis, iops.noise, iops.stderr),
+            ("no-spread", MIN_NOISE, None)
+        );
+        assert!(text(&c).contains("5.0% (no spread)"), "{}", text(&c));
         let b = run(2, vec![job(1, "read", 1, 530.0, 100)]);
         let c = compare(&a, &b);
         assert!(c.jobs[0].metrics[0].flagged && c.jobs[0].metrics[0].verdict == "better");

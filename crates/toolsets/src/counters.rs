@@ -25,6 +25,8 @@ pub struct ProcTimes {
     pub starttime: u64,
     /// The CPU it last ran on.
     pub processor: Option<i32>,
+    /// Resident set size, bytes (the whole process's, also on a thread's line).
+    pub rss_bytes: u64,
 }
 
 /// Cumulative counters at one instant.
@@ -42,6 +44,34 @@ pub struct Counters {
     pub disks: Vec<DiskStat>,
     pub nics: HashMap<String, DeviceStatus>,
     pub procs: Vec<ProcTimes>,
+    /// The threads of the process [`crate::Roles::split_pid`] names (pid = thread id), when
+    /// the source could read them.
+    pub threads: Vec<ProcTimes>,
+}
+
+/// `stat` lines (of processes, or of one process's threads) as [`ProcTimes`]. A line that
+/// does not parse (a process caught mid-exit, a comm holding a newline) is skipped: one
+/// process's figure, never the sample.
+pub fn parse_stat_lines(raw: &[u8], page_size: u64) -> Vec<ProcTimes> {
+    let mut procs = Vec::new();
+    for line in raw.split(|b| *b == b'\n') {
+        if line.is_empty() {
+            continue;
+        }
+        if let Ok(s) = Stat::from_read(line) {
+            procs.push(ProcTimes {
+                pid: s.pid,
+                ppid: s.ppid,
+                comm: s.comm,
+                own: s.utime + s.stime,
+                children: (s.cutime.max(0) + s.cstime.max(0)) as u64,
+                starttime: s.starttime,
+                processor: s.processor,
+                rss_bytes: s.rss.saturating_mul(page_size),
+            });
+        }
+    }
+    procs
 }
 
 fn parse_err(what: &str, e: impl std::fmt::Display) -> SourceError {
@@ -73,25 +103,7 @@ impl Counters {
         let nics = InterfaceDeviceStatus::from_read(&raw.net_dev[..])
             .map_err(|e| parse_err("/proc/net/dev", e))?
             .0;
-        let mut procs = Vec::new();
-        for line in raw.processes.split(|b| *b == b'\n') {
-            if line.is_empty() {
-                continue;
-            }
-            // A line that does not parse (a process caught mid-exit, a comm holding a
-            // newline) is skipped: one process's figure, never the sample.
-            if let Ok(s) = Stat::from_read(line) {
-                procs.push(ProcTimes {
-                    pid: s.pid,
-                    ppid: s.ppid,
-                    comm: s.comm,
-                    own: s.utime + s.stime,
-                    children: (s.cutime.max(0) + s.cstime.max(0)) as u64,
-                    starttime: s.starttime,
-                    processor: s.processor,
-                });
-            }
-        }
+        let procs = parse_stat_lines(&raw.processes, consts.page_size);
         Ok(Counters {
             uptime_s: uptime.uptime,
             kernel,
@@ -103,6 +115,7 @@ impl Counters {
             disks,
             nics,
             procs,
+            threads: Vec::new(),
         })
     }
 }

@@ -12,6 +12,7 @@
 //! - [`roles`]: whose process is whose (fio, node, harness, kernel, other).
 //! - [`sampler`]: one thread per host; [`Sampler::stop`] returns the [`HostSeries`].
 //! - [`device`]: the block devices behind a path (the node's data directory, a target).
+//! - [`listener`]: the local process serving an address (a node running here on its own).
 //!
 //! **Invariants:** the sampler never blocks the caller (its own threads, stopped by a
 //! condition variable); a host that cannot be read yields a series with errors, never a
@@ -20,6 +21,7 @@
 
 pub mod counters;
 pub mod device;
+pub mod listener;
 pub mod rates;
 pub mod roles;
 pub mod sample;
@@ -28,7 +30,7 @@ pub mod source;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use roles::Roles;
+pub use roles::{Roles, ThreadRule, GENERATOR_THREADS, NODE_THREADS};
 pub use sample::{
     CpuPct, DiskRates, HostSample, HostSeries, NicRates, Overhead, ProcCpu, Role, RoleCpu,
 };

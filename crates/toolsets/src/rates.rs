@@ -131,6 +131,62 @@ fn proc_ticks(prev: &Counters, cur: &Counters, ticks_per_s: u64) -> HashMap<i32,
     out
 }
 
+/// The CPU of one rule's threads of the split process over the interval.
+struct ThreadPart {
+    /// "qoslab-node threads".
+    name: String,
+    role: Role,
+    ticks: u64,
+    /// The busiest matching thread's ticks and the CPU it last ran on.
+    busiest: u64,
+    last_cpu: Option<u32>,
+}
+
+/// The CPU of the split process's threads per rule, one part per rule whose threads ran.
+fn thread_ticks(
+    prev: &Counters,
+    cur: &Counters,
+    ticks_per_s: u64,
+    roles: &Roles,
+) -> Vec<ThreadPart> {
+    let before: HashMap<(i32, u64), u64> = prev
+        .threads
+        .iter()
+        .map(|t| ((t.pid, t.starttime), t.own))
+        .collect();
+    let prev_uptime_ticks = (prev.uptime_s * ticks_per_s as f64) as u64;
+    let mut out: Vec<ThreadPart> = Vec::new();
+    for t in &cur.threads {
+        let Some(rule) = roles.threads.iter().find(|r| t.comm.starts_with(&r.prefix)) else {
+            continue;
+        };
+        let d = match before.get(&(t.pid, t.starttime)) {
+            Some(b) => t.own.saturating_sub(*b),
+            // Started during the interval: all of its time is this interval's.
+            None if t.starttime >= prev_uptime_ticks && !prev.threads.is_empty() => t.own,
+            None => 0,
+        };
+        let name = format!("{} threads", rule.prefix);
+        let last_cpu = t.processor.and_then(|c| u32::try_from(c).ok());
+        match out.iter_mut().find(|p| p.name == name) {
+            Some(p) => {
+                p.ticks += d;
+                if d > p.busiest {
+                    (p.busiest, p.last_cpu) = (d, last_cpu);
+                }
+            }
+            None => out.push(ThreadPart {
+                name,
+                role: rule.role,
+                ticks: d,
+                busiest: d,
+                last_cpu,
+            }),
+        }
+    }
+    out
+}
+
 /// The sample for the interval from `prev` to `cur`. `speeds` are NIC link speeds (Mb/s).
 pub fn sample(
     prev: &Counters,
@@ -181,29 +237,59 @@ pub fn sample(
         .collect();
     nics.sort_by(|a, b| a.name.cmp(&b.name));
 
-    let ticks = proc_ticks(prev, cur, ticks_per_s);
+    let mut ticks = proc_ticks(prev, cur, ticks_per_s);
     let role_of = roles.classify(&cur.procs);
     let pct = |t: u64| t as f64 / ticks_per_s as f64 / secs * 100.0;
     let mut role_cpu = RoleCpu::default();
+    let add = |role_cpu: &mut RoleCpu, role: Role, v: f64| match role {
+        Role::Fio => role_cpu.fio += v,
+        Role::Node => role_cpu.node += v,
+        Role::Harness => role_cpu.harness += v,
+        Role::Kernel => role_cpu.kernel += v,
+        Role::Other => role_cpu.other += v,
+    };
     let mut procs: Vec<ProcCpu> = Vec::new();
     let mut others: Vec<ProcCpu> = Vec::new();
+    // The harness's process split by thread: each rule's threads become a part of their
+    // own (same pid, the rule's role), the rest stays with the process.
+    if let Some(pid) = roles.split_pid() {
+        let parts = thread_ticks(prev, cur, ticks_per_s, roles);
+        let whole = ticks.get(&pid).copied().unwrap_or(0);
+        let mut moved = 0;
+        for ThreadPart {
+            name,
+            role,
+            ticks: t,
+            last_cpu,
+            ..
+        } in parts
+        {
+            let t = t.min(whole - moved);
+            moved += t;
+            add(&mut role_cpu, role, pct(t));
+            procs.push(ProcCpu {
+                pid,
+                name,
+                role,
+                cpu_pct: pct(t),
+                last_cpu,
+                rss_bytes: None,
+            });
+        }
+        ticks.insert(pid, whole - moved);
+    }
     for p in &cur.procs {
         let t = ticks.get(&p.pid).copied().unwrap_or(0);
         let role = role_of.get(&p.pid).copied().unwrap_or(Role::Other);
         let v = pct(t);
-        match role {
-            Role::Fio => role_cpu.fio += v,
-            Role::Node => role_cpu.node += v,
-            Role::Harness => role_cpu.harness += v,
-            Role::Kernel => role_cpu.kernel += v,
-            Role::Other => role_cpu.other += v,
-        }
+        add(&mut role_cpu, role, v);
         let pc = ProcCpu {
             pid: p.pid,
             name: p.comm.clone(),
             role,
             cpu_pct: v,
             last_cpu: p.processor.and_then(|c| u32::try_from(c).ok()),
+            rss_bytes: Some(p.rss_bytes),
         };
         match role {
             Role::Fio | Role::Node => procs.push(pc),

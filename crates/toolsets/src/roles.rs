@@ -1,4 +1,6 @@
-//! Which process is whose: fio, the node, the harness, a kernel thread, or someone else.
+//! Which process is whose: fio, the node, the harness, a kernel thread, or someone else —
+//! and, inside the harness's own process, which threads are whose (an embedded node's
+//! threads are the node; qoslab's own load generators' threads are the load generator).
 
 use std::collections::HashMap;
 
@@ -6,6 +8,21 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::ProcTimes;
 use crate::sample::Role;
+
+/// The name every thread of an embedded node starts with (its runtime's workers and
+/// blocking threads, and the thread that runs it): the harness names them so.
+pub const NODE_THREADS: &str = "qoslab-node";
+/// The name the threads of qoslab's own load generators (the ramp's genio, the tenants'
+/// application clients) start with.
+pub const GENERATOR_THREADS: &str = "qoslab-gen";
+
+/// Threads of the harness's process whose name starts with `prefix` count as `role`
+/// (thread names are at most 15 bytes in /proc: keep prefixes shorter).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadRule {
+    pub prefix: String,
+    pub role: Role,
+}
 
 /// How a host's processes are told apart.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,15 +34,25 @@ pub struct Roles {
     /// The storage node's process: the harness's own pid when the node is embedded, a
     /// `qoslab serve` started by the harness, or none (the node is elsewhere).
     pub node_pid: Option<i32>,
+    /// Threads of the harness's process that are not the harness (first match wins). With
+    /// any rule, the harness's process is the harness and only the matching threads' CPU
+    /// moves to their role; without, a harness that is also the node is all node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadRule>,
 }
 
 impl Roles {
-    /// This process is the harness and the embedded node.
+    /// This process is the harness and runs the embedded node: the node's threads
+    /// ([`NODE_THREADS`]) are the node, the rest of the process is the harness.
     pub fn embedded() -> Roles {
         let me = std::process::id() as i32;
         Roles {
             harness_pid: Some(me),
             node_pid: Some(me),
+            threads: vec![ThreadRule {
+                prefix: NODE_THREADS.into(),
+                role: Role::Node,
+            }],
         }
     }
 
@@ -34,7 +61,31 @@ impl Roles {
         Roles {
             harness_pid: Some(std::process::id() as i32),
             node_pid,
+            threads: Vec::new(),
         }
+    }
+
+    /// The harness generates load itself: its [`GENERATOR_THREADS`] are the load generator
+    /// (the role fio has when fio generates it).
+    pub fn with_generator(mut self) -> Roles {
+        self.threads.push(ThreadRule {
+            prefix: GENERATOR_THREADS.into(),
+            role: Role::Fio,
+        });
+        self
+    }
+
+    /// The pid whose threads are split by [`Roles::threads`] (None: no split).
+    pub fn split_pid(&self) -> Option<i32> {
+        self.harness_pid.filter(|_| !self.threads.is_empty())
+    }
+
+    /// The role of a thread of the harness's process named `comm` (None: the process's).
+    pub fn thread_role(&self, comm: &str) -> Option<Role> {
+        self.threads
+            .iter()
+            .find(|r| comm.starts_with(&r.prefix))
+            .map(|r| r.role)
     }
 
     /// A remote load generator: fio is whatever is named fio.
@@ -62,7 +113,10 @@ impl Roles {
         procs
             .iter()
             .map(|p| {
-                let role = if Some(p.pid) == self.node_pid {
+                let role = if self.split_pid() == Some(p.pid) {
+                    // The node's and generators' threads are split off in the rates.
+                    Role::Harness
+                } else if Some(p.pid) == self.node_pid {
                     Role::Node
                 } else if Some(p.pid) == self.harness_pid {
                     Role::Harness
@@ -107,6 +161,7 @@ mod tests {
             children: 0,
             starttime: 0,
             processor: None,
+            rss_bytes: 0,
         }
     }
 
@@ -127,6 +182,7 @@ mod tests {
         let roles = Roles {
             harness_pid: Some(100),
             node_pid: Some(100),
+            threads: vec![],
         }
         .classify(&procs);
         assert_eq!(roles[&100], Role::Node);
@@ -148,6 +204,7 @@ mod tests {
         let roles = Roles {
             harness_pid: Some(100),
             node_pid: Some(110),
+            threads: vec![],
         }
         .classify(&procs);
         assert_eq!(roles[&100], Role::Harness);
@@ -166,8 +223,24 @@ mod tests {
         let roles = Roles {
             harness_pid: Some(100),
             node_pid: None,
+            threads: vec![],
         }
         .classify(&[p(5, 6, "fio"), p(6, 5, "x")]);
         assert_eq!(roles[&5], Role::Other);
+    }
+
+    #[test]
+    fn an_embedded_node_splits_the_harness_by_thread() {
+        let r = Roles::embedded().with_generator();
+        let me = std::process::id() as i32;
+        assert_eq!(r.split_pid(), Some(me));
+        assert_eq!(r.thread_role("qoslab-node"), Some(Role::Node));
+        assert_eq!(r.thread_role("qoslab-gen-ramp"), Some(Role::Fio));
+        assert_eq!(r.thread_role("toolsets-local"), None);
+        let procs = [p(me, 1, "qoslab"), p(me + 1, me, "fio")];
+        let roles = r.classify(&procs);
+        assert_eq!(roles[&me], Role::Harness, "the rest of the process");
+        assert_eq!(roles[&(me + 1)], Role::Fio);
+        assert_eq!(Roles::harness_only(None).split_pid(), None);
     }
 }

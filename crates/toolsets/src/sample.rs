@@ -119,6 +119,10 @@ pub struct ProcCpu {
     /// The CPU it last ran on when sampled (pinned processes always show theirs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_cpu: Option<u32>,
+    /// Resident memory at the sample, bytes (pidstat -r's RSS; None for a thread part,
+    /// whose memory is its process's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
 }
 
 /// CPU per role, percent of one core. Each process counts its own time plus the time of
@@ -175,23 +179,29 @@ impl HostSample {
             .fold(0.0, f64::max)
     }
 
-    /// Mean idle (idle + iowait) of the CPUs fio's processes last ran on, percent; None
-    /// without fio or per-CPU figures.
+    /// Idle (idle + iowait) of the CPUs fio's processes last ran on, percent, each CPU
+    /// weighted by the CPU fio's processes on it used (fio's parent, nearly idle on another
+    /// CPU than its pinned workers, does not dilute the workers' CPU); None without fio or
+    /// per-CPU figures.
     pub fn fio_cpus_idle_pct(&self) -> Option<f64> {
-        let mut cpus: Vec<u32> = self
-            .procs
-            .iter()
-            .filter(|p| p.role == Role::Fio)
-            .filter_map(|p| p.last_cpu)
-            .collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        let idle: Vec<f64> = cpus
-            .iter()
-            .filter_map(|c| self.cpus.get(*c as usize))
-            .map(|c| c.idle + c.iowait)
-            .collect();
-        (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64)
+        let mut weighted = 0.0;
+        let mut weights = 0.0;
+        let mut plain: Vec<f64> = Vec::new();
+        let fio = self.procs.iter().filter(|p| p.role == Role::Fio);
+        for (p, c) in fio.filter_map(|p| {
+            let c = self.cpus.get(p.last_cpu? as usize)?;
+            Some((p, c))
+        }) {
+            let idle = c.idle + c.iowait;
+            weighted += idle * p.cpu_pct.max(0.0);
+            weights += p.cpu_pct.max(0.0);
+            plain.push(idle);
+        }
+        if weights > 0.0 {
+            Some(weighted / weights)
+        } else {
+            (!plain.is_empty()).then(|| plain.iter().sum::<f64>() / plain.len() as f64)
+        }
     }
 
     /// The busiest process that is neither fio, the node, the harness nor a kernel thread.
@@ -296,4 +306,71 @@ pub struct HostSeries {
     pub overhead: Overhead,
     /// Read or parse errors (the first few; a failed read skips that one sample).
     pub errors: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(cpus: Vec<CpuPct>, procs: Vec<ProcCpu>) -> HostSample {
+        HostSample {
+            t_ms: 1000,
+            interval_ms: 1000,
+            cpu: CpuPct::default(),
+            cpus,
+            run_queue: 0,
+            blocked: 0,
+            mem_used_bytes: 0,
+            mem_available_bytes: 0,
+            swap_used_bytes: 0,
+            swap_in_s: 0.0,
+            swap_out_s: 0.0,
+            page_in_kib_s: 0.0,
+            page_out_kib_s: 0.0,
+            disks: vec![],
+            nics: vec![],
+            roles: RoleCpu::default(),
+            procs,
+        }
+    }
+
+    fn fio(pid: i32, cpu_pct: f64, last_cpu: u32) -> ProcCpu {
+        ProcCpu {
+            pid,
+            name: "fio".into(),
+            role: Role::Fio,
+            cpu_pct,
+            last_cpu: Some(last_cpu),
+            rss_bytes: None,
+        }
+    }
+
+    fn idle(idle: f64) -> CpuPct {
+        CpuPct {
+            usr: 100.0 - idle,
+            idle,
+            ..CpuPct::default()
+        }
+    }
+
+    #[test]
+    fn fios_nearly_idle_parent_on_another_cpu_does_not_hide_its_starved_worker() {
+        // The worker pinned to CPU 0 (no idle, half of it to a burner); the parent on CPU 1.
+        let s = sample(
+            vec![idle(0.0), idle(92.0)],
+            vec![fio(10, 1.0, 1), fio(11, 50.0, 0)],
+        );
+        let v = s.fio_cpus_idle_pct().unwrap();
+        assert!(v < 5.0, "{v}");
+        // Without CPU use to weigh by, the plain mean.
+        let s = sample(
+            vec![idle(0.0), idle(92.0)],
+            vec![fio(10, 0.0, 1), fio(11, 0.0, 0)],
+        );
+        assert_eq!(s.fio_cpus_idle_pct(), Some(46.0));
+        assert_eq!(
+            sample(vec![], vec![fio(10, 5.0, 0)]).fio_cpus_idle_pct(),
+            None
+        );
+    }
 }

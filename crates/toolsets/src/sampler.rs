@@ -5,7 +5,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::counters::Counters;
+use crate::counters::{parse_stat_lines, Counters};
 use crate::rates;
 use crate::roles::Roles;
 use crate::sample::{HostSeries, Overhead};
@@ -144,11 +144,20 @@ fn run(mut h: HostSpec, period: Duration, origin: Instant, stop: StopFlag) -> Ho
         }
     };
     let speeds: HashMap<String, u64> = h.source.nic_speeds();
+    let split = h.roles.split_pid();
     let read = |source: &mut dyn ProcSource| {
         source
             .snapshot()
             .and_then(|raw| Counters::parse(&raw, consts))
-            .map(|c| (c, Instant::now()))
+            .map(|mut c| {
+                if let Some(pid) = split {
+                    // Without its threads the process is simply not split.
+                    if let Ok(t) = source.threads(pid) {
+                        c.threads = parse_stat_lines(&t, consts.page_size);
+                    }
+                }
+                (c, Instant::now())
+            })
     };
     let mut prev = None;
     let mut k: u32 = 0;

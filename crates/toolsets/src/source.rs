@@ -63,6 +63,13 @@ pub trait ProcSource: Send {
     fn nic_speeds(&mut self) -> HashMap<String, u64>;
     /// One sample's raw files.
     fn snapshot(&mut self) -> Result<RawSnapshot, SourceError>;
+    /// The `/proc/PID/task/TID/stat` lines of one process's threads, read right after
+    /// [`snapshot`](ProcSource::snapshot) (the harness's own process, split by
+    /// [`crate::Roles::threads`]). Sources that cannot read them return nothing: the process
+    /// is then not split.
+    fn threads(&mut self, _pid: i32) -> Result<Vec<u8>, SourceError> {
+        Ok(Vec::new())
+    }
 }
 
 /// This machine.
@@ -129,29 +136,8 @@ impl ProcSource for LocalProc {
     fn snapshot(&mut self) -> Result<RawSnapshot, SourceError> {
         let mut procs = std::mem::take(&mut self.buf);
         procs.clear();
-        let dir = std::fs::read_dir("/proc").map_err(|source| SourceError::Io {
-            path: "/proc".into(),
-            source,
-        })?;
-        let mut path = String::with_capacity(32);
-        for e in dir.flatten() {
-            let name = e.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if !name.bytes().all(|b| b.is_ascii_digit()) {
-                continue;
-            }
-            path.clear();
-            path.push_str("/proc/");
-            path.push_str(name);
-            path.push_str("/stat");
-            // A process may exit between the listing and the read: skip it.
-            if let Ok(mut line) = std::fs::read(&path) {
-                if line.last() != Some(&b'\n') {
-                    line.push(b'\n');
-                }
-                procs.extend_from_slice(&line);
-            }
-        }
+        // A process may exit between the listing and the read: it is skipped.
+        read_stats("/proc", &mut procs)?;
         let snap = RawSnapshot {
             uptime: read("/proc/uptime")?,
             stat: read("/proc/stat")?,
@@ -164,6 +150,41 @@ impl ProcSource for LocalProc {
         self.buf = procs;
         Ok(snap)
     }
+
+    fn threads(&mut self, pid: i32) -> Result<Vec<u8>, SourceError> {
+        let mut out = Vec::new();
+        read_stats(&format!("/proc/{pid}/task"), &mut out)?;
+        Ok(out)
+    }
+}
+
+/// Appends every `DIR/*/stat` (one line each) to `out`; entries that vanish while being
+/// read are skipped.
+fn read_stats(dir: &str, out: &mut Vec<u8>) -> Result<(), SourceError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| SourceError::Io {
+        path: dir.to_string(),
+        source,
+    })?;
+    let mut path = String::with_capacity(48);
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        path.clear();
+        path.push_str(dir);
+        path.push('/');
+        path.push_str(name);
+        path.push_str("/stat");
+        if let Ok(mut line) = std::fs::read(&path) {
+            if line.last() != Some(&b'\n') {
+                line.push(b'\n');
+            }
+            out.extend_from_slice(&line);
+        }
+    }
+    Ok(())
 }
 
 /// `/sys/class/net/NAME/speed`: Mb/s, or -1 / an error for links without one.

@@ -1,5 +1,6 @@
 //! Test resources for the diagnosis's acceptance tests (feature `testing`): a CPU burner
-//! pinned to one CPU, a loop device that detaches itself, and a slow device (a loop device
+//! pinned to one CPU, a loop device that detaches itself, a temp directory removed on drop
+//! ([`TestDir`]), and a slow device (a loop device
 //! over nbdkit's delay filter through nbdfuse) that a few requests saturate. All are torn
 //! down when dropped and none outlives the test process for long: the burner runs under
 //! `timeout`; the loop device has `LO_FLAGS_AUTOCLEAR`, so the kernel detaches it when its
@@ -278,14 +279,52 @@ impl Drop for SlowDevice {
     }
 }
 
+/// A fresh directory under the system temp dir, removed when dropped — also when the test
+/// panics (unwinding drops it), so no test leaves anything in /tmp.
+pub struct TestDir(std::path::PathBuf);
+
+impl TestDir {
+    pub fn new(tag: &str) -> TestDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let p = std::env::temp_dir().join(format!("qoslab-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("creating {}: {e}", p.display()));
+        TestDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for TestDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TestDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_loop_device_attaches_and_is_gone_after_drop() {
-        let dir = std::env::temp_dir().join(format!("toolsets-loop-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TestDir::new("toolsets-loop");
         let backing = dir.join("backing");
         let name;
         {
@@ -309,7 +348,6 @@ mod tests {
             "{name} still attached"
         );
         assert!(!backing.exists());
-        let _ = std::fs::remove_dir(&dir);
     }
 
     #[test]

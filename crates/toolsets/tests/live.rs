@@ -10,6 +10,18 @@ use std::time::{Duration, Instant};
 use toolsets::device::backing_devices;
 use toolsets::{Role, Roles, Sampler};
 
+/// The tests sample this process and its children: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Removes a directory when dropped (also when the test panics).
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A busy loop reparented to init (its launcher exits), so it belongs to no one here.
 struct Orphan(i32);
 
@@ -46,12 +58,11 @@ impl Drop for Reaped {
 
 #[test]
 fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("toolsets-live-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let sampler = Sampler::local(Roles {
-        harness_pid: Some(std::process::id() as i32),
-        node_pid: None,
-    });
+    let _cleanup = RemoveOnDrop(dir.clone());
+    let sampler = Sampler::local(Roles::harness_only(None));
     let fio = Reaped(
         Command::new("fio")
             .args([
@@ -75,11 +86,7 @@ fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
         let mut src = toolsets::LocalProc::new();
         let consts = src.consts().unwrap();
         let c = toolsets::counters::Counters::parse(&src.snapshot().unwrap(), consts).unwrap();
-        let roles = Roles {
-            harness_pid: Some(std::process::id() as i32),
-            node_pid: None,
-        }
-        .classify(&c.procs);
+        let roles = Roles::harness_only(None).classify(&c.procs);
         assert_eq!(roles.get(&noise_pid), Some(&Role::Other));
     }
     // O_DIRECT writes for ~3 s: the disk under the temp dir sees them.
@@ -109,7 +116,6 @@ fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
     let series = sampler.stop();
     drop(noise);
     drop(fio);
-    let _ = std::fs::remove_dir_all(&dir);
 
     assert_eq!(series.len(), 1);
     let s = &series[0];
@@ -171,4 +177,78 @@ fn stop_right_after_start_returns_promptly_with_no_samples() {
     assert!(t.elapsed() < Duration::from_millis(500));
     assert!(s[0].samples.is_empty());
     assert!(s[0].errors.is_empty(), "{:?}", s[0].errors);
+}
+
+#[test]
+fn an_embedded_node_s_threads_are_the_node_and_the_rest_is_the_harness() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sampler = Sampler::local(Roles::embedded().with_generator());
+    let busy = |name: &str, ms: u64| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let t = Instant::now();
+                let mut x = 0u64;
+                while t.elapsed() < Duration::from_millis(ms) {
+                    x = x.wrapping_mul(31).wrapping_add(1);
+                }
+                std::hint::black_box(x);
+            })
+            .unwrap()
+    };
+    // A node thread busy for 2.5 s; a generator thread for 2.5 s at most half the time.
+    let node = busy(toolsets::NODE_THREADS, 2500);
+    let gen = std::thread::Builder::new()
+        .name(format!("{}-ramp", toolsets::GENERATOR_THREADS))
+        .spawn(|| {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(2500) {
+                let s = Instant::now();
+                let mut x = 0u64;
+                while s.elapsed() < Duration::from_millis(10) {
+                    x = x.wrapping_mul(31).wrapping_add(1);
+                }
+                std::hint::black_box(x);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+        .unwrap();
+    node.join().unwrap();
+    gen.join().unwrap();
+    let series = sampler.stop();
+    let s = &series[0];
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    let full: Vec<_> = s.samples.iter().filter(|x| x.interval_ms >= 900).collect();
+    assert!(!full.is_empty(), "{s:?}");
+    // On a loaded machine a busy thread may get less than a core: generous bounds.
+    let node_max = full.iter().map(|x| x.roles.node).fold(0.0, f64::max);
+    assert!(
+        node_max > 40.0,
+        "the node's threads: {:?}",
+        full.iter().map(|x| x.roles).collect::<Vec<_>>()
+    );
+    for x in &full {
+        assert!(
+            x.roles.fio < 60.0,
+            "the generator ran a third of the time: {:?}",
+            x.roles
+        );
+        assert!(
+            x.roles.harness < 25.0,
+            "the rest of the process is idle: {:?}",
+            x.roles
+        );
+    }
+    assert!(
+        full.iter().any(|x| x.roles.fio > 5.0),
+        "{:?}",
+        full.iter().map(|x| x.roles).collect::<Vec<_>>()
+    );
+    let p = full[0]
+        .procs
+        .iter()
+        .find(|p| p.role == Role::Node)
+        .expect("the node's part");
+    assert_eq!(p.pid, std::process::id() as i32);
+    assert_eq!(p.name, format!("{} threads", toolsets::NODE_THREADS));
 }

@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 
-use toolsets::counters::Counters;
+use toolsets::counters::{parse_stat_lines, Counters};
 use toolsets::rates::sample;
+use toolsets::roles::{GENERATOR_THREADS, NODE_THREADS};
 use toolsets::{HostConsts, RawSnapshot, Role, Roles};
 
 const CONSTS: HostConsts = HostConsts {
@@ -169,6 +170,7 @@ fn two_seconds_of_known_counters_give_the_classic_tools_figures() {
     let roles = Roles {
         harness_pid: Some(100),
         node_pid: Some(100),
+        threads: vec![],
     };
     let mut speeds = HashMap::new();
     speeds.insert("eth0".to_string(), 1000u64);
@@ -306,4 +308,86 @@ fn a_malformed_file_is_named() {
     r.diskstats = b"8 0 sda notanumber\n".to_vec();
     let e = Counters::parse(&r, CONSTS).unwrap_err();
     assert!(e.to_string().contains("/proc/diskstats"), "{e}");
+}
+
+/// `stat` lines for (pid, comm, own ticks, start) with cpu `processor`.
+fn stat_lines(v: &[(i32, &str, u64, u64, u32)]) -> Vec<u8> {
+    let mut out = String::new();
+    for (pid, comm, own, start, cpu) in v {
+        out.push_str(&format!(
+            "{pid} ({comm}) R 1 1 1 0 -1 4194304 0 0 0 0 {own} 0 0 0 20 0 1 0 {start} 1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n"
+        ));
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn the_harness_process_is_split_by_its_threads() {
+    let snap = |uptime: f64, own: u64| Snap {
+        uptime,
+        cpus: [[0; 8]; 2],
+        running: 1,
+        disk: [0; 8],
+        nic: [0; 6],
+        swap: [0, 0],
+        procs: vec![(100, 1, "qoslab", own, 0, 90_000)],
+    };
+    // 2 s; the process used 300 ticks (150% of a core): node threads 120 + 60 (one of them
+    // started in the interval), the generator thread 80, the rest (main, sampler) 40.
+    let mut a = counters(&snap(1000.0, 1000));
+    a.threads = parse_stat_lines(
+        &stat_lines(&[
+            (100, "qoslab", 100, 90_000, 0),
+            (101, "qoslab-node", 500, 90_001, 1),
+            (103, "qoslab-gen", 200, 95_000, 0),
+            (104, "toolsets-local", 10, 95_000, 0),
+        ]),
+        4096,
+    );
+    let mut b = counters(&snap(1002.0, 1300));
+    b.threads = parse_stat_lines(
+        &stat_lines(&[
+            (100, "qoslab", 130, 90_000, 0),
+            (101, "qoslab-node", 620, 90_001, 1),
+            (102, "qoslab-node", 60, 100_050, 1),
+            (103, "qoslab-gen", 280, 95_000, 0),
+            (104, "toolsets-local", 20, 95_000, 0),
+        ]),
+        4096,
+    );
+    let roles = Roles::embedded().with_generator();
+    let roles = Roles {
+        harness_pid: Some(100),
+        node_pid: Some(100),
+        ..roles
+    };
+    assert_eq!(roles.threads[0].prefix, NODE_THREADS);
+    assert_eq!(roles.threads[1].prefix, GENERATOR_THREADS);
+    let s = sample(&a, &b, 100, &roles, &HashMap::new(), 2000);
+    let close = |x: f64, y: f64| (x - y).abs() < 1e-9;
+    assert!(close(s.roles.node, 90.0), "{:?}", s.roles);
+    assert!(close(s.roles.fio, 40.0), "{:?}", s.roles);
+    assert!(close(s.roles.harness, 20.0), "{:?}", s.roles);
+    let node = s.procs.iter().find(|p| p.role == Role::Node).unwrap();
+    assert_eq!((node.pid, node.name.as_str()), (100, "qoslab-node threads"));
+    assert_eq!(node.last_cpu, Some(1), "the busiest node thread's CPU");
+    let gen = s.procs.iter().find(|p| p.role == Role::Fio).unwrap();
+    assert_eq!(gen.name, "qoslab-gen threads");
+    assert!(close(s.fio_max_proc_pct(), 40.0));
+    let rest = s.procs.iter().find(|p| p.role == Role::Harness).unwrap();
+    assert!(close(rest.cpu_pct, 20.0), "{rest:?}");
+    // pidstat -r: the process's resident memory (100 pages), none on its thread parts.
+    assert_eq!(rest.rss_bytes, Some(100 * 4096));
+    assert_eq!(node.rss_bytes, None);
+
+    // Without the threads (a source that cannot read them) the process stays whole.
+    let (mut a2, mut b2) = (a.clone(), b.clone());
+    a2.threads.clear();
+    b2.threads.clear();
+    let s = sample(&a2, &b2, 100, &roles, &HashMap::new(), 2000);
+    assert!(
+        close(s.roles.harness, 150.0) && s.roles.node == 0.0,
+        "{:?}",
+        s.roles
+    );
 }

@@ -312,10 +312,11 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
 fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
     let _g = heavy();
     require_fio_nbd();
-    let node = Node::start(
+    let node_proc = Node::start(
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 400 }\n\
          [[volume]]\nname = \"v400\"\nsize = \"10GB\"\npolicy = \"p\"\n",
     );
+    let node = &node_proc;
     let d = Dir::new("report-node");
     d.write(
         "p.toml",
@@ -355,6 +356,26 @@ fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
         steady.iter().all(|x| (380.0..=420.0).contains(x)),
         "REST samples {node:?}"
     );
+    // The node runs here as its own process: the tool sets found it by the API's listening
+    // socket and count it as the node, never as noise.
+    let pid = node_proc.pid() as i64;
+    let samples = v["series"][0]["hosts"][0]["samples"].as_array().unwrap();
+    assert!(!samples.is_empty(), "{v}");
+    let procs: Vec<&serde_json::Value> = samples
+        .iter()
+        .flat_map(|s| s["procs"].as_array().unwrap())
+        .filter(|p| p["pid"] == pid)
+        .collect();
+    assert!(
+        !procs.is_empty(),
+        "the node's process is in every sample: {samples:?}"
+    );
+    assert!(procs.iter().all(|p| p["role"] == "node"), "{procs:?}");
+    let node_cpu: f64 = samples
+        .iter()
+        .map(|s| s["roles"]["node"].as_f64().unwrap())
+        .sum();
+    assert!(node_cpu > 0.0, "the node served 400 IOPS: {samples:?}");
 }
 
 /// The first screen of a report is its answer: at 1280x800 the verdict counts and the

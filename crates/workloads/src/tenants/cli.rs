@@ -13,8 +13,8 @@ pub struct TenantsArgs {
     pub points: Vec<usize>,
     /// Iterations per scale point.
     #[arg(
-        long = "tenant-iterations",
         id = "tenant_iterations",
+        long = "tenant-iterations",
         value_name = "N",
         default_value_t = 3
     )]

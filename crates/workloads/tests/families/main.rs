@@ -3,6 +3,7 @@
 //! the registry and the harness's run loop.
 
 mod burst_exports;
+mod compare_runs;
 mod export_snapshots;
 mod fio_plans;
 mod main_db;

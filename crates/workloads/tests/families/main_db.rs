@@ -16,18 +16,26 @@ fn fixtures() -> PathBuf {
 }
 
 /// A private copy: opening a database may migrate it, and the fixture must stay as main
-/// wrote it.
-fn copy_of_main_db() -> PathBuf {
+/// wrote it. Its directory is removed when the guard drops (also when the test panics).
+fn copy_of_main_db() -> (PathBuf, RemoveOnDrop) {
     let dir = std::env::temp_dir().join(format!("qoslab-main-db-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("results.db");
     std::fs::copy(fixtures().join("results.db"), &path).unwrap();
-    path
+    (path, RemoveOnDrop(dir))
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[test]
 fn a_database_written_by_main_loads_and_exports_as_main_did() {
-    let path = copy_of_main_db();
+    let (path, _cleanup) = copy_of_main_db();
     let store = Store::open(&path).expect("main's database opens");
     let runs = store.list_runs().unwrap();
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
@@ -72,5 +80,4 @@ fn a_database_written_by_main_loads_and_exports_as_main_did() {
     assert_eq!(ramp.tables[0].kind, "ramp");
     let iso = store.load_run(3).unwrap();
     assert_eq!(iso.tables[0].kind, "isolation");
-    let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }

@@ -178,6 +178,7 @@ fn fio_json(name: &str, iops: f64, bs: u64) -> String {
 fn a_run_on_a_foreign_target_judges_against_the_spec() {
     let dir = std::env::temp_dir().join(format!("qoslab-prov-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let _cleanup = RemoveOnDrop(dir.clone());
     let mut p = parse(
         "[provisioned]\nmodel = \"ebs-gp2\"\nsize = \"2000GiB\"\n[provisioned.run]\nruntime = \"1s\"\n",
     )
@@ -249,5 +250,13 @@ fn a_run_on_a_foreign_target_judges_against_the_spec() {
         "{v:?}"
     );
     assert!(ui.0.contains("FAIL 0/3"), "{}", ui.0);
-    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Removes a test's directory when dropped (also when the test panics).
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
