@@ -71,8 +71,10 @@ pub struct BenchArgs {
     #[arg(long, requires = "node")]
     volume: Option<String>,
     /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
-    /// run's length before --scale (default 320s); --suite network: each iperf3 test (default
-    /// 10s); the other suites: each fio job (default the seed's 60s).
+    /// run's length before --scale (default 320s); the provisioned profile: each time-based step
+    /// (default 60s x --scale, at least 2s; burst steps run until the credits are out);
+    /// --suite network: each iperf3 test (default 10s); the other suites: each fio job (default
+    /// the seed's 60s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
     /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s); --suite network: iperf3's
