@@ -72,6 +72,8 @@ pub struct SuitePlan {
     seq: u32,
     failed_jobs: usize,
     failed_verdicts: usize,
+    /// Verdicts that neither passed nor failed (a measurement not in steady state).
+    inconclusive: usize,
 }
 
 impl std::fmt::Debug for SuitePlan {
@@ -103,6 +105,7 @@ impl SuitePlan {
             seq: 0,
             failed_jobs: 0,
             failed_verdicts: 0,
+            inconclusive: 0,
         }
     }
 
@@ -125,7 +128,14 @@ impl SuitePlan {
         if out.is_err() {
             self.failed_jobs += 1;
         }
-        self.failed_verdicts += verdicts.iter().filter(|v| !v.passed).count();
+        self.failed_verdicts += verdicts
+            .iter()
+            .filter(|v| v.outcome == assess::Outcome::Fail)
+            .count();
+        self.inconclusive += verdicts
+            .iter()
+            .filter(|v| v.outcome == assess::Outcome::Inconclusive)
+            .count();
         ctx.finish_job(id, out, verdicts)?;
         Ok(())
     }
@@ -344,13 +354,24 @@ impl SuitePlan {
         let mut verdicts = Vec::new();
         if measure {
             if let Some(s) = run.steady {
-                verdicts.push(verdict(
+                let mut v = verdict(
                     STEADY_EXPECTATION.into(),
                     s.range_pct,
                     "range <= 20%, trend <= 10%".into(),
                     s.attained,
                     s.describe(),
-                ));
+                );
+                if !s.attained {
+                    // A figure still moving says nothing about the storage either way: the
+                    // measurement is not a steady-state figure (SNIA PTS would run longer).
+                    v.outcome = assess::Outcome::Inconclusive;
+                    v.reason = Some(
+                        "not in steady state: the figure was still moving; run longer \
+                         (--runtime) or precondition the device"
+                            .into(),
+                    );
+                }
+                verdicts.push(v);
             }
         }
         if let (true, Some(max)) = (last_iteration, self.spec.max_cv) {
@@ -731,6 +752,8 @@ impl FamilyPlan for SuitePlan {
             Status::Error
         } else if self.failed_verdicts > 0 {
             Status::Failed
+        } else if self.inconclusive > 0 {
+            Status::Inconclusive
         } else {
             Status::Passed
         };
@@ -743,7 +766,8 @@ impl FamilyPlan for SuitePlan {
 
     fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
         let rec = &outcome.record;
-        let (pass, fail) = rec.verdict_counts();
+        let t = rec.tally();
+        let (pass, fail, inconclusive) = (t.pass, t.fail, t.inconclusive);
         let mut out = String::from("\n");
         match self.spec.kind {
             Kind::Network => {
@@ -762,7 +786,7 @@ impl FamilyPlan for SuitePlan {
             )),
         }
         out.push_str(&format!(
-            "run {}: {} ({pass} expectation(s) passed, {fail} failed, {} job(s) failed)\n",
+            "run {}: {} ({pass} expectation(s) passed, {fail} failed, {inconclusive} inconclusive, {} job(s) failed)\n",
             rec.id,
             rec.status.to_uppercase(),
             outcome.failed_jobs
@@ -777,7 +801,13 @@ impl FamilyPlan for SuitePlan {
                 ));
             }
             for v in j.verdicts.iter().filter(|v| !v.passed) {
-                out.push_str(&format!("  FAILED: {}: {}\n", v.expectation, v.detail));
+                let reason = v.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+                out.push_str(&format!(
+                    "  {}: {}: {}{reason}\n",
+                    v.label(),
+                    v.expectation,
+                    v.detail
+                ));
             }
         }
         out.push_str(&format!(
