@@ -19,6 +19,7 @@ mod results;
 mod run;
 mod sections;
 mod spec;
+mod verdicts;
 
 use clap::{Args, FromArgMatches};
 use harness::plan::{Common, PlanError, PlanSource};
