@@ -341,6 +341,7 @@ mod tests {
             role: Role::Fio,
             cpu_pct,
             last_cpu: Some(last_cpu),
+            rss_bytes: None,
         }
     }
 
