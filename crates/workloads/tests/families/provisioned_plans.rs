@@ -198,6 +198,7 @@ fn a_run_on_a_foreign_target_judges_against_the_spec() {
             env: &Env::default(),
             ui: &mut ui,
             tools: false,
+            remote_tools: None,
         },
     )
     .unwrap();
@@ -238,6 +239,7 @@ fn a_run_on_a_foreign_target_judges_against_the_spec() {
             env: &Env::default(),
             ui: &mut ui,
             tools: false,
+            remote_tools: None,
         },
     )
     .unwrap();
