@@ -71,14 +71,22 @@ pub struct BenchArgs {
     #[arg(long, requires = "node")]
     volume: Option<String>,
     /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
-    /// run's length before --scale (default 320s); --suite network: each iperf3 test (default
-    /// 10s); the other suites: each fio job (default the seed's 60s).
+    /// run's length before --scale (default 320s); the provisioned profile: each time-based step
+    /// (default 60s x --scale, at least 2s; burst steps run until the credits are out);
+    /// --suite network: each iperf3 test (default 10s); the other suites: each fio job (default
+    /// the seed's 60s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
     /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s); --suite network: iperf3's
     /// omitted start (default 1s).
     #[arg(long, value_parser = duration)]
     ramp: Option<f64>,
+    /// Shrink a profile's sizes and times together by this factor. ramp: the cycle, the
+    /// runtime and the write-cycle limit (default 1: 0.05 turns 80 s cycles into 4 s ones
+    /// with a 2.25 s limit); provisioned: the file system's caches and credit buckets, or a
+    /// volume model's buckets (default 0.005 on the embedded node, 1 elsewhere).
+    #[arg(long, value_name = "FACTOR")]
+    scale: Option<f64>,
     /// Remote load generator running `fio --server` (HOST or HOST,PORT); repeatable.
     #[arg(long = "client", value_name = "HOST,PORT")]
     clients: Vec<String>,
@@ -231,6 +239,19 @@ pub(crate) fn run_and_store(
     ui: &mut TerminalUi,
     tools: bool,
 ) -> anyhow::Result<Outcome> {
+    run_and_store_with(plan, target, clients, db, ui, tools, None)
+}
+
+/// [`run_and_store`], also sampling `remote` hosts' tool sets (remote load generators).
+pub(crate) fn run_and_store_with(
+    plan: &mut Plan,
+    target: &Target,
+    clients: &[String],
+    db: &Path,
+    ui: &mut TerminalUi,
+    tools: bool,
+    remote: Option<harness::recording::RemoteHosts>,
+) -> anyhow::Result<Outcome> {
     let mut store = Store::open(db)?;
     let env = Env::detect(fio_version("fio"), env!("CARGO_PKG_VERSION"));
     let (exec, dir) = executor(clients, ui.live_sink())?;
@@ -243,6 +264,7 @@ pub(crate) fn run_and_store(
             env: &env,
             ui,
             tools,
+            remote_tools: remote,
         },
     );
     let _ = std::fs::remove_dir_all(dir);
@@ -261,6 +283,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         clients: !args.clients.is_empty(),
         runtime: args.runtime,
         ramp: args.ramp,
+        scale: args.scale,
         args: Some(matches),
     };
     let mut plan = match (&args.plan, &args.profile) {
@@ -268,19 +291,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             registry.suite(args.suite.as_deref().unwrap_or_default(), &request())?
         }
         (file, Some(profile)) => {
-            let plan = registry.profile(
-                profile,
-                &ProfileRequest {
-                    embedded,
-                    plan_file: file.is_some(),
-                    target: args.target.is_some(),
-                    node: args.node.is_some(),
-                    clients: !args.clients.is_empty(),
-                    runtime: args.runtime,
-                    ramp: args.ramp,
-                    args: Some(matches),
-                },
-            )?;
+            let plan = registry.profile(profile, &request())?;
             if file.is_some() {
                 anyhow::bail!("give a plan file or --profile, not both");
             }
@@ -315,24 +326,44 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     plan.configure(&Options {
         runtime: args.runtime,
         ramp: args.ramp,
+        scale: args.scale,
         clients: &args.clients,
         no_step_lines: false,
         until_steady: args.until_steady,
         iterations: args.iterations,
         args: Some(matches),
     })?;
+    // --hosts names the suites' hosts, or, with --client, the load generators whose tool
+    // sets are sampled over ssh beside this machine's.
+    let remote = if args.suite.is_some() || plan.family == workloads::suite::NAME {
+        None
+    } else {
+        let r = workloads::suite::remote_tools(matches)?;
+        if r.is_some() && args.clients.is_empty() {
+            anyhow::bail!(
+                "--hosts without --suite names the load generators of --client HOST,PORT to sample \
+                 over ssh: give --client too (or --suite NAME)"
+            );
+        }
+        if r.is_some() && args.no_tools {
+            anyhow::bail!("--hosts samples the load generators' tool sets: not with --no-tools");
+        }
+        r
+    };
     if !args.json {
         println!("{}", plan.banner(&target, &db));
     }
     let mut ui = TerminalUi::new(args.json);
-    let outcome = run_and_store(
+    let outcome = run_and_store_with(
         &mut plan,
         &target,
         &args.clients,
         &db,
         &mut ui,
         !args.no_tools,
+        remote.as_ref().map(|r| r.hosts.clone()),
     )?;
+    drop(remote);
     drop(ui);
     let summary = plan.body.summary(&outcome, &db)?;
     if args.json {

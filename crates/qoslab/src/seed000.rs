@@ -321,8 +321,9 @@ pub fn seed_inconsistency(sv: &SeedVolume) -> [Option<f64>; 10] {
 /// baseline's within the tolerance. The runs that disagree are the cells
 /// `seed_inconsistency` marks. The seed ran the 100 MB/s policy once (`qos100m-200g`
 /// repeats it), so that run counts once. `None` for the mix (it follows from the 4 KiB
-/// points).
-pub fn array_estimate() -> [Option<f64>; 10] {
+/// points). Test-only: `ARRAY` states its figures and a test checks they are these.
+#[cfg(test)]
+pub(crate) fn array_estimate() -> [Option<f64>; 10] {
     let base = parse_summary(SEED[0].summary);
     std::array::from_fn(|i| {
         if i >= 8 {

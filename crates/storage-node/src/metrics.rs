@@ -7,8 +7,8 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use crate::api::ControlPlane;
 use crate::node::Node;
+use crate::server::ServerStats;
 use crate::stats::{OpKind, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
 
 /// Sample every volume's counters every [`SAMPLE_EVERY`] (rates for the API's `metric`).
@@ -21,6 +21,9 @@ pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
             let now = std::time::Instant::now();
             for v in node.volumes() {
                 v.stats.sample(now);
+            }
+            if let Some(fs) = node.provisioned() {
+                fs.stats.sample(now);
             }
         }
     })
@@ -37,10 +40,9 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-/// Render all metrics in Prometheus text format 0.0.4.
-pub fn render(cp: &ControlPlane) -> String {
-    let node = &cp.node;
-    let uuids = cp.volume_uuids();
+/// Render all metrics in Prometheus text format 0.0.4: the node's volumes (labelled with
+/// the uuids the control plane gave them, `(name, uuid)`) and the NBD server's counters.
+pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> String {
     let vols: Vec<_> = node
         .volumes()
         .into_iter()
@@ -55,7 +57,6 @@ pub fn render(cp: &ControlPlane) -> String {
         })
         .collect();
     let mut o = String::with_capacity(4096 + vols.len() * 4096);
-    let s = &cp.server_stats;
     header(
         &mut o,
         "qoslab_connections_total",
@@ -237,7 +238,8 @@ pub fn render(cp: &ControlPlane) -> String {
         "qoslab_volume_qos_wait_seconds_total",
         "counter",
         "Time requests spent queued by QoS: by the volume's ceiling (ONTAP \"QoS Max\") or \
-         behind other volumes' floors (\"QoS Min\").",
+         behind other volumes' floors (\"QoS Min\"), or for the provisioned file system's \
+         resources (\"resource\").",
     );
     for (v, l) in &vols {
         let _ = writeln!(
@@ -249,6 +251,11 @@ pub fn render(cp: &ControlPlane) -> String {
             o,
             "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"floor\"}} {}",
             v.stats.floor_wait_ns.load(Relaxed) as f64 / 1e9
+        );
+        let _ = writeln!(
+            o,
+            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"resource\"}} {}",
+            v.stats.resource_wait_ns.load(Relaxed) as f64 / 1e9
         );
     }
     header(
@@ -302,5 +309,6 @@ pub fn render(cp: &ControlPlane) -> String {
     for (v, l) in &vols {
         let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
     }
+    crate::credits::render_metrics(&mut o, node, &vols);
     o
 }

@@ -25,7 +25,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, Weak};
 
-use qos_core::{Charge, Direction, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate, MILLI};
+use qos_core::{
+    Burst, Charge, CreditStatus, Direction, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate, MILLI,
+};
 use tokio::sync::{mpsc, Notify};
 
 use crate::clock::Clock;
@@ -48,6 +50,8 @@ pub struct FlowQos {
     pub floor: Rate,
     /// Share of what is left after floors (0 counts as 1).
     pub weight: u32,
+    /// Burst credits over the ceiling (the ceiling is then the baseline).
+    pub burst: Burst,
 }
 
 impl FlowQos {
@@ -266,12 +270,22 @@ impl Scheduler {
     /// Allocate a flow; returns its id.
     pub fn create_flow(&self, q: FlowQos, now: Nanos) -> u32 {
         if let Some(c) = &self.controller {
-            let id = c.lock().mc.add_flow(q.spec(), now);
+            let id = {
+                let mut inner = c.lock();
+                let id = inner.mc.add_flow(q.spec(), now);
+                inner.mc.set_burst(id, q.burst, now);
+                id
+            };
             c.log_overcommit();
             return id.0;
         }
         let mut flows = lock(&self.pacers);
-        let pacer = Some(Pacer::new(milli(q.ceiling)));
+        // IOPS in thousandths (the accounting counts them), and so are its credits.
+        let pacer = Some(Pacer::with_burst(
+            milli(q.ceiling),
+            q.burst.in_milliops(),
+            now,
+        ));
         if let Some(i) = flows.iter().position(Option::is_none) {
             flows[i] = pacer;
             i as u32
@@ -288,6 +302,7 @@ impl Scheduler {
                 let mut inner = c.lock();
                 let before = inner.mc.overcommit();
                 inner.mc.set_flow(FlowId(flow), q.spec(), now);
+                inner.mc.set_burst(FlowId(flow), q.burst, now);
                 before != inner.mc.overcommit()
             };
             if changed {
@@ -296,7 +311,25 @@ impl Scheduler {
             return;
         }
         if let Some(Some(p)) = lock(&self.pacers).get_mut(flow as usize) {
-            p.set_ceiling(milli(q.ceiling), now);
+            p.set_limits(milli(q.ceiling), q.burst.in_milliops(), now);
+        }
+    }
+
+    /// A flow's burst buckets at `now`: (IOPS, bytes); `None` where it does not burst (or
+    /// there is no such flow).
+    pub fn credits(&self, flow: u32, now: Nanos) -> (Option<CreditStatus>, Option<CreditStatus>) {
+        if flow == NO_FLOW {
+            return (None, None);
+        }
+        if let Some(c) = &self.controller {
+            return c.lock().mc.credit_status(FlowId(flow), now);
+        }
+        match lock(&self.pacers).get(flow as usize) {
+            Some(Some(p)) => {
+                let (o, b) = p.credit_status(now);
+                (o.map(CreditStatus::from_milliops), b)
+            }
+            _ => (None, None),
         }
     }
 

@@ -43,12 +43,17 @@ fn cluster_json(cp: &ControlPlane) -> Value {
     if let Value::Object(m) = &mut qos {
         m.extend(array_json(cp.node.scheduler.array()));
     }
-    json!({
+    let mut out = json!({
         "name": "qoslab",
         "version": { "full": concat!("qoslab ", env!("CARGO_PKG_VERSION")) },
         "volumes": cp.node.volumes().len(),
         "qos": qos,
-    })
+        "ceiling_mode": cp.node.ceiling_mode().to_string(),
+    });
+    if let Some(fs) = crate::credits::fs_json(&cp.node) {
+        out["provisioned"] = fs;
+    }
+    out
 }
 
 /// The emulated array's settings (docs/CONFIG.md, "I/O-size accounting" and "An emulated

@@ -1,5 +1,6 @@
-//! Requests a connection holds: deferred to a start time (a ceiling's, or the array's
-//! service latency) or parked in the emulated controller until it grants them.
+//! Requests a connection holds: deferred to a start time (a ceiling's, the provisioned
+//! file system's resources', or the array's service latency) or parked in the emulated
+//! controller until it grants them.
 
 use nbd_proto::Request;
 use qos_core::Nanos;
@@ -12,6 +13,9 @@ pub(super) struct Deferred {
     pub(super) at: Nanos,
     pub(super) seq: u64,
     pub(super) arrival: Nanos,
+    /// When QoS (the ceiling, or the controller's grant) released it: later waiting is for
+    /// the provisioned file system's resources (or the array's service latency).
+    pub(super) qos_until: Nanos,
     pub(super) req: Request,
     pub(super) payload: Vec<u8>,
     /// Queue time already split by the controller (service latency); `None`: all of the

@@ -18,12 +18,15 @@ use super::handshake::{Session, MAX_PAYLOAD};
 use super::spin::{spin_recv, SpinPolicy};
 use crate::errors::nbd_errno;
 use crate::node::Node;
+use crate::provisioned::{Access, ConnCap, ProvisionedFs};
 use crate::scheduler::{Grant, Ticket, NO_FLOW};
 use crate::stats::{OpKind, Waits};
 use crate::timer::PreciseTimer;
 use crate::volume::Volume;
 
 use super::queued::{Deferred, Parked};
+
+mod due;
 
 const RBUF_INITIAL: usize = 256 * 1024;
 /// Replies are written out as soon as this many bytes are pending, so large reads stream
@@ -74,6 +77,8 @@ struct Conn {
     waiting: HashMap<u64, Parked>,
     /// Something was submitted since the last pump.
     submitted: bool,
+    /// The node's provisioned file system and this connection's single-flow limit.
+    fs: Option<(Arc<ProvisionedFs>, ConnCap)>,
 }
 
 /// The connection's read buffer: bytes in `buf[pos..end]` are received, not yet parsed.
@@ -173,6 +178,7 @@ where
         node: node.clone(),
         id,
     });
+    let fs = node.provisioned().map(|fs| (fs.clone(), fs.connection()));
     let mut c = Conn {
         vol: session.volume,
         structured: session.structured,
@@ -187,6 +193,7 @@ where
         ctl,
         waiting: HashMap::new(),
         submitted: false,
+        fs,
     };
     let mut rb = ReadBuf::new();
     let mut reading = true;
@@ -385,11 +392,12 @@ impl Conn {
             }
             return;
         }
-        let start = if ops > 0 {
+        let qos_until = if ops > 0 {
             self.node.scheduler.admit(self.vol.flow(), now, ops, bytes)
         } else {
             now
         };
+        let start = self.through_resources(&req, qos_until);
         if start <= now + TIMER_SLACK_NS {
             self.execute(req, payload, now, Waits::default());
         } else {
@@ -398,11 +406,33 @@ impl Conn {
                 at: start,
                 seq: self.seq,
                 arrival: now,
+                qos_until,
                 req,
                 payload: payload.to_vec(),
                 waits: None,
             }));
         }
+    }
+
+    /// The provisioned file system's say on a request QoS released at `at`: when its
+    /// resources allow it to start (`at` when the node has no such file system).
+    fn through_resources(&mut self, req: &Request, at: Nanos) -> Nanos {
+        let Some((fs, cap)) = &mut self.fs else {
+            return at;
+        };
+        let access = match req.command {
+            CMD_READ => Access::Read,
+            CMD_WRITE => Access::Write,
+            _ => Access::Other,
+        };
+        fs.admit(
+            cap,
+            self.vol.id,
+            access,
+            req.offset,
+            u64::from(req.length),
+            at,
+        )
     }
 
     /// Nothing in flight: no parked, waiting, served or syncing requests.
@@ -440,73 +470,21 @@ impl Conn {
             ceiling_ns,
             floor_ns: wait - ceiling_ns,
         };
-        let service = charged(&p.req).map_or(0, |(dir, bytes)| {
-            self.node.scheduler.service_latency(dir, bytes)
-        });
-        if service == 0 {
-            self.execute(p.req, &p.payload, p.arrival, waits);
+        let start = self.through_resources(&p.req, now);
+        if start > now + TIMER_SLACK_NS {
+            self.seq += 1;
+            self.deferred.push(Reverse(Deferred {
+                at: start,
+                seq: self.seq,
+                arrival: p.arrival,
+                qos_until: now,
+                req: p.req,
+                payload: p.payload,
+                waits: Some(waits),
+            }));
             return;
         }
-        self.serving.push(Reverse(Deferred {
-            at: now.saturating_add(service),
-            seq: g.seq,
-            arrival: p.arrival,
-            req: p.req,
-            payload: p.payload,
-            waits: Some(waits),
-        }));
-    }
-
-    /// Execute every request whose service latency has passed, or passes within `advance`
-    /// (the service timer's learned wake-up lateness: the reply then leaves on time on
-    /// average instead of one wake-up late).
-    fn run_served(&mut self, advance: Nanos) {
-        if self.serving.is_empty() {
-            return;
-        }
-        let now = self.node.clock.now().saturating_add(advance);
-        while self.serving.peek().is_some_and(|d| d.0.at <= now) {
-            let Some(Reverse(d)) = self.serving.pop() else {
-                break;
-            };
-            self.execute(d.req, &d.payload, d.arrival, d.waits.unwrap_or_default());
-        }
-    }
-
-    /// Execute every parked request whose time has come.
-    fn run_due(&mut self, shutdown_at: Option<Nanos>) {
-        if self.deferred.is_empty() && (shutdown_at.is_none() || self.waiting.is_empty()) {
-            return;
-        }
-        let now = self.node.clock.now();
-        let give_up = shutdown_at.is_some_and(|t| now >= t + SHUTDOWN_GRACE_NS);
-        if give_up && !self.waiting.is_empty() {
-            let mut cookies: Vec<u64> = self.waiting.drain().map(|(_, p)| p.req.cookie).collect();
-            cookies.sort_unstable();
-            for cookie in cookies {
-                self.error(cookie, ESHUTDOWN, "node is shutting down");
-            }
-        }
-        if self.deferred.is_empty() {
-            return;
-        }
-        while let Some(Reverse(d)) = self.deferred.peek() {
-            if d.at > now + TIMER_SLACK_NS && !give_up {
-                break;
-            }
-            let Some(Reverse(d)) = self.deferred.pop() else {
-                break;
-            };
-            if d.at > now + TIMER_SLACK_NS {
-                self.error(d.req.cookie, ESHUTDOWN, "node is shutting down");
-                continue;
-            }
-            let waits = Waits {
-                ceiling_ns: now.saturating_sub(d.arrival),
-                floor_ns: 0,
-            };
-            self.execute(d.req, &d.payload, d.arrival, waits);
-        }
+        self.serve(p.req, p.payload, p.arrival, waits, g.seq);
     }
 
     fn validate(&self, req: &Request) -> Result<(), (u32, String)> {
