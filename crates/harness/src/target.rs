@@ -47,6 +47,9 @@ pub enum Target {
         snapshot_reserve_percent: u8,
         policy: Option<String>,
     },
+    /// A running qoslab node without a named volume (`--node URL` alone): for families
+    /// that create their own volumes through its API (the tenants family).
+    Node(NodeHandle),
 }
 
 impl Target {
@@ -101,6 +104,7 @@ impl Target {
             } => {
                 format!("volume {volume} on node {} ({uri})", node.url())
             }
+            Target::Node(node) => format!("node {}", node.url()),
         }
     }
 
@@ -115,7 +119,7 @@ impl Target {
     /// fio options for the target (non-embedded targets; see [`EmbeddedNode::options`]).
     pub fn options(&self) -> Vec<(String, String)> {
         match self {
-            Target::Embedded => Vec::new(),
+            Target::Embedded | Target::Node(_) => Vec::new(),
             Target::Nbd(u) | Target::NodeVolume { uri: u, .. } => {
                 vec![("ioengine".into(), "nbd".into()), ("uri".into(), u.clone())]
             }

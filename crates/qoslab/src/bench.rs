@@ -64,8 +64,9 @@ pub struct BenchArgs {
     target: Option<String>,
     /// A running qoslab node's REST API (e.g. http://127.0.0.1:8080): the volume named by
     /// --volume is looked up there (its NBD URI and effective limits, which expectations
-    /// such as `iops >= policy.ceiling * 0.95` use).
-    #[arg(long, requires = "volume")]
+    /// such as `iops >= policy.ceiling * 0.95` use). The tenants family takes --node alone:
+    /// it creates its tenants' volumes (and missing policies) there and deletes them after.
+    #[arg(long)]
     node: Option<String>,
     /// The volume on --node to run against.
     #[arg(long, requires = "node")]
@@ -191,6 +192,18 @@ struct ApiClientNode(api_client::Client);
 impl NodeApi for ApiClientNode {
     fn get(&self, path: &str, timeout: std::time::Duration) -> Result<serde_json::Value, String> {
         self.0.get_within(path, timeout).map_err(|e| e.to_string())
+    }
+
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        timeout: std::time::Duration,
+    ) -> Result<serde_json::Value, String> {
+        self.0
+            .call_within(method, path, body, Some(timeout))
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -320,6 +333,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             harness::target::node_volume(&node_api(url, &args.conn, &args.token_file)?, vol)?
         }
+        (Some(url), None) if plan.family == workloads::tenants::NAME => {
+            Target::Node(node_api(url, &args.conn, &args.token_file)?)
+        }
+        (Some(_), None) => anyhow::bail!(
+            "--node needs --volume NAME: the volume on the node to run against (only the tenants \
+             family, --profile tenants or a plan with [tenants], takes --node alone: it creates \
+             its own volumes)"
+        ),
         _ => Target::parse(&target_s)?,
     };
     let db = db_path(args.db.clone());

@@ -479,6 +479,13 @@ fn addresses(
             }
             (None, Target::Nbd(u), _) | (None, Target::NodeVolume { uri: u, .. }, _) => u.clone(),
             (None, Target::Path(p), _) => p.display().to_string(),
+            (None, Target::Node(n), _) => {
+                return Err(RunError::Plan(format!(
+                    "{}: --node {} needs --volume NAME for a ramp",
+                    origin,
+                    n.url()
+                )))
+            }
             (None, Target::Embedded, None) => {
                 return Err(RunError::Plan(format!(
                     "{}: the embedded node needs at least one [[volume]] in the plan (or pass --target URI|PATH)",

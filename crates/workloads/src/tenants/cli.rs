@@ -65,7 +65,7 @@ impl TenantsArgs {
                 expect_ceiling: None,
             })
             .collect();
-        TenantsSpec::from_raw(&t, &classes, &[]).map_err(|e| format!("--profile tenants: {e}"))
+        TenantsSpec::from_raw(&t, &classes).map_err(|e| format!("--profile tenants: {e}"))
     }
 
     /// What the run stores as its plan text.

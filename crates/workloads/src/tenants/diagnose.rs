@@ -104,6 +104,7 @@ mod tests {
             teardown_errors: vec![],
             fio_output: None,
             fio_jobfile: None,
+            enforced: true,
         }
     }
 

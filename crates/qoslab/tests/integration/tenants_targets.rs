@@ -1,0 +1,329 @@
+//! The tenants family on targets other than the embedded node (issue 15): `--target DIR`
+//! (a subdirectory per tenant, QoS not qoslab's) and `--node URL` (a volume per tenant
+//! created through a running node's REST API under its class's policy, deleted after),
+//! and the clear errors for the combinations that are not supported.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::api_util::Api;
+use crate::bench_util::{qoslab, text, Dir};
+use crate::util::{heavy, require_fio_nbd, Node};
+
+const LIMIT: Duration = Duration::from_secs(300);
+
+fn json_run(dir: &Dir, db: &str) -> Value {
+    let o = qoslab(
+        dir,
+        &["results", "export", "1", "--format", "json", "--db", db],
+        Duration::from_secs(60),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("export is JSON ({e}): {out}"))
+}
+
+fn table<'a>(run: &'a Value, kind: &str, name: &str) -> &'a Value {
+    run["tables"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["kind"] == kind && t["name"] == name))
+        .unwrap_or_else(|| panic!("no table {kind}/{name} in {}", run["tables"]))
+}
+
+fn cell<'a>(t: &'a Value, row: &'a Value, col: &str) -> &'a Value {
+    let i = t["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c == col)
+        .unwrap_or_else(|| panic!("no column {col}"));
+    &row[i]
+}
+
+fn names(v: &Value) -> Vec<String> {
+    let mut n: Vec<String> = v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    n.sort();
+    n
+}
+
+#[test]
+fn a_directory_target_gives_each_tenant_its_own_subdirectory_and_leaves_nothing() {
+    let _h = heavy();
+    let dir = Dir::new("tenants-dir");
+    // The "array": a directory that already holds something the run must not touch.
+    let target = dir.path().join("array");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("keep.txt"), "theirs").unwrap();
+    dir.write(
+        "dir.toml",
+        &format!(
+            r#"
+[bench]
+name = "tenants-dir"
+
+[[policy]]
+name = "std"
+fixed = {{ max_throughput_iops = 100 }}
+
+[tenants]
+points = [1, 2]
+iterations = 1
+runtime = "2s"
+ramp = "1s"
+timeout = "2m"
+cache_dir = "{d}/cache"
+
+[[class]]
+name = "git"
+policy = "std"
+app = "git"
+git = {{ files = 200, bytes = "2MiB", seed = 7 }}
+
+# An expectation the directory cannot have: not judged (no fake verdict).
+[[class]]
+name = "db"
+policy = "std"
+app = "fio"
+mix = "oltp"
+fio_size = "8MiB"
+expect_ceiling = 0.05
+"#,
+            d = dir.path().display()
+        ),
+    );
+    let t = target.to_str().unwrap();
+    let o = qoslab(
+        &dir,
+        &["bench", "dir.toml", "--target", t, "--db", "r.db"],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("QoS policies not enforced by qoslab: the target's own")
+            && out.contains("expectations of db are not judged"),
+        "the banner says the QoS is the target's:\n{out}"
+    );
+    // Nothing but what was there before.
+    let left: Vec<String> = std::fs::read_dir(&target)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["keep.txt".to_string()]);
+    assert_eq!(
+        std::fs::read_to_string(target.join("keep.txt")).unwrap(),
+        "theirs"
+    );
+
+    let run = json_run(&dir, "r.db");
+    let s = table(&run, "tenants", "summary");
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "2 points x 2 classes: {s}");
+    for r in rows {
+        assert_eq!(cell(s, r, "failed"), 0, "{r}");
+        assert!(cell(s, r, "mean").as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(
+            cell(s, r, "qos"),
+            "not enforced by qoslab: the target's own",
+            "{r}"
+        );
+        assert!(
+            cell(s, r, "ceiling_iops").is_null() && cell(s, r, "qos_ceiling_wait_ms").is_null(),
+            "no limits or waits the target does not have: {r}"
+        );
+    }
+    // The fio tenants wrote more than the 100 IOPS "std" would allow on a node: nothing
+    // of qoslab's held them.
+    let t = table(&run, "tenants", "tenant iterations");
+    assert_eq!(t["rows"].as_array().unwrap().len(), 2 * (1 + 2));
+    let verdicts: usize = run["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["verdicts"].as_array().map(|v| v.len()).unwrap_or(0))
+        .sum();
+    assert_eq!(verdicts, 0, "no verdicts against policies the target lacks");
+    for name in ["git (git): time (s)", "db (fio): failures"] {
+        let t = table(&run, "tenants-seed", name);
+        assert_eq!(t["rows"].as_array().unwrap().len(), 2, "{name}: {t}");
+    }
+}
+
+const NODE: &str = r#"
+[[policy]]
+name = "theirs300"
+fixed = { max_throughput_iops = 300 }
+
+[[volume]]
+name = "keepme"
+size = "64MiB"
+policy = "theirs300"
+"#;
+
+#[test]
+fn tenants_on_a_running_node_get_volumes_under_their_class_policy_through_its_api() {
+    require_fio_nbd();
+    let _h = heavy();
+    let node = Node::start(NODE);
+    let url = node.api_url();
+    let api = Api::new(&url);
+    let dir = Dir::new("tenants-node");
+    dir.write(
+        "node.toml",
+        r#"
+[bench]
+name = "tenants-node"
+
+# Not on the node: created there for the run, deleted after.
+[[policy]]
+name = "made200"
+fixed = { max_throughput_iops = 200 }
+
+[tenants]
+points = [1, 2]
+iterations = 1
+runtime = "3s"
+ramp = "1s"
+timeout = "2m"
+
+[[class]]
+name = "gold"
+policy = "made200"
+size = "64MiB"
+app = "fio"
+mix = "random"
+fio_size = "16MiB"
+expect_ceiling = 0.1
+
+# The node's own policy, used as it is.
+[[class]]
+name = "silver"
+policy = "theirs300"
+size = "64MiB"
+app = "fio"
+mix = "random"
+fio_size = "16MiB"
+expect_ceiling = 0.1
+"#,
+    );
+    let o = qoslab(
+        &dir,
+        &["bench", "node.toml", "--node", &url, "--db", "r.db"],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("created policy made200 on"),
+        "the missing policy is created:\n{out}"
+    );
+    assert!(out.contains("PASS"), "{out}");
+    // Afterwards: the node holds what it held before, and nothing of the run's.
+    assert_eq!(
+        names(&api.get_ok("/api/storage/volumes")),
+        vec!["keepme".to_string()]
+    );
+    let policies = names(&api.get_ok("/api/storage/qos/policies"));
+    assert!(policies.contains(&"theirs300".to_string()), "{policies:?}");
+    assert!(!policies.contains(&"made200".to_string()), "{policies:?}");
+
+    let run = json_run(&dir, "r.db");
+    let s = table(&run, "tenants", "summary");
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "2 points x 2 classes: {s}");
+    for r in rows {
+        let want = if cell(s, r, "class") == "gold" {
+            200
+        } else {
+            300
+        };
+        assert_eq!(cell(s, r, "ceiling_iops"), want, "the class's policy: {r}");
+        assert_eq!(cell(s, r, "qos"), "qoslab", "{r}");
+        assert_eq!(cell(s, r, "failed"), 0, "{r}");
+        // The node's own count of the tenants' operations, over REST.
+        let node_iops = cell(s, r, "node_iops_per_tenant").as_f64().unwrap();
+        assert!(
+            node_iops > 0.5 * want as f64 && node_iops < 1.1 * want as f64,
+            "{r}"
+        );
+    }
+    let verdicts: Vec<Value> = run["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|j| j["verdicts"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(verdicts.len(), 4, "a ceiling verdict per class and point");
+}
+
+#[test]
+fn targets_the_tenants_family_cannot_use_are_refused_naming_the_flag() {
+    let node = Node::start(NODE);
+    let url = node.api_url();
+    let dir = Dir::new("tenants-bad");
+    let file = dir.write("f.img", "");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "--profile",
+                "tenants",
+                "--apps",
+                "fio",
+                "--node",
+                &url,
+                "--volume",
+                "keepme",
+            ],
+            "--volume is a single volume",
+        ),
+        (
+            vec![
+                "--profile",
+                "tenants",
+                "--apps",
+                "fio",
+                "--target",
+                file.to_str().unwrap(),
+            ],
+            "the tenants family takes a directory",
+        ),
+        (
+            vec![
+                "--profile",
+                "tenants",
+                "--apps",
+                "fio",
+                "--target",
+                "nbd://127.0.0.1:1/x",
+            ],
+            "an NBD URI or a --volume is a single volume",
+        ),
+        (
+            vec!["--profile", "dbench", "--node", &url],
+            "--node needs --volume NAME",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut a = vec!["bench"];
+        a.extend(args.iter().copied());
+        a.extend(["--db", "r.db", "--runtime", "1s"]);
+        let o = qoslab(&dir, &a, Duration::from_secs(60));
+        let (out, err) = text(&o);
+        assert!(!o.status.success(), "{a:?} must fail:\n{out}");
+        assert!(
+            err.contains(want) || out.contains(want),
+            "{a:?}: {want:?} not in\n{out}\n{err}"
+        );
+    }
+    // Nothing was created on the node.
+    assert_eq!(
+        names(&Api::new(&url).get_ok("/api/storage/volumes")),
+        vec!["keepme".to_string()]
+    );
+}

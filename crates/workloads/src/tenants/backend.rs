@@ -1,0 +1,273 @@
+//! Where a point's tenants get their storage:
+//!
+//! - **the embedded node**: a volume per tenant added to the node under its class's policy,
+//!   reached over the node's unix socket;
+//! - **a running node** (`--node URL`): a volume per tenant created through its REST API
+//!   ([`RemoteNode`]), reached at the NBD address the API reports;
+//! - **a directory** (`--target DIR`, e.g. an NFS mount of a real array): a subdirectory per
+//!   tenant under the run's own directory `DIR/qoslab-tenants-<pid>-<n>` (created here,
+//!   removed at the end), which the applications use as they are: no volume, no mount, and
+//!   no QoS qoslab enforces (the target's own, if any, applies).
+//!
+//! Volumes are mounted (nbdfuse -> loop -> mkfs -> mount) by the point for the classes
+//! whose applications need a file system; a directory needs none.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use harness::series::NodeSample;
+use storage_node::config::VolumeSpec;
+use storage_node::stats::OpKind;
+use storage_node::Node;
+
+use super::remote::RemoteNode;
+use super::spec::ClassSpec;
+
+/// Where a tenant's I/O goes once its storage exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A volume's NBD URI (mounted for applications that need a file system).
+    Nbd(String),
+    /// A directory used as it is.
+    Dir(PathBuf),
+}
+
+/// A tenant's volume as the node sees it over a point.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counters {
+    pub ops: u64,
+    pub ceiling_wait_ns: u64,
+    pub floor_wait_ns: u64,
+    pub lat_ns: u64,
+}
+
+/// The storage of one sweep.
+pub enum Backend<'a> {
+    Embedded {
+        node: &'a Arc<Node>,
+        /// The node's unix socket (NBD URIs).
+        socket: &'a Path,
+    },
+    Remote(&'a RemoteNode),
+    /// The run's directory under the target directory.
+    Dir(&'a Path),
+}
+
+/// The text the results give for QoS a directory target does not let qoslab enforce.
+pub const NOT_ENFORCED: &str = "not enforced by qoslab: the target's own";
+
+impl Backend<'_> {
+    /// Whether qoslab enforces the classes' policies here (a node does; a directory's QoS
+    /// is the target's own, which qoslab neither knows nor judges).
+    pub fn enforces(&self) -> bool {
+        !matches!(self, Backend::Dir(_))
+    }
+
+    /// Create tenant `name`'s storage for class `c` at point `n`: its place and its
+    /// effective (ceiling, floor) IOPS (0: none).
+    pub fn create(&self, c: &ClassSpec, name: &str, n: usize) -> Result<(Place, u64, u64), String> {
+        match self {
+            Backend::Embedded { node, socket } => {
+                let _ = std::fs::remove_file(node.volume_path(name));
+                node.add_volume(&VolumeSpec {
+                    name: name.to_string(),
+                    size: c.size,
+                    snapshot_reserve_percent: c.snapshot_reserve_percent,
+                    read_only: false,
+                    description: format!("tenants: class {}, point {n}", c.name),
+                    policy: c.policy.clone(),
+                })
+                .map_err(|e| e.to_string())?;
+                let l = node
+                    .volumes()
+                    .into_iter()
+                    .find(|v| v.name == name)
+                    .map(|v| v.limits());
+                Ok((
+                    Place::Nbd(format!("nbd+unix:///{name}?socket={}", socket.display())),
+                    l.map(|l| l.ceiling.iops).unwrap_or(0),
+                    l.map(|l| l.floor.iops).unwrap_or(0),
+                ))
+            }
+            Backend::Remote(r) => {
+                let v = r.create(c, name, n)?;
+                Ok((Place::Nbd(v.uri), v.ceiling_iops, v.floor_iops))
+            }
+            Backend::Dir(root) => {
+                let d = root.join(name);
+                // A fresh directory: one left by an earlier point of this run is removed.
+                let _ = std::fs::remove_dir_all(&d);
+                std::fs::create_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+                Ok((Place::Dir(d), 0, 0))
+            }
+        }
+    }
+
+    /// The tenant's cumulative counters (a remote node's waits come from `samples`, the
+    /// node sampler's windows: call with the samples after the point; zero before).
+    pub fn counters(&self, name: &str, samples: &[NodeSample]) -> Counters {
+        match self {
+            Backend::Embedded { node, .. } => node
+                .volumes()
+                .into_iter()
+                .find(|v| v.name == name)
+                .map(|v| {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    let s = &v.stats;
+                    Counters {
+                        ops: s.ops(OpKind::Read) + s.ops(OpKind::Write) + s.ops(OpKind::Other),
+                        ceiling_wait_ns: s.ceiling_wait_ns.load(Relaxed),
+                        floor_wait_ns: s.floor_wait_ns.load(Relaxed),
+                        lat_ns: s.latency.iter().map(|h| h.sum_ns()).sum(),
+                    }
+                })
+                .unwrap_or_default(),
+            Backend::Remote(r) => {
+                let raw = r.counters(name);
+                let (c, f) = r.waits(name, samples);
+                Counters {
+                    ops: raw.ops,
+                    ceiling_wait_ns: c,
+                    floor_wait_ns: f,
+                    lat_ns: raw.lat_ns,
+                }
+            }
+            Backend::Dir(_) => Counters::default(),
+        }
+    }
+
+    /// Remove the tenants' storage (after their file systems are detached); problems.
+    /// The embedded node's volume files are removed by a few threads at once: on a host
+    /// file system mounted with `discard`, each unlink of a written file waits for its
+    /// discards (250 files took minutes one at a time).
+    pub fn remove(&self, names: &[String]) -> Vec<String> {
+        let mut errors = Vec::new();
+        match self {
+            Backend::Embedded { node, .. } => {
+                let files: Vec<PathBuf> = names
+                    .iter()
+                    .filter(|n| node.remove_volume(n).is_some())
+                    .map(|n| node.volume_path(n))
+                    .collect();
+                let chunk = files.len().div_ceil(8).max(1);
+                std::thread::scope(|s| {
+                    for part in files.chunks(chunk) {
+                        s.spawn(move || {
+                            for f in part {
+                                let _ = std::fs::remove_file(f);
+                            }
+                        });
+                    }
+                });
+            }
+            Backend::Remote(r) => {
+                for n in names {
+                    if let Err(e) = r.remove(n) {
+                        errors.push(e);
+                    }
+                }
+            }
+            Backend::Dir(root) => {
+                for n in names {
+                    let d = root.join(n);
+                    if let Err(e) = std::fs::remove_dir_all(&d) {
+                        if e.kind() != std::io::ErrorKind::NotFound {
+                            errors.push(format!("{}: {e}", d.display()));
+                        }
+                    }
+                }
+            }
+        }
+        errors
+    }
+
+    /// The directory whose devices the load sampler watches (%util).
+    pub fn data_dir(&self) -> PathBuf {
+        match self {
+            Backend::Embedded { node, .. } => node.data_dir().to_path_buf(),
+            Backend::Remote(_) => PathBuf::from("/"),
+            Backend::Dir(root) => root.to_path_buf(),
+        }
+    }
+}
+
+/// The run's own directory under a target directory: a new, uniquely named directory
+/// (never one that exists), removed by [`RunDir`]'s drop and on signals.
+pub struct RunDir {
+    pub path: PathBuf,
+    _guard: mounts::signals::CleanupGuard,
+}
+
+impl RunDir {
+    pub fn create(target: &Path) -> Result<RunDir, String> {
+        if !target.is_dir() {
+            return Err(format!(
+                "--target {}: the tenants family takes a directory (one subdirectory per tenant) or `embedded`; use --node URL for a running qoslab node",
+                target.display()
+            ));
+        }
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let path = target.join(format!(
+            "qoslab-tenants-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        ));
+        std::fs::create_dir(&path).map_err(|e| format!("--target {}: {e}", path.display()))?;
+        let p = path.clone();
+        let guard = mounts::signals::on_signal(Arc::new(move || {
+            let _ = std::fs::remove_dir_all(&p);
+        }));
+        Ok(RunDir {
+            path,
+            _guard: guard,
+        })
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_dir_is_unique_and_removed() {
+        let t = harness::target::temp_dir("tenants-backend-test").unwrap();
+        let keep = t.join("keep");
+        std::fs::write(&keep, "x").unwrap();
+        let (a, b) = (RunDir::create(&t).unwrap(), RunDir::create(&t).unwrap());
+        assert_ne!(a.path, b.path);
+        let be = Backend::Dir(&a.path);
+        assert!(!be.enforces());
+        let (place, c, f) = be.create(&dummy_class(), "gold-n1-t0", 1).unwrap();
+        assert_eq!(place, Place::Dir(a.path.join("gold-n1-t0")));
+        assert_eq!((c, f), (0, 0));
+        std::fs::write(a.path.join("gold-n1-t0/f"), "x").unwrap();
+        assert!(be.remove(&["gold-n1-t0".into()]).is_empty());
+        assert!(!a.path.join("gold-n1-t0").exists());
+        drop(a);
+        drop(b);
+        let left: Vec<_> = std::fs::read_dir(&t).unwrap().collect();
+        assert_eq!(left.len(), 1, "only the file that was there before is left");
+        assert!(keep.exists());
+        let e = RunDir::create(&keep).err().unwrap();
+        assert!(e.contains("--target"), "{e}");
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    fn dummy_class() -> ClassSpec {
+        let classes = vec![super::super::spec::RawClass {
+            name: "gold".into(),
+            app: "fio".into(),
+            ..Default::default()
+        }];
+        super::super::spec::TenantsSpec::from_raw(&Default::default(), &classes)
+            .unwrap()
+            .classes
+            .remove(0)
+    }
+}
