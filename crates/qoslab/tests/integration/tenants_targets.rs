@@ -137,6 +137,10 @@ expect_ceiling = 0.05
             cell(s, r, "ceiling_iops").is_null() && cell(s, r, "qos_ceiling_wait_ms").is_null(),
             "no limits or waits the target does not have: {r}"
         );
+        assert!(
+            cell(s, r, "node_cpu_pct").is_null() && cell(s, r, "host_cpu_pct").is_number(),
+            "no node CPU where there is no node; the host's load is measured: {r}"
+        );
     }
     // The fio tenants wrote more than the 100 IOPS "std" would allow on a node: nothing
     // of qoslab's held them.
@@ -245,6 +249,10 @@ expect_ceiling = 0.1
         };
         assert_eq!(cell(s, r, "ceiling_iops"), want, "the class's policy: {r}");
         assert_eq!(cell(s, r, "qos"), "qoslab", "{r}");
+        assert!(
+            cell(s, r, "node_cpu_pct").is_number(),
+            "the node's process serves from this host: its CPU is measured: {r}"
+        );
         assert_eq!(cell(s, r, "failed"), 0, "{r}");
         // The node's own count of the tenants' operations, over REST.
         let node_iops = cell(s, r, "node_iops_per_tenant").as_f64().unwrap();
@@ -326,4 +334,98 @@ fn targets_the_tenants_family_cannot_use_are_refused_naming_the_flag() {
         names(&Api::new(&url).get_ok("/api/storage/volumes")),
         vec!["keepme".to_string()]
     );
+}
+
+#[test]
+fn a_sigterm_mid_sweep_on_a_running_node_deletes_the_runs_volumes_and_policies() {
+    require_fio_nbd();
+    let _h = heavy();
+    let node = Node::start(NODE);
+    let url = node.api_url();
+    let api = Api::new(&url);
+    let dir = Dir::new("tenants-node-term");
+    dir.write(
+        "long.toml",
+        r#"
+[bench]
+name = "tenants-term"
+
+[[policy]]
+name = "made100"
+fixed = { max_throughput_iops = 100 }
+
+[tenants]
+points = [2]
+iterations = 1
+runtime = "60s"
+ramp = "1s"
+
+[[class]]
+name = "a"
+policy = "made100"
+size = "64MiB"
+app = "fio"
+mix = "random"
+fio_size = "16MiB"
+"#,
+    );
+    let mut child = std::process::Command::new(crate::bench_util::QOSLAB)
+        .args([
+            "--log-level",
+            "warn",
+            "bench",
+            "long.toml",
+            "--node",
+            &url,
+            "--db",
+            "r.db",
+        ])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run's volumes are on the node and in use.
+    let t0 = std::time::Instant::now();
+    loop {
+        let v = names(&api.get_ok("/api/storage/volumes"));
+        if v.iter().filter(|n| n.starts_with("qlt")).count() == 2 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the run's volumes never appeared: {v:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("qoslab did not exit within 60 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{err}");
+    assert_eq!(
+        names(&api.get_ok("/api/storage/volumes")),
+        vec!["keepme".to_string()],
+        "{err}"
+    );
+    let policies = names(&api.get_ok("/api/storage/qos/policies"));
+    assert!(!policies.contains(&"made100".to_string()), "{policies:?}");
+    assert!(policies.contains(&"theirs300".to_string()), "{policies:?}");
 }

@@ -181,6 +181,21 @@ impl Backend<'_> {
         errors
     }
 
+    /// Who is who in the tool sets, and whether the node's CPU is on this host: the
+    /// embedded node's threads; a `--node` serving from this host (its process, found by
+    /// its API's port); none for a directory.
+    pub fn roles(&self) -> (toolsets::Roles, bool) {
+        match self {
+            Backend::Embedded { .. } => (toolsets::Roles::embedded(), true),
+            Backend::Remote(r) => {
+                let pid =
+                    harness::local_node::node_pid(&harness::target::Target::Node(r.api().clone()));
+                (toolsets::Roles::harness_only(pid), pid.is_some())
+            }
+            Backend::Dir(_) => (toolsets::Roles::harness_only(None), false),
+        }
+    }
+
     /// The directory whose devices the load sampler watches (%util).
     pub fn data_dir(&self) -> PathBuf {
         match self {

@@ -241,7 +241,8 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         .iter()
         .map(|t| env.backend.counters(&t.name, &[]))
         .collect();
-    let sampler = LoadSampler::start(&env.backend.data_dir());
+    let (roles, node_watched) = env.backend.roles();
+    let sampler = LoadSampler::start(&env.backend.data_dir(), roles, node_watched);
     let node_sampling = match env.backend {
         Backend::Remote(r) => Some(r.sample()),
         _ => None,

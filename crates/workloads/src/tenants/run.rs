@@ -296,10 +296,16 @@ impl TenantsPlan {
         let line = format!("{n}: {}", parts.join("; "));
         let l = &p.load;
         ctx.ui.print(&format!(
-            "{}\n    load: node {:.0}% of a core (peak {:.0}%), apps {:.0}%, host busy {:.0}% (peak {:.0}%), qoslab RSS {:.0} MiB\n",
+            "{}\n    load: node {}, apps {:.0}%, host busy {:.0}% (peak {:.0}%), qoslab RSS {:.0} MiB\n",
             parts.join("; "),
-            l.node_cpu_pct,
-            l.node_cpu_peak_pct,
+            if l.node_cpu_pct.is_finite() {
+                format!(
+                    "{:.0}% of a core (peak {:.0}%)",
+                    l.node_cpu_pct, l.node_cpu_peak_pct
+                )
+            } else {
+                "- (not on this host)".to_string()
+            },
             l.apps_cpu_pct,
             l.host_cpu_pct,
             l.host_cpu_peak_pct,
