@@ -59,7 +59,8 @@ pub struct BenchArgs {
     #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
     suite: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
-    /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device.
+    /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device. The
+    /// tenants family takes a directory: a subdirectory per tenant, QoS the target's own.
     #[arg(long, conflicts_with = "node")]
     target: Option<String>,
     /// A running qoslab node's REST API (e.g. http://127.0.0.1:8080): the volume named by

@@ -1,6 +1,7 @@
 //! The `tenants` family (seed 004): storage classes whose tenants claim volumes on the
-//! embedded node, real applications on mounted file systems (git, redis: `loadgen::apps`)
-//! or fio on the volumes, swept from 1 to N tenants per class; per point and class the
+//! embedded node or a `--node` (through its REST API), or a directory each on a
+//! `--target DIR` (`backend`); real applications on mounted file systems (git, redis:
+//! `loadgen::apps`) or fio on the volumes, swept from 1 to N tenants per class; per point and class the
 //! failures, the distribution of the tenants' figures, fairness, first/last done, the
 //! node's QoS waits and the load; seed 004's tables and degradation curves
 //! (docs/TENANTS.md).
