@@ -180,14 +180,15 @@ fn tenants_on_a_running_node_get_volumes_under_their_class_policy_through_its_ap
     let dir = Dir::new("tenants-node");
     dir.write(
         "node.toml",
-        r#"
+        &format!(
+            r#"
 [bench]
 name = "tenants-node"
 
 # Not on the node: created there for the run, deleted after.
 [[policy]]
 name = "made200"
-fixed = { max_throughput_iops = 200 }
+fixed = {{ max_throughput_iops = 200 }}
 
 [tenants]
 points = [1, 2]
@@ -195,6 +196,16 @@ iterations = 1
 runtime = "3s"
 ramp = "1s"
 timeout = "2m"
+base_dir = "{d}/mounts"
+cache_dir = "{d}/cache"
+
+# On ext4 over the volume's NBD address as the API reports it (nbdfuse -> loop -> mount).
+[[class]]
+name = "repo"
+policy = "theirs300"
+size = "64MiB"
+app = "git"
+git = {{ files = 100, bytes = "1MiB", seed = 9 }}
 
 [[class]]
 name = "gold"
@@ -215,6 +226,8 @@ mix = "random"
 fio_size = "16MiB"
 expect_ceiling = 0.1
 "#,
+            d = dir.path().display()
+        ),
     );
     let o = qoslab(
         &dir,
@@ -240,8 +253,17 @@ expect_ceiling = 0.1
     let run = json_run(&dir, "r.db");
     let s = table(&run, "tenants", "summary");
     let rows = s["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 4, "2 points x 2 classes: {s}");
+    assert_eq!(rows.len(), 6, "2 points x 3 classes: {s}");
+    assert!(
+        mounts::sys::mounts_under(dir.path()).is_empty(),
+        "nothing stays mounted"
+    );
     for r in rows {
+        if cell(s, r, "class") == "repo" {
+            assert_eq!(cell(s, r, "failed"), 0, "git on the mounted volume: {r}");
+            assert_eq!(cell(s, r, "ceiling_iops"), 300, "{r}");
+            continue;
+        }
         let want = if cell(s, r, "class") == "gold" {
             200
         } else {
@@ -267,7 +289,11 @@ expect_ceiling = 0.1
         .iter()
         .flat_map(|j| j["verdicts"].as_array().cloned().unwrap_or_default())
         .collect();
-    assert_eq!(verdicts.len(), 4, "a ceiling verdict per class and point");
+    assert_eq!(
+        verdicts.len(),
+        4,
+        "a ceiling verdict per fio class and point"
+    );
 }
 
 #[test]
