@@ -60,7 +60,8 @@ pub struct BenchArgs {
     suite: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device. The
-    /// tenants family takes a directory: a subdirectory per tenant, QoS the target's own.
+    /// tenants family takes a directory (a subdirectory per tenant) or block devices
+    /// /dev/X,/dev/Y (one per tenant, fio classes only); QoS is then the target's own.
     #[arg(long, conflicts_with = "node")]
     target: Option<String>,
     /// A running qoslab node's REST API (e.g. http://127.0.0.1:8080): the volume named by
@@ -342,6 +343,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
              family, --profile tenants or a plan with [tenants], takes --node alone: it creates \
              its own volumes)"
         ),
+        _ if plan.family == workloads::tenants::NAME && Target::names_devices(&target_s) => {
+            Target::parse_devices(&target_s)?
+        }
         _ => Target::parse(&target_s)?,
     };
     let db = db_path(args.db.clone());

@@ -455,3 +455,125 @@ fio_size = "16MiB"
     assert!(!policies.contains(&"made100".to_string()), "{policies:?}");
     assert!(policies.contains(&"theirs300".to_string()), "{policies:?}");
 }
+
+/// Loop devices over files in a test directory, detached on drop.
+struct Loops(Vec<String>);
+
+impl Loops {
+    fn new(dir: &Dir, n: usize) -> Loops {
+        let mut v = Vec::new();
+        for i in 0..n {
+            let f = dir.path().join(format!("disk{i}.img"));
+            std::fs::File::create(&f)
+                .unwrap()
+                .set_len(32 << 20)
+                .unwrap();
+            let o = std::process::Command::new("losetup")
+                .args(["-f", "--show"])
+                .arg(&f)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "losetup: {o:?}");
+            v.push(String::from_utf8(o.stdout).unwrap().trim().to_string());
+        }
+        Loops(v)
+    }
+}
+
+impl Drop for Loops {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            let _ = std::process::Command::new("losetup")
+                .args(["-d", d])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn block_devices_get_a_tenant_each_and_one_holding_data_is_refused_unless_named() {
+    let _h = heavy();
+    let dir = Dir::new("tenants-block");
+    let loops = Loops::new(&dir, 2);
+    dir.write(
+        "block.toml",
+        r#"
+[bench]
+name = "tenants-block"
+
+[tenants]
+points = [1, 2]
+iterations = 1
+runtime = "2s"
+ramp = "1s"
+
+[[class]]
+name = "db"
+app = "fio"
+mix = "random"
+size = "32MiB"
+fio_size = "16MiB"
+"#,
+    );
+    let devs = loops.0.join(",");
+    let run = |extra: &[&str]| {
+        let mut a = vec!["bench", "block.toml", "--target", &devs, "--db", "r.db"];
+        a.extend_from_slice(extra);
+        qoslab(&dir, &a, LIMIT)
+    };
+    let o = run(&[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("a block device per tenant"), "{out}");
+    let stored = json_run(&dir, "r.db");
+    let s = table(&stored, "tenants", "summary");
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{s}");
+    for r in rows {
+        assert_eq!(cell(s, r, "failed"), 0, "{r}");
+        assert!(cell(s, r, "mean").as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(
+            cell(s, r, "qos"),
+            "not enforced by qoslab: the target's own",
+            "{r}"
+        );
+    }
+
+    // A device holding a file system is refused before anything runs, naming the flag.
+    let mkfs = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", &loops.0[1]])
+        .status()
+        .unwrap();
+    assert!(mkfs.success());
+    let o = run(&[]);
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        err.contains(&format!("refusing to write {}", loops.0[1]))
+            && err.contains(&format!("--destroy-data {}", loops.0[1]))
+            && err.contains("ext4"),
+        "{err}"
+    );
+    // Named in --destroy-data, it is taken.
+    let o = run(&["--destroy-data", &loops.0[1]]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+
+    // git needs a file system: refused on block devices, naming the class and the flag.
+    dir.write(
+        "git.toml",
+        "[tenants]\npoints = [1]\n[[class]]\nname = \"src\"\napp = \"git\"\n",
+    );
+    let o = qoslab(
+        &dir,
+        &["bench", "git.toml", "--target", &devs, "--db", "r.db"],
+        LIMIT,
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("[[class]] src")
+            && err.contains("--target /dev/X,/dev/Y takes fio classes only"),
+        "{err}"
+    );
+}

@@ -479,6 +479,12 @@ fn addresses(
             }
             (None, Target::Nbd(u), _) | (None, Target::NodeVolume { uri: u, .. }, _) => u.clone(),
             (None, Target::Path(p), _) => p.display().to_string(),
+            (None, Target::Devices(_), _) => {
+                return Err(RunError::Plan(format!(
+                    "{}: a ramp takes one target (give each [[system]] its own target = PATH)",
+                    origin
+                )))
+            }
             (None, Target::Node(n), _) => {
                 return Err(RunError::Plan(format!(
                     "{}: --node {} needs --volume NAME for a ramp",

@@ -7,7 +7,10 @@
 //! - **a directory** (`--target DIR`, e.g. an NFS mount of a real array): a subdirectory per
 //!   tenant under the run's own directory `DIR/qoslab-tenants-<pid>-<n>` (created here,
 //!   removed at the end), which the applications use as they are: no volume, no mount, and
-//!   no QoS qoslab enforces (the target's own, if any, applies).
+//!   no QoS qoslab enforces (the target's own, if any, applies);
+//! - **block devices** (`--target /dev/X,/dev/Y`): the point's `i`-th tenant gets the
+//!   `i`-th device (fio classes only; checked empty or named in `--destroy-data` before the
+//!   run), no QoS qoslab enforces either.
 //!
 //! Volumes are mounted (nbdfuse -> loop -> mkfs -> mount) by the point for the classes
 //! whose applications need a file system; a directory needs none.
@@ -30,6 +33,8 @@ pub enum Place {
     Nbd(String),
     /// A directory used as it is.
     Dir(PathBuf),
+    /// A block device fio writes directly.
+    Block(PathBuf),
 }
 
 /// A tenant's volume as the node sees it over a point.
@@ -51,6 +56,8 @@ pub enum Backend<'a> {
     Remote(&'a RemoteNode),
     /// The run's directory under the target directory.
     Dir(&'a Path),
+    /// Block devices, one per tenant of a point.
+    Block(&'a [PathBuf]),
 }
 
 /// The text the results give for QoS a directory target does not let qoslab enforce.
@@ -60,13 +67,27 @@ impl Backend<'_> {
     /// Whether qoslab enforces the classes' policies here (a node does; a directory's QoS
     /// is the target's own, which qoslab neither knows nor judges).
     pub fn enforces(&self) -> bool {
-        !matches!(self, Backend::Dir(_))
+        !matches!(self, Backend::Dir(_) | Backend::Block(_))
     }
 
-    /// Create tenant `name`'s storage for class `c` at point `n`: its place and its
-    /// effective (ceiling, floor) IOPS (0: none).
-    pub fn create(&self, c: &ClassSpec, name: &str, n: usize) -> Result<(Place, u64, u64), String> {
+    /// Create tenant `name`'s storage for class `c` at point `n` (`index`: the tenant's
+    /// place among the point's tenants, all classes): its place and its effective
+    /// (ceiling, floor) IOPS (0: none).
+    pub fn create(
+        &self,
+        c: &ClassSpec,
+        name: &str,
+        n: usize,
+        index: usize,
+    ) -> Result<(Place, u64, u64), String> {
         match self {
+            Backend::Block(devices) => match devices.get(index) {
+                Some(d) => Ok((Place::Block(d.clone()), 0, 0)),
+                None => Err(format!(
+                    "no block device for tenant {name}: --target gave {} (one per tenant; this point has more tenants)",
+                    devices.len()
+                )),
+            },
             Backend::Embedded { node, socket } => {
                 let _ = std::fs::remove_file(node.volume_path(name));
                 node.add_volume(&VolumeSpec {
@@ -132,7 +153,7 @@ impl Backend<'_> {
                     lat_ns: raw.lat_ns,
                 }
             }
-            Backend::Dir(_) => Counters::default(),
+            Backend::Dir(_) | Backend::Block(_) => Counters::default(),
         }
     }
 
@@ -167,6 +188,8 @@ impl Backend<'_> {
                     }
                 }
             }
+            // The devices stay as fio left them (overwritten: that was the agreement).
+            Backend::Block(_) => {}
             Backend::Dir(root) => {
                 for n in names {
                     let d = root.join(n);
@@ -192,16 +215,23 @@ impl Backend<'_> {
                     harness::local_node::node_pid(&harness::target::Target::Node(r.api().clone()));
                 (toolsets::Roles::harness_only(pid), pid.is_some())
             }
-            Backend::Dir(_) => (toolsets::Roles::harness_only(None), false),
+            Backend::Dir(_) | Backend::Block(_) => (toolsets::Roles::harness_only(None), false),
         }
     }
 
-    /// The directory whose devices the load sampler watches (%util).
-    pub fn data_dir(&self) -> PathBuf {
+    /// The devices whose %util the load sampler and the diagnosis watch (empty: any).
+    pub fn devices(&self) -> Vec<String> {
         match self {
-            Backend::Embedded { node, .. } => node.data_dir().to_path_buf(),
-            Backend::Remote(_) => PathBuf::from("/"),
-            Backend::Dir(root) => root.to_path_buf(),
+            Backend::Embedded { node, .. } => toolsets::device::backing_devices(node.data_dir()),
+            Backend::Remote(_) => Vec::new(),
+            Backend::Dir(root) => toolsets::device::backing_devices(root),
+            Backend::Block(devs) => devs
+                .iter()
+                .filter_map(|d| {
+                    let p = std::fs::canonicalize(d).ok()?;
+                    Some(p.file_name()?.to_string_lossy().into_owned())
+                })
+                .collect(),
         }
     }
 }

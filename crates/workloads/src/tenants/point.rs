@@ -100,8 +100,9 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         class: usize,
         name: String,
         dir: Option<PathBuf>,
-        /// The volume's NBD URI (fio classes on a volume).
-        uri: Option<String>,
+        /// Where a fio tenant's I/O goes when it is not a directory (a volume's NBD URI, a
+        /// block device).
+        io: Option<MixTarget>,
         /// Whether `dir` is a file system this point mounted.
         mounted: bool,
         /// The volume's effective (ceiling, floor) IOPS.
@@ -116,12 +117,12 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                 class: ci,
                 name: name.clone(),
                 dir: None,
-                uri: None,
+                io: None,
                 mounted: false,
                 limits: (0, 0),
                 setup: None,
             };
-            match env.backend.create(c, &name, n) {
+            match env.backend.create(c, &name, n, tenants.len()) {
                 Err(e) => t.setup = Some(Failure::classify("create volume", e)),
                 Ok((place, ceiling, floor)) => {
                     t.limits = (ceiling, floor);
@@ -140,7 +141,14 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                                     Some(Failure::classify("mount", "no mount session".into()))
                             }
                         },
-                        Place::Nbd(u) => t.uri = Some(u),
+                        Place::Nbd(u) => t.io = Some(MixTarget::Nbd(u)),
+                        Place::Block(d) if c.app.mounts() => {
+                            t.setup = Some(Failure::classify(
+                                "mount",
+                                format!("{}: block devices take fio classes only", d.display()),
+                            ))
+                        }
+                        Place::Block(d) => t.io = Some(MixTarget::Block(d.display().to_string())),
                     }
                 }
             }
@@ -187,8 +195,8 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                 fio_size = fio_size.max(*size);
                 fio.push(MixTenant {
                     name: t.name.clone(),
-                    target: match (&t.uri, &t.dir) {
-                        (Some(u), _) => MixTarget::Nbd(u.clone()),
+                    target: match (&t.io, &t.dir) {
+                        (Some(io), _) => io.clone(),
                         (None, Some(d)) => MixTarget::Dir(d.display().to_string()),
                         (None, None) => {
                             MixTarget::Dir(env.scratch.join("unplaced").display().to_string())
@@ -242,7 +250,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         .map(|t| env.backend.counters(&t.name, &[]))
         .collect();
     let (roles, node_watched) = env.backend.roles();
-    let sampler = LoadSampler::start(&env.backend.data_dir(), roles, node_watched);
+    let sampler = LoadSampler::start(env.backend.devices(), roles, node_watched);
     let node_sampling = match env.backend {
         Backend::Remote(r) => Some(r.sample()),
         _ => None,

@@ -46,6 +46,10 @@ pub struct TenantsPlan {
     remote: Option<RemoteBox>,
     /// `--target DIR`: the run's directory there (a subdirectory per tenant).
     run_dir: Option<RunDirBox>,
+    /// `--target /dev/X,/dev/Y`: a block device per tenant of a point.
+    devices: Vec<std::path::PathBuf>,
+    /// `--destroy-data DEVICE`: devices that may be overwritten although they hold data.
+    destroy: Vec<String>,
     summary: Vec<Vec<serde_json::Value>>,
     tenants: Vec<Vec<serde_json::Value>>,
     points: Vec<PointResult>,
@@ -58,6 +62,12 @@ pub struct TenantsPlan {
 
 /// The sweep (not Debug: it holds the mount session).
 struct SweepBox(Sweep);
+
+impl std::fmt::Debug for SweepBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sweep")
+    }
+}
 
 struct RemoteBox(RemoteNode);
 
@@ -75,34 +85,57 @@ impl std::fmt::Debug for RunDirBox {
     }
 }
 
-/// What a target allows: a directory has no volumes (no file systems to mount, no
-/// emulated controller, and qoslab enforces no policy there); a volume has no directory
-/// for fio's `small_files` mix. The error names the option and the class.
-pub fn check_target(spec: &TenantsSpec, dir: bool) -> Result<(), String> {
-    if dir && spec.capacity.is_some() {
-        return Err("[tenants] capacity_iops/capacity_mbps emulate a controller on the embedded node: not with --target DIR (the directory's storage is the target's own)".into());
+/// The kinds of storage a target gives the tenants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// Volumes on a qoslab node (embedded or `--node`).
+    Volumes,
+    /// A directory per tenant (`--target DIR`).
+    Dir,
+    /// A block device per tenant (`--target /dev/X,/dev/Y`).
+    Block,
+}
+
+/// What a target allows: a directory or a block device has no volumes (no emulated
+/// controller, and qoslab enforces no policy there); a volume or a block device has no
+/// directory for fio's `small_files` mix; a block device takes fio classes only (no file
+/// systems are made on it). The error names the option and the class.
+pub fn check_target(spec: &TenantsSpec, kind: TargetKind) -> Result<(), String> {
+    use super::fio_mix::FioMix;
+    use super::spec::AppSpec;
+    let flag = match kind {
+        TargetKind::Volumes => "",
+        TargetKind::Dir => "--target DIR",
+        TargetKind::Block => "--target /dev/X,/dev/Y",
+    };
+    if kind != TargetKind::Volumes && spec.capacity.is_some() {
+        return Err(format!("[tenants] capacity_iops/capacity_mbps emulate a controller on the embedded node: not with {flag} (the target's storage is its own)"));
     }
-    if !dir {
-        for c in &spec.classes {
-            if let super::spec::AppSpec::Fio {
-                mix: super::fio_mix::FioMix::SmallFiles,
-                ..
-            } = c.app
-            {
+    for c in &spec.classes {
+        match (&c.app, kind) {
+            (
+                AppSpec::Fio {
+                    mix: FioMix::SmallFiles,
+                    ..
+                },
+                TargetKind::Volumes | TargetKind::Block,
+            ) => {
                 return Err(format!(
-                    "[[class]] {}: mix = \"small_files\" needs a directory target (--target DIR); on a qoslab node fio runs on the volume itself: use oltp, random or log_appender",
+                    "[[class]] {}: mix = \"small_files\" needs a directory target (--target DIR); on a volume or a block device fio runs on the device itself: use oltp, random or log_appender",
                     c.name
-                ));
+                ))
             }
+            (AppSpec::Git(_) | AppSpec::Redis(_), TargetKind::Block) => {
+                return Err(format!(
+                    "[[class]] {}: app = \"{}\" needs a file system; {flag} takes fio classes only (use --target DIR on a file system of the devices, or --node URL)",
+                    c.name,
+                    c.app.name()
+                ))
+            }
+            _ => {}
         }
     }
     Ok(())
-}
-
-impl std::fmt::Debug for SweepBox {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Sweep")
-    }
 }
 
 impl TenantsPlan {
@@ -115,6 +148,8 @@ impl TenantsPlan {
             own_cfg: None,
             remote: None,
             run_dir: None,
+            devices: Vec::new(),
+            destroy: Vec::new(),
             summary: Vec::new(),
             tenants: Vec::new(),
             points: Vec::new(),
@@ -133,6 +168,8 @@ impl TenantsPlan {
         };
         let backend = if let Some(d) = &self.run_dir {
             Backend::Dir(&d.0.path)
+        } else if !self.devices.is_empty() {
+            Backend::Block(&self.devices)
         } else if let Some(r) = &self.remote {
             Backend::Remote(&r.0)
         } else {
@@ -164,7 +201,7 @@ impl TenantsPlan {
             .fio_output
             .as_deref()
             .and_then(|t| FioOutput::parse(t).ok());
-        let devices = toolsets::device::backing_devices(&backend.data_dir());
+        let devices = backend.devices();
         let mut first_job = None;
         for c in &self.spec.classes {
             // What limited the class, from the node's counters and the point's tool sets.
@@ -394,6 +431,13 @@ impl FamilyPlan for TenantsPlan {
         if let Some(r) = opts.ramp {
             self.spec.ramp = r;
         }
+        // The suites' --destroy-data DEVICE (repeatable) names block devices that may be
+        // overwritten although they hold data.
+        if let Some(m) = opts.args {
+            if let Ok(Some(d)) = m.try_get_many::<String>("destroy_data") {
+                self.destroy = d.cloned().collect();
+            }
+        }
         Ok(())
     }
 
@@ -410,7 +454,7 @@ impl FamilyPlan for TenantsPlan {
                 "; volumes created on node {} (through its API, deleted after)",
                 n.url()
             ),
-            Target::Path(p) => {
+            Target::Path(_) | Target::Devices(_) => {
                 let judged: Vec<&str> = self
                     .spec
                     .classes
@@ -418,9 +462,12 @@ impl FamilyPlan for TenantsPlan {
                     .filter(|c| c.expect_floor.is_some() || c.expect_ceiling.is_some())
                     .map(|c| c.name.as_str())
                     .collect();
+                let place = match target {
+                    Target::Path(p) => format!("a directory per tenant under {}", p.display()),
+                    other => format!("a block device per tenant ({})", other.describe()),
+                };
                 format!(
-                    "; a directory per tenant under {}: QoS policies {NOT_ENFORCED}{}",
-                    p.display(),
+                    "; {place}: QoS policies {NOT_ENFORCED}{}",
                     if judged.is_empty() {
                         String::new()
                     } else {
@@ -450,7 +497,7 @@ impl FamilyPlan for TenantsPlan {
     fn prepare(&mut self, ctx: &mut Prepare) -> Result<RunHeader, RunError> {
         let header_target = match ctx.target {
             Target::Embedded => {
-                check_target(&self.spec, false).map_err(RunError::Plan)?;
+                check_target(&self.spec, TargetKind::Volumes).map_err(RunError::Plan)?;
                 let names: Vec<String> = ctx
                     .common
                     .node
@@ -478,7 +525,7 @@ impl FamilyPlan for TenantsPlan {
                 "embedded node (tenants)".to_string()
             }
             Target::Node(api) => {
-                check_target(&self.spec, false).map_err(RunError::Plan)?;
+                check_target(&self.spec, TargetKind::Volumes).map_err(RunError::Plan)?;
                 if self.spec.capacity.is_some() {
                     return Err(RunError::Plan(format!(
                         "[tenants] capacity_iops/capacity_mbps emulate a controller on the embedded node: not with --node {} (the node's own capacity applies)",
@@ -504,15 +551,31 @@ impl FamilyPlan for TenantsPlan {
                 t
             }
             Target::Path(p) => {
-                check_target(&self.spec, true).map_err(RunError::Plan)?;
+                check_target(&self.spec, TargetKind::Dir).map_err(RunError::Plan)?;
                 let d = RunDir::create(p).map_err(RunError::Plan)?;
                 let t = format!("directory {} (a subdirectory per tenant; QoS {NOT_ENFORCED})", d.path.display());
                 self.run_dir = Some(RunDirBox(d));
                 t
             }
+            Target::Devices(devs) => {
+                check_target(&self.spec, TargetKind::Block).map_err(RunError::Plan)?;
+                let host = hosts::Host::local();
+                for d in devs {
+                    let dev = d.display().to_string();
+                    let st = hosts::devices::inspect(&host, &dev)
+                        .map_err(|e| RunError::Plan(format!("--target {dev}: {e}")))?;
+                    hosts::devices::check_writable(&st, "localhost", &self.destroy)
+                        .map_err(|e| RunError::Plan(format!("--target: {e}")))?;
+                }
+                self.devices = devs.clone();
+                format!(
+                    "{} (a device per tenant; QoS {NOT_ENFORCED})",
+                    ctx.target.describe()
+                )
+            }
             other => {
                 return Err(RunError::Plan(format!(
-                    "the tenants family needs storage it can give each tenant: --target DIR (a directory per tenant), --node URL without --volume (a volume per tenant through the node's API) or the embedded node; {} is not one of them (an NBD URI or a --volume is a single volume)",
+                    "the tenants family needs storage it can give each tenant: --target DIR (a directory per tenant), --target /dev/X,/dev/Y (a block device per tenant), --node URL without --volume (a volume per tenant through the node's API) or the embedded node; {} is not one of them (an NBD URI or a --volume is a single volume)",
                     other.describe()
                 )))
             }
