@@ -554,7 +554,21 @@ fio_size = "16MiB"
             && err.contains("ext4"),
         "{err}"
     );
-    // Named in --destroy-data, it is taken.
+    // Mounted, it is refused even when named.
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let m = std::process::Command::new("mount")
+        .arg(&loops.0[1])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(m.success());
+    let o = run(&["--destroy-data", &loops.0[1]]);
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(err.contains("never overwritten"), "{err}");
+    // Named in --destroy-data (and not in use), it is taken.
     let o = run(&["--destroy-data", &loops.0[1]]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");

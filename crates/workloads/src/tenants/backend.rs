@@ -24,7 +24,7 @@ use storage_node::stats::OpKind;
 use storage_node::Node;
 
 use super::remote::RemoteNode;
-use super::spec::ClassSpec;
+use super::spec::{ClassSpec, TenantsSpec};
 
 /// Where a tenant's I/O goes once its storage exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,6 +275,59 @@ impl Drop for RunDir {
     }
 }
 
+/// The kinds of storage a target gives the tenants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// Volumes on a qoslab node (embedded or `--node`).
+    Volumes,
+    /// A directory per tenant (`--target DIR`).
+    Dir,
+    /// A block device per tenant (`--target /dev/X,/dev/Y`).
+    Block,
+}
+
+/// What a target allows: a directory or a block device has no volumes (no emulated
+/// controller, and qoslab enforces no policy there); a volume or a block device has no
+/// directory for fio's `small_files` mix; a block device takes fio classes only (no file
+/// systems are made on it). The error names the option and the class.
+pub fn check_target(spec: &TenantsSpec, kind: TargetKind) -> Result<(), String> {
+    use super::fio_mix::FioMix;
+    use super::spec::AppSpec;
+    let flag = match kind {
+        TargetKind::Volumes => "",
+        TargetKind::Dir => "--target DIR",
+        TargetKind::Block => "--target /dev/X,/dev/Y",
+    };
+    if kind != TargetKind::Volumes && spec.capacity.is_some() {
+        return Err(format!("[tenants] capacity_iops/capacity_mbps emulate a controller on the embedded node: not with {flag} (the target's storage is its own)"));
+    }
+    for c in &spec.classes {
+        match (&c.app, kind) {
+            (
+                AppSpec::Fio {
+                    mix: FioMix::SmallFiles,
+                    ..
+                },
+                TargetKind::Volumes | TargetKind::Block,
+            ) => {
+                return Err(format!(
+                    "[[class]] {}: mix = \"small_files\" needs a directory target (--target DIR); on a volume or a block device fio runs on the device itself: use oltp, random or log_appender",
+                    c.name
+                ))
+            }
+            (AppSpec::Git(_) | AppSpec::Redis(_), TargetKind::Block) => {
+                return Err(format!(
+                    "[[class]] {}: app = \"{}\" needs a file system; {flag} takes fio classes only (use --target DIR on a file system of the devices, or --node URL)",
+                    c.name,
+                    c.app.name()
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,7 +341,7 @@ mod tests {
         assert_ne!(a.path, b.path);
         let be = Backend::Dir(&a.path);
         assert!(!be.enforces());
-        let (place, c, f) = be.create(&dummy_class(), "gold-n1-t0", 1).unwrap();
+        let (place, c, f) = be.create(&dummy_class(), "gold-n1-t0", 1, 0).unwrap();
         assert_eq!(place, Place::Dir(a.path.join("gold-n1-t0")));
         assert_eq!((c, f), (0, 0));
         std::fs::write(a.path.join("gold-n1-t0/f"), "x").unwrap();
@@ -302,6 +355,45 @@ mod tests {
         let e = RunDir::create(&keep).err().unwrap();
         assert!(e.contains("--target"), "{e}");
         std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn each_target_refuses_what_it_cannot_do_naming_the_class_and_the_flag() {
+        use super::super::spec::{RawClass, RawTenants};
+        let spec = |app: &str, mix: Option<&str>, capacity: bool| {
+            let t = RawTenants {
+                capacity_iops: capacity.then_some(1000),
+                ..RawTenants::default()
+            };
+            let c = RawClass {
+                name: "c1".into(),
+                app: app.into(),
+                mix: mix.map(String::from),
+                ..Default::default()
+            };
+            TenantsSpec::from_raw(&t, &[c]).unwrap()
+        };
+        let small = spec("fio", Some("small_files"), false);
+        assert!(check_target(&small, TargetKind::Dir).is_ok());
+        for k in [TargetKind::Volumes, TargetKind::Block] {
+            let e = check_target(&small, k).unwrap_err();
+            assert!(
+                e.contains("[[class]] c1") && e.contains("--target DIR"),
+                "{e}"
+            );
+        }
+        let git = spec("git", None, false);
+        assert!(check_target(&git, TargetKind::Dir).is_ok());
+        assert!(check_target(&git, TargetKind::Volumes).is_ok());
+        let e = check_target(&git, TargetKind::Block).unwrap_err();
+        assert!(e.contains("takes fio classes only"), "{e}");
+        let emulated = spec("fio", None, true);
+        assert!(check_target(&emulated, TargetKind::Volumes).is_ok());
+        let e = check_target(&emulated, TargetKind::Dir).unwrap_err();
+        assert!(
+            e.contains("capacity_iops") && e.contains("--target DIR"),
+            "{e}"
+        );
     }
 
     fn dummy_class() -> ClassSpec {

@@ -19,7 +19,7 @@ use harness::{
 };
 use storage_node::NodeConfig;
 
-use super::backend::{Backend, RunDir, NOT_ENFORCED};
+use super::backend::{check_target, Backend, RunDir, TargetKind, NOT_ENFORCED};
 use super::point::PointResult;
 use super::remote::RemoteNode;
 use super::rows::{summary_rows, tenant_rows, SUMMARY_COLUMNS, TENANT_COLUMNS};
@@ -83,59 +83,6 @@ impl std::fmt::Debug for RunDirBox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "RunDir({})", self.0.path.display())
     }
-}
-
-/// The kinds of storage a target gives the tenants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetKind {
-    /// Volumes on a qoslab node (embedded or `--node`).
-    Volumes,
-    /// A directory per tenant (`--target DIR`).
-    Dir,
-    /// A block device per tenant (`--target /dev/X,/dev/Y`).
-    Block,
-}
-
-/// What a target allows: a directory or a block device has no volumes (no emulated
-/// controller, and qoslab enforces no policy there); a volume or a block device has no
-/// directory for fio's `small_files` mix; a block device takes fio classes only (no file
-/// systems are made on it). The error names the option and the class.
-pub fn check_target(spec: &TenantsSpec, kind: TargetKind) -> Result<(), String> {
-    use super::fio_mix::FioMix;
-    use super::spec::AppSpec;
-    let flag = match kind {
-        TargetKind::Volumes => "",
-        TargetKind::Dir => "--target DIR",
-        TargetKind::Block => "--target /dev/X,/dev/Y",
-    };
-    if kind != TargetKind::Volumes && spec.capacity.is_some() {
-        return Err(format!("[tenants] capacity_iops/capacity_mbps emulate a controller on the embedded node: not with {flag} (the target's storage is its own)"));
-    }
-    for c in &spec.classes {
-        match (&c.app, kind) {
-            (
-                AppSpec::Fio {
-                    mix: FioMix::SmallFiles,
-                    ..
-                },
-                TargetKind::Volumes | TargetKind::Block,
-            ) => {
-                return Err(format!(
-                    "[[class]] {}: mix = \"small_files\" needs a directory target (--target DIR); on a volume or a block device fio runs on the device itself: use oltp, random or log_appender",
-                    c.name
-                ))
-            }
-            (AppSpec::Git(_) | AppSpec::Redis(_), TargetKind::Block) => {
-                return Err(format!(
-                    "[[class]] {}: app = \"{}\" needs a file system; {flag} takes fio classes only (use --target DIR on a file system of the devices, or --node URL)",
-                    c.name,
-                    c.app.name()
-                ))
-            }
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 impl TenantsPlan {
@@ -564,6 +511,12 @@ impl FamilyPlan for TenantsPlan {
                     let dev = d.display().to_string();
                     let st = hosts::devices::inspect(&host, &dev)
                         .map_err(|e| RunError::Plan(format!("--target {dev}: {e}")))?;
+                    if !st.mounts.is_empty() || st.swap {
+                        return Err(RunError::Plan(format!(
+                            "--target {dev}: in use ({}): a mounted or swap device is never overwritten, --destroy-data or not",
+                            st.reasons().join("; ")
+                        )));
+                    }
                     hosts::devices::check_writable(&st, "localhost", &self.destroy)
                         .map_err(|e| RunError::Plan(format!("--target: {e}")))?;
                 }
