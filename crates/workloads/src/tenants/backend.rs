@@ -70,6 +70,16 @@ impl Backend<'_> {
         !matches!(self, Backend::Dir(_) | Backend::Block(_))
     }
 
+    /// The step a tenant's failed setup is stored under (a tenant failed there has no
+    /// storage to remove).
+    pub fn setup_step(&self) -> &'static str {
+        match self {
+            Backend::Embedded { .. } | Backend::Remote(_) => "create volume",
+            Backend::Dir(_) => "create directory",
+            Backend::Block(_) => "block device",
+        }
+    }
+
     /// Create tenant `name`'s storage for class `c` at point `n` (`index`: the tenant's
     /// place among the point's tenants, all classes): its place and its effective
     /// (ceiling, floor) IOPS (0: none).

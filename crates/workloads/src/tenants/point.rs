@@ -123,7 +123,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                 setup: None,
             };
             match env.backend.create(c, &name, n, tenants.len()) {
-                Err(e) => t.setup = Some(Failure::classify("create volume", e)),
+                Err(e) => t.setup = Some(Failure::classify(env.backend.setup_step(), e)),
                 Ok((place, ceiling, floor)) => {
                     t.limits = (ceiling, floor);
                     match place {
@@ -293,7 +293,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
     }
     let names: Vec<String> = tenants
         .iter()
-        .filter(|t| !matches!(&t.setup, Some(f) if f.step == "create volume"))
+        .filter(|t| !matches!(&t.setup, Some(f) if f.step == env.backend.setup_step()))
         .map(|t| t.name.clone())
         .collect();
     teardown_errors.extend(env.backend.remove(&names));
