@@ -362,19 +362,9 @@ fn targets_the_tenants_family_cannot_use_are_refused_naming_the_flag() {
     );
 }
 
-#[test]
-fn a_sigterm_mid_sweep_on_a_running_node_deletes_the_runs_volumes_and_policies() {
-    require_fio_nbd();
-    let _h = heavy();
-    let node = Node::start(NODE);
-    let url = node.api_url();
-    let api = Api::new(&url);
-    let dir = Dir::new("tenants-node-term");
-    dir.write(
-        "long.toml",
-        r#"
+const LONG: &str = r#"
 [bench]
-name = "tenants-term"
+name = "tenants-long"
 
 [[policy]]
 name = "made100"
@@ -393,16 +383,19 @@ size = "64MiB"
 app = "fio"
 mix = "random"
 fio_size = "16MiB"
-"#,
-    );
-    let mut child = std::process::Command::new(crate::bench_util::QOSLAB)
+"#;
+
+/// Start a long sweep on `url` and wait until its two volumes are on the node.
+fn start_long_sweep(dir: &Dir, url: &str, api: &Api) -> std::process::Child {
+    dir.write("long.toml", LONG);
+    let child = std::process::Command::new(crate::bench_util::QOSLAB)
         .args([
             "--log-level",
             "warn",
             "bench",
             "long.toml",
             "--node",
-            &url,
+            url,
             "--db",
             "r.db",
         ])
@@ -412,7 +405,6 @@ fio_size = "16MiB"
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the run's volumes are on the node and in use.
     let t0 = std::time::Instant::now();
     loop {
         let v = names(&api.get_ok("/api/storage/volumes"));
@@ -426,9 +418,16 @@ fio_size = "16MiB"
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(2));
+    child
+}
+
+fn signal_and_wait(
+    child: &mut std::process::Child,
+    sig: &str,
+) -> (std::process::ExitStatus, String) {
     let pid = child.id().to_string();
     assert!(std::process::Command::new("kill")
-        .args(["-TERM", &pid])
+        .args([sig, &pid])
         .status()
         .unwrap()
         .success());
@@ -439,12 +438,25 @@ fio_size = "16MiB"
         }
         if t0.elapsed() > Duration::from_secs(60) {
             let _ = child.kill();
-            panic!("qoslab did not exit within 60 s of SIGTERM");
+            panic!("qoslab did not exit within 60 s of {sig}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status, err)
+}
+
+#[test]
+fn a_sigterm_mid_sweep_on_a_running_node_deletes_the_runs_volumes_and_policies() {
+    require_fio_nbd();
+    let _h = heavy();
+    let node = Node::start(NODE);
+    let url = node.api_url();
+    let api = Api::new(&url);
+    let dir = Dir::new("tenants-node-term");
+    let mut child = start_long_sweep(&dir, &url, &api);
+    let (status, err) = signal_and_wait(&mut child, "-TERM");
     assert_eq!(status.code(), Some(128 + 15), "{err}");
     assert_eq!(
         names(&api.get_ok("/api/storage/volumes")),
@@ -454,6 +466,50 @@ fio_size = "16MiB"
     let policies = names(&api.get_ok("/api/storage/qos/policies"));
     assert!(!policies.contains(&"made100".to_string()), "{policies:?}");
     assert!(policies.contains(&"theirs300".to_string()), "{policies:?}");
+}
+
+#[test]
+fn volumes_a_sigkilled_sweep_left_on_the_node_are_deleted_by_the_next_run() {
+    require_fio_nbd();
+    let _h = heavy();
+    let node = Node::start(NODE);
+    let url = node.api_url();
+    let api = Api::new(&url);
+    let dir = Dir::new("tenants-node-kill");
+    let mut child = start_long_sweep(&dir, &url, &api);
+    let left = names(&api.get_ok("/api/storage/volumes"));
+    let (status, _) = signal_and_wait(&mut child, "-KILL");
+    assert_eq!(status.code(), None, "killed");
+    assert_eq!(
+        names(&api.get_ok("/api/storage/volumes")),
+        left,
+        "SIGKILL cannot clean"
+    );
+    // The next run on the node finds them (their run is gone) and deletes them; the
+    // policy the killed run made is on the node now, so it is used as it is.
+    dir.write(
+        "short.toml",
+        &LONG
+            .replace("points = [2]", "points = [1]")
+            .replace("\"60s\"", "\"1s\""),
+    );
+    let o = qoslab(
+        &dir,
+        &["bench", "short.toml", "--node", &url, "--db", "r.db"],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    for v in left.iter().filter(|v| v.starts_with("qlt")) {
+        assert!(
+            out.contains(&format!("deleted volume {v} on")),
+            "{v} not reported:\n{out}"
+        );
+    }
+    assert_eq!(
+        names(&api.get_ok("/api/storage/volumes")),
+        vec!["keepme".to_string()]
+    );
 }
 
 /// Loop devices over files in a test directory, detached on drop.

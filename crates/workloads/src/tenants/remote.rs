@@ -5,7 +5,10 @@
 //! end, at the sweep's end, and on SIGINT/SIGTERM/SIGHUP (a cleanup registered with the
 //! mount session's signal thread). Volume names carry the run's tag (`qlt<pid>x<n>-`), so
 //! nothing already on the node is ever touched: a name already taken fails that tenant's
-//! setup.
+//! setup. Each volume's comment names the run (`qoslab tenants run BOOT_ID:PID:START`):
+//! a run SIGKILL'ed on this host leaves volumes the next run on the same node deletes
+//! (its process is gone: pid and start time, this boot), never those of a live run or of
+//! another host.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,10 +38,42 @@ struct Created {
     policies: Vec<String>,
 }
 
+/// The comment prefix that marks a tenants run's volume.
+const MARK: &str = "qoslab tenants run ";
+
+/// This process as a run marker: `BOOT_ID:PID:START` (None when /proc cannot tell).
+fn me() -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let pid = std::process::id();
+    let start = mounts::sys::start_time(pid)?;
+    Some(format!("{}:{pid}:{start}", boot.trim()))
+}
+
+/// Whether a volume comment names a run of this boot whose process is gone.
+fn stale(comment: &str, boot: &str) -> bool {
+    let Some(rest) = comment.strip_prefix(MARK) else {
+        return false;
+    };
+    let id = rest.split(';').next().unwrap_or("");
+    let mut f = id.split(':');
+    match (
+        f.next(),
+        f.next().and_then(|p| p.parse::<u32>().ok()),
+        f.next().and_then(|s| s.parse::<u64>().ok()),
+    ) {
+        (Some(b), Some(pid), Some(start)) if b == boot => !mounts::sys::alive(pid, start),
+        _ => false,
+    }
+}
+
 /// A running node the tenants' volumes are created on.
 pub struct RemoteNode {
     api: NodeHandle,
     tag: String,
+    /// This run's marker in its volumes' comments.
+    marker: String,
+    /// Volumes of killed runs deleted when this one opened.
+    pub cleaned: Vec<String>,
     created: Arc<Mutex<Created>>,
     _guard: mounts::signals::CleanupGuard,
 }
@@ -77,7 +112,11 @@ impl RemoteNode {
             }))
         };
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let marker = me().unwrap_or_else(|| format!("?:{}:?", std::process::id()));
+        let cleaned = clean_stale(&api, &marker)?;
         let node = RemoteNode {
+            marker,
+            cleaned,
             tag: format!(
                 "qlt{}x{}",
                 std::process::id(),
@@ -152,7 +191,7 @@ impl RemoteNode {
             "name": name,
             "size": c.size,
             "space": {"snapshot": {"reserve_percent": c.snapshot_reserve_percent}},
-            "comment": format!("qoslab tenants: class {}, point {n}", c.name),
+            "comment": format!("{MARK}{}; class {}, point {n}", self.marker, c.name),
         });
         if let Some(p) = &c.policy {
             body["qos"] = serde_json::json!({"policy": {"name": p}});
@@ -228,6 +267,31 @@ impl RemoteNode {
     }
 }
 
+/// Delete the volumes of tenants runs on this host whose process is gone (SIGKILL'ed);
+/// their names.
+fn clean_stale(api: &NodeHandle, marker: &str) -> Result<Vec<String>, String> {
+    let boot = marker.split(':').next().unwrap_or("");
+    let list = api
+        .get("/api/storage/volumes?fields=name,comment", TIMEOUT)
+        .map_err(|e| {
+            format!(
+                "--node {}: {e} (is `qoslab serve` running with its API there?)",
+                api.url()
+            )
+        })?;
+    let mut out = Vec::new();
+    for r in list["records"].as_array().into_iter().flatten() {
+        let (Some(name), Some(comment)) = (r["name"].as_str(), r["comment"].as_str()) else {
+            continue;
+        };
+        if stale(comment, boot) {
+            delete_volume(api, name)?;
+            out.push(name.to_string());
+        }
+    }
+    Ok(out)
+}
+
 fn delete_volume(api: &NodeHandle, name: &str) -> Result<(), String> {
     api.send(
         "DELETE",
@@ -268,5 +332,20 @@ mod tests {
     fn names_are_encoded_and_tagged() {
         assert_eq!(enc("a b&c"), "a%20b%26c");
         assert_eq!(enc("gold-n2-t0"), "gold-n2-t0");
+    }
+
+    #[test]
+    fn only_a_gone_run_of_this_boot_is_stale() {
+        let m = me().unwrap();
+        let boot = m.split(':').next().unwrap();
+        // This process is alive: never stale.
+        assert!(!stale(&format!("{MARK}{m}; class a, point 1"), boot));
+        // A pid with another start time is gone.
+        let pid = std::process::id();
+        assert!(stale(&format!("{MARK}{boot}:{pid}:1; class a"), boot));
+        // Another boot (or host), or no marker: left alone.
+        assert!(!stale(&format!("{MARK}other-boot:{pid}:1; class a"), boot));
+        assert!(!stale("someone's volume", boot));
+        assert!(!stale(&format!("{MARK}garbage"), boot));
     }
 }

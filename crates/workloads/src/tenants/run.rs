@@ -487,6 +487,12 @@ impl FamilyPlan for TenantsPlan {
                     .unwrap_or_default();
                 let r = RemoteNode::open(api.clone(), &self.spec.classes, &policies)
                     .map_err(RunError::Plan)?;
+                for v in &r.cleaned {
+                    ctx.ui.print(&format!(
+                        "qoslab: deleted volume {v} on {} (left by a killed tenants run of this host)\n",
+                        r.url()
+                    ));
+                }
                 for p in r.created_policies() {
                     ctx.ui.print(&format!(
                         "qoslab: created policy {p} on {} (deleted at the end)\n",
