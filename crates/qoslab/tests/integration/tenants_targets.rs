@@ -294,6 +294,21 @@ expect_ceiling = 0.1
         4,
         "a ceiling verdict per fio class and point"
     );
+    // The node sampler's windows (its REST metric block) are stored with the points.
+    let sampled: Vec<&Value> = run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["node"].as_array().into_iter().flatten())
+        .filter(|x| x["volume"].as_str().unwrap_or("").starts_with("qlt"))
+        .collect();
+    assert!(
+        sampled
+            .iter()
+            .any(|x| x["read_iops"].as_f64().unwrap_or(0.0) > 0.0),
+        "node samples of the run's volumes: {}",
+        run["series"]
+    );
 }
 
 #[test]

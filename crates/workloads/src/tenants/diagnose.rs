@@ -107,6 +107,7 @@ mod tests {
             fio_output: None,
             fio_jobfile: None,
             enforced: true,
+            node_samples: Vec::new(),
         }
     }
 

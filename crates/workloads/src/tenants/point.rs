@@ -62,6 +62,10 @@ pub struct PointResult {
     /// target's own QoS applies; no limits, waits or floor/ceiling verdicts then).
     #[serde(default = "yes")]
     pub enforced: bool,
+    /// A `--node`'s per-volume samples over the iterations (its REST `metric` windows:
+    /// stored with the point's first job, so the report charts them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_samples: Vec<harness::series::NodeSample>,
 }
 
 fn yes() -> bool {
@@ -317,5 +321,6 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         fio_output,
         fio_jobfile,
         enforced,
+        node_samples,
     }
 }

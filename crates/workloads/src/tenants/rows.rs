@@ -278,6 +278,7 @@ mod tests {
             fio_output: None,
             fio_jobfile: None,
             enforced: true,
+            node_samples: Vec::new(),
         };
         let s = summary_rows(&spec(), &p);
         assert_eq!(s.len(), 2);

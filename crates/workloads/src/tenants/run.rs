@@ -246,6 +246,7 @@ impl TenantsPlan {
             ctx.add_series(&JobSeries {
                 job_id: id,
                 hosts: p.hosts.clone(),
+                node: p.node_samples.clone(),
                 ..JobSeries::default()
             })?;
         }

@@ -168,6 +168,7 @@ mod tests {
             fio_output: None,
             fio_jobfile: None,
             enforced: true,
+            node_samples: Vec::new(),
         };
         let v = judge(&spec(), &p);
         assert_eq!(v.len(), 2);
