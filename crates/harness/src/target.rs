@@ -9,7 +9,6 @@
 //!   its NBD address and effective limits from the node's REST API ([`crate::node_api`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use storage_node::server::{self, Listeners, ServerStats};
@@ -245,16 +244,7 @@ fn enc(s: &str) -> String {
         .collect()
 }
 
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-/// A fresh directory under the system temp dir.
-pub fn temp_dir(tag: &str) -> std::io::Result<PathBuf> {
-    let n = SEQ.fetch_add(1, Ordering::SeqCst);
-    let p = std::env::temp_dir().join(format!("qoslab-{tag}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p)?;
-    Ok(p)
-}
+pub use crate::tempdirs::temp_dir;
 
 /// A storage node running in this process, on a unix socket in a temp dir.
 pub struct EmbeddedNode {

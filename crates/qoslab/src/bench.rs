@@ -74,14 +74,22 @@ pub struct BenchArgs {
     #[arg(long, requires = "node")]
     volume: Option<String>,
     /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
-    /// run's length before --scale (default 320s); --suite network: each iperf3 test (default
-    /// 10s); the other suites: each fio job (default the seed's 60s).
+    /// run's length before --scale (default 320s); the provisioned profile: each time-based step
+    /// (default 60s x --scale, at least 2s; burst steps run until the credits are out);
+    /// --suite network: each iperf3 test (default 10s); the other suites: each fio job (default
+    /// the seed's 60s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
     /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s); --suite network: iperf3's
     /// omitted start (default 1s).
     #[arg(long, value_parser = duration)]
     ramp: Option<f64>,
+    /// Shrink a profile's sizes and times together by this factor. ramp: the cycle, the
+    /// runtime and the write-cycle limit (default 1: 0.05 turns 80 s cycles into 4 s ones
+    /// with a 2.25 s limit); provisioned: the file system's caches and credit buckets, or a
+    /// volume model's buckets (default 0.005 on the embedded node, 1 elsewhere).
+    #[arg(long, value_name = "FACTOR")]
+    scale: Option<f64>,
     /// Remote load generator running `fio --server` (HOST or HOST,PORT); repeatable.
     #[arg(long = "client", value_name = "HOST,PORT")]
     clients: Vec<String>,
@@ -290,6 +298,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         clients: !args.clients.is_empty(),
         runtime: args.runtime,
         ramp: args.ramp,
+        scale: args.scale,
         args: Some(matches),
     };
     let mut plan = match (&args.plan, &args.profile) {
@@ -297,19 +306,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             registry.suite(args.suite.as_deref().unwrap_or_default(), &request())?
         }
         (file, Some(profile)) => {
-            let plan = registry.profile(
-                profile,
-                &ProfileRequest {
-                    embedded,
-                    plan_file: file.is_some(),
-                    target: args.target.is_some(),
-                    node: args.node.is_some(),
-                    clients: !args.clients.is_empty(),
-                    runtime: args.runtime,
-                    ramp: args.ramp,
-                    args: Some(matches),
-                },
-            )?;
+            let plan = registry.profile(profile, &request())?;
             if file.is_some() {
                 anyhow::bail!("give a plan file or --profile, not both");
             }
@@ -355,6 +352,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     plan.configure(&Options {
         runtime: args.runtime,
         ramp: args.ramp,
+        scale: args.scale,
         clients: &args.clients,
         no_step_lines: false,
         until_steady: args.until_steady,

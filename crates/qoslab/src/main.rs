@@ -6,6 +6,7 @@ mod compare_cmd;
 mod demo;
 mod http_client;
 mod ontap;
+mod policy_burst;
 mod policy_cmd;
 mod report_cmd;
 mod results;
@@ -127,7 +128,10 @@ mod tests {
             .map(|v| v.get_name().to_string())
             .collect();
         assert_eq!(values, registry.profiles());
-        assert_eq!(values, ["dbench", "isolation", "ramp", "tenants"]);
+        assert_eq!(
+            values,
+            ["dbench", "isolation", "ramp", "tenants", "provisioned"]
+        );
         let suite = bench
             .get_arguments()
             .find(|a| a.get_id() == "suite")

@@ -22,6 +22,9 @@ pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
             for v in node.volumes() {
                 v.stats.sample(now);
             }
+            if let Some(fs) = node.provisioned() {
+                fs.stats.sample(now);
+            }
         }
     })
 }
@@ -212,7 +215,8 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         "qoslab_volume_qos_wait_seconds_total",
         "counter",
         "Time requests spent queued by QoS: by the volume's ceiling (ONTAP \"QoS Max\") or \
-         behind other volumes' floors (\"QoS Min\").",
+         behind other volumes' floors (\"QoS Min\"), or for the provisioned file system's \
+         resources (\"resource\").",
     );
     for (v, l) in &vols {
         let _ = writeln!(
@@ -224,6 +228,11 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
             o,
             "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"floor\"}} {}",
             v.stats.floor_wait_ns.load(Relaxed) as f64 / 1e9
+        );
+        let _ = writeln!(
+            o,
+            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"resource\"}} {}",
+            v.stats.resource_wait_ns.load(Relaxed) as f64 / 1e9
         );
     }
     header(
@@ -277,5 +286,6 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
     for (v, l) in &vols {
         let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
     }
+    crate::credits::render_metrics(&mut o, node, &vols);
     o
 }

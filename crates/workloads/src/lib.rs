@@ -7,6 +7,9 @@
 //!   FIFO control (`--profile isolation`);
 //! - [`ramp`]: GenIO-style ramps on qoslab's own generator (`[ramp]`, `[[system]]`,
 //!   `--profile ramp`);
+//! - [`provisioned`]: seed 003's FSx workshop against a provisioned spec: cached reads,
+//!   burst then baseline, 1 vs 16 connections, IOPS; or a volume model's burst
+//!   (`[provisioned]`, `--profile provisioned`);
 //! - [`suite`]: seed 002's system suites over ssh (`--suite network|disks|nfs|iscsi|block|dir`,
 //!   `[suite]` and `[[host]]`).
 //!
@@ -16,6 +19,7 @@
 pub mod dbench;
 pub mod fio_plan;
 pub mod isolation;
+pub mod provisioned;
 pub mod ramp;
 pub mod registry;
 pub mod suite;

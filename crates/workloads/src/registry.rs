@@ -30,6 +30,7 @@ pub static FAMILIES: &[&dyn WorkloadFamily] = &[
     &crate::ramp::Ramp,
     &crate::tenants::Tenants,
     &crate::suite::Suites,
+    &crate::provisioned::Provisioned,
 ];
 
 /// The harness's registry of [`FAMILIES`].

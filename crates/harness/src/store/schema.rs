@@ -1,10 +1,11 @@
-//! The results database's schema (`PRAGMA user_version` 4). Tables are created with
+//! The results database's schema (`PRAGMA user_version` 5). Tables are created with
 //! `IF NOT EXISTS`, so opening an older database adds the newer tables in place, and
 //! [`MIGRATIONS`] add the newer columns (schema 4: a job's diagnosis and steady state, a
-//! verdict's outcome and reason; the host tool-set tables).
+//! verdict's outcome and reason; the host tool-set tables. Schema 5: each node sample's
+//! burst buckets; the provisioned file system's `resource_samples`).
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Columns added after a table was first shipped: (table, column, definition). Added when
 /// missing; then `fill` sets what older rows imply.
@@ -13,6 +14,17 @@ pub(crate) const MIGRATIONS: &[(&str, &str, &str)] = &[
     ("jobs", "steady", "TEXT"),
     ("verdicts", "outcome", "TEXT"),
     ("verdicts", "reason", "TEXT"),
+    // Schema 5: a node sample's burst buckets (NULL: the dimension does not burst).
+    ("node_samples", "iops_balance", "REAL"),
+    ("node_samples", "iops_bucket", "REAL"),
+    ("node_samples", "iops_baseline", "REAL"),
+    ("node_samples", "iops_burst", "REAL"),
+    ("node_samples", "iops_time_to_empty_s", "REAL"),
+    ("node_samples", "bytes_balance", "REAL"),
+    ("node_samples", "bytes_bucket", "REAL"),
+    ("node_samples", "bytes_baseline", "REAL"),
+    ("node_samples", "bytes_burst", "REAL"),
+    ("node_samples", "bytes_time_to_empty_s", "REAL"),
 ];
 
 /// Older verdicts were pass or fail.
@@ -92,7 +104,18 @@ CREATE TABLE IF NOT EXISTS node_samples (
   volume TEXT NOT NULL,
   read_iops REAL NOT NULL, write_iops REAL NOT NULL, other_iops REAL NOT NULL,
   read_bps REAL NOT NULL, write_bps REAL NOT NULL,
-  lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL
+  lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL,
+  -- schema 5: burst buckets at the end of the window (NULL: the dimension does not burst)
+  iops_balance REAL, iops_bucket REAL, iops_baseline REAL, iops_burst REAL, iops_time_to_empty_s REAL,
+  bytes_balance REAL, bytes_bucket REAL, bytes_baseline REAL, bytes_burst REAL, bytes_time_to_empty_s REAL
+);
+CREATE TABLE IF NOT EXISTS resource_samples (   -- schema 5
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  t_ms INTEGER NOT NULL,
+  resource TEXT NOT NULL,          -- network | disk | disk_iops | ssd_iops
+  unit TEXT NOT NULL,              -- bytes | iops
+  use_rate REAL NOT NULL, baseline REAL NOT NULL,
+  balance REAL, bucket REAL, burst REAL, time_to_empty_s REAL
 );
 CREATE TABLE IF NOT EXISTS verdicts (
   job_id INTEGER NOT NULL REFERENCES jobs(id),

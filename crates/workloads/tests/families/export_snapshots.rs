@@ -238,12 +238,14 @@ fn series() -> Vec<JobSeries> {
             lat_mean_us: 7900.0 + 10.0 * i as f64,
             ceiling_wait_us: 7800.0,
             floor_wait_us: 0.0,
+            ..Default::default()
         })
         .collect();
     vec![JobSeries {
         job_id: 1,
         fio,
         node,
+        resources: Vec::new(),
         hosts: vec![host()],
     }]
 }
