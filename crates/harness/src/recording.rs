@@ -125,7 +125,7 @@ impl SeriesRecorder {
     ) -> JobRecording {
         let probe: Option<Box<dyn NodeProbe>> = match (node, target) {
             (Some(n), _) => Some(Box::new(EmbeddedProbe::new(n.node().clone()))),
-            (None, Target::NodeVolume { node: api, .. }) => {
+            (None, Target::NodeVolume { node: api, .. } | Target::Node(api)) => {
                 Some(Box::new(RestProbe::new(api.clone())))
             }
             _ => None,

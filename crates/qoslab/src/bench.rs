@@ -59,13 +59,16 @@ pub struct BenchArgs {
     #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
     suite: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
-    /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device.
+    /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device. The
+    /// tenants family takes a directory (a subdirectory per tenant) or block devices
+    /// /dev/X,/dev/Y (one per tenant, fio classes only); QoS is then the target's own.
     #[arg(long, conflicts_with = "node")]
     target: Option<String>,
     /// A running qoslab node's REST API (e.g. http://127.0.0.1:8080): the volume named by
     /// --volume is looked up there (its NBD URI and effective limits, which expectations
-    /// such as `iops >= policy.ceiling * 0.95` use).
-    #[arg(long, requires = "volume")]
+    /// such as `iops >= policy.ceiling * 0.95` use). The tenants family takes --node alone:
+    /// it creates its tenants' volumes (and missing policies) there and deletes them after.
+    #[arg(long)]
     node: Option<String>,
     /// The volume on --node to run against.
     #[arg(long, requires = "node")]
@@ -200,6 +203,18 @@ impl NodeApi for ApiClientNode {
     fn get(&self, path: &str, timeout: std::time::Duration) -> Result<serde_json::Value, String> {
         self.0.get_within(path, timeout).map_err(|e| e.to_string())
     }
+
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        timeout: std::time::Duration,
+    ) -> Result<serde_json::Value, String> {
+        self.0
+            .call_within(method, path, body, Some(timeout))
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// How the harness reaches a running node's REST API (`--node URL`): the one place that
@@ -316,6 +331,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 );
             }
             harness::target::node_volume(&node_api(url, &args.conn, &args.token_file)?, vol)?
+        }
+        (Some(url), None) if plan.family == workloads::tenants::NAME => {
+            Target::Node(node_api(url, &args.conn, &args.token_file)?)
+        }
+        (Some(_), None) => anyhow::bail!(
+            "--node needs --volume NAME: the volume on the node to run against (only the tenants \
+             family, --profile tenants or a plan with [tenants], takes --node alone: it creates \
+             its own volumes)"
+        ),
+        _ if plan.family == workloads::tenants::NAME && Target::names_devices(&target_s) => {
+            Target::parse_devices(&target_s)?
         }
         _ => Target::parse(&target_s)?,
     };

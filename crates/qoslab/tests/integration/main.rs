@@ -32,4 +32,5 @@ mod report;
 mod suites;
 mod tenants;
 mod tenants_sweep;
+mod tenants_targets;
 mod util;

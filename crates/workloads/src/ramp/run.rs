@@ -484,6 +484,19 @@ fn addresses(
             }
             (None, Target::Nbd(u), _) | (None, Target::NodeVolume { uri: u, .. }, _) => u.clone(),
             (None, Target::Path(p), _) => p.display().to_string(),
+            (None, Target::Devices(_), _) => {
+                return Err(RunError::Plan(format!(
+                    "{}: a ramp takes one target (give each [[system]] its own target = PATH)",
+                    origin
+                )))
+            }
+            (None, Target::Node(n), _) => {
+                return Err(RunError::Plan(format!(
+                    "{}: --node {} needs --volume NAME for a ramp",
+                    origin,
+                    n.url()
+                )))
+            }
             (None, Target::Embedded, None) => {
                 return Err(RunError::Plan(format!(
                     "{}: the embedded node needs at least one [[volume]] in the plan (or pass --target URI|PATH)",
