@@ -17,6 +17,7 @@ pub mod config;
 pub mod errors;
 pub mod metrics;
 pub mod node;
+pub mod objstore;
 pub mod scheduler;
 pub mod server;
 pub mod state;
