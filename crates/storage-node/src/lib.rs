@@ -11,10 +11,12 @@
 
 pub mod api;
 pub mod backend;
+pub mod bucket;
 pub mod calibrate;
 pub mod clock;
 pub mod config;
 pub mod errors;
+pub mod flow_gate;
 pub mod metrics;
 pub mod node;
 pub mod objstore;
