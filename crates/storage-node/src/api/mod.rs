@@ -8,6 +8,7 @@
 mod cluster;
 pub mod http;
 pub mod model;
+pub mod s3;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -42,6 +43,8 @@ pub struct ControlPlane {
     inner: Mutex<Inner>,
     /// Where NBD clients reach this node (set once the listeners are bound).
     nbd: std::sync::OnceLock<NbdEndpoints>,
+    /// S3 users and buckets (api/s3.rs).
+    s3: s3::S3State,
 }
 
 /// The node's NBD listening addresses, reported in each volume's `nbd` block so that
@@ -155,6 +158,8 @@ impl ControlPlane {
             }
         }
         let node = Node::open(&node_cfg, data_dir).map_err(|e| e.to_string())?;
+        let s3 = s3::S3State::load(&store, &node, &policies, None)
+            .map_err(|e| format!("{}: S3 buckets: {e}", db.display()))?;
         Ok(Arc::new(ControlPlane {
             node,
             server_stats,
@@ -164,6 +169,7 @@ impl ControlPlane {
                 volumes,
             }),
             nbd: std::sync::OnceLock::new(),
+            s3,
         }))
     }
 
@@ -300,19 +306,21 @@ impl ControlPlane {
         if row.builtin {
             return Err(read_only_policy(&row.name));
         }
-        let users: Vec<&str> = inner
+        let mut users: Vec<&str> = inner
             .volumes
             .iter()
             .filter(|v| v.policy_uuid.as_deref() == Some(uuid))
             .map(|v| v.name.as_str())
             .collect();
+        let buckets = self.s3.buckets_using(uuid);
+        users.extend(buckets.iter().map(|b| b.as_str()));
         if !users.is_empty() {
             return Err(ApiError::conflict(
                 code::IN_USE,
                 "uuid",
                 format!(
-                    "policy {:?} is in use by {} volume(s): {}; move them to another policy \
-                     (or none) first",
+                    "policy {:?} is in use by {} volume(s) or bucket(s): {}; move them to \
+                     another policy (or none) first",
                     row.name,
                     users.len(),
                     users.join(", ")

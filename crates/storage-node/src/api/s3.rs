@@ -1,0 +1,864 @@
+//! S3 on the control plane, in ONTAP's shapes: the node's one S3 service
+//! (`/api/protocols/s3/services/{svm.uuid}`), its users (access and secret keys) and its
+//! buckets (with `qos_policy`: a bucket is held to a QoS policy group like a volume).
+//!
+//! The same catalog serves the S3 endpoint (the `s3-server` crate): secret keys for
+//! Signature V4, buckets created and deleted with S3's own CreateBucket/DeleteBucket.
+//! Every change follows the control plane's rule: validate, commit to `state.db`, then
+//! change the live node.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{json, Map, Value};
+
+use super::model::{code, ApiError, PolicyRef};
+use super::{db_err, list, single, ControlPlane, PolicyRec, Query, Reply, R};
+use crate::bucket::{Bucket, DEFAULT_BUCKET_SIZE};
+use crate::node::Node;
+use crate::state::{new_uuid, BucketRow, S3UserRow, Store};
+
+/// The S3 part of the control plane's state.
+pub(super) struct S3State {
+    svm_uuid: String,
+    svm_name: String,
+    rows: Mutex<Rows>,
+    /// access key → (secret key, user name): read on every S3 request.
+    keys: RwLock<HashMap<String, (String, String)>>,
+}
+
+struct Rows {
+    users: Vec<S3UserRow>,
+    buckets: Vec<BucketRow>,
+}
+
+/// Why a bucket change asked for by an S3 client failed (the S3 endpoint turns each
+/// into S3's own error code).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BucketError {
+    #[error("a bucket named {0:?} already exists")]
+    Exists(String),
+    #[error("no bucket named {0:?}")]
+    NotFound(String),
+    #[error("bucket {0:?} is not empty: delete its objects and multipart uploads first")]
+    NotEmpty(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<BucketError> for ApiError {
+    fn from(e: BucketError) -> ApiError {
+        let m = e.to_string();
+        match e {
+            BucketError::Exists(_) => ApiError::conflict(code::DUPLICATE, "name", m),
+            BucketError::NotFound(_) => ApiError::not_found("uuid", m),
+            BucketError::NotEmpty(_) => ApiError::conflict(code::IN_USE, "uuid", m),
+            BucketError::Invalid(_) => ApiError::bad(code::OUT_OF_RANGE, "name", m),
+            BucketError::Internal(_) => ApiError::internal(m),
+        }
+    }
+}
+
+/// S3's bucket naming rules (3-63 of a-z 0-9 . -, starting and ending with a letter or
+/// digit, not shaped like an IP address).
+pub fn valid_bucket_name(n: &str) -> bool {
+    let b = n.as_bytes();
+    (3..=63).contains(&b.len())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'.' || *c == b'-')
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && !n.contains("..")
+        && n.parse::<std::net::Ipv4Addr>().is_err()
+}
+
+/// ONTAP's S3 user names: 1-64 of 0-9 A-Z a-z _ + = , . @ -.
+fn valid_user_name(n: &str) -> bool {
+    (1..=64).contains(&n.len())
+        && n.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"_+=,.@-".contains(&c))
+}
+
+fn valid_key(k: &str) -> bool {
+    (16..=128).contains(&k.len()) && k.bytes().all(|c| c.is_ascii_graphic() && c != b':')
+}
+
+fn random_token(len: usize, alphabet: &[u8]) -> String {
+    let mut out = String::with_capacity(len);
+    while out.len() < len {
+        let mut raw = [0u8; 64];
+        let ok = std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw))
+            .is_ok();
+        if !ok {
+            // new_uuid has its own fallback; use its bytes.
+            let u = new_uuid().replace('-', "");
+            raw[..32].copy_from_slice(&u.as_bytes()[..32]);
+        }
+        for x in raw {
+            // Rejection sampling keeps the distribution uniform.
+            let lim = 256 - 256 % alphabet.len();
+            if (x as usize) < lim && out.len() < len {
+                out.push(alphabet[x as usize % alphabet.len()] as char);
+            }
+        }
+    }
+    out
+}
+
+fn new_keys() -> (String, String) {
+    (
+        random_token(20, b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
+        random_token(
+            40,
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+        ),
+    )
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+impl S3State {
+    /// Load users and buckets from the database and open every bucket on the node.
+    pub(super) fn load(
+        store: &Store,
+        node: &Arc<Node>,
+        policies: &[PolicyRec],
+        cfg_svm: Option<&str>,
+    ) -> Result<S3State, String> {
+        let svm_uuid = store
+            .meta_or_init("s3_svm_uuid", new_uuid)
+            .map_err(|e| e.to_string())?;
+        let svm_name = store
+            .meta_or_init("s3_svm_name", || cfg_svm.unwrap_or("qoslab").to_string())
+            .map_err(|e| e.to_string())?;
+        let users = store.s3_users().map_err(|e| e.to_string())?;
+        let buckets = store.buckets().map_err(|e| e.to_string())?;
+        for b in &buckets {
+            let policy = b.policy_uuid.as_ref().and_then(|u| {
+                policies
+                    .iter()
+                    .find(|p| &p.row.uuid == u)
+                    .map(|p| p.row.name.clone())
+            });
+            node.open_bucket(&b.name, &b.uuid, b.size, policy)
+                .map_err(|e| e.to_string())?;
+        }
+        let keys = users
+            .iter()
+            .map(|u| (u.access_key.clone(), (u.secret_key.clone(), u.name.clone())))
+            .collect();
+        Ok(S3State {
+            svm_uuid,
+            svm_name,
+            rows: Mutex::new(Rows { users, buckets }),
+            keys: RwLock::new(keys),
+        })
+    }
+
+    fn rows(&self) -> std::sync::MutexGuard<'_, Rows> {
+        self.rows.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn rebuild_keys(&self, users: &[S3UserRow]) {
+        *self.keys.write().unwrap_or_else(|p| p.into_inner()) = users
+            .iter()
+            .map(|u| (u.access_key.clone(), (u.secret_key.clone(), u.name.clone())))
+            .collect();
+    }
+
+    /// Names of the policies buckets use (for refusing to delete them).
+    pub(super) fn buckets_using(&self, policy_uuid: &str) -> Vec<String> {
+        self.rows()
+            .buckets
+            .iter()
+            .filter(|b| b.policy_uuid.as_deref() == Some(policy_uuid))
+            .map(|b| b.name.clone())
+            .collect()
+    }
+}
+
+// ---- the catalog, as the S3 endpoint uses it ----
+
+impl ControlPlane {
+    /// The secret key and user name of an access key (Signature V4 verification).
+    pub fn s3_secret(&self, access_key: &str) -> Option<(String, String)> {
+        self.s3
+            .keys
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(access_key)
+            .cloned()
+    }
+
+    /// Buckets by name with their creation times (ns since the epoch), sorted by name.
+    pub fn s3_bucket_list(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<_> = self
+            .s3
+            .rows()
+            .buckets
+            .iter()
+            .map(|b| (b.name.clone(), b.created_ns))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Add (or update the keys of) user `name`: the `serve --s3-keys-file` bootstrap.
+    pub fn s3_ensure_user(&self, name: &str, access: &str, secret: &str) -> Result<(), String> {
+        if !valid_user_name(name) {
+            return Err(format!("invalid S3 user name {name:?}: 1 to 64 of 0-9 A-Z a-z _ + = , . @ -"));
+        }
+        if !valid_key(access) || !valid_key(secret) {
+            return Err(format!(
+                "S3 user {name:?}: access and secret keys must be 16 to 128 printable characters without ':' or spaces"
+            ));
+        }
+        let inner = self.lock();
+        let mut rows = self.s3.rows();
+        if rows
+            .users
+            .iter()
+            .any(|u| u.access_key == access && u.name != name)
+        {
+            return Err(format!("access key of user {name:?} already belongs to another user"));
+        }
+        let row = S3UserRow {
+            name: name.to_string(),
+            access_key: access.to_string(),
+            secret_key: secret.to_string(),
+            comment: String::new(),
+        };
+        match rows.users.iter().position(|u| u.name == name) {
+            Some(i) => {
+                if rows.users[i] != row {
+                    let row = S3UserRow {
+                        comment: rows.users[i].comment.clone(),
+                        ..row
+                    };
+                    inner.store.update_s3_user(&row).map_err(|e| e.to_string())?;
+                    rows.users[i] = row;
+                }
+            }
+            None => {
+                inner.store.insert_s3_user(&row).map_err(|e| e.to_string())?;
+                rows.users.push(row);
+            }
+        }
+        self.s3.rebuild_keys(&rows.users);
+        Ok(())
+    }
+
+    /// Create a bucket (S3 CreateBucket, or the REST API with its extra fields).
+    pub fn s3_create_bucket(
+        &self,
+        name: &str,
+        size: Option<u64>,
+        policy: Option<&PolicyRef>,
+        comment: &str,
+    ) -> Result<(Arc<Bucket>, BucketRow), ApiError> {
+        if !valid_bucket_name(name) {
+            return Err(BucketError::Invalid(format!(
+                "invalid bucket name {name:?}: 3 to 63 of a-z 0-9 . - starting and ending with a letter or digit"
+            ))
+            .into());
+        }
+        let inner = self.lock();
+        let mut rows = self.s3.rows();
+        if rows.buckets.iter().any(|b| b.name == name) {
+            return Err(BucketError::Exists(name.to_string()).into());
+        }
+        let policy_uuid = match policy {
+            None => None,
+            Some(r) => Some(Self::resolve_policy(&inner, r)?),
+        };
+        // A directory of this name belongs to no bucket (a crash between a delete's
+        // commit and its removal): clear it so the new bucket starts empty.
+        let dir = self.node.bucket_dir(name);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| BucketError::Internal(format!("{}: {e}", dir.display())))?;
+        }
+        let row = BucketRow {
+            uuid: new_uuid(),
+            name: name.to_string(),
+            size: size.unwrap_or(DEFAULT_BUCKET_SIZE),
+            comment: comment.to_string(),
+            policy_uuid,
+            created_ns: now_ns(),
+        };
+        inner.store.insert_bucket(&row).map_err(db_err)?;
+        let pname = Self::policy_name_of(&inner, &row.policy_uuid);
+        let b = match self.node.open_bucket(&row.name, &row.uuid, row.size, pname) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = inner.store.delete_bucket(&row.uuid);
+                return Err(BucketError::Internal(format!("creating the bucket: {e}")).into());
+            }
+        };
+        rows.buckets.push(row.clone());
+        Ok((b, row))
+    }
+
+    /// Delete an empty bucket (S3 DeleteBucket, or the REST API).
+    pub fn s3_delete_bucket(&self, name: &str) -> Result<(), BucketError> {
+        let inner = self.lock();
+        let mut rows = self.s3.rows();
+        let i = rows
+            .buckets
+            .iter()
+            .position(|b| b.name == name)
+            .ok_or_else(|| BucketError::NotFound(name.to_string()))?;
+        let b = self
+            .node
+            .bucket(name)
+            .ok_or_else(|| BucketError::NotFound(name.to_string()))?;
+        if !b.store.is_empty() {
+            return Err(BucketError::NotEmpty(name.to_string()));
+        }
+        inner
+            .store
+            .delete_bucket(&rows.buckets[i].uuid)
+            .map_err(|e| BucketError::Internal(format!("state database: {e}")))?;
+        rows.buckets.remove(i);
+        self.node.remove_bucket(name);
+        if let Err(e) = b.store.destroy() {
+            tracing::warn!(bucket = name, "removing the deleted bucket's directory: {e}");
+        }
+        Ok(())
+    }
+}
+
+// ---- the REST API ----
+
+fn check_svm(cp: &ControlPlane, svm_uuid: &str) -> R<()> {
+    if svm_uuid == cp.s3.svm_uuid {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(
+            "svm.uuid",
+            format!(
+                "no S3 service on SVM {svm_uuid:?}; this node's is {:?} (GET /api/protocols/s3/services)",
+                cp.s3.svm_uuid
+            ),
+        ))
+    }
+}
+
+fn obj<'a>(v: &'a Value, t: &str) -> R<&'a Map<String, Value>> {
+    v.as_object().ok_or_else(|| {
+        ApiError::bad(code::INVALID_TYPE, t, format!("field \"{t}\" must be an object"))
+    })
+}
+
+fn only(m: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> R<()> {
+    for k in m.keys() {
+        if !allowed.contains(&k.as_str()) {
+            let t = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            return Err(ApiError::bad(
+                code::UNKNOWN_FIELD,
+                &t,
+                format!("unexpected field \"{t}\"; allowed here: {}", allowed.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn text<'a>(m: &'a Map<String, Value>, t: &str, key: &str) -> R<Option<&'a str>> {
+    match m.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ApiError::bad(
+            code::INVALID_TYPE,
+            t,
+            format!("field \"{t}\" must be a string"),
+        )),
+    }
+}
+
+fn bucket_size(m: &Map<String, Value>) -> R<Option<u64>> {
+    const MAX: u64 = 1 << 60;
+    let bad = |msg: String| ApiError::bad(code::OUT_OF_RANGE, "size", msg);
+    let n = match m.get("size") {
+        None => return Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .ok_or_else(|| bad(format!("field \"size\" = {n} must be a positive integer")))?,
+        Some(Value::String(s)) => {
+            qos_core::parse_size(s).map_err(|e| bad(format!("field \"size\" = {s:?}: {e}")))?
+        }
+        Some(_) => {
+            return Err(ApiError::bad(
+                code::INVALID_TYPE,
+                "size",
+                "field \"size\" must be bytes (an integer) or a string such as \"100GB\"",
+            ))
+        }
+    };
+    if n == 0 || n > MAX {
+        return Err(bad(format!(
+            "field \"size\" = {n} is out of range: allowed 1 to {MAX}"
+        )));
+    }
+    Ok(Some(n))
+}
+
+/// `qos_policy`: a reference to an existing policy group by name and/or uuid
+/// (`Some(None)`: remove it). The throughput fields ONTAP shows are accepted but must
+/// come with a name or uuid: qoslab does not generate policies.
+fn qos_policy(m: &Map<String, Value>) -> R<Option<Option<PolicyRef>>> {
+    let Some(v) = m.get("qos_policy") else {
+        return Ok(None);
+    };
+    if v.is_null() {
+        return Ok(Some(None));
+    }
+    let p = obj(v, "qos_policy")?;
+    only(
+        p,
+        "qos_policy",
+        &[
+            "name",
+            "uuid",
+            "max_throughput_iops",
+            "max_throughput_mbps",
+            "min_throughput_iops",
+            "min_throughput_mbps",
+        ],
+    )?;
+    let r = PolicyRef {
+        name: text(p, "qos_policy.name", "name")?.map(str::to_string),
+        uuid: text(p, "qos_policy.uuid", "uuid")?.map(str::to_string),
+    };
+    match (&r.name, &r.uuid) {
+        (Some(n), None) if n == "none" => Ok(Some(None)),
+        (None, None) if p.is_empty() => Ok(Some(None)),
+        (None, None) => Err(ApiError::bad(
+            code::MISSING_FIELD,
+            "qos_policy.name",
+            "give qos_policy.name or qos_policy.uuid of an existing policy group \
+             (create it with POST /api/storage/qos/policies); qoslab does not generate policies \
+             from throughput values",
+        )),
+        _ => Ok(Some(Some(r))),
+    }
+}
+
+const BUCKET_FIELDS: &[&str] = &[
+    "name",
+    "svm",
+    "size",
+    "comment",
+    "qos_policy",
+    "type",
+    "aggregates",
+    "constituents_per_aggregate",
+];
+
+const BUCKET_TOP: &[&str] = &[
+    "uuid",
+    "name",
+    "svm",
+    "size",
+    "comment",
+    "qos_policy",
+    "type",
+    "logical_used_size",
+    "object_count",
+    "statistics",
+];
+
+const USER_TOP: &[&str] = &["name", "svm", "comment", "access_key"];
+
+fn s3_type(m: &Map<String, Value>) -> R<()> {
+    match text(m, "type", "type")? {
+        None | Some("s3") => Ok(()),
+        Some(t) => Err(ApiError::bad(
+            code::OUT_OF_RANGE,
+            "type",
+            format!("bucket type {t:?} is not supported: qoslab buckets are \"s3\""),
+        )),
+    }
+}
+
+impl ControlPlane {
+    fn svm_json(&self) -> Value {
+        json!({"name": self.s3.svm_name, "uuid": self.s3.svm_uuid})
+    }
+
+    fn bucket_json(&self, inner: &super::Inner, row: &BucketRow) -> Value {
+        let mut m = Map::new();
+        m.insert("uuid".into(), json!(row.uuid));
+        m.insert("name".into(), json!(row.name));
+        m.insert("svm".into(), self.svm_json());
+        m.insert("type".into(), json!("s3"));
+        m.insert("size".into(), json!(row.size));
+        m.insert("comment".into(), json!(row.comment));
+        if let Some(b) = self.node.bucket(&row.name) {
+            m.insert("logical_used_size".into(), json!(b.store.used()));
+            m.insert("object_count".into(), json!(b.store.count()));
+            let r = b.stats.rates();
+            m.insert(
+                "statistics".into(),
+                json!({
+                    "iops_raw": {"read": b.stats.ops(crate::stats::OpKind::Read),
+                                 "write": b.stats.ops(crate::stats::OpKind::Write),
+                                 "other": b.stats.ops(crate::stats::OpKind::Other)},
+                    "iops": r.total_iops(),
+                }),
+            );
+        }
+        if let Some(uuid) = &row.policy_uuid {
+            if let Some(p) = inner.policies.iter().find(|p| &p.row.uuid == uuid) {
+                let mut q = Map::new();
+                q.insert("name".into(), json!(p.row.name));
+                q.insert("uuid".into(), json!(p.row.uuid));
+                if let qos_core::Policy::Fixed(f) = &p.policy {
+                    q.insert("max_throughput_iops".into(), json!(f.max_iops));
+                    q.insert("max_throughput_mbps".into(), json!(f.max_mbps));
+                    q.insert("min_throughput_iops".into(), json!(f.min_iops));
+                    q.insert("min_throughput_mbps".into(), json!(f.min_mbps));
+                }
+                m.insert("qos_policy".into(), Value::Object(q));
+            }
+        }
+        Value::Object(m)
+    }
+
+    fn user_json(&self, u: &S3UserRow) -> Value {
+        json!({"name": u.name, "svm": self.svm_json(), "comment": u.comment, "access_key": u.access_key})
+    }
+
+    /// GET /api/protocols/s3/services
+    pub fn s3_services(&self, q: &Query) -> R<Reply> {
+        list(vec![self.s3_service_json()], q, &["svm", "name", "enabled", "is_http_enabled", "is_https_enabled", "users", "buckets"])
+    }
+
+    /// GET /api/protocols/s3/services/{svm.uuid}
+    pub fn s3_service(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        Ok(Reply::ok(single(self.s3_service_json(), q)))
+    }
+
+    fn s3_service_json(&self) -> Value {
+        let rows = self.s3.rows();
+        json!({
+            "svm": self.svm_json(),
+            "name": format!("{}-s3", self.s3.svm_name),
+            "enabled": true,
+            "is_http_enabled": true,
+            "is_https_enabled": false,
+            "users": rows.users.iter().map(|u| json!({"name": u.name})).collect::<Vec<_>>(),
+            "buckets": rows.buckets.iter().map(|b| json!({"name": b.name, "uuid": b.uuid})).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn list_s3_buckets(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let inner = self.lock();
+        let rows = self.s3.rows();
+        let all = rows
+            .buckets
+            .iter()
+            .map(|b| self.bucket_json(&inner, b))
+            .collect();
+        list(all, q, BUCKET_TOP)
+    }
+
+    pub fn get_s3_bucket(&self, svm_uuid: &str, uuid: &str, q: &Query) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let inner = self.lock();
+        let rows = self.s3.rows();
+        let b = rows
+            .buckets
+            .iter()
+            .find(|b| b.uuid == uuid)
+            .ok_or_else(|| ApiError::not_found("uuid", format!("no bucket with uuid {uuid:?}")))?;
+        Ok(Reply::ok(single(self.bucket_json(&inner, b), q)))
+    }
+
+    pub fn create_s3_bucket(&self, svm_uuid: &str, body: &[u8]) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let m = super::model::parse_body(body)?;
+        only(&m, "", BUCKET_FIELDS)?;
+        s3_type(&m)?;
+        if let Some(s) = m.get("svm") {
+            let s = obj(s, "svm")?;
+            only(s, "svm", &["name", "uuid"])?;
+            if text(s, "svm.uuid", "uuid")?.is_some_and(|u| u != self.s3.svm_uuid) {
+                return Err(ApiError::bad(
+                    code::OUT_OF_RANGE,
+                    "svm.uuid",
+                    "svm.uuid must match the service's SVM (the path's)",
+                ));
+            }
+        }
+        let name = text(&m, "name", "name")?.ok_or_else(|| {
+            ApiError::bad(code::MISSING_FIELD, "name", "field \"name\" is required")
+        })?;
+        let size = bucket_size(&m)?;
+        let policy = qos_policy(&m)?.flatten();
+        let comment = text(&m, "comment", "comment")?.unwrap_or("");
+        let (_, row) = self.s3_create_bucket(name, size, policy.as_ref(), comment)?;
+        let inner = self.lock();
+        Ok(Reply {
+            status: 201,
+            body: self.bucket_json(&inner, &row),
+            location: Some(format!(
+                "/api/protocols/s3/services/{}/buckets/{}",
+                self.s3.svm_uuid, row.uuid
+            )),
+        })
+    }
+
+    pub fn patch_s3_bucket(&self, svm_uuid: &str, uuid: &str, body: &[u8]) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let m = super::model::parse_body(body)?;
+        only(&m, "", BUCKET_FIELDS)?;
+        for k in ["name", "svm", "type", "aggregates", "constituents_per_aggregate"] {
+            if m.contains_key(k) {
+                return Err(ApiError::bad(
+                    code::IMMUTABLE,
+                    k,
+                    format!("field \"{k}\" cannot be changed after the bucket is created"),
+                ));
+            }
+        }
+        let size = bucket_size(&m)?;
+        let policy = qos_policy(&m)?;
+        let comment = text(&m, "comment", "comment")?;
+        let inner = self.lock();
+        let mut rows = self.s3.rows();
+        let i = rows
+            .buckets
+            .iter()
+            .position(|b| b.uuid == uuid)
+            .ok_or_else(|| ApiError::not_found("uuid", format!("no bucket with uuid {uuid:?}")))?;
+        let mut row = rows.buckets[i].clone();
+        if let Some(s) = size {
+            row.size = s;
+        }
+        if let Some(c) = comment {
+            row.comment = c.to_string();
+        }
+        if let Some(p) = &policy {
+            row.policy_uuid = match p {
+                None => None,
+                Some(r) => Some(Self::resolve_policy(&inner, r)?),
+            };
+        }
+        inner.store.update_bucket(&row).map_err(db_err)?;
+        if let Some(b) = self.node.bucket(&row.name) {
+            if size.is_some() {
+                self.node.resize_bucket(&b, row.size);
+            }
+            if policy.is_some() {
+                let pname = Self::policy_name_of(&inner, &row.policy_uuid);
+                self.node
+                    .assign_bucket_policy(&b, pname)
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+            }
+        }
+        rows.buckets[i] = row;
+        let body = self.bucket_json(&inner, &rows.buckets[i]);
+        Ok(Reply::ok(body))
+    }
+
+    pub fn delete_s3_bucket_api(&self, svm_uuid: &str, uuid: &str) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let name = self
+            .s3
+            .rows()
+            .buckets
+            .iter()
+            .find(|b| b.uuid == uuid)
+            .map(|b| b.name.clone())
+            .ok_or_else(|| ApiError::not_found("uuid", format!("no bucket with uuid {uuid:?}")))?;
+        self.s3_delete_bucket(&name)?;
+        Ok(Reply::ok(json!({})))
+    }
+
+    pub fn list_s3_users(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let all = self
+            .s3
+            .rows()
+            .users
+            .iter()
+            .map(|u| self.user_json(u))
+            .collect();
+        list(all, q, USER_TOP)
+    }
+
+    pub fn get_s3_user(&self, svm_uuid: &str, name: &str, q: &Query) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let rows = self.s3.rows();
+        let u = rows
+            .users
+            .iter()
+            .find(|u| u.name == name)
+            .ok_or_else(|| ApiError::not_found("name", format!("no S3 user named {name:?}")))?;
+        Ok(Reply::ok(single(self.user_json(u), q)))
+    }
+
+    /// POST: the reply carries the secret key, the only time it is shown.
+    pub fn create_s3_user(&self, svm_uuid: &str, body: &[u8]) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let m = super::model::parse_body(body)?;
+        only(&m, "", &["name", "svm", "comment", "access_key", "secret_key"])?;
+        let name = text(&m, "name", "name")?.ok_or_else(|| {
+            ApiError::bad(code::MISSING_FIELD, "name", "field \"name\" is required")
+        })?;
+        if !valid_user_name(name) {
+            return Err(ApiError::bad(
+                code::OUT_OF_RANGE,
+                "name",
+                format!("invalid S3 user name {name:?}: 1 to 64 of 0-9 A-Z a-z _ + = , . @ -"),
+            ));
+        }
+        let (gen_a, gen_s) = new_keys();
+        let access = text(&m, "access_key", "access_key")?.unwrap_or(&gen_a);
+        let secret = text(&m, "secret_key", "secret_key")?.unwrap_or(&gen_s);
+        for (k, v) in [("access_key", access), ("secret_key", secret)] {
+            if !valid_key(v) {
+                return Err(ApiError::bad(
+                    code::OUT_OF_RANGE,
+                    k,
+                    format!("field \"{k}\" must be 16 to 128 printable characters without ':' or spaces"),
+                ));
+            }
+        }
+        let inner = self.lock();
+        let mut rows = self.s3.rows();
+        if rows.users.iter().any(|u| u.name == name) {
+            return Err(ApiError::conflict(
+                code::DUPLICATE,
+                "name",
+                format!("an S3 user named {name:?} already exists"),
+            ));
+        }
+        if rows.users.iter().any(|u| u.access_key == access) {
+            return Err(ApiError::conflict(
+                code::DUPLICATE,
+                "access_key",
+                "this access key belongs to another user",
+            ));
+        }
+        let row = S3UserRow {
+            name: name.to_string(),
+            access_key: access.to_string(),
+            secret_key: secret.to_string(),
+            comment: text(&m, "comment", "comment")?.unwrap_or("").to_string(),
+        };
+        inner.store.insert_s3_user(&row).map_err(db_err)?;
+        rows.users.push(row.clone());
+        self.s3.rebuild_keys(&rows.users);
+        Ok(Reply {
+            status: 201,
+            body: json!({"num_records": 1, "records": [
+                {"name": row.name, "access_key": row.access_key, "secret_key": row.secret_key}
+            ]}),
+            location: Some(format!(
+                "/api/protocols/s3/services/{}/users/{}",
+                self.s3.svm_uuid, row.name
+            )),
+        })
+    }
+
+    /// PATCH: `comment`; with `regenerate_keys` new keys are made and returned.
+    pub fn patch_s3_user(
+        &self,
+        svm_uuid: &str,
+        name: &str,
+        body: &[u8],
+        regenerate_keys: bool,
+    ) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let m = if body.iter().all(u8::is_ascii_whitespace) && regenerate_keys {
+            Map::new()
+        } else {
+            super::model::parse_body(body)?
+        };
+        only(&m, "", &["comment"])?;
+        let comment = text(&m, "comment", "comment")?;
+        let inner = self.lock();
+        let mut rows = self.s3.rows();
+        let i = rows
+            .users
+            .iter()
+            .position(|u| u.name == name)
+            .ok_or_else(|| ApiError::not_found("name", format!("no S3 user named {name:?}")))?;
+        let mut row = rows.users[i].clone();
+        if let Some(c) = comment {
+            row.comment = c.to_string();
+        }
+        if regenerate_keys {
+            let (a, s) = new_keys();
+            row.access_key = a;
+            row.secret_key = s;
+        }
+        inner.store.update_s3_user(&row).map_err(db_err)?;
+        rows.users[i] = row.clone();
+        self.s3.rebuild_keys(&rows.users);
+        Ok(Reply::ok(if regenerate_keys {
+            json!({"num_records": 1, "records": [
+                {"name": row.name, "access_key": row.access_key, "secret_key": row.secret_key}
+            ]})
+        } else {
+            json!({})
+        }))
+    }
+
+    pub fn delete_s3_user(&self, svm_uuid: &str, name: &str) -> R<Reply> {
+        check_svm(self, svm_uuid)?;
+        let inner = self.lock();
+        let mut rows = self.s3.rows();
+        let i = rows
+            .users
+            .iter()
+            .position(|u| u.name == name)
+            .ok_or_else(|| ApiError::not_found("name", format!("no S3 user named {name:?}")))?;
+        inner.store.delete_s3_user(name).map_err(db_err)?;
+        rows.users.remove(i);
+        self.s3.rebuild_keys(&rows.users);
+        Ok(Reply::ok(json!({})))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_names_follow_s3() {
+        for ok in ["abc", "my-bucket.v2", "a1b", &"x".repeat(63)] {
+            assert!(valid_bucket_name(ok), "{ok}");
+        }
+        for bad in ["ab", "Abc", "-abc", "abc-", "a..b", "192.168.1.1", "a_b", "../x", &"x".repeat(64)] {
+            assert!(!valid_bucket_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn generated_keys_look_like_aws_keys() {
+        let (a, s) = new_keys();
+        assert_eq!(a.len(), 20);
+        assert!(a.bytes().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
+        assert_eq!(s.len(), 40);
+        assert!(valid_key(&a) && valid_key(&s));
+        assert_ne!(new_keys().1, s);
+        assert!(valid_user_name("root") && !valid_user_name("a b") && !valid_user_name(""));
+    }
+}
