@@ -10,6 +10,7 @@ mod policy_cmd;
 mod ramp_cmd;
 mod report_cmd;
 mod results;
+mod s3_cmd;
 mod serve;
 mod stats_cmd;
 mod volume_cmd;

@@ -81,6 +81,8 @@ pub struct ServeArgs {
     /// sequential reads) and use that as the controller's capacity.
     #[arg(long)]
     calibrate: bool,
+    #[command(flatten)]
+    s3: crate::s3_cmd::S3ServeArgs,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -181,10 +183,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 Some(tokio::spawn(api_http::serve(l, cp.clone(), cfg)))
             }
         };
+        let s3 = crate::s3_cmd::start(&args.s3, &cp).await?;
         print_ready(&node, unix.as_deref(), listeners.tcp_addr());
         server::serve(node, listeners, stats, shutdown_signal()).await;
         if let Some(a) = api {
             a.abort();
+        }
+        if let Some(s) = s3 {
+            s.abort();
         }
         sampler.abort();
         Ok(())
