@@ -96,6 +96,7 @@ enum Route {
     Volume(String),
     Cluster,
     Metrics,
+    S3(super::s3::S3Route),
 }
 
 fn route(path: &str) -> Option<Route> {
@@ -108,6 +109,9 @@ fn route(path: &str) -> Option<Route> {
             .filter(|rest| !rest.is_empty() && !rest.contains('/'))
             .map(percent_decode)
     };
+    if let Some(r) = super::s3::route(p, percent_decode) {
+        return Some(Route::S3(r));
+    }
     match p {
         "/api/storage/qos/policies" => Some(Route::Policies),
         "/api/storage/volumes" => Some(Route::Volumes),
@@ -141,7 +145,8 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
             "",
             format!(
                 "no such endpoint {path}; endpoints: /api/cluster, \
-                 /api/storage/qos/policies[/UUID], /api/storage/volumes[/UUID], /metrics"
+                 /api/storage/qos/policies[/UUID], /api/storage/volumes[/UUID], \
+                 /api/protocols/s3/services[/SVM_UUID[/users[/NAME]|/buckets[/UUID]]], /metrics"
             ),
         ));
     };
@@ -150,6 +155,7 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
         Route::Policies | Route::Volumes => "GET, POST",
         Route::Policy(_) | Route::Volume(_) => "GET, PATCH, DELETE",
         Route::Metrics | Route::Cluster => "GET",
+        Route::S3(ref r) => r.allowed(),
     };
     let ok_method = match method {
         Method::GET | Method::HEAD => true,
@@ -238,6 +244,7 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
             (_, Route::Policy(u)) => cp.get_policy(&u, &query),
             (_, Route::Volume(u)) => cp.get_volume(&u, &query),
             (_, Route::Cluster) => cp.cluster(),
+            (m, Route::S3(r)) => cp.s3_dispatch(&m, r, &body, &query),
             (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
         })
         .await

@@ -862,3 +862,103 @@ mod tests {
         assert!(valid_user_name("root") && !valid_user_name("a b") && !valid_user_name(""));
     }
 }
+
+// ---- routes (wired into api::http) ----
+
+/// A path under `/api/protocols/s3/services`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum S3Route {
+    Services,
+    Service(String),
+    Users(String),
+    User(String, String),
+    Buckets(String),
+    Bucket(String, String),
+}
+
+/// Match an (already trimmed) request path; segments are percent-decoded by `decode`.
+pub fn route(p: &str, decode: impl Fn(&str) -> String) -> Option<S3Route> {
+    let rest = p.strip_prefix("/api/protocols/s3/services")?;
+    if rest.is_empty() {
+        return Some(S3Route::Services);
+    }
+    let segs: Vec<String> = rest.strip_prefix('/')?.split('/').map(&decode).collect();
+    if segs.iter().any(String::is_empty) {
+        return None;
+    }
+    match segs.as_slice() {
+        [svm] => Some(S3Route::Service(svm.clone())),
+        [svm, c] if c == "users" => Some(S3Route::Users(svm.clone())),
+        [svm, c, n] if c == "users" => Some(S3Route::User(svm.clone(), n.clone())),
+        [svm, c] if c == "buckets" => Some(S3Route::Buckets(svm.clone())),
+        [svm, c, u] if c == "buckets" => Some(S3Route::Bucket(svm.clone(), u.clone())),
+        _ => None,
+    }
+}
+
+impl S3Route {
+    /// The methods a path takes (in the router's vocabulary).
+    pub fn allowed(&self) -> &'static str {
+        match self {
+            S3Route::Services | S3Route::Service(_) => "GET",
+            S3Route::Users(_) | S3Route::Buckets(_) => "GET, POST",
+            S3Route::User(..) | S3Route::Bucket(..) => "GET, PATCH, DELETE",
+        }
+    }
+}
+
+impl ControlPlane {
+    /// Run one S3 REST request (the method is already checked against `allowed`).
+    pub fn s3_dispatch(
+        &self,
+        method: &hyper::Method,
+        route: S3Route,
+        body: &[u8],
+        q: &Query,
+    ) -> R<Reply> {
+        use hyper::Method as M;
+        match (method, route) {
+            (_, S3Route::Services) => self.s3_services(q),
+            (_, S3Route::Service(s)) => self.s3_service(&s, q),
+            (&M::POST, S3Route::Users(s)) => self.create_s3_user(&s, body),
+            (_, S3Route::Users(s)) => self.list_s3_users(&s, q),
+            (&M::PATCH, S3Route::User(s, n)) => {
+                let regen = q
+                    .filters
+                    .iter()
+                    .any(|(k, v)| k == "regenerate_keys" && v == "true");
+                self.patch_s3_user(&s, &n, body, regen)
+            }
+            (&M::DELETE, S3Route::User(s, n)) => self.delete_s3_user(&s, &n),
+            (_, S3Route::User(s, n)) => self.get_s3_user(&s, &n, q),
+            (&M::POST, S3Route::Buckets(s)) => self.create_s3_bucket(&s, body),
+            (_, S3Route::Buckets(s)) => self.list_s3_buckets(&s, q),
+            (&M::PATCH, S3Route::Bucket(s, u)) => self.patch_s3_bucket(&s, &u, body),
+            (&M::DELETE, S3Route::Bucket(s, u)) => self.delete_s3_bucket_api(&s, &u),
+            (_, S3Route::Bucket(s, u)) => self.get_s3_bucket(&s, &u, q),
+        }
+    }
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let d = |s: &str| s.replace("%40", "@");
+        assert_eq!(route("/api/protocols/s3/services", d), Some(S3Route::Services));
+        assert_eq!(
+            route("/api/protocols/s3/services/U/users/a%40b", d),
+            Some(S3Route::User("U".into(), "a@b".into()))
+        );
+        assert_eq!(
+            route("/api/protocols/s3/services/U/buckets", d),
+            Some(S3Route::Buckets("U".into()))
+        );
+        assert_eq!(route("/api/protocols/s3/services/U/nope", d), None);
+        assert_eq!(route("/api/protocols/s3/services//users", d), None);
+        assert_eq!(route("/api/protocols/s3/servicesX", d), None);
+        assert_eq!(S3Route::Bucket("U".into(), "B".into()).allowed(), "GET, PATCH, DELETE");
+    }
+}
