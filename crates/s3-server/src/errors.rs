@@ -42,10 +42,12 @@ pub fn from_bucket(e: BucketError) -> S3Error {
 pub fn from_body(e: &(dyn std::error::Error + 'static)) -> S3Error {
     let m = e.to_string();
     if m.contains("Sha256Mismatch") {
-        S3Error::with_message(
+        let mut e = S3Error::with_message(
             S3ErrorCode::Custom("XAmzContentSHA256Mismatch".into()),
             "The provided 'x-amz-content-sha256' header does not match what was computed.",
-        )
+        );
+        e.set_status_code(hyper::StatusCode::BAD_REQUEST);
+        e
     } else if m.contains("SignatureMismatch") {
         S3Error::with_message(S3ErrorCode::SignatureDoesNotMatch, "a chunk signature does not match")
     } else {
@@ -86,7 +88,9 @@ mod tests {
         assert_eq!(from_bucket(BucketError::NotEmpty("b".into())).code().as_str(), "BucketNotEmpty");
         assert_eq!(from_bucket(BucketError::Exists("b".into())).code().as_str(), "BucketAlreadyOwnedByYou");
         let e = std::io::Error::other("UploadStreamError: Sha256Mismatch");
-        assert_eq!(from_body(&e).code().as_str(), "XAmzContentSHA256Mismatch");
+        let m = from_body(&e);
+        assert_eq!(m.code().as_str(), "XAmzContentSHA256Mismatch");
+        assert_eq!(m.status_code(), Some(hyper::StatusCode::BAD_REQUEST));
         let e = std::io::Error::other("connection closed before message completed");
         assert_eq!(from_body(&e).code().as_str(), "IncompleteBody");
     }

@@ -43,6 +43,25 @@ impl Default for S3Options {
     }
 }
 
+/// Does the request carry `Expect: 100-continue`, and is its body empty?
+///
+/// hyper sends `100 Continue` only when the service reads the body. A request with an
+/// empty body, or one refused before its body is read, gets a final status instead, and
+/// botocore then keeps that status line for the connection's *next* response (it waits
+/// and times out). Such connections are closed after the reply, so clients open a fresh
+/// one; a successful request whose body was read keeps its connection.
+fn expect_continue<B>(req: &hyper::Request<B>) -> (bool, bool) {
+    let expect = req
+        .headers()
+        .get(hyper::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let empty = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .is_none_or(|v| v.as_bytes() == b"0");
+    (expect, empty)
+}
+
 pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
@@ -78,6 +97,20 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let svc = svc.clone();
         tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let (expect, empty) = expect_continue(&req);
+                let fut = hyper::service::Service::call(&svc, req);
+                async move {
+                    let mut resp = fut.await?;
+                    if expect && (empty || !resp.status().is_success()) {
+                        resp.headers_mut().insert(
+                            hyper::header::CONNECTION,
+                            hyper::header::HeaderValue::from_static("close"),
+                        );
+                    }
+                    Ok::<_, s3s::HttpError>(resp)
+                }
+            });
             let conn = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(stream), svc);
