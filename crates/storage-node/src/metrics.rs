@@ -11,6 +11,8 @@ use crate::api::ControlPlane;
 use crate::node::Node;
 use crate::stats::{OpKind, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
 
+mod buckets;
+
 /// Sample every volume's counters every [`SAMPLE_EVERY`] (rates for the API's `metric`).
 pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -21,6 +23,9 @@ pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
             let now = std::time::Instant::now();
             for v in node.volumes() {
                 v.stats.sample(now);
+            }
+            for b in node.buckets() {
+                b.stats.sample(now);
             }
         }
     })
@@ -279,5 +284,6 @@ pub fn render(cp: &ControlPlane) -> String {
     for (v, l) in &vols {
         let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
     }
+    buckets::render(node, &mut o);
     o
 }

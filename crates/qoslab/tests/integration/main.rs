@@ -24,5 +24,6 @@ mod ramp;
 mod report;
 mod s3_crash;
 mod s3_interop;
+mod s3_qos;
 mod s3_util;
 mod util;

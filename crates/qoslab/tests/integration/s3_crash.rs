@@ -26,7 +26,7 @@ fn acknowledged_puts_survive_kill9() {
             .env("SEED", round.to_string())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().expect("python3");
+        let child = c.spawn().expect("python3");
         // Let some PUTs land, then crash at an arbitrary point of one.
         let t0 = Instant::now();
         let before = count(&log);
