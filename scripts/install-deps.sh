@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the external programs qoslab's tests and benchmarks drive: fio (with the nbd
-# engine), nbdkit, libnbd's nbdinfo/nbdcopy, qemu-img/qemu-storage-daemon, and headless
-# Chromium (the report test renders HTML reports and screenshots them).
+# engine), nbdkit, libnbd's nbdinfo/nbdcopy, qemu-img/qemu-storage-daemon, headless
+# Chromium (the report test renders HTML reports and screenshots them), and the S3
+# clients the S3 endpoint is tested with: s3cmd, rclone, curl (SigV4), awscli and boto3.
 # Idempotent: installs only what is missing. Needs root (apt-get).
 set -euo pipefail
 declare -A pkg_of=(
@@ -13,6 +14,9 @@ declare -A pkg_of=(
   [qemu-storage-daemon]=qemu-utils
   [python3]=python3
   [chromium]=chromium
+  [s3cmd]=s3cmd
+  [rclone]=rclone
+  [curl]=curl
 )
 missing=()
 for cmd in "${!pkg_of[@]}"; do
@@ -26,8 +30,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# awscli and boto3 come from PyPI for whichever python3 is first on PATH (Debian's
+# python3-boto3 only serves /usr/bin/python3, and its awscli is v2, a different program).
+if ! python3 -c 'import boto3' >/dev/null 2>&1 || ! command -v aws >/dev/null 2>&1; then
+  echo "install-deps: installing awscli and boto3 from PyPI" >&2
+  python3 -m pip install --quiet awscli boto3 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages awscli boto3
+fi
 if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
   echo "install-deps: this fio ($(fio --version)) lacks the nbd ioengine" >&2
   exit 1
 fi
 echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1)" >&2
+echo "install-deps: $(aws --version 2>&1 | head -1), boto3 $(python3 -c 'import boto3; print(boto3.__version__)'), s3cmd $(s3cmd --version | awk '{print $3}'), $(rclone version | head -1), $(curl --version | head -1 | awk '{print $1, $2}')" >&2

@@ -10,6 +10,7 @@ mod policy_cmd;
 mod ramp_cmd;
 mod report_cmd;
 mod results;
+mod s3_admin;
 mod s3_cmd;
 mod serve;
 mod stats_cmd;
@@ -51,6 +52,8 @@ enum Command {
     Volume(volume_cmd::VolumeArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
+    /// S3 users (access keys) and buckets under QoS policies on a running node (REST API).
+    S3(s3_admin::S3Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -73,6 +76,7 @@ fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
+        Command::S3(args) => s3_admin::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

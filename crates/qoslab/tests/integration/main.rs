@@ -22,6 +22,7 @@ mod protocol;
 mod qos;
 mod ramp;
 mod report;
+mod s3_api;
 mod s3_crash;
 mod s3_interop;
 mod s3_qos;
