@@ -160,7 +160,13 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
             }
             let rows: Vec<Vec<String>> = records(&r)
                 .iter()
-                .map(|u| vec![text(&u["name"]), text(&u["access_key"]), text(&u["comment"])])
+                .map(|u| {
+                    vec![
+                        text(&u["name"]),
+                        text(&u["access_key"]),
+                        text(&u["comment"]),
+                    ]
+                })
                 .collect();
             print_table(&["Name", "Access Key", "Comment"], &rows);
         }
@@ -186,7 +192,11 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
             if b.is_empty() && !regenerate_keys {
                 bail!("nothing to change: give --comment or --regenerate-keys");
             }
-            let q = if regenerate_keys { "?regenerate_keys=true" } else { "" };
+            let q = if regenerate_keys {
+                "?regenerate_keys=true"
+            } else {
+                ""
+            };
             let r = c.call(
                 "PATCH",
                 &format!("{users}/{}{q}", enc(&name)),
@@ -213,7 +223,10 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
 }
 
 fn records(r: &Value) -> &[Value] {
-    r["records"].as_array().map(|a| a.as_slice()).unwrap_or_default()
+    r["records"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or_default()
 }
 
 fn policy_of(b: &Value) -> String {
@@ -230,7 +243,11 @@ fn bucket(c: &Client, base: &str, cmd: BucketCmd, out: Output) -> anyhow::Result
         println!("     Bucket: {}", text(&v["name"]));
         println!("       UUID: {}", text(&v["uuid"]));
         println!("       Size: {} bytes", text(&v["size"]));
-        println!("       Used: {} bytes in {} objects", text(&v["logical_used_size"]), text(&v["object_count"]));
+        println!(
+            "       Used: {} bytes in {} objects",
+            text(&v["logical_used_size"]),
+            text(&v["object_count"])
+        );
         println!(" QoS Policy: {}", policy_of(v));
         println!("    Comment: {}", text(&v["comment"]));
     };

@@ -83,8 +83,19 @@ mod tests {
     #[test]
     fn keys_file() {
         let p = Path::new("k.txt");
-        let k = parse_keys(p, "# users\nroot AKIA0000000000000000 secretsecretsecret # x\n\n").unwrap();
-        assert_eq!(k, vec![("root".into(), "AKIA0000000000000000".into(), "secretsecretsecret".into())]);
+        let k = parse_keys(
+            p,
+            "# users\nroot AKIA0000000000000000 secretsecretsecret # x\n\n",
+        )
+        .unwrap();
+        assert_eq!(
+            k,
+            vec![(
+                "root".into(),
+                "AKIA0000000000000000".into(),
+                "secretsecretsecret".into()
+            )]
+        );
         let e = parse_keys(p, "a b\n").unwrap_err().to_string();
         assert!(e.contains("k.txt:1") && e.contains("2 field"), "{e}");
     }

@@ -25,7 +25,10 @@ pub(crate) struct Declared {
 
 fn hasher_for(d: &Declared) -> ChecksumHasher {
     let mut h = ChecksumHasher::default();
-    let algo = d.algorithm.as_ref().map(|a| a.as_str().to_ascii_uppercase());
+    let algo = d
+        .algorithm
+        .as_ref()
+        .map(|a| a.as_str().to_ascii_uppercase());
     let want = |present: bool, name: &str| present || algo.as_deref() == Some(name);
     if want(d.header.checksum_crc32.is_some(), "CRC32") {
         h.crc32 = Some(s3s::crypto::Crc32::new());
@@ -65,10 +68,22 @@ pub(crate) async fn receive(
     if let Some(t) = &declared.trailers {
         t.read(|h| {
             let get = |n: &str| h.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
-            want.checksum_crc32 = want.checksum_crc32.take().or_else(|| get("x-amz-checksum-crc32"));
-            want.checksum_crc32c = want.checksum_crc32c.take().or_else(|| get("x-amz-checksum-crc32c"));
-            want.checksum_sha1 = want.checksum_sha1.take().or_else(|| get("x-amz-checksum-sha1"));
-            want.checksum_sha256 = want.checksum_sha256.take().or_else(|| get("x-amz-checksum-sha256"));
+            want.checksum_crc32 = want
+                .checksum_crc32
+                .take()
+                .or_else(|| get("x-amz-checksum-crc32"));
+            want.checksum_crc32c = want
+                .checksum_crc32c
+                .take()
+                .or_else(|| get("x-amz-checksum-crc32c"));
+            want.checksum_sha1 = want
+                .checksum_sha1
+                .take()
+                .or_else(|| get("x-amz-checksum-sha1"));
+            want.checksum_sha256 = want
+                .checksum_sha256
+                .take()
+                .or_else(|| get("x-amz-checksum-sha256"));
             want.checksum_crc64nvme = want
                 .checksum_crc64nvme
                 .take()
@@ -80,7 +95,11 @@ pub(crate) async fn receive(
         ("CRC32C", &want.checksum_crc32c, &got.checksum_crc32c),
         ("SHA1", &want.checksum_sha1, &got.checksum_sha1),
         ("SHA256", &want.checksum_sha256, &got.checksum_sha256),
-        ("CRC64NVME", &want.checksum_crc64nvme, &got.checksum_crc64nvme),
+        (
+            "CRC64NVME",
+            &want.checksum_crc64nvme,
+            &got.checksum_crc64nvme,
+        ),
     ];
     for (name, w, g) in pairs {
         if let (Some(w), Some(g)) = (w, g) {

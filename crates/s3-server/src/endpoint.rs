@@ -56,9 +56,10 @@ impl Endpoint {
     }
 
     pub(crate) fn bucket(&self, name: &str) -> S3Result<Arc<Bucket>> {
-        self.cp.node.bucket(name).ok_or_else(|| {
-            s3_error!(NoSuchBucket, "The specified bucket does not exist: {name}")
-        })
+        self.cp
+            .node
+            .bucket(name)
+            .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist: {name}"))
     }
 
     /// Find the bucket and wait for its QoS flow to let a request of `bytes` through.

@@ -49,7 +49,10 @@ pub fn from_body(e: &(dyn std::error::Error + 'static)) -> S3Error {
         e.set_status_code(hyper::StatusCode::BAD_REQUEST);
         e
     } else if m.contains("SignatureMismatch") {
-        S3Error::with_message(S3ErrorCode::SignatureDoesNotMatch, "a chunk signature does not match")
+        S3Error::with_message(
+            S3ErrorCode::SignatureDoesNotMatch,
+            "a chunk signature does not match",
+        )
     } else {
         S3Error::with_message(
             S3ErrorCode::IncompleteBody,
@@ -78,15 +81,26 @@ mod tests {
             (ObjError::BadDigest, "BadDigest"),
             (ObjError::InvalidPart("x".into()), "InvalidPart"),
             (ObjError::InvalidPartOrder, "InvalidPartOrder"),
-            (ObjError::PartTooSmall { part: 1, size: 2 }, "EntityTooSmall"),
+            (
+                ObjError::PartTooSmall { part: 1, size: 2 },
+                "EntityTooSmall",
+            ),
             (ObjError::MetaTooLarge, "MetadataTooLarge"),
             (ObjError::Io(std::io::Error::other("x")), "InternalError"),
         ];
         for (e, want) in cases {
             assert_eq!(from_obj(e).code().as_str(), want);
         }
-        assert_eq!(from_bucket(BucketError::NotEmpty("b".into())).code().as_str(), "BucketNotEmpty");
-        assert_eq!(from_bucket(BucketError::Exists("b".into())).code().as_str(), "BucketAlreadyOwnedByYou");
+        assert_eq!(
+            from_bucket(BucketError::NotEmpty("b".into()))
+                .code()
+                .as_str(),
+            "BucketNotEmpty"
+        );
+        assert_eq!(
+            from_bucket(BucketError::Exists("b".into())).code().as_str(),
+            "BucketAlreadyOwnedByYou"
+        );
         let e = std::io::Error::other("UploadStreamError: Sha256Mismatch");
         let m = from_body(&e);
         assert_eq!(m.code().as_str(), "XAmzContentSHA256Mismatch");

@@ -111,14 +111,11 @@ pub(crate) async fn complete(
     let i = req.input;
     check_key(&i.key)?;
     let mut parts = Vec::new();
-    for p in i
-        .multipart_upload
-        .and_then(|m| m.parts)
-        .unwrap_or_default()
-    {
-        let n = part_number(p.part_number.ok_or_else(|| {
-            s3_error!(MalformedXML, "every Part needs a PartNumber")
-        })?)?;
+    for p in i.multipart_upload.and_then(|m| m.parts).unwrap_or_default() {
+        let n = part_number(
+            p.part_number
+                .ok_or_else(|| s3_error!(MalformedXML, "every Part needs a PartNumber"))?,
+        )?;
         let e = p
             .e_tag
             .ok_or_else(|| s3_error!(MalformedXML, "every Part needs an ETag"))?;
@@ -167,7 +164,10 @@ pub(crate) async fn list_parts(
     let id = i.upload_id.clone();
     let (key, all) = Endpoint::blocking(move || b.store.list_parts(&id)).await?;
     if key != i.key {
-        return Err(s3_error!(NoSuchUpload, "The specified upload does not exist for this key."));
+        return Err(s3_error!(
+            NoSuchUpload,
+            "The specified upload does not exist for this key."
+        ));
     }
     let after = i.part_number_marker.unwrap_or(0).max(0) as u32;
     let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;

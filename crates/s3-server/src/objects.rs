@@ -32,7 +32,10 @@ pub(crate) fn check_key(key: &str) -> S3Result<()> {
 /// The announced body length, checked against the endpoint's limit before any byte is read.
 pub(crate) fn body_len(ep: &Endpoint, content_length: Option<i64>) -> S3Result<u64> {
     let len = content_length.ok_or_else(|| {
-        s3_error!(MissingContentLength, "You must provide the Content-Length HTTP header.")
+        s3_error!(
+            MissingContentLength,
+            "You must provide the Content-Length HTTP header."
+        )
     })?;
     let len = u64::try_from(len)
         .map_err(|_| s3_error!(InvalidArgument, "Content-Length {len} is negative"))?;
@@ -134,7 +137,11 @@ fn not_modified() -> S3Error {
 }
 
 /// If-Match / If-None-Match against the object's ETag.
-fn conditions(etag_now: &str, if_match: Option<&ETagCondition>, if_none: Option<&ETagCondition>) -> S3Result<()> {
+fn conditions(
+    etag_now: &str,
+    if_match: Option<&ETagCondition>,
+    if_none: Option<&ETagCondition>,
+) -> S3Result<()> {
     let now = ETag::Strong(etag_now.to_string());
     if let Some(c) = if_match {
         let ok = match c {
@@ -142,7 +149,10 @@ fn conditions(etag_now: &str, if_match: Option<&ETagCondition>, if_none: Option<
             ETagCondition::ETag(e) => e.value() == now.value(),
         };
         if !ok {
-            return Err(s3_error!(PreconditionFailed, "At least one of the pre-conditions you specified did not hold"));
+            return Err(s3_error!(
+                PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold"
+            ));
         }
     }
     if let Some(c) = if_none {
@@ -169,7 +179,10 @@ pub(crate) async fn get_object(
     let size = r.size();
     if let Some(p) = i.part_number {
         if p != 1 || r.fixed.parts > 1 {
-            return Err(s3_error!(NotImplemented, "GET with partNumber is only supported for part 1 of a single-part object"));
+            return Err(s3_error!(
+                NotImplemented,
+                "GET with partNumber is only supported for part 1 of a single-part object"
+            ));
         }
     }
     let etag_s = r.fixed.etag();
@@ -178,7 +191,10 @@ pub(crate) async fn get_object(
         None => (0, size, None),
         Some(rg) => {
             let x = rg.check(size).map_err(|_| {
-                s3_error!(InvalidRange, "The requested range is not satisfiable (object size {size})")
+                s3_error!(
+                    InvalidRange,
+                    "The requested range is not satisfiable (object size {size})"
+                )
             })?;
             (
                 x.start,
@@ -292,7 +308,14 @@ pub(crate) async fn delete_objects(
             }),
             Ok(()) => {}
             Err(m) => errors.push(Error {
-                code: Some(if m.starts_with("InvalidArgument") { "InvalidArgument" } else { "InternalError" }.into()),
+                code: Some(
+                    if m.starts_with("InvalidArgument") {
+                        "InvalidArgument"
+                    } else {
+                        "InternalError"
+                    }
+                    .into(),
+                ),
                 key: Some(k),
                 message: Some(m),
                 version_id: None,
@@ -315,7 +338,10 @@ impl Enc {
         match e.map(|e| e.as_str()) {
             None => Ok(Enc(false)),
             Some("url") => Ok(Enc(true)),
-            Some(o) => Err(s3_error!(InvalidArgument, "Invalid Encoding Method specified in Request: {o:?}")),
+            Some(o) => Err(s3_error!(
+                InvalidArgument,
+                "Invalid Encoding Method specified in Request: {o:?}"
+            )),
         }
     }
     fn s(&self, v: &str) -> String {
@@ -330,7 +356,10 @@ impl Enc {
 fn max_keys(m: Option<i32>) -> S3Result<usize> {
     match m {
         None => Ok(MAX_KEYS),
-        Some(n) if n < 0 => Err(s3_error!(InvalidArgument, "max-keys must be 0 or more, not {n}")),
+        Some(n) if n < 0 => Err(s3_error!(
+            InvalidArgument,
+            "max-keys must be 0 or more, not {n}"
+        )),
         Some(n) => Ok((n as usize).min(MAX_KEYS)),
     }
 }
@@ -341,7 +370,9 @@ fn object_entry(enc: &Enc, key: &str, info: &ObjInfo) -> Object {
         size: Some(info.size as i64),
         e_tag: Some(etag(&info.etag)),
         last_modified: Some(timestamp(info.mtime_ns)),
-        storage_class: Some(ObjectStorageClass::from_static(ObjectStorageClass::STANDARD)),
+        storage_class: Some(ObjectStorageClass::from_static(
+            ObjectStorageClass::STANDARD,
+        )),
         ..Default::default()
     }
 }
@@ -353,8 +384,13 @@ fn token(s: &str) -> String {
 }
 
 fn untoken(t: &str) -> S3Result<String> {
-    let bad = || s3_error!(InvalidArgument, "The continuation token provided is incorrect");
-    if t.len() % 2 != 0 {
+    let bad = || {
+        s3_error!(
+            InvalidArgument,
+            "The continuation token provided is incorrect"
+        )
+    };
+    if !t.len().is_multiple_of(2) {
         return Err(bad());
     }
     let bytes: Option<Vec<u8>> = (0..t.len())
@@ -397,11 +433,18 @@ pub(crate) async fn list_objects_v2(
         next_continuation_token: page.next_after.as_deref().map(token),
         start_after: i.start_after.as_deref().map(|s| enc.s(s)),
         encoding_type: i.encoding_type,
-        contents: Some(page.objects.iter().map(|(k, v)| object_entry(&enc, k, v)).collect()),
+        contents: Some(
+            page.objects
+                .iter()
+                .map(|(k, v)| object_entry(&enc, k, v))
+                .collect(),
+        ),
         common_prefixes: Some(
             page.prefixes
                 .iter()
-                .map(|p| CommonPrefix { prefix: Some(enc.s(p)) })
+                .map(|p| CommonPrefix {
+                    prefix: Some(enc.s(p)),
+                })
                 .collect(),
         ),
         ..Default::default()
@@ -438,11 +481,18 @@ pub(crate) async fn list_objects(
             .and(page.next_after.as_deref())
             .map(|m| enc.s(m)),
         encoding_type: i.encoding_type,
-        contents: Some(page.objects.iter().map(|(k, v)| object_entry(&enc, k, v)).collect()),
+        contents: Some(
+            page.objects
+                .iter()
+                .map(|(k, v)| object_entry(&enc, k, v))
+                .collect(),
+        ),
         common_prefixes: Some(
             page.prefixes
                 .iter()
-                .map(|p| CommonPrefix { prefix: Some(enc.s(p)) })
+                .map(|p| CommonPrefix {
+                    prefix: Some(enc.s(p)),
+                })
                 .collect(),
         ),
         ..Default::default()
@@ -467,7 +517,9 @@ mod tests {
     fn md5_header() {
         assert_eq!(content_md5(None).unwrap(), None);
         // MD5("") in base64.
-        let m = content_md5(Some("1B2M2Y8AsgTpgAmY7PhCfg==")).unwrap().unwrap();
+        let m = content_md5(Some("1B2M2Y8AsgTpgAmY7PhCfg=="))
+            .unwrap()
+            .unwrap();
         assert_eq!(m[0], 0xd4);
         assert!(content_md5(Some("not base64!")).is_err());
         assert!(content_md5(Some("AAAA")).is_err());

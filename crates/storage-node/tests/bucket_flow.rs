@@ -97,7 +97,10 @@ async fn bucket_ceilings_hold_in_virtual_time() {
     n.open_bucket("mb", "u2", 1 << 40, Some("mb50".into()))
         .unwrap();
     n.open_bucket("free", "u3", 1 << 40, None).unwrap();
-    assert_eq!(n.bucket("free").unwrap().flow(), storage_node::scheduler::NO_FLOW);
+    assert_eq!(
+        n.bucket("free").unwrap().flow(),
+        storage_node::scheduler::NO_FLOW
+    );
     let gate = Arc::new(FlowGate::new(n.clone()));
     let (ops, mb, free) = tokio::join!(
         drive(n.clone(), gate.clone(), "ops", 8, 4096, 1, 11),
@@ -106,9 +109,15 @@ async fn bucket_ceilings_hold_in_virtual_time() {
     );
     // 10 s of steady state: 2,000 requests at 200 IOPS, 500 MiB at 50 MiB/s (+-0.5%).
     let o = ops.ops.load(Relaxed);
-    assert!((1990..=2010).contains(&o), "200 IOPS bucket: {o} requests in 10 s");
+    assert!(
+        (1990..=2010).contains(&o),
+        "200 IOPS bucket: {o} requests in 10 s"
+    );
     let mib = mb.bytes.load(Relaxed) >> 20;
-    assert!((497..=503).contains(&mib), "50 MiB/s bucket: {mib} MiB in 10 s");
+    assert!(
+        (497..=503).contains(&mib),
+        "50 MiB/s bucket: {mib} MiB in 10 s"
+    );
     // The unlimited bucket is only bounded by its clients' own service time (2 clients,
     // each request 50 us, which tokio's paused timer rounds up to its 1 ms tick: 2,000/s).
     let f = free.ops.load(Relaxed);
@@ -129,7 +138,10 @@ async fn shared_policy_is_one_budget_for_volume_and_bucket() {
     // The bucket alone gets the whole shared budget.
     let c = drive(n.clone(), gate.clone(), "b", 4, 4096, 1, 6).await;
     let o = c.ops.load(Relaxed);
-    assert!((1490..=1510).contains(&o), "shared 300 IOPS, bucket alone: {o} in 5 s");
+    assert!(
+        (1490..=1510).contains(&o),
+        "shared 300 IOPS, bucket alone: {o} in 5 s"
+    );
     // Moving the bucket off the policy frees it; the volume keeps the flow.
     n.assign_bucket_policy(&b, None).unwrap();
     assert_eq!(b.flow(), storage_node::scheduler::NO_FLOW);
@@ -156,7 +168,10 @@ async fn controller_floor_holds_for_a_bucket_against_a_bully() {
     n.open_bucket("capped", "u3", 1 << 40, Some("cap100".into()))
         .unwrap();
     // Under a controller every bucket is a flow, limited or not.
-    assert_ne!(n.bucket("bully").unwrap().flow(), storage_node::scheduler::NO_FLOW);
+    assert_ne!(
+        n.bucket("bully").unwrap().flow(),
+        storage_node::scheduler::NO_FLOW
+    );
     let gate = Arc::new(FlowGate::new(n.clone()));
     let (gold, bully, capped) = tokio::join!(
         drive(n.clone(), gate.clone(), "gold", 16, 4096, 1, 11),
@@ -170,9 +185,16 @@ async fn controller_floor_holds_for_a_bucket_against_a_bully() {
     );
     // 10 s at 1,000 IOPS: the floor gets at least its 600/s (-1%), the capped bucket its
     // 100/s, the bully what is left, and together they fill the capacity.
-    assert!(g >= 5940, "floor 600 IOPS: {g} in 10 s (bully {b}, capped {c})");
+    assert!(
+        g >= 5940,
+        "floor 600 IOPS: {g} in 10 s (bully {b}, capped {c})"
+    );
     assert!((990..=1010).contains(&c), "ceiling 100 IOPS: {c}");
-    assert!((9900..=10100).contains(&(g + b + c)), "capacity: {}", g + b + c);
+    assert!(
+        (9900..=10100).contains(&(g + b + c)),
+        "capacity: {}",
+        g + b + c
+    );
     // The capped bucket waited for its own ceiling; the bully for the node.
     assert!(capped.ceiling_ns.load(Relaxed) > bully.ceiling_ns.load(Relaxed));
     assert!(bully.floor_ns.load(Relaxed) > 0);

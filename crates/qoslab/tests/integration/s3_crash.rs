@@ -55,7 +55,11 @@ fn acknowledged_puts_survive_kill9() {
         assert!(v.status.success(), "round {round}: {v}");
         assert_eq!(v.stdout.trim().parse::<usize>().unwrap(), count(&log));
         let tmp = n.bucket_dir().join("durable").join("tmp");
-        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "temporary files left");
+        assert_eq!(
+            std::fs::read_dir(&tmp).unwrap().count(),
+            0,
+            "temporary files left"
+        );
     }
 }
 

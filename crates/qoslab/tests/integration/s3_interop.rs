@@ -19,38 +19,85 @@ fn awscli_multipart_ranges_delimiter_and_wrong_signature() {
     let f = n.node.scratch("big.bin");
     std::fs::write(&f, &big).unwrap();
     // aws s3 cp splits at 8 MiB: a 64 MiB file is an 8-part multipart upload.
-    n.aws(&["s3", "cp", "--only-show-errors", f.to_str().unwrap(), "s3://aws-it/dir/big.bin"])
-        .ok();
+    n.aws(&[
+        "s3",
+        "cp",
+        "--only-show-errors",
+        f.to_str().unwrap(),
+        "s3://aws-it/dir/big.bin",
+    ])
+    .ok();
     let head: Value = serde_json::from_str(
-        &n.aws(&["s3api", "head-object", "--bucket", "aws-it", "--key", "dir/big.bin"])
-            .ok()
-            .stdout,
+        &n.aws(&[
+            "s3api",
+            "head-object",
+            "--bucket",
+            "aws-it",
+            "--key",
+            "dir/big.bin",
+        ])
+        .ok()
+        .stdout,
     )
     .unwrap();
     assert_eq!(head["ContentLength"], 64 << 20, "{head}");
     assert!(
-        head["ETag"].as_str().unwrap().trim_matches('"').ends_with("-8"),
+        head["ETag"]
+            .as_str()
+            .unwrap()
+            .trim_matches('"')
+            .ends_with("-8"),
         "multipart ETag: {head}"
     );
     let part = n.node.scratch("range.bin");
     n.aws(&[
-        "s3api", "get-object", "--bucket", "aws-it", "--key", "dir/big.bin", "--range",
-        "bytes=1000000-1999999", part.to_str().unwrap(),
+        "s3api",
+        "get-object",
+        "--bucket",
+        "aws-it",
+        "--key",
+        "dir/big.bin",
+        "--range",
+        "bytes=1000000-1999999",
+        part.to_str().unwrap(),
     ])
     .ok();
-    assert_same_bytes("ranged GET", &std::fs::read(&part).unwrap(), &big[1_000_000..2_000_000]);
+    assert_same_bytes(
+        "ranged GET",
+        &std::fs::read(&part).unwrap(),
+        &big[1_000_000..2_000_000],
+    );
     let back = n.node.scratch("back.bin");
-    n.aws(&["s3", "cp", "--only-show-errors", "s3://aws-it/dir/big.bin", back.to_str().unwrap()])
-        .ok();
+    n.aws(&[
+        "s3",
+        "cp",
+        "--only-show-errors",
+        "s3://aws-it/dir/big.bin",
+        back.to_str().unwrap(),
+    ])
+    .ok();
     assert_same_bytes("download", &std::fs::read(&back).unwrap(), &big);
     let small = n.node.scratch("small.txt");
     std::fs::write(&small, b"top").unwrap();
-    n.aws(&["s3", "cp", "--only-show-errors", small.to_str().unwrap(), "s3://aws-it/top.txt"])
-        .ok();
+    n.aws(&[
+        "s3",
+        "cp",
+        "--only-show-errors",
+        small.to_str().unwrap(),
+        "s3://aws-it/top.txt",
+    ])
+    .ok();
     let l: Value = serde_json::from_str(
-        &n.aws(&["s3api", "list-objects-v2", "--bucket", "aws-it", "--delimiter", "/"])
-            .ok()
-            .stdout,
+        &n.aws(&[
+            "s3api",
+            "list-objects-v2",
+            "--bucket",
+            "aws-it",
+            "--delimiter",
+            "/",
+        ])
+        .ok()
+        .stdout,
     )
     .unwrap();
     assert_eq!(l["CommonPrefixes"][0]["Prefix"], "dir/", "{l}");
@@ -60,16 +107,41 @@ fn awscli_multipart_ranges_delimiter_and_wrong_signature() {
     assert!(ls.stdout.contains("67108864 big.bin"), "{}", ls.stdout);
     // The wrong secret: SignatureDoesNotMatch, and nothing changes.
     let mut c = std::process::Command::new("aws");
-    c.args(["--endpoint-url", &n.endpoint, "s3api", "delete-object", "--bucket", "aws-it"])
-        .args(["--key", "top.txt"]);
+    c.args([
+        "--endpoint-url",
+        &n.endpoint,
+        "s3api",
+        "delete-object",
+        "--bucket",
+        "aws-it",
+    ])
+    .args(["--key", "top.txt"]);
     n.env(&mut c);
     c.env("AWS_SECRET_ACCESS_KEY", format!("{SECRET}x"));
     let bad = run(&mut c, Duration::from_secs(60));
-    assert!(!bad.status.success() && bad.stderr.contains("SignatureDoesNotMatch"), "{bad}");
-    n.aws(&["s3api", "head-object", "--bucket", "aws-it", "--key", "top.txt"]).ok();
+    assert!(
+        !bad.status.success() && bad.stderr.contains("SignatureDoesNotMatch"),
+        "{bad}"
+    );
+    n.aws(&[
+        "s3api",
+        "head-object",
+        "--bucket",
+        "aws-it",
+        "--key",
+        "top.txt",
+    ])
+    .ok();
     let rb = n.aws(&["s3", "rb", "s3://aws-it"]);
     assert!(rb.stderr.contains("BucketNotEmpty"), "{rb}");
-    n.aws(&["s3", "rm", "--recursive", "--only-show-errors", "s3://aws-it/"]).ok();
+    n.aws(&[
+        "s3",
+        "rm",
+        "--recursive",
+        "--only-show-errors",
+        "s3://aws-it/",
+    ])
+    .ok();
     n.aws(&["s3", "rb", "s3://aws-it"]).ok();
     assert!(!n.bucket_dir().join("aws-it").exists());
 }
@@ -118,10 +190,20 @@ fn s3cmd_and_rclone() {
     s3cmd(&["put", f.to_str().unwrap(), "s3://cmd-it/a/twelve.bin"]).ok();
     s3cmd(&["put", f.to_str().unwrap(), "s3://cmd-it/b.bin"]).ok();
     let ls = s3cmd(&["ls", "s3://cmd-it/"]).ok();
-    assert!(ls.stdout.contains("DIR") && ls.stdout.contains("s3://cmd-it/a/"), "{}", ls.stdout);
+    assert!(
+        ls.stdout.contains("DIR") && ls.stdout.contains("s3://cmd-it/a/"),
+        "{}",
+        ls.stdout
+    );
     assert!(ls.stdout.contains("s3://cmd-it/b.bin"), "{}", ls.stdout);
     let back = n.node.scratch("back.bin");
-    s3cmd(&["get", "--force", "s3://cmd-it/a/twelve.bin", back.to_str().unwrap()]).ok();
+    s3cmd(&[
+        "get",
+        "--force",
+        "s3://cmd-it/a/twelve.bin",
+        back.to_str().unwrap(),
+    ])
+    .ok();
     assert_same_bytes("s3cmd get", &std::fs::read(&back).unwrap(), &data);
     s3cmd(&["del", "--recursive", "--force", "s3://cmd-it/"]).ok();
     s3cmd(&["rb", "s3://cmd-it"]).ok();
@@ -146,7 +228,12 @@ fn s3cmd_and_rclone() {
     rclone(&["copyto", f.to_str().unwrap(), "ql:rc-it/x/twelve.bin"]).ok();
     rclone(&["copyto", f.to_str().unwrap(), "ql:rc-it/y.bin"]).ok();
     let lsf = rclone(&["lsf", "ql:rc-it"]).ok();
-    assert_eq!(lsf.stdout.lines().collect::<Vec<_>>(), ["x/", "y.bin"], "{}", lsf.stdout);
+    assert_eq!(
+        lsf.stdout.lines().collect::<Vec<_>>(),
+        ["x/", "y.bin"],
+        "{}",
+        lsf.stdout
+    );
     rclone(&["check", src.to_str().unwrap(), "ql:rc-it/x/", "--one-way"]).ok();
     let back2 = n.node.scratch("back2.bin");
     rclone(&["copyto", "ql:rc-it/y.bin", back2.to_str().unwrap()]).ok();

@@ -58,11 +58,20 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
     let n = S3Node::start(CONFIG, &[]);
     let api = Api::new(&n.node.api_url());
     let svc = api.get_ok("/api/protocols/s3/services?fields=svm");
-    let svm = svc["records"][0]["svm"]["uuid"].as_str().unwrap().to_string();
+    let svm = svc["records"][0]["svm"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let buckets = format!("/api/protocols/s3/services/{svm}/buckets");
-    let gold = api.create(&buckets, r#"{"name": "iops-200", "qos_policy": {"name": "ops200"}}"#);
+    let gold = api.create(
+        &buckets,
+        r#"{"name": "iops-200", "qos_policy": {"name": "ops200"}}"#,
+    );
     assert_eq!(gold["qos_policy"]["max_throughput_iops"], 200, "{gold}");
-    api.create(&buckets, r#"{"name": "mibps-50", "qos_policy": {"name": "mb50"}}"#);
+    api.create(
+        &buckets,
+        r#"{"name": "mibps-50", "qos_policy": {"name": "mb50"}}"#,
+    );
     // The unlimited bucket is made with S3 itself.
     let mut mk = n.curl();
     mk.args(["-X", "PUT", "-f", &n.url("free")]);
@@ -73,7 +82,12 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
     std::fs::write(&big, vec![9u8; 1 << 20]).unwrap();
     for b in ["iops-200", "free"] {
         let mut c = n.curl();
-        c.args(["-f", "-T", small.to_str().unwrap(), &n.url(&format!("{b}/obj"))]);
+        c.args([
+            "-f",
+            "-T",
+            small.to_str().unwrap(),
+            &n.url(&format!("{b}/obj")),
+        ]);
         run(&mut c, Duration::from_secs(30)).ok();
     }
 
@@ -93,12 +107,23 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
     };
     let gets = {
         let mut c = n.curl();
-        c.args(["--parallel", "--parallel-max", "8", &n.url("iops-200/obj?i=[1-1400]")]);
+        c.args([
+            "--parallel",
+            "--parallel-max",
+            "8",
+            &n.url("iops-200/obj?i=[1-1400]"),
+        ]);
         std::thread::spawn(move || timed(c, 1400))
     };
     let puts = {
         let mut c = n.curl();
-        c.args(["--parallel", "--parallel-max", "4", "-T", big.to_str().unwrap()]);
+        c.args([
+            "--parallel",
+            "--parallel-max",
+            "4",
+            "-T",
+            big.to_str().unwrap(),
+        ]);
         c.arg(n.url("mibps-50/p[1-350]"));
         std::thread::spawn(move || timed(c, 350))
     };
@@ -115,18 +140,28 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     free.join().unwrap();
     eprintln!("iops-200: {iops:.1} GET/s; mibps-50: {mibps:.1} MiB/s; free: {free_rate:.0} GET/s");
-    assert!((180.0..=220.0).contains(&iops), "200 ops/s bucket measured {iops:.1}");
-    assert!((45.0..=55.0).contains(&mibps), "50 MiB/s bucket measured {mibps:.1}");
+    assert!(
+        (180.0..=220.0).contains(&iops),
+        "200 ops/s bucket measured {iops:.1}"
+    );
+    assert!(
+        (45.0..=55.0).contains(&mibps),
+        "50 MiB/s bucket measured {mibps:.1}"
+    );
     assert!(
         free_rate > 2.0 * 200.0,
         "the unlimited bucket ran at {free_rate:.0} GET/s: it must not be held to its neighbours' limits"
     );
     // The node counted every request against its bucket and the ceiling's queue time.
     let b: Value = api.get_ok(&format!("{buckets}/{}", gold["uuid"].as_str().unwrap()));
-    assert!(b["statistics"]["iops_raw"]["read"].as_u64().unwrap() >= 1400, "{b}");
+    assert!(
+        b["statistics"]["iops_raw"]["read"].as_u64().unwrap() >= 1400,
+        "{b}"
+    );
     let m = api.get("/metrics").body;
     assert!(
-        m.lines().any(|l| l.starts_with("qoslab_bucket_qos_wait_seconds_total{bucket=\"iops-200\"")
+        m.lines().any(|l| l
+            .starts_with("qoslab_bucket_qos_wait_seconds_total{bucket=\"iops-200\"")
             && l.contains("limit=\"ceiling\"")
             && !l.ends_with(" 0")),
         "no ceiling wait for the 200 ops/s bucket in /metrics:\n{m}"

@@ -80,7 +80,10 @@ impl S3Node {
             // No user config may change what the clients do (an empty file is not a
             // valid config to botocore: name one that does not exist).
             .env("AWS_CONFIG_FILE", "/nonexistent/qoslab-test/aws-config")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/qoslab-test/aws-credentials")
+            .env(
+                "AWS_SHARED_CREDENTIALS_FILE",
+                "/nonexistent/qoslab-test/aws-credentials",
+            )
             .env("AWS_EC2_METADATA_DISABLED", "true");
     }
 

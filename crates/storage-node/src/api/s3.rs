@@ -214,7 +214,9 @@ impl ControlPlane {
     /// Add (or update the keys of) user `name`: the `serve --s3-keys-file` bootstrap.
     pub fn s3_ensure_user(&self, name: &str, access: &str, secret: &str) -> Result<(), String> {
         if !valid_user_name(name) {
-            return Err(format!("invalid S3 user name {name:?}: 1 to 64 of 0-9 A-Z a-z _ + = , . @ -"));
+            return Err(format!(
+                "invalid S3 user name {name:?}: 1 to 64 of 0-9 A-Z a-z _ + = , . @ -"
+            ));
         }
         if !valid_key(access) || !valid_key(secret) {
             return Err(format!(
@@ -228,7 +230,9 @@ impl ControlPlane {
             .iter()
             .any(|u| u.access_key == access && u.name != name)
         {
-            return Err(format!("access key of user {name:?} already belongs to another user"));
+            return Err(format!(
+                "access key of user {name:?} already belongs to another user"
+            ));
         }
         let row = S3UserRow {
             name: name.to_string(),
@@ -243,12 +247,18 @@ impl ControlPlane {
                         comment: rows.users[i].comment.clone(),
                         ..row
                     };
-                    inner.store.update_s3_user(&row).map_err(|e| e.to_string())?;
+                    inner
+                        .store
+                        .update_s3_user(&row)
+                        .map_err(|e| e.to_string())?;
                     rows.users[i] = row;
                 }
             }
             None => {
-                inner.store.insert_s3_user(&row).map_err(|e| e.to_string())?;
+                inner
+                    .store
+                    .insert_s3_user(&row)
+                    .map_err(|e| e.to_string())?;
                 rows.users.push(row);
             }
         }
@@ -330,7 +340,10 @@ impl ControlPlane {
         rows.buckets.remove(i);
         self.node.remove_bucket(name);
         if let Err(e) = b.store.destroy() {
-            tracing::warn!(bucket = name, "removing the deleted bucket's directory: {e}");
+            tracing::warn!(
+                bucket = name,
+                "removing the deleted bucket's directory: {e}"
+            );
         }
         Ok(())
     }
@@ -354,7 +367,11 @@ fn check_svm(cp: &ControlPlane, svm_uuid: &str) -> R<()> {
 
 fn obj<'a>(v: &'a Value, t: &str) -> R<&'a Map<String, Value>> {
     v.as_object().ok_or_else(|| {
-        ApiError::bad(code::INVALID_TYPE, t, format!("field \"{t}\" must be an object"))
+        ApiError::bad(
+            code::INVALID_TYPE,
+            t,
+            format!("field \"{t}\" must be an object"),
+        )
     })
 }
 
@@ -369,7 +386,10 @@ fn only(m: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> R<()> {
             return Err(ApiError::bad(
                 code::UNKNOWN_FIELD,
                 &t,
-                format!("unexpected field \"{t}\"; allowed here: {}", allowed.join(", ")),
+                format!(
+                    "unexpected field \"{t}\"; allowed here: {}",
+                    allowed.join(", ")
+                ),
             ));
         }
     }
@@ -543,7 +563,19 @@ impl ControlPlane {
 
     /// GET /api/protocols/s3/services
     pub fn s3_services(&self, q: &Query) -> R<Reply> {
-        list(vec![self.s3_service_json()], q, &["svm", "name", "enabled", "is_http_enabled", "is_https_enabled", "users", "buckets"])
+        list(
+            vec![self.s3_service_json()],
+            q,
+            &[
+                "svm",
+                "name",
+                "enabled",
+                "is_http_enabled",
+                "is_https_enabled",
+                "users",
+                "buckets",
+            ],
+        )
     }
 
     /// GET /api/protocols/s3/services/{svm.uuid}
@@ -627,7 +659,13 @@ impl ControlPlane {
         check_svm(self, svm_uuid)?;
         let m = super::model::parse_body(body)?;
         only(&m, "", BUCKET_FIELDS)?;
-        for k in ["name", "svm", "type", "aggregates", "constituents_per_aggregate"] {
+        for k in [
+            "name",
+            "svm",
+            "type",
+            "aggregates",
+            "constituents_per_aggregate",
+        ] {
             if m.contains_key(k) {
                 return Err(ApiError::bad(
                     code::IMMUTABLE,
@@ -717,7 +755,11 @@ impl ControlPlane {
     pub fn create_s3_user(&self, svm_uuid: &str, body: &[u8]) -> R<Reply> {
         check_svm(self, svm_uuid)?;
         let m = super::model::parse_body(body)?;
-        only(&m, "", &["name", "svm", "comment", "access_key", "secret_key"])?;
+        only(
+            &m,
+            "",
+            &["name", "svm", "comment", "access_key", "secret_key"],
+        )?;
         let name = text(&m, "name", "name")?.ok_or_else(|| {
             ApiError::bad(code::MISSING_FIELD, "name", "field \"name\" is required")
         })?;
@@ -846,7 +888,17 @@ mod tests {
         for ok in ["abc", "my-bucket.v2", "a1b", &"x".repeat(63)] {
             assert!(valid_bucket_name(ok), "{ok}");
         }
-        for bad in ["ab", "Abc", "-abc", "abc-", "a..b", "192.168.1.1", "a_b", "../x", &"x".repeat(64)] {
+        for bad in [
+            "ab",
+            "Abc",
+            "-abc",
+            "abc-",
+            "a..b",
+            "192.168.1.1",
+            "a_b",
+            "../x",
+            &"x".repeat(64),
+        ] {
             assert!(!valid_bucket_name(bad), "{bad}");
         }
     }
@@ -855,7 +907,9 @@ mod tests {
     fn generated_keys_look_like_aws_keys() {
         let (a, s) = new_keys();
         assert_eq!(a.len(), 20);
-        assert!(a.bytes().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
         assert_eq!(s.len(), 40);
         assert!(valid_key(&a) && valid_key(&s));
         assert_ne!(new_keys().1, s);
@@ -947,7 +1001,10 @@ mod route_tests {
     #[test]
     fn routes() {
         let d = |s: &str| s.replace("%40", "@");
-        assert_eq!(route("/api/protocols/s3/services", d), Some(S3Route::Services));
+        assert_eq!(
+            route("/api/protocols/s3/services", d),
+            Some(S3Route::Services)
+        );
         assert_eq!(
             route("/api/protocols/s3/services/U/users/a%40b", d),
             Some(S3Route::User("U".into(), "a@b".into()))
@@ -959,6 +1016,9 @@ mod route_tests {
         assert_eq!(route("/api/protocols/s3/services/U/nope", d), None);
         assert_eq!(route("/api/protocols/s3/services//users", d), None);
         assert_eq!(route("/api/protocols/s3/servicesX", d), None);
-        assert_eq!(S3Route::Bucket("U".into(), "B".into()).allowed(), "GET, PATCH, DELETE");
+        assert_eq!(
+            S3Route::Bucket("U".into(), "B".into()).allowed(),
+            "GET, PATCH, DELETE"
+        );
     }
 }

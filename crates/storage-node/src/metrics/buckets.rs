@@ -25,19 +25,48 @@ pub(super) fn render(node: &Node, o: &mut String) {
         "S3 requests completed on the bucket: read = GET, write = PUT and UploadPart, other = the rest.",
     );
     for (b, l) in &bs {
-        for (op, k) in [("read", OpKind::Read), ("write", OpKind::Write), ("other", OpKind::Other)] {
-            let _ = writeln!(o, "qoslab_bucket_ops_total{{{l},op=\"{op}\"}} {}", b.stats.ops(k));
+        for (op, k) in [
+            ("read", OpKind::Read),
+            ("write", OpKind::Write),
+            ("other", OpKind::Other),
+        ] {
+            let _ = writeln!(
+                o,
+                "qoslab_bucket_ops_total{{{l},op=\"{op}\"}} {}",
+                b.stats.ops(k)
+            );
         }
     }
-    header(o, "qoslab_bucket_bytes_total", "counter", "Payload bytes, by direction.");
+    header(
+        o,
+        "qoslab_bucket_bytes_total",
+        "counter",
+        "Payload bytes, by direction.",
+    );
     for (b, l) in &bs {
-        for (op, c) in [("read", &b.stats.read_bytes), ("write", &b.stats.write_bytes)] {
-            let _ = writeln!(o, "qoslab_bucket_bytes_total{{{l},op=\"{op}\"}} {}", c.load(Relaxed));
+        for (op, c) in [
+            ("read", &b.stats.read_bytes),
+            ("write", &b.stats.write_bytes),
+        ] {
+            let _ = writeln!(
+                o,
+                "qoslab_bucket_bytes_total{{{l},op=\"{op}\"}} {}",
+                c.load(Relaxed)
+            );
         }
     }
-    header(o, "qoslab_bucket_errors_total", "counter", "S3 requests that failed after admission.");
+    header(
+        o,
+        "qoslab_bucket_errors_total",
+        "counter",
+        "S3 requests that failed after admission.",
+    );
     for (b, l) in &bs {
-        let _ = writeln!(o, "qoslab_bucket_errors_total{{{l}}} {}", b.stats.errors.load(Relaxed));
+        let _ = writeln!(
+            o,
+            "qoslab_bucket_errors_total{{{l}}} {}",
+            b.stats.errors.load(Relaxed)
+        );
     }
     header(
         o,
@@ -57,11 +86,24 @@ pub(super) fn render(node: &Node, o: &mut String) {
             b.stats.floor_wait_ns.load(Relaxed) as f64 / 1e9
         );
     }
-    header(o, "qoslab_bucket_limit_iops", "gauge", "Effective QoS limit in ops/s (0: not enforced).");
+    header(
+        o,
+        "qoslab_bucket_limit_iops",
+        "gauge",
+        "Effective QoS limit in ops/s (0: not enforced).",
+    );
     for (b, l) in &bs {
         let lim = b.limits();
-        let _ = writeln!(o, "qoslab_bucket_limit_iops{{{l},limit=\"ceiling\"}} {}", lim.ceiling.iops);
-        let _ = writeln!(o, "qoslab_bucket_limit_iops{{{l},limit=\"floor\"}} {}", lim.floor.iops);
+        let _ = writeln!(
+            o,
+            "qoslab_bucket_limit_iops{{{l},limit=\"ceiling\"}} {}",
+            lim.ceiling.iops
+        );
+        let _ = writeln!(
+            o,
+            "qoslab_bucket_limit_iops{{{l},limit=\"floor\"}} {}",
+            lim.floor.iops
+        );
     }
     header(
         o,
@@ -82,7 +124,12 @@ pub(super) fn render(node: &Node, o: &mut String) {
             lim.floor.bytes_per_sec
         );
     }
-    header(o, "qoslab_bucket_used_bytes", "gauge", "Bytes stored (ONTAP's logical_used_size).");
+    header(
+        o,
+        "qoslab_bucket_used_bytes",
+        "gauge",
+        "Bytes stored (ONTAP's logical_used_size).",
+    );
     for (b, l) in &bs {
         let _ = writeln!(o, "qoslab_bucket_used_bytes{{{l}}} {}", b.store.used());
     }

@@ -94,7 +94,11 @@ impl Node {
     }
 
     /// Put `b` under `policy` (or none), recomputing its limits and flow.
-    pub fn assign_bucket_policy(&self, b: &Bucket, policy: Option<String>) -> Result<(), NodeError> {
+    pub fn assign_bucket_policy(
+        &self,
+        b: &Bucket,
+        policy: Option<String>,
+    ) -> Result<(), NodeError> {
         if let Some(p) = &policy {
             if self.policy(p).is_none() {
                 return Err(NodeError::UnknownPolicy(p.clone()));

@@ -131,7 +131,10 @@ mod tests {
         let b = f.encode();
         assert_eq!(Fixed::decode(&b), Some(f));
         assert_eq!(f.etag(), "ab".repeat(16));
-        assert_eq!(Fixed { parts: 3, ..f }.etag(), format!("{}-3", "ab".repeat(16)));
+        assert_eq!(
+            Fixed { parts: 3, ..f }.etag(),
+            format!("{}-3", "ab".repeat(16))
+        );
         assert_eq!(f.data_offset(), 64 + 17);
         let mut bad = b;
         bad[0] = b'X';

@@ -173,7 +173,9 @@ impl ObjectStore {
                             },
                         );
                     }
-                    Err(e) => tracing::warn!(path = %path.display(), "unreadable object file ignored: {e}"),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), "unreadable object file ignored: {e}")
+                    }
                 }
             }
         }
@@ -232,10 +234,7 @@ impl ObjectStore {
             return Err(ObjError::MetaTooLarge);
         }
         let tmp = self.dir.join("tmp").join(crate::state::new_uuid());
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
+        let file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         let w = ObjectWriter {
             file: Some(file),
             tmp,
@@ -245,7 +244,10 @@ impl ObjectStore {
             meta_len: meta_json.len() as u32,
             key: meta.key.clone(),
         };
-        let f = w.file.as_ref().ok_or_else(|| io::Error::other("writer closed"))?;
+        let f = w
+            .file
+            .as_ref()
+            .ok_or_else(|| io::Error::other("writer closed"))?;
         f.write_all_at(&meta_json, FIXED_LEN as u64)?;
         Ok(w)
     }
@@ -407,7 +409,10 @@ impl ObjectWriter {
             .file
             .as_ref()
             .ok_or_else(|| io::Error::other("writer closed"))?;
-        f.write_all_at(chunk, FIXED_LEN as u64 + self.meta_len as u64 + self.written)?;
+        f.write_all_at(
+            chunk,
+            FIXED_LEN as u64 + self.meta_len as u64 + self.written,
+        )?;
         self.md5.update(chunk);
         self.written += n;
         Ok(())

@@ -160,7 +160,10 @@ impl ObjectStore {
         let mut parts = Vec::new();
         for e in fs::read_dir(&dir)? {
             let name = e?.file_name().to_string_lossy().to_string();
-            if let Some(n) = name.strip_prefix("part-").and_then(|n| n.parse::<u32>().ok()) {
+            if let Some(n) = name
+                .strip_prefix("part-")
+                .and_then(|n| n.parse::<u32>().ok())
+            {
                 let r = self.open_part(&dir, n)?;
                 parts.push(PartInfo {
                     number: n,
@@ -267,7 +270,13 @@ impl ObjectStore {
 }
 
 /// Copy `len` bytes between files at the given offsets, in the kernel where it can.
-fn copy_range(from: &File, mut off_in: u64, to: &File, mut off_out: u64, len: u64) -> io::Result<()> {
+fn copy_range(
+    from: &File,
+    mut off_in: u64,
+    to: &File,
+    mut off_out: u64,
+    len: u64,
+) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
     let mut left = len;
@@ -284,7 +293,9 @@ fn copy_range(from: &File, mut off_in: u64, to: &File, mut off_out: u64, len: u6
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
-                Some(libc::EXDEV) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP)
+                Some(libc::EXDEV)
+                | Some(libc::ENOSYS)
+                | Some(libc::EOPNOTSUPP)
                 | Some(libc::EINVAL) => {
                     // Fall back to reading and writing.
                     let mut buf = vec![0u8; (left.min(8 << 20)) as usize];

@@ -90,7 +90,10 @@ fn bad_length_digest_and_size_leave_nothing() {
     ));
     let mut w = s.writer(&meta, 5).unwrap();
     w.write(b"abc").unwrap();
-    assert!(matches!(w.write(b"def"), Err(ObjError::TooLarge { max: 5 })));
+    assert!(matches!(
+        w.write(b"def"),
+        Err(ObjError::TooLarge { max: 5 })
+    ));
     drop(w);
     // A finished but uncommitted object disappears too.
     let mut w = s.writer(&meta, 100).unwrap();
@@ -160,7 +163,9 @@ fn multipart_copies_parts_with_s3_etag() {
     };
     let id = s.create_upload(&meta).unwrap();
     assert!(!s.is_empty());
-    let p1: Vec<u8> = (0..MIN_PART_SIZE as usize).map(|i| (i % 251) as u8).collect();
+    let p1: Vec<u8> = (0..MIN_PART_SIZE as usize)
+        .map(|i| (i % 251) as u8)
+        .collect();
     let p2 = b"tail".to_vec();
     let mut etags = Vec::new();
     for (n, data) in [(1u32, &p1), (2, &p2)] {
@@ -207,7 +212,10 @@ fn multipart_copies_parts_with_s3_etag() {
     assert_eq!(info.size, p1.len() as u64 + 4);
     let r = s.open_object("big").unwrap();
     assert_eq!(r.meta.content_type.as_deref(), Some("application/x-test"));
-    assert_eq!(r.read(MIN_PART_SIZE - 2, 6).unwrap(), [p1[p1.len() - 2], p1[p1.len() - 1], b't', b'a', b'i', b'l']);
+    assert_eq!(
+        r.read(MIN_PART_SIZE - 2, 6).unwrap(),
+        [p1[p1.len() - 2], p1[p1.len() - 1], b't', b'a', b'i', b'l']
+    );
     assert!(s.list_uploads().is_empty());
     assert!(matches!(s.abort_upload(&id), Err(ObjError::NoSuchUpload)));
     let id2 = s.create_upload(&meta).unwrap();
