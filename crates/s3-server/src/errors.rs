@@ -17,6 +17,7 @@ pub fn from_obj(e: ObjError) -> S3Error {
         ObjError::InvalidPartOrder => S3Error::with_message(S3ErrorCode::InvalidPartOrder, m),
         ObjError::PartTooSmall { .. } => S3Error::with_message(S3ErrorCode::EntityTooSmall, m),
         ObjError::MetaTooLarge => S3Error::with_message(S3ErrorCode::MetadataTooLarge, m),
+        ObjError::Closed => S3Error::with_message(S3ErrorCode::NoSuchBucket, m),
         ObjError::Corrupt { .. } | ObjError::Io(_) => {
             tracing::error!("s3: storage error: {m}");
             S3Error::with_message(S3ErrorCode::InternalError, m)
@@ -86,6 +87,7 @@ mod tests {
                 "EntityTooSmall",
             ),
             (ObjError::MetaTooLarge, "MetadataTooLarge"),
+            (ObjError::Closed, "NoSuchBucket"),
             (ObjError::Io(std::io::Error::other("x")), "InternalError"),
         ];
         for (e, want) in cases {

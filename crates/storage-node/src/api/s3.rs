@@ -331,13 +331,16 @@ impl ControlPlane {
             .node
             .bucket(name)
             .ok_or_else(|| BucketError::NotFound(name.to_string()))?;
-        if !b.store.is_empty() {
+        // Closed under the store's commit lock: a PUT racing with this delete either
+        // committed before (and the bucket is not empty) or fails; it is never
+        // acknowledged into a bucket that is then removed.
+        if !b.store.close_if_empty() {
             return Err(BucketError::NotEmpty(name.to_string()));
         }
-        inner
-            .store
-            .delete_bucket(&rows.buckets[i].uuid)
-            .map_err(|e| BucketError::Internal(format!("state database: {e}")))?;
+        if let Err(e) = inner.store.delete_bucket(&rows.buckets[i].uuid) {
+            b.store.reopen();
+            return Err(BucketError::Internal(format!("state database: {e}")));
+        }
         rows.buckets.remove(i);
         self.node.remove_bucket(name);
         if let Err(e) = b.store.destroy() {

@@ -55,6 +55,8 @@ pub enum ObjError {
     MetaTooLarge,
     #[error("object file {path}: {why}")]
     Corrupt { path: String, why: String },
+    #[error("the bucket is being deleted")]
+    Closed,
     #[error(transparent)]
     Io(#[from] io::Error),
 }
@@ -78,7 +80,9 @@ pub struct ObjectStore {
     dir: PathBuf,
     index: RwLock<Index>,
     /// Serializes rename/unlink + index update, so the index matches the file that won.
-    commit: Mutex<()>,
+    /// `true` once the bucket is closed for deletion: nothing commits after that, so an
+    /// acknowledged write can never land in a bucket that is being removed.
+    commit: Mutex<bool>,
 }
 
 /// A listing request (ListObjects v1 and v2 share it).
@@ -182,7 +186,7 @@ impl ObjectStore {
         Ok(ObjectStore {
             dir: dir.to_path_buf(),
             index: RwLock::new(Index { map, used }),
-            commit: Mutex::new(()),
+            commit: Mutex::new(false),
         })
     }
 
@@ -198,8 +202,35 @@ impl ObjectStore {
         self.index.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn lock_commit(&self) -> std::sync::MutexGuard<'_, ()> {
+    fn lock_commit(&self) -> std::sync::MutexGuard<'_, bool> {
         self.commit.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Take the commit lock of an open bucket (`Closed` once it is being deleted).
+    pub(crate) fn lock_open(&self) -> Result<std::sync::MutexGuard<'_, bool>, ObjError> {
+        let g = self.lock_commit();
+        if *g {
+            Err(ObjError::Closed)
+        } else {
+            Ok(g)
+        }
+    }
+
+    /// Close the bucket for deletion if it is empty (no objects, no uploads): from then on
+    /// every commit fails with [`ObjError::Closed`]. `false` (and still open) if not empty.
+    pub fn close_if_empty(&self) -> bool {
+        let mut g = self.lock_commit();
+        if self.count() == 0 && self.uploads_empty() {
+            *g = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Undo [`ObjectStore::close_if_empty`] (the deletion failed).
+    pub fn reopen(&self) {
+        *self.lock_commit() = false;
     }
 
     /// Bytes stored (sum of object sizes: ONTAP's `logical_used_size`).
@@ -263,7 +294,7 @@ impl ObjectStore {
             mtime_ns: fin.fixed.mtime_ns,
         };
         {
-            let _g = self.lock_commit();
+            let _g = self.lock_open()?;
             fs::rename(&fin.tmp, &path)?;
             fin.committed = true;
             let mut idx = self.write_index();
@@ -292,7 +323,7 @@ impl ObjectStore {
     pub fn delete(&self, key: &str) -> Result<bool, ObjError> {
         let (shard, path) = self.object_path(key);
         {
-            let _g = self.lock_commit();
+            let _g = self.lock_open()?;
             match fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {

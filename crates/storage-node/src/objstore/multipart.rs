@@ -76,6 +76,7 @@ impl ObjectStore {
             return Err(ObjError::MetaTooLarge);
         }
         let dir = self.dir.join("uploads").join(&id);
+        let _g = self.lock_open()?;
         fs::create_dir(&dir)?;
         let f = dir.join("upload.json");
         fs::write(&f, &body)?;
@@ -128,6 +129,7 @@ impl ObjectStore {
         mut fin: super::Finished,
     ) -> Result<PartInfo, ObjError> {
         let dir = self.upload_dir(id)?;
+        let _g = self.lock_open()?;
         fs::rename(&fin.tmp, dir.join(format!("part-{number:05}")))?;
         fin.committed = true;
         sync_dir(&dir)?;

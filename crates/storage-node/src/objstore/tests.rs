@@ -223,3 +223,34 @@ fn multipart_copies_parts_with_s3_etag() {
     assert_eq!(s.count(), 1);
     s.destroy().unwrap();
 }
+
+#[test]
+fn a_closed_bucket_commits_nothing() {
+    let d = tmpdir("closed");
+    let s = ObjectStore::open(&d).unwrap();
+    put(&s, "k", b"x");
+    assert!(!s.close_if_empty(), "not empty: stays open");
+    assert!(s.delete("k").unwrap());
+    // A write in flight when the bucket is closed cannot be acknowledged.
+    let mut w = s
+        .writer(
+            &ObjectMeta {
+                key: "late".into(),
+                ..Default::default()
+            },
+            100,
+        )
+        .unwrap();
+    w.write(b"late").unwrap();
+    let fin = w.finish(Some(4), None).unwrap();
+    assert!(s.close_if_empty());
+    assert!(matches!(s.commit(fin), Err(ObjError::Closed)));
+    assert!(matches!(
+        s.create_upload(&ObjectMeta::default()),
+        Err(ObjError::Closed)
+    ));
+    assert!(s.is_empty());
+    s.reopen();
+    put(&s, "k", b"y");
+    s.destroy().unwrap();
+}
