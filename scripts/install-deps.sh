@@ -43,3 +43,37 @@ if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
 fi
 echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1)" >&2
 echo "install-deps: $(aws --version 2>&1 | head -1), boto3 $(python3 -c 'import boto3; print(boto3.__version__)'), s3cmd $(s3cmd --version | awk '{print $3}'), $(rclone version | head -1), $(curl --version | head -1 | awk '{print $1, $2}')" >&2
+
+# System suites (crates/hosts, crates/suites) and their namespace test hosts (crates/testbed):
+# iperf3, OpenSSH client and server, iproute2 (ip netns, veth, bridge, tc htb), util-linux
+# (losetup, wipefs, setsid), e2fsprogs (mkfs.ext4 for the refused-device test), procps (pgrep).
+declare -A sys_pkg_of=(
+  [iperf3]=iperf3
+  [ssh]=openssh-client
+  [ssh-keygen]=openssh-client
+  [/usr/sbin/sshd]=openssh-server
+  [ip]=iproute2
+  [tc]=iproute2
+  [losetup]=util-linux
+  [wipefs]=util-linux
+  [setsid]=util-linux
+  [mkfs.ext4]=e2fsprogs
+  [pgrep]=procps
+  [timeout]=coreutils
+  [sha256sum]=coreutils
+)
+sys_missing=()
+for cmd in "${!sys_pkg_of[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "$cmd" ] || sys_missing+=("${sys_pkg_of[$cmd]}")
+done
+if [ ${#sys_missing[@]} -gt 0 ]; then
+  mapfile -t sys_missing < <(printf '%s\n' "${sys_missing[@]}" | sort -u)
+  echo "install-deps: installing ${sys_missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  # The tests run their own sshd per namespace; a system sshd, if the package starts one,
+  # listens in the root namespace and is not used.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${sys_missing[@]}" >/dev/null
+fi
+echo "install-deps: $(iperf3 --version | head -1), $(ssh -V 2>&1)" >&2

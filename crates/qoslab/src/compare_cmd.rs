@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use bench::compare;
 use clap::Args;
+use report::compare;
 
 use crate::bench::db_path;
 use crate::results::{open_store, run_id};

@@ -12,14 +12,19 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use bench::dbench::Summary;
-use bench::fmt;
-use bench::plan::Plan;
-use bench::store::JobRecord;
-use bench::target::Target;
-use clap::Args;
+use std::collections::BTreeMap;
 
-use crate::bench::{db_path, duration, exit_failed, run_and_store, Printer};
+use clap::Args;
+use fio::fmt;
+use harness::store::{JobRecord, RunRecord};
+use harness::target::Target;
+use harness::Options;
+use report::Format;
+use workloads::dbench::{self, Summary};
+use workloads::isolation::{self, IsolationSpec};
+
+use crate::bench::{db_path, duration, exit_failed, run_and_store};
+use crate::ui::TerminalUi;
 
 /// A measured ceiling passes within this fraction of the expected one.
 const TOLERANCE: f64 = 0.03;
@@ -129,11 +134,19 @@ fn within(measured: &[Option<f64>], expected: f64) -> (bool, String) {
     (ok, parts.join("/"))
 }
 
+/// The dbench summary of the jobs that ran on `volume` (fio's headline numbers).
+fn summary_of(run: &RunRecord, volume: &str) -> Summary {
+    let results: BTreeMap<String, fio::JobResult> = run
+        .jobs
+        .iter()
+        .filter(|j| j.volume.as_deref() == Some(volume) && dbench::JOBS.contains(&j.name.as_str()))
+        .filter_map(|j| Some((j.name.clone(), j.primary()?.clone())))
+        .collect();
+    Summary::from_results(&results)
+}
+
 /// Rows from a finished demo run (pure; unit-tested with canned records).
-pub fn rows(
-    run: &bench::store::RunRecord,
-    summaries: &[(String, Option<String>, Summary)],
-) -> Vec<Row> {
+pub fn rows(run: &RunRecord) -> Vec<Row> {
     let mut out = Vec::new();
     for v in &run.volumes {
         let job = |name: &str| {
@@ -141,11 +154,7 @@ pub fn rows(
                 .iter()
                 .find(|j| j.volume.as_deref() == Some(v.name.as_str()) && j.name == name)
         };
-        let summary = summaries
-            .iter()
-            .find(|s| s.1.as_deref() == Some(v.name.as_str()))
-            .map(|s| s.2.clone())
-            .unwrap_or_default();
+        let summary = summary_of(run, &v.name);
         let l = v.limits;
         let (expected, measured, verdict, passed) = if l.ceiling_iops == 0 && l.ceiling_bps == 0 {
             (
@@ -263,24 +272,27 @@ pub fn table(rows: &[Row]) -> String {
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let text = plan_text(args.runtime, args.ramp);
-    let plan = Plan::parse(&text, "qoslab demo")?;
+    let mut plan = workloads::registry().parse(&text, "qoslab demo")?;
+    plan.configure(&Options {
+        no_step_lines: true,
+        ..Default::default()
+    })?;
     let db = db_path(args.db);
-    let jobs = plan.jobs();
+    let jobs = plan.steps().len();
     println!(
         "qoslab demo: seed 000 on an embedded node: 3 policies, {} volumes, dbench on each \
          ({} fio runs of {} s + {} s ramp, about {:.0} minutes)\n",
         VOLUMES.len(),
-        jobs.len(),
+        jobs,
         args.runtime,
         args.ramp,
-        (jobs.len() as f64 * (args.runtime + args.ramp + 0.6)) / 60.0
+        (jobs as f64 * (args.runtime + args.ramp + 0.6)) / 60.0
     );
-    let mut printer = Printer::new(&jobs, true, false, false);
-    let outcome = run_and_store(&plan, &Target::Embedded, &[], &db, &mut printer)?;
-    let summaries = std::mem::take(&mut printer.summaries);
-    drop(printer);
+    let mut ui = TerminalUi::new(false);
+    let outcome = run_and_store(&mut plan, &Target::Embedded, &[], &db, &mut ui)?;
+    drop(ui);
     let rec = &outcome.record;
-    let rows = rows(rec, &summaries);
+    let rows = rows(rec);
     let mut out = String::new();
     out.push_str("Seed 000 on qoslab: measured vs expected QoS ceilings\n\n");
     out.push_str(&table(&rows));
@@ -309,12 +321,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     so.write_all(out.as_bytes())?;
     so.flush()?;
     drop(so);
-    let isolation = crate::isolation_cmd::demo_scenario(args.runtime, args.ramp, &db)?;
+    let isolation = isolation_scenario(args.runtime, args.ramp, &db)?;
     // The reports (every job's charts), next to the results database.
     println!();
     for run in [rec, &isolation.record] {
         let report = crate::report_cmd::path_next_to(&db, run.id);
-        match std::fs::write(&report, bench::export::html(run)) {
+        match std::fs::write(&report, workloads::export(run, Format::Html)) {
             Ok(()) => println!(
                 "Report: {} (open it in a browser; `qoslab report {} --db {}` writes it again)",
                 report.display(),
@@ -324,10 +336,45 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             Err(e) => eprintln!("qoslab demo: writing {}: {e}", report.display()),
         }
     }
-    if outcome.failed_jobs > 0 || rows.iter().any(|r| !r.passed) || !isolation.floors_held() {
+    if outcome.failed_jobs > 0
+        || rows.iter().any(|r| !r.passed)
+        || !isolation::floors_held(&isolation)
+    {
         exit_failed();
     }
     Ok(())
+}
+
+/// The demo's second part: seed 001's isolation scenario in 3 steps (1x, 1.5x, 2x).
+fn isolation_scenario(
+    runtime: f64,
+    ramp: f64,
+    db: &std::path::Path,
+) -> anyhow::Result<harness::Outcome> {
+    let spec = IsolationSpec {
+        steps: 3,
+        runtime: runtime.max(3.0),
+        ramp,
+        ..IsolationSpec::default()
+    };
+    println!(
+        "\nSeed 001 on qoslab: floors against a noisy neighbour (emulated {} IOPS controller)\n",
+        spec.capacity_iops
+    );
+    let mut plan = isolation::plan(spec);
+    println!("{}", plan.banner(&Target::Embedded, db));
+    let mut ui = TerminalUi::new(false);
+    let outcome = run_and_store(&mut plan, &Target::Embedded, &[], db, &mut ui)?;
+    drop(ui);
+    print!("{}", plan.body.summary(&outcome, db)?);
+    if isolation::floors_held(&outcome) && !outcome.passed() {
+        println!(
+            "The floors held (IOPS); a p99 verdict failed. fio's p99 includes the load generator \
+             sharing this machine's CPU with the bully; the node's own mean latency for the \
+             protected volumes is printed above the table's notes."
+        );
+    }
+    Ok(outcome)
 }
 
 #[cfg(test)]
@@ -336,20 +383,22 @@ mod tests {
 
     #[test]
     fn demo_plan_is_valid_and_has_the_seed_limits() {
-        let p = Plan::parse(&plan_text(2.0, 1.0), "demo").unwrap();
-        assert_eq!(p.jobs().len(), 63);
-        let node = p.node.unwrap();
+        let p = workloads::registry()
+            .parse(&plan_text(2.0, 1.0), "demo")
+            .unwrap();
+        assert_eq!(p.steps().len(), 63);
+        let node = p.common.node.unwrap();
         assert_eq!(node.volumes.len(), 7);
         assert!(node.volumes.iter().all(|v| v.snapshot_reserve_percent == 5));
         assert_eq!(node.policies.len(), 3);
     }
 
-    fn job(volume: &str, name: &str, iops_mean: f64, bw_mean: f64) -> bench::store::JobRecord {
-        let mut r = bench::result::JobResult::default();
+    fn job(volume: &str, name: &str, iops_mean: f64, bw_mean: f64) -> JobRecord {
+        let mut r = fio::JobResult::default();
         r.read.iops_mean = iops_mean;
         r.read.bw_mean_bytes = bw_mean;
         r.read.total_ios = 1;
-        bench::store::JobRecord {
+        JobRecord {
             id: 0,
             seq: 0,
             workload: volume.into(),
@@ -367,8 +416,9 @@ mod tests {
 
     #[test]
     fn verdicts_judge_the_steady_state_ceiling_within_3_percent() {
-        use bench::store::{Env, RunRecord, VolumeRecord};
-        use bench::verdict::Limits;
+        use harness::host::Env;
+        use harness::store::VolumeRecord;
+        use harness::verdict::Limits;
         let vol = |name: &str, iops: u64, bps: u64| VolumeRecord {
             name: name.into(),
             size: 1,
@@ -411,7 +461,7 @@ mod tests {
             tables: vec![],
             series: vec![],
         };
-        let r = rows(&run, &[]);
+        let r = rows(&run);
         assert_eq!(r[0].verdict, "n/a (no ceiling)");
         assert!(r[1].passed, "{:?}", r[1]);
         assert_eq!(r[1].verdict, "PASS (-0.2%/-2.8%)");

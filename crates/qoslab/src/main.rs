@@ -5,18 +5,17 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod http_client;
-mod isolation_cmd;
 mod policy_cmd;
-mod ramp_cmd;
 mod report_cmd;
 mod results;
 mod s3_admin;
 mod s3_cmd;
 mod serve;
 mod stats_cmd;
+mod ui;
 mod volume_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// qoslab — a storage QoS lab: volumes over NBD under ONTAP-style QoS policies.
 #[derive(Parser)]
@@ -57,7 +56,8 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let matches = bench::with_families_help(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     tracing_subscriber::fmt()
         .with_max_level(cli.log_level.unwrap_or(match cli.command {
             Command::Serve(_) => tracing::Level::INFO,
@@ -84,5 +84,37 @@ fn main() -> std::process::ExitCode {
             eprintln!("qoslab: error: {e:#}");
             std::process::ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every family's options fit together (clap checks ids, names and groups), and
+    /// `qoslab bench --help` lists the families and `--profile`'s values from the registry.
+    #[test]
+    fn bench_help_comes_from_the_registry() {
+        let mut cmd = bench::with_families_help(Cli::command());
+        cmd.build();
+        cmd.clone().debug_assert();
+        let bench = cmd.find_subcommand_mut("bench").unwrap();
+        let help = bench.render_long_help().to_string();
+        let registry = workloads::registry();
+        assert!(help.contains(&registry.help()), "{help}");
+        for f in registry.families() {
+            assert!(help.contains(f.about()), "{}: {help}", f.name());
+        }
+        let profile = bench
+            .get_arguments()
+            .find(|a| a.get_id() == "profile")
+            .unwrap();
+        let values: Vec<String> = profile
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(values, registry.profiles());
+        assert_eq!(values, ["dbench", "isolation", "ramp"]);
     }
 }

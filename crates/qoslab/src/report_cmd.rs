@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use bench::store::Store;
 use clap::Args;
+use harness::store::Store;
+use report::Format;
 
 use crate::bench::db_path;
 use crate::results::{open_store, run_id};
@@ -40,7 +41,7 @@ pub fn path_next_to(db: &Path, id: i64) -> PathBuf {
 
 /// Render run `id` of `store` to `path`.
 pub fn write_report(store: &Store, id: i64, path: &Path) -> anyhow::Result<usize> {
-    let html = bench::export::html(&store.load_run(id)?);
+    let html = workloads::export(&store.load_run(id)?, Format::Html);
     std::fs::write(path, &html).with_context(|| format!("writing {}", path.display()))?;
     Ok(html.len())
 }

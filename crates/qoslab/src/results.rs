@@ -4,9 +4,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use bench::export::{self, Format};
-use bench::store::Store;
 use clap::{Args, Subcommand};
+use harness::store::Store;
+use report::Format;
 
 use crate::bench::db_path;
 
@@ -105,7 +105,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
         }
         ResultsCommand::Show { run } => {
             let id = run_id(&store, &run, &db)?;
-            out.write_all(&export::markdown(&store.load_run(id)?))?;
+            out.write_all(&workloads::export(&store.load_run(id)?, Format::Md))?;
         }
         ResultsCommand::Export {
             run,
@@ -115,7 +115,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             let id = run_id(&store, &run, &db)?;
             let f = Format::parse(&format)
                 .context("format: allowed json, csv, series-csv, md, html")?;
-            let bytes = export::export(&store.load_run(id)?, f);
+            let bytes = workloads::export(&store.load_run(id)?, f);
             match output {
                 Some(p) => {
                     std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?

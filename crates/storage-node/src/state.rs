@@ -266,34 +266,10 @@ fn insert_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
     Ok(())
 }
 
-/// A random (version 4) UUID, from the kernel's random source.
+/// A random (version 4) UUID, lower-case hyphenated (the uuid crate, from the OS's
+/// random source).
 pub fn new_uuid() -> String {
-    let mut b = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b))
-        .is_ok();
-    if !ok {
-        // Fall back to time and a counter: unique, if not unpredictable.
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static N: AtomicU64 = AtomicU64::new(0);
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        b[..8].copy_from_slice(&t.to_le_bytes());
-        b[8..].copy_from_slice(&N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 #[cfg(test)]

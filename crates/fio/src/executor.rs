@@ -1,0 +1,335 @@
+//! Executors: run a job file and return fio's parsed JSON output.
+//!
+//! - [`RealFio`]: `fio --output-format=json JOBFILE` on this machine.
+//! - [`RemoteFio`]: fio's client/server mode, `fio --client=HOST,PORT JOBFILE ...` (one pair
+//!   per load generator running `fio --server`); results per client plus "All clients".
+//! - [`FakeFio`]: canned output for unit tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use crate::jobfile::JobFile;
+use crate::result::{FioOutput, ParseError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("writing job file {path}: {source}")]
+    JobFile {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("running fio: {0} (is fio installed and on PATH?)")]
+    Spawn(std::io::Error),
+    #[error("fio exited with {status} and no JSON output; stderr: {stderr}")]
+    Failed { status: String, stderr: String },
+    #[error("{0}")]
+    Parse(#[from] ParseError),
+}
+
+/// Runs fio job files.
+pub trait Executor {
+    fn run(&self, job: &JobFile) -> Result<FioOutput, ExecError>;
+    /// A short description for the results store ("local fio", "fio clients a:1,b:2").
+    fn describe(&self) -> String;
+}
+
+fn write_jobfile(dir: &Path, job: &JobFile) -> Result<PathBuf, ExecError> {
+    let name = job
+        .jobs
+        .first()
+        .map(|s| s.name.clone())
+        .unwrap_or_else(|| "job".into());
+    let path = dir.join(format!("{name}.fio"));
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&path, job.render()))
+        .map_err(|source| ExecError::JobFile {
+            path: path.display().to_string(),
+            source,
+        })?;
+    Ok(path)
+}
+
+fn run_fio(mut cmd: Command) -> Result<FioOutput, ExecError> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(ExecError::Spawn)?;
+    finish(
+        out.status,
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// Called about once a second while fio runs with the live rate (I/Os per second, all
+/// jobs and directions) computed from fio's status reports.
+pub type LiveSink = std::sync::Arc<dyn Fn(f64) + Send + Sync>;
+
+/// Run fio with `--status-interval=1`: its stdout is then a series of JSON documents, each
+/// opened by a line `{` and closed by a line `}` (after a possible non-JSON line from the
+/// nbd engine). Interim documents feed `live`; the last one is the result.
+fn run_fio_live(mut cmd: Command, live: &LiveSink) -> Result<FioOutput, ExecError> {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = cmd
+        .arg("--status-interval=1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(ExecError::Spawn)?;
+    let stderr = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = e.read_to_string(&mut s);
+            s
+        })
+    });
+    let mut all = String::new();
+    let mut last_doc: Option<String> = None;
+    if let Some(out) = child.stdout.take() {
+        let (mut doc, mut in_doc) = (String::new(), false);
+        let mut prev: Option<(std::time::Instant, u64)> = None;
+        for line in BufReader::new(out).lines() {
+            let line = line.map_err(ExecError::Spawn)?;
+            all.push_str(&line);
+            all.push('\n');
+            if line == "{" {
+                in_doc = true;
+                doc.clear();
+            }
+            if !in_doc {
+                continue;
+            }
+            doc.push_str(&line);
+            doc.push('\n');
+            if line == "}" {
+                in_doc = false;
+                if let Some(ios) = total_ios(&doc) {
+                    let now = std::time::Instant::now();
+                    if let Some((t, n)) = prev {
+                        let dt = now.duration_since(t).as_secs_f64();
+                        if dt > 0.05 {
+                            live(ios.saturating_sub(n) as f64 / dt);
+                        }
+                    }
+                    prev = Some((now, ios));
+                }
+                last_doc = Some(std::mem::take(&mut doc));
+            }
+        }
+    }
+    let status = child.wait().map_err(ExecError::Spawn)?;
+    let stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    finish(status, last_doc.as_deref().unwrap_or(&all), &stderr)
+}
+
+/// I/Os completed so far by all jobs of one fio status document.
+fn total_ios(doc: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(doc).ok()?;
+    let jobs = v.get("jobs")?.as_array()?;
+    Some(
+        jobs.iter()
+            .flat_map(|j| {
+                ["read", "write", "trim"].map(|d| j[d]["total_ios"].as_u64().unwrap_or(0))
+            })
+            .sum(),
+    )
+}
+
+/// Turn fio's exit status and output into a result or a readable error.
+fn finish(
+    status: std::process::ExitStatus,
+    stdout: &str,
+    stderr: &str,
+) -> Result<FioOutput, ExecError> {
+    match FioOutput::parse(stdout) {
+        Ok(o) => Ok(o),
+        Err(e) if status.success() => Err(e.into()),
+        Err(_) => {
+            let mut tail: Vec<&str> = stderr.lines().rev().take(8).collect();
+            tail.reverse();
+            let mut msg = tail.join(" | ");
+            if msg.is_empty() {
+                msg = stdout.chars().take(400).collect();
+            }
+            Err(ExecError::Failed {
+                status: status.to_string(),
+                stderr: msg,
+            })
+        }
+    }
+}
+
+/// Local fio.
+pub struct RealFio {
+    /// Where job files are written.
+    pub workdir: PathBuf,
+    /// The fio binary (default "fio").
+    pub fio: String,
+    /// Where live rates go while fio runs (fio then reports status every second).
+    pub live: Option<LiveSink>,
+}
+
+impl RealFio {
+    pub fn new(workdir: impl Into<PathBuf>) -> RealFio {
+        RealFio {
+            workdir: workdir.into(),
+            fio: "fio".into(),
+            live: None,
+        }
+    }
+}
+
+impl Executor for RealFio {
+    fn run(&self, job: &JobFile) -> Result<FioOutput, ExecError> {
+        let path = write_jobfile(&self.workdir, job)?;
+        let mut cmd = Command::new(&self.fio);
+        cmd.arg("--output-format=json").arg(&path);
+        match &self.live {
+            Some(live) => run_fio_live(cmd, live),
+            None => run_fio(cmd),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "local fio".into()
+    }
+}
+
+/// fio client/server mode: the job file is sent to every `fio --server`.
+pub struct RemoteFio {
+    pub workdir: PathBuf,
+    pub fio: String,
+    /// `HOST,PORT` (fio's syntax; `HOST` alone means port 8765).
+    pub clients: Vec<String>,
+}
+
+impl RemoteFio {
+    pub fn new(workdir: impl Into<PathBuf>, clients: Vec<String>) -> RemoteFio {
+        RemoteFio {
+            workdir: workdir.into(),
+            fio: "fio".into(),
+            clients,
+        }
+    }
+}
+
+impl Executor for RemoteFio {
+    fn run(&self, job: &JobFile) -> Result<FioOutput, ExecError> {
+        let path = write_jobfile(&self.workdir, job)?;
+        let mut cmd = Command::new(&self.fio);
+        cmd.arg("--output-format=json");
+        for c in &self.clients {
+            cmd.arg(format!("--client={c}")).arg(&path);
+        }
+        run_fio(cmd)
+    }
+
+    fn describe(&self) -> String {
+        format!("fio clients {}", self.clients.join(" "))
+    }
+}
+
+type Canned = Box<dyn Fn(&JobFile) -> String + Send + Sync>;
+
+/// Canned output: a function from the job file to what fio would print. Records every job
+/// file it was given.
+pub struct FakeFio {
+    canned: Canned,
+    pub seen: Mutex<Vec<JobFile>>,
+}
+
+impl FakeFio {
+    pub fn new(canned: impl Fn(&JobFile) -> String + Send + Sync + 'static) -> FakeFio {
+        FakeFio {
+            canned: Box::new(canned),
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Always the same output.
+    pub fn constant(stdout: impl Into<String>) -> FakeFio {
+        let s = stdout.into();
+        FakeFio::new(move |_| s.clone())
+    }
+}
+
+impl Executor for FakeFio {
+    fn run(&self, job: &JobFile) -> Result<FioOutput, ExecError> {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(job.clone());
+        Ok(FioOutput::parse(&(self.canned)(job))?)
+    }
+
+    fn describe(&self) -> String {
+        "fake fio".into()
+    }
+}
+
+/// `fio --version`, e.g. "fio-3.33" (empty if fio does not run).
+pub fn fio_version(fio: &str) -> String {
+    Command::new(fio)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A stand-in for fio printing what fio prints with `--status-interval`: the nbd
+    /// engine's banner, two interim status documents, then the final report (a real fio
+    /// 3.33 capture: 1,500 reads).
+    fn fake_fio(dir: &Path) -> PathBuf {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/randread_500iops_msec.out"
+        );
+        let script = dir.join("fake-fio.sh");
+        let doc = |ios: u64| {
+            format!(
+                "{{\n\"jobs\" : [ {{ \"read\" : {{ \"total_ios\" : {ios} }}, \"write\" : {{ \"total_ios\" : 0 }} }} ]\n}}\n"
+            )
+        };
+        let body = format!(
+            "#!/bin/sh\necho 'fio: connected to NBD server'\ncat <<'A'\n{}A\nsleep 0.2\ncat <<'B'\n{}B\nsleep 0.2\ngrep -v '^fio: connected' '{fixture}'\n",
+            doc(100),
+            doc(300)
+        );
+        std::fs::write(&script, body).unwrap();
+        let mut perm = std::fs::metadata(&script).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&script, perm).unwrap();
+        script
+    }
+
+    #[test]
+    fn status_documents_feed_the_live_rate_and_the_last_one_is_the_result() {
+        let dir = crate::test_dir("live");
+        let rates = Arc::new(Mutex::new(Vec::new()));
+        let sink_rates = rates.clone();
+        let mut fio = RealFio::new(&dir);
+        fio.fio = fake_fio(&dir).display().to_string();
+        fio.live = Some(Arc::new(move |r| sink_rates.lock().unwrap().push(r)));
+        let job = JobFile::default();
+        let out = fio.run(&job).expect("final document parses");
+        let total: u64 = out.jobs.iter().map(|j| j.read.total_ios).sum();
+        assert_eq!(total, 1500, "the result is the final report");
+        let rates = rates.lock().unwrap().clone();
+        // 100 -> 300 I/Os over ~0.2 s, then 300 -> 1500 over ~0.2 s.
+        assert_eq!(rates.len(), 2, "{rates:?}");
+        assert!(rates.iter().all(|r| *r > 0.0), "{rates:?}");
+        assert!(rates[1] > rates[0], "{rates:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,32 @@
+//! fio's adapter, and nothing else: job files ([`jobfile`]), the executors that run them
+//! ([`executor`]: local fio, fio's client/server mode, a fake for unit tests), fio's JSON
+//! output parsed into typed results ([`result`]), its per-window logs parsed into series
+//! ([`logs`]), and fio's own number formatting ([`fmt`]).
+//!
+//! Invariants: options go in job files, never on fio's command line (client/server mode
+//! ships the job file as it is); fio's JSON is parsed from its first `{`; latencies are
+//! always nanoseconds, from `clat_ns`/`lat_ns`. This crate knows nothing of plans, targets
+//! or the results store.
+
+pub mod executor;
+pub mod fmt;
+pub mod jobfile;
+pub mod logs;
+pub mod result;
+
+pub use executor::{ExecError, Executor, FakeFio, LiveSink, RealFio, RemoteFio};
+pub use jobfile::{JobFile, Section};
+pub use logs::FioSample;
+pub use result::{DirStats, FioOutput, JobResult};
+
+/// A fresh directory under the system temp dir (unit tests).
+#[cfg(test)]
+pub(crate) fn test_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let n = SEQ.fetch_add(1, Ordering::SeqCst);
+    let p = std::env::temp_dir().join(format!("qoslab-fio-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}

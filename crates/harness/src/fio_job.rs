@@ -1,0 +1,130 @@
+//! One fio job as a step: the job file for the target, the job's row, its time series, fio's
+//! result and the expectations judged on it, all stored. Any family whose steps are single
+//! fio jobs runs them through [`run_job`].
+
+use fio::{JobFile, JobResult, Section};
+
+use crate::context::{RunContext, RunError};
+use crate::verdict::{Expectation, Limits, Verdict};
+
+/// One fio job of a plan, expanded.
+#[derive(Debug, Clone)]
+pub struct FioJob {
+    pub workload: String,
+    /// fio job name (a job set's job name, or the workload's name).
+    pub name: String,
+    pub volume: Option<String>,
+    pub iteration: u32,
+    /// Job-specific options (target and time options are added by [`job_file`]).
+    pub options: Vec<(String, String)>,
+    pub runtime: f64,
+    pub ramp: f64,
+    pub expect: Vec<Expectation>,
+}
+
+impl FioJob {
+    /// How long it is expected to take (fio's start-up and drain are extra).
+    pub fn expected_secs(&self) -> f64 {
+        self.runtime + self.ramp
+    }
+}
+
+/// The job file for one job on a target (`target_opts` from the target).
+pub fn job_file(job: &FioJob, target_opts: &[(String, String)]) -> JobFile {
+    let mut f = JobFile::new();
+    for (k, v) in target_opts {
+        f.global.set(k, v.clone());
+    }
+    f.global.set("time_based", "1");
+    f.global.set("runtime", fio::jobfile::fio_time(job.runtime));
+    if job.ramp > 0.0 {
+        f.global.set("ramp_time", fio::jobfile::fio_time(job.ramp));
+    }
+    let mut s = Section::new(job.name.clone());
+    for (k, v) in &job.options {
+        s.set(k, v.clone());
+    }
+    f.jobs.push(s);
+    f
+}
+
+/// What one job came to.
+#[derive(Debug, Clone)]
+pub struct JobOutcome {
+    /// fio's result for the job, or why fio failed.
+    pub result: Result<JobResult, String>,
+    pub verdicts: Vec<Verdict>,
+    /// fio failed, or reported an error for the job.
+    pub failed: bool,
+}
+
+/// Run `job` as job `seq` (1-based) of the run. A failed fio run fails the job's
+/// expectations; only store errors are errors.
+pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcome, RunError> {
+    let target_opts = match (ctx.node, &job.volume) {
+        (Some(n), Some(v)) => n.options(v),
+        _ => ctx.target.options(),
+    };
+    let mut file = job_file(job, &target_opts);
+    ctx.recorder.add_log_options(seq as usize, &mut file);
+    let id = ctx.begin_job(
+        seq,
+        &job.workload,
+        &job.name,
+        job.volume.as_deref(),
+        job.iteration,
+        &file.render(),
+    )?;
+    let limits: Option<Limits> = match (ctx.node, &job.volume) {
+        (Some(n), Some(v)) => n.limits(v),
+        _ => ctx.target.limits(),
+    };
+    let recording = ctx
+        .recorder
+        .start(seq as usize, ctx.node, ctx.target, job.ramp);
+    let ran = ctx.exec.run(&file);
+    ctx.add_series(&recording.finish(id))?;
+    match ran {
+        Ok(out) => {
+            let primary = out.job(&job.name).cloned().unwrap_or_default();
+            let mut verdicts: Vec<Verdict> = job
+                .expect
+                .iter()
+                .map(|e| e.check(&primary, limits.as_ref()))
+                .collect();
+            let failed = primary.error != 0;
+            if failed {
+                for v in &mut verdicts {
+                    v.passed = false;
+                    v.detail = format!("fio reported error {}; {}", primary.error, v.detail);
+                }
+            }
+            ctx.finish_job(id, Ok(&out), &verdicts)?;
+            Ok(JobOutcome {
+                result: Ok(primary),
+                verdicts,
+                failed,
+            })
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            let verdicts: Vec<Verdict> = job
+                .expect
+                .iter()
+                .map(|x| Verdict {
+                    expectation: x.text.clone(),
+                    measured: 0.0,
+                    bound: String::new(),
+                    passed: false,
+                    detail: format!("the job failed: {msg}"),
+                })
+                .collect();
+            ctx.finish_job(id, Err(&msg), &verdicts)?;
+            Ok(JobOutcome {
+                result: Err(msg),
+                verdicts,
+                failed: true,
+            })
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! qoslab's benchmark harness: what every workload family shares.
+//!
+//! - [`plan`]: the plan model and the common parser (`[bench]`, the embedded node's
+//!   `[[policy]]`/`[[volume]]`/`[capacity]`); [`family`]: the seam a workload family
+//!   implements ([`family::Family`], [`family::FamilyPlan`]) and the [`family::Registry`]
+//!   that dispatches plan tables and `--profile` names;
+//! - [`run`]: the run loop; [`context`]: what a step works with; [`fio_job`]: one fio job
+//!   as a step; [`ui`]: where human output goes;
+//! - [`target`]: the embedded node, NBD URIs, paths, `--node` volumes ([`node_api`]);
+//! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations;
+//!   [`series`], [`recording`], [`node_sampler`]: time series; [`host`]: host facts.
+//!
+//! Validation happens at the edge: a plan is checked once, when parsed and configured;
+//! everything after trusts it. The harness never names a family (docs: ARCHITECTURE.md).
+
+pub mod context;
+pub mod family;
+pub mod fio_job;
+pub mod host;
+pub mod node_api;
+pub mod node_sampler;
+pub mod plan;
+pub mod recording;
+pub mod run;
+pub mod series;
+pub mod store;
+pub mod target;
+pub mod ui;
+pub mod verdict;
+
+pub use context::{Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally};
+pub use family::{Family, FamilyPlan, JobSet, Options, Plan, ProfileRequest, Registry};
+pub use plan::{Common, PlanError, PlanSource};
+pub use run::{run, RunEnv};

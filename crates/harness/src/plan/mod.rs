@@ -1,0 +1,326 @@
+//! Plans: a TOML file declaring the node setup and the work, validated once, at the edge.
+//! Errors name the file, the line, the key and what is allowed.
+//!
+//! This module parses what every plan shares: `[bench]` (name, runtime, ramp, iterations,
+//! target, mmap_reads) and the embedded node's `[[policy]]`, `[[volume]]` and `[capacity]`
+//! (by the node's own config parser, with the plan's line numbers). Every other top-level
+//! table belongs to a workload family (`[[workload]]`, `[ramp]`, `[[system]]`, ...), which
+//! parses it itself from the same text ([`PlanSource`]); [`crate::family::Registry::parse`]
+//! puts the two together.
+//!
+//! ```toml
+//! [bench]
+//! name = "qos500"
+//! runtime = "3s"          # default 15s; integers are seconds
+//! ramp = "1s"             # default 2s
+//! iterations = 1          # default 1
+//! mmap_reads = true       # the embedded node's read path (node.toml's mmap_reads)
+//!
+//! [[policy]]              # exactly node.toml's [[policy]], [[volume]], [capacity] (docs/CONFIG.md)
+//! name = "QoS_500iops"
+//! fixed = { max_throughput_iops = 500 }
+//!
+//! [[volume]]
+//! name = "vol500"
+//! size = "100GB"
+//! policy = "QoS_500iops"
+//! ```
+
+mod duration;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::Deserialize;
+use storage_node::NodeConfig;
+use toml::Spanned;
+
+pub use duration::{parse_duration, parse_duration_str};
+
+/// A plan error, phrased for a human (file:line: what, and what is allowed).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct PlanError(pub String);
+
+/// Default runtime (dbench's) and ramp, seconds.
+pub const DEFAULT_RUNTIME: f64 = 15.0;
+pub const DEFAULT_RAMP: f64 = 2.0;
+
+/// The top-level tables every plan may hold, whatever its family.
+pub const COMMON_TABLES: [&str; 4] = ["bench", "policy", "volume", "capacity"];
+
+/// A plan's text and where it came from: what a family parses its tables from, and how
+/// its errors name a line.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanSource<'a> {
+    pub text: &'a str,
+    pub origin: &'a str,
+}
+
+impl<'a> PlanSource<'a> {
+    pub fn new(text: &'a str, origin: &'a str) -> PlanSource<'a> {
+        PlanSource { text, origin }
+    }
+
+    /// The 1-based line of byte `offset`.
+    pub fn line(&self, offset: usize) -> usize {
+        line_of(self.text, offset)
+    }
+
+    /// "origin:line" of byte `offset` (a `toml::Spanned`'s `span().start`).
+    pub fn at(&self, offset: usize) -> String {
+        format!("{}:{}", self.origin, self.line(offset))
+    }
+
+    /// Deserialize the whole plan into a family's view of it: a struct holding only its own
+    /// tables (other tables are ignored; the common parser has checked every top-level key).
+    /// Spans in the result are offsets into the plan's text, so errors keep its lines.
+    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, PlanError> {
+        toml::from_str(self.text).map_err(|e| self.toml_error(&e))
+    }
+
+    fn toml_error(&self, e: &toml::de::Error) -> PlanError {
+        let line = e
+            .span()
+            .map(|s| format!(":{}", self.line(s.start)))
+            .unwrap_or_default();
+        PlanError(format!("{}{line}: {}", self.origin, e.message()))
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// What every plan declares, parsed and validated.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub origin: String,
+    pub text: String,
+    /// `[bench].name`, else the plan file's stem.
+    pub name: String,
+    /// Seconds per fio job (`[bench].runtime`, `--runtime`).
+    pub runtime: f64,
+    /// fio's ramp time per job, seconds.
+    pub ramp: f64,
+    pub iterations: u32,
+    /// `[bench].target` (the command line's `--target` wins).
+    pub target: Option<String>,
+    /// The embedded node's setup (None when the plan declares no volume or policy).
+    pub node: Option<NodeConfig>,
+}
+
+impl Common {
+    /// The embedded node's volume names, in plan order.
+    pub fn volumes(&self) -> Vec<String> {
+        self.node
+            .as_ref()
+            .map(|n| n.volumes.iter().map(|v| v.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// A plan's common part made without a file (a `--profile` that builds its own run).
+    pub fn without_file(name: &str, origin: &str, text: String) -> Common {
+        Common {
+            origin: origin.into(),
+            text,
+            name: name.into(),
+            runtime: DEFAULT_RUNTIME,
+            ramp: DEFAULT_RAMP,
+            iterations: 1,
+            target: None,
+            node: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RawCommon {
+    bench: Option<RawBench>,
+    #[serde(default)]
+    policy: Vec<toml::Value>,
+    #[serde(default)]
+    volume: Vec<toml::Value>,
+    /// The embedded node's emulated controller (node.toml's `[capacity]`); read by the
+    /// node's own config parser.
+    capacity: Option<toml::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawBench {
+    name: Option<String>,
+    runtime: Option<Spanned<toml::Value>>,
+    ramp: Option<Spanned<toml::Value>>,
+    iterations: Option<Spanned<i64>>,
+    target: Option<String>,
+    mmap_reads: Option<bool>,
+}
+
+/// serde's wording for an unknown field, so a plan's top-level keys read like its nested ones.
+fn unknown_key(key: &str, allowed: &[&str]) -> String {
+    let q: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();
+    let expected = match q.len() {
+        0 => "there are no fields".to_string(),
+        1 => format!("expected {}", q[0]),
+        2 => format!("expected {} or {}", q[0], q[1]),
+        _ => format!("expected one of {}", q.join(", ")),
+    };
+    format!("unknown field `{key}`, {expected} (a plan's top-level keys)")
+}
+
+/// The node-section lines of a plan (`[[policy]]`, `[[volume]]`, `[capacity]`), other lines
+/// blanked so node config errors carry the plan's own line numbers. Sections are found by
+/// their `[header]` lines.
+fn node_section_text(text: &str) -> String {
+    let mut keep = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            let name = t.trim_start_matches('[').trim_start();
+            let root: String = name
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                .collect();
+            keep = root == "policy" || root == "volume" || root == "capacity";
+        }
+        if keep {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Parse the common part of a plan. `family_tables` are the top-level tables the registered
+/// families own (in registry order); any other key is an error. Returns the common part and
+/// the plan's top-level keys with their offsets, in document order.
+pub fn parse_common(
+    src: &PlanSource,
+    family_tables: &[&str],
+) -> Result<(Common, Vec<(String, usize)>), PlanError> {
+    let origin = src.origin;
+    let keys: BTreeMap<Spanned<String>, IgnoredAny> = src.deserialize()?;
+    let mut keys: Vec<(String, usize)> = keys
+        .into_keys()
+        .map(|k| (k.get_ref().clone(), k.span().start))
+        .collect();
+    keys.sort_by_key(|k| k.1);
+    let allowed: Vec<&str> = COMMON_TABLES.iter().chain(family_tables).copied().collect();
+    if let Some((k, at)) = keys.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+        return Err(PlanError(format!(
+            "{}: {}",
+            src.at(*at),
+            unknown_key(k, &allowed)
+        )));
+    }
+    let raw: RawCommon = src.deserialize()?;
+    let bench = raw.bench.unwrap_or_default();
+    let dur = |v: &Option<Spanned<toml::Value>>, key: &str| -> Result<Option<f64>, PlanError> {
+        match v {
+            None => Ok(None),
+            Some(s) => parse_duration(s.get_ref())
+                .map(Some)
+                .map_err(|m| PlanError(format!("{}: bench.{key}: {m}", src.at(s.span().start)))),
+        }
+    };
+    let runtime = dur(&bench.runtime, "runtime")?.unwrap_or(DEFAULT_RUNTIME);
+    let ramp = dur(&bench.ramp, "ramp")?.unwrap_or(DEFAULT_RAMP);
+    if runtime <= 0.0 {
+        return Err(PlanError(format!(
+            "{origin}: bench.runtime must be more than 0 s"
+        )));
+    }
+    let iterations = match &bench.iterations {
+        None => 1,
+        Some(s) => {
+            let n = *s.get_ref();
+            if !(1..=1000).contains(&n) {
+                return Err(PlanError(format!(
+                    "{}: bench.iterations = {n}: allowed 1 .. 1000",
+                    src.at(s.span().start)
+                )));
+            }
+            n as u32
+        }
+    };
+    if raw.capacity.is_some() && raw.volume.is_empty() {
+        return Err(PlanError(format!(
+            "{origin}: [capacity] sets up the embedded node's emulated controller, which needs at least one [[volume]]"
+        )));
+    }
+    let node = if raw.volume.is_empty() && raw.policy.is_empty() {
+        None
+    } else {
+        let mut cfg = NodeConfig::parse(&node_section_text(src.text), origin)
+            .map_err(|e| PlanError(e.to_string()))?;
+        if let Some(m) = bench.mmap_reads {
+            cfg.mmap_reads = m;
+        }
+        Some(cfg)
+    };
+    let common = Common {
+        origin: origin.to_string(),
+        text: src.text.to_string(),
+        name: bench.name.unwrap_or_else(|| {
+            Path::new(origin)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "bench".into())
+        }),
+        runtime,
+        ramp,
+        iterations,
+        target: bench.target,
+        node,
+    };
+    Ok((common, keys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse_common(&PlanSource::new(text, "p.toml"), &["workload"])
+            .unwrap_err()
+            .0
+    }
+
+    #[test]
+    fn common_tables_and_their_lines() {
+        let text = "[bench]\nname = \"x\"\nruntime = \"3s\"\niterations = 2\n\n[[volume]]\nname = \"v\"\nsize = \"1GB\"\n\n[[workload]]\nfio = {}\n";
+        let (c, keys) =
+            parse_common(&PlanSource::new(text, "plans/p.toml"), &["workload"]).unwrap();
+        assert_eq!(
+            (c.name.as_str(), c.runtime, c.ramp, c.iterations),
+            ("x", 3.0, DEFAULT_RAMP, 2)
+        );
+        assert_eq!(c.volumes(), ["v"]);
+        let names: Vec<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+        assert_eq!(names, ["bench", "volume", "workload"]);
+        assert_eq!(PlanSource::new(text, "p").line(keys[2].1), 10);
+        let (c, _) = parse_common(&PlanSource::new("", "dir/plan.toml"), &[]).unwrap();
+        assert_eq!(c.name, "plan");
+        assert!(c.node.is_none());
+    }
+
+    #[test]
+    fn unknown_keys_read_like_serdes() {
+        assert_eq!(
+            err("[bench]\nname = \"x\"\n\n[node]\ndata_dir = \"x\"\n"),
+            "p.toml:4: unknown field `node`, expected one of `bench`, `policy`, `volume`, `capacity`, `workload` (a plan's top-level keys)"
+        );
+        assert_eq!(
+            unknown_key("x", &["a", "b"]),
+            "unknown field `x`, expected `a` or `b` (a plan's top-level keys)"
+        );
+        assert!(err("[bench]\nrunz = 1\n")
+            .contains("p.toml:2: unknown field `runz`, expected one of `name`"));
+        assert!(err("[bench\n").starts_with("p.toml:1: "));
+        assert!(err("[bench]\nruntime = \"0s\"\n").contains("bench.runtime must be more than 0 s"));
+        assert!(err("[capacity]\niops = 5\n").contains("needs at least one [[volume]]"));
+    }
+}

@@ -1,0 +1,272 @@
+//! Reading runs back: the list, one run with everything it recorded, a job's raw JSON.
+
+use rusqlite::OptionalExtension;
+
+use super::model::{JobRecord, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord};
+use super::{Result, Store, StoreError};
+use crate::host::Env;
+use crate::series::{FioSample, JobSeries, NodeSample};
+use crate::verdict::{Limits, Verdict};
+use fio::{DirStats, JobResult};
+
+impl Store {
+    pub(crate) fn load_series(&self, job_id: i64) -> Result<JobSeries> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT t_ms, direction, iops, bw_bytes, lat_mean_ns, p50_ns, p99_ns
+             FROM fio_samples WHERE job_id = ?1 ORDER BY t_ms, direction",
+        )?;
+        let fio = st
+            .query_map([job_id], |r| {
+                Ok(FioSample {
+                    t_ms: r.get::<_, i64>(0)? as u64,
+                    direction: r.get(1)?,
+                    iops: r.get(2)?,
+                    bw_bytes: r.get(3)?,
+                    lat_mean_ns: r.get(4)?,
+                    p50_ns: r.get::<_, i64>(5)? as u64,
+                    p99_ns: r.get::<_, i64>(6)? as u64,
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut st = self.conn.prepare_cached(
+            "SELECT t_ms, volume, read_iops, write_iops, other_iops, read_bps, write_bps,
+               lat_mean_us, ceiling_wait_us, floor_wait_us
+             FROM node_samples WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        let node = st
+            .query_map([job_id], |r| {
+                Ok(NodeSample {
+                    t_ms: r.get::<_, i64>(0)? as u64,
+                    volume: r.get(1)?,
+                    read_iops: r.get(2)?,
+                    write_iops: r.get(3)?,
+                    other_iops: r.get(4)?,
+                    read_bps: r.get(5)?,
+                    write_bps: r.get(6)?,
+                    lat_mean_us: r.get(7)?,
+                    ceiling_wait_us: r.get(8)?,
+                    floor_wait_us: r.get(9)?,
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(JobSeries { job_id, fio, node })
+    }
+
+    pub fn list_runs(&self) -> Result<Vec<RunListing>> {
+        let mut st = self.conn.prepare(
+            "SELECT r.id, r.name, r.started_at, r.status, r.target,
+               (SELECT COUNT(*) FROM jobs j WHERE j.run_id = r.id),
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND v.passed),
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND NOT v.passed)
+             FROM runs r ORDER BY r.id",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(RunListing {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                started_at: r.get(2)?,
+                status: r.get(3)?,
+                target: r.get(4)?,
+                jobs: r.get(5)?,
+                passed: r.get(6)?,
+                failed: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// The id of the newest run, if any.
+    pub fn last_run(&self) -> Result<Option<i64>> {
+        Ok(self.conn.query_row("SELECT MAX(id) FROM runs", [], |r| {
+            r.get::<_, Option<i64>>(0)
+        })?)
+    }
+
+    pub fn raw_json(&self, job: i64) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT raw_json FROM jobs WHERE id = ?1", [job], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .flatten())
+    }
+
+    pub fn load_run(&self, id: i64) -> Result<RunRecord> {
+        let mut run = self
+            .conn
+            .query_row(
+                "SELECT id, name, started_at, finished_at, status, plan_origin, plan_text, target,
+                   executor, runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version
+                 FROM runs WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(RunRecord {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                        started_at: r.get(2)?,
+                        finished_at: r.get(3)?,
+                        status: r.get(4)?,
+                        plan_origin: r.get(5)?,
+                        plan_text: r.get(6)?,
+                        target: r.get(7)?,
+                        executor: r.get(8)?,
+                        runtime_s: r.get(9)?,
+                        ramp_s: r.get(10)?,
+                        env: Env {
+                            host: r.get(11)?,
+                            kernel: r.get(12)?,
+                            cpu: r.get(13)?,
+                            fio_version: r.get(14)?,
+                            qoslab_version: r.get(15)?,
+                        },
+                        policies: Vec::new(),
+                        volumes: Vec::new(),
+                        jobs: Vec::new(),
+                        tables: Vec::new(),
+                        series: Vec::new(),
+                    })
+                },
+            )
+            .optional()?
+            .ok_or(StoreError::NoRun(id))?;
+        let mut st = self
+            .conn
+            .prepare("SELECT name, definition FROM policies WHERE run_id = ?1 ORDER BY rowid")?;
+        run.policies = st
+            .query_map([id], |r| {
+                Ok(PolicyRecord {
+                    name: r.get(0)?,
+                    definition: r.get(1)?,
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut st = self.conn.prepare(
+            "SELECT name, size, snapshot_reserve_percent, policy, ceiling_iops, ceiling_bps,
+               floor_iops, floor_bps FROM volumes WHERE run_id = ?1 ORDER BY rowid",
+        )?;
+        run.volumes = st
+            .query_map([id], |r| {
+                Ok(VolumeRecord {
+                    name: r.get(0)?,
+                    size: r.get::<_, i64>(1)? as u64,
+                    snapshot_reserve_percent: r.get(2)?,
+                    policy: r.get(3)?,
+                    limits: Limits {
+                        ceiling_iops: r.get::<_, i64>(4)? as u64,
+                        ceiling_bps: r.get::<_, i64>(5)? as u64,
+                        floor_iops: r.get::<_, i64>(6)? as u64,
+                        floor_bps: r.get::<_, i64>(7)? as u64,
+                    },
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut st = self.conn.prepare(
+            "SELECT id, seq, workload, name, volume, iteration, status, started_at, finished_at, error
+             FROM jobs WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let mut jobs: Vec<JobRecord> = st
+            .query_map([id], |r| {
+                Ok(JobRecord {
+                    id: r.get(0)?,
+                    seq: r.get(1)?,
+                    workload: r.get(2)?,
+                    name: r.get(3)?,
+                    volume: r.get(4)?,
+                    iteration: r.get(5)?,
+                    status: r.get(6)?,
+                    started_at: r.get(7)?,
+                    finished_at: r.get(8)?,
+                    error: r.get(9)?,
+                    results: Vec::new(),
+                    verdicts: Vec::new(),
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut res = self.conn.prepare(
+            "SELECT client, direction, iops, iops_mean, bw_bytes, bw_mean_bytes, io_bytes, total_ios,
+               runtime_ms, lat_mean_ns, clat_mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, error
+             FROM results WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        let mut ver = self.conn.prepare(
+            "SELECT expectation, measured, bound, passed, detail FROM verdicts WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        for j in &mut jobs {
+            let rows = res.query_map([j.id], |r| {
+                let client: String = r.get(0)?;
+                let dir: String = r.get(1)?;
+                let d = DirStats {
+                    iops: r.get(2)?,
+                    iops_mean: r.get(3)?,
+                    bw_bytes: r.get::<_, i64>(4)? as u64,
+                    bw_mean_bytes: r.get(5)?,
+                    io_bytes: r.get::<_, i64>(6)? as u64,
+                    total_ios: r.get::<_, i64>(7)? as u64,
+                    runtime_ms: r.get::<_, i64>(8)? as u64,
+                    lat_mean_ns: r.get(9)?,
+                    clat_mean_ns: r.get(10)?,
+                    p50_ns: r.get::<_, i64>(11)? as u64,
+                    p90_ns: r.get::<_, i64>(12)? as u64,
+                    p99_ns: r.get::<_, i64>(13)? as u64,
+                    p999_ns: r.get::<_, i64>(14)? as u64,
+                };
+                Ok((client, dir, d, r.get::<_, i64>(15)?))
+            })?;
+            for row in rows {
+                let (client, dir, d, error) = row?;
+                let client = (!client.is_empty()).then_some(client);
+                let idx = match j.results.iter().position(|r| r.client == client) {
+                    Some(i) => i,
+                    None => {
+                        j.results.push(JobResult {
+                            jobname: j.name.clone(),
+                            client: client.clone(),
+                            error,
+                            ..Default::default()
+                        });
+                        j.results.len() - 1
+                    }
+                };
+                if dir == "read" {
+                    j.results[idx].read = d;
+                } else {
+                    j.results[idx].write = d;
+                }
+            }
+            j.verdicts = ver
+                .query_map([j.id], |r| {
+                    Ok(Verdict {
+                        expectation: r.get(0)?,
+                        measured: r.get(1)?,
+                        bound: r.get(2)?,
+                        passed: r.get(3)?,
+                        detail: r.get(4)?,
+                    })
+                })?
+                .collect::<std::result::Result<_, _>>()?;
+        }
+        for j in &jobs {
+            let s = self.load_series(j.id)?;
+            if !s.is_empty() {
+                run.series.push(s);
+            }
+        }
+        run.jobs = jobs;
+        let mut st = self.conn.prepare(
+            "SELECT kind, name, columns, rows FROM summary_tables WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        run.tables = st
+            .query_map([id], |r| {
+                let cols: String = r.get(2)?;
+                let rows: String = r.get(3)?;
+                Ok(SummaryTable {
+                    kind: r.get(0)?,
+                    name: r.get(1)?,
+                    columns: serde_json::from_str(&cols).unwrap_or_default(),
+                    rows: serde_json::from_str(&rows).unwrap_or_default(),
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(run)
+    }
+}

@@ -1,0 +1,85 @@
+//! The results database's schema (`PRAGMA user_version` 3). Tables are created with
+//! `IF NOT EXISTS`, so opening a schema-2 database adds the series tables in place.
+
+/// Schema version, in `PRAGMA user_version`.
+pub const SCHEMA_VERSION: i64 = 3;
+
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL,            -- running | passed | failed | error
+  plan_origin TEXT NOT NULL,
+  plan_text TEXT NOT NULL,
+  target TEXT NOT NULL,
+  executor TEXT NOT NULL,
+  runtime_s REAL NOT NULL,
+  ramp_s REAL NOT NULL,
+  host TEXT NOT NULL, kernel TEXT NOT NULL, cpu TEXT NOT NULL,
+  fio_version TEXT NOT NULL, qoslab_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS policies (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  name TEXT NOT NULL,
+  definition TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS volumes (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  name TEXT NOT NULL, size INTEGER NOT NULL, snapshot_reserve_percent INTEGER NOT NULL,
+  policy TEXT,
+  ceiling_iops INTEGER NOT NULL, ceiling_bps INTEGER NOT NULL,
+  floor_iops INTEGER NOT NULL, floor_bps INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  seq INTEGER NOT NULL,
+  workload TEXT NOT NULL, name TEXT NOT NULL, volume TEXT, iteration INTEGER NOT NULL,
+  status TEXT NOT NULL,            -- running | done | failed
+  started_at TEXT NOT NULL, finished_at TEXT,
+  jobfile TEXT NOT NULL,
+  raw_json TEXT,
+  error TEXT
+);
+CREATE TABLE IF NOT EXISTS results (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  client TEXT NOT NULL,            -- '' local; 'host:port'; 'All clients'
+  direction TEXT NOT NULL,         -- read | write
+  iops REAL NOT NULL, iops_mean REAL NOT NULL,
+  bw_bytes INTEGER NOT NULL, bw_mean_bytes REAL NOT NULL,
+  io_bytes INTEGER NOT NULL, total_ios INTEGER NOT NULL, runtime_ms INTEGER NOT NULL,
+  lat_mean_ns REAL NOT NULL, clat_mean_ns REAL NOT NULL,
+  p50_ns INTEGER NOT NULL, p90_ns INTEGER NOT NULL, p99_ns INTEGER NOT NULL, p999_ns INTEGER NOT NULL,
+  error INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS summary_tables (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,              -- isolation | ramp | ... (what the report charts it as)
+  name TEXT NOT NULL,
+  columns TEXT NOT NULL,           -- JSON array of column names
+  rows TEXT NOT NULL               -- JSON array of arrays (numbers, strings, booleans)
+);
+CREATE TABLE IF NOT EXISTS fio_samples (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  t_ms INTEGER NOT NULL,           -- end of the 500 ms window, on fio's log clock
+  direction TEXT NOT NULL,         -- read | write | trim
+  iops REAL NOT NULL, bw_bytes REAL NOT NULL, lat_mean_ns REAL NOT NULL,
+  p50_ns INTEGER NOT NULL, p99_ns INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS node_samples (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  t_ms INTEGER NOT NULL,
+  volume TEXT NOT NULL,
+  read_iops REAL NOT NULL, write_iops REAL NOT NULL, other_iops REAL NOT NULL,
+  read_bps REAL NOT NULL, write_bps REAL NOT NULL,
+  lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  expectation TEXT NOT NULL, measured REAL NOT NULL, bound TEXT NOT NULL,
+  passed INTEGER NOT NULL, detail TEXT NOT NULL
+);
+";

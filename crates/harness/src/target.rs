@@ -1,0 +1,390 @@
+//! Targets: where fio's I/O goes.
+//!
+//! - the embedded node (default): a storage node started in-process for the run, on a unix
+//!   socket in a fresh temporary data directory, stopped (and the directory removed) after;
+//! - an `nbd://` or `nbd+unix://` URI: fio's nbd engine;
+//! - a file, directory (`DIR/fiotest`, as dbench does) or block device: libaio, direct=1.
+//!
+//! - a volume on a running qoslab node (`--node URL --volume NAME`): [`node_volume`] reads
+//!   its NBD address and effective limits from the node's REST API ([`crate::node_api`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use storage_node::server::{self, Listeners, ServerStats};
+use storage_node::{Node, NodeConfig};
+
+use crate::node_api::NodeHandle;
+use crate::verdict::Limits;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("embedded node: {0}")]
+    Node(String),
+    #[error("target {0:?}: {1}")]
+    Invalid(String, String),
+    /// A `--node` lookup failed.
+    #[error("{0}")]
+    Remote(String),
+}
+
+/// Where the I/O goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Embedded,
+    Nbd(String),
+    Path(PathBuf),
+    /// A volume on a running qoslab node, resolved through its REST API: its NBD URI and
+    /// the effective limits expectations like `policy.ceiling` refer to.
+    NodeVolume {
+        node: NodeHandle,
+        volume: String,
+        uri: String,
+        limits: Limits,
+        /// Size, snapshot reserve and policy as the node reported them (for the store).
+        size: u64,
+        snapshot_reserve_percent: u8,
+        policy: Option<String>,
+    },
+}
+
+impl Target {
+    /// "embedded", an `nbd://`/`nbd+unix://` URI, or a path (which must exist, except a
+    /// file in an existing directory, which fio creates).
+    pub fn parse(s: &str) -> Result<Target, TargetError> {
+        if s == "embedded" {
+            return Ok(Target::Embedded);
+        }
+        if s.starts_with("nbd://") || s.starts_with("nbd+unix://") {
+            if !fio::jobfile::valid_value(s) {
+                return Err(TargetError::Invalid(
+                    s.into(),
+                    "must be one line without ';' or '#'".into(),
+                ));
+            }
+            return Ok(Target::Nbd(s.into()));
+        }
+        if s.contains("://") {
+            return Err(TargetError::Invalid(
+                s.into(),
+                "allowed: embedded, nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, or a file, directory or block device path".into(),
+            ));
+        }
+        let p = PathBuf::from(s);
+        let parent_ok = p
+            .parent()
+            .map(|d| d.as_os_str().is_empty() || d.is_dir())
+            .unwrap_or(false);
+        if !p.exists() && !parent_ok {
+            return Err(TargetError::Invalid(
+                s.into(),
+                "no such file or directory".into(),
+            ));
+        }
+        if !fio::jobfile::valid_value(s) || s.contains(':') {
+            return Err(TargetError::Invalid(
+                s.into(),
+                "fio cannot take this path (':' ';' '#' or newline)".into(),
+            ));
+        }
+        Ok(Target::Path(p))
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Embedded => "embedded node".into(),
+            Target::Nbd(u) => u.clone(),
+            Target::Path(p) => p.display().to_string(),
+            Target::NodeVolume {
+                node, volume, uri, ..
+            } => {
+                format!("volume {volume} on node {} ({uri})", node.url())
+            }
+        }
+    }
+
+    /// Effective limits of the volume under test, when the target knows them.
+    pub fn limits(&self) -> Option<Limits> {
+        match self {
+            Target::NodeVolume { limits, .. } => Some(*limits),
+            _ => None,
+        }
+    }
+
+    /// fio options for the target (non-embedded targets; see [`EmbeddedNode::options`]).
+    pub fn options(&self) -> Vec<(String, String)> {
+        match self {
+            Target::Embedded => Vec::new(),
+            Target::Nbd(u) | Target::NodeVolume { uri: u, .. } => {
+                vec![("ioengine".into(), "nbd".into()), ("uri".into(), u.clone())]
+            }
+            Target::Path(p) => {
+                let file = if p.is_dir() {
+                    p.join("fiotest")
+                } else {
+                    p.clone()
+                };
+                vec![
+                    ("ioengine".into(), "libaio".into()),
+                    ("direct".into(), "1".into()),
+                    ("filename".into(), file.display().to_string()),
+                ]
+            }
+        }
+    }
+}
+
+/// Resolve `volume` on the node behind `node`: its NBD URI (the unix socket when it is
+/// reachable from here, else TCP) and its effective limits.
+pub fn node_volume(node: &NodeHandle, volume: &str) -> Result<Target, TargetError> {
+    let url = node.url();
+    let list = node
+        .get(
+            &format!("/api/storage/volumes?name={}&fields=*", enc(volume)),
+            std::time::Duration::from_secs(30),
+        )
+        .map_err(|e| {
+            TargetError::Remote(format!(
+                "--node {url}: {e} (is `qoslab serve` running with its API there?)"
+            ))
+        })?;
+    let rec = list["records"]
+        .as_array()
+        .and_then(|r| r.first())
+        .ok_or_else(|| {
+            TargetError::Remote(format!("--volume {volume:?}: no such volume on {url}"))
+        })?;
+    let unix = rec["nbd"]["unix_uri"].as_str().filter(|u| {
+        u.split_once("?socket=")
+            .is_some_and(|(_, p)| Path::new(p).exists())
+    });
+    let uri = unix
+        .or_else(|| rec["nbd"]["uri"].as_str())
+        .ok_or_else(|| {
+            TargetError::Remote(format!(
+                "{url} reports no NBD address for volume {volume:?}"
+            ))
+        })?
+        .to_string();
+    let l = &rec["limits"];
+    let limits = Limits {
+        ceiling_iops: l["max_throughput_iops"].as_u64().unwrap_or(0),
+        ceiling_bps: l["max_throughput_bytes_per_sec"].as_u64().unwrap_or(0),
+        floor_iops: l["min_throughput_iops"].as_u64().unwrap_or(0),
+        floor_bps: l["min_throughput_bytes_per_sec"].as_u64().unwrap_or(0),
+    };
+    Ok(Target::NodeVolume {
+        node: node.clone(),
+        volume: volume.to_string(),
+        uri,
+        limits,
+        size: rec["size"].as_u64().unwrap_or(0),
+        snapshot_reserve_percent: rec["space"]["snapshot"]["reserve_percent"]
+            .as_u64()
+            .unwrap_or(0)
+            .min(100) as u8,
+        policy: rec["qos"]["policy"]["name"].as_str().map(str::to_string),
+    })
+}
+
+/// Percent-encode a query value.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh directory under the system temp dir.
+pub fn temp_dir(tag: &str) -> std::io::Result<PathBuf> {
+    let n = SEQ.fetch_add(1, Ordering::SeqCst);
+    let p = std::env::temp_dir().join(format!("qoslab-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p)?;
+    Ok(p)
+}
+
+/// A storage node running in this process, on a unix socket in a temp dir.
+pub struct EmbeddedNode {
+    dir: PathBuf,
+    socket: PathBuf,
+    node: Arc<Node>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl EmbeddedNode {
+    pub fn start(cfg: &NodeConfig) -> Result<EmbeddedNode, TargetError> {
+        let dir = temp_dir("bench").map_err(|e| TargetError::Node(format!("temp dir: {e}")))?;
+        let socket = dir.join("nbd.sock");
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (cfg, d, s) = (cfg.clone(), dir.clone(), socket.clone());
+        let thread = std::thread::Builder::new()
+            .name("embedded-node".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("runtime: {e}")));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let node = match Node::open(&cfg, &d.join("data")) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.to_string()));
+                            return;
+                        }
+                    };
+                    let listeners = match Listeners::bind(Some(&s), None).await {
+                        Ok(l) => l,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.to_string()));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(node.clone()));
+                    let stats = Arc::new(ServerStats::default());
+                    server::serve(node, listeners, stats, async {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+                });
+            })
+            .map_err(|e| TargetError::Node(format!("thread: {e}")))?;
+        let node = match ready_rx.recv() {
+            Ok(Ok(n)) => n,
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(TargetError::Node(e));
+            }
+            Err(_) => {
+                let _ = thread.join();
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(TargetError::Node(
+                    "the node thread ended before it was ready".into(),
+                ));
+            }
+        };
+        Ok(EmbeddedNode {
+            dir,
+            socket,
+            node,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    /// fio's nbd URI of `volume`.
+    pub fn uri(&self, volume: &str) -> String {
+        format!("nbd+unix:///{volume}?socket={}", self.socket.display())
+    }
+
+    /// fio options reaching `volume`.
+    pub fn options(&self, volume: &str) -> Vec<(String, String)> {
+        vec![
+            ("ioengine".into(), "nbd".into()),
+            ("uri".into(), self.uri(volume)),
+        ]
+    }
+
+    /// The effective limits of `volume` right now.
+    pub fn limits(&self, volume: &str) -> Option<Limits> {
+        self.node.volume(volume).map(|v| v.limits().into())
+    }
+
+    /// Stop the node (graceful: in-flight requests finish) and remove its data.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl std::fmt::Debug for EmbeddedNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedNode")
+            .field("socket", &self.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for EmbeddedNode {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_targets() {
+        assert_eq!(Target::parse("embedded").unwrap(), Target::Embedded);
+        assert!(matches!(
+            Target::parse("nbd://127.0.0.1:10809/v").unwrap(),
+            Target::Nbd(_)
+        ));
+        let o = Target::parse("nbd+unix:///v?socket=/tmp/s")
+            .unwrap()
+            .options();
+        assert_eq!(o[0], ("ioengine".to_string(), "nbd".to_string()));
+        let d = std::env::temp_dir();
+        let o = Target::parse(d.to_str().unwrap()).unwrap().options();
+        assert!(o.contains(&("direct".into(), "1".into())));
+        assert!(o[2].1.ends_with("/fiotest"));
+        assert!(Target::parse("http://x")
+            .unwrap_err()
+            .to_string()
+            .contains("allowed"));
+        assert!(Target::parse("/no/such/dir/file").is_err());
+    }
+
+    #[test]
+    fn embedded_node_starts_reports_limits_and_stops() {
+        let cfg = NodeConfig::parse(
+            "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 500 }\n\
+             [[volume]]\nname = \"v\"\nsize = \"1GB\"\npolicy = \"p\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let n = EmbeddedNode::start(&cfg).unwrap();
+        assert!(n.socket().exists());
+        assert_eq!(n.limits("v").unwrap().ceiling_iops, 500);
+        assert!(n.uri("v").starts_with("nbd+unix:///v?socket=/"));
+        let dir = n.dir.clone();
+        n.stop();
+        assert!(!dir.exists());
+    }
+}

@@ -1,0 +1,501 @@
+//! Expectations (`iops <= 500 +-3%`) and their verdicts.
+//!
+//! Grammar (whitespace between tokens is optional):
+//! ```text
+//! expectation := metric op rhs [tolerance]
+//! metric      := [read. | write.] (iops | iops_mean | bw | bw_mean
+//!                | lat_mean_us | lat_p50_us | lat_p90_us | lat_p99_us | lat_p999_us)
+//! op          := <= | < | >= | > | ~=
+//! rhs         := operand [(* | /) number]
+//! operand     := number [unit] | policy.ceiling | policy.floor
+//! unit        := bw: B/s KB/s MB/s GB/s (x1000) KiB/s MiB/s GiB/s (x1024)
+//!                latency: ns us ms s    iops: k (x1000)
+//! tolerance   := +-N%      (required for ~=)
+//! ```
+//! `policy.ceiling` is the volume's effective ceiling in the metric's dimension (IOPS for
+//! iops metrics, bytes/s for bw metrics). Tolerance widens the bound in the lenient
+//! direction: `iops <= 500 +-3%` passes up to 515; `iops >= 500 +-3%` passes from 485.
+
+use serde::{Deserialize, Serialize};
+
+use fio::JobResult;
+
+/// A volume's effective limits (0 = unlimited), as the harness records them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub ceiling_iops: u64,
+    pub ceiling_bps: u64,
+    pub floor_iops: u64,
+    pub floor_bps: u64,
+}
+
+impl From<qos_core::EffectiveLimits> for Limits {
+    fn from(l: qos_core::EffectiveLimits) -> Limits {
+        Limits {
+            ceiling_iops: l.ceiling.iops,
+            ceiling_bps: l.ceiling.bytes_per_sec,
+            floor_iops: l.floor.iops,
+            floor_bps: l.floor.bytes_per_sec,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Dir {
+    Both,
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Metric {
+    Iops,
+    IopsMean,
+    Bw,
+    BwMean,
+    LatMeanUs,
+    LatP50Us,
+    LatP90Us,
+    LatP99Us,
+    LatP999Us,
+}
+
+const METRICS: &str =
+    "iops, iops_mean, bw, bw_mean, lat_mean_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_p999_us (optionally prefixed read. or write.)";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Iops,
+    Bw,
+    Lat,
+}
+
+impl Metric {
+    fn kind(self) -> Kind {
+        match self {
+            Metric::Iops | Metric::IopsMean => Kind::Iops,
+            Metric::Bw | Metric::BwMean => Kind::Bw,
+            _ => Kind::Lat,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    Le,
+    Lt,
+    Ge,
+    Gt,
+    Approx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Operand {
+    Number(f64),
+    Ceiling,
+    Floor,
+}
+
+/// A parsed expectation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Expectation {
+    pub text: String,
+    pub dir: Dir,
+    pub metric: Metric,
+    pub op: Op,
+    pub operand: Operand,
+    /// Multiplier applied to the operand (`* 0.95`; `/ 2` is stored as 0.5).
+    pub factor: f64,
+    /// Fraction, e.g. 0.03 for `+-3%`.
+    pub tolerance: f64,
+}
+
+/// Why an expectation does not parse (the message says what is allowed).
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+#[error("{0}")]
+pub struct ExpectError(pub String);
+
+/// One expectation's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub expectation: String,
+    /// The measured value in the metric's unit (IOPS, bytes/s, microseconds).
+    pub measured: f64,
+    /// The bound the measurement was compared with, tolerance included ("<= 515").
+    pub bound: String,
+    pub passed: bool,
+    /// Human explanation, e.g. "iops = 479.7, want <= 515 (500 +-3%)".
+    pub detail: String,
+}
+
+fn err(text: &str, what: impl std::fmt::Display) -> ExpectError {
+    ExpectError(format!("expectation {text:?}: {what}"))
+}
+
+impl Expectation {
+    pub fn parse(text: &str) -> Result<Expectation, ExpectError> {
+        let s = text.trim();
+        let end = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(s.len());
+        let (name, rest) = s.split_at(end);
+        let (dir, base) = match name.split_once('.') {
+            Some(("read", m)) => (Dir::Read, m),
+            Some(("write", m)) => (Dir::Write, m),
+            Some(_) => {
+                return Err(err(
+                    text,
+                    format!("unknown metric {name:?}; allowed: {METRICS}"),
+                ))
+            }
+            None => (Dir::Both, name),
+        };
+        let metric = match base {
+            "iops" => Metric::Iops,
+            "iops_mean" => Metric::IopsMean,
+            "bw" => Metric::Bw,
+            "bw_mean" => Metric::BwMean,
+            "lat_mean_us" => Metric::LatMeanUs,
+            "lat_p50_us" => Metric::LatP50Us,
+            "lat_p90_us" => Metric::LatP90Us,
+            "lat_p99_us" => Metric::LatP99Us,
+            "lat_p999_us" => Metric::LatP999Us,
+            _ => {
+                return Err(err(
+                    text,
+                    format!("unknown metric {name:?}; allowed: {METRICS}"),
+                ))
+            }
+        };
+        let rest = rest.trim_start();
+        let (op, rest) = [
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("~=", Op::Approx),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+        ]
+        .iter()
+        .find_map(|(t, op)| rest.strip_prefix(t).map(|r| (*op, r)))
+        .ok_or_else(|| {
+            err(
+                text,
+                "expected an operator after the metric: <=, <, >=, >, ~=",
+            )
+        })?;
+        // Tolerance.
+        let (rhs, tolerance) = match rest.find("+-") {
+            Some(i) => {
+                let t = rest[i + 2..].trim();
+                let pct = t
+                    .strip_suffix('%')
+                    .and_then(|n| n.trim().parse::<f64>().ok())
+                    .filter(|p| p.is_finite() && *p >= 0.0 && *p < 100.0)
+                    .ok_or_else(|| {
+                        err(
+                            text,
+                            format!("tolerance {t:?}: expected a percentage like 3%"),
+                        )
+                    })?;
+                (&rest[..i], pct / 100.0)
+            }
+            None => (rest, 0.0),
+        };
+        if op == Op::Approx && tolerance == 0.0 {
+            return Err(err(
+                text,
+                "~= needs a tolerance, e.g. `bw ~= 100MiB/s +-3%`",
+            ));
+        }
+        let rhs = rhs.trim();
+        // `/` also appears in units (MiB/s): a division is a `/` not right after `B`.
+        let op_at = rhs
+            .char_indices()
+            .find(|&(i, c)| c == '*' || (c == '/' && !rhs[..i].ends_with('B')))
+            .map(|(i, _)| i);
+        let (operand_txt, factor) = match op_at {
+            Some(i) => {
+                let n: f64 = rhs[i + 1..]
+                    .trim()
+                    .parse()
+                    .map_err(|_| err(text, format!("{:?} is not a number", rhs[i + 1..].trim())))?;
+                if !n.is_finite() || n <= 0.0 {
+                    return Err(err(text, "the factor must be a positive number"));
+                }
+                let f = if rhs.as_bytes()[i] == b'*' {
+                    n
+                } else {
+                    1.0 / n
+                };
+                (rhs[..i].trim(), f)
+            }
+            None => (rhs, 1.0),
+        };
+        let kind = metric.kind();
+        let operand = match operand_txt {
+            "policy.ceiling" | "ceiling" => Operand::Ceiling,
+            "policy.floor" | "floor" => Operand::Floor,
+            t => Operand::Number(parse_value(t, kind).map_err(|m| err(text, m))?),
+        };
+        if kind == Kind::Lat && !matches!(operand, Operand::Number(_)) {
+            return Err(err(
+                text,
+                "latency metrics compare with numbers, not policy limits",
+            ));
+        }
+        Ok(Expectation {
+            text: s.to_string(),
+            dir,
+            metric,
+            op,
+            operand,
+            factor,
+            tolerance,
+        })
+    }
+
+    /// The measured value for this expectation's metric and direction.
+    pub fn measure(&self, r: &JobResult) -> f64 {
+        let d = |f: &dyn Fn(&fio::DirStats) -> f64| match self.dir {
+            Dir::Read => f(&r.read),
+            Dir::Write => f(&r.write),
+            Dir::Both => f(&r.read) + f(&r.write),
+        };
+        let lat = |f: &dyn Fn(&fio::DirStats) -> f64| -> f64 {
+            match self.dir {
+                Dir::Read => f(&r.read) / 1000.0,
+                Dir::Write => f(&r.write) / 1000.0,
+                // Both directions: I/O-weighted mean (means), worst (percentiles).
+                Dir::Both => {
+                    let (a, b) = (&r.read, &r.write);
+                    let n = a.total_ios + b.total_ios;
+                    if self.metric == Metric::LatMeanUs {
+                        if n == 0 {
+                            0.0
+                        } else {
+                            (f(a) * a.total_ios as f64 + f(b) * b.total_ios as f64)
+                                / n as f64
+                                / 1000.0
+                        }
+                    } else {
+                        f(a).max(f(b)) / 1000.0
+                    }
+                }
+            }
+        };
+        match self.metric {
+            Metric::Iops => d(&|s| s.iops),
+            Metric::IopsMean => d(&|s| s.iops_mean),
+            Metric::Bw => d(&|s| s.bw_bytes as f64),
+            Metric::BwMean => d(&|s| s.bw_mean_bytes),
+            Metric::LatMeanUs => lat(&|s| s.lat_mean_ns),
+            Metric::LatP50Us => lat(&|s| s.p50_ns as f64),
+            Metric::LatP90Us => lat(&|s| s.p90_ns as f64),
+            Metric::LatP99Us => lat(&|s| s.p99_ns as f64),
+            Metric::LatP999Us => lat(&|s| s.p999_ns as f64),
+        }
+    }
+
+    /// Judge a result. `limits` are the effective limits of the volume under test (`None`
+    /// when the target is not an embedded node).
+    pub fn check(&self, r: &JobResult, limits: Option<&Limits>) -> Verdict {
+        let measured = self.measure(r);
+        let fail = |detail: String| Verdict {
+            expectation: self.text.clone(),
+            measured,
+            bound: String::new(),
+            passed: false,
+            detail,
+        };
+        let base = match self.operand {
+            Operand::Number(n) => n,
+            Operand::Ceiling | Operand::Floor => {
+                let Some(l) = limits else {
+                    return fail(
+                        "the target is not an embedded node: the volume's limits are unknown"
+                            .into(),
+                    );
+                };
+                let (what, v) = match (self.operand, self.metric.kind()) {
+                    (Operand::Ceiling, Kind::Iops) => ("IOPS ceiling", l.ceiling_iops),
+                    (Operand::Ceiling, _) => ("bandwidth ceiling", l.ceiling_bps),
+                    (_, Kind::Iops) => ("IOPS floor", l.floor_iops),
+                    _ => ("bandwidth floor", l.floor_bps),
+                };
+                if v == 0 {
+                    return fail(format!("the volume has no {what} (unlimited)"));
+                }
+                v as f64
+            }
+        };
+        let target = base * self.factor;
+        let t = self.tolerance;
+        let (passed, bound) = match self.op {
+            Op::Le => (
+                measured <= target * (1.0 + t),
+                format!("<= {}", num(target * (1.0 + t))),
+            ),
+            Op::Lt => (
+                measured < target * (1.0 + t),
+                format!("< {}", num(target * (1.0 + t))),
+            ),
+            Op::Ge => (
+                measured >= target * (1.0 - t),
+                format!(">= {}", num(target * (1.0 - t))),
+            ),
+            Op::Gt => (
+                measured > target * (1.0 - t),
+                format!("> {}", num(target * (1.0 - t))),
+            ),
+            Op::Approx => (
+                (measured - target).abs() <= target * t,
+                format!("{}..{}", num(target * (1.0 - t)), num(target * (1.0 + t))),
+            ),
+        };
+        let name = self
+            .text
+            .split(|c: char| c.is_whitespace() || "<>~=".contains(c))
+            .next()
+            .unwrap_or("");
+        Verdict {
+            expectation: self.text.clone(),
+            measured,
+            detail: format!(
+                "{name} = {}, want {bound}{}",
+                num(measured),
+                if t > 0.0 || self.factor != 1.0 || !matches!(self.operand, Operand::Number(_)) {
+                    format!(" (from {})", num(target))
+                } else {
+                    String::new()
+                }
+            ),
+            bound,
+            passed,
+        }
+    }
+}
+
+/// A number for messages: integers plainly, others with up to 2 decimals.
+fn num(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{}", v.round() as i64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn parse_value(t: &str, kind: Kind) -> Result<f64, String> {
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: f64 = n
+        .parse()
+        .map_err(|_| format!("{t:?}: expected a number, policy.ceiling or policy.floor"))?;
+    let unit = unit.trim();
+    let mul = match (kind, unit) {
+        (_, "") => 1.0,
+        (Kind::Iops, "k") => 1e3,
+        (Kind::Bw, "B/s") => 1.0,
+        (Kind::Bw, "KB/s") => 1e3,
+        (Kind::Bw, "MB/s") => 1e6,
+        (Kind::Bw, "GB/s") => 1e9,
+        (Kind::Bw, "KiB/s") => 1024.0,
+        (Kind::Bw, "MiB/s") => 1048576.0,
+        (Kind::Bw, "GiB/s") => 1073741824.0,
+        (Kind::Lat, "ns") => 1e-3,
+        (Kind::Lat, "us") => 1.0,
+        (Kind::Lat, "ms") => 1e3,
+        (Kind::Lat, "s") => 1e6,
+        (k, u) => {
+            let allowed = match k {
+                Kind::Iops => "none or k",
+                Kind::Bw => "B/s, KB/s, MB/s, GB/s (x1000), KiB/s, MiB/s, GiB/s (x1024)",
+                Kind::Lat => "ns, us, ms, s",
+            };
+            return Err(format!(
+                "unit {u:?} does not fit this metric; allowed: {allowed}"
+            ));
+        }
+    };
+    Ok(n * mul)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fio::DirStats;
+
+    fn result(read_iops: f64, read_bw: u64, lat_ns: f64) -> JobResult {
+        JobResult {
+            jobname: "j".into(),
+            read: DirStats {
+                iops: read_iops,
+                iops_mean: read_iops,
+                bw_bytes: read_bw,
+                total_ios: 100,
+                lat_mean_ns: lat_ns,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn check(e: &str, r: &JobResult, l: Option<&Limits>) -> Verdict {
+        Expectation::parse(e).unwrap().check(r, l)
+    }
+
+    #[test]
+    fn grammar_examples_from_the_issue() {
+        let r = result(510.0, 100 << 20, 800_000.0);
+        let lim = Limits {
+            ceiling_iops: 500,
+            ..Default::default()
+        };
+        assert!(check("iops <= 500 +-3%", &r, None).passed);
+        assert!(!check("iops <= 500", &r, None).passed);
+        assert!(check("bw ~= 100MiB/s +-3%", &r, None).passed);
+        assert!(check("lat_mean_us < 1000", &r, None).passed);
+        assert!(!check("lat_mean_us < 1ms / 2", &r, None).passed);
+        assert!(check("iops >= policy.ceiling * 0.95", &r, Some(&lim)).passed);
+        assert!(check("read.iops>=500", &r, None).passed);
+        assert!(check("write.iops <= 0", &r, None).passed);
+        let v = check("iops >= policy.ceiling * 0.95", &r, None);
+        assert!(
+            !v.passed && v.detail.contains("not an embedded node"),
+            "{v:?}"
+        );
+        let v = check("bw >= policy.ceiling", &r, Some(&lim));
+        assert!(
+            !v.passed && v.detail.contains("no bandwidth ceiling"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn tolerance_widens_leniently() {
+        let r = result(485.0, 0, 0.0);
+        assert!(check("iops >= 500 +-3%", &r, None).passed);
+        assert!(!check("iops >= 500 +-2%", &r, None).passed);
+        let v = check("iops ~= 500 +-2%", &r, None);
+        assert_eq!(v.bound, "490..510");
+        assert_eq!(v.detail, "iops = 485, want 490..510 (from 500)");
+    }
+
+    #[test]
+    fn parse_errors_say_what_is_allowed() {
+        for (bad, want) in [
+            ("iopz <= 5", "allowed: iops"),
+            ("iops = 5", "expected an operator"),
+            ("bw ~= 5MiB/s", "needs a tolerance"),
+            ("bw <= 5XB/s", "allowed: B/s"),
+            ("iops <= 5 +-x", "percentage"),
+            ("lat_mean_us < policy.ceiling", "latency metrics"),
+            ("iops <= lots", "expected a number"),
+            ("iops <= policy.ceiling * -1", "positive"),
+        ] {
+            let e = Expectation::parse(bad).unwrap_err().0;
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! qoslab's own load generators, for the workloads fio cannot measure honestly
+//! (ARCHITECTURE.md says why for each). Today [`genio`], the GenIO-like generator behind
+//! the `ramp` family; the S3 and application drivers land here beside it.
+//!
+//! Invariants: a generator reads only tokio's clock (its timing logic is unit-tested in
+//! paused time against a fake target) and reaches storage only through its target trait
+//! ([`genio::IoTarget`]); it knows nothing of plans, verdicts or the results store.
+
+pub mod genio;
+
+/// A fresh directory under the system temp dir (unit tests).
+#[cfg(test)]
+pub(crate) fn test_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let n = SEQ.fetch_add(1, Ordering::SeqCst);
+    let p = std::env::temp_dir().join(format!("qoslab-loadgen-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}

@@ -1,0 +1,278 @@
+//! The charts every run gets, built from the stored record (pure): IOPS, bandwidth and
+//! latency over time per job with the volume's ceiling and floor, latency percentiles per
+//! job; and helpers for the charts families draw from their summary tables
+//! ([`crate::ReportHooks::table_charts`]).
+
+use serde_json::Value;
+
+use crate::svg::{Chart, Line, RefLine, Unit, CEILING, FLOOR};
+use fio::fmt;
+use harness::store::{JobRecord, RunRecord, VolumeRecord};
+
+/// A number from a table cell (numbers, or strings holding one).
+pub fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+/// A pass/fail cell: booleans, or "true"/"pass"/"yes" strings.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().unwrap_or(0.0) != 0.0,
+        Value::String(s) => matches!(
+            s.trim().to_ascii_lowercase().as_str(),
+            "true" | "pass" | "passed" | "yes" | "ok"
+        ),
+        _ => false,
+    }
+}
+
+/// The volume a job ran on (the only volume when the job names none).
+pub fn volume_of<'a>(run: &'a RunRecord, job: &JobRecord) -> Option<&'a VolumeRecord> {
+    match &job.volume {
+        Some(v) => run.volumes.iter().find(|x| &x.name == v),
+        None if run.volumes.len() == 1 => run.volumes.first(),
+        None => None,
+    }
+}
+
+fn secs(t_ms: u64) -> f64 {
+    t_ms as f64 / 1000.0
+}
+
+/// Charts over time for one job: IOPS (always), bandwidth (when the volume has a
+/// bandwidth ceiling or floor), latency. Empty when the job has no time series.
+pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
+    let Some(s) = run.series_of(job.id) else {
+        return Vec::new();
+    };
+    let vol = volume_of(run, job);
+    let limits = vol.map(|v| v.limits).unwrap_or_default();
+    let on = job.volume.as_deref().unwrap_or("target");
+    let title = format!("#{} {} on {on}", job.seq, job.name);
+    let dirs: Vec<&str> = ["read", "write", "trim"]
+        .into_iter()
+        .filter(|d| s.fio.iter().any(|x| x.direction == *d))
+        .collect();
+    let totals = s.fio_totals();
+    let node_vols = s.node_volumes();
+    let mut out = Vec::new();
+    for bw in [false, true] {
+        if bw && limits.ceiling_bps == 0 && limits.floor_bps == 0 {
+            continue;
+        }
+        let mut c = Chart::new(
+            format!("{title}: {}", if bw { "bandwidth" } else { "IOPS" }),
+            "time (s, after ramp)",
+            if bw { "bandwidth" } else { "IOPS" },
+        );
+        if bw {
+            c.y_unit = Unit::BytesPerSec;
+        }
+        let val = |x: &harness::series::FioSample| if bw { x.bw_bytes } else { x.iops };
+        let mut style = 0;
+        if dirs.len() > 1 {
+            c.lines.push(Line {
+                label: "fio total".into(),
+                points: totals.iter().map(|x| (secs(x.t_ms), val(x))).collect(),
+                style,
+            });
+            style += 1;
+        }
+        for d in &dirs {
+            c.lines.push(Line {
+                label: format!("fio {d}"),
+                points: s
+                    .fio
+                    .iter()
+                    .filter(|x| x.direction == *d)
+                    .map(|x| (secs(x.t_ms), val(x)))
+                    .collect(),
+                style,
+            });
+            style += 1;
+        }
+        for v in &node_vols {
+            c.lines.push(Line {
+                label: format!("node: {v}"),
+                points: s
+                    .node
+                    .iter()
+                    .filter(|x| &x.volume == v)
+                    .map(|x| (secs(x.t_ms), if bw { x.bps() } else { x.iops() }))
+                    .collect(),
+                style,
+            });
+            style += 1;
+        }
+        let (ceil, floor) = if bw {
+            (limits.ceiling_bps, limits.floor_bps)
+        } else {
+            (limits.ceiling_iops, limits.floor_iops)
+        };
+        let show = |x: u64| {
+            if bw {
+                fmt::bw(x)
+            } else {
+                format!("{x} IOPS")
+            }
+        };
+        if ceil > 0 {
+            c.refs.push(RefLine {
+                label: format!("ceiling {}", show(ceil)),
+                y: ceil as f64,
+                style: CEILING,
+            });
+        }
+        if floor > 0 {
+            c.refs.push(RefLine {
+                label: format!("floor {}", show(floor)),
+                y: floor as f64,
+                style: FLOOR,
+            });
+        }
+        if c.has_data() {
+            out.push(c);
+        }
+    }
+    let mut c = Chart::new(
+        format!("{title}: latency"),
+        "time (s, after ramp)",
+        "latency (ms)",
+    );
+    c.y_unit = Unit::Ms;
+    let ms = |ns: f64| ns / 1e6;
+    c.lines.push(Line {
+        label: "fio mean".into(),
+        points: totals
+            .iter()
+            .filter(|x| x.lat_mean_ns > 0.0)
+            .map(|x| (secs(x.t_ms), ms(x.lat_mean_ns)))
+            .collect(),
+        style: 0,
+    });
+    c.lines.push(Line {
+        label: "fio p50".into(),
+        points: totals
+            .iter()
+            .filter(|x| x.p50_ns > 0)
+            .map(|x| (secs(x.t_ms), ms(x.p50_ns as f64)))
+            .collect(),
+        style: 1,
+    });
+    c.lines.push(Line {
+        label: "fio p99".into(),
+        points: totals
+            .iter()
+            .filter(|x| x.p99_ns > 0)
+            .map(|x| (secs(x.t_ms), ms(x.p99_ns as f64)))
+            .collect(),
+        style: 2,
+    });
+    for (i, v) in node_vols.iter().enumerate() {
+        let pts = |f: fn(&harness::series::NodeSample) -> f64| {
+            s.node
+                .iter()
+                .filter(|x| &x.volume == v)
+                .map(|x| (secs(x.t_ms), f(x) / 1000.0))
+                .collect::<Vec<_>>()
+        };
+        c.lines.push(Line {
+            label: format!("node: {v} mean"),
+            points: pts(|x| x.lat_mean_us),
+            style: 3 + 2 * i,
+        });
+        let held = pts(|x| x.ceiling_wait_us);
+        if held.iter().any(|p| p.1 > 0.0) {
+            c.lines.push(Line {
+                label: format!("node: {v} held by ceiling"),
+                points: held,
+                style: 4 + 2 * i,
+            });
+        }
+    }
+    if c.has_data() {
+        out.push(c);
+    }
+    out
+}
+
+/// Thin categorical labels so they stay legible (every k-th of many).
+pub fn categories(xs: &[(f64, String)]) -> Vec<(f64, String)> {
+    let k = xs.len().div_ceil(16).max(1);
+    xs.iter()
+        .enumerate()
+        .filter(|(i, _)| i % k == 0)
+        .map(|(_, x)| x.clone())
+        .collect()
+}
+
+/// Completion-latency percentiles (p50, p90, p99, p99.9; worse direction) and the mean,
+/// per job, from fio's summary.
+pub fn latency_percentiles(run: &RunRecord) -> Option<Chart> {
+    let jobs: Vec<(&JobRecord, &fio::JobResult)> = run
+        .jobs
+        .iter()
+        .filter_map(|j| j.primary().map(|r| (j, r)))
+        .filter(|(_, r)| r.read.active() || r.write.active())
+        .collect();
+    if jobs.is_empty() {
+        return None;
+    }
+    let mut c = Chart::new(
+        "Completion latency percentiles per job (worse direction)",
+        "job (#)",
+        "latency (ms)",
+    );
+    c.y_unit = Unit::Ms;
+    let pick = |f: fn(&fio::DirStats) -> u64| {
+        jobs.iter()
+            .map(|(j, r)| (j.seq as f64, f(&r.read).max(f(&r.write)) as f64 / 1e6))
+            .collect::<Vec<_>>()
+    };
+    c.lines.push(Line {
+        label: "mean".into(),
+        points: jobs
+            .iter()
+            .map(|(j, r)| (j.seq as f64, r.lat_mean_ns() / 1e6))
+            .collect(),
+        style: 0,
+    });
+    c.lines.push(Line {
+        label: "p50".into(),
+        points: pick(|d| d.p50_ns),
+        style: 1,
+    });
+    c.lines.push(Line {
+        label: "p90".into(),
+        points: pick(|d| d.p90_ns),
+        style: 2,
+    });
+    c.lines.push(Line {
+        label: "p99".into(),
+        points: pick(|d| d.p99_ns),
+        style: 3,
+    });
+    c.lines.push(Line {
+        label: "p99.9".into(),
+        points: pick(|d| d.p999_ns),
+        style: 4,
+    });
+    let xs: Vec<(f64, String)> = jobs
+        .iter()
+        .map(|(j, _)| (j.seq as f64, format!("#{}", j.seq)))
+        .collect();
+    c.x_categories = categories(&xs);
+    Some(c)
+}
+
+/// A number with at most 2 decimals, trailing zeros dropped (chart labels).
+pub fn trim_num(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}

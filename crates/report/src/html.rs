@@ -1,0 +1,402 @@
+//! The HTML report: one self-contained page (docs/REPORTS.md).
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use fio::fmt;
+use fio::DirStats;
+use harness::store::{JobRecord, RunRecord, SummaryTable};
+
+use crate::charts::{job_charts, latency_percentiles, truthy};
+use crate::hooks::{table_charts, ReportHooks};
+use crate::svg::{esc, render as svg, Chart};
+
+const CSS: &str = r#"
+:root { --fg:#111; --muted:#555; --line:#ccc; --pass:#009E73; --fail:#D55E00; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+  color: var(--fg); background: #fff; margin: 0 auto; max-width: 1200px; padding: 16px 24px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px;
+  border-bottom: 1px solid var(--line); padding-bottom: 4px; } h3 { font-size: 15px; margin: 18px 0 6px; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+code, pre { font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
+pre { background: #f7f7f7; border: 1px solid var(--line); padding: 8px; overflow-x: auto; }
+.meta { color: var(--muted); margin: 2px 0; }
+.badge { display: inline-block; padding: 1px 8px; border: 2px solid; font-weight: 700; }
+.PASS, .passed { color: var(--pass); } .FAIL, .failed, .error { color: var(--fail); }
+.badge.passed { border-color: var(--pass); } .badge.failed, .badge.error, .badge.running { border-color: var(--fail); }
+tr.fail td { background: #fdf0e8; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 10px 18px; }
+figure { margin: 0; break-inside: avoid; page-break-inside: avoid; }
+svg.qchart { width: 100%; max-width: 760px; height: auto; display: block; }
+svg.qchart text { font-family: system-ui, "DejaVu Sans", sans-serif; }
+svg .ct { font-size: 13px; font-weight: 600; } svg .tk { font-size: 10px; fill: #333; }
+svg .al { font-size: 11px; fill: #333; } svg .lg { font-size: 11px; } svg .rl { font-size: 11px; font-weight: 600; }
+nav ol { columns: 3; font-size: 13px; } #js-errors { color: var(--fail); }
+@media print {
+  body { max-width: none; padding: 0; font-size: 10pt; }
+  .charts { display: block; } figure { margin: 0 0 8mm; }
+  svg.qchart { max-width: 170mm; }
+  nav, .noprint { display: none; }
+  h2 { break-after: avoid; } tr, td, th { break-inside: avoid; }
+  a { color: inherit; text-decoration: none; }
+}
+@page { size: A4; margin: 12mm; }
+"#;
+
+/// Counts the charts the browser actually drew (a series path with length, or a marker
+/// with a box) and records it in the page; any script error lands in `#js-errors`.
+const SCRIPT: &str = r#"
+window.onerror = function (m) { var e = document.getElementById('js-errors'); e.hidden = false; e.textContent += m + '\n'; };
+(function () {
+  var n = 0;
+  document.querySelectorAll('svg.qchart').forEach(function (s) {
+    var ok = false;
+    s.querySelectorAll('path.series').forEach(function (p) { if (p.getTotalLength() > 0) ok = true; });
+    s.querySelectorAll('.pt, .pass, .fail').forEach(function (m) { var b = m.getBBox(); if (b.width > 0 && b.height > 0) ok = true; });
+    if (ok && s.getBoundingClientRect().width > 0) n++;
+  });
+  document.getElementById('charts-drawn').textContent = String(n);
+  document.body.setAttribute('data-charts-drawn', String(n));
+})();
+"#;
+
+fn cell(v: &Value, pass_col: bool) -> (String, bool) {
+    match v {
+        Value::Bool(b) if pass_col => (if *b { "PASS" } else { "FAIL" }.into(), false),
+        Value::Bool(b) => (if *b { "yes" } else { "no" }.into(), false),
+        Value::Number(_) => (crate::export::cell_text(v), true),
+        v => (crate::export::cell_text(v), false),
+    }
+}
+
+/// A summary table as an HTML table (failing rows marked in words, not colour alone).
+pub fn table_html(t: &SummaryTable) -> String {
+    let mut o = String::from("<table><thead><tr>");
+    for c in &t.columns {
+        let _ = write!(o, "<th>{}</th>", esc(c));
+    }
+    o.push_str("</tr></thead><tbody>");
+    let pass = t
+        .columns
+        .iter()
+        .position(|c| c.eq_ignore_ascii_case("pass"));
+    for r in &t.rows {
+        let failed = pass.and_then(|i| r.get(i)).is_some_and(|v| !truthy(v));
+        o.push_str(if failed {
+            "<tr class=\"fail\">"
+        } else {
+            "<tr>"
+        });
+        for (i, v) in r.iter().enumerate() {
+            let is_pass = Some(i) == pass;
+            let (s, numeric) = cell(v, is_pass);
+            let class = if is_pass {
+                format!(" class=\"{}\"", if truthy(v) { "PASS" } else { "FAIL" })
+            } else if numeric {
+                " class=\"n\"".into()
+            } else {
+                String::new()
+            };
+            let _ = write!(o, "<td{class}>{}</td>", esc(&s));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table>");
+    o
+}
+
+fn figures(o: &mut String, charts: &[Chart], count: &mut usize) {
+    if charts.is_empty() {
+        return;
+    }
+    o.push_str("<div class=\"charts\">");
+    for c in charts {
+        *count += 1;
+        let _ = write!(o, "<figure>{}</figure>", svg(c));
+    }
+    o.push_str("</div>");
+}
+
+fn verdict_word(j: &JobRecord) -> &'static str {
+    if j.status != "done" {
+        "ERROR"
+    } else if j.verdicts.iter().any(|v| !v.passed) {
+        "FAIL"
+    } else if j.verdicts.is_empty() {
+        "-"
+    } else {
+        "PASS"
+    }
+}
+
+fn dir_row(o: &mut String, j: &JobRecord, client: Option<&str>, dir: &str, d: &DirStats) {
+    let _ = write!(
+        o,
+        "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{dir}</td>\
+         <td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
+        j.seq,
+        j.seq,
+        esc(&j.workload),
+        esc(&j.name),
+        esc(j.volume.as_deref().unwrap_or("-")),
+        esc(client.unwrap_or("-")),
+        fmt::iops(d.iops_text()),
+        d.iops_mean,
+        fmt::bw(d.bw_text()),
+        fmt::usec(d.lat_mean_ns),
+        fmt::usec(d.p99_ns as f64),
+        fmt::usec(d.p999_ns as f64),
+        v = verdict_word(j)
+    );
+}
+
+/// The whole report page; `hooks` are the workload families' report hooks, in registry order.
+pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
+    let mut o = String::with_capacity(64 * 1024);
+    let mut n_charts = 0usize;
+    let (passed, failed) = run.verdict_counts();
+    let title = format!("qoslab run {}: {}", run.id, run.name);
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"generator\" content=\"qoslab {}\"><title>{}</title><style>{CSS}</style></head><body>\n",
+        esc(&run.env.qoslab_version),
+        esc(&title)
+    );
+    let _ = write!(
+        o,
+        "<header><h1>{}</h1><p><span class=\"badge {st}\">{}</span> {passed} expectation(s) passed, {failed} failed; {} job(s)</p>",
+        esc(&title),
+        esc(&run.status.to_uppercase()),
+        run.jobs.len(),
+        st = esc(&run.status)
+    );
+    let _ = writeln!(
+        o,
+        "<p class=\"meta\">started {} &middot; finished {} &middot; runtime {} s, ramp {} s per job</p>\
+         <p class=\"meta\">plan <code>{}</code> &middot; target {} &middot; executor {}</p>\
+         <p class=\"meta\">host {} &middot; kernel {} &middot; CPU {} &middot; {} &middot; qoslab {}</p></header>",
+        esc(&run.started_at),
+        esc(run.finished_at.as_deref().unwrap_or("-")),
+        run.runtime_s,
+        run.ramp_s,
+        esc(&run.plan_origin),
+        esc(&run.target),
+        esc(&run.executor),
+        esc(&run.env.host),
+        esc(&run.env.kernel),
+        esc(&run.env.cpu),
+        esc(&run.env.fio_version),
+        esc(&run.env.qoslab_version)
+    );
+    o.push_str("<pre id=\"js-errors\" hidden></pre>\n");
+    // Contents (screen only): sections, then every job with its verdict.
+    o.push_str("<nav><a href=\"#verdicts\">Verdicts</a> &middot; <a href=\"#setup\">Volumes and policies</a> &middot; <a href=\"#results\">Results</a>");
+    if !run.tables.is_empty() {
+        o.push_str(" &middot; <a href=\"#tables\">Summary tables</a>");
+    }
+    o.push_str(" &middot; <a href=\"#series\">Over time</a> &middot; <a href=\"#plan\">Plan</a>");
+    if run.jobs.len() > 1 && !run.series.is_empty() {
+        o.push_str("<ol>");
+        for j in &run.jobs {
+            let name = format!(
+                "{} / {} on {}",
+                esc(&j.workload),
+                esc(&j.name),
+                esc(j.volume.as_deref().unwrap_or("target"))
+            );
+            let _ = write!(
+                o,
+                "<li value=\"{}\">{} {}</li>",
+                j.seq,
+                if job_charts(run, j).is_empty() {
+                    name
+                } else {
+                    format!("<a href=\"#job{}\">{name}</a>", j.seq)
+                },
+                match verdict_word(j) {
+                    "-" => "",
+                    w => w,
+                }
+            );
+        }
+        o.push_str("</ol>");
+    }
+    o.push_str("</nav>\n");
+
+    // Verdicts: failures first, each spelled out.
+    let mut vs: Vec<(&JobRecord, &harness::verdict::Verdict)> = run
+        .jobs
+        .iter()
+        .flat_map(|j| j.verdicts.iter().map(move |v| (j, v)))
+        .collect();
+    vs.sort_by_key(|(_, v)| v.passed);
+    o.push_str("<h2 id=\"verdicts\">Verdicts</h2>");
+    let errored: Vec<&JobRecord> = run.jobs.iter().filter(|j| j.status != "done").collect();
+    if vs.is_empty() && errored.is_empty() {
+        o.push_str("<p>No expectations were set.</p>");
+    } else {
+        o.push_str("<table><thead><tr><th>verdict</th><th>job</th><th>volume</th><th>expectation</th><th>measured</th><th>bound</th><th>detail</th></tr></thead><tbody>");
+        for j in &errored {
+            let _ = write!(
+                o,
+                "<tr class=\"fail\"><td class=\"ERROR\">ERROR</td><td><a href=\"#job{}\">#{} {}</a></td><td>{}</td><td colspan=\"3\">the job did not finish ({})</td><td>{}</td></tr>",
+                j.seq,
+                j.seq,
+                esc(&j.name),
+                esc(j.volume.as_deref().unwrap_or("-")),
+                esc(&j.status),
+                esc(j.error.as_deref().unwrap_or(""))
+            );
+        }
+        for (j, v) in &vs {
+            let w = if v.passed { "PASS" } else { "FAIL" };
+            let _ = write!(
+                o,
+                "<tr{}><td class=\"{w}\">{w}</td><td><a href=\"#job{}\">#{} {}</a></td><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td></tr>",
+                if v.passed { "" } else { " class=\"fail\"" },
+                j.seq,
+                j.seq,
+                esc(&j.name),
+                esc(j.volume.as_deref().unwrap_or("-")),
+                esc(&v.expectation),
+                esc(&format!("{:.2}", v.measured)),
+                esc(&v.bound),
+                esc(&v.detail)
+            );
+        }
+        o.push_str("</tbody></table>");
+    }
+
+    // Setup: policies and volumes with their effective limits.
+    o.push_str("<h2 id=\"setup\">Volumes and policies</h2>");
+    if run.volumes.is_empty() {
+        o.push_str("<p>The target is not a qoslab node: no volumes or limits recorded.</p>");
+    } else {
+        o.push_str("<table><thead><tr><th>volume</th><th>size</th><th>snapshot reserve</th><th>policy</th><th>ceiling IOPS</th><th>ceiling bandwidth</th><th>floor IOPS</th><th>floor bandwidth</th></tr></thead><tbody>");
+        let lim = |x: u64, bw: bool| {
+            if x == 0 {
+                "-".to_string()
+            } else if bw {
+                fmt::bw(x)
+            } else {
+                x.to_string()
+            }
+        };
+        for v in &run.volumes {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td class=\"n\">{} GB</td><td class=\"n\">{}%</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                esc(&v.name),
+                v.size as f64 / 1e9,
+                v.snapshot_reserve_percent,
+                esc(v.policy.as_deref().unwrap_or("none")),
+                lim(v.limits.ceiling_iops, false),
+                lim(v.limits.ceiling_bps, true),
+                lim(v.limits.floor_iops, false),
+                lim(v.limits.floor_bps, true)
+            );
+        }
+        o.push_str("</tbody></table><p class=\"meta\">Effective limits at the start of the run (adaptive policies computed from the volume's size; 0 or - = not enforced).</p>");
+    }
+    if !run.policies.is_empty() {
+        o.push_str("<table><thead><tr><th>policy</th><th>definition</th></tr></thead><tbody>");
+        for p in &run.policies {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td><code>{}</code></td></tr>",
+                esc(&p.name),
+                esc(&p.definition)
+            );
+        }
+        o.push_str("</tbody></table>");
+    }
+
+    // Results.
+    o.push_str("<h2 id=\"results\">Results</h2><table><thead><tr><th>#</th><th>workload</th><th>job</th><th>volume</th><th>client</th><th>dir</th><th>IOPS</th><th>IOPS (steady)</th><th>bandwidth</th><th>mean lat (usec)</th><th>p99 (usec)</th><th>p99.9 (usec)</th><th>verdict</th></tr></thead><tbody>");
+    for j in &run.jobs {
+        let mut any = false;
+        for r in &j.results {
+            for (dir, d) in [("read", &r.read), ("write", &r.write)] {
+                if d.active() {
+                    any = true;
+                    dir_row(&mut o, j, r.client.as_deref(), dir, d);
+                }
+            }
+        }
+        if !any {
+            let _ = write!(
+                o,
+                "<tr class=\"fail\"><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}</td><td class=\"{v}\">{v}</td></tr>",
+                j.seq,
+                esc(&j.workload),
+                esc(&j.name),
+                esc(j.volume.as_deref().unwrap_or("-")),
+                esc(j.error.as_deref().unwrap_or(&j.status)),
+                v = verdict_word(j)
+            );
+        }
+    }
+    o.push_str("</tbody></table><p class=\"meta\">IOPS and bandwidth are fio's headline numbers (total / runtime, including the queue draining at the end); IOPS (steady) is the mean of fio's 500 ms samples.</p>");
+    if let Some(c) = latency_percentiles(run) {
+        figures(&mut o, &[c], &mut n_charts);
+    }
+
+    // Profile tables.
+    if !run.tables.is_empty() {
+        o.push_str("<h2 id=\"tables\">Summary tables</h2>");
+        for t in &run.tables {
+            let _ = write!(
+                o,
+                "<h3>{} <span class=\"meta\">({})</span></h3>",
+                esc(&t.name),
+                esc(&t.kind)
+            );
+            figures(&mut o, &table_charts(hooks, t), &mut n_charts);
+            o.push_str(&table_html(t));
+        }
+    }
+    for h in hooks {
+        o.push_str(&h.html(run));
+    }
+
+    // Time series per job.
+    o.push_str("<h2 id=\"series\">Over time, per job</h2>");
+    if run.series.is_empty() {
+        o.push_str("<p>No time series were recorded for this run.</p>");
+    } else {
+        o.push_str("<p class=\"meta\">fio's 500 ms windows (IOPS, bandwidth, mean latency; p50/p99 from its latency histograms) and, on a qoslab node, the node's own per-volume samples. Ceilings are drawn as long-dashed lines, floors as dash-dot lines.</p>");
+    }
+    for j in &run.jobs {
+        let charts = job_charts(run, j);
+        if charts.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            o,
+            "<h3 id=\"job{}\">#{} {} / {} on {} (iteration {}) <span class=\"{v}\">{v}</span></h3>",
+            j.seq,
+            j.seq,
+            esc(&j.workload),
+            esc(&j.name),
+            esc(j.volume.as_deref().unwrap_or("target")),
+            j.iteration,
+            v = match verdict_word(j) {
+                "-" => "",
+                w => w,
+            }
+        );
+        figures(&mut o, &charts, &mut n_charts);
+    }
+
+    let _ = write!(
+        o,
+        "<h2 id=\"plan\">Plan</h2><pre>{}</pre>\n<p class=\"meta noprint\">Charts drawn by this browser: <span id=\"charts-drawn\">0</span> of <span id=\"charts-expected\">{n_charts}</span>.</p>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        esc(&run.plan_text)
+    );
+    o.into_bytes()
+}

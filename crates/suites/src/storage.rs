@@ -1,0 +1,303 @@
+//! `--suite nfs|iscsi|block|dir` (seed 002, "Running the benchmark for NFS and iSCSI"):
+//! every load generator runs `fio --server`; the coordinator drives them all at once through
+//! fio's client/server mode, each on its own mount or device, and fio merges them into "All
+//! clients". First the seed's prepare step (each load generator in turn writes its data
+//! set), then each job `iterations` times.
+//!
+//! Targets are checked on their hosts before any load: `nfs` and `dir` must be writable
+//! directories (`nfs`: on an NFS mount), `block` and `iscsi` block devices that pass the
+//! same safety check as the disks suite (`iscsi`: a disk of an iSCSI session).
+
+use serde::Serialize;
+
+use crate::disks::{measure, TargetSizing};
+use crate::fiorun::{self, FioRun, Summary};
+use crate::jobs::{self, SeedJob, Target, Timing};
+use crate::sizing::{self, Overrides};
+use crate::{Session, SuiteError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StorageKind {
+    Nfs,
+    Iscsi,
+    Block,
+    Dir,
+}
+
+impl StorageKind {
+    pub fn parse(s: &str) -> Result<StorageKind, String> {
+        match s {
+            "nfs" => Ok(StorageKind::Nfs),
+            "iscsi" => Ok(StorageKind::Iscsi),
+            "block" => Ok(StorageKind::Block),
+            "dir" => Ok(StorageKind::Dir),
+            _ => Err(format!(
+                "unknown storage suite {s:?} (allowed: nfs, iscsi, block, dir)"
+            )),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageKind::Nfs => "nfs",
+            StorageKind::Iscsi => "iscsi",
+            StorageKind::Block => "block",
+            StorageKind::Dir => "dir",
+        }
+    }
+    fn is_block(self) -> bool {
+        matches!(self, StorageKind::Block | StorageKind::Iscsi)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StoragePlan {
+    pub kind: StorageKind,
+    /// Each load generator and its mount directory or device.
+    pub targets: Vec<(String, String)>,
+    pub destroy_data: Vec<String>,
+    pub jobs: Vec<SeedJob>,
+    pub iterations: u32,
+    pub timing: Timing,
+    pub prepare: bool,
+    pub overrides: Overrides,
+    /// RAM of the storage side, when known (the sizing rule's "target node's RAM").
+    pub target_ram_bytes: Option<u64>,
+    pub fio_port: u16,
+}
+
+impl StoragePlan {
+    pub fn new(kind: StorageKind) -> StoragePlan {
+        StoragePlan {
+            kind,
+            targets: Vec::new(),
+            destroy_data: Vec::new(),
+            jobs: vec![
+                SeedJob::ReadRandom,
+                SeedJob::WriteRandom,
+                SeedJob::ReadSeq,
+                SeedJob::WriteSeq,
+            ],
+            iterations: 3,
+            timing: Timing {
+                runtime_s: 60,
+                ramp_s: 2,
+            },
+            prepare: true,
+            overrides: Overrides::default(),
+            target_ram_bytes: None,
+            fio_port: 8765,
+        }
+    }
+}
+
+/// What a target turned out to be.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetInfo {
+    pub host: String,
+    pub path: String,
+    /// File-system type (`nfs4`, `ext4`, ...) or `block`.
+    pub fs_type: String,
+    /// Free bytes (directory) or size (device).
+    pub capacity_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StorageResult {
+    pub plan: StoragePlan,
+    pub targets: Vec<TargetInfo>,
+    pub sizing: Vec<TargetSizing>,
+    pub runs: Vec<FioRun>,
+    pub summaries: Vec<Summary>,
+}
+
+impl StorageResult {
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "{} suite, sizing (seed 002 rules):\n",
+            self.plan.kind.name()
+        );
+        for t in &self.sizing {
+            s.push_str(&format!(
+                "  {} {}: size {} numjobs {}\n",
+                t.host,
+                t.targets.join("+"),
+                sizing::human(t.sizing.size_bytes),
+                t.sizing.numjobs
+            ));
+            for n in &t.sizing.notes {
+                s.push_str(&format!("      {n}\n"));
+            }
+        }
+        s.push_str(&fiorun::render_summaries(&self.summaries));
+        s
+    }
+}
+
+fn check_target(
+    s: &Session,
+    plan: &StoragePlan,
+    host: &str,
+    path: &str,
+) -> Result<TargetInfo, SuiteError> {
+    let (_, h) = s.host(host).ok_or_else(|| {
+        SuiteError::Invalid(format!("target for {host}, which is not one of the hosts"))
+    })?;
+    if plan.kind.is_block() {
+        let st = hosts::devices::inspect(h, path)?;
+        hosts::devices::check_writable(&st, host, &plan.destroy_data)
+            .map_err(|r| SuiteError::Refused(vec![r]))?;
+        if plan.kind == StorageKind::Iscsi {
+            let name = st.path.rsplit('/').next().unwrap_or("");
+            let sys = h.run_ok(&format!(
+                "readlink -f /sys/class/block/{}",
+                hosts::quote(name)
+            ))?;
+            if !sys.contains("/session") {
+                return Err(SuiteError::Invalid(format!(
+                    "{host}: {path} is not a disk of an iSCSI session ({})",
+                    sys.trim()
+                )));
+            }
+        }
+        return Ok(TargetInfo {
+            host: host.into(),
+            path: path.into(),
+            fs_type: "block".into(),
+            capacity_bytes: st.size_bytes,
+        });
+    }
+    let q = hosts::quote(path);
+    let out = h.run(&format!(
+        "test -d {q} || {{ echo 'not a directory' >&2; exit 3; }}; test -w {q} || {{ echo 'not writable' >&2; exit 3; }}; stat -f -c %T {q}; df -P -B1 {q} | tail -n 1"
+    ))?;
+    if out.code != 0 {
+        return Err(SuiteError::Invalid(format!(
+            "{host}: {path}: {}",
+            out.stderr.trim()
+        )));
+    }
+    let mut lines = out.stdout.lines();
+    let fs_type = lines.next().unwrap_or("").trim().to_string();
+    let capacity_bytes = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if plan.kind == StorageKind::Nfs && !fs_type.starts_with("nfs") {
+        return Err(SuiteError::Invalid(format!(
+            "{host}: {path} is on {fs_type}, not NFS (mount the share there, or use --suite dir)"
+        )));
+    }
+    Ok(TargetInfo {
+        host: host.into(),
+        path: path.into(),
+        fs_type,
+        capacity_bytes,
+    })
+}
+
+pub fn run(s: &Session, plan: &StoragePlan) -> Result<StorageResult, SuiteError> {
+    if plan.targets.is_empty() {
+        return Err(SuiteError::Invalid("no targets given".into()));
+    }
+    if plan.iterations == 0 || plan.timing.runtime_s == 0 || plan.jobs.is_empty() {
+        return Err(SuiteError::Invalid(
+            "jobs, iterations and runtime must not be empty or 0".into(),
+        ));
+    }
+    let mut infos = Vec::new();
+    let mut errors = Vec::new();
+    for (h, p) in &plan.targets {
+        match check_target(s, plan, h, p) {
+            Ok(t) => infos.push(t),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(SuiteError::Invalid(format!(
+            "{} target(s) not usable:\n  {}",
+            errors.len(),
+            errors.join("\n  ")
+        )));
+    }
+    let idx: Vec<usize> = plan
+        .targets
+        .iter()
+        .filter_map(|(h, _)| s.host(h).map(|(i, _)| i))
+        .collect();
+    let mut sizing = Vec::new();
+    let mut parts_of = Vec::new();
+    for (t, &i) in infos.iter().zip(&idx) {
+        let sz = sizing::storage_rule(
+            &s.facts[i],
+            t.capacity_bytes,
+            plan.target_ram_bytes,
+            &plan.overrides,
+        );
+        let target = if plan.kind.is_block() {
+            Target::Devices(vec![t.path.clone()])
+        } else {
+            Target::Directory(t.path.clone())
+        };
+        let devs = if plan.kind.is_block() {
+            vec![t.path.clone()]
+        } else {
+            Vec::new()
+        };
+        sizing.push(TargetSizing {
+            host: t.host.clone(),
+            targets: vec![t.path.clone()],
+            sizing: sz.clone(),
+        });
+        parts_of.push((i, sz, target, devs));
+    }
+    let servers = fiorun::start_servers(s, &idx, plan.fio_port)?;
+    if plan.prepare {
+        // The seed prepares each load generator in turn ("in succession").
+        for (i, sz, target, devs) in &parts_of {
+            s.say(&format!(
+                "{}: prepare {} on {}",
+                plan.kind.name(),
+                sizing::human(sz.size_bytes * sz.numjobs as u64),
+                s.hosts[*i].name
+            ));
+            fiorun::run(
+                s,
+                &servers,
+                &[(*i, jobs::prepare_file(sz, target), devs.clone())],
+                "prepare",
+            )?;
+        }
+    }
+    let mut runs = Vec::new();
+    for &job in &plan.jobs {
+        let parts: Vec<_> = parts_of
+            .iter()
+            .map(|(i, sz, target, devs)| {
+                (
+                    *i,
+                    jobs::job_file(job, sz, target, plan.timing),
+                    devs.clone(),
+                )
+            })
+            .collect();
+        measure(
+            s,
+            &servers,
+            &mut runs,
+            plan.iterations,
+            plan.kind.name(),
+            job,
+            &parts,
+        )?;
+    }
+    drop(servers);
+    let summaries = fiorun::summarize(&runs);
+    Ok(StorageResult {
+        plan: plan.clone(),
+        targets: infos,
+        sizing,
+        runs,
+        summaries,
+    })
+}

@@ -1,0 +1,121 @@
+//! The bed's own life: built, reachable, shaped, and gone afterwards — on drop, on SIGTERM,
+//! and (for a run killed with SIGKILL) at the next run.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use testbed::{run, Spec, Testbed};
+
+fn namespaces() -> String {
+    run("ip", &["netns", "list"]).unwrap_or_default()
+}
+
+fn loops() -> String {
+    run(
+        "losetup",
+        &["--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+    )
+    .unwrap_or_default()
+}
+
+/// Start `testbed up ARGS` and read its description.
+fn spawn_bed(args: &[&str]) -> (std::process::Child, serde_json::Value) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_testbed"))
+        .arg("up")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let desc: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    (child, desc)
+}
+
+#[test]
+fn built_reachable_and_gone_after_drop() {
+    let bed = Testbed::build(&Spec {
+        hosts: 2,
+        disks_per_host: 1,
+        disk_bytes: 32 << 20,
+        ..Spec::default()
+    })
+    .unwrap();
+    let ns = bed.namespaces();
+    assert_eq!(ns.len(), 3);
+    let hosts = bed.suite_hosts().unwrap();
+    for (h, b) in hosts.iter().zip(&bed.hosts) {
+        assert_eq!(
+            h.addr, b.addr,
+            "ssh -G resolves the alias to the bed's address"
+        );
+        let out = h.run_ok("hostname; ip -4 -o addr show eth0").unwrap();
+        assert!(out.starts_with(&format!("{}\n", b.name)), "{out}");
+        assert!(out.contains(&format!("inet {}/24", b.addr)), "{out}");
+    }
+    let disks: Vec<String> = bed.hosts.iter().map(|h| h.disks[0].dev.clone()).collect();
+    drop(bed);
+    let after = namespaces();
+    for n in ns {
+        assert!(!after.contains(&n), "{n} left behind: {after}");
+    }
+    let l = loops();
+    for d in disks {
+        assert!(!l.contains(&format!("{d} ")), "{d} still attached: {l}");
+    }
+}
+
+#[test]
+fn sigterm_tears_down() {
+    let (child, desc) = spawn_bed(&["--hosts", "2", "--disks", "1", "--disk-mib", "16"]);
+    let tag = desc["tag"].as_str().unwrap().to_string();
+    assert!(namespaces().contains(&format!("qltb-{tag}-h0")));
+    run("kill", &["-TERM", &child.id().to_string()]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        !namespaces().contains(&format!("qltb-{tag}-")),
+        "{}",
+        namespaces()
+    );
+    assert!(
+        !loops().contains(&format!("/qoslab-testbed/{tag}/")),
+        "{}",
+        loops()
+    );
+    assert!(!std::path::Path::new(&format!("/tmp/qoslab-testbed/{tag}")).exists());
+}
+
+#[test]
+fn a_killed_runs_leftovers_are_removed_by_the_next_run() {
+    let (mut child, desc) = spawn_bed(&["--hosts", "2", "--disks", "1", "--disk-mib", "16"]);
+    let tag = desc["tag"].as_str().unwrap().to_string();
+    child.kill().unwrap(); // SIGKILL: no cleanup ran
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        namespaces().contains(&format!("qltb-{tag}-h1")),
+        "left behind as expected"
+    );
+    assert!(loops().contains(&format!("/qoslab-testbed/{tag}/")));
+    let removed = testbed::clean_stale();
+    assert!(removed.contains(&tag), "{removed:?}");
+    assert!(
+        !namespaces().contains(&format!("qltb-{tag}-")),
+        "{}",
+        namespaces()
+    );
+    assert!(
+        !loops().contains(&format!("/qoslab-testbed/{tag}/")),
+        "{}",
+        loops()
+    );
+    assert!(!run("ip", &["link"]).unwrap().contains(&format!("qt{tag}c")));
+    assert!(
+        run("pgrep", &["-f", &format!("qoslab-testbed/{tag}/")]).is_err(),
+        "its sshd processes are gone"
+    );
+}

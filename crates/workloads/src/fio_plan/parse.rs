@@ -1,0 +1,280 @@
+//! A plan's `[[workload]]` tables, validated once.
+//!
+//! ```toml
+//! [[workload]]
+//! name = "randread"
+//! volume = "vol500"
+//! fio = { rw = "randread", bs = "4k", iodepth = 16 }
+//! expect = ["iops <= 500 +-3%", "iops >= policy.ceiling * 0.9"]
+//!
+//! [[workload]]
+//! name = "db"
+//! profile = "dbench"                 # a job set by name
+//! expect = { read_iops = ["iops_mean ~= policy.ceiling +-3%"] }
+//! ```
+
+use std::collections::BTreeMap;
+
+use fio::jobfile::valid_value;
+use harness::plan::{parse_duration, Common, PlanError, PlanSource};
+use harness::verdict::Expectation;
+use harness::{JobSet, Registry};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// fio options the harness owns: set by the target.
+pub const TARGET_OPTIONS: [&str; 5] = ["filename", "uri", "directory", "ioengine", "direct"];
+/// fio options the harness sets from `runtime`/`ramp`.
+pub const TIME_OPTIONS: [&str; 3] = ["runtime", "ramp_time", "time_based"];
+
+/// What a workload runs.
+#[derive(Clone)]
+pub enum Workload {
+    /// A job set by name (`profile = "dbench"`), resolved through the registry.
+    Set {
+        name: String,
+        set: &'static dyn JobSet,
+    },
+    /// One fio job from raw options.
+    Fio(Vec<(String, String)>),
+}
+
+impl std::fmt::Debug for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Workload::Set { name, .. } => f.debug_tuple("Set").field(name).finish(),
+            Workload::Fio(o) => f.debug_tuple("Fio").field(o).finish(),
+        }
+    }
+}
+
+/// One workload of a plan.
+#[derive(Debug, Clone)]
+pub struct WorkloadSpec {
+    pub name: String,
+    /// Volume of the embedded node (None: the only volume, or a non-embedded target).
+    pub volume: Option<String>,
+    pub workload: Workload,
+    pub runtime: Option<f64>,
+    pub ramp: Option<f64>,
+    /// Expectations, keyed by fio job name (`None` = every job of the workload).
+    pub expect: Vec<(Option<String>, Expectation)>,
+}
+
+#[derive(Deserialize)]
+struct View {
+    #[serde(default)]
+    workload: Vec<Spanned<RawWorkload>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    name: Option<String>,
+    volume: Option<String>,
+    profile: Option<Spanned<String>>,
+    fio: Option<Spanned<toml::Table>>,
+    runtime: Option<Spanned<toml::Value>>,
+    ramp: Option<Spanned<toml::Value>>,
+    expect: Option<Spanned<toml::Value>>,
+}
+
+/// Parse and check a plan's `[[workload]]` tables.
+pub fn workloads(
+    src: &PlanSource,
+    common: &Common,
+    registry: &Registry,
+) -> Result<Vec<WorkloadSpec>, PlanError> {
+    let view: View = src.deserialize()?;
+    let at = |span: std::ops::Range<usize>| src.at(span.start);
+    let volumes = common.volumes();
+    let sets = registry.job_set_names().join(", ");
+    let mut workloads = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for (i, w) in view.workload.iter().enumerate() {
+        let wat = at(w.span());
+        let w = w.get_ref();
+        let name = w
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("workload{}", i + 1));
+        let ctx = format!("workload {name:?}: ");
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return Err(PlanError(format!(
+                "{wat}: workload.name = {name:?}: allowed 1-64 of A-Z a-z 0-9 _ - ."
+            )));
+        }
+        if !names.insert(name.clone()) {
+            return Err(PlanError(format!(
+                "{wat}: workload.name = {name:?} is used twice"
+            )));
+        }
+        let volume = match &w.volume {
+            Some(v) if common.node.is_some() && !volumes.contains(v) => {
+                return Err(PlanError(format!(
+                    "{wat}: {ctx}volume = {v:?} is not declared; declared volumes: {}",
+                    volumes.join(", ")
+                )));
+            }
+            Some(v) => Some(v.clone()),
+            None if volumes.len() > 1 => {
+                return Err(PlanError(format!(
+                    "{wat}: {ctx}volume is required when the plan declares several volumes ({})",
+                    volumes.join(", ")
+                )));
+            }
+            None => volumes.first().cloned(),
+        };
+        let workload = match (&w.profile, &w.fio) {
+            (Some(p), None) => match registry.job_set(p.get_ref()) {
+                Some(set) => Workload::Set {
+                    name: p.get_ref().clone(),
+                    set,
+                },
+                None => {
+                    return Err(PlanError(format!(
+                        "{}: {ctx}profile = {:?}: allowed profiles: {sets}",
+                        at(p.span()),
+                        p.get_ref(),
+                    )));
+                }
+            },
+            (None, Some(t)) => Workload::Fio(fio_options(t.get_ref(), &at(t.span()), &ctx)?),
+            _ => {
+                return Err(PlanError(format!(
+                    "{wat}: {ctx}set exactly one of profile (allowed: {sets}) or fio (a table of fio job options)"
+                )))
+            }
+        };
+        let dur = |v: &Option<Spanned<toml::Value>>, key: &str| -> Result<Option<f64>, PlanError> {
+            match v {
+                None => Ok(None),
+                Some(s) => parse_duration(s.get_ref())
+                    .map(Some)
+                    .map_err(|m| PlanError(format!("{}: {ctx}{key}: {m}", at(s.span())))),
+            }
+        };
+        let runtime = dur(&w.runtime, "runtime")?;
+        let ramp = dur(&w.ramp, "ramp")?;
+        let job_names: Vec<String> = match &workload {
+            Workload::Set { set, .. } => set.jobs().into_iter().map(|(n, _)| n).collect(),
+            Workload::Fio(_) => vec![name.clone()],
+        };
+        let expect = match &w.expect {
+            None => Vec::new(),
+            Some(e) => parse_expect(e.get_ref(), &at(e.span()), &ctx, &job_names)?,
+        };
+        workloads.push(WorkloadSpec {
+            name,
+            volume,
+            workload,
+            runtime,
+            ramp,
+            expect,
+        });
+    }
+    Ok(workloads)
+}
+
+/// A workload's `fio = { ... }` table as job options (values one line each; options the
+/// target or the plan's times own refused).
+pub fn fio_options(
+    t: &toml::Table,
+    at: &str,
+    ctx: &str,
+) -> Result<Vec<(String, String)>, PlanError> {
+    let mut out = Vec::new();
+    for (k, v) in t {
+        if TARGET_OPTIONS.contains(&k.as_str()) {
+            return Err(PlanError(format!(
+                "{at}: {ctx}fio.{k}: set by the target (--target or bench.target), not in a workload; options the target owns: {}",
+                TARGET_OPTIONS.join(", ")
+            )));
+        }
+        if TIME_OPTIONS.contains(&k.as_str()) {
+            return Err(PlanError(format!(
+                "{at}: {ctx}fio.{k}: use the workload's or [bench]'s runtime/ramp keys instead"
+            )));
+        }
+        let s = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => u8::from(*b).to_string(),
+            _ => {
+                return Err(PlanError(format!(
+                    "{at}: {ctx}fio.{k}: allowed values: a string, number or boolean"
+                )))
+            }
+        };
+        if !valid_value(k) || !valid_value(&s) || k.contains('=') || k.is_empty() {
+            return Err(PlanError(format!(
+                "{at}: {ctx}fio.{k} = {s:?}: must be one line without ';', '#' or a leading '['"
+            )));
+        }
+        out.push((k.clone(), s));
+    }
+    if !out.iter().any(|(k, _)| k == "rw" || k == "readwrite") {
+        return Err(PlanError(format!(
+            "{at}: {ctx}fio: needs rw (read, write, randread, randwrite, rw, randrw, ...)"
+        )));
+    }
+    Ok(out)
+}
+
+/// `expect = [...]` (every job) or `expect = { JOB = [...] }` (by fio job name, one of
+/// `jobs`).
+pub fn parse_expect(
+    v: &toml::Value,
+    at: &str,
+    ctx: &str,
+    jobs: &[String],
+) -> Result<Vec<(Option<String>, Expectation)>, PlanError> {
+    let list = |v: &toml::Value, key: &str| -> Result<Vec<Expectation>, PlanError> {
+        let arr = v.as_array().ok_or_else(|| {
+            PlanError(format!(
+                "{at}: {ctx}{key}: expected an array of strings like [\"iops <= 500 +-3%\"]"
+            ))
+        })?;
+        arr.iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let s = e.as_str().ok_or_else(|| {
+                    PlanError(format!(
+                        "{at}: {ctx}{key}[{i}]: expected a string like \"iops <= 500 +-3%\""
+                    ))
+                })?;
+                Expectation::parse(s).map_err(|m| PlanError(format!("{at}: {ctx}{key}[{i}]: {m}")))
+            })
+            .collect()
+    };
+    match v {
+        toml::Value::Array(_) => Ok(list(v, "expect")?.into_iter().map(|e| (None, e)).collect()),
+        toml::Value::Table(t) => {
+            let mut out = Vec::new();
+            let by_job: BTreeMap<_, _> = t.iter().collect();
+            for (job, v) in by_job {
+                if !jobs.contains(job) {
+                    return Err(PlanError(format!(
+                        "{at}: {ctx}expect.{job}: no such job; allowed: {}",
+                        jobs.join(", ")
+                    )));
+                }
+                out.extend(
+                    list(v, &format!("expect.{job}"))?
+                        .into_iter()
+                        .map(|e| (Some(job.clone()), e)),
+                );
+            }
+            Ok(out)
+        }
+        _ => Err(PlanError(format!(
+            "{at}: {ctx}expect: expected an array of expectations or a table of them by job name"
+        ))),
+    }
+}

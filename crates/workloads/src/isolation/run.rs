@@ -1,0 +1,413 @@
+//! Running the scenario: the floors run, then the control, each on its own embedded node;
+//! one step per bully load, one fio process per step with one job per volume. Everything
+//! is stored as it comes; the control's own verdict goes on its last job at the end.
+
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+
+use fio::{FioOutput, JobResult};
+use harness::plan::{Common, PlanError};
+use harness::target::{EmbeddedNode, Target};
+use harness::verdict::{Expectation, Verdict};
+use harness::{
+    FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
+};
+use storage_node::NodeConfig;
+
+use super::render::render;
+use super::results::{table, Row, P99_METRIC};
+use super::spec::{IsolationSpec, Mode};
+
+/// The scenario as steps, and what it has measured so far.
+#[derive(Debug)]
+pub struct IsolationPlan {
+    pub spec: IsolationSpec,
+    /// (mode, index into the spec's loads), in run order.
+    steps: Vec<(Mode, usize)>,
+    /// The node of the mode running now.
+    node: Option<EmbeddedNode>,
+    /// Each protected volume's p99 in its mode's first step, ns.
+    first_p99: Vec<Option<u64>>,
+    /// The control's worst protected volume: share of its target, and where.
+    control_worst: Option<(f64, String)>,
+    /// The control's last bully job, finished at the end with the control's verdict.
+    last_control_job: Option<(i64, FioOutput)>,
+    pub rows: Vec<Row>,
+    seq: u32,
+    failed_verdicts: usize,
+    failed_jobs: usize,
+}
+
+impl IsolationPlan {
+    pub fn new(spec: IsolationSpec) -> IsolationPlan {
+        let mut modes = vec![Mode::Floors];
+        if spec.control {
+            modes.push(Mode::Control);
+        }
+        let steps = modes
+            .into_iter()
+            .flat_map(|m| (0..spec.loads().len()).map(move |k| (m, k)))
+            .collect();
+        IsolationPlan {
+            spec,
+            steps,
+            node: None,
+            first_p99: Vec::new(),
+            control_worst: None,
+            last_control_job: None,
+            rows: Vec::new(),
+            seq: 0,
+            failed_verdicts: 0,
+            failed_jobs: 0,
+        }
+    }
+
+    /// Start the node of `mode` (and record the floors node's setup).
+    fn start_node(&mut self, mode: Mode, ctx: &mut RunContext) -> Result<(), RunError> {
+        let cfg = NodeConfig::parse(&self.spec.node_toml(mode), "isolation profile")
+            .map_err(|e| RunError::Plan(e.to_string()))?;
+        let node = EmbeddedNode::start(&cfg)?;
+        if mode == Mode::Floors {
+            ctx.record_node(&node, &cfg)?;
+        }
+        self.node = Some(node);
+        self.first_p99 = vec![None; self.spec.protected];
+        Ok(())
+    }
+
+    /// One step: the fio run, every volume's row and verdicts, stored.
+    fn step(&mut self, mode: Mode, k: usize, ctx: &mut RunContext) -> Result<(), RunError> {
+        let spec = &self.spec;
+        let loads = spec.loads();
+        let load = loads[k];
+        let step = k as u32 + 1;
+        let Some(node) = self.node.as_ref() else {
+            return Err(RunError::Plan(
+                "isolation: the step's node is not running".into(),
+            ));
+        };
+        ctx.ui.print(&format!(
+            "  {:<7} step {step}/{}: bully at {load:.2}x ... ",
+            mode.as_str(),
+            loads.len()
+        ));
+        let first = self.seq as usize + 1;
+        let file = spec.job_file(node, load, Some((ctx.recorder, first)));
+        let text = file.render();
+        let names: Vec<String> = file.jobs.iter().map(|s| s.name.clone()).collect();
+        let mut ids = Vec::new();
+        for name in &names {
+            self.seq += 1;
+            let id = ctx.begin_job(
+                self.seq,
+                &format!("isolation-{}", mode.as_str()),
+                &format!("{}/step{step}/{name}", mode.as_str()),
+                Some(name),
+                step,
+                &text,
+            )?;
+            ids.push(id);
+        }
+        let before: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
+        // fio's logs for every job; the node's samples (every volume) with the bully's,
+        // so its chart shows protected vs bully over time.
+        let recordings: Vec<_> = (0..names.len())
+            .map(|i| {
+                if i + 1 == names.len() {
+                    ctx.recorder
+                        .start(first + i, Some(node), &Target::Embedded, spec.ramp)
+                } else {
+                    ctx.recorder.start_logs(first + i)
+                }
+            })
+            .collect();
+        let out = ctx.exec.run(&file);
+        let after: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
+        for (rec, id) in recordings.into_iter().zip(&ids) {
+            ctx.add_series(&rec.finish(*id))?;
+        }
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                let msg = e.to_string();
+                self.failed_jobs += names.len();
+                for id in ids {
+                    ctx.finish_job(id, Err(&msg), &[])?;
+                }
+                return Ok(());
+            }
+        };
+        let mut step_rows = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let r = out.job(name).cloned().unwrap_or_default();
+            let protected = name != "bully";
+            let target = if protected {
+                spec.floor_iops
+            } else {
+                spec.bully_iops(load)
+            };
+            let d_ops = after[i].ops.saturating_sub(before[i].ops).max(1) as f64;
+            let ceiling_ms =
+                after[i].ceiling_ns.saturating_sub(before[i].ceiling_ns) as f64 / d_ops / 1e6;
+            let floor_ms =
+                after[i].floor_ns.saturating_sub(before[i].floor_ns) as f64 / d_ops / 1e6;
+            let node_lat_ms = after[i].lat_ns.saturating_sub(before[i].lat_ns) as f64 / d_ops / 1e6;
+            let mut verdicts = Vec::new();
+            if protected {
+                let mut exp = vec![format!("iops >= {} * 0.98", spec.floor_iops)];
+                match self.first_p99[i] {
+                    None => self.first_p99[i] = Some(p99_ns(&r)),
+                    Some(p) => {
+                        exp.push(format!("{P99_METRIC} <= {:.1}us", 2.0 * p as f64 / 1000.0))
+                    }
+                }
+                for e in exp {
+                    let v = Expectation::parse(&e)
+                        .map(|x| x.check(&r, None))
+                        .map_err(|e| RunError::Plan(e.to_string()))?;
+                    verdicts.push(v);
+                }
+                if mode == Mode::Control {
+                    let ratio = r.iops() / spec.floor_iops as f64;
+                    if self.control_worst.as_ref().is_none_or(|(w, _)| ratio < *w) {
+                        self.control_worst = Some((ratio, format!("{name} at step {step}")));
+                    }
+                }
+            }
+            if r.error != 0 {
+                self.failed_jobs += 1;
+            }
+            let pass = verdicts.iter().all(|v| v.passed) && r.error == 0;
+            let row = Row {
+                mode,
+                step,
+                bully_load: load,
+                volume: name.clone(),
+                protected,
+                target_iops: target,
+                iops: r.iops(),
+                lat_mean_ms: r.lat_mean_ns() / 1e6,
+                lat_p99_ms: p99_ns(&r) as f64 / 1e6,
+                ceiling_wait_ms: ceiling_ms,
+                floor_wait_ms: floor_ms,
+                node_lat_ms,
+                pass,
+            };
+            let sub = FioOutput {
+                fio_version: out.fio_version.clone(),
+                jobs: vec![r],
+                raw: out.raw.clone(),
+            };
+            // The control's per-step verdicts are what *would* have been judged: they go
+            // in the table, not in the run's verdicts (the control is meant to fail).
+            let stored: &[Verdict] = if mode == Mode::Floors { &verdicts } else { &[] };
+            self.failed_verdicts += stored.iter().filter(|v| !v.passed).count();
+            if mode == Mode::Control && name == "bully" {
+                // Held back: the control's last job carries the control's verdict.
+                if let Some((id, prev)) = self.last_control_job.replace((ids[i], sub)) {
+                    ctx.finish_job(id, Ok(&prev), &[])?;
+                }
+            } else {
+                ctx.finish_job(ids[i], Ok(&sub), stored)?;
+            }
+            step_rows.push(row);
+        }
+        let parts: Vec<String> = step_rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {:.0} IOPS p99 {:.2} ms{}",
+                    r.volume,
+                    r.iops,
+                    r.lat_p99_ms,
+                    if r.protected && !r.pass { " (!)" } else { "" }
+                )
+            })
+            .collect();
+        ctx.ui.print(&format!("{}\n", parts.join(", ")));
+        self.rows.extend(step_rows);
+        ctx.put_table(&table(&self.rows))?;
+        Ok(())
+    }
+
+    /// The control's own verdict: the bully must have mattered.
+    fn control_verdict(&self) -> Verdict {
+        let expectation =
+            "control (no floors): a protected volume falls below 98% of its target".to_string();
+        match &self.control_worst {
+            Some((ratio, at)) => Verdict {
+                expectation,
+                measured: ratio * 100.0,
+                bound: "< 98% of target".into(),
+                passed: *ratio < 0.98,
+                detail: if *ratio < 0.98 {
+                    format!(
+                        "without floors the worst was {at}: {:.1}% of its target",
+                        ratio * 100.0
+                    )
+                } else {
+                    format!(
+                        "without floors every protected volume still got {:.1}% or more of its target: \
+                         the bully never hurt them, so this scenario proves nothing; raise the bully's \
+                         iodepth or --max-load",
+                        ratio * 100.0
+                    )
+                },
+            },
+            None => Verdict {
+                expectation,
+                measured: 0.0,
+                bound: "< 98% of target".into(),
+                passed: false,
+                detail: "the control produced no results".into(),
+            },
+        }
+    }
+}
+
+impl FamilyPlan for IsolationPlan {
+    /// The spec was made and validated from the command line with the plan
+    /// ([`super::Isolation`]'s profile); nothing is left to apply.
+    fn configure(&mut self, _common: &mut Common, _opts: &Options) -> Result<(), PlanError> {
+        Ok(())
+    }
+
+    fn banner(&self, _common: &Common, _target: &Target, db: &Path) -> String {
+        let spec = &self.spec;
+        let per_mode = spec.steps as f64 * (spec.runtime + spec.ramp + 1.0);
+        format!(
+            "qoslab bench: isolation: {} protected volume(s) at a {} IOPS floor, bully {}x..{}x of the remaining {} IOPS, controller {} IOPS (~{:.0} s); results: {}",
+            spec.protected,
+            spec.floor_iops,
+            spec.loads()[0],
+            spec.max_load,
+            spec.remaining(),
+            spec.capacity_iops,
+            per_mode * if spec.control { 2.0 } else { 1.0 },
+            db.display()
+        )
+    }
+
+    /// Each step prints its own line as it runs.
+    fn progress_line(&self) -> bool {
+        false
+    }
+
+    fn prepare(&mut self, ctx: &mut Prepare) -> Result<RunHeader, RunError> {
+        self.spec.validate().map_err(RunError::Plan)?;
+        Ok(RunHeader {
+            target: format!(
+                "embedded node, emulated controller {} IOPS",
+                self.spec.capacity_iops
+            ),
+            executor: ctx.exec.describe(),
+            runtime_s: self.spec.runtime,
+            ramp_s: self.spec.ramp,
+            fio_version: None,
+        })
+    }
+
+    fn steps(&self) -> Vec<Step> {
+        let loads = self.spec.loads();
+        self.steps
+            .iter()
+            .map(|&(mode, k)| Step {
+                label: format!(
+                    "{} step {}/{}: bully at {:.2}x",
+                    mode.as_str(),
+                    k + 1,
+                    loads.len(),
+                    loads[k]
+                ),
+                expected_secs: self.spec.runtime + self.spec.ramp,
+            })
+            .collect()
+    }
+
+    fn run_step(&mut self, index: usize, ctx: &mut RunContext) -> Result<(), RunError> {
+        let (mode, k) = self.steps[index];
+        if k == 0 {
+            self.start_node(mode, ctx)?;
+        }
+        let done = self.step(mode, k, ctx);
+        if k + 1 == self.spec.loads().len() {
+            if let Some(n) = self.node.take() {
+                n.stop();
+            }
+        }
+        done
+    }
+
+    fn finish(&mut self, ctx: &mut RunContext) -> Result<Tally, RunError> {
+        if let Some((id, sub)) = self.last_control_job.take() {
+            let v = self.control_verdict();
+            if !v.passed {
+                self.failed_verdicts += 1;
+            }
+            ctx.finish_job(id, Ok(&sub), std::slice::from_ref(&v))?;
+        }
+        ctx.put_table(&table(&self.rows))?;
+        let status = if self.failed_verdicts == 0 && self.failed_jobs == 0 {
+            Status::Passed
+        } else {
+            Status::Failed
+        };
+        Ok(Tally {
+            status,
+            failed_jobs: self.failed_jobs,
+            failed_verdicts: self.failed_verdicts,
+        })
+    }
+
+    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
+        let rec = &outcome.record;
+        let (pass, fail) = rec.verdict_counts();
+        let mut out = format!(
+            "\n{}\nrun {}: {} ({pass} expectation(s) passed, {fail} failed)\n",
+            render(&self.rows),
+            rec.id,
+            rec.status.to_uppercase()
+        );
+        for j in &rec.jobs {
+            for v in j.verdicts.iter().filter(|v| !v.passed) {
+                out.push_str(&format!(
+                    "  FAILED: {}: {}: {}\n",
+                    j.name, v.expectation, v.detail
+                ));
+            }
+        }
+        out.push_str(&format!(
+            "stored in {} as run {}; `qoslab results show {} --db {}`\n",
+            db.display(),
+            rec.id,
+            rec.id,
+            db.display()
+        ));
+        Ok(out)
+    }
+}
+
+/// Queue-time counters of one volume.
+#[derive(Clone, Copy, Default)]
+struct Counters {
+    ops: u64,
+    ceiling_ns: u64,
+    floor_ns: u64,
+    lat_ns: u64,
+}
+
+fn counters(node: &EmbeddedNode, vol: &str) -> Counters {
+    node.node()
+        .volume(vol)
+        .map(|v| Counters {
+            ops: v.stats.total_ops(),
+            ceiling_ns: v.stats.ceiling_wait_ns.load(Relaxed),
+            floor_ns: v.stats.floor_wait_ns.load(Relaxed),
+            lat_ns: v.stats.latency.iter().map(|h| h.sum_ns()).sum(),
+        })
+        .unwrap_or_default()
+}
+
+fn p99_ns(r: &JobResult) -> u64 {
+    r.read.p99_ns.max(r.write.p99_ns)
+}

@@ -1,0 +1,20 @@
+//! qoslab's workload families, one folder each, behind the harness's seam
+//! ([`harness::Family`], [`harness::FamilyPlan`]) and `report`'s ([`report::ReportHooks`]):
+//!
+//! - [`fio_plan`]: `[[workload]]` tables: fio jobs from raw options, or a job set by name;
+//! - [`dbench`]: LogDNA's dbench (nine fio jobs and its summary block; `--profile dbench`);
+//! - [`isolation`]: floors against a noisy neighbour on an emulated controller, with the
+//!   FIFO control (`--profile isolation`);
+//! - [`ramp`]: GenIO-style ramps on qoslab's own generator (`[ramp]`, `[[system]]`,
+//!   `--profile ramp`).
+//!
+//! [`registry`] lists them: adding a family is its folder, its `mod` line here and one line
+//! there (ARCHITECTURE.md walks through it).
+
+pub mod dbench;
+pub mod fio_plan;
+pub mod isolation;
+pub mod ramp;
+pub mod registry;
+
+pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};

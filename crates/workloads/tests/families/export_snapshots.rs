@@ -1,0 +1,388 @@
+//! Exporters are pure: a fixed run built from real fio 3.33 JSON fixtures (and real fio
+//! logs for its time series, hand-made node samples and profile tables) exports to the
+//! bytes in `tests/snapshots/`. After an intended format change, regenerate them with
+//! `UPDATE_SNAPSHOTS=1 cargo test -p workloads --test families export_snapshots` and review the diff.
+
+use fio::FioOutput;
+use harness::host::Env;
+use harness::series::{JobSeries, NodeSample};
+use harness::store::{JobRecord, PolicyRecord, RunRecord, SummaryTable, VolumeRecord};
+use harness::verdict::{Expectation, Limits};
+use report::Format;
+use serde_json::json;
+use workloads::export;
+
+fn fixture(name: &str) -> FioOutput {
+    let p = format!(
+        "{}/../fio/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    FioOutput::parse(&std::fs::read_to_string(&p).unwrap()).unwrap()
+}
+
+fn job(
+    seq: u32,
+    workload: &str,
+    name: &str,
+    volume: &str,
+    out: Option<FioOutput>,
+    expect: &[&str],
+    limits: &Limits,
+) -> JobRecord {
+    let results = out.map(|o| o.jobs).unwrap_or_default();
+    let primary = results
+        .iter()
+        .find(|r| r.client.as_deref() == Some("All clients"))
+        .or(results.first())
+        .cloned()
+        .unwrap_or_default();
+    let verdicts = expect
+        .iter()
+        .map(|e| Expectation::parse(e).unwrap().check(&primary, Some(limits)))
+        .collect();
+    JobRecord {
+        id: seq as i64,
+        seq,
+        workload: workload.into(),
+        name: name.into(),
+        volume: Some(volume.into()),
+        iteration: 1,
+        status: if results.is_empty() { "failed".into() } else { "done".into() },
+        started_at: "2026-11-22T05:26:18Z".into(),
+        finished_at: Some("2026-11-22T05:26:22Z".into()),
+        error: results.is_empty().then(|| "fio exited with exit status: 1 and no JSON output; stderr: fio: engine nbd not loadable".into()),
+        results,
+        verdicts,
+    }
+}
+
+fn run() -> RunRecord {
+    let l500 = Limits {
+        ceiling_iops: 500,
+        ..Default::default()
+    };
+    let none = Limits::default();
+    RunRecord {
+        id: 7,
+        name: "snapshot".into(),
+        started_at: "2026-11-22T05:26:00Z".into(),
+        finished_at: Some("2026-11-22T05:27:00Z".into()),
+        status: "failed".into(),
+        plan_origin: "plans/snapshot.toml".into(),
+        plan_text: "[[workload]]\nprofile = \"dbench\"\n".into(),
+        target: "embedded node".into(),
+        executor: "local fio".into(),
+        runtime_s: 3.0,
+        ramp_s: 1.0,
+        env: Env {
+            host: "lab1".into(),
+            kernel: "6.1.0".into(),
+            cpu: "Example CPU (2 cores)".into(),
+            fio_version: "fio-3.33".into(),
+            qoslab_version: "0.1.0".into(),
+        },
+        policies: vec![PolicyRecord {
+            name: "QoS_500iops".into(),
+            definition: "Fixed(max 500 IOPS)".into(),
+        }],
+        volumes: vec![
+            VolumeRecord {
+                name: "vol500".into(),
+                size: 100_000_000_000,
+                snapshot_reserve_percent: 5,
+                policy: Some("QoS_500iops".into()),
+                limits: l500,
+            },
+            VolumeRecord {
+                name: "base".into(),
+                size: 100_000_000_000,
+                snapshot_reserve_percent: 5,
+                policy: None,
+                limits: none,
+            },
+        ],
+        jobs: vec![
+            job(
+                1,
+                "dbench",
+                "read_iops",
+                "vol500",
+                Some(fixture("randread_500iops_msec.out")),
+                &[
+                    "iops <= 500 +-3%",
+                    "iops >= policy.ceiling * 0.97",
+                    "iops_mean ~= policy.ceiling +-3%",
+                ],
+                &l500,
+            ),
+            job(
+                2,
+                "dbench",
+                "read_latency",
+                "vol500",
+                Some(fixture("latency_usec.out")),
+                &[],
+                &l500,
+            ),
+            job(
+                3,
+                "dbench",
+                "read_seq",
+                "vol500",
+                Some(fixture("seq_read_numjobs4.out")),
+                &[],
+                &l500,
+            ),
+            job(
+                4,
+                "dbench",
+                "rw_mix",
+                "vol500",
+                Some(fixture("mixed_randrw.out")),
+                &["lat_mean_us < 1ms"],
+                &l500,
+            ),
+            job(
+                5,
+                "cs",
+                "cs_read",
+                "base",
+                Some(fixture("client_server_2.out")),
+                &["bw >= 100MiB/s"],
+                &none,
+            ),
+            job(
+                6,
+                "null",
+                "null_read",
+                "base",
+                Some(fixture("null_nsec.out")),
+                &["lat_mean_us < 1"],
+                &none,
+            ),
+            job(7, "broken", "broken", "base", None, &[], &none),
+        ],
+        tables: tables(),
+        series: series(),
+    }
+}
+
+/// Job 1's series: real fio logs (crates/fio/tests/fixtures/fiologs) and node samples on the ceiling.
+fn series() -> Vec<JobSeries> {
+    let dir = format!(
+        "{}/../fio/tests/fixtures/fiologs",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let fio = fio::logs::collect(std::path::Path::new(&dir), "mix").unwrap();
+    let node = (1..=4)
+        .map(|i| NodeSample {
+            t_ms: i * 500,
+            volume: "vol500".into(),
+            read_iops: 375.0 + i as f64,
+            write_iops: 125.0 - i as f64,
+            other_iops: 0.0,
+            read_bps: (375.0 + i as f64) * 4096.0,
+            write_bps: (125.0 - i as f64) * 4096.0,
+            lat_mean_us: 7900.0 + 10.0 * i as f64,
+            ceiling_wait_us: 7800.0,
+            floor_wait_us: 0.0,
+        })
+        .collect();
+    vec![JobSeries {
+        job_id: 1,
+        fio,
+        node,
+    }]
+}
+
+/// Profile tables as issue 5 (isolation) and issue 6 (ramp) write them, and one of a kind
+/// the report has no chart for.
+fn tables() -> Vec<SummaryTable> {
+    let ramp_cols = [
+        "Run",
+        "Target IOPS",
+        "Read IOPS",
+        "Write IOPS",
+        "Total IOPS",
+        "Longest WIJ time (sec)",
+        "Longest write cycle (sec)",
+        "Effective write latency (ms)",
+        "Randread average (ms)",
+        "Pass",
+    ];
+    let ramp_rows = (1..=6)
+        .map(|run| {
+            let target = 10_000 * run;
+            let got = if run < 5 {
+                target as f64 * 0.998
+            } else {
+                41_000.0 + run as f64 * 500.0
+            };
+            let cycle = if run < 5 {
+                12.0 + 6.0 * run as f64
+            } else {
+                52.0 + run as f64
+            };
+            vec![
+                json!(run),
+                json!(target),
+                json!((got * 0.8).round()),
+                json!((got * 0.2).round()),
+                json!(got.round()),
+                json!(1.5 + run as f64 * 0.25),
+                json!(cycle),
+                json!(0.3 + 0.15 * run as f64),
+                json!(0.8 + 0.1 * run as f64),
+                json!(run < 5),
+            ]
+        })
+        .collect();
+    let iso_cols = [
+        "mode",
+        "step",
+        "bully_load",
+        "volume",
+        "role",
+        "target_iops",
+        "iops",
+        "lat_mean_ms",
+        "lat_p99_ms",
+        "ceiling_wait_ms",
+        "floor_wait_ms",
+        "pass",
+    ];
+    let mut iso_rows = Vec::new();
+    for mode in ["floors", "control"] {
+        for step in 1..=5 {
+            let load = 1.0 + 0.25 * (step - 1) as f64;
+            let prod = if mode == "floors" {
+                2050.0 - step as f64
+            } else {
+                2048.0 / load
+            };
+            let bully = 8000.0 - prod;
+            iso_rows.push(vec![
+                json!(mode),
+                json!(step),
+                json!(load),
+                json!("prod"),
+                json!("protected"),
+                json!(2048),
+                json!(prod),
+                json!(15.6 * 2048.0 / prod),
+                json!(40.0 * 2048.0 / prod),
+                json!(0.0),
+                json!(0.2),
+                json!(prod >= 2048.0 * 0.95),
+            ]);
+            iso_rows.push(vec![
+                json!(mode),
+                json!(step),
+                json!(load),
+                json!("bully"),
+                json!("bully"),
+                json!(0),
+                json!(bully),
+                json!(31.0),
+                json!(60.5),
+                json!(0.0),
+                json!(12.5),
+                json!(true),
+            ]);
+        }
+    }
+    vec![
+        SummaryTable {
+            kind: "ramp".into(),
+            name: "systemA".into(),
+            columns: ramp_cols.iter().map(|c| c.to_string()).collect(),
+            rows: ramp_rows,
+        },
+        SummaryTable {
+            kind: "isolation".into(),
+            name: "noisy-neighbour".into(),
+            columns: iso_cols.iter().map(|c| c.to_string()).collect(),
+            rows: iso_rows,
+        },
+        SummaryTable {
+            kind: "custom".into(),
+            name: "a <custom> table".into(),
+            columns: vec!["key".into(), "value".into()],
+            rows: vec![
+                vec![json!("a|b"), json!(1.5)],
+                vec![json!("c"), json!(null)],
+            ],
+        },
+    ]
+}
+
+fn check(format: Format, file: &str) {
+    let got = export(&run(), format);
+    let path = format!("{}/tests/snapshots/{file}", env!("CARGO_MANIFEST_DIR"));
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &got).unwrap();
+    }
+    let want = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (UPDATE_SNAPSHOTS=1 creates it)"));
+    assert!(
+        got == want,
+        "{file} differs from the snapshot; got:\n{}",
+        String::from_utf8_lossy(&got)
+    );
+}
+
+#[test]
+fn json_snapshot() {
+    check(Format::Json, "run.json");
+    let v: serde_json::Value = serde_json::from_slice(&export(&run(), Format::Json)).unwrap();
+    assert_eq!(v["schema"], "qoslab.bench.run/1");
+    assert_eq!(v["jobs"][4]["results"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn csv_snapshot() {
+    check(Format::Csv, "run.csv");
+}
+
+#[test]
+fn md_snapshot() {
+    check(Format::Md, "run.md");
+}
+
+#[test]
+fn series_csv_snapshot() {
+    check(Format::SeriesCsv, "run.series.csv");
+    let text = String::from_utf8(export(&run(), Format::SeriesCsv)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], report::export::SERIES_CSV_HEADER);
+    // 4 windows x 2 directions from fio, 4 node samples.
+    assert_eq!(lines.len(), 1 + 8 + 4);
+    assert!(lines.iter().all(|l| l.split(',').count() == 16), "{text}");
+}
+
+#[test]
+fn html_snapshot() {
+    check(Format::Html, "run.html");
+    let h = String::from_utf8(export(&run(), Format::Html)).unwrap();
+    // Self-contained: nothing fetched from anywhere.
+    for bad in ["http://", "https://", "src=", "<link", "@import"] {
+        let hits: Vec<&str> = h
+            .match_indices(bad)
+            .map(|(i, _)| &h[i.saturating_sub(40)..(i + 60).min(h.len())])
+            .filter(|ctx| !ctx.contains("www.w3.org/2000/svg"))
+            .collect();
+        assert!(hits.is_empty(), "{bad}: {hits:?}");
+    }
+    let charts = h.matches("<svg class=\"qchart\"").count();
+    // Job 1: IOPS + latency (no bandwidth limit); percentiles; ramp 3; isolation 2 + 1.
+    assert_eq!(charts, 2 + 1 + 3 + 3, "charts");
+    assert!(h.contains(&format!("<span id=\"charts-expected\">{charts}</span>")));
+    // The ceiling of job 1's volume is drawn, and the failing verdict spelled out.
+    assert!(h.contains(">ceiling 500 IOPS</text>"));
+    assert!(h.contains("iops &gt;= policy.ceiling * 0.97"));
+    assert!(h.contains(">floor prod 2048 IOPS</text>"));
+    assert!(h.contains(">write cycle limit 45 s</text>"));
+    // Unknown kinds render as a plain table, escaped.
+    assert!(h.contains("a &lt;custom&gt; table"));
+    assert!(h.contains("class=\"fail\""));
+}

@@ -1,0 +1,8 @@
+//! The workload families through their public API, in one test binary (one link): exports
+//! against snapshots, a results database written by main before the split, and plans through
+//! the registry and the harness's run loop.
+
+mod export_snapshots;
+mod fio_plans;
+mod main_db;
+mod ramp_plans;
