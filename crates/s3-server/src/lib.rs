@@ -13,6 +13,7 @@
 
 mod auth;
 mod body;
+mod context;
 mod endpoint;
 pub mod errors;
 mod multipart;
@@ -26,7 +27,7 @@ use hyper_util::rt::TokioIo;
 use storage_node::api::ControlPlane;
 use tokio::net::TcpListener;
 
-pub use endpoint::Endpoint;
+pub use context::Endpoint;
 
 /// Limits of the endpoint.
 #[derive(Debug, Clone, Copy)]

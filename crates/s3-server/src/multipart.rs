@@ -6,7 +6,7 @@ use storage_node::objstore::{ObjectMeta, MAX_PART_NUMBER};
 use storage_node::stats::OpKind;
 
 use crate::body::{self, Declared};
-use crate::endpoint::{timestamp, Endpoint};
+use crate::context::{timestamp, Endpoint};
 use crate::objects::{body_len, check_key, content_md5, etag};
 
 pub(crate) async fn create(

@@ -8,7 +8,7 @@ use storage_node::objstore::{ListQuery, ObjInfo, ObjectMeta};
 use storage_node::stats::OpKind;
 
 use crate::body::{self, Declared};
-use crate::endpoint::{timestamp, Endpoint};
+use crate::context::{timestamp, Endpoint};
 
 /// S3's longest key.
 const MAX_KEY_LEN: usize = 1024;
