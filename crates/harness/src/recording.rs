@@ -106,6 +106,7 @@ impl JobRecording {
                 .logs
                 .and_then(|(d, p)| collect(&d, &p).ok())
                 .unwrap_or_default(),
+            ops: Vec::new(),
         }
     }
 }

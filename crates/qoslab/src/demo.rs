@@ -411,6 +411,7 @@ mod tests {
             error: None,
             results: vec![r],
             verdicts: vec![],
+            ops: vec![],
         }
     }
 

@@ -449,6 +449,7 @@ mod tests {
             error: None,
             results: vec![r],
             verdicts: vec![],
+            ops: vec![],
         }
     }
 

@@ -5,6 +5,7 @@ use rusqlite::OptionalExtension;
 use super::model::{JobRecord, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord};
 use super::{Result, Store, StoreError};
 use crate::host::Env;
+use crate::ops::{OpLatency, OpResult, OpSample, SegmentSpread};
 use crate::series::{FioSample, JobSeries, NodeSample};
 use crate::verdict::{Limits, Verdict};
 use fio::{DirStats, JobResult};
@@ -49,7 +50,95 @@ impl Store {
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
-        Ok(JobSeries { job_id, fio, node })
+        let mut st = self.conn.prepare_cached(
+            "SELECT client, op, t_ms, dur_ms, ops_per_s, bytes_per_s, errors, lat_mean_ns,
+               lat_p50_ns, lat_p99_ns, ttfb_mean_ns, in_window
+             FROM op_samples WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        let ops = st
+            .query_map([job_id], |r| {
+                Ok(OpSample {
+                    client: r.get(0)?,
+                    op: r.get(1)?,
+                    t_ms: r.get::<_, i64>(2)? as u64,
+                    dur_ms: r.get::<_, i64>(3)? as u64,
+                    ops_per_s: r.get(4)?,
+                    bytes_per_s: r.get(5)?,
+                    errors: r.get::<_, i64>(6)? as u64,
+                    lat_mean_ns: r.get(7)?,
+                    lat_p50_ns: r.get::<_, i64>(8)? as u64,
+                    lat_p99_ns: r.get::<_, i64>(9)? as u64,
+                    ttfb_mean_ns: r.get(10)?,
+                    in_window: r.get(11)?,
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(JobSeries {
+            job_id,
+            fio,
+            node,
+            ops,
+        })
+    }
+
+    fn load_ops(&self, job_id: i64) -> Result<Vec<OpResult>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT client, op, ops, bytes, window_start_ms, window_ms, ops_per_s, bytes_per_s,
+               lat_n, lat_mean_ns, lat_min_ns, lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_max_ns,
+               ttfb_n, ttfb_mean_ns, ttfb_min_ns, ttfb_p50_ns, ttfb_p90_ns, ttfb_p99_ns, ttfb_max_ns,
+               seg_n, seg_ops_slowest, seg_ops_median, seg_ops_fastest,
+               seg_bps_slowest, seg_bps_median, seg_bps_fastest, total, errors, error_codes
+             FROM op_results WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        let u = |r: &rusqlite::Row, i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+        let rows = st.query_map([job_id], |r| {
+            let ttfb = match r.get::<_, Option<i64>>(15)? {
+                None => None,
+                Some(n) => Some(OpLatency {
+                    n: n as u64,
+                    mean_ns: r.get(16)?,
+                    min_ns: u(r, 17)?,
+                    p50_ns: u(r, 18)?,
+                    p90_ns: u(r, 19)?,
+                    p99_ns: u(r, 20)?,
+                    max_ns: u(r, 21)?,
+                }),
+            };
+            let codes: String = r.get(31)?;
+            Ok(OpResult {
+                client: r.get(0)?,
+                op: r.get(1)?,
+                ops: u(r, 2)?,
+                bytes: r.get(3)?,
+                window_start_ms: u(r, 4)?,
+                window_ms: u(r, 5)?,
+                ops_per_s: r.get(6)?,
+                bytes_per_s: r.get(7)?,
+                lat: OpLatency {
+                    n: u(r, 8)?,
+                    mean_ns: r.get(9)?,
+                    min_ns: u(r, 10)?,
+                    p50_ns: u(r, 11)?,
+                    p90_ns: u(r, 12)?,
+                    p99_ns: u(r, 13)?,
+                    max_ns: u(r, 14)?,
+                },
+                ttfb,
+                segments: SegmentSpread {
+                    n: r.get(22)?,
+                    ops_slowest: r.get(23)?,
+                    ops_median: r.get(24)?,
+                    ops_fastest: r.get(25)?,
+                    bps_slowest: r.get(26)?,
+                    bps_median: r.get(27)?,
+                    bps_fastest: r.get(28)?,
+                },
+                total: u(r, 29)?,
+                errors: u(r, 30)?,
+                error_codes: serde_json::from_str(&codes).unwrap_or_default(),
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     pub fn list_runs(&self) -> Result<Vec<RunListing>> {
@@ -180,6 +269,7 @@ impl Store {
                     error: r.get(9)?,
                     results: Vec::new(),
                     verdicts: Vec::new(),
+                    ops: Vec::new(),
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
@@ -244,6 +334,9 @@ impl Store {
                     })
                 })?
                 .collect::<std::result::Result<_, _>>()?;
+        }
+        for j in &mut jobs {
+            j.ops = self.load_ops(j.id)?;
         }
         for j in &jobs {
             let s = self.load_series(j.id)?;

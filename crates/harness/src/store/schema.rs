@@ -1,8 +1,10 @@
-//! The results database's schema (`PRAGMA user_version` 3). Tables are created with
-//! `IF NOT EXISTS`, so opening a schema-2 database adds the series tables in place.
+//! The results database's schema (`PRAGMA user_version` 4). Tables are created with
+//! `IF NOT EXISTS`, so opening an older database adds the newer tables in place: schema 3
+//! added the series tables, schema 4 the per-operation results of request/response drivers
+//! (`op_results`, `op_samples`: the S3 family).
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -76,6 +78,35 @@ CREATE TABLE IF NOT EXISTS node_samples (
   read_iops REAL NOT NULL, write_iops REAL NOT NULL, other_iops REAL NOT NULL,
   read_bps REAL NOT NULL, write_bps REAL NOT NULL,
   lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS op_results (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  client TEXT NOT NULL,            -- '' one local driver; load generator; 'All hosts'
+  op TEXT NOT NULL,                -- GET | PUT | DELETE | LIST | STAT
+  ops INTEGER NOT NULL, bytes REAL NOT NULL,
+  window_start_ms INTEGER NOT NULL, window_ms INTEGER NOT NULL,
+  ops_per_s REAL NOT NULL, bytes_per_s REAL NOT NULL,
+  lat_n INTEGER NOT NULL, lat_mean_ns REAL NOT NULL, lat_min_ns INTEGER NOT NULL,
+  lat_p50_ns INTEGER NOT NULL, lat_p90_ns INTEGER NOT NULL, lat_p99_ns INTEGER NOT NULL,
+  lat_max_ns INTEGER NOT NULL,
+  ttfb_n INTEGER, ttfb_mean_ns REAL, ttfb_min_ns INTEGER,   -- NULL: not measured
+  ttfb_p50_ns INTEGER, ttfb_p90_ns INTEGER, ttfb_p99_ns INTEGER, ttfb_max_ns INTEGER,
+  seg_n INTEGER NOT NULL,
+  seg_ops_slowest REAL NOT NULL, seg_ops_median REAL NOT NULL, seg_ops_fastest REAL NOT NULL,
+  seg_bps_slowest REAL NOT NULL, seg_bps_median REAL NOT NULL, seg_bps_fastest REAL NOT NULL,
+  total INTEGER NOT NULL, errors INTEGER NOT NULL,
+  error_codes TEXT NOT NULL        -- JSON object: code -> count
+);
+CREATE TABLE IF NOT EXISTS op_samples (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  client TEXT NOT NULL,
+  op TEXT NOT NULL,
+  t_ms INTEGER NOT NULL,           -- end of the segment, ms from the job's start
+  dur_ms INTEGER NOT NULL,
+  ops_per_s REAL NOT NULL, bytes_per_s REAL NOT NULL, errors INTEGER NOT NULL,
+  lat_mean_ns REAL NOT NULL, lat_p50_ns INTEGER NOT NULL, lat_p99_ns INTEGER NOT NULL,
+  ttfb_mean_ns REAL NOT NULL,
+  in_window INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS verdicts (
   job_id INTEGER NOT NULL REFERENCES jobs(id),

@@ -53,6 +53,7 @@ fn job(
         error: results.is_empty().then(|| "fio exited with exit status: 1 and no JSON output; stderr: fio: engine nbd not loadable".into()),
         results,
         verdicts,
+        ops: Vec::new(),
     }
 }
 
@@ -192,6 +193,7 @@ fn series() -> Vec<JobSeries> {
         job_id: 1,
         fio,
         node,
+        ops: Vec::new(),
     }]
 }
 
