@@ -53,6 +53,10 @@ enum Command {
     Stats(stats_cmd::StatsArgs),
     /// S3 users (access keys) and buckets under QoS policies on a running node (REST API).
     S3(s3_admin::S3Args),
+    /// The S3 benchmark's driver on a load generator: JSON-line commands on stdin, events
+    /// on stdout. Started by `qoslab bench` over ssh; not for interactive use.
+    #[command(name = "s3-driver", hide = true)]
+    S3Driver,
 }
 
 fn main() -> std::process::ExitCode {
@@ -77,6 +81,7 @@ fn main() -> std::process::ExitCode {
         Command::Volume(args) => volume_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
         Command::S3(args) => s3_admin::run(args),
+        Command::S3Driver => s3_driver(),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -85,6 +90,17 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// `qoslab s3-driver`: serve the coordinator's commands over stdin and stdout.
+fn s3_driver() -> anyhow::Result<()> {
+    use loadgen::s3::protocol;
+    let stdin = std::io::stdin();
+    let mut link = protocol::Lines {
+        input: stdin.lock(),
+        output: std::io::stdout(),
+    };
+    protocol::serve(&mut link, &protocol::open_http).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]

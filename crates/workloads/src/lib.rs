@@ -6,7 +6,9 @@
 //! - [`isolation`]: floors against a noisy neighbour on an emulated controller, with the
 //!   FIFO control (`--profile isolation`);
 //! - [`ramp`]: GenIO-style ramps on qoslab's own generator (`[ramp]`, `[[system]]`,
-//!   `--profile ramp`).
+//!   `--profile ramp`);
+//! - [`s3`]: the S3 benchmark on qoslab's own driver (`[s3]`, `[[s3.test]]`,
+//!   `--profile s3`), GOSBench's plans and warp's analysis, many load generators over ssh.
 //!
 //! [`registry`] lists them: adding a family is its folder, its `mod` line here and one line
 //! there (ARCHITECTURE.md walks through it).
@@ -16,5 +18,6 @@ pub mod fio_plan;
 pub mod isolation;
 pub mod ramp;
 pub mod registry;
+pub mod s3;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};
