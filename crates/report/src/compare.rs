@@ -14,6 +14,13 @@
 //! every wobble). IOPS and bandwidth are fio's headline numbers (total / runtime, read and
 //! write added), mean latency is I/O-weighted over directions, p99 is the worse direction's
 //! completion-latency p99.
+//!
+//! Jobs of request/response drivers (the S3 family) are compared per operation on their
+//! merged view: ops/s, MiB/s, mean and p99 latency, and TTFB p50 for GETs. Their spread is
+//! also measured inside each run, from its 1 s segments in the measured window (warp's
+//! segments): `2 x SE / mean` with `SE = sd / sqrt(segments)`, averaged over iterations; a
+//! run's spread is the larger of that and the spread across iterations, so even one
+//! iteration per run has a measured noise.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -40,6 +47,14 @@ pub struct Stat {
     pub max: f64,
     /// (max - min) / mean; 0 for one value.
     pub spread: f64,
+    /// The run's own noise from its 1 s segments (request/response drivers): the mean over
+    /// iterations of 2 x SE / mean, SE = sd / sqrt(segments); 0 when not measured.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub segment_spread: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl Stat {
@@ -61,14 +76,22 @@ impl Stat {
             min,
             max,
             spread,
+            segment_spread: 0.0,
         })
+    }
+
+    /// The larger of the two spreads.
+    pub fn noise(&self) -> f64 {
+        self.spread.max(self.segment_spread)
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricDelta {
-    /// iops, bw_bytes, lat_mean_us, lat_p99_us
-    pub metric: &'static str,
+    /// iops, bw_bytes, lat_mean_us, lat_p99_us (fio jobs); "GET ops/s", "GET MiB/s",
+    /// "GET lat mean ms", "GET lat p99 ms", "GET TTFB p50 ms" (per operation of a
+    /// request/response driver)
+    pub metric: String,
     pub higher_is_better: bool,
     pub a: Stat,
     pub b: Stat,
@@ -121,6 +144,9 @@ impl Comparison {
 
 type Key = (String, String, Option<String>);
 
+/// One measured value of one iteration: metric, direction, value, segment spread.
+type Value = (String, bool, f64, f64);
+
 const METRICS: [(&str, bool); 4] = [
     ("iops", true),
     ("bw_bytes", true),
@@ -128,29 +154,115 @@ const METRICS: [(&str, bool); 4] = [
     ("lat_p99_us", false),
 ];
 
-fn values(j: &JobRecord) -> Option<[f64; 4]> {
-    let r = j.primary()?;
-    if j.status != "done" || !(r.read.active() || r.write.active()) {
+/// 2 x SE / mean of `v` (0 with fewer than 2 values or a zero mean).
+fn segment_spread(v: &[f64]) -> f64 {
+    let n = v.len() as f64;
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let mean = v.iter().sum::<f64>() / n;
+    if mean.abs() == 0.0 {
+        return 0.0;
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    2.0 * (var / n).sqrt() / mean.abs()
+}
+
+/// The per-operation metrics of a request/response driver's job (merged view), with each
+/// one's segment spread from the job's 1 s segments inside the measured window.
+fn op_values(run: &RunRecord, j: &JobRecord) -> Vec<Value> {
+    let series = run.series_of(j.id);
+    let mut out = Vec::new();
+    for o in harness::ops::primary(&j.ops) {
+        if o.ops == 0 {
+            continue;
+        }
+        let segs: Vec<&harness::ops::OpSample> = series
+            .map(|s| {
+                s.ops
+                    .iter()
+                    .filter(|x| x.client == o.client && x.op == o.op && x.in_window)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let spread = |f: &dyn Fn(&harness::ops::OpSample) -> f64| {
+            segment_spread(&segs.iter().map(|x| f(x)).collect::<Vec<_>>())
+        };
+        let op = &o.op;
+        out.push((
+            format!("{op} ops/s"),
+            true,
+            o.ops_per_s,
+            spread(&|x| x.ops_per_s),
+        ));
+        if o.bytes_per_s > 0.0 {
+            out.push((
+                format!("{op} MiB/s"),
+                true,
+                o.bytes_per_s / 1048576.0,
+                spread(&|x| x.bytes_per_s),
+            ));
+        }
+        out.push((
+            format!("{op} lat mean ms"),
+            false,
+            o.lat.mean_ns / 1e6,
+            spread(&|x| x.lat_mean_ns),
+        ));
+        out.push((
+            format!("{op} lat p99 ms"),
+            false,
+            o.lat.p99_ns as f64 / 1e6,
+            spread(&|x| x.lat_p99_ns as f64),
+        ));
+        if let Some(t) = o.ttfb {
+            out.push((
+                format!("{op} TTFB p50 ms"),
+                false,
+                t.p50_ns as f64 / 1e6,
+                spread(&|x| x.ttfb_mean_ns),
+            ));
+        }
+    }
+    out
+}
+
+fn values(run: &RunRecord, j: &JobRecord) -> Option<Vec<Value>> {
+    if j.status != "done" {
         return None;
     }
-    Some([
+    if !j.ops.is_empty() {
+        return Some(op_values(run, j));
+    }
+    let r = j.primary()?;
+    if !(r.read.active() || r.write.active()) {
+        return None;
+    }
+    let v = [
         r.iops(),
         r.bw_bytes() as f64,
         r.lat_mean_ns() / 1000.0,
         r.read.p99_ns.max(r.write.p99_ns) as f64 / 1000.0,
-    ])
+    ];
+    Some(
+        METRICS
+            .iter()
+            .zip(v)
+            .map(|((m, up), x)| (m.to_string(), *up, x, 0.0))
+            .collect(),
+    )
 }
 
-fn group(run: &RunRecord) -> (Vec<Key>, BTreeMap<Key, Vec<[f64; 4]>>) {
+fn group(run: &RunRecord) -> (Vec<Key>, BTreeMap<Key, Vec<Vec<Value>>>) {
     let mut order = Vec::new();
-    let mut m: BTreeMap<Key, Vec<[f64; 4]>> = BTreeMap::new();
+    let mut m: BTreeMap<Key, Vec<Vec<Value>>> = BTreeMap::new();
     for j in &run.jobs {
         let k = (j.workload.clone(), j.name.clone(), j.volume.clone());
         if !m.contains_key(&k) {
             order.push(k.clone());
         }
         let e = m.entry(k).or_default();
-        if let Some(v) = values(j) {
+        if let Some(v) = values(run, j) {
             e.push(v);
         }
     }
@@ -173,29 +285,48 @@ fn run_ref(r: &RunRecord) -> RunRef {
     }
 }
 
+/// A metric's values over the iterations, with their mean segment spread.
+fn stat_of(its: &[Vec<Value>], metric: &str) -> Option<Stat> {
+    let found: Vec<&Value> = its
+        .iter()
+        .filter_map(|v| v.iter().find(|x| x.0 == metric))
+        .collect();
+    let xs: Vec<f64> = found.iter().map(|x| x.2).collect();
+    let mut s = Stat::of(&xs)?;
+    s.segment_spread = found.iter().map(|x| x.3).sum::<f64>() / found.len() as f64;
+    Some(s)
+}
+
 /// Compare run `a` (before) with run `b` (after).
 pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
     let (order_a, ga) = group(a);
     let (order_b, gb) = group(b);
     let mut jobs = Vec::new();
     let mut only_in_a = Vec::new();
+    let mut segments = false;
     for k in &order_a {
         let (Some(va), Some(vb)) = (ga.get(k), gb.get(k)) else {
             only_in_a.push(key_name(k));
             continue;
         };
+        // Metric names in the order they first appear.
+        let mut names: Vec<(String, bool)> = Vec::new();
+        for v in va.iter().chain(vb.iter()).flatten() {
+            if !names.iter().any(|n| n.0 == v.0) {
+                names.push((v.0.clone(), v.1));
+            }
+        }
         let mut metrics = Vec::new();
-        for (i, (metric, higher_is_better)) in METRICS.iter().enumerate() {
-            let xa: Vec<f64> = va.iter().map(|v| v[i]).collect();
-            let xb: Vec<f64> = vb.iter().map(|v| v[i]).collect();
-            let (Some(sa), Some(sb)) = (Stat::of(&xa), Stat::of(&xb)) else {
+        for (metric, higher_is_better) in names {
+            let (Some(sa), Some(sb)) = (stat_of(va, &metric), stat_of(vb, &metric)) else {
                 continue;
             };
             if sa.mean == 0.0 && sb.mean == 0.0 {
                 continue;
             }
+            segments |= sa.segment_spread > 0.0 || sb.segment_spread > 0.0;
             let change = (sa.mean != 0.0).then(|| sb.mean / sa.mean - 1.0);
-            let noise = (SPREAD_FACTOR * sa.spread.max(sb.spread)).max(MIN_NOISE);
+            let noise = (SPREAD_FACTOR * sa.noise().max(sb.noise())).max(MIN_NOISE);
             let flagged = match change {
                 Some(c) => c.abs() > noise,
                 None => true,
@@ -203,14 +334,14 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
             let up = change.map(|c| c > 0.0).unwrap_or(true);
             let verdict = if !flagged {
                 "within noise"
-            } else if up == *higher_is_better {
+            } else if up == higher_is_better {
                 "better"
             } else {
                 "worse"
             };
             metrics.push(MetricDelta {
                 metric,
-                higher_is_better: *higher_is_better,
+                higher_is_better,
                 a: sa,
                 b: sb,
                 change,
@@ -231,14 +362,18 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
         .filter(|k| !ga.contains_key(*k))
         .map(key_name)
         .collect();
+    let mut rule = format!(
+        "flagged when |change| > max({SPREAD_FACTOR} x max(spread A, spread B), {}%); spread = (max - min) / mean across iterations",
+        MIN_NOISE * 100.0
+    );
+    if segments {
+        rule.push_str(", or for per-operation results the run's own 2 x SE / mean over its 1 s segments, whichever is larger");
+    }
     Comparison {
         schema: JSON_SCHEMA,
         a: run_ref(a),
         b: run_ref(b),
-        rule: format!(
-            "flagged when |change| > max({SPREAD_FACTOR} x max(spread A, spread B), {}%); spread = (max - min) / mean across iterations",
-            MIN_NOISE * 100.0
-        ),
+        rule,
         jobs,
         only_in_a,
         only_in_b,
@@ -249,6 +384,9 @@ fn show(metric: &str, v: f64) -> String {
     match metric {
         "iops" => format!("{v:.1}"),
         "bw_bytes" => format!("{:.2} MiB/s", v / 1048576.0),
+        m if m.ends_with(" ops/s") => format!("{v:.1}"),
+        m if m.ends_with(" MiB/s") => format!("{v:.2} MiB/s"),
+        m if m.ends_with(" ms") => format!("{v:.3} ms"),
         _ => format!("{v:.1} us"),
     }
 }
@@ -282,9 +420,9 @@ fn rows(c: &Comparison) -> Vec<[String; 7]> {
         for m in &j.metrics {
             out.push([
                 name.clone(),
-                m.metric.to_string(),
-                show_stat(m.metric, &m.a),
-                show_stat(m.metric, &m.b),
+                m.metric.clone(),
+                show_stat(&m.metric, &m.a),
+                show_stat(&m.metric, &m.b),
                 pct(m.change),
                 format!("{:.1}%", m.noise * 100.0),
                 if m.flagged {
@@ -523,6 +661,97 @@ mod tests {
         assert_eq!(j["jobs"][0]["metrics"][3]["flagged"], true);
         let h = String::from_utf8(html(&c)).unwrap();
         assert!(h.contains("<tr class=\"worse\">"), "{h}");
+    }
+
+    fn s3_run(id: i64, ops_per_s: f64, p99_ms: u64, segs: &[f64]) -> RunRecord {
+        use harness::ops::{OpLatency, OpResult, OpSample, SegmentSpread};
+        use harness::series::JobSeries;
+        let mut j = job(1, "mixed", 1, 1.0, 1);
+        j.workload = "s3".into();
+        j.results.clear();
+        j.ops = vec![OpResult {
+            client: String::new(),
+            op: "GET".into(),
+            ops: 1000,
+            bytes: 4096.0 * 1000.0,
+            window_start_ms: 1000,
+            window_ms: 5000,
+            ops_per_s,
+            bytes_per_s: ops_per_s * 4096.0,
+            lat: OpLatency {
+                mean_ns: 5e6,
+                p99_ns: p99_ms * 1_000_000,
+                ..OpLatency::default()
+            },
+            ttfb: Some(OpLatency {
+                p50_ns: 4_000_000,
+                ..OpLatency::default()
+            }),
+            segments: SegmentSpread::default(),
+            total: 1000,
+            errors: 0,
+            error_codes: Default::default(),
+        }];
+        let ops = segs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| OpSample {
+                client: String::new(),
+                op: "GET".into(),
+                t_ms: 2000 + 1000 * i as u64,
+                dur_ms: 1000,
+                ops_per_s: *v,
+                bytes_per_s: v * 4096.0,
+                errors: 0,
+                lat_mean_ns: 5e6,
+                lat_p50_ns: 4_000_000,
+                lat_p99_ns: p99_ms * 1_000_000,
+                ttfb_mean_ns: 4e6,
+                in_window: true,
+            })
+            .collect();
+        let mut r = run(id, vec![j]);
+        r.series = vec![JobSeries {
+            job_id: 1,
+            ops,
+            ..JobSeries::default()
+        }];
+        r
+    }
+
+    /// Per-operation results: one iteration each, noise from the 1 s segments.
+    #[test]
+    fn operations_are_compared_against_their_segment_noise() {
+        // Segments 150..250 ops/s: sd 39.5, SE over 5 = 17.7, 2 SE / 200 = 17.7%, noise 35%.
+        let noisy = [150.0, 175.0, 200.0, 225.0, 250.0];
+        let a = s3_run(1, 200.0, 10, &noisy);
+        let b = s3_run(2, 240.0, 10, &noisy);
+        let c = compare(&a, &b);
+        let m = &c.jobs[0].metrics;
+        let names: Vec<&str> = m.iter().map(|m| m.metric.as_str()).collect();
+        assert_eq!(
+            names,
+            ["GET ops/s", "GET MiB/s", "GET lat mean ms", "GET lat p99 ms", "GET TTFB p50 ms"]
+        );
+        let ops = &m[0];
+        assert!((ops.a.segment_spread - 0.1768).abs() < 1e-3, "{ops:?}");
+        assert!(!ops.flagged, "+20% is within 35%: {ops:?}");
+        assert!(c.rule.contains("1 s segments"), "{}", c.rule);
+        // Steady segments: the same +20% is flagged; a doubled p99 is worse.
+        let steady = [199.0, 200.0, 201.0, 200.0, 200.0];
+        let c = compare(&s3_run(1, 200.0, 10, &steady), &s3_run(2, 240.0, 20, &steady));
+        let m = &c.jobs[0].metrics;
+        assert!(m[0].flagged && m[0].verdict == "better", "{:?}", m[0]);
+        assert!(m[3].flagged && m[3].verdict == "worse", "{:?}", m[3]);
+        assert_eq!(c.flagged(), 3, "ops/s, MiB/s and p99");
+        let t = text(&c);
+        assert!(t.contains("GET ops/s") && t.contains("240.0"), "{t}");
+        let j: serde_json::Value = serde_json::from_slice(&json(&c)).unwrap();
+        assert_eq!(j["jobs"][0]["metrics"][0]["metric"], "GET ops/s");
+        // fio jobs keep their JSON shape (no segment_spread key).
+        let f = compare(&run(1, vec![job(1, "r", 1, 5.0, 1)]), &run(2, vec![job(1, "r", 1, 5.0, 1)]));
+        let j: serde_json::Value = serde_json::from_slice(&json(&f)).unwrap();
+        assert!(j["jobs"][0]["metrics"][0]["a"].get("segment_spread").is_none());
     }
 
     #[test]

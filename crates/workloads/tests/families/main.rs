@@ -6,3 +6,4 @@ mod export_snapshots;
 mod fio_plans;
 mod main_db;
 mod ramp_plans;
+mod s3_plans;
