@@ -216,8 +216,7 @@ pub fn op_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
     } else {
         s.ops[0].client.clone()
     };
-    let main: Vec<&harness::ops::OpSample> =
-        s.ops.iter().filter(|o| o.client == merged).collect();
+    let main: Vec<&harness::ops::OpSample> = s.ops.iter().filter(|o| o.client == merged).collect();
     let mut ops: Vec<&str> = Vec::new();
     for o in &main {
         if !ops.contains(&o.op.as_str()) {

@@ -731,7 +731,13 @@ mod tests {
         let names: Vec<&str> = m.iter().map(|m| m.metric.as_str()).collect();
         assert_eq!(
             names,
-            ["GET ops/s", "GET MiB/s", "GET lat mean ms", "GET lat p99 ms", "GET TTFB p50 ms"]
+            [
+                "GET ops/s",
+                "GET MiB/s",
+                "GET lat mean ms",
+                "GET lat p99 ms",
+                "GET TTFB p50 ms"
+            ]
         );
         let ops = &m[0];
         assert!((ops.a.segment_spread - 0.1768).abs() < 1e-3, "{ops:?}");
@@ -739,7 +745,10 @@ mod tests {
         assert!(c.rule.contains("1 s segments"), "{}", c.rule);
         // Steady segments: the same +20% is flagged; a doubled p99 is worse.
         let steady = [199.0, 200.0, 201.0, 200.0, 200.0];
-        let c = compare(&s3_run(1, 200.0, 10, &steady), &s3_run(2, 240.0, 20, &steady));
+        let c = compare(
+            &s3_run(1, 200.0, 10, &steady),
+            &s3_run(2, 240.0, 20, &steady),
+        );
         let m = &c.jobs[0].metrics;
         assert!(m[0].flagged && m[0].verdict == "better", "{:?}", m[0]);
         assert!(m[3].flagged && m[3].verdict == "worse", "{:?}", m[3]);
@@ -749,9 +758,14 @@ mod tests {
         let j: serde_json::Value = serde_json::from_slice(&json(&c)).unwrap();
         assert_eq!(j["jobs"][0]["metrics"][0]["metric"], "GET ops/s");
         // fio jobs keep their JSON shape (no segment_spread key).
-        let f = compare(&run(1, vec![job(1, "r", 1, 5.0, 1)]), &run(2, vec![job(1, "r", 1, 5.0, 1)]));
+        let f = compare(
+            &run(1, vec![job(1, "r", 1, 5.0, 1)]),
+            &run(2, vec![job(1, "r", 1, 5.0, 1)]),
+        );
         let j: serde_json::Value = serde_json::from_slice(&json(&f)).unwrap();
-        assert!(j["jobs"][0]["metrics"][0]["a"].get("segment_spread").is_none());
+        assert!(j["jobs"][0]["metrics"][0]["a"]
+            .get("segment_spread")
+            .is_none());
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod ramp;
 mod report;
 mod s3_api;
 mod s3_crash;
+mod s3_hosts;
 mod s3_interop;
 mod s3_qos;
 mod s3_util;

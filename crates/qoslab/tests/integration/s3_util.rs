@@ -19,15 +19,16 @@ pub struct S3Node {
 
 impl S3Node {
     pub fn start(config_toml: &str, extra: &[&str]) -> S3Node {
+        S3Node::start_on(config_toml, "127.0.0.1:0", extra)
+    }
+
+    /// Like [`S3Node::start`], serving S3 on `addr` (a namespace test bed's coordinator
+    /// address, for load generators in the bed).
+    pub fn start_on(config_toml: &str, addr: &str, extra: &[&str]) -> S3Node {
         let keys = TempDir::new("s3keys");
         let kf = keys.join("keys");
         std::fs::write(&kf, format!("root {ACCESS} {SECRET}\n")).unwrap();
-        let mut args = vec![
-            "--listen-s3",
-            "127.0.0.1:0",
-            "--s3-keys-file",
-            kf.to_str().unwrap(),
-        ];
+        let mut args = vec!["--listen-s3", addr, "--s3-keys-file", kf.to_str().unwrap()];
         args.extend_from_slice(extra);
         let node = Node::start_with(config_toml, &args);
         let endpoint = endpoint_of(&node);
@@ -85,21 +86,6 @@ impl S3Node {
                 "/nonexistent/qoslab-test/aws-credentials",
             )
             .env("AWS_EC2_METADATA_DISABLED", "true");
-    }
-
-    /// curl with SigV4 signing (an unsigned payload), for raw and bulk requests.
-    pub fn curl(&self) -> Command {
-        require_tool("curl");
-        let mut c = Command::new("curl");
-        c.args(["-sS", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
-            .arg(format!("{ACCESS}:{SECRET}"))
-            .args(["-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]);
-        c
-    }
-
-    /// `http://ENDPOINT/PATH`
-    pub fn url(&self, path: &str) -> String {
-        format!("{}/{}", self.endpoint, path.trim_start_matches('/'))
     }
 }
 

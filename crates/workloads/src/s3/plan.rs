@@ -245,9 +245,11 @@ pub fn size_dist(name: &str, min: u64, max: u64) -> Result<SizeDist, String> {
             }
             SizeDist::LogNormal { min, max }
         }
-        d => return Err(format!(
+        d => {
+            return Err(format!(
             "size_distribution = {d:?}: allowed constant, uniform (GOSBench's random), lognormal"
-        )),
+        ))
+        }
     })
 }
 

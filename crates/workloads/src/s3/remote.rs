@@ -60,8 +60,11 @@ pub fn deploy(host: &Host, exe: &Path, digest: &str) -> Result<(String, bool), S
     }
     let bytes = std::fs::read(exe).map_err(|e| format!("reading {}: {e}", exe.display()))?;
     let tmp = format!("{path}.{}", std::process::id());
+    // Copies of other builds unused for a day go (each is the size of the binary).
     let copy = format!(
-        "mkdir -p {d} && cat > {t} && chmod 755 {t} && mv -f {t} {p}",
+        "find /tmp -maxdepth 1 -name 'qoslab-driver-*' ! -name {name} -mtime +0 -exec rm -rf {{}} + 2>/dev/null; \
+         mkdir -p {d} && cat > {t} && chmod 755 {t} && mv -f {t} {p}",
+        name = quote(dir.trim_start_matches("/tmp/")),
         d = quote(&dir),
         t = quote(&tmp),
         p = quote(&path)

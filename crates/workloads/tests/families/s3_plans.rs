@@ -41,7 +41,10 @@ fn s3_plan_errors_name_the_line_and_key() {
     let e = p.configure(&Options::default()).unwrap_err().0;
     assert!(e.contains("declares no [[volume]]"), "{e}");
     let mut p = registry()
-        .parse("[s3]\n[[s3.test]]\nname = \"a\"\nread_weight = 1\nworkers = 3\n[bench]\n", "p.toml")
+        .parse(
+            "[s3]\n[[s3.test]]\nname = \"a\"\nread_weight = 1\nworkers = 3\n[bench]\n",
+            "p.toml",
+        )
         .unwrap();
     let clients = ["h:8765".to_string()];
     let e = p
@@ -108,7 +111,10 @@ fn a_profile_run_on_the_embedded_node_is_stored_exported_and_compared() {
     assert_eq!(r.jobs.len(), 2);
     assert!(r.target.contains("embedded qoslab S3 node"), "{}", r.target);
     let j = &r.jobs[0];
-    assert_eq!((j.workload.as_str(), j.volume.as_deref()), ("s3", Some("qoslab-bench-0")));
+    assert_eq!(
+        (j.workload.as_str(), j.volume.as_deref()),
+        ("s3", Some("qoslab-bench-0"))
+    );
     let ops: Vec<&str> = j.ops.iter().map(|o| o.op.as_str()).collect();
     assert_eq!(ops, ["GET", "PUT", "DELETE"]);
     let get = &j.ops[0];
@@ -125,11 +131,23 @@ fn a_profile_run_on_the_embedded_node_is_stored_exported_and_compared() {
     // Every export shows the operations.
     let text = |f| String::from_utf8(workloads::export(&r, f)).unwrap();
     let csv = text(report::Format::Csv);
-    assert!(csv.lines().any(|l| l.contains(",s3,s3,qoslab-bench-0,1,done,,GET,")), "{csv}");
+    assert!(
+        csv.lines()
+            .any(|l| l.contains(",s3,s3,qoslab-bench-0,1,done,,GET,")),
+        "{csv}"
+    );
     let series = text(report::Format::SeriesCsv);
-    assert!(series.lines().any(|l| l.contains(",ops,") && l.contains(",PUT,")), "{series}");
+    assert!(
+        series
+            .lines()
+            .any(|l| l.contains(",ops,") && l.contains(",PUT,")),
+        "{series}"
+    );
     let md = text(report::Format::Md);
-    assert!(md.contains("| GET | ") && md.contains("TTFB p50 (ms)"), "{md}");
+    assert!(
+        md.contains("| GET | ") && md.contains("TTFB p50 (ms)"),
+        "{md}"
+    );
     let json: serde_json::Value = serde_json::from_str(&text(report::Format::Json)).unwrap();
     assert_eq!(json["jobs"][0]["ops"][0]["op"], "GET");
     let html = text(report::Format::Html);
@@ -137,6 +155,9 @@ fn a_profile_run_on_the_embedded_node_is_stored_exported_and_compared() {
     // Compared with itself: nothing moves.
     let c = report::compare::compare(&r, &r);
     assert_eq!(c.flagged(), 0);
-    assert!(c.jobs[0].metrics.iter().any(|m| m.metric == "GET TTFB p50 ms"));
+    assert!(c.jobs[0]
+        .metrics
+        .iter()
+        .any(|m| m.metric == "GET TTFB p50 ms"));
     let _ = a;
 }
