@@ -216,7 +216,7 @@ fn unexpected(e: &Event, want: &str) -> String {
 }
 
 /// Run one iteration. `endpoint` goes to every driver with its spec.
-pub fn run(mut it: Iteration, endpoint: &Endpoint, progress: &mut dyn FnMut(&str)) -> Outcome {
+pub fn run(mut it: Iteration, endpoint: &Endpoint) -> Outcome {
     let n = it.handles.len();
     let mut reports: Vec<DriverReport> = it
         .handles
@@ -262,7 +262,6 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint, progress: &mut dyn FnMut(&str
             r.target = t;
         }
         // Buckets.
-        progress("creating buckets");
         if it.shared_buckets {
             let names = specs[0].buckets.clone();
             it.handles[0].send(&Command::CreateBuckets { names })?;
@@ -285,7 +284,6 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint, progress: &mut dyn FnMut(&str
                 created.extend(c);
             }
         }
-        progress("uploading the objects the test reads");
         let prepared = all(
             &mut it,
             PHASE_TIMEOUT,
@@ -298,7 +296,6 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint, progress: &mut dyn FnMut(&str
         for (r, p) in reports.iter_mut().zip(prepared) {
             r.prepared = p;
         }
-        progress("running");
         let start = now_unix_ns() + START_AHEAD.as_nanos() as u64;
         let timeout = it.run_timeout + START_AHEAD;
         let done = all(
@@ -324,7 +321,6 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint, progress: &mut dyn FnMut(&str
     .err();
     // Clean up, whatever happened (on the drivers that opened the test).
     if it.clean_after && opened.iter().any(|o| *o) {
-        progress("removing what the test wrote");
         for (i, h) in it.handles.iter_mut().enumerate() {
             if !opened[i] {
                 continue;

@@ -336,6 +336,10 @@ fn test(t: &RawTest, line: usize) -> Result<TestPlan, String> {
         "objects",
         100,
     )?;
+    let (Count::Uniform { min, .. } | Count::Constant(min)) = p.objects;
+    if min == 0 && p.weights.needs_pool() && p.weights.write == 0 {
+        return Err("read_weight, delete_weight and stat_weight work on the test's own objects: give objects.number_min >= 1 or a write_weight".into());
+    }
     let (Count::Uniform { max, .. } | Count::Constant(max)) = p.objects;
     if max > 1_000_000 {
         return Err(format!("objects.number_max = {max}: allowed up to 1000000"));
@@ -590,6 +594,7 @@ expect = ["GET.ops_per_s >= 10"]
         ))
         .contains("give one"));
         assert!(e(&format!("{w}parallel_clients = 0\n")).contains("allowed 1 .. 4096"));
+        assert!(e("read_weight = 1\nobjects = { number_min = 0 }\n").contains("objects.number_min >= 1"));
         assert!(e(&format!("{w}expect = [\"GET.iops > 1\"]\n")).contains("unknown metric"));
         assert!(e(&format!("{w}colour = 1\n")).starts_with("p.toml:"));
         assert!(p("[s3]\nendpoint = \"x\"\n")

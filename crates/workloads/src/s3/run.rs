@@ -419,7 +419,6 @@ impl FamilyPlan for S3Run {
                 run_timeout: run_bound,
             },
             &endpoint,
-            &mut |_| {},
         );
         described["drivers"] = serde_json::to_value(&out.reports).unwrap_or_default();
         described["created_buckets"] = serde_json::json!(out.created);
