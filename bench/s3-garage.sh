@@ -7,8 +7,9 @@
 #             (1 KiB .. 1 MiB) against Garage; checks that per-operation percentiles and
 #             TTFB are stored, then `qoslab compare` of the two runs must flag nothing
 #             (exit 1 if it does)
-#   figures   4 KiB GETs (ops/s, server CPU per request) and 64 MiB PUTs (MiB/s) with the
-#             same driver against Garage and against the qoslab node (no policy)
+#   figures   4 KiB GETs (128 clients: ops/s, server CPU per request) and 64 MiB PUTs
+#             (2 clients: MiB/s, CPU per MiB) with the same driver against Garage and
+#             against the qoslab node (no policy)
 #   all       both (default)
 #   --runtime S     seconds per test (default 20; ramp 2 s before it)
 #   --iterations N  iterations per interop run (default 3)
@@ -43,9 +44,11 @@ fi
 work=$(mktemp -d /tmp/qoslab-garage.XXXXXX)
 gpid="" qpid=""
 cleanup() {
+    local rc=$?
     [ -n "$gpid" ] && kill "$gpid" 2>/dev/null && wait "$gpid" 2>/dev/null
     [ -n "$qpid" ] && kill "$qpid" 2>/dev/null && wait "$qpid" 2>/dev/null
-    [ "${KEEP_WORKDIR:-0}" = 1 ] && echo "kept $work" >&2 || rm -rf "$work"
+    if [ "${KEEP_WORKDIR:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
+    exit "$rc"
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -71,8 +74,8 @@ admin_token = "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 EOF
 chmod 600 "$work/garage/garage.toml"
 G() { "$GARAGE" -c "$work/garage/garage.toml" "$@"; }
-G server > "$work/garage/server.log" 2>&1 &
-gpid=$!
+"$GARAGE" -c "$work/garage/garage.toml" server > "$work/garage/server.log" 2>&1 &
+gpid=$!   # garage itself (its CPU is read from /proc/PID/stat)
 for _ in $(seq 100); do G status >/dev/null 2>&1 && break; sleep 0.1; done
 node=$(G status 2>/dev/null | awk '/NO ROLE ASSIGNED/{print $1; exit}')
 [ -n "$node" ] || { cat "$work/garage/server.log" >&2; exit 1; }
@@ -171,10 +174,10 @@ if [ "$mode" = figures ] || [ "$mode" = all ]; then
     for srv in garage qoslab; do
         if [ $srv = garage ]; then ep=$garage_ep keys=$work/garage.keys region=garage pid=$gpid
         else ep=$qoslab_ep keys=$work/qoslab.keys region=us-east-1 pid=$qpid; fi
-        echo "figures: $srv 4 KiB GETs, 32 clients, ${runtime}s" >&2
+        echo "figures: $srv 4 KiB GETs, 128 clients, ${runtime}s" >&2
         t0=$(ticks "$pid")
         bench "$srv-get" "$ep" "$keys" "$region" "$work/fig-$srv.db" \
-            --s3-mix get=1 --s3-size 4KiB --s3-objects 64 --s3-clients 32 --json
+            --s3-mix get=1 --s3-size 4KiB --s3-objects 128 --s3-clients 128 --json
         t1=$(ticks "$pid")
         echo "figures: $srv 64 MiB PUTs, 2 clients, ${runtime}s" >&2
         bench "$srv-put" "$ep" "$keys" "$region" "$work/fig-$srv.db" \
@@ -186,8 +189,8 @@ srv, get, put = sys.argv[1:4]
 t0, t1, t2, hz = map(float, sys.argv[4:8])
 g = json.load(open(get))["jobs"][0]["ops"][0]
 p = json.load(open(put))["jobs"][0]["ops"][0]
-# Requests the server saw in the GET run: the test's + 64 prepared PUTs + clean-up.
-reqs = g["total"] + 64 + 2
+# Requests the server saw in the GET run: the test's + 128 prepared PUTs + clean-up.
+reqs = g["total"] + 128 + 2
 mib = p["total"] * 64
 print(f"| {srv} | {g['ops_per_s']:,.0f} (p99 {g['lat']['p99_ns'] / 1e6:.1f} ms) | "
       f"{(t1 - t0) / hz * 1e6 / reqs:.0f} µs | {p['bytes_per_s'] / 1048576:,.0f} | {(t2 - t1) / hz * 1e3 / mib:.1f} ms |")

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Install the external programs qoslab's tests and benchmarks drive: fio (with the nbd
-# engine), nbdkit, libnbd's nbdinfo/nbdcopy, qemu-img/qemu-storage-daemon, headless
-# Chromium (the report test renders HTML reports and screenshots them), and the S3
-# clients the S3 endpoint is tested with: s3cmd, rclone, curl (SigV4), awscli and boto3.
+# engine), nbdkit, libnbd's nbdinfo/nbdcopy/nbdfuse and Python bindings (strict-mode
+# tests), qemu-img/qemu-storage-daemon, curl (seed 000's commands, SigV4), headless Chromium
+# (the report test renders HTML reports and screenshots them), NetApp's own ONTAP client
+# (netapp-ontap from PyPI, pinned) that the ONTAP-compatibility test drives, the S3 clients
+# the S3 endpoint is tested with (s3cmd, rclone, awscli and boto3), and for tenant sweeps:
+# fuse3, e2fsprogs/xfsprogs, git, tar and redis-server (not started as a service).
 # Idempotent: installs only what is missing. Needs root (apt-get).
 set -euo pipefail
 declare -A pkg_of=(
@@ -17,6 +20,17 @@ declare -A pkg_of=(
   [s3cmd]=s3cmd
   [rclone]=rclone
   [curl]=curl
+  [nbdsh]=python3-libnbd
+  # tenants (seed 004): volumes mounted as file systems, and the applications on them
+  [nbdfuse]=libnbd-bin
+  [fusermount3]=fuse3
+  [losetup]=mount
+  [mkfs.ext4]=e2fsprogs
+  [mkfs.xfs]=xfsprogs
+  [git]=git
+  [tar]=tar
+  [redis-server]=redis-server
+  [redis-cli]=redis-tools
 )
 missing=()
 for cmd in "${!pkg_of[@]}"; do
@@ -37,11 +51,25 @@ if ! python3 -c 'import boto3' >/dev/null 2>&1 || ! command -v aws >/dev/null 2>
   python3 -m pip install --quiet awscli boto3 2>/dev/null \
     || python3 -m pip install --quiet --break-system-packages awscli boto3
 fi
+# libnbd's Python module is Debian's, for Debian's python3 (nbdsh may be present while
+# another python3 comes first on PATH).
+if ! /usr/bin/python3 -c "import nbd" 2>/dev/null; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-libnbd >/dev/null
+fi
+NETAPP_ONTAP_VERSION=9.19.1.0
+if ! python3 -c "import netapp_ontap, sys; sys.exit(netapp_ontap.__version__ != '$NETAPP_ONTAP_VERSION')" 2>/dev/null; then
+  echo "install-deps: pip installing netapp-ontap==$NETAPP_ONTAP_VERSION" >&2
+  python3 -m pip install --quiet --disable-pip-version-check "netapp-ontap==$NETAPP_ONTAP_VERSION" 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "netapp-ontap==$NETAPP_ONTAP_VERSION"
+fi
 if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
   echo "install-deps: this fio ($(fio --version)) lacks the nbd ioengine" >&2
   exit 1
 fi
-echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1)" >&2
+echo "install-deps: fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1), netapp-ontap $(python3 -c 'import netapp_ontap; print(netapp_ontap.__version__)')" >&2
 echo "install-deps: $(aws --version 2>&1 | head -1), boto3 $(python3 -c 'import boto3; print(boto3.__version__)'), s3cmd $(s3cmd --version | awk '{print $3}'), $(rclone version | head -1), $(curl --version | head -1 | awk '{print $1, $2}')" >&2
 
 # System suites (crates/hosts, crates/suites) and their namespace test hosts (crates/testbed):

@@ -212,8 +212,6 @@ impl Sampling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node_api::http_get;
-    use std::io::{Read, Write};
 
     struct Fake(u32);
     impl NodeProbe for Fake {
@@ -246,69 +244,25 @@ mod tests {
         assert!(out.iter().all(|s| s.volume == "busy"));
     }
 
-    /// Serve one canned HTTP reply on a loopback port.
-    fn serve_once(reply: &'static str) -> String {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            let (mut c, _) = l.accept().unwrap();
-            // Read the whole request head before replying and closing.
-            let (mut got, mut buf) = (Vec::new(), [0u8; 1024]);
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match c.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
-            }
-            c.write_all(reply.as_bytes()).unwrap();
-        });
-        format!("http://127.0.0.1:{port}")
+    /// A node API that answers every GET with one canned body.
+    struct Canned(serde_json::Value);
+    impl crate::node_api::NodeApi for Canned {
+        fn get(&self, _path: &str, _t: Duration) -> Result<serde_json::Value, String> {
+            Ok(self.0.clone())
+        }
     }
 
     #[test]
-    fn rest_probe_reads_the_metric_block_chunked_or_not() {
+    fn rest_probe_reads_the_metric_block() {
         let body = r#"{"records":[{"name":"v","metric":{"iops":{"read":500,"write":2,"other":0},"throughput":{"read":2048000,"write":8192},"latency":{"total":31000},"qos_latency":{"ceiling":30000,"floor":0}}}]}"#;
-        let plain: &'static str = Box::leak(
-            format!(
-                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
-                body.len()
-            )
-            .into_boxed_str(),
-        );
-        let (a, b) = body.split_at(40);
-        let chunked: &'static str = Box::leak(
-            format!(
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
-                a.len(),
-                b.len()
-            )
-            .into_boxed_str(),
-        );
-        for reply in [plain, chunked] {
-            let url = serve_once(reply);
-            let body = http_get(&url, "/api", Duration::from_secs(5)).unwrap();
-            assert!(
-                body.starts_with("{\"records\"") && body.ends_with("}}]}"),
-                "{body}"
-            );
-            let mut p = RestProbe::new(NodeHandle::plain(&serve_once(reply)));
-            p.timeout = Duration::from_secs(5);
-            let s = p.poll();
-            assert_eq!(s.len(), 1, "{reply}");
-            assert_eq!((s[0].read_iops, s[0].write_iops), (500.0, 2.0));
-            assert_eq!(s[0].ceiling_wait_us, 30000.0);
-            assert_eq!(s[0].volume, "v");
-        }
-        let e = http_get(
-            &serve_once("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"),
-            "/x",
-            Duration::from_secs(2),
-        )
-        .unwrap_err();
-        assert!(e.contains("HTTP 404"), "{e}");
-        assert!(http_get("https://x", "/", Duration::from_secs(1))
-            .unwrap_err()
-            .contains("only http://"));
+        let api = Canned(serde_json::from_str(body).unwrap());
+        let mut p = RestProbe::new(NodeHandle::new("http://node", std::sync::Arc::new(api)));
+        p.timeout = Duration::from_secs(5);
+        let s = p.poll();
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].read_iops, s[0].write_iops), (500.0, 2.0));
+        assert_eq!(s[0].ceiling_wait_us, 30000.0);
+        assert_eq!(s[0].volume, "v");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use clap::Args;
 use fio::executor::fio_version;
 use fio::{Executor, LiveSink, RealFio, RemoteFio};
 use harness::host::Env;
-use harness::node_api::{NodeHandle, PlainHttp};
+use harness::node_api::{NodeApi, NodeHandle};
 use harness::plan::parse_duration_str;
 use harness::store::Store;
 use harness::target::{temp_dir, Target};
@@ -71,6 +71,12 @@ pub struct BenchArgs {
     /// Results database.
     #[arg(long)]
     db: Option<PathBuf>,
+    /// --node: a file holding the API's bearer token (or use -u USER[:PASSWORD]).
+    #[arg(long, value_name = "FILE", requires = "node")]
+    token_file: Option<PathBuf>,
+    /// --node: how to trust and authenticate to the node's HTTPS API.
+    #[command(flatten)]
+    conn: crate::http_client::ConnArgs,
     #[command(flatten)]
     families: FamilyArgs,
 }
@@ -130,10 +136,26 @@ pub(crate) fn exit_failed() -> ! {
     std::process::exit(1)
 }
 
-/// How the harness reaches a running node's REST API (`--node URL`): the one place to
-/// change the client (HTTPS, a token).
-pub(crate) fn node_api(url: &str) -> NodeHandle {
-    NodeHandle::new(url, Arc::new(PlainHttp::new(url)))
+/// The node's REST API through `api-client` (HTTPS with certificate checks, basic or bearer
+/// auth; plain `http://` for nodes started with `--insecure-http`).
+struct ApiClientNode(api_client::Client);
+
+impl NodeApi for ApiClientNode {
+    fn get(&self, path: &str, timeout: std::time::Duration) -> Result<serde_json::Value, String> {
+        self.0.get_within(path, timeout).map_err(|e| e.to_string())
+    }
+}
+
+/// How the harness reaches a running node's REST API (`--node URL`): the one place that
+/// picks the client, with the CLI's trust and user options.
+pub(crate) fn node_api(
+    url: &str,
+    conn: &crate::http_client::ConnArgs,
+    token_file: &Option<PathBuf>,
+) -> anyhow::Result<NodeHandle> {
+    let opts = conn.client_options(url, token_file)?;
+    let client = api_client::Client::new(&opts).with_context(|| format!("--node {url}"))?;
+    Ok(NodeHandle::new(url, Arc::new(ApiClientNode(client))))
 }
 
 /// The executor: local fio, or fio's client/server mode when clients are given.
@@ -219,7 +241,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                      remove them and name an existing volume with --volume"
                 );
             }
-            harness::target::node_volume(&node_api(url), vol)?
+            harness::target::node_volume(&node_api(url, &args.conn, &args.token_file)?, vol)?
         }
         _ => Target::parse(&target_s)?,
     };

@@ -1,14 +1,16 @@
-//! A tiny blocking HTTP/1.1 client for the CLI (`Connection: close`, Content-Length bodies),
-//! plus the options every API command shares.
+//! The CLI's side of the REST API: the options every API command shares (where the node
+//! is, how to trust its certificate, who we are) and a [`Client`] over the `api-client`
+//! crate (ureq + rustls), plus table/JSON printing.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, Context};
+use api_client::{data_dir_ca, Auth, ClientOptions, Trust};
 use clap::{Args, ValueEnum};
 use serde_json::Value;
+
+pub use api_client::ApiFailure;
 
 /// How results are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -17,11 +19,11 @@ pub enum Output {
     Json,
 }
 
-/// Options shared by `policy`, `volume` and `stats`.
+/// Options shared by `policy`, `volume`, `stats` and `ontap`.
 #[derive(Args, Clone, Debug)]
 pub struct ApiArgs {
-    /// Base URL of the node's REST API.
-    #[arg(long, global = true, default_value = "http://127.0.0.1:8080")]
+    /// Base URL of the node's REST API (http:// for a node run with --insecure-http).
+    #[arg(long, global = true, default_value = "https://127.0.0.1:8080")]
     pub url: String,
     /// File holding the bearer token (the node's --api-token-file).
     #[arg(long, global = true, value_name = "PATH")]
@@ -31,111 +33,111 @@ pub struct ApiArgs {
     pub output: Output,
 }
 
-/// A client for one node.
-pub struct Client {
-    host_port: String,
-    base_path: String,
-    token: Option<String>,
+/// How to trust the node's certificate and who to log in as.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ConnArgs {
+    /// The node's data directory: trust its certificate (DATA_DIR/tls/ca-cert.pem).
+    /// Without this, --cacert or --insecure, ./qoslab-data is tried (serve's default).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Trust the CA certificate(s) in this PEM file.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Do not verify the node's certificate (like curl -k): encrypted, not authenticated.
+    #[arg(long, short = 'k', global = true)]
+    pub insecure: bool,
+    /// API user, as USER:PASSWORD or USER (password from $QOSLAB_PASSWORD, or asked for
+    /// on a terminal), like curl -u.
+    #[arg(long, short = 'u', global = true, value_name = "USER[:PASSWORD]")]
+    pub user: Option<String>,
 }
 
-/// An error reply from the API (ONTAP shape), shown as the CLI's error.
-#[derive(Debug)]
-pub struct ApiFailure {
-    pub status: u16,
-    pub message: String,
-    pub code: String,
-    pub target: String,
-}
-
-impl std::fmt::Display for ApiFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} (HTTP {}, code {}",
-            self.message, self.status, self.code
-        )?;
-        if !self.target.is_empty() {
-            write!(f, ", target {}", self.target)?;
+impl ConnArgs {
+    /// The trust decision: --insecure, --cacert, --data-dir, ./qoslab-data, public roots.
+    pub fn trust(&self) -> Trust {
+        if self.insecure {
+            return Trust::Insecure;
         }
-        write!(f, ")")
+        if let Some(c) = &self.cacert {
+            return Trust::CaFile(c.clone());
+        }
+        if let Some(d) = &self.data_dir {
+            return Trust::CaFile(data_dir_ca(d));
+        }
+        let local = data_dir_ca(std::path::Path::new("qoslab-data"));
+        if local.exists() {
+            return Trust::CaFile(local);
+        }
+        Trust::PublicRoots
     }
-}
 
-impl std::error::Error for ApiFailure {}
+    /// The `api-client` options for `url` (what `Client::connect` uses; the harness's
+    /// `--node` probes can be built from the same).
+    pub fn client_options(
+        &self,
+        url: &str,
+        token_file: &Option<PathBuf>,
+    ) -> anyhow::Result<ClientOptions> {
+        Ok(ClientOptions {
+            url: url.to_string(),
+            auth: self.auth(token_file)?,
+            trust: self.trust(),
+            timeout: None,
+        })
+    }
 
-impl Client {
-    pub fn new(args: &ApiArgs) -> anyhow::Result<Client> {
-        let rest = args.url.strip_prefix("http://").ok_or_else(|| {
-            anyhow!(
-                "--url {:?}: expected http://HOST:PORT (https is not supported)",
-                args.url
-            )
-        })?;
-        let (host_port, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
-            None => (rest, ""),
-        };
-        if host_port.is_empty() {
-            bail!("--url {:?}: no host", args.url);
+    fn auth(&self, token_file: &Option<PathBuf>) -> anyhow::Result<Auth> {
+        if let Some(u) = &self.user {
+            let (user, password) = match u.split_once(':') {
+                Some((a, b)) => (a.to_string(), b.to_string()),
+                None => (u.clone(), password_for(u)?),
+            };
+            return Ok(Auth::Basic { user, password });
         }
-        let host_port = if host_port.contains(':') {
-            host_port.to_string()
-        } else {
-            format!("{host_port}:80")
-        };
-        let token = match &args.token_file {
-            None => None,
-            Some(p) => Some(
+        match token_file {
+            None => Ok(Auth::None),
+            Some(p) => Ok(Auth::Bearer(
                 std::fs::read_to_string(p)
                     .with_context(|| format!("reading the token file {}", p.display()))?
                     .trim()
                     .to_string(),
-            ),
-        };
-        Ok(Client {
-            host_port,
-            base_path: path.to_string(),
-            token,
-        })
+            )),
+        }
     }
+}
 
-    /// Send a request; returns the status and the raw body.
-    pub fn raw(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&Value>,
-    ) -> anyhow::Result<(u16, String)> {
-        let mut s = TcpStream::connect(&self.host_port).with_context(|| {
-            format!(
-                "cannot reach the qoslab API at {} (is `qoslab serve` running? see --url)",
-                self.host_port
-            )
-        })?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))?;
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let mut req = format!(
-            "{method} {}{path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n",
-            self.base_path, self.host_port
-        );
-        if let Some(t) = &self.token {
-            req.push_str(&format!("Authorization: Bearer {t}\r\n"));
-        }
-        if !body.is_empty() || method != "GET" {
-            req.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
-            ));
-        }
-        req.push_str("\r\n");
-        req.push_str(&body);
-        s.write_all(req.as_bytes())?;
-        let mut resp = Vec::new();
-        s.read_to_end(&mut resp)?;
-        parse_response(&resp)
+/// The password of `user`: $QOSLAB_PASSWORD, or typed at a terminal without echo.
+fn password_for(user: &str) -> anyhow::Result<String> {
+    if let Ok(p) = std::env::var("QOSLAB_PASSWORD") {
+        return Ok(p);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(anyhow!(
+            "--user {user}: no password (give USER:PASSWORD, or set QOSLAB_PASSWORD)"
+        ));
+    }
+    crate::user_cmd::read_password(&format!("Password for {user}: "))
+}
+
+/// A client for one node.
+pub struct Client {
+    inner: api_client::Client,
+}
+
+impl Client {
+    pub fn connect(args: &ApiArgs, conn: &ConnArgs) -> anyhow::Result<Client> {
+        let inner = api_client::Client::new(&conn.client_options(&args.url, &args.token_file)?)?;
+        Ok(Client { inner })
     }
 
     /// Send a request and decode JSON; an error reply becomes an [`ApiFailure`].
+    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> anyhow::Result<Value> {
+        self.inner.call(method, path, body).map_err(|e| match e {
+            api_client::ClientError::Api(f) => anyhow::Error::new(ApiFailureError(f)),
+            other => anyhow::Error::new(other),
+        })
+    }
+
     /// The uuid of the record of `collection` (an API path) whose name — or failing that,
     /// uuid — is `key`; `what` names the kind in the error ("QoS policy", "volume").
     pub fn resolve(
@@ -171,66 +173,21 @@ impl Client {
         }
         Ok(())
     }
+}
 
-    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> anyhow::Result<Value> {
-        let (status, text) = self.raw(method, path, body)?;
-        let v: Value = if text.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text)
-                .with_context(|| format!("HTTP {status}: the reply is not JSON: {text:.200}"))?
-        };
-        if (200..300).contains(&status) {
-            return Ok(v);
-        }
-        let e = &v["error"];
-        Err(ApiFailure {
-            status,
-            message: e["message"].as_str().unwrap_or(&text).to_string(),
-            code: e["code"].as_str().unwrap_or("").to_string(),
-            target: e["target"].as_str().unwrap_or("").to_string(),
-        }
-        .into())
+/// An [`ApiFailure`] as an error (the message, status and code the API gave).
+#[derive(Debug)]
+pub struct ApiFailureError(pub ApiFailure);
+
+impl std::fmt::Display for ApiFailureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }
 
-fn parse_response(resp: &[u8]) -> anyhow::Result<(u16, String)> {
-    let end = resp
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| anyhow!("malformed HTTP reply ({} bytes)", resp.len()))?;
-    let head = String::from_utf8_lossy(&resp[..end]);
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or("");
-    let status: u16 = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| anyhow!("malformed HTTP status line {status_line:?}"))?;
-    let mut body = &resp[end + 4..];
-    for l in lines {
-        if let Some((k, v)) = l.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                if let Ok(n) = v.trim().parse::<usize>() {
-                    body = &body[..n.min(body.len())];
-                }
-            }
-        }
-    }
-    Ok((status, String::from_utf8_lossy(body).into_owned()))
-}
+impl std::error::Error for ApiFailureError {}
 
-/// Percent-encode a query value.
-pub fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+pub use api_client::enc;
 
 /// Print rows as an aligned table (numbers right-aligned).
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
@@ -283,18 +240,4 @@ pub fn print_json(v: &Value) {
         "{}",
         serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn responses() {
-        let (s, b) =
-            parse_response(b"HTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\n{}xx").unwrap();
-        assert_eq!((s, b.as_str()), (201, "{}"));
-        assert!(parse_response(b"garbage").is_err());
-        assert_eq!(enc("a b/c*"), "a%20b%2Fc*");
-    }
 }

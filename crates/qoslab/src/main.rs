@@ -5,6 +5,7 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod http_client;
+mod ontap;
 mod policy_cmd;
 mod report_cmd;
 mod results;
@@ -12,7 +13,9 @@ mod s3_admin;
 mod s3_cmd;
 mod serve;
 mod stats_cmd;
+mod tenants_cmd;
 mod ui;
+mod user_cmd;
 mod volume_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -57,6 +60,14 @@ enum Command {
     /// on stdout. Started by `qoslab bench` over ssh; not for interactive use.
     #[command(name = "s3-driver", hide = true)]
     S3Driver,
+    /// Tenant file systems over volumes (nbdfuse -> loop -> mkfs -> mount): mount, run a
+    /// command, tear down; clean up what a killed run left behind.
+    Tenants(tenants_cmd::TenantsArgs),
+    /// ONTAP clustershell commands against a node: `qos policy-group ...`, `vol modify ...`
+    /// (one command from the words given, or an interactive `::>` prompt).
+    Ontap(ontap::OntapArgs),
+    /// API users of a node (HTTP basic auth): create, list, delete.
+    User(user_cmd::UserArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -82,6 +93,12 @@ fn main() -> std::process::ExitCode {
         Command::Stats(args) => stats_cmd::run(args),
         Command::S3(args) => s3_admin::run(args),
         Command::S3Driver => s3_driver(),
+        Command::Tenants(args) => match tenants_cmd::run(args) {
+            Ok(code) => return std::process::ExitCode::from(code.clamp(0, 255) as u8),
+            Err(e) => Err(e),
+        },
+        Command::Ontap(args) => ontap::run(args),
+        Command::User(args) => user_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -131,6 +148,6 @@ mod tests {
             .map(|v| v.get_name().to_string())
             .collect();
         assert_eq!(values, registry.profiles());
-        assert_eq!(values, ["dbench", "isolation", "ramp"]);
+        assert_eq!(values, ["dbench", "isolation", "ramp", "s3", "tenants"]);
     }
 }

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use qos_core::{parse_iops_per_capacity, parse_throughput, Allocation, BlockSize};
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{print_json, print_table, text, ApiArgs, Client, Output};
+use crate::http_client::{print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
 
 const POLICIES: &str = "/api/storage/qos/policies";
 
@@ -22,6 +22,8 @@ EXAMPLES:
 pub struct PolicyArgs {
     #[command(flatten)]
     api: ApiArgs,
+    #[command(flatten)]
+    conn: ConnArgs,
     #[command(subcommand)]
     cmd: PolicyCmd,
 }
@@ -211,7 +213,7 @@ pub fn limits_text(p: &Value) -> String {
 }
 
 pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
-    let c = Client::new(&args.api)?;
+    let c = Client::connect(&args.api, &args.conn)?;
     let out = args.api.output;
     match args.cmd {
         PolicyCmd::Create { name, spec, svm } => {

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{enc, print_json, print_table, text, ApiArgs, Client, Output};
+use crate::http_client::{enc, print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -22,6 +22,8 @@ The node serves S3 with `qoslab serve --listen-s3 ADDR`. See docs/S3.md.")]
 pub struct S3Args {
     #[command(flatten)]
     api: ApiArgs,
+    #[command(flatten)]
+    conn: ConnArgs,
     #[command(subcommand)]
     cmd: S3Cmd,
 }
@@ -111,7 +113,7 @@ fn size_bytes(s: &str) -> anyhow::Result<u64> {
 }
 
 pub fn run(args: S3Args) -> anyhow::Result<()> {
-    let c = Client::new(&args.api)?;
+    let c = Client::connect(&args.api, &args.conn)?;
     let out = args.api.output;
     let base = base(&c)?;
     match args.cmd {

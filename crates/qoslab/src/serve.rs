@@ -8,7 +8,8 @@ use anyhow::Context;
 use clap::Args;
 use storage_node::api::http as api_http;
 use storage_node::api::ControlPlane;
-use storage_node::server::{self, Listeners, ServerStats};
+use storage_node::server::handshake::TlsMode;
+use storage_node::server::{self, Listeners, NbdTls, ServerStats};
 use storage_node::{Node, NodeConfig};
 
 #[derive(Args)]
@@ -26,8 +27,14 @@ controller: declare [capacity] in the config, or --capacity-iops/--capacity-mbps
 
 With neither --listen-unix nor --listen-tcp (and nothing in the config), the node listens on
 127.0.0.1:10809 and on DATA_DIR/nbd.sock. The REST API and /metrics listen on --listen-http
-(default 127.0.0.1:8080; `off` disables them); see docs/API.md. Policies and volumes live in
-DATA_DIR/state.db: the config file seeds a new data directory only. See docs/CONFIG.md.")]
+(default 127.0.0.1:8080; `off` disables them) over HTTPS, with a certificate generated in
+DATA_DIR/tls/ on first start (clients trust DATA_DIR/tls/ca-cert.pem; `qoslab` commands do
+so with --data-dir) unless --tls-cert/--tls-key are given; --insecure-http serves plain HTTP.
+API users (HTTP basic auth) are created with `qoslab user create NAME --data-dir DIR`; once
+one exists, every API request needs credentials. NBD over TLS: --nbd-tls on|require (the
+same certificate; clients use nbds:// URIs). See docs/API.md and docs/CONFIG.md.
+Policies and volumes live in DATA_DIR/state.db: the config file seeds a new data directory
+only.")]
 pub struct ServeArgs {
     /// Node configuration (TOML): policies and volumes. See docs/CONFIG.md.
     #[arg(long, short)]
@@ -60,9 +67,23 @@ pub struct ServeArgs {
     /// (`Authorization: Bearer TOKEN`). GET and /metrics stay open.
     #[arg(long, value_name = "PATH")]
     api_token_file: Option<PathBuf>,
-    /// Allow the API on a non-loopback address without --api-token-file.
+    /// Allow the API on a non-loopback address with no API users and no --api-token-file.
     #[arg(long)]
     insecure: bool,
+    /// Serve the REST API over plain HTTP instead of HTTPS (loopback labs, old scripts).
+    #[arg(long)]
+    insecure_http: bool,
+    /// PEM certificate (chain) for HTTPS and NBD TLS, instead of the one generated in
+    /// DATA_DIR/tls/. Needs --tls-key.
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// NBD over TLS (STARTTLS): off (default), on (clients may upgrade), require (every
+    /// client must: plaintext options get NBD_REP_ERR_TLS_REQD), like nbdkit --tls.
+    #[arg(long, value_name = "off|on|require", default_value = "off")]
+    nbd_tls: NbdTlsArg,
     /// Emulated controller: node-wide ops/s shared by all volumes (overrides [capacity]
     /// iops). Floors are enforced by mClock within it.
     #[arg(long, value_name = "IOPS", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
@@ -83,6 +104,29 @@ pub struct ServeArgs {
     calibrate: bool,
     #[command(flatten)]
     s3: crate::s3_cmd::S3ServeArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NbdTlsArg {
+    Off,
+    On,
+    Require,
+}
+
+/// The TLS identity: the given files, or the one generated in DATA_DIR/tls/.
+fn tls_files(
+    args: &ServeArgs,
+    data_dir: &std::path::Path,
+    names: &[String],
+) -> anyhow::Result<storage_node::tls::TlsFiles> {
+    Ok(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => storage_node::tls::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            ca: None,
+        },
+        _ => storage_node::tls::ensure_generated(data_dir, names)?,
+    })
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -135,15 +179,35 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             Some(t)
         }
     };
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    let auth = Arc::new(storage_node::api::auth::Auth::new(
+        token.clone(),
+        Some(data_dir.clone()),
+    ));
+    let users = storage_node::api::users::load(&data_dir)?.len();
     if let Some(a) = http {
-        if !a.ip().is_loopback() && token.is_none() && !args.insecure {
+        if !a.ip().is_loopback() && token.is_none() && users == 0 && !args.insecure {
             anyhow::bail!(
-                "refusing to serve the REST API on non-loopback address {a} without \
-                 --api-token-file (anyone could change policies and delete volumes); \
-                 give a token file, or --insecure to do it anyway"
+                "refusing to serve the REST API on non-loopback address {a} with no API \
+                 users and no --api-token-file (anyone could change policies and delete \
+                 volumes); create a user (qoslab user create NAME --data-dir {}), give a \
+                 token file, or --insecure to do it anyway",
+                data_dir.display()
             );
         }
+        if !a.ip().is_loopback() && args.insecure_http {
+            tracing::warn!("--insecure-http on non-loopback address {a}: credentials and data cross the network in clear");
+        }
     }
+    let mut names: Vec<String> = http.iter().map(|a| a.ip().to_string()).collect();
+    names.extend(tcp.iter().map(|a| a.ip().to_string()));
+    let need_tls = (http.is_some() && !args.insecure_http) || args.nbd_tls != NbdTlsArg::Off;
+    let tls = if need_tls {
+        Some(tls_files(&args, &data_dir, &names)?)
+    } else {
+        None
+    };
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = args.threads {
         builder.worker_threads(n as usize);
@@ -156,12 +220,36 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let stats = Arc::new(ServerStats::default());
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
         let node = cp.node.clone();
-        let listeners = Listeners::bind(unix.as_deref(), tcp).await?;
+        let mut listeners = Listeners::bind(unix.as_deref(), tcp).await?;
+        let nbd_mode = match args.nbd_tls {
+            NbdTlsArg::Off => TlsMode::Off,
+            NbdTlsArg::On => TlsMode::On,
+            NbdTlsArg::Require => TlsMode::Require,
+        };
+        if let (Some(files), true) = (&tls, nbd_mode != TlsMode::Off) {
+            listeners.tls = Some(Arc::new(NbdTls::new(files, nbd_mode)?));
+        }
+        if let Some(files) = &tls {
+            println!(
+                "qoslab: tls: certificate {}{}; NBD TLS {}",
+                files.cert.display(),
+                match &files.ca {
+                    Some(ca) => format!(" (clients trust {})", ca.display()),
+                    None => String::new(),
+                },
+                match nbd_mode {
+                    TlsMode::Off => "off",
+                    TlsMode::On => "on (nbds:// or plain)",
+                    TlsMode::Require => "required (nbds:// only)",
+                }
+            );
+        }
         cp.set_nbd_endpoints(storage_node::api::NbdEndpoints {
             tcp: listeners.tcp_addr(),
             unix: unix
                 .as_ref()
                 .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+            tls_required: nbd_mode == TlsMode::Require,
         });
         let sampler = storage_node::metrics::spawn_sampler(node.clone());
         let api = match http {
@@ -171,20 +259,38 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("listening for HTTP on {a}"))?;
                 let bound = l.local_addr()?;
-                println!(
-                    "qoslab: api: http://{bound} ({})",
-                    if token.is_some() {
-                        "changes need the bearer token"
-                    } else {
-                        "no token"
-                    }
-                );
-                let cfg = api_http::HttpConfig { token };
+                let server_tls = match (&tls, args.insecure_http) {
+                    (Some(f), false) => Some(storage_node::tls::server_config(f, &[b"http/1.1"])?),
+                    _ => None,
+                };
+                let scheme = if server_tls.is_some() {
+                    "https"
+                } else {
+                    "http"
+                };
+                let who = match (users, token.is_some()) {
+                    (0, false) => "open: no API users, no token".to_string(),
+                    (0, true) => "changes need the bearer token".to_string(),
+                    (n, t) => format!(
+                        "{n} API user(s){}: every request needs credentials",
+                        if t { " and the bearer token" } else { "" }
+                    ),
+                };
+                println!("qoslab: api: {scheme}://{bound} ({who})");
+                let cfg = api_http::HttpConfig {
+                    auth: auth.clone(),
+                    tls: server_tls,
+                };
                 Some(tokio::spawn(api_http::serve(l, cp.clone(), cfg)))
             }
         };
         let s3 = crate::s3_cmd::start(&args.s3, &cp).await?;
-        print_ready(&node, unix.as_deref(), listeners.tcp_addr());
+        print_ready(
+            &node,
+            unix.as_deref(),
+            listeners.tcp_addr(),
+            nbd_mode == TlsMode::Require,
+        );
         server::serve(node, listeners, stats, shutdown_signal()).await;
         if let Some(a) = api {
             a.abort();
@@ -244,15 +350,21 @@ fn apply_capacity_args(
     Ok(())
 }
 
-fn print_ready(node: &Node, unix: Option<&std::path::Path>, tcp: Option<SocketAddr>) {
+fn print_ready(
+    node: &Node,
+    unix: Option<&std::path::Path>,
+    tcp: Option<SocketAddr>,
+    tls_only: bool,
+) {
     use std::io::Write;
     let mut out = String::new();
     let mut where_ = Vec::new();
+    let s = if tls_only { "s" } else { "" };
     if let Some(u) = unix {
-        where_.push(format!("nbd+unix:///NAME?socket={}", u.display()));
+        where_.push(format!("nbd{s}+unix:///NAME?socket={}", u.display()));
     }
     if let Some(t) = tcp {
-        where_.push(format!("nbd://{t}/NAME"));
+        where_.push(format!("nbd{s}://{t}/NAME"));
     }
     let vols = node.volumes();
     out.push_str(&format!(

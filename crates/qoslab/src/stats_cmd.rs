@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::http_client::{print_json, ApiArgs, Client, Output};
+use crate::http_client::{print_json, ApiArgs, Client, ConnArgs, Output};
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -20,6 +20,8 @@ EXAMPLES:
 pub struct StatsArgs {
     #[command(flatten)]
     api: ApiArgs,
+    #[command(flatten)]
+    conn: ConnArgs,
     /// Number of refreshes (0: until interrupted).
     #[arg(long, default_value_t = 0)]
     iterations: u64,
@@ -35,7 +37,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     if !(args.interval > 0.0 && args.interval.is_finite()) {
         anyhow::bail!("--interval must be a positive number of seconds");
     }
-    let c = Client::new(&args.api)?;
+    let c = Client::connect(&args.api, &args.conn)?;
     let mut i = 0u64;
     loop {
         let r = c.call("GET", "/api/storage/volumes?fields=metric,qos", None)?;
@@ -64,7 +66,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     }
 }
 
-fn totals(recs: &[Value]) -> Value {
+pub(crate) fn totals(recs: &[Value]) -> Value {
     let sum = |path: [&str; 3]| -> u64 {
         recs.iter()
             .map(|v| v[path[0]][path[1]][path[2]].as_u64().unwrap_or(0))

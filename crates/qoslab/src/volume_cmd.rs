@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{print_json, print_table, text, ApiArgs, Client, Output};
+use crate::http_client::{print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
 
 const VOLUMES: &str = "/api/storage/volumes";
 
@@ -21,6 +21,8 @@ EXAMPLES:
 pub struct VolumeArgs {
     #[command(flatten)]
     api: ApiArgs,
+    #[command(flatten)]
+    conn: ConnArgs,
     #[command(subcommand)]
     cmd: VolumeCmd,
 }
@@ -75,7 +77,7 @@ fn resolve(c: &Client, key: &str) -> anyhow::Result<String> {
 }
 
 pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
-    let c = Client::new(&args.api)?;
+    let c = Client::connect(&args.api, &args.conn)?;
     let out = args.api.output;
     match args.cmd {
         VolumeCmd::Create {

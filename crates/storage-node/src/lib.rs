@@ -24,6 +24,7 @@ pub mod scheduler;
 pub mod server;
 pub mod state;
 pub mod stats;
+pub mod tls;
 pub mod volume;
 
 pub use config::NodeConfig;

@@ -30,7 +30,14 @@ async fn a_client_that_never_finishes_its_request_head_is_dropped() {
     let cp = ControlPlane::open(&cfg, &dir, Arc::new(ServerStats::default())).unwrap();
     let listener = http::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(http::serve(listener, cp, HttpConfig { token: None }));
+    tokio::spawn(http::serve(
+        listener,
+        cp,
+        HttpConfig {
+            auth: Arc::new(storage_node::api::auth::Auth::new(None, None)),
+            tls: None,
+        },
+    ));
 
     let mut slow = TcpStream::connect(addr).await.unwrap();
     slow.write_all(b"GET /api/storage/volumes HTTP/1.1\r\nHost: x\r\n")

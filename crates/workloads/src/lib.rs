@@ -19,5 +19,6 @@ pub mod isolation;
 pub mod ramp;
 pub mod registry;
 pub mod s3;
+pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};

@@ -29,6 +29,7 @@ pub static FAMILIES: &[&dyn WorkloadFamily] = &[
     &crate::isolation::Isolation,
     &crate::ramp::Ramp,
     &crate::s3::S3,
+    &crate::tenants::Tenants,
 ];
 
 /// The harness's registry of [`FAMILIES`].

@@ -77,6 +77,49 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
 }
 
 #[test]
+fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
+    let _g = heavy();
+    let node = Node::start_https(NODE, &[]);
+    crate::ontap_rest::create_user(&node, "admin", "Netapp1!");
+    let url = node.api_url();
+    assert!(url.starts_with("https://"), "{url}");
+    let d = Dir::new("node-https");
+    d.write("p.toml", &plan("iops_mean ~= policy.ceiling +-3%"));
+    let data = node.data_dir().display().to_string();
+    let base = [
+        "bench", "p.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
+    ];
+    // Trusting the node's CA (its data dir) with the user's password: measured and judged
+    // against the limits read over HTTPS.
+    let mut args = base.to_vec();
+    args.extend(["--data-dir", &data, "-u", "admin:Netapp1!"]);
+    let o = qoslab(&d, &args, LIMIT);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("PASS iops_mean ~= policy.ceiling +-3%"),
+        "{out}"
+    );
+    // Without credentials the node answers 401, and the run does not start.
+    let mut args = base.to_vec();
+    args.extend(["--data-dir", &data]);
+    let o = qoslab(&d, &args, LIMIT);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("401") || err.to_lowercase().contains("auth"),
+        "{err}"
+    );
+    // Without trusting its certificate, the connection is refused as untrusted.
+    let mut args = base.to_vec();
+    args.extend(["-u", "admin:Netapp1!"]);
+    let o = qoslab(&d, &args, LIMIT);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
+}
+
+#[test]
 fn an_unknown_volume_or_a_plan_with_node_tables_is_refused() {
     let node = Node::start(NODE);
     let url = node.api_url();

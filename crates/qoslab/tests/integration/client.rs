@@ -33,6 +33,7 @@ pub const REP_META_CONTEXT: u32 = 4;
 pub const REP_ERR_UNSUP: u32 = 0x8000_0001;
 pub const REP_ERR_INVALID: u32 = 0x8000_0003;
 pub const REP_ERR_UNKNOWN: u32 = 0x8000_0006;
+pub const REP_ERR_TLS_REQD: u32 = 0x8000_0005;
 
 pub const INFO_EXPORT: u16 = 0;
 pub const INFO_NAME: u16 = 1;

@@ -107,6 +107,16 @@ fn users_and_buckets_through_api_and_cli() {
         .as_str()
         .unwrap()
         .to_string();
+    // The S3 service is on the node's default SVM, as /api/svm/svms reports it.
+    let svms = api.get_ok("/api/svm/svms");
+    assert!(
+        svms["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["uuid"] == svm.as_str() && s["name"] == "qoslab"),
+        "{svms}"
+    );
     let buckets = format!("/api/protocols/s3/services/{svm}/buckets");
     let r = api.req(
         "POST",

@@ -100,8 +100,19 @@ impl Node {
     }
 
     /// Like [`Node::start`], with extra `qoslab serve` flags. Unless they include
-    /// `--listen-http`, the REST API listens on a free loopback port ([`Node::api_url`]).
+    /// `--listen-http`, the REST API listens on a free loopback port ([`Node::api_url`]),
+    /// over plain HTTP (`--insecure-http`: most tests speak raw HTTP/1.1 bytes);
+    /// [`Node::start_https`] keeps the node's default, HTTPS.
     pub fn start_with(config_toml: &str, extra: &[&str]) -> Node {
+        let mut args: Vec<&str> = extra.to_vec();
+        if !args.contains(&"--insecure-http") {
+            args.push("--insecure-http");
+        }
+        Node::start_https(config_toml, &args)
+    }
+
+    /// A node with the API on HTTPS (its certificate generated in the data dir).
+    pub fn start_https(config_toml: &str, extra: &[&str]) -> Node {
         let dir = TempDir::new("node");
         let config = dir.join("node.toml");
         fs::write(&config, config_toml).expect("writing node.toml");

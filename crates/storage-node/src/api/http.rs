@@ -1,5 +1,6 @@
-//! HTTP/1.1 front end (hyper): routing, authentication, body limits, and the one place
-//! where API errors become HTTP statuses.
+//! HTTP/1.1 front end (hyper), over TLS (rustls) unless the node was started with
+//! `--insecure-http`: routing, authentication ([`super::auth`]), body limits, and the one
+//! place where API errors become HTTP statuses.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -10,28 +11,46 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
+use super::auth::{self, Auth, Verdict};
 use super::model::{code, ApiError};
-use super::{ControlPlane, Query, Reply};
+use super::query::{parse_query, percent_decode};
+use super::{ControlPlane, Reply, POLICIES, SVMS, VOLUMES};
 
 /// Largest request body accepted (larger: 413).
 pub const MAX_BODY: usize = 1 << 20;
-/// A client that has not sent a complete request head by then is disconnected.
+/// A client that has not sent a complete request head (or finished the TLS handshake)
+/// by then is disconnected.
 pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Argon2 checks allowed at once (each takes ~19 MiB and tens of milliseconds).
+const HASHES_AT_ONCE: usize = 2;
 
 /// HTTP settings.
-#[derive(Clone, Default)]
 pub struct HttpConfig {
-    /// Bearer token required by mutating requests (POST, PATCH, DELETE); `None`: open.
-    pub token: Option<String>,
+    /// Who may call the API.
+    pub auth: Arc<Auth>,
+    /// HTTPS: the server configuration; `None`: plain HTTP (`--insecure-http`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+struct Shared {
+    cp: Arc<ControlPlane>,
+    cfg: HttpConfig,
+    hashing: tokio::sync::Semaphore,
 }
 
 /// Serve the API on `listener` until the task is aborted.
 pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig) {
-    let cfg = Arc::new(cfg);
+    let acceptor = cfg.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let shared = Arc::new(Shared {
+        cp,
+        cfg,
+        hashing: tokio::sync::Semaphore::new(HASHES_AT_ONCE),
+    });
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!("accept (http): {e}");
@@ -40,23 +59,72 @@ pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig
             }
         };
         let _ = stream.set_nodelay(true);
-        let cp = cp.clone();
-        let cfg = cfg.clone();
+        let shared = shared.clone();
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| {
-                let cp = cp.clone();
-                let cfg = cfg.clone();
-                async move { Ok::<_, Infallible>(handle(req, cp, &cfg).await) }
-            });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), svc)
-                .await
-            {
-                tracing::debug!("http connection: {e}");
+            match acceptor {
+                None => connection(stream, shared).await,
+                Some(a) => {
+                    let Some(tls) = handshake(stream, &a, peer).await else {
+                        return;
+                    };
+                    connection(tls, shared).await
+                }
             }
         });
+    }
+}
+
+/// The TLS handshake; a client speaking plain HTTP to the HTTPS port gets a plain-text
+/// 400 saying so (the first byte of a TLS handshake is 0x16; of HTTP, a letter).
+async fn handshake(
+    stream: TcpStream,
+    acceptor: &tokio_rustls::TlsAcceptor,
+    peer: SocketAddr,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let mut first = [0u8; 1];
+    let peeked = tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)).await;
+    if !matches!(peeked, Ok(Ok(1))) {
+        return None;
+    }
+    if first[0].is_ascii_uppercase() {
+        let mut stream = stream;
+        let msg = "this qoslab API speaks HTTPS: use https:// (curl -k, or trust \
+                   DATA_DIR/tls/ca-cert.pem); start the node with --insecure-http for plain HTTP\n";
+        let reply = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{msg}",
+            msg.len()
+        );
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+        return None;
+    }
+    match tokio::time::timeout(HEADER_READ_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(s)) => Some(s),
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, "TLS handshake (http): {e}");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+async fn connection<S>(stream: S, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(handle(req, &shared).await) }
+    });
+    if let Err(e) = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), svc)
+        .await
+    {
+        tracing::debug!("http connection: {e}");
     }
 }
 
@@ -79,13 +147,21 @@ fn json_response(status: u16, body: &serde_json::Value) -> Resp {
 
 /// The one mapping from [`ApiError`] to an HTTP response.
 fn error_response(e: &ApiError) -> Resp {
-    let mut r = json_response(e.status, &e.body());
-    if e.status == 401 {
-        r.headers_mut().insert(
-            hyper::header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer"),
-        );
-    }
+    json_response(e.status, &e.body())
+}
+
+/// A 401 with the challenges this node accepts (basic for users, bearer for the token).
+fn unauthorized_response(e: &ApiError, auth: &Auth) -> Resp {
+    let mut r = error_response(e);
+    let challenge = match (auth.has_users(), auth.has_token()) {
+        (true, true) => "Basic realm=\"qoslab\", Bearer",
+        (true, false) => "Basic realm=\"qoslab\"",
+        _ => "Bearer",
+    };
+    r.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
     r
 }
 
@@ -94,18 +170,29 @@ enum Route {
     Policy(String),
     Volumes,
     Volume(String),
+    Svms,
+    Svm(String),
     Cluster,
     Metrics,
     S3(super::s3::S3Route),
 }
 
+impl Route {
+    fn allowed(&self) -> &'static str {
+        match self {
+            Route::Policies | Route::Volumes => "GET, POST, PATCH, DELETE",
+            Route::Policy(_) | Route::Volume(_) => "GET, PATCH, DELETE",
+            Route::Svms | Route::Svm(_) | Route::Metrics | Route::Cluster => "GET",
+            Route::S3(r) => r.allowed(),
+        }
+    }
+}
+
 fn route(path: &str) -> Option<Route> {
     let p = path.trim_end_matches('/');
-    if p == "/metrics" {
-        return Some(Route::Metrics);
-    }
     let one = |prefix: &str| {
         p.strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('/'))
             .filter(|rest| !rest.is_empty() && !rest.contains('/'))
             .map(percent_decode)
     };
@@ -113,16 +200,15 @@ fn route(path: &str) -> Option<Route> {
         return Some(Route::S3(r));
     }
     match p {
-        "/api/storage/qos/policies" => Some(Route::Policies),
-        "/api/storage/volumes" => Some(Route::Volumes),
+        "/metrics" => Some(Route::Metrics),
+        POLICIES => Some(Route::Policies),
+        VOLUMES => Some(Route::Volumes),
+        SVMS => Some(Route::Svms),
         "/api/cluster" => Some(Route::Cluster),
-        _ => {
-            if let Some(u) = one("/api/storage/qos/policies/") {
-                Some(Route::Policy(u))
-            } else {
-                one("/api/storage/volumes/").map(Route::Volume)
-            }
-        }
+        _ => one(POLICIES)
+            .map(Route::Policy)
+            .or_else(|| one(VOLUMES).map(Route::Volume))
+            .or_else(|| one(SVMS).map(Route::Svm)),
     }
 }
 
@@ -138,37 +224,31 @@ fn method_not_allowed(allowed: &'static str, m: &Method) -> Resp {
     r
 }
 
-async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig) -> Resp {
+async fn handle(req: Request<Incoming>, shared: &Shared) -> Resp {
     let path = req.uri().path().to_string();
     let Some(route) = route(&path) else {
         return error_response(&ApiError::not_found(
             "",
             format!(
-                "no such endpoint {path}; endpoints: /api/cluster, \
-                 /api/storage/qos/policies[/UUID], /api/storage/volumes[/UUID], \
+                "no such endpoint {path}; endpoints: /api/cluster, {POLICIES}[/UUID], \
+                 {VOLUMES}[/UUID], {SVMS}[/UUID], \
                  /api/protocols/s3/services[/SVM_UUID[/users[/NAME]|/buckets[/UUID]]], /metrics"
             ),
         ));
     };
     let method = req.method().clone();
-    let allowed = match route {
-        Route::Policies | Route::Volumes => "GET, POST",
-        Route::Policy(_) | Route::Volume(_) => "GET, PATCH, DELETE",
-        Route::Metrics | Route::Cluster => "GET",
-        Route::S3(ref r) => r.allowed(),
-    };
+    let allowed = route.allowed();
     let ok_method = match method {
         Method::GET | Method::HEAD => true,
-        Method::POST => allowed == "GET, POST",
-        Method::PATCH | Method::DELETE => allowed == "GET, PATCH, DELETE",
+        Method::POST | Method::PATCH | Method::DELETE => allowed.contains(method.as_str()),
         _ => false,
     };
     if !ok_method {
         return method_not_allowed(allowed, &method);
     }
+    let cp = shared.cp.clone();
     if matches!(route, Route::Metrics) {
-        let cp2 = cp.clone();
-        let text = tokio::task::spawn_blocking(move || crate::metrics::render(&cp2))
+        let text = tokio::task::spawn_blocking(move || crate::metrics::render(&cp))
             .await
             .unwrap_or_default();
         let mut r = Response::new(Full::new(Bytes::from(text)));
@@ -179,18 +259,16 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
         return r;
     }
     let mutating = !matches!(method, Method::GET | Method::HEAD);
-    if mutating {
-        if let Some(token) = &cfg.token {
-            if !authorized(req.headers().get(AUTHORIZATION), token) {
-                return error_response(&ApiError::new(
-                    401,
-                    code::UNAUTHORIZED,
-                    "",
-                    "authentication required: send \"Authorization: Bearer <token>\" with the \
-                     token the node was started with (--api-token-file)",
-                ));
-            }
+    let creds = auth::parse(
+        req.headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    );
+    if let Err(e) = authenticate(shared, &creds, mutating).await {
+        if e.status == 401 {
+            return unauthorized_response(&e, &shared.cfg.auth);
         }
+        return error_response(&e);
     }
     let query = match parse_query(req.uri().query().unwrap_or("")) {
         Ok(q) => q,
@@ -235,14 +313,20 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
         tokio::task::spawn_blocking(move || match (method, route) {
             (Method::POST, Route::Policies) => cp.create_policy(&body),
             (Method::POST, Route::Volumes) => cp.create_volume(&body),
+            (Method::PATCH, Route::Policies) => cp.patch_policies(&query, &body),
+            (Method::PATCH, Route::Volumes) => cp.patch_volumes(&query, &body),
+            (Method::DELETE, Route::Policies) => cp.delete_policies(&query),
+            (Method::DELETE, Route::Volumes) => cp.delete_volumes(&query),
             (Method::PATCH, Route::Policy(u)) => cp.patch_policy(&u, &body),
             (Method::PATCH, Route::Volume(u)) => cp.patch_volume(&u, &body),
             (Method::DELETE, Route::Policy(u)) => cp.delete_policy(&u),
             (Method::DELETE, Route::Volume(u)) => cp.delete_volume(&u),
             (_, Route::Policies) => cp.list_policies(&query),
             (_, Route::Volumes) => cp.list_volumes(&query),
+            (_, Route::Svms) => cp.list_svms(&query),
             (_, Route::Policy(u)) => cp.get_policy(&u, &query),
             (_, Route::Volume(u)) => cp.get_volume(&u, &query),
+            (_, Route::Svm(u)) => cp.get_svm(&u, &query),
             (_, Route::Cluster) => cp.cluster(),
             (m, Route::S3(r)) => cp.s3_dispatch(&m, r, &body, &query),
             (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
@@ -261,85 +345,32 @@ async fn handle(req: Request<Incoming>, cp: Arc<ControlPlane>, cfg: &HttpConfig)
     }
 }
 
-fn authorized(h: Option<&HeaderValue>, token: &str) -> bool {
-    let Some(given) = h
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    // Compare in time independent of where the first difference is.
-    let (a, b) = (given.trim().as_bytes(), token.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Parse `fields=` and field filters; ONTAP's paging/ordering parameters are accepted and
-/// ignored (lists are never paged).
-pub fn parse_query(q: &str) -> Result<Query, ApiError> {
-    let mut out = Query::default();
-    for pair in q.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let (k, v) = (percent_decode(k), percent_decode(v));
-        match k.as_str() {
-            "fields" => out.fields.extend(
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|f| !f.is_empty())
-                    .map(str::to_string),
-            ),
-            "return_records" | "return_timeout" | "max_records" | "order_by" => {}
-            _ => out.filters.push((k, v)),
+/// Check credentials; a basic-auth password not seen before is verified with Argon2 on
+/// the blocking pool, at most [`HASHES_AT_ONCE`] at a time.
+async fn authenticate(
+    shared: &Shared,
+    creds: &auth::Credentials,
+    mutating: bool,
+) -> Result<(), ApiError> {
+    match shared.cfg.auth.check(creds, mutating)? {
+        Verdict::Allowed => Ok(()),
+        Verdict::NeedsHash { user, password } => {
+            let _permit = shared
+                .hashing
+                .acquire()
+                .await
+                .map_err(|_| ApiError::internal("shutting down"))?;
+            let auth = shared.cfg.auth.clone();
+            tokio::task::spawn_blocking(move || auth.verify_hash(&user, &password))
+                .await
+                .unwrap_or_else(|e| Err(ApiError::internal(format!("checking a password: {e}"))))
         }
     }
-    Ok(out)
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len()
-                && b[i + 1].is_ascii_hexdigit()
-                && b[i + 2].is_ascii_hexdigit() =>
-            {
-                let hex = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
-                out.push(hex(b[i + 1]) * 16 + hex(b[i + 2]));
-                i += 2;
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decoding_and_queries() {
-        assert_eq!(percent_decode("a%2Cb+c%"), "a,b c%");
-        assert_eq!(percent_decode("%zz"), "%zz");
-        let q = parse_query("fields=name,qos.policy&name=vol*&return_records=true").unwrap();
-        assert_eq!(q.fields, vec!["name", "qos.policy"]);
-        assert_eq!(q.filters, vec![("name".to_string(), "vol*".to_string())]);
-    }
-
-    #[test]
-    fn bearer_tokens() {
-        let h = HeaderValue::from_static("Bearer s3cret");
-        assert!(authorized(Some(&h), "s3cret"));
-        assert!(!authorized(Some(&h), "s3cre"));
-        assert!(!authorized(None, "s3cret"));
-        assert!(!authorized(
-            Some(&HeaderValue::from_static("Basic s3cret")),
-            "s3cret"
-        ));
-    }
 
     #[test]
     fn routes() {
@@ -349,7 +380,10 @@ mod tests {
         ));
         assert!(matches!(route("/api/storage/volumes/abc"), Some(Route::Volume(u)) if u == "abc"));
         assert!(route("/api/storage/volumes/a/b").is_none());
+        assert!(route("/api/storage/volumesX").is_none());
         assert!(matches!(route("/api/cluster"), Some(Route::Cluster)));
+        assert!(matches!(route("/api/svm/svms"), Some(Route::Svms)));
+        assert!(matches!(route("/api/svm/svms/u1"), Some(Route::Svm(u)) if u == "u1"));
         assert!(route("/api/cluster/nodes").is_none());
     }
 }

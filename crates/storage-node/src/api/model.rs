@@ -540,7 +540,18 @@ pub struct VolumePatch {
     pub policy: Option<Option<PolicyRef>>,
 }
 
-const VOLUME_FIELDS: &[&str] = &["name", "size", "svm", "comment", "space", "qos", "state"];
+const VOLUME_FIELDS: &[&str] = &[
+    "name",
+    "size",
+    "svm",
+    "comment",
+    "space",
+    "qos",
+    "state",
+    "aggregates",
+    "style",
+    "type",
+];
 
 fn size(m: &Map<String, Value>) -> R<Option<u64>> {
     let s = match m.get("size") {
@@ -615,15 +626,54 @@ fn comment(m: &Map<String, Value>) -> R<Option<String>> {
     Ok(string(m, "", "comment")?.map(str::to_string))
 }
 
-fn state(m: &Map<String, Value>) -> R<()> {
-    match string(m, "", "state")? {
-        None | Some("online") => Ok(()),
-        Some(s) => Err(ApiError::bad(
-            code::OUT_OF_RANGE,
-            "state",
-            format!("state {s:?} is not supported: volumes are always \"online\""),
-        )),
+/// Fields ONTAP clients send that have one possible value here: `state` (online),
+/// `style` (flexvol), `type` (rw).
+fn fixed_values(m: &Map<String, Value>) -> R<()> {
+    for (key, only, why) in [
+        ("state", "online", "volumes are always online"),
+        (
+            "style",
+            "flexvol",
+            "volumes are single files (FlexVol-like)",
+        ),
+        ("type", "rw", "volumes created over the API are read-write"),
+    ] {
+        match string(m, "", key)? {
+            None => {}
+            Some(s) if s.eq_ignore_ascii_case(only) => {}
+            Some(s) => {
+                return Err(ApiError::bad(
+                    code::OUT_OF_RANGE,
+                    key,
+                    format!("{key} {s:?} is not supported: {why} (\"{only}\")"),
+                ))
+            }
+        }
     }
+    Ok(())
+}
+
+/// `aggregates`: ONTAP requires them on a volume POST, so its scripts send them. qoslab has
+/// no aggregates: the array is checked (objects with `name` and/or `uuid`) and not stored.
+fn aggregates(m: &Map<String, Value>) -> R<()> {
+    let Some(v) = m.get("aggregates") else {
+        return Ok(());
+    };
+    let Value::Array(items) = v else {
+        return Err(wrong_type(
+            "aggregates",
+            v,
+            "an array of {\"name\": ...} objects",
+        ));
+    };
+    for (i, a) in items.iter().enumerate() {
+        let t = format!("aggregates[{i}]");
+        let o = object(a, &t)?;
+        only(o, &t, &["name", "uuid"])?;
+        string(o, &t, "name")?;
+        string(o, &t, "uuid")?;
+    }
+    Ok(())
 }
 
 pub fn new_volume(m: &Map<String, Value>) -> R<NewVolume> {
@@ -637,7 +687,8 @@ pub fn new_volume(m: &Map<String, Value>) -> R<NewVolume> {
             "field \"size\" is required (bytes, or a string such as \"100GB\")",
         )
     })?;
-    state(m)?;
+    fixed_values(m)?;
+    aggregates(m)?;
     Ok(NewVolume {
         name,
         size,
@@ -664,92 +715,20 @@ pub fn patch_volume(m: &Map<String, Value>) -> R<VolumePatch> {
             "svm cannot be changed after the volume is created",
         ));
     }
-    state(m)?;
+    if m.contains_key("aggregates") {
+        return Err(ApiError::bad(
+            code::IMMUTABLE,
+            "aggregates",
+            "aggregates cannot be changed: qoslab has no aggregates to move a volume between",
+        ));
+    }
+    fixed_values(m)?;
     Ok(VolumePatch {
         size: size(m)?,
         reserve_percent: reserve(m)?,
         comment: comment(m)?,
         policy: qos(m)?,
     })
-}
-
-/// `?fields=`: keep `uuid`, `name` and the listed paths (`*` or `**`: everything).
-pub fn project(full: &Value, fields: &[String]) -> Value {
-    if fields.iter().any(|f| f == "*" || f == "**") {
-        return full.clone();
-    }
-    let mut out = Map::new();
-    for key in ["uuid", "name"] {
-        if let Some(v) = full.get(key) {
-            out.insert(key.into(), v.clone());
-        }
-    }
-    for f in fields {
-        let path: Vec<&str> = f.split('.').collect();
-        insert_path(&mut out, full, &path);
-    }
-    Value::Object(out)
-}
-
-fn insert_path(out: &mut Map<String, Value>, full: &Value, path: &[&str]) {
-    let Some((first, rest)) = path.split_first() else {
-        return;
-    };
-    let Some(v) = full.get(*first) else { return };
-    if rest.is_empty() || !v.is_object() {
-        out.insert(first.to_string(), v.clone());
-        return;
-    }
-    let entry = out
-        .entry(first.to_string())
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(m) = entry {
-        insert_path(m, v, rest);
-    }
-}
-
-/// The value at a dotted path, as text for filtering (`None` when absent).
-pub fn path_text(full: &Value, path: &str) -> Option<String> {
-    let mut v = full;
-    for p in path.split('.') {
-        v = v.get(p)?;
-    }
-    Some(match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
-}
-
-/// ONTAP-style query matching: `*` wildcards, `|` alternatives, leading `!` negates.
-pub fn query_matches(pattern: &str, value: &str) -> bool {
-    if let Some(p) = pattern.strip_prefix('!') {
-        return !query_matches(p, value);
-    }
-    pattern.split('|').any(|alt| glob(alt, value))
-}
-
-fn glob(p: &str, v: &str) -> bool {
-    let parts: Vec<&str> = p.split('*').collect();
-    if parts.len() == 1 {
-        return p == v;
-    }
-    let mut rest = v;
-    for (i, part) in parts.iter().enumerate() {
-        if i == 0 {
-            let Some(r) = rest.strip_prefix(part) else {
-                return false;
-            };
-            rest = r;
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(part);
-        } else {
-            match rest.find(part) {
-                Some(at) => rest = &rest[at + part.len()..],
-                None => return false,
-            }
-        }
-    }
-    true
 }
 
 #[cfg(test)]

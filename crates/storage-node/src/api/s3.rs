@@ -134,12 +134,13 @@ impl S3State {
         policies: &[PolicyRec],
         cfg_svm: Option<&str>,
     ) -> Result<S3State, String> {
-        let svm_uuid = store
-            .meta_or_init("s3_svm_uuid", new_uuid)
-            .map_err(|e| e.to_string())?;
         let svm_name = store
-            .meta_or_init("s3_svm_name", || cfg_svm.unwrap_or("qoslab").to_string())
+            .meta_or_init("s3_svm_name", || {
+                cfg_svm.unwrap_or(super::svms::DEFAULT_SVM).to_string()
+            })
             .map_err(|e| e.to_string())?;
+        // The S3 service is on that SVM, with the uuid `/api/svm/svms` reports for it.
+        let svm_uuid = super::svms::derived_uuid(&svm_name);
         let users = store.s3_users().map_err(|e| e.to_string())?;
         let buckets = store.buckets().map_err(|e| e.to_string())?;
         for b in &buckets {

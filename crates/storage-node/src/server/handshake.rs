@@ -41,20 +41,102 @@ pub fn transmission_flags(vol: &Volume, structured: bool) -> u16 {
     f
 }
 
-/// Run negotiation. `Ok(None)` means the client left cleanly (ABORT or EOF).
+/// How a node offers TLS on NBD (nbdkit's `--tls=off|on|require`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsMode {
+    /// NOTLS: STARTTLS is refused.
+    #[default]
+    Off,
+    /// SELECTIVETLS with no TLS-only export: a client may upgrade, or not.
+    On,
+    /// FORCEDTLS: every option but STARTTLS and ABORT gets NBD_REP_ERR_TLS_REQD until
+    /// the client upgrades; EXPORT_NAME before it closes the connection.
+    Require,
+}
+
+/// How negotiation ended.
+pub enum Negotiated {
+    /// Transmission starts.
+    Session(Session),
+    /// The client left cleanly (ABORT or EOF).
+    Left,
+    /// STARTTLS was acknowledged: run the TLS handshake, then [`options`] again over it.
+    StartTls,
+}
+
+/// What the options phase needs to know.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionState {
+    pub no_zeroes: bool,
+    pub tls: TlsMode,
+    /// TLS is already running on this connection.
+    pub tls_active: bool,
+}
+
+/// At most this many bytes of client input are ever quoted in a message or log line.
+pub const QUOTE_MAX: usize = 32;
+
+/// Client bytes for a log line or error message: at most [`QUOTE_MAX`] of them, escaped
+/// (so a client cannot forge log lines or send terminal escapes), with the total length
+/// when cut.
+pub fn quote(bytes: &[u8]) -> String {
+    let shown: String = bytes[..bytes.len().min(QUOTE_MAX)]
+        .iter()
+        .flat_map(|b| std::ascii::escape_default(*b))
+        .map(char::from)
+        .collect();
+    if bytes.len() > QUOTE_MAX {
+        format!("\"{shown}\"... ({} bytes)", bytes.len())
+    } else {
+        format!("\"{shown}\"")
+    }
+}
+
+/// Send the greeting and read the client flags; returns NBD_FLAG_C_NO_ZEROES.
+pub async fn greet<S>(stream: &mut S) -> io::Result<bool>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut out = Vec::with_capacity(32);
+    encode_greeting(&mut out);
+    stream.write_all(&out).await?;
+    let mut flags = [0u8; 4];
+    stream.read_exact(&mut flags).await?;
+    let client_flags = u32::from_be_bytes(flags);
+    if client_flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
+        return Err(invalid(format!(
+            "unknown client flags 0x{client_flags:08x} ({}: not an NBD client?)",
+            quote(&flags)
+        )));
+    }
+    Ok(client_flags & FLAG_C_NO_ZEROES != 0)
+}
+
+/// Greeting and options without TLS. `Ok(None)` means the client left cleanly.
 pub async fn negotiate<S>(stream: &mut S, node: &Node) -> io::Result<Option<Session>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut out = Vec::with_capacity(256);
-    encode_greeting(&mut out);
-    stream.write_all(&out).await?;
-    let client_flags = stream.read_u32().await?;
-    if client_flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
-        return Err(invalid(format!("unknown client flags 0x{client_flags:x}")));
-    }
-    let no_zeroes = client_flags & FLAG_C_NO_ZEROES != 0;
+    let no_zeroes = greet(stream).await?;
+    let st = OptionState {
+        no_zeroes,
+        tls: TlsMode::Off,
+        tls_active: false,
+    };
+    Ok(match options(stream, node, st).await? {
+        Negotiated::Session(s) => Some(s),
+        Negotiated::Left | Negotiated::StartTls => None,
+    })
+}
 
+/// The options phase: haggle until the client enters transmission, leaves, or upgrades
+/// to TLS.
+pub async fn options<S>(stream: &mut S, node: &Node, st: OptionState) -> io::Result<Negotiated>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let no_zeroes = st.no_zeroes;
+    let mut out = Vec::with_capacity(256);
     let mut structured = false;
     // (export name, selected) from SET_META_CONTEXT.
     let mut meta: Option<(String, bool)> = None;
@@ -62,10 +144,11 @@ where
         let mut hdr = [0u8; OPTION_HEADER_LEN];
         match stream.read_exact(&mut hdr).await {
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Negotiated::Left),
             Err(e) => return Err(e),
         }
-        let h = decode_option_header(&hdr).map_err(|e| invalid(e.to_string()))?;
+        let h = decode_option_header(&hdr)
+            .map_err(|e| invalid(format!("{e}: client sent {}", quote(&hdr))))?;
         if h.length > MAX_OPTION_LEN {
             return Err(invalid(format!(
                 "option {} payload of {} bytes exceeds {MAX_OPTION_LEN}",
@@ -76,12 +159,36 @@ where
         stream.read_exact(&mut data).await?;
         out.clear();
         let opt = h.option;
+        if st.tls == TlsMode::Require && !st.tls_active {
+            match opt {
+                OPT_STARTTLS | OPT_ABORT => {}
+                OPT_EXPORT_NAME => {
+                    // It cannot be answered with an error: the spec's answer is to hang up.
+                    return Err(refused(
+                        "EXPORT_NAME before STARTTLS on a TLS-only node".into(),
+                    ));
+                }
+                _ => {
+                    encode_option_error(
+                        &mut out,
+                        opt,
+                        REP_ERR_TLS_REQD,
+                        "this node requires TLS: send NBD_OPT_STARTTLS first (nbds:// URIs)",
+                    );
+                    stream.write_all(&out).await?;
+                    continue;
+                }
+            }
+        }
         match opt {
             OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(&data).into_owned();
                 let Some(vol) = node.volume(&name).filter(|_| !node.is_shutting_down()) else {
                     // The spec's only answer here is to close the connection.
-                    return Err(invalid(format!("EXPORT_NAME {name:?}: no such volume")));
+                    return Err(refused(format!(
+                        "EXPORT_NAME {}: no such volume",
+                        quote(&data)
+                    )));
                 };
                 let ctx = selected_context(&meta, &name, structured);
                 encode_export_name_reply(
@@ -91,7 +198,7 @@ where
                     no_zeroes,
                 );
                 stream.write_all(&out).await?;
-                return Ok(Some(Session {
+                return Ok(Negotiated::Session(Session {
                     volume: vol,
                     structured,
                     meta_context: ctx,
@@ -100,7 +207,7 @@ where
             OPT_ABORT => {
                 encode_option_reply(&mut out, opt, REP_ACK, &[]);
                 let _ = stream.write_all(&out).await;
-                return Ok(None);
+                return Ok(Negotiated::Left);
             }
             OPT_LIST => {
                 if !data.is_empty() {
@@ -160,7 +267,7 @@ where
                         if opt == OPT_GO {
                             stream.write_all(&out).await?;
                             let ctx = selected_context(&meta, &req.name, structured);
-                            return Ok(Some(Session {
+                            return Ok(Negotiated::Session(Session {
                                 volume: vol,
                                 structured,
                                 meta_context: ctx,
@@ -168,8 +275,8 @@ where
                         }
                     } else {
                         let msg = format!(
-                            "no volume named {:?}; NBD_OPT_LIST shows the exports",
-                            req.name
+                            "no volume named {}; NBD_OPT_LIST shows the exports",
+                            quote(req.name.as_bytes())
                         );
                         encode_option_error(&mut out, opt, REP_ERR_UNKNOWN, &msg);
                     }
@@ -186,7 +293,7 @@ where
                         "NBD_OPT_SET_META_CONTEXT needs NBD_OPT_STRUCTURED_REPLY first",
                     ),
                     Ok(req) if node.volume(&req.export).is_none() => {
-                        let msg = format!("no volume named {:?}", req.export);
+                        let msg = format!("no volume named {}", quote(req.export.as_bytes()));
                         encode_option_error(&mut out, opt, REP_ERR_UNKNOWN, &msg);
                     }
                     Ok(req) => {
@@ -207,14 +314,32 @@ where
                     }
                 }
             }
-            OPT_STARTTLS => {
-                encode_option_error(
+            OPT_STARTTLS => match (st.tls, st.tls_active) {
+                (TlsMode::Off, _) => encode_option_error(
                     &mut out,
                     opt,
                     REP_ERR_UNSUP,
-                    "TLS is not supported by this node",
-                );
-            }
+                    "TLS is off on this node (qoslab serve --nbd-tls on|require)",
+                ),
+                (_, true) => encode_option_error(
+                    &mut out,
+                    opt,
+                    REP_ERR_INVALID,
+                    "TLS is already running on this connection",
+                ),
+                _ if !data.is_empty() => encode_option_error(
+                    &mut out,
+                    opt,
+                    REP_ERR_INVALID,
+                    "NBD_OPT_STARTTLS takes no payload",
+                ),
+                _ => {
+                    encode_option_reply(&mut out, opt, REP_ACK, &[]);
+                    stream.write_all(&out).await?;
+                    stream.flush().await?;
+                    return Ok(Negotiated::StartTls);
+                }
+            },
             _ => {
                 let msg = format!("option {opt} is not supported");
                 encode_option_error(&mut out, opt, REP_ERR_UNSUP, &msg);
@@ -233,4 +358,22 @@ fn selected_context(meta: &Option<(String, bool)>, export: &str, structured: boo
 
 fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+/// A connection the protocol says to close (not a malformed one).
+fn refused(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn client_input_is_quoted_short_and_escaped() {
+        assert_eq!(super::quote(b"GET "), "\"GET \"");
+        assert_eq!(super::quote(b"a\nb\x1b[2J"), "\"a\\nb\\x1b[2J\"");
+        let long = vec![b'x'; 5000];
+        let q = super::quote(&long);
+        assert!(q.ends_with("... (5000 bytes)"), "{q}");
+        assert!(q.len() < 60, "{q}");
+    }
 }

@@ -1,6 +1,8 @@
 //! Listening, accepting, and the life of a connection; graceful shutdown.
 
 pub mod handshake;
+mod ratelimit;
+mod spin;
 pub mod transmission;
 
 use std::net::SocketAddr;
@@ -16,6 +18,8 @@ use tokio::task::JoinSet;
 
 use crate::errors::NodeError;
 use crate::node::Node;
+use handshake::{Negotiated, OptionState, TlsMode};
+use ratelimit::LogLimiter;
 
 /// How often used space is re-read for volumes that were written.
 pub const USED_SPACE_REFRESH: Duration = Duration::from_millis(200);
@@ -24,10 +28,30 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long shutdown waits for connections to finish their in-flight requests.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Bound listening sockets.
+/// Bound listening sockets, and how they offer TLS.
 pub struct Listeners {
     pub unix: Option<(UnixListener, PathBuf)>,
     pub tcp: Option<TcpListener>,
+    /// NBD TLS (`--nbd-tls`); `None`: off.
+    pub tls: Option<Arc<NbdTls>>,
+}
+
+/// NBD over TLS: the server identity and whether plaintext is refused.
+pub struct NbdTls {
+    pub acceptor: tokio_rustls::TlsAcceptor,
+    pub mode: TlsMode,
+}
+
+impl NbdTls {
+    pub fn new(
+        files: &crate::tls::TlsFiles,
+        mode: TlsMode,
+    ) -> Result<NbdTls, crate::tls::TlsError> {
+        Ok(NbdTls {
+            acceptor: crate::tls::server_config(files, &[])?.into(),
+            mode,
+        })
+    }
 }
 
 impl Listeners {
@@ -60,7 +84,11 @@ impl Listeners {
                     })?,
             ),
         };
-        Ok(Listeners { unix, tcp })
+        Ok(Listeners {
+            unix,
+            tcp,
+            tls: None,
+        })
     }
 
     pub fn tcp_addr(&self) -> Option<SocketAddr> {
@@ -95,7 +123,8 @@ pub async fn serve(
             }
         })
     };
-    let Listeners { unix, tcp } = listeners;
+    let Listeners { unix, tcp, tls } = listeners;
+    let limiter = Arc::new(LogLimiter::new(REJECTED_LOG_BURST, REJECTED_LOG_WINDOW));
     let unix_path = unix.as_ref().map(|(_, p)| p.clone());
     tokio::pin!(stop);
     loop {
@@ -103,11 +132,11 @@ pub async fn serve(
             _ = &mut stop => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             r = accept_unix(&unix) => match r {
-                Ok(s) => spawn_conn(&mut conns, s, node.clone(), stats.clone()),
+                Ok(s) => spawn_conn(&mut conns, s, node.clone(), stats.clone(), tls.clone(), limiter.clone()),
                 Err(e) => tracing::warn!("accept (unix): {e}"),
             },
             r = accept_tcp(&tcp) => match r {
-                Ok(s) => spawn_conn(&mut conns, s, node.clone(), stats.clone()),
+                Ok(s) => spawn_conn(&mut conns, s, node.clone(), stats.clone(), tls.clone(), limiter.clone()),
                 Err(e) => tracing::warn!("accept (tcp): {e}"),
             },
         }
@@ -155,8 +184,14 @@ async fn accept_tcp(l: &Option<TcpListener>) -> std::io::Result<tokio::net::TcpS
     }
 }
 
-fn spawn_conn<S>(conns: &mut JoinSet<()>, stream: S, node: Arc<Node>, stats: Arc<ServerStats>)
-where
+fn spawn_conn<S>(
+    conns: &mut JoinSet<()>,
+    stream: S,
+    node: Arc<Node>,
+    stats: Arc<ServerStats>,
+    tls: Option<Arc<NbdTls>>,
+    limiter: Arc<LogLimiter>,
+) where
     S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static,
 {
     let budget = node.busy_poll();
@@ -164,39 +199,95 @@ where
     stats.connections_total.fetch_add(1, Relaxed);
     stats.connections_open.fetch_add(1, Relaxed);
     conns.spawn(async move {
-        if let Err(e) = connection(stream, node, busy_poll).await {
+        if let Err(e) = connection_tls(stream, node, busy_poll, tls.as_deref()).await {
             stats.connection_errors.fetch_add(1, Relaxed);
-            tracing::info!("connection closed: {e}");
+            // Clients that are refused or misbehave can come by the thousand: their log
+            // lines are rate-limited (and quote at most a short escaped prefix of input).
+            if let Some(suppressed) = limiter.admit() {
+                if suppressed > 0 {
+                    tracing::info!("{suppressed} similar connection log lines suppressed");
+                }
+                tracing::info!("connection closed: {e}");
+            }
         }
         stats.connections_open.fetch_sub(1, Relaxed);
     });
 }
 
-/// One client: negotiate, then transmit. `busy_poll`: see [`transmission::run`].
+/// Rejected or failed connections logged per window before the rest are counted only.
+const REJECTED_LOG_BURST: u32 = 10;
+const REJECTED_LOG_WINDOW: Duration = Duration::from_secs(10);
+
+/// One client without TLS: negotiate, then transmit. `busy_poll`: see
+/// [`transmission::run`].
 pub async fn connection<S>(
-    mut stream: S,
+    stream: S,
     node: Arc<Node>,
     busy_poll: Option<(RawFd, Duration)>,
 ) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let shutdown = node.shutdown_signal();
-    let session =
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake::negotiate(&mut stream, &node))
-            .await
-        {
-            Err(_) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "handshake timed out",
-                ))
-            }
-            Ok(r) => r?,
-        };
-    let Some(session) = session else {
-        return Ok(());
+    connection_tls(stream, node, busy_poll, None).await
+}
+
+/// One client, with TLS offered or required as `tls` says.
+pub async fn connection_tls<S>(
+    mut stream: S,
+    node: Arc<Node>,
+    busy_poll: Option<(RawFd, Duration)>,
+    tls: Option<&NbdTls>,
+) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out");
+    let mut st = OptionState {
+        no_zeroes: false,
+        tls: tls.map_or(TlsMode::Off, |t| t.mode),
+        tls_active: false,
     };
+    let first = tokio::time::timeout_at(deadline, async {
+        st.no_zeroes = handshake::greet(&mut stream).await?;
+        handshake::options(&mut stream, &node, st).await
+    })
+    .await
+    .map_err(|_| timed_out())??;
+    match first {
+        Negotiated::Left => Ok(()),
+        Negotiated::Session(s) => transmit(stream, node, s, busy_poll).await,
+        Negotiated::StartTls => {
+            let Some(t) = tls else {
+                return Err(std::io::Error::other("STARTTLS acknowledged without TLS"));
+            };
+            let mut ts = tokio::time::timeout_at(deadline, t.acceptor.accept(stream))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
+            st.tls_active = true;
+            let second = tokio::time::timeout_at(deadline, handshake::options(&mut ts, &node, st))
+                .await
+                .map_err(|_| timed_out())??;
+            match second {
+                // Busy-polling reads the raw socket: never under TLS.
+                Negotiated::Session(s) => transmit(ts, node, s, None).await,
+                Negotiated::Left | Negotiated::StartTls => Ok(()),
+            }
+        }
+    }
+}
+
+async fn transmit<S>(
+    mut stream: S,
+    node: Arc<Node>,
+    session: handshake::Session,
+    busy_poll: Option<(RawFd, Duration)>,
+) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let shutdown = node.shutdown_signal();
     tracing::debug!(volume = %session.volume.name, structured = session.structured, "transmission");
     // A deleted volume closes its connections (the transmission loop is dropped).
     let mut removed = session.volume.removed_signal();

@@ -594,7 +594,8 @@ expect = ["GET.ops_per_s >= 10"]
         ))
         .contains("give one"));
         assert!(e(&format!("{w}parallel_clients = 0\n")).contains("allowed 1 .. 4096"));
-        assert!(e("read_weight = 1\nobjects = { number_min = 0 }\n").contains("objects.number_min >= 1"));
+        assert!(e("read_weight = 1\nobjects = { number_min = 0 }\n")
+            .contains("objects.number_min >= 1"));
         assert!(e(&format!("{w}expect = [\"GET.iops > 1\"]\n")).contains("unknown metric"));
         assert!(e(&format!("{w}colour = 1\n")).starts_with("p.toml:"));
         assert!(p("[s3]\nendpoint = \"x\"\n")

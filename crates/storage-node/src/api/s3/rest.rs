@@ -4,11 +4,21 @@
 use serde_json::{json, Map, Value};
 
 use super::super::model::{code, ApiError, PolicyRef};
-use super::super::{db_err, list, single, ControlPlane, Query, Reply, R};
+use super::super::query;
+use super::super::{db_err, single, ControlPlane, Query, Reply, R};
 use super::{new_keys, valid_key, valid_user_name};
 use crate::state::{BucketRow, S3UserRow};
 
 // ---- the REST API ----
+
+/// The collection's page of the records `q` selects.
+fn list(all: Vec<Value>, q: &Query, top: &[&str], collection: &str) -> R<Reply> {
+    Ok(Reply::ok(query::page(
+        query::select(all, q, top)?,
+        q,
+        collection,
+    )?))
+}
 
 fn check_svm(cp: &ControlPlane, svm_uuid: &str) -> R<()> {
     if svm_uuid == cp.s3.svm_uuid {
@@ -234,6 +244,7 @@ impl ControlPlane {
                 "users",
                 "buckets",
             ],
+            "/api/protocols/s3/services",
         )
     }
 
@@ -265,7 +276,12 @@ impl ControlPlane {
             .iter()
             .map(|b| self.bucket_json(&inner, b))
             .collect();
-        list(all, q, BUCKET_TOP)
+        list(
+            all,
+            q,
+            BUCKET_TOP,
+            &format!("/api/protocols/s3/services/{svm_uuid}/buckets"),
+        )
     }
 
     pub fn get_s3_bucket(&self, svm_uuid: &str, uuid: &str, q: &Query) -> R<Reply> {
@@ -396,7 +412,12 @@ impl ControlPlane {
             .iter()
             .map(|u| self.user_json(u))
             .collect();
-        list(all, q, USER_TOP)
+        list(
+            all,
+            q,
+            USER_TOP,
+            &format!("/api/protocols/s3/services/{svm_uuid}/users"),
+        )
     }
 
     pub fn get_s3_user(&self, svm_uuid: &str, name: &str, q: &Query) -> R<Reply> {

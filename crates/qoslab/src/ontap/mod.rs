@@ -1,0 +1,191 @@
+//! `qoslab ontap`: ONTAP clustershell commands against a node's REST API, so that the
+//! seeds' `::>` lines run as written: `qos policy-group ...`, `qos adaptive-policy-group
+//! ...`, `qos statistics volume performance show`, `volume create|modify|show|delete`
+//! (`vol` works: command words may be abbreviated), `vserver show`. With no words, an
+//! interactive `qoslab::>` prompt (or a script on standard input). docs/CLUSTERSHELL.md.
+
+mod parse;
+mod qos;
+mod volume;
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use clap::Args;
+use serde_json::Value;
+
+use crate::http_client::{ApiArgs, Client, ConnArgs};
+use parse::{err, pick, ShellError};
+
+#[derive(Args)]
+#[command(after_help = "\
+EXAMPLES (seed 000 and seed 001):
+  qoslab ontap qos adaptive-policy-group create -policy-group aQoS -vserver nfs_svm \\
+      -expected-iops 5IOPS/GB -peak-iops 50IOPS/GB -peak-iops-allocation allocated-space
+  qoslab ontap qos adaptive-policy-group show
+  qoslab ontap vol modify -vserver epic -volume epic_rhel1_* -qos-adaptive-policy-group AqosEpicProd
+  qoslab ontap qos policy-group create -policy-group pg500 -vserver vs1 -max-throughput 500iops
+  qoslab ontap qos statistics volume performance show -iterations 1
+  qoslab ontap                          # interactive: qoslab::> prompt (exit to leave)
+
+Options of qoslab itself (--url, --data-dir, -u, -k) go before the command words.
+Values take ONTAP's query characters where ONTAP does (-volume epic_*, -policy-group a*|b).
+See docs/CLUSTERSHELL.md for the commands, parameters and what differs from ONTAP.")]
+pub struct OntapArgs {
+    #[command(flatten)]
+    api: ApiArgs,
+    #[command(flatten)]
+    conn: ConnArgs,
+    /// A clustershell command (none: read commands from a prompt or standard input).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "WORDS"
+    )]
+    words: Vec<String>,
+}
+
+/// The shell: a client and where output goes.
+pub struct Shell {
+    client: Client,
+}
+
+pub(crate) type R<T> = Result<T, ShellError>;
+
+impl Shell {
+    /// Call the API; an API error becomes ONTAP's `command failed` message.
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> R<Value> {
+        self.client.call(method, path, body).map_err(|e| match e
+            .downcast_ref::<crate::http_client::ApiFailureError>()
+        {
+            Some(f) => ShellError(format!("command failed: {}", f.0.message)),
+            None => ShellError(format!("{e:#}")),
+        })
+    }
+
+    fn records(&self, path: &str) -> R<Vec<Value>> {
+        Ok(self.call("GET", path, None)?["records"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    /// Run one command line (already split into words).
+    pub fn run(&self, words: &[String], out: &mut dyn Write) -> R<()> {
+        let Some(first) = words.first() else {
+            return Ok(());
+        };
+        let top = pick(first, &["qos", "volume", "vserver"], "")?;
+        let rest = &words[1..];
+        match top {
+            "qos" => qos::run(self, rest, out),
+            "volume" => volume::run(self, rest, out),
+            _ => volume::vserver(self, rest, out),
+        }
+    }
+}
+
+/// The next command word under `context` (e.g. "qos policy-group").
+fn sub<'a>(words: &[String], choices: &[&'a str], context: &str) -> R<&'a str> {
+    match words.first() {
+        None => err(format!(
+            "incomplete command \"{context}\"; it takes one of: {}",
+            choices.join(", ")
+        )),
+        Some(w) => pick(w, choices, &format!(" under \"{context}\"")),
+    }
+}
+
+/// "N entries were <verb>." after a command that touched several objects (ONTAP's line).
+fn entries(out: &mut dyn Write, n: usize, verb: &str) {
+    if n > 1 {
+        let _ = writeln!(out, "{n} entries were {verb}.");
+    }
+}
+
+/// An aligned table with ONTAP's dashed rule under the header.
+fn table(out: &mut dyn Write, headers: &[&str], rows: &[Vec<String>]) {
+    let mut w: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let s: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = w[i]))
+            .collect();
+        s.join(" ").trim_end().to_string()
+    };
+    let _ = writeln!(
+        out,
+        "{}",
+        line(headers.iter().map(|h| h.to_string()).collect())
+    );
+    let _ = writeln!(out, "{}", line(w.iter().map(|n| "-".repeat(*n)).collect()));
+    for r in rows {
+        let _ = writeln!(out, "{}", line(r.clone()));
+    }
+    entries(out, rows.len(), "displayed");
+}
+
+pub fn run(args: OntapArgs) -> anyhow::Result<()> {
+    let shell = Shell {
+        client: Client::connect(&args.api, &args.conn)?,
+    };
+    let mut stdout = std::io::stdout();
+    if !args.words.is_empty() {
+        if let Err(e) = shell.run(&args.words, &mut stdout) {
+            let _ = stdout.flush();
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+        return Ok(());
+    }
+    let interactive = std::io::stdin().is_terminal();
+    let mut failed = false;
+    let mut line = String::new();
+    loop {
+        if interactive {
+            print!("qoslab::> ");
+            let _ = stdout.flush();
+        }
+        line.clear();
+        if std::io::stdin().lock().read_line(&mut line)? == 0 {
+            if interactive {
+                println!();
+            }
+            break;
+        }
+        let text = line.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        if matches!(text, "exit" | "quit" | "logout") {
+            break;
+        }
+        let words = match parse::words(text) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("{e}");
+                failed = true;
+                continue;
+            }
+        };
+        // A pasted prompt (`::> qos ...`, `cluster1::> ...`) is not part of the command.
+        let words: Vec<String> = match words.iter().position(|w| w.ends_with("::>")) {
+            Some(i) => words[i + 1..].to_vec(),
+            None => words,
+        };
+        if let Err(e) = shell.run(&words, &mut stdout) {
+            let _ = stdout.flush();
+            eprintln!("{e}");
+            failed = true;
+        }
+    }
+    if failed && !interactive {
+        std::process::exit(1);
+    }
+    Ok(())
+}

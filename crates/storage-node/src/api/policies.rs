@@ -1,0 +1,304 @@
+//! `/api/storage/qos/policies`: QoS policy groups (fixed and adaptive), one at a time or
+//! by query (ONTAP's PATCH/DELETE on a collection).
+
+use serde_json::{json, Map, Value};
+
+use super::model::{self, code, ApiError};
+use super::query::{self, Query};
+use super::{db_err, svm_json, ControlPlane, Inner, PolicyRec, Reply, R};
+use crate::state::{new_uuid, PolicyRow};
+
+pub const POLICIES: &str = "/api/storage/qos/policies";
+
+pub(super) const POLICY_TOP: &[&str] = &[
+    "uuid",
+    "name",
+    "svm",
+    "fixed",
+    "adaptive",
+    "object_count",
+    "builtin",
+    "policy_class",
+    "scope",
+];
+
+impl ControlPlane {
+    pub(super) fn policy_json(&self, inner: &Inner, p: &PolicyRec) -> Value {
+        let mut m = Map::new();
+        m.insert("uuid".into(), json!(p.row.uuid));
+        m.insert("name".into(), json!(p.row.name));
+        m.insert(
+            "svm".into(),
+            svm_json(inner, &p.row.svm_name, &p.row.svm_uuid),
+        );
+        m.extend(model::policy_json(&p.policy));
+        let members = inner
+            .volumes
+            .iter()
+            .filter(|v| v.policy_uuid.as_deref() == Some(p.row.uuid.as_str()))
+            .count();
+        m.insert("object_count".into(), json!(members));
+        m.insert("builtin".into(), json!(p.row.builtin));
+        // ONTAP's classes: the default adaptive groups are "preset".
+        let class = if p.row.builtin {
+            "preset"
+        } else {
+            "user_defined"
+        };
+        m.insert("policy_class".into(), json!(class));
+        let scope = if p.row.svm_name.is_some() || p.row.svm_uuid.is_some() {
+            "svm"
+        } else {
+            "cluster"
+        };
+        m.insert("scope".into(), json!(scope));
+        Value::Object(m)
+    }
+
+    fn selected_policies(&self, inner: &Inner, q: &Query) -> R<Vec<Value>> {
+        let all: Vec<Value> = inner
+            .policies
+            .iter()
+            .map(|p| self.policy_json(inner, p))
+            .collect();
+        query::select(all, q, POLICY_TOP)
+    }
+
+    pub fn list_policies(&self, q: &Query) -> R<Reply> {
+        let inner = self.lock();
+        let sel = self.selected_policies(&inner, q)?;
+        Ok(Reply::ok(query::page(sel, q, POLICIES)?))
+    }
+
+    pub fn get_policy(&self, uuid: &str, q: &Query) -> R<Reply> {
+        let inner = self.lock();
+        let p = &inner.policies[policy_index(&inner, uuid)?];
+        Ok(Reply::ok(super::single(self.policy_json(&inner, p), q)))
+    }
+
+    pub fn create_policy(&self, body: &[u8]) -> R<Reply> {
+        let m = model::parse_body(body)?;
+        let np = model::new_policy(&m)?;
+        let mut inner = self.lock();
+        if inner.policies.iter().any(|p| p.row.name == np.name) {
+            return Err(ApiError::conflict(
+                code::DUPLICATE,
+                "name",
+                format!("a policy named {:?} already exists", np.name),
+            ));
+        }
+        let svm = np.svm.unwrap_or_default();
+        let row = PolicyRow {
+            uuid: new_uuid(),
+            name: np.name.clone(),
+            svm_name: svm.name,
+            svm_uuid: svm.uuid,
+            builtin: false,
+            spec: Value::Object(model::policy_json(&np.policy)).to_string(),
+        };
+        inner.store.insert_policy(&row).map_err(db_err)?;
+        self.node.put_policy(&row.name, np.policy);
+        let rec = PolicyRec {
+            row,
+            policy: np.policy,
+        };
+        let body = self.policy_json(&inner, &rec);
+        let location = format!("{POLICIES}/{}", rec.row.uuid);
+        inner.policies.push(rec);
+        Ok(Reply {
+            status: 201,
+            body,
+            location: Some(location),
+        })
+    }
+
+    /// Validate a PATCH body against policy `i` (nothing changes yet).
+    fn checked_policy_patch(
+        inner: &Inner,
+        i: usize,
+        m: &Map<String, Value>,
+        renaming_many: bool,
+    ) -> R<PolicyRec> {
+        let cur = &inner.policies[i];
+        if cur.row.builtin {
+            return Err(read_only_policy(&cur.row.name));
+        }
+        let patch = model::patch_policy(m, &cur.policy)?;
+        let mut row = cur.row.clone();
+        if let Some(n) = &patch.name {
+            if renaming_many {
+                return Err(ApiError::bad(
+                    code::CONFLICT_FIELDS,
+                    "name",
+                    "a PATCH by query cannot rename: the policies would all get one name",
+                ));
+            }
+            if n != &row.name && inner.policies.iter().any(|p| &p.row.name == n) {
+                return Err(ApiError::conflict(
+                    code::DUPLICATE,
+                    "name",
+                    format!("a policy named {n:?} already exists"),
+                ));
+            }
+            row.name = n.clone();
+        }
+        row.spec = Value::Object(model::policy_json(&patch.policy)).to_string();
+        Ok(PolicyRec {
+            row,
+            policy: patch.policy,
+        })
+    }
+
+    /// Commit a checked change to policy `i` and put it in force.
+    fn apply_policy_patch(&self, inner: &mut Inner, i: usize, new: PolicyRec) -> R<()> {
+        inner.store.update_policy(&new.row).map_err(db_err)?;
+        let old_name = inner.policies[i].row.name.clone();
+        if new.row.name != old_name {
+            self.node.rename_policy(&old_name, &new.row.name);
+        }
+        // Recomputes every member volume: connected clients see the new limits at once.
+        self.node.put_policy(&new.row.name, new.policy);
+        inner.policies[i] = new;
+        Ok(())
+    }
+
+    pub fn patch_policy(&self, uuid: &str, body: &[u8]) -> R<Reply> {
+        let m = model::parse_body(body)?;
+        let mut inner = self.lock();
+        let i = policy_index(&inner, uuid)?;
+        let new = Self::checked_policy_patch(&inner, i, &m, false)?;
+        self.apply_policy_patch(&mut inner, i, new)?;
+        let body = self.policy_json(&inner, &inner.policies[i]);
+        Ok(Reply::ok(body))
+    }
+
+    /// `PATCH /api/storage/qos/policies?QUERY`: every matching policy, all checked
+    /// before any changes.
+    pub fn patch_policies(&self, q: &Query, body: &[u8]) -> R<Reply> {
+        need_query(q, "PATCH")?;
+        let m = model::parse_body(body)?;
+        let mut inner = self.lock();
+        let uuids = uuids_of(&self.selected_policies(&inner, q)?);
+        let mut changes = Vec::new();
+        for u in &uuids {
+            let i = policy_index(&inner, u)?;
+            changes.push((i, Self::checked_policy_patch(&inner, i, &m, true)?));
+        }
+        for (i, new) in changes {
+            self.apply_policy_patch(&mut inner, i, new)?;
+        }
+        Ok(Reply::ok(bulk_reply(&inner, &uuids)))
+    }
+
+    fn check_policy_deletable(&self, inner: &Inner, i: usize) -> R<()> {
+        let row = &inner.policies[i].row;
+        if row.builtin {
+            return Err(read_only_policy(&row.name));
+        }
+        let mut users: Vec<&str> = inner
+            .volumes
+            .iter()
+            .filter(|v| v.policy_uuid.as_deref() == Some(row.uuid.as_str()))
+            .map(|v| v.name.as_str())
+            .collect();
+        // Buckets under the policy hold it too (api/s3.rs).
+        let buckets = self.s3.buckets_using(&row.uuid);
+        users.extend(buckets.iter().map(|b| b.as_str()));
+        if !users.is_empty() {
+            return Err(ApiError::conflict(
+                code::IN_USE,
+                "uuid",
+                format!(
+                    "policy {:?} is in use by {} volume(s) or bucket(s): {}; move them to \
+                     another policy (or none) first",
+                    row.name,
+                    users.len(),
+                    users.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn remove_policy(&self, inner: &mut Inner, uuid: &str) -> R<()> {
+        let i = policy_index(inner, uuid)?;
+        inner.store.delete_policy(uuid).map_err(db_err)?;
+        self.node.remove_policy(&inner.policies[i].row.name);
+        inner.policies.remove(i);
+        Ok(())
+    }
+
+    pub fn delete_policy(&self, uuid: &str) -> R<Reply> {
+        let mut inner = self.lock();
+        let i = policy_index(&inner, uuid)?;
+        self.check_policy_deletable(&inner, i)?;
+        self.remove_policy(&mut inner, uuid)?;
+        Ok(Reply::ok(json!({})))
+    }
+
+    /// `DELETE /api/storage/qos/policies?QUERY`: refused as a whole if any match is
+    /// built in or in use.
+    pub fn delete_policies(&self, q: &Query) -> R<Reply> {
+        need_query(q, "DELETE")?;
+        let mut inner = self.lock();
+        let uuids = uuids_of(&self.selected_policies(&inner, q)?);
+        for u in &uuids {
+            self.check_policy_deletable(&inner, policy_index(&inner, u)?)?;
+        }
+        let body = bulk_reply(&inner, &uuids);
+        for u in &uuids {
+            self.remove_policy(&mut inner, u)?;
+        }
+        Ok(Reply::ok(body))
+    }
+}
+
+/// A PATCH/DELETE on a collection needs a filter: without one it would hit everything.
+pub(super) fn need_query(q: &Query, method: &str) -> R<()> {
+    if q.filters.is_empty() {
+        return Err(ApiError::bad(
+            code::MISSING_FIELD,
+            "",
+            format!(
+                "{method} on a collection needs a query naming the records \
+                 (e.g. ?name=epic_*); to change one record use its /UUID path"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn uuids_of(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .filter_map(|r| r["uuid"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// ONTAP's synchronous reply to an operation on a collection: what it applied to.
+fn bulk_reply(inner: &Inner, uuids: &[String]) -> Value {
+    let records: Vec<Value> = uuids
+        .iter()
+        .filter_map(|u| inner.policies.iter().find(|p| &p.row.uuid == u))
+        .map(|p| json!({"uuid": p.row.uuid, "name": p.row.name}))
+        .collect();
+    json!({"num_records": records.len(), "records": records})
+}
+
+pub(super) fn policy_index(inner: &Inner, uuid: &str) -> R<usize> {
+    inner
+        .policies
+        .iter()
+        .position(|p| p.row.uuid == uuid)
+        .ok_or_else(|| ApiError::not_found("uuid", format!("no QoS policy with uuid {uuid:?}")))
+}
+
+fn read_only_policy(name: &str) -> ApiError {
+    ApiError::conflict(
+        code::READ_ONLY_OBJECT,
+        "uuid",
+        format!(
+            "policy {name:?} is a built-in adaptive policy group and cannot be changed or deleted"
+        ),
+    )
+}

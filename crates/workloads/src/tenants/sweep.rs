@@ -1,0 +1,87 @@
+//! A whole sweep's shared state: the mount session (when a class mounts) and the git
+//! classes' repositories, prepared once; then one [`point`](super::point) per scale point.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use loadgen::apps::git::{build_repo, BareRepo};
+use mounts::{FsType, Session, StaleRun};
+use storage_node::Node;
+
+use super::point::{self, PointEnv, PointResult};
+use super::spec::{AppSpec, TenantsSpec};
+
+pub struct Sweep {
+    pub spec: TenantsSpec,
+    session: Option<Session>,
+    repos: BTreeMap<String, BareRepo>,
+    scratch: PathBuf,
+    /// Stale runs the mount session cleaned when it opened.
+    pub cleaned: Vec<StaleRun>,
+}
+
+impl Sweep {
+    /// Check the host and open the mount session (if any class mounts: every missing
+    /// piece is named), and build (or find cached) the git classes' repositories.
+    pub fn prepare(spec: TenantsSpec, scratch: &Path) -> Result<Sweep, String> {
+        let mut fs: Vec<FsType> = spec
+            .classes
+            .iter()
+            .filter(|c| c.app.mounts())
+            .map(|c| c.fs)
+            .collect();
+        fs.sort_by_key(|f| f.as_str());
+        fs.dedup();
+        let (session, cleaned) = if spec.mounts() {
+            let (s, c) = Session::open(&spec.base_dir, &fs).map_err(|e| e.to_string())?;
+            (Some(s), c)
+        } else {
+            (None, Vec::new())
+        };
+        let mut repos = BTreeMap::new();
+        for c in &spec.classes {
+            if let AppSpec::Git(r) = &c.app {
+                let repo = build_repo(&spec.cache_dir, *r)
+                    .map_err(|f| format!("class {}: {f}", c.name))?;
+                repos.insert(c.name.clone(), repo);
+            }
+        }
+        std::fs::create_dir_all(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+        Ok(Sweep {
+            spec,
+            session,
+            repos,
+            scratch: scratch.to_path_buf(),
+            cleaned,
+        })
+    }
+
+    /// The repositories the git classes clone (class -> repository).
+    pub fn repos(&self) -> &BTreeMap<String, BareRepo> {
+        &self.repos
+    }
+
+    /// Run the point of `n` tenants per class on `node`.
+    pub fn point(&self, n: usize, node: &Arc<Node>, socket: &Path) -> PointResult {
+        point::run(
+            &self.spec,
+            n,
+            &PointEnv {
+                node,
+                socket,
+                session: self.session.as_ref(),
+                scratch: self.scratch.join(format!("n{n}")),
+                repos: &self.repos,
+            },
+        )
+    }
+
+    /// Tear down the mount session (also done on drop and on signals).
+    pub fn close(self) -> Result<(), String> {
+        match self.session {
+            Some(s) => s.close().map(|_| ()).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}

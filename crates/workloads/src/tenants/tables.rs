@@ -1,0 +1,230 @@
+//! Seed 004's tables in its own layout, one row per scale point, from the points'
+//! class summaries: failures (Jenkins: instance -> total / failed / fail rate (%)),
+//! throughput (Redis: instance -> load / run ops/s, the mean over tenants and iterations)
+//! and time (GitWorkload: project -> mean seconds per iteration).
+
+use serde::{Deserialize, Serialize};
+
+use super::runner::ClassSummary;
+
+/// A table: a title, column headers, rows of cells.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedTable {
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl SeedTable {
+    /// GitHub-flavoured Markdown, as the seed prints it.
+    pub fn markdown(&self) -> String {
+        let mut s = format!("### {}\n\n| {} |\n|", self.title, self.columns.join(" | "));
+        for _ in &self.columns {
+            s.push_str("---|");
+        }
+        s.push('\n');
+        for r in &self.rows {
+            s.push_str(&format!("| {} |\n", r.join(" | ")));
+        }
+        s
+    }
+}
+
+/// `12113.42` -> "12,113.42" (the seed's number style).
+pub fn thousands(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let s = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = s
+        .split_once('.')
+        .map(|(a, b)| (a, Some(b)))
+        .unwrap_or((&s, None));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// The tables for one class over its scale points (`(tenants, summary)` in sweep order).
+pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTable> {
+    let app = points.first().map(|p| p.1.app.as_str()).unwrap_or("");
+    let mut tables = vec![SeedTable {
+        title: format!("{class} ({app}): failures"),
+        columns: ["instance", "total", "failed", "fail rate (%)"]
+            .map(String::from)
+            .to_vec(),
+        rows: points
+            .iter()
+            .map(|(n, s)| {
+                vec![
+                    n.to_string(),
+                    s.failures.total.to_string(),
+                    s.failures.failed.to_string(),
+                    format!("{:04.1}", s.failures.rate_percent()),
+                ]
+            })
+            .collect(),
+    }];
+    let has = |m: &str| points.iter().any(|(_, s)| s.metrics.contains_key(m));
+    if has("load_ops_per_sec") || has("run_ops_per_sec") {
+        tables.push(SeedTable {
+            title: format!("{class} ({app}): throughput (ops/s)"),
+            columns: ["instance\\throughput", "load", "run"]
+                .map(String::from)
+                .to_vec(),
+            rows: points
+                .iter()
+                .map(|(n, s)| {
+                    let cell = |m: &str| {
+                        s.metrics
+                            .get(m)
+                            .map(|d| thousands(d.mean, 2))
+                            .unwrap_or("-".into())
+                    };
+                    vec![
+                        n.to_string(),
+                        cell("load_ops_per_sec"),
+                        cell("run_ops_per_sec"),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    if has("iops") {
+        tables.push(SeedTable {
+            title: format!("{class} ({app}): IOPS per tenant"),
+            columns: ["instance", "min", "median", "max", "sum"]
+                .map(String::from)
+                .to_vec(),
+            rows: points
+                .iter()
+                .map(|(n, s)| {
+                    let d = s.metrics.get("iops");
+                    let cell = |f: fn(&crate::tenants::stats::Distribution) -> f64| {
+                        d.map(|d| thousands(f(d), 1)).unwrap_or("-".into())
+                    };
+                    vec![
+                        n.to_string(),
+                        cell(|d| d.min),
+                        cell(|d| d.median),
+                        cell(|d| d.max),
+                        cell(|d| d.sum),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    if app == "git" {
+        tables.push(SeedTable {
+            title: format!("{class} ({app}): time (s)"),
+            columns: ["project", "time"].map(String::from).to_vec(),
+            rows: points
+                .iter()
+                .map(|(n, s)| {
+                    vec![
+                        n.to_string(),
+                        s.time
+                            .map(|d| format!("{:.2}", d.mean))
+                            .unwrap_or("-".into()),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    tables
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenants::stats::{distribution, Failures};
+    use std::collections::BTreeMap;
+
+    fn summary(
+        app: &str,
+        total: u64,
+        failed: u64,
+        metrics: &[(&str, f64)],
+        time: Option<f64>,
+    ) -> ClassSummary {
+        ClassSummary {
+            class: "c".into(),
+            app: app.into(),
+            tenants: 1,
+            failures: Failures { total, failed },
+            time: time.and_then(|t| distribution(&[t])),
+            metrics: metrics
+                .iter()
+                .map(|(k, v)| (k.to_string(), distribution(&[*v]).unwrap()))
+                .collect::<BTreeMap<_, _>>(),
+            jain: None,
+            min_over_max: None,
+            completion: None,
+        }
+    }
+
+    #[test]
+    fn numbers_print_as_the_seed_does() {
+        assert_eq!(thousands(12113.421, 2), "12,113.42");
+        assert_eq!(thousands(999.0, 2), "999.00");
+        assert_eq!(thousands(1_000_000.0, 0), "1,000,000");
+        assert_eq!(thousands(-1234.5, 1), "-1,234.5");
+        assert_eq!(thousands(f64::NAN, 2), "-");
+    }
+
+    #[test]
+    fn redis_gets_failures_and_throughput_tables_in_the_seeds_layout() {
+        let a = summary(
+            "redis",
+            30,
+            1,
+            &[
+                ("load_ops_per_sec", 13532.56),
+                ("run_ops_per_sec", 25577.91),
+            ],
+            Some(1.0),
+        );
+        let b = summary(
+            "redis",
+            300,
+            60,
+            &[("load_ops_per_sec", 13969.8), ("run_ops_per_sec", 26771.05)],
+            Some(1.0),
+        );
+        let t = seed_tables("bronze", &[(1, &a), (10, &b)]);
+        assert_eq!(t.len(), 2);
+        let md = t[0].markdown();
+        assert!(
+            md.contains("| instance | total | failed | fail rate (%) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 1 | 30 | 1 | 03.3 |") && md.contains("| 10 | 300 | 60 | 20.0 |"),
+            "{md}"
+        );
+        let md = t[1].markdown();
+        assert!(md.contains("| instance\\throughput | load | run |"), "{md}");
+        assert!(md.contains("| 1 | 13,532.56 | 25,577.91 |"), "{md}");
+    }
+
+    #[test]
+    fn git_gets_a_time_table() {
+        let a = summary("git", 3, 0, &[], Some(23.9));
+        let t = seed_tables("std", &[(1, &a)]);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[1].columns, ["project", "time"]);
+        assert_eq!(t[1].rows, [["1", "23.90"]]);
+    }
+}
