@@ -400,7 +400,11 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     if run.series.is_empty() {
         o.push_str("<p>No time series were recorded for this run.</p>");
     } else {
-        o.push_str("<p class=\"meta\">fio's 500 ms windows (IOPS, bandwidth, mean latency; p50/p99 from its latency histograms) and, on a qoslab node, the node's own per-volume samples. Ceilings are drawn as long-dashed lines, floors as dash-dot lines.</p>");
+        o.push_str("<p class=\"meta\">fio's 500 ms windows (IOPS, bandwidth, mean latency; p50/p99 from its latency histograms) and, on a qoslab node, the node's own per-volume samples. Ceilings are drawn as long-dashed lines, floors as dash-dot lines.");
+        if run.series.iter().any(|s| !s.ops.is_empty()) {
+            o.push_str(" Request/response drivers (S3): whole 1 s segments from the test's start, per operation (the merged view), and requests per second per load generator.");
+        }
+        o.push_str("</p>");
     }
     for j in &run.jobs {
         let charts = job_charts(run, j);

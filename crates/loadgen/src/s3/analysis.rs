@@ -174,9 +174,10 @@ pub fn window(hosts: &[HostRecords], skip_ns: u64) -> Window {
             trimmed: true,
         }
     } else {
+        // Everything: the last request's end included.
         Window {
             start_ns: lo,
-            end_ns: hi.max(lo + 1),
+            end_ns: hi.max(lo) + 1,
             trimmed: false,
         }
     }
@@ -233,26 +234,38 @@ fn one(
         }
     }
     let ops = lat.len() as u64;
-    // Segments from the test's start.
-    let nseg = last_ns.div_ceil(seg_ns.max(1)).max(1) as usize;
+    // Whole segments from the test's start (a last, partial one would show a rate over a
+    // few milliseconds: warp leaves it out too).
+    let nseg = (last_ns / seg_ns.max(1)).max(1) as usize;
     let mut seg_lat: Vec<Vec<u64>> = vec![Vec::new(); nseg];
     let mut seg_ttfb: Vec<(f64, u64)> = vec![(0.0, 0); nseg];
     let mut seg_bytes = vec![0.0f64; nseg];
     let mut seg_err = vec![0u64; nseg];
     for r in recs {
-        let k = ((r.end_ns / seg_ns) as usize).min(nseg - 1);
+        // Counted in the segment they end in (if it is a whole one); bytes shared over
+        // every whole segment the request overlaps.
+        let k = (r.end_ns / seg_ns) as usize;
         if r.error.is_some() {
-            seg_err[k] += 1;
+            if k < nseg {
+                seg_err[k] += 1;
+            }
             continue;
         }
-        seg_lat[k].push(r.end_ns - r.start_ns);
-        if r.ttfb_ns > 0 {
-            seg_ttfb[k].0 += r.ttfb_ns as f64;
-            seg_ttfb[k].1 += 1;
+        if k < nseg {
+            seg_lat[k].push(r.end_ns - r.start_ns);
+            if r.ttfb_ns > 0 {
+                seg_ttfb[k].0 += r.ttfb_ns as f64;
+                seg_ttfb[k].1 += 1;
+            }
         }
         if r.bytes > 0 {
             let first = (r.start_ns / seg_ns) as usize;
-            for (j, b) in seg_bytes.iter_mut().enumerate().take(k + 1).skip(first) {
+            for (j, b) in seg_bytes
+                .iter_mut()
+                .enumerate()
+                .take(k.min(nseg - 1) + 1)
+                .skip(first)
+            {
                 let a = j as u64 * seg_ns;
                 *b += r.bytes as f64 * overlap(r.start_ns, r.end_ns, a, a + seg_ns);
             }
@@ -261,10 +274,10 @@ fn one(
     let (mut in_ops, mut in_bps) = (Vec::new(), Vec::new());
     for (k, mut l) in seg_lat.into_iter().enumerate() {
         let start = k as u64 * seg_ns;
-        let end = (start + seg_ns).min(last_ns.max(start + 1));
+        let end = start + seg_ns;
         let dur = (end - start) as f64 / 1e9;
         let st = LatStats::of(&mut l).unwrap_or_default();
-        let in_window = start >= w.start_ns && end <= w.end_ns && end - start == seg_ns;
+        let in_window = start >= w.start_ns && end <= w.end_ns;
         let s = Segment {
             host: host.to_string(),
             op,
@@ -469,8 +482,11 @@ mod tests {
 
     #[test]
     fn bytes_are_shared_over_the_segments_a_request_spans() {
-        // One 3 MiB PUT from 0.5 s to 3.5 s.
-        let ops = [rec(Op::Put, 0, S / 2, 7 * S / 2, 3 << 20)];
+        // A 3 MiB PUT from 0.5 s to 3.5 s, and a 1 MiB one from 3.5 s to 4.5 s.
+        let ops = [
+            rec(Op::Put, 0, S / 2, 7 * S / 2, 3 << 20),
+            rec(Op::Put, 0, 7 * S / 2, 9 * S / 2, 1 << 20),
+        ];
         let a = analyze(
             &[HostRecords {
                 host: "",
@@ -480,13 +496,13 @@ mod tests {
             S,
         );
         let bps: Vec<f64> = a.segments.iter().map(|s| s.bytes_per_s).collect();
+        // Whole segments only: [0,1) .. [3,4); the half second after 4 s is left out.
         assert_eq!(bps.len(), 4);
         assert!((bps[0] - f64::from(1 << 19)).abs() < 1.0, "{bps:?}");
         assert!((bps[1] - f64::from(1 << 20)).abs() < 1.0, "{bps:?}");
+        assert!((bps[3] - f64::from(1 << 20)).abs() < 1.0, "{bps:?}");
         assert!(!a.window.trimmed);
-        assert_eq!(
-            a.segments[3].ops_per_s, 2.0,
-            "the last (half) segment: 1 op in 0.5 s"
-        );
+        assert_eq!(a.segments[3].ops_per_s, 1.0, "the first PUT ends in [3, 4)");
+        assert_eq!(a.summaries[0].ops, 2, "the summary counts every request");
     }
 }
