@@ -43,14 +43,19 @@ if [ -z "$GARAGE" ]; then
 fi
 work=$(mktemp -d /tmp/qoslab-garage.XXXXXX)
 gpid="" qpid=""
+# Stop both servers whatever happened (errexit off here: a failing `wait` must not skip
+# the rest), then the work dir. Both servers are this script's own children.
 cleanup() {
     local rc=$?
-    [ -n "$gpid" ] && kill "$gpid" 2>/dev/null && wait "$gpid" 2>/dev/null
-    [ -n "$qpid" ] && kill "$qpid" 2>/dev/null && wait "$qpid" 2>/dev/null
+    set +e
+    for p in $gpid $qpid; do kill "$p" 2>/dev/null; done
+    for p in $gpid $qpid; do wait "$p" 2>/dev/null; done
     if [ "${KEEP_WORKDIR:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
     exit "$rc"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Garage, single node (docs: "quick start"): sqlite metadata, replication 1, one zone.

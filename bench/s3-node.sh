@@ -31,8 +31,11 @@ command -v curl >/dev/null || { echo "curl is required" >&2; exit 1; }
 work=$(mktemp -d /tmp/qoslab-s3bench.XXXXXX)
 pid=""
 cleanup() {
+    local rc=$?
+    set +e   # a failing `wait` (the server's TERM status) must not skip the rest
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    [ "${KEEP_WORKDIR:-0}" = 1 ] && echo "kept $work" >&2 || rm -rf "$work"
+    if [ "${KEEP_WORKDIR:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
+    exit "$rc"
 }
 trap cleanup EXIT
 AK=AKIAQOSLABBENCH00001 SK=qoslabbenchsecret00000000000000000000000
