@@ -161,3 +161,29 @@ fn a_profile_run_on_the_embedded_node_is_stored_exported_and_compared() {
         .any(|m| m.metric == "GET TTFB p50 ms"));
     let _ = a;
 }
+
+/// Seed 002's GOSBench plan, as shipped in examples/, parses with its keys intact.
+#[test]
+fn the_example_gosbench_plan_is_valid() {
+    let p = format!(
+        "{}/../../examples/s3-gosbench.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let plan = registry().load(std::path::Path::new(&p)).unwrap();
+    let s3 = &plan.body_as::<S3Run>().unwrap().plan;
+    assert_eq!(s3.tests.len(), 2);
+    let w = &s3.tests[0];
+    assert_eq!(
+        w.sizes,
+        loadgen::s3::SizeDist::Uniform {
+            min: 1024,
+            max: 100_000 << 10
+        }
+    );
+    assert_eq!(
+        (w.clients, w.runtime, w.weights.write),
+        (3, Some(60.0), 100)
+    );
+    assert_eq!(s3.tests[1].weights.read, 100);
+    assert_eq!(s3.conn.region.as_deref(), Some("eu-central-1"));
+}
