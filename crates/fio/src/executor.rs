@@ -318,7 +318,7 @@ mod live_tests {
         let dir = crate::test_dir("live");
         let rates = Arc::new(Mutex::new(Vec::new()));
         let sink_rates = rates.clone();
-        let mut fio = RealFio::new(&dir);
+        let mut fio = RealFio::new(dir.path());
         fio.fio = fake_fio(&dir).display().to_string();
         fio.live = Some(Arc::new(move |r| sink_rates.lock().unwrap().push(r)));
         let job = JobFile::default();
@@ -330,6 +330,5 @@ mod live_tests {
         assert_eq!(rates.len(), 2, "{rates:?}");
         assert!(rates.iter().all(|r| *r > 0.0), "{rates:?}");
         assert!(rates[1] > rates[0], "{rates:?}");
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

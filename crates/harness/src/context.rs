@@ -57,6 +57,9 @@ pub enum Status {
     Failed,
     /// A job failed to run (fio errors, I/O errors).
     Error,
+    /// Nothing failed, but a verdict is inconclusive: the job's bottleneck explains its
+    /// failure (docs/DIAGNOSIS.md).
+    Inconclusive,
 }
 
 impl Status {
@@ -66,6 +69,7 @@ impl Status {
             Status::Passed => "passed",
             Status::Failed => "failed",
             Status::Error => "error",
+            Status::Inconclusive => "inconclusive",
         }
     }
 }
@@ -194,7 +198,7 @@ pub fn record_setup(
                 run,
                 &PolicyRecord {
                     name: p.name.clone(),
-                    definition: format!("{:?}", p.policy),
+                    definition: policy_text(&p.policy),
                 },
             )?;
         }
@@ -232,4 +236,98 @@ pub fn record_setup(
         )?;
     }
     Ok(())
+}
+
+/// A policy as ONTAP's CLI shows it (`qos policy-group show`, `qos adaptive-policy-group
+/// show`): "fixed: max-throughput 500IOPS, min-throughput 0, is-shared false". Stored as the
+/// policy's definition, so reports never print Rust's debug text.
+pub fn policy_text(p: &qos_core::Policy) -> String {
+    use qos_core::{Allocation, Policy};
+    let alloc = |a: Allocation| match a {
+        Allocation::AllocatedSpace => "allocated-space",
+        Allocation::UsedSpace => "used-space",
+    };
+    let density = |v: f64| {
+        // ONTAP writes per GB when the density is a whole number of IOPS per GB.
+        let per_gb = v / 1000.0;
+        if v > 0.0 && (per_gb - per_gb.round()).abs() < 1e-9 {
+            format!("{}IOPS/GB", per_gb.round())
+        } else {
+            format!("{v}IOPS/TB")
+        }
+    };
+    match p {
+        Policy::Fixed(f) => {
+            let pair = |iops: u64, mbps: u64| match (iops, mbps) {
+                (0, 0) => "0".to_string(),
+                (i, 0) => format!("{i}IOPS"),
+                (0, m) => format!("{m}MB/s"),
+                (i, m) => format!("{i}IOPS,{m}MB/s"),
+            };
+            let mut s = format!(
+                "fixed: max-throughput {}, min-throughput {}, is-shared {}",
+                pair(f.max_iops, f.max_mbps),
+                pair(f.min_iops, f.min_mbps),
+                f.capacity_shared
+            );
+            if f.weight > 1 {
+                s.push_str(&format!(", weight {}", f.weight));
+            }
+            s
+        }
+        Policy::Adaptive(a) => {
+            let mut s = format!(
+                "adaptive: expected-iops {}, peak-iops {}, absolute-min-iops {}IOPS, \
+                 expected-iops-allocation {}, peak-iops-allocation {}, block-size {}",
+                density(a.expected_iops.0),
+                density(a.peak_iops.0),
+                a.absolute_min_iops,
+                alloc(a.expected_allocation),
+                alloc(a.peak_allocation),
+                a.block_size
+            );
+            if a.weight > 1 {
+                s.push_str(&format!(", weight {}", a.weight));
+            }
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod policy_text_tests {
+    use super::policy_text;
+    use qos_core::{AdaptivePolicy, FixedPolicy, IopsPerTb, Policy};
+
+    #[test]
+    fn policies_read_as_ontap_shows_them() {
+        let f = Policy::Fixed(FixedPolicy {
+            max_iops: 500,
+            ..Default::default()
+        });
+        assert_eq!(
+            policy_text(&f),
+            "fixed: max-throughput 500IOPS, min-throughput 0, is-shared false"
+        );
+        let f = Policy::Fixed(FixedPolicy {
+            max_iops: 1000,
+            max_mbps: 100,
+            min_iops: 200,
+            capacity_shared: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            policy_text(&f),
+            "fixed: max-throughput 1000IOPS,100MB/s, min-throughput 200IOPS, is-shared true"
+        );
+        let mut a = AdaptivePolicy::new(IopsPerTb(5000.0), IopsPerTb(50000.0), 0);
+        a.peak_allocation = qos_core::Allocation::AllocatedSpace;
+        let t = policy_text(&Policy::Adaptive(a));
+        assert_eq!(
+            t,
+            "adaptive: expected-iops 5IOPS/GB, peak-iops 50IOPS/GB, absolute-min-iops 0IOPS, \
+             expected-iops-allocation allocated-space, peak-iops-allocation allocated-space, block-size 32K"
+        );
+        assert!(!t.contains('{') && !t.contains("Adaptive("));
+    }
 }

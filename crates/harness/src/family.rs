@@ -77,6 +77,23 @@ pub trait Family: Send + Sync {
         )))
     }
 
+    /// The `--suite NAME`s this family runs: system suites over hosts (seed 002's network
+    /// mesh, disks, storage through fio client/server), each built from the command line
+    /// like a profile.
+    fn suites(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The plan `--suite NAME` runs (`name` is one of [`Family::suites`]).
+    fn suite(
+        &self,
+        name: &str,
+        _req: &ProfileRequest,
+        _registry: &Registry,
+    ) -> Result<Plan, PlanError> {
+        Err(PlanError(format!("--suite {name}: no such suite")))
+    }
+
     /// Command-line options of this family, added to `qoslab bench` (under their own help
     /// heading); read back from [`Options::args`] / [`ProfileRequest::args`].
     fn cli(&self, cmd: clap::Command) -> clap::Command {
@@ -200,6 +217,12 @@ pub struct Options<'a> {
     pub clients: &'a [String],
     /// Leave out the line per finished step (`qoslab demo` prints its own table instead).
     pub no_step_lines: bool,
+    /// `--until-steady MAX`: run each fio job until it is steady (fio's `steadystate`), at
+    /// most MAX seconds.
+    pub until_steady: Option<f64>,
+    /// `--iterations N` (the CLI has set [`Common::iterations`] from it already; a family
+    /// with a default of its own reads it here).
+    pub iterations: Option<u32>,
     /// The parsed command line, for the family's own options ([`Family::cli`]); None
     /// outside the CLI.
     pub args: Option<&'a clap::ArgMatches>,
@@ -231,12 +254,16 @@ impl Registry {
     pub fn new(families: Vec<&'static dyn Family>) -> Registry {
         let mut names = std::collections::BTreeSet::new();
         let mut tables = std::collections::BTreeSet::new();
+        let mut suites = std::collections::BTreeSet::new();
         for f in &families {
             assert!(
                 names.insert(f.name()),
                 "family {} registered twice",
                 f.name()
             );
+            for s in f.suites() {
+                assert!(suites.insert(*s), "suite {s} offered twice");
+            }
             for t in f.tables() {
                 assert!(tables.insert(table_key(t)), "plan table {t} owned twice");
             }
@@ -259,6 +286,25 @@ impl Registry {
             .filter(|f| f.offers_profile())
             .map(|f| f.name())
             .collect()
+    }
+
+    /// Names `--suite` accepts, in registry order.
+    pub fn suites(&self) -> Vec<&'static str> {
+        self.families
+            .iter()
+            .flat_map(|f| f.suites().iter().copied())
+            .collect()
+    }
+
+    /// The plan `--suite NAME` runs.
+    pub fn suite(&self, name: &str, req: &ProfileRequest) -> Result<Plan, PlanError> {
+        match self.families.iter().find(|f| f.suites().contains(&name)) {
+            Some(f) => f.suite(name, req, self),
+            None => Err(PlanError(format!(
+                "--suite {name:?}: allowed suites: {}",
+                self.suites().join(", ")
+            ))),
+        }
     }
 
     /// Names `[[workload]] profile = NAME` accepts.
@@ -362,6 +408,9 @@ impl Registry {
             if f.offers_profile() {
                 how.push(format!("--profile {}", f.name()));
             }
+            if !f.suites().is_empty() {
+                how.push(format!("--suite {}", f.suites().join("|")));
+            }
             if !f.tables().is_empty() {
                 how.push(f.tables().join(" "));
             }
@@ -462,6 +511,9 @@ mod tests {
         fn offers_profile(&self) -> bool {
             true
         }
+        fn suites(&self) -> &'static [&'static str] {
+            &["mesh", "drives"]
+        }
     }
 
     fn reg() -> Registry {
@@ -515,9 +567,16 @@ mod tests {
             "{h}"
         );
         assert!(
-            h.contains("  other   another\n          --profile other; [other]\n"),
+            h.contains(
+                "  other   another\n          --profile other; --suite mesh|drives; [other]\n"
+            ),
             "{h}"
         );
+        assert_eq!(r.suites(), ["mesh", "drives"]);
+        let e = r.suite("nope", &ProfileRequest::default()).unwrap_err().0;
+        assert_eq!(e, "--suite \"nope\": allowed suites: mesh, drives");
+        let e = r.suite("mesh", &ProfileRequest::default()).unwrap_err().0;
+        assert_eq!(e, "--suite mesh: no such suite", "the family's default");
     }
 
     #[test]

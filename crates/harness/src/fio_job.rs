@@ -4,8 +4,9 @@
 
 use fio::{JobFile, JobResult, Section};
 
+use crate::assessment;
 use crate::context::{RunContext, RunError};
-use crate::verdict::{Expectation, Limits, Verdict};
+use crate::verdict::{Evidence, Expectation, Limits, Verdict};
 
 /// One fio job of a plan, expanded.
 #[derive(Debug, Clone)]
@@ -56,6 +57,9 @@ pub struct JobOutcome {
     pub verdicts: Vec<Verdict>,
     /// fio failed, or reported an error for the job.
     pub failed: bool,
+    /// What limited the job (None when fio failed).
+    pub diagnosis: Option<assess::Diagnosis>,
+    pub steady: Option<assess::steady::SteadyState>,
 }
 
 /// Run `job` as job `seq` (1-based) of the run. A failed fio run fails the job's
@@ -83,27 +87,48 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
         .recorder
         .start(seq as usize, ctx.node, ctx.target, job.ramp);
     let ran = ctx.exec.run(&file);
-    ctx.add_series(&recording.finish(id))?;
+    let series = recording.finish(id);
+    ctx.add_series(&series)?;
     match ran {
         Ok(out) => {
             let primary = out.job(&job.name).cloned().unwrap_or_default();
+            let devices = assessment::devices(ctx.node, ctx.target);
+            let diagnosis = assessment::diagnose(
+                &series,
+                &primary,
+                job.volume.as_deref(),
+                limits.as_ref(),
+                &devices,
+                job.runtime,
+            );
+            let steady = assessment::steady_state(&series);
+            let failed = primary.error != 0;
+            let ev = Evidence {
+                fio: &series.fio,
+                diagnosis: Some(&diagnosis),
+                io_error: failed,
+            };
             let mut verdicts: Vec<Verdict> = job
                 .expect
                 .iter()
-                .map(|e| e.check(&primary, limits.as_ref()))
+                .map(|e| e.check_with(&primary, limits.as_ref(), &ev))
                 .collect();
-            let failed = primary.error != 0;
             if failed {
                 for v in &mut verdicts {
                     v.passed = false;
+                    v.outcome = assess::Outcome::Fail;
                     v.detail = format!("fio reported error {}; {}", primary.error, v.detail);
                 }
             }
             ctx.finish_job(id, Ok(&out), &verdicts)?;
+            ctx.store
+                .set_assessment(id, Some(&diagnosis), steady.as_ref())?;
             Ok(JobOutcome {
                 result: Ok(primary),
                 verdicts,
                 failed,
+                diagnosis: Some(diagnosis),
+                steady,
             })
         }
         Err(e) => {
@@ -111,12 +136,14 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
             let verdicts: Vec<Verdict> = job
                 .expect
                 .iter()
-                .map(|x| Verdict {
-                    expectation: x.text.clone(),
-                    measured: 0.0,
-                    bound: String::new(),
-                    passed: false,
-                    detail: format!("the job failed: {msg}"),
+                .map(|x| {
+                    Verdict::plain(
+                        x.text.clone(),
+                        0.0,
+                        String::new(),
+                        false,
+                        format!("the job failed: {msg}"),
+                    )
                 })
                 .collect();
             ctx.finish_job(id, Err(&msg), &verdicts)?;
@@ -124,6 +151,8 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                 result: Err(msg),
                 verdicts,
                 failed: true,
+                diagnosis: None,
+                steady: None,
             })
         }
     }

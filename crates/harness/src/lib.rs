@@ -14,10 +14,12 @@
 //! Validation happens at the edge: a plan is checked once, when parsed and configured;
 //! everything after trusts it. The harness never names a family (docs: ARCHITECTURE.md).
 
+pub mod assessment;
 pub mod context;
 pub mod family;
 pub mod fio_job;
 pub mod host;
+pub mod local_node;
 pub mod node_api;
 pub mod node_sampler;
 pub mod ops;

@@ -1,5 +1,6 @@
 //! Recording a run's time series: fio's per-window logs (asked for in each job file,
-//! written to a temporary directory) and the node's samples while each job runs.
+//! written to a temporary directory), the node's samples and the hosts' tool sets
+//! (`toolsets`, every second, unless `--no-tools`) while each job runs.
 
 use std::path::PathBuf;
 
@@ -12,12 +13,16 @@ use fio::JobFile;
 /// One per run; removes fio's logs when dropped.
 pub struct SeriesRecorder {
     dir: Option<PathBuf>,
+    /// Sample the hosts' tool sets while jobs run.
+    tools: bool,
 }
 
 /// One job's recording in progress.
 pub struct JobRecording {
     logs: Option<(PathBuf, String)>,
     sampling: Option<Sampling>,
+    /// The tool sets and the ramp (ms) their clock is shifted by.
+    tools: Option<(toolsets::Sampler, u64)>,
 }
 
 fn prefix(seq: usize) -> String {
@@ -27,9 +32,20 @@ fn prefix(seq: usize) -> String {
 impl SeriesRecorder {
     /// Without a temporary directory fio's logs are not recorded (the run goes on).
     pub fn new() -> SeriesRecorder {
+        SeriesRecorder::with_tools(true)
+    }
+
+    /// `tools`: sample the hosts (this machine) while each job runs.
+    pub fn with_tools(tools: bool) -> SeriesRecorder {
         SeriesRecorder {
             dir: crate::target::temp_dir("fiologs").ok(),
+            tools,
         }
+    }
+
+    /// Whether tool sets are sampled.
+    pub fn tools(&self) -> bool {
+        self.tools
     }
 
     /// Ask fio, in job `seq`'s file, for its IOPS, bandwidth, latency and histogram logs.
@@ -56,17 +72,42 @@ impl SeriesRecorder {
         JobRecording {
             logs: self.dir.clone().map(|d| (d, prefix(seq))),
             sampling: None,
+            tools: None,
         }
     }
 
     /// Start sampling the node job `seq` runs on (the embedded node in-process, a
-    /// `--node` target over REST; nothing for other targets).
+    /// `--node` target over REST; nothing for other targets) and the hosts' tool sets.
     pub fn start(
         &self,
         seq: usize,
         node: Option<&EmbeddedNode>,
         target: &Target,
         ramp_s: f64,
+    ) -> JobRecording {
+        self.start_roles(seq, node, target, ramp_s, false)
+    }
+
+    /// [`start`](Self::start) for a job whose load this process generates itself (the
+    /// ramp's genio, on threads named `toolsets::GENERATOR_THREADS`): those threads are the
+    /// load generator in the tool sets.
+    pub fn start_generating(
+        &self,
+        seq: usize,
+        node: Option<&EmbeddedNode>,
+        target: &Target,
+        ramp_s: f64,
+    ) -> JobRecording {
+        self.start_roles(seq, node, target, ramp_s, true)
+    }
+
+    fn start_roles(
+        &self,
+        seq: usize,
+        node: Option<&EmbeddedNode>,
+        target: &Target,
+        ramp_s: f64,
+        generating: bool,
     ) -> JobRecording {
         let probe: Option<Box<dyn NodeProbe>> = match (node, target) {
             (Some(n), _) => Some(Box::new(EmbeddedProbe::new(n.node().clone()))),
@@ -75,9 +116,25 @@ impl SeriesRecorder {
             }
             _ => None,
         };
+        // This machine runs fio; it is the node's host too when the node is embedded (its
+        // threads are the node), or when the node's process listens here.
+        let mut roles = if node.is_some() {
+            toolsets::Roles::embedded()
+        } else if self.tools {
+            toolsets::Roles::harness_only(crate::local_node::node_pid(target))
+        } else {
+            toolsets::Roles::harness_only(None)
+        };
+        if generating {
+            roles = roles.with_generator();
+        }
+        let ramp_ms = (ramp_s * 1000.0) as u64;
         JobRecording {
             logs: self.dir.clone().map(|d| (d, prefix(seq))),
-            sampling: probe.map(|p| node_sampler::start(p, (ramp_s * 1000.0) as u64)),
+            sampling: probe.map(|p| node_sampler::start(p, ramp_ms)),
+            tools: self
+                .tools
+                .then(|| (toolsets::Sampler::local(roles), ramp_ms)),
         }
     }
 }
@@ -102,6 +159,10 @@ impl JobRecording {
         JobSeries {
             job_id,
             node: self.sampling.map(Sampling::finish).unwrap_or_default(),
+            hosts: self
+                .tools
+                .map(|(s, ramp_ms)| on_fio_clock(s.stop(), ramp_ms))
+                .unwrap_or_default(),
             fio: self
                 .logs
                 .and_then(|(d, p)| collect(&d, &p).ok())
@@ -109,4 +170,16 @@ impl JobRecording {
             ops: Vec::new(),
         }
     }
+}
+
+/// Moves tool-set samples onto fio's log clock (0 = the end of the ramp), dropping those
+/// that ended during the ramp, as the node's samples are.
+fn on_fio_clock(mut hosts: Vec<toolsets::HostSeries>, ramp_ms: u64) -> Vec<toolsets::HostSeries> {
+    for h in &mut hosts {
+        h.samples.retain(|s| s.t_ms > ramp_ms);
+        for s in &mut h.samples {
+            s.t_ms -= ramp_ms;
+        }
+    }
+    hosts
 }

@@ -23,6 +23,8 @@ pub struct RunEnv<'a> {
     /// This machine (fio's version is replaced when the family's header says so).
     pub env: &'a Env,
     pub ui: &'a mut dyn Ui,
+    /// Sample the hosts' tool sets while jobs run (`--no-tools` turns it off).
+    pub tools: bool,
 }
 
 /// Run `plan` (configured: [`Plan::configure`]) on `env.target`. Store errors end the run
@@ -35,6 +37,7 @@ pub fn run(plan: &mut Plan, env: RunEnv) -> Result<Outcome, RunError> {
         store,
         env,
         ui,
+        tools,
     } = env;
     let common = &plan.common;
     let node = match (target, &common.node) {
@@ -63,7 +66,7 @@ pub fn run(plan: &mut Plan, env: RunEnv) -> Result<Outcome, RunError> {
         env: &host,
     })?;
     record_setup(store, run, node.as_ref(), common.node.as_ref(), target)?;
-    let recorder = SeriesRecorder::new();
+    let recorder = SeriesRecorder::with_tools(tools);
     let steps = plan.body.steps();
     let progress = plan.body.progress_line();
     let mut ctx = RunContext {

@@ -52,11 +52,15 @@ pub struct JobSeries {
     /// Per-operation segments of a request/response driver (S3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ops: Vec<OpSample>,
+    /// The host tool sets (one series per host sampled), on fio's clock like the rest:
+    /// each sample's `t_ms` is the end of its interval after the ramp.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<toolsets::HostSeries>,
 }
 
 impl JobSeries {
     pub fn is_empty(&self) -> bool {
-        self.fio.is_empty() && self.node.is_empty() && self.ops.is_empty()
+        self.fio.is_empty() && self.node.is_empty() && self.ops.is_empty() && self.hosts.is_empty()
     }
 
     /// The fio windows as (t_ms, all directions summed): IOPS, bytes/s, and the

@@ -227,11 +227,14 @@ impl EmbeddedNode {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (cfg, d, s) = (cfg.clone(), dir.clone(), socket.clone());
+        // Every thread of the node is named toolsets::NODE_THREADS: the tool sets count
+        // them as the node, the rest of this process as the harness.
         let thread = std::thread::Builder::new()
-            .name("embedded-node".into())
+            .name(toolsets::NODE_THREADS.into())
             .spawn(move || {
                 let rt = match tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
+                    .thread_name(toolsets::NODE_THREADS)
                     .enable_all()
                     .build()
                 {
@@ -287,6 +290,11 @@ impl EmbeddedNode {
             stop: Some(stop_tx),
             thread: Some(thread),
         })
+    }
+
+    /// The node's data directory (its volumes' files).
+    pub fn data_dir(&self) -> &Path {
+        &self.dir
     }
 
     pub fn socket(&self) -> &Path {

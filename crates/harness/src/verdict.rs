@@ -3,7 +3,7 @@
 //! Grammar (whitespace between tokens is optional):
 //! ```text
 //! expectation := metric op rhs [tolerance]
-//! metric      := [read. | write.] (iops | iops_mean | bw | bw_mean
+//! metric      := [read. | write.] (iops | iops_mean | iops_steady | bw | bw_mean | bw_steady
 //!                | lat_mean_us | lat_p50_us | lat_p90_us | lat_p99_us | lat_p999_us)
 //! op          := <= | < | >= | > | ~=
 //! rhs         := operand [(* | /) number]
@@ -16,6 +16,7 @@
 //! iops metrics, bytes/s for bw metrics). Tolerance widens the bound in the lenient
 //! direction: `iops <= 500 +-3%` passes up to 515; `iops >= 500 +-3%` passes from 485.
 
+use assess::{Check, Diagnosis, Outcome, Quantity, Sense};
 use serde::{Deserialize, Serialize};
 
 use fio::JobResult;
@@ -51,8 +52,12 @@ pub enum Dir {
 pub enum Metric {
     Iops,
     IopsMean,
+    /// The median of the 500 ms windows in steady state (all windows when none is
+    /// steady): a rate one starved window cannot move (`assess::steady::robust_rate`).
+    IopsSteady,
     Bw,
     BwMean,
+    BwSteady,
     LatMeanUs,
     LatP50Us,
     LatP90Us,
@@ -61,7 +66,7 @@ pub enum Metric {
 }
 
 const METRICS: &str =
-    "iops, iops_mean, bw, bw_mean, lat_mean_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_p999_us (optionally prefixed read. or write.)";
+    "iops, iops_mean, iops_steady, bw, bw_mean, bw_steady, lat_mean_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_p999_us (optionally prefixed read. or write.)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -73,8 +78,8 @@ enum Kind {
 impl Metric {
     fn kind(self) -> Kind {
         match self {
-            Metric::Iops | Metric::IopsMean => Kind::Iops,
-            Metric::Bw | Metric::BwMean => Kind::Bw,
+            Metric::Iops | Metric::IopsMean | Metric::IopsSteady => Kind::Iops,
+            Metric::Bw | Metric::BwMean | Metric::BwSteady => Kind::Bw,
             _ => Kind::Lat,
         }
     }
@@ -123,9 +128,71 @@ pub struct Verdict {
     pub measured: f64,
     /// The bound the measurement was compared with, tolerance included ("<= 515").
     pub bound: String,
+    /// The bound held (`outcome` is `pass`).
     pub passed: bool,
     /// Human explanation, e.g. "iops = 479.7, want <= 515 (500 +-3%)".
     pub detail: String,
+    /// pass, fail, or inconclusive: a failure the job's bottleneck explains
+    /// (docs/DIAGNOSIS.md).
+    pub outcome: Outcome,
+    /// Why a failure is inconclusive (or stays a failure although the measurement was
+    /// discredited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Verdict {
+    /// Sets `outcome` from `passed` (for verdicts built field by field).
+    pub fn settled(mut self) -> Verdict {
+        self.outcome = if self.passed {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        self
+    }
+
+    /// A verdict decided without a diagnosis (pass or fail).
+    pub fn plain(
+        expectation: String,
+        measured: f64,
+        bound: String,
+        passed: bool,
+        detail: String,
+    ) -> Verdict {
+        Verdict {
+            expectation,
+            measured,
+            bound,
+            passed,
+            detail,
+            outcome: if passed { Outcome::Pass } else { Outcome::Fail },
+            reason: None,
+        }
+    }
+
+    /// Apply a job's diagnosis to this verdict (see [`assess::judge`]).
+    pub fn judged(mut self, check: &Check, diagnosis: Option<&Diagnosis>) -> Verdict {
+        let j = assess::judge(check, diagnosis);
+        self.outcome = j.outcome;
+        self.reason = j.reason;
+        self
+    }
+
+    /// PASS, FAIL or INCONCLUSIVE.
+    pub fn label(&self) -> &'static str {
+        self.outcome.label()
+    }
+}
+
+/// What a verdict is judged with besides fio's result: the job's 500 ms windows (for the
+/// `_steady` metrics) and its diagnosis (for inconclusive outcomes).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence<'a> {
+    pub fio: &'a [crate::series::FioSample],
+    pub diagnosis: Option<&'a Diagnosis>,
+    /// The job ended with an I/O error.
+    pub io_error: bool,
 }
 
 fn err(text: &str, what: impl std::fmt::Display) -> ExpectError {
@@ -153,6 +220,8 @@ impl Expectation {
         let metric = match base {
             "iops" => Metric::Iops,
             "iops_mean" => Metric::IopsMean,
+            "iops_steady" => Metric::IopsSteady,
+            "bw_steady" => Metric::BwSteady,
             "bw" => Metric::Bw,
             "bw_mean" => Metric::BwMean,
             "lat_mean_us" => Metric::LatMeanUs,
@@ -256,6 +325,28 @@ impl Expectation {
 
     /// The measured value for this expectation's metric and direction.
     pub fn measure(&self, r: &JobResult) -> f64 {
+        self.measure_with(r, &[])
+    }
+
+    /// The per-window series of this expectation's direction (both summed per window).
+    fn windows(&self, fio: &[crate::series::FioSample], bw: bool) -> Vec<f64> {
+        let mut by_t: std::collections::BTreeMap<u64, f64> = std::collections::BTreeMap::new();
+        for s in fio {
+            let wanted = match self.dir {
+                Dir::Read => s.direction == "read",
+                Dir::Write => s.direction == "write",
+                Dir::Both => s.direction == "read" || s.direction == "write",
+            };
+            if wanted {
+                *by_t.entry(s.t_ms).or_default() += if bw { s.bw_bytes } else { s.iops };
+            }
+        }
+        by_t.into_values().collect()
+    }
+
+    /// [`measure`](Self::measure), with the job's windows for the `_steady` metrics (fio's
+    /// mean when there are none).
+    pub fn measure_with(&self, r: &JobResult, fio: &[crate::series::FioSample]) -> f64 {
         let d = |f: &dyn Fn(&fio::DirStats) -> f64| match self.dir {
             Dir::Read => f(&r.read),
             Dir::Write => f(&r.write),
@@ -286,8 +377,12 @@ impl Expectation {
         match self.metric {
             Metric::Iops => d(&|s| s.iops),
             Metric::IopsMean => d(&|s| s.iops_mean),
+            Metric::IopsSteady => assess::steady::robust_rate(&self.windows(fio, false))
+                .unwrap_or_else(|| d(&|s| s.iops_mean)),
             Metric::Bw => d(&|s| s.bw_bytes as f64),
             Metric::BwMean => d(&|s| s.bw_mean_bytes),
+            Metric::BwSteady => assess::steady::robust_rate(&self.windows(fio, true))
+                .unwrap_or_else(|| d(&|s| s.bw_mean_bytes)),
             Metric::LatMeanUs => lat(&|s| s.lat_mean_ns),
             Metric::LatP50Us => lat(&|s| s.p50_ns as f64),
             Metric::LatP90Us => lat(&|s| s.p90_ns as f64),
@@ -299,13 +394,15 @@ impl Expectation {
     /// Judge a result. `limits` are the effective limits of the volume under test (`None`
     /// when the target is not an embedded node).
     pub fn check(&self, r: &JobResult, limits: Option<&Limits>) -> Verdict {
-        let measured = self.measure(r);
-        let fail = |detail: String| Verdict {
-            expectation: self.text.clone(),
-            measured,
-            bound: String::new(),
-            passed: false,
-            detail,
+        self.check_with(r, limits, &Evidence::default())
+    }
+
+    /// Judge a result with the job's windows and diagnosis: a failure the diagnosis
+    /// explains is `inconclusive`.
+    pub fn check_with(&self, r: &JobResult, limits: Option<&Limits>, ev: &Evidence) -> Verdict {
+        let measured = self.measure_with(r, ev.fio);
+        let fail = |detail: String| {
+            Verdict::plain(self.text.clone(), measured, String::new(), false, detail)
         };
         let base = match self.operand {
             Operand::Number(n) => n,
@@ -357,21 +454,33 @@ impl Expectation {
             .split(|c: char| c.is_whitespace() || "<>~=".contains(c))
             .next()
             .unwrap_or("");
-        Verdict {
-            expectation: self.text.clone(),
-            measured,
-            detail: format!(
-                "{name} = {}, want {bound}{}",
-                num(measured),
-                if t > 0.0 || self.factor != 1.0 || !matches!(self.operand, Operand::Number(_)) {
-                    format!(" (from {})", num(target))
-                } else {
-                    String::new()
-                }
-            ),
-            bound,
+        let detail = format!(
+            "{name} = {}, want {bound}{}",
+            num(measured),
+            if t > 0.0 || self.factor != 1.0 || !matches!(self.operand, Operand::Number(_)) {
+                format!(" (from {})", num(target))
+            } else {
+                String::new()
+            }
+        );
+        let check = Check {
             passed,
-        }
+            quantity: if self.metric.kind() == Kind::Lat {
+                Quantity::Latency
+            } else {
+                Quantity::Throughput
+            },
+            sense: match self.op {
+                Op::Le | Op::Lt => Sense::AtMost,
+                Op::Ge | Op::Gt => Sense::AtLeast,
+                Op::Approx => Sense::Around,
+            },
+            measured,
+            target,
+            io_error: ev.io_error,
+        };
+        Verdict::plain(self.text.clone(), measured, bound, passed, detail)
+            .judged(&check, ev.diagnosis)
     }
 }
 

@@ -62,6 +62,15 @@ pub struct Nic {
     pub tx_bytes: u64,
 }
 
+/// One IPv4 route of the host.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Route {
+    pub iface: String,
+    pub destination: std::net::Ipv4Addr,
+    pub mask: std::net::Ipv4Addr,
+    pub metric: u32,
+}
+
 /// What a suite needs to know about a host.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HostFacts {
@@ -74,6 +83,8 @@ pub struct HostFacts {
     pub mem_total_bytes: u64,
     pub disks: Vec<Disk>,
     pub nics: Vec<Nic>,
+    /// The IPv4 routing table (/proc/net/route): which NIC traffic to an address leaves by.
+    pub routes: Vec<Route>,
     /// Tools asked for that are not on the host's PATH.
     pub missing_tools: Vec<String>,
 }
@@ -93,6 +104,36 @@ impl HostFacts {
             .filter_map(|n| n.speed_mbps)
             .max()
     }
+
+    /// The NIC the host's traffic to `addr` leaves by: the longest matching route of
+    /// /proc/net/route (lowest metric among equals). `addr` is an IPv4 address or a name
+    /// this machine resolves; None for IPv6 or when no route matches.
+    pub fn nic_towards(&self, addr: &str) -> Option<&Nic> {
+        use std::net::{IpAddr, ToSocketAddrs};
+        let ip = match addr.parse::<IpAddr>() {
+            Ok(IpAddr::V4(v4)) => v4,
+            Ok(IpAddr::V6(_)) => return None,
+            Err(_) => (addr, 0)
+                .to_socket_addrs()
+                .ok()?
+                .find_map(|a| match a.ip() {
+                    IpAddr::V4(v4) => Some(v4),
+                    IpAddr::V6(_) => None,
+                })?,
+        };
+        let ip = u32::from(ip);
+        let route = self
+            .routes
+            .iter()
+            .filter(|r| ip & u32::from(r.mask) == u32::from(r.destination) & u32::from(r.mask))
+            .max_by(|a, b| {
+                u32::from(a.mask)
+                    .count_ones()
+                    .cmp(&u32::from(b.mask).count_ones())
+                    .then(b.metric.cmp(&a.metric))
+            })?;
+        self.nics.iter().find(|n| n.name == route.iface)
+    }
 }
 
 /// The remote script: raw files between marker lines, then the tools that are missing.
@@ -108,6 +149,7 @@ m partitions; cat /proc/partitions
 m mountinfo; cat /proc/self/mountinfo
 m swaps; cat /proc/swaps
 m netdev; cat /proc/net/dev
+m route; cat /proc/net/route
 for d in /sys/block/*; do [ -e "$d" ] || continue; n=${{d##*/}}; m "block $n"
  echo "dev $(cat $d/dev)"; echo "size $(cat $d/size)"; echo "rotational $(cat $d/queue/rotational 2>/dev/null)"
  echo "ro $(cat $d/ro 2>/dev/null)"; echo "removable $(cat $d/removable 2>/dev/null)"
@@ -271,8 +313,25 @@ pub fn parse(host: &str, out: &str) -> Result<HostFacts, String> {
             nics.push(n);
         }
     }
+    let routes = match s.get("route") {
+        Some(text) if !text.trim().is_empty() => {
+            procfs_core::net::RouteEntries::from_buf_read(text.as_bytes())
+                .map_err(|e| format!("/proc/net/route: {e}"))?
+                .0
+                .into_iter()
+                .map(|r| Route {
+                    iface: r.iface,
+                    destination: r.destination,
+                    mask: r.mask,
+                    metric: r.metrics,
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     Ok(HostFacts {
         host: host.to_string(),
+        routes,
         hostname: get("hostname").trim().to_string(),
         kernel: get("kernel").trim().to_string(),
         cores,
@@ -312,6 +371,9 @@ mod tests {
              {MARK}mountinfo\n22 1 8:1 / /data rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
              {MARK}swaps\nFilename Type Size Used Priority\n\
              {MARK}netdev\nInter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n  eth0: 100 1 0 0 0 0 0 0 200 2 0 0 0 0 0 0\n\
+             {MARK}route\nIface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+             wlan0\t00000000\t0100A8C0\t0003\t0\t0\t600\t00000000\t0\t0\t0\n\
+             eth0\t0000000A\t00000000\t0001\t0\t0\t100\t000000FF\t0\t0\t0\n\
              {MARK}block sda\ndev 8:0\nsize 2000\nrotational 1\nro 0\nremovable 0\nmodel DISK\npart sda1 8:1\n\
              {MARK}block sdb\ndev 8:16\nsize 4000\nrotational 0\nro 0\nremovable 0\nmodel \n\
              {MARK}net eth0\nspeed 10000\noperstate up\nmtu 1500\naddress aa\n\
@@ -336,6 +398,15 @@ mod tests {
             None
         );
         assert_eq!(f.missing_tools, vec!["iperf3"]);
+        // 10.0.0.0/8 leaves by eth0; anything else by the default route's wlan0 (no NIC
+        // of that name here); IPv6 is not looked up.
+        assert_eq!(f.routes.len(), 2);
+        assert_eq!(
+            f.nic_towards("10.1.2.3").map(|n| n.name.as_str()),
+            Some("eth0")
+        );
+        assert_eq!(f.nic_towards("192.168.0.9"), None);
+        assert_eq!(f.nic_towards("::1"), None);
         assert!(parse("n1", "garbage").is_err());
     }
 }

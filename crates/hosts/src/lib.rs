@@ -30,10 +30,10 @@ pub mod remote;
 pub mod ssh;
 
 pub use error::{ErrorKind, HostError};
-pub use facts::{Disk, HostFacts, Nic};
+pub use facts::{Disk, HostFacts, Nic, Route};
 pub use preflight::{preflight, PreflightError};
 pub use remote::RemoteProc;
-pub use ssh::{parse_hosts, Host, Output, SshConfig};
+pub use ssh::{disconnect_all, parse_hosts, Host, Output, SshConfig};
 
 /// Quote one word for a POSIX shell.
 pub fn quote(word: &str) -> String {

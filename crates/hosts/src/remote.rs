@@ -210,6 +210,14 @@ mod tests {
         let h = Host::local();
         let dir = std::env::temp_dir().join(format!("qoslab-remote-{}", std::process::id()));
         let dir = dir.display().to_string();
+        // Removed when the test ends, passing or not.
+        struct Rundir<'a>(&'a Host, &'a str);
+        impl Drop for Rundir<'_> {
+            fn drop(&mut self) {
+                remove_rundir(self.0, self.1);
+            }
+        }
+        let _rundir = Rundir(&h, &dir);
         let port = free_port();
         // A listener that needs nothing but python3 (a test dependency already).
         let cmd = format!(
@@ -234,6 +242,5 @@ mod tests {
             .wait_listening(free_port(), Duration::from_secs(5))
             .unwrap_err();
         assert!(e.to_string().contains("boom"), "{e}");
-        remove_rundir(&h, &dir);
     }
 }

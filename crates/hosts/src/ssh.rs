@@ -231,6 +231,34 @@ impl Host {
     }
 }
 
+/// Close every host's master connection and remove the control directories left empty
+/// (`/tmp/qoslab-ssh-PID`): a master unlinks its socket as it exits, so the directory is
+/// removed once the last one is gone (waiting up to ~2 s for them).
+pub fn disconnect_all(hosts: &[Host]) {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for h in hosts {
+        h.disconnect();
+        if let Transport::Ssh(cfg) = &h.transport {
+            if let Some(d) = &cfg.control_dir {
+                if !dirs.contains(d) {
+                    dirs.push(d.clone());
+                }
+            }
+        }
+    }
+    for d in dirs {
+        for _ in 0..40 {
+            match std::fs::remove_dir(&d) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                // Not empty yet (a master still exiting) or still in use by another set
+                // of hosts of this process: try again shortly, then leave it.
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+}
+
 /// The hostname ssh would connect to for `dest` after applying its config (`ssh -G`).
 fn resolve_hostname(dest: &str, cfg: &SshConfig) -> Result<String, HostError> {
     let out = Command::new(&cfg.ssh)

@@ -25,6 +25,8 @@ mod stale;
 pub mod state;
 pub mod sys;
 mod teardown;
+#[cfg(test)]
+mod test_dir;
 
 use std::path::{Path, PathBuf};
 

@@ -152,8 +152,7 @@ mod tests {
 
     #[test]
     fn a_dead_run_without_attachments_is_removed_and_a_live_one_is_left_alone() {
-        let base = std::env::temp_dir().join(format!("mounts-stale-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = crate::test_dir::RemoveOnDrop::new("stale");
         let dead = base.join("run-1-a");
         fs::create_dir_all(dead.join("t0.fs")).unwrap();
         fs::write(dead.join(LOCK_FILE), "").unwrap();
@@ -168,6 +167,5 @@ mod tests {
         assert!(found[1].live && found[1].undone.is_empty(), "{found:?}");
         assert!(!dead.exists());
         assert!(live.exists());
-        fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -109,10 +109,8 @@ pub fn load(dir: &Path) -> Option<RunState> {
 mod tests {
     use super::*;
 
-    fn tmpdir(tag: &str) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("mounts-state-{}-{tag}", std::process::id()));
-        let _ = fs::remove_dir_all(&p);
-        p
+    fn tmpdir(tag: &str) -> crate::test_dir::RemoveOnDrop {
+        crate::test_dir::RemoveOnDrop::new(&format!("state-{tag}"))
     }
 
     #[test]
@@ -145,7 +143,6 @@ mod tests {
             try_lock(&other).unwrap(),
             "the lock is free once its holder closes it"
         );
-        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -155,6 +152,5 @@ mod tests {
         assert_eq!(load(&d), None);
         fs::write(d.join(STATE_FILE), "{not json").unwrap();
         assert_eq!(load(&d), None);
-        fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -1,6 +1,7 @@
 //! `qoslab bench`: run a plan (or a family's built-in profile), judge expectations, store
 //! everything in the results database. Exit 0 when every expectation holds, 1 when any fails
-//! (or a job fails), 2 on usage or plan errors. Families come from `workloads::registry`:
+//! (or a job fails), 3 when none fails but some are inconclusive (the job's diagnosis
+//! explains the failure: docs/DIAGNOSIS.md), 2 on usage or plan errors. Families come from `workloads::registry`:
 //! their plan tables, `--profile` names, options and `--help` lines.
 
 use std::io::Write;
@@ -33,9 +34,19 @@ EXAMPLES:
   qoslab bench plan.toml --json > run.json
   qoslab bench --profile ramp --min-iops 1000 --max-iops 10000 --runs 10 --scale 0.05
   qoslab bench examples/seed001-ramp.toml             # three concurrent ramp systems
+  qoslab bench --suite network --hosts node1,node2,node3 --rated-mbps 10000
+  qoslab bench --suite disks --hosts node1 --devices node1:/dev/sdb,node1:/dev/sdc --iterations 3
+  qoslab bench --suite nfs --hosts lg1,lg2 --targets lg1:/mnt/nfs,lg2:/mnt/nfs --target-ram 64GiB
 
 Exit status: 0 all expectations hold; 1 an expectation failed or a fio run failed;
-2 usage or plan error. Results go to the SQLite database (--db, default $QOSLAB_DB or
+3 none failed but some were inconclusive (a shortfall or latency excess while the load
+generator was short of CPU or the host was shared: the measurement, not the target, was
+the limit; --strict makes that 1); 2 usage or plan error.
+
+Every job gets a diagnosis (qos-bound, device-bound, node-cpu-bound, client-cpu-bound,
+network-bound, noisy-host, unconstrained) from host tool sets sampled every second while
+it runs (CPU, run queue, memory, iostat -x, NICs, CPU of fio and the node), and a
+steady-state check on its 500 ms windows: docs/DIAGNOSIS.md. Results go to the SQLite database (--db, default $QOSLAB_DB or
 ./qoslab-results.db): see `qoslab results`. Plan format: docs/BENCH.md.")]
 pub struct BenchArgs {
     /// Plan file (TOML). Without one, --profile runs on --target.
@@ -43,6 +54,10 @@ pub struct BenchArgs {
     /// Built-in profile to run without a plan (the workload families below that offer one).
     #[arg(long, value_parser = profiles())]
     profile: Option<String>,
+    /// A system suite (seed 002) on the hosts of --hosts, reached over ssh: the network mesh,
+    /// disks, or fio client/server on NFS/iSCSI/block/dir targets (docs/SUITES.md).
+    #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
+    suite: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device.
     #[arg(long, conflicts_with = "node")]
@@ -56,10 +71,12 @@ pub struct BenchArgs {
     #[arg(long, requires = "node")]
     volume: Option<String>,
     /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
-    /// run's length before --scale (default 320s).
+    /// run's length before --scale (default 320s); --suite network: each iperf3 test (default
+    /// 10s); the other suites: each fio job (default the seed's 60s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
-    /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s).
+    /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s); --suite network: iperf3's
+    /// omitted start (default 1s).
     #[arg(long, value_parser = duration)]
     ramp: Option<f64>,
     /// Remote load generator running `fio --server` (HOST or HOST,PORT); repeatable.
@@ -77,6 +94,22 @@ pub struct BenchArgs {
     /// --node: how to trust and authenticate to the node's HTTPS API.
     #[command(flatten)]
     conn: crate::http_client::ConnArgs,
+    /// Do not sample the hosts' tool sets (CPU, disks, NICs, processes) while jobs run;
+    /// diagnoses then rest on the node's counters alone.
+    #[arg(long)]
+    no_tools: bool,
+    /// Count inconclusive verdicts as failures (exit 1 instead of 3).
+    #[arg(long)]
+    strict: bool,
+    /// Run each fio job until it is steady (fio stops it once 5 one-second IOPS samples lie
+    /// within 10% of their mean), at most MAX (default 60s); each job's stored windows are
+    /// then checked by SNIA's rule (docs/DIAGNOSIS.md).
+    #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "60s", value_parser = duration)]
+    until_steady: Option<f64>,
+    /// Run every job N times (the plan's `iterations`); reports give each job's mean and
+    /// spread, and `qoslab compare` judges changes against it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    iterations: Option<u32>,
     #[command(flatten)]
     families: FamilyArgs,
 }
@@ -84,6 +117,11 @@ pub struct BenchArgs {
 /// `--profile`'s values: the registry's families that offer one.
 fn profiles() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(workloads::registry().profiles())
+}
+
+/// `--suite`'s values: every suite a family offers.
+fn suite_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(workloads::registry().suites())
 }
 
 /// Every family's own options ([`harness::Family::cli`]), kept as parsed for the family.
@@ -130,10 +168,20 @@ pub(crate) fn db_path(db: Option<PathBuf>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("qoslab-results.db"))
 }
 
-/// Exit with status 1 (an expectation failed) after flushing stdout.
-pub(crate) fn exit_failed() -> ! {
+/// Exit with `code` after flushing stdout.
+pub(crate) fn exit_with(code: i32) -> ! {
     let _ = std::io::stdout().flush();
-    std::process::exit(1)
+    std::process::exit(code)
+}
+
+/// The exit status of a finished run: 1 when a job or a verdict failed, 3 when none did
+/// but some verdict is inconclusive (1 with `strict`), else 0.
+pub(crate) fn exit_code(outcome: &Outcome, strict: bool) -> i32 {
+    let mut t = outcome.record.tally();
+    if outcome.failed_jobs > 0 || (outcome.record.status == "failed" && t.fail == 0) {
+        t.fail += 1;
+    }
+    t.exit_code(strict)
 }
 
 /// The node's REST API through `api-client` (HTTPS with certificate checks, basic or bearer
@@ -181,6 +229,7 @@ pub(crate) fn run_and_store(
     clients: &[String],
     db: &Path,
     ui: &mut TerminalUi,
+    tools: bool,
 ) -> anyhow::Result<Outcome> {
     let mut store = Store::open(db)?;
     let env = Env::detect(fio_version("fio"), env!("CARGO_PKG_VERSION"));
@@ -193,6 +242,7 @@ pub(crate) fn run_and_store(
             store: &mut store,
             env: &env,
             ui,
+            tools,
         },
     );
     let _ = std::fs::remove_dir_all(dir);
@@ -203,7 +253,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let registry = workloads::registry();
     let matches = &args.families.0;
     let embedded = args.node.is_none() && matches!(args.target.as_deref(), None | Some("embedded"));
+    let request = || ProfileRequest {
+        embedded,
+        plan_file: args.plan.is_some(),
+        target: args.target.is_some(),
+        node: args.node.is_some(),
+        clients: !args.clients.is_empty(),
+        runtime: args.runtime,
+        ramp: args.ramp,
+        args: Some(matches),
+    };
     let mut plan = match (&args.plan, &args.profile) {
+        _ if args.suite.is_some() => {
+            registry.suite(args.suite.as_deref().unwrap_or_default(), &request())?
+        }
         (file, Some(profile)) => {
             let plan = registry.profile(
                 profile,
@@ -225,7 +288,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         (Some(p), None) => registry.load(p)?,
         (None, None) => anyhow::bail!(
-            "nothing to run: give a plan file or --profile dbench (see qoslab bench --help)"
+            "nothing to run: give a plan file, --profile dbench or --suite NAME (see qoslab bench --help)"
         ),
     };
     let target_s = args
@@ -246,18 +309,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         _ => Target::parse(&target_s)?,
     };
     let db = db_path(args.db.clone());
+    if let Some(n) = args.iterations {
+        plan.common.iterations = n;
+    }
     plan.configure(&Options {
         runtime: args.runtime,
         ramp: args.ramp,
         clients: &args.clients,
         no_step_lines: false,
+        until_steady: args.until_steady,
+        iterations: args.iterations,
         args: Some(matches),
     })?;
     if !args.json {
         println!("{}", plan.banner(&target, &db));
     }
     let mut ui = TerminalUi::new(args.json);
-    let outcome = run_and_store(&mut plan, &target, &args.clients, &db, &mut ui)?;
+    let outcome = run_and_store(
+        &mut plan,
+        &target,
+        &args.clients,
+        &db,
+        &mut ui,
+        !args.no_tools,
+    )?;
     drop(ui);
     let summary = plan.body.summary(&outcome, &db)?;
     if args.json {
@@ -265,8 +340,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     } else {
         print!("{summary}");
     }
-    if !outcome.passed() {
-        exit_failed();
+    let code = exit_code(&outcome, args.strict);
+    if code != 0 {
+        exit_with(code);
     }
     Ok(())
 }

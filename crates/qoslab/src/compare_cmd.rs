@@ -18,9 +18,11 @@ EXAMPLES:
   qoslab compare 3 4 --json > cmp.json   # machine-readable (docs/REPORTS.md)
 
 Jobs match by workload, job name and volume. For IOPS, bandwidth, mean latency and p99 the
-table shows each run's mean with its range across iterations (plans with `iterations = N`),
-the change B vs A, and the noise threshold: a change is flagged when
-|change| > max(2 x max(spread A, spread B), 5%), spread = (max - min) / mean.
+table shows each run's mean and standard deviation across iterations (plans with
+`iterations = N`, or bench --iterations N), the change B vs A, and the noise threshold: a
+change is flagged when it exceeds t(95%) x the standard error of the difference of the
+means (a Welch t-test on both runs' iterations; one run's spread for both when the other
+ran once), and at least 1%; with one iteration on each side, when it exceeds 5%.
 Exit status: 0 (also when changes are flagged); 2 on errors.")]
 pub struct CompareArgs {
     /// The baseline run (id or `last`).

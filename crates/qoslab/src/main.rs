@@ -149,5 +149,16 @@ mod tests {
             .collect();
         assert_eq!(values, registry.profiles());
         assert_eq!(values, ["dbench", "isolation", "ramp", "s3", "tenants"]);
+        let suite = bench
+            .get_arguments()
+            .find(|a| a.get_id() == "suite")
+            .unwrap();
+        let values: Vec<String> = suite
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(values, registry.suites());
+        assert_eq!(values, ["network", "disks", "nfs", "iscsi", "block", "dir"]);
     }
 }

@@ -18,6 +18,7 @@ EXAMPLES:
   qoslab results export 3 --format md > run3.md
   qoslab results export last --format csv --output run.csv
   qoslab results export last --format series-csv --output series.csv
+  qoslab results export last --format tables-csv --output tables.csv   # summary tables (suites' matrix, ...)
   qoslab results export 3 --format html --output run3.html     # same page as `qoslab report`
   qoslab results export 3 --format json --db /var/lib/qoslab/results.db")]
 pub struct ResultsArgs {
@@ -42,9 +43,9 @@ enum ResultsCommand {
         /// Run id, or `last`.
         run: String,
         /// json: everything incl. time series; csv: one row per job, client and direction;
-        /// series-csv: one row per time-series sample; md: a readable summary; html: the
-        /// report with charts.
-        #[arg(long, value_parser = ["json", "csv", "series-csv", "md", "html"])]
+        /// series-csv: one row per time-series sample; tables-csv: one row per summary-table
+        /// cell; md: a readable summary; html: the report with charts.
+        #[arg(long, value_parser = ["json", "csv", "series-csv", "tables-csv", "md", "html"])]
         format: String,
         /// Write to this file instead of stdout.
         #[arg(long, short)]
@@ -92,14 +93,22 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
         ResultsCommand::List => {
             writeln!(
                 out,
-                "{:>4}  {:<20}  {:<20}  {:<8}  {:>4}  {:>5}  {:>5}  target",
-                "run", "started", "name", "status", "jobs", "pass", "fail"
+                "{:>4}  {:<20}  {:<20}  {:<12}  {:>4}  {:>5}  {:>5}  {:>5}  target",
+                "run", "started", "name", "status", "jobs", "pass", "fail", "incon"
             )?;
             for r in store.list_runs()? {
                 writeln!(
                     out,
-                    "{:>4}  {:<20}  {:<20}  {:<8}  {:>4}  {:>5}  {:>5}  {}",
-                    r.id, r.started_at, r.name, r.status, r.jobs, r.passed, r.failed, r.target
+                    "{:>4}  {:<20}  {:<20}  {:<12}  {:>4}  {:>5}  {:>5}  {:>5}  {}",
+                    r.id,
+                    r.started_at,
+                    r.name,
+                    r.status,
+                    r.jobs,
+                    r.passed,
+                    r.failed,
+                    r.inconclusive,
+                    r.target
                 )?;
             }
         }
@@ -114,7 +123,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
         } => {
             let id = run_id(&store, &run, &db)?;
             let f = Format::parse(&format)
-                .context("format: allowed json, csv, series-csv, md, html")?;
+                .context("format: allowed json, csv, series-csv, tables-csv, md, html")?;
             let bytes = workloads::export(&store.load_run(id)?, f);
             match output {
                 Some(p) => {

@@ -3,6 +3,8 @@
 //! job; and helpers for the charts families draw from their summary tables
 //! ([`crate::ReportHooks::table_charts`]).
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::svg::{Chart, Line, RefLine, Unit, CEILING, FLOOR};
@@ -200,6 +202,7 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
         out.push(c);
     }
     out.extend(op_charts(&title, s));
+    out.extend(host_charts(&title, s));
     out
 }
 
@@ -302,6 +305,86 @@ pub fn op_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
         out.push(c);
     }
     out.retain(Chart::has_data);
+    out
+}
+
+/// One figure of a host sample.
+type Figure<'a> = dyn Fn(&toolsets::HostSample) -> f64 + 'a;
+
+/// The host tool sets of a job, one chart per host: CPU by role (percent of one core: fio,
+/// the node, other processes, kernel threads), the host's idle and steal (percent of all
+/// CPUs) and the busiest device's %util, with the job's diagnosis in the title.
+fn host_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
+    let mut out = Vec::new();
+    for h in s.hosts.iter().filter(|h| !h.samples.is_empty()) {
+        let mut c = Chart::new(
+            format!("{title}: host {} (tool sets, 1 s)", h.host),
+            "time (s, after ramp)",
+            "% (of one core for processes; of all CPUs for idle and steal)",
+        );
+        let series = |f: &Figure<'_>| {
+            h.samples
+                .iter()
+                .map(|x| (secs(x.t_ms), f(x)))
+                .collect::<Vec<_>>()
+        };
+        let roles: [(&str, &Figure<'_>); 4] = [
+            ("fio cpu", &|x| x.roles.fio),
+            ("node cpu", &|x| x.roles.node),
+            ("other processes cpu", &|x| x.roles.other),
+            ("kernel threads cpu", &|x| x.roles.kernel),
+        ];
+        for (i, (label, f)) in roles.iter().enumerate() {
+            let pts = series(f);
+            if pts.iter().any(|p| p.1 > 0.5) {
+                c.lines.push(Line {
+                    label: (*label).into(),
+                    points: pts,
+                    style: i,
+                });
+            }
+        }
+        c.lines.push(Line {
+            label: "host idle".into(),
+            points: series(&|x| x.cpu.idle + x.cpu.iowait),
+            style: 4,
+        });
+        let steal = series(&|x| x.cpu.steal);
+        if steal.iter().any(|p| p.1 > 0.5) {
+            c.lines.push(Line {
+                label: "steal".into(),
+                points: steal,
+                style: 5,
+            });
+        }
+        // The device with the highest mean %util over the job.
+        let mut util: BTreeMap<&str, f64> = BTreeMap::new();
+        for x in &h.samples {
+            for d in &x.disks {
+                *util.entry(d.name.as_str()).or_default() += d.util_pct;
+            }
+        }
+        if let Some((dev, _)) = util
+            .iter()
+            .filter(|(_, u)| **u > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+        {
+            c.lines.push(Line {
+                label: format!("{dev} %util"),
+                points: series(&|x| {
+                    x.disks
+                        .iter()
+                        .find(|d| d.name == *dev)
+                        .map(|d| d.util_pct)
+                        .unwrap_or(0.0)
+                }),
+                style: 6,
+            });
+        }
+        if c.has_data() {
+            out.push(c);
+        }
+    }
     out
 }
 

@@ -2,87 +2,88 @@
 //!
 //! Jobs match on (workload, job name, volume); a plan's `iterations = N` gives N values of
 //! each metric per run. For each metric (IOPS, bandwidth, mean latency, p99) the change is
-//! `mean(B) / mean(A) - 1`, the spread of a run is its relative range across iterations,
-//! `(max - min) / mean`, and the change is **flagged** when
+//! `mean(B) / mean(A) - 1`, and it is **flagged** when it is larger than the noise the
+//! iterations' spread allows (assess's [`stats::noise`](assess::stats::noise)):
 //!
 //! ```text
-//! |change| > max(2 x max(spread A, spread B), 5%)
+//! both runs iterated:  noise = t95(Welch df) x sqrt(sA^2/nA + sB^2/nB) / |mean A|, at least 1%
+//! one run iterated:    noise = t95(n - 1) x s x sqrt(1/nA + 1/nB) / |mean A|, at least 1%
+//! neither:             noise = 5% (no spread was measured)
 //! ```
 //!
-//! i.e. when it exceeds twice the run-to-run noise either run showed, and 5% in any case
-//! (single-iteration runs have no measured spread; the 5% floor keeps them from flagging
-//! every wobble). IOPS and bandwidth are fio's headline numbers (total / runtime, read and
+//! i.e. a two-sided Welch t-test at 95% on the iterations' sample standard deviations, with
+//! a floor under it. IOPS and bandwidth are fio's headline numbers (total / runtime, read and
 //! write added), mean latency is I/O-weighted over directions, p99 is the worse direction's
 //! completion-latency p99.
 //!
 //! Jobs of request/response drivers (the S3 family) are compared per operation on their
-//! merged view: ops/s, MiB/s, mean and p99 latency, and TTFB p50 for GETs. Their spread is
-//! also measured inside each run, from its 1 s segments in the measured window (warp's
-//! segments): `2 x SE / mean` with `SE = sd / sqrt(segments)`, averaged over iterations; a
-//! run's spread is the larger of that and the spread across iterations, so even one
-//! iteration per run has a measured noise.
+//! merged view ([`ops`]): ops/s, MiB/s, mean and p99 latency, and TTFB p50 for GETs. Each
+//! run also measures its spread inside itself, from its 1 s segments in the measured window
+//! (warp's segments): the same t-test on the segments' values (Welch, n = segments, all
+//! iterations' segments together) gives a second threshold, and the larger one holds. The
+//! segments cannot lower the threshold: they say nothing about run-to-run changes, so a
+//! single-iteration run keeps the 5% floor unless its segments spread wider.
+
+mod ops;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use assess::stats::{noise, Noise, Spread};
 use serde::Serialize;
 
 use harness::store::{JobRecord, RunRecord};
 
 use crate::svg::esc;
 
-/// The smallest change ever flagged.
+/// The noise when neither run has iterations (no spread measured): the smallest change
+/// flagged.
 pub const MIN_NOISE: f64 = 0.05;
-/// How many spreads a change must exceed.
-pub const SPREAD_FACTOR: f64 = 2.0;
+/// The smallest change flagged when a spread was measured, however tight.
+pub const MIN_NOISE_MEASURED: f64 = 0.01;
 
 /// The `schema` of `qoslab compare --json`.
-pub const JSON_SCHEMA: &str = "qoslab.compare/1";
+pub const JSON_SCHEMA: &str = "qoslab.compare/2";
 
+/// One run's values of one metric over its iterations.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Stat {
     pub n: usize,
     pub mean: f64,
+    /// Sample standard deviation (n - 1); 0 for one value.
+    pub stddev: f64,
     pub min: f64,
     pub max: f64,
-    /// (max - min) / mean; 0 for one value.
-    pub spread: f64,
-    /// The run's own noise from its 1 s segments (request/response drivers): the mean over
-    /// iterations of 2 x SE / mean, SE = sd / sqrt(segments); 0 when not measured.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub segment_spread: f64,
-}
-
-fn is_zero(v: &f64) -> bool {
-    *v == 0.0
+    /// stddev as a percentage of the mean (0 for one value).
+    pub cv_pct: f64,
+    /// The 1 s segments of a request/response driver's operation over all iterations
+    /// (absent for fio jobs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Spread>,
 }
 
 impl Stat {
     pub fn of(v: &[f64]) -> Option<Stat> {
-        if v.is_empty() {
-            return None;
-        }
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let min = v.iter().copied().fold(f64::MAX, f64::min);
-        let max = v.iter().copied().fold(f64::MIN, f64::max);
-        let spread = if mean.abs() > 0.0 {
-            (max - min) / mean.abs()
-        } else {
-            0.0
-        };
+        let s = Spread::of(v)?;
         Some(Stat {
-            n: v.len(),
-            mean,
-            min,
-            max,
-            spread,
-            segment_spread: 0.0,
+            n: s.n,
+            mean: s.mean,
+            stddev: s.stddev,
+            min: s.min,
+            max: s.max,
+            cv_pct: s.cv_pct(),
+            segments: None,
         })
     }
 
-    /// The larger of the two spreads.
-    pub fn noise(&self) -> f64 {
-        self.spread.max(self.segment_spread)
+    fn spread(&self) -> Spread {
+        Spread {
+            n: self.n,
+            mean: self.mean,
+            stddev: self.stddev,
+            min: self.min,
+            max: self.max,
+        }
     }
 }
 
@@ -97,8 +98,19 @@ pub struct MetricDelta {
     pub b: Stat,
     /// mean(B) / mean(A) - 1 (None when A's mean is 0).
     pub change: Option<f64>,
-    /// The threshold: max(2 x max(spread A, spread B), 5%).
+    /// The threshold |change| must exceed, a fraction of |mean A| (module docs).
     pub noise: f64,
+    /// What the threshold was computed from: "welch", "one-side" or "no-spread" (the
+    /// iterations), or "segments" (the 1 s segments' t-test, when larger).
+    pub basis: &'static str,
+    /// Standard error of mean(B) - mean(A), the t-test's degrees of freedom and t
+    /// (absent without a spread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub t: Option<f64>,
     pub flagged: bool,
     /// "better", "worse" (flagged changes) or "within noise".
     pub verdict: &'static str,
@@ -142,10 +154,18 @@ impl Comparison {
     }
 }
 
-type Key = (String, String, Option<String>);
+/// The flagging rule, as `compare` prints it.
+pub const RULE: &str = "flagged when |change| > noise: t(95%, two-sided) x the standard error of mean(B) - mean(A) from the iterations' stddev (Welch when both runs iterated; the iterated run's stddev for both when one ran once), at least 1%; 5% when neither run has iterations";
 
-/// One measured value of one iteration: metric, direction, value, segment spread.
-type Value = (String, bool, f64, f64);
+/// Added to [`RULE`] when per-operation results carried 1 s segments.
+pub const RULE_SEGMENTS: &str =
+    "; per-operation results: the same Welch test on the runs' 1 s segments when it gives more";
+
+/// One measured value of one iteration: metric, higher is better, value, and the values of
+/// the metric in the job's 1 s segments (empty for fio jobs).
+type Value = (String, bool, f64, Vec<f64>);
+
+type Key = (String, String, Option<String>);
 
 const METRICS: [(&str, bool); 4] = [
     ("iops", true),
@@ -154,85 +174,12 @@ const METRICS: [(&str, bool); 4] = [
     ("lat_p99_us", false),
 ];
 
-/// 2 x SE / mean of `v` (0 with fewer than 2 values or a zero mean).
-fn segment_spread(v: &[f64]) -> f64 {
-    let n = v.len() as f64;
-    if v.len() < 2 {
-        return 0.0;
-    }
-    let mean = v.iter().sum::<f64>() / n;
-    if mean.abs() == 0.0 {
-        return 0.0;
-    }
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    2.0 * (var / n).sqrt() / mean.abs()
-}
-
-/// The per-operation metrics of a request/response driver's job (merged view), with each
-/// one's segment spread from the job's 1 s segments inside the measured window.
-fn op_values(run: &RunRecord, j: &JobRecord) -> Vec<Value> {
-    let series = run.series_of(j.id);
-    let mut out = Vec::new();
-    for o in harness::ops::primary(&j.ops) {
-        if o.ops == 0 {
-            continue;
-        }
-        let segs: Vec<&harness::ops::OpSample> = series
-            .map(|s| {
-                s.ops
-                    .iter()
-                    .filter(|x| x.client == o.client && x.op == o.op && x.in_window)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let spread = |f: &dyn Fn(&harness::ops::OpSample) -> f64| {
-            segment_spread(&segs.iter().map(|x| f(x)).collect::<Vec<_>>())
-        };
-        let op = &o.op;
-        out.push((
-            format!("{op} ops/s"),
-            true,
-            o.ops_per_s,
-            spread(&|x| x.ops_per_s),
-        ));
-        if o.bytes_per_s > 0.0 {
-            out.push((
-                format!("{op} MiB/s"),
-                true,
-                o.bytes_per_s / 1048576.0,
-                spread(&|x| x.bytes_per_s),
-            ));
-        }
-        out.push((
-            format!("{op} lat mean ms"),
-            false,
-            o.lat.mean_ns / 1e6,
-            spread(&|x| x.lat_mean_ns),
-        ));
-        out.push((
-            format!("{op} lat p99 ms"),
-            false,
-            o.lat.p99_ns as f64 / 1e6,
-            spread(&|x| x.lat_p99_ns as f64),
-        ));
-        if let Some(t) = o.ttfb {
-            out.push((
-                format!("{op} TTFB p50 ms"),
-                false,
-                t.p50_ns as f64 / 1e6,
-                spread(&|x| x.ttfb_mean_ns),
-            ));
-        }
-    }
-    out
-}
-
 fn values(run: &RunRecord, j: &JobRecord) -> Option<Vec<Value>> {
     if j.status != "done" {
         return None;
     }
     if !j.ops.is_empty() {
-        return Some(op_values(run, j));
+        return Some(ops::values(run, j));
     }
     let r = j.primary()?;
     if !(r.read.active() || r.write.active()) {
@@ -248,9 +195,35 @@ fn values(run: &RunRecord, j: &JobRecord) -> Option<Vec<Value>> {
         METRICS
             .iter()
             .zip(v)
-            .map(|((m, up), x)| (m.to_string(), *up, x, 0.0))
+            .map(|((m, up), x)| (m.to_string(), *up, x, Vec::new()))
             .collect(),
     )
+}
+
+/// A metric's values over the iterations, with all their segments.
+fn stat_of(its: &[Vec<Value>], metric: &str) -> Option<Stat> {
+    let found: Vec<&Value> = its
+        .iter()
+        .filter_map(|v| v.iter().find(|x| x.0 == metric))
+        .collect();
+    let xs: Vec<f64> = found.iter().map(|x| x.2).collect();
+    let mut s = Stat::of(&xs)?;
+    let segs: Vec<f64> = found.iter().flat_map(|x| x.3.iter().copied()).collect();
+    s.segments = Spread::of(&segs).filter(|g| g.n >= 2);
+    Some(s)
+}
+
+/// The iterations' noise, or the segments' when both runs have segments and theirs is
+/// larger.
+fn noise_of(sa: &Stat, sb: &Stat) -> (Noise, &'static str) {
+    let n = noise(&sa.spread(), &sb.spread(), MIN_NOISE_MEASURED, MIN_NOISE);
+    if let (Some(ga), Some(gb)) = (&sa.segments, &sb.segments) {
+        let g = noise(ga, gb, 0.0, 0.0);
+        if g.relative > n.relative {
+            return (g, "segments");
+        }
+    }
+    (n, n.basis.as_str())
 }
 
 fn group(run: &RunRecord) -> (Vec<Key>, BTreeMap<Key, Vec<Vec<Value>>>) {
@@ -285,18 +258,6 @@ fn run_ref(r: &RunRecord) -> RunRef {
     }
 }
 
-/// A metric's values over the iterations, with their mean segment spread.
-fn stat_of(its: &[Vec<Value>], metric: &str) -> Option<Stat> {
-    let found: Vec<&Value> = its
-        .iter()
-        .filter_map(|v| v.iter().find(|x| x.0 == metric))
-        .collect();
-    let xs: Vec<f64> = found.iter().map(|x| x.2).collect();
-    let mut s = Stat::of(&xs)?;
-    s.segment_spread = found.iter().map(|x| x.3).sum::<f64>() / found.len() as f64;
-    Some(s)
-}
-
 /// Compare run `a` (before) with run `b` (after).
 pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
     let (order_a, ga) = group(a);
@@ -324,11 +285,11 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
             if sa.mean == 0.0 && sb.mean == 0.0 {
                 continue;
             }
-            segments |= sa.segment_spread > 0.0 || sb.segment_spread > 0.0;
+            segments |= sa.segments.is_some() && sb.segments.is_some();
             let change = (sa.mean != 0.0).then(|| sb.mean / sa.mean - 1.0);
-            let noise = (SPREAD_FACTOR * sa.noise().max(sb.noise())).max(MIN_NOISE);
+            let (n, basis) = noise_of(&sa, &sb);
             let flagged = match change {
-                Some(c) => c.abs() > noise,
+                Some(c) => c.abs() > n.relative,
                 None => true,
             };
             let up = change.map(|c| c > 0.0).unwrap_or(true);
@@ -345,7 +306,11 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
                 a: sa,
                 b: sb,
                 change,
-                noise,
+                noise: n.relative,
+                basis,
+                stderr: n.stderr,
+                df: n.df,
+                t: n.t,
                 flagged,
                 verdict,
             });
@@ -362,18 +327,15 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
         .filter(|k| !ga.contains_key(*k))
         .map(key_name)
         .collect();
-    let mut rule = format!(
-        "flagged when |change| > max({SPREAD_FACTOR} x max(spread A, spread B), {}%); spread = (max - min) / mean across iterations",
-        MIN_NOISE * 100.0
-    );
-    if segments {
-        rule.push_str(", or for per-operation results the run's own 2 x SE / mean over its 1 s segments, whichever is larger");
-    }
     Comparison {
         schema: JSON_SCHEMA,
         a: run_ref(a),
         b: run_ref(b),
-        rule,
+        rule: if segments {
+            format!("{RULE}{RULE_SEGMENTS}")
+        } else {
+            RULE.into()
+        },
         jobs,
         only_in_a,
         only_in_b,
@@ -393,16 +355,25 @@ fn show(metric: &str, v: f64) -> String {
 
 fn show_stat(metric: &str, s: &Stat) -> String {
     if s.n > 1 {
-        format!(
-            "{} [{}..{}] n={}",
-            show(metric, s.mean),
-            show(metric, s.min),
-            show(metric, s.max),
-            s.n
-        )
+        let sd = match metric {
+            "bw_bytes" => format!("{:.2}", s.stddev / 1048576.0),
+            m if m.ends_with(" MiB/s") => format!("{:.2}", s.stddev),
+            m if m.ends_with(" ms") => format!("{:.3}", s.stddev),
+            _ => format!("{:.1}", s.stddev),
+        };
+        format!("{} ± {sd} n={}", show(metric, s.mean), s.n)
     } else {
         show(metric, s.mean)
     }
+}
+
+fn show_noise(m: &MetricDelta) -> String {
+    let basis = match (m.basis, m.df) {
+        ("no-spread", _) => "no spread".to_string(),
+        (b, Some(df)) => format!("{b}, df {df:.1}"),
+        (b, None) => b.to_string(),
+    };
+    format!("{:.1}% ({basis})", m.noise * 100.0)
 }
 
 fn pct(x: Option<f64>) -> String {
@@ -424,7 +395,7 @@ fn rows(c: &Comparison) -> Vec<[String; 7]> {
                 show_stat(&m.metric, &m.a),
                 show_stat(&m.metric, &m.b),
                 pct(m.change),
-                format!("{:.1}%", m.noise * 100.0),
+                show_noise(m),
                 if m.flagged {
                     format!("FLAG {}", m.verdict)
                 } else {
@@ -439,8 +410,8 @@ fn rows(c: &Comparison) -> Vec<[String; 7]> {
 const HEAD: [&str; 7] = [
     "job",
     "metric",
-    "A mean [min..max]",
-    "B mean [min..max]",
+    "A mean ± sd",
+    "B mean ± sd",
     "change",
     "noise",
     "verdict",
@@ -567,9 +538,10 @@ mod tests {
     use harness::host::Env;
     use harness::store::JobRecord;
 
-    fn job(seq: u32, name: &str, iteration: u32, iops: f64, p99_us: u64) -> JobRecord {
+    pub(super) fn job(seq: u32, name: &str, iteration: u32, iops: f64, p99_us: u64) -> JobRecord {
         let mut r = JobResult::default();
         r.read.iops = iops;
+        r.read.iops_mean = iops;
         r.read.total_ios = 100;
         r.read.bw_bytes = (iops * 4096.0) as u64;
         r.read.lat_mean_ns = 1e9 / iops * 16.0;
@@ -585,13 +557,15 @@ mod tests {
             started_at: String::new(),
             finished_at: None,
             error: None,
+            diagnosis: None,
+            steady: None,
             results: vec![r],
             verdicts: vec![],
             ops: vec![],
         }
     }
 
-    fn run(id: i64, jobs: Vec<JobRecord>) -> RunRecord {
+    pub(super) fn run(id: i64, jobs: Vec<JobRecord>) -> RunRecord {
         RunRecord {
             id,
             name: format!("r{id}"),
@@ -613,9 +587,26 @@ mod tests {
         }
     }
 
+    fn runs(iops: &[f64]) -> Vec<JobRecord> {
+        iops.iter()
+            .enumerate()
+            .map(|(i, x)| job(i as u32 + 1, "read", i as u32 + 1, *x, 500))
+            .collect()
+    }
+
+    fn iops_delta(a: &[f64], b: &[f64]) -> MetricDelta {
+        let c = compare(&run(1, runs(a)), &run(2, runs(b)));
+        c.jobs[0]
+            .metrics
+            .iter()
+            .find(|m| m.metric == "iops")
+            .unwrap()
+            .clone()
+    }
+
     #[test]
-    fn changes_beyond_twice_the_spread_are_flagged() {
-        // A: 1000, 1100, 1050 IOPS (spread 100/1050 = 9.5%, noise 19%).
+    fn changes_beyond_the_welch_noise_are_flagged() {
+        // A: 1000, 1100, 1050 IOPS (sd 50); B: 900, 990, 945 (sd 45): -10%.
         let a = run(
             1,
             vec![
@@ -625,7 +616,7 @@ mod tests {
                 job(4, "gone", 1, 10.0, 1),
             ],
         );
-        // B: -10% IOPS (within 19%), p99 doubled (spread 0 -> noise 5%: flagged, worse).
+        // p99 doubled with no spread on either side: beyond the 1% floor, worse.
         let b = run(
             2,
             vec![
@@ -639,13 +630,20 @@ mod tests {
         assert_eq!(c.jobs.len(), 1);
         let m = &c.jobs[0].metrics;
         let iops = m.iter().find(|m| m.metric == "iops").unwrap();
-        assert_eq!(iops.a.n, 3);
+        assert_eq!((iops.a.n, iops.a.stddev), (3, 50.0));
+        assert!((iops.b.stddev - 45.0).abs() < 1e-9, "{iops:?}");
         assert!((iops.change.unwrap() + 0.10).abs() < 1e-9, "{iops:?}");
-        assert!((iops.noise - 2.0 * 100.0 / 1050.0).abs() < 1e-9, "{iops:?}");
+        // Welch: se = sqrt(50^2/3 + 45^2/3), df = 3.96 -> t(3) = 3.182.
+        let se = (2500.0f64 / 3.0 + 2025.0 / 3.0).sqrt();
+        assert_eq!(iops.basis, "welch");
+        assert!((iops.stderr.unwrap() - se).abs() < 1e-9, "{iops:?}");
+        assert!((iops.df.unwrap() - 3.956).abs() < 1e-3, "{iops:?}");
+        assert_eq!(iops.t, Some(3.182));
+        assert!((iops.noise - 3.182 * se / 1050.0).abs() < 1e-12, "{iops:?}");
         assert!(!iops.flagged && iops.verdict == "within noise");
         let p99 = m.iter().find(|m| m.metric == "lat_p99_us").unwrap();
         assert!(p99.flagged && p99.verdict == "worse", "{p99:?}");
-        assert_eq!(p99.noise, MIN_NOISE);
+        assert_eq!(p99.noise, MIN_NOISE_MEASURED);
         assert_eq!(c.only_in_a, vec!["w/gone@v"]);
         assert_eq!(c.only_in_b, vec!["w/new@v"]);
         assert_eq!(
@@ -655,117 +653,66 @@ mod tests {
         );
         let t = text(&c);
         assert!(t.contains("FLAG worse"), "{t}");
-        assert!(t.contains("1050.0 [1000.0..1100.0] n=3"), "{t}");
+        assert!(t.contains("1050.0 ± 50.0 n=3"), "{t}");
+        assert!(t.contains("% (welch, df 4.0)"), "{t}");
         let j: serde_json::Value = serde_json::from_slice(&json(&c)).unwrap();
         assert_eq!(j["schema"], JSON_SCHEMA);
         assert_eq!(j["jobs"][0]["metrics"][3]["flagged"], true);
+        assert_eq!(j["jobs"][0]["metrics"][0]["basis"], "welch");
+        assert_eq!(j["jobs"][0]["metrics"][0]["a"]["stddev"], 50.0);
         let h = String::from_utf8(html(&c)).unwrap();
         assert!(h.contains("<tr class=\"worse\">"), "{h}");
     }
 
-    fn s3_run(id: i64, ops_per_s: f64, p99_ms: u64, segs: &[f64]) -> RunRecord {
-        use harness::ops::{OpLatency, OpResult, OpSample, SegmentSpread};
-        use harness::series::JobSeries;
-        let mut j = job(1, "mixed", 1, 1.0, 1);
-        j.workload = "s3".into();
-        j.results.clear();
-        j.ops = vec![OpResult {
-            client: String::new(),
-            op: "GET".into(),
-            ops: 1000,
-            bytes: 4096.0 * 1000.0,
-            window_start_ms: 1000,
-            window_ms: 5000,
-            ops_per_s,
-            bytes_per_s: ops_per_s * 4096.0,
-            lat: OpLatency {
-                mean_ns: 5e6,
-                p99_ns: p99_ms * 1_000_000,
-                ..OpLatency::default()
-            },
-            ttfb: Some(OpLatency {
-                p50_ns: 4_000_000,
-                ..OpLatency::default()
-            }),
-            segments: SegmentSpread::default(),
-            total: 1000,
-            errors: 0,
-            error_codes: Default::default(),
-        }];
-        let ops = segs
-            .iter()
-            .enumerate()
-            .map(|(i, v)| OpSample {
-                client: String::new(),
-                op: "GET".into(),
-                t_ms: 2000 + 1000 * i as u64,
-                dur_ms: 1000,
-                ops_per_s: *v,
-                bytes_per_s: v * 4096.0,
-                errors: 0,
-                lat_mean_ns: 5e6,
-                lat_p50_ns: 4_000_000,
-                lat_p99_ns: p99_ms * 1_000_000,
-                ttfb_mean_ns: 4e6,
-                in_window: true,
-            })
-            .collect();
-        let mut r = run(id, vec![j]);
-        r.series = vec![JobSeries {
-            job_id: 1,
-            ops,
-            ..JobSeries::default()
-        }];
-        r
+    #[test]
+    fn tight_iterations_see_small_changes_and_noisy_ones_hide_large_ones() {
+        // +3% over five tight iterations each: beyond the noise (a range rule with a 5%
+        // floor would not see it).
+        let d = iops_delta(
+            &[1000.0, 1002.0, 998.0, 1001.0, 999.0],
+            &[1030.0, 1031.0, 1029.0, 1030.0, 1030.0],
+        );
+        assert!(d.flagged && d.verdict == "better", "{d:?}");
+        assert_eq!(d.noise, MIN_NOISE_MEASURED, "t x se is far below 1%: {d:?}");
+        // +20% over three noisy iterations (sd 200 vs 50): within noise.
+        let d = iops_delta(&[800.0, 1200.0, 1000.0], &[1150.0, 1250.0, 1200.0]);
+        assert!(!d.flagged, "{d:?}");
+        assert!(d.noise > 0.4, "{d:?}");
+        // One run iterated, the other once: its stddev stands for both, df = n - 1 = 2.
+        let d = iops_delta(&[1000.0, 1100.0, 1050.0], &[1350.0]);
+        assert_eq!((d.basis, d.df, d.t), ("one-side", Some(2.0), Some(4.303)));
+        let se = 50.0 * (1.0f64 / 3.0 + 1.0).sqrt();
+        assert!((d.noise - 4.303 * se / 1050.0).abs() < 1e-12, "{d:?}");
+        assert!(d.flagged, "+28.6% > 23.7%: {d:?}");
+        let d = iops_delta(&[1000.0, 1100.0, 1050.0], &[1200.0]);
+        assert!(!d.flagged, "+14.3% < 23.7%: {d:?}");
+        let d = iops_delta(&[1200.0], &[1000.0, 1100.0, 1050.0]);
+        assert_eq!((d.basis, d.df), ("one-side", Some(2.0)));
     }
 
-    /// Per-operation results: one iteration each, noise from the 1 s segments.
     #[test]
-    fn operations_are_compared_against_their_segment_noise() {
-        // Segments 150..250 ops/s: sd 39.5, SE over 5 = 17.7, 2 SE / 200 = 17.7%, noise 35%.
-        let noisy = [150.0, 175.0, 200.0, 225.0, 250.0];
-        let a = s3_run(1, 200.0, 10, &noisy);
-        let b = s3_run(2, 240.0, 10, &noisy);
-        let c = compare(&a, &b);
-        let m = &c.jobs[0].metrics;
-        let names: Vec<&str> = m.iter().map(|m| m.metric.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "GET ops/s",
-                "GET MiB/s",
-                "GET lat mean ms",
-                "GET lat p99 ms",
-                "GET TTFB p50 ms"
-            ]
+    fn a_run_reports_the_spread_of_its_iterations() {
+        let a = run(
+            1,
+            vec![
+                job(1, "read", 1, 1000.0, 500),
+                job(2, "read", 2, 1100.0, 500),
+                job(3, "read", 3, 1050.0, 500),
+                job(4, "once", 1, 10.0, 1),
+            ],
         );
-        let ops = &m[0];
-        assert!((ops.a.segment_spread - 0.1768).abs() < 1e-3, "{ops:?}");
-        assert!(!ops.flagged, "+20% is within 35%: {ops:?}");
-        assert!(c.rule.contains("1 s segments"), "{}", c.rule);
-        // Steady segments: the same +20% is flagged; a doubled p99 is worse.
-        let steady = [199.0, 200.0, 201.0, 200.0, 200.0];
-        let c = compare(
-            &s3_run(1, 200.0, 10, &steady),
-            &s3_run(2, 240.0, 20, &steady),
+        let s = crate::export::iteration_spreads(&a);
+        assert_eq!(s.len(), 1, "single-iteration jobs have no spread");
+        assert_eq!(s[0].0, "w / read on v");
+        assert_eq!((s[0].1.n, s[0].1.mean), (3, 1050.0));
+        assert!((s[0].1.stddev - 50.0).abs() < 1e-9);
+        let md = String::from_utf8(crate::export::markdown(&a, &[])).unwrap();
+        assert!(
+            md.contains("| w / read on v | 3 | 1050.0 | 50.0 | 4.8% | 1000.0 | 1100.0 |"),
+            "{md}"
         );
-        let m = &c.jobs[0].metrics;
-        assert!(m[0].flagged && m[0].verdict == "better", "{:?}", m[0]);
-        assert!(m[3].flagged && m[3].verdict == "worse", "{:?}", m[3]);
-        assert_eq!(c.flagged(), 3, "ops/s, MiB/s and p99");
-        let t = text(&c);
-        assert!(t.contains("GET ops/s") && t.contains("240.0"), "{t}");
-        let j: serde_json::Value = serde_json::from_slice(&json(&c)).unwrap();
-        assert_eq!(j["jobs"][0]["metrics"][0]["metric"], "GET ops/s");
-        // fio jobs keep their JSON shape (no segment_spread key).
-        let f = compare(
-            &run(1, vec![job(1, "r", 1, 5.0, 1)]),
-            &run(2, vec![job(1, "r", 1, 5.0, 1)]),
-        );
-        let j: serde_json::Value = serde_json::from_slice(&json(&f)).unwrap();
-        assert!(j["jobs"][0]["metrics"][0]["a"]
-            .get("segment_spread")
-            .is_none());
+        let h = String::from_utf8(crate::html::render(&a, &[])).unwrap();
+        assert!(h.contains("id=\"iterations\""));
     }
 
     #[test]
@@ -775,6 +722,11 @@ mod tests {
         let c = compare(&a, &b);
         let iops = &c.jobs[0].metrics[0];
         assert!(!iops.flagged, "+4% < 5%");
+        assert_eq!(
+            (iops.basis, iops.noise, iops.stderr),
+            ("no-spread", MIN_NOISE, None)
+        );
+        assert!(text(&c).contains("5.0% (no spread)"), "{}", text(&c));
         let b = run(2, vec![job(1, "read", 1, 530.0, 100)]);
         let c = compare(&a, &b);
         assert!(c.jobs[0].metrics[0].flagged && c.jobs[0].metrics[0].verdict == "better");

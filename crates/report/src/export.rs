@@ -22,6 +22,8 @@ pub enum Format {
     Csv,
     /// The time series, one row per sample (long format).
     SeriesCsv,
+    /// The summary tables, one row per cell (long format).
+    TablesCsv,
     Md,
     Html,
 }
@@ -32,6 +34,7 @@ impl Format {
             "json" => Some(Format::Json),
             "csv" => Some(Format::Csv),
             "series-csv" => Some(Format::SeriesCsv),
+            "tables-csv" => Some(Format::TablesCsv),
             "md" | "markdown" => Some(Format::Md),
             "html" => Some(Format::Html),
             _ => None,
@@ -43,6 +46,7 @@ impl Format {
 struct Counts {
     passed: usize,
     failed: usize,
+    inconclusive: usize,
 }
 
 #[derive(Serialize)]
@@ -55,11 +59,15 @@ struct JsonRun<'a> {
 
 /// Pretty JSON of the whole run (raw fio JSON excluded: see `results show --raw`).
 pub fn json(run: &RunRecord) -> Vec<u8> {
-    let (passed, failed) = run.verdict_counts();
+    let t = run.tally();
     let mut v = serde_json::to_vec_pretty(&JsonRun {
         schema: JSON_SCHEMA,
         run,
-        verdicts: Counts { passed, failed },
+        verdicts: Counts {
+            passed: t.pass,
+            failed: t.fail,
+            inconclusive: t.inconclusive,
+        },
     })
     .unwrap_or_default();
     v.push(b'\n');
@@ -67,7 +75,71 @@ pub fn json(run: &RunRecord) -> Vec<u8> {
 }
 
 /// CSV header of [`csv`].
-pub const CSV_HEADER: &str = "run_id,seq,workload,job,volume,iteration,status,client,direction,iops,iops_mean,bw_bytes,bw_mean_bytes,lat_mean_us,p50_us,p90_us,p99_us,p999_us,runtime_ms,total_ios,error,verdicts_passed,verdicts_failed";
+pub const CSV_HEADER: &str = "run_id,seq,workload,job,volume,iteration,status,client,direction,iops,iops_mean,bw_bytes,bw_mean_bytes,lat_mean_us,p50_us,p90_us,p99_us,p999_us,runtime_ms,total_ios,error,verdicts_passed,verdicts_failed,verdicts_inconclusive,bottleneck,diagnosis,steady";
+
+/// A job's diagnosis and steady state as three CSV fields.
+fn csv_assessment(j: &JobRecord) -> String {
+    let (b, why) = match &j.diagnosis {
+        Some(d) => (d.bottleneck.as_str(), d.reason.as_str()),
+        None => ("", ""),
+    };
+    let steady = match &j.steady {
+        Some(s) if s.attained => "steady",
+        Some(_) => "not steady",
+        None => "",
+    };
+    format!("{b},{},{steady}", csv_field(why))
+}
+
+/// Jobs run more than once (`iterations = N`): per (workload, job, volume), the spread of
+/// fio's steady IOPS (`iops_mean`, directions added) over the iterations, in job order.
+pub fn iteration_spreads(run: &RunRecord) -> Vec<(String, assess::stats::Spread)> {
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    let mut vals: std::collections::BTreeMap<(String, String, String), Vec<f64>> =
+        std::collections::BTreeMap::new();
+    for j in run.jobs.iter().filter(|j| j.status == "done") {
+        let Some(r) = j.primary() else { continue };
+        let k = (
+            j.workload.clone(),
+            j.name.clone(),
+            j.volume.clone().unwrap_or_default(),
+        );
+        if !keys.contains(&k) {
+            keys.push(k.clone());
+        }
+        vals.entry(k)
+            .or_default()
+            .push(r.read.iops_mean + r.write.iops_mean);
+    }
+    keys.into_iter()
+        .filter_map(|k| {
+            let v = vals.get(&k)?;
+            let s = assess::stats::Spread::of(v).filter(|s| s.n > 1)?;
+            let name = if k.2.is_empty() {
+                format!("{} / {}", k.0, k.1)
+            } else {
+                format!("{} / {} on {}", k.0, k.1, k.2)
+            };
+            Some((name, s))
+        })
+        .collect()
+}
+
+/// A job's diagnosis in a sentence: "qos-bound: measured 500 IOPS is 100.0% of ...".
+pub fn diagnosis_text(j: &JobRecord) -> String {
+    match &j.diagnosis {
+        Some(d) => format!("{}: {}", d.bottleneck, d.reason),
+        None => "-".into(),
+    }
+}
+
+/// "steady", "not steady" or "-" (fewer than 5 windows), with the figures.
+pub fn steady_text(j: &JobRecord) -> String {
+    match &j.steady {
+        Some(s) => s.describe(),
+        None => "-".into(),
+    }
+}
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -95,8 +167,9 @@ pub fn csv(run: &RunRecord) -> Vec<u8> {
     out.push_str(CSV_HEADER);
     out.push('\n');
     for j in &run.jobs {
-        let pass = j.verdicts.iter().filter(|v| v.passed).count();
-        let fail = j.verdicts.len() - pass;
+        let t = assess::Tally::of(j.verdicts.iter().map(|v| &v.outcome));
+        let (pass, fail, inc) = (t.pass, t.fail, t.inconclusive);
+        let assessment = csv_assessment(j);
         let head = format!(
             "{},{},{},{},{},{},{}",
             run.id,
@@ -113,7 +186,7 @@ pub fn csv(run: &RunRecord) -> Vec<u8> {
                 rows += 1;
                 let _ = writeln!(
                     out,
-                    "{head},{},{dir},{:.3},{:.3},{},{:.0},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{},{pass},{fail}",
+                    "{head},{},{dir},{:.3},{:.3},{},{:.0},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{},{pass},{fail},{inc},{assessment}",
                     csv_field(r.client.as_deref().unwrap_or("")),
                     d.iops,
                     d.iops_mean,
@@ -154,7 +227,7 @@ pub fn csv(run: &RunRecord) -> Vec<u8> {
             );
         }
         if rows == 0 {
-            let _ = writeln!(out, "{head},,,,,,,,,,,,,,,{pass},{fail}");
+            let _ = writeln!(out, "{head},,,,,,,,,,,,,,,{pass},{fail},{inc},{assessment}");
         }
     }
     out.into_bytes()
@@ -179,14 +252,44 @@ pub fn cell_text(v: &serde_json::Value) -> String {
     }
 }
 
+/// CSV header of [`tables_csv`].
+pub const TABLES_CSV_HEADER: &str = "run_id,kind,table,row,column,value";
+
+/// The summary tables in long format: one row per cell (`row` counts from 1 within its
+/// table; booleans as true/false, numbers as [`cell_text`] writes them).
+pub fn tables_csv(run: &RunRecord) -> Vec<u8> {
+    let mut out = String::new();
+    out.push_str(TABLES_CSV_HEADER);
+    out.push('\n');
+    for t in &run.tables {
+        for (k, r) in t.rows.iter().enumerate() {
+            for (c, v) in t.columns.iter().zip(r) {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{}",
+                    run.id,
+                    csv_field(&t.kind),
+                    csv_field(&t.name),
+                    k + 1,
+                    csv_field(c),
+                    csv_field(&cell_text(v))
+                );
+            }
+        }
+    }
+    out.into_bytes()
+}
+
 /// CSV header of [`series_csv`].
-pub const SERIES_CSV_HEADER: &str = "run_id,seq,workload,job,volume,iteration,source,t_ms,direction,iops,bw_bytes,lat_mean_us,p50_us,p99_us,ceiling_wait_us,floor_wait_us";
+pub const SERIES_CSV_HEADER: &str = "run_id,seq,workload,job,volume,iteration,source,t_ms,direction,iops,bw_bytes,lat_mean_us,p50_us,p99_us,ceiling_wait_us,floor_wait_us,metric,instance,value";
 
 /// The time series in long format: one row per fio window and direction (`source` fio,
 /// `volume` the job's), per 1 s segment and operation of a request/response driver's
 /// merged view (`source` ops, `direction` the operation: GET, PUT, ...), and per node
 /// sample and volume (`source` node, `direction` total; read and write rates add up;
-/// p50/p99 empty, the node has no per-window percentiles).
+/// p50/p99 empty, the node has no per-window percentiles), and per host tool-set sample
+/// and figure (`source` `host:NAME`, the figure in `metric`, `instance` (a CPU, device,
+/// NIC, role or `pid:name`) and `value`; see docs/DIAGNOSIS.md).
 pub fn series_csv(run: &RunRecord) -> Vec<u8> {
     let mut out = String::new();
     out.push_str(SERIES_CSV_HEADER);
@@ -210,7 +313,7 @@ pub fn series_csv(run: &RunRecord) -> Vec<u8> {
         for f in &s.fio {
             let _ = writeln!(
                 out,
-                "{},fio,{},{},{:.3},{:.0},{:.3},{:.3},{:.3},,",
+                "{},fio,{},{},{:.3},{:.0},{:.3},{:.3},{:.3},,,,,",
                 head(jv),
                 f.t_ms,
                 f.direction,
@@ -244,7 +347,7 @@ pub fn series_csv(run: &RunRecord) -> Vec<u8> {
         for n in &s.node {
             let _ = writeln!(
                 out,
-                "{},node,{},total,{:.3},{:.0},{:.3},,,{:.3},{:.3}",
+                "{},node,{},total,{:.3},{:.0},{:.3},,,{:.3},{:.3},,,",
                 head(&n.volume),
                 n.t_ms,
                 n.iops(),
@@ -254,21 +357,39 @@ pub fn series_csv(run: &RunRecord) -> Vec<u8> {
                 n.floor_wait_us
             );
         }
+        for h in &s.hosts {
+            for x in &h.samples {
+                for (metric, instance, value) in x.rows() {
+                    let _ = writeln!(
+                        out,
+                        "{},host:{},{},,,,,,,,,{metric},{},{value:.3}",
+                        head(jv),
+                        csv_field(&h.host),
+                        x.t_ms,
+                        csv_field(&instance)
+                    );
+                }
+            }
+        }
     }
     out.into_bytes()
 }
 
-fn job_verdict(j: &JobRecord) -> &'static str {
+/// A job's verdicts in one word: FAIL if any failed (or the job did), INCONCLUSIVE if any
+/// was, PASS, or "-" without expectations.
+pub fn job_verdict(j: &JobRecord) -> &'static str {
     if j.verdicts.is_empty() {
         if j.status == "done" {
             "-"
         } else {
             "ERROR"
         }
-    } else if j.verdicts.iter().all(|v| v.passed) && j.status == "done" {
-        "PASS"
-    } else {
+    } else if j.status != "done" {
         "FAIL"
+    } else {
+        assess::Tally::of(j.verdicts.iter().map(|v| &v.outcome))
+            .outcome()
+            .label()
     }
 }
 
@@ -276,13 +397,9 @@ fn job_verdict(j: &JobRecord) -> &'static str {
 /// each family's hooks add.
 pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     let mut o = String::new();
-    let (passed, failed) = run.verdict_counts();
+    let t = run.tally();
     let _ = writeln!(o, "# qoslab bench run {}: {}\n", run.id, run.name);
-    let _ = writeln!(
-        o,
-        "- status: **{}** ({passed} expectation(s) passed, {failed} failed)",
-        run.status
-    );
+    let _ = writeln!(o, "- status: **{}**; verdicts: {}", run.status, t.summary());
     let _ = writeln!(
         o,
         "- started {}, finished {}",
@@ -328,7 +445,7 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push('\n');
     }
-    o.push_str("## Results\n\n| # | job | volume | client | dir | IOPS | IOPS (steady) | BW | lat mean (usec) | p99 (usec) | verdict |\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|\n");
+    o.push_str("## Results\n\n| # | job | volume | client | dir | IOPS | IOPS (steady) | BW | lat mean (usec) | p99 (usec) | verdict | limited by | steady state |\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---|---|\n");
     for j in &run.jobs {
         let mut any = false;
         for r in &j.results {
@@ -336,7 +453,7 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 any = true;
                 let _ = writeln!(
                     o,
-                    "| {} | {} | {} | {} | {dir} | {} | {:.1} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {dir} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
                     j.seq,
                     j.name,
                     j.volume.as_deref().unwrap_or("-"),
@@ -346,7 +463,16 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                     fmt::bw(d.bw_text()),
                     fmt::usec(d.lat_mean_ns),
                     fmt::usec(d.p99_ns as f64),
-                    job_verdict(j)
+                    job_verdict(j),
+                    j.diagnosis
+                        .as_ref()
+                        .map(|d| d.bottleneck.as_str())
+                        .unwrap_or("-"),
+                    match &j.steady {
+                        Some(s) if s.attained => "steady",
+                        Some(_) => "not steady",
+                        None => "-",
+                    }
                 );
             }
         }
@@ -371,7 +497,7 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         if !any {
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | - | - | - | - | - | - | - | {} ({}) |",
+                "| {} | {} | {} | - | - | - | - | - | - | - | {} ({}) | - | - |",
                 j.seq,
                 j.name,
                 j.volume.as_deref().unwrap_or("-"),
@@ -391,13 +517,62 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         for (j, v) in verdicts {
             let _ = writeln!(
                 o,
-                "- {} `{}` on {} #{}: `{}`: {}",
-                if v.passed { "PASS" } else { "FAIL" },
+                "- {} `{}` on {} #{}: `{}`: {}{}",
+                v.label(),
                 j.name,
                 j.volume.as_deref().unwrap_or("-"),
                 j.seq,
                 v.expectation,
-                v.detail.replace('|', "/")
+                v.detail.replace('|', "/"),
+                v.reason
+                    .as_ref()
+                    .map(|r| format!(" ({})", r.replace('|', "/")))
+                    .unwrap_or_default()
+            );
+        }
+        o.push('\n');
+    }
+    let spreads = iteration_spreads(run);
+    if !spreads.is_empty() {
+        o.push_str("## Iterations\n\n| job | iterations | IOPS (steady) mean | stddev | spread (stddev % of mean) | min | max |\n|---|---:|---:|---:|---:|---:|---:|\n");
+        for (name, s) in &spreads {
+            let _ = writeln!(
+                o,
+                "| {name} | {} | {:.1} | {:.1} | {:.1}% | {:.1} | {:.1} |",
+                s.n,
+                s.mean,
+                s.stddev,
+                s.cv_pct(),
+                s.min,
+                s.max
+            );
+        }
+        o.push('\n');
+    }
+    if run.jobs.iter().any(|j| j.diagnosis.is_some()) {
+        o.push_str("## What limited each job\n\n");
+        for j in &run.jobs {
+            let Some(d) = &j.diagnosis else { continue };
+            let figures: Vec<String> = d
+                .figures
+                .iter()
+                .filter(|f| !f.limit.is_empty())
+                .map(|f| f.describe())
+                .collect();
+            let _ = writeln!(
+                o,
+                "- #{} `{}` on {}: **{}**: {}{}; {}",
+                j.seq,
+                j.name,
+                j.volume.as_deref().unwrap_or("-"),
+                d.bottleneck,
+                d.reason.replace('|', "/"),
+                if figures.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", figures.join("; "))
+                },
+                steady_text(j)
             );
         }
         o.push('\n');

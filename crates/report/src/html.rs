@@ -13,7 +13,7 @@ use crate::hooks::{table_charts, ReportHooks};
 use crate::svg::{esc, render as svg, Chart};
 
 const CSS: &str = r#"
-:root { --fg:#111; --muted:#555; --line:#ccc; --pass:#009E73; --fail:#D55E00; }
+:root { --fg:#111; --muted:#555; --line:#ccc; --pass:#009E73; --fail:#D55E00; --inc:#8a6d00; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
   color: var(--fg); background: #fff; margin: 0 auto; max-width: 1200px; padding: 16px 24px; }
@@ -28,6 +28,10 @@ pre { background: #f7f7f7; border: 1px solid var(--line); padding: 8px; overflow
 .badge { display: inline-block; padding: 1px 8px; border: 2px solid; font-weight: 700; }
 .PASS, .passed { color: var(--pass); } .FAIL, .failed, .error { color: var(--fail); }
 .badge.passed { border-color: var(--pass); } .badge.failed, .badge.error, .badge.running { border-color: var(--fail); }
+.INCONCLUSIVE, .inconclusive { color: var(--inc); } .badge.inconclusive { border-color: var(--inc); }
+#answer { border: 2px solid var(--line); padding: 4px 14px 8px; margin-top: 10px; }
+#answer h2 { border: 0; margin: 6px 0; } .counts { font-size: 18px; font-weight: 700; margin: 4px 0; }
+ul.why { margin: 4px 0 8px; padding-left: 18px; }
 tr.fail td { background: #fdf0e8; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 10px 18px; }
 figure { margin: 0; break-inside: avoid; page-break-inside: avoid; }
@@ -61,6 +65,13 @@ window.onerror = function (m) { var e = document.getElementById('js-errors'); e.
   });
   document.getElementById('charts-drawn').textContent = String(n);
   document.body.setAttribute('data-charts-drawn', String(n));
+  // Where the answer landed on the page (px from the top): the first screen must hold it.
+  var at = function (sel, edge) {
+    var e = document.querySelector(sel);
+    return e ? String(Math.round(e.getBoundingClientRect()[edge] + window.scrollY)) : 'none';
+  };
+  document.body.setAttribute('data-answer-counts-bottom', at('#answer .counts', 'bottom'));
+  document.body.setAttribute('data-answer-table-top', at('#answer table', 'top'));
 })();
 "#;
 
@@ -122,15 +133,80 @@ fn figures(o: &mut String, charts: &[Chart], count: &mut usize) {
 }
 
 fn verdict_word(j: &JobRecord) -> &'static str {
-    if j.status != "done" {
+    if j.status == harness::store::SUPERSEDED {
+        "SUPERSEDED"
+    } else if j.status != "done" {
         "ERROR"
-    } else if j.verdicts.iter().any(|v| !v.passed) {
-        "FAIL"
     } else if j.verdicts.is_empty() {
         "-"
     } else {
-        "PASS"
+        assess::Tally::of(j.verdicts.iter().map(|v| &v.outcome))
+            .outcome()
+            .label()
     }
+}
+
+/// The first screen: the run's answer. The verdict counts, what did not pass (with why),
+/// then the headline: the run's first summary table (the profile's own table) with its
+/// charts.
+fn answer(o: &mut String, run: &RunRecord, hooks: &[&dyn ReportHooks], n_charts: &mut usize) {
+    let t = run.tally();
+    let errored = run
+        .jobs
+        .iter()
+        .filter(|j| j.status != "done" && j.status != harness::store::SUPERSEDED)
+        .count();
+    let _ = write!(
+        o,
+        "<section id=\"answer\"><h2>Answer: <span class=\"{w}\">{w}</span></h2>\
+         <p class=\"counts\"><span class=\"PASS\">{} pass</span> &middot; <span class=\"FAIL\">{} fail</span> &middot; \
+         <span class=\"INCONCLUSIVE\">{} inconclusive</span>{}</p>",
+        t.pass,
+        t.fail,
+        t.inconclusive,
+        if errored > 0 {
+            format!(" &middot; <span class=\"ERROR\">{errored} job(s) did not finish</span>")
+        } else {
+            String::new()
+        },
+        w = if errored > 0 { "FAIL" } else { t.outcome().label() }
+    );
+    let not_passed: Vec<(&JobRecord, &harness::verdict::Verdict)> = run
+        .jobs
+        .iter()
+        .filter(|j| j.status != harness::store::SUPERSEDED)
+        .flat_map(|j| j.verdicts.iter().map(move |v| (j, v)))
+        .filter(|(_, v)| v.outcome != assess::Outcome::Pass)
+        .collect();
+    if !not_passed.is_empty() {
+        o.push_str("<ul class=\"why\">");
+        for (j, v) in not_passed.iter().take(6) {
+            let _ = write!(
+                o,
+                "<li><span class=\"{w}\">{w}</span> #{} {} on {}: <code>{}</code>: {}{}</li>",
+                j.seq,
+                esc(&j.name),
+                esc(j.volume.as_deref().unwrap_or("-")),
+                esc(&v.expectation),
+                esc(&v.detail),
+                v.reason
+                    .as_ref()
+                    .map(|r| format!(" <em>({})</em>", esc(r)))
+                    .unwrap_or_default(),
+                w = v.label()
+            );
+        }
+        if not_passed.len() > 6 {
+            let _ = write!(o, "<li>… and {} more below</li>", not_passed.len() - 6);
+        }
+        o.push_str("</ul>");
+    }
+    if let Some(t) = run.tables.first() {
+        let _ = write!(o, "<h3>{}</h3>", esc(&t.name));
+        o.push_str(&table_html(t));
+        figures(o, &table_charts(hooks, t), n_charts);
+    }
+    o.push_str("</section>\n");
 }
 
 fn dir_row(o: &mut String, j: &JobRecord, client: Option<&str>, dir: &str, d: &DirStats) {
@@ -181,7 +257,7 @@ fn op_row(o: &mut String, j: &JobRecord, x: &harness::ops::OpResult) {
 pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     let mut o = String::with_capacity(64 * 1024);
     let mut n_charts = 0usize;
-    let (passed, failed) = run.verdict_counts();
+    let tally = run.tally();
     let title = format!("qoslab run {}: {}", run.id, run.name);
     let _ = write!(
         o,
@@ -192,9 +268,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     );
     let _ = write!(
         o,
-        "<header><h1>{}</h1><p><span class=\"badge {st}\">{}</span> {passed} expectation(s) passed, {failed} failed; {} job(s)</p>",
+        "<header><h1>{}</h1><p><span class=\"badge {st}\">{}</span> verdicts: {}; {} job(s)</p>",
         esc(&title),
         esc(&run.status.to_uppercase()),
+        tally.summary(),
         run.jobs.len(),
         st = esc(&run.status)
     );
@@ -217,9 +294,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         esc(&run.env.qoslab_version)
     );
     o.push_str("<pre id=\"js-errors\" hidden></pre>\n");
+    answer(&mut o, run, hooks, &mut n_charts);
     // Contents (screen only): sections, then every job with its verdict.
     o.push_str("<nav><a href=\"#verdicts\">Verdicts</a> &middot; <a href=\"#setup\">Volumes and policies</a> &middot; <a href=\"#results\">Results</a>");
-    if !run.tables.is_empty() {
+    if run.tables.len() > 1 {
         o.push_str(" &middot; <a href=\"#tables\">Summary tables</a>");
     }
     o.push_str(" &middot; <a href=\"#series\">Over time</a> &middot; <a href=\"#plan\">Plan</a>");
@@ -257,7 +335,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         .iter()
         .flat_map(|j| j.verdicts.iter().map(move |v| (j, v)))
         .collect();
-    vs.sort_by_key(|(_, v)| v.passed);
+    vs.sort_by_key(|(_, v)| std::cmp::Reverse(v.outcome));
     o.push_str("<h2 id=\"verdicts\">Verdicts</h2>");
     let errored: Vec<&JobRecord> = run.jobs.iter().filter(|j| j.status != "done").collect();
     if vs.is_empty() && errored.is_empty() {
@@ -277,7 +355,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             );
         }
         for (j, v) in &vs {
-            let w = if v.passed { "PASS" } else { "FAIL" };
+            let w = v.label();
             let _ = write!(
                 o,
                 "<tr{}><td class=\"{w}\">{w}</td><td><a href=\"#job{}\">#{} {}</a></td><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td></tr>",
@@ -289,7 +367,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 esc(&v.expectation),
                 esc(&format!("{:.2}", v.measured)),
                 esc(&v.bound),
-                esc(&v.detail)
+                esc(&match &v.reason {
+                    Some(r) => format!("{}; {r}", v.detail),
+                    None => v.detail.clone(),
+                })
             );
         }
         o.push_str("</tbody></table>");
@@ -356,14 +437,22 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             op_row(&mut o, j, x);
         }
         if !any {
+            // A finished job without fio results measured something else (an iperf3 test,
+            // a host's totals): its figures are in the summary tables.
+            let done = j.status == "done";
             let _ = write!(
                 o,
-                "<tr class=\"fail\"><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}</td><td class=\"{v}\">{v}</td></tr>",
+                "<tr{}><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}</td><td class=\"{v}\">{v}</td></tr>",
+                if done { "" } else { " class=\"fail\"" },
                 j.seq,
                 esc(&j.workload),
                 esc(&j.name),
                 esc(j.volume.as_deref().unwrap_or("-")),
-                esc(j.error.as_deref().unwrap_or(&j.status)),
+                if done {
+                    "no fio results: see the summary tables".to_string()
+                } else {
+                    esc(j.error.as_deref().unwrap_or(&j.status))
+                },
                 v = verdict_word(j)
             );
         }
@@ -376,11 +465,29 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     if let Some(c) = latency_percentiles(run) {
         figures(&mut o, &[c], &mut n_charts);
     }
+    let spreads = crate::export::iteration_spreads(run);
+    if !spreads.is_empty() {
+        o.push_str("<h2 id=\"iterations\">Iterations</h2><table><thead><tr><th>job</th><th>iterations</th><th>IOPS (steady) mean</th><th>stddev</th><th>spread</th><th>min</th><th>max</th></tr></thead><tbody>");
+        for (name, s) in &spreads {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td></tr>",
+                esc(name),
+                s.n,
+                s.mean,
+                s.stddev,
+                s.cv_pct(),
+                s.min,
+                s.max
+            );
+        }
+        o.push_str("</tbody></table><p class=\"meta\">The spread of a job's steady IOPS over the plan's iterations (sample standard deviation); <code>qoslab compare</code> flags a change only beyond twice the larger spread of the two runs.</p>");
+    }
 
-    // Profile tables.
-    if !run.tables.is_empty() {
+    // Profile tables (the first is the answer's headline, at the top).
+    if run.tables.len() > 1 {
         o.push_str("<h2 id=\"tables\">Summary tables</h2>");
-        for t in &run.tables {
+        for t in &run.tables[1..] {
             let _ = write!(
                 o,
                 "<h3>{} <span class=\"meta\">({})</span></h3>",

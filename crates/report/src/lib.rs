@@ -23,6 +23,7 @@ pub fn export(run: &RunRecord, f: Format, hooks: &[&dyn ReportHooks]) -> Vec<u8>
         Format::Json => export::json(run),
         Format::Csv => export::csv(run),
         Format::SeriesCsv => export::series_csv(run),
+        Format::TablesCsv => export::tables_csv(run),
         Format::Md => export::markdown(run, hooks),
         Format::Html => html::render(run, hooks),
     }

@@ -384,15 +384,16 @@ fn is_unsupported(e: &io::Error) -> bool {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("qoslab-backend-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_file(&d);
-        d
+    /// A file path in a fresh directory (removed with the guard).
+    fn tmp(name: &str) -> (crate::test_dir::TestDir, std::path::PathBuf) {
+        let d = crate::test_dir::TestDir::new("backend");
+        let p = d.join(name);
+        (d, p)
     }
 
     #[test]
     fn sparse_file_write_trim_and_extents() {
-        let p = tmp("extents");
+        let (_d, p) = tmp("extents");
         let b = FileBackend::open(&p, 1 << 20, false, true).unwrap();
         assert_eq!(b.byte_len().unwrap(), 1 << 20);
         assert_eq!(b.allocated_bytes().unwrap(), 0);
@@ -429,7 +430,7 @@ mod tests {
     #[test]
     fn mapped_reads_see_writes_trims_and_zeroes() {
         for mmap in [true, false] {
-            let p = tmp(&format!("coherent-{mmap}"));
+            let (_d, p) = tmp(&format!("coherent-{mmap}"));
             let b = FileBackend::open(&p, 1 << 20, false, mmap).unwrap();
             assert_eq!(b.map.is_some(), mmap);
             let mut out = Vec::new();
@@ -454,7 +455,7 @@ mod tests {
 
     #[test]
     fn refuses_to_truncate_a_larger_file() {
-        let p = tmp("larger");
+        let (_d, p) = tmp("larger");
         FileBackend::open(&p, 8192, false, false).unwrap();
         let e = FileBackend::open(&p, 4096, false, false).err().unwrap();
         assert!(e.to_string().contains("refusing to truncate"));

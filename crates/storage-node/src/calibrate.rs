@@ -125,13 +125,12 @@ mod tests {
 
     #[test]
     fn measures_something_plausible_and_cleans_up() {
-        let dir = std::env::temp_dir().join(format!("qoslab-cal-{}", std::process::id()));
+        let dir = crate::test_dir::TestDir::new("cal");
         let c = calibrate(&dir, 0.4).unwrap();
         assert!(c.write_4k_iops > 100.0, "{c:?}");
         assert!(c.read_1m_mibps > 10.0, "{c:?}");
         let cap = c.capacity();
         assert!(cap.is_set() && cap.iops as f64 <= c.write_4k_iops);
         assert!(!dir.join(".calibrate.img").exists());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

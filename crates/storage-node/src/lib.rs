@@ -24,6 +24,8 @@ pub mod scheduler;
 pub mod server;
 pub mod state;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod test_dir;
 pub mod tls;
 pub mod volume;
 

@@ -278,9 +278,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_reopen() {
-        let dir = std::env::temp_dir().join(format!("qoslab-state-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::test_dir::TestDir::new("state");
         let path = dir.join("state.db");
         let p = PolicyRow {
             uuid: new_uuid(),
@@ -317,7 +315,6 @@ mod tests {
         assert!(seeded);
         assert_eq!(s.policies().unwrap(), vec![p]);
         assert_eq!(s.volumes().unwrap(), vec![v]);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

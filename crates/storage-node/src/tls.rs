@@ -208,8 +208,7 @@ mod tests {
     #[test]
     fn generated_identity_is_reused_and_loads() {
         use rustls::client::danger::ServerCertVerifier;
-        let dir = std::env::temp_dir().join(format!("qoslab-tls-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::test_dir::TestDir::new("tls");
         let f = ensure_generated(&dir, &["10.1.2.3".into(), "0.0.0.0".into()]).unwrap();
         let first = std::fs::read(&f.cert).unwrap();
         assert_eq!(ensure_generated(&dir, &[]).unwrap(), f);
@@ -255,6 +254,5 @@ mod tests {
             load_certs(&f.key).is_err(),
             "a key file holds no certificate"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

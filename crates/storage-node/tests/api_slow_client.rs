@@ -12,6 +12,8 @@ use storage_node::NodeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+mod common;
+
 async fn get(addr: std::net::SocketAddr) -> String {
     let mut c = TcpStream::connect(addr).await.unwrap();
     c.write_all(b"GET /api/storage/volumes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -24,8 +26,7 @@ async fn get(addr: std::net::SocketAddr) -> String {
 
 #[tokio::test(start_paused = true)]
 async fn a_client_that_never_finishes_its_request_head_is_dropped() {
-    let dir = std::env::temp_dir().join(format!("qoslab-slow-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = common::TestDir::new("slow");
     let cfg = NodeConfig::default();
     let cp = ControlPlane::open(&cfg, &dir, Arc::new(ServerStats::default())).unwrap();
     let listener = http::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
@@ -62,5 +63,4 @@ async fn a_client_that_never_finishes_its_request_head_is_dropped() {
         "{buf:?}"
     );
     assert!(get(addr).await.starts_with("HTTP/1.1 200"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,13 +13,12 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 mod common;
-use common::handshake;
+use common::{handshake, TestDir};
 
-fn node(toml: &str, tag: &str) -> Arc<Node> {
-    let dir = std::env::temp_dir().join(format!("qoslab-ctl-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn node(toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
+    let dir = TestDir::new(&format!("ctl-{tag}"));
     let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    Node::open(&cfg, &dir).expect("node")
+    (Node::open(&cfg, &dir).expect("node"), dir)
 }
 
 /// Per-second completions and the mean latency (ns) of one client.
@@ -141,7 +140,7 @@ size = "64MiB"
 /// Two protected volumes offered 5,000 IOPS each (at most 16 outstanding) and an
 /// unlimited bully at QD 64, on a 20,000 IOPS node.
 async fn isolation(discipline: &str) -> (Load, Load, Load, Arc<Node>) {
-    let n = node(&ISOLATION.replace("DISCIPLINE", discipline), discipline);
+    let (n, _dir) = node(&ISOLATION.replace("DISCIPLINE", discipline), discipline);
     let secs = 5;
     let a = tokio::spawn(load(n.clone(), "a", 16, Some(5000), secs));
     let b = tokio::spawn(load(n.clone(), "b", 16, Some(5000), secs));
@@ -201,7 +200,7 @@ async fn floors_hold_against_a_bully_and_fifo_lets_it_crowd_them_out() {
 
 #[tokio::test(start_paused = true)]
 async fn ceilings_under_the_controller_count_as_ceiling_wait() {
-    let n = node(
+    let (n, _dir) = node(
         "[capacity]\niops = 50000\n[[policy]]\nname = \"cap\"\nfixed = { max_throughput_iops = 1000 }\n[[volume]]\nname = \"c\"\nsize = \"64MiB\"\npolicy = \"cap\"\n",
         "ceiling",
     );
@@ -220,7 +219,7 @@ async fn ceilings_under_the_controller_count_as_ceiling_wait() {
 
 #[tokio::test(start_paused = true)]
 async fn overcommitted_floors_are_scaled_and_reported() {
-    let n = node(
+    let (n, _dir) = node(
         "[capacity]\niops = 10000\n[[policy]]\nname = \"p\"\nfixed = { min_throughput_iops = 8000 }\n[[volume]]\nname = \"x\"\nsize = \"64MiB\"\npolicy = \"p\"\n[[volume]]\nname = \"y\"\nsize = \"64MiB\"\npolicy = \"p\"\n",
         "overcommit",
     );
@@ -241,7 +240,7 @@ async fn overcommitted_floors_are_scaled_and_reported() {
 #[tokio::test(start_paused = true)]
 async fn a_policy_change_releases_queued_requests() {
     // A volume moved off its flow while requests wait in the controller: they complete.
-    let n = node(
+    let (n, _dir) = node(
         "[capacity]\niops = 1000\n[[policy]]\nname = \"slow\"\nfixed = { max_throughput_iops = 10 }\n[[policy]]\nname = \"fast\"\nfixed = { max_throughput_iops = 900 }\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"slow\"\n",
         "move",
     );
@@ -261,7 +260,7 @@ async fn shared_and_adaptive_floors_hold_as_a_group_and_per_volume() {
     // A shared fixed policy's floor covers its two volumes together; an adaptive policy's
     // expected IOPS x allocated space is a per-volume floor (64 MiB x 100,000,000 IOPS/TB
     // = 6,710 IOPS, above its absolute minimum).
-    let n = node(
+    let (n, _dir) = node(
         r#"
 [capacity]
 iops = 20000
@@ -327,7 +326,7 @@ size = "64MiB"
 
 #[tokio::test(start_paused = true)]
 async fn a_closed_connections_queued_requests_do_not_hold_back_the_next_client() {
-    let n = node(
+    let (n, _dir) = node(
         "[capacity]\niops = 1000\n[[policy]]\nname = \"slow\"\nfixed = { max_throughput_iops = 10 }\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"slow\"\n",
         "closed",
     );

@@ -8,17 +8,16 @@ use nbd_proto::*;
 use storage_node::{server, Node, NodeConfig};
 
 mod common;
-use common::handshake;
+use common::{handshake, TestDir};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
-fn node(policy_toml: &str, tag: &str) -> Arc<Node> {
-    let dir = std::env::temp_dir().join(format!("qoslab-vt-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn node(policy_toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
+    let dir = TestDir::new(&format!("vt-{tag}"));
     let text =
         format!("{policy_toml}\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"p\"\n");
     let cfg = NodeConfig::parse(&text, "test.toml").expect("config");
-    Node::open(&cfg, &dir).expect("node")
+    (Node::open(&cfg, &dir).expect("node"), dir)
 }
 
 /// Keep `qd` reads of `bs` bytes in flight for `secs` virtual seconds; return completions
@@ -102,7 +101,7 @@ async fn iops_ceilings_hold_through_the_server() {
         (50_000, 16),
         (50_000, 64),
     ] {
-        let n = node(
+        let (n, _dir) = node(
             &format!("[[policy]]\nname = \"p\"\nfixed = {{ max_throughput_iops = {limit} }}"),
             &format!("iops{limit}-{qd}"),
         );
@@ -114,7 +113,7 @@ async fn iops_ceilings_hold_through_the_server() {
 #[tokio::test(start_paused = true)]
 async fn bandwidth_ceilings_hold_through_the_server() {
     for (mbps, bs, qd) in [(10u64, 1u32 << 20, 8usize), (100, 128 << 10, 16)] {
-        let n = node(
+        let (n, _dir) = node(
             &format!("[[policy]]\nname = \"p\"\nfixed = {{ max_throughput_mbps = {mbps} }}"),
             &format!("bw{mbps}"),
         );
@@ -132,7 +131,7 @@ async fn bandwidth_ceilings_hold_through_the_server() {
 async fn adaptive_seed_000_numbers() {
     // 50 IOPS/GB on 64 MiB with 5% reserve: 67,108,864 * 0.95 / 1e9 * 50 = 3.19 -> the
     // absolute minimum (200) applies.
-    let n = node(
+    let (n, _dir) = node(
         "[[policy]]\nname = \"p\"\nadaptive = { peak_iops = \"50IOPS/GB\", absolute_min_iops = 200, peak_iops_allocation = \"allocated_space\", block_size = \"any\" }",
         "adaptive",
     );
@@ -144,7 +143,7 @@ async fn adaptive_seed_000_numbers() {
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_finishes_in_flight_requests_then_closes() {
-    let n = node(
+    let (n, _dir) = node(
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 100 }",
         "shutdown",
     );
@@ -190,7 +189,7 @@ async fn shutdown_finishes_in_flight_requests_then_closes() {
 
 #[tokio::test(start_paused = true)]
 async fn moving_a_volume_to_another_policy_applies_to_connected_clients() {
-    let n = node(
+    let (n, _dir) = node(
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 5000 }\n[[policy]]\nname = \"slow\"\nfixed = { max_throughput_iops = 1000 }",
         "live",
     );
@@ -209,7 +208,7 @@ async fn moving_a_volume_to_another_policy_applies_to_connected_clients() {
 #[tokio::test(start_paused = true)]
 async fn used_space_policy_follows_writes_and_trims() {
     // 1,000,000 IOPS per TB of used space: 32 MiB used -> 33 IOPS; absolute min 10.
-    let n = node(
+    let (n, _dir) = node(
         "[[policy]]\nname = \"p\"\nadaptive = { peak_iops = 1000000, absolute_min_iops = 10, peak_iops_allocation = \"used_space\", block_size = \"any\" }",
         "used",
     );

@@ -7,14 +7,14 @@
 //! holder or swap is refused unless `destroy_data` names it, and all refusals are reported
 //! together. Job files name only the devices given, so nothing else is ever written.
 
-use std::fmt::Write as _;
-
 use hosts::devices::{self, DeviceState};
 use serde::Serialize;
 
-use crate::fiorun::{self, FioRun, Summary};
+use crate::fiorun;
 use crate::jobs::{self, SeedJob, Target, Timing};
-use crate::sizing::{self, Overrides, Sizing};
+use crate::schedule::{Prepared, Unit, UnitKind};
+pub use crate::sizing::TargetSizing;
+use crate::sizing::{self, Overrides};
 use crate::{Session, SuiteError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -61,47 +61,6 @@ impl Default for DisksPlan {
     }
 }
 
-/// The sizing a host's target got, shown with the results.
-#[derive(Debug, Clone, Serialize)]
-pub struct TargetSizing {
-    pub host: String,
-    pub targets: Vec<String>,
-    pub sizing: Sizing,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DisksResult {
-    pub plan: DisksPlan,
-    pub devices: Vec<(String, DeviceState)>,
-    pub sizing: Vec<TargetSizing>,
-    pub runs: Vec<FioRun>,
-    pub summaries: Vec<Summary>,
-}
-
-impl DisksResult {
-    pub fn render(&self) -> String {
-        let mut s = String::from("sizing (seed 002 rules):\n");
-        for t in &self.sizing {
-            let _ = writeln!(
-                s,
-                "  {} {}: size {} numjobs {} iodepth {}",
-                t.host,
-                t.targets.join("+"),
-                sizing::human(t.sizing.size_bytes),
-                t.sizing.numjobs,
-                t.sizing
-                    .iodepth
-                    .map_or("per job file".to_string(), |d| d.to_string())
-            );
-            for n in &t.sizing.notes {
-                let _ = writeln!(s, "      {n}");
-            }
-        }
-        s.push_str(&fiorun::render_summaries(&self.summaries));
-        s
-    }
-}
-
 /// Probe every device; all refusals at once.
 pub fn check_devices(
     s: &Session,
@@ -133,7 +92,13 @@ pub fn check_devices(
     }
 }
 
-pub fn run(s: &Session, plan: &DisksPlan) -> Result<DisksResult, SuiteError> {
+/// Check every device, size the jobs, start the fio servers and list the units: per host,
+/// each device's prefill and its jobs x iterations, then all its devices together; then
+/// (optionally) all hosts at once. Nothing is written before every device passed.
+pub fn prepare(
+    s: &Session,
+    plan: &DisksPlan,
+) -> Result<(Vec<(String, DeviceState)>, Prepared), SuiteError> {
     if plan.devices.iter().all(|(_, d)| d.is_empty()) {
         return Err(SuiteError::Invalid("no devices given".into()));
     }
@@ -154,13 +119,21 @@ pub fn run(s: &Session, plan: &DisksPlan) -> Result<DisksResult, SuiteError> {
         .iter()
         .filter_map(|(h, _)| s.host(h).map(|(i, _)| i))
         .collect();
-    let servers = fiorun::start_servers(s, &idx, plan.fio_port)?;
-    let mut result = DisksResult {
-        plan: plan.clone(),
-        devices: states.clone(),
-        sizing: Vec::new(),
-        runs: Vec::new(),
-        summaries: Vec::new(),
+    let mut sizing = Vec::new();
+    let mut units = Vec::new();
+    let measure = |units: &mut Vec<Unit>,
+                   stage: &str,
+                   job: SeedJob,
+                   parts: Vec<(usize, fio::JobFile, Vec<String>)>| {
+        for it in 1..=plan.iterations {
+            units.push(Unit::new(
+                s,
+                stage,
+                Some(job),
+                UnitKind::Measure { iteration: it },
+                parts.clone(),
+            ));
+        }
     };
     let mut host_sizing = Vec::new();
     for ((host, devs), &i) in plan.devices.iter().zip(&idx) {
@@ -170,51 +143,39 @@ pub fn run(s: &Session, plan: &DisksPlan) -> Result<DisksResult, SuiteError> {
         let cap = sts.iter().map(|st| st.size_bytes).min().unwrap_or(0);
         let hs = sizing::disk_rule(f, rot, cap, &plan.overrides);
         for d in devs {
-            let st = state(host, d).expect("probed above");
+            let Some(st) = state(host, d) else {
+                return Err(SuiteError::Invalid(format!("{host}: {d} was not probed")));
+            };
             let sz = sizing::disk_rule(f, st.rotational, st.size_bytes, &plan.overrides);
-            result.sizing.push(TargetSizing {
+            sizing.push(TargetSizing {
                 host: host.clone(),
                 targets: vec![d.clone()],
                 sizing: sz.clone(),
             });
+            let one = Target::Devices(vec![d.clone()]);
             if plan.prefill {
-                s.say(&format!(
-                    "disks: {host} {d}: prefill {}",
-                    sizing::human(sz.size_bytes)
+                units.push(Unit::new(
+                    s,
+                    "prefill",
+                    None,
+                    UnitKind::Prepare,
+                    vec![(i, jobs::prepare_file(&sz, &one), vec![d.clone()])],
                 ));
-                let f = jobs::prepare_file(&sz, &Target::Devices(vec![d.clone()]));
-                fiorun::run(s, &servers, &[(i, f, vec![d.clone()])], "prefill")?;
             }
             for &job in &plan.device_jobs {
-                let jf = jobs::job_file(job, &sz, &Target::Devices(vec![d.clone()]), plan.timing);
-                measure(
-                    s,
-                    &servers,
-                    &mut result.runs,
-                    plan.iterations,
-                    "device",
-                    job,
-                    &[(i, jf, vec![d.clone()])],
-                )?;
+                let jf = jobs::job_file(job, &sz, &one, plan.timing);
+                measure(&mut units, "device", job, vec![(i, jf, vec![d.clone()])]);
             }
         }
         if devs.len() > 1 {
-            result.sizing.push(TargetSizing {
+            sizing.push(TargetSizing {
                 host: host.clone(),
                 targets: devs.clone(),
                 sizing: hs.clone(),
             });
             for &job in &plan.host_jobs {
                 let jf = jobs::job_file(job, &hs, &Target::Devices(devs.clone()), plan.timing);
-                measure(
-                    s,
-                    &servers,
-                    &mut result.runs,
-                    plan.iterations,
-                    "host",
-                    job,
-                    &[(i, jf, devs.clone())],
-                )?;
+                measure(&mut units, "host", job, vec![(i, jf, devs.clone())]);
             }
         }
         host_sizing.push((i, devs.clone(), hs));
@@ -231,69 +192,17 @@ pub fn run(s: &Session, plan: &DisksPlan) -> Result<DisksResult, SuiteError> {
                     )
                 })
                 .collect();
-            measure(
-                s,
-                &servers,
-                &mut result.runs,
-                plan.iterations,
-                "cluster",
-                job,
-                &parts,
-            )?;
+            measure(&mut units, "cluster", job, parts);
         }
     }
-    drop(servers);
-    result.summaries = fiorun::summarize(&result.runs);
-    Ok(result)
-}
-
-/// `iterations` runs of one job over `parts`, recorded.
-pub(crate) fn measure(
-    s: &Session,
-    servers: &fiorun::Servers,
-    runs: &mut Vec<FioRun>,
-    iterations: u32,
-    stage: &str,
-    job: SeedJob,
-    parts: &[(usize, fio::JobFile, Vec<String>)],
-) -> Result<(), SuiteError> {
-    let hosts: Vec<String> = parts
-        .iter()
-        .map(|(i, _, _)| s.hosts[*i].name.clone())
-        .collect();
-    let targets: Vec<String> = parts
-        .iter()
-        .map(|(_, jf, devs)| {
-            if devs.is_empty() {
-                jf.effective(0, "directory").unwrap_or("?").to_string()
-            } else {
-                devs.join(":")
-            }
-        })
-        .collect();
-    for it in 1..=iterations {
-        let (out, iostat) = fiorun::run(s, servers, parts, &format!("{stage}-{}", job.name()))?;
-        let (per_client, merged) = fiorun::split(&out);
-        let r = FioRun {
-            stage: stage.to_string(),
-            job: job.name().to_string(),
-            iteration: it,
-            hosts: hosts.clone(),
-            targets: targets.clone(),
-            per_client,
-            merged,
-            iostat,
-            job_files: parts.iter().map(|(_, jf, _)| jf.render()).collect(),
-        };
-        s.say(&format!(
-            "{stage}: {} on {} [{}] #{it}: {:.0} IOPS, {:.1} MiB/s",
-            job.name(),
-            hosts.join("+"),
-            targets.join(" "),
-            r.iops(),
-            r.mib_s()
-        ));
-        runs.push(r);
-    }
-    Ok(())
+    let servers = fiorun::start_servers(s, &idx, plan.fio_port)?;
+    Ok((
+        states,
+        Prepared {
+            sizing,
+            units,
+            unit_secs: f64::from(plan.timing.runtime_s + plan.timing.ramp_s),
+            servers,
+        },
+    ))
 }

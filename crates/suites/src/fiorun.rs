@@ -4,13 +4,16 @@
 
 use std::process::{Command, Stdio};
 
+use std::path::Path;
+
 use fio::result::{FioOutput, JobResult, ALL_CLIENTS};
-use fio::JobFile;
+use fio::{FioSample, JobFile};
 use serde::Serialize;
 
-use crate::iostat::{self, IoStat};
+use crate::iostat::{self, IoStat, VmStat};
 use crate::spread::Spread;
 use crate::{Session, SuiteError};
+use assess::steady::{self, SteadyState as Steady};
 
 /// fio servers on some hosts of a session.
 pub struct Servers {
@@ -50,8 +53,18 @@ pub struct FioRun {
     /// fio's "All clients" entry (the only client's entry when there is one).
     pub merged: JobResult,
     pub iostat: Vec<IoStat>,
+    /// vmstat of every host of the run.
+    pub vmstat: Vec<VmStat>,
     /// The job file each host ran (as sent).
     pub job_files: Vec<String>,
+    /// fio's 500 ms windows, all clients added up (empty when logs were not asked for).
+    #[serde(skip)]
+    pub series: Vec<FioSample>,
+    /// SNIA's steady-state check on the IOPS windows (None: fewer than 5 windows).
+    pub steady: Option<Steady>,
+    /// fio's whole output (per client and "All clients"), as the store keeps it.
+    #[serde(skip)]
+    pub output: FioOutput,
 }
 
 impl FioRun {
@@ -61,22 +74,70 @@ impl FioRun {
     pub fn mib_s(&self) -> f64 {
         self.merged.bw_bytes() as f64 / 1048576.0
     }
+    /// The worst p99 completion latency of any client, µs: fio's "All clients" entry has no
+    /// percentiles, and percentiles do not add up, so the merged figure is this bound.
+    pub fn p99_us(&self) -> f64 {
+        let of = |r: &JobResult| r.read.p99_ns.max(r.write.p99_ns) as f64 / 1e3;
+        self.per_client
+            .iter()
+            .map(of)
+            .fold(of(&self.merged), f64::max)
+    }
+}
+
+/// The IOPS per window, all directions added up.
+pub fn window_iops(series: &[FioSample]) -> Vec<f64> {
+    let mut out: Vec<(u64, f64)> = Vec::new();
+    for s in series {
+        match out.iter_mut().find(|(t, _)| *t == s.t_ms) {
+            Some((_, v)) => *v += s.iops,
+            None => out.push((s.t_ms, s.iops)),
+        }
+    }
+    out.sort_by_key(|(t, _)| *t);
+    out.into_iter().map(|(_, v)| v).collect()
+}
+
+/// The steady-state check of a run's windows (`assess::steady`: SNIA PTS over the last 5).
+/// fio's last window is left out: it ends the run (the queue draining, often a partial or
+/// empty window), so a run needs at least 6 windows (3 s) to be judged.
+pub fn steady_of(series: &[FioSample]) -> Option<Steady> {
+    let w = window_iops(series);
+    steady::check(&w[..w.len().saturating_sub(1)])
+}
+
+/// What one fio client/server run produced.
+pub struct Ran {
+    pub output: FioOutput,
+    pub iostat: Vec<IoStat>,
+    pub vmstat: Vec<VmStat>,
+    /// fio's windows when logs were asked for, all clients added up.
+    pub series: Vec<FioSample>,
 }
 
 /// Run one job file per host at once; `devices[k]` are the block devices of host k whose
-/// iostat is recorded.
+/// iostat is recorded. With `logs` (a directory on this machine and a file prefix), fio
+/// writes its 500 ms logs there (fio's client stores each server's logs locally) and they
+/// are read back into `series`.
 pub fn run(
     s: &Session,
     servers: &Servers,
     parts: &[(usize, JobFile, Vec<String>)],
     label: &str,
-) -> Result<(FioOutput, Vec<IoStat>), SuiteError> {
+    logs: Option<(&Path, &str)>,
+) -> Result<Ran, SuiteError> {
     let mut cmd = Command::new("fio");
     cmd.arg("--output-format=json");
     let mut clients = Vec::new();
     for (k, (i, job, _)) in parts.iter().enumerate() {
         let h = &s.hosts[*i];
         let path = s.workdir.join(format!("{label}-{k}-{}.fio", h.name));
+        let mut job = job.clone();
+        if let Some((dir, prefix)) = logs {
+            for (key, v) in fio::logs::log_options(&dir.join(prefix).display().to_string()) {
+                job.global.set(&key, v);
+            }
+        }
         std::fs::write(&path, job.render())
             .map_err(|e| SuiteError::Io(format!("{}: {e}", path.display())))?;
         let client = format!("{},{}", h.addr, servers.port);
@@ -97,9 +158,11 @@ pub fn run(
             detail: format!("running fio: {e} (is fio installed on this machine?)"),
         })?;
     let mut stats = Vec::new();
+    let mut vm = Vec::new();
     for ((i, _, devs), b) in parts.iter().zip(&before) {
         let a = iostat::snapshot(&s.hosts[*i])?;
         stats.extend(iostat::delta(&s.hosts[*i].name, b, &a, devs));
+        vm.extend(iostat::vm_delta(&s.hosts[*i].name, b, &a));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -134,7 +197,15 @@ pub fn run(
             stderr.trim()
         )));
     }
-    Ok((parsed, stats))
+    let series = logs
+        .and_then(|(dir, prefix)| fio::logs::collect(dir, prefix).ok())
+        .unwrap_or_default();
+    Ok(Ran {
+        output: parsed,
+        iostat: stats,
+        vmstat: vm,
+        series,
+    })
 }
 
 /// Split fio's output into per-client entries and the merged one.
@@ -165,10 +236,12 @@ pub struct Summary {
     pub mib_s: Spread,
     /// Mean total latency, µs (I/O-weighted over both directions).
     pub lat_us: Spread,
-    /// The worst p99 completion latency over the iterations, µs.
+    /// The worst p99 completion latency of any client over the iterations, µs.
     pub p99_us_max: f64,
     /// The busiest device's mean %util over the iterations.
     pub util_pct_max: f64,
+    /// The steady-state check of the last iteration (None: fewer than 5 windows).
+    pub steady: Option<Steady>,
 }
 
 /// Summaries of `runs` grouped by (stage, job, hosts, targets), in first-seen order.
@@ -219,11 +292,9 @@ pub fn summarize(runs: &[FioRun]) -> Vec<Summary> {
                 iops: Spread::of(&v(&|r| r.iops())),
                 mib_s: Spread::of(&v(&|r| r.mib_s())),
                 lat_us: Spread::of(&v(&|r| r.merged.lat_mean_ns() / 1e3)),
-                p99_us_max: rs
-                    .iter()
-                    .map(|r| r.merged.read.p99_ns.max(r.merged.write.p99_ns) as f64 / 1e3)
-                    .fold(0.0, f64::max),
+                p99_us_max: rs.iter().map(|r| r.p99_us()).fold(0.0, f64::max),
                 util_pct_max,
+                steady: rs.last().and_then(|r| r.steady),
                 stage,
                 job,
                 hosts,
@@ -237,14 +308,14 @@ pub fn summarize(runs: &[FioRun]) -> Vec<Summary> {
 pub fn render_summaries(sums: &[Summary]) -> String {
     use std::fmt::Write as _;
     let mut s = format!(
-        "{:8} {:28} {:30} {:>10} {:>7} {:>10} {:>9} {:>9} {:>6}\n",
+        "{:8} {:28} {:30} {:>10} {:>7} {:>10} {:>9} {:>9} {:>6}  steady\n",
         "stage", "job", "where", "IOPS", "cv%", "MiB/s", "lat us", "p99 us", "util%"
     );
     for m in sums {
         let place = format!("{}:{}", m.hosts.join("+"), m.targets.join("+"));
         let _ = writeln!(
             s,
-            "{:8} {:28} {:30} {:>10.0} {:>7.1} {:>10.1} {:>9.0} {:>9.0} {:>6.0}",
+            "{:8} {:28} {:30} {:>10.0} {:>7.1} {:>10.1} {:>9.0} {:>9.0} {:>6.0}  {}",
             m.stage,
             m.job,
             place,
@@ -253,8 +324,18 @@ pub fn render_summaries(sums: &[Summary]) -> String {
             m.mib_s.mean,
             m.lat_us.mean,
             m.p99_us_max,
-            m.util_pct_max
+            m.util_pct_max,
+            steady_word(m.steady)
         );
     }
     s
+}
+
+/// "yes" / "NO" / "n/a" for a steady-state check.
+pub fn steady_word(s: Option<Steady>) -> &'static str {
+    match s {
+        Some(s) if s.attained => "yes",
+        Some(_) => "NO",
+        None => "n/a",
+    }
 }

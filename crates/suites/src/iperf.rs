@@ -21,6 +21,9 @@ pub struct IperfRun {
     pub cpu_server_pct: f64,
     pub seconds: f64,
     pub congestion: String,
+    /// iperf3's per-second reports after the omitted start: (end of the interval, s; sent
+    /// bits/s; retransmits in it).
+    pub intervals: Vec<(f64, f64, u64)>,
 }
 
 /// Parse `iperf3 -J` output; iperf3's own `"error"` becomes the error text.
@@ -54,6 +57,22 @@ pub fn parse(json: &str) -> Result<IperfRun, String> {
         }
     };
     let cpu = &end["cpu_utilization_percent"];
+    let intervals = v["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|i| &i["sum"])
+                .filter(|x| !x["omitted"].as_bool().unwrap_or(false))
+                .map(|x| {
+                    (
+                        f(x, "end"),
+                        f(x, "bits_per_second"),
+                        x["retransmits"].as_u64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(IperfRun {
         goodput_bps: f(recv, "bits_per_second"),
         sent_bps: f(sent, "bits_per_second"),
@@ -72,6 +91,7 @@ pub fn parse(json: &str) -> Result<IperfRun, String> {
             .as_str()
             .unwrap_or_default()
             .to_string(),
+        intervals,
     })
 }
 
@@ -79,7 +99,10 @@ pub fn parse(json: &str) -> Result<IperfRun, String> {
 mod tests {
     use super::*;
 
-    const OUT: &str = r#"{"start":{"connected":[{"socket":5}]},"intervals":[],
+    const OUT: &str = r#"{"start":{"connected":[{"socket":5}]},"intervals":[
+        {"streams":[],"sum":{"start":0,"end":1.0,"bits_per_second":5e8,"retransmits":9,"omitted":true}},
+        {"streams":[],"sum":{"start":0,"end":1.0,"bits_per_second":9.4e8,"retransmits":2,"omitted":false}},
+        {"streams":[],"sum":{"start":1.0,"end":2.0,"bits_per_second":9.6e8,"retransmits":1,"omitted":false}}],
       "end":{"streams":[{"sender":{"socket":5,"bits_per_second":9.6e8,"retransmits":3,
         "max_rtt":2100,"min_rtt":300,"mean_rtt":1136},"receiver":{"bits_per_second":9.5e8}}],
       "sum_sent":{"seconds":3.0,"bytes":1,"bits_per_second":9.6e8,"retransmits":3,"sender":true},
@@ -98,6 +121,7 @@ mod tests {
         );
         assert_eq!((r.cpu_client_pct, r.cpu_server_pct), (0.5, 0.7));
         assert_eq!(r.congestion, "cubic");
+        assert_eq!(r.intervals, vec![(1.0, 9.4e8, 2), (2.0, 9.6e8, 1)]);
     }
 
     #[test]

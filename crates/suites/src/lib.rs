@@ -13,7 +13,8 @@
 //!   its own NFS mount, iSCSI/block device or directory, "All clients" merged, after the
 //!   seed's prepare step.
 //!
-//! fio runs through `bench`'s client/server executor and JSON parsing (`fio --server` on
+//! [`tools`] samples issue 12's tool sets on every host over its ssh transport. fio runs
+//! through `bench`'s client/server executor and JSON parsing (`fio --server` on
 //! every host, started and always stopped by `hosts::remote`).
 
 pub mod disks;
@@ -22,10 +23,12 @@ pub mod iostat;
 pub mod iperf;
 pub mod jobs;
 pub mod network;
+pub mod schedule;
 pub mod session;
 pub mod sizing;
 pub mod spread;
 pub mod storage;
+pub mod tools;
 
 pub use session::Session;
 

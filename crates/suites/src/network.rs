@@ -61,6 +61,11 @@ pub struct Pair {
     /// Goodput at or above the threshold (None: not judged: unknown rate, or under load).
     pub rate_ok: Option<bool>,
     pub retransmits_ok: bool,
+    /// The iperf3 command the sender ran.
+    pub command: String,
+    /// iperf3's JSON as printed.
+    #[serde(skip)]
+    pub raw: String,
 }
 
 impl Pair {
@@ -77,6 +82,8 @@ impl Pair {
 pub struct HostTotal {
     pub host: String,
     pub rated_mbps: Option<u64>,
+    /// Where the rated speed comes from (`given`, `eth0 (route to peers)`, ...).
+    pub rated_from: String,
     pub out_mbps: f64,
     pub in_mbps: f64,
     pub out_ok: Option<bool>,
@@ -194,46 +201,83 @@ fn client_cmd(addr: &str, port: u16, plan: &NetworkPlan) -> String {
     )
 }
 
-/// Run the suite on the session's hosts.
-pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError> {
-    let n = s.hosts.len();
-    if n < 2 {
-        return Err(SuiteError::Invalid(
-            "the network suite needs at least 2 hosts".into(),
-        ));
-    }
-    if plan.seconds == 0 || !(0.0..=1.0).contains(&plan.min_fraction) {
-        return Err(SuiteError::Invalid(format!(
-            "seconds {} (>= 1), min_fraction {} (0..=1)",
-            plan.seconds, plan.min_fraction
-        )));
-    }
-    if plan.base_port as usize + n > 65535 {
-        return Err(SuiteError::Invalid(format!(
-            "base_port {} + {n} hosts > 65535",
-            plan.base_port
-        )));
-    }
-    let rated: Vec<Option<u64>> = s
-        .facts
-        .iter()
-        .map(|f| plan.rated_mbps.or_else(|| f.rated_nic_mbps()))
-        .collect();
-    // Servers: on host i, one per peer j, on port base + j.
-    s.say(&format!("network: starting {} iperf3 servers", n * (n - 1)));
-    let mut servers = Vec::new();
-    for (i, h) in s.hosts.iter().enumerate() {
-        for j in (0..n).filter(|&j| j != i) {
-            servers.push(hosts::remote::iperf3_server(
-                h,
-                &s.rundir,
-                plan.base_port + j as u16,
-                s.lease,
-            )?);
+/// The mesh ready to measure: the plan validated, every iperf3 server listening, each
+/// host's rated speed known. Measure pairs in turn ([`Mesh::connectivity`]) and all pairs
+/// at once ([`Mesh::under_load`]); the servers stop when it is dropped.
+pub struct Mesh {
+    /// Host names, in session order.
+    pub hosts: Vec<String>,
+    pub plan: NetworkPlan,
+    /// Per host: the rated speed, Mbit/s, and where it comes from.
+    pub rated: Vec<(Option<u64>, String)>,
+    _servers: Vec<hosts::RemoteProc>,
+}
+
+impl Mesh {
+    pub fn start(s: &Session, plan: &NetworkPlan) -> Result<Mesh, SuiteError> {
+        let n = s.hosts.len();
+        if n < 2 {
+            return Err(SuiteError::Invalid(
+                "the network suite needs at least 2 hosts".into(),
+            ));
         }
+        if plan.seconds == 0 || !(0.0..=1.0).contains(&plan.min_fraction) {
+            return Err(SuiteError::Invalid(format!(
+                "seconds {} (>= 1), min_fraction {} (0..=1)",
+                plan.seconds, plan.min_fraction
+            )));
+        }
+        if plan.base_port as usize + n > 65535 {
+            return Err(SuiteError::Invalid(format!(
+                "base_port {} + {n} hosts > 65535",
+                plan.base_port
+            )));
+        }
+        let rated = (0..n).map(|i| rated_of(s, i, plan)).collect();
+        // Servers: on host i, one per peer j, on port base + j.
+        s.say(&format!("network: starting {} iperf3 servers", n * (n - 1)));
+        let mut servers = Vec::new();
+        for (i, h) in s.hosts.iter().enumerate() {
+            for j in (0..n).filter(|&j| j != i) {
+                servers.push(hosts::remote::iperf3_server(
+                    h,
+                    &s.rundir,
+                    plan.base_port + j as u16,
+                    s.lease,
+                )?);
+            }
+        }
+        Ok(Mesh {
+            hosts: s.hosts.iter().map(|h| h.name.clone()).collect(),
+            plan: plan.clone(),
+            rated,
+            _servers: servers,
+        })
     }
-    let judge = |i: usize, j: usize, r: Result<IperfRun, String>, rate: bool| {
-        let pr = match (rated[i], rated[j]) {
+
+    /// Every ordered pair, in the order connectivity measures them.
+    pub fn pairs(&self) -> Vec<(usize, usize)> {
+        let n = self.hosts.len();
+        (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .collect()
+    }
+
+    /// The iperf3 command host `i` runs to measure the pair (i → j).
+    pub fn command(&self, s: &Session, i: usize, j: usize) -> String {
+        client_cmd(&s.hosts[j].addr, self.plan.base_port + i as u16, &self.plan)
+    }
+
+    fn judge(
+        &self,
+        s: &Session,
+        (i, j): (usize, usize),
+        r: Result<IperfRun, String>,
+        raw: String,
+        rate: bool,
+    ) -> Pair {
+        let plan = &self.plan;
+        let pr = match (self.rated[i].0, self.rated[j].0) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -249,47 +293,47 @@ pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError>
             .as_ref()
             .is_some_and(|r| r.retransmits <= plan.max_retransmits);
         Pair {
-            from: s.hosts[i].name.clone(),
-            to: s.hosts[j].name.clone(),
+            from: self.hosts[i].clone(),
+            to: self.hosts[j].clone(),
             rated_mbps: pr,
             run,
             error,
             rate_ok,
             retransmits_ok,
-        }
-    };
-    let mut connectivity = Vec::new();
-    if plan.connectivity {
-        for i in 0..n {
-            for j in (0..n).filter(|&j| j != i) {
-                let (a, b) = (&s.hosts[i], &s.hosts[j]);
-                let out = a.run(&client_cmd(&b.addr, plan.base_port + i as u16, plan))?;
-                let r = iperf::parse(&out.stdout).map_err(|e| {
-                    if out.stderr.trim().is_empty() {
-                        e
-                    } else {
-                        format!("{e}; stderr: {}", out.stderr.trim())
-                    }
-                });
-                let p = judge(i, j, r, true);
-                s.say(&format!(
-                    "network: {} -> {}: {:.0} Mbit/s, {} retransmits{}",
-                    p.from,
-                    p.to,
-                    p.goodput_mbps(),
-                    p.run.as_ref().map_or(0, |r| r.retransmits),
-                    p.error
-                        .as_deref()
-                        .map(|e| format!(" ({e})"))
-                        .unwrap_or_default()
-                ));
-                connectivity.push(p);
-            }
+            command: self.command(s, i, j),
+            raw,
         }
     }
-    let mut under_load = Vec::new();
-    let mut totals = Vec::new();
-    if plan.under_load {
+
+    /// The pair (i → j) alone.
+    pub fn connectivity(&self, s: &Session, i: usize, j: usize) -> Result<Pair, SuiteError> {
+        let out = s.hosts[i].run(&self.command(s, i, j))?;
+        let r = iperf::parse(&out.stdout).map_err(|e| {
+            if out.stderr.trim().is_empty() {
+                e
+            } else {
+                format!("{e}; stderr: {}", out.stderr.trim())
+            }
+        });
+        let p = self.judge(s, (i, j), r, out.stdout, true);
+        s.say(&format!(
+            "network: {} -> {}: {:.0} Mbit/s, {} retransmits{}",
+            p.from,
+            p.to,
+            p.goodput_mbps(),
+            p.run.as_ref().map_or(0, |r| r.retransmits),
+            p.error
+                .as_deref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        ));
+        Ok(p)
+    }
+
+    /// Every pair at once: the pairs and each host's cumulative out and in.
+    pub fn under_load(&self, s: &Session) -> Result<(Vec<Pair>, Vec<HostTotal>), SuiteError> {
+        let plan = &self.plan;
+        let n = s.hosts.len();
         s.say(&format!(
             "network: all {} pairs at once for {} s",
             n * (n - 1),
@@ -314,6 +358,7 @@ pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError>
                 .map(|j| j.join().unwrap_or_else(|_| Ok(String::new())))
                 .collect()
         });
+        let mut under_load = Vec::new();
         for (i, out) in outputs.into_iter().enumerate() {
             let out = out?;
             let sections = split_marked(&out);
@@ -321,11 +366,12 @@ pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError>
                 let text = sections
                     .iter()
                     .find(|(k, _)| *k == j)
-                    .map(|(_, t)| t.as_str())
-                    .unwrap_or("");
-                under_load.push(judge(i, j, iperf::parse(text), false));
+                    .map(|(_, t)| t.clone())
+                    .unwrap_or_default();
+                under_load.push(self.judge(s, (i, j), iperf::parse(&text), text, false));
             }
         }
+        let mut totals = Vec::new();
         for (i, h) in s.hosts.iter().enumerate() {
             let sum = |f: &dyn Fn(&Pair) -> bool| -> f64 {
                 under_load
@@ -336,25 +382,41 @@ pub fn run(s: &Session, plan: &NetworkPlan) -> Result<NetworkResult, SuiteError>
             };
             let out_mbps = sum(&|p| p.from == h.name);
             let in_mbps = sum(&|p| p.to == h.name);
-            let ok = |v: f64| rated[i].map(|r| v >= plan.min_fraction * r as f64);
+            let rated = self.rated[i].0;
+            let ok = |v: f64| rated.map(|r| v >= plan.min_fraction * r as f64);
             totals.push(HostTotal {
                 host: h.name.clone(),
-                rated_mbps: rated[i],
+                rated_mbps: rated,
+                rated_from: self.rated[i].1.clone(),
                 out_mbps,
                 in_mbps,
                 out_ok: ok(out_mbps),
                 in_ok: ok(in_mbps),
             });
         }
+        Ok((under_load, totals))
     }
-    drop(servers);
-    Ok(NetworkResult {
-        plan: plan.clone(),
-        hosts: s.hosts.iter().map(|h| h.name.clone()).collect(),
-        connectivity,
-        under_load,
-        totals,
-    })
+}
+
+/// Host i's rated speed: the plan's, else the speed of the NIC its traffic to its first
+/// peer leaves by (the route to that address), else its fastest up NIC.
+fn rated_of(s: &Session, i: usize, plan: &NetworkPlan) -> (Option<u64>, String) {
+    if let Some(r) = plan.rated_mbps {
+        return (Some(r), "given".into());
+    }
+    let f = &s.facts[i];
+    let peer = (0..s.hosts.len())
+        .find(|&j| j != i)
+        .map(|j| &s.hosts[j].addr);
+    if let Some(nic) = peer.and_then(|a| f.nic_towards(a)) {
+        if let Some(speed) = nic.speed_mbps {
+            return (Some(speed), format!("{} (route to peers)", nic.name));
+        }
+    }
+    match f.rated_nic_mbps() {
+        Some(r) => (Some(r), "fastest up NIC".into()),
+        None => (None, "unknown".into()),
+    }
 }
 
 const LOAD_MARK: &str = "@@qoslab-peer@@ ";
@@ -413,6 +475,8 @@ mod tests {
             error: None,
             rate_ok: Some(ok),
             retransmits_ok: true,
+            command: String::new(),
+            raw: String::new(),
         }
     }
 

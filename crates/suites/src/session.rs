@@ -21,6 +21,8 @@ pub struct Session {
     pub progress: Progress,
     /// How long remote servers may live at most (their lease).
     pub lease: Duration,
+    /// On SIGINT/SIGTERM/SIGHUP: remove the run directories and close the ssh masters.
+    _cleanup: hosts::cleanup::Guard,
 }
 
 impl Session {
@@ -37,7 +39,14 @@ impl Session {
             hosts.len(),
             tools.join(" ")
         ));
-        let facts = hosts::preflight(&hosts, &all)?;
+        let facts = match hosts::preflight(&hosts, &all) {
+            Ok(f) => f,
+            Err(e) => {
+                // The hosts that answered keep a master connection: close them now.
+                hosts::disconnect_all(&hosts);
+                return Err(e.into());
+            }
+        };
         let stamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis())
@@ -66,13 +75,19 @@ impl Session {
                     .join(",")
             ));
         }
+        let rundir = format!("/tmp/qoslab-run-{id}");
+        let (hs, rd, wd) = (hosts.clone(), rundir.clone(), workdir.clone());
+        // Registered before any remote process, so on a signal it runs after they are
+        // stopped (newest first).
+        let cleanup = hosts::cleanup::register(move || close(&hs, &rd, &wd));
         Ok(Session {
             hosts,
             facts,
-            rundir: format!("/tmp/qoslab-run-{id}"),
+            rundir,
             workdir,
             progress,
             lease: Duration::from_secs(3600),
+            _cleanup: cleanup,
         })
     }
 
@@ -85,12 +100,18 @@ impl Session {
     }
 }
 
+/// Remove the run directory on every host and the local work directory; close the ssh
+/// masters and their control directory.
+fn close(hs: &[Host], rundir: &str, workdir: &std::path::Path) {
+    for h in hs {
+        hosts::remote::remove_rundir(h, rundir);
+    }
+    hosts::disconnect_all(hs);
+    let _ = std::fs::remove_dir_all(workdir);
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
-        for h in &self.hosts {
-            hosts::remote::remove_rundir(h, &self.rundir);
-            h.disconnect();
-        }
-        let _ = std::fs::remove_dir_all(&self.workdir);
+        close(&self.hosts, &self.rundir, &self.workdir);
     }
 }

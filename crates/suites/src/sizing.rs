@@ -8,6 +8,14 @@
 use hosts::HostFacts;
 use serde::Serialize;
 
+/// The sizing a host's target got, shown with the results.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetSizing {
+    pub host: String,
+    pub targets: Vec<String>,
+    pub sizing: Sizing,
+}
+
 const MIB: u64 = 1 << 20;
 
 /// What the user fixed by hand.
@@ -181,6 +189,7 @@ mod tests {
             mem_total_bytes: ram_gib << 30,
             disks: Vec::new(),
             nics: Vec::new(),
+            routes: Vec::new(),
             missing_tools: Vec::new(),
         }
     }

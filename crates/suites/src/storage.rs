@@ -10,9 +10,10 @@
 
 use serde::Serialize;
 
-use crate::disks::{measure, TargetSizing};
-use crate::fiorun::{self, FioRun, Summary};
+use crate::fiorun;
 use crate::jobs::{self, SeedJob, Target, Timing};
+use crate::schedule::{Prepared, Unit, UnitKind};
+use crate::sizing::TargetSizing;
 use crate::sizing::{self, Overrides};
 use crate::{Session, SuiteError};
 
@@ -101,38 +102,6 @@ pub struct TargetInfo {
     pub capacity_bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct StorageResult {
-    pub plan: StoragePlan,
-    pub targets: Vec<TargetInfo>,
-    pub sizing: Vec<TargetSizing>,
-    pub runs: Vec<FioRun>,
-    pub summaries: Vec<Summary>,
-}
-
-impl StorageResult {
-    pub fn render(&self) -> String {
-        let mut s = format!(
-            "{} suite, sizing (seed 002 rules):\n",
-            self.plan.kind.name()
-        );
-        for t in &self.sizing {
-            s.push_str(&format!(
-                "  {} {}: size {} numjobs {}\n",
-                t.host,
-                t.targets.join("+"),
-                sizing::human(t.sizing.size_bytes),
-                t.sizing.numjobs
-            ));
-            for n in &t.sizing.notes {
-                s.push_str(&format!("      {n}\n"));
-            }
-        }
-        s.push_str(&fiorun::render_summaries(&self.summaries));
-        s
-    }
-}
-
 fn check_target(
     s: &Session,
     plan: &StoragePlan,
@@ -196,7 +165,9 @@ fn check_target(
     })
 }
 
-pub fn run(s: &Session, plan: &StoragePlan) -> Result<StorageResult, SuiteError> {
+/// Check every target, size the jobs, start the fio servers and list the units: each load
+/// generator's prepare step in turn, then each job x iterations on all generators at once.
+pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prepared), SuiteError> {
     if plan.targets.is_empty() {
         return Err(SuiteError::Invalid("no targets given".into()));
     }
@@ -251,25 +222,19 @@ pub fn run(s: &Session, plan: &StoragePlan) -> Result<StorageResult, SuiteError>
         });
         parts_of.push((i, sz, target, devs));
     }
-    let servers = fiorun::start_servers(s, &idx, plan.fio_port)?;
+    let mut units = Vec::new();
     if plan.prepare {
         // The seed prepares each load generator in turn ("in succession").
         for (i, sz, target, devs) in &parts_of {
-            s.say(&format!(
-                "{}: prepare {} on {}",
-                plan.kind.name(),
-                sizing::human(sz.size_bytes * sz.numjobs as u64),
-                s.hosts[*i].name
-            ));
-            fiorun::run(
+            units.push(Unit::new(
                 s,
-                &servers,
-                &[(*i, jobs::prepare_file(sz, target), devs.clone())],
                 "prepare",
-            )?;
+                None,
+                UnitKind::Prepare,
+                vec![(*i, jobs::prepare_file(sz, target), devs.clone())],
+            ));
         }
     }
-    let mut runs = Vec::new();
     for &job in &plan.jobs {
         let parts: Vec<_> = parts_of
             .iter()
@@ -281,23 +246,24 @@ pub fn run(s: &Session, plan: &StoragePlan) -> Result<StorageResult, SuiteError>
                 )
             })
             .collect();
-        measure(
-            s,
-            &servers,
-            &mut runs,
-            plan.iterations,
-            plan.kind.name(),
-            job,
-            &parts,
-        )?;
+        for it in 1..=plan.iterations {
+            units.push(Unit::new(
+                s,
+                plan.kind.name(),
+                Some(job),
+                UnitKind::Measure { iteration: it },
+                parts.clone(),
+            ));
+        }
     }
-    drop(servers);
-    let summaries = fiorun::summarize(&runs);
-    Ok(StorageResult {
-        plan: plan.clone(),
-        targets: infos,
-        sizing,
-        runs,
-        summaries,
-    })
+    let servers = fiorun::start_servers(s, &idx, plan.fio_port)?;
+    Ok((
+        infos,
+        Prepared {
+            sizing,
+            units,
+            unit_secs: f64::from(plan.timing.runtime_s + plan.timing.ramp_s),
+            servers,
+        },
+    ))
 }

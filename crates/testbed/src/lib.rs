@@ -451,11 +451,13 @@ impl Testbed {
         let path = d.join(format!("sshd-{}.conf", h.name));
         std::fs::write(&path, cfg).map_err(|e| e.to_string())?;
         let sshd = which("sshd").ok_or("sshd not found (install openssh-server)")?;
-        // Its own UTS namespace, so `hostname` on the host says hN.
+        // Its own UTS namespace, so `hostname` on the host says hN; normal priority, as a
+        // real host's sshd (and what runs under it: iperf3, fio) would have, whatever
+        // niceness the test runner has (`nice cargo test`).
         let child = Command::new("ip")
             .args(["netns", "exec", &h.ns, "unshare", "--uts", "sh", "-c"])
             .arg(format!(
-                "hostname {} && exec {} -D -e -f {}",
+                "renice -n 0 -p $$ >/dev/null 2>&1; hostname {} && exec {} -D -e -f {}",
                 h.name,
                 sshd,
                 path.display()

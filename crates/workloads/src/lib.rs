@@ -8,7 +8,9 @@
 //! - [`ramp`]: GenIO-style ramps on qoslab's own generator (`[ramp]`, `[[system]]`,
 //!   `--profile ramp`);
 //! - [`s3`]: the S3 benchmark on qoslab's own driver (`[s3]`, `[[s3.test]]`,
-//!   `--profile s3`), GOSBench's plans and warp's analysis, many load generators over ssh.
+//!   `--profile s3`), GOSBench's plans and warp's analysis, many load generators over ssh;
+//! - [`suite`]: seed 002's system suites over ssh (`--suite network|disks|nfs|iscsi|block|dir`,
+//!   `[suite]` and `[[host]]`).
 //!
 //! [`registry`] lists them: adding a family is its folder, its `mod` line here and one line
 //! there (ARCHITECTURE.md walks through it).
@@ -19,6 +21,7 @@ pub mod isolation;
 pub mod ramp;
 pub mod registry;
 pub mod s3;
+pub mod suite;
 pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};

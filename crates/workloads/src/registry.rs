@@ -30,6 +30,7 @@ pub static FAMILIES: &[&dyn WorkloadFamily] = &[
     &crate::ramp::Ramp,
     &crate::s3::S3,
     &crate::tenants::Tenants,
+    &crate::suite::Suites,
 ];
 
 /// The harness's registry of [`FAMILIES`].

@@ -6,10 +6,12 @@
 //! Schema ([`schema`], docs/BENCH.md): `runs`, `policies`, `volumes`, `jobs` (with the job
 //! file and fio's raw JSON), `results` (one row per job, client and direction), `verdicts`,
 //! `summary_tables`, the time series `fio_samples` and `node_samples` (schema 3), and the
-//! per-operation results `op_results` and their segments `op_samples` (schema 4: S3).
-//! Writing is here; reading back is in [`read`]; the records are in [`model`].
+//! per-operation results `op_results` and their segments `op_samples` (schema 6: S3,
+//! written and read in [`ops`]). Writing is here; reading back is in [`read`]; the records
+//! are in [`model`].
 
 mod model;
+mod ops;
 mod read;
 mod schema;
 
@@ -18,11 +20,10 @@ use std::path::Path;
 use rusqlite::{params, Connection};
 
 pub use model::{
-    JobRecord, NewRun, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord,
+    JobRecord, NewRun, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord, SUPERSEDED,
 };
 pub use schema::SCHEMA_VERSION;
 
-use crate::ops::OpResult;
 use crate::series::JobSeries;
 use crate::verdict::Verdict;
 use fio::FioOutput;
@@ -81,8 +82,38 @@ impl Store {
     fn init(conn: Connection) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(schema::SCHEMA)?;
+        for (table, column, def) in schema::MIGRATIONS {
+            let present: bool = conn
+                .prepare(&format!(
+                    "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+                ))?
+                .exists([column])?;
+            if !present {
+                conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {def}"))?;
+            }
+        }
+        conn.execute_batch(schema::FILL)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         Ok(Store { conn })
+    }
+
+    /// Store a job's diagnosis and steady-state check (after its results).
+    pub fn set_assessment(
+        &self,
+        job: i64,
+        diagnosis: Option<&assess::Diagnosis>,
+        steady: Option<&assess::steady::SteadyState>,
+    ) -> Result<()> {
+        let json = |v: Option<String>| v;
+        self.conn.execute(
+            "UPDATE jobs SET diagnosis = ?2, steady = ?3 WHERE id = ?1",
+            params![
+                job,
+                json(diagnosis.and_then(|d| serde_json::to_string(d).ok())),
+                json(steady.and_then(|s| serde_json::to_string(s).ok()))
+            ],
+        )?;
+        Ok(())
     }
 
     pub fn begin_run(&self, r: &NewRun) -> Result<i64> {
@@ -208,91 +239,7 @@ impl Store {
                 )?;
             }
         }
-        for v in verdicts {
-            tx.execute(
-                "INSERT INTO verdicts (job_id, expectation, measured, bound, passed, detail)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![job, v.expectation, v.measured, v.bound, v.passed, v.detail],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Record a job of a request/response driver: done (its raw output kept) with its
-    /// per-operation results, or failed; and its verdicts. One transaction.
-    pub fn finish_op_job(
-        &mut self,
-        job: i64,
-        outcome: std::result::Result<&str, &str>,
-        ops: &[OpResult],
-        verdicts: &[Verdict],
-    ) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        match outcome {
-            Ok(raw) => tx.execute(
-                "UPDATE jobs SET status = 'done', finished_at = ?2, raw_json = ?3 WHERE id = ?1",
-                params![job, now_rfc3339(), raw],
-            )?,
-            Err(e) => tx.execute(
-                "UPDATE jobs SET status = 'failed', finished_at = ?2, error = ?3 WHERE id = ?1",
-                params![job, now_rfc3339(), e],
-            )?,
-        };
-        for o in ops {
-            let t = o.ttfb;
-            tx.execute(
-                "INSERT INTO op_results (job_id, client, op, ops, bytes, window_start_ms, window_ms,
-                   ops_per_s, bytes_per_s, lat_n, lat_mean_ns, lat_min_ns, lat_p50_ns, lat_p90_ns,
-                   lat_p99_ns, lat_max_ns, ttfb_n, ttfb_mean_ns, ttfb_min_ns, ttfb_p50_ns, ttfb_p90_ns,
-                   ttfb_p99_ns, ttfb_max_ns, seg_n, seg_ops_slowest, seg_ops_median, seg_ops_fastest,
-                   seg_bps_slowest, seg_bps_median, seg_bps_fastest, total, errors, error_codes)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                   ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)",
-                params![
-                    job,
-                    o.client,
-                    o.op,
-                    o.ops as i64,
-                    o.bytes,
-                    o.window_start_ms as i64,
-                    o.window_ms as i64,
-                    o.ops_per_s,
-                    o.bytes_per_s,
-                    o.lat.n as i64,
-                    o.lat.mean_ns,
-                    o.lat.min_ns as i64,
-                    o.lat.p50_ns as i64,
-                    o.lat.p90_ns as i64,
-                    o.lat.p99_ns as i64,
-                    o.lat.max_ns as i64,
-                    t.map(|t| t.n as i64),
-                    t.map(|t| t.mean_ns),
-                    t.map(|t| t.min_ns as i64),
-                    t.map(|t| t.p50_ns as i64),
-                    t.map(|t| t.p90_ns as i64),
-                    t.map(|t| t.p99_ns as i64),
-                    t.map(|t| t.max_ns as i64),
-                    o.segments.n,
-                    o.segments.ops_slowest,
-                    o.segments.ops_median,
-                    o.segments.ops_fastest,
-                    o.segments.bps_slowest,
-                    o.segments.bps_median,
-                    o.segments.bps_fastest,
-                    o.total as i64,
-                    o.errors as i64,
-                    serde_json::to_string(&o.error_codes).unwrap_or_default()
-                ],
-            )?;
-        }
-        for v in verdicts {
-            tx.execute(
-                "INSERT INTO verdicts (job_id, expectation, measured, bound, passed, detail)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![job, v.expectation, v.measured, v.bound, v.passed, v.detail],
-            )?;
-        }
+        insert_verdicts(&tx, job, verdicts)?;
         tx.commit()?;
         Ok(())
     }
@@ -351,6 +298,35 @@ impl Store {
                 ],
             )?;
         }
+        for h in &s.hosts {
+            tx.execute(
+                "INSERT INTO host_series (job_id, host, ncpus, mem_total_bytes, swap_total_bytes,
+                   overhead_cpu_s, overhead_wall_s, overhead_samples, errors)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    s.job_id,
+                    h.host,
+                    h.ncpus,
+                    h.mem_total_bytes as i64,
+                    h.swap_total_bytes as i64,
+                    h.overhead.cpu_s,
+                    h.overhead.wall_s,
+                    h.overhead.samples as i64,
+                    serde_json::to_string(&h.errors).unwrap_or_default()
+                ],
+            )?;
+            for x in &h.samples {
+                tx.execute(
+                    "INSERT INTO host_samples (job_id, host, t_ms, sample) VALUES (?1, ?2, ?3, ?4)",
+                    params![
+                        s.job_id,
+                        h.host,
+                        x.t_ms as i64,
+                        serde_json::to_string(x).unwrap_or_default()
+                    ],
+                )?;
+            }
+        }
         for n in &s.node {
             tx.execute(
                 "INSERT INTO node_samples (job_id, t_ms, volume, read_iops, write_iops, other_iops,
@@ -371,28 +347,31 @@ impl Store {
                 ],
             )?;
         }
-        for o in &s.ops {
-            tx.execute(
-                "INSERT INTO op_samples (job_id, client, op, t_ms, dur_ms, ops_per_s, bytes_per_s,
-                   errors, lat_mean_ns, lat_p50_ns, lat_p99_ns, ttfb_mean_ns, in_window)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                params![
-                    s.job_id,
-                    o.client,
-                    o.op,
-                    o.t_ms as i64,
-                    o.dur_ms as i64,
-                    o.ops_per_s,
-                    o.bytes_per_s,
-                    o.errors as i64,
-                    o.lat_mean_ns,
-                    o.lat_p50_ns as i64,
-                    o.lat_p99_ns as i64,
-                    o.ttfb_mean_ns,
-                    o.in_window
-                ],
-            )?;
-        }
+        ops::insert_samples(&tx, s.job_id, &s.ops)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Move run `from`'s jobs (with their results, verdicts and series) into run `into`,
+    /// after its own; `into`'s jobs on the same volumes become `superseded` (kept, not
+    /// counted); run `from`'s row is removed. A re-run of part of a run answers for it.
+    pub fn adopt_jobs(&self, into: i64, from: i64) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "UPDATE jobs SET status = 'superseded' WHERE run_id = ?1 AND volume IN
+               (SELECT volume FROM jobs WHERE run_id = ?2)",
+            params![into, from],
+        )?;
+        tx.execute(
+            "UPDATE jobs SET run_id = ?1,
+               seq = seq + (SELECT COALESCE(MAX(seq), 0) FROM jobs WHERE run_id = ?1)
+             WHERE run_id = ?2",
+            params![into, from],
+        )?;
+        tx.execute("DELETE FROM policies WHERE run_id = ?1", [from])?;
+        tx.execute("DELETE FROM volumes WHERE run_id = ?1", [from])?;
+        tx.execute("DELETE FROM summary_tables WHERE run_id = ?1", [from])?;
+        tx.execute("DELETE FROM runs WHERE id = ?1", [from])?;
         tx.commit()?;
         Ok(())
     }
@@ -406,6 +385,27 @@ impl Store {
     }
 }
 
+/// A job's verdicts, inside its transaction.
+fn insert_verdicts(tx: &rusqlite::Transaction<'_>, job: i64, verdicts: &[Verdict]) -> Result<()> {
+    for v in verdicts {
+        tx.execute(
+            "INSERT INTO verdicts (job_id, expectation, measured, bound, passed, detail, outcome, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                job,
+                v.expectation,
+                v.measured,
+                v.bound,
+                v.passed,
+                v.detail,
+                v.outcome.as_str(),
+                v.reason
+            ],
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::schema::SCHEMA;
@@ -413,9 +413,19 @@ mod tests {
     use crate::host::Env;
     use crate::series::{FioSample, NodeSample};
 
+    /// Removes a test's directory when dropped (also when the test panics).
+    pub(super) struct RemoveOnDrop(pub(super) std::path::PathBuf);
+
+    impl Drop for RemoveOnDrop {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn a_schema_2_database_opens_and_gains_the_series_tables() {
         let dir = crate::target::temp_dir("schema2").unwrap();
+        let _cleanup = RemoveOnDrop(dir.clone());
         let path = dir.join("old.db");
         {
             let c = Connection::open(&path).unwrap();
@@ -444,127 +454,6 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    /// A database as schema 3 shipped it (no op tables) opens, gains them, and a job's
-    /// per-operation results and segments round-trip.
-    #[test]
-    fn a_schema_3_database_gains_the_op_tables_and_ops_round_trip() {
-        use crate::ops::{OpLatency, OpResult, OpSample, SegmentSpread};
-        let dir = crate::target::temp_dir("schema3").unwrap();
-        let path = dir.join("old.db");
-        {
-            let c = Connection::open(&path).unwrap();
-            let old: String = SCHEMA
-                .split("CREATE TABLE")
-                .filter(|t| !t.contains("op_results") && !t.contains("op_samples"))
-                .collect::<Vec<_>>()
-                .join("CREATE TABLE");
-            c.execute_batch(&old).unwrap();
-            c.pragma_update(None, "user_version", 3).unwrap();
-        }
-        let mut s = Store::open(&path).unwrap();
-        let env = Env::default();
-        let run = s
-            .begin_run(&NewRun {
-                name: "s3",
-                plan_origin: "p.toml",
-                plan_text: "",
-                target: "http://127.0.0.1:9000",
-                executor: "qoslab s3 driver",
-                runtime_s: 10.0,
-                ramp_s: 1.0,
-                env: &env,
-            })
-            .unwrap();
-        let j = s
-            .begin_job(run, 1, "mixed", "mixed", Some("b"), 1, "")
-            .unwrap();
-        let get = OpResult {
-            client: crate::ops::ALL_HOSTS.into(),
-            op: "GET".into(),
-            ops: 1990,
-            bytes: 8.15e6,
-            window_start_ms: 1020,
-            window_ms: 9950,
-            ops_per_s: 200.0,
-            bytes_per_s: 819_200.0,
-            lat: OpLatency {
-                n: 1990,
-                mean_ns: 40e6,
-                min_ns: 1_000,
-                p50_ns: 39_000_000,
-                p90_ns: 41_000_000,
-                p99_ns: 45_000_000,
-                max_ns: 60_000_000,
-            },
-            ttfb: Some(OpLatency {
-                n: 1990,
-                mean_ns: 39e6,
-                ..OpLatency::default()
-            }),
-            segments: SegmentSpread {
-                n: 9,
-                ops_slowest: 199.0,
-                ops_median: 200.0,
-                ops_fastest: 201.0,
-                ..SegmentSpread::default()
-            },
-            total: 2200,
-            errors: 2,
-            error_codes: [("SlowDown".to_string(), 2)].into_iter().collect(),
-        };
-        let put = OpResult {
-            op: "PUT".into(),
-            ttfb: None,
-            ..get.clone()
-        };
-        s.finish_op_job(
-            j,
-            Ok("{\"schema\":\"x\"}"),
-            &[get.clone(), put.clone()],
-            &[],
-        )
-        .unwrap();
-        let sample = OpSample {
-            client: "h0".into(),
-            op: "GET".into(),
-            t_ms: 2000,
-            dur_ms: 1000,
-            ops_per_s: 100.0,
-            bytes_per_s: 409_600.0,
-            errors: 0,
-            lat_mean_ns: 4e7,
-            lat_p50_ns: 39_000_000,
-            lat_p99_ns: 45_000_000,
-            ttfb_mean_ns: 3.9e7,
-            in_window: true,
-        };
-        let series = JobSeries {
-            job_id: j,
-            ops: vec![sample],
-            ..JobSeries::default()
-        };
-        s.add_series(&series).unwrap();
-        let r = s.load_run(run).unwrap();
-        assert_eq!(r.jobs[0].ops, vec![get, put]);
-        assert_eq!(r.jobs[0].status, "done");
-        assert_eq!(r.series, vec![series]);
-        let v: i64 = s
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(v, SCHEMA_VERSION);
-        // A run without ops serializes as before (no "ops" keys).
-        let j2 = s.begin_job(run, 2, "w", "x", None, 1, "").unwrap();
-        s.finish_op_job(j2, Err("no such bucket"), &[], &[])
-            .unwrap();
-        let r = s.load_run(run).unwrap();
-        assert_eq!(r.jobs[1].status, "failed");
-        let json = serde_json::to_string(&r.jobs[1]).unwrap();
-        assert!(!json.contains("\"ops\""), "{json}");
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
@@ -599,14 +488,31 @@ mod tests {
         let j1 = s
             .begin_job(run, 1, "w", "cs_read", Some("v"), 1, "[global]\n")
             .unwrap();
-        let v = Verdict {
-            expectation: "iops > 1".into(),
-            measured: 5.0,
-            bound: "> 1".into(),
-            passed: true,
-            detail: "iops = 5, want > 1".into(),
+        let v = Verdict::plain(
+            "iops > 1".into(),
+            5.0,
+            "> 1".into(),
+            true,
+            "iops = 5, want > 1".into(),
+        );
+        let mut v2 = Verdict::plain(
+            "iops > 10".into(),
+            5.0,
+            "> 10".into(),
+            false,
+            "iops = 5, want > 10".into(),
+        );
+        v2.outcome = assess::Outcome::Inconclusive;
+        v2.reason = Some("client-cpu-bound: fio at 97% of a core".into());
+        s.finish_job(j1, Ok(&out), &[v.clone(), v2.clone()])
+            .unwrap();
+        let diagnosis = assess::Diagnosis {
+            bottleneck: assess::Bottleneck::ClientCpuBound,
+            reason: "fio at 97% of a core".into(),
+            figures: vec![],
         };
-        s.finish_job(j1, Ok(&out), std::slice::from_ref(&v))
+        let steady = assess::steady::check(&[100.0, 101.0, 99.0, 100.0, 100.0]);
+        s.set_assessment(j1, Some(&diagnosis), steady.as_ref())
             .unwrap();
         let _j2 = s
             .begin_job(run, 2, "w", "second", Some("v"), 1, "")
@@ -615,12 +521,19 @@ mod tests {
         assert_eq!(r.status, "running");
         assert_eq!(r.jobs.len(), 2);
         assert_eq!(r.jobs[0].results, out.jobs);
-        assert_eq!(r.jobs[0].verdicts, vec![v]);
+        assert_eq!(r.jobs[0].verdicts, vec![v, v2]);
+        assert_eq!(r.jobs[0].diagnosis, Some(diagnosis));
+        assert_eq!(r.jobs[0].steady, steady);
+        assert!(r.jobs[1].diagnosis.is_none() && r.jobs[1].steady.is_none());
+        assert_eq!(r.tally().summary(), "1 pass, 0 fail, 1 inconclusive");
         assert_eq!(r.jobs[1].status, "running");
         assert_eq!(s.raw_json(j1).unwrap().unwrap(), out.raw);
         s.finish_run(run, "passed").unwrap();
         let l = s.list_runs().unwrap();
-        assert_eq!((l[0].jobs, l[0].passed, l[0].failed), (2, 1, 0));
+        assert_eq!(
+            (l[0].jobs, l[0].passed, l[0].failed, l[0].inconclusive),
+            (2, 1, 0, 1)
+        );
         assert_eq!(s.last_run().unwrap(), Some(run));
         assert!(matches!(s.load_run(99), Err(StoreError::NoRun(99))));
         let t = SummaryTable {
@@ -665,8 +578,153 @@ mod tests {
                 floor_wait_us: 0.0,
             }],
             ops: Vec::new(),
+            hosts: vec![host_series()],
         };
         s.add_series(&series).unwrap();
         assert_eq!(s.load_run(run).unwrap().series, vec![series]);
+    }
+
+    /// A host series with one sample (the tool sets' round trip through the store).
+    fn host_series() -> toolsets::HostSeries {
+        let json = r#"{"t_ms":1000,"interval_ms":1000,
+            "cpu":{"usr":30.0,"sys":10.0,"iowait":0.0,"irq":1.0,"steal":0.0,"idle":59.0},
+            "cpus":[{"usr":60.0,"sys":20.0,"iowait":0.0,"irq":2.0,"steal":0.0,"idle":18.0}],
+            "run_queue":2,"blocked":0,"mem_used_bytes":1,"mem_available_bytes":2,
+            "swap_used_bytes":0,"swap_in_s":0.0,"swap_out_s":0.0,"page_in_kib_s":0.0,
+            "page_out_kib_s":4.0,
+            "disks":[{"name":"vda","r_s":1.0,"w_s":2.0,"rmb_s":0.1,"wmb_s":0.2,
+              "r_await_ms":0.5,"w_await_ms":1.5,"aqu_sz":0.01,"util_pct":0.3}],
+            "nics":[],"roles":{"fio":40.0,"node":30.0,"harness":0.0,"kernel":1.0,"other":2.0},
+            "procs":[{"pid":7,"name":"fio","role":"fio","cpu_pct":40.0,"last_cpu":0}]}"#;
+        toolsets::HostSeries {
+            host: "local".into(),
+            ncpus: 1,
+            mem_total_bytes: 3,
+            swap_total_bytes: 0,
+            samples: vec![serde_json::from_str(json).unwrap()],
+            overhead: toolsets::Overhead {
+                cpu_s: 0.001,
+                wall_s: 1.0,
+                samples: 1,
+            },
+            errors: vec![],
+        }
+    }
+
+    #[test]
+    fn a_schema_3_database_gains_outcomes_diagnoses_and_tool_sets() {
+        let dir = crate::target::temp_dir("schema3").unwrap();
+        let _cleanup = RemoveOnDrop(dir.clone());
+        let path = dir.join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            // Schema 3 as shipped: no host tables, no diagnosis/steady/outcome/reason.
+            let old: String = SCHEMA
+                .split("CREATE TABLE")
+                .filter(|t| !t.contains("host_s"))
+                .collect::<Vec<_>>()
+                .join("CREATE TABLE")
+                .replace(
+                    ",\n  diagnosis TEXT,                  -- JSON: assess::Diagnosis (schema 4)\n  steady TEXT                      -- JSON: assess::steady::SteadyState (schema 4)",
+                    "",
+                )
+                .replace(
+                    ",\n  outcome TEXT,                    -- pass | fail | inconclusive (schema 4)\n  reason TEXT",
+                    "",
+                );
+            assert!(
+                !old.contains("diagnosis") && !old.contains("outcome"),
+                "{old}"
+            );
+            c.execute_batch(&old).unwrap();
+            c.pragma_update(None, "user_version", 3).unwrap();
+            c.execute_batch(
+                "INSERT INTO runs (name, started_at, status, plan_origin, plan_text, target, executor,
+                   runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version)
+                 VALUES ('old', 't', 'failed', 'p', '', 'x', 'fio', 1, 0, '', '', '', '', '');
+                 INSERT INTO jobs (run_id, seq, workload, name, volume, iteration, status, started_at, jobfile)
+                 VALUES (1, 1, 'w', 'j', NULL, 1, 'done', 't', '');
+                 INSERT INTO verdicts (job_id, expectation, measured, bound, passed, detail)
+                 VALUES (1, 'iops > 1', 5, '> 1', 1, 'ok'), (1, 'iops > 9', 5, '> 9', 0, 'low');",
+            )
+            .unwrap();
+        }
+        let mut s = Store::open(&path).unwrap();
+        let r = s.load_run(1).unwrap();
+        let outcomes: Vec<_> = r.jobs[0].verdicts.iter().map(|v| v.outcome).collect();
+        assert_eq!(outcomes, [assess::Outcome::Pass, assess::Outcome::Fail]);
+        assert!(r.jobs[0].diagnosis.is_none());
+        // The new tables and columns are usable.
+        s.set_assessment(1, None, assess::steady::check(&[1.0; 5]).as_ref())
+            .unwrap();
+        s.add_series(&JobSeries {
+            job_id: 1,
+            fio: vec![],
+            node: vec![],
+            hosts: vec![host_series()],
+            ops: vec![],
+        })
+        .unwrap();
+        let r = s.load_run(1).unwrap();
+        assert!(r.jobs[0].steady.unwrap().attained);
+        assert_eq!(r.series[0].hosts, vec![host_series()]);
+        let v: i64 = s
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        drop(s);
+        // Opening again changes nothing.
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.load_run(1).unwrap().jobs[0].verdicts.len(), 2);
+    }
+
+    #[test]
+    fn a_re_run_answers_for_the_jobs_it_repeats() {
+        let mut s = Store::in_memory().unwrap();
+        let env = Env::default();
+        let new = |name: &'static str| NewRun {
+            name,
+            plan_origin: "p",
+            plan_text: "",
+            target: "t",
+            executor: "fio",
+            runtime_s: 1.0,
+            ramp_s: 0.0,
+            env: &env,
+        };
+        let a = s.begin_run(&new("first")).unwrap();
+        let b = s.begin_run(&new("again")).unwrap();
+        let out = FioOutput {
+            fio_version: "fio-3.33".into(),
+            jobs: vec![],
+            raw: "{}".into(),
+        };
+        let v =
+            |passed| Verdict::plain("iops > 1".into(), 1.0, "> 1".into(), passed, String::new());
+        let j1 = s.begin_job(a, 1, "w", "j", Some("v1"), 1, "").unwrap();
+        s.finish_job(j1, Ok(&out), &[v(false)]).unwrap();
+        let j2 = s.begin_job(a, 2, "w", "j", Some("v2"), 1, "").unwrap();
+        s.finish_job(j2, Ok(&out), &[v(true)]).unwrap();
+        let j3 = s.begin_job(b, 1, "w", "j", Some("v1"), 1, "").unwrap();
+        s.finish_job(j3, Ok(&out), &[v(true)]).unwrap();
+        s.add_series(&JobSeries {
+            job_id: j3,
+            fio: vec![],
+            node: vec![],
+            hosts: vec![host_series()],
+            ops: vec![],
+        })
+        .unwrap();
+        s.adopt_jobs(a, b).unwrap();
+        let r = s.load_run(a).unwrap();
+        let st: Vec<(&str, u32)> = r.jobs.iter().map(|j| (j.status.as_str(), j.seq)).collect();
+        assert_eq!(st, [(SUPERSEDED, 1), ("done", 2), ("done", 3)]);
+        assert_eq!(r.tally().summary(), "2 pass, 0 fail, 0 inconclusive");
+        assert_eq!(r.series.len(), 1, "the re-run's series came along");
+        let l = s.list_runs().unwrap();
+        assert_eq!(l.len(), 1, "the re-run's row is gone");
+        assert_eq!((l[0].passed, l[0].failed), (2, 0));
+        assert!(matches!(s.load_run(b), Err(StoreError::NoRun(_))));
     }
 }

@@ -35,6 +35,12 @@ pub struct JobRecord {
     pub started_at: String,
     pub finished_at: Option<String>,
     pub error: Option<String>,
+    /// What limited the job (schema 4; None for older runs and jobs that never ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<assess::Diagnosis>,
+    /// SNIA-PTS steady state over the job's last 5 windows (None with fewer than 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<assess::steady::SteadyState>,
     /// Local: one entry. Client/server: per client, then "All clients".
     pub results: Vec<JobResult>,
     pub verdicts: Vec<Verdict>,
@@ -104,19 +110,26 @@ impl RunRecord {
         self.series.iter().find(|s| s.job_id == job_id)
     }
 
+    /// (passed, not passed): inconclusive verdicts count as not passed here; see
+    /// [`RunRecord::tally`] for the three outcomes.
     pub fn verdict_counts(&self) -> (usize, usize) {
-        let all = self.jobs.iter().flat_map(|j| &j.verdicts);
-        let (mut pass, mut fail) = (0, 0);
-        for v in all {
-            if v.passed {
-                pass += 1
-            } else {
-                fail += 1
-            }
-        }
-        (pass, fail)
+        let t = self.tally();
+        (t.pass, t.fail + t.inconclusive)
+    }
+
+    /// Every verdict's outcome, counted (jobs superseded by a re-run left out).
+    pub fn tally(&self) -> assess::Tally {
+        assess::Tally::of(
+            self.jobs
+                .iter()
+                .filter(|j| j.status != SUPERSEDED)
+                .flat_map(|j| j.verdicts.iter().map(|v| &v.outcome)),
+        )
     }
 }
+
+/// A job's status once a re-run of its volume answers for it ([`super::Store::adopt_jobs`]).
+pub const SUPERSEDED: &str = "superseded";
 
 /// What a new run row holds.
 #[derive(Debug, Clone)]
@@ -142,4 +155,5 @@ pub struct RunListing {
     pub jobs: i64,
     pub passed: i64,
     pub failed: i64,
+    pub inconclusive: i64,
 }

@@ -5,12 +5,56 @@ use rusqlite::OptionalExtension;
 use super::model::{JobRecord, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord};
 use super::{Result, Store, StoreError};
 use crate::host::Env;
-use crate::ops::{OpLatency, OpResult, OpSample, SegmentSpread};
 use crate::series::{FioSample, JobSeries, NodeSample};
 use crate::verdict::{Limits, Verdict};
+use assess::Outcome;
 use fio::{DirStats, JobResult};
 
 impl Store {
+    /// A job's host tool sets, one series per host, samples in time order.
+    pub(crate) fn load_hosts(&self, job_id: i64) -> Result<Vec<toolsets::HostSeries>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT host, ncpus, mem_total_bytes, swap_total_bytes, overhead_cpu_s,
+               overhead_wall_s, overhead_samples, errors
+             FROM host_series WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        let mut hosts: Vec<toolsets::HostSeries> = st
+            .query_map([job_id], |r| {
+                let errors: String = r.get(7)?;
+                Ok(toolsets::HostSeries {
+                    host: r.get(0)?,
+                    ncpus: r.get(1)?,
+                    mem_total_bytes: r.get::<_, i64>(2)? as u64,
+                    swap_total_bytes: r.get::<_, i64>(3)? as u64,
+                    overhead: toolsets::Overhead {
+                        cpu_s: r.get(4)?,
+                        wall_s: r.get(5)?,
+                        samples: r.get::<_, i64>(6)? as u64,
+                    },
+                    errors: serde_json::from_str(&errors).unwrap_or_default(),
+                    samples: Vec::new(),
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut st = self.conn.prepare_cached(
+            "SELECT host, sample FROM host_samples WHERE job_id = ?1 ORDER BY t_ms, rowid",
+        )?;
+        let rows = st.query_map([job_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
+        for row in rows {
+            let (host, json) = row?;
+            // A sample that no longer parses (a newer qoslab's) costs that sample only.
+            if let (Some(h), Ok(s)) = (
+                hosts.iter_mut().find(|h| h.host == host),
+                serde_json::from_str::<toolsets::HostSample>(&json),
+            ) {
+                h.samples.push(s);
+            }
+        }
+        Ok(hosts)
+    }
+
     pub(crate) fn load_series(&self, job_id: i64) -> Result<JobSeries> {
         let mut st = self.conn.prepare_cached(
             "SELECT t_ms, direction, iops, bw_bytes, lat_mean_ns, p50_ns, p99_ns
@@ -50,103 +94,24 @@ impl Store {
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
-        let mut st = self.conn.prepare_cached(
-            "SELECT client, op, t_ms, dur_ms, ops_per_s, bytes_per_s, errors, lat_mean_ns,
-               lat_p50_ns, lat_p99_ns, ttfb_mean_ns, in_window
-             FROM op_samples WHERE job_id = ?1 ORDER BY rowid",
-        )?;
-        let ops = st
-            .query_map([job_id], |r| {
-                Ok(OpSample {
-                    client: r.get(0)?,
-                    op: r.get(1)?,
-                    t_ms: r.get::<_, i64>(2)? as u64,
-                    dur_ms: r.get::<_, i64>(3)? as u64,
-                    ops_per_s: r.get(4)?,
-                    bytes_per_s: r.get(5)?,
-                    errors: r.get::<_, i64>(6)? as u64,
-                    lat_mean_ns: r.get(7)?,
-                    lat_p50_ns: r.get::<_, i64>(8)? as u64,
-                    lat_p99_ns: r.get::<_, i64>(9)? as u64,
-                    ttfb_mean_ns: r.get(10)?,
-                    in_window: r.get(11)?,
-                })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
+        let ops = self.load_op_samples(job_id)?;
+        let hosts = self.load_hosts(job_id)?;
         Ok(JobSeries {
             job_id,
             fio,
             node,
             ops,
+            hosts,
         })
-    }
-
-    fn load_ops(&self, job_id: i64) -> Result<Vec<OpResult>> {
-        let mut st = self.conn.prepare_cached(
-            "SELECT client, op, ops, bytes, window_start_ms, window_ms, ops_per_s, bytes_per_s,
-               lat_n, lat_mean_ns, lat_min_ns, lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_max_ns,
-               ttfb_n, ttfb_mean_ns, ttfb_min_ns, ttfb_p50_ns, ttfb_p90_ns, ttfb_p99_ns, ttfb_max_ns,
-               seg_n, seg_ops_slowest, seg_ops_median, seg_ops_fastest,
-               seg_bps_slowest, seg_bps_median, seg_bps_fastest, total, errors, error_codes
-             FROM op_results WHERE job_id = ?1 ORDER BY rowid",
-        )?;
-        let u = |r: &rusqlite::Row, i: usize| r.get::<_, i64>(i).map(|v| v as u64);
-        let rows = st.query_map([job_id], |r| {
-            let ttfb = match r.get::<_, Option<i64>>(15)? {
-                None => None,
-                Some(n) => Some(OpLatency {
-                    n: n as u64,
-                    mean_ns: r.get(16)?,
-                    min_ns: u(r, 17)?,
-                    p50_ns: u(r, 18)?,
-                    p90_ns: u(r, 19)?,
-                    p99_ns: u(r, 20)?,
-                    max_ns: u(r, 21)?,
-                }),
-            };
-            let codes: String = r.get(31)?;
-            Ok(OpResult {
-                client: r.get(0)?,
-                op: r.get(1)?,
-                ops: u(r, 2)?,
-                bytes: r.get(3)?,
-                window_start_ms: u(r, 4)?,
-                window_ms: u(r, 5)?,
-                ops_per_s: r.get(6)?,
-                bytes_per_s: r.get(7)?,
-                lat: OpLatency {
-                    n: u(r, 8)?,
-                    mean_ns: r.get(9)?,
-                    min_ns: u(r, 10)?,
-                    p50_ns: u(r, 11)?,
-                    p90_ns: u(r, 12)?,
-                    p99_ns: u(r, 13)?,
-                    max_ns: u(r, 14)?,
-                },
-                ttfb,
-                segments: SegmentSpread {
-                    n: r.get(22)?,
-                    ops_slowest: r.get(23)?,
-                    ops_median: r.get(24)?,
-                    ops_fastest: r.get(25)?,
-                    bps_slowest: r.get(26)?,
-                    bps_median: r.get(27)?,
-                    bps_fastest: r.get(28)?,
-                },
-                total: u(r, 29)?,
-                errors: u(r, 30)?,
-                error_codes: serde_json::from_str(&codes).unwrap_or_default(),
-            })
-        })?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     pub fn list_runs(&self) -> Result<Vec<RunListing>> {
         let mut st = self.conn.prepare(
             "SELECT r.id, r.name, r.started_at, r.status, r.target,
                (SELECT COUNT(*) FROM jobs j WHERE j.run_id = r.id),
-               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND v.passed),
-               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND NOT v.passed)
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'pass'),
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'fail'),
+               (SELECT COUNT(*) FROM verdicts v JOIN jobs j ON v.job_id = j.id WHERE j.run_id = r.id AND j.status != 'superseded' AND v.outcome = 'inconclusive')
              FROM runs r ORDER BY r.id",
         )?;
         let rows = st.query_map([], |r| {
@@ -159,6 +124,7 @@ impl Store {
                 jobs: r.get(5)?,
                 passed: r.get(6)?,
                 failed: r.get(7)?,
+                inconclusive: r.get(8)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -251,7 +217,8 @@ impl Store {
             })?
             .collect::<std::result::Result<_, _>>()?;
         let mut st = self.conn.prepare(
-            "SELECT id, seq, workload, name, volume, iteration, status, started_at, finished_at, error
+            "SELECT id, seq, workload, name, volume, iteration, status, started_at, finished_at, error,
+               diagnosis, steady
              FROM jobs WHERE run_id = ?1 ORDER BY seq",
         )?;
         let mut jobs: Vec<JobRecord> = st
@@ -267,6 +234,12 @@ impl Store {
                     started_at: r.get(7)?,
                     finished_at: r.get(8)?,
                     error: r.get(9)?,
+                    diagnosis: r
+                        .get::<_, Option<String>>(10)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
+                    steady: r
+                        .get::<_, Option<String>>(11)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
                     results: Vec::new(),
                     verdicts: Vec::new(),
                     ops: Vec::new(),
@@ -279,7 +252,8 @@ impl Store {
              FROM results WHERE job_id = ?1 ORDER BY rowid",
         )?;
         let mut ver = self.conn.prepare(
-            "SELECT expectation, measured, bound, passed, detail FROM verdicts WHERE job_id = ?1 ORDER BY rowid",
+            "SELECT expectation, measured, bound, passed, detail, outcome, reason
+             FROM verdicts WHERE job_id = ?1 ORDER BY rowid",
         )?;
         for j in &mut jobs {
             let rows = res.query_map([j.id], |r| {
@@ -325,12 +299,19 @@ impl Store {
             }
             j.verdicts = ver
                 .query_map([j.id], |r| {
+                    let passed: bool = r.get(3)?;
+                    let outcome = r
+                        .get::<_, Option<String>>(5)?
+                        .and_then(|o| Outcome::parse(&o))
+                        .unwrap_or(if passed { Outcome::Pass } else { Outcome::Fail });
                     Ok(Verdict {
                         expectation: r.get(0)?,
                         measured: r.get(1)?,
                         bound: r.get(2)?,
-                        passed: r.get(3)?,
+                        passed,
                         detail: r.get(4)?,
+                        outcome,
+                        reason: r.get(6)?,
                     })
                 })?
                 .collect::<std::result::Result<_, _>>()?;

@@ -1,10 +1,25 @@
-//! The results database's schema (`PRAGMA user_version` 4). Tables are created with
-//! `IF NOT EXISTS`, so opening an older database adds the newer tables in place: schema 3
-//! added the series tables, schema 4 the per-operation results of request/response drivers
-//! (`op_results`, `op_samples`: the S3 family).
+//! The results database's schema (`PRAGMA user_version` 6). Tables are created with
+//! `IF NOT EXISTS`, so opening an older database adds the newer tables in place, and
+//! [`MIGRATIONS`] add the newer columns (schema 3: the series tables; schema 4: a job's
+//! diagnosis and steady state, a verdict's outcome and reason, the host tool-set tables;
+//! schema 6: the per-operation results of request/response drivers, `op_results` and
+//! `op_samples`, the S3 family: new tables only, so no column migration).
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 6;
+
+/// Columns added after a table was first shipped: (table, column, definition). Added when
+/// missing; then `fill` sets what older rows imply.
+pub(crate) const MIGRATIONS: &[(&str, &str, &str)] = &[
+    ("jobs", "diagnosis", "TEXT"),
+    ("jobs", "steady", "TEXT"),
+    ("verdicts", "outcome", "TEXT"),
+    ("verdicts", "reason", "TEXT"),
+];
+
+/// Older verdicts were pass or fail.
+pub(crate) const FILL: &str =
+    "UPDATE verdicts SET outcome = CASE WHEN passed THEN 'pass' ELSE 'fail' END WHERE outcome IS NULL;";
 
 pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -43,7 +58,9 @@ CREATE TABLE IF NOT EXISTS jobs (
   started_at TEXT NOT NULL, finished_at TEXT,
   jobfile TEXT NOT NULL,
   raw_json TEXT,
-  error TEXT
+  error TEXT,
+  diagnosis TEXT,                  -- JSON: assess::Diagnosis (schema 4)
+  steady TEXT                      -- JSON: assess::steady::SteadyState (schema 4)
 );
 CREATE TABLE IF NOT EXISTS results (
   job_id INTEGER NOT NULL REFERENCES jobs(id),
@@ -79,7 +96,27 @@ CREATE TABLE IF NOT EXISTS node_samples (
   read_bps REAL NOT NULL, write_bps REAL NOT NULL,
   lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS op_results (
+CREATE TABLE IF NOT EXISTS verdicts (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  expectation TEXT NOT NULL, measured REAL NOT NULL, bound TEXT NOT NULL,
+  passed INTEGER NOT NULL, detail TEXT NOT NULL,
+  outcome TEXT,                    -- pass | fail | inconclusive (schema 4)
+  reason TEXT
+);
+CREATE TABLE IF NOT EXISTS host_series (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  host TEXT NOT NULL, ncpus INTEGER NOT NULL,
+  mem_total_bytes INTEGER NOT NULL, swap_total_bytes INTEGER NOT NULL,
+  overhead_cpu_s REAL NOT NULL, overhead_wall_s REAL NOT NULL, overhead_samples INTEGER NOT NULL,
+  errors TEXT NOT NULL             -- JSON array of strings
+);
+CREATE TABLE IF NOT EXISTS host_samples (
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  host TEXT NOT NULL,
+  t_ms INTEGER NOT NULL,           -- end of the 1 s interval, on fio's log clock
+  sample TEXT NOT NULL             -- JSON: toolsets::HostSample
+);
+CREATE TABLE IF NOT EXISTS op_results (      -- schema 6
   job_id INTEGER NOT NULL REFERENCES jobs(id),
   client TEXT NOT NULL,            -- '' one local driver; load generator; 'All hosts'
   op TEXT NOT NULL,                -- GET | PUT | DELETE | LIST | STAT
@@ -97,7 +134,7 @@ CREATE TABLE IF NOT EXISTS op_results (
   total INTEGER NOT NULL, errors INTEGER NOT NULL,
   error_codes TEXT NOT NULL        -- JSON object: code -> count
 );
-CREATE TABLE IF NOT EXISTS op_samples (
+CREATE TABLE IF NOT EXISTS op_samples (      -- schema 6
   job_id INTEGER NOT NULL REFERENCES jobs(id),
   client TEXT NOT NULL,
   op TEXT NOT NULL,
@@ -107,10 +144,5 @@ CREATE TABLE IF NOT EXISTS op_samples (
   lat_mean_ns REAL NOT NULL, lat_p50_ns INTEGER NOT NULL, lat_p99_ns INTEGER NOT NULL,
   ttfb_mean_ns REAL NOT NULL,
   in_window INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS verdicts (
-  job_id INTEGER NOT NULL REFERENCES jobs(id),
-  expectation TEXT NOT NULL, measured REAL NOT NULL, bound TEXT NOT NULL,
-  passed INTEGER NOT NULL, detail TEXT NOT NULL
 );
 ";

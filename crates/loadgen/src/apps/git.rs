@@ -354,8 +354,7 @@ mod tests {
 
     #[test]
     fn the_repository_and_its_commit_are_deterministic_and_cached() {
-        let base = std::env::temp_dir().join(format!("apps-git-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = crate::test_dir("apps-git");
         let spec = RepoSpec {
             files: 200,
             bytes: 256 << 10,
@@ -372,13 +371,11 @@ mod tests {
         let again = build_repo(&base.join("a"), spec).unwrap();
         assert_eq!(again.commit, a.commit);
         assert!(t.elapsed() < Duration::from_secs(2));
-        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
     fn an_iteration_times_the_seeds_steps_and_leaves_nothing_behind() {
-        let base = std::env::temp_dir().join(format!("apps-git-it-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = crate::test_dir("apps-git-it");
         let repo = build_repo(
             &base.join("cache"),
             RepoSpec {
@@ -406,14 +403,11 @@ mod tests {
         );
         assert!(!env.data_dir.join("git/work").exists());
         t.stop().unwrap();
-        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
     fn a_clone_of_a_missing_repository_is_an_application_failure() {
-        let base = std::env::temp_dir().join(format!("apps-git-bad-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
-        fs::create_dir_all(&base).unwrap();
+        let base = crate::test_dir("apps-git-bad");
         let app = GitApp {
             repo: BareRepo {
                 path: base.join("nope.git"),
@@ -423,8 +417,8 @@ mod tests {
         };
         let env = TenantEnv {
             tenant: "t0".into(),
-            data_dir: base.clone(),
-            scratch_dir: base.clone(),
+            data_dir: base.to_path_buf(),
+            scratch_dir: base.to_path_buf(),
             timeout: Duration::from_secs(30),
         };
         let it = app.start(&env).unwrap().iteration(1);
@@ -434,6 +428,5 @@ mod tests {
             (crate::apps::FailureKind::App, "clone")
         );
         assert!(f.message.contains("nope.git"), "{}", f.message);
-        fs::remove_dir_all(&base).unwrap();
     }
 }

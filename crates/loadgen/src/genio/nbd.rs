@@ -512,7 +512,6 @@ mod tests {
         );
         drop(stop);
         drop(rt);
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

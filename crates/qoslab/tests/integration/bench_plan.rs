@@ -71,7 +71,10 @@ fn a_wrong_expectation_exits_1_and_names_the_failed_check() {
         out.contains("FAILED: randread on vol500: iops >= 1000: iops = "),
         "{out}"
     );
-    assert!(out.contains("1 expectation(s) passed, 1 failed"), "{out}");
+    assert!(
+        out.contains("verdicts: 1 pass, 1 fail, 0 inconclusive"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -160,8 +160,9 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     );
     let (out, err) = text(&o);
     let code = o.status.code();
+    // 3: a p99 verdict inconclusive (this machine's CPU, not the node, explains it).
     assert!(
-        matches!(code, Some(0 | 1)),
+        matches!(code, Some(0 | 1 | 3)),
         "stdout:\n{out}\nstderr:\n{err}"
     );
     assert!(out.contains("with floors (mClock)"), "{out}");
@@ -191,8 +192,14 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
         .filter(|x| text_of(x).starts_with("iops >= 5000 * 0.98"))
         .collect();
     assert_eq!(iops.len(), 4, "{json}");
+    // Every protected volume holds its floor: no floor verdict fails. On a machine busy
+    // with other work one may be inconclusive, naming the machine as the reason.
     assert!(
-        iops.iter().all(|x| x["passed"] == true),
+        iops.iter().all(|x| x["outcome"] == "pass"
+            || (x["outcome"] == "inconclusive"
+                && x["reason"].as_str().is_some_and(|r| {
+                    r.starts_with("client-cpu-bound") || r.starts_with("noisy-host")
+                }))),
         "every protected volume holds its floor: {json}"
     );
     let control: Vec<_> = verdicts

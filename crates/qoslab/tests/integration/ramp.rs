@@ -38,7 +38,7 @@ fn parse_csv(text: &str) -> Vec<(Vec<f64>, bool)> {
         .collect()
 }
 
-const COLUMNS: [&str; 12] = [
+const COLUMNS: [&str; 14] = [
     "Run",
     "Target IOPS",
     "Read IOPS",
@@ -51,6 +51,8 @@ const COLUMNS: [&str; 12] = [
     "Pass",
     "Write cycle limit (sec)",
     "Write latency limit (ms)",
+    "Outcome",
+    "Bottleneck",
 ];
 
 /// The stored run as JSON (through a file, as a user would keep it).
@@ -122,10 +124,22 @@ fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
     assert!(row[column(t, "Pass")].bool());
     assert_eq!(row[column(t, "Target IOPS")].u64(), 1000);
     assert!((row[column(t, "Write cycle limit (sec)")].f64() - 2.2).abs() < 1e-9);
+    assert_eq!(row[column(t, "Outcome")].str(), "pass");
     let job = &j.at("jobs").arr()[0];
     assert_eq!(job.at("workload").str(), "db");
     assert_eq!(job.at("status").str(), "done");
     assert_eq!(j.at("status").str(), "passed");
+    // Diagnosed like a fio job: a bottleneck with its figures, stored with the job and
+    // named in the table; the run's tool sets and the node's samples are its series.
+    let bottleneck = job.at("diagnosis").at("bottleneck").str().to_string();
+    assert!(
+        !bottleneck.is_empty() && bottleneck != "not-measured",
+        "{bottleneck}"
+    );
+    assert_eq!(row[column(t, "Bottleneck")].str(), bottleneck);
+    let series = &j.at("series").arr()[0];
+    assert!(!series.at("hosts").arr().is_empty(), "tool sets recorded");
+    assert!(!series.at("node").arr().is_empty(), "node samples recorded");
 }
 
 fn free_port() -> u16 {
@@ -273,6 +287,36 @@ fn usage_and_plan_errors_name_the_flag_or_line() {
     );
 }
 
+/// A ramp whose upper runs miss their criteria exits 1 — or 3 when every miss is one its
+/// diagnosis explains (a starved generator or a noisy host: other work on a shared test
+/// machine). The stored run says the same, and the misses are there either way.
+fn assert_failed_or_inconclusive(code: Option<i32>, j: &Json, out: &str) {
+    let outcomes: Vec<String> = j
+        .at("tables")
+        .arr()
+        .iter()
+        .flat_map(|t| {
+            t.at("rows")
+                .arr()
+                .iter()
+                .map(|r| r.arr()[column(t, "Outcome")].str().to_string())
+        })
+        .collect();
+    match code {
+        Some(1) => {
+            assert_eq!(j.at("status").str(), "failed", "{out}");
+            assert!(outcomes.iter().any(|o| o == "fail"), "{outcomes:?}");
+        }
+        Some(3) => {
+            assert_eq!(j.at("status").str(), "inconclusive", "{out}");
+            assert!(!outcomes.iter().any(|o| o == "fail"), "{outcomes:?}");
+            assert!(outcomes.iter().any(|o| o == "inconclusive"), "{outcomes:?}");
+            assert!(out.contains("INCONCLUSIVE"), "{out}");
+        }
+        other => panic!("exit {other:?}:\n{out}"),
+    }
+}
+
 fn run_ids(csv: &str) -> Vec<bool> {
     parse_csv(csv).into_iter().map(|(_, pass)| pass).collect()
 }
@@ -291,8 +335,11 @@ fn a_ten_run_ramp_on_an_emulated_controller_passes_low_and_fails_once_it_saturat
         LIMIT,
     );
     let (out, err) = text(&o);
-    // Some runs fail: exit 1, everything stored.
-    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    // Some runs fail: exit 1 (3 when the misses are the machine's), everything stored.
+    assert!(
+        matches!(o.status.code(), Some(1 | 3)),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
     let pass = run_ids(&std::fs::read_to_string(d.path().join("s.csv")).unwrap());
     assert_eq!(pass.len(), 10, "{out}");
     // 500, 889, 1278 IOPS: far below the controller.
@@ -312,7 +359,7 @@ fn a_ten_run_ramp_on_an_emulated_controller_passes_low_and_fails_once_it_saturat
         .unwrap_or_else(|_| panic!("{line}"));
     assert!((1278..4000).contains(&best), "{line}");
     let j = export_json(&d);
-    assert_eq!(j.at("status").str(), "failed");
+    assert_failed_or_inconclusive(o.status.code(), &j, &out);
     assert_eq!(j.at("jobs").arr().len(), 10);
     let t = &j.at("tables").arr()[0];
     assert_eq!(t.at("rows").arr().len(), 10);
@@ -339,7 +386,10 @@ fn seed_001_protected_systems_pass_every_run_while_the_bully_fails_its_upper_run
         LIMIT,
     );
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        matches!(o.status.code(), Some(1 | 3)),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
     let csv = |s: &str| {
         run_ids(&std::fs::read_to_string(d.path().join(format!("summary-{s}.csv"))).unwrap())
     };
@@ -359,6 +409,7 @@ fn seed_001_protected_systems_pass_every_run_while_the_bully_fails_its_upper_run
     );
     // One run in the store: three tables, one job per system and run, floors recorded.
     let j = export_json(&d);
+    assert_failed_or_inconclusive(o.status.code(), &j, &out);
     let tables = j.at("tables").arr();
     let names: Vec<&str> = tables.iter().map(|t| t.at("name").str()).collect();
     assert_eq!(names, ["epic-rhel1", "epic-rhel2", "epic-rhel3"]);
@@ -399,7 +450,11 @@ fn seed_001_without_floors_the_protected_systems_fail_with_the_bully() {
         LIMIT,
     );
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        matches!(o.status.code(), Some(1 | 3)),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert_failed_or_inconclusive(o.status.code(), &export_json(&d), &out);
     let failed = |s: &str| {
         run_ids(&std::fs::read_to_string(d.path().join(format!("summary-{s}.csv"))).unwrap())
             .iter()

@@ -36,7 +36,7 @@ expect = ["iops_mean ~= policy.ceiling +-3%"]
 "#;
 
 /// Run Chromium headless with the flags CI needs; fail the test after 60 s.
-fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
+pub(crate) fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
     let mut child = Command::new("chromium")
         .args([
             "--headless",
@@ -57,6 +57,18 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("running chromium (scripts/install-deps.sh installs it)");
+    // Read while it runs: a DOM bigger than a pipe holds would block it forever.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(60) {
@@ -65,19 +77,18 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let o = child.wait_with_output().unwrap();
     (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+        String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned(),
+        String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
     )
 }
 
-fn url(p: &Path) -> String {
+pub(crate) fn url(p: &Path) -> String {
     format!("file://{}", p.display())
 }
 
 /// The text of the element `<... id="ID"...>TEXT<` in a dumped DOM.
-fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+pub(crate) fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
     let i = dom.find(&format!("id=\"{id}\""))?;
     let rest = &dom[i..];
     let start = rest.find('>')? + 1;
@@ -86,7 +97,7 @@ fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
 }
 
 /// Console errors Chromium logged for the page (`CONSOLE` lines, uncaught exceptions).
-fn console_errors(stderr: &str) -> Vec<&str> {
+pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
     stderr
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
@@ -94,7 +105,7 @@ fn console_errors(stderr: &str) -> Vec<&str> {
 }
 
 /// Width and height from a PNG's IHDR, after checking the signature.
-fn png_size(png: &[u8]) -> (u32, u32) {
+pub(crate) fn png_size(png: &[u8]) -> (u32, u32) {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
     assert_eq!(&png[12..16], b"IHDR");
     let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
@@ -102,7 +113,7 @@ fn png_size(png: &[u8]) -> (u32, u32) {
 }
 
 /// Render `html` in Chromium: (dumped DOM, its stderr, screenshot bytes).
-fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
+pub(crate) fn render(dir: &Path, html: &Path, size: &str) -> (String, String, Vec<u8>) {
     let profile = dir.join(format!(
         "profile-{}",
         html.file_stem().unwrap().to_string_lossy()
@@ -301,10 +312,11 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
 fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
     let _g = heavy();
     require_fio_nbd();
-    let node = Node::start(
+    let node_proc = Node::start(
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 400 }\n\
          [[volume]]\nname = \"v400\"\nsize = \"10GB\"\npolicy = \"p\"\n",
     );
+    let node = &node_proc;
     let d = Dir::new("report-node");
     d.write(
         "p.toml",
@@ -344,6 +356,72 @@ fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
         steady.iter().all(|x| (380.0..=420.0).contains(x)),
         "REST samples {node:?}"
     );
+    // The node runs here as its own process: the tool sets found it by the API's listening
+    // socket and count it as the node, never as noise.
+    let pid = node_proc.pid() as i64;
+    let samples = v["series"][0]["hosts"][0]["samples"].as_array().unwrap();
+    assert!(!samples.is_empty(), "{v}");
+    let procs: Vec<&serde_json::Value> = samples
+        .iter()
+        .flat_map(|s| s["procs"].as_array().unwrap())
+        .filter(|p| p["pid"] == pid)
+        .collect();
+    assert!(
+        !procs.is_empty(),
+        "the node's process is in every sample: {samples:?}"
+    );
+    assert!(procs.iter().all(|p| p["role"] == "node"), "{procs:?}");
+    let node_cpu: f64 = samples
+        .iter()
+        .map(|s| s["roles"]["node"].as_f64().unwrap())
+        .sum();
+    assert!(node_cpu > 0.0, "the node served 400 IOPS: {samples:?}");
+}
+
+/// The first screen of a report is its answer: at 1280x800 the verdict counts and the
+/// headline table (the run's first summary table) are on it. Rendered from the exporters'
+/// snapshot page (a run with failing, inconclusive and passing verdicts and summary tables).
+#[test]
+fn the_first_screen_of_a_report_is_its_answer() {
+    require_tool("chromium");
+    let d = Dir::new("first-screen");
+    let html_path = d.path().join("run.html");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../workloads/tests/snapshots/run.html"
+        ),
+        &html_path,
+    )
+    .unwrap();
+    let profile = d.path().join("profile-first");
+    let (dom, err) = chromium(
+        &profile,
+        &[
+            "--virtual-time-budget=5000",
+            "--window-size=1280,800",
+            "--dump-dom",
+        ],
+        &url(&html_path),
+    );
+    let attr = |name: &str| -> i64 {
+        let key = format!("{name}=\"");
+        let at = dom.find(&key).unwrap_or_else(|| panic!("no {name}: {err}"));
+        let rest = &dom[at + key.len()..];
+        rest[..rest.find('"').unwrap()]
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {}", &rest[..20]))
+    };
+    let counts = attr("data-answer-counts-bottom");
+    let table = attr("data-answer-table-top");
+    assert!(counts < 800, "verdict counts end at {counts}px");
+    assert!(
+        table < 700,
+        "headline table starts at {table}px: not on the first screen"
+    );
+    assert!(dom.contains("1 inconclusive"), "counts in the answer");
+    let (_, _, png) = render(d.path(), &html_path, "1280,800");
+    assert_eq!(png_size(&png), (1280, 800));
 }
 
 /// An S3 run (the profile on an embedded S3 node, 2 s): its report draws the per-operation

@@ -150,7 +150,7 @@ git = {{ files = 400, bytes = "24MiB", seed = 5 }}
         assert_eq!(cell(s, r, "failed"), 0, "{r}");
         assert!(cell(s, r, "mean").as_f64().unwrap() > 0.0, "{r}");
         assert!(
-            cell(s, r, "host_cpu_pct").is_number() && cell(s, r, "process_cpu_pct").is_number(),
+            cell(s, r, "host_cpu_pct").is_number() && cell(s, r, "node_cpu_pct").is_number(),
             "{r}"
         );
     }
@@ -261,4 +261,37 @@ app = "fio"
         "bronze per tenant falls: {bronze:?}"
     );
     assert_eq!(per("gold", "floor_iops"), [100.0, 100.0, 100.0]);
+    // The tool sets' node and host load per point: the node's threads served 2000 IOPS
+    // at every point; each point's host series is stored with its first job.
+    for (n, node) in [1, 4, 16].iter().zip(per("gold", "node_cpu_pct")) {
+        assert!(node > 0.0, "point {n}: the node's CPU: {s}");
+    }
+    assert!(per("gold", "host_cpu_pct").iter().all(|h| *h > 0.0));
+    assert!(per("gold", "rss_peak_mib").iter().all(|m| *m > 1.0));
+    let load = table(&run, "tenants-seed", "load (tool sets): node and host");
+    assert_eq!(load["rows"].as_array().unwrap().len(), 3, "{load}");
+    assert!(out.contains("load: node"), "{out}");
+    assert!(out.contains("### load (tool sets): node and host"), "{out}");
+    let jobs = run["jobs"].as_array().unwrap();
+    for n in [1, 4, 16] {
+        let job = jobs
+            .iter()
+            .find(|j| j["name"] == format!("n{n}/gold"))
+            .unwrap_or_else(|| panic!("no job n{n}/gold"));
+        // Each class job is diagnosed from the node's counters and the point's tool sets.
+        let b = job["diagnosis"]["bottleneck"].as_str().unwrap_or_default();
+        assert!(!b.is_empty() && b != "not-measured", "point {n}: {job}");
+        let series = run["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["job_id"] == job["id"])
+            .unwrap_or_else(|| panic!("no series for point {n}"));
+        let samples = series["hosts"][0]["samples"].as_array().unwrap();
+        assert!(samples.len() >= 3, "point {n}: {samples:?}");
+        assert!(samples
+            .iter()
+            .flat_map(|x| x["procs"].as_array().unwrap())
+            .any(|p| p["role"] == "node" && p["name"] == "qoslab-node threads"));
+    }
 }

@@ -337,10 +337,9 @@ mod tests {
                 .status,
             401
         );
-        let dir = std::env::temp_dir().join(format!("qoslab-auth-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::test_dir::TestDir::new("auth");
         users::create(&dir, "admin", "Netapp1!", false).unwrap();
-        let a = Auth::new(None, Some(dir.clone()));
+        let a = Auth::new(None, Some(dir.to_path_buf()));
         assert!(a.has_users());
         assert_eq!(a.check(&Credentials::None, false).unwrap_err().status, 401);
         let good = Credentials::Basic {
@@ -367,6 +366,5 @@ mod tests {
             Ok(Verdict::NeedsHash { .. })
         ));
         assert_eq!(a.verify_hash("admin", "Netapp1!").unwrap_err().status, 401);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -176,8 +176,7 @@ mod tests {
 
     #[test]
     fn create_verify_replace_delete() {
-        let dir = std::env::temp_dir().join(format!("qoslab-users-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::test_dir::TestDir::new("users");
         create(&dir, "admin", "Netapp1!", false).unwrap();
         let users = load(&dir).unwrap();
         assert_eq!(users.len(), 1);
@@ -218,6 +217,5 @@ mod tests {
         ));
         std::fs::write(users_file(&dir), "{\"users\": 3}").unwrap();
         assert!(matches!(load(&dir), Err(UserError::Corrupt { .. })));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -89,7 +89,77 @@ impl JobSet for Dbench {
 }
 
 /// The dbench blocks of every run that ran dbench's jobs, in Markdown and HTML.
+/// The demo's headline table (kind `ceilings`): each volume's measured ceiling as a share
+/// of the expected one, read and write, with the ±3% band and pass/fail marks.
+fn ceiling_charts(t: &harness::store::SummaryTable) -> Vec<report::svg::Chart> {
+    use report::charts::num;
+    use report::svg::{Chart, Line, Mark, RefLine, CEILING};
+    let (Some(vol), Some(r), Some(w), Some(verdict)) = (
+        t.column("volume"),
+        t.column("read % of ceiling"),
+        t.column("write % of ceiling"),
+        t.column("verdict (within 3%)"),
+    ) else {
+        return Vec::new();
+    };
+    let mut c = Chart::new(
+        "Measured ceiling as % of the expected one (within 3% passes)",
+        "volume",
+        "% of the expected ceiling",
+    );
+    let mut lines = [
+        Line {
+            label: "read".into(),
+            points: Vec::new(),
+            style: 0,
+        },
+        Line {
+            label: "write".into(),
+            points: Vec::new(),
+            style: 1,
+        },
+    ];
+    let mut x = 0.0;
+    for row in &t.rows {
+        let (Some(a), Some(b)) = (row.get(r).and_then(num), row.get(w).and_then(num)) else {
+            continue;
+        };
+        x += 1.0;
+        let name = row
+            .get(vol)
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_string();
+        let pass = row
+            .get(verdict)
+            .and_then(|v| v.as_str())
+            .is_some_and(|v| v.starts_with("PASS"));
+        lines[0].points.push((x, a));
+        lines[1].points.push((x, b));
+        c.marks.push(Mark { x, y: a, pass });
+        c.marks.push(Mark { x, y: b, pass });
+        c.x_categories.push((x, name));
+    }
+    c.lines = lines.to_vec();
+    for (label, y) in [("+3%", 103.0), ("-3%", 97.0)] {
+        c.refs.push(RefLine {
+            label: label.into(),
+            y,
+            style: CEILING,
+        });
+    }
+    if c.has_data() {
+        vec![c]
+    } else {
+        Vec::new()
+    }
+}
+
 impl ReportHooks for Dbench {
+    fn table_charts(&self, t: &harness::store::SummaryTable) -> Option<Vec<report::svg::Chart>> {
+        (t.kind == "ceilings").then(|| ceiling_charts(t))
+    }
+
     fn markdown(&self, run: &RunRecord) -> String {
         summaries(run)
             .into_iter()

@@ -57,6 +57,9 @@ pub struct WorkloadSpec {
     pub workload: Workload,
     pub runtime: Option<f64>,
     pub ramp: Option<f64>,
+    /// Runtimes of single jobs of a job set (`job_runtime = { read_iops = "4s" }`): the jobs
+    /// whose windows a verdict judges can run longer than the rest.
+    pub job_runtime: Vec<(String, f64)>,
     /// Expectations, keyed by fio job name (`None` = every job of the workload).
     pub expect: Vec<(Option<String>, Expectation)>,
 }
@@ -76,6 +79,7 @@ struct RawWorkload {
     fio: Option<Spanned<toml::Table>>,
     runtime: Option<Spanned<toml::Value>>,
     ramp: Option<Spanned<toml::Value>>,
+    job_runtime: Option<Spanned<toml::Table>>,
     expect: Option<Spanned<toml::Value>>,
 }
 
@@ -165,6 +169,21 @@ pub fn workloads(
             Workload::Set { set, .. } => set.jobs().into_iter().map(|(n, _)| n).collect(),
             Workload::Fio(_) => vec![name.clone()],
         };
+        let mut job_runtime = Vec::new();
+        if let Some(t) = &w.job_runtime {
+            let tat = at(t.span());
+            for (job, v) in t.get_ref() {
+                if !job_names.contains(job) {
+                    return Err(PlanError(format!(
+                        "{tat}: {ctx}job_runtime.{job}: no such job; jobs: {}",
+                        job_names.join(", ")
+                    )));
+                }
+                let d = parse_duration(v)
+                    .map_err(|m| PlanError(format!("{tat}: {ctx}job_runtime.{job}: {m}")))?;
+                job_runtime.push((job.clone(), d));
+            }
+        }
         let expect = match &w.expect {
             None => Vec::new(),
             Some(e) => parse_expect(e.get_ref(), &at(e.span()), &ctx, &job_names)?,
@@ -175,6 +194,7 @@ pub fn workloads(
             workload,
             runtime,
             ramp,
+            job_runtime,
             expect,
         });
     }

@@ -15,6 +15,23 @@ use harness::{
 
 use super::parse::{Workload, WorkloadSpec};
 
+/// fio's own steady-state stop (`steadystate=iops:10%` over `steadystate_duration`): every
+/// one-second IOPS sample of the window within 10% of its mean, which implies SNIA's range
+/// rule (range within 20%); the stored windows are then checked by the full rule.
+pub const UNTIL_STEADY_WINDOW_S: f64 = 5.0;
+
+/// Run `job` until fio sees it steady, at most `max` seconds.
+pub fn until_steady(job: &mut FioJob, max: f64) {
+    job.runtime = max.max(UNTIL_STEADY_WINDOW_S);
+    job.options
+        .retain(|(k, _)| !k.starts_with("steadystate") && !k.starts_with("ss"));
+    job.options.push(("steadystate".into(), "iops:10%".into()));
+    job.options.push((
+        "steadystate_duration".into(),
+        fio::jobfile::fio_time(UNTIL_STEADY_WINDOW_S),
+    ));
+}
+
 /// Fixed start-up and drain time per fio job, seconds (estimates only).
 const JOB_OVERHEAD_S: f64 = 0.5;
 
@@ -28,6 +45,9 @@ pub struct FioPlan {
     sets: BTreeMap<(u32, String), BTreeMap<String, JobResult>>,
     failed_jobs: usize,
     failed_verdicts: usize,
+    inconclusive: usize,
+    /// `--until-steady MAX`.
+    until_steady: Option<f64>,
 }
 
 impl FioPlan {
@@ -39,6 +59,8 @@ impl FioPlan {
             sets: BTreeMap::new(),
             failed_jobs: 0,
             failed_verdicts: 0,
+            inconclusive: 0,
+            until_steady: None,
         };
         p.jobs = p.jobs(common);
         p
@@ -60,17 +82,29 @@ impl FioPlan {
                         .filter(|(job, _)| !matches!(job.as_deref(), Some(j) if j != name))
                         .map(|(_, e)| e.clone())
                         .collect();
+                    let runtime = w
+                        .job_runtime
+                        .iter()
+                        .find(|(j, _)| *j == name)
+                        .map(|(_, r)| *r)
+                        .or(w.runtime)
+                        .unwrap_or(common.runtime);
                     out.push(FioJob {
                         workload: w.name.clone(),
                         name,
                         volume: w.volume.clone(),
                         iteration,
                         options,
-                        runtime: w.runtime.unwrap_or(common.runtime),
+                        runtime,
                         ramp: w.ramp.unwrap_or(common.ramp),
                         expect,
                     });
                 }
+            }
+        }
+        if let Some(max) = self.until_steady {
+            for j in &mut out {
+                until_steady(j, max);
             }
         }
         out
@@ -82,6 +116,7 @@ impl FioPlan {
             common.runtime = r;
             for w in &mut self.workloads {
                 w.runtime = None;
+                w.job_runtime.clear();
             }
         }
         if let Some(r) = ramp {
@@ -117,6 +152,17 @@ impl FioPlan {
                         job.name,
                         parts.join("; ")
                     ));
+                    if let Some(d) = &out.diagnosis {
+                        text.push_str(&format!(
+                            "  limited by: {}: {}{}\n",
+                            d.bottleneck,
+                            d.reason,
+                            match &out.steady {
+                                Some(s) if !s.attained => format!(" ({})", s.describe()),
+                                _ => String::new(),
+                            }
+                        ));
+                    }
                 }
                 text.push_str(&self.set_summary(job, r));
             }
@@ -127,10 +173,14 @@ impl FioPlan {
         }
         for v in &out.verdicts {
             text.push_str(&format!(
-                "  {} {}: {}\n",
-                if v.passed { "PASS" } else { "FAIL" },
+                "  {} {}: {}{}\n",
+                v.label(),
                 v.expectation,
-                v.detail
+                v.detail,
+                v.reason
+                    .as_ref()
+                    .map(|r| format!("\n    {r}"))
+                    .unwrap_or_default()
             ));
         }
         text
@@ -180,6 +230,7 @@ impl FamilyPlan for FioPlan {
     fn configure(&mut self, common: &mut Common, opts: &Options) -> Result<(), PlanError> {
         self.set_times(common, opts.runtime, opts.ramp);
         self.step_lines = !opts.no_step_lines;
+        self.until_steady = opts.until_steady;
         self.jobs = self.jobs(common);
         Ok(())
     }
@@ -235,7 +286,16 @@ impl FamilyPlan for FioPlan {
         if out.failed {
             self.failed_jobs += 1;
         }
-        self.failed_verdicts += out.verdicts.iter().filter(|v| !v.passed).count();
+        self.failed_verdicts += out
+            .verdicts
+            .iter()
+            .filter(|v| v.outcome == assess::Outcome::Fail)
+            .count();
+        self.inconclusive += out
+            .verdicts
+            .iter()
+            .filter(|v| v.outcome == assess::Outcome::Inconclusive)
+            .count();
         let text = self.lines(&job, &out);
         if !text.is_empty() {
             ctx.ui.print(&text);
@@ -248,6 +308,8 @@ impl FamilyPlan for FioPlan {
             Status::Error
         } else if self.failed_verdicts > 0 {
             Status::Failed
+        } else if self.inconclusive > 0 {
+            Status::Inconclusive
         } else {
             Status::Passed
         };
@@ -260,22 +322,32 @@ impl FamilyPlan for FioPlan {
 
     fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
         let rec = &outcome.record;
-        let (pass, fail) = rec.verdict_counts();
+        let t = rec.tally();
         let mut out = format!(
-            "\nrun {}: {} ({} job(s), {} failed; {pass} expectation(s) passed, {fail} failed)\n",
+            "\nrun {}: {} ({} job(s), {} failed; verdicts: {})\n",
             rec.id,
             rec.status.to_uppercase(),
             rec.jobs.len(),
-            outcome.failed_jobs
+            outcome.failed_jobs,
+            t.summary()
         );
         for j in &rec.jobs {
             for v in j.verdicts.iter().filter(|v| !v.passed) {
                 out.push_str(&format!(
-                    "  FAILED: {} on {}: {}: {}\n",
+                    "  {}: {} on {}: {}: {}{}\n",
+                    if v.outcome == assess::Outcome::Inconclusive {
+                        "INCONCLUSIVE"
+                    } else {
+                        "FAILED"
+                    },
                     j.name,
                     j.volume.as_deref().unwrap_or("target"),
                     v.expectation,
-                    v.detail
+                    v.detail,
+                    v.reason
+                        .as_ref()
+                        .map(|r| format!("; {r}"))
+                        .unwrap_or_default()
                 ));
             }
         }

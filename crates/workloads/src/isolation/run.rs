@@ -35,6 +35,7 @@ pub struct IsolationPlan {
     pub rows: Vec<Row>,
     seq: u32,
     failed_verdicts: usize,
+    inconclusive: usize,
     failed_jobs: usize,
 }
 
@@ -58,6 +59,7 @@ impl IsolationPlan {
             rows: Vec::new(),
             seq: 0,
             failed_verdicts: 0,
+            inconclusive: 0,
             failed_jobs: 0,
         }
     }
@@ -123,9 +125,17 @@ impl IsolationPlan {
             .collect();
         let out = ctx.exec.run(&file);
         let after: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
+        let mut series = Vec::new();
         for (rec, id) in recordings.into_iter().zip(&ids) {
-            ctx.add_series(&rec.finish(*id))?;
+            let s = rec.finish(*id);
+            ctx.add_series(&s)?;
+            series.push(s);
         }
+        // The tool sets were sampled once for the step (with the node's samples): every
+        // job of the step is diagnosed against them.
+        let hosts: Vec<toolsets::HostSeries> =
+            series.iter().flat_map(|s| s.hosts.clone()).collect();
+        let devices = harness::assessment::devices(Some(node), &Target::Embedded);
         let out = match out {
             Ok(o) => o,
             Err(e) => {
@@ -152,6 +162,29 @@ impl IsolationPlan {
             let floor_ms =
                 after[i].floor_ns.saturating_sub(before[i].floor_ns) as f64 / d_ops / 1e6;
             let node_lat_ms = after[i].lat_ns.saturating_sub(before[i].lat_ns) as f64 / d_ops / 1e6;
+            let fio_windows = &series[i].fio;
+            let diagnosis = assess::diagnose(&assess::Inputs {
+                fio: harness::assessment::fio_figures(&series[i], &r),
+                node: Some(assess::NodeFigures {
+                    lat_mean_us: node_lat_ms * 1000.0,
+                    ceiling_wait_us: ceiling_ms * 1000.0,
+                    floor_wait_us: floor_ms * 1000.0,
+                    ..Default::default()
+                }),
+                hosts: hosts
+                    .iter()
+                    .filter(|h| !h.samples.is_empty())
+                    .map(|h| {
+                        assess::figures::summarize(h, 0, (spec.runtime * 1000.0) as u64, &devices)
+                    })
+                    .collect(),
+            });
+            let steady = harness::assessment::steady_state(&series[i]);
+            let ev = harness::verdict::Evidence {
+                fio: fio_windows,
+                diagnosis: Some(&diagnosis),
+                io_error: r.error != 0,
+            };
             let mut verdicts = Vec::new();
             if protected {
                 let mut exp = vec![format!("iops >= {} * 0.98", spec.floor_iops)];
@@ -163,7 +196,7 @@ impl IsolationPlan {
                 }
                 for e in exp {
                     let v = Expectation::parse(&e)
-                        .map(|x| x.check(&r, None))
+                        .map(|x| x.check_with(&r, None, &ev))
                         .map_err(|e| RunError::Plan(e.to_string()))?;
                     verdicts.push(v);
                 }
@@ -178,6 +211,8 @@ impl IsolationPlan {
                 self.failed_jobs += 1;
             }
             let pass = verdicts.iter().all(|v| v.passed) && r.error == 0;
+            ctx.store
+                .set_assessment(ids[i], Some(&diagnosis), steady.as_ref())?;
             let row = Row {
                 mode,
                 step,
@@ -201,7 +236,14 @@ impl IsolationPlan {
             // The control's per-step verdicts are what *would* have been judged: they go
             // in the table, not in the run's verdicts (the control is meant to fail).
             let stored: &[Verdict] = if mode == Mode::Floors { &verdicts } else { &[] };
-            self.failed_verdicts += stored.iter().filter(|v| !v.passed).count();
+            self.failed_verdicts += stored
+                .iter()
+                .filter(|v| v.outcome == assess::Outcome::Fail)
+                .count();
+            self.inconclusive += stored
+                .iter()
+                .filter(|v| v.outcome == assess::Outcome::Inconclusive)
+                .count();
             if mode == Mode::Control && name == "bully" {
                 // Held back: the control's last job carries the control's verdict.
                 if let Some((id, prev)) = self.last_control_job.replace((ids[i], sub)) {
@@ -253,14 +295,20 @@ impl IsolationPlan {
                         ratio * 100.0
                     )
                 },
-            },
+                outcome: assess::Outcome::Fail,
+                reason: None,
+            }
+            .settled(),
             None => Verdict {
                 expectation,
                 measured: 0.0,
                 bound: "< 98% of target".into(),
                 passed: false,
                 detail: "the control produced no results".into(),
-            },
+                outcome: assess::Outcome::Fail,
+                reason: None,
+            }
+            .settled(),
         }
     }
 }
@@ -347,10 +395,12 @@ impl FamilyPlan for IsolationPlan {
             ctx.finish_job(id, Ok(&sub), std::slice::from_ref(&v))?;
         }
         ctx.put_table(&table(&self.rows))?;
-        let status = if self.failed_verdicts == 0 && self.failed_jobs == 0 {
-            Status::Passed
-        } else {
+        let status = if self.failed_verdicts > 0 || self.failed_jobs > 0 {
             Status::Failed
+        } else if self.inconclusive > 0 {
+            Status::Inconclusive
+        } else {
+            Status::Passed
         };
         Ok(Tally {
             status,
@@ -361,18 +411,29 @@ impl FamilyPlan for IsolationPlan {
 
     fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
         let rec = &outcome.record;
-        let (pass, fail) = rec.verdict_counts();
         let mut out = format!(
-            "\n{}\nrun {}: {} ({pass} expectation(s) passed, {fail} failed)\n",
+            "\n{}\nrun {}: {} (verdicts: {})\n",
             render(&self.rows),
             rec.id,
-            rec.status.to_uppercase()
+            rec.status.to_uppercase(),
+            rec.tally().summary()
         );
         for j in &rec.jobs {
             for v in j.verdicts.iter().filter(|v| !v.passed) {
                 out.push_str(&format!(
-                    "  FAILED: {}: {}: {}\n",
-                    j.name, v.expectation, v.detail
+                    "  {}: {}: {}: {}{}\n",
+                    if v.outcome == assess::Outcome::Inconclusive {
+                        "INCONCLUSIVE"
+                    } else {
+                        "FAILED"
+                    },
+                    j.name,
+                    v.expectation,
+                    v.detail,
+                    v.reason
+                        .as_ref()
+                        .map(|r| format!("; {r}"))
+                        .unwrap_or_default()
                 ));
             }
         }

@@ -151,6 +151,8 @@ mod tests {
             errors: 0,
             first_error: None,
             pass: false,
+            outcome: assess::Outcome::Fail,
+            bottleneck: None,
         };
         r.pass = verdicts(&r, &s).iter().all(|v| v.passed);
         r
@@ -206,6 +208,56 @@ mod tests {
             v[0].detail
         );
         assert!(v[1].passed);
+    }
+
+    fn diagnosis(b: assess::Bottleneck) -> assess::Diagnosis {
+        assess::Diagnosis {
+            bottleneck: b,
+            reason: "test".into(),
+            figures: vec![],
+        }
+    }
+
+    #[test]
+    fn a_miss_the_bottleneck_explains_is_inconclusive() {
+        let s = Settings {
+            scale: 0.05,
+            ..Settings::default()
+        };
+        // A write cycle over the limit with a starved generator: inconclusive.
+        let mut r = row(2, 2000, 2.3, 0.5);
+        let v = r.judge(&s, &diagnosis(assess::Bottleneck::ClientCpuBound));
+        assert_eq!(v[0].outcome, assess::Outcome::Inconclusive, "{v:?}");
+        assert!(
+            v[0].reason.as_deref().unwrap().contains("client-cpu-bound"),
+            "{v:?}"
+        );
+        assert_eq!(v[1].outcome, assess::Outcome::Pass);
+        assert_eq!(r.outcome, assess::Outcome::Inconclusive);
+        assert_eq!(r.bottleneck.as_deref(), Some("client-cpu-bound"));
+        // The same miss held by QoS is the target's doing: a failure.
+        let mut r = row(2, 2000, 2.3, 0.5);
+        r.judge(&s, &diagnosis(assess::Bottleneck::QosBound));
+        assert_eq!(r.outcome, assess::Outcome::Fail);
+        // Latency on a noisy host: inconclusive; an I/O error never is.
+        let mut r = row(3, 3000, 1.0, 1.5);
+        r.judge(&s, &diagnosis(assess::Bottleneck::NoisyHost));
+        assert_eq!(r.outcome, assess::Outcome::Inconclusive);
+        let mut r = row(3, 3000, 1.0, 0.5);
+        r.errors = 1;
+        r.first_error = Some("EIO".into());
+        let v = r.judge(&s, &diagnosis(assess::Bottleneck::NoisyHost));
+        assert_eq!(v.last().unwrap().expectation, "no I/O errors");
+        assert_eq!(r.outcome, assess::Outcome::Fail, "{v:?}");
+        // A pass stays a pass; the table carries outcome and bottleneck.
+        let mut r = row(1, 1000, 1.0, 0.5);
+        r.judge(&s, &diagnosis(assess::Bottleneck::NoisyHost));
+        assert_eq!(r.outcome, assess::Outcome::Pass);
+        let t = table("sys", &[r], &s);
+        assert_eq!(t.rows[0][t.column("Outcome").unwrap()], "pass");
+        assert_eq!(t.rows[0][t.column("Bottleneck").unwrap()], "noisy-host");
+        let line = run_line("sys", 10, &row(2, 2000, 2.3, 0.5));
+        assert!(line.contains(": FAIL"), "{line}");
     }
 
     #[test]

@@ -26,9 +26,12 @@ pub fn run_line(system: &str, runs: u32, r: &Row) -> String {
         r.longest_cycle_s,
         r.write_lat_ms,
         r.read_lat_ms,
-        if r.pass { "PASS" } else { "FAIL" },
+        r.outcome.label(),
         {
             let mut notes = Vec::new();
+            if let Some(b) = &r.bottleneck {
+                notes.push(b.clone());
+            }
             if r.cycles_skipped > 0 {
                 notes.push(format!(
                     "{} cycle(s) skipped: an overrun pushed them past the run",
@@ -71,7 +74,7 @@ pub fn render(system: &System, where_: &str, rows: &[Row], s: &Settings) -> Stri
         s.max_write_latency * 1e3
     );
     out.push_str(&format!(
-        "{:>3}  {:>8}  {:>9}  {:>10}  {:>10}  {:>7}  {:>15}  {:>14}  {:>13}  {}\n",
+        "{:>3}  {:>8}  {:>9}  {:>10}  {:>10}  {:>7}  {:>15}  {:>14}  {:>13}  {:<12}  {}\n",
         "Run",
         "Target",
         "Read IOPS",
@@ -81,11 +84,12 @@ pub fn render(system: &System, where_: &str, rows: &[Row], s: &Settings) -> Stri
         "Write cycle (s)",
         "Write lat (ms)",
         "Read lat (ms)",
-        "Pass"
+        "Outcome",
+        "Bottleneck"
     ));
     for r in rows {
         out.push_str(&format!(
-            "{:>3}  {:>8}  {:>9.0}  {:>10.0}  {:>10.0}  {:>7.2}  {:>15.2}  {:>14.3}  {:>13.3}  {}\n",
+            "{:>3}  {:>8}  {:>9.0}  {:>10.0}  {:>10.0}  {:>7.2}  {:>15.2}  {:>14.3}  {:>13.3}  {:<12}  {}\n",
             r.run,
             r.target_iops,
             r.read_iops,
@@ -95,7 +99,8 @@ pub fn render(system: &System, where_: &str, rows: &[Row], s: &Settings) -> Stri
             r.longest_cycle_s,
             r.write_lat_ms,
             r.read_lat_ms,
-            if r.pass { "PASS" } else { "FAIL" }
+            r.outcome.label(),
+            r.bottleneck.as_deref().unwrap_or("-")
         ));
     }
     match highest_pass(rows) {

@@ -1,6 +1,13 @@
 //! What a ramp run measured: one row per system and run, judged by the write-cycle and
 //! write-latency criteria; the stored table (`kind = "ramp"`) and RampRun.pl's summary.csv.
+//!
+//! Each run is diagnosed like a fio job ([`diagnose`]): the generator's own figures stand
+//! for fio's, the node's samples give the QoS waits, the tool sets the hosts (the
+//! generator's threads are the load generator). A criterion missed under a bottleneck that
+//! discredits the measurement (`client-cpu-bound`, `noisy-host`) is inconclusive: a longer
+//! write cycle or write latency is what a starved generator produces.
 
+use assess::{Check, Diagnosis, Outcome, Quantity, Sense};
 use harness::store::SummaryTable;
 use harness::verdict::Verdict;
 use loadgen::genio::{RunStats, Workload};
@@ -11,7 +18,7 @@ use super::plan::Settings;
 /// The summary table's `kind` in the results store.
 pub const KIND: &str = "ramp";
 /// The stored table's columns.
-pub const COLUMNS: [&str; 12] = [
+pub const COLUMNS: [&str; 14] = [
     "Run",
     "Target IOPS",
     "Read IOPS",
@@ -25,6 +32,9 @@ pub const COLUMNS: [&str; 12] = [
     // The criteria the run was judged by (scaled), so a report draws the right lines.
     "Write cycle limit (sec)",
     "Write latency limit (ms)",
+    // The run's outcome (pass / fail / inconclusive) and what limited it.
+    "Outcome",
+    "Bottleneck",
 ];
 /// summary.csv's header (RampRun.pl's columns).
 pub const CSV_HEADER: &str = "Run,Read IOPS,Write IOPS,Total IOPS,Longest WIJ time (sec),Longest write cycle (sec),Effective write latency (ms),Randread average (ms),Pass";
@@ -53,7 +63,13 @@ pub struct Row {
     pub reads_delayed: u64,
     pub errors: u64,
     pub first_error: Option<String>,
+    /// Both criteria met and no I/O errors (RampRun.pl's PASS).
     pub pass: bool,
+    /// The run's outcome once diagnosed: a miss the bottleneck explains is inconclusive.
+    pub outcome: Outcome,
+    /// What limited the run ([`diagnose`]); None until diagnosed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<String>,
 }
 
 impl Row {
@@ -78,10 +94,48 @@ impl Row {
             errors: s.errors,
             first_error: s.first_error.clone(),
             pass: false,
+            outcome: Outcome::Fail,
+            bottleneck: None,
         };
         r.pass = verdicts(&r, set).iter().all(|v| v.passed);
+        r.outcome = if r.pass { Outcome::Pass } else { Outcome::Fail };
         r
     }
+
+    /// The run's verdicts judged with its diagnosis ([`judged_verdicts`]); the row keeps
+    /// the outcome and the bottleneck.
+    pub fn judge(&mut self, s: &Settings, d: &Diagnosis) -> Vec<Verdict> {
+        let v = judged_verdicts(self, s, Some(d));
+        self.outcome = v.iter().map(|v| v.outcome).max().unwrap_or(Outcome::Pass);
+        self.bottleneck = Some(d.bottleneck.as_str().to_string());
+        v
+    }
+}
+
+/// The run's verdicts ([`verdicts`]) judged with its diagnosis: the write cycle and the
+/// write latency are times (more is worse), so a miss under `client-cpu-bound` or
+/// `noisy-host` is inconclusive; an I/O error stays a failure.
+pub fn judged_verdicts(r: &Row, s: &Settings, d: Option<&Diagnosis>) -> Vec<Verdict> {
+    let io_error = r.errors > 0;
+    let targets = [s.cycle_limit_s(), s.max_write_latency * 1e3];
+    verdicts(r, s)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| match targets.get(i) {
+            Some(&target) => {
+                let check = Check {
+                    passed: v.passed,
+                    quantity: Quantity::Latency,
+                    sense: Sense::AtMost,
+                    measured: v.measured,
+                    target,
+                    io_error,
+                };
+                v.judged(&check, d)
+            }
+            None => v,
+        })
+        .collect()
 }
 
 /// Seconds for a label: "2.25 s", "1.125 s", "45 s", "500 ms".
@@ -119,7 +173,10 @@ pub fn verdicts(r: &Row, s: &Settings) -> Vec<Verdict> {
                     String::new()
                 }
             ),
-        },
+            outcome: assess::Outcome::Fail,
+            reason: None,
+        }
+        .settled(),
         Verdict {
             expectation: format!("effective write latency < {lat} ms"),
             measured: r.write_lat_ms,
@@ -129,7 +186,10 @@ pub fn verdicts(r: &Row, s: &Settings) -> Vec<Verdict> {
                 "effective write latency {:.3} ms, want < {lat} ms",
                 r.write_lat_ms
             ),
-        },
+            outcome: assess::Outcome::Fail,
+            reason: None,
+        }
+        .settled(),
     ];
     if r.errors > 0 {
         v.push(Verdict {
@@ -142,6 +202,8 @@ pub fn verdicts(r: &Row, s: &Settings) -> Vec<Verdict> {
                 r.errors,
                 r.first_error.as_deref().unwrap_or("?")
             ),
+            outcome: assess::Outcome::Fail,
+            reason: None,
         });
     }
     v
@@ -174,6 +236,8 @@ pub fn table(system: &str, rows: &[Row], s: &Settings) -> SummaryTable {
                     r.pass.into(),
                     round(s.cycle_limit_s(), 3),
                     round(s.max_write_latency * 1e3, 3),
+                    r.outcome.as_str().into(),
+                    r.bottleneck.clone().into(),
                 ]
             })
             .collect(),

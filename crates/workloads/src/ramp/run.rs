@@ -1,14 +1,19 @@
-//! Running a ramp: every system's run k at once on one current-thread tokio runtime, each
-//! run judged and stored as it ends (a job with its verdicts per system, the system's
-//! table rewritten, its summary.csv rewritten), so a crash loses at most the runs in flight.
+//! Running a ramp: every system's run k at once on one current-thread tokio runtime (on a
+//! thread named `toolsets::GENERATOR_THREADS`, so the tool sets count it as the load
+//! generator), each run diagnosed, judged and stored as it ends (a job with its verdicts,
+//! diagnosis and time series per system, the system's table rewritten, its summary.csv
+//! rewritten), so a crash loses at most the runs in flight.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use assess::Outcome as Judgement;
 use fio::{DirStats, FioOutput, JobResult};
 use harness::plan::{Common, PlanError};
+use harness::series::JobSeries;
 use harness::target::{EmbeddedNode, Target, TargetError};
+use harness::verdict::Limits;
 use harness::{
     FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
 };
@@ -17,7 +22,7 @@ use loadgen::genio::{self, IoError, IoTarget, RunStats, Workload};
 use super::cli::{csv_paths, RampArgs};
 use super::plan::{RampPlan, Settings, System};
 use super::render::{render, run_line};
-use super::results::{csv, table, verdicts, Row, CSV_HEADER};
+use super::results::{csv, table, Row, CSV_HEADER};
 
 /// A ramp plan as steps (one per run), and what it has measured so far.
 pub struct RampRun {
@@ -139,6 +144,7 @@ impl FamilyPlan for RampRun {
         let s = &rp.settings;
         let addrs = addresses(&ctx.common.origin, rp, ctx.target, ctx.node)?;
         let rt = tokio::runtime::Builder::new_current_thread()
+            .thread_name(format!("{}-ramp", toolsets::GENERATOR_THREADS))
             .enable_all()
             .build()
             .map_err(|e| RunError::Target(TargetError::Node(format!("runtime: {e}"))))?;
@@ -231,6 +237,7 @@ impl FamilyPlan for RampRun {
         let n = rp.systems.len();
         let mut jobs = Vec::new();
         let mut loads = Vec::new();
+        let first_seq = self.seq as usize + 1;
         for (i, (sys, t)) in rp.systems.iter().zip(&self.targets).enumerate() {
             let w = workload(s, sys, i, n, k, t.size()).map_err(RunError::Plan)?;
             self.seq += 1;
@@ -245,31 +252,35 @@ impl FamilyPlan for RampRun {
             )?);
             loads.push(w);
         }
-        let stats: Vec<RunStats> = self.runtime()?.block_on(async {
-            let handles: Vec<_> = self
-                .targets
-                .iter()
-                .zip(&loads)
-                .map(|(t, w)| {
-                    let (t, w) = (t.clone(), w.clone());
-                    tokio::spawn(async move { genio::run_once(t, &w).await })
-                })
-                .collect();
-            let mut out = Vec::new();
-            for h in handles {
-                out.push(h.await.unwrap_or_else(|e| RunStats {
-                    errors: 1,
-                    first_error: Some(format!("generator task: {e}")),
-                    ..Default::default()
-                }));
-            }
-            out
-        });
+        // The node's samples and the hosts' tool sets over the run, once for every system.
+        let recording = ctx
+            .recorder
+            .start_generating(first_seq, ctx.node, ctx.target, 0.0);
+        let stats = self.generate(&loads)?;
+        let series = recording.finish(jobs[0]);
+        let devices = harness::assessment::devices(ctx.node, ctx.target);
         for (i, sys) in rp.systems.iter().enumerate() {
             let (w, st) = (&loads[i], &stats[i]);
-            let row = Row::new(k + 1, sys.target_iops(k, s.runs), w, st, s);
+            let mut row = Row::new(k + 1, sys.target_iops(k, s.runs), w, st, s);
             self.errors |= row.errors > 0;
-            let v = verdicts(&row, s);
+            // The system's share of the recording: its volume's node samples, the hosts.
+            let volume = volume_of(sys, ctx.target);
+            let own = JobSeries {
+                job_id: jobs[i],
+                fio: Vec::new(),
+                node: series
+                    .node
+                    .iter()
+                    .filter(|n| volume.as_deref().is_none_or(|v| n.volume == v))
+                    .cloned()
+                    .collect(),
+                hosts: series.hosts.clone(),
+                ..JobSeries::default()
+            };
+            ctx.add_series(&own)?;
+            let limits = limits_of(sys, ctx.node, ctx.target);
+            let diagnosis = diagnose(&own, &row, volume.as_deref(), limits.as_ref(), &devices, s);
+            let v = row.judge(s, &diagnosis);
             let raw = serde_json::json!({
                 "schema": "qoslab.genio.run/1",
                 "system": sys.name,
@@ -294,6 +305,7 @@ impl FamilyPlan for RampRun {
                 raw: raw.to_string(),
             };
             ctx.finish_job(jobs[i], Ok(&out), &v)?;
+            ctx.store.set_assessment(jobs[i], Some(&diagnosis), None)?;
             self.rows[i].push(row);
             ctx.put_table(&table(&sys.name, &self.rows[i], s))?;
             if let Some(path) = self.csv.get(i) {
@@ -311,15 +323,18 @@ impl FamilyPlan for RampRun {
 
     fn finish(&mut self, _ctx: &mut RunContext) -> Result<Tally, RunError> {
         self.targets.clear();
-        let all_pass = self.rows.iter().flatten().all(|r| r.pass);
-        let failed_jobs = self.rows.iter().flatten().filter(|r| r.errors > 0).count();
-        let failed_verdicts = self.rows.iter().flatten().filter(|r| !r.pass).count();
+        let rows = || self.rows.iter().flatten();
+        let failed_jobs = rows().filter(|r| r.errors > 0).count();
+        let failed_verdicts = rows().filter(|r| r.outcome == Judgement::Fail).count();
+        let inconclusive = rows().any(|r| r.outcome == Judgement::Inconclusive);
         let status = if self.errors {
             Status::Error
-        } else if all_pass {
-            Status::Passed
-        } else {
+        } else if failed_verdicts > 0 {
             Status::Failed
+        } else if inconclusive {
+            Status::Inconclusive
+        } else {
+            Status::Passed
         };
         // Let the connections say goodbye before the node stops.
         if let Some(rt) = self.rt.take() {
@@ -356,6 +371,91 @@ impl FamilyPlan for RampRun {
         ));
         Ok(out)
     }
+}
+
+impl RampRun {
+    /// Runs every system's workload at once, on a thread named for the tool sets.
+    fn generate(&self, loads: &[Workload]) -> Result<Vec<RunStats>, RunError> {
+        let rt = self.runtime()?;
+        let targets = &self.targets;
+        let run = move || {
+            rt.block_on(async {
+                let handles: Vec<_> = targets
+                    .iter()
+                    .zip(loads)
+                    .map(|(t, w)| {
+                        let (t, w) = (t.clone(), w.clone());
+                        tokio::spawn(async move { genio::run_once(t, &w).await })
+                    })
+                    .collect();
+                let mut out = Vec::new();
+                for h in handles {
+                    out.push(h.await.unwrap_or_else(|e| RunStats {
+                        errors: 1,
+                        first_error: Some(format!("generator task: {e}")),
+                        ..Default::default()
+                    }));
+                }
+                out
+            })
+        };
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name(format!("{}-ramp", toolsets::GENERATOR_THREADS))
+                .spawn_scoped(scope, run)
+                .map_err(|e| RunError::Plan(format!("ramp: generator thread: {e}")))?
+                .join()
+                .map_err(|_| RunError::Plan("ramp: the generator thread panicked".into()))
+        })
+    }
+}
+
+/// The volume a system's I/O goes to, as the node names it (None: not a qoslab volume).
+fn volume_of(sys: &System, target: &Target) -> Option<String> {
+    match (&sys.target, target) {
+        (Some(_), _) => None,
+        (None, Target::NodeVolume { volume, .. }) => Some(volume.clone()),
+        (None, Target::Embedded) => sys.volume.clone(),
+        _ => None,
+    }
+}
+
+/// The effective limits of a system's volume, when a qoslab node serves it.
+fn limits_of(sys: &System, node: Option<&EmbeddedNode>, target: &Target) -> Option<Limits> {
+    if sys.target.is_some() {
+        return None;
+    }
+    match (node, &sys.volume) {
+        (Some(n), Some(v)) => n.limits(v),
+        _ => target.limits(),
+    }
+}
+
+/// What limited one system's run: the generator's own figures stand for fio's (its mean
+/// rate over the run, reads and writes), the node's samples of the volume give the QoS
+/// waits, the tool sets the hosts over the run's window.
+fn diagnose(
+    series: &JobSeries,
+    row: &Row,
+    volume: Option<&str>,
+    limits: Option<&Limits>,
+    devices: &[String],
+    s: &Settings,
+) -> assess::Diagnosis {
+    let to_ms = (s.runtime_s() * 1000.0) as u64;
+    assess::diagnose(&assess::Inputs {
+        fio: assess::FioFigures {
+            iops: row.total_iops,
+            bw_bytes: row.total_iops * f64::from(s.block_size),
+        },
+        node: harness::assessment::node_figures(series, volume, limits),
+        hosts: series
+            .hosts
+            .iter()
+            .filter(|h| !h.samples.is_empty())
+            .map(|h| assess::figures::summarize(h, 0, to_ms, devices))
+            .collect(),
+    })
 }
 
 /// Where each system's I/O goes.

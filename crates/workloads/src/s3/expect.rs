@@ -136,16 +136,16 @@ impl Expect {
     /// Judge the merged results of a test.
     pub fn check(&self, ops: &[&OpResult]) -> Verdict {
         let Some(m) = self.measure(ops) else {
-            return Verdict {
-                expectation: self.text.clone(),
-                measured: 0.0,
-                bound: String::new(),
-                passed: false,
-                detail: format!(
+            return Verdict::plain(
+                self.text.clone(),
+                0.0,
+                String::new(),
+                false,
+                format!(
                     "no {} requests were measured",
                     self.op.as_deref().unwrap_or("")
                 ),
-            };
+            );
         };
         let (v, t) = (self.value, self.tolerance);
         let (passed, bound) = match self.cmp {
@@ -158,21 +158,16 @@ impl Expect {
                 format!("{} .. {}", v * (1.0 - t), v * (1.0 + t)),
             ),
         };
-        Verdict {
-            expectation: self.text.clone(),
-            measured: m,
-            detail: format!(
-                "{} = {m:.3}, want {bound}{}",
-                self.text.split_whitespace().next().unwrap_or(""),
-                if t > 0.0 {
-                    format!(" ({v} +-{}%)", t * 100.0)
-                } else {
-                    String::new()
-                }
-            ),
-            bound,
-            passed,
-        }
+        let detail = format!(
+            "{} = {m:.3}, want {bound}{}",
+            self.text.split_whitespace().next().unwrap_or(""),
+            if t > 0.0 {
+                format!(" ({v} +-{}%)", t * 100.0)
+            } else {
+                String::new()
+            }
+        );
+        Verdict::plain(self.text.clone(), m, bound, passed, detail)
     }
 }
 

@@ -447,12 +447,12 @@ impl FamilyPlan for S3Run {
         let mut verdicts: Vec<Verdict> = t.expect.iter().map(|e| e.check(&main)).collect();
         let errors: u64 = main.iter().map(|o| o.errors).sum();
         if errors > 0 {
-            verdicts.push(Verdict {
-                expectation: "no failed requests".into(),
-                measured: errors as f64,
-                bound: "= 0".into(),
-                passed: false,
-                detail: format!(
+            verdicts.push(Verdict::plain(
+                "no failed requests".into(),
+                errors as f64,
+                "= 0".into(),
+                false,
+                format!(
                     "{errors} request(s) failed: {}; first: {}",
                     error_codes(&main),
                     out.reports
@@ -462,29 +462,29 @@ impl FamilyPlan for S3Run {
                         .map(String::as_str)
                         .unwrap_or("-")
                 ),
-            });
+            ));
         }
         if let Some(why) = out
             .reports
             .iter()
             .find_map(|r| r.outcome.stopped_early.clone())
         {
-            verdicts.push(Verdict {
-                expectation: "every client ran to the end".into(),
-                measured: 0.0,
-                bound: String::new(),
-                passed: false,
-                detail: why,
-            });
+            verdicts.push(Verdict::plain(
+                "every client ran to the end".into(),
+                0.0,
+                String::new(),
+                false,
+                why,
+            ));
         }
         if !out.cleanup_errors.is_empty() {
-            verdicts.push(Verdict {
-                expectation: "clean_after removed everything the test wrote".into(),
-                measured: out.cleanup_errors.len() as f64,
-                bound: "= 0".into(),
-                passed: false,
-                detail: out.cleanup_errors.join("; "),
-            });
+            verdicts.push(Verdict::plain(
+                "clean_after removed everything the test wrote".into(),
+                out.cleanup_errors.len() as f64,
+                "= 0".into(),
+                false,
+                out.cleanup_errors.join("; "),
+            ));
         }
         if !a.window.trimmed {
             ctx.ui.print(&format!(

@@ -6,7 +6,6 @@
 
 use serde_json::Value;
 
-use super::rows::SUMMARY_COLUMNS;
 use report::svg::{Chart, Line, RefLine, Unit, CEILING, FLOOR};
 
 fn col<'a>(columns: &[String], row: &'a [Value], name: &str) -> Option<&'a Value> {
@@ -59,11 +58,9 @@ fn line(
     }
 }
 
-/// The charts of a tenants summary table (`columns` are [`SUMMARY_COLUMNS`]).
+/// The charts of a tenants summary table (`columns` are `rows::SUMMARY_COLUMNS`, or an
+/// earlier version's: a column that is missing draws nothing).
 pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
-    debug_assert!(SUMMARY_COLUMNS
-        .iter()
-        .all(|c| columns.iter().any(|x| x == c)));
     let cls = classes(columns, rows);
     let mut out = Vec::new();
     // One chart per headline metric, the classes that report it as lines.
@@ -184,22 +181,29 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
     }
     out.push(done);
     let mut load = Chart::new(
-        "Load vs tenants: qoslab process CPU (% of a core), host CPU busy (%)",
+        "Load vs tenants: the node's and the applications' CPU (% of a core), host CPU busy (% of all CPUs)",
         "tenants per class",
         "%",
     );
     load.x_unit = Unit::Count;
     if let Some(first) = cls.first() {
-        load.lines.push(line(
-            columns,
-            rows,
-            first,
-            "process_cpu_pct",
-            "qoslab process".into(),
-            0,
-        ));
-        load.lines
-            .push(line(columns, rows, first, "host_cpu_pct", "host".into(), 1));
+        // Runs stored before the tool sets had one figure for this whole process.
+        let series: &[(&str, &str)] = if columns.iter().any(|c| c == "node_cpu_pct") {
+            &[
+                ("node_cpu_pct", "node"),
+                ("apps_cpu_pct", "applications + harness"),
+                ("host_cpu_pct", "host busy"),
+            ]
+        } else {
+            &[
+                ("process_cpu_pct", "qoslab process"),
+                ("host_cpu_pct", "host"),
+            ]
+        };
+        for (i, (col, label)) in series.iter().enumerate() {
+            load.lines
+                .push(line(columns, rows, first, col, (*label).into(), i));
+        }
     }
     out.push(load);
     out.retain(|c| c.has_data());
@@ -209,6 +213,7 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tenants::rows::SUMMARY_COLUMNS;
     use serde_json::json;
 
     fn row(tenants: u64, class: &str, metric: &str, median: f64, floor: u64) -> Vec<Value> {
@@ -223,7 +228,7 @@ mod tests {
                 "floor_iops" => json!(floor),
                 "ceiling_iops" => json!(0),
                 "fail_rate_pct" => json!(0.0),
-                "process_cpu_pct" | "host_cpu_pct" => json!(10.0),
+                "node_cpu_pct" | "apps_cpu_pct" | "host_cpu_pct" => json!(10.0),
                 _ => Value::Null,
             })
             .collect()
@@ -259,6 +264,11 @@ mod tests {
         assert!(ch[1].title.starts_with("git"));
         assert_eq!(ch[1].lines.len(), 1);
         assert!(ch.iter().any(|c| c.title.starts_with("Failed iterations")));
-        assert!(ch.iter().any(|c| c.title.starts_with("Load vs tenants")));
+        let load = ch
+            .iter()
+            .find(|c| c.title.starts_with("Load vs tenants"))
+            .unwrap();
+        let labels: Vec<&str> = load.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["node", "applications + harness", "host busy"]);
     }
 }

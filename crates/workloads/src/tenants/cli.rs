@@ -12,7 +12,12 @@ pub struct TenantsArgs {
     #[arg(long, value_name = "N,N,...", value_delimiter = ',', default_values_t = [1usize, 2, 4, 8, 16])]
     pub points: Vec<usize>,
     /// Iterations per scale point.
-    #[arg(long = "tenant-iterations", value_name = "N", default_value_t = 3)]
+    #[arg(
+        id = "tenant_iterations",
+        long = "tenant-iterations",
+        value_name = "N",
+        default_value_t = 3
+    )]
     pub iterations: u32,
     /// Applications, one class each: git, redis, fio (git and redis mount file systems:
     /// root, /dev/fuse and loop devices).

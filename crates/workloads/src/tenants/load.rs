@@ -1,150 +1,247 @@
-//! The host's and this process's load over a point, from /proc (no tools needed): host
-//! CPU busy %, this process's CPU % (the embedded node lives in it — and so do the redis
-//! workload's client threads, so it is an upper bound for the node) and its resident
-//! memory. Sampled every second on a thread; [`LoadSampler::stop`] gives means and peaks.
-//! (Issue 12's tool sets record richer host and node load where they are available.)
+//! The load over a scale point, from the host tool sets (`toolsets`: pbench-style, every
+//! second, procfs-core's parsers), as issue 15 asks: the node's load and the host's.
+//!
+//! Who is who on this machine (the embedded node runs inside this process):
+//! - **node**: the embedded node's threads (`toolsets::NODE_THREADS`: its runtime's
+//!   workers and blocking threads), split off this process by thread;
+//! - **apps**: the tenants' applications and the harness: the rest of this process (the
+//!   redis clients' threads, the git runner's, the harness's own) and everything it
+//!   started (redis-server, git, tar, nbdfuse, fio);
+//! - **kernel**: kernel threads (loop workers, writeback: work the file systems' I/O causes);
+//! - **other**: everyone else;
+//! - **host**: all CPUs busy (100 = every CPU), memory, the busiest disk under the node.
+//!
+//! Memory is per process: the qoslab process's resident set holds the node and the
+//! harness together (threads share it). The series itself is stored with the point.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use toolsets::{HostSample, HostSeries, Role, Roles, Sampler};
 
-/// Load over an interval.
+/// The load over one point's iterations (means over the tool-set samples, and peaks).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadSample {
-    /// Host CPU busy (all cores), percent of the whole machine.
+    /// Tool-set samples taken (one a second).
+    pub samples: usize,
+    /// Host CPU busy (all CPUs), percent of the whole machine: mean and peak.
     pub host_cpu_pct: f64,
-    /// This process (harness + embedded node), percent of one core.
-    pub process_cpu_pct: f64,
-    /// Its resident memory: mean and peak, MiB.
+    pub host_cpu_peak_pct: f64,
+    /// The embedded node's threads, percent of one core: mean and peak.
+    pub node_cpu_pct: f64,
+    pub node_cpu_peak_pct: f64,
+    /// The applications and the harness (this process's other threads and its children),
+    /// percent of one core.
+    pub apps_cpu_pct: f64,
+    /// Kernel threads and other processes, percent of one core.
+    pub kernel_cpu_pct: f64,
+    pub other_cpu_pct: f64,
+    /// The qoslab process's resident memory (node and harness), MiB: mean and peak.
     pub rss_mib: f64,
     pub rss_peak_mib: f64,
-    /// Host load average (1 min) at the end.
-    pub loadavg: f64,
+    /// Host memory in use (MemTotal − MemAvailable), MiB, at its peak.
+    pub mem_used_peak_mib: f64,
+    /// vmstat's r: runnable tasks, mean.
+    pub run_queue: f64,
+    /// The busiest device behind the node's data directory (any device when none is
+    /// known): mean %util.
+    pub disk_util_pct: f64,
 }
 
-fn host_cpu() -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
-    let f: Vec<u64> = s
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let idle = f.get(3)? + f.get(4).unwrap_or(&0);
-    Some((f.iter().sum(), idle))
-}
+const MIB: f64 = 1048576.0;
 
-fn process_ticks() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &s[s.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
-fn rss_mib() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
-}
-
-fn ticks_per_sec() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n > 0 {
+        sum / n as f64
     } else {
-        100.0
+        0.0
     }
 }
 
-/// A running sampler.
+fn peak(v: impl Iterator<Item = f64>) -> f64 {
+    v.fold(0.0, f64::max)
+}
+
+/// The point's load from this host's series. `harness_pid`: the process whose resident
+/// memory is the node's and the harness's; `devices`: those behind the node's data.
+pub fn summarize(series: &HostSeries, harness_pid: i32, devices: &[String]) -> LoadSample {
+    // A last sample much shorter than a period (the stop) weighs as much as a full one in
+    // a plain mean: leave it out unless it is all there is.
+    let full: Vec<&HostSample> = series
+        .samples
+        .iter()
+        .filter(|s| s.interval_ms >= 500)
+        .collect();
+    let w: Vec<&HostSample> = if full.is_empty() {
+        series.samples.iter().collect()
+    } else {
+        full
+    };
+    let rss = |s: &HostSample| {
+        s.procs
+            .iter()
+            .filter(|p| p.pid == harness_pid && p.role != Role::Node)
+            .find_map(|p| p.rss_bytes)
+            .map(|b| b as f64 / MIB)
+    };
+    let disk = |s: &HostSample| {
+        s.disks
+            .iter()
+            .filter(|d| devices.is_empty() || devices.contains(&d.name))
+            .map(|d| d.util_pct)
+            .fold(0.0, f64::max)
+    };
+    LoadSample {
+        samples: w.len(),
+        host_cpu_pct: mean(w.iter().map(|s| s.cpu.busy())),
+        host_cpu_peak_pct: peak(w.iter().map(|s| s.cpu.busy())),
+        node_cpu_pct: mean(w.iter().map(|s| s.roles.node)),
+        node_cpu_peak_pct: peak(w.iter().map(|s| s.roles.node)),
+        apps_cpu_pct: mean(w.iter().map(|s| s.roles.harness + s.roles.fio)),
+        kernel_cpu_pct: mean(w.iter().map(|s| s.roles.kernel)),
+        other_cpu_pct: mean(w.iter().map(|s| s.roles.other)),
+        rss_mib: mean(w.iter().filter_map(|s| rss(s))),
+        rss_peak_mib: peak(w.iter().filter_map(|s| rss(s))),
+        mem_used_peak_mib: peak(w.iter().map(|s| s.mem_used_bytes as f64 / MIB)),
+        run_queue: mean(w.iter().map(|s| f64::from(s.run_queue))),
+        disk_util_pct: mean(w.iter().map(|s| disk(s))),
+    }
+}
+
+/// The tool sets running over a point.
 pub struct LoadSampler {
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<LoadSample>,
+    sampler: Sampler,
+    devices: Vec<String>,
 }
 
 impl LoadSampler {
-    pub fn start() -> LoadSampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::spawn(move || {
-            let t0 = Instant::now();
-            let h0 = host_cpu().unwrap_or((0, 0));
-            let p0 = process_ticks().unwrap_or(0);
-            let (mut rss_sum, mut rss_n, mut rss_peak) = (0.0, 0u32, 0.0f64);
-            loop {
-                if let Some(r) = rss_mib() {
-                    rss_sum += r;
-                    rss_n += 1;
-                    rss_peak = rss_peak.max(r);
-                }
-                for _ in 0..10 {
-                    if flag.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                if flag.load(Ordering::Relaxed) {
-                    break;
-                }
-            }
-            let secs = t0.elapsed().as_secs_f64().max(1e-3);
-            let h1 = host_cpu().unwrap_or(h0);
-            let p1 = process_ticks().unwrap_or(p0);
-            let (dt, di) = (h1.0.saturating_sub(h0.0), h1.1.saturating_sub(h0.1));
-            let loadavg = std::fs::read_to_string("/proc/loadavg")
-                .ok()
-                .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
-                .unwrap_or(0.0);
-            LoadSample {
-                host_cpu_pct: if dt > 0 {
-                    100.0 * (dt - di) as f64 / dt as f64
-                } else {
-                    0.0
-                },
-                process_cpu_pct: 100.0 * (p1 - p0) as f64 / ticks_per_sec() / secs,
-                rss_mib: if rss_n > 0 {
-                    rss_sum / rss_n as f64
-                } else {
-                    0.0
-                },
-                rss_peak_mib: rss_peak,
-                loadavg,
-            }
-        });
-        LoadSampler { stop, handle }
+    /// Start sampling this host: the embedded node's threads are the node
+    /// (`Roles::embedded`). `data_dir`: the node's data, whose devices count for %util.
+    pub fn start(data_dir: &Path) -> LoadSampler {
+        LoadSampler {
+            sampler: Sampler::local(Roles::embedded()),
+            devices: toolsets::device::backing_devices(data_dir),
+        }
     }
 
-    pub fn stop(self) -> LoadSample {
-        self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().unwrap_or_default()
+    /// Stop: the point's load and the host series it came from (to be stored).
+    pub fn stop(self) -> (LoadSample, Vec<HostSeries>) {
+        let hosts = self.sampler.stop();
+        let me = std::process::id() as i32;
+        let load = hosts
+            .first()
+            .map(|h| summarize(h, me, &self.devices))
+            .unwrap_or_default();
+        (load, hosts)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
+    use toolsets::{CpuPct, ProcCpu, RoleCpu};
+
+    fn sample(
+        t_ms: u64,
+        interval_ms: u64,
+        idle: f64,
+        node: f64,
+        apps: f64,
+        rss: u64,
+    ) -> HostSample {
+        HostSample {
+            t_ms,
+            interval_ms,
+            cpu: CpuPct {
+                usr: 100.0 - idle,
+                idle,
+                ..CpuPct::default()
+            },
+            cpus: vec![],
+            run_queue: 2,
+            blocked: 0,
+            mem_used_bytes: 1 << 30,
+            mem_available_bytes: 1 << 30,
+            swap_used_bytes: 0,
+            swap_in_s: 0.0,
+            swap_out_s: 0.0,
+            page_in_kib_s: 0.0,
+            page_out_kib_s: 0.0,
+            disks: vec![],
+            nics: vec![],
+            roles: RoleCpu {
+                node,
+                harness: apps,
+                fio: 5.0,
+                kernel: 3.0,
+                other: 1.0,
+            },
+            procs: vec![
+                ProcCpu {
+                    pid: 7,
+                    name: "qoslab-node threads".into(),
+                    role: Role::Node,
+                    cpu_pct: node,
+                    last_cpu: None,
+                    rss_bytes: None,
+                },
+                ProcCpu {
+                    pid: 7,
+                    name: "qoslab".into(),
+                    role: Role::Harness,
+                    cpu_pct: apps,
+                    last_cpu: None,
+                    rss_bytes: Some(rss << 20),
+                },
+            ],
+        }
+    }
 
     #[test]
-    fn a_busy_thread_shows_as_process_cpu() {
-        let s = LoadSampler::start();
+    fn means_and_peaks_over_full_samples() {
+        let s = HostSeries {
+            host: "local".into(),
+            ncpus: 2,
+            samples: vec![
+                sample(1000, 1000, 60.0, 40.0, 20.0, 100),
+                sample(2000, 1000, 20.0, 80.0, 30.0, 120),
+                // The stop's short last interval: left out.
+                sample(2100, 100, 0.0, 200.0, 0.0, 500),
+            ],
+            ..HostSeries::default()
+        };
+        let l = summarize(&s, 7, &[]);
+        assert_eq!(l.samples, 2);
+        assert_eq!((l.host_cpu_pct, l.host_cpu_peak_pct), (60.0, 80.0));
+        assert_eq!((l.node_cpu_pct, l.node_cpu_peak_pct), (60.0, 80.0));
+        assert_eq!(l.apps_cpu_pct, 30.0, "harness 25 + fio 5");
+        assert_eq!((l.kernel_cpu_pct, l.other_cpu_pct), (3.0, 1.0));
+        assert_eq!((l.rss_mib, l.rss_peak_mib), (110.0, 120.0));
+        assert_eq!((l.mem_used_peak_mib, l.run_queue), (1024.0, 2.0));
+    }
+
+    #[test]
+    fn a_busy_node_thread_is_the_node_and_the_process_memory_is_measured() {
+        let s = LoadSampler::start(&std::env::temp_dir());
         let t = Instant::now();
-        let mut x = 0u64;
-        while t.elapsed() < Duration::from_millis(600) {
-            x = x.wrapping_mul(31).wrapping_add(1);
-        }
-        std::hint::black_box(x);
-        let l = s.stop();
-        assert!(l.process_cpu_pct > 30.0, "{l:?}");
+        std::thread::Builder::new()
+            .name(toolsets::NODE_THREADS.into())
+            .spawn(move || {
+                let mut x = 0u64;
+                while t.elapsed() < Duration::from_millis(2200) {
+                    x = x.wrapping_mul(31).wrapping_add(1);
+                }
+                std::hint::black_box(x);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let (l, hosts) = s.stop();
+        assert_eq!(hosts.len(), 1);
+        assert!(l.samples >= 1, "{l:?}");
+        assert!(l.node_cpu_peak_pct > 40.0, "{l:?}");
         assert!(l.rss_mib > 0.0 && l.rss_peak_mib >= l.rss_mib, "{l:?}");
         assert!((0.0..=100.0).contains(&l.host_cpu_pct), "{l:?}");
     }

@@ -7,6 +7,7 @@
 
 pub mod charts;
 mod cli;
+mod diagnose;
 pub mod fio_group;
 pub mod fio_mix;
 pub mod load;

@@ -33,6 +33,9 @@ pub struct VolumeCounters {
     pub ops: u64,
     pub ceiling_wait_ns: u64,
     pub floor_wait_ns: u64,
+    /// Time the node spent on the volume's requests, queueing included (ns, summed).
+    #[serde(default)]
+    pub lat_ns: u64,
     /// The volume's effective limits (IOPS; 0: none).
     pub ceiling_iops: u64,
     pub floor_iops: u64,
@@ -47,8 +50,11 @@ pub struct PointResult {
     pub volumes: Vec<VolumeCounters>,
     /// Seconds the iterations took (setup and teardown excluded).
     pub secs: f64,
-    /// Host and node load over the iterations.
+    /// Host and node load over the iterations (from the tool sets).
     pub load: LoadSample,
+    /// The tool sets' host series over the iterations (stored with the point).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<toolsets::HostSeries>,
     /// Teardown problems (the point's results stand; the next run cleans leftovers).
     pub teardown_errors: Vec<String>,
     /// fio's output of the last iteration (the fio classes' jobs), JSON text.
@@ -86,7 +92,7 @@ fn uri(socket: &Path, volume: &str) -> String {
     format!("nbd+unix:///{volume}?socket={}", socket.display())
 }
 
-fn counters(node: &Node, name: &str) -> (u64, u64, u64) {
+fn counters(node: &Node, name: &str) -> (u64, u64, u64, u64) {
     node.volumes()
         .into_iter()
         .find(|v| v.name == name)
@@ -97,6 +103,7 @@ fn counters(node: &Node, name: &str) -> (u64, u64, u64) {
                 s.ops(OpKind::Read) + s.ops(OpKind::Write) + s.ops(OpKind::Other),
                 s.ceiling_wait_ns.load(Relaxed),
                 s.floor_wait_ns.load(Relaxed),
+                s.latency.iter().map(|h| h.sum_ns()).sum(),
             )
         })
         .unwrap_or_default()
@@ -235,11 +242,11 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         .iter()
         .map(|t| counters(env.node, &t.name))
         .collect();
-    let sampler = LoadSampler::start();
+    let sampler = LoadSampler::start(env.node.data_dir());
     let t0 = Instant::now();
     let runs = run_point_with(&specs, &groups, spec.iterations);
     let secs = t0.elapsed().as_secs_f64();
-    let load = sampler.stop();
+    let (load, hosts) = sampler.stop();
     let volumes = tenants
         .iter()
         .zip(before)
@@ -257,6 +264,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                 ops: a.0 - b.0,
                 ceiling_wait_ns: a.1 - b.1,
                 floor_wait_ns: a.2 - b.2,
+                lat_ns: a.3.saturating_sub(b.3),
                 ceiling_iops: limits.map(|l| l.ceiling.iops).unwrap_or(0),
                 floor_iops: limits.map(|l| l.floor.iops).unwrap_or(0),
             }
@@ -304,6 +312,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         volumes,
         secs,
         load,
+        hosts,
         teardown_errors,
         fio_output,
         fio_jobfile,

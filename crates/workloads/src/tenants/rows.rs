@@ -46,10 +46,18 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "node_iops_per_tenant",
     "qos_ceiling_wait_ms",
     "qos_floor_wait_ms",
+    // The tool sets' load over the point (tenants::load): host CPU busy (% of all CPUs),
+    // the embedded node's threads and the applications (% of a core), the qoslab
+    // process's memory, the busiest disk under the node.
     "host_cpu_pct",
-    "process_cpu_pct",
+    "host_cpu_peak_pct",
+    "node_cpu_pct",
+    "node_cpu_peak_pct",
+    "apps_cpu_pct",
+    "other_cpu_pct",
     "rss_mib",
-    "loadavg",
+    "rss_peak_mib",
+    "disk_util_pct",
 ];
 
 pub const TENANT_COLUMNS: &[&str] = &[
@@ -131,9 +139,14 @@ pub fn summary_rows(spec: &TenantsSpec, p: &PointResult) -> Vec<Vec<Value>> {
                 num(per_op(vols.iter().map(|v| v.ceiling_wait_ns).sum())),
                 num(per_op(vols.iter().map(|v| v.floor_wait_ns).sum())),
                 num(Some(p.load.host_cpu_pct)),
-                num(Some(p.load.process_cpu_pct)),
+                num(Some(p.load.host_cpu_peak_pct)),
+                num(Some(p.load.node_cpu_pct)),
+                num(Some(p.load.node_cpu_peak_pct)),
+                num(Some(p.load.apps_cpu_pct)),
+                num(Some(p.load.other_cpu_pct)),
                 num(Some(p.load.rss_mib)),
-                num(Some(p.load.loadavg)),
+                num(Some(p.load.rss_peak_mib)),
+                num(Some(p.load.disk_util_pct)),
             ])
         })
         .collect()
@@ -230,6 +243,7 @@ mod tests {
                     ops: 4000,
                     ceiling_wait_ns: 0,
                     floor_wait_ns: 2_000_000_000,
+                    lat_ns: 0,
                     ceiling_iops: 0,
                     floor_iops: 200,
                 },
@@ -239,12 +253,14 @@ mod tests {
                     ops: 3960,
                     ceiling_wait_ns: 0,
                     floor_wait_ns: 0,
+                    lat_ns: 0,
                     ceiling_iops: 0,
                     floor_iops: 200,
                 },
             ],
             secs: 20.0,
             load: LoadSample::default(),
+            hosts: vec![],
             teardown_errors: vec![],
             fio_output: None,
             fio_jobfile: None,

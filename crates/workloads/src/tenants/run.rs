@@ -8,6 +8,7 @@ use std::path::Path;
 
 use fio::{FioOutput, JobResult};
 use harness::plan::{Common, PlanError};
+use harness::series::JobSeries;
 use harness::store::SummaryTable;
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::Verdict;
@@ -42,6 +43,7 @@ pub struct TenantsPlan {
     points: Vec<PointResult>,
     seq: u32,
     failed_verdicts: usize,
+    inconclusive: usize,
     failed_iterations: u64,
     lines: Vec<String>,
 }
@@ -68,6 +70,7 @@ impl TenantsPlan {
             points: Vec::new(),
             seq: 0,
             failed_verdicts: 0,
+            inconclusive: 0,
             failed_iterations: 0,
             lines: Vec::new(),
         }
@@ -95,7 +98,17 @@ impl TenantsPlan {
             .fio_output
             .as_deref()
             .and_then(|t| FioOutput::parse(t).ok());
+        let mut first_job = None;
+        let devices = toolsets::device::backing_devices(node.node().data_dir());
         for c in &self.spec.classes {
+            // What limited the class, from the node's counters and the point's tool sets.
+            let diagnosis = super::diagnose::class(&p, &c.name, &devices);
+            let ceiling = p
+                .volumes
+                .iter()
+                .find(|v| v.class == c.name)
+                .map(|v| v.ceiling_iops as f64)
+                .unwrap_or(0.0);
             self.seq += 1;
             let jobfile = if c.app.mounts() {
                 format!(
@@ -117,24 +130,40 @@ impl TenantsPlan {
             let vs: Vec<Verdict> = verdicts
                 .iter()
                 .filter(|v| v.class == c.name)
-                .map(|v| Verdict {
-                    expectation: format!("{} tenants of {} at {n}: {}", c.name, v.kind, v.expected),
-                    measured: v.worst,
-                    bound: v.expected.clone(),
-                    passed: v.pass,
-                    detail: format!(
-                        "worst tenant {} at {:.2} IOPS{}",
-                        v.worst_tenant,
-                        v.worst,
-                        if v.pass {
-                            ""
-                        } else {
-                            " (or a failed iteration)"
-                        }
-                    ),
+                .map(|v| {
+                    let plain = Verdict {
+                        expectation: format!(
+                            "{} tenants of {} at {n}: {}",
+                            c.name, v.kind, v.expected
+                        ),
+                        measured: v.worst,
+                        bound: v.expected.clone(),
+                        passed: v.pass,
+                        detail: format!(
+                            "worst tenant {} at {:.2} IOPS{}",
+                            v.worst_tenant,
+                            v.worst,
+                            if v.pass {
+                                ""
+                            } else {
+                                " (or a failed iteration)"
+                            }
+                        ),
+                        outcome: assess::Outcome::Fail,
+                        reason: None,
+                    }
+                    .settled();
+                    super::diagnose::judged(plain, v, ceiling, &diagnosis)
                 })
                 .collect();
-            self.failed_verdicts += vs.iter().filter(|v| !v.passed).count();
+            self.failed_verdicts += vs
+                .iter()
+                .filter(|v| v.outcome == assess::Outcome::Fail)
+                .count();
+            self.inconclusive += vs
+                .iter()
+                .filter(|v| v.outcome == assess::Outcome::Inconclusive)
+                .count();
             let prefix = format!("{}-n{n}-", c.name);
             let parts: Vec<JobResult> = fio_out
                 .as_ref()
@@ -159,6 +188,16 @@ impl TenantsPlan {
                 raw: String::new(),
             };
             ctx.finish_job(id, Ok(&sub), &vs)?;
+            ctx.store.set_assessment(id, Some(&diagnosis), None)?;
+            first_job.get_or_insert(id);
+        }
+        // The point's tool sets, with its first job (the report charts them there).
+        if let Some(id) = first_job {
+            ctx.add_series(&JobSeries {
+                job_id: id,
+                hosts: p.hosts.clone(),
+                ..JobSeries::default()
+            })?;
         }
         let summ = summarize(&p.runs);
         let failed: u64 = summ.iter().map(|s| s.failures.failed).sum();
@@ -189,7 +228,17 @@ impl TenantsPlan {
             })
             .collect();
         let line = format!("{n}: {}", parts.join("; "));
-        ctx.ui.print(&format!("{}\n", parts.join("; ")));
+        let l = &p.load;
+        ctx.ui.print(&format!(
+            "{}\n    load: node {:.0}% of a core (peak {:.0}%), apps {:.0}%, host busy {:.0}% (peak {:.0}%), qoslab RSS {:.0} MiB\n",
+            parts.join("; "),
+            l.node_cpu_pct,
+            l.node_cpu_peak_pct,
+            l.apps_cpu_pct,
+            l.host_cpu_pct,
+            l.host_cpu_peak_pct,
+            l.rss_peak_mib
+        ));
         for e in &p.teardown_errors {
             ctx.ui.print(&format!("    teardown: {e}\n"));
         }
@@ -233,8 +282,18 @@ impl TenantsPlan {
         Ok(())
     }
 
-    /// Seed 004's tables per class over the points run so far.
+    /// Seed 004's tables per class over the points run so far, then the load per point.
     fn seed(&self) -> Vec<super::tables::SeedTable> {
+        let mut t = self.class_tables();
+        if !self.points.is_empty() {
+            let load: Vec<(usize, super::load::LoadSample)> =
+                self.points.iter().map(|p| (p.tenants, p.load)).collect();
+            t.push(super::tables::load_table(&load));
+        }
+        t
+    }
+
+    fn class_tables(&self) -> Vec<super::tables::SeedTable> {
         let summaries: Vec<(usize, Vec<super::runner::ClassSummary>)> = self
             .points
             .iter()
@@ -361,6 +420,8 @@ impl FamilyPlan for TenantsPlan {
         // the tables and the summary, and only the plan's expectations decide the status.
         let status = if self.failed_verdicts > 0 {
             Status::Failed
+        } else if self.inconclusive > 0 {
+            Status::Inconclusive
         } else {
             Status::Passed
         };
@@ -373,23 +434,34 @@ impl FamilyPlan for TenantsPlan {
 
     fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
         let rec = &outcome.record;
-        let (pass, fail) = rec.verdict_counts();
         let mut out = String::from("\n");
         for t in self.seed() {
             out.push_str(&t.markdown());
             out.push('\n');
         }
         out.push_str(&format!(
-            "run {}: {} ({pass} expectation(s) passed, {fail} failed; {} failed iteration(s))\n",
+            "run {}: {} (verdicts: {}; {} failed iteration(s))\n",
             rec.id,
             rec.status.to_uppercase(),
+            rec.tally().summary(),
             self.failed_iterations
         ));
         for j in &rec.jobs {
             for v in j.verdicts.iter().filter(|v| !v.passed) {
                 out.push_str(&format!(
-                    "  FAILED: {}: {}: {}\n",
-                    j.name, v.expectation, v.detail
+                    "  {}: {}: {}: {}{}\n",
+                    if v.outcome == assess::Outcome::Inconclusive {
+                        "INCONCLUSIVE"
+                    } else {
+                        "FAILED"
+                    },
+                    j.name,
+                    v.expectation,
+                    v.detail,
+                    v.reason
+                        .as_ref()
+                        .map(|r| format!("; {r}"))
+                        .unwrap_or_default()
                 ));
             }
         }

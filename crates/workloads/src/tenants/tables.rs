@@ -1,10 +1,12 @@
 //! Seed 004's tables in its own layout, one row per scale point, from the points'
 //! class summaries: failures (Jenkins: instance -> total / failed / fail rate (%)),
 //! throughput (Redis: instance -> load / run ops/s, the mean over tenants and iterations)
-//! and time (GitWorkload: project -> mean seconds per iteration).
+//! and time (GitWorkload: project -> mean seconds per iteration); and, per point, the
+//! tool sets' node and host load (pbench's view of the storage node under the sweep).
 
 use serde::{Deserialize, Serialize};
 
+use super::load::LoadSample;
 use super::runner::ClassSummary;
 
 /// A table: a title, column headers, rows of cells.
@@ -55,6 +57,43 @@ pub fn thousands(v: f64, decimals: usize) -> String {
         out.insert(0, '-');
     }
     out
+}
+
+/// The node's and the host's load per scale point (`(tenants, load)` in sweep order).
+pub fn load_table(points: &[(usize, LoadSample)]) -> SeedTable {
+    let pct = |v: f64| format!("{v:.1}");
+    SeedTable {
+        title: "load (tool sets): node and host".into(),
+        columns: [
+            "instance",
+            "node CPU (% of a core)",
+            "node CPU peak",
+            "apps + harness CPU (% of a core)",
+            "other CPU (% of a core)",
+            "host CPU busy (%)",
+            "host CPU peak (%)",
+            "qoslab RSS peak (MiB)",
+            "disk util (%)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: points
+            .iter()
+            .map(|(n, l)| {
+                vec![
+                    n.to_string(),
+                    pct(l.node_cpu_pct),
+                    pct(l.node_cpu_peak_pct),
+                    pct(l.apps_cpu_pct),
+                    pct(l.other_cpu_pct),
+                    pct(l.host_cpu_pct),
+                    pct(l.host_cpu_peak_pct),
+                    thousands(l.rss_peak_mib, 1),
+                    pct(l.disk_util_pct),
+                ]
+            })
+            .collect(),
+    }
 }
 
 /// The tables for one class over its scale points (`(tenants, summary)` in sweep order).
@@ -226,5 +265,30 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!(t[1].columns, ["project", "time"]);
         assert_eq!(t[1].rows, [["1", "23.90"]]);
+    }
+
+    #[test]
+    fn the_load_table_has_a_row_per_point() {
+        let l = LoadSample {
+            samples: 5,
+            node_cpu_pct: 41.26,
+            node_cpu_peak_pct: 60.0,
+            apps_cpu_pct: 80.0,
+            host_cpu_pct: 55.5,
+            host_cpu_peak_pct: 70.0,
+            rss_peak_mib: 1234.5,
+            disk_util_pct: 12.0,
+            ..LoadSample::default()
+        };
+        let t = load_table(&[(1, l), (250, l)]);
+        assert_eq!(t.columns[1], "node CPU (% of a core)");
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(
+            t.rows[1],
+            ["250", "41.3", "60.0", "80.0", "0.0", "55.5", "70.0", "1,234.5", "12.0"]
+        );
+        assert!(t
+            .markdown()
+            .starts_with("### load (tool sets): node and host"));
     }
 }

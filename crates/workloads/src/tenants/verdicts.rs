@@ -163,6 +163,7 @@ mod tests {
             ],
             secs: 1.0,
             load: LoadSample::default(),
+            hosts: vec![],
             teardown_errors: vec![],
             fio_output: None,
             fio_jobfile: None,

@@ -51,13 +51,15 @@ fn job(
         started_at: "2026-11-22T05:26:18Z".into(),
         finished_at: Some("2026-11-22T05:26:22Z".into()),
         error: results.is_empty().then(|| "fio exited with exit status: 1 and no JSON output; stderr: fio: engine nbd not loadable".into()),
+        diagnosis: None,
+        steady: None,
         results,
         verdicts,
         ops: Vec::new(),
     }
 }
 
-fn run() -> RunRecord {
+fn base_run() -> RunRecord {
     let l500 = Limits {
         ceiling_iops: 500,
         ..Default::default()
@@ -168,6 +170,56 @@ fn run() -> RunRecord {
     }
 }
 
+/// The fixed run with assessments: job 1 held at its ceiling (and steady), job 4's latency
+/// verdict failed on a starved load generator (inconclusive), job 6 unconstrained.
+fn run() -> RunRecord {
+    use assess::{Bottleneck, Check, Diagnosis, Figure, Quantity, Sense};
+    let mut r = base_run();
+    r.jobs[0].diagnosis = Some(Diagnosis {
+        bottleneck: Bottleneck::QosBound,
+        reason: "measured 500 IOPS is 100.0% of the 500 IOPS ceiling: the QoS policy held it"
+            .into(),
+        figures: vec![Figure {
+            name: "share of the effective ceiling".into(),
+            subject: String::new(),
+            value: 100.0,
+            unit: "%".into(),
+            limit: ">= 97".into(),
+        }],
+    });
+    r.jobs[0].steady = assess::steady::check(&[500.0, 499.0, 501.0, 500.0, 500.0]);
+    let starved = Diagnosis {
+        bottleneck: Bottleneck::ClientCpuBound,
+        reason: "a fio process on local used 97% of a core: the load generator, not the target, was the limit".into(),
+        figures: vec![Figure {
+            name: "busiest fio process cpu".into(),
+            subject: "local".into(),
+            value: 97.0,
+            unit: "% of a core".into(),
+            limit: ">= 90".into(),
+        }],
+    };
+    let v = r.jobs[3].verdicts[0].clone();
+    r.jobs[3].verdicts[0] = v.clone().judged(
+        &Check {
+            passed: v.passed,
+            quantity: Quantity::Latency,
+            sense: Sense::AtMost,
+            measured: v.measured,
+            target: 1000.0,
+            io_error: false,
+        },
+        Some(&starved),
+    );
+    r.jobs[3].diagnosis = Some(starved);
+    r.jobs[5].diagnosis = Some(Diagnosis {
+        bottleneck: Bottleneck::Unconstrained,
+        reason: "no limit reached (local: fio 40%, node 0%, others 1% of a core, 55% idle)".into(),
+        figures: vec![],
+    });
+    r
+}
+
 /// Job 1's series: real fio logs (crates/fio/tests/fixtures/fiologs) and node samples on the ceiling.
 fn series() -> Vec<JobSeries> {
     let dir = format!(
@@ -194,7 +246,41 @@ fn series() -> Vec<JobSeries> {
         fio,
         node,
         ops: Vec::new(),
+        hosts: vec![host()],
     }]
+}
+
+/// One host's tool sets over job 1: two 1 s samples.
+fn host() -> toolsets::HostSeries {
+    let sample = |t: u64, fio: f64, util: f64| {
+        serde_json::from_value::<toolsets::HostSample>(serde_json::json!({
+            "t_ms": t, "interval_ms": 1000,
+            "cpu": {"usr": 30.0, "sys": 10.0, "iowait": 0.0, "irq": 1.0, "steal": 0.0, "idle": 59.0},
+            "cpus": [{"usr": 60.0, "sys": 20.0, "iowait": 0.0, "irq": 2.0, "steal": 0.0, "idle": 18.0}],
+            "run_queue": 2, "blocked": 0, "mem_used_bytes": 1000, "mem_available_bytes": 2000,
+            "swap_used_bytes": 0, "swap_in_s": 0.0, "swap_out_s": 0.0, "page_in_kib_s": 0.0,
+            "page_out_kib_s": 4.0,
+            "disks": [{"name": "vda", "r_s": 1.0, "w_s": 2.0, "rmb_s": 0.1, "wmb_s": 0.2,
+                       "r_await_ms": 0.5, "w_await_ms": 1.5, "aqu_sz": 0.01, "util_pct": util}],
+            "nics": [],
+            "roles": {"fio": fio, "node": 30.0, "harness": 0.0, "kernel": 1.0, "other": 2.0},
+            "procs": [{"pid": 7, "name": "fio", "role": "fio", "cpu_pct": fio, "last_cpu": 0}]
+        }))
+        .unwrap()
+    };
+    toolsets::HostSeries {
+        host: "local".into(),
+        ncpus: 1,
+        mem_total_bytes: 3000,
+        swap_total_bytes: 0,
+        samples: vec![sample(1000, 40.0, 3.0), sample(2000, 42.0, 5.0)],
+        overhead: toolsets::Overhead {
+            cpu_s: 0.002,
+            wall_s: 2.0,
+            samples: 2,
+        },
+        errors: vec![],
+    }
 }
 
 /// Profile tables as issue 5 (isolation) and issue 6 (ramp) write them, and one of a kind
@@ -357,9 +443,10 @@ fn series_csv_snapshot() {
     let text = String::from_utf8(export(&run(), Format::SeriesCsv)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], report::export::SERIES_CSV_HEADER);
-    // 4 windows x 2 directions from fio, 4 node samples.
-    assert_eq!(lines.len(), 1 + 8 + 4);
-    assert!(lines.iter().all(|l| l.split(',').count() == 16), "{text}");
+    // 4 windows x 2 directions from fio, 4 node samples, 2 host samples of 35 figures
+    // (2 x 6 CPU, 9 host-wide, 8 for the disk, 5 roles, 1 process).
+    assert_eq!(lines.len(), 1 + 8 + 4 + 2 * 35);
+    assert!(lines.iter().all(|l| l.split(',').count() == 19), "{text}");
 }
 
 #[test]
@@ -376,8 +463,9 @@ fn html_snapshot() {
         assert!(hits.is_empty(), "{bad}: {hits:?}");
     }
     let charts = h.matches("<svg class=\"qchart\"").count();
-    // Job 1: IOPS + latency (no bandwidth limit); percentiles; ramp 3; isolation 2 + 1.
-    assert_eq!(charts, 2 + 1 + 3 + 3, "charts");
+    // Job 1: IOPS + latency (no bandwidth limit) + host; percentiles; ramp 3; isolation 2 + 1.
+    assert_eq!(charts, 3 + 1 + 3 + 3, "charts");
+    assert!(h.contains("host local (tool sets, 1 s)"));
     assert!(h.contains(&format!("<span id=\"charts-expected\">{charts}</span>")));
     // The ceiling of job 1's volume is drawn, and the failing verdict spelled out.
     assert!(h.contains(">ceiling 500 IOPS</text>"));
@@ -387,4 +475,37 @@ fn html_snapshot() {
     // Unknown kinds render as a plain table, escaped.
     assert!(h.contains("a &lt;custom&gt; table"));
     assert!(h.contains("class=\"fail\""));
+}
+
+#[test]
+fn tables_csv_has_a_row_per_cell() {
+    let r = run();
+    let text = String::from_utf8(export(&r, Format::TablesCsv)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], report::export::TABLES_CSV_HEADER);
+    let cells: usize = r
+        .tables
+        .iter()
+        .map(|t| {
+            t.rows
+                .iter()
+                .map(|row| row.len().min(t.columns.len()))
+                .sum::<usize>()
+        })
+        .sum();
+    assert!(cells > 0);
+    assert_eq!(lines.len(), 1 + cells, "{text}");
+    let t = &r.tables[0];
+    let first = format!(
+        "{},{},{},1,{},",
+        r.id,
+        t.kind,
+        t.name.replace('"', "\"\""),
+        t.columns[0]
+    );
+    assert!(
+        lines[1].starts_with(&first) || lines[1].starts_with(&format!("{},{},\"", r.id, t.kind)),
+        "{} vs {first}",
+        lines[1]
+    );
 }

@@ -46,6 +46,7 @@ fn run_plan(
             store,
             env: &Env::default(),
             ui: &mut Quiet,
+            tools: false,
         },
     )
 }
@@ -125,6 +126,25 @@ fn capacity_reaches_the_embedded_node_with_plan_lines() {
         e.contains("p.toml:4") && e.contains("capacity.iops = -1"),
         "{e}"
     );
+}
+
+#[test]
+fn until_steady_runs_each_job_until_fio_sees_it_steady() {
+    let mut p = parse(GOOD, "p.toml").unwrap();
+    p.configure(&Options {
+        until_steady: Some(30.0),
+        ..Default::default()
+    })
+    .unwrap();
+    for j in jobs(&p) {
+        assert_eq!(j.runtime, 30.0);
+        assert!(
+            j.options
+                .contains(&("steadystate".into(), "iops:10%".into())),
+            "{j:?}"
+        );
+        assert!(j.options.iter().any(|(k, _)| k == "steadystate_duration"));
+    }
 }
 
 #[test]

@@ -2,8 +2,10 @@
 //! against snapshots, a results database written by main before the split, and plans through
 //! the registry and the harness's run loop.
 
+mod compare_runs;
 mod export_snapshots;
 mod fio_plans;
 mod main_db;
 mod ramp_plans;
 mod s3_plans;
+mod suite_plans;

@@ -1,6 +1,9 @@
 //! A results database written by main before the harness split (tests/fixtures/main-db,
-//! see its README) opens with the current code, every run loads, and every export is
-//! byte-for-byte what main's `qoslab results export` wrote for it.
+//! see its README; schema 3) opens with the current code (migrated to schema 4 in place:
+//! verdict outcomes from `passed`, no diagnoses), every run loads, and every export is
+//! byte-for-byte the reviewed one in the fixtures (the files main's `qoslab results export`
+//! wrote, updated where the exports gained the verdicts' outcomes, the diagnosis columns and
+//! the report's answer section; `UPDATE_SNAPSHOTS=1` rewrites them, then review the diff).
 
 use std::path::{Path, PathBuf};
 
@@ -13,18 +16,26 @@ fn fixtures() -> PathBuf {
 }
 
 /// A private copy: opening a database may migrate it, and the fixture must stay as main
-/// wrote it.
-fn copy_of_main_db() -> PathBuf {
+/// wrote it. Its directory is removed when the guard drops (also when the test panics).
+fn copy_of_main_db() -> (PathBuf, RemoveOnDrop) {
     let dir = std::env::temp_dir().join(format!("qoslab-main-db-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("results.db");
     std::fs::copy(fixtures().join("results.db"), &path).unwrap();
-    path
+    (path, RemoveOnDrop(dir))
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[test]
 fn a_database_written_by_main_loads_and_exports_as_main_did() {
-    let path = copy_of_main_db();
+    let (path, _cleanup) = copy_of_main_db();
     let store = Store::open(&path).expect("main's database opens");
     let runs = store.list_runs().unwrap();
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
@@ -40,8 +51,11 @@ fn a_database_written_by_main_loads_and_exports_as_main_did() {
             (Format::Md, "md"),
             (Format::Html, "html"),
         ] {
-            let want = std::fs::read(fixtures().join(format!("run{}.{ext}", r.id))).unwrap();
             let got = export(&run, format);
+            if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+                std::fs::write(fixtures().join(format!("run{}.{ext}", r.id)), &got).unwrap();
+            }
+            let want = std::fs::read(fixtures().join(format!("run{}.{ext}", r.id))).unwrap();
             if got != want {
                 let out = path.with_file_name(format!("run{}.{ext}", r.id));
                 std::fs::write(&out, &got).unwrap();
@@ -54,13 +68,16 @@ fn a_database_written_by_main_loads_and_exports_as_main_did() {
             }
         }
     }
-    // What each profile stored is all there: jobs, series, summary tables.
+    // What each profile stored is all there: jobs, series, summary tables; older verdicts
+    // are pass or fail as they were, and no job claims a diagnosis it never had.
     let plan = store.load_run(1).unwrap();
+    let t = plan.tally();
+    assert_eq!((t.pass, t.inconclusive), (plan.verdict_counts().0, 0));
+    assert!(plan.jobs.iter().all(|j| j.diagnosis.is_none()));
     assert_eq!(plan.jobs.len(), 10);
     assert!(!plan.series.is_empty());
     let ramp = store.load_run(2).unwrap();
     assert_eq!(ramp.tables[0].kind, "ramp");
     let iso = store.load_run(3).unwrap();
     assert_eq!(iso.tables[0].kind, "isolation");
-    let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }

@@ -91,6 +91,7 @@ fn run_profile(store: &mut Store, runtime: f64, iterations: u32) -> i64 {
             store,
             env: &harness::host::Env::default(),
             ui: &mut ui,
+            tools: false,
         },
     )
     .unwrap();

@@ -416,8 +416,7 @@ mod tests {
     /// AOF holds the data.
     #[test]
     fn load_then_run_against_a_real_redis_server() {
-        let base = std::env::temp_dir().join(format!("apps-redis-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = crate::test_dir("apps-redis");
         let env = TenantEnv {
             tenant: "t0".into(),
             data_dir: base.join("fs"),
@@ -452,6 +451,5 @@ mod tests {
             "AOF holds the records: {aof_bytes} bytes"
         );
         assert!(!env.scratch_dir.join("t0.redis.sock").exists());
-        fs::remove_dir_all(&base).unwrap();
     }
 }

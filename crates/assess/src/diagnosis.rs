@@ -1,0 +1,557 @@
+//! What limited a job: one [`Bottleneck`] per result, the figures that decided it and a
+//! one-line reason, from the host tool sets ([`HostFigures`]), the node's own counters
+//! ([`NodeFigures`]) and fio's result ([`FioFigures`]).
+//!
+//! The rules, tried in this order (the first that holds wins):
+//!
+//! | # | bottleneck | holds when |
+//! |---|---|---|
+//! | 1 | `qos-bound` | fio's mean rate (`iops_mean`, `bw_mean`) ≥ 97% of the volume's effective ceiling (IOPS or bytes/s) |
+//! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples) |
+//! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node |
+//! | 4 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
+//! | 5 | `network-bound` | a NIC at ≥ 90% of its link speed |
+//! | 6 | `noisy-host` | steal ≥ 5%; or other processes at ≥ 20% of a core on average; or, in one sample, others at ≥ 50% of a core while the host was < 10% idle |
+//! | 7 | `qos-bound` | the node held requests: ceiling and floor waits ≥ 50% of its mean latency |
+//! | 8 | `unconstrained` | none of the above (the figures closest to a limit are shown) |
+//!
+//! Without tool sets (`--no-tools`) only rules 1 and 7 can hold; otherwise the job is
+//! `not-measured`, never `unconstrained`: nothing was looked at.
+//!
+//! Why this order: reaching the ceiling is the strongest evidence there is (the job got all
+//! the node allowed); a saturated device explains a busy CPU, not the other way round; CPU
+//! and noise come before the node's waits because a starved client still queues a full
+//! iodepth at the ceiling whenever it runs, so waits dominate even when the client was the
+//! limit.
+
+use serde::{Deserialize, Serialize};
+
+use crate::figures::HostFigures;
+
+/// Rule thresholds (see the module table).
+pub mod limits {
+    /// Measured ≥ this fraction of an effective ceiling: qos-bound.
+    pub const QOS_NEAR_LIMIT: f64 = 0.97;
+    /// Ceiling + floor wait ≥ this fraction of the node's mean latency: qos-bound.
+    pub const QOS_WAIT_SHARE: f64 = 0.50;
+    /// Mean %util of a device behind the target.
+    pub const DEVICE_UTIL_PCT: f64 = 95.0;
+    /// Await rising by this much across the window (percent of its mean) …
+    pub const DEVICE_AWAIT_RISE_PCT: f64 = 50.0;
+    /// … while the device is at least this busy, over at least this many samples.
+    pub const DEVICE_AWAIT_MIN_UTIL_PCT: f64 = 50.0;
+    pub const DEVICE_AWAIT_MIN_SAMPLES: usize = 4;
+    /// One fio process at this share of a core.
+    pub const CLIENT_PROC_PCT: f64 = 90.0;
+    /// Host idle below this (percent of all CPUs) makes the biggest consumer the limit.
+    pub const HOST_IDLE_PCT: f64 = 5.0;
+    /// The node at this share of all its host's CPUs.
+    pub const NODE_ALL_CPUS_SHARE: f64 = 0.90;
+    /// A NIC's busier direction at this share of its link speed.
+    pub const NIC_UTIL_PCT: f64 = 90.0;
+    /// Steal, percent of all CPUs.
+    pub const STEAL_PCT: f64 = 5.0;
+    /// Others' mean CPU, percent of one core.
+    pub const OTHER_MEAN_PCT: f64 = 20.0;
+    /// Others' CPU in one sample (percent of one core) while the host's idle was below …
+    pub const OTHER_PEAK_PCT: f64 = 50.0;
+    pub const OTHER_PEAK_IDLE_PCT: f64 = 10.0;
+}
+
+use limits::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bottleneck {
+    QosBound,
+    DeviceBound,
+    NodeCpuBound,
+    ClientCpuBound,
+    NetworkBound,
+    NoisyHost,
+    Unconstrained,
+    /// Tool sets were off and the node's counters did not decide it.
+    NotMeasured,
+}
+
+impl Bottleneck {
+    pub const ALL: [Bottleneck; 8] = [
+        Bottleneck::QosBound,
+        Bottleneck::DeviceBound,
+        Bottleneck::NodeCpuBound,
+        Bottleneck::ClientCpuBound,
+        Bottleneck::NetworkBound,
+        Bottleneck::NoisyHost,
+        Bottleneck::Unconstrained,
+        Bottleneck::NotMeasured,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bottleneck::QosBound => "qos-bound",
+            Bottleneck::DeviceBound => "device-bound",
+            Bottleneck::NodeCpuBound => "node-cpu-bound",
+            Bottleneck::ClientCpuBound => "client-cpu-bound",
+            Bottleneck::NetworkBound => "network-bound",
+            Bottleneck::NoisyHost => "noisy-host",
+            Bottleneck::Unconstrained => "unconstrained",
+            Bottleneck::NotMeasured => "not-measured",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Bottleneck> {
+        Bottleneck::ALL.into_iter().find(|b| b.as_str() == s)
+    }
+
+    /// The bottlenecks that say the measurement, not the target, was the limit.
+    pub fn discredits_measurement(self) -> bool {
+        matches!(self, Bottleneck::ClientCpuBound | Bottleneck::NoisyHost)
+    }
+}
+
+impl std::fmt::Display for Bottleneck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One figure that decided (or nearly decided) a diagnosis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// What was measured: "fio process cpu", "disk util", "other cpu".
+    pub name: String,
+    /// Whose: a host, a device, a process; "" when it is the job's own figure.
+    pub subject: String,
+    pub value: f64,
+    /// "% of a core", "% of all CPUs", "%", "IOPS", "B/s", "us".
+    pub unit: String,
+    /// The rule's limit as text (">= 90"), empty for context figures.
+    pub limit: String,
+}
+
+impl Figure {
+    fn new(name: &str, subject: &str, value: f64, unit: &str, limit: &str) -> Figure {
+        Figure {
+            name: name.into(),
+            subject: subject.into(),
+            value,
+            unit: unit.into(),
+            limit: limit.into(),
+        }
+    }
+
+    /// "fio process cpu fio (1234) = 97.0 % of a core (>= 90)".
+    pub fn describe(&self) -> String {
+        let subject = if self.subject.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", self.subject)
+        };
+        let limit = if self.limit.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.limit)
+        };
+        format!(
+            "{}{subject} = {:.1} {}{limit}",
+            self.name, self.value, self.unit
+        )
+    }
+}
+
+/// The verdict on what limited a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub bottleneck: Bottleneck,
+    /// One line a person reads next to the result.
+    pub reason: String,
+    pub figures: Vec<Figure>,
+}
+
+/// The node's view of the job's volume over its window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeFigures {
+    /// Effective ceiling (0 = none).
+    pub ceiling_iops: u64,
+    pub ceiling_bps: u64,
+    /// Mean latency per operation at the node, and the parts of it spent held by the
+    /// ceiling and behind floors (the emulated controller), µs.
+    pub lat_mean_us: f64,
+    pub ceiling_wait_us: f64,
+    pub floor_wait_us: f64,
+}
+
+/// What fio measured: the figures the job's verdicts judge.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FioFigures {
+    pub iops: f64,
+    pub bw_bytes: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Inputs {
+    pub fio: FioFigures,
+    pub node: Option<NodeFigures>,
+    /// The hosts sampled (load generators and the node's host; one entry when they are
+    /// the same machine). Empty when tool sets were off.
+    pub hosts: Vec<HostFigures>,
+}
+
+fn decided(b: Bottleneck, reason: String, figures: Vec<Figure>) -> Option<Diagnosis> {
+    Some(Diagnosis {
+        bottleneck: b,
+        reason,
+        figures,
+    })
+}
+
+fn near_limit(i: &Inputs) -> Option<Diagnosis> {
+    let n = i.node?;
+    let dims = [
+        (n.ceiling_iops as f64, i.fio.iops, "IOPS", "iops"),
+        (n.ceiling_bps as f64, i.fio.bw_bytes, "B/s", "bandwidth"),
+    ];
+    for (limit, got, unit, what) in dims {
+        if limit > 0.0 && got >= QOS_NEAR_LIMIT * limit {
+            let pct = got / limit * 100.0;
+            let shown = |v: f64| {
+                if unit == "B/s" {
+                    format!("{:.1} MiB/s", v / 1048576.0)
+                } else {
+                    format!("{v:.0} IOPS")
+                }
+            };
+            return decided(
+                Bottleneck::QosBound,
+                format!(
+                    "measured {} is {pct:.1}% of the {} ceiling: the QoS policy held it",
+                    shown(got),
+                    shown(limit)
+                ),
+                vec![
+                    Figure::new(&format!("measured {what}"), "", got, unit, ""),
+                    Figure::new(
+                        "share of the effective ceiling",
+                        "",
+                        pct,
+                        "%",
+                        &format!(">= {:.0}", QOS_NEAR_LIMIT * 100.0),
+                    ),
+                ],
+            );
+        }
+    }
+    None
+}
+
+fn device(i: &Inputs) -> Option<Diagnosis> {
+    for h in &i.hosts {
+        for d in &h.disks {
+            let subject = format!("{} on {}", d.name, h.host);
+            if d.util_pct >= DEVICE_UTIL_PCT {
+                return decided(
+                    Bottleneck::DeviceBound,
+                    format!(
+                        "{subject} was busy {:.0}% of the time (await {:.1} ms): the device was the limit",
+                        d.util_pct, d.await_ms
+                    ),
+                    vec![
+                        Figure::new("disk util", &subject, d.util_pct, "%", &format!(">= {DEVICE_UTIL_PCT:.0}")),
+                        Figure::new("disk await", &subject, d.await_ms, "ms", ""),
+                        Figure::new("disk iops", &subject, d.iops, "IOPS", ""),
+                    ],
+                );
+            }
+            if h.samples >= DEVICE_AWAIT_MIN_SAMPLES
+                && d.util_pct >= DEVICE_AWAIT_MIN_UTIL_PCT
+                && d.await_change_pct >= DEVICE_AWAIT_RISE_PCT
+            {
+                return decided(
+                    Bottleneck::DeviceBound,
+                    format!(
+                        "{subject}: await rose {:.0}% across the job at {:.0}% util: requests queued at the device",
+                        d.await_change_pct, d.util_pct
+                    ),
+                    vec![
+                        Figure::new("disk await rise", &subject, d.await_change_pct, "%", &format!(">= {DEVICE_AWAIT_RISE_PCT:.0}")),
+                        Figure::new("disk util", &subject, d.util_pct, "%", &format!(">= {DEVICE_AWAIT_MIN_UTIL_PCT:.0}")),
+                    ],
+                );
+            }
+        }
+    }
+    None
+}
+
+fn idle_figure(h: &HostFigures) -> Figure {
+    Figure::new(
+        "host idle",
+        &h.host,
+        h.idle_pct,
+        "% of all CPUs",
+        &format!("< {HOST_IDLE_PCT:.0}"),
+    )
+}
+
+fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
+    for h in i.hosts.iter().filter(|h| h.fio_pct > 0.0) {
+        if h.fio_max_proc_pct >= CLIENT_PROC_PCT {
+            return decided(
+                Bottleneck::ClientCpuBound,
+                format!(
+                    "a fio process on {} used {:.0}% of a core: the load generator, not the target, was the limit",
+                    h.host, h.fio_max_proc_pct
+                ),
+                vec![
+                    Figure::new("busiest fio process cpu", &h.host, h.fio_max_proc_pct, "% of a core", &format!(">= {CLIENT_PROC_PCT:.0}")),
+                    Figure::new("host idle", &h.host, h.idle_pct, "% of all CPUs", ""),
+                ],
+            );
+        }
+        let (idle, of) = match h.fio_cpus_idle_pct {
+            Some(v) => (v, "the CPUs fio ran on"),
+            None => (h.idle_pct, "the host"),
+        };
+        if idle < HOST_IDLE_PCT && h.fio_pct >= h.node_pct {
+            return decided(
+                Bottleneck::ClientCpuBound,
+                format!(
+                    "{of} ({}) had {idle:.1}% idle while fio used {:.0}% of a core (others {:.0}%): the load generator was short of CPU",
+                    h.host, h.fio_pct, h.other_pct
+                ),
+                vec![
+                    Figure::new(
+                        &format!("idle of {of}"),
+                        &h.host,
+                        idle,
+                        "%",
+                        &format!("< {HOST_IDLE_PCT:.0}"),
+                    ),
+                    Figure::new("fio cpu", &h.host, h.fio_pct, "% of a core", ">= node cpu"),
+                    Figure::new("node cpu", &h.host, h.node_pct, "% of a core", ""),
+                    Figure::new("other cpu", &h.host, h.other_pct, "% of a core", ""),
+                ],
+            );
+        }
+    }
+    None
+}
+
+fn node_cpu(i: &Inputs) -> Option<Diagnosis> {
+    for h in i.hosts.iter().filter(|h| h.node_pct > 0.0) {
+        let all = h.ncpus.max(1) as f64 * 100.0;
+        if h.node_pct >= NODE_ALL_CPUS_SHARE * all {
+            return decided(
+                Bottleneck::NodeCpuBound,
+                format!(
+                    "the node used {:.0}% of a core on {} ({} CPUs): it was short of CPU",
+                    h.node_pct, h.host, h.ncpus
+                ),
+                vec![Figure::new(
+                    "node cpu",
+                    &h.host,
+                    h.node_pct,
+                    "% of a core",
+                    &format!(">= {:.0}", NODE_ALL_CPUS_SHARE * all),
+                )],
+            );
+        }
+        if h.idle_pct < HOST_IDLE_PCT && h.node_pct > h.fio_pct && h.node_pct >= h.other_pct {
+            return decided(
+                Bottleneck::NodeCpuBound,
+                format!(
+                    "{} had {:.1}% idle and the node used the most ({:.0}% of a core): the node was short of CPU",
+                    h.host, h.idle_pct, h.node_pct
+                ),
+                vec![
+                    idle_figure(h),
+                    Figure::new("node cpu", &h.host, h.node_pct, "% of a core", "largest"),
+                    Figure::new("fio cpu", &h.host, h.fio_pct, "% of a core", ""),
+                    Figure::new("other cpu", &h.host, h.other_pct, "% of a core", ""),
+                ],
+            );
+        }
+    }
+    None
+}
+
+fn network(i: &Inputs) -> Option<Diagnosis> {
+    for h in &i.hosts {
+        for n in &h.nics {
+            if let (Some(u), Some(speed)) = (n.util_pct, n.speed_mbit) {
+                if u >= NIC_UTIL_PCT {
+                    let subject = format!("{} on {}", n.name, h.host);
+                    return decided(
+                        Bottleneck::NetworkBound,
+                        format!("{subject} ran at {u:.0}% of its {speed} Mb/s link"),
+                        vec![
+                            Figure::new(
+                                "nic util",
+                                &subject,
+                                u,
+                                "%",
+                                &format!(">= {NIC_UTIL_PCT:.0}"),
+                            ),
+                            Figure::new("nic drops", &subject, n.drops_s, "/s", ""),
+                        ],
+                    );
+                }
+            }
+        }
+    }
+    None
+}
+
+fn noisy(i: &Inputs) -> Option<Diagnosis> {
+    for h in &i.hosts {
+        let who = h
+            .busiest_other
+            .as_ref()
+            .map(|(n, p)| format!(" (busiest: {n} at {p:.0}%)"))
+            .unwrap_or_default();
+        if h.steal_pct >= STEAL_PCT {
+            return decided(
+                Bottleneck::NoisyHost,
+                format!(
+                    "{}'s hypervisor took {:.1}% of its CPU time (steal): the measurement shared the machine",
+                    h.host, h.steal_pct
+                ),
+                vec![Figure::new("steal", &h.host, h.steal_pct, "% of all CPUs", &format!(">= {STEAL_PCT:.0}"))],
+            );
+        }
+        if h.other_pct >= OTHER_MEAN_PCT {
+            return decided(
+                Bottleneck::NoisyHost,
+                format!(
+                    "other processes on {} used {:.0}% of a core on average{who}: the measurement shared the machine",
+                    h.host, h.other_pct
+                ),
+                vec![
+                    Figure::new("other cpu", &h.host, h.other_pct, "% of a core", &format!(">= {OTHER_MEAN_PCT:.0}")),
+                    Figure::new("host idle", &h.host, h.idle_pct, "% of all CPUs", ""),
+                ],
+            );
+        }
+        if h.other_peak_pct >= OTHER_PEAK_PCT && h.other_peak_idle_pct < OTHER_PEAK_IDLE_PCT {
+            return decided(
+                Bottleneck::NoisyHost,
+                format!(
+                    "for a second, other processes on {} took {:.0}% of a core while it had {:.0}% idle{who}",
+                    h.host, h.other_peak_pct, h.other_peak_idle_pct
+                ),
+                vec![
+                    Figure::new("other cpu peak", &h.host, h.other_peak_pct, "% of a core", &format!(">= {OTHER_PEAK_PCT:.0}")),
+                    Figure::new("host idle then", &h.host, h.other_peak_idle_pct, "% of all CPUs", &format!("< {OTHER_PEAK_IDLE_PCT:.0}")),
+                ],
+            );
+        }
+    }
+    None
+}
+
+fn node_waits(i: &Inputs) -> Option<Diagnosis> {
+    let n = i.node?;
+    let held = n.ceiling_wait_us + n.floor_wait_us;
+    if n.lat_mean_us > 0.0 && held >= QOS_WAIT_SHARE * n.lat_mean_us {
+        let share = held / n.lat_mean_us * 100.0;
+        let by = if n.ceiling_wait_us >= n.floor_wait_us {
+            "its ceiling"
+        } else {
+            "the controller (floors of others)"
+        };
+        return decided(
+            Bottleneck::QosBound,
+            format!(
+                "requests spent {share:.0}% of their {:.0} us at the node held by {by}",
+                n.lat_mean_us
+            ),
+            vec![
+                Figure::new(
+                    "qos wait share of node latency",
+                    "",
+                    share,
+                    "%",
+                    &format!(">= {:.0}", QOS_WAIT_SHARE * 100.0),
+                ),
+                Figure::new("ceiling wait", "", n.ceiling_wait_us, "us", ""),
+                Figure::new("floor wait", "", n.floor_wait_us, "us", ""),
+                Figure::new("node latency", "", n.lat_mean_us, "us", ""),
+            ],
+        );
+    }
+    None
+}
+
+fn unconstrained(i: &Inputs) -> Diagnosis {
+    let mut figures = Vec::new();
+    let mut parts = Vec::new();
+    for h in &i.hosts {
+        figures.push(Figure::new(
+            "busiest fio process cpu",
+            &h.host,
+            h.fio_max_proc_pct,
+            "% of a core",
+            "",
+        ));
+        figures.push(Figure::new(
+            "node cpu",
+            &h.host,
+            h.node_pct,
+            "% of a core",
+            "",
+        ));
+        figures.push(Figure::new(
+            "host idle",
+            &h.host,
+            h.idle_pct,
+            "% of all CPUs",
+            "",
+        ));
+        figures.push(Figure::new(
+            "other cpu",
+            &h.host,
+            h.other_pct,
+            "% of a core",
+            "",
+        ));
+        parts.push(format!(
+            "{}: fio {:.0}%, node {:.0}%, others {:.0}% of a core, {:.0}% idle",
+            h.host, h.fio_pct, h.node_pct, h.other_pct, h.idle_pct
+        ));
+        if let Some(d) = h.disks.first() {
+            figures.push(Figure::new(
+                "disk util",
+                &format!("{} on {}", d.name, h.host),
+                d.util_pct,
+                "%",
+                "",
+            ));
+            parts.push(format!("{} {:.0}% util", d.name, d.util_pct));
+        }
+    }
+    Diagnosis {
+        bottleneck: Bottleneck::Unconstrained,
+        reason: format!("no limit reached ({})", parts.join("; ")),
+        figures,
+    }
+}
+
+/// The diagnosis of one job.
+pub fn diagnose(i: &Inputs) -> Diagnosis {
+    if let Some(d) = near_limit(i) {
+        return d;
+    }
+    if i.hosts.is_empty() {
+        return node_waits(i).unwrap_or_else(|| Diagnosis {
+            bottleneck: Bottleneck::NotMeasured,
+            reason: "tool sets were off (--no-tools): the hosts were not examined".into(),
+            figures: Vec::new(),
+        });
+    }
+    let rules: [fn(&Inputs) -> Option<Diagnosis>; 6] =
+        [device, client_cpu, node_cpu, network, noisy, node_waits];
+    rules
+        .iter()
+        .find_map(|rule| rule(i))
+        .unwrap_or_else(|| unconstrained(i))
+}

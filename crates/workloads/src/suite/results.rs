@@ -1,0 +1,383 @@
+//! The suites' stored summary tables (docs/SUITES.md lists their columns), built from the
+//! `suites` crate's results, and read back for the report and the terminal.
+
+use harness::store::SummaryTable;
+use serde_json::{json, Value};
+use suites::disks::TargetSizing;
+use suites::fiorun::{steady_word, FioRun, Summary};
+use suites::network::{HostTotal, Pair};
+use suites::sizing;
+
+/// Kinds of the tables this family writes.
+pub const PAIRS: &str = "suite-network-pairs";
+pub const HOSTS: &str = "suite-network-hosts";
+pub const INTERVALS: &str = "suite-network-intervals";
+pub const SIZING: &str = "suite-sizing";
+pub const FIO: &str = "suite-fio";
+pub const CLIENTS: &str = "suite-clients";
+pub const IOSTAT: &str = "suite-iostat";
+pub const VMSTAT: &str = "suite-vmstat";
+
+pub const KINDS: [&str; 8] = [
+    PAIRS, HOSTS, INTERVALS, SIZING, FIO, CLIENTS, IOSTAT, VMSTAT,
+];
+
+/// Names of the network tables.
+pub const CONNECTIVITY: &str = "connectivity (one pair at a time)";
+pub const UNDER_LOAD: &str = "under load (all pairs at once)";
+
+fn r1(x: f64) -> Value {
+    if x.is_finite() {
+        json!((x * 10.0).round() / 10.0)
+    } else {
+        Value::Null
+    }
+}
+
+fn table(kind: &str, name: &str, columns: &[&str], rows: Vec<Vec<Value>>) -> SummaryTable {
+    SummaryTable {
+        kind: kind.into(),
+        name: name.into(),
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        rows,
+    }
+}
+
+pub const PAIR_COLUMNS: [&str; 14] = [
+    "from",
+    "to",
+    "goodput_mbps",
+    "sent_mbps",
+    "retransmits",
+    "rtt_mean_us",
+    "rtt_min_us",
+    "rtt_max_us",
+    "cpu_client_pct",
+    "cpu_server_pct",
+    "rated_mbps",
+    "threshold_mbps",
+    "pass",
+    "error",
+];
+
+/// One pairs table (connectivity: rate judged; under load: retransmits only).
+pub fn pairs(name: &str, pairs: &[Pair], min_fraction: f64) -> SummaryTable {
+    let rows = pairs
+        .iter()
+        .map(|p| {
+            let r = p.run.clone().unwrap_or_default();
+            let threshold = match (p.rate_ok, p.rated_mbps) {
+                (Some(_), Some(m)) => r1(min_fraction * m as f64),
+                _ => Value::Null,
+            };
+            vec![
+                json!(p.from),
+                json!(p.to),
+                r1(r.goodput_bps / 1e6),
+                r1(r.sent_bps / 1e6),
+                json!(r.retransmits),
+                r1(r.rtt_mean_us),
+                r1(r.rtt_min_us),
+                r1(r.rtt_max_us),
+                r1(r.cpu_client_pct),
+                r1(r.cpu_server_pct),
+                p.rated_mbps.map_or(Value::Null, |m| json!(m)),
+                threshold,
+                json!(p.passed()),
+                json!(p.error.clone().unwrap_or_default()),
+            ]
+        })
+        .collect();
+    table(PAIRS, name, &PAIR_COLUMNS, rows)
+}
+
+pub fn hosts(totals: &[HostTotal], min_fraction: f64) -> SummaryTable {
+    let rows = totals
+        .iter()
+        .map(|t| {
+            vec![
+                json!(t.host),
+                t.rated_mbps.map_or(Value::Null, |m| json!(m)),
+                json!(t.rated_from),
+                r1(t.out_mbps),
+                r1(t.in_mbps),
+                t.rated_mbps
+                    .map_or(Value::Null, |m| r1(min_fraction * m as f64)),
+                json!(t.out_ok != Some(false) && t.in_ok != Some(false)),
+            ]
+        })
+        .collect();
+    table(
+        HOSTS,
+        "per host under load (cumulative out and in)",
+        &[
+            "host",
+            "rated_mbps",
+            "rated_from",
+            "out_mbps",
+            "in_mbps",
+            "threshold_mbps",
+            "pass",
+        ],
+        rows,
+    )
+}
+
+/// iperf3's per-second reports of every pair under load (a time series).
+pub fn intervals(pairs: &[Pair]) -> SummaryTable {
+    let mut rows = Vec::new();
+    for p in pairs {
+        for (t, bps, retr) in p.run.iter().flat_map(|r| &r.intervals) {
+            rows.push(vec![
+                json!(p.from),
+                json!(p.to),
+                r1(*t),
+                r1(bps / 1e6),
+                json!(retr),
+            ]);
+        }
+    }
+    table(
+        INTERVALS,
+        "under load, per second",
+        &["from", "to", "t_s", "mbps", "retransmits"],
+        rows,
+    )
+}
+
+pub fn sizing(sz: &[TargetSizing]) -> SummaryTable {
+    let rows = sz
+        .iter()
+        .map(|t| {
+            vec![
+                json!(t.host),
+                json!(t.targets.join("+")),
+                json!(t.sizing.size_bytes),
+                json!(sizing::human(t.sizing.size_bytes)),
+                json!(t.sizing.numjobs),
+                t.sizing.iodepth.map_or(json!("per job file"), |d| json!(d)),
+                json!(if t.sizing.ssd { "SSD" } else { "HDD" }),
+                json!(t.sizing.notes.join("; ")),
+            ]
+        })
+        .collect();
+    table(
+        SIZING,
+        "sizing (seed 002 rules)",
+        &[
+            "host",
+            "targets",
+            "size_bytes",
+            "size",
+            "numjobs",
+            "iodepth",
+            "rule",
+            "how",
+        ],
+        rows,
+    )
+}
+
+pub const FIO_COLUMNS: [&str; 18] = [
+    "stage",
+    "job",
+    "where",
+    "iterations",
+    "iops_mean",
+    "iops_min",
+    "iops_max",
+    "iops_cv_pct",
+    "mib_s_mean",
+    "mib_s_cv_pct",
+    "lat_mean_us",
+    "p99_us_worst_client",
+    "util_pct_max",
+    "steady",
+    "steady_range_pct",
+    "steady_trend_pct",
+    "cv_ok",
+    "pass",
+];
+
+/// Per job and place over its iterations: spread, latency, %util, steady state.
+pub fn fio(name: &str, sums: &[Summary], max_cv: Option<f64>) -> SummaryTable {
+    let rows = sums
+        .iter()
+        .map(|m| {
+            let cv_ok = max_cv.is_none_or(|c| m.iops.cv_pct <= c);
+            let steady_ok = m.steady.is_none_or(|s| s.attained);
+            vec![
+                json!(m.stage),
+                json!(m.job),
+                json!(format!("{}:{}", m.hosts.join("+"), m.targets.join("+"))),
+                json!(m.iops.n),
+                r1(m.iops.mean),
+                r1(m.iops.min),
+                r1(m.iops.max),
+                r1(m.iops.cv_pct),
+                r1(m.mib_s.mean),
+                r1(m.mib_s.cv_pct),
+                r1(m.lat_us.mean),
+                r1(m.p99_us_max),
+                r1(m.util_pct_max),
+                json!(steady_word(m.steady)),
+                m.steady.map_or(Value::Null, |s| r1(s.range_pct)),
+                m.steady.map_or(Value::Null, |s| r1(s.slope_change_pct)),
+                json!(cv_ok),
+                json!(cv_ok && steady_ok),
+            ]
+        })
+        .collect();
+    table(FIO, name, &FIO_COLUMNS, rows)
+}
+
+pub const CLIENT_COLUMNS: [&str; 10] = [
+    "stage",
+    "job",
+    "iteration",
+    "where",
+    "client",
+    "iops",
+    "mib_s",
+    "lat_mean_us",
+    "p99_us",
+    "total_ios",
+];
+
+/// Every measured run's per-client entries and the merged one ("All clients"; its p99 is
+/// left empty: fio gives the merged entry no percentiles).
+pub fn clients(runs: &[FioRun]) -> SummaryTable {
+    let mut rows = Vec::new();
+    for r in runs {
+        let place = format!("{}:{}", r.hosts.join("+"), r.targets.join("+"));
+        let mut entries: Vec<&fio::JobResult> = r.per_client.iter().collect();
+        if r.merged.client.as_deref() == Some(fio::result::ALL_CLIENTS) {
+            entries.push(&r.merged);
+        }
+        for c in entries {
+            let merged = c.client.as_deref() == Some(fio::result::ALL_CLIENTS);
+            let p99 = c.read.p99_ns.max(c.write.p99_ns) as f64 / 1e3;
+            rows.push(vec![
+                json!(r.stage),
+                json!(r.job),
+                json!(r.iteration),
+                json!(place),
+                json!(c.client.clone().unwrap_or_else(|| "local".into())),
+                r1(c.iops()),
+                r1(c.bw_bytes() as f64 / 1048576.0),
+                r1(c.lat_mean_ns() / 1e3),
+                if merged { Value::Null } else { r1(p99) },
+                json!(c.read.total_ios + c.write.total_ios),
+            ]);
+        }
+    }
+    table(
+        CLIENTS,
+        "per client and merged (All clients)",
+        &CLIENT_COLUMNS,
+        rows,
+    )
+}
+
+pub fn iostat(runs: &[FioRun]) -> SummaryTable {
+    let mut rows = Vec::new();
+    for r in runs {
+        for st in &r.iostat {
+            rows.push(vec![
+                json!(r.stage),
+                json!(r.job),
+                json!(r.iteration),
+                json!(st.host),
+                json!(st.device),
+                r1(st.r_s),
+                r1(st.w_s),
+                r1(st.rmb_s),
+                r1(st.wmb_s),
+                r1(st.r_await_ms),
+                r1(st.w_await_ms),
+                r1(st.aqu_sz),
+                r1(st.util_pct),
+            ]);
+        }
+    }
+    table(
+        IOSTAT,
+        "iostat per device (from /proc/diskstats around each run)",
+        &[
+            "stage",
+            "job",
+            "iteration",
+            "host",
+            "device",
+            "r_s",
+            "w_s",
+            "rmb_s",
+            "wmb_s",
+            "r_await_ms",
+            "w_await_ms",
+            "aqu_sz",
+            "util_pct",
+        ],
+        rows,
+    )
+}
+
+pub fn vmstat(runs: &[FioRun]) -> SummaryTable {
+    let mut rows = Vec::new();
+    for r in runs {
+        for v in &r.vmstat {
+            rows.push(vec![
+                json!(r.stage),
+                json!(r.job),
+                json!(r.iteration),
+                json!(v.host),
+                r1(v.us),
+                r1(v.sy),
+                r1(v.wa),
+                r1(v.id),
+                r1(v.st),
+                json!(v.r),
+                json!(v.b),
+                r1(v.cs_s),
+                r1(v.si_s),
+                r1(v.so_s),
+                r1(v.majflt_s),
+            ]);
+        }
+    }
+    table(
+        VMSTAT,
+        "vmstat per host (from /proc/stat and /proc/vmstat around each run)",
+        &[
+            "stage",
+            "job",
+            "iteration",
+            "host",
+            "us",
+            "sy",
+            "wa",
+            "id",
+            "st",
+            "r",
+            "b",
+            "cs_s",
+            "si_s",
+            "so_s",
+            "majflt_s",
+        ],
+        rows,
+    )
+}
+
+/// A cell as text (strings as they are).
+pub fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        v => report::export::cell_text(v),
+    }
+}
+
+/// Column `name` of row `r` of `t`.
+pub fn cell<'a>(t: &'a SummaryTable, r: &'a [Value], name: &str) -> Option<&'a Value> {
+    t.column(name).and_then(|i| r.get(i))
+}
