@@ -13,8 +13,8 @@
 #   all       both (default)
 #   --runtime S     seconds per test (default 20; ramp 2 s before it)
 #   --iterations N  iterations per interop run (default 3)
-# Env: QOSLAB (default target/release/qoslab), GARAGE (default: garage on PATH; installed
-# with `cargo install garage --locked --version 2.5.0` when missing, timed),
+# Env: QOSLAB (default target/release/qoslab), GARAGE (default: the garage that
+# `scripts/install-deps.sh --garage` installs, pinned, when it is missing; timed),
 # KEEP_WORKDIR=1 keeps the temp dir (databases, server logs).
 #
 # Prints Markdown; progress and `uptime` go to stderr. Servers listen on 127.0.0.1 only.
@@ -33,13 +33,10 @@ cd "$(dirname "$0")/.."
 QOSLAB=${QOSLAB:-target/release/qoslab}
 QOSLAB=$(realpath "$QOSLAB" 2>/dev/null || echo "$QOSLAB")
 [ -x "$QOSLAB" ] || { echo "no $QOSLAB: cargo build --release -p qoslab" >&2; exit 1; }
-GARAGE=${GARAGE:-$(command -v garage || true)}
-if [ -z "$GARAGE" ]; then
-    echo "installing Garage: cargo install garage --locked --version 2.5.0 (timed)" >&2
-    start=$(date +%s)
-    cargo install garage --locked --version 2.5.0 >&2
-    echo "garage install took $(( $(date +%s) - start )) s (load: $(uptime))" >&2
-    GARAGE=$(command -v garage)
+if [ -z "${GARAGE:-}" ]; then
+    # Installs the pinned Garage when it is missing (timed), like every other tool here.
+    scripts/install-deps.sh --garage
+    GARAGE=$(command -v garage || echo "$HOME/.cargo/bin/garage")
 fi
 work=$(mktemp -d /tmp/qoslab-garage.XXXXXX)
 gpid="" qpid=""

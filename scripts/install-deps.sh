@@ -7,7 +7,19 @@
 # the S3 endpoint is tested with (s3cmd, rclone, awscli and boto3), and for tenant sweeps:
 # fuse3, e2fsprogs/xfsprogs, git, tar and redis-server (not started as a service).
 # Idempotent: installs only what is missing. Needs root (apt-get).
+#
+# --garage also installs Garage (crates.io, pinned), the S3 object store the S3 benchmark is
+# checked against by bench/s3-garage.sh. Not for CI: it compiles for ~12 CPU-minutes
+# (docs/BENCHMARKS.md, "Garage's install"), longer than the rest of CI; no test needs it.
 set -euo pipefail
+with_garage=0
+for arg in "$@"; do
+  case "$arg" in
+    --garage) with_garage=1 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps: unknown argument $arg (known: --garage)" >&2; exit 2 ;;
+  esac
+done
 declare -A pkg_of=(
   [fio]=fio
   [nbdkit]=nbdkit
@@ -105,3 +117,17 @@ if [ ${#sys_missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${sys_missing[@]}" >/dev/null
 fi
 echo "install-deps: $(iperf3 --version | head -1), $(ssh -V 2>&1)" >&2
+
+# Garage (opt-in, above): `cargo install` from crates.io, the version pinned and its lock file
+# used; the time it took is printed.
+GARAGE_VERSION=2.5.0
+if [ "$with_garage" = 1 ]; then
+  command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+  if ! garage --version 2>/dev/null | grep -q "cargo:$GARAGE_VERSION "; then
+    echo "install-deps: cargo install garage --locked --version $GARAGE_VERSION (~12 CPU-minutes)" >&2
+    start=$(date +%s)
+    cargo install --quiet --locked garage --version "$GARAGE_VERSION"
+    echo "install-deps: garage built and installed in $(( $(date +%s) - start )) s (load: $(uptime | sed 's/.*load average: //'))" >&2
+  fi
+  echo "install-deps: $(garage --version | head -1)" >&2
+fi
