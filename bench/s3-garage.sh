@@ -7,7 +7,7 @@
 #             (1 KiB .. 1 MiB) against Garage; checks that per-operation percentiles and
 #             TTFB are stored, then `qoslab compare` of the two runs must flag nothing
 #             (exit 1 if it does)
-#   figures   4 KiB GETs (128 clients: ops/s, server CPU per request) and 64 MiB PUTs
+#   figures   4 KiB GETs (128 clients, or $GET_CLIENTS: ops/s, server CPU per request) and 64 MiB PUTs
 #             (2 clients: MiB/s, CPU per MiB) with the same driver against Garage and
 #             against the qoslab node (no policy)
 #   all       both (default)
@@ -15,17 +15,17 @@
 #   --iterations N  iterations per interop run (default 3)
 # Env: QOSLAB (default target/release/qoslab), GARAGE (default: the garage that
 # `scripts/install-deps.sh --garage` installs, pinned, when it is missing; timed),
-# KEEP_WORKDIR=1 keeps the temp dir (databases, server logs).
+# GET_CLIENTS (default 128), KEEP_WORKDIR=1 keeps the temp dir (databases, server logs).
 #
 # Prints Markdown; progress and `uptime` go to stderr. Servers listen on 127.0.0.1 only.
 set -euo pipefail
-mode=all runtime=20 iterations=3
+mode=all runtime=20 iterations=3 get_clients=${GET_CLIENTS:-128}
 while [ $# -gt 0 ]; do
     case "$1" in
         interop|figures|all) mode=$1; shift ;;
         --runtime) runtime=$2; shift 2 ;;
         --iterations) iterations=$2; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -98,7 +98,7 @@ echo "root $AK $SK" > "$work/qoslab.keys"
     --listen-unix "$work/nbd.sock" --listen-s3 127.0.0.1:0 --s3-keys-file "$work/qoslab.keys" \
     > "$work/serve.log" 2>&1 &
 qpid=$!
-for _ in $(seq 100); do grep -q "qoslab: ready" "$work/serve.log" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs "qoslab: ready" "$work/serve.log" && break; sleep 0.1; done
 qoslab_ep=$(sed -n 's/^qoslab: s3: \(http:[^ ]*\).*/\1/p' "$work/serve.log")
 [ -n "$qoslab_ep" ] || { cat "$work/serve.log" >&2; exit 1; }
 
@@ -171,28 +171,29 @@ fi
 
 if [ "$mode" = figures ] || [ "$mode" = all ]; then
     echo
-    echo "| server | 4 KiB GET ops/s | server CPU per GET | 64 MiB PUT MiB/s | server CPU per MiB PUT |"
+    echo "| server | 4 KiB GET ops/s ($get_clients clients) | server CPU per GET | 64 MiB PUT MiB/s | server CPU per MiB PUT |"
     echo "|---|---:|---:|---:|---:|"
     for srv in garage qoslab; do
         if [ $srv = garage ]; then ep=$garage_ep keys=$work/garage.keys region=garage pid=$gpid
         else ep=$qoslab_ep keys=$work/qoslab.keys region=us-east-1 pid=$qpid; fi
-        echo "figures: $srv 4 KiB GETs, 128 clients, ${runtime}s" >&2
+        echo "figures: $srv 4 KiB GETs, $get_clients clients, ${runtime}s" >&2
         t0=$(ticks "$pid")
         bench "$srv-get" "$ep" "$keys" "$region" "$work/fig-$srv.db" \
-            --s3-mix get=1 --s3-size 4KiB --s3-objects 128 --s3-clients 128 --json
+            --s3-mix get=1 --s3-size 4KiB --s3-objects "$get_clients" --s3-clients "$get_clients" --json
         t1=$(ticks "$pid")
         echo "figures: $srv 64 MiB PUTs, 2 clients, ${runtime}s" >&2
         bench "$srv-put" "$ep" "$keys" "$region" "$work/fig-$srv.db" \
             --s3-mix put=1 --s3-size 64MiB --s3-clients 2 --json
         t2=$(ticks "$pid")
-        python3 - "$srv" "$work/$srv-get.out" "$work/$srv-put.out" "$t0" "$t1" "$t2" "$hz" <<'PY'
+        python3 - "$srv" "$work/$srv-get.out" "$work/$srv-put.out" "$t0" "$t1" "$t2" "$hz" "$get_clients" <<'PY'
 import json, sys
 srv, get, put = sys.argv[1:4]
-t0, t1, t2, hz = map(float, sys.argv[4:8])
+t0, t1, t2, hz, objects = map(float, sys.argv[4:9])
 g = json.load(open(get))["jobs"][0]["ops"][0]
 p = json.load(open(put))["jobs"][0]["ops"][0]
-# Requests the server saw in the GET run: the test's + 128 prepared PUTs + clean-up.
-reqs = g["total"] + 128 + 2
+# Requests the server saw in the GET run: the test's + one prepared PUT per object (one per
+# client) + clean-up.
+reqs = g["total"] + objects + 2
 mib = p["total"] * 64
 print(f"| {srv} | {g['ops_per_s']:,.0f} (p99 {g['lat']['p99_ns'] / 1e6:.1f} ms) | "
       f"{(t1 - t0) / hz * 1e6 / reqs:.0f} µs | {p['bytes_per_s'] / 1048576:,.0f} | {(t2 - t1) / hz * 1e3 / mib:.1f} ms |")

@@ -44,7 +44,7 @@ echo "root $AK $SK" > "$work/keys"
     --listen-unix "$work/nbd.sock" --listen-s3 127.0.0.1:0 --s3-keys-file "$work/keys" \
     > "$work/serve.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q "qoslab: ready" "$work/serve.log" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs "qoslab: ready" "$work/serve.log" && break; sleep 0.1; done
 ep=$(sed -n 's/^qoslab: s3: \(http:[^ ]*\).*/\1/p' "$work/serve.log")
 [ -n "$ep" ] || { cat "$work/serve.log" >&2; exit 1; }
 s3() { curl -sS --no-progress-meter --aws-sigv4 aws:amz:us-east-1:s3 --user "$AK:$SK" \
