@@ -30,12 +30,7 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
 # Cycles that predate this check, each with why it stays for now. A listed cycle that
 # changes (more modules) or disappears fails the check, so the list only shrinks.
-KNOWN = {
-    ("storage-node (lib)", frozenset({"crate::api", "crate::metrics"})):
-        "metrics::render takes the api's ControlPlane and api::http calls it; both files are "
-        "being reworked by the HTTPS/ONTAP change (issue 14), which should pass render the "
-        "node, the volume uuids and the server stats instead",
-}
+KNOWN: dict = {}
 
 
 def strip(text):

@@ -3,6 +3,7 @@
 //! (`toolsets`, every second, unless `--no-tools`) while each job runs.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::node_sampler::{self, EmbeddedProbe, NodeProbe, RestProbe, Sampling};
 use crate::series::JobSeries;
@@ -10,11 +11,17 @@ use crate::target::{EmbeddedNode, Target};
 use fio::logs::{collect, log_options};
 use fio::JobFile;
 
+/// Other hosts to sample beside this machine while each job runs (remote load
+/// generators, over their own transport): called once per job, for fresh sources.
+pub type RemoteHosts = Arc<dyn Fn() -> Vec<toolsets::HostSpec> + Send + Sync>;
+
 /// One per run; removes fio's logs when dropped.
 pub struct SeriesRecorder {
     dir: Option<PathBuf>,
     /// Sample the hosts' tool sets while jobs run.
     tools: bool,
+    /// Remote hosts sampled beside this one (with `tools` only).
+    remote: Option<RemoteHosts>,
 }
 
 /// One job's recording in progress.
@@ -40,7 +47,14 @@ impl SeriesRecorder {
         SeriesRecorder {
             dir: crate::target::temp_dir("fiologs").ok(),
             tools,
+            remote: None,
         }
+    }
+
+    /// Also sample these hosts while each job runs (when tool sets are on).
+    pub fn with_remote(mut self, remote: Option<RemoteHosts>) -> SeriesRecorder {
+        self.remote = remote;
+        self
     }
 
     /// Whether tool sets are sampled.
@@ -132,9 +146,16 @@ impl SeriesRecorder {
         JobRecording {
             logs: self.dir.clone().map(|d| (d, prefix(seq))),
             sampling: probe.map(|p| node_sampler::start(p, ramp_ms)),
-            tools: self
-                .tools
-                .then(|| (toolsets::Sampler::local(roles), ramp_ms)),
+            tools: self.tools.then(|| {
+                let mut hosts = vec![toolsets::HostSpec::local(roles)];
+                if let Some(remote) = &self.remote {
+                    hosts.extend(remote());
+                }
+                (
+                    toolsets::Sampler::start(hosts, toolsets::DEFAULT_PERIOD),
+                    ramp_ms,
+                )
+            }),
         }
     }
 }

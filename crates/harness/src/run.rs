@@ -7,7 +7,7 @@ use fio::Executor;
 use crate::context::{record_setup, Outcome, Prepare, RunContext, RunError};
 use crate::family::Plan;
 use crate::host::Env;
-use crate::recording::SeriesRecorder;
+use crate::recording::{RemoteHosts, SeriesRecorder};
 use crate::store::{NewRun, Store};
 use crate::target::{EmbeddedNode, Target};
 use crate::ui::Ui;
@@ -25,6 +25,8 @@ pub struct RunEnv<'a> {
     pub ui: &'a mut dyn Ui,
     /// Sample the hosts' tool sets while jobs run (`--no-tools` turns it off).
     pub tools: bool,
+    /// Remote load generators sampled beside this machine (`--client` with `--hosts`).
+    pub remote_tools: Option<RemoteHosts>,
 }
 
 /// Run `plan` (configured: [`Plan::configure`]) on `env.target`. Store errors end the run
@@ -38,6 +40,7 @@ pub fn run(plan: &mut Plan, env: RunEnv) -> Result<Outcome, RunError> {
         env,
         ui,
         tools,
+        remote_tools,
     } = env;
     let common = &plan.common;
     let node = match (target, &common.node) {
@@ -66,7 +69,7 @@ pub fn run(plan: &mut Plan, env: RunEnv) -> Result<Outcome, RunError> {
         env: &host,
     })?;
     record_setup(store, run, node.as_ref(), common.node.as_ref(), target)?;
-    let recorder = SeriesRecorder::with_tools(tools);
+    let recorder = SeriesRecorder::with_tools(tools).with_remote(remote_tools);
     let steps = plan.body.steps();
     let progress = plan.body.progress_line();
     let mut ctx = RunContext {

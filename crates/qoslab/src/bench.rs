@@ -231,6 +231,19 @@ pub(crate) fn run_and_store(
     ui: &mut TerminalUi,
     tools: bool,
 ) -> anyhow::Result<Outcome> {
+    run_and_store_with(plan, target, clients, db, ui, tools, None)
+}
+
+/// [`run_and_store`], also sampling `remote` hosts' tool sets (remote load generators).
+pub(crate) fn run_and_store_with(
+    plan: &mut Plan,
+    target: &Target,
+    clients: &[String],
+    db: &Path,
+    ui: &mut TerminalUi,
+    tools: bool,
+    remote: Option<harness::recording::RemoteHosts>,
+) -> anyhow::Result<Outcome> {
     let mut store = Store::open(db)?;
     let env = Env::detect(fio_version("fio"), env!("CARGO_PKG_VERSION"));
     let (exec, dir) = executor(clients, ui.live_sink())?;
@@ -243,6 +256,7 @@ pub(crate) fn run_and_store(
             env: &env,
             ui,
             tools,
+            remote_tools: remote,
         },
     );
     let _ = std::fs::remove_dir_all(dir);
@@ -321,18 +335,37 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         iterations: args.iterations,
         args: Some(matches),
     })?;
+    // --hosts names the suites' hosts, or, with --client, the load generators whose tool
+    // sets are sampled over ssh beside this machine's.
+    let remote = if args.suite.is_some() || plan.family == workloads::suite::NAME {
+        None
+    } else {
+        let r = workloads::suite::remote_tools(matches)?;
+        if r.is_some() && args.clients.is_empty() {
+            anyhow::bail!(
+                "--hosts without --suite names the load generators of --client HOST,PORT to sample \
+                 over ssh: give --client too (or --suite NAME)"
+            );
+        }
+        if r.is_some() && args.no_tools {
+            anyhow::bail!("--hosts samples the load generators' tool sets: not with --no-tools");
+        }
+        r
+    };
     if !args.json {
         println!("{}", plan.banner(&target, &db));
     }
     let mut ui = TerminalUi::new(args.json);
-    let outcome = run_and_store(
+    let outcome = run_and_store_with(
         &mut plan,
         &target,
         &args.clients,
         &db,
         &mut ui,
         !args.no_tools,
+        remote.as_ref().map(|r| r.hosts.clone()),
     )?;
+    drop(remote);
     drop(ui);
     let summary = plan.body.summary(&outcome, &db)?;
     if args.json {

@@ -7,8 +7,8 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use crate::api::ControlPlane;
 use crate::node::Node;
+use crate::server::ServerStats;
 use crate::stats::{OpKind, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
 
 mod buckets;
@@ -42,10 +42,9 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-/// Render all metrics in Prometheus text format 0.0.4.
-pub fn render(cp: &ControlPlane) -> String {
-    let node = &cp.node;
-    let uuids = cp.volume_uuids();
+/// Render all metrics in Prometheus text format 0.0.4: the node's volumes (labelled with
+/// the uuids the control plane gave them, `(name, uuid)`) and the NBD server's counters.
+pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> String {
     let vols: Vec<_> = node
         .volumes()
         .into_iter()
@@ -60,7 +59,6 @@ pub fn render(cp: &ControlPlane) -> String {
         })
         .collect();
     let mut o = String::with_capacity(4096 + vols.len() * 4096);
-    let s = &cp.server_stats;
     header(
         &mut o,
         "qoslab_connections_total",

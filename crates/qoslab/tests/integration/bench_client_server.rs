@@ -22,6 +22,10 @@ fn two_fio_servers_per_client_and_merged_results_are_stored() {
             &a.client_arg(),
             "--client",
             &b.client_arg(),
+            // The load generators' host, sampled through the ssh transport's scripts
+            // (`localhost` runs them without ssh; tests/suites.rs covers ssh itself).
+            "--hosts",
+            "localhost",
         ],
         Duration::from_secs(60),
     );
@@ -57,5 +61,54 @@ fn two_fio_servers_per_client_and_merged_results_are_stored() {
     assert!(
         json.contains("\"executor\": \"fio clients 127.0.0.1,"),
         "{json}"
+    );
+    // Tool sets of this machine and of the load generators' host, each with fio's servers.
+    let run: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let hosts: Vec<String> = run["series"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["hosts"].as_array().into_iter().flatten())
+        .filter(|h| h["samples"].as_array().is_some_and(|a| !a.is_empty()))
+        .filter_map(|h| h["host"].as_str().map(str::to_string))
+        .collect();
+    assert!(hosts.iter().any(|h| h == "local"), "{hosts:?}");
+    assert!(hosts.iter().any(|h| h == "localhost"), "{hosts:?}");
+}
+
+#[test]
+fn hosts_without_a_client_or_unreachable_are_refused_before_any_job() {
+    let d = Dir::new("cs-hosts");
+    d.write("p.toml", &plan_500(&["iops <= 500 +-5%"]));
+    let o = qoslab(
+        &d,
+        &["bench", "p.toml", "--db", "r.db", "--hosts", "localhost"],
+        Duration::from_secs(30),
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("give --client too"), "{err}");
+    // A host ssh cannot reach is named, and nothing runs.
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            "p.toml",
+            "--db",
+            "r.db",
+            "--client",
+            "127.0.0.1,1",
+            "--hosts",
+            "nohost.invalid",
+            "--ssh-opt=-oConnectTimeout=2",
+        ],
+        Duration::from_secs(60),
+    );
+    let (out, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{out}{err}");
+    assert!(err.contains("nohost.invalid"), "{err}");
+    assert!(
+        !d.path().join("r.db").exists() || !out.contains("randread"),
+        "{out}"
     );
 }

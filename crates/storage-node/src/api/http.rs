@@ -248,9 +248,11 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Resp {
     }
     let cp = shared.cp.clone();
     if matches!(route, Route::Metrics) {
-        let text = tokio::task::spawn_blocking(move || crate::metrics::render(&cp))
-            .await
-            .unwrap_or_default();
+        let text = tokio::task::spawn_blocking(move || {
+            crate::metrics::render(&cp.node, &cp.volume_uuids(), &cp.server_stats)
+        })
+        .await
+        .unwrap_or_default();
         let mut r = Response::new(Full::new(Bytes::from(text)));
         r.headers_mut().insert(
             CONTENT_TYPE,

@@ -14,7 +14,9 @@ use super::spec::{seed_jobs, size, HostSpec, SuiteSpec};
 pub struct SuiteArgs {
     /// The suite's hosts: NAME[=ADDRESS],... NAME is an ssh destination (an alias of your
     /// ssh config, user@host); ADDRESS the address peers and fio's client use (default: the
-    /// HostName ssh resolves). `localhost` runs locally without ssh.
+    /// HostName ssh resolves). `localhost` runs locally without ssh. Without --suite, with
+    /// --client: the load generators whose tool sets (CPU, disks, NICs, fio's processes) are
+    /// sampled over ssh beside this machine's, for the diagnosis.
     #[arg(long, value_name = "HOSTS")]
     pub hosts: Option<String>,
     /// An ssh config file for every ssh call (ssh -F FILE).

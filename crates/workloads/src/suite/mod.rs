@@ -14,11 +14,13 @@
 //! A plan names the same with `[suite]` and `[[host]]` tables ([`spec`]).
 
 mod cli;
+mod remote_tools;
 mod render;
 mod results;
 mod run;
 mod sections;
 mod spec;
+mod verdicts;
 
 use clap::{Args, FromArgMatches};
 use harness::plan::{Common, PlanError, PlanSource};
@@ -29,6 +31,7 @@ use report::ReportHooks;
 use serde::Deserialize;
 
 pub use cli::SuiteArgs;
+pub use remote_tools::{from_args as remote_tools, RemoteTools};
 pub use results::{
     CLIENTS, CONNECTIVITY, FIO, HOSTS, INTERVALS, IOSTAT, PAIRS, SIZING, UNDER_LOAD, VMSTAT,
 };

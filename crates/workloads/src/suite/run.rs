@@ -27,6 +27,7 @@ use super::cli::SuiteArgs;
 use super::render;
 use super::results;
 use super::spec::{Kind, SuiteSpec};
+use super::verdicts::{self, iperf_output, pair_verdicts, total_verdicts, verdict};
 
 enum Engine {
     Network {
@@ -72,6 +73,8 @@ pub struct SuitePlan {
     seq: u32,
     failed_jobs: usize,
     failed_verdicts: usize,
+    /// Verdicts that neither passed nor failed (a measurement not in steady state).
+    inconclusive: usize,
 }
 
 impl std::fmt::Debug for SuitePlan {
@@ -103,6 +106,7 @@ impl SuitePlan {
             seq: 0,
             failed_jobs: 0,
             failed_verdicts: 0,
+            inconclusive: 0,
         }
     }
 
@@ -125,7 +129,14 @@ impl SuitePlan {
         if out.is_err() {
             self.failed_jobs += 1;
         }
-        self.failed_verdicts += verdicts.iter().filter(|v| !v.passed).count();
+        self.failed_verdicts += verdicts
+            .iter()
+            .filter(|v| v.outcome == assess::Outcome::Fail)
+            .count();
+        self.inconclusive += verdicts
+            .iter()
+            .filter(|v| v.outcome == assess::Outcome::Inconclusive)
+            .count();
         ctx.finish_job(id, out, verdicts)?;
         Ok(())
     }
@@ -344,13 +355,7 @@ impl SuitePlan {
         let mut verdicts = Vec::new();
         if measure {
             if let Some(s) = run.steady {
-                verdicts.push(verdict(
-                    STEADY_EXPECTATION.into(),
-                    s.range_pct,
-                    "range <= 20%, trend <= 10%".into(),
-                    s.attained,
-                    s.describe(),
-                ));
+                verdicts.push(verdicts::steady(&s));
             }
         }
         if let (true, Some(max)) = (last_iteration, self.spec.max_cv) {
@@ -409,95 +414,6 @@ impl SuitePlan {
         }
         Ok(())
     }
-}
-
-/// The steady-state verdict's expectation.
-const STEADY_EXPECTATION: &str =
-    "steady state (SNIA PTS: last 5 windows range <= 20%, trend <= 10% of their mean)";
-
-/// A verdict judged here (no diagnosis: the suites' figures are the measurement itself).
-fn verdict(
-    expectation: String,
-    measured: f64,
-    bound: String,
-    passed: bool,
-    detail: String,
-) -> Verdict {
-    Verdict::plain(expectation, measured, bound, passed, detail)
-}
-
-/// What the store keeps for an iperf3 test: its JSON, no fio results.
-fn iperf_output(p: &Pair) -> FioOutput {
-    FioOutput {
-        fio_version: "iperf3".into(),
-        jobs: Vec::new(),
-        raw: p.raw.clone(),
-    }
-}
-
-/// A pair's verdicts: goodput against the rated speed (connectivity), retransmits.
-fn pair_verdicts(p: &Pair, spec: &SuiteSpec, rate: bool) -> Vec<Verdict> {
-    let Some(r) = &p.run else {
-        return Vec::new();
-    };
-    let mut v = Vec::new();
-    let g = r.goodput_bps / 1e6;
-    if let (true, Some(rated)) = (rate, p.rated_mbps) {
-        let thr = spec.min_fraction * rated as f64;
-        v.push(verdict(
-            format!(
-                "goodput >= {:.0}% of rated {rated} Mbit/s",
-                spec.min_fraction * 100.0
-            ),
-            g,
-            format!(">= {thr:.0} Mbit/s"),
-            g >= thr,
-            format!(
-                "{} -> {}: {g:.0} Mbit/s, {:.0}% of {rated}",
-                p.from,
-                p.to,
-                100.0 * g / rated as f64
-            ),
-        ));
-    }
-    v.push(verdict(
-        format!("retransmits <= {}", spec.max_retransmits),
-        r.retransmits as f64,
-        format!("<= {}", spec.max_retransmits),
-        p.retransmits_ok,
-        format!(
-            "{} -> {}: {} retransmits in {:.1} s",
-            p.from, p.to, r.retransmits, r.seconds
-        ),
-    ));
-    v
-}
-
-fn total_verdicts(t: &HostTotal, min_fraction: f64) -> Vec<Verdict> {
-    let Some(rated) = t.rated_mbps else {
-        return Vec::new();
-    };
-    let thr = min_fraction * rated as f64;
-    [("out", t.out_mbps), ("in", t.in_mbps)]
-        .into_iter()
-        .map(|(dir, x)| {
-            verdict(
-                format!(
-                    "cumulative {dir} under load >= {:.0}% of rated {rated} Mbit/s",
-                    min_fraction * 100.0
-                ),
-                x,
-                format!(">= {thr:.0} Mbit/s"),
-                x >= thr,
-                format!(
-                    "{} {dir}: {x:.0} Mbit/s, {:.0}% of {rated} ({})",
-                    t.host,
-                    100.0 * x / rated as f64,
-                    t.rated_from
-                ),
-            )
-        })
-        .collect()
 }
 
 impl FamilyPlan for SuitePlan {
@@ -731,6 +647,8 @@ impl FamilyPlan for SuitePlan {
             Status::Error
         } else if self.failed_verdicts > 0 {
             Status::Failed
+        } else if self.inconclusive > 0 {
+            Status::Inconclusive
         } else {
             Status::Passed
         };
@@ -743,7 +661,8 @@ impl FamilyPlan for SuitePlan {
 
     fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
         let rec = &outcome.record;
-        let (pass, fail) = rec.verdict_counts();
+        let t = rec.tally();
+        let (pass, fail, inconclusive) = (t.pass, t.fail, t.inconclusive);
         let mut out = String::from("\n");
         match self.spec.kind {
             Kind::Network => {
@@ -762,7 +681,7 @@ impl FamilyPlan for SuitePlan {
             )),
         }
         out.push_str(&format!(
-            "run {}: {} ({pass} expectation(s) passed, {fail} failed, {} job(s) failed)\n",
+            "run {}: {} ({pass} expectation(s) passed, {fail} failed, {inconclusive} inconclusive, {} job(s) failed)\n",
             rec.id,
             rec.status.to_uppercase(),
             outcome.failed_jobs
@@ -777,7 +696,17 @@ impl FamilyPlan for SuitePlan {
                 ));
             }
             for v in j.verdicts.iter().filter(|v| !v.passed) {
-                out.push_str(&format!("  FAILED: {}: {}\n", v.expectation, v.detail));
+                let reason = v
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                out.push_str(&format!(
+                    "  {}: {}: {}{reason}\n",
+                    v.label(),
+                    v.expectation,
+                    v.detail
+                ));
             }
         }
         out.push_str(&format!(

@@ -50,6 +50,7 @@ fn canned_run(store: &mut Store, iops: &[f64]) -> RunRecord {
             env: &Env::default(),
             ui: &mut Quiet,
             tools: false,
+            remote_tools: None,
         },
     )
     .unwrap();

@@ -47,6 +47,7 @@ fn run_plan(
             env: &Env::default(),
             ui: &mut Quiet,
             tools: false,
+            remote_tools: None,
         },
     )
 }

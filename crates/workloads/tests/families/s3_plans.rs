@@ -92,6 +92,7 @@ fn run_profile(store: &mut Store, runtime: f64, iterations: u32) -> i64 {
             env: &harness::host::Env::default(),
             ui: &mut ui,
             tools: false,
+            remote_tools: None,
         },
     )
     .unwrap();
