@@ -3,7 +3,9 @@
 //! 200 ops/s policy (4 KiB GETs) measures 196-204 ops/s and one under 50 MiB/s (1 MiB PUTs)
 //! 49-51 MiB/s, while an unlimited bucket beside them runs free. Buckets are put under
 //! their policies with the REST API. The exact accuracy of the flows is proven in virtual
-//! time (storage-node's tests/bucket_flow.rs); this is the real thing, end to end.
+//! time (storage-node's tests/bucket_flow.rs); this is the real thing, end to end. The
+//! node's data directory is on tmpfs: the test measures the QoS, not the fsync stalls of a
+//! disk the other tests share (a second lost to one measured 47.9 MiB/s under load).
 
 use std::time::Duration;
 
@@ -36,7 +38,7 @@ fn op(run: &Value, op: &str) -> Value {
 #[test]
 fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
     let _g = heavy();
-    let n = S3Node::start(CONFIG, &[]);
+    let n = S3Node::start_on_tmpfs(CONFIG, &[]);
     let api = Api::new(&n.node.api_url());
     let svc = api.get_ok("/api/protocols/s3/services?fields=svm");
     let svm = svc["records"][0]["svm"]["uuid"]
@@ -77,8 +79,9 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
             clients,
             "--runtime",
             "8",
+            // Two seconds: the three runs' start-up (drivers, prepared objects) is over.
             "--ramp",
-            "1",
+            "2",
             "--db",
             &format!("{bucket}.db"),
             "--json",
@@ -102,11 +105,13 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
         "16",
         &["GET.ops_per_s ~= 200 +-2%"],
     );
+    // 16 writers keep ~15 PUTs queued at the ceiling (each waits ~300 ms for ~20 ms of
+    // work): a stall of a few hundred ms on the shared machine leaves no gap in the queue.
     let puts = bench(
         "mibps-50",
         "put=1",
         "1MiB",
-        "8",
+        "16",
         &["PUT.mib_per_s ~= 50 +-2%"],
     );
     let free = bench("free", "get=1", "4KiB", "2", &["ALL.errors <= 0"]);

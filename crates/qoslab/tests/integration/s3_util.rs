@@ -25,12 +25,30 @@ impl S3Node {
     /// Like [`S3Node::start`], serving S3 on `addr` (a namespace test bed's coordinator
     /// address, for load generators in the bed).
     pub fn start_on(config_toml: &str, addr: &str, extra: &[&str]) -> S3Node {
+        S3Node::start_in(TempDir::new("node"), config_toml, addr, extra)
+    }
+
+    /// Like [`S3Node::start`] with the node's data directory on tmpfs (`/dev/shm`, when the
+    /// machine has one): rate tests then measure the QoS, not the fsync stalls of a disk
+    /// shared with the other tests (durability is tested on disk, by `s3_crash`).
+    pub fn start_on_tmpfs(config_toml: &str, extra: &[&str]) -> S3Node {
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            TempDir::new_in(shm, "node")
+        } else {
+            eprintln!("no /dev/shm: the node's data directory is on the temp dir's disk");
+            TempDir::new("node")
+        };
+        S3Node::start_in(dir, config_toml, "127.0.0.1:0", extra)
+    }
+
+    fn start_in(dir: TempDir, config_toml: &str, addr: &str, extra: &[&str]) -> S3Node {
         let keys = TempDir::new("s3keys");
         let kf = keys.join("keys");
         std::fs::write(&kf, format!("root {ACCESS} {SECRET}\n")).unwrap();
         let mut args = vec!["--listen-s3", addr, "--s3-keys-file", kf.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let node = Node::start_with(config_toml, &args);
+        let node = Node::start_in(dir, config_toml, &args);
         let endpoint = endpoint_of(&node);
         S3Node {
             node,
