@@ -273,6 +273,7 @@ pub fn policy_text(p: &qos_core::Policy) -> String {
             if f.weight > 1 {
                 s.push_str(&format!(", weight {}", f.weight));
             }
+            s.push_str(&burst_text(f.burst.as_ref()));
             s
         }
         Policy::Adaptive(a) => {
@@ -289,9 +290,42 @@ pub fn policy_text(p: &qos_core::Policy) -> String {
             if a.weight > 1 {
                 s.push_str(&format!(", weight {}", a.weight));
             }
+            s.push_str(&burst_text(a.burst.as_ref()));
+            s
+        }
+        Policy::Provisioned(p) => {
+            let mut s = format!(
+                "provisioned: model {}, bucket-scale {}, initial {}%",
+                p.model, p.bucket_scale, p.initial_percent
+            );
+            if p.weight > 1 {
+                s.push_str(&format!(", weight {}", p.weight));
+            }
             s
         }
     }
+}
+
+/// A policy's burst (a qoslab extension), as `policy_text` appends it.
+fn burst_text(b: Option<&qos_core::BurstPolicy>) -> String {
+    let Some(b) = b else {
+        return String::new();
+    };
+    let rate = match (b.max_iops, b.max_mbps) {
+        (i, 0) => format!("{i}IOPS"),
+        (0, m) => format!("{m}MB/s"),
+        (i, m) => format!("{i}IOPS,{m}MB/s"),
+    };
+    let bucket = if b.seconds > 0 {
+        format!("{}s at full burst", b.seconds)
+    } else {
+        match (b.bucket_iops, b.bucket_mb) {
+            (i, 0) => format!("{i} I/O credits"),
+            (0, m) => format!("{m}MB of credits"),
+            (i, m) => format!("{i} I/O credits, {m}MB of credits"),
+        }
+    };
+    format!(", burst {rate} on {bucket}, initial {}%", b.initial_percent)
 }
 
 #[cfg(test)]
@@ -329,5 +363,31 @@ mod policy_text_tests {
              expected-iops-allocation allocated-space, peak-iops-allocation allocated-space, block-size 32K"
         );
         assert!(!t.contains('{') && !t.contains("Adaptive("));
+    }
+
+    #[test]
+    fn bursts_and_provisioned_models_read_plainly() {
+        use qos_core::{BurstPolicy, Model, ProvisionedPolicy};
+        let f = Policy::Fixed(FixedPolicy {
+            max_iops: 1000,
+            burst: Some(BurstPolicy {
+                max_iops: 1500,
+                seconds: 60,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        assert_eq!(
+            policy_text(&f),
+            "fixed: max-throughput 1000IOPS, min-throughput 0, is-shared false, burst 1500IOPS on 60s at full burst, initial 100%"
+        );
+        let p = Policy::Provisioned(ProvisionedPolicy {
+            bucket_scale: 0.0025,
+            ..ProvisionedPolicy::new(Model::EbsGp2)
+        });
+        assert_eq!(
+            policy_text(&p),
+            "provisioned: model ebs-gp2, bucket-scale 0.0025, initial 100%"
+        );
     }
 }

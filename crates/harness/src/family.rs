@@ -213,6 +213,8 @@ pub struct Options<'a> {
     /// `--runtime`, `--ramp`.
     pub runtime: Option<f64>,
     pub ramp: Option<f64>,
+    /// `--scale`: shrink the family's sizes and times together (each family says what).
+    pub scale: Option<f64>,
     /// `--client HOST,PORT` (fio's client/server mode).
     pub clients: &'a [String],
     /// Leave out the line per finished step (`qoslab demo` prints its own table instead).
@@ -240,6 +242,8 @@ pub struct ProfileRequest<'a> {
     pub clients: bool,
     pub runtime: Option<f64>,
     pub ramp: Option<f64>,
+    /// `--scale`.
+    pub scale: Option<f64>,
     pub args: Option<&'a clap::ArgMatches>,
 }
 

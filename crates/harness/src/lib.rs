@@ -29,6 +29,7 @@ pub mod run;
 pub mod series;
 pub mod store;
 pub mod target;
+mod tempdirs;
 pub mod ui;
 pub mod verdict;
 

@@ -66,7 +66,8 @@ pub fn node_pid(target: &Target) -> Option<i32> {
     match target {
         Target::NodeVolume { node, uri, .. } => server_pid(node.url()).or_else(|| server_pid(uri)),
         Target::Nbd(uri) => server_pid(uri),
-        Target::Embedded | Target::Path(_) => None,
+        Target::Node(node) => server_pid(node.url()),
+        Target::Embedded | Target::Path(_) | Target::Devices(_) => None,
     }
 }
 

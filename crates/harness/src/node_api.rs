@@ -9,11 +9,28 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A node's REST API, read-only.
+/// A node's REST API: reads, and the changes a family that creates its own volumes makes
+/// (the tenants family's volumes and policies).
 pub trait NodeApi: Send + Sync {
     /// `GET path` (e.g. `/api/storage/volumes?fields=name,metric`): the JSON body of a 2xx
     /// reply, or a readable error (which names the address).
     fn get(&self, path: &str, timeout: Duration) -> Result<serde_json::Value, String>;
+
+    /// `method path` with a JSON `body` (POST, PATCH, DELETE): the reply's JSON body on a
+    /// 2xx, or a readable error (the API's message and status). Read-only clients keep the
+    /// default, which refuses.
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, String> {
+        let _ = (body, timeout);
+        Err(format!(
+            "{method} {path}: this client of the node's API is read-only"
+        ))
+    }
 }
 
 /// A running node as the harness reaches it: its URL (what the results store records) and
@@ -38,6 +55,17 @@ impl NodeHandle {
 
     pub fn get(&self, path: &str, timeout: Duration) -> Result<serde_json::Value, String> {
         self.api.get(path, timeout)
+    }
+
+    /// A change through the node's API ([`NodeApi::send`]).
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, String> {
+        self.api.send(method, path, body, timeout)
     }
 }
 

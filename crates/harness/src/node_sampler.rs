@@ -3,25 +3,36 @@
 //!
 //! - [`EmbeddedProbe`]: the in-process node's counters (exact deltas per window: operations
 //!   from the latency histograms, bytes, latency sums, time held by ceilings and floors).
-//! - [`RestProbe`]: a running node's REST API ([`NodeHandle`]), `GET /api/storage/volumes?fields=name,metric`;
+//! - [`RestProbe`]: a running node's REST API ([`NodeHandle`]), `GET /api/storage/volumes?fields=name,metric,burst`;
 //!   its `metric` block holds the node's own rates over its last second (ONTAP's shape).
+//!
+//! Both also read each volume's burst buckets (balance at the end of the window) and, on a
+//! node with an emulated provisioned file system, its resources ([`NodeProbe::poll_resources`]:
+//! in-process from the file system's counters, or `GET /api/cluster`'s `provisioned` block).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use storage_node::credits::volume_credits;
 use storage_node::stats::OpKind;
 use storage_node::Node;
 
 use crate::node_api::NodeHandle;
-use crate::series::{NodeSample, WINDOW_MS};
+use crate::series::{CreditSample, NodeSample, ResourceSample, WINDOW_MS};
 
 /// Something that reports per-volume rates (t_ms is filled in by the sampler).
 pub trait NodeProbe: Send {
     /// Rates per volume over the interval since the previous call (the first call may
     /// only prime the probe and return nothing).
     fn poll(&mut self) -> Vec<NodeSample>;
+
+    /// The node-wide resources (an emulated provisioned file system) over the same
+    /// interval; called right after [`NodeProbe::poll`]. None by default.
+    fn poll_resources(&mut self) -> Vec<ResourceSample> {
+        Vec::new()
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -38,6 +49,8 @@ struct Counters {
 pub struct EmbeddedProbe {
     node: Arc<Node>,
     prev: HashMap<String, Counters>,
+    /// The file system's charged units per resource at the previous poll.
+    prev_fs: Option<(Instant, [u64; 4])>,
 }
 
 impl EmbeddedProbe {
@@ -45,8 +58,20 @@ impl EmbeddedProbe {
         EmbeddedProbe {
             node,
             prev: HashMap::new(),
+            prev_fs: None,
         }
     }
+}
+
+/// A node bucket as a sample, its time to empty at `use_rate` (the window's use).
+fn credit_sample(c: &qos_core::CreditStatus, use_rate: f64) -> CreditSample {
+    CreditSample::at_use(
+        c.balance as f64,
+        c.bucket as f64,
+        c.baseline as f64,
+        c.burst as f64,
+        use_rate,
+    )
 }
 
 impl NodeProbe for EmbeddedProbe {
@@ -85,6 +110,9 @@ impl NodeProbe for EmbeddedProbe {
                     }
                 };
                 let lat: u64 = (0..3).map(|i| d(now.lat_ns[i], p.lat_ns[i])).sum();
+                let iops = n as f64 / secs;
+                let bps = (d(now.bytes[0], p.bytes[0]) + d(now.bytes[1], p.bytes[1])) as f64 / secs;
+                let credits = volume_credits(&self.node, &v, self.node.clock.now());
                 out.push(NodeSample {
                     t_ms: 0,
                     volume: v.name.clone(),
@@ -96,11 +124,55 @@ impl NodeProbe for EmbeddedProbe {
                     lat_mean_us: per_op_us(lat),
                     ceiling_wait_us: per_op_us(d(now.ceiling_ns, p.ceiling_ns)),
                     floor_wait_us: per_op_us(d(now.floor_ns, p.floor_ns)),
+                    iops_credits: credits.iops.map(|b| credit_sample(&b.credits, iops)),
+                    bytes_credits: credits.bytes.map(|b| credit_sample(&b.credits, bps)),
                 });
             }
         }
         out
     }
+
+    fn poll_resources(&mut self) -> Vec<ResourceSample> {
+        let Some(fs) = self.node.provisioned() else {
+            return Vec::new();
+        };
+        let at = Instant::now();
+        let used: [u64; 4] = std::array::from_fn(|i| fs.stats.used[i].load(Ordering::Relaxed));
+        let Some((t0, prev)) = self.prev_fs.replace((at, used)) else {
+            return Vec::new();
+        };
+        let secs = at.duration_since(t0).as_secs_f64();
+        if secs <= 0.0 {
+            return Vec::new();
+        }
+        let st = fs.status(self.node.clock.now());
+        st.resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let use_rate = used[i].saturating_sub(prev[i]) as f64 / secs;
+                ResourceSample {
+                    t_ms: 0,
+                    resource: r.name.to_string(),
+                    unit: r.unit.to_string(),
+                    use_rate,
+                    baseline: r.baseline as f64,
+                    credits: r.credits.map(|c| credit_sample(&c, use_rate)),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A bucket as the REST API shows it (`{balance, bucket, baseline, burst, time_to_empty_s}`).
+fn rest_credit(b: &serde_json::Value) -> Option<CreditSample> {
+    Some(CreditSample {
+        balance: b["balance"].as_f64()?,
+        bucket: b["bucket"].as_f64()?,
+        baseline: b["baseline"].as_f64()?,
+        burst: b["burst"].as_f64()?,
+        time_to_empty_s: b["time_to_empty_s"].as_f64(),
+    })
 }
 
 /// A running node's REST API (`--node URL`), through [`NodeHandle`].
@@ -108,6 +180,9 @@ pub struct RestProbe {
     node: NodeHandle,
     /// Per request; a slower node costs that sample, not the sampling schedule.
     pub timeout: Duration,
+    /// Whether the node has a provisioned file system (learnt from the first
+    /// `GET /api/cluster`; a node without one is not asked again).
+    has_fs: Option<bool>,
 }
 
 impl RestProbe {
@@ -115,16 +190,17 @@ impl RestProbe {
         RestProbe {
             node,
             timeout: Duration::from_millis(400),
+            has_fs: None,
         }
     }
 }
 
 impl NodeProbe for RestProbe {
     fn poll(&mut self) -> Vec<NodeSample> {
-        let Ok(v) = self
-            .node
-            .get("/api/storage/volumes?fields=name,metric", self.timeout)
-        else {
+        let Ok(v) = self.node.get(
+            "/api/storage/volumes?fields=name,metric,burst",
+            self.timeout,
+        ) else {
             return Vec::new();
         };
         let f = |m: &serde_json::Value, a: &str, b: &str| m[a][b].as_f64().unwrap_or(0.0);
@@ -145,6 +221,36 @@ impl NodeProbe for RestProbe {
                             lat_mean_us: f(m, "latency", "total"),
                             ceiling_wait_us: f(m, "qos_latency", "ceiling"),
                             floor_wait_us: f(m, "qos_latency", "floor"),
+                            iops_credits: rest_credit(&r["burst"]["iops"]),
+                            bytes_credits: rest_credit(&r["burst"]["bytes"]),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn poll_resources(&mut self) -> Vec<ResourceSample> {
+        if self.has_fs == Some(false) {
+            return Vec::new();
+        }
+        let Ok(v) = self.node.get("/api/cluster", self.timeout) else {
+            return Vec::new();
+        };
+        let fs = &v["provisioned"];
+        self.has_fs = Some(fs.is_object());
+        fs["resources"]
+            .as_array()
+            .map(|rs| {
+                rs.iter()
+                    .filter_map(|r| {
+                        Some(ResourceSample {
+                            t_ms: 0,
+                            resource: r["name"].as_str()?.to_string(),
+                            unit: r["unit"].as_str()?.to_string(),
+                            use_rate: r["use"].as_f64().unwrap_or(0.0),
+                            baseline: r["baseline"].as_f64().unwrap_or(0.0),
+                            credits: rest_credit(&r["credits"]),
                         })
                     })
                     .collect()
@@ -153,10 +259,13 @@ impl NodeProbe for RestProbe {
     }
 }
 
+/// What the sampler thread collected.
+type Collected = (Vec<NodeSample>, Vec<ResourceSample>);
+
 /// A sampler thread running while one job runs.
 pub struct Sampling {
     stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<Vec<NodeSample>>,
+    handle: std::thread::JoinHandle<Collected>,
 }
 
 /// Start sampling `probe` every [`WINDOW_MS`]. Times are placed on fio's log clock by
@@ -167,8 +276,9 @@ pub fn start(mut probe: Box<dyn NodeProbe>, ramp_ms: u64) -> Sampling {
     let flag = stop.clone();
     let handle = std::thread::spawn(move || {
         let t0 = Instant::now();
-        let mut out = Vec::new();
+        let (mut out, mut res) = (Vec::new(), Vec::new());
         probe.poll();
+        probe.poll_resources();
         let mut next = WINDOW_MS;
         while !flag.load(Ordering::Relaxed) {
             let due = t0 + Duration::from_millis(next);
@@ -180,6 +290,7 @@ pub fn start(mut probe: Box<dyn NodeProbe>, ramp_ms: u64) -> Sampling {
             let t = next;
             next += WINDOW_MS;
             let samples = probe.poll();
+            let resources = probe.poll_resources();
             if t < ramp_ms + WINDOW_MS {
                 continue;
             }
@@ -187,8 +298,12 @@ pub fn start(mut probe: Box<dyn NodeProbe>, ramp_ms: u64) -> Sampling {
                 s.t_ms = t - ramp_ms;
                 out.push(s);
             }
+            for mut r in resources {
+                r.t_ms = t - ramp_ms;
+                res.push(r);
+            }
         }
-        out
+        (out, res)
     });
     Sampling { stop, handle }
 }
@@ -196,16 +311,26 @@ pub fn start(mut probe: Box<dyn NodeProbe>, ramp_ms: u64) -> Sampling {
 impl Sampling {
     /// Stop and return the samples of volumes that saw any I/O.
     pub fn finish(self) -> Vec<NodeSample> {
+        self.finish_all().0
+    }
+
+    /// Stop and return the samples of volumes that saw any I/O, and of the node's
+    /// resources when any was used.
+    pub fn finish_all(self) -> (Vec<NodeSample>, Vec<ResourceSample>) {
         self.stop.store(true, Ordering::Relaxed);
-        let all = self.handle.join().unwrap_or_default();
+        let (all, res) = self.handle.join().unwrap_or_default();
         let busy: Vec<String> = all
             .iter()
             .filter(|s| s.iops() > 0.0)
             .map(|s| s.volume.clone())
             .collect();
-        all.into_iter()
-            .filter(|s| busy.contains(&s.volume))
-            .collect()
+        let used = res.iter().any(|r| r.use_rate > 0.0);
+        (
+            all.into_iter()
+                .filter(|s| busy.contains(&s.volume))
+                .collect(),
+            if used { res } else { Vec::new() },
+        )
     }
 }
 
@@ -228,6 +353,7 @@ mod tests {
                 lat_mean_us: 1.0,
                 ceiling_wait_us: 0.0,
                 floor_wait_us: 0.0,
+                ..Default::default()
             };
             vec![s("busy", 500.0), s("idle", 0.0)]
         }
@@ -263,6 +389,119 @@ mod tests {
         assert_eq!((s[0].read_iops, s[0].write_iops), (500.0, 2.0));
         assert_eq!(s[0].ceiling_wait_us, 30000.0);
         assert_eq!(s[0].volume, "v");
+    }
+
+    /// A node API that answers by path prefix and counts the calls.
+    struct Routed(
+        Vec<(&'static str, serde_json::Value)>,
+        std::sync::Mutex<usize>,
+    );
+    impl crate::node_api::NodeApi for Routed {
+        fn get(&self, path: &str, _t: Duration) -> Result<serde_json::Value, String> {
+            *self.1.lock().unwrap() += 1;
+            self.0
+                .iter()
+                .find(|(p, _)| path.starts_with(p))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| format!("{path}: 404"))
+        }
+    }
+
+    #[test]
+    fn rest_probe_reads_burst_buckets_and_the_file_systems_resources() {
+        let vols = r#"{"records":[{"name":"gp2","metric":{"iops":{"read":3000,"write":0,"other":0},"throughput":{"read":12288000,"write":0},"latency":{"total":5000},"qos_latency":{"ceiling":100,"floor":0}},
+            "burst":{"iops":{"balance":9000,"bucket":13500,"percent":66.67,"baseline":300,"burst":3000,"use":3000,"state":"bursting","time_to_empty_s":3.3}}}]}"#;
+        let cluster = r#"{"name":"qoslab","provisioned":{"model":"fsx-ontap-128","resources":[
+            {"name":"network","unit":"bytes","baseline":150000000,"use":1250000000,"credits":{"balance":5000000,"bucket":9900000,"percent":50.5,"baseline":150000000,"burst":1250000000,"use":1250000000,"state":"bursting","time_to_empty_s":0.0}},
+            {"name":"ssd_iops","unit":"iops","baseline":3072,"use":0,"credits":null}]}}"#;
+        let api = Routed(
+            vec![
+                (
+                    "/api/storage/volumes?fields=name,metric,burst",
+                    serde_json::from_str(vols).unwrap(),
+                ),
+                ("/api/cluster", serde_json::from_str(cluster).unwrap()),
+            ],
+            Default::default(),
+        );
+        let mut p = RestProbe::new(NodeHandle::new("http://node", std::sync::Arc::new(api)));
+        p.timeout = Duration::from_secs(5);
+        let s = p.poll();
+        assert_eq!(s.len(), 1);
+        let c = s[0].iops_credits.expect("the volume's IOPS bucket");
+        assert_eq!(
+            (c.balance, c.bucket, c.baseline, c.burst),
+            (9000.0, 13500.0, 300.0, 3000.0)
+        );
+        assert_eq!(c.time_to_empty_s, Some(3.3));
+        assert_eq!(s[0].bytes_credits, None);
+        let r = p.poll_resources();
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!(
+            (r[0].resource.as_str(), r[0].unit.as_str()),
+            ("network", "bytes")
+        );
+        assert_eq!(r[0].use_rate, 1.25e9);
+        assert_eq!(r[0].credits.unwrap().burst, 1.25e9);
+        assert_eq!(r[1].credits, None);
+        // A node without a file system is asked once.
+        let api = std::sync::Arc::new(Routed(
+            vec![("/api/cluster", serde_json::json!({"name": "n"}))],
+            Default::default(),
+        ));
+        let mut p = RestProbe::new(NodeHandle::new("http://node", api.clone()));
+        assert!(p.poll_resources().is_empty());
+        assert_eq!(p.has_fs, Some(false));
+        assert!(p.poll_resources().is_empty());
+        assert_eq!(*api.1.lock().unwrap(), 1);
+    }
+
+    #[test]
+    fn embedded_probe_reports_buckets_and_resources() {
+        let cfg = storage_node::NodeConfig::parse(
+            "[provisioned]\npreset = \"fsx-ontap-128\"\nscale = 0.001\n\n[[policy]]\nname = \"gp2\"\nprovisioned = { model = \"ebs-gp2\", bucket_scale = 0.0025 }\n\n[[volume]]\nname = \"v\"\nsize = \"100GiB\"\nsnapshot_reserve_percent = 0\npolicy = \"gp2\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let n = crate::target::EmbeddedNode::start(&cfg).unwrap();
+        let mut p = EmbeddedProbe::new(n.node().clone());
+        assert!(
+            p.poll().is_empty() && p.poll_resources().is_empty(),
+            "the first poll primes"
+        );
+        let v = n.node().volume("v").unwrap();
+        for _ in 0..100 {
+            v.stats.record(
+                OpKind::Read,
+                4096,
+                1000,
+                storage_node::stats::Waits::default(),
+            );
+        }
+        let fs = n.node().provisioned().unwrap();
+        fs.stats.used[0].fetch_add(50_000_000, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(50));
+        let s = p.poll();
+        let c = s[0].iops_credits.expect("a gp2 volume's bucket");
+        assert_eq!(
+            (c.bucket, c.balance, c.baseline, c.burst),
+            (13_500.0, 13_500.0, 300.0, 3_000.0)
+        );
+        // 100 I/Os in ~50 ms: above the baseline, so the bucket would drain, at most at
+        // the burst rate.
+        let tte = c.time_to_empty_s.expect("draining");
+        assert!(tte >= 13_500.0 / 2_700.0 - 1e-9 && tte.is_finite(), "{tte}");
+        assert_eq!(s[0].bytes_credits, None, "gp2 at 100 GiB: flat 128 MiB/s");
+        let r = p.poll_resources();
+        let names: Vec<&str> = r.iter().map(|r| r.resource.as_str()).collect();
+        assert_eq!(names, ["network", "disk", "disk_iops", "ssd_iops"]);
+        assert!(r[0].use_rate > 1e8, "{r:?}");
+        assert_eq!(r[0].baseline, 150_000_000.0);
+        let net = r[0].credits.expect("the network bursts");
+        assert_eq!(net.burst, 1_250_000_000.0);
+        assert!(net.time_to_empty_s.is_some());
+        assert_eq!(r[3].credits, None, "provisioned SSD IOPS are flat");
+        n.stop();
     }
 
     #[test]

@@ -125,7 +125,7 @@ impl SeriesRecorder {
     ) -> JobRecording {
         let probe: Option<Box<dyn NodeProbe>> = match (node, target) {
             (Some(n), _) => Some(Box::new(EmbeddedProbe::new(n.node().clone()))),
-            (None, Target::NodeVolume { node: api, .. }) => {
+            (None, Target::NodeVolume { node: api, .. } | Target::Node(api)) => {
                 Some(Box::new(RestProbe::new(api.clone())))
             }
             _ => None,
@@ -177,9 +177,11 @@ impl Drop for SeriesRecorder {
 impl JobRecording {
     /// Stop sampling and read fio's logs (unreadable logs cost the charts, not the run).
     pub fn finish(self, job_id: i64) -> JobSeries {
+        let (node, resources) = self.sampling.map(Sampling::finish_all).unwrap_or_default();
         JobSeries {
             job_id,
-            node: self.sampling.map(Sampling::finish).unwrap_or_default(),
+            node,
+            resources,
             hosts: self
                 .tools
                 .map(|(s, ramp_ms)| on_fio_clock(s.stop(), ramp_ms))

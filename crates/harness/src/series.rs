@@ -16,8 +16,47 @@ pub use fio::logs::WINDOW_MS;
 /// One fio log window of one direction (defined by the fio adapter, which parses it).
 pub use fio::FioSample;
 
+/// A credit bucket at the end of a window: what the report draws on its second axis.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CreditSample {
+    /// Credits in the bucket (I/Os, or bytes).
+    pub balance: f64,
+    /// The bucket's capacity.
+    pub bucket: f64,
+    /// The rate the bucket accrues at, which is the limit once it is empty (IOPS or bytes/s).
+    pub baseline: f64,
+    /// The rate allowed while credits last.
+    pub burst: f64,
+    /// Seconds until the bucket is empty at the window's use; `None` when that use does not
+    /// drain it.
+    pub time_to_empty_s: Option<f64>,
+}
+
+impl CreditSample {
+    /// A bucket's state with the time to empty at `use_rate` (units per second).
+    pub fn at_use(balance: f64, bucket: f64, baseline: f64, burst: f64, use_rate: f64) -> Self {
+        let drain = use_rate.min(burst) - baseline;
+        CreditSample {
+            balance,
+            bucket,
+            baseline,
+            burst,
+            time_to_empty_s: (drain > 0.0 && baseline > 0.0).then(|| balance / drain),
+        }
+    }
+
+    /// Balance as a percentage of the bucket.
+    pub fn percent(&self) -> f64 {
+        if self.bucket > 0.0 {
+            self.balance * 100.0 / self.bucket
+        } else {
+            0.0
+        }
+    }
+}
+
 /// One node sample of one volume: rates over the window that ends at `t_ms`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeSample {
     pub t_ms: u64,
     pub volume: String,
@@ -32,6 +71,29 @@ pub struct NodeSample {
     /// Mean time each operation was held by the ceiling / behind floors, µs.
     pub ceiling_wait_us: f64,
     pub floor_wait_us: f64,
+    /// The volume's IOPS / bytes burst bucket (`None`: that dimension does not burst).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops_credits: Option<CreditSample>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_credits: Option<CreditSample>,
+}
+
+/// One sample of a node-wide resource (the emulated provisioned file system's network, disk
+/// and SSD IOPS): its use over the window that ends at `t_ms` and its bucket then.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSample {
+    pub t_ms: u64,
+    /// `network`, `disk`, `disk_iops`, `ssd_iops`.
+    pub resource: String,
+    /// `bytes` (rates in bytes/s) or `iops`.
+    pub unit: String,
+    /// Units per second charged to it over the window.
+    pub use_rate: f64,
+    /// Its sustained rate.
+    pub baseline: f64,
+    /// Its bucket (`None`: a flat resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credits: Option<CreditSample>,
 }
 
 impl NodeSample {
@@ -52,6 +114,9 @@ pub struct JobSeries {
     /// Per-operation segments of a request/response driver (S3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ops: Vec<OpSample>,
+    /// Node-wide resources (a node with an emulated provisioned file system).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceSample>,
     /// The host tool sets (one series per host sampled), on fio's clock like the rest:
     /// each sample's `t_ms` is the end of its interval after the ramp.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -60,7 +125,30 @@ pub struct JobSeries {
 
 impl JobSeries {
     pub fn is_empty(&self) -> bool {
-        self.fio.is_empty() && self.node.is_empty() && self.ops.is_empty() && self.hosts.is_empty()
+        self.fio.is_empty()
+            && self.node.is_empty()
+            && self.ops.is_empty()
+            && self.resources.is_empty()
+            && self.hosts.is_empty()
+    }
+
+    /// Whether any sample carries a credit balance (a volume's or a resource's).
+    pub fn has_credits(&self) -> bool {
+        self.node
+            .iter()
+            .any(|n| n.iops_credits.is_some() || n.bytes_credits.is_some())
+            || self.resources.iter().any(|r| r.credits.is_some())
+    }
+
+    /// Resources the node sampled, in first-seen order.
+    pub fn resource_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for s in &self.resources {
+            if !v.contains(&s.resource) {
+                v.push(s.resource.clone());
+            }
+        }
+        v
     }
 
     /// The fio windows as (t_ms, all directions summed): IOPS, bytes/s, and the

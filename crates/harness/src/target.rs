@@ -9,7 +9,6 @@
 //!   its NBD address and effective limits from the node's REST API ([`crate::node_api`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use storage_node::server::{self, Listeners, ServerStats};
@@ -47,6 +46,12 @@ pub enum Target {
         snapshot_reserve_percent: u8,
         policy: Option<String>,
     },
+    /// A running qoslab node without a named volume (`--node URL` alone): for families
+    /// that create their own volumes through its API (the tenants family).
+    Node(NodeHandle),
+    /// Block devices, one per unit of a family that takes several (the tenants family's
+    /// `--target /dev/X,/dev/Y`: a device per tenant).
+    Devices(Vec<PathBuf>),
 }
 
 impl Target {
@@ -91,6 +96,37 @@ impl Target {
         Ok(Target::Path(p))
     }
 
+    /// `DEV[,DEV...]`: block devices (each must exist and be one; no duplicates).
+    pub fn parse_devices(s: &str) -> Result<Target, TargetError> {
+        use std::os::unix::fs::FileTypeExt;
+        let mut out: Vec<PathBuf> = Vec::new();
+        for d in s.split(',').map(str::trim) {
+            let p = PathBuf::from(d);
+            match std::fs::metadata(&p) {
+                Ok(m) if m.file_type().is_block_device() => {}
+                Ok(_) => return Err(TargetError::Invalid(d.into(), "not a block device".into())),
+                Err(e) => return Err(TargetError::Invalid(d.into(), e.to_string())),
+            }
+            if !fio::jobfile::valid_value(d) || d.contains(':') {
+                return Err(TargetError::Invalid(
+                    d.into(),
+                    "fio cannot take this path (':' ';' '#' or newline)".into(),
+                ));
+            }
+            if out.contains(&p) {
+                return Err(TargetError::Invalid(d.into(), "listed twice".into()));
+            }
+            out.push(p);
+        }
+        Ok(Target::Devices(out))
+    }
+
+    /// Whether `s` names block devices (a list, or one block device).
+    pub fn names_devices(s: &str) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        s.contains(',') || std::fs::metadata(s).is_ok_and(|m| m.file_type().is_block_device())
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Target::Embedded => "embedded node".into(),
@@ -101,6 +137,14 @@ impl Target {
             } => {
                 format!("volume {volume} on node {} ({uri})", node.url())
             }
+            Target::Node(node) => format!("node {}", node.url()),
+            Target::Devices(d) => format!(
+                "block devices {}",
+                d.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 
@@ -115,7 +159,7 @@ impl Target {
     /// fio options for the target (non-embedded targets; see [`EmbeddedNode::options`]).
     pub fn options(&self) -> Vec<(String, String)> {
         match self {
-            Target::Embedded => Vec::new(),
+            Target::Embedded | Target::Node(_) | Target::Devices(_) => Vec::new(),
             Target::Nbd(u) | Target::NodeVolume { uri: u, .. } => {
                 vec![("ioengine".into(), "nbd".into()), ("uri".into(), u.clone())]
             }
@@ -200,16 +244,7 @@ fn enc(s: &str) -> String {
         .collect()
 }
 
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-/// A fresh directory under the system temp dir.
-pub fn temp_dir(tag: &str) -> std::io::Result<PathBuf> {
-    let n = SEQ.fetch_add(1, Ordering::SeqCst);
-    let p = std::env::temp_dir().join(format!("qoslab-{tag}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p)?;
-    Ok(p)
-}
+pub use crate::tempdirs::temp_dir;
 
 /// A storage node running in this process, on a unix socket in a temp dir.
 pub struct EmbeddedNode {

@@ -15,6 +15,12 @@
 //! `policy.ceiling` is the volume's effective ceiling in the metric's dimension (IOPS for
 //! iops metrics, bytes/s for bw metrics). Tolerance widens the bound in the lenient
 //! direction: `iops <= 500 +-3%` passes up to 515; `iops >= 500 +-3%` passes from 485.
+//!
+//! A family with metrics and references of its own (the `provisioned` family's
+//! `burst_duration ~= spec.burst_seconds +-5%`) reuses the same grammar after the metric:
+//! [`parse_bound`] (operator, a number with units or a name the family knows, factor,
+//! tolerance) and [`judge`] (the verdict, worded as here); [`Kind`] adds `Secs` for
+//! durations (`s`, `ms`).
 
 use assess::{Check, Diagnosis, Outcome, Quantity, Sense};
 use serde::{Deserialize, Serialize};
@@ -68,15 +74,21 @@ pub enum Metric {
 const METRICS: &str =
     "iops, iops_mean, iops_steady, bw, bw_mean, bw_steady, lat_mean_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_p999_us (optionally prefixed read. or write.)";
 
+/// What a metric measures, which decides the units its bounds may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
+    /// I/Os per second (`k` = 1,000).
     Iops,
+    /// Bytes per second (`MB/s` x1000, `MiB/s` x1024, ...).
     Bw,
+    /// Latency, microseconds (`ns`, `us`, `ms`, `s`).
     Lat,
+    /// A duration, seconds (`ms`, `s`).
+    Secs,
 }
 
 impl Metric {
-    fn kind(self) -> Kind {
+    pub fn kind(self) -> Kind {
         match self {
             Metric::Iops | Metric::IopsMean | Metric::IopsSteady => Kind::Iops,
             Metric::Bw | Metric::BwMean | Metric::BwSteady => Kind::Bw,
@@ -236,75 +248,20 @@ impl Expectation {
                 ))
             }
         };
-        let rest = rest.trim_start();
-        let (op, rest) = [
-            ("<=", Op::Le),
-            (">=", Op::Ge),
-            ("~=", Op::Approx),
-            ("<", Op::Lt),
-            (">", Op::Gt),
-        ]
-        .iter()
-        .find_map(|(t, op)| rest.strip_prefix(t).map(|r| (*op, r)))
-        .ok_or_else(|| {
-            err(
-                text,
-                "expected an operator after the metric: <=, <, >=, >, ~=",
-            )
-        })?;
-        // Tolerance.
-        let (rhs, tolerance) = match rest.find("+-") {
-            Some(i) => {
-                let t = rest[i + 2..].trim();
-                let pct = t
-                    .strip_suffix('%')
-                    .and_then(|n| n.trim().parse::<f64>().ok())
-                    .filter(|p| p.is_finite() && *p >= 0.0 && *p < 100.0)
-                    .ok_or_else(|| {
-                        err(
-                            text,
-                            format!("tolerance {t:?}: expected a percentage like 3%"),
-                        )
-                    })?;
-                (&rest[..i], pct / 100.0)
-            }
-            None => (rest, 0.0),
-        };
-        if op == Op::Approx && tolerance == 0.0 {
-            return Err(err(
-                text,
-                "~= needs a tolerance, e.g. `bw ~= 100MiB/s +-3%`",
-            ));
-        }
-        let rhs = rhs.trim();
-        // `/` also appears in units (MiB/s): a division is a `/` not right after `B`.
-        let op_at = rhs
-            .char_indices()
-            .find(|&(i, c)| c == '*' || (c == '/' && !rhs[..i].ends_with('B')))
-            .map(|(i, _)| i);
-        let (operand_txt, factor) = match op_at {
-            Some(i) => {
-                let n: f64 = rhs[i + 1..]
-                    .trim()
-                    .parse()
-                    .map_err(|_| err(text, format!("{:?} is not a number", rhs[i + 1..].trim())))?;
-                if !n.is_finite() || n <= 0.0 {
-                    return Err(err(text, "the factor must be a positive number"));
-                }
-                let f = if rhs.as_bytes()[i] == b'*' {
-                    n
-                } else {
-                    1.0 / n
-                };
-                (rhs[..i].trim(), f)
-            }
-            None => (rhs, 1.0),
-        };
         let kind = metric.kind();
-        let operand = match operand_txt {
-            "policy.ceiling" | "ceiling" => Operand::Ceiling,
-            "policy.floor" | "floor" => Operand::Floor,
-            t => Operand::Number(parse_value(t, kind).map_err(|m| err(text, m))?),
+        let is_policy =
+            |n: &str| matches!(n, "policy.ceiling" | "ceiling" | "policy.floor" | "floor");
+        let b = parse_bound(
+            text,
+            rest,
+            kind,
+            &is_policy,
+            ", policy.ceiling or policy.floor",
+        )?;
+        let operand = match &b.operand {
+            BoundOperand::Number(n) => Operand::Number(*n),
+            BoundOperand::Name(n) if n.ends_with("ceiling") => Operand::Ceiling,
+            BoundOperand::Name(_) => Operand::Floor,
         };
         if kind == Kind::Lat && !matches!(operand, Operand::Number(_)) {
             return Err(err(
@@ -316,10 +273,10 @@ impl Expectation {
             text: s.to_string(),
             dir,
             metric,
-            op,
+            op: b.op,
             operand,
-            factor,
-            tolerance,
+            factor: b.factor,
+            tolerance: b.tolerance,
         })
     }
 
@@ -426,45 +383,22 @@ impl Expectation {
             }
         };
         let target = base * self.factor;
-        let t = self.tolerance;
-        let (passed, bound) = match self.op {
-            Op::Le => (
-                measured <= target * (1.0 + t),
-                format!("<= {}", num(target * (1.0 + t))),
-            ),
-            Op::Lt => (
-                measured < target * (1.0 + t),
-                format!("< {}", num(target * (1.0 + t))),
-            ),
-            Op::Ge => (
-                measured >= target * (1.0 - t),
-                format!(">= {}", num(target * (1.0 - t))),
-            ),
-            Op::Gt => (
-                measured > target * (1.0 - t),
-                format!("> {}", num(target * (1.0 - t))),
-            ),
-            Op::Approx => (
-                (measured - target).abs() <= target * t,
-                format!("{}..{}", num(target * (1.0 - t)), num(target * (1.0 + t))),
-            ),
-        };
         let name = self
             .text
             .split(|c: char| c.is_whitespace() || "<>~=".contains(c))
             .next()
             .unwrap_or("");
-        let detail = format!(
-            "{name} = {}, want {bound}{}",
-            num(measured),
-            if t > 0.0 || self.factor != 1.0 || !matches!(self.operand, Operand::Number(_)) {
-                format!(" (from {})", num(target))
-            } else {
-                String::new()
-            }
+        let v = judge(
+            &self.text,
+            name,
+            measured,
+            self.op,
+            target,
+            self.tolerance,
+            self.factor != 1.0 || !matches!(self.operand, Operand::Number(_)),
         );
         let check = Check {
-            passed,
+            passed: v.passed,
             quantity: if self.metric.kind() == Kind::Lat {
                 Quantity::Latency
             } else {
@@ -479,9 +413,160 @@ impl Expectation {
             target,
             io_error: ev.io_error,
         };
-        Verdict::plain(self.text.clone(), measured, bound, passed, detail)
-            .judged(&check, ev.diagnosis)
+        v.judged(&check, ev.diagnosis)
     }
+}
+
+/// The right-hand side of an expectation, after its metric: `op rhs [* f | / f] [+-N%]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bound {
+    pub op: Op,
+    pub operand: BoundOperand,
+    /// Multiplier applied to the operand (`/ 2` is stored as 0.5).
+    pub factor: f64,
+    /// Fraction, e.g. 0.03 for `+-3%`.
+    pub tolerance: f64,
+}
+
+/// A bound's operand: a number (in the metric's base unit) or a name its family resolves.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoundOperand {
+    Number(f64),
+    Name(String),
+}
+
+/// Parse `rest` (what follows the metric in `text`) as `op rhs [* f | / f] [+-N%]`. `is_name`
+/// says which names the family resolves as operands; `names_hint` ends the message for an
+/// operand that is neither a number nor a name (`", policy.ceiling or policy.floor"`).
+pub fn parse_bound(
+    text: &str,
+    rest: &str,
+    kind: Kind,
+    is_name: &dyn Fn(&str) -> bool,
+    names_hint: &str,
+) -> Result<Bound, ExpectError> {
+    let rest = rest.trim_start();
+    let (op, rest) = [
+        ("<=", Op::Le),
+        (">=", Op::Ge),
+        ("~=", Op::Approx),
+        ("<", Op::Lt),
+        (">", Op::Gt),
+    ]
+    .iter()
+    .find_map(|(t, op)| rest.strip_prefix(t).map(|r| (*op, r)))
+    .ok_or_else(|| {
+        err(
+            text,
+            "expected an operator after the metric: <=, <, >=, >, ~=",
+        )
+    })?;
+    // Tolerance.
+    let (rhs, tolerance) = match rest.find("+-") {
+        Some(i) => {
+            let t = rest[i + 2..].trim();
+            let pct = t
+                .strip_suffix('%')
+                .and_then(|n| n.trim().parse::<f64>().ok())
+                .filter(|p| p.is_finite() && *p >= 0.0 && *p < 100.0)
+                .ok_or_else(|| {
+                    err(
+                        text,
+                        format!("tolerance {t:?}: expected a percentage like 3%"),
+                    )
+                })?;
+            (&rest[..i], pct / 100.0)
+        }
+        None => (rest, 0.0),
+    };
+    if op == Op::Approx && tolerance == 0.0 {
+        return Err(err(
+            text,
+            "~= needs a tolerance, e.g. `bw ~= 100MiB/s +-3%`",
+        ));
+    }
+    let rhs = rhs.trim();
+    // `/` also appears in units (MiB/s): a division is a `/` not right after `B`.
+    let op_at = rhs
+        .char_indices()
+        .find(|&(i, c)| c == '*' || (c == '/' && !rhs[..i].ends_with('B')))
+        .map(|(i, _)| i);
+    let (operand_txt, factor) = match op_at {
+        Some(i) => {
+            let n: f64 = rhs[i + 1..]
+                .trim()
+                .parse()
+                .map_err(|_| err(text, format!("{:?} is not a number", rhs[i + 1..].trim())))?;
+            if !n.is_finite() || n <= 0.0 {
+                return Err(err(text, "the factor must be a positive number"));
+            }
+            let f = if rhs.as_bytes()[i] == b'*' {
+                n
+            } else {
+                1.0 / n
+            };
+            (rhs[..i].trim(), f)
+        }
+        None => (rhs, 1.0),
+    };
+    let operand = if is_name(operand_txt) {
+        BoundOperand::Name(operand_txt.to_string())
+    } else {
+        BoundOperand::Number(parse_value(operand_txt, kind, names_hint).map_err(|m| err(text, m))?)
+    };
+    Ok(Bound {
+        op,
+        operand,
+        factor,
+        tolerance,
+    })
+}
+
+/// The verdict on `measured` against `target` (the operand times its factor) under `op`
+/// and `tolerance`; `name` is the metric as written, `derived` whether the target came
+/// from a name or a factor (the detail then says what it was computed from).
+pub fn judge(
+    text: &str,
+    name: &str,
+    measured: f64,
+    op: Op,
+    target: f64,
+    tolerance: f64,
+    derived: bool,
+) -> Verdict {
+    let t = tolerance;
+    let (passed, bound) = match op {
+        Op::Le => (
+            measured <= target * (1.0 + t),
+            format!("<= {}", num(target * (1.0 + t))),
+        ),
+        Op::Lt => (
+            measured < target * (1.0 + t),
+            format!("< {}", num(target * (1.0 + t))),
+        ),
+        Op::Ge => (
+            measured >= target * (1.0 - t),
+            format!(">= {}", num(target * (1.0 - t))),
+        ),
+        Op::Gt => (
+            measured > target * (1.0 - t),
+            format!("> {}", num(target * (1.0 - t))),
+        ),
+        Op::Approx => (
+            (measured - target).abs() <= target * t,
+            format!("{}..{}", num(target * (1.0 - t)), num(target * (1.0 + t))),
+        ),
+    };
+    let detail = format!(
+        "{name} = {}, want {bound}{}",
+        num(measured),
+        if t > 0.0 || derived {
+            format!(" (from {})", num(target))
+        } else {
+            String::new()
+        }
+    );
+    Verdict::plain(text.to_string(), measured, bound, passed, detail)
 }
 
 /// A number for messages: integers plainly, others with up to 2 decimals.
@@ -493,14 +578,16 @@ fn num(v: f64) -> String {
     }
 }
 
-fn parse_value(t: &str, kind: Kind) -> Result<f64, String> {
+/// A number with a unit that fits `kind`, in the kind's base unit (IOPS, bytes/s, µs,
+/// seconds); `names_hint` ends the message when `t` is not a number.
+pub fn parse_value(t: &str, kind: Kind, names_hint: &str) -> Result<f64, String> {
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
     let n: f64 = n
         .parse()
-        .map_err(|_| format!("{t:?}: expected a number, policy.ceiling or policy.floor"))?;
+        .map_err(|_| format!("{t:?}: expected a number{names_hint}"))?;
     let unit = unit.trim();
     let mul = match (kind, unit) {
         (_, "") => 1.0,
@@ -516,11 +603,14 @@ fn parse_value(t: &str, kind: Kind) -> Result<f64, String> {
         (Kind::Lat, "us") => 1.0,
         (Kind::Lat, "ms") => 1e3,
         (Kind::Lat, "s") => 1e6,
+        (Kind::Secs, "s") => 1.0,
+        (Kind::Secs, "ms") => 1e-3,
         (k, u) => {
             let allowed = match k {
                 Kind::Iops => "none or k",
                 Kind::Bw => "B/s, KB/s, MB/s, GB/s (x1000), KiB/s, MiB/s, GiB/s (x1024)",
                 Kind::Lat => "ns, us, ms, s",
+                Kind::Secs => "none (seconds), s, ms",
             };
             return Err(format!(
                 "unit {u:?} does not fit this metric; allowed: {allowed}"
@@ -606,5 +696,40 @@ mod tests {
             let e = Expectation::parse(bad).unwrap_err().0;
             assert!(e.contains(want), "{bad}: {e}");
         }
+    }
+    #[test]
+    fn a_familys_own_metrics_and_names_reuse_the_grammar() {
+        let names = |n: &str| n.starts_with("spec.");
+        let text = "burst_duration ~= spec.burst_seconds +-5%";
+        let b = parse_bound(text, " ~= spec.burst_seconds +-5%", Kind::Secs, &names, "").unwrap();
+        assert_eq!(b.operand, BoundOperand::Name("spec.burst_seconds".into()));
+        assert_eq!((b.op, b.factor, b.tolerance), (Op::Approx, 1.0, 0.05));
+        let v = judge(text, "burst_duration", 3.7, b.op, 3.6, b.tolerance, true);
+        assert!(v.passed, "{v:?}");
+        assert_eq!(v.bound, "3.42..3.78");
+        assert_eq!(
+            v.detail,
+            "burst_duration = 3.70, want 3.42..3.78 (from 3.60)"
+        );
+        let b = parse_bound("x", "<= 1500ms", Kind::Secs, &names, "").unwrap();
+        assert_eq!(b.operand, BoundOperand::Number(1.5));
+        let b = parse_bound("x", ">= spec.network.baseline * 2", Kind::Bw, &names, "").unwrap();
+        assert_eq!(
+            (b.operand, b.factor),
+            (BoundOperand::Name("spec.network.baseline".into()), 2.0)
+        );
+        let e = parse_bound("x", "> spec_x", Kind::Bw, &names, ", or spec.NAME")
+            .unwrap_err()
+            .0;
+        assert!(
+            e.ends_with("\"spec_x\": expected a number, or spec.NAME"),
+            "{e}"
+        );
+        let e = parse_bound("x", "< 5MiB/s", Kind::Secs, &names, "")
+            .unwrap_err()
+            .0;
+        assert!(e.contains("allowed: none (seconds), s, ms"), "{e}");
+        let v = judge("bw > 5", "bw", 5.0, Op::Gt, 5.0, 0.0, false);
+        assert!(!v.passed && v.detail == "bw = 5, want > 5", "{v:?}");
     }
 }

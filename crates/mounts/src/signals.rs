@@ -20,6 +20,34 @@ pub(crate) trait Teardown: Send + Sync {
 static INSTALL: Once = Once::new();
 static LIVE: Mutex<Vec<Weak<dyn Teardown>>> = Mutex::new(Vec::new());
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// Other cleanups run on a signal after the sessions' teardown (the tenants family's
+/// volumes on a remote node, its directories on a target): id -> cleanup.
+type Cleanup = Arc<dyn Fn() + Send + Sync>;
+static CLEANUPS: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
+static NEXT_CLEANUP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A cleanup registered with [`on_signal`]; dropping it unregisters the cleanup (the
+/// owner then cleans up itself, on its normal path).
+pub struct CleanupGuard(u64);
+
+impl Drop for CleanupGuard {
+    fn drop(&mut self) {
+        let mut l = CLEANUPS.lock().unwrap_or_else(|p| p.into_inner());
+        l.retain(|(id, _)| *id != self.0);
+    }
+}
+
+/// Run `f` if a signal arrives while the guard lives (after the sessions are torn down,
+/// before the process exits). Installs the handler thread.
+pub fn on_signal(f: Cleanup) -> CleanupGuard {
+    install();
+    let id = NEXT_CLEANUP.fetch_add(1, Ordering::SeqCst);
+    CLEANUPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((id, f));
+    CleanupGuard(id)
+}
 
 /// The signal that started a teardown, if one did (the process exits with 128 + it as
 /// soon as the teardown is done).
@@ -53,7 +81,7 @@ pub fn install() {
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
                     RECEIVED.store(sig, Ordering::SeqCst);
-                    eprintln!("qoslab: signal {sig}: tearing down tenant mounts");
+                    eprintln!("qoslab: signal {sig}: tearing down tenant mounts and volumes");
                     teardown_everything();
                     std::process::exit(128 + sig);
                 }
@@ -78,5 +106,14 @@ pub fn teardown_everything() {
         for e in &u.errors {
             eprintln!("qoslab: teardown: {e}");
         }
+    }
+    let cleanups: Vec<Cleanup> = CLEANUPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|(_, f)| f.clone())
+        .collect();
+    for f in cleanups {
+        f();
     }
 }

@@ -17,6 +17,7 @@
 //!
 //! * [`units`] — parse/format sizes, throughputs, IOPS-per-capacity.
 //! * [`policy`] — fixed and adaptive policy groups and their validation.
+//! * [`credit`] — burst credits: baseline, burst rate, bucket (vendor presets in [`presets`]).
 //! * [`limits`] — a policy plus a volume's space → effective ceiling and floor.
 //! * [`mclock`] — the node-wide mClock scheduler (floors, ceilings, weights).
 //! * [`pacer`] — the per-flow ceiling enforcer (smooth two-dimensional GCRA).
@@ -33,23 +34,28 @@
 
 #![warn(missing_docs)]
 
+pub mod credit;
 pub mod limits;
 pub mod mclock;
 pub mod pacer;
 pub mod policy;
+pub mod presets;
+pub mod rate;
 pub mod sim;
 pub mod units;
 
-pub use limits::{effective_limits, iops_for, EffectiveLimits, Rate, VolumeSpace};
+pub use credit::{ontap_tolerance, Burst, BurstShape, CreditLane, CreditStatus, Credits};
+pub use limits::{burst_limits, effective_limits, iops_for, EffectiveLimits, Rate, VolumeSpace};
 pub use mclock::{Dispatched, FlowId, FlowSpec, MClock, Phase};
 pub use pacer::{Pacer, BURST_WINDOW};
 pub use policy::{
-    default_adaptive_groups, AdaptivePolicy, Allocation, BlockSize, FixedPolicy, Policy,
-    PolicyError, MAX_WEIGHT,
+    default_adaptive_groups, AdaptivePolicy, Allocation, BlockSize, BurstPolicy, FixedPolicy,
+    Policy, PolicyError, ProvisionedPolicy, MAX_WEIGHT,
 };
+pub use presets::Model;
 pub use units::{
-    format_size, parse_iops_per_capacity, parse_size, parse_throughput, IopsPerTb, Throughput,
-    UnitError,
+    format_size, parse_iops_per_capacity, parse_seconds, parse_size, parse_throughput, IopsPerTb,
+    Throughput, UnitError,
 };
 
 /// Time in nanoseconds since an arbitrary, caller-chosen epoch.

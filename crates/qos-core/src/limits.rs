@@ -1,6 +1,7 @@
 //! Effective-limit arithmetic: turning a [`Policy`] and a volume's space into rates.
 
-use crate::policy::{AdaptivePolicy, Allocation, Policy};
+use crate::credit::{Burst, BurstShape};
+use crate::policy::{AdaptivePolicy, Allocation, BurstPolicy, Policy, ProvisionedPolicy};
 use crate::units::{IopsPerTb, MIB, TB};
 
 /// Space figures of one volume, in bytes.
@@ -32,28 +33,7 @@ impl VolumeSpace {
     }
 }
 
-/// A rate in two dimensions. 0 in a dimension means unlimited (for a ceiling)
-/// or no guarantee (for a floor).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Rate {
-    /// Operations per second; 0 = unlimited / not set.
-    pub iops: u64,
-    /// Bytes per second; 0 = unlimited / not set.
-    pub bytes_per_sec: u64,
-}
-
-impl Rate {
-    /// No limit in either dimension.
-    pub const UNLIMITED: Rate = Rate {
-        iops: 0,
-        bytes_per_sec: 0,
-    };
-
-    /// True when neither dimension is set.
-    pub fn is_unlimited(&self) -> bool {
-        self.iops == 0 && self.bytes_per_sec == 0
-    }
-}
+pub use crate::rate::Rate;
 
 /// The rates a volume is held to under its policy right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -62,6 +42,9 @@ pub struct EffectiveLimits {
     pub ceiling: Rate,
     /// Minimum rate the volume should be guaranteed (for a future scheduler).
     pub floor: Rate,
+    /// Burst credits over the ceiling (normalised: only dimensions that can burst). The
+    /// ceiling is then the baseline the volume settles at once its credits are spent.
+    pub burst: Burst,
 }
 
 /// Computes the effective ceiling and floor of a volume.
@@ -76,8 +59,12 @@ pub struct EffectiveLimits {
 ///
 /// The policy is expected to be valid ([`Policy::validate`]); invalid densities
 /// (negative, NaN) count as 0 and results saturate at `u64::MAX`.
+///
+/// A burst extension ([`BurstPolicy`]) sits on the ceiling just computed; a provisioned
+/// policy takes ceiling and burst from its model for the volume's (provisioned) size, its
+/// buckets scaled and its initial balance set as the policy says.
 pub fn effective_limits(policy: &Policy, space: &VolumeSpace) -> EffectiveLimits {
-    match policy {
+    let mut l = match policy {
         Policy::Fixed(p) => EffectiveLimits {
             ceiling: Rate {
                 iops: p.max_iops,
@@ -87,8 +74,74 @@ pub fn effective_limits(policy: &Policy, space: &VolumeSpace) -> EffectiveLimits
                 iops: p.min_iops,
                 bytes_per_sec: p.min_mbps.saturating_mul(MIB),
             },
+            burst: Burst::NONE,
         },
         Policy::Adaptive(p) => adaptive_limits(p, space),
+        Policy::Provisioned(p) => return provisioned_limits(p, space),
+    };
+    if let Some(b) = policy.burst() {
+        l.burst = burst_limits(b, l.ceiling);
+    }
+    l
+}
+
+/// A burst extension over `ceiling`, normalised (dimensions whose baseline already reaches
+/// the burst ceiling do not burst).
+pub fn burst_limits(b: &BurstPolicy, ceiling: Rate) -> Burst {
+    let shape = |rate: u64, base: u64, bucket: u64| {
+        (rate > 0).then(|| {
+            let bucket = if b.seconds > 0 {
+                rate.saturating_sub(base).saturating_mul(b.seconds)
+            } else {
+                bucket
+            };
+            BurstShape {
+                rate,
+                bucket,
+                initial: percent_of(bucket, b.initial_percent),
+            }
+        })
+    };
+    Burst {
+        iops: shape(b.max_iops, ceiling.iops, b.bucket_iops),
+        bytes: shape(
+            b.max_mbps.saturating_mul(MIB),
+            ceiling.bytes_per_sec,
+            b.bucket_mb.saturating_mul(MIB),
+        ),
+    }
+    .normalized(ceiling)
+}
+
+fn percent_of(x: u64, pct: u8) -> u64 {
+    u64::try_from(u128::from(x) * u128::from(pct.min(100)) / 100).unwrap_or(x)
+}
+
+fn provisioned_limits(p: &ProvisionedPolicy, space: &VolumeSpace) -> EffectiveLimits {
+    let m = p.model.limits(space.size);
+    let scale = |s: Option<BurstShape>| {
+        s.map(|s| {
+            let bucket = (s.bucket as f64 * p.bucket_scale).round();
+            let bucket = if bucket >= u64::MAX as f64 {
+                u64::MAX
+            } else {
+                bucket as u64
+            };
+            BurstShape {
+                rate: s.rate,
+                bucket,
+                initial: percent_of(bucket, p.initial_percent),
+            }
+        })
+    };
+    EffectiveLimits {
+        ceiling: m.ceiling,
+        floor: Rate::UNLIMITED,
+        burst: Burst {
+            iops: scale(m.burst.iops),
+            bytes: scale(m.burst.bytes),
+        }
+        .normalized(m.ceiling),
     }
 }
 
@@ -104,6 +157,7 @@ fn adaptive_limits(p: &AdaptivePolicy, space: &VolumeSpace) -> EffectiveLimits {
     EffectiveLimits {
         ceiling: rate(p.peak_iops, p.peak_allocation),
         floor: rate(p.expected_iops, p.expected_allocation),
+        burst: Burst::NONE,
     }
 }
 
@@ -165,6 +219,7 @@ mod tests {
         let want = EffectiveLimits {
             ceiling: rate(ceiling_iops, block),
             floor: rate(floor_iops, block),
+            burst: Burst::NONE,
         };
         assert_eq!(got, want, "policy {p:?} space {space:?}");
     }
@@ -199,6 +254,7 @@ mod tests {
             peak_allocation: Allocation::AllocatedSpace,
             block_size: BlockSize::K32,
             weight: 0,
+            burst: None,
         };
         check(p, vol(100 * GB, 5, 0), 4_750, 4_750);
         check(p, vol(200 * GB, 5, 0), 9_500, 9_500);
@@ -264,6 +320,7 @@ mod tests {
                     iops: 2_048,
                     bytes_per_sec: 0
                 },
+                burst: Burst::NONE,
             }
         );
         p.block_size = BlockSize::K4;
@@ -281,6 +338,7 @@ mod tests {
             min_mbps: 10,
             capacity_shared: true,
             weight: 0,
+            burst: None,
         };
         let got = effective_limits(&Policy::Fixed(p), &vol(TB, 5, 0));
         assert_eq!(
@@ -294,10 +352,57 @@ mod tests {
                     iops: 1_000,
                     bytes_per_sec: 10 << 20
                 },
+                burst: Burst::NONE,
             }
         );
         let none = effective_limits(&Policy::Fixed(FixedPolicy::default()), &vol(0, 0, 0));
         assert!(none.ceiling.is_unlimited() && none.floor.is_unlimited());
+    }
+
+    #[test]
+    fn burst_on_fixed_adaptive_and_provisioned() {
+        use crate::policy::{BurstPolicy, ProvisionedPolicy};
+        use crate::presets::Model;
+        const GIB: u64 = 1 << 30;
+        // Fixed 300 IOPS bursting to 3000 for 60 s from full (SolidFire's rule): 162,000.
+        let p = FixedPolicy {
+            max_iops: 300,
+            burst: Some(BurstPolicy {
+                max_iops: 3_000,
+                seconds: 60,
+                initial_percent: 50,
+                ..BurstPolicy::default()
+            }),
+            ..FixedPolicy::default()
+        };
+        let l = effective_limits(&Policy::Fixed(p), &vol(TB, 0, 0));
+        let s = l.burst.iops.unwrap();
+        assert_eq!((s.rate, s.bucket, s.initial), (3_000, 162_000, 81_000));
+        assert_eq!(l.burst.bytes, None);
+        // Adaptive like gp2: absolute burst ceiling; at 1 TB the peak reaches it.
+        let mut a = group("performance");
+        a.burst = Some(BurstPolicy {
+            max_iops: 3_000,
+            bucket_iops: 5_400_000,
+            ..BurstPolicy::default()
+        });
+        let small = effective_limits(&Policy::Adaptive(a), &vol(TB, 0, TB / 10));
+        assert_eq!(small.ceiling.iops, 500);
+        assert_eq!(small.burst.iops.unwrap().bucket, 5_400_000);
+        let big = effective_limits(&Policy::Adaptive(a), &vol(TB, 0, TB));
+        assert_eq!(big.ceiling.iops, 4_096);
+        assert!(big.burst.is_none());
+        // Provisioned gp2 on 100 GiB with a 10x smaller bucket, half full.
+        let g = ProvisionedPolicy {
+            bucket_scale: 0.1,
+            initial_percent: 50,
+            ..ProvisionedPolicy::new(Model::EbsGp2)
+        };
+        let l = effective_limits(&Policy::Provisioned(g), &vol(100 * GIB, 5, 0));
+        assert_eq!(l.ceiling.iops, 300, "size, not allocated space");
+        let s = l.burst.iops.unwrap();
+        assert_eq!((s.rate, s.bucket, s.initial), (3_000, 540_000, 270_000));
+        assert_eq!(l.floor, Rate::UNLIMITED);
     }
 
     #[test]

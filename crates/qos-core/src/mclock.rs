@@ -70,10 +70,15 @@
 //!   from the next request on (the already-computed spacing of the last one stands).
 //! * Overcommit compares request IOPS with cost-unit capacity (see above).
 //! * Shared (group) policies are the caller's business: one flow per group.
+//! * **Burst credits** ([`MClock::set_burst`]): a flow's limit may carry a burst
+//!   ([`crate::credit`]). Its L tag then spaces requests at the burst rate and also waits
+//!   for the flow's credit bucket (a GCRA at the limit), charged when the request is
+//!   dispatched: the flow runs at the burst rate while credits last, at its limit after.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 
+use crate::credit::{Burst, CreditStatus, Credits};
 use crate::limits::Rate;
 use crate::Nanos;
 
@@ -134,6 +139,9 @@ struct Request<T> {
 
 struct Flow<T> {
     spec: FlowSpec,
+    /// Burst over the limit (normalised) and its buckets.
+    burst: Burst,
+    credits: Credits,
     queue: VecDeque<Request<T>>,
     last_r: f64,
     last_l: f64,
@@ -301,6 +309,8 @@ impl<T> MClock<T> {
         let t = now as f64;
         self.flows.push(Some(Flow {
             spec,
+            burst: Burst::NONE,
+            credits: Credits::default(),
             queue: VecDeque::new(),
             last_r: t,
             last_l: t,
@@ -316,11 +326,43 @@ impl<T> MClock<T> {
     /// Change a flow's spec live; its tags are kept (no burst, no stall beyond
     /// the already-earned tags). Unknown ids are ignored.
     pub fn set_flow(&mut self, id: FlowId, spec: FlowSpec, now: Nanos) {
-        let _ = now;
         if let Some(Some(f)) = self.flows.get_mut(id.0 as usize) {
+            if f.spec.limit != spec.limit && !f.burst.is_none() {
+                f.burst = f.burst.normalized(spec.limit);
+                f.credits.reshape(spec.limit, f.burst, now);
+            }
             f.spec = spec;
             self.rescale();
         }
+    }
+
+    /// Give a flow's limit burst credits (or take them away with [`Burst::NONE`]) at `now`:
+    /// a bucket that stays keeps its balance, a new one starts at its initial balance.
+    /// Unknown ids are ignored.
+    pub fn set_burst(&mut self, id: FlowId, burst: Burst, now: Nanos) {
+        let idx = id.0 as usize;
+        let Some(Some(f)) = self.flows.get_mut(idx) else {
+            return;
+        };
+        let burst = burst.normalized(f.spec.limit);
+        if burst == f.burst {
+            return;
+        }
+        f.burst = burst;
+        f.credits.reshape(f.spec.limit, burst, now);
+        if !f.queue.is_empty() {
+            self.refresh_head(idx, now as f64);
+        }
+    }
+
+    /// A flow's credit buckets at `now`: (IOPS, bytes); `None` where it does not burst.
+    pub fn credit_status(
+        &self,
+        id: FlowId,
+        now: Nanos,
+    ) -> (Option<CreditStatus>, Option<CreditStatus>) {
+        self.flow(id)
+            .map_or((None, None), |f| f.credits.status(now))
     }
 
     /// Remove a flow, dropping its queued requests (returned to the caller).
@@ -536,10 +578,13 @@ impl<T> MClock<T> {
             }
             (f.last_r + i).max(arrival)
         };
-        let l = match interval(f.spec.limit, 1.0, head.bytes) {
+        let mut l = match interval(f.burst.peak(f.spec.limit), 1.0, head.bytes) {
             Some(i) => (f.last_l + i).max(arrival),
             None => arrival,
         };
+        if !f.credits.is_empty() {
+            l = l.max(f.credits.earliest(1, head.bytes) as f64);
+        }
         let w = f64::from(f.spec.weight.max(1));
         let p = if self.fifo {
             arrival
@@ -585,6 +630,9 @@ impl<T> MClock<T> {
                 f.last_l = tags.l;
                 f.last_p = tags.p;
             }
+        }
+        if !f.credits.is_empty() {
+            f.credits.commit(now, 1, req.bytes);
         }
         let empty = f.queue.is_empty();
         f.gen += 1;

@@ -18,7 +18,13 @@
 //!   burst-then-stall, no fixed windows;
 //! * time is held exactly as `nanoseconds × rate` in 128-bit integers, so the
 //!   interval `1e9 / rate` never has to be rounded and long runs do not drift.
+//!
+//! **Burst credits** ([`Pacer::with_burst`], [`crate::credit`]): a dimension with a burst
+//! runs its lane at the burst rate and adds a credit bucket at the ceiling (its baseline);
+//! a request also waits for the bucket, so the flow runs at the burst rate while credits
+//! last and at the ceiling afterwards.
 
+use crate::credit::{Burst, CreditStatus, Credits};
 use crate::limits::Rate;
 use crate::Nanos;
 
@@ -116,8 +122,10 @@ impl Lane {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Pacer {
     ceiling: Rate,
+    burst: Burst,
     ops: Lane,
     bytes: Lane,
+    credits: Credits,
 }
 
 impl Pacer {
@@ -125,9 +133,47 @@ impl Pacer {
     pub fn new(ceiling: Rate) -> Self {
         Self {
             ceiling,
+            burst: Burst::NONE,
             ops: Lane::new(ceiling.iops),
             bytes: Lane::new(ceiling.bytes_per_sec),
+            credits: Credits::default(),
         }
+    }
+
+    /// A pacer whose `ceiling` is a baseline with burst credits (`burst`, normalised against
+    /// the ceiling), its buckets holding their initial balances at `now`.
+    pub fn with_burst(ceiling: Rate, burst: Burst, now: Nanos) -> Self {
+        let burst = burst.normalized(ceiling);
+        let peak = burst.peak(ceiling);
+        Self {
+            ceiling,
+            burst,
+            ops: Lane::new(peak.iops),
+            bytes: Lane::new(peak.bytes_per_sec),
+            credits: Credits::new(ceiling, burst, now),
+        }
+    }
+
+    /// Changes ceiling and burst live at `now` ([`Pacer::set_ceiling`]'s rules for the
+    /// rates; a bucket that stays keeps its balance, a new one starts at its initial balance).
+    pub fn set_limits(&mut self, ceiling: Rate, burst: Burst, now: Nanos) {
+        let burst = burst.normalized(ceiling);
+        let peak = burst.peak(ceiling);
+        self.ceiling = ceiling;
+        self.burst = burst;
+        self.ops.set_rate(peak.iops, now);
+        self.bytes.set_rate(peak.bytes_per_sec, now);
+        self.credits.reshape(ceiling, burst, now);
+    }
+
+    /// The burst in force (normalised: only dimensions that can burst).
+    pub fn burst(&self) -> Burst {
+        self.burst
+    }
+
+    /// The credit buckets at `now`: (IOPS, bytes); `None` where a dimension does not burst.
+    pub fn credit_status(&self, now: Nanos) -> (Option<CreditStatus>, Option<CreditStatus>) {
+        self.credits.status(now)
     }
 
     /// Changes the ceiling live, at time `now`.
@@ -139,9 +185,7 @@ impl Pacer {
     /// beyond what was already granted). A dimension that becomes limited starts
     /// fresh at `now`.
     pub fn set_ceiling(&mut self, ceiling: Rate, now: Nanos) {
-        self.ceiling = ceiling;
-        self.ops.set_rate(ceiling.iops, now);
-        self.bytes.set_rate(ceiling.bytes_per_sec, now);
+        self.set_limits(ceiling, Burst::NONE, now);
     }
 
     /// The ceiling being enforced.
@@ -167,12 +211,33 @@ impl Pacer {
     /// Unlimited dimensions cost nothing. A request larger than the burst window simply
     /// pushes the horizon further (a 1 MiB request under 10 MiB/s reserves 100 ms).
     pub fn admit(&mut self, now: Nanos, ops: u64, bytes: u64) -> Nanos {
-        let start = now
+        let start = self.earliest(now, ops, bytes);
+        self.commit(start, ops, bytes);
+        start
+    }
+
+    /// When a request of `ops` and `bytes` arriving at `now` could start, without reserving
+    /// it. With [`Pacer::commit`], lets a caller combine several pacers (a request that needs
+    /// more than one resource starts when all of them allow it, and is charged to each at that
+    /// time).
+    pub fn earliest(&self, now: Nanos, ops: u64, bytes: u64) -> Nanos {
+        let mut start = now
             .max(self.ops.earliest(ops))
             .max(self.bytes.earliest(bytes));
+        if !self.credits.is_empty() {
+            start = start.max(self.credits.earliest(ops, bytes));
+        }
+        start
+    }
+
+    /// Reserves a request of `ops` and `bytes` starting at `start` (from [`Pacer::earliest`]
+    /// or later).
+    pub fn commit(&mut self, start: Nanos, ops: u64, bytes: u64) {
         self.ops.commit(start, ops);
         self.bytes.commit(start, bytes);
-        start
+        if !self.credits.is_empty() {
+            self.credits.commit(start, ops, bytes);
+        }
     }
 }
 

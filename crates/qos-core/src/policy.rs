@@ -5,6 +5,11 @@ use std::str::FromStr;
 
 use crate::units::IopsPerTb;
 
+mod extensions;
+pub use extensions::{
+    BurstPolicy, ProvisionedPolicy, MAX_BUCKET_IOPS, MAX_BUCKET_MB, MAX_BURST_SECONDS,
+};
+
 /// Largest IOPS value accepted anywhere in a policy (2 billion).
 pub const MAX_IOPS: u64 = 2_000_000_000;
 
@@ -50,6 +55,14 @@ pub enum PolicyError {
     InvalidAllocation {
         /// The rejected input.
         input: String,
+    },
+    /// A burst extension is missing a part it needs.
+    #[error("{field}: {message}")]
+    BurstIncomplete {
+        /// Configuration name of the field to set or fix.
+        field: &'static str,
+        /// What is missing, in words.
+        message: String,
     },
     /// Unknown block size keyword.
     #[error("invalid block size {input:?}: expected any, 4K, 8K, 16K, 32K, 64K or 128K (K = 1024 bytes; 4k and 4KB also accepted)")]
@@ -104,6 +117,8 @@ pub struct FixedPolicy {
     /// Share of the node's spare capacity (after floors) relative to other flows;
     /// 0 = default (1). A qoslab extension; ONTAP has no weights.
     pub weight: u32,
+    /// Burst credits over the ceiling (a qoslab extension; ONTAP has none).
+    pub burst: Option<BurstPolicy>,
 }
 
 impl FixedPolicy {
@@ -125,7 +140,12 @@ impl FixedPolicy {
             self.min_mbps,
             "fixed.max_throughput_mbps",
             self.max_mbps,
-        )
+        )?;
+        if let Some(b) = &self.burst {
+            b.validate("fixed")?;
+            b.check_above(self.max_iops, self.max_mbps)?;
+        }
+        Ok(())
     }
 }
 
@@ -257,6 +277,10 @@ pub struct AdaptivePolicy {
     pub block_size: BlockSize,
     /// Share of spare capacity after floors; 0 = default (1). See [`FixedPolicy::weight`].
     pub weight: u32,
+    /// Burst credits over the computed ceiling (a qoslab extension). The burst rates are
+    /// absolute; a volume whose computed ceiling reaches them does not burst (as EBS gp2 at
+    /// 1,000 GiB and up).
+    pub burst: Option<BurstPolicy>,
 }
 
 impl AdaptivePolicy {
@@ -271,6 +295,7 @@ impl AdaptivePolicy {
             peak_allocation: Allocation::UsedSpace,
             block_size: BlockSize::default(),
             weight: 0,
+            burst: None,
         }
     }
 
@@ -306,17 +331,31 @@ impl AdaptivePolicy {
             MAX_IOPS,
             "IOPS",
         )?;
-        check_weight("adaptive.weight", self.weight)
+        check_weight("adaptive.weight", self.weight)?;
+        if let Some(b) = &self.burst {
+            b.validate("adaptive")?;
+            if b.max_mbps > 0 && self.block_size.bytes().is_none() {
+                return Err(PolicyError::OutOfRange {
+                    field: "adaptive.burst.max_throughput_mbps",
+                    value: b.max_mbps.to_string(),
+                    allowed: "0 when block_size is any (there is no MB/s ceiling to burst over)"
+                        .into(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
-/// A QoS policy: fixed or adaptive.
+/// A QoS policy: fixed, adaptive, or a vendor's provisioned model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Policy {
     /// Fixed limits.
     Fixed(FixedPolicy),
     /// Capacity-scaled limits.
     Adaptive(AdaptivePolicy),
+    /// A vendor's size-driven model with burst credits (qoslab extension).
+    Provisioned(ProvisionedPolicy),
 }
 
 /// Largest policy weight.
@@ -339,6 +378,7 @@ impl Policy {
         match self {
             Self::Fixed(p) => p.weight,
             Self::Adaptive(p) => p.weight,
+            Self::Provisioned(p) => p.weight,
         }
         .max(1)
     }
@@ -348,6 +388,17 @@ impl Policy {
         match self {
             Self::Fixed(p) => p.validate(),
             Self::Adaptive(p) => p.validate(),
+            Self::Provisioned(p) => p.validate(),
+        }
+    }
+
+    /// The policy's burst extension, if it has one (provisioned policies always burst by
+    /// their model and report `None` here).
+    pub fn burst(&self) -> Option<&BurstPolicy> {
+        match self {
+            Self::Fixed(p) => p.burst.as_ref(),
+            Self::Adaptive(p) => p.burst.as_ref(),
+            Self::Provisioned(_) => None,
         }
     }
 }
@@ -383,6 +434,7 @@ mod tests {
             min_mbps,
             capacity_shared: false,
             weight: 0,
+            burst: None,
         }
     }
 

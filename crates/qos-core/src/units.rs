@@ -59,6 +59,15 @@ pub enum UnitError {
         /// The rejected input.
         input: String,
     },
+    /// The string is not a duration in whole seconds.
+    #[error(
+        "invalid duration {input:?}: expected a whole number of seconds, optionally with a unit: \
+         s, min, h or d, e.g. 60s, 30min, 1.5h"
+    )]
+    InvalidDuration {
+        /// The rejected input.
+        input: String,
+    },
     /// The string is not an IOPS-per-capacity value.
     #[error(
         "invalid IOPS per capacity {input:?}: expected <N>IOPS/TB, <N>IOPS/GB (decimal TB/GB) or a plain \
@@ -183,6 +192,45 @@ const SIZE_UNITS: [(&str, u64); 9] = [
     ("GiB", 1 << 30),
     ("TiB", 1 << 40),
 ];
+
+/// Parses a duration in whole seconds: `90`, `60s`, `30min`, `1.5h`, `2d` (case-insensitive;
+/// fractions allowed when the result is a whole number of seconds).
+pub fn parse_seconds(s: &str) -> Result<u64, UnitError> {
+    let err = || UnitError::InvalidDuration { input: s.into() };
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "s" | "sec" | "secs" => 1,
+        "m" | "min" | "mins" => 60,
+        "h" | "hr" | "hour" | "hours" => 3_600,
+        "d" | "day" | "days" => 86_400,
+        _ => return Err(err()),
+    };
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() && frac.is_empty() || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(err());
+    }
+    let int: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| err())?
+    };
+    let mut total = int.checked_mul(mult).ok_or_else(err)?;
+    if !frac.is_empty() {
+        let digits = u32::try_from(frac.len()).map_err(|_| err())?;
+        let den = 10u64.checked_pow(digits).ok_or_else(err)?;
+        let f: u64 = frac.parse().map_err(|_| err())?;
+        let scaled = f.checked_mul(mult).ok_or_else(err)?;
+        if scaled % den != 0 {
+            return Err(err());
+        }
+        total = total.checked_add(scaled / den).ok_or_else(err)?;
+    }
+    Ok(total)
+}
 
 /// Parses a byte size such as `4096`, `100GB`, `1.5 GiB` or `10tib`.
 ///
@@ -403,6 +451,33 @@ impl fmt::Display for IopsPerTb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds() {
+        for (s, want) in [
+            ("90", 90),
+            ("60s", 60),
+            ("30min", 1_800),
+            ("30 MIN", 1_800),
+            ("1.5h", 5_400),
+            ("2d", 172_800),
+            ("0", 0),
+        ] {
+            assert_eq!(parse_seconds(s), Ok(want), "{s}");
+        }
+        for bad in [
+            "",
+            "s",
+            "1.5",
+            "1.001min",
+            "-1",
+            "3 weeks",
+            "1e3",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_accepted() {

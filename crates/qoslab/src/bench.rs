@@ -59,26 +59,37 @@ pub struct BenchArgs {
     #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
     suite: Option<String>,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
-    /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device.
+    /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device. The
+    /// tenants family takes a directory (a subdirectory per tenant) or block devices
+    /// /dev/X,/dev/Y (one per tenant, fio classes only); QoS is then the target's own.
     #[arg(long, conflicts_with = "node")]
     target: Option<String>,
     /// A running qoslab node's REST API (e.g. http://127.0.0.1:8080): the volume named by
     /// --volume is looked up there (its NBD URI and effective limits, which expectations
-    /// such as `iops >= policy.ceiling * 0.95` use).
-    #[arg(long, requires = "volume")]
+    /// such as `iops >= policy.ceiling * 0.95` use). The tenants family takes --node alone:
+    /// it creates its tenants' volumes (and missing policies) there and deletes them after.
+    #[arg(long)]
     node: Option<String>,
     /// The volume on --node to run against.
     #[arg(long, requires = "node")]
     volume: Option<String>,
     /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
-    /// run's length before --scale (default 320s); --suite network: each iperf3 test (default
-    /// 10s); the other suites: each fio job (default the seed's 60s).
+    /// run's length before --scale (default 320s); the provisioned profile: each time-based step
+    /// (default 60s x --scale, at least 2s; burst steps run until the credits are out);
+    /// --suite network: each iperf3 test (default 10s); the other suites: each fio job (default
+    /// the seed's 60s).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
     /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s); --suite network: iperf3's
     /// omitted start (default 1s).
     #[arg(long, value_parser = duration)]
     ramp: Option<f64>,
+    /// Shrink a profile's sizes and times together by this factor. ramp: the cycle, the
+    /// runtime and the write-cycle limit (default 1: 0.05 turns 80 s cycles into 4 s ones
+    /// with a 2.25 s limit); provisioned: the file system's caches and credit buckets, or a
+    /// volume model's buckets (default 0.005 on the embedded node, 1 elsewhere).
+    #[arg(long, value_name = "FACTOR")]
+    scale: Option<f64>,
     /// Remote load generator running `fio --server` (HOST or HOST,PORT); repeatable.
     #[arg(long = "client", value_name = "HOST,PORT")]
     clients: Vec<String>,
@@ -192,6 +203,18 @@ impl NodeApi for ApiClientNode {
     fn get(&self, path: &str, timeout: std::time::Duration) -> Result<serde_json::Value, String> {
         self.0.get_within(path, timeout).map_err(|e| e.to_string())
     }
+
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        timeout: std::time::Duration,
+    ) -> Result<serde_json::Value, String> {
+        self.0
+            .call_within(method, path, body, Some(timeout))
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// How the harness reaches a running node's REST API (`--node URL`): the one place that
@@ -275,6 +298,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         clients: !args.clients.is_empty(),
         runtime: args.runtime,
         ramp: args.ramp,
+        scale: args.scale,
         args: Some(matches),
     };
     let mut plan = match (&args.plan, &args.profile) {
@@ -282,19 +306,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             registry.suite(args.suite.as_deref().unwrap_or_default(), &request())?
         }
         (file, Some(profile)) => {
-            let plan = registry.profile(
-                profile,
-                &ProfileRequest {
-                    embedded,
-                    plan_file: file.is_some(),
-                    target: args.target.is_some(),
-                    node: args.node.is_some(),
-                    clients: !args.clients.is_empty(),
-                    runtime: args.runtime,
-                    ramp: args.ramp,
-                    args: Some(matches),
-                },
-            )?;
+            let plan = registry.profile(profile, &request())?;
             if file.is_some() {
                 anyhow::bail!("give a plan file or --profile, not both");
             }
@@ -320,6 +332,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             harness::target::node_volume(&node_api(url, &args.conn, &args.token_file)?, vol)?
         }
+        (Some(url), None) if plan.family == workloads::tenants::NAME => {
+            Target::Node(node_api(url, &args.conn, &args.token_file)?)
+        }
+        (Some(_), None) => anyhow::bail!(
+            "--node needs --volume NAME: the volume on the node to run against (only the tenants \
+             family, --profile tenants or a plan with [tenants], takes --node alone: it creates \
+             its own volumes)"
+        ),
+        _ if plan.family == workloads::tenants::NAME && Target::names_devices(&target_s) => {
+            Target::parse_devices(&target_s)?
+        }
         _ => Target::parse(&target_s)?,
     };
     let db = db_path(args.db.clone());
@@ -329,6 +352,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     plan.configure(&Options {
         runtime: args.runtime,
         ramp: args.ramp,
+        scale: args.scale,
         clients: &args.clients,
         no_step_lines: false,
         until_steady: args.until_steady,

@@ -6,6 +6,7 @@ mod compare_cmd;
 mod demo;
 mod http_client;
 mod ontap;
+mod policy_burst;
 mod policy_cmd;
 mod report_cmd;
 mod results;
@@ -148,7 +149,17 @@ mod tests {
             .map(|v| v.get_name().to_string())
             .collect();
         assert_eq!(values, registry.profiles());
-        assert_eq!(values, ["dbench", "isolation", "ramp", "s3", "tenants"]);
+        assert_eq!(
+            values,
+            [
+                "dbench",
+                "isolation",
+                "ramp",
+                "s3",
+                "tenants",
+                "provisioned"
+            ]
+        );
         let suite = bench
             .get_arguments()
             .find(|a| a.get_id() == "suite")

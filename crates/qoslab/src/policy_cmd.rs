@@ -7,6 +7,7 @@ use qos_core::{parse_iops_per_capacity, parse_throughput, Allocation, BlockSize}
 use serde_json::{json, Map, Value};
 
 use crate::http_client::{print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
+use crate::policy_burst::{burst_text, provisioned_text, BurstFlags};
 
 const POLICIES: &str = "/api/storage/qos/policies";
 
@@ -17,6 +18,9 @@ EXAMPLES:
   qoslab policy create QoS_100MBps --max-throughput 100MB/s --svm nfs_svm
   qoslab policy create aQoS --expected-iops 5IOPS/GB --peak-iops 50IOPS/GB --peak-iops-allocation allocated-space
   qoslab policy modify QoS_500iops --max-throughput 1000iops
+  qoslab policy create gp2ish --max-throughput 300iops --burst-throughput 3000iops --burst-bucket-iops 5400000
+  qoslab policy create solidfire --min-throughput 50iops --max-throughput 1000iops --burst-throughput 1500iops --burst-duration 60s
+  qoslab policy create gp2 --model ebs-gp2 --bucket-scale 1/10
   qoslab policy list
   qoslab policy delete aQoS")]
 pub struct PolicyArgs {
@@ -87,12 +91,20 @@ struct Spec {
     /// Adaptive: any, 4k, 8k, 16k, 32k, 64k, 128k.
     #[arg(long)]
     block_size: Option<String>,
+    #[command(flatten)]
+    burst: BurstFlags,
 }
 
 impl Spec {
     /// Turn CLI values into the API's `fixed` / `adaptive` objects, checking syntax here
     /// so typos get qos-core's messages naming the allowed forms.
     fn to_json(&self) -> anyhow::Result<Map<String, Value>> {
+        self.to_json_for(None)
+    }
+
+    /// As [`Spec::to_json`]; `kind` (`fixed` or `adaptive`) says where burst flags go when no
+    /// other flag decides it (modifying only a policy's burst).
+    fn to_json_for(&self, kind: Option<&str>) -> anyhow::Result<Map<String, Value>> {
         let mut fixed = Map::new();
         if let Some(s) = &self.max_throughput {
             let t = parse_throughput(s).map_err(|e| anyhow!("--max-throughput: {e}"))?;
@@ -149,6 +161,25 @@ impl Spec {
                 json!(b.to_string().to_ascii_lowercase()),
             );
         }
+        let burst = self.burst.burst_json()?;
+        if let Some(p) = self.burst.provisioned_json()? {
+            if !fixed.is_empty() || !adaptive.is_empty() || burst.is_some() {
+                bail!(
+                    "a provisioned policy (--model, --bucket-scale, --initial-percent) takes its \
+                     limits from the model: give no fixed, adaptive or --burst-* flags with it"
+                );
+            }
+            let mut out = Map::new();
+            out.insert("provisioned".into(), p);
+            return Ok(out);
+        }
+        if let Some(b) = burst {
+            if !adaptive.is_empty() || (fixed.is_empty() && kind == Some("adaptive")) {
+                adaptive.insert("burst".into(), b);
+            } else {
+                fixed.insert("burst".into(), b);
+            }
+        }
         let mut out = Map::new();
         match (fixed.is_empty(), adaptive.is_empty()) {
             (false, false) => bail!(
@@ -172,7 +203,32 @@ pub fn resolve(c: &Client, key: &str) -> anyhow::Result<String> {
     c.resolve(POLICIES, key, "QoS policy", "qoslab policy list")
 }
 
+/// The policy's kind as the API shows it: fixed, adaptive or provisioned.
+pub fn kind(p: &Value) -> &'static str {
+    if p.get("fixed").is_some() {
+        "fixed"
+    } else if p.get("provisioned").is_some() {
+        "provisioned"
+    } else {
+        "adaptive"
+    }
+}
+
 pub fn limits_text(p: &Value) -> String {
+    let base = limits_base(p);
+    let burst = p
+        .get("fixed")
+        .or_else(|| p.get("adaptive"))
+        .and_then(|k| k.get("burst"))
+        .map(burst_text)
+        .unwrap_or_default();
+    format!("{base}{burst}")
+}
+
+fn limits_base(p: &Value) -> String {
+    if let Some(v) = p.get("provisioned") {
+        return provisioned_text(v);
+    }
     if let Some(f) = p.get("fixed") {
         let part = |iops: &Value, mbps: &Value| {
             let mut v = Vec::new();
@@ -219,7 +275,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
         PolicyCmd::Create { name, spec, svm } => {
             let mut body = spec.to_json()?;
             if body.is_empty() {
-                bail!("give the limits: --max-throughput/--min-throughput for a fixed policy, or --peak-iops (and --expected-iops ...) for an adaptive one");
+                bail!("give the limits: --max-throughput/--min-throughput for a fixed policy, --peak-iops (and --expected-iops ...) for an adaptive one, or --model for a provisioned one");
             }
             body.insert("name".into(), json!(name));
             if let Some(s) = svm {
@@ -242,12 +298,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
                 .map(|p| {
                     vec![
                         p["name"].as_str().unwrap_or("").to_string(),
-                        if p.get("fixed").is_some() {
-                            "fixed"
-                        } else {
-                            "adaptive"
-                        }
-                        .to_string(),
+                        kind(p).to_string(),
                         p["object_count"].to_string(),
                         limits_text(p),
                         p["uuid"].as_str().unwrap_or("").to_string(),
@@ -268,6 +319,11 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
         } => {
             let u = resolve(&c, &policy)?;
             let mut body = spec.to_json()?;
+            if body.is_empty() && spec.burst.burst_json()?.is_some() {
+                // Only burst flags: they go into the policy's own kind.
+                let cur = c.call("GET", &format!("{POLICIES}/{u}"), None)?;
+                body = spec.to_json_for(Some(kind(&cur)))?;
+            }
             if let Some(n) = new_name {
                 body.insert("name".into(), json!(n));
             }
@@ -300,14 +356,7 @@ fn show(p: &Value, out: Output) {
     if let Some(s) = p["svm"]["name"].as_str() {
         println!("              SVM: {s}");
     }
-    println!(
-        "             Type: {}",
-        if p.get("fixed").is_some() {
-            "fixed"
-        } else {
-            "adaptive"
-        }
-    );
+    println!("             Type: {}", kind(p));
     println!("           Limits: {}", limits_text(p));
     println!("          Volumes: {}", field("object_count"));
 }

@@ -20,6 +20,9 @@ EXAMPLES:
   fio --ioengine=nbd --uri='nbd+unix:///vol500?socket=/run/qoslab.sock' --rw=randread --bs=4k ...
   qoslab serve --config node.toml --capacity-iops 20000     # an emulated 20,000 IOPS controller
   qoslab serve --config node.toml --calibrate               # capacity = what the backend measures
+  qoslab serve --config node.toml --ceiling-mode ontap      # ONTAP's +50% burst tolerance
+  qoslab serve --config node.toml --provisioned fsx-ontap-128 --provisioned-scale 0.001
+                                                            # an emulated FSx for ONTAP file system
 
 Floors (min_throughput, adaptive expected IOPS) are enforced only under an emulated
 controller: declare [capacity] in the config, or --capacity-iops/--capacity-mbps, or
@@ -104,6 +107,64 @@ pub struct ServeArgs {
     calibrate: bool,
     #[command(flatten)]
     s3: crate::s3_cmd::S3ServeArgs,
+    /// Ceilings: strict (default; never above the ceiling beyond 5 ms of idle credit) or
+    /// ontap (ONTAP's documented tolerance: up to +50% while tokens accumulated to 150% last).
+    #[arg(long, value_name = "strict|ontap")]
+    ceiling_mode: Option<String>,
+    /// Emulate a provisioned file system in front of the volumes (overrides [provisioned]):
+    /// fsx-ontap-128, -256, -512, -1024 or -2048 (AWS's throughput-capacity tiers: network,
+    /// disk and SSD IOPS with baseline and burst, memory and NVMe read caches, a 5 Gb/s
+    /// single-flow limit per connection). See docs/PROVISIONED.md.
+    #[arg(long, value_name = "PRESET")]
+    provisioned: Option<String>,
+    /// With --provisioned: caches and burst buckets x SCALE (bursts last SCALE times as long).
+    #[arg(
+        long,
+        value_name = "SCALE",
+        default_value_t = 1.0,
+        requires = "provisioned"
+    )]
+    provisioned_scale: f64,
+    /// With --provisioned: every rate x SCALE (for machines slower than the file system).
+    #[arg(
+        long,
+        value_name = "SCALE",
+        default_value_t = 1.0,
+        requires = "provisioned"
+    )]
+    provisioned_rate_scale: f64,
+}
+
+fn apply_burst_args(args: &ServeArgs, cfg: &mut NodeConfig) -> anyhow::Result<()> {
+    if let Some(m) = &args.ceiling_mode {
+        cfg.ceiling_mode = m
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--ceiling-mode {e}"))?;
+    }
+    if let Some(p) = &args.provisioned {
+        for (flag, x) in [
+            ("--provisioned-scale", args.provisioned_scale),
+            ("--provisioned-rate-scale", args.provisioned_rate_scale),
+        ] {
+            if !(x.is_finite() && x > 0.0 && x <= 1000.0) {
+                anyhow::bail!("{flag} {x}: allowed range is above 0 up to 1000");
+            }
+        }
+        let o = storage_node::provisioned::PresetOptions {
+            scale: args.provisioned_scale,
+            rate_scale: args.provisioned_rate_scale,
+            ..Default::default()
+        };
+        cfg.provisioned = Some(storage_node::provisioned::FsSpec::preset(p, &o).ok_or_else(
+            || {
+                anyhow::anyhow!(
+                    "--provisioned {p:?}: allowed presets are {}",
+                    storage_node::provisioned::spec::preset_names().join(", ")
+                )
+            },
+        )?);
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -146,6 +207,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .or_else(|| cfg.data_dir.clone())
         .unwrap_or_else(|| PathBuf::from("qoslab-data"));
     apply_capacity_args(&args, &mut cfg, &data_dir)?;
+    apply_burst_args(&args, &mut cfg)?;
     let mut unix = args.listen_unix.clone().or_else(|| cfg.listen_unix.clone());
     let mut tcp = args.listen_tcp.or(cfg.listen_tcp);
     if unix.is_none() && tcp.is_none() {
@@ -407,18 +469,78 @@ fn print_ready(
             (i, b) => format!("  floor {i} IOPS, {:.1} MiB/s", b as f64 / 1048576.0),
         };
         out.push_str(&format!(
-            "  {:<20} {:>14} bytes  policy {:<16} ceiling {}{}{}\n",
+            "  {:<20} {:>14} bytes  policy {:<16} ceiling {}{}{}{}\n",
             v.name,
             v.size(),
             v.policy().unwrap_or_else(|| "-".into()),
             ceiling,
             floor,
+            burst_text(&l),
             if v.read_only { "  (read-only)" } else { "" }
+        ));
+    }
+    if let Some(fs) = node.provisioned() {
+        let sp = fs.spec();
+        let r = |x: &storage_node::provisioned::ResourceSpec, unit: &str| {
+            let f = |v: u64| {
+                if unit == "MB/s" {
+                    format!("{:.1}", v as f64 / 1e6)
+                } else {
+                    v.to_string()
+                }
+            };
+            match x.burst {
+                Some(b) => format!(
+                    "{} {unit} (burst {} for {:.0} s)",
+                    f(x.baseline),
+                    f(b.rate),
+                    x.burst_seconds().unwrap_or(0.0)
+                ),
+                None => format!("{} {unit}", f(x.baseline)),
+            }
+        };
+        out.push_str(&format!(
+            "qoslab: provisioned file system {}: network {}, disk {}, disk IOPS {}, SSD IOPS {}, \
+             memory cache {:.1} MB, NVMe cache {:.1} MB, per connection {:.1} MB/s (MB = 10^6 bytes)\n",
+            sp.name,
+            r(&sp.network, "MB/s"),
+            r(&sp.disk, "MB/s"),
+            r(&sp.disk_iops, "IOPS"),
+            sp.ssd_iops,
+            sp.memory_cache as f64 / 1e6,
+            sp.nvme_cache as f64 / 1e6,
+            sp.per_connection as f64 / 1e6,
         ));
     }
     let mut so = std::io::stdout().lock();
     let _ = so.write_all(out.as_bytes());
     let _ = so.flush();
+}
+
+/// "  burst 3000 IOPS on 13500 I/O credits (5.0 s)" for a volume whose ceiling bursts.
+fn burst_text(l: &qos_core::EffectiveLimits) -> String {
+    let mut parts = Vec::new();
+    if let Some(b) = l.burst.iops {
+        parts.push(format!(
+            "{} IOPS on {} I/O credits ({:.1} s)",
+            b.rate,
+            b.bucket,
+            b.burst_seconds(l.ceiling.iops).unwrap_or(0.0)
+        ));
+    }
+    if let Some(b) = l.burst.bytes {
+        parts.push(format!(
+            "{:.1} MiB/s on {:.1} MiB of credits ({:.1} s)",
+            b.rate as f64 / 1048576.0,
+            b.bucket as f64 / 1048576.0,
+            b.burst_seconds(l.ceiling.bytes_per_sec).unwrap_or(0.0)
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("  burst {}", parts.join(", "))
+    }
 }
 
 async fn shutdown_signal() {

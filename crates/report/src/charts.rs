@@ -2,13 +2,19 @@
 //! latency over time per job with the volume's ceiling and floor, latency percentiles per
 //! job; and helpers for the charts families draw from their summary tables
 //! ([`crate::ReportHooks::table_charts`]).
+//!
+//! Where a limit bursts (the node samples carry credit balances), the throughput chart of that
+//! dimension draws the baseline and the burst as lines and the bucket's balance over time on
+//! a second axis ([`credit_charts`]); a node with an emulated provisioned file system gets one
+//! such chart per bursting resource the job used. Runs without balances chart as before.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::svg::{Chart, Line, RefLine, Unit, CEILING, FLOOR};
+use crate::svg::{Axis2, Chart, Line, RefLine, Unit, BURST, CEILING, FLOOR};
 use fio::fmt;
+use harness::series::{CreditSample, JobSeries, NodeSample};
 use harness::store::{JobRecord, RunRecord, VolumeRecord};
 
 /// A number from a table cell (numbers, or strings holding one).
@@ -65,7 +71,9 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
     let node_vols = s.node_volumes();
     let mut out = Vec::new();
     for bw in [false, true] {
-        if bw && limits.ceiling_bps == 0 && limits.floor_bps == 0 {
+        let credits = |n: &NodeSample| if bw { n.bytes_credits } else { n.iops_credits };
+        let bursting = s.node.iter().any(|n| credits(n).is_some());
+        if bw && limits.ceiling_bps == 0 && limits.floor_bps == 0 && !bursting {
             continue;
         }
         let mut c = Chart::new(
@@ -124,7 +132,9 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
                 format!("{x} IOPS")
             }
         };
-        if ceil > 0 {
+        if bursting {
+            burst_refs_and_balance(&mut c, s, credits, &show, style);
+        } else if ceil > 0 {
             c.refs.push(RefLine {
                 label: format!("ceiling {}", show(ceil)),
                 y: ceil as f64,
@@ -142,6 +152,7 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
             out.push(c);
         }
     }
+    out.extend(resource_charts(s, &title));
     let mut c = Chart::new(
         format!("{title}: latency"),
         "time (s, after ramp)",
@@ -381,6 +392,152 @@ fn host_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
                 style: 6,
             });
         }
+        if c.has_data() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The charts of [`job_charts`] that draw a credit balance: the job's throughput against
+/// its bursting limits (a volume's, or a provisioned file system's resources), with the
+/// balance on the right axis. Empty when nothing the job used bursts.
+pub fn credit_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
+    job_charts(run, job)
+        .into_iter()
+        .filter(|c| c.y2.is_some())
+        .collect()
+}
+
+/// A bucket's size for a legend: I/O credits, or bytes (IEC).
+fn bucket_text(c: &CreditSample, bytes: bool) -> String {
+    let b = c.bucket.max(0.0).round() as u64;
+    if bytes {
+        fmt::num2str(b, 4, true, fmt::Unit::Byte)
+    } else {
+        format!("{} I/O credits", fmt::iops(b))
+    }
+}
+
+/// The balance axis (percent of each bucket) with one line per series of samples.
+fn balance_axis() -> Axis2 {
+    Axis2 {
+        label: "credit balance (% of bucket)".into(),
+        unit: Unit::Percent,
+        max: Some(100.0),
+        lines: Vec::new(),
+    }
+}
+
+/// Baseline and burst lines (each distinct value once) and each volume's balance, for the
+/// dimension `credits` picks.
+fn burst_refs_and_balance(
+    c: &mut Chart,
+    s: &JobSeries,
+    credits: impl Fn(&NodeSample) -> Option<CreditSample>,
+    show: &dyn Fn(u64) -> String,
+    style: usize,
+) {
+    let bytes = c.y_unit == Unit::BytesPerSec;
+    let mut axis = balance_axis();
+    for (k, v) in s.node_volumes().iter().enumerate() {
+        let samples: Vec<(u64, CreditSample)> = s
+            .node
+            .iter()
+            .filter(|x| &x.volume == v)
+            .filter_map(|x| credits(x).map(|c| (x.t_ms, c)))
+            .collect();
+        let Some(&(_, first)) = samples.first() else {
+            continue;
+        };
+        for (label, y, st) in [
+            ("baseline", first.baseline, CEILING),
+            ("burst", first.burst, BURST),
+        ] {
+            if !c.refs.iter().any(|r| r.y == y) {
+                c.refs.push(RefLine {
+                    label: format!("{label} {}", show(y.round() as u64)),
+                    y,
+                    style: st,
+                });
+            }
+        }
+        axis.lines.push(Line {
+            label: format!("node: {v} balance ({})", bucket_text(&first, bytes)),
+            points: samples
+                .iter()
+                .map(|(t, c)| (secs(*t), c.percent()))
+                .collect(),
+            style: style + 1 + k,
+        });
+    }
+    c.y2 = Some(axis);
+}
+
+/// One chart per bursting resource of a provisioned file system that the job used: fio's
+/// throughput (bytes/s or IOPS, as the resource counts), the resource's use, its baseline
+/// and burst, and its balance on the right axis.
+fn resource_charts(s: &JobSeries, title: &str) -> Vec<Chart> {
+    let mut out = Vec::new();
+    for name in s.resource_names() {
+        let samples: Vec<_> = s.resources.iter().filter(|r| r.resource == name).collect();
+        let Some(first) = samples.iter().find_map(|r| r.credits) else {
+            continue;
+        };
+        if samples.iter().all(|r| r.use_rate <= 0.0) {
+            continue;
+        }
+        let bytes = samples[0].unit == "bytes";
+        let mut c = Chart::new(
+            format!("{title}: {name} (provisioned file system)"),
+            "time (s, after ramp)",
+            if bytes { "bandwidth" } else { "IOPS" },
+        );
+        if bytes {
+            c.y_unit = Unit::BytesPerSec;
+        }
+        let totals = s.fio_totals();
+        c.lines.push(Line {
+            label: "fio total".into(),
+            points: totals
+                .iter()
+                .map(|x| (secs(x.t_ms), if bytes { x.bw_bytes } else { x.iops }))
+                .collect(),
+            style: 0,
+        });
+        c.lines.push(Line {
+            label: format!("node: {name} use"),
+            points: samples.iter().map(|r| (secs(r.t_ms), r.use_rate)).collect(),
+            style: 1,
+        });
+        // AWS states the file system's rates in MB/s of 10^6 bytes: so do these labels.
+        let show = |x: f64| {
+            if bytes {
+                format!("{} MB/s", trim_num(x / 1e6))
+            } else {
+                format!("{} IOPS", x.round())
+            }
+        };
+        c.refs.push(RefLine {
+            label: format!("{name} baseline {}", show(first.baseline)),
+            y: first.baseline,
+            style: CEILING,
+        });
+        c.refs.push(RefLine {
+            label: format!("{name} burst {}", show(first.burst)),
+            y: first.burst,
+            style: BURST,
+        });
+        let mut axis = balance_axis();
+        axis.lines.push(Line {
+            label: format!("{name} balance ({})", bucket_text(&first, bytes)),
+            points: samples
+                .iter()
+                .filter_map(|r| r.credits.map(|c| (secs(r.t_ms), c.percent())))
+                .collect(),
+            style: 4,
+        });
+        c.y2 = Some(axis);
         if c.has_data() {
             out.push(c);
         }

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use fio::fmt;
 use fio::{DirStats, JobResult};
+use harness::series::CreditSample;
 use harness::store::{JobRecord, RunRecord};
 
 use crate::hooks::ReportHooks;
@@ -283,6 +284,34 @@ pub fn tables_csv(run: &RunRecord) -> Vec<u8> {
 /// CSV header of [`series_csv`].
 pub const SERIES_CSV_HEADER: &str = "run_id,seq,workload,job,volume,iteration,source,t_ms,direction,iops,bw_bytes,lat_mean_us,p50_us,p99_us,ceiling_wait_us,floor_wait_us,metric,instance,value";
 
+/// Columns [`series_csv`] appends when the run's node samples carry burst balances: each
+/// bucket's balance, size, baseline and burst rates and time to empty (seconds; empty when
+/// not draining), for the IOPS and the bytes dimension.
+pub const SERIES_CSV_CREDIT_COLUMNS: &str = ",iops_balance,iops_bucket,iops_baseline,iops_burst,iops_time_to_empty_s,bytes_balance,bytes_bucket,bytes_baseline,bytes_burst,bytes_time_to_empty_s";
+
+/// The credit columns of one row: the IOPS bucket's five, then the bytes bucket's.
+fn credit_fields(iops: Option<&CreditSample>, bytes: Option<&CreditSample>) -> String {
+    let mut o = String::new();
+    for c in [iops, bytes] {
+        match c {
+            Some(c) => {
+                let _ = write!(
+                    o,
+                    ",{:.0},{:.0},{:.0},{:.0},{}",
+                    c.balance,
+                    c.bucket,
+                    c.baseline,
+                    c.burst,
+                    c.time_to_empty_s
+                        .map_or(String::new(), |t| format!("{t:.3}"))
+                );
+            }
+            None => o.push_str(",,,,,"),
+        }
+    }
+    o
+}
+
 /// The time series in long format: one row per fio window and direction (`source` fio,
 /// `volume` the job's), per 1 s segment and operation of a request/response driver's
 /// merged view (`source` ops, `direction` the operation: GET, PUT, ...), and per node
@@ -290,9 +319,22 @@ pub const SERIES_CSV_HEADER: &str = "run_id,seq,workload,job,volume,iteration,so
 /// p50/p99 empty, the node has no per-window percentiles), and per host tool-set sample
 /// and figure (`source` `host:NAME`, the figure in `metric`, `instance` (a CPU, device,
 /// NIC, role or `pid:name`) and `value`; see docs/DIAGNOSIS.md).
+/// When the run's limits burst, the header gains [`SERIES_CSV_CREDIT_COLUMNS`] (filled on
+/// node rows) and each sample of a provisioned file system's resources is a row too
+/// (`source` resource, `volume` the resource's name, its use in `iops` or `bw_bytes` as it
+/// counts, its bucket in the matching credit columns). Runs without balances export
+/// exactly the columns they did without them.
 pub fn series_csv(run: &RunRecord) -> Vec<u8> {
+    let credits = run
+        .series
+        .iter()
+        .any(|s| s.has_credits() || !s.resources.is_empty());
+    let fio_credits = if credits { ",,,,,,,,,," } else { "" };
     let mut out = String::new();
     out.push_str(SERIES_CSV_HEADER);
+    if credits {
+        out.push_str(SERIES_CSV_CREDIT_COLUMNS);
+    }
     out.push('\n');
     for j in &run.jobs {
         let Some(s) = run.series_of(j.id) else {
@@ -313,7 +355,7 @@ pub fn series_csv(run: &RunRecord) -> Vec<u8> {
         for f in &s.fio {
             let _ = writeln!(
                 out,
-                "{},fio,{},{},{:.3},{:.0},{:.3},{:.3},{:.3},,,,,",
+                "{},fio,{},{},{:.3},{:.0},{:.3},{:.3},{:.3},,,,,{fio_credits}",
                 head(jv),
                 f.t_ms,
                 f.direction,
@@ -347,14 +389,39 @@ pub fn series_csv(run: &RunRecord) -> Vec<u8> {
         for n in &s.node {
             let _ = writeln!(
                 out,
-                "{},node,{},total,{:.3},{:.0},{:.3},,,{:.3},{:.3},,,",
+                "{},node,{},total,{:.3},{:.0},{:.3},,,{:.3},{:.3},,,{}",
                 head(&n.volume),
                 n.t_ms,
                 n.iops(),
                 n.bps(),
                 n.lat_mean_us,
                 n.ceiling_wait_us,
-                n.floor_wait_us
+                n.floor_wait_us,
+                if credits {
+                    credit_fields(n.iops_credits.as_ref(), n.bytes_credits.as_ref())
+                } else {
+                    String::new()
+                }
+            );
+        }
+        for r in &s.resources {
+            let bytes = r.unit == "bytes";
+            let (iops, bw) = if bytes {
+                (String::new(), format!("{:.0}", r.use_rate))
+            } else {
+                (format!("{:.3}", r.use_rate), String::new())
+            };
+            let c = r.credits.as_ref();
+            let _ = writeln!(
+                out,
+                "{},resource,{},total,{iops},{bw},,,,,,,,{}",
+                head(&r.resource),
+                r.t_ms,
+                if bytes {
+                    credit_fields(None, c)
+                } else {
+                    credit_fields(c, None)
+                }
             );
         }
         for h in &s.hosts {
@@ -362,7 +429,7 @@ pub fn series_csv(run: &RunRecord) -> Vec<u8> {
                 for (metric, instance, value) in x.rows() {
                     let _ = writeln!(
                         out,
-                        "{},host:{},{},,,,,,,,,{metric},{},{value:.3}",
+                        "{},host:{},{},,,,,,,,,{metric},{},{value:.3}{fio_credits}",
                         head(jv),
                         csv_field(&h.host),
                         x.t_ms,
@@ -594,7 +661,7 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         let n: usize = run
             .series
             .iter()
-            .map(|s| s.fio.len() + s.node.len() + s.ops.len())
+            .map(|s| s.fio.len() + s.node.len() + s.ops.len() + s.resources.len())
             .sum();
         let _ = writeln!(
             o,

@@ -23,6 +23,12 @@ pub trait ReportHooks {
     fn html(&self, _run: &RunRecord) -> String {
         String::new()
     }
+
+    /// Figures drawn right after this family's [`ReportHooks::html`]: (heading, charts)
+    /// groups, counted by the page's drawn-charts check like every other chart.
+    fn html_charts(&self, _run: &RunRecord) -> Vec<(String, Vec<Chart>)> {
+        Vec::new()
+    }
 }
 
 /// The charts the first hook that knows `table`'s kind draws for it (none when none does).

@@ -500,6 +500,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     }
     for h in hooks {
         o.push_str(&h.html(run));
+        for (heading, charts) in h.html_charts(run) {
+            let _ = write!(o, "<h3>{}</h3>", esc(&heading));
+            figures(&mut o, &charts, &mut n_charts);
+        }
     }
 
     // Time series per job.

@@ -1,5 +1,7 @@
 //! Hand-written SVG line charts: axes with round ticks, lines with markers and dash patterns,
-//! horizontal reference lines (ceilings, floors, thresholds) and pass/fail marks.
+//! horizontal reference lines (ceilings, floors, thresholds) and pass/fail marks, and an
+//! optional second y axis on the right with its own scale and lines ([`Axis2`]: a credit
+//! balance beside a throughput).
 //!
 //! Readable without colour: every line has its own dash pattern and marker shape as well as
 //! an Okabe–Ito colour (Okabe & Ito, "Color Universal Design", 2008), and pass/fail marks
@@ -45,6 +47,11 @@ pub const THRESHOLD: RefStyle = RefStyle {
     color: OKABE_ITO[0],
     dash: "3 3",
 };
+/// A burst rate (allowed while credits last): reddish purple, dash-dot-dot.
+pub const BURST: RefStyle = RefStyle {
+    color: OKABE_ITO[7],
+    dash: "12 3 3 3 3 3",
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Marker {
@@ -72,6 +79,8 @@ pub enum Unit {
     Ms,
     /// Seconds.
     Secs,
+    /// Percent (0–100).
+    Percent,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -109,6 +118,19 @@ pub struct Chart {
     pub marks: Vec<Mark>,
     /// Categorical x tick labels (e.g. runs or steps) instead of numeric ticks.
     pub x_categories: Vec<(f64, String)>,
+    /// A second y axis on the right (its lines use its scale).
+    pub y2: Option<Axis2>,
+}
+
+/// A second y axis, on the right: its own label, unit, scale and lines. Its lines join the
+/// legend with the words "(right axis)".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis2 {
+    pub label: String,
+    pub unit: Unit,
+    /// The axis' top (100 for a percentage); `None`: a round number above its data.
+    pub max: Option<f64>,
+    pub lines: Vec<Line>,
 }
 
 impl Chart {
@@ -123,12 +145,18 @@ impl Chart {
             refs: Vec::new(),
             marks: Vec::new(),
             x_categories: Vec::new(),
+            y2: None,
         }
     }
 
     /// Whether there is anything to draw.
     pub fn has_data(&self) -> bool {
         self.lines.iter().any(|l| !l.points.is_empty())
+    }
+
+    /// The lines drawn on the right axis (none without one).
+    fn lines2(&self) -> &[Line] {
+        self.y2.as_ref().map_or(&[], |a| a.lines.as_slice())
     }
 }
 
@@ -203,13 +231,29 @@ pub fn tick(v: f64, unit: Unit) -> String {
         }
         Unit::Ms => format!("{}ms", trim(format!("{v:.3}"))),
         Unit::Secs => format!("{}s", trim(format!("{v:.2}"))),
+        Unit::Percent => format!("{}%", trim(format!("{v:.1}"))),
     }
+}
+
+/// A round top and tick step for data up to `max` (8% headroom), in `unit`.
+fn axis_scale(max: f64, unit: Unit) -> (f64, f64) {
+    let span = if max > 0.0 { max * 1.08 } else { 1.0 };
+    // Bandwidth ticks are round in the IEC unit shown (25MiB/s, not 23.8MiB/s).
+    let mut scale = 1.0;
+    while unit == Unit::BytesPerSec && span / scale >= 1024.0 {
+        scale *= 1024.0;
+    }
+    let step = nice_step(span / scale, 5.0) * scale;
+    let top = ((max * 1.08) / step).ceil().max(1.0) * step;
+    (top, step)
 }
 
 const W: f64 = 640.0;
 const H: f64 = 300.0;
 const L: f64 = 64.0;
 const R: f64 = 16.0;
+/// The right margin when there is a second axis (its tick labels and title).
+const R2: f64 = 64.0;
 const T: f64 = 44.0;
 const B: f64 = 44.0;
 
@@ -276,11 +320,47 @@ fn pass_fail(o: &mut String, pass: bool, x: f64, y: f64) {
     }
 }
 
+/// One data line: its path (colour, dash) and a marker at each point.
+fn series(o: &mut String, l: &Line, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) {
+    if l.points.is_empty() {
+        return;
+    }
+    let i = l.style % LINE_COLOURS.len();
+    let (color, dash) = (LINE_COLOURS[i], DASHES[i]);
+    let mut d = String::new();
+    for (k, &(x, y)) in l.points.iter().enumerate() {
+        let _ = write!(
+            d,
+            "{}{:.1} {:.1}",
+            if k == 0 { "M" } else { "L" },
+            sx(x),
+            sy(y)
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<path class="series" d="{d}" fill="none" stroke="{color}" stroke-width="2"{}/>"#,
+        if dash.is_empty() {
+            String::new()
+        } else {
+            format!(r#" stroke-dasharray="{dash}""#)
+        }
+    );
+    for &(x, y) in &l.points {
+        marker(o, MARKERS[i], sx(x), sy(y), color);
+    }
+}
+
 /// Render `c` as an inline `<svg class="qchart">` element.
 pub fn render(c: &Chart) -> String {
-    let pts = c.lines.iter().flat_map(|l| l.points.iter());
+    let pts = c
+        .lines
+        .iter()
+        .chain(c.lines2())
+        .flat_map(|l| l.points.iter().map(|&(x, _)| (x, 0.0)))
+        .chain(c.lines.iter().flat_map(|l| l.points.iter().copied()));
     let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0f64);
-    for &(x, y) in pts.clone() {
+    for (x, y) in pts {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y1 = y1.max(y);
@@ -307,14 +387,20 @@ pub fn render(c: &Chart) -> String {
     if x1 - x0 <= 0.0 {
         x1 = x0 + 1.0;
     }
-    let span = if y1 > 0.0 { y1 * 1.08 } else { 1.0 };
-    // Bandwidth ticks are round in the IEC unit shown (25MiB/s, not 23.8MiB/s).
-    let mut scale = 1.0;
-    while c.y_unit == Unit::BytesPerSec && span / scale >= 1024.0 {
-        scale *= 1024.0;
-    }
-    let y_step = nice_step(span / scale, 5.0) * scale;
-    let y_top = ((y1 * 1.08) / y_step).ceil().max(1.0) * y_step;
+    let (y_top, y_step) = axis_scale(y1, c.y_unit);
+    // The right axis: its top given, or round above its data.
+    let y2 = c.y2.as_ref().map(|a| {
+        let max = a
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .fold(0f64, f64::max);
+        match a.max {
+            Some(top) if top > 0.0 => (top, nice_step(top, 5.0)),
+            _ => axis_scale(max, a.unit),
+        }
+    });
+    let r = if y2.is_some() { R2 } else { R };
     enum Legend {
         Line(usize),
         Pass,
@@ -326,6 +412,12 @@ pub fn render(c: &Chart) -> String {
         .filter(|l| !l.points.is_empty())
         .map(|l| (l.label.clone(), Legend::Line(l.style % LINE_COLOURS.len())))
         .collect();
+    legend.extend(c.lines2().iter().filter(|l| !l.points.is_empty()).map(|l| {
+        (
+            format!("{} (right axis)", l.label),
+            Legend::Line(l.style % LINE_COLOURS.len()),
+        )
+    }));
     if c.marks.iter().any(|m| m.pass) {
         legend.push(("pass".into(), Legend::Pass));
     }
@@ -336,7 +428,7 @@ pub fn render(c: &Chart) -> String {
     let (mut lx, mut row) = (L, 0usize);
     for (label, _) in &legend {
         let w = 40.0 + label.chars().count() as f64 * 6.6;
-        if lx + w > W - R && lx > L {
+        if lx + w > W - r && lx > L {
             lx = L;
             row += 1;
         }
@@ -346,11 +438,16 @@ pub fn render(c: &Chart) -> String {
     // Each extra legend row makes the chart taller; the plot keeps its size.
     let extra = row as f64 * 15.0;
     let (top, hh) = (T + extra, H + extra);
-    let pw = W - L - R;
+    let pw = W - L - r;
     let ph = H - T - B;
     let sx = |x: f64| L + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| top + ph - (y / y_top) * ph;
-    let n_points: usize = c.lines.iter().map(|l| l.points.len()).sum();
+    let n_points: usize = c
+        .lines
+        .iter()
+        .chain(c.lines2())
+        .map(|l| l.points.len())
+        .sum();
     let mut o = String::new();
     let _ = write!(
         o,
@@ -423,6 +520,38 @@ pub fn render(c: &Chart) -> String {
         top + ph / 2.0,
         esc(&c.y_label)
     );
+    // the right axis: ticks, labels and its title
+    if let (Some(a), Some((top2, step2))) = (&c.y2, y2) {
+        let sy2 = |y: f64| top + ph - (y / top2) * ph;
+        let _ = write!(
+            o,
+            r##"<line x1="{:.1}" y1="{top}" x2="{:.1}" y2="{:.1}" stroke="#999" stroke-width="0.5"/>"##,
+            L + pw,
+            L + pw,
+            top + ph
+        );
+        let mut y = 0.0;
+        while y <= top2 + step2 * 0.01 {
+            let py = sy2(y);
+            let _ = write!(
+                o,
+                r##"<line x1="{:.1}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#999" stroke-width="0.5"/><text x="{:.1}" y="{:.1}" class="tk">{}</text>"##,
+                L + pw,
+                L + pw + 4.0,
+                L + pw + 6.0,
+                py + 3.5,
+                esc(&tick(y, a.unit))
+            );
+            y += step2;
+        }
+        let _ = write!(
+            o,
+            r#"<text transform="translate({:.1} {:.1}) rotate(90)" text-anchor="middle" class="al">{}</text>"#,
+            W - 12.0,
+            top + ph / 2.0,
+            esc(&a.label)
+        );
+    }
     // reference lines, labelled at the right end
     for r in &c.refs {
         let py = sy(r.y);
@@ -440,32 +569,12 @@ pub fn render(c: &Chart) -> String {
     }
     // data lines
     for l in &c.lines {
-        if l.points.is_empty() {
-            continue;
-        }
-        let i = l.style % LINE_COLOURS.len();
-        let (color, dash) = (LINE_COLOURS[i], DASHES[i]);
-        let mut d = String::new();
-        for (k, &(x, y)) in l.points.iter().enumerate() {
-            let _ = write!(
-                d,
-                "{}{:.1} {:.1}",
-                if k == 0 { "M" } else { "L" },
-                sx(x),
-                sy(y)
-            );
-        }
-        let _ = write!(
-            o,
-            r#"<path class="series" d="{d}" fill="none" stroke="{color}" stroke-width="2"{}/>"#,
-            if dash.is_empty() {
-                String::new()
-            } else {
-                format!(r#" stroke-dasharray="{dash}""#)
-            }
-        );
-        for &(x, y) in &l.points {
-            marker(&mut o, MARKERS[i], sx(x), sy(y), color);
+        series(&mut o, l, &sx, &sy);
+    }
+    if let Some((top2, _)) = y2 {
+        let sy2 = |y: f64| top + ph - (y / top2) * ph;
+        for l in c.lines2() {
+            series(&mut o, l, &sx, &sy2);
         }
     }
     for m in &c.marks {
@@ -551,5 +660,73 @@ mod tests {
         assert!(s.contains(&format!(r#"y1="{y}""#)), "{y} in {s}");
         assert!(s.contains("class=\"fail\"") && s.contains(">fail</text>"));
         assert!(!Chart::new("e", "x", "y").has_data());
+    }
+
+    /// The y coordinates of a chart's series paths, in drawing order.
+    fn path_ys(s: &str) -> Vec<Vec<f64>> {
+        s.split(r#"class="series" d="M"#)
+            .skip(1)
+            .map(|p| {
+                p.split('"')
+                    .next()
+                    .unwrap()
+                    .split(['M', 'L'])
+                    .map(|xy| xy.split(' ').nth(1).unwrap().parse::<f64>().unwrap())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_second_axis_has_its_own_scale_ticks_and_legend() {
+        let mut c = Chart::new("burst", "time", "IOPS");
+        c.lines.push(Line {
+            label: "fio".into(),
+            points: vec![(0.5, 3000.0), (1.0, 3000.0), (1.5, 300.0)],
+            style: 0,
+        });
+        let without = render(&c);
+        c.y2 = Some(Axis2 {
+            label: "credit balance (% of bucket)".into(),
+            unit: Unit::Percent,
+            max: Some(100.0),
+            lines: vec![Line {
+                label: "balance".into(),
+                points: vec![(0.5, 100.0), (1.0, 50.0), (1.5, 0.0)],
+                style: 4,
+            }],
+        });
+        let with = render(&c);
+        assert!(!without.contains("right axis") && !without.contains("rotate(90)"));
+        assert!(with.contains(">balance (right axis)</text>"), "{with}");
+        assert!(with.contains(">credit balance (% of bucket)</text>"));
+        assert!(with.contains(">100%</text>") && with.contains(">40%</text>"));
+        assert!(with.contains(r#"data-points="6""#));
+        let ys = path_ys(&with);
+        assert_eq!(ys.len(), 2);
+        // The right axis: 100% at the plot's top, 0% at its bottom, 50% halfway.
+        let (top, bottom) = (T, T + (H - T - B));
+        assert_eq!(ys[1], vec![top, (top + bottom) / 2.0, bottom]);
+        // The left axis keeps its own scale (3,000 IOPS is below its round top).
+        assert!(ys[0][0] > top && ys[0][2] < bottom, "{:?}", ys[0]);
+        // The plot narrows for the right axis' labels: the x of the last point moves left.
+        let last_x = |s: &str| -> f64 {
+            let p = s.split(r#"class="series" d="M"#).nth(1).unwrap();
+            let p = p.split('"').next().unwrap();
+            p.rsplit('L')
+                .next()
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(last_x(&without), W - R);
+        assert_eq!(last_x(&with), W - R2);
+        // Without a fixed top the axis is round above its data.
+        c.y2.as_mut().unwrap().max = None;
+        assert!(render(&c).contains(">125%</text>"));
+        assert_eq!(tick(42.5, Unit::Percent), "42.5%");
     }
 }

@@ -14,6 +14,12 @@ use qos_core::{
 use serde::Deserialize;
 use toml::Spanned;
 
+mod burst;
+mod provisioned;
+
+use crate::provisioned::FsSpec;
+pub use burst::CeilingMode;
+
 /// Default busy-poll budget per connection, microseconds.
 pub const DEFAULT_BUSY_POLL_US: u64 = 50;
 
@@ -142,6 +148,10 @@ pub struct NodeConfig {
     pub capacity: Option<Capacity>,
     /// Measure the backend at start and use that as the capacity (`[capacity] calibrate`).
     pub calibrate: bool,
+    /// How ceilings treat bursts (`[node] ceiling_mode`): strict (default) or ONTAP's +50 %.
+    pub ceiling_mode: CeilingMode,
+    /// An emulated provisioned file system between QoS and the backend (`[provisioned]`).
+    pub provisioned: Option<FsSpec>,
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
@@ -159,6 +169,8 @@ impl Default for NodeConfig {
             busy_poll_us: DEFAULT_BUSY_POLL_US,
             capacity: None,
             calibrate: false,
+            ceiling_mode: CeilingMode::Strict,
+            provisioned: None,
             policies: Vec::new(),
             volumes: Vec::new(),
         }
@@ -193,6 +205,7 @@ pub struct ConfigError(pub String);
 struct RawConfig {
     node: Option<RawNode>,
     capacity: Option<Spanned<RawCapacity>>,
+    provisioned: Option<Spanned<provisioned::RawFs>>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
@@ -209,6 +222,7 @@ struct RawNode {
     default_export: Option<String>,
     mmap_reads: Option<bool>,
     busy_poll_us: Option<u64>,
+    ceiling_mode: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -227,6 +241,7 @@ struct RawPolicy {
     name: String,
     fixed: Option<RawFixed>,
     adaptive: Option<RawAdaptive>,
+    provisioned: Option<burst::RawProvisioned>,
 }
 
 #[derive(Deserialize)]
@@ -241,6 +256,7 @@ struct RawFixed {
     min_throughput: Option<String>,
     capacity_shared: Option<bool>,
     weight: Option<i64>,
+    burst: Option<burst::RawBurst>,
 }
 
 #[derive(Deserialize)]
@@ -253,6 +269,7 @@ struct RawAdaptive {
     peak_iops_allocation: Option<String>,
     block_size: Option<String>,
     weight: Option<i64>,
+    burst: Option<burst::RawBurst>,
 }
 
 #[derive(Deserialize)]
@@ -344,6 +361,16 @@ impl NodeConfig {
                     )))
                 }
             };
+            if let Some(m) = &node.ceiling_mode {
+                cfg.ceiling_mode = m
+                    .parse()
+                    .map_err(|e| ConfigError(format!("{origin}: node.ceiling_mode = {e}")))?;
+            }
+        }
+
+        if let Some(sp) = &raw.provisioned {
+            let what = format!("{origin}:{}: provisioned", line_of(text, sp.span().start));
+            cfg.provisioned = Some(provisioned::parse(&what, sp.get_ref())?);
         }
 
         if let Some(sc) = &raw.capacity {
@@ -403,12 +430,13 @@ impl NodeConfig {
                     "duplicate policy name (extreme, performance and value are built in)".into(),
                 ));
             }
-            let policy = match (&p.fixed, &p.adaptive) {
-                (Some(f), None) => Policy::Fixed(fixed(f).map_err(ctx)?),
-                (None, Some(a)) => Policy::Adaptive(adaptive(a).map_err(ctx)?),
+            let policy = match (&p.fixed, &p.adaptive, &p.provisioned) {
+                (Some(f), None, None) => Policy::Fixed(fixed(f).map_err(ctx)?),
+                (None, Some(a), None) => Policy::Adaptive(adaptive(a).map_err(ctx)?),
+                (None, None, Some(v)) => Policy::Provisioned(burst::provisioned(v).map_err(ctx)?),
                 _ => {
                     return Err(ctx(
-                        "exactly one of `fixed` or `adaptive` must be given".into()
+                        "exactly one of `fixed`, `adaptive` or `provisioned` must be given".into(),
                     ))
                 }
             };
@@ -513,6 +541,11 @@ fn fixed(f: &RawFixed) -> Result<FixedPolicy, String> {
         min_mbps: non_negative("fixed.min_throughput_mbps", f.min_throughput_mbps)?,
         capacity_shared: f.capacity_shared.unwrap_or(false),
         weight: weight("fixed.weight", f.weight)?,
+        burst: f
+            .burst
+            .as_ref()
+            .map(|b| burst::burst("fixed", b))
+            .transpose()?,
     };
     if let Some(s) = &f.max_throughput {
         if p.max_iops != 0 || p.max_mbps != 0 {
@@ -581,6 +614,11 @@ fn adaptive(a: &RawAdaptive) -> Result<AdaptivePolicy, String> {
                 .map_err(|e| format!("adaptive.block_size: {e}"))?,
         },
         weight: weight("adaptive.weight", a.weight)?,
+        burst: a
+            .burst
+            .as_ref()
+            .map(|b| burst::burst("adaptive", b))
+            .transpose()?,
     })
 }
 

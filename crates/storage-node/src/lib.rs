@@ -4,6 +4,8 @@
 //! - [`server`]: listeners, accept loop, graceful shutdown;
 //!   [`server::handshake`]: option negotiation; [`server::transmission`]: the request loop.
 //! - [`node`]: volumes, policies, effective limits, the [`scheduler`].
+//! - [`provisioned`]: an emulated provisioned file system (FSx for ONTAP's model: resources
+//!   with burst credits, read caches, a single-flow limit) between QoS and the backend.
 //! - [`backend`]: where bytes live ([`backend::FileBackend`], sparse files).
 //!
 //! Validation happens once at the edge ([`config`] for files, the transmission loop for
@@ -15,11 +17,13 @@ pub mod bucket;
 pub mod calibrate;
 pub mod clock;
 pub mod config;
+pub mod credits;
 pub mod errors;
 pub mod flow_gate;
 pub mod metrics;
 pub mod node;
 pub mod objstore;
+pub mod provisioned;
 pub mod scheduler;
 pub mod server;
 pub mod state;

@@ -27,6 +27,9 @@ pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
             for b in node.buckets() {
                 b.stats.sample(now);
             }
+            if let Some(fs) = node.provisioned() {
+                fs.stats.sample(now);
+            }
         }
     })
 }
@@ -217,7 +220,8 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         "qoslab_volume_qos_wait_seconds_total",
         "counter",
         "Time requests spent queued by QoS: by the volume's ceiling (ONTAP \"QoS Max\") or \
-         behind other volumes' floors (\"QoS Min\").",
+         behind other volumes' floors (\"QoS Min\"), or for the provisioned file system's \
+         resources (\"resource\").",
     );
     for (v, l) in &vols {
         let _ = writeln!(
@@ -229,6 +233,11 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
             o,
             "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"floor\"}} {}",
             v.stats.floor_wait_ns.load(Relaxed) as f64 / 1e9
+        );
+        let _ = writeln!(
+            o,
+            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"resource\"}} {}",
+            v.stats.resource_wait_ns.load(Relaxed) as f64 / 1e9
         );
     }
     header(
@@ -283,5 +292,6 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
     }
     buckets::render(node, &mut o);
+    crate::credits::render_metrics(&mut o, node, &vols);
     o
 }

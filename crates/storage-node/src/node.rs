@@ -7,13 +7,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use qos_core::{default_adaptive_groups, effective_limits, Allocation, Policy};
+use qos_core::{default_adaptive_groups, effective_limits, ontap_tolerance, Allocation, Policy};
 use tokio::sync::watch;
 
 use crate::backend::FileBackend;
 use crate::clock::Clock;
-use crate::config::{NodeConfig, VolumeSpec};
+use crate::config::{CeilingMode, NodeConfig, VolumeSpec};
 use crate::errors::NodeError;
+use crate::provisioned::ProvisionedFs;
 use crate::scheduler::{FlowQos, Scheduler, NO_FLOW};
 use crate::volume::{lock, Volume};
 
@@ -31,6 +32,9 @@ pub struct Node {
     shutdown: watch::Sender<bool>,
     busy_poll: std::time::Duration,
     mmap_reads: bool,
+    ceiling_mode: CeilingMode,
+    /// The emulated provisioned file system (`[provisioned]`), if any.
+    provisioned: Option<Arc<ProvisionedFs>>,
 }
 
 impl Node {
@@ -62,6 +66,11 @@ impl Node {
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
             mmap_reads: cfg.mmap_reads,
+            ceiling_mode: cfg.ceiling_mode,
+            provisioned: cfg
+                .provisioned
+                .clone()
+                .map(|spec| Arc::new(ProvisionedFs::new(spec, clock.now()))),
         });
         for v in &cfg.volumes {
             node.add_volume(v)?;
@@ -186,6 +195,16 @@ impl Node {
             .collect()
     }
 
+    /// The emulated provisioned file system, if the node has one.
+    pub fn provisioned(&self) -> Option<&Arc<ProvisionedFs>> {
+        self.provisioned.as_ref()
+    }
+
+    /// How ceilings treat bursts.
+    pub fn ceiling_mode(&self) -> CeilingMode {
+        self.ceiling_mode
+    }
+
     /// How long a connection spins for its next request before parking.
     pub fn busy_poll(&self) -> std::time::Duration {
         self.busy_poll
@@ -254,15 +273,19 @@ impl Node {
         let policy = vol
             .policy()
             .and_then(|p| self.policy(&p).map(|pol| (p, pol)));
-        let limits = policy
+        let mut limits = policy
             .as_ref()
             .map(|(_, p)| effective_limits(p, &vol.space()))
             .unwrap_or_default();
+        if self.ceiling_mode == CeilingMode::Ontap && limits.burst.is_none() {
+            limits.burst = ontap_tolerance(limits.ceiling);
+        }
         vol.set_limits(limits);
         let q = FlowQos {
             ceiling: limits.ceiling,
             floor: limits.floor,
             weight: policy.as_ref().map_or(1, |(_, p)| p.weight()),
+            burst: limits.burst,
         };
         let needs = self.scheduler.needs_flow(&q);
         if let Some((name, _)) = policy.filter(|(_, p)| is_shared(p)) {

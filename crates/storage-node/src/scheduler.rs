@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, Weak};
 
-use qos_core::{FlowId, FlowSpec, MClock, Nanos, Pacer, Rate};
+use qos_core::{Burst, CreditStatus, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate};
 use tokio::sync::{mpsc, Notify};
 
 use crate::clock::Clock;
@@ -42,6 +42,8 @@ pub struct FlowQos {
     pub floor: Rate,
     /// Share of what is left after floors (0 counts as 1).
     pub weight: u32,
+    /// Burst credits over the ceiling (the ceiling is then the baseline).
+    pub burst: Burst,
 }
 
 impl FlowQos {
@@ -175,12 +177,17 @@ impl Scheduler {
     /// Allocate a flow; returns its id.
     pub fn create_flow(&self, q: FlowQos, now: Nanos) -> u32 {
         if let Some(c) = &self.controller {
-            let id = c.lock().mc.add_flow(q.spec(), now);
+            let id = {
+                let mut inner = c.lock();
+                let id = inner.mc.add_flow(q.spec(), now);
+                inner.mc.set_burst(id, q.burst, now);
+                id
+            };
             c.log_overcommit();
             return id.0;
         }
         let mut flows = lock(&self.pacers);
-        let pacer = Some(Pacer::new(q.ceiling));
+        let pacer = Some(Pacer::with_burst(q.ceiling, q.burst, now));
         if let Some(i) = flows.iter().position(Option::is_none) {
             flows[i] = pacer;
             i as u32
@@ -197,6 +204,7 @@ impl Scheduler {
                 let mut inner = c.lock();
                 let before = inner.mc.overcommit();
                 inner.mc.set_flow(FlowId(flow), q.spec(), now);
+                inner.mc.set_burst(FlowId(flow), q.burst, now);
                 before != inner.mc.overcommit()
             };
             if changed {
@@ -205,7 +213,22 @@ impl Scheduler {
             return;
         }
         if let Some(Some(p)) = lock(&self.pacers).get_mut(flow as usize) {
-            p.set_ceiling(q.ceiling, now);
+            p.set_limits(q.ceiling, q.burst, now);
+        }
+    }
+
+    /// A flow's burst buckets at `now`: (IOPS, bytes); `None` where it does not burst (or
+    /// there is no such flow).
+    pub fn credits(&self, flow: u32, now: Nanos) -> (Option<CreditStatus>, Option<CreditStatus>) {
+        if flow == NO_FLOW {
+            return (None, None);
+        }
+        if let Some(c) = &self.controller {
+            return c.lock().mc.credit_status(FlowId(flow), now);
+        }
+        match lock(&self.pacers).get(flow as usize) {
+            Some(Some(p)) => p.credit_status(now),
+            _ => (None, None),
         }
     }
 

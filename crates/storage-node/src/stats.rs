@@ -65,6 +65,9 @@ pub struct VolumeStats {
     pub ceiling_wait_ns: AtomicU64,
     /// Sum of time requests waited behind floors of others ("QoS Min"); mClock fills it.
     pub floor_wait_ns: AtomicU64,
+    /// Sum of time requests waited for the provisioned file system's resources (network,
+    /// disk, SSD IOPS, the single-flow limit).
+    pub resource_wait_ns: AtomicU64,
     pub errors: AtomicU64,
     /// Latency histograms by kind: read, write, other.
     pub latency: [Histogram; 3],

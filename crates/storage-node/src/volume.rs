@@ -12,6 +12,9 @@ use crate::stats::VolumeStats;
 /// A served volume. Shared by every connection to it; all mutable state is atomic or
 /// behind short-lived locks that the request path does not take.
 pub struct Volume {
+    /// Unique for the life of the process (never reused): names blocks in the provisioned
+    /// file system's caches.
+    pub id: u64,
     pub name: String,
     pub description: String,
     pub read_only: bool,
@@ -39,8 +42,10 @@ impl Volume {
         reserve_percent: u8,
         backend: Arc<dyn Backend>,
     ) -> Volume {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let used = backend.allocated_bytes().unwrap_or(0);
         Volume {
+            id: NEXT_ID.fetch_add(1, Relaxed),
             name,
             description,
             read_only,

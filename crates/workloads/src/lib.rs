@@ -9,6 +9,9 @@
 //!   `--profile ramp`);
 //! - [`s3`]: the S3 benchmark on qoslab's own driver (`[s3]`, `[[s3.test]]`,
 //!   `--profile s3`), GOSBench's plans and warp's analysis, many load generators over ssh;
+//! - [`provisioned`]: seed 003's FSx workshop against a provisioned spec: cached reads,
+//!   burst then baseline, 1 vs 16 connections, IOPS; or a volume model's burst
+//!   (`[provisioned]`, `--profile provisioned`);
 //! - [`suite`]: seed 002's system suites over ssh (`--suite network|disks|nfs|iscsi|block|dir`,
 //!   `[suite]` and `[[host]]`).
 //!
@@ -18,6 +21,7 @@
 pub mod dbench;
 pub mod fio_plan;
 pub mod isolation;
+pub mod provisioned;
 pub mod ramp;
 pub mod registry;
 pub mod s3;

@@ -31,6 +31,7 @@ pub static FAMILIES: &[&dyn WorkloadFamily] = &[
     &crate::s3::S3,
     &crate::tenants::Tenants,
     &crate::suite::Suites,
+    &crate::provisioned::Provisioned,
 ];
 
 /// The harness's registry of [`FAMILIES`].

@@ -328,10 +328,14 @@ impl Store {
             }
         }
         for n in &s.node {
+            let (i, b) = (n.iops_credits.as_ref(), n.bytes_credits.as_ref());
             tx.execute(
                 "INSERT INTO node_samples (job_id, t_ms, volume, read_iops, write_iops, other_iops,
-                   read_bps, write_bps, lat_mean_us, ceiling_wait_us, floor_wait_us)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                   read_bps, write_bps, lat_mean_us, ceiling_wait_us, floor_wait_us,
+                   iops_balance, iops_bucket, iops_baseline, iops_burst, iops_time_to_empty_s,
+                   bytes_balance, bytes_bucket, bytes_baseline, bytes_burst, bytes_time_to_empty_s)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                   ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
                 params![
                     s.job_id,
                     n.t_ms as i64,
@@ -343,7 +347,37 @@ impl Store {
                     n.write_bps,
                     n.lat_mean_us,
                     n.ceiling_wait_us,
-                    n.floor_wait_us
+                    n.floor_wait_us,
+                    i.map(|c| c.balance),
+                    i.map(|c| c.bucket),
+                    i.map(|c| c.baseline),
+                    i.map(|c| c.burst),
+                    i.and_then(|c| c.time_to_empty_s),
+                    b.map(|c| c.balance),
+                    b.map(|c| c.bucket),
+                    b.map(|c| c.baseline),
+                    b.map(|c| c.burst),
+                    b.and_then(|c| c.time_to_empty_s),
+                ],
+            )?;
+        }
+        for r in &s.resources {
+            let c = r.credits.as_ref();
+            tx.execute(
+                "INSERT INTO resource_samples (job_id, t_ms, resource, unit, use_rate, baseline,
+                   balance, bucket, burst, time_to_empty_s)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    s.job_id,
+                    r.t_ms as i64,
+                    r.resource,
+                    r.unit,
+                    r.use_rate,
+                    r.baseline,
+                    c.map(|c| c.balance),
+                    c.map(|c| c.bucket),
+                    c.map(|c| c.burst),
+                    c.and_then(|c| c.time_to_empty_s),
                 ],
             )?;
         }
@@ -576,8 +610,10 @@ mod tests {
                 lat_mean_us: 31_000.0,
                 ceiling_wait_us: 30_000.0,
                 floor_wait_us: 0.0,
+                ..Default::default()
             }],
             ops: Vec::new(),
+            resources: Vec::new(),
             hosts: vec![host_series()],
         };
         s.add_series(&series).unwrap();
@@ -661,6 +697,7 @@ mod tests {
             job_id: 1,
             fio: vec![],
             node: vec![],
+            resources: vec![],
             hosts: vec![host_series()],
             ops: vec![],
         })
@@ -712,6 +749,7 @@ mod tests {
             job_id: j3,
             fio: vec![],
             node: vec![],
+            resources: vec![],
             hosts: vec![host_series()],
             ops: vec![],
         })
@@ -727,4 +765,6 @@ mod tests {
         assert_eq!((l[0].passed, l[0].failed), (2, 0));
         assert!(matches!(s.load_run(b), Err(StoreError::NoRun(_))));
     }
+
+    mod credits;
 }

@@ -211,11 +211,11 @@ mod tests {
     use crate::series::JobSeries;
     use rusqlite::Connection;
 
-    /// A database as schema 4 shipped it (no op tables) opens, gains them, and a job's
+    /// A database as schema 5 shipped it (no op tables) opens, gains them, and a job's
     /// per-operation results and segments round-trip.
     #[test]
-    fn a_schema_4_database_gains_the_op_tables_and_ops_round_trip() {
-        let dir = crate::target::temp_dir("schema4").unwrap();
+    fn a_schema_5_database_gains_the_op_tables_and_ops_round_trip() {
+        let dir = crate::target::temp_dir("schema5").unwrap();
         let _cleanup = RemoveOnDrop(dir.clone());
         let path = dir.join("old.db");
         {
@@ -226,7 +226,7 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join("CREATE TABLE");
             c.execute_batch(&old).unwrap();
-            c.pragma_update(None, "user_version", 4).unwrap();
+            c.pragma_update(None, "user_version", 5).unwrap();
         }
         let mut s = Store::open(&path).unwrap();
         let env = Env::default();

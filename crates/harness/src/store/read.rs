@@ -5,10 +5,26 @@ use rusqlite::OptionalExtension;
 use super::model::{JobRecord, PolicyRecord, RunListing, RunRecord, SummaryTable, VolumeRecord};
 use super::{Result, Store, StoreError};
 use crate::host::Env;
-use crate::series::{FioSample, JobSeries, NodeSample};
+use crate::series::{CreditSample, FioSample, JobSeries, NodeSample, ResourceSample};
 use crate::verdict::{Limits, Verdict};
 use assess::Outcome;
 use fio::{DirStats, JobResult};
+
+/// A bucket from five columns starting at `at` (balance, bucket, baseline, burst, time to
+/// empty); `None` when the sample has none (NULL, or a database older than schema 5).
+fn credit(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<CreditSample>> {
+    let v: [Option<f64>; 4] = [r.get(at)?, r.get(at + 1)?, r.get(at + 2)?, r.get(at + 3)?];
+    Ok(match v {
+        [Some(balance), Some(bucket), Some(baseline), Some(burst)] => Some(CreditSample {
+            balance,
+            bucket,
+            baseline,
+            burst,
+            time_to_empty_s: r.get(at + 4)?,
+        }),
+        _ => None,
+    })
+}
 
 impl Store {
     /// A job's host tool sets, one series per host, samples in time order.
@@ -75,7 +91,9 @@ impl Store {
             .collect::<std::result::Result<_, _>>()?;
         let mut st = self.conn.prepare_cached(
             "SELECT t_ms, volume, read_iops, write_iops, other_iops, read_bps, write_bps,
-               lat_mean_us, ceiling_wait_us, floor_wait_us
+               lat_mean_us, ceiling_wait_us, floor_wait_us,
+               iops_balance, iops_bucket, iops_baseline, iops_burst, iops_time_to_empty_s,
+               bytes_balance, bytes_bucket, bytes_baseline, bytes_burst, bytes_time_to_empty_s
              FROM node_samples WHERE job_id = ?1 ORDER BY rowid",
         )?;
         let node = st
@@ -91,6 +109,36 @@ impl Store {
                     lat_mean_us: r.get(7)?,
                     ceiling_wait_us: r.get(8)?,
                     floor_wait_us: r.get(9)?,
+                    iops_credits: credit(r, 10)?,
+                    bytes_credits: credit(r, 15)?,
+                })
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut st = self.conn.prepare_cached(
+            "SELECT t_ms, resource, unit, use_rate, baseline, balance, bucket, burst, time_to_empty_s
+             FROM resource_samples WHERE job_id = ?1 ORDER BY rowid",
+        )?;
+        let resources = st
+            .query_map([job_id], |r| {
+                let baseline: f64 = r.get(4)?;
+                let balance: Option<f64> = r.get(5)?;
+                let (bucket, burst): (Option<f64>, Option<f64>) = (r.get(6)?, r.get(7)?);
+                Ok(ResourceSample {
+                    t_ms: r.get::<_, i64>(0)? as u64,
+                    resource: r.get(1)?,
+                    unit: r.get(2)?,
+                    use_rate: r.get(3)?,
+                    baseline,
+                    credits: match (balance, bucket, burst) {
+                        (Some(balance), Some(bucket), Some(burst)) => Some(CreditSample {
+                            balance,
+                            bucket,
+                            baseline,
+                            burst,
+                            time_to_empty_s: r.get(8)?,
+                        }),
+                        _ => None,
+                    },
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
@@ -101,6 +149,7 @@ impl Store {
             fio,
             node,
             ops,
+            resources,
             hosts,
         })
     }

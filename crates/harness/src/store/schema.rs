@@ -2,8 +2,9 @@
 //! `IF NOT EXISTS`, so opening an older database adds the newer tables in place, and
 //! [`MIGRATIONS`] add the newer columns (schema 3: the series tables; schema 4: a job's
 //! diagnosis and steady state, a verdict's outcome and reason, the host tool-set tables;
-//! schema 6: the per-operation results of request/response drivers, `op_results` and
-//! `op_samples`, the S3 family: new tables only, so no column migration).
+//! schema 5: each node sample's burst buckets, the provisioned file system's
+//! `resource_samples`; schema 6: the per-operation results of request/response drivers,
+//! `op_results` and `op_samples`, the S3 family: new tables only, so no column migration).
 
 /// Schema version, in `PRAGMA user_version`.
 pub const SCHEMA_VERSION: i64 = 6;
@@ -15,6 +16,17 @@ pub(crate) const MIGRATIONS: &[(&str, &str, &str)] = &[
     ("jobs", "steady", "TEXT"),
     ("verdicts", "outcome", "TEXT"),
     ("verdicts", "reason", "TEXT"),
+    // Schema 5: a node sample's burst buckets (NULL: the dimension does not burst).
+    ("node_samples", "iops_balance", "REAL"),
+    ("node_samples", "iops_bucket", "REAL"),
+    ("node_samples", "iops_baseline", "REAL"),
+    ("node_samples", "iops_burst", "REAL"),
+    ("node_samples", "iops_time_to_empty_s", "REAL"),
+    ("node_samples", "bytes_balance", "REAL"),
+    ("node_samples", "bytes_bucket", "REAL"),
+    ("node_samples", "bytes_baseline", "REAL"),
+    ("node_samples", "bytes_burst", "REAL"),
+    ("node_samples", "bytes_time_to_empty_s", "REAL"),
 ];
 
 /// Older verdicts were pass or fail.
@@ -94,7 +106,18 @@ CREATE TABLE IF NOT EXISTS node_samples (
   volume TEXT NOT NULL,
   read_iops REAL NOT NULL, write_iops REAL NOT NULL, other_iops REAL NOT NULL,
   read_bps REAL NOT NULL, write_bps REAL NOT NULL,
-  lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL
+  lat_mean_us REAL NOT NULL, ceiling_wait_us REAL NOT NULL, floor_wait_us REAL NOT NULL,
+  -- schema 5: burst buckets at the end of the window (NULL: the dimension does not burst)
+  iops_balance REAL, iops_bucket REAL, iops_baseline REAL, iops_burst REAL, iops_time_to_empty_s REAL,
+  bytes_balance REAL, bytes_bucket REAL, bytes_baseline REAL, bytes_burst REAL, bytes_time_to_empty_s REAL
+);
+CREATE TABLE IF NOT EXISTS resource_samples (   -- schema 5
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  t_ms INTEGER NOT NULL,
+  resource TEXT NOT NULL,          -- network | disk | disk_iops | ssd_iops
+  unit TEXT NOT NULL,              -- bytes | iops
+  use_rate REAL NOT NULL, baseline REAL NOT NULL,
+  balance REAL, bucket REAL, burst REAL, time_to_empty_s REAL
 );
 CREATE TABLE IF NOT EXISTS verdicts (
   job_id INTEGER NOT NULL REFERENCES jobs(id),

@@ -113,3 +113,45 @@ fn a_malformed_plan_is_rejected_naming_the_key() {
         "nothing runs for a bad plan"
     );
 }
+
+/// The harness's directories in the temp dir that belong to process `pid`.
+fn temp_dirs_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("qoslab-") && n.contains(&format!("-{pid}-")))
+        .collect()
+}
+
+#[test]
+fn a_killed_runs_node_data_and_job_files_are_removed_by_the_next_run() {
+    let d = Dir::new("killed");
+    d.write("p.toml", &plan_500(&["iops <= 500 +-3%"]));
+    let mut child = std::process::Command::new(crate::bench_util::QOSLAB)
+        .args(["bench", "p.toml", "--db", "k.db"])
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = std::time::Instant::now();
+    // The embedded node's data and fio's job files exist once the job runs.
+    while temp_dirs_of(pid).len() < 2 {
+        assert!(start.elapsed() < LIMIT, "the run never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = temp_dirs_of(pid);
+    child.kill().unwrap(); // SIGKILL: nothing of the run can clean up
+    child.wait().unwrap();
+    // Its fio, orphaned, reads job files from the run's directory.
+    let _ = std::process::Command::new("pkill")
+        .args(["-KILL", "-f", &format!("qoslab-fio-{pid}-")])
+        .status();
+    assert_eq!(temp_dirs_of(pid), left, "SIGKILL leaves them");
+    let o = qoslab(&d, &["bench", "p.toml", "--db", "r.db"], LIMIT);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert_eq!(temp_dirs_of(pid), Vec::<String>::new(), "{left:?}");
+}

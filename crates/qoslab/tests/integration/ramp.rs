@@ -194,8 +194,10 @@ fn a_ramp_over_nbd_tcp_to_a_running_node_and_on_an_o_direct_file() {
             LIMIT,
         );
         let (out, err) = text(&o);
+        // The verdicts may pass, fail or (on a busy machine) be inconclusive: what this
+        // test checks is the rates below; it must never be an error (2).
         assert!(
-            matches!(o.status.code(), Some(0 | 1)),
+            matches!(o.status.code(), Some(0 | 1 | 3)),
             "{target}: stdout:\n{out}\nstderr:\n{err}"
         );
         assert!(

@@ -645,4 +645,9 @@ fn signals(d: &Dir, bed: &Testbed) {
         !Path::new(&format!("/tmp/qoslab-ssh-{pid}")).exists(),
         "ssh control directory removed"
     );
+    let logs: Vec<String> = leftovers()
+        .into_iter()
+        .filter(|n| n.starts_with(&format!("qoslab-suite-logs-{pid}-")))
+        .collect();
+    assert!(logs.is_empty(), "local log directory removed: {logs:?}");
 }

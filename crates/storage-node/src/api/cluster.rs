@@ -38,10 +38,15 @@ fn cluster_json(cp: &ControlPlane) -> Value {
             "queued": s.queued,
         }),
     };
-    json!({
+    let mut out = json!({
         "name": "qoslab",
         "version": { "full": concat!("qoslab ", env!("CARGO_PKG_VERSION")) },
         "volumes": cp.node.volumes().len(),
         "qos": qos,
-    })
+        "ceiling_mode": cp.node.ceiling_mode().to_string(),
+    });
+    if let Some(fs) = crate::credits::fs_json(&cp.node) {
+        out["provisioned"] = fs;
+    }
+    out
 }

@@ -223,6 +223,7 @@ fn policy_error(e: PolicyError) -> ApiError {
         PolicyError::MissingPeak => "adaptive.peak_iops".into(),
         PolicyError::InvalidAllocation { .. } => "adaptive".into(),
         PolicyError::InvalidBlockSize { .. } => "adaptive.block_size".into(),
+        PolicyError::BurstIncomplete { field, .. } => field.to_string(),
     };
     ApiError::bad(code::OUT_OF_RANGE, &target, e.to_string())
 }
@@ -234,6 +235,7 @@ const FIXED_FIELDS: &[&str] = &[
     "min_throughput_mbps",
     "capacity_shared",
     "weight",
+    "burst",
 ];
 const ADAPTIVE_FIELDS: &[&str] = &[
     "expected_iops",
@@ -243,6 +245,7 @@ const ADAPTIVE_FIELDS: &[&str] = &[
     "peak_iops_allocation",
     "block_size",
     "weight",
+    "burst",
 ];
 
 fn apply_fixed(mut p: FixedPolicy, v: &Value, creating: bool) -> R<FixedPolicy> {
@@ -274,6 +277,9 @@ fn apply_fixed(mut p: FixedPolicy, v: &Value, creating: bool) -> R<FixedPolicy> 
     }
     if let Some(w) = weight(m, "fixed")? {
         p.weight = w;
+    }
+    if let Some(b) = m.get("burst") {
+        p.burst = burst::apply_burst(p.burst, b, "fixed")?;
     }
     Ok(p)
 }
@@ -364,6 +370,9 @@ fn apply_adaptive(mut p: AdaptivePolicy, v: &Value, creating: bool) -> R<Adaptiv
     if let Some(w) = weight(m, "adaptive")? {
         p.weight = w;
     }
+    if let Some(b) = m.get("burst") {
+        p.burst = burst::apply_burst(p.burst, b, "adaptive")?;
+    }
     Ok(p)
 }
 
@@ -375,7 +384,7 @@ pub struct NewPolicy {
     pub policy: Policy,
 }
 
-const POLICY_FIELDS: &[&str] = &["name", "svm", "fixed", "adaptive"];
+const POLICY_FIELDS: &[&str] = &["name", "svm", "fixed", "adaptive", "provisioned"];
 
 /// Validate a POST /api/storage/qos/policies body.
 pub fn new_policy(m: &Map<String, Value>) -> R<NewPolicy> {
@@ -389,6 +398,10 @@ pub fn new_policy(m: &Map<String, Value>) -> R<NewPolicy> {
 
 /// The `fixed` / `adaptive` part of a body; `base` is the current policy for PATCH.
 fn policy_spec(m: &Map<String, Value>, base: Option<&Policy>) -> R<Policy> {
+    if let Some(p) = burst::provisioned_kind(m, base)? {
+        p.validate().map_err(policy_error)?;
+        return Ok(p);
+    }
     let p = match (m.get("fixed"), m.get("adaptive"), base) {
         (Some(_), Some(_), _) => {
             return Err(ApiError::bad(
@@ -477,6 +490,7 @@ pub fn policy_json(p: &Policy) -> Map<String, Value> {
                 }),
             );
             put_weight(&mut m, "fixed", f.weight);
+            put_burst(&mut m, "fixed", f.burst.as_ref());
         }
         Policy::Adaptive(a) => {
             m.insert(
@@ -491,9 +505,20 @@ pub fn policy_json(p: &Policy) -> Map<String, Value> {
                 }),
             );
             put_weight(&mut m, "adaptive", a.weight);
+            put_burst(&mut m, "adaptive", a.burst.as_ref());
+        }
+        Policy::Provisioned(p) => {
+            m.insert("provisioned".into(), burst::provisioned_json(p));
         }
     }
     m
+}
+
+/// A burst is shown only when set.
+fn put_burst(m: &mut Map<String, Value>, kind: &str, b: Option<&qos_core::BurstPolicy>) {
+    if let (Some(b), Some(Value::Object(o))) = (b, m.get_mut(kind)) {
+        o.insert("burst".into(), burst::burst_json(b));
+    }
 }
 
 /// A weight is shown only when set (absent: the default, 1).
@@ -508,7 +533,7 @@ fn put_weight(m: &mut Map<String, Value>, kind: &str, w: u32) {
 /// Parse a stored policy spec (written by [`policy_json`]).
 pub fn stored_policy(spec: &str) -> R<Policy> {
     let m = parse_body(spec.as_bytes())?;
-    only(&m, "", &["fixed", "adaptive"])?;
+    only(&m, "", &["fixed", "adaptive", "provisioned"])?;
     policy_spec(&m, None)
 }
 
@@ -730,6 +755,8 @@ pub fn patch_volume(m: &Map<String, Value>) -> R<VolumePatch> {
         policy: qos(m)?,
     })
 }
+
+mod burst;
 
 #[cfg(test)]
 mod tests;

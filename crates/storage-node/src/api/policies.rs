@@ -16,6 +16,7 @@ pub(super) const POLICY_TOP: &[&str] = &[
     "svm",
     "fixed",
     "adaptive",
+    "provisioned",
     "object_count",
     "builtin",
     "policy_class",

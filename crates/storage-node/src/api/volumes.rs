@@ -31,6 +31,7 @@ pub(super) const VOLUME_TOP: &[&str] = &[
     "statistics",
     "limits",
     "nbd",
+    "burst",
 ];
 
 impl ControlPlane {
@@ -88,6 +89,10 @@ impl ControlPlane {
                     "min_throughput_bytes_per_sec": lim.floor.bytes_per_sec,
                 }),
             );
+            let now = self.node.clock.now();
+            if let Some(b) = crate::credits::volume_credits(&self.node, l, now).json() {
+                m.insert("burst".into(), b);
+            }
         }
         Value::Object(m)
     }

@@ -134,8 +134,8 @@ name = "a"
 adaptive = { expected_iops = "5IOPS/GB", peak_iops = "50IOPS/GB", peak_iops_allocation = "allocated-space", block_size = "any" }
 "#,
         r#"
-policy both=Fixed(FixedPolicy { max_iops: 500, max_mbps: 100, min_iops: 0, min_mbps: 0, capacity_shared: false, weight: 0 })
-policy a=Adaptive(AdaptivePolicy { expected_iops: IopsPerTb(5000.0), peak_iops: IopsPerTb(50000.0), absolute_min_iops: 0, expected_allocation: AllocatedSpace, peak_allocation: AllocatedSpace, block_size: Any, weight: 0 })
+policy both=Fixed(FixedPolicy { max_iops: 500, max_mbps: 100, min_iops: 0, min_mbps: 0, capacity_shared: false, weight: 0, burst: None })
+policy a=Adaptive(AdaptivePolicy { expected_iops: IopsPerTb(5000.0), peak_iops: IopsPerTb(50000.0), absolute_min_iops: 0, expected_allocation: AllocatedSpace, peak_allocation: AllocatedSpace, block_size: Any, weight: 0, burst: None })
 "#,
     );
     check_err_contains(
@@ -148,7 +148,7 @@ policy a=Adaptive(AdaptivePolicy { expected_iops: IopsPerTb(5000.0), peak_iops: 
 fn structural_errors() {
     check_err_contains(
         "[[policy]]\nname = \"p\"\n",
-        &["exactly one of `fixed` or `adaptive`"],
+        &["exactly one of `fixed`, `adaptive` or `provisioned`"],
     );
     check_err_contains(
         "[[policy]]\nname = \"value\"\nfixed = { max_throughput_iops = 1 }\n",
@@ -229,4 +229,166 @@ fn policy_weight() {
         "[[policy]]\nname = \"w\"\nadaptive = { peak_iops = 100, weight = 0 }\n",
         &["node.toml:1", "adaptive.weight = 0", "1 to 10000"],
     );
+}
+
+#[test]
+fn burst_sub_tables() {
+    check(
+        r#"
+[[policy]]
+name = "gp2ish"
+fixed = { max_throughput_iops = 300, burst = { max_throughput_iops = 3000, bucket_iops = 5.4e6 } }
+[[policy]]
+name = "sf"
+fixed = { max_throughput = "1000iops", min_throughput = "50iops", burst = { max_throughput = "1500iops", duration = "60s", initial_percent = 0 } }
+[[policy]]
+name = "st1ish"
+fixed = { max_throughput_mbps = 40, burst = { max_throughput_mbps = 250, bucket_mb = "1TiB" } }
+"#,
+        r#"
+policy gp2ish=Fixed(FixedPolicy { max_iops: 300, max_mbps: 0, min_iops: 0, min_mbps: 0, capacity_shared: false, weight: 0, burst: Some(BurstPolicy { max_iops: 3000, max_mbps: 0, bucket_iops: 5400000, bucket_mb: 0, seconds: 0, initial_percent: 100 }) })
+policy sf=Fixed(FixedPolicy { max_iops: 1000, max_mbps: 0, min_iops: 50, min_mbps: 0, capacity_shared: false, weight: 0, burst: Some(BurstPolicy { max_iops: 1500, max_mbps: 0, bucket_iops: 0, bucket_mb: 0, seconds: 60, initial_percent: 0 }) })
+policy st1ish=Fixed(FixedPolicy { max_iops: 0, max_mbps: 40, min_iops: 0, min_mbps: 0, capacity_shared: false, weight: 0, burst: Some(BurstPolicy { max_iops: 0, max_mbps: 250, bucket_iops: 0, bucket_mb: 1048576, seconds: 0, initial_percent: 100 }) })
+"#,
+    );
+    for (burst, parts) in [
+        (
+            "{ max_throughput_iops = 3000 }",
+            &["policy \"p\"", "fixed.burst.bucket_iops", "needs a bucket"][..],
+        ),
+        (
+            "{ max_throughput_iops = 200, bucket_iops = 10 }",
+            &[
+                "fixed.burst.max_throughput_iops",
+                "above fixed.max_throughput_iops = 300",
+            ],
+        ),
+        (
+            "{ max_throughput_iops = 3000, duration = \"forever\" }",
+            &["fixed.burst.duration", "forever", "30min"],
+        ),
+        (
+            "{ max_throughput_iops = 3000, duration = 60, bucket_iops = 5 }",
+            &["not both"],
+        ),
+        (
+            "{ max_throughput_iops = 3000, duration = 60, initial_percent = 150 }",
+            &["fixed.burst.initial_percent = 150", "0 to 100"],
+        ),
+        (
+            "{ max_throughput_iops = 3000, duration = 60, bucket = 5 }",
+            &["node.toml", "bucket"],
+        ),
+    ] {
+        check_err_contains(
+            &format!(
+                "[[policy]]\nname = \"p\"\nfixed = {{ max_throughput_iops = 300, burst = {burst} }}\n"
+            ),
+            parts,
+        );
+    }
+}
+
+#[test]
+fn provisioned_policies_and_ceiling_mode() {
+    check(
+        r#"
+[[policy]]
+name = "gp2"
+provisioned = { model = "ebs-gp2" }
+[[policy]]
+name = "st1-lab"
+provisioned = { model = "EBS_ST1", bucket_scale = "1/100", initial_percent = 0, weight = 3 }
+"#,
+        r#"
+policy gp2=Provisioned(ProvisionedPolicy { model: EbsGp2, bucket_scale: 1.0, initial_percent: 100, weight: 0 })
+policy st1-lab=Provisioned(ProvisionedPolicy { model: EbsSt1, bucket_scale: 0.01, initial_percent: 0, weight: 3 })
+"#,
+    );
+    check_err_contains(
+        "[[policy]]\nname = \"p\"\nprovisioned = { model = \"gp3\" }\n",
+        &[
+            "node.toml:1",
+            "provisioned.model",
+            "gp3",
+            "ebs-gp2, ebs-st1",
+        ],
+    );
+    check_err_contains(
+        "[[policy]]\nname = \"p\"\nprovisioned = { model = \"ebs-gp2\", bucket_scale = 0 }\n",
+        &["provisioned.bucket_scale", "above 0"],
+    );
+    check_err_contains(
+        "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 1 }\nprovisioned = { model = \"ebs-gp2\" }\n",
+        &["exactly one of"],
+    );
+    let cfg = NodeConfig::parse("[node]\nceiling_mode = \"ontap\"\n", "n").unwrap();
+    assert_eq!(cfg.ceiling_mode, CeilingMode::Ontap);
+    assert_eq!(
+        NodeConfig::parse("", "n").unwrap().ceiling_mode,
+        CeilingMode::Strict
+    );
+    check_err_contains(
+        "[node]\nceiling_mode = \"loose\"\n",
+        &["node.ceiling_mode", "loose", "strict", "ontap"],
+    );
+}
+
+#[test]
+fn provisioned_file_system_section() {
+    let cfg = NodeConfig::parse(
+        "[provisioned]\npreset = \"fsx-ontap-128\"\nscale = \"1/1000\"\nrate_scale = 0.1\nburst_duration = \"10min\"\nper_connection = \"50MB/s\"\n",
+        "n",
+    )
+    .unwrap();
+    let s = cfg.provisioned.unwrap();
+    assert_eq!(s.name, "fsx-ontap-128");
+    assert_eq!(s.network.baseline, 15_000_000);
+    assert_eq!(s.memory_cache, 16_000_000);
+    assert_eq!(
+        s.per_connection,
+        5 << 20,
+        "per_connection is scaled like every rate"
+    );
+    // 600 s x 1/1000: a 0.6 s burst.
+    assert!((s.network.burst_seconds().unwrap() - 0.6).abs() < 1e-6);
+    let custom = NodeConfig::parse(
+        "[provisioned]\nnetwork = { baseline = \"100MB/s\", burst = \"400MB/s\" }\ndisk = { baseline = 10485760 }\ndisk_iops = { baseline = 1000 }\nburst_duration = 10\nmemory_cache = \"4MiB\"\n",
+        "n",
+    )
+    .unwrap()
+    .provisioned
+    .unwrap();
+    assert_eq!(custom.name, "custom");
+    assert_eq!(custom.network.burst.unwrap().bucket, (300 * 10) << 20);
+    assert_eq!(custom.disk.baseline, 10 << 20);
+    assert_eq!(custom.memory_cache, 4 << 20);
+    for (toml, parts) in [
+        (
+            "[provisioned]\npreset = \"fsx-ontap-100\"\n",
+            &["node.toml:1: provisioned.preset", "fsx-ontap-128, fsx-ontap-256"][..],
+        ),
+        (
+            "[provisioned]\nnetwork = { baseline = 1 }\n",
+            &["give a preset", "network and disk"],
+        ),
+        (
+            "[provisioned]\npreset = \"fsx-ontap-128\"\nscale = -1\n",
+            &["provisioned.scale = -1", "above 0"],
+        ),
+        (
+            "[provisioned]\npreset = \"fsx-ontap-128\"\nnetwork = { baseline = \"100MB/s\", burst = \"50MB/s\" }\n",
+            &["network.burst", "must be above network.baseline"],
+        ),
+        (
+            "[provisioned]\npreset = \"fsx-ontap-128\"\ncache_block = 100\n",
+            &["cache_block = 100", "512 B to 64 MiB"],
+        ),
+        (
+            "[provisioned]\npreset = \"fsx-ontap-128\"\nper_connection = \"500iops\"\n",
+            &["per_connection", "150MB/s"],
+        ),
+    ] {
+        check_err_contains(toml, parts);
+    }
 }

@@ -132,6 +132,7 @@ impl Node {
             ceiling: limits.ceiling,
             floor: limits.floor,
             weight: policy.as_ref().map_or(1, |(_, p)| p.weight()),
+            burst: limits.burst,
         };
         let needs = self.scheduler.needs_flow(&q);
         if let Some((name, _)) = policy.filter(|(_, p)| is_shared(p)) {

@@ -18,6 +18,7 @@ use super::handshake::{Session, MAX_PAYLOAD};
 use super::spin::{spin_recv, SpinPolicy};
 use crate::errors::nbd_errno;
 use crate::node::Node;
+use crate::provisioned::{Access, ConnCap, ProvisionedFs};
 use crate::scheduler::{Grant, Ticket, NO_FLOW};
 use crate::stats::{OpKind, Waits};
 use crate::volume::Volume;
@@ -45,6 +46,11 @@ struct Deferred {
     at: Nanos,
     seq: u64,
     arrival: Nanos,
+    /// When QoS (the ceiling, or the controller's grant) released it: later waiting is for
+    /// the provisioned file system's resources.
+    qos_until: Nanos,
+    /// Time it already waited behind floors (controller mode).
+    floor_ns: u64,
     req: Request,
     payload: Vec<u8>,
 }
@@ -102,6 +108,8 @@ struct Conn {
     waiting: HashMap<u64, Parked>,
     /// Something was submitted since the last pump.
     submitted: bool,
+    /// The node's provisioned file system and this connection's single-flow limit.
+    fs: Option<(Arc<ProvisionedFs>, ConnCap)>,
 }
 
 /// The connection's read buffer: bytes in `buf[pos..end]` are received, not yet parsed.
@@ -201,6 +209,7 @@ where
         node: node.clone(),
         id,
     });
+    let fs = node.provisioned().map(|fs| (fs.clone(), fs.connection()));
     let mut c = Conn {
         vol: session.volume,
         structured: session.structured,
@@ -214,6 +223,7 @@ where
         ctl,
         waiting: HashMap::new(),
         submitted: false,
+        fs,
     };
     let mut rb = ReadBuf::new();
     let mut reading = true;
@@ -406,11 +416,12 @@ impl Conn {
             }
             return;
         }
-        let start = if ops > 0 {
+        let qos_until = if ops > 0 {
             self.node.scheduler.admit(self.vol.flow(), now, ops, bytes)
         } else {
             now
         };
+        let start = self.through_resources(&req, qos_until);
         if start <= now + TIMER_SLACK_NS {
             self.execute(req, payload, now, Waits::default());
         } else {
@@ -419,10 +430,33 @@ impl Conn {
                 at: start,
                 seq: self.seq,
                 arrival: now,
+                qos_until,
+                floor_ns: 0,
                 req,
                 payload: payload.to_vec(),
             }));
         }
+    }
+
+    /// The provisioned file system's say on a request QoS released at `at`: when its
+    /// resources allow it to start (`at` when the node has no such file system).
+    fn through_resources(&mut self, req: &Request, at: Nanos) -> Nanos {
+        let Some((fs, cap)) = &mut self.fs else {
+            return at;
+        };
+        let access = match req.command {
+            CMD_READ => Access::Read,
+            CMD_WRITE => Access::Write,
+            _ => Access::Other,
+        };
+        fs.admit(
+            cap,
+            self.vol.id,
+            access,
+            req.offset,
+            u64::from(req.length),
+            at,
+        )
     }
 
     /// Nothing in flight: no parked, waiting or syncing requests.
@@ -450,12 +484,27 @@ impl Conn {
         let Some(p) = self.waiting.remove(&g.seq) else {
             return;
         };
-        let wait = self.node.clock.now().saturating_sub(p.arrival);
+        let now = self.node.clock.now();
+        let wait = now.saturating_sub(p.arrival);
         let ceiling_ns = g.limit_at.saturating_sub(p.arrival).min(wait);
         let waits = Waits {
             ceiling_ns,
             floor_ns: wait - ceiling_ns,
         };
+        let start = self.through_resources(&p.req, now);
+        if start > now + TIMER_SLACK_NS {
+            self.seq += 1;
+            self.deferred.push(Reverse(Deferred {
+                at: start,
+                seq: self.seq,
+                arrival: p.arrival,
+                qos_until: now,
+                floor_ns: waits.floor_ns,
+                req: p.req,
+                payload: p.payload,
+            }));
+            return;
+        }
         self.execute(p.req, &p.payload, p.arrival, waits);
     }
 
@@ -487,10 +536,19 @@ impl Conn {
                 self.error(d.req.cookie, ESHUTDOWN, "node is shutting down");
                 continue;
             }
+            let total = now.saturating_sub(d.arrival);
+            let resource_ns = now.saturating_sub(d.qos_until.max(d.arrival)).min(total);
+            let floor_ns = d.floor_ns.min(total - resource_ns);
             let waits = Waits {
-                ceiling_ns: now.saturating_sub(d.arrival),
-                floor_ns: 0,
+                ceiling_ns: total - resource_ns - floor_ns,
+                floor_ns,
             };
+            if resource_ns > 0 {
+                self.vol
+                    .stats
+                    .resource_wait_ns
+                    .fetch_add(resource_ns, std::sync::atomic::Ordering::Relaxed);
+            }
             self.execute(d.req, &d.payload, d.arrival, waits);
         }
     }

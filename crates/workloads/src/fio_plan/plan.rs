@@ -228,6 +228,12 @@ impl FioPlan {
 
 impl FamilyPlan for FioPlan {
     fn configure(&mut self, common: &mut Common, opts: &Options) -> Result<(), PlanError> {
+        if let Some(s) = opts.scale {
+            return Err(PlanError(format!(
+                "--scale {s}: {} runs fio jobs as written (--scale applies to the ramp and provisioned profiles)",
+                common.origin
+            )));
+        }
         self.set_times(common, opts.runtime, opts.ramp);
         self.step_lines = !opts.no_step_lines;
         self.until_steady = opts.until_steady;

@@ -65,6 +65,12 @@ impl Family for Isolation {
     }
 
     fn profile(&self, req: &ProfileRequest, _registry: &Registry) -> Result<Plan, PlanError> {
+        if req.scale.is_some() {
+            return Err(PlanError(
+                "--profile isolation takes no --scale (its size is --capacity-iops, its time --runtime)"
+                    .into(),
+            ));
+        }
         if req.plan_file || req.target || req.node || req.clients {
             return Err(PlanError(
                 "--profile isolation builds its own embedded node (an emulated controller): \

@@ -28,10 +28,6 @@ pub struct RampArgs {
     /// Number of runs (default 10). --runtime is each run's length (default 320s).
     #[arg(long, value_name = "N")]
     runs: Option<u32>,
-    /// Multiply the cycle, the runtime and the write-cycle limit by this (default 1):
-    /// 0.05 turns 80 s cycles into 4 s ones with a 2.25 s limit.
-    #[arg(long, value_name = "FACTOR")]
-    scale: Option<f64>,
     /// The write daemon's period before --scale (default 80s).
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     cycle: Option<f64>,
@@ -72,14 +68,16 @@ fn size(s: &str) -> Result<u64, String> {
 }
 
 impl RampArgs {
-    /// The plan overrides these options make; `runtime` is `--runtime`.
-    pub fn overrides(&self, runtime: Option<f64>) -> Overrides {
+    /// The plan overrides these options make; `runtime` and `scale` are the common
+    /// `--runtime` and `--scale` (which multiplies the cycle, the runtime and the
+    /// write-cycle limit).
+    pub fn overrides(&self, runtime: Option<f64>, scale: Option<f64>) -> Overrides {
         Overrides {
             min_iops: self.min_iops,
             max_iops: self.max_iops,
             runs: self.runs,
             runtime,
-            scale: self.scale,
+            scale,
             cycle: self.cycle,
             max_write_cycle: self.max_write_cycle,
             max_write_latency: self.max_write_latency,

@@ -20,7 +20,7 @@ use harness::{
 use loadgen::genio::{self, IoError, IoTarget, RunStats, Workload};
 
 use super::cli::{csv_paths, RampArgs};
-use super::plan::{RampPlan, Settings, System};
+use super::plan::{Overrides, RampPlan, Settings, System};
 use super::render::{render, run_line};
 use super::results::{csv, table, Row, CSV_HEADER};
 
@@ -104,10 +104,13 @@ impl FamilyPlan for RampRun {
                 "--profile ramp needs --min-iops (and usually --max-iops), e.g. --min-iops 1000 --max-iops 10000".into(),
             ));
         }
-        let overrides = args
-            .as_ref()
-            .map(|a| a.overrides(opts.runtime))
-            .unwrap_or_default();
+        let overrides = match &args {
+            Some(a) => a.overrides(opts.runtime, opts.scale),
+            None => Overrides {
+                scale: opts.scale,
+                ..Overrides::default()
+            },
+        };
         self.plan
             .apply(&overrides)
             .map_err(|m| PlanError(format!("{}: {m}", common.origin)))?;
@@ -274,6 +277,8 @@ impl FamilyPlan for RampRun {
                     .filter(|n| volume.as_deref().is_none_or(|v| n.volume == v))
                     .cloned()
                     .collect(),
+                // Node-wide like the hosts: every system shares the provisioned file system.
+                resources: series.resources.clone(),
                 hosts: series.hosts.clone(),
                 ..JobSeries::default()
             };
@@ -480,6 +485,19 @@ fn addresses(
             }
             (None, Target::Nbd(u), _) | (None, Target::NodeVolume { uri: u, .. }, _) => u.clone(),
             (None, Target::Path(p), _) => p.display().to_string(),
+            (None, Target::Devices(_), _) => {
+                return Err(RunError::Plan(format!(
+                    "{}: a ramp takes one target (give each [[system]] its own target = PATH)",
+                    origin
+                )))
+            }
+            (None, Target::Node(n), _) => {
+                return Err(RunError::Plan(format!(
+                    "{}: --node {} needs --volume NAME for a ramp",
+                    origin,
+                    n.url()
+                )))
+            }
             (None, Target::Embedded, None) => {
                 return Err(RunError::Plan(format!(
                     "{}: the embedded node needs at least one [[volume]] in the plan (or pass --target URI|PATH)",

@@ -47,6 +47,8 @@ struct Running {
     engine: Engine,
     session: Session,
     logs: PathBuf,
+    /// On SIGINT/SIGTERM/SIGHUP (which do not unwind): remove `logs` too.
+    _logs_cleanup: hosts::cleanup::Guard,
 }
 
 impl Drop for Running {
@@ -300,6 +302,7 @@ impl SuitePlan {
             engine: Engine::Fio { prepared },
             session,
             logs,
+            ..
         }) = self.state.as_ref()
         else {
             return Err(plan_err("suite: not prepared"));
@@ -574,10 +577,15 @@ impl FamilyPlan for SuitePlan {
         // Made last, so a suite that cannot start leaves no directory behind.
         let logs = harness::target::temp_dir("suite-logs")
             .map_err(|e| plan_err(format!("a directory for fio's logs: {e}")))?;
+        let dir = logs.clone();
+        let _logs_cleanup = hosts::cleanup::register(move || {
+            let _ = std::fs::remove_dir_all(&dir);
+        });
         self.state = Some(Running {
             engine,
             session,
             logs,
+            _logs_cleanup,
         });
         Ok(header)
     }

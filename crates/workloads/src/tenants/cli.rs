@@ -19,8 +19,9 @@ pub struct TenantsArgs {
         default_value_t = 3
     )]
     pub iterations: u32,
-    /// Applications, one class each: git, redis, fio (git and redis mount file systems:
-    /// root, /dev/fuse and loop devices).
+    /// Applications, one class each: git, redis, fio (on volumes git and redis mount file
+    /// systems: root, /dev/fuse and loop devices; on --target DIR they run in a directory
+    /// per tenant; --target /dev/X,/dev/Y takes fio only).
     #[arg(long, value_name = "APP,...", value_delimiter = ',', default_values_t = ["git".to_string(), "redis".to_string()])]
     pub apps: Vec<String>,
 }
@@ -65,7 +66,7 @@ impl TenantsArgs {
                 expect_ceiling: None,
             })
             .collect();
-        TenantsSpec::from_raw(&t, &classes, &[]).map_err(|e| format!("--profile tenants: {e}"))
+        TenantsSpec::from_raw(&t, &classes).map_err(|e| format!("--profile tenants: {e}"))
     }
 
     /// What the run stores as its plan text.

@@ -36,7 +36,9 @@ pub fn class(p: &PointResult, class: &str, devices: &[String]) -> Diagnosis {
             iops: per_tenant_iops,
             bw_bytes: 0.0,
         },
-        node: Some(NodeFigures {
+        // No volumes: a directory target, whose storage qoslab does not see (the tool
+        // sets alone diagnose).
+        node: (!vols.is_empty()).then(|| NodeFigures {
             ceiling_iops: vols.first().map(|v| v.ceiling_iops).unwrap_or(0),
             ceiling_bps: 0,
             lat_mean_us: per_op_us(vols.iter().map(|v| v.lat_ns).sum()),
@@ -104,6 +106,8 @@ mod tests {
             teardown_errors: vec![],
             fio_output: None,
             fio_jobfile: None,
+            enforced: true,
+            node_samples: Vec::new(),
         }
     }
 

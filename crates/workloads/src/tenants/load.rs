@@ -14,8 +14,6 @@
 //! Memory is per process: the qoslab process's resident set holds the node and the
 //! harness together (threads share it). The series itself is stored with the point.
 
-use std::path::Path;
-
 use serde::{Deserialize, Serialize};
 use toolsets::{HostSample, HostSeries, Role, Roles, Sampler};
 
@@ -113,15 +111,21 @@ pub fn summarize(series: &HostSeries, harness_pid: i32, devices: &[String]) -> L
 pub struct LoadSampler {
     sampler: Sampler,
     devices: Vec<String>,
+    node_watched: bool,
 }
 
 impl LoadSampler {
-    /// Start sampling this host: the embedded node's threads are the node
-    /// (`Roles::embedded`). `data_dir`: the node's data, whose devices count for %util.
-    pub fn start(data_dir: &Path) -> LoadSampler {
+    /// Start sampling this host with `roles` (the embedded node's threads are the node:
+    /// `Roles::embedded`; a `--node` on this host: its process). `devices`: those under
+    /// the tenants' storage, whose %util counts (empty: any). `node_watched`:
+    /// whether a node's CPU is on this host to be measured; when not (a directory target,
+    /// a node elsewhere) the node's CPU is unknown (NaN: "-" in the tables, null in JSON),
+    /// never a made-up 0.
+    pub fn start(devices: Vec<String>, roles: Roles, node_watched: bool) -> LoadSampler {
         LoadSampler {
-            sampler: Sampler::local(Roles::embedded()),
-            devices: toolsets::device::backing_devices(data_dir),
+            sampler: Sampler::local(roles),
+            devices,
+            node_watched,
         }
     }
 
@@ -129,10 +133,14 @@ impl LoadSampler {
     pub fn stop(self) -> (LoadSample, Vec<HostSeries>) {
         let hosts = self.sampler.stop();
         let me = std::process::id() as i32;
-        let load = hosts
+        let mut load = hosts
             .first()
             .map(|h| summarize(h, me, &self.devices))
             .unwrap_or_default();
+        if !self.node_watched {
+            load.node_cpu_pct = f64::NAN;
+            load.node_cpu_peak_pct = f64::NAN;
+        }
         (load, hosts)
     }
 }
@@ -224,7 +232,11 @@ mod tests {
 
     #[test]
     fn a_busy_node_thread_is_the_node_and_the_process_memory_is_measured() {
-        let s = LoadSampler::start(&std::env::temp_dir());
+        let s = LoadSampler::start(
+            toolsets::device::backing_devices(&std::env::temp_dir()),
+            Roles::embedded(),
+            true,
+        );
         let t = Instant::now();
         std::thread::Builder::new()
             .name(toolsets::NODE_THREADS.into())

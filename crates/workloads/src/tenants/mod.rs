@@ -1,10 +1,12 @@
 //! The `tenants` family (seed 004): storage classes whose tenants claim volumes on the
-//! embedded node, real applications on mounted file systems (git, redis: `loadgen::apps`)
-//! or fio on the volumes, swept from 1 to N tenants per class; per point and class the
+//! embedded node or a `--node` (through its REST API), or a directory each on a
+//! `--target DIR` (`backend`); real applications on mounted file systems (git, redis:
+//! `loadgen::apps`) or fio on the volumes, swept from 1 to N tenants per class; per point and class the
 //! failures, the distribution of the tenants' figures, fairness, first/last done, the
 //! node's QoS waits and the load; seed 004's tables and degradation curves
 //! (docs/TENANTS.md).
 
+pub mod backend;
 pub mod charts;
 mod cli;
 mod diagnose;
@@ -12,6 +14,7 @@ pub mod fio_group;
 pub mod fio_mix;
 pub mod load;
 pub mod point;
+pub mod remote;
 pub mod rows;
 mod run;
 pub mod runner;
@@ -66,18 +69,13 @@ impl Family for Tenants {
         _registry: &Registry,
     ) -> Result<Box<dyn FamilyPlan>, PlanError> {
         let v: View = src.deserialize()?;
-        let policies: Vec<String> = common
-            .node
-            .as_ref()
-            .map(|n| n.policies.iter().map(|p| p.name.clone()).collect())
-            .unwrap_or_default();
         if !common.volumes().is_empty() {
             return Err(PlanError(format!(
                 "{}: a tenants plan declares no [[volume]]: its tenants' volumes are created per point from the [[class]]es",
                 src.origin
             )));
         }
-        let spec = TenantsSpec::from_raw(&v.tenants.unwrap_or_default(), &v.class, &policies)
+        let spec = TenantsSpec::from_raw(&v.tenants.unwrap_or_default(), &v.class)
             .map_err(|e| PlanError(format!("{}: {e}", src.origin)))?;
         Ok(Box::new(TenantsPlan::new(spec)))
     }
@@ -87,9 +85,9 @@ impl Family for Tenants {
     }
 
     fn profile(&self, req: &ProfileRequest, _registry: &Registry) -> Result<Plan, PlanError> {
-        if req.plan_file || req.target || req.node || req.clients {
+        if req.plan_file || req.clients {
             return Err(PlanError(
-                "--profile tenants runs on the embedded node (it creates a volume per tenant): it takes no plan, --target, --node or --client; write a plan with [tenants] and [[class]] tables for more (docs/TENANTS.md)".into(),
+                "--profile tenants runs its applications on this machine: it takes no plan file and no --client (its targets: the embedded node, --node URL, --target DIR); write a plan with [tenants] and [[class]] tables for more (docs/TENANTS.md)".into(),
             ));
         }
         let args = match req.args {

@@ -1,29 +1,26 @@
-//! One scale point on a qoslab node: every class's tenants claim fresh volumes (created
-//! through the node, under the class's policy), mounted tenants get their file systems,
+//! One scale point: every class's tenants claim fresh storage from the sweep's
+//! [`Backend`] (volumes on the embedded node or a `--node`, under the class's policy, or a
+//! directory per tenant on a `--target DIR`), mounted tenants get their file systems,
 //! every tenant runs its application for the plan's iterations (started together), the
 //! node's own counters are read around it, and everything is torn down again (file
-//! systems, volumes). A failure to set a tenant up is that tenant's failure for every
+//! systems, volumes, directories). A failure to set a tenant up is that tenant's failure for every
 //! iteration; the point goes on.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::backend::{Backend, Counters, Place};
 use super::fio_group::FioGroup;
 use super::fio_mix::{MixOptions, MixTarget, MixTenant};
+use super::load::{LoadSample, LoadSampler};
 use super::runner::{run_point_with, GroupApp, TenantRun, TenantSpec};
+use super::spec::{AppSpec, TenantsSpec};
 use loadgen::apps::git::{BareRepo, GitApp};
 use loadgen::apps::redis::RedisApp;
 use loadgen::apps::{App, Failure, TenantApp, TenantEnv};
 use mounts::{AttachOptions, Session};
 use serde::{Deserialize, Serialize};
-use storage_node::config::VolumeSpec;
-use storage_node::stats::OpKind;
-use storage_node::Node;
-
-use super::load::{LoadSample, LoadSampler};
-use super::spec::{AppSpec, TenantsSpec};
 
 /// The node's view of one tenant's volume over the point.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -61,13 +58,24 @@ pub struct PointResult {
     pub fio_output: Option<String>,
     /// The fio job file of the fio classes.
     pub fio_jobfile: Option<String>,
+    /// Whether qoslab enforced the classes' policies (false on a directory target: the
+    /// target's own QoS applies; no limits, waits or floor/ceiling verdicts then).
+    #[serde(default = "yes")]
+    pub enforced: bool,
+    /// A `--node`'s per-volume samples over the iterations (its REST `metric` windows:
+    /// stored with the point's first job, so the report charts them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_samples: Vec<harness::series::NodeSample>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Where a point runs.
 pub struct PointEnv<'a> {
-    pub node: &'a Arc<Node>,
-    /// The node's unix socket (NBD URIs).
-    pub socket: &'a Path,
+    /// Where the tenants' storage comes from.
+    pub backend: &'a Backend<'a>,
     /// The mount session (None when no class mounts).
     pub session: Option<&'a Session>,
     /// Sockets, logs, fio job files.
@@ -88,27 +96,6 @@ impl App for SetupFailed {
     }
 }
 
-fn uri(socket: &Path, volume: &str) -> String {
-    format!("nbd+unix:///{volume}?socket={}", socket.display())
-}
-
-fn counters(node: &Node, name: &str) -> (u64, u64, u64, u64) {
-    node.volumes()
-        .into_iter()
-        .find(|v| v.name == name)
-        .map(|v| {
-            use std::sync::atomic::Ordering::Relaxed;
-            let s = &v.stats;
-            (
-                s.ops(OpKind::Read) + s.ops(OpKind::Write) + s.ops(OpKind::Other),
-                s.ceiling_wait_ns.load(Relaxed),
-                s.floor_wait_ns.load(Relaxed),
-                s.latency.iter().map(|h| h.sum_ns()).sum(),
-            )
-        })
-        .unwrap_or_default()
-}
-
 /// Run point `n` (tenants per class).
 pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
     let timeout = Duration::from_secs_f64(spec.timeout);
@@ -117,6 +104,13 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         class: usize,
         name: String,
         dir: Option<PathBuf>,
+        /// Where a fio tenant's I/O goes when it is not a directory (a volume's NBD URI, a
+        /// block device).
+        io: Option<MixTarget>,
+        /// Whether `dir` is a file system this point mounted.
+        mounted: bool,
+        /// The volume's effective (ceiling, floor) IOPS.
+        limits: (u64, u64),
         setup: Option<Failure>,
     }
     let mut tenants = Vec::new();
@@ -127,28 +121,39 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                 class: ci,
                 name: name.clone(),
                 dir: None,
+                io: None,
+                mounted: false,
+                limits: (0, 0),
                 setup: None,
             };
-            let _ = std::fs::remove_file(env.node.volume_path(&name));
-            let vs = VolumeSpec {
-                name: name.clone(),
-                size: c.size,
-                snapshot_reserve_percent: c.snapshot_reserve_percent,
-                read_only: false,
-                description: format!("tenants: class {}, point {n}", c.name),
-                policy: c.policy.clone(),
-            };
-            if let Err(e) = env.node.add_volume(&vs) {
-                t.setup = Some(Failure::classify("create volume", e.to_string()));
-            } else if c.app.mounts() {
-                match env.session {
-                    Some(s) => {
-                        match s.attach(&name, &uri(env.socket, &name), &AttachOptions::new(c.fs)) {
-                            Ok(m) => t.dir = Some(m.mount_dir),
-                            Err(e) => t.setup = Some(Failure::classify("mount", e.to_string())),
+            match env.backend.create(c, &name, n, tenants.len()) {
+                Err(e) => t.setup = Some(Failure::classify(env.backend.setup_step(), e)),
+                Ok((place, ceiling, floor)) => {
+                    t.limits = (ceiling, floor);
+                    match place {
+                        Place::Dir(d) => t.dir = Some(d),
+                        Place::Nbd(u) if c.app.mounts() => match env.session {
+                            Some(s) => match s.attach(&name, &u, &AttachOptions::new(c.fs)) {
+                                Ok(m) => {
+                                    t.dir = Some(m.mount_dir);
+                                    t.mounted = true;
+                                }
+                                Err(e) => t.setup = Some(Failure::classify("mount", e.to_string())),
+                            },
+                            None => {
+                                t.setup =
+                                    Some(Failure::classify("mount", "no mount session".into()))
+                            }
+                        },
+                        Place::Nbd(u) => t.io = Some(MixTarget::Nbd(u)),
+                        Place::Block(d) if c.app.mounts() => {
+                            t.setup = Some(Failure::classify(
+                                "mount",
+                                format!("{}: block devices take fio classes only", d.display()),
+                            ))
                         }
+                        Place::Block(d) => t.io = Some(MixTarget::Block(d.display().to_string())),
                     }
-                    None => t.setup = Some(Failure::classify("mount", "no mount session".into())),
                 }
             }
             tenants.push(t);
@@ -194,7 +199,13 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                 fio_size = fio_size.max(*size);
                 fio.push(MixTenant {
                     name: t.name.clone(),
-                    target: MixTarget::Nbd(uri(env.socket, &t.name)),
+                    target: match (&t.io, &t.dir) {
+                        (Some(io), _) => io.clone(),
+                        (None, Some(d)) => MixTarget::Dir(d.display().to_string()),
+                        (None, None) => {
+                            MixTarget::Dir(env.scratch.join("unplaced").display().to_string())
+                        }
+                    },
                     mix: *mix,
                     iodepth: *iodepth,
                     rate_iops: *rate_iops,
@@ -238,65 +249,58 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
     });
     let groups: Vec<&dyn GroupApp> = group.iter().map(|g| g as &dyn GroupApp).collect();
     // 3. Run, with the node's counters and the load around it.
-    let before: Vec<_> = tenants
+    let before: Vec<Counters> = tenants
         .iter()
-        .map(|t| counters(env.node, &t.name))
+        .map(|t| env.backend.counters(&t.name, &[]))
         .collect();
-    let sampler = LoadSampler::start(env.node.data_dir());
+    let (roles, node_watched) = env.backend.roles();
+    let sampler = LoadSampler::start(env.backend.devices(), roles, node_watched);
+    let node_sampling = match env.backend {
+        Backend::Remote(r) => Some(r.sample()),
+        _ => None,
+    };
     let t0 = Instant::now();
     let runs = run_point_with(&specs, &groups, spec.iterations);
     let secs = t0.elapsed().as_secs_f64();
+    let node_samples = node_sampling.map(|s| s.finish()).unwrap_or_default();
     let (load, hosts) = sampler.stop();
-    let volumes = tenants
-        .iter()
-        .zip(before)
-        .map(|(t, b)| {
-            let a = counters(env.node, &t.name);
-            let limits = env
-                .node
-                .volumes()
-                .into_iter()
-                .find(|v| v.name == t.name)
-                .map(|v| v.limits());
-            VolumeCounters {
-                tenant: t.name.clone(),
-                class: spec.classes[t.class].name.clone(),
-                ops: a.0 - b.0,
-                ceiling_wait_ns: a.1 - b.1,
-                floor_wait_ns: a.2 - b.2,
-                lat_ns: a.3.saturating_sub(b.3),
-                ceiling_iops: limits.map(|l| l.ceiling.iops).unwrap_or(0),
-                floor_iops: limits.map(|l| l.floor.iops).unwrap_or(0),
-            }
-        })
-        .collect();
-    // 4. Teardown: file systems, then volumes. The volume files are removed by a few
-    // threads at once: on a host file system mounted with `discard`, each unlink of a
-    // written file waits for its discards (250 files took minutes one at a time).
-    let mut teardown_errors = Vec::new();
-    let mut files = Vec::new();
-    for t in &tenants {
-        if t.dir.is_some() {
-            if let Some(s) = env.session {
-                if let Err(e) = s.detach(&t.name) {
-                    teardown_errors.push(e.to_string());
+    let enforced = env.backend.enforces();
+    let volumes = if enforced {
+        tenants
+            .iter()
+            .zip(before)
+            .map(|(t, b)| {
+                let a = env.backend.counters(&t.name, &node_samples);
+                VolumeCounters {
+                    tenant: t.name.clone(),
+                    class: spec.classes[t.class].name.clone(),
+                    ops: a.ops.saturating_sub(b.ops),
+                    ceiling_wait_ns: a.ceiling_wait_ns.saturating_sub(b.ceiling_wait_ns),
+                    floor_wait_ns: a.floor_wait_ns.saturating_sub(b.floor_wait_ns),
+                    lat_ns: a.lat_ns.saturating_sub(b.lat_ns),
+                    ceiling_iops: t.limits.0,
+                    floor_iops: t.limits.1,
                 }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // 4. Teardown: file systems, then the storage.
+    let mut teardown_errors = Vec::new();
+    for t in tenants.iter().filter(|t| t.mounted) {
+        if let Some(s) = env.session {
+            if let Err(e) = s.detach(&t.name) {
+                teardown_errors.push(e.to_string());
             }
-        }
-        if env.node.remove_volume(&t.name).is_some() {
-            files.push(env.node.volume_path(&t.name));
         }
     }
-    let chunk = files.len().div_ceil(8).max(1);
-    std::thread::scope(|s| {
-        for part in files.chunks(chunk) {
-            s.spawn(move || {
-                for f in part {
-                    let _ = std::fs::remove_file(f);
-                }
-            });
-        }
-    });
+    let names: Vec<String> = tenants
+        .iter()
+        .filter(|t| !matches!(&t.setup, Some(f) if f.step == env.backend.setup_step()))
+        .map(|t| t.name.clone())
+        .collect();
+    teardown_errors.extend(env.backend.remove(&names));
     let fio_output = group.as_ref().and_then(|g| {
         g.last_output
             .lock()
@@ -316,5 +320,7 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
         teardown_errors,
         fio_output,
         fio_jobfile,
+        enforced,
+        node_samples,
     }
 }

@@ -58,6 +58,9 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "rss_mib",
     "rss_peak_mib",
     "disk_util_pct",
+    // Who enforced the classes' QoS: "qoslab" (a qoslab node), or "not enforced by
+    // qoslab: the target's own" (a directory target: limits and waits are then null).
+    "qos",
 ];
 
 pub const TENANT_COLUMNS: &[&str] = &[
@@ -79,6 +82,11 @@ fn num(v: Option<f64>) -> Value {
         Some(x) if x.is_finite() => json!((x * 1000.0).round() / 1000.0),
         _ => Value::Null,
     }
+}
+
+/// A volume's limit (IOPS; 0: none), or null where there is no volume qoslab enforces.
+fn limit(v: Option<u64>) -> Value {
+    v.map(|v| json!(v)).unwrap_or(Value::Null)
 }
 
 /// The summary rows of one point (one per class, in the spec's class order).
@@ -133,8 +141,8 @@ pub fn summary_rows(spec: &TenantsSpec, p: &PointResult) -> Vec<Vec<Value>> {
                 num(mean_of("load_ops_per_sec")),
                 num(mean_of("run_ops_per_sec")),
                 num(s.time.map(|d| d.mean)),
-                json!(vols.first().map(|v| v.floor_iops).unwrap_or(0)),
-                json!(vols.first().map(|v| v.ceiling_iops).unwrap_or(0)),
+                limit(vols.first().map(|v| v.floor_iops)),
+                limit(vols.first().map(|v| v.ceiling_iops)),
                 num(node_iops),
                 num(per_op(vols.iter().map(|v| v.ceiling_wait_ns).sum())),
                 num(per_op(vols.iter().map(|v| v.floor_wait_ns).sum())),
@@ -147,6 +155,11 @@ pub fn summary_rows(spec: &TenantsSpec, p: &PointResult) -> Vec<Vec<Value>> {
                 num(Some(p.load.rss_mib)),
                 num(Some(p.load.rss_peak_mib)),
                 num(Some(p.load.disk_util_pct)),
+                json!(if p.enforced {
+                    "qoslab"
+                } else {
+                    super::backend::NOT_ENFORCED
+                }),
             ])
         })
         .collect()
@@ -198,7 +211,7 @@ mod tests {
             "[[class]]\nname = \"gold\"\napp = \"fio\"\n[[class]]\nname = \"std\"\napp = \"git\"\n",
         )
         .unwrap();
-        TenantsSpec::from_raw(&Default::default(), &v.class, &[]).unwrap()
+        TenantsSpec::from_raw(&Default::default(), &v.class).unwrap()
     }
 
     fn it(iops: Option<f64>, secs: f64, fail: bool) -> Iteration {
@@ -264,6 +277,8 @@ mod tests {
             teardown_errors: vec![],
             fio_output: None,
             fio_jobfile: None,
+            enforced: true,
+            node_samples: Vec::new(),
         };
         let s = summary_rows(&spec(), &p);
         assert_eq!(s.len(), 2);

@@ -1,5 +1,7 @@
 //! The tenants plan as harness steps: one step per scale point, on the embedded node (the
-//! plan's `[[policy]]`s and `[capacity]`; started here when the plan declares none). Per
+//! plan's `[[policy]]`s and `[capacity]`; started here when the plan declares none), on a
+//! running node (`--node URL`: volumes and missing policies created through its API), or
+//! in a directory per tenant (`--target DIR`: no QoS qoslab enforces). Per
 //! point: a job per class (its verdicts, the fio classes' aggregate result), the summary
 //! table (a row per point and class), the tenant table (a row per tenant and iteration)
 //! and seed 004's tables, all stored as the point ends.
@@ -17,7 +19,9 @@ use harness::{
 };
 use storage_node::NodeConfig;
 
+use super::backend::{check_target, Backend, RunDir, TargetKind, NOT_ENFORCED};
 use super::point::PointResult;
+use super::remote::RemoteNode;
 use super::rows::{summary_rows, tenant_rows, SUMMARY_COLUMNS, TENANT_COLUMNS};
 use super::runner::summarize;
 use super::spec::TenantsSpec;
@@ -38,6 +42,14 @@ pub struct TenantsPlan {
     sweep: Option<SweepBox>,
     own_node: Option<EmbeddedNode>,
     own_cfg: Option<NodeConfig>,
+    /// `--node URL`: the running node the volumes are created on.
+    remote: Option<RemoteBox>,
+    /// `--target DIR`: the run's directory there (a subdirectory per tenant).
+    run_dir: Option<RunDirBox>,
+    /// `--target /dev/X,/dev/Y`: a block device per tenant of a point.
+    devices: Vec<std::path::PathBuf>,
+    /// `--destroy-data DEVICE`: devices that may be overwritten although they hold data.
+    destroy: Vec<String>,
     summary: Vec<Vec<serde_json::Value>>,
     tenants: Vec<Vec<serde_json::Value>>,
     points: Vec<PointResult>,
@@ -57,6 +69,22 @@ impl std::fmt::Debug for SweepBox {
     }
 }
 
+struct RemoteBox(RemoteNode);
+
+impl std::fmt::Debug for RemoteBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RemoteNode({})", self.0.url())
+    }
+}
+
+struct RunDirBox(RunDir);
+
+impl std::fmt::Debug for RunDirBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunDir({})", self.0.path.display())
+    }
+}
+
 impl TenantsPlan {
     pub fn new(spec: TenantsSpec) -> TenantsPlan {
         TenantsPlan {
@@ -65,6 +93,10 @@ impl TenantsPlan {
             sweep: None,
             own_node: None,
             own_cfg: None,
+            remote: None,
+            run_dir: None,
+            devices: Vec::new(),
+            destroy: Vec::new(),
             summary: Vec::new(),
             tenants: Vec::new(),
             points: Vec::new(),
@@ -78,28 +110,46 @@ impl TenantsPlan {
 
     fn point(&mut self, index: usize, ctx: &mut RunContext) -> Result<(), RunError> {
         let n = self.spec.points[index];
-        if index == 0 && ctx.node.is_none() {
-            if let (Some(node), Some(cfg)) = (&self.own_node, &self.own_cfg) {
-                ctx.record_node(node, cfg)?;
-            }
-        }
-        let node = match (&self.own_node, ctx.node) {
-            (Some(n), _) | (None, Some(n)) => n,
-            (None, None) => return Err(RunError::Plan("tenants: no embedded node".into())),
-        };
         let Some(sweep) = &self.sweep else {
             return Err(RunError::Plan("tenants: the sweep was not prepared".into()));
         };
+        let backend = if let Some(d) = &self.run_dir {
+            Backend::Dir(&d.0.path)
+        } else if !self.devices.is_empty() {
+            Backend::Block(&self.devices)
+        } else if let Some(r) = &self.remote {
+            Backend::Remote(&r.0)
+        } else {
+            if index == 0 && ctx.node.is_none() {
+                if let (Some(node), Some(cfg)) = (&self.own_node, &self.own_cfg) {
+                    ctx.record_node(node, cfg)?;
+                }
+            }
+            let node = match (&self.own_node, ctx.node) {
+                (Some(n), _) | (None, Some(n)) => n,
+                (None, None) => return Err(RunError::Plan("tenants: no embedded node".into())),
+            };
+            Backend::Embedded {
+                node: node.node(),
+                socket: node.socket(),
+            }
+        };
         ctx.ui.print(&format!("  {n} tenant(s) per class ... "));
-        let p = sweep.0.point(n, node.node(), node.socket());
-        // A job per class: its verdicts, and for fio classes the class's aggregate result.
-        let verdicts = judge(&self.spec, &p);
+        let p = sweep.0.point(n, &backend);
+        // A job per class: its verdicts (none where qoslab enforces no policy: a
+        // directory's QoS is the target's own), and for fio classes the class's aggregate
+        // result.
+        let verdicts = if p.enforced {
+            judge(&self.spec, &p)
+        } else {
+            Vec::new()
+        };
         let fio_out = p
             .fio_output
             .as_deref()
             .and_then(|t| FioOutput::parse(t).ok());
+        let devices = backend.devices();
         let mut first_job = None;
-        let devices = toolsets::device::backing_devices(node.node().data_dir());
         for c in &self.spec.classes {
             // What limited the class, from the node's counters and the point's tool sets.
             let diagnosis = super::diagnose::class(&p, &c.name, &devices);
@@ -196,6 +246,7 @@ impl TenantsPlan {
             ctx.add_series(&JobSeries {
                 job_id: id,
                 hosts: p.hosts.clone(),
+                node: p.node_samples.clone(),
                 ..JobSeries::default()
             })?;
         }
@@ -230,10 +281,16 @@ impl TenantsPlan {
         let line = format!("{n}: {}", parts.join("; "));
         let l = &p.load;
         ctx.ui.print(&format!(
-            "{}\n    load: node {:.0}% of a core (peak {:.0}%), apps {:.0}%, host busy {:.0}% (peak {:.0}%), qoslab RSS {:.0} MiB\n",
+            "{}\n    load: node {}, apps {:.0}%, host busy {:.0}% (peak {:.0}%), qoslab RSS {:.0} MiB\n",
             parts.join("; "),
-            l.node_cpu_pct,
-            l.node_cpu_peak_pct,
+            if l.node_cpu_pct.is_finite() {
+                format!(
+                    "{:.0}% of a core (peak {:.0}%)",
+                    l.node_cpu_pct, l.node_cpu_peak_pct
+                )
+            } else {
+                "- (not on this host)".to_string()
+            },
             l.apps_cpu_pct,
             l.host_cpu_pct,
             l.host_cpu_peak_pct,
@@ -322,18 +379,57 @@ impl FamilyPlan for TenantsPlan {
         if let Some(r) = opts.ramp {
             self.spec.ramp = r;
         }
+        // The suites' --destroy-data DEVICE (repeatable) names block devices that may be
+        // overwritten although they hold data.
+        if let Some(m) = opts.args {
+            if let Ok(Some(d)) = m.try_get_many::<String>("destroy_data") {
+                self.destroy = d.cloned().collect();
+            }
+        }
         Ok(())
     }
 
-    fn banner(&self, common: &Common, _target: &Target, db: &Path) -> String {
+    fn banner(&self, common: &Common, target: &Target, db: &Path) -> String {
         let classes: Vec<String> = self
             .spec
             .classes
             .iter()
             .map(|c| format!("{} ({})", c.name, c.app.name()))
             .collect();
+        let on = match target {
+            Target::Embedded => String::new(),
+            Target::Node(n) => format!(
+                "; volumes created on node {} (through its API, deleted after)",
+                n.url()
+            ),
+            Target::Path(_) | Target::Devices(_) => {
+                let judged: Vec<&str> = self
+                    .spec
+                    .classes
+                    .iter()
+                    .filter(|c| c.expect_floor.is_some() || c.expect_ceiling.is_some())
+                    .map(|c| c.name.as_str())
+                    .collect();
+                let place = match target {
+                    Target::Path(p) => format!("a directory per tenant under {}", p.display()),
+                    other => format!("a block device per tenant ({})", other.describe()),
+                };
+                format!(
+                    "; {place}: QoS policies {NOT_ENFORCED}{}",
+                    if judged.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (the floor/ceiling expectations of {} are not judged)",
+                            judged.join(", ")
+                        )
+                    }
+                )
+            }
+            other => format!("; target {}", other.describe()),
+        };
         format!(
-            "qoslab bench: {}: tenants per class {:?}, {} iteration(s), classes {}; results: {}",
+            "qoslab bench: {}: tenants per class {:?}, {} iteration(s), classes {}{on}; results: {}",
             common.name,
             self.spec.points,
             self.spec.iterations,
@@ -347,28 +443,107 @@ impl FamilyPlan for TenantsPlan {
     }
 
     fn prepare(&mut self, ctx: &mut Prepare) -> Result<RunHeader, RunError> {
-        if *ctx.target != Target::Embedded {
-            return Err(RunError::Plan(format!(
-                "the tenants family creates its tenants' volumes on the embedded node; target {} is not supported yet",
-                ctx.target.describe()
-            )));
-        }
-        // The node the tenants' volumes go on: the harness's (the plan's policies), or our
-        // own when the plan declares none or asks for an emulated controller.
-        if ctx.node.is_none() || self.spec.capacity.is_some() {
-            let mut cfg = match ctx.common.node.clone() {
-                Some(c) => c,
-                None => {
-                    NodeConfig::parse("", "tenants").map_err(|e| RunError::Plan(e.to_string()))?
+        let header_target = match ctx.target {
+            Target::Embedded => {
+                check_target(&self.spec, TargetKind::Volumes).map_err(RunError::Plan)?;
+                let names: Vec<String> = ctx
+                    .common
+                    .node
+                    .as_ref()
+                    .map(|n| n.policies.iter().map(|p| p.name.clone()).collect())
+                    .unwrap_or_default();
+                self.spec.check_policies(&names).map_err(|e| {
+                    RunError::Plan(format!(
+                        "{e}; the embedded node has the plan's policies only (--node URL uses the node's too)"
+                    ))
+                })?;
+                // The node the tenants' volumes go on: the harness's (the plan's
+                // policies), or our own when the plan declares none or asks for an
+                // emulated controller.
+                if ctx.node.is_none() || self.spec.capacity.is_some() {
+                    let mut cfg = match ctx.common.node.clone() {
+                        Some(c) => c,
+                        None => NodeConfig::parse("", "tenants")
+                            .map_err(|e| RunError::Plan(e.to_string()))?,
+                    };
+                    cfg.capacity = self.spec.capacity;
+                    self.own_node = Some(EmbeddedNode::start(&cfg)?);
+                    self.own_cfg = Some(cfg);
                 }
-            };
-            cfg.capacity = self.spec.capacity;
-            self.own_node = Some(EmbeddedNode::start(&cfg)?);
-            self.own_cfg = Some(cfg);
-        }
+                "embedded node (tenants)".to_string()
+            }
+            Target::Node(api) => {
+                check_target(&self.spec, TargetKind::Volumes).map_err(RunError::Plan)?;
+                if self.spec.capacity.is_some() {
+                    return Err(RunError::Plan(format!(
+                        "[tenants] capacity_iops/capacity_mbps emulate a controller on the embedded node: not with --node {} (the node's own capacity applies)",
+                        api.url()
+                    )));
+                }
+                let policies = ctx
+                    .common
+                    .node
+                    .as_ref()
+                    .map(|n| n.policies.clone())
+                    .unwrap_or_default();
+                let r = RemoteNode::open(api.clone(), &self.spec.classes, &policies)
+                    .map_err(RunError::Plan)?;
+                for v in &r.cleaned {
+                    ctx.ui.print(&format!(
+                        "qoslab: deleted volume {v} on {} (left by a killed tenants run of this host)\n",
+                        r.url()
+                    ));
+                }
+                for p in r.created_policies() {
+                    ctx.ui.print(&format!(
+                        "qoslab: created policy {p} on {} (deleted at the end)\n",
+                        r.url()
+                    ));
+                }
+                let t = format!("node {} (tenants' volumes through its API)", r.url());
+                self.remote = Some(RemoteBox(r));
+                t
+            }
+            Target::Path(p) => {
+                check_target(&self.spec, TargetKind::Dir).map_err(RunError::Plan)?;
+                let d = RunDir::create(p).map_err(RunError::Plan)?;
+                let t = format!("directory {} (a subdirectory per tenant; QoS {NOT_ENFORCED})", d.path.display());
+                self.run_dir = Some(RunDirBox(d));
+                t
+            }
+            Target::Devices(devs) => {
+                check_target(&self.spec, TargetKind::Block).map_err(RunError::Plan)?;
+                let host = hosts::Host::local();
+                for d in devs {
+                    let dev = d.display().to_string();
+                    let st = hosts::devices::inspect(&host, &dev)
+                        .map_err(|e| RunError::Plan(format!("--target {dev}: {e}")))?;
+                    if !st.mounts.is_empty() || st.swap {
+                        return Err(RunError::Plan(format!(
+                            "--target {dev}: in use ({}): a mounted or swap device is never overwritten, --destroy-data or not",
+                            st.reasons().join("; ")
+                        )));
+                    }
+                    hosts::devices::check_writable(&st, "localhost", &self.destroy)
+                        .map_err(|e| RunError::Plan(format!("--target: {e}")))?;
+                }
+                self.devices = devs.clone();
+                format!(
+                    "{} (a device per tenant; QoS {NOT_ENFORCED})",
+                    ctx.target.describe()
+                )
+            }
+            other => {
+                return Err(RunError::Plan(format!(
+                    "the tenants family needs storage it can give each tenant: --target DIR (a directory per tenant), --target /dev/X,/dev/Y (a block device per tenant), --node URL without --volume (a volume per tenant through the node's API) or the embedded node; {} is not one of them (an NBD URI or a --volume is a single volume)",
+                    other.describe()
+                )))
+            }
+        };
         let scratch = harness::target::temp_dir("tenants")
             .map_err(|e| RunError::Plan(format!("tenants scratch directory: {e}")))?;
-        let sweep = Sweep::prepare(self.spec.clone(), &scratch).map_err(RunError::Plan)?;
+        let sweep = Sweep::prepare(self.spec.clone(), &scratch, self.run_dir.is_none())
+            .map_err(RunError::Plan)?;
         for r in sweep.cleaned.iter().filter(|r| !r.live) {
             ctx.ui.print(&format!(
                 "qoslab: cleaned a stale tenants run {} (pid {}): {} unmounted, {} loop device(s) detached\n",
@@ -381,7 +556,7 @@ impl FamilyPlan for TenantsPlan {
         self.sweep = Some(SweepBox(sweep));
         self.scratch = Some(scratch);
         Ok(RunHeader {
-            target: "embedded node (tenants)".into(),
+            target: header_target,
             executor: "qoslab tenants (git, redis, local fio)".into(),
             runtime_s: self.spec.runtime,
             ramp_s: self.spec.ramp,
@@ -413,6 +588,13 @@ impl FamilyPlan for TenantsPlan {
         if let Some(n) = self.own_node.take() {
             n.stop();
         }
+        if let Some(r) = self.remote.take() {
+            for e in r.0.close() {
+                ctx.ui.print(&format!("qoslab: tenants teardown: {e}\n"));
+            }
+        }
+        // The run's directory and whatever the tenants left in it.
+        self.run_dir.take();
         if let Some(d) = self.scratch.take() {
             let _ = std::fs::remove_dir_all(d);
         }

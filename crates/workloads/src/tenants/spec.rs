@@ -28,7 +28,7 @@ pub struct RawTenants {
 }
 
 /// A `[[class]]` table as written.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawClass {
     pub name: String,
@@ -284,9 +284,6 @@ impl ClassSpec {
                 only("redis", r.redis.is_some(), "redis")?;
                 let mix = FioMix::parse(r.mix.as_deref().unwrap_or("random"))
                     .map_err(|e| format!("{at}: mix: {e}"))?;
-                if mix == FioMix::SmallFiles {
-                    return Err(format!("{at}: mix = \"small_files\" needs a directory target; on a qoslab node fio runs on the volume itself: use oltp, random or log_appender"));
-                }
                 let fio_size = match &r.fio_size {
                     Some(v) => parse_size(v, &format!("{at}: fio_size"))?,
                     None => size.min(256 << 20),
@@ -353,12 +350,9 @@ impl ClassSpec {
 }
 
 impl TenantsSpec {
-    /// Validate the tables. `policies` are the plan's `[[policy]]` names.
-    pub fn from_raw(
-        t: &RawTenants,
-        classes: &[RawClass],
-        policies: &[String],
-    ) -> Result<TenantsSpec, String> {
+    /// Validate the tables. The classes' policies are checked where the target is known
+    /// ([`TenantsSpec::check_policies`] on the embedded node; a `--node` may hold them).
+    pub fn from_raw(t: &RawTenants, classes: &[RawClass]) -> Result<TenantsSpec, String> {
         let points: Vec<usize> = match &t.points {
             None => vec![1, 2, 4, 8, 16],
             Some(p) if p.is_empty() => {
@@ -404,15 +398,6 @@ impl TenantsSpec {
             let spec = ClassSpec::from_raw(c)?;
             if out.iter().any(|o: &ClassSpec| o.name == spec.name) {
                 return Err(format!("[[class]] {}: defined twice", spec.name));
-            }
-            if let Some(p) = &spec.policy {
-                if !policies.contains(p) {
-                    return Err(format!(
-                        "[[class]] {}: policy {p:?} is not a [[policy]] of this plan (plan policies: {})",
-                        spec.name,
-                        if policies.is_empty() { "none".to_string() } else { policies.join(", ") }
-                    ));
-                }
             }
             out.push(spec);
         }
@@ -479,6 +464,23 @@ impl TenantsSpec {
     }
 
     /// The volume of tenant `i` (from 0) of `class` at a point of `n` tenants.
+    /// Every class's policy must be one of `policies` (the plan's `[[policy]]` names: the
+    /// embedded node has no others).
+    pub fn check_policies(&self, policies: &[String]) -> Result<(), String> {
+        for c in &self.classes {
+            if let Some(p) = &c.policy {
+                if !policies.contains(p) {
+                    return Err(format!(
+                        "[[class]] {}: policy {p:?} is not a [[policy]] of this plan (plan policies: {})",
+                        c.name,
+                        if policies.is_empty() { "none".to_string() } else { policies.join(", ") }
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn volume_name(class: &str, n: usize, i: usize) -> String {
         format!("{class}-n{n}-t{i}")
     }
@@ -498,7 +500,9 @@ mod tests {
         }
         let v: View = toml::from_str(text).map_err(|e| e.to_string())?;
         let p: Vec<String> = policies.iter().map(|s| s.to_string()).collect();
-        TenantsSpec::from_raw(&v.tenants, &v.class, &p)
+        let s = TenantsSpec::from_raw(&v.tenants, &v.class)?;
+        s.check_policies(&p)?;
+        Ok(s)
     }
 
     #[test]
@@ -613,10 +617,6 @@ redis = { records = 1000, operations = 2000, threads = 2, appendfsync = "always"
             (
                 "[[class]]\nname = \"a\"\napp = \"redis\"\nredis = { threads = 0 }\n",
                 "redis.threads = 0",
-            ),
-            (
-                "[[class]]\nname = \"a\"\napp = \"fio\"\nmix = \"small_files\"\n",
-                "needs a directory target",
             ),
             (
                 "[[class]]\nname = \"a\"\napp = \"fio\"\nfio_size = \"2GiB\"\n",

@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use loadgen::apps::git::{build_repo, BareRepo};
 use mounts::{FsType, Session, StaleRun};
-use storage_node::Node;
 
+use super::backend::Backend;
 use super::point::{self, PointEnv, PointResult};
 use super::spec::{AppSpec, TenantsSpec};
 
@@ -22,9 +21,10 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// Check the host and open the mount session (if any class mounts: every missing
-    /// piece is named), and build (or find cached) the git classes' repositories.
-    pub fn prepare(spec: TenantsSpec, scratch: &Path) -> Result<Sweep, String> {
+    /// Check the host and open the mount session (if any class mounts and `volumes`: the
+    /// tenants get volumes, not directories; every missing piece is named), and build (or
+    /// find cached) the git classes' repositories.
+    pub fn prepare(spec: TenantsSpec, scratch: &Path, volumes: bool) -> Result<Sweep, String> {
         let mut fs: Vec<FsType> = spec
             .classes
             .iter()
@@ -33,7 +33,7 @@ impl Sweep {
             .collect();
         fs.sort_by_key(|f| f.as_str());
         fs.dedup();
-        let (session, cleaned) = if spec.mounts() {
+        let (session, cleaned) = if volumes && spec.mounts() {
             let (s, c) = Session::open(&spec.base_dir, &fs).map_err(|e| e.to_string())?;
             (Some(s), c)
         } else {
@@ -62,14 +62,13 @@ impl Sweep {
         &self.repos
     }
 
-    /// Run the point of `n` tenants per class on `node`.
-    pub fn point(&self, n: usize, node: &Arc<Node>, socket: &Path) -> PointResult {
+    /// Run the point of `n` tenants per class on `backend`.
+    pub fn point(&self, n: usize, backend: &Backend<'_>) -> PointResult {
         point::run(
             &self.spec,
             n,
             &PointEnv {
-                node,
-                socket,
+                backend,
                 session: self.session.as_ref(),
                 scratch: self.scratch.join(format!("n{n}")),
                 repos: &self.repos,

@@ -61,7 +61,13 @@ pub fn thousands(v: f64, decimals: usize) -> String {
 
 /// The node's and the host's load per scale point (`(tenants, load)` in sweep order).
 pub fn load_table(points: &[(usize, LoadSample)]) -> SeedTable {
-    let pct = |v: f64| format!("{v:.1}");
+    let pct = |v: f64| {
+        if v.is_finite() {
+            format!("{v:.1}")
+        } else {
+            "-".to_string()
+        }
+    };
     SeedTable {
         title: "load (tool sets): node and host".into(),
         columns: [

@@ -111,7 +111,7 @@ mod tests {
              [[class]]\nname = \"cap\"\napp = \"fio\"\npolicy = \"c\"\nexpect_ceiling = 0.01\n",
         )
         .unwrap();
-        TenantsSpec::from_raw(&Default::default(), &v.class, &["g".into(), "c".into()]).unwrap()
+        TenantsSpec::from_raw(&Default::default(), &v.class).unwrap()
     }
 
     fn run(class: &str, tenant: &str, iops: &[f64]) -> TenantRun {
@@ -167,6 +167,8 @@ mod tests {
             teardown_errors: vec![],
             fio_output: None,
             fio_jobfile: None,
+            enforced: true,
+            node_samples: Vec::new(),
         };
         let v = judge(&spec(), &p);
         assert_eq!(v.len(), 2);

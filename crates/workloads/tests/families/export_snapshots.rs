@@ -239,6 +239,7 @@ fn series() -> Vec<JobSeries> {
             lat_mean_us: 7900.0 + 10.0 * i as f64,
             ceiling_wait_us: 7800.0,
             floor_wait_us: 0.0,
+            ..Default::default()
         })
         .collect();
     vec![JobSeries {
@@ -246,6 +247,7 @@ fn series() -> Vec<JobSeries> {
         fio,
         node,
         ops: Vec::new(),
+        resources: Vec::new(),
         hosts: vec![host()],
     }]
 }

@@ -2,10 +2,12 @@
 //! against snapshots, a results database written by main before the split, and plans through
 //! the registry and the harness's run loop.
 
+mod burst_exports;
 mod compare_runs;
 mod export_snapshots;
 mod fio_plans;
 mod main_db;
+mod provisioned_plans;
 mod ramp_plans;
 mod s3_plans;
 mod suite_plans;

@@ -1,0 +1,282 @@
+//! Visibility of burst credits: per volume (its flow's buckets) and per node resource (the
+//! provisioned file system), with the use rate that decides time-to-empty. Shared by the
+//! API, `/metrics` and the node sampler.
+
+use std::fmt::Write;
+
+use qos_core::{CreditStatus, Nanos};
+use serde_json::{json, Value};
+
+use crate::node::Node;
+use crate::provisioned::ResourceStatus;
+use crate::volume::Volume;
+
+/// One bucket and how fast it is being used.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    pub credits: CreditStatus,
+    /// Units per second over the last second (I/Os or bytes).
+    pub use_rate: f64,
+}
+
+impl Bucket {
+    pub fn time_to_empty(&self) -> Option<f64> {
+        self.credits.time_to_empty(self.use_rate)
+    }
+
+    /// JSON: balance, bucket, percent, baseline, burst, use, state, time_to_empty_s (null
+    /// when not draining).
+    pub fn json(&self) -> Value {
+        let c = &self.credits;
+        json!({
+            "balance": c.balance,
+            "bucket": c.bucket,
+            "percent": (c.percent() * 100.0).round() / 100.0,
+            "baseline": c.baseline,
+            "burst": c.burst,
+            "use": self.use_rate.round(),
+            "state": c.state(self.use_rate),
+            "time_to_empty_s": self.time_to_empty().map(|s| (s * 10.0).round() / 10.0),
+        })
+    }
+}
+
+/// A volume's buckets: IOPS and bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct VolumeCredits {
+    pub iops: Option<Bucket>,
+    pub bytes: Option<Bucket>,
+}
+
+impl VolumeCredits {
+    pub fn is_empty(&self) -> bool {
+        self.iops.is_none() && self.bytes.is_none()
+    }
+
+    /// `{"iops": {...}, "bytes": {...}}` with only the dimensions that burst; `None` when
+    /// none does.
+    pub fn json(&self) -> Option<Value> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut m = serde_json::Map::new();
+        if let Some(b) = &self.iops {
+            m.insert("iops".into(), b.json());
+        }
+        if let Some(b) = &self.bytes {
+            m.insert("bytes".into(), b.json());
+        }
+        Some(Value::Object(m))
+    }
+}
+
+/// A volume's buckets at `now` (a shared policy's volumes report the group's buckets).
+pub fn volume_credits(node: &Node, vol: &Volume, now: Nanos) -> VolumeCredits {
+    let (ops, bytes) = node.scheduler.credits(vol.flow(), now);
+    if ops.is_none() && bytes.is_none() {
+        return VolumeCredits::default();
+    }
+    let r = vol.stats.rates();
+    VolumeCredits {
+        iops: ops.map(|credits| Bucket {
+            credits,
+            use_rate: r.total_iops(),
+        }),
+        bytes: bytes.map(|credits| Bucket {
+            credits,
+            use_rate: r.throughput[0] + r.throughput[1],
+        }),
+    }
+}
+
+/// A node resource as JSON (`credits` null for flat resources).
+pub fn resource_json(r: &ResourceStatus) -> Value {
+    json!({
+        "name": r.name,
+        "unit": r.unit,
+        "baseline": r.baseline,
+        "use": r.use_rate.round(),
+        "credits": r.credits.map(|credits| Bucket { credits, use_rate: r.use_rate }.json()),
+    })
+}
+
+/// The provisioned file system as JSON for `GET /api/cluster` (`None`: the node has none).
+pub fn fs_json(node: &Node) -> Option<Value> {
+    let fs = node.provisioned()?;
+    let st = fs.status(node.clock.now());
+    let spec = fs.spec();
+    let s = &fs.stats;
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    Some(json!({
+        "model": spec.name,
+        "resources": st.resources.iter().map(resource_json).collect::<Vec<_>>(),
+        "cache": {
+            "block_bytes": spec.cache_block,
+            "memory": {"bytes": spec.memory_cache, "blocks": st.memory_blocks.0, "capacity_blocks": st.memory_blocks.1},
+            "nvme": {"bytes": spec.nvme_cache, "blocks": st.nvme_blocks.0, "capacity_blocks": st.nvme_blocks.1},
+            "read_bytes": {
+                "memory": load(&s.read_memory_bytes),
+                "nvme": load(&s.read_nvme_bytes),
+                "miss": load(&s.read_miss_bytes),
+            },
+        },
+        "per_connection_bytes_per_second": spec.per_connection,
+        "resource_wait_seconds": load(&s.wait_ns) as f64 / 1e9,
+    }))
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn tte(b: &Bucket) -> String {
+    b.time_to_empty()
+        .map_or_else(|| "+Inf".to_string(), |s| format!("{s}"))
+}
+
+/// Burst metrics per volume (`labels` are each volume's label set) and per node resource.
+pub fn render_metrics(o: &mut String, node: &Node, vols: &[(std::sync::Arc<Volume>, String)]) {
+    let now = node.clock.now();
+    let credits: Vec<(VolumeCredits, &String)> = vols
+        .iter()
+        .map(|(v, l)| (volume_credits(node, v, now), l))
+        .filter(|(c, _)| !c.is_empty())
+        .collect();
+    let each = |c: &VolumeCredits| [("iops", c.iops), ("bytes", c.bytes)];
+    if !credits.is_empty() {
+        for (name, help, f) in [
+            (
+                "qoslab_volume_burst_balance",
+                "Burst credits in the volume's bucket (I/Os, or bytes).",
+                (|b: &Bucket| b.credits.balance.to_string()) as fn(&Bucket) -> String,
+            ),
+            (
+                "qoslab_volume_burst_bucket",
+                "Capacity of the volume's burst bucket (I/Os, or bytes).",
+                |b: &Bucket| b.credits.bucket.to_string(),
+            ),
+            (
+                "qoslab_volume_burst_limit",
+                "Rate allowed while credits last (IOPS, or bytes/s); the ceiling is the baseline.",
+                |b: &Bucket| b.credits.burst.to_string(),
+            ),
+            (
+                "qoslab_volume_burst_seconds_to_empty",
+                "Seconds until the bucket is empty at the last second's use (+Inf: not draining).",
+                tte,
+            ),
+        ] {
+            header(o, name, "gauge", help);
+            for (c, l) in &credits {
+                for (dim, b) in each(c) {
+                    if let Some(b) = b {
+                        let _ = writeln!(o, "{name}{{{l},dim=\"{dim}\"}} {}", f(&b));
+                    }
+                }
+            }
+        }
+    }
+    let Some(fs) = node.provisioned() else {
+        return;
+    };
+    let st = fs.status(now);
+    header(
+        o,
+        "qoslab_fs_resource_baseline",
+        "gauge",
+        "Provisioned file system: a resource's sustained rate (bytes/s or IOPS).",
+    );
+    for r in &st.resources {
+        let _ = writeln!(
+            o,
+            "qoslab_fs_resource_baseline{{resource=\"{}\",unit=\"{}\"}} {}",
+            r.name, r.unit, r.baseline
+        );
+    }
+    header(
+        o,
+        "qoslab_fs_resource_use",
+        "gauge",
+        "Provisioned file system: a resource's use over the last second (bytes/s or IOPS).",
+    );
+    for r in &st.resources {
+        let _ = writeln!(
+            o,
+            "qoslab_fs_resource_use{{resource=\"{}\",unit=\"{}\"}} {}",
+            r.name, r.unit, r.use_rate
+        );
+    }
+    for (name, help, f) in [
+        (
+            "qoslab_fs_resource_burst",
+            "Provisioned file system: a resource's burst rate.",
+            (|b: &Bucket| b.credits.burst.to_string()) as fn(&Bucket) -> String,
+        ),
+        (
+            "qoslab_fs_resource_balance",
+            "Provisioned file system: credits in a resource's bucket (bytes or I/Os).",
+            |b: &Bucket| b.credits.balance.to_string(),
+        ),
+        (
+            "qoslab_fs_resource_bucket",
+            "Provisioned file system: capacity of a resource's bucket.",
+            |b: &Bucket| b.credits.bucket.to_string(),
+        ),
+        (
+            "qoslab_fs_resource_seconds_to_empty",
+            "Provisioned file system: seconds until a resource's bucket is empty at the current use (+Inf: not draining).",
+            tte,
+        ),
+    ] {
+        header(o, name, "gauge", help);
+        for r in &st.resources {
+            if let Some(credits) = r.credits {
+                let b = Bucket {
+                    credits,
+                    use_rate: r.use_rate,
+                };
+                let _ = writeln!(
+                    o,
+                    "{name}{{resource=\"{}\",unit=\"{}\"}} {}",
+                    r.name,
+                    r.unit,
+                    f(&b)
+                );
+            }
+        }
+    }
+    header(
+        o,
+        "qoslab_fs_read_bytes_total",
+        "counter",
+        "Provisioned file system: READ bytes by where they were found (memory, nvme) or missed.",
+    );
+    for (k, c) in [
+        ("memory", &fs.stats.read_memory_bytes),
+        ("nvme", &fs.stats.read_nvme_bytes),
+        ("miss", &fs.stats.read_miss_bytes),
+    ] {
+        let _ = writeln!(
+            o,
+            "qoslab_fs_read_bytes_total{{cache=\"{k}\"}} {}",
+            c.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+    header(
+        o,
+        "qoslab_fs_cache_blocks",
+        "gauge",
+        "Provisioned file system: blocks held by each cache.",
+    );
+    let _ = writeln!(
+        o,
+        "qoslab_fs_cache_blocks{{cache=\"memory\"}} {}",
+        st.memory_blocks.0
+    );
+    let _ = writeln!(
+        o,
+        "qoslab_fs_cache_blocks{{cache=\"nvme\"}} {}",
+        st.nvme_blocks.0
+    );
+}

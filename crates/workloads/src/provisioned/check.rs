@@ -1,0 +1,268 @@
+//! The provisioned family's expectations: the harness's grammar after the metric
+//! ([`harness::verdict::parse_bound`], [`harness::verdict::judge`]) with this family's
+//! metrics and names.
+//!
+//! ```text
+//! check   := metric op rhs [tolerance]
+//! metric  := iops | bw                                       (the step's steady rate)
+//!          | lat_mean_us | lat_p99_us                       (fio's, the whole step)
+//!          | iops_burst | bw_burst                           (while credits lasted)
+//!          | iops_after_credits | bw_after_credits           (once they ran out)
+//!          | burst_duration                                  (seconds)
+//! operand := number [unit] | spec.NAME | spec.rate | spec.baseline | spec.burst_seconds
+//!          | step.STEP.METRIC
+//! ```
+//! `iops` and `bw` are the median of fio's 500 ms windows within the step's runtime (its
+//! first window left out), or fio's headline figures for a one-pass step; the burst and
+//! after-credits rates are medians too ([`super::measure::transition`]).
+//! `spec.NAME` is a figure of the target's spec (`spec.network.baseline`, `spec.ssd_iops`,
+//! `spec.iops.burst`, ...); `spec.rate` the rate the spec says this step reaches while
+//! credits last, `spec.baseline` its bucket's baseline, `spec.burst_seconds` how long its
+//! bucket lasts at `spec.rate` from full; `step.STEP.METRIC` what an earlier step measured.
+//! A bound must be in the metric's dimension (a bandwidth against bytes/s, ...): checked
+//! when the plan is configured.
+
+use std::collections::BTreeMap;
+
+use assess::{Quantity, Sense};
+use harness::verdict::{judge, parse_bound, Bound, BoundOperand, ExpectError, Kind, Op, Verdict};
+
+/// The metrics a check may measure, with what they count.
+pub const METRICS: [(&str, Kind); 9] = [
+    ("iops", Kind::Iops),
+    ("bw", Kind::Bw),
+    ("lat_mean_us", Kind::Lat),
+    ("lat_p99_us", Kind::Lat),
+    ("iops_burst", Kind::Iops),
+    ("bw_burst", Kind::Bw),
+    ("iops_after_credits", Kind::Iops),
+    ("bw_after_credits", Kind::Bw),
+    ("burst_duration", Kind::Secs),
+];
+
+fn metric_kind(name: &str) -> Option<Kind> {
+    METRICS.iter().find(|m| m.0 == name).map(|m| m.1)
+}
+
+fn kind_word(k: Kind) -> &'static str {
+    match k {
+        Kind::Iops => "IOPS",
+        Kind::Bw => "a bandwidth",
+        Kind::Lat => "a latency",
+        Kind::Secs => "seconds",
+    }
+}
+
+/// What names mean in one step's checks: each name's dimension.
+pub struct Names<'a> {
+    /// `spec.NAME` → its kind.
+    pub spec: &'a [(&'a str, Kind)],
+    /// The steps before this one (`step.NAME.METRIC`).
+    pub steps: &'a [String],
+}
+
+impl Names<'_> {
+    fn kind(&self, name: &str) -> Option<Kind> {
+        if let Some(n) = name.strip_prefix("spec.") {
+            return self.spec.iter().find(|s| s.0 == n).map(|s| s.1);
+        }
+        let rest = name.strip_prefix("step.")?;
+        let (step, metric) = rest.rsplit_once('.')?;
+        self.steps.iter().any(|s| s == step).then_some(())?;
+        metric_kind(metric)
+    }
+
+    fn hint(&self) -> String {
+        let mut v: Vec<String> = self.spec.iter().map(|s| format!("spec.{}", s.0)).collect();
+        if !self.steps.is_empty() {
+            v.push(format!(
+                "step.STEP.METRIC (STEP one of {})",
+                self.steps.join(", ")
+            ));
+        }
+        format!(", or one of {}", v.join(", "))
+    }
+}
+
+/// One parsed check.
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    pub text: String,
+    pub metric: &'static str,
+    pub bound: Bound,
+}
+
+impl Check {
+    /// Parse `text` for a step whose names are `names`.
+    pub fn parse(text: &str, names: &Names) -> Result<Check, ExpectError> {
+        let s = text.trim();
+        let end = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        let (name, rest) = s.split_at(end);
+        let Some(&(metric, kind)) = METRICS.iter().find(|m| m.0 == name) else {
+            let all: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+            return Err(ExpectError(format!(
+                "expectation {text:?}: unknown metric {name:?}; allowed: {}",
+                all.join(", ")
+            )));
+        };
+        let bound = parse_bound(
+            text,
+            rest,
+            kind,
+            &|n| names.kind(n).is_some(),
+            &names.hint(),
+        )?;
+        if let BoundOperand::Name(n) = &bound.operand {
+            let k = names.kind(n).unwrap_or(kind);
+            if k != kind {
+                return Err(ExpectError(format!(
+                    "expectation {text:?}: {metric} is {}, {n} is {}",
+                    kind_word(kind),
+                    kind_word(k)
+                )));
+            }
+        }
+        Ok(Check {
+            text: s.to_string(),
+            metric,
+            bound,
+        })
+    }
+
+    /// Judge a step: `measured` its metrics, `names` the values of the names it may use.
+    /// A metric or name without a value (a burst that never ended, a figure the spec
+    /// lacks) fails, saying so. A failure the job's `diagnosis` explains is inconclusive
+    /// (docs/DIAGNOSIS.md): a throughput that fell short, or a burst that lasted longer,
+    /// while the client machine was the bottleneck.
+    pub fn check(
+        &self,
+        measured: &BTreeMap<String, f64>,
+        names: &dyn Fn(&str) -> Option<f64>,
+        diagnosis: Option<&assess::Diagnosis>,
+        io_error: bool,
+    ) -> Verdict {
+        let fail = |measured: f64, detail: String| {
+            Verdict::plain(self.text.clone(), measured, String::new(), false, detail)
+        };
+        let Some(&m) = measured.get(self.metric) else {
+            return fail(
+                0.0,
+                format!(
+                    "{} was not measured{}",
+                    self.metric,
+                    if self.metric.contains("burst") || self.metric.contains("credits") {
+                        ": the rate never fell from the burst to the baseline during the step"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        };
+        let (base, derived) = match &self.bound.operand {
+            BoundOperand::Number(n) => (*n, false),
+            BoundOperand::Name(n) => match names(n) {
+                Some(v) => (v, true),
+                None => return fail(m, format!("{n} has no value for this step")),
+            },
+        };
+        let target = base * self.bound.factor;
+        let v = judge(
+            &self.text,
+            self.metric,
+            m,
+            self.bound.op,
+            target,
+            self.bound.tolerance,
+            derived || self.bound.factor != 1.0,
+        );
+        // A longer burst is what a slow client makes: it reads like a latency.
+        let later_is_worse = self.metric.starts_with("lat_") || self.metric == "burst_duration";
+        let check = assess::Check {
+            passed: v.passed,
+            quantity: if later_is_worse {
+                Quantity::Latency
+            } else {
+                Quantity::Throughput
+            },
+            sense: match self.bound.op {
+                Op::Le | Op::Lt => Sense::AtMost,
+                Op::Ge | Op::Gt => Sense::AtLeast,
+                Op::Approx => Sense::Around,
+            },
+            measured: m,
+            target,
+            io_error,
+        };
+        v.judged(&check, diagnosis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: [(&str, Kind); 4] = [
+        ("network.baseline", Kind::Bw),
+        ("ssd_iops", Kind::Iops),
+        ("rate", Kind::Bw),
+        ("burst_seconds", Kind::Secs),
+    ];
+
+    fn names(steps: &[String]) -> Names<'_> {
+        Names { spec: &SPEC, steps }
+    }
+
+    #[test]
+    fn checks_against_the_spec_and_earlier_steps() {
+        let steps = vec!["mem-read-1".to_string()];
+        let n = names(&steps);
+        let m: BTreeMap<String, f64> = [
+            ("bw_burst".to_string(), 1.24e9),
+            ("burst_duration".to_string(), 9.2),
+            ("bw_after_credits".to_string(), 1.52e8),
+        ]
+        .into();
+        let vals = |k: &str| match k {
+            "spec.network.baseline" => Some(1.5e8),
+            "spec.burst_seconds" => Some(9.0),
+            "step.mem-read-1.bw" => Some(6.2e8),
+            _ => None,
+        };
+        let v = |t: &str| Check::parse(t, &n).unwrap().check(&m, &vals, None, false);
+        assert!(v("burst_duration ~= spec.burst_seconds +-5%").passed);
+        assert!(!v("burst_duration ~= spec.burst_seconds +-1%").passed);
+        let x = v("bw_after_credits ~= spec.network.baseline +-3%");
+        assert!(x.passed, "{x:?}");
+        assert_eq!(
+            x.detail,
+            "bw_after_credits = 152000000, want 145500000..154500000 (from 150000000)"
+        );
+        assert!(v("bw_burst > step.mem-read-1.bw * 1.5").passed);
+        assert!(v("bw_burst >= 1GB/s").passed);
+        let x = v("bw > 1");
+        assert!(!x.passed && x.detail == "bw was not measured", "{x:?}");
+        let x = v("iops_burst > 1");
+        assert!(x.detail.contains("never fell"), "{x:?}");
+    }
+
+    #[test]
+    fn parse_errors_name_what_is_allowed() {
+        let steps = vec!["a".to_string()];
+        let n = names(&steps);
+        for (t, want) in [
+            ("bandwidth > 1", "unknown metric \"bandwidth\"; allowed: iops, bw,"),
+            ("bw > spec.nope", "or one of spec.network.baseline, spec.ssd_iops, spec.rate, spec.burst_seconds, step.STEP.METRIC (STEP one of a)"),
+            ("bw > spec.ssd_iops", "bw is a bandwidth, spec.ssd_iops is IOPS"),
+            ("burst_duration ~= spec.rate +-5%", "burst_duration is seconds, spec.rate is a bandwidth"),
+            ("bw > step.b.bw", "expected a number"),
+            ("iops > step.a.burst_duration", "iops is IOPS, step.a.burst_duration is seconds"),
+            ("burst_duration ~= 5", "needs a tolerance"),
+        ] {
+            let e = Check::parse(t, &n).unwrap_err().0;
+            assert!(e.contains(want), "{t}: {e}");
+        }
+    }
+}

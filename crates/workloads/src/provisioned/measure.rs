@@ -1,0 +1,131 @@
+//! What a burst step measured, from fio's 500 ms windows (so it works on any target): the
+//! rate while credits lasted, when they ran out, and the rate afterwards. Pure.
+
+use harness::series::WINDOW_MS;
+
+/// The median of `v` (NaN when empty).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// A burst that ended during the step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transition {
+    /// Median rate of the windows before the transition (the first window, which holds
+    /// fio's start, left out when there are others). The median, so a window in which a
+    /// busy client was starved is not taken for the target's rate.
+    pub burst_rate: f64,
+    /// Median rate of the windows after it (the window right after it and the last,
+    /// possibly partial, window left out when there are others).
+    pub after_rate: f64,
+    /// Seconds from the start of fio's clock to the moment credits ran out. The transition
+    /// lies in the last window at or above the midpoint or in the first below it; each
+    /// holds `(w − after) / (burst − after)` of its 500 ms at the burst rate.
+    pub duration_s: f64,
+}
+
+/// Find where a rate that started at about `burst` fell to about `baseline` (the spec's
+/// figures: only their midpoint is used, as the threshold). `windows` are (end of window
+/// in ms, rate), in time order. The end is the first window below the midpoint with the
+/// next one below too (a momentary dip is not the end). `None` when the rate never fell
+/// (the burst outlasted the step), never burst, or there is too little to tell.
+pub fn transition(windows: &[(u64, f64)], burst: f64, baseline: f64) -> Option<Transition> {
+    let mid = (burst + baseline) / 2.0;
+    let n = windows.len();
+    let i = (0..n.saturating_sub(1)).find(|&i| windows[i].1 < mid && windows[i + 1].1 < mid)?;
+    if i == 0 {
+        return None;
+    }
+    let k = i - 1;
+    let rates = |ws: &[(u64, f64)]| median(ws.iter().map(|w| w.1).collect());
+    let before = match k {
+        0 | 1 => &windows[..1],
+        _ => &windows[1..k],
+    };
+    let after = if i + 3 < n {
+        &windows[i + 2..n - 1]
+    } else {
+        &windows[i + 1..]
+    };
+    let (p, b) = (rates(before), rates(after));
+    let share = |w: f64| {
+        if p > b {
+            ((w - b) / (p - b)).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    };
+    let window_s = WINDOW_MS as f64 / 1000.0;
+    let start = (windows[k].0 as f64 / 1000.0 - window_s).max(0.0);
+    Some(Transition {
+        burst_rate: p,
+        after_rate: b,
+        duration_s: start + window_s * (share(windows[k].1) + share(windows[i].1)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Windows of a flow at `p` until `t_end` s, then at `b`, for `len` s.
+    fn flow(p: f64, b: f64, t_end: f64, len: f64) -> Vec<(u64, f64)> {
+        (1..=(len * 2.0) as u64)
+            .map(|k| {
+                let (s, e) = ((k - 1) as f64 * 0.5, k as f64 * 0.5);
+                let at_p = (t_end.min(e) - s).clamp(0.0, 0.5);
+                (k * 500, (p * at_p + b * (0.5 - at_p)) / 0.5)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_the_end_of_the_burst_inside_a_window() {
+        for t_end in [3.6, 4.0, 4.25, 4.3, 5.0, 9.05] {
+            let t = transition(&flow(3000.0, 300.0, t_end, 15.0), 3000.0, 300.0).unwrap();
+            assert!((t.duration_s - t_end).abs() < 1e-9, "{t_end}: {t:?}");
+            assert!(
+                (t.burst_rate - 3000.0).abs() < 1e-9 && (t.after_rate - 300.0).abs() < 1e-9,
+                "{t:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn uses_the_measured_rates_and_ignores_a_dip() {
+        // The client reached 2,900 (not 3,000) and the baseline settled at 297; one window
+        // at 1,000 during the burst and one at 150 after it (a starved client) are neither
+        // the end nor the rate.
+        let mut w = flow(2900.0, 297.0, 6.2, 12.0);
+        w[3].1 = 1000.0;
+        w[18].1 = 150.0;
+        let t = transition(&w, 3000.0, 300.0).unwrap();
+        assert!((t.duration_s - 6.2).abs() < 1e-9, "{t:?}");
+        assert_eq!((t.burst_rate, t.after_rate), (2900.0, 297.0), "{t:?}");
+    }
+
+    #[test]
+    fn no_transition_when_the_burst_outlasts_the_step_or_never_happens() {
+        assert_eq!(
+            transition(&flow(3000.0, 300.0, 20.0, 10.0), 3000.0, 300.0),
+            None
+        );
+        assert_eq!(
+            transition(&flow(300.0, 300.0, 0.0, 10.0), 3000.0, 300.0),
+            None
+        );
+        assert_eq!(transition(&[], 3000.0, 300.0), None);
+        // Ended in the second window: the first window is the burst rate.
+        let t = transition(&flow(3000.0, 300.0, 0.7, 6.0), 3000.0, 300.0).unwrap();
+        assert!((t.duration_s - 0.7).abs() < 1e-9, "{t:?}");
+    }
+}
