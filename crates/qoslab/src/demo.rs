@@ -632,6 +632,7 @@ mod tests {
             steady: None,
             results: vec![r],
             verdicts: vec![v],
+            ops: vec![],
         }
     }
 
