@@ -146,6 +146,18 @@ impl RunContext<'_> {
         self.store.finish_job(job, outcome, verdicts)
     }
 
+    /// Record a job of a request/response driver (S3): its raw output and per-operation
+    /// results, or its failure; and its verdicts (one transaction).
+    pub fn finish_op_job(
+        &mut self,
+        job: i64,
+        outcome: Result<&str, &str>,
+        ops: &[crate::ops::OpResult],
+        verdicts: &[Verdict],
+    ) -> Result<(), StoreError> {
+        self.store.finish_op_job(job, outcome, ops, verdicts)
+    }
+
     /// Store a job's time series (nothing when it is empty).
     pub fn add_series(&mut self, s: &JobSeries) -> Result<(), StoreError> {
         if s.is_empty() {

@@ -8,7 +8,8 @@
 //!   as a step; [`ui`]: where human output goes;
 //! - [`target`]: the embedded node, NBD URIs, paths, `--node` volumes ([`node_api`]);
 //! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations;
-//!   [`series`], [`recording`], [`node_sampler`]: time series; [`host`]: host facts.
+//!   [`series`], [`recording`], [`node_sampler`]: time series; [`ops`]: per-operation
+//!   results of request/response drivers (S3); [`host`]: host facts.
 //!
 //! Validation happens at the edge: a plan is checked once, when parsed and configured;
 //! everything after trusts it. The harness never names a family (docs: ARCHITECTURE.md).
@@ -21,6 +22,7 @@ pub mod host;
 pub mod local_node;
 pub mod node_api;
 pub mod node_sampler;
+pub mod ops;
 pub mod plan;
 pub mod recording;
 pub mod run;

@@ -190,6 +190,7 @@ impl JobRecording {
                 .logs
                 .and_then(|(d, p)| collect(&d, &p).ok())
                 .unwrap_or_default(),
+            ops: Vec::new(),
         }
     }
 }

@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ops::OpSample;
+
 /// fio's log window (`log_avg_msec`), which is also the node sampling period, ms.
 pub use fio::logs::WINDOW_MS;
 /// One fio log window of one direction (defined by the fio adapter, which parses it).
@@ -109,6 +111,9 @@ pub struct JobSeries {
     pub job_id: i64,
     pub fio: Vec<FioSample>,
     pub node: Vec<NodeSample>,
+    /// Per-operation segments of a request/response driver (S3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<OpSample>,
     /// Node-wide resources (a node with an emulated provisioned file system).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceSample>,
@@ -122,6 +127,7 @@ impl JobSeries {
     pub fn is_empty(&self) -> bool {
         self.fio.is_empty()
             && self.node.is_empty()
+            && self.ops.is_empty()
             && self.resources.is_empty()
             && self.hosts.is_empty()
     }

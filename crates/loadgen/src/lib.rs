@@ -1,7 +1,8 @@
 //! qoslab's own load generators, for the workloads fio cannot measure honestly
 //! (ARCHITECTURE.md says why for each): [`genio`], the GenIO-like generator behind the
-//! `ramp` family, and [`apps`], the application drivers of the `tenants` family (git and
-//! redis on tenant file systems); the S3 drivers land here beside them.
+//! `ramp` family, [`apps`], the application drivers of the `tenants` family (git and redis
+//! on tenant file systems), and [`s3`], the S3 benchmark driver behind the `s3` family
+//! (Debian's fio has no http engine, and no S3 benchmark can be installed here).
 //!
 //! Invariants: a generator reads only tokio's clock (its timing logic is unit-tested in
 //! paused time against a fake target) and reaches storage only through its target trait
@@ -9,6 +10,7 @@
 
 pub mod apps;
 pub mod genio;
+pub mod s3;
 
 /// A fresh directory under the system temp dir, removed when the guard drops (unit tests).
 #[cfg(test)]

@@ -23,6 +23,8 @@ table shows each run's mean and standard deviation across iterations (plans with
 change is flagged when it exceeds t(95%) x the standard error of the difference of the
 means (a Welch t-test on both runs' iterations; one run's spread for both when the other
 ran once), and at least 1%; with one iteration on each side, when it exceeds 5%.
+S3 benchmark jobs are compared per operation (GET ops/s, MiB/s, mean and p99 latency, TTFB
+p50); the same t-test on each run's 1 s segments raises the threshold when it is larger.
 Exit status: 0 (also when changes are flagged); 2 on errors.")]
 pub struct CompareArgs {
     /// The baseline run (id or `last`).

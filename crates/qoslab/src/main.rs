@@ -10,6 +10,8 @@ mod policy_burst;
 mod policy_cmd;
 mod report_cmd;
 mod results;
+mod s3_admin;
+mod s3_cmd;
 mod seed000;
 mod seed000_cmd;
 mod serve;
@@ -55,6 +57,12 @@ enum Command {
     Volume(volume_cmd::VolumeArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
+    /// S3 users (access keys) and buckets under QoS policies on a running node (REST API).
+    S3(s3_admin::S3Args),
+    /// The S3 benchmark's driver on a load generator: JSON-line commands on stdin, events
+    /// on stdout. Started by `qoslab bench` over ssh; not for interactive use.
+    #[command(name = "s3-driver", hide = true)]
+    S3Driver,
     /// Tenant file systems over volumes (nbdfuse -> loop -> mkfs -> mount): mount, run a
     /// command, tear down; clean up what a killed run left behind.
     Tenants(tenants_cmd::TenantsArgs),
@@ -86,6 +94,8 @@ fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
+        Command::S3(args) => s3_admin::run(args),
+        Command::S3Driver => s3_driver(),
         Command::Tenants(args) => match tenants_cmd::run(args) {
             Ok(code) => return std::process::ExitCode::from(code.clamp(0, 255) as u8),
             Err(e) => Err(e),
@@ -100,6 +110,17 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// `qoslab s3-driver`: serve the coordinator's commands over stdin and stdout.
+fn s3_driver() -> anyhow::Result<()> {
+    use loadgen::s3::protocol;
+    let stdin = std::io::stdin();
+    let mut link = protocol::Lines {
+        input: stdin.lock(),
+        output: std::io::stdout(),
+    };
+    protocol::serve(&mut link, &protocol::open_http).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]
@@ -132,7 +153,14 @@ mod tests {
         assert_eq!(values, registry.profiles());
         assert_eq!(
             values,
-            ["dbench", "isolation", "ramp", "tenants", "provisioned"]
+            [
+                "dbench",
+                "isolation",
+                "ramp",
+                "s3",
+                "tenants",
+                "provisioned"
+            ]
         );
         let suite = bench
             .get_arguments()

@@ -105,6 +105,8 @@ pub struct ServeArgs {
     /// sequential reads) and use that as the controller's capacity.
     #[arg(long)]
     calibrate: bool,
+    #[command(flatten)]
+    s3: crate::s3_cmd::S3ServeArgs,
     /// Ceilings: strict (default; never above the ceiling beyond 5 ms of idle credit) or
     /// ontap (ONTAP's documented tolerance: up to +50% while tokens accumulated to 150% last).
     #[arg(long, value_name = "strict|ontap")]
@@ -344,6 +346,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 Some(tokio::spawn(api_http::serve(l, cp.clone(), cfg)))
             }
         };
+        let s3 = crate::s3_cmd::start(&args.s3, &cp).await?;
         print_ready(
             &node,
             unix.as_deref(),
@@ -353,6 +356,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         server::serve(node, listeners, stats, shutdown_signal()).await;
         if let Some(a) = api {
             a.abort();
+        }
+        if let Some(s) = s3 {
+            s.abort();
         }
         sampler.abort();
         Ok(())

@@ -212,7 +212,110 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
     if c.has_data() {
         out.push(c);
     }
+    out.extend(op_charts(&title, s));
     out.extend(host_charts(&title, s));
+    out
+}
+
+/// A request/response driver's 1 s segments (S3): ops/s and MiB/s per operation, latency
+/// p50/p99 per operation and mean TTFB, on the merged view; ops/s per load generator when
+/// there are several.
+pub fn op_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
+    use harness::ops::ALL_HOSTS;
+    if s.ops.is_empty() {
+        return Vec::new();
+    }
+    let merged = if s.ops.iter().any(|o| o.client == ALL_HOSTS) {
+        ALL_HOSTS.to_string()
+    } else {
+        s.ops[0].client.clone()
+    };
+    let main: Vec<&harness::ops::OpSample> = s.ops.iter().filter(|o| o.client == merged).collect();
+    let mut ops: Vec<&str> = Vec::new();
+    for o in &main {
+        if !ops.contains(&o.op.as_str()) {
+            ops.push(&o.op);
+        }
+    }
+    let pts = |op: &str, f: &dyn Fn(&harness::ops::OpSample) -> f64| -> Vec<(f64, f64)> {
+        main.iter()
+            .filter(|o| o.op == op)
+            .map(|o| (secs(o.t_ms), f(o)))
+            .collect()
+    };
+    let x = "time (s, from the test's start)";
+    let mut out = Vec::new();
+    let mut c = Chart::new(format!("{title}: requests per second"), x, "ops/s");
+    for (i, op) in ops.iter().enumerate() {
+        c.lines.push(Line {
+            label: op.to_string(),
+            points: pts(op, &|o| o.ops_per_s),
+            style: i,
+        });
+    }
+    out.push(c);
+    let mut c = Chart::new(format!("{title}: throughput"), x, "bandwidth");
+    c.y_unit = Unit::BytesPerSec;
+    for (i, op) in ops.iter().enumerate() {
+        let p = pts(op, &|o| o.bytes_per_s);
+        if p.iter().any(|p| p.1 > 0.0) {
+            c.lines.push(Line {
+                label: op.to_string(),
+                points: p,
+                style: i,
+            });
+        }
+    }
+    out.push(c);
+    let mut c = Chart::new(format!("{title}: latency"), x, "latency (ms)");
+    c.y_unit = Unit::Ms;
+    for (i, op) in ops.iter().enumerate() {
+        c.lines.push(Line {
+            label: format!("{op} p50"),
+            points: pts(op, &|o| o.lat_p50_ns as f64 / 1e6),
+            style: 2 * i,
+        });
+        c.lines.push(Line {
+            label: format!("{op} p99"),
+            points: pts(op, &|o| o.lat_p99_ns as f64 / 1e6),
+            style: 2 * i + 1,
+        });
+        let ttfb = pts(op, &|o| o.ttfb_mean_ns / 1e6);
+        if ttfb.iter().any(|p| p.1 > 0.0) {
+            c.lines.push(Line {
+                label: format!("{op} TTFB mean"),
+                points: ttfb,
+                style: 2 * ops.len() + i,
+            });
+        }
+    }
+    out.push(c);
+    let mut hosts: Vec<&str> = Vec::new();
+    for o in &s.ops {
+        if o.client != merged && !hosts.contains(&o.client.as_str()) {
+            hosts.push(&o.client);
+        }
+    }
+    if !hosts.is_empty() {
+        let mut c = Chart::new(
+            format!("{title}: requests per second per load generator"),
+            x,
+            "ops/s",
+        );
+        for (i, h) in hosts.iter().enumerate() {
+            let mut by_t: std::collections::BTreeMap<u64, f64> = Default::default();
+            for o in s.ops.iter().filter(|o| o.client == *h) {
+                *by_t.entry(o.t_ms).or_default() += o.ops_per_s;
+            }
+            c.lines.push(Line {
+                label: h.to_string(),
+                points: by_t.into_iter().map(|(t, v)| (secs(t), v)).collect(),
+                style: i,
+            });
+        }
+        out.push(c);
+    }
+    out.retain(Chart::has_data);
     out
 }
 

@@ -15,11 +15,21 @@
 //! a floor under it. IOPS and bandwidth are fio's headline numbers (total / runtime, read and
 //! write added), mean latency is I/O-weighted over directions, p99 is the worse direction's
 //! completion-latency p99.
+//!
+//! Jobs of request/response drivers (the S3 family) are compared per operation on their
+//! merged view ([`ops`]): ops/s, MiB/s, mean and p99 latency, and TTFB p50 for GETs. Each
+//! run also measures its spread inside itself, from its 1 s segments in the measured window
+//! (warp's segments): the same t-test on the segments' values (Welch, n = segments, all
+//! iterations' segments together) gives a second threshold, and the larger one holds. The
+//! segments cannot lower the threshold: they say nothing about run-to-run changes, so a
+//! single-iteration run keeps the 5% floor unless its segments spread wider.
+
+mod ops;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use assess::stats::{noise, Spread};
+use assess::stats::{noise, Noise, Spread};
 use serde::Serialize;
 
 use harness::store::{JobRecord, RunRecord};
@@ -46,6 +56,10 @@ pub struct Stat {
     pub max: f64,
     /// stddev as a percentage of the mean (0 for one value).
     pub cv_pct: f64,
+    /// The 1 s segments of a request/response driver's operation over all iterations
+    /// (absent for fio jobs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Spread>,
 }
 
 impl Stat {
@@ -58,6 +72,7 @@ impl Stat {
             min: s.min,
             max: s.max,
             cv_pct: s.cv_pct(),
+            segments: None,
         })
     }
 
@@ -74,8 +89,10 @@ impl Stat {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricDelta {
-    /// iops, bw_bytes, lat_mean_us, lat_p99_us
-    pub metric: &'static str,
+    /// iops, bw_bytes, lat_mean_us, lat_p99_us (fio jobs); "GET ops/s", "GET MiB/s",
+    /// "GET lat mean ms", "GET lat p99 ms", "GET TTFB p50 ms" (per operation of a
+    /// request/response driver)
+    pub metric: String,
     pub higher_is_better: bool,
     pub a: Stat,
     pub b: Stat,
@@ -83,7 +100,8 @@ pub struct MetricDelta {
     pub change: Option<f64>,
     /// The threshold |change| must exceed, a fraction of |mean A| (module docs).
     pub noise: f64,
-    /// What the threshold was computed from: "welch", "one-side" or "no-spread".
+    /// What the threshold was computed from: "welch", "one-side" or "no-spread" (the
+    /// iterations), or "segments" (the 1 s segments' t-test, when larger).
     pub basis: &'static str,
     /// Standard error of mean(B) - mean(A), the t-test's degrees of freedom and t
     /// (absent without a spread).
@@ -139,6 +157,14 @@ impl Comparison {
 /// The flagging rule, as `compare` prints it.
 pub const RULE: &str = "flagged when |change| > noise: t(95%, two-sided) x the standard error of mean(B) - mean(A) from the iterations' stddev (Welch when both runs iterated; the iterated run's stddev for both when one ran once), at least 1%; 5% when neither run has iterations";
 
+/// Added to [`RULE`] when per-operation results carried 1 s segments.
+pub const RULE_SEGMENTS: &str =
+    "; per-operation results: the same Welch test on the runs' 1 s segments when it gives more";
+
+/// One measured value of one iteration: metric, higher is better, value, and the values of
+/// the metric in the job's 1 s segments (empty for fio jobs).
+type Value = (String, bool, f64, Vec<f64>);
+
 type Key = (String, String, Option<String>);
 
 const METRICS: [(&str, bool); 4] = [
@@ -148,29 +174,68 @@ const METRICS: [(&str, bool); 4] = [
     ("lat_p99_us", false),
 ];
 
-fn values(j: &JobRecord) -> Option<[f64; 4]> {
-    let r = j.primary()?;
-    if j.status != "done" || !(r.read.active() || r.write.active()) {
+fn values(run: &RunRecord, j: &JobRecord) -> Option<Vec<Value>> {
+    if j.status != "done" {
         return None;
     }
-    Some([
+    if !j.ops.is_empty() {
+        return Some(ops::values(run, j));
+    }
+    let r = j.primary()?;
+    if !(r.read.active() || r.write.active()) {
+        return None;
+    }
+    let v = [
         r.iops(),
         r.bw_bytes() as f64,
         r.lat_mean_ns() / 1000.0,
         r.read.p99_ns.max(r.write.p99_ns) as f64 / 1000.0,
-    ])
+    ];
+    Some(
+        METRICS
+            .iter()
+            .zip(v)
+            .map(|((m, up), x)| (m.to_string(), *up, x, Vec::new()))
+            .collect(),
+    )
 }
 
-fn group(run: &RunRecord) -> (Vec<Key>, BTreeMap<Key, Vec<[f64; 4]>>) {
+/// A metric's values over the iterations, with all their segments.
+fn stat_of(its: &[Vec<Value>], metric: &str) -> Option<Stat> {
+    let found: Vec<&Value> = its
+        .iter()
+        .filter_map(|v| v.iter().find(|x| x.0 == metric))
+        .collect();
+    let xs: Vec<f64> = found.iter().map(|x| x.2).collect();
+    let mut s = Stat::of(&xs)?;
+    let segs: Vec<f64> = found.iter().flat_map(|x| x.3.iter().copied()).collect();
+    s.segments = Spread::of(&segs).filter(|g| g.n >= 2);
+    Some(s)
+}
+
+/// The iterations' noise, or the segments' when both runs have segments and theirs is
+/// larger.
+fn noise_of(sa: &Stat, sb: &Stat) -> (Noise, &'static str) {
+    let n = noise(&sa.spread(), &sb.spread(), MIN_NOISE_MEASURED, MIN_NOISE);
+    if let (Some(ga), Some(gb)) = (&sa.segments, &sb.segments) {
+        let g = noise(ga, gb, 0.0, 0.0);
+        if g.relative > n.relative {
+            return (g, "segments");
+        }
+    }
+    (n, n.basis.as_str())
+}
+
+fn group(run: &RunRecord) -> (Vec<Key>, BTreeMap<Key, Vec<Vec<Value>>>) {
     let mut order = Vec::new();
-    let mut m: BTreeMap<Key, Vec<[f64; 4]>> = BTreeMap::new();
+    let mut m: BTreeMap<Key, Vec<Vec<Value>>> = BTreeMap::new();
     for j in &run.jobs {
         let k = (j.workload.clone(), j.name.clone(), j.volume.clone());
         if !m.contains_key(&k) {
             order.push(k.clone());
         }
         let e = m.entry(k).or_default();
-        if let Some(v) = values(j) {
+        if let Some(v) = values(run, j) {
             e.push(v);
         }
     }
@@ -199,23 +264,30 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
     let (order_b, gb) = group(b);
     let mut jobs = Vec::new();
     let mut only_in_a = Vec::new();
+    let mut segments = false;
     for k in &order_a {
         let (Some(va), Some(vb)) = (ga.get(k), gb.get(k)) else {
             only_in_a.push(key_name(k));
             continue;
         };
+        // Metric names in the order they first appear.
+        let mut names: Vec<(String, bool)> = Vec::new();
+        for v in va.iter().chain(vb.iter()).flatten() {
+            if !names.iter().any(|n| n.0 == v.0) {
+                names.push((v.0.clone(), v.1));
+            }
+        }
         let mut metrics = Vec::new();
-        for (i, (metric, higher_is_better)) in METRICS.iter().enumerate() {
-            let xa: Vec<f64> = va.iter().map(|v| v[i]).collect();
-            let xb: Vec<f64> = vb.iter().map(|v| v[i]).collect();
-            let (Some(sa), Some(sb)) = (Stat::of(&xa), Stat::of(&xb)) else {
+        for (metric, higher_is_better) in names {
+            let (Some(sa), Some(sb)) = (stat_of(va, &metric), stat_of(vb, &metric)) else {
                 continue;
             };
             if sa.mean == 0.0 && sb.mean == 0.0 {
                 continue;
             }
+            segments |= sa.segments.is_some() && sb.segments.is_some();
             let change = (sa.mean != 0.0).then(|| sb.mean / sa.mean - 1.0);
-            let n = noise(&sa.spread(), &sb.spread(), MIN_NOISE_MEASURED, MIN_NOISE);
+            let (n, basis) = noise_of(&sa, &sb);
             let flagged = match change {
                 Some(c) => c.abs() > n.relative,
                 None => true,
@@ -223,19 +295,19 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
             let up = change.map(|c| c > 0.0).unwrap_or(true);
             let verdict = if !flagged {
                 "within noise"
-            } else if up == *higher_is_better {
+            } else if up == higher_is_better {
                 "better"
             } else {
                 "worse"
             };
             metrics.push(MetricDelta {
                 metric,
-                higher_is_better: *higher_is_better,
+                higher_is_better,
                 a: sa,
                 b: sb,
                 change,
                 noise: n.relative,
-                basis: n.basis.as_str(),
+                basis,
                 stderr: n.stderr,
                 df: n.df,
                 t: n.t,
@@ -259,7 +331,11 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
         schema: JSON_SCHEMA,
         a: run_ref(a),
         b: run_ref(b),
-        rule: RULE.into(),
+        rule: if segments {
+            format!("{RULE}{RULE_SEGMENTS}")
+        } else {
+            RULE.into()
+        },
         jobs,
         only_in_a,
         only_in_b,
@@ -270,6 +346,9 @@ fn show(metric: &str, v: f64) -> String {
     match metric {
         "iops" => format!("{v:.1}"),
         "bw_bytes" => format!("{:.2} MiB/s", v / 1048576.0),
+        m if m.ends_with(" ops/s") => format!("{v:.1}"),
+        m if m.ends_with(" MiB/s") => format!("{v:.2} MiB/s"),
+        m if m.ends_with(" ms") => format!("{v:.3} ms"),
         _ => format!("{v:.1} us"),
     }
 }
@@ -278,6 +357,8 @@ fn show_stat(metric: &str, s: &Stat) -> String {
     if s.n > 1 {
         let sd = match metric {
             "bw_bytes" => format!("{:.2}", s.stddev / 1048576.0),
+            m if m.ends_with(" MiB/s") => format!("{:.2}", s.stddev),
+            m if m.ends_with(" ms") => format!("{:.3}", s.stddev),
             _ => format!("{:.1}", s.stddev),
         };
         format!("{} ± {sd} n={}", show(metric, s.mean), s.n)
@@ -310,9 +391,9 @@ fn rows(c: &Comparison) -> Vec<[String; 7]> {
         for m in &j.metrics {
             out.push([
                 name.clone(),
-                m.metric.to_string(),
-                show_stat(m.metric, &m.a),
-                show_stat(m.metric, &m.b),
+                m.metric.clone(),
+                show_stat(&m.metric, &m.a),
+                show_stat(&m.metric, &m.b),
                 pct(m.change),
                 show_noise(m),
                 if m.flagged {
@@ -457,7 +538,7 @@ mod tests {
     use harness::host::Env;
     use harness::store::JobRecord;
 
-    fn job(seq: u32, name: &str, iteration: u32, iops: f64, p99_us: u64) -> JobRecord {
+    pub(super) fn job(seq: u32, name: &str, iteration: u32, iops: f64, p99_us: u64) -> JobRecord {
         let mut r = JobResult::default();
         r.read.iops = iops;
         r.read.iops_mean = iops;
@@ -480,10 +561,11 @@ mod tests {
             steady: None,
             results: vec![r],
             verdicts: vec![],
+            ops: vec![],
         }
     }
 
-    fn run(id: i64, jobs: Vec<JobRecord>) -> RunRecord {
+    pub(super) fn run(id: i64, jobs: Vec<JobRecord>) -> RunRecord {
         RunRecord {
             id,
             name: format!("r{id}"),

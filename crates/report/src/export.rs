@@ -204,6 +204,29 @@ pub fn csv(run: &RunRecord) -> Vec<u8> {
                 );
             }
         }
+        // Request/response drivers (S3): one row per client and operation; `direction` is
+        // the operation, iops its ops/s (iops_mean: the median 1 s segment), runtime the
+        // measured window, total_ios the requests in it, error the failed requests.
+        for o in &j.ops {
+            rows += 1;
+            let _ = writeln!(
+                out,
+                "{head},{},{},{:.3},{:.3},{:.0},{:.0},{:.3},{:.3},{:.3},{:.3},,{},{},{},{pass},{fail}",
+                csv_field(&o.client),
+                csv_field(&o.op),
+                o.ops_per_s,
+                o.segments.ops_median,
+                o.bytes_per_s,
+                o.segments.bps_median,
+                o.lat.mean_ns / 1000.0,
+                o.lat.p50_ns as f64 / 1000.0,
+                o.lat.p90_ns as f64 / 1000.0,
+                o.lat.p99_ns as f64 / 1000.0,
+                o.window_ms,
+                o.ops,
+                o.errors
+            );
+        }
         if rows == 0 {
             let _ = writeln!(out, "{head},,,,,,,,,,,,,,,{pass},{fail},{inc},{assessment}");
         }
@@ -290,10 +313,12 @@ fn credit_fields(iops: Option<&CreditSample>, bytes: Option<&CreditSample>) -> S
 }
 
 /// The time series in long format: one row per fio window and direction (`source` fio,
-/// `volume` the job's) and per node sample and volume (`source` node, `direction` total;
-/// read and write rates add up; p50/p99 empty, the node has no per-window percentiles), and
-/// per host tool-set sample and figure (`source` `host:NAME`, the figure in `metric`,
-/// `instance` (a CPU, device, NIC, role or `pid:name`) and `value`; see docs/DIAGNOSIS.md).
+/// `volume` the job's), per 1 s segment and operation of a request/response driver's
+/// merged view (`source` ops, `direction` the operation: GET, PUT, ...), and per node
+/// sample and volume (`source` node, `direction` total; read and write rates add up;
+/// p50/p99 empty, the node has no per-window percentiles), and per host tool-set sample
+/// and figure (`source` `host:NAME`, the figure in `metric`, `instance` (a CPU, device,
+/// NIC, role or `pid:name`) and `value`; see docs/DIAGNOSIS.md).
 /// When the run's limits burst, the header gains [`SERIES_CSV_CREDIT_COLUMNS`] (filled on
 /// node rows) and each sample of a provisioned file system's resources is a row too
 /// (`source` resource, `volume` the resource's name, its use in `iops` or `bw_bytes` as it
@@ -339,6 +364,26 @@ pub fn series_csv(run: &RunRecord) -> Vec<u8> {
                 f.lat_mean_ns / 1000.0,
                 f.p50_ns as f64 / 1000.0,
                 f.p99_ns as f64 / 1000.0
+            );
+        }
+        // Request/response drivers: the merged view's 1 s segments per operation.
+        let merged = harness::ops::primary(&j.ops);
+        for o in s
+            .ops
+            .iter()
+            .filter(|o| merged.iter().any(|m| m.client == o.client))
+        {
+            let _ = writeln!(
+                out,
+                "{},ops,{},{},{:.3},{:.0},{:.3},{:.3},{:.3},,",
+                head(jv),
+                o.t_ms,
+                csv_field(&o.op),
+                o.ops_per_s,
+                o.bytes_per_s,
+                o.lat_mean_ns / 1000.0,
+                o.lat_p50_ns as f64 / 1000.0,
+                o.lat_p99_ns as f64 / 1000.0
             );
         }
         for n in &s.node {
@@ -498,6 +543,24 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 );
             }
         }
+        for x in &j.ops {
+            any = true;
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {:.1} ops/s | {:.1} | {} | {} | {} | {} |",
+                j.seq,
+                j.name,
+                j.volume.as_deref().unwrap_or("-"),
+                if x.client.is_empty() { "-" } else { &x.client },
+                x.op,
+                x.ops_per_s,
+                x.segments.ops_median,
+                fmt::bw(x.bytes_per_s as u64),
+                fmt::usec(x.lat.mean_ns),
+                fmt::usec(x.lat.p99_ns as f64),
+                job_verdict(j)
+            );
+        }
         if !any {
             let _ = writeln!(
                 o,
@@ -598,7 +661,7 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         let n: usize = run
             .series
             .iter()
-            .map(|s| s.fio.len() + s.node.len() + s.resources.len())
+            .map(|s| s.fio.len() + s.node.len() + s.ops.len() + s.resources.len())
             .sum();
         let _ = writeln!(
             o,

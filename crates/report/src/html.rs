@@ -230,6 +230,29 @@ fn dir_row(o: &mut String, j: &JobRecord, client: Option<&str>, dir: &str, d: &D
     );
 }
 
+/// A request/response driver's operation as a results row (IOPS = ops/s; p99.9 = max).
+fn op_row(o: &mut String, j: &JobRecord, x: &harness::ops::OpResult) {
+    let _ = write!(
+        o,
+        "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+         <td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
+        j.seq,
+        j.seq,
+        esc(&j.workload),
+        esc(&j.name),
+        esc(j.volume.as_deref().unwrap_or("-")),
+        esc(if x.client.is_empty() { "-" } else { &x.client }),
+        esc(&x.op),
+        x.ops_per_s,
+        x.segments.ops_median,
+        fmt::bw(x.bytes_per_s as u64),
+        fmt::usec(x.lat.mean_ns),
+        fmt::usec(x.lat.p99_ns as f64),
+        fmt::usec(x.lat.max_ns as f64),
+        v = verdict_word(j)
+    );
+}
+
 /// The whole report page; `hooks` are the workload families' report hooks, in registry order.
 pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     let mut o = String::with_capacity(64 * 1024);
@@ -409,6 +432,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 }
             }
         }
+        for x in &j.ops {
+            any = true;
+            op_row(&mut o, j, x);
+        }
         if !any {
             // A finished job without fio results measured something else (an iperf3 test,
             // a host's totals): its figures are in the summary tables.
@@ -430,7 +457,11 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             );
         }
     }
-    o.push_str("</tbody></table><p class=\"meta\">IOPS and bandwidth are fio's headline numbers (total / runtime, including the queue draining at the end); IOPS (steady) is the mean of fio's 500 ms samples.</p>");
+    o.push_str("</tbody></table><p class=\"meta\">IOPS and bandwidth are fio's headline numbers (total / runtime, including the queue draining at the end); IOPS (steady) is the mean of fio's 500 ms samples.");
+    if run.jobs.iter().any(|j| !j.ops.is_empty()) {
+        o.push_str(" Rows whose direction is an operation (GET, PUT, ...) come from a request/response driver: requests per second and throughput over the measured window (every client running, warm-up and tail trimmed), IOPS (steady) the median 1 s segment, p99.9 column the slowest request.");
+    }
+    o.push_str("</p>");
     if let Some(c) = latency_percentiles(run) {
         figures(&mut o, &[c], &mut n_charts);
     }
@@ -480,7 +511,11 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     if run.series.is_empty() {
         o.push_str("<p>No time series were recorded for this run.</p>");
     } else {
-        o.push_str("<p class=\"meta\">fio's 500 ms windows (IOPS, bandwidth, mean latency; p50/p99 from its latency histograms) and, on a qoslab node, the node's own per-volume samples. Ceilings are drawn as long-dashed lines, floors as dash-dot lines.</p>");
+        o.push_str("<p class=\"meta\">fio's 500 ms windows (IOPS, bandwidth, mean latency; p50/p99 from its latency histograms) and, on a qoslab node, the node's own per-volume samples. Ceilings are drawn as long-dashed lines, floors as dash-dot lines.");
+        if run.series.iter().any(|s| !s.ops.is_empty()) {
+            o.push_str(" Request/response drivers (S3): whole 1 s segments from the test's start, per operation (the merged view), and requests per second per load generator.");
+        }
+        o.push_str("</p>");
     }
     for j in &run.jobs {
         let charts = job_charts(run, j);

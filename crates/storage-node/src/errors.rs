@@ -26,6 +26,8 @@ pub enum NodeError {
     DataDir { path: String, source: io::Error },
     #[error("listen on {addr}: {source}")]
     Listen { addr: String, source: io::Error },
+    #[error("bucket {name:?}: {source}")]
+    Bucket { name: String, source: io::Error },
     #[error("unknown policy {0:?}")]
     UnknownPolicy(String),
 }

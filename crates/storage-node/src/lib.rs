@@ -13,13 +13,16 @@
 
 pub mod api;
 pub mod backend;
+pub mod bucket;
 pub mod calibrate;
 pub mod clock;
 pub mod config;
 pub mod credits;
 pub mod errors;
+pub mod flow_gate;
 pub mod metrics;
 pub mod node;
+pub mod objstore;
 pub mod provisioned;
 pub mod scheduler;
 pub mod server;

@@ -11,6 +11,8 @@ use crate::node::Node;
 use crate::server::ServerStats;
 use crate::stats::{OpKind, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
 
+mod buckets;
+
 /// Sample every volume's counters every [`SAMPLE_EVERY`] (rates for the API's `metric`).
 pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -21,6 +23,9 @@ pub fn spawn_sampler(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
             let now = std::time::Instant::now();
             for v in node.volumes() {
                 v.stats.sample(now);
+            }
+            for b in node.buckets() {
+                b.stats.sample(now);
             }
             if let Some(fs) = node.provisioned() {
                 fs.stats.sample(now);
@@ -309,6 +314,7 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
     for (v, l) in &vols {
         let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
     }
+    buckets::render(node, &mut o);
     crate::credits::render_metrics(&mut o, node, &vols);
     o
 }

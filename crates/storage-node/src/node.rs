@@ -1,4 +1,7 @@
 //! The node: volumes, policies, the scheduler, and the rules that tie them together.
+//! S3 buckets are flows too (`buckets`).
+
+mod buckets;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -19,6 +22,7 @@ use crate::volume::{lock, Volume};
 pub struct Node {
     data_dir: PathBuf,
     volumes: RwLock<BTreeMap<String, Arc<Volume>>>,
+    buckets: RwLock<BTreeMap<String, Arc<crate::bucket::Bucket>>>,
     policies: RwLock<BTreeMap<String, Policy>>,
     /// Flows of shared fixed policies, by policy name.
     shared_flows: Mutex<HashMap<String, u32>>,
@@ -53,6 +57,7 @@ impl Node {
         let node = Arc::new(Node {
             data_dir: data_dir.to_path_buf(),
             volumes: RwLock::new(BTreeMap::new()),
+            buckets: RwLock::new(BTreeMap::new()),
             policies: RwLock::new(policies),
             shared_flows: Mutex::new(HashMap::new()),
             default_export: cfg.default_export.clone(),
@@ -144,6 +149,9 @@ impl Node {
         for v in self.members(name) {
             self.recompute(&v);
         }
+        for b in self.bucket_members(name) {
+            self.recompute_bucket(&b);
+        }
     }
 
     /// Rename a policy, keeping its members and their flows.
@@ -162,6 +170,9 @@ impl Node {
         }
         for v in self.members(old) {
             v.set_policy(Some(new.to_string()));
+        }
+        for b in self.bucket_members(old) {
+            b.set_policy(Some(new.to_string()));
         }
     }
 
@@ -312,6 +323,7 @@ impl Node {
                 self.recompute(&vol);
             }
         }
+        self.refresh_bucket_used_space();
     }
 
     fn depends_on_used(&self, vol: &Volume) -> bool {

@@ -9,6 +9,9 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+mod s3;
+pub use s3::{BucketRow, S3UserRow};
+
 /// A stored policy. `spec` is the policy's ONTAP JSON (`{"fixed": {...}}` or
 /// `{"adaptive": {...}}`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +80,7 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(s3::SCHEMA)?;
         let seeded: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key = 'seeded'", [], |r| {
                 r.get(0)

@@ -7,6 +7,8 @@
 //!   FIFO control (`--profile isolation`);
 //! - [`ramp`]: GenIO-style ramps on qoslab's own generator (`[ramp]`, `[[system]]`,
 //!   `--profile ramp`);
+//! - [`s3`]: the S3 benchmark on qoslab's own driver (`[s3]`, `[[s3.test]]`,
+//!   `--profile s3`), GOSBench's plans and warp's analysis, many load generators over ssh;
 //! - [`provisioned`]: seed 003's FSx workshop against a provisioned spec: cached reads,
 //!   burst then baseline, 1 vs 16 connections, IOPS; or a volume model's burst
 //!   (`[provisioned]`, `--profile provisioned`);
@@ -22,6 +24,7 @@ pub mod isolation;
 pub mod provisioned;
 pub mod ramp;
 pub mod registry;
+pub mod s3;
 pub mod suite;
 pub mod tenants;
 

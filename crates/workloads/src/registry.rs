@@ -28,6 +28,7 @@ pub static FAMILIES: &[&dyn WorkloadFamily] = &[
     &crate::dbench::Dbench,
     &crate::isolation::Isolation,
     &crate::ramp::Ramp,
+    &crate::s3::S3,
     &crate::tenants::Tenants,
     &crate::suite::Suites,
     &crate::provisioned::Provisioned,

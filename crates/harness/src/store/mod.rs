@@ -5,10 +5,13 @@
 //!
 //! Schema ([`schema`], docs/BENCH.md): `runs`, `policies`, `volumes`, `jobs` (with the job
 //! file and fio's raw JSON), `results` (one row per job, client and direction), `verdicts`,
-//! `summary_tables`, and the time series `fio_samples` and `node_samples` (schema 3).
-//! Writing is here; reading back is in [`read`]; the records are in [`model`].
+//! `summary_tables`, the time series `fio_samples` and `node_samples` (schema 3), and the
+//! per-operation results `op_results` and their segments `op_samples` (schema 6: S3,
+//! written and read in [`ops`]). Writing is here; reading back is in [`read`]; the records
+//! are in [`model`].
 
 mod model;
+mod ops;
 mod read;
 mod schema;
 
@@ -236,22 +239,7 @@ impl Store {
                 )?;
             }
         }
-        for v in verdicts {
-            tx.execute(
-                "INSERT INTO verdicts (job_id, expectation, measured, bound, passed, detail, outcome, reason)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    job,
-                    v.expectation,
-                    v.measured,
-                    v.bound,
-                    v.passed,
-                    v.detail,
-                    v.outcome.as_str(),
-                    v.reason
-                ],
-            )?;
-        }
+        insert_verdicts(&tx, job, verdicts)?;
         tx.commit()?;
         Ok(())
     }
@@ -393,6 +381,7 @@ impl Store {
                 ],
             )?;
         }
+        ops::insert_samples(&tx, s.job_id, &s.ops)?;
         tx.commit()?;
         Ok(())
     }
@@ -430,6 +419,27 @@ impl Store {
     }
 }
 
+/// A job's verdicts, inside its transaction.
+fn insert_verdicts(tx: &rusqlite::Transaction<'_>, job: i64, verdicts: &[Verdict]) -> Result<()> {
+    for v in verdicts {
+        tx.execute(
+            "INSERT INTO verdicts (job_id, expectation, measured, bound, passed, detail, outcome, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                job,
+                v.expectation,
+                v.measured,
+                v.bound,
+                v.passed,
+                v.detail,
+                v.outcome.as_str(),
+                v.reason
+            ],
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::schema::SCHEMA;
@@ -438,7 +448,7 @@ mod tests {
     use crate::series::{FioSample, NodeSample};
 
     /// Removes a test's directory when dropped (also when the test panics).
-    struct RemoveOnDrop(std::path::PathBuf);
+    pub(super) struct RemoveOnDrop(pub(super) std::path::PathBuf);
 
     impl Drop for RemoveOnDrop {
         fn drop(&mut self) {
@@ -602,6 +612,7 @@ mod tests {
                 floor_wait_us: 0.0,
                 ..Default::default()
             }],
+            ops: Vec::new(),
             resources: Vec::new(),
             hosts: vec![host_series()],
         };
@@ -688,6 +699,7 @@ mod tests {
             node: vec![],
             resources: vec![],
             hosts: vec![host_series()],
+            ops: vec![],
         })
         .unwrap();
         let r = s.load_run(1).unwrap();
@@ -739,6 +751,7 @@ mod tests {
             node: vec![],
             resources: vec![],
             hosts: vec![host_series()],
+            ops: vec![],
         })
         .unwrap();
         s.adopt_jobs(a, b).unwrap();

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::host::Env;
+use crate::ops::OpResult;
 use crate::series::JobSeries;
 use crate::verdict::{Limits, Verdict};
 use fio::JobResult;
@@ -43,6 +44,9 @@ pub struct JobRecord {
     /// Local: one entry. Client/server: per client, then "All clients".
     pub results: Vec<JobResult>,
     pub verdicts: Vec<Verdict>,
+    /// Per-operation results of a request/response driver (S3): per client and operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<OpResult>,
 }
 
 impl JobRecord {

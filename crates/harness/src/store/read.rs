@@ -142,11 +142,13 @@ impl Store {
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
+        let ops = self.load_op_samples(job_id)?;
         let hosts = self.load_hosts(job_id)?;
         Ok(JobSeries {
             job_id,
             fio,
             node,
+            ops,
             resources,
             hosts,
         })
@@ -289,6 +291,7 @@ impl Store {
                         .and_then(|j| serde_json::from_str(&j).ok()),
                     results: Vec::new(),
                     verdicts: Vec::new(),
+                    ops: Vec::new(),
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
@@ -361,6 +364,9 @@ impl Store {
                     })
                 })?
                 .collect::<std::result::Result<_, _>>()?;
+        }
+        for j in &mut jobs {
+            j.ops = self.load_ops(j.id)?;
         }
         for j in &jobs {
             let s = self.load_series(j.id)?;

@@ -1,11 +1,13 @@
-//! The results database's schema (`PRAGMA user_version` 5). Tables are created with
+//! The results database's schema (`PRAGMA user_version` 6). Tables are created with
 //! `IF NOT EXISTS`, so opening an older database adds the newer tables in place, and
-//! [`MIGRATIONS`] add the newer columns (schema 4: a job's diagnosis and steady state, a
-//! verdict's outcome and reason; the host tool-set tables. Schema 5: each node sample's
-//! burst buckets; the provisioned file system's `resource_samples`).
+//! [`MIGRATIONS`] add the newer columns (schema 3: the series tables; schema 4: a job's
+//! diagnosis and steady state, a verdict's outcome and reason, the host tool-set tables;
+//! schema 5: each node sample's burst buckets, the provisioned file system's
+//! `resource_samples`; schema 6: the per-operation results of request/response drivers,
+//! `op_results` and `op_samples`, the S3 family: new tables only, so no column migration).
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Columns added after a table was first shipped: (table, column, definition). Added when
 /// missing; then `fill` sets what older rows imply.
@@ -136,5 +138,34 @@ CREATE TABLE IF NOT EXISTS host_samples (
   host TEXT NOT NULL,
   t_ms INTEGER NOT NULL,           -- end of the 1 s interval, on fio's log clock
   sample TEXT NOT NULL             -- JSON: toolsets::HostSample
+);
+CREATE TABLE IF NOT EXISTS op_results (      -- schema 6
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  client TEXT NOT NULL,            -- '' one local driver; load generator; 'All hosts'
+  op TEXT NOT NULL,                -- GET | PUT | DELETE | LIST | STAT
+  ops INTEGER NOT NULL, bytes REAL NOT NULL,
+  window_start_ms INTEGER NOT NULL, window_ms INTEGER NOT NULL,
+  ops_per_s REAL NOT NULL, bytes_per_s REAL NOT NULL,
+  lat_n INTEGER NOT NULL, lat_mean_ns REAL NOT NULL, lat_min_ns INTEGER NOT NULL,
+  lat_p50_ns INTEGER NOT NULL, lat_p90_ns INTEGER NOT NULL, lat_p99_ns INTEGER NOT NULL,
+  lat_max_ns INTEGER NOT NULL,
+  ttfb_n INTEGER, ttfb_mean_ns REAL, ttfb_min_ns INTEGER,   -- NULL: not measured
+  ttfb_p50_ns INTEGER, ttfb_p90_ns INTEGER, ttfb_p99_ns INTEGER, ttfb_max_ns INTEGER,
+  seg_n INTEGER NOT NULL,
+  seg_ops_slowest REAL NOT NULL, seg_ops_median REAL NOT NULL, seg_ops_fastest REAL NOT NULL,
+  seg_bps_slowest REAL NOT NULL, seg_bps_median REAL NOT NULL, seg_bps_fastest REAL NOT NULL,
+  total INTEGER NOT NULL, errors INTEGER NOT NULL,
+  error_codes TEXT NOT NULL        -- JSON object: code -> count
+);
+CREATE TABLE IF NOT EXISTS op_samples (      -- schema 6
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  client TEXT NOT NULL,
+  op TEXT NOT NULL,
+  t_ms INTEGER NOT NULL,           -- end of the segment, ms from the job's start
+  dur_ms INTEGER NOT NULL,
+  ops_per_s REAL NOT NULL, bytes_per_s REAL NOT NULL, errors INTEGER NOT NULL,
+  lat_mean_ns REAL NOT NULL, lat_p50_ns INTEGER NOT NULL, lat_p99_ns INTEGER NOT NULL,
+  ttfb_mean_ns REAL NOT NULL,
+  in_window INTEGER NOT NULL
 );
 ";

@@ -49,6 +49,7 @@ fn job(volume: &str, name: &str, measured: f64, outcome: Outcome) -> JobRecord {
         steady: None,
         results: vec![r],
         verdicts: vec![v],
+        ops: vec![],
     }
 }
 

@@ -1,7 +1,7 @@
 //! Reports of real runs: real fio on the embedded node (a 500 IOPS volume, 3 s), its time
 //! series in the store, the HTML report rendered by headless Chromium (screenshot, charts
 //! drawn, no script or console errors), `results export --format html`, `compare`, and the
-//! node's samples read over REST with `--node`.
+//! node's samples read over REST with `--node`; an S3 run's report too.
 //!
 //! `UPDATE_DOC_SCREENSHOT=1` also writes docs/img/report-500iops.png from the real run.
 
@@ -424,4 +424,53 @@ fn the_first_screen_of_a_report_is_its_answer() {
     assert!(dom.contains("1 inconclusive"), "counts in the answer");
     let (_, _, png) = render(d.path(), &html_path, "1280,800");
     assert_eq!(png_size(&png), (1280, 800));
+}
+
+/// An S3 run (the profile on an embedded S3 node, 2 s): its report draws the per-operation
+/// charts (the summary table's and each job's per-second ones) in Chromium, with no script
+/// or console errors.
+#[test]
+fn the_report_of_an_s3_run_draws_its_charts_in_chromium() {
+    let _g = heavy();
+    require_tool("chromium");
+    let d = Dir::new("report-s3");
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            "--profile",
+            "s3",
+            "--runtime",
+            "2",
+            "--ramp",
+            "0.5",
+            "--db",
+            "s3.db",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let html_path = d.path().join("s3.html");
+    let o = qoslab(
+        &d,
+        &["report", "last", "--db", "s3.db", "-o", "s3.html"],
+        LIMIT,
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+    let (dom, stderr, _png) = render(d.path(), &html_path, "1280,3000");
+    let expected: usize = by_id(&dom, "charts-expected").unwrap().parse().unwrap();
+    let drawn: usize = by_id(&dom, "charts-drawn")
+        .expect("the page's script ran")
+        .parse()
+        .unwrap();
+    // Table: throughput and latency per operation; job: requests/s, throughput, latency.
+    assert!(expected >= 5, "{expected}");
+    assert_eq!(drawn, expected, "charts drawn by Chromium");
+    assert!(dom.contains("requests per second") && dom.contains(">GET<"));
+    assert!(
+        console_errors(&stderr).is_empty(),
+        "{:?}",
+        console_errors(&stderr)
+    );
 }

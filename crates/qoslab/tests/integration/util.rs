@@ -61,8 +61,13 @@ pub struct TempDir(PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
+        TempDir::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// A fresh directory under `base` (e.g. a tmpfs), removed on drop.
+    pub fn new_in(base: &Path, tag: &str) -> TempDir {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let p = std::env::temp_dir().join(format!("qoslab-it-{}-{n}-{tag}", std::process::id()));
+        let p = base.join(format!("qoslab-it-{}-{n}-{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&p);
         fs::create_dir_all(&p).unwrap_or_else(|e| panic!("creating {}: {e}", p.display()));
         TempDir(p)
@@ -104,16 +109,24 @@ impl Node {
     /// over plain HTTP (`--insecure-http`: most tests speak raw HTTP/1.1 bytes);
     /// [`Node::start_https`] keeps the node's default, HTTPS.
     pub fn start_with(config_toml: &str, extra: &[&str]) -> Node {
-        let mut args: Vec<&str> = extra.to_vec();
-        if !args.contains(&"--insecure-http") {
-            args.push("--insecure-http");
-        }
-        Node::start_https(config_toml, &args)
+        Node::start_in(TempDir::new("node"), config_toml, extra)
     }
 
     /// A node with the API on HTTPS (its certificate generated in the data dir).
     pub fn start_https(config_toml: &str, extra: &[&str]) -> Node {
-        let dir = TempDir::new("node");
+        Node::start_https_in(TempDir::new("node"), config_toml, extra)
+    }
+
+    /// Like [`Node::start_with`], in `dir` (its data directory `dir/data`).
+    pub fn start_in(dir: TempDir, config_toml: &str, extra: &[&str]) -> Node {
+        let mut args: Vec<&str> = extra.to_vec();
+        if !args.contains(&"--insecure-http") {
+            args.push("--insecure-http");
+        }
+        Node::start_https_in(dir, config_toml, &args)
+    }
+
+    fn start_https_in(dir: TempDir, config_toml: &str, extra: &[&str]) -> Node {
         let config = dir.join("node.toml");
         fs::write(&config, config_toml).expect("writing node.toml");
         let socket = dir.join("nbd.sock");

@@ -174,6 +174,7 @@ enum Route {
     Svm(String),
     Cluster,
     Metrics,
+    S3(super::s3::S3Route),
 }
 
 impl Route {
@@ -182,6 +183,7 @@ impl Route {
             Route::Policies | Route::Volumes => "GET, POST, PATCH, DELETE",
             Route::Policy(_) | Route::Volume(_) => "GET, PATCH, DELETE",
             Route::Svms | Route::Svm(_) | Route::Metrics | Route::Cluster => "GET",
+            Route::S3(r) => r.allowed(),
         }
     }
 }
@@ -194,6 +196,9 @@ fn route(path: &str) -> Option<Route> {
             .filter(|rest| !rest.is_empty() && !rest.contains('/'))
             .map(percent_decode)
     };
+    if let Some(r) = super::s3::route(p, percent_decode) {
+        return Some(Route::S3(r));
+    }
     match p {
         "/metrics" => Some(Route::Metrics),
         POLICIES => Some(Route::Policies),
@@ -226,7 +231,8 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Resp {
             "",
             format!(
                 "no such endpoint {path}; endpoints: /api/cluster, {POLICIES}[/UUID], \
-                 {VOLUMES}[/UUID], {SVMS}[/UUID], /metrics"
+                 {VOLUMES}[/UUID], {SVMS}[/UUID], \
+                 /api/protocols/s3/services[/SVM_UUID[/users[/NAME]|/buckets[/UUID]]], /metrics"
             ),
         ));
     };
@@ -324,6 +330,7 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Resp {
             (_, Route::Volume(u)) => cp.get_volume(&u, &query),
             (_, Route::Svm(u)) => cp.get_svm(&u, &query),
             (_, Route::Cluster) => cp.cluster(),
+            (m, Route::S3(r)) => cp.s3_dispatch(&m, r, &body, &query),
             (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
         })
         .await

@@ -12,6 +12,7 @@ pub mod http;
 pub mod model;
 mod policies;
 pub mod query;
+pub mod s3;
 mod seed;
 mod svms;
 pub mod users;
@@ -53,6 +54,8 @@ pub struct ControlPlane {
     inner: Mutex<Inner>,
     /// Where NBD clients reach this node (set once the listeners are bound).
     nbd: std::sync::OnceLock<NbdEndpoints>,
+    /// S3 users and buckets (api/s3.rs).
+    s3: s3::S3State,
 }
 
 /// The node's NBD listening addresses, reported in each volume's `nbd` block so that
@@ -173,6 +176,8 @@ impl ControlPlane {
             }
         }
         let node = Node::open(&node_cfg, data_dir).map_err(|e| e.to_string())?;
+        let s3 = s3::S3State::load(&store, &node, &policies, None)
+            .map_err(|e| format!("{}: S3 buckets: {e}", db.display()))?;
         Ok(Arc::new(ControlPlane {
             node,
             server_stats,
@@ -182,6 +187,7 @@ impl ControlPlane {
                 volumes,
             }),
             nbd: std::sync::OnceLock::new(),
+            s3,
         }))
     }
 

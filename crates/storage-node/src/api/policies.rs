@@ -191,24 +191,27 @@ impl ControlPlane {
         Ok(Reply::ok(bulk_reply(&inner, &uuids)))
     }
 
-    fn check_policy_deletable(inner: &Inner, i: usize) -> R<()> {
+    fn check_policy_deletable(&self, inner: &Inner, i: usize) -> R<()> {
         let row = &inner.policies[i].row;
         if row.builtin {
             return Err(read_only_policy(&row.name));
         }
-        let users: Vec<&str> = inner
+        let mut users: Vec<&str> = inner
             .volumes
             .iter()
             .filter(|v| v.policy_uuid.as_deref() == Some(row.uuid.as_str()))
             .map(|v| v.name.as_str())
             .collect();
+        // Buckets under the policy hold it too (api/s3.rs).
+        let buckets = self.s3.buckets_using(&row.uuid);
+        users.extend(buckets.iter().map(|b| b.as_str()));
         if !users.is_empty() {
             return Err(ApiError::conflict(
                 code::IN_USE,
                 "uuid",
                 format!(
-                    "policy {:?} is in use by {} volume(s): {}; move them to another policy \
-                     (or none) first",
+                    "policy {:?} is in use by {} volume(s) or bucket(s): {}; move them to \
+                     another policy (or none) first",
                     row.name,
                     users.len(),
                     users.join(", ")
@@ -229,7 +232,7 @@ impl ControlPlane {
     pub fn delete_policy(&self, uuid: &str) -> R<Reply> {
         let mut inner = self.lock();
         let i = policy_index(&inner, uuid)?;
-        Self::check_policy_deletable(&inner, i)?;
+        self.check_policy_deletable(&inner, i)?;
         self.remove_policy(&mut inner, uuid)?;
         Ok(Reply::ok(json!({})))
     }
@@ -241,7 +244,7 @@ impl ControlPlane {
         let mut inner = self.lock();
         let uuids = uuids_of(&self.selected_policies(&inner, q)?);
         for u in &uuids {
-            Self::check_policy_deletable(&inner, policy_index(&inner, u)?)?;
+            self.check_policy_deletable(&inner, policy_index(&inner, u)?)?;
         }
         let body = bulk_reply(&inner, &uuids);
         for u in &uuids {

@@ -128,7 +128,7 @@ impl ControlPlane {
         Ok(Reply::ok(super::single(self.volume_json(&inner, v), q)))
     }
 
-    fn resolve_policy(inner: &Inner, r: &PolicyRef) -> R<String> {
+    pub(super) fn resolve_policy(inner: &Inner, r: &PolicyRef) -> R<String> {
         let found = inner.policies.iter().find(|p| {
             !matches!(&r.uuid, Some(u) if u != &p.row.uuid)
                 && !matches!(&r.name, Some(n) if n != &p.row.name)
@@ -150,7 +150,7 @@ impl ControlPlane {
         }
     }
 
-    fn policy_name_of(inner: &Inner, uuid: &Option<String>) -> Option<String> {
+    pub(super) fn policy_name_of(inner: &Inner, uuid: &Option<String>) -> Option<String> {
         uuid.as_ref().and_then(|u| {
             inner
                 .policies

@@ -280,6 +280,7 @@ impl FamilyPlan for RampRun {
                 // Node-wide like the hosts: every system shares the provisioned file system.
                 resources: series.resources.clone(),
                 hosts: series.hosts.clone(),
+                ..JobSeries::default()
             };
             ctx.add_series(&own)?;
             let limits = limits_of(sys, ctx.node, ctx.target);

@@ -118,6 +118,7 @@ fn job(id: i64, name: &str, volume: &str, iops: f64, bw: u64) -> JobRecord {
         verdicts: Vec::new(),
         diagnosis: None,
         steady: None,
+        ops: Vec::new(),
     }
 }
 
@@ -176,6 +177,7 @@ fn run() -> RunRecord {
                 node: node1,
                 resources: Vec::new(),
                 hosts: Vec::new(),
+                ops: Vec::new(),
             },
             JobSeries {
                 job_id: 2,
@@ -183,6 +185,7 @@ fn run() -> RunRecord {
                 node: Vec::new(),
                 resources: res2,
                 hosts: Vec::new(),
+                ops: Vec::new(),
             },
         ],
     }

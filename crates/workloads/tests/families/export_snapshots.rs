@@ -55,6 +55,7 @@ fn job(
         steady: None,
         results,
         verdicts,
+        ops: Vec::new(),
     }
 }
 
@@ -245,6 +246,7 @@ fn series() -> Vec<JobSeries> {
         job_id: 1,
         fio,
         node,
+        ops: Vec::new(),
         resources: Vec::new(),
         hosts: vec![host()],
     }]

@@ -9,4 +9,5 @@ mod fio_plans;
 mod main_db;
 mod provisioned_plans;
 mod ramp_plans;
+mod s3_plans;
 mod suite_plans;

@@ -44,6 +44,7 @@ fn credit_series(job_id: i64) -> JobSeries {
             },
         ],
         hosts: Vec::new(),
+        ops: Vec::new(),
         resources: vec![
             ResourceSample {
                 t_ms: 500,

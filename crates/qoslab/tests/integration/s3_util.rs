@@ -1,0 +1,130 @@
+//! Shared by the S3 tests: a node with an S3 endpoint and a user, and the real clients
+//! (awscli, boto3 scripts, s3cmd, rclone, curl's SigV4) pointed at it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::util::{require_tool, run, Node, Out, TempDir};
+
+pub const ACCESS: &str = "AKIAQOSLABTEST000001";
+pub const SECRET: &str = "qoslab/test+secret0000000000000000000000";
+
+/// A node serving S3 on a free loopback port, with user `root` (ACCESS, SECRET).
+pub struct S3Node {
+    pub node: Node,
+    pub endpoint: String,
+    _keys: TempDir,
+}
+
+impl S3Node {
+    pub fn start(config_toml: &str, extra: &[&str]) -> S3Node {
+        S3Node::start_on(config_toml, "127.0.0.1:0", extra)
+    }
+
+    /// Like [`S3Node::start`], serving S3 on `addr` (a namespace test bed's coordinator
+    /// address, for load generators in the bed).
+    pub fn start_on(config_toml: &str, addr: &str, extra: &[&str]) -> S3Node {
+        S3Node::start_in(TempDir::new("node"), config_toml, addr, extra)
+    }
+
+    /// Like [`S3Node::start`] with the node's data directory on tmpfs (`/dev/shm`, when the
+    /// machine has one): rate tests then measure the QoS, not the fsync stalls of a disk
+    /// shared with the other tests (durability is tested on disk, by `s3_crash`).
+    pub fn start_on_tmpfs(config_toml: &str, extra: &[&str]) -> S3Node {
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            TempDir::new_in(shm, "node")
+        } else {
+            eprintln!("no /dev/shm: the node's data directory is on the temp dir's disk");
+            TempDir::new("node")
+        };
+        S3Node::start_in(dir, config_toml, "127.0.0.1:0", extra)
+    }
+
+    fn start_in(dir: TempDir, config_toml: &str, addr: &str, extra: &[&str]) -> S3Node {
+        let keys = TempDir::new("s3keys");
+        let kf = keys.join("keys");
+        std::fs::write(&kf, format!("root {ACCESS} {SECRET}\n")).unwrap();
+        let mut args = vec!["--listen-s3", addr, "--s3-keys-file", kf.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let node = Node::start_in(dir, config_toml, &args);
+        let endpoint = endpoint_of(&node);
+        S3Node {
+            node,
+            endpoint,
+            _keys: keys,
+        }
+    }
+
+    /// After a restart the port changes: read it again.
+    pub fn refresh_endpoint(&mut self) {
+        self.endpoint = endpoint_of(&self.node);
+    }
+
+    pub fn bucket_dir(&self) -> PathBuf {
+        self.node.data_dir().join("buckets")
+    }
+
+    /// `aws --endpoint-url ... ARGS` with the test user's keys.
+    pub fn aws(&self, args: &[&str]) -> Out {
+        require_tool("aws");
+        let mut c = Command::new("aws");
+        c.arg("--endpoint-url").arg(&self.endpoint).args(args);
+        self.env(&mut c);
+        run(&mut c, Duration::from_secs(180))
+    }
+
+    /// `python3 SCRIPT` (from tests/integration/s3) with the endpoint and keys in its
+    /// environment, plus `vars`.
+    pub fn python(&self, script: &str, vars: &[(&str, String)], timeout: Duration) -> Out {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/integration/s3")
+            .join(script);
+        let mut c = Command::new("python3");
+        c.arg(path);
+        self.env(&mut c);
+        c.env("S3_ENDPOINT", &self.endpoint)
+            .env("BUCKET_DIR", self.bucket_dir());
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        run(&mut c, timeout)
+    }
+
+    pub fn env(&self, c: &mut Command) {
+        c.env("AWS_ACCESS_KEY_ID", ACCESS)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            // No user config may change what the clients do (an empty file is not a
+            // valid config to botocore: name one that does not exist).
+            .env("AWS_CONFIG_FILE", "/nonexistent/qoslab-test/aws-config")
+            .env(
+                "AWS_SHARED_CREDENTIALS_FILE",
+                "/nonexistent/qoslab-test/aws-credentials",
+            )
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+    }
+}
+
+fn endpoint_of(node: &Node) -> String {
+    node.ready_output()
+        .iter()
+        .find_map(|l| l.strip_prefix("qoslab: s3: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no `qoslab: s3:` line in {:?}", node.ready_output()))
+        .to_string()
+}
+
+/// Fail (never skip) unless boto3 imports.
+pub fn require_boto3() {
+    let ok = Command::new("python3")
+        .args(["-c", "import boto3"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "python3 cannot import boto3: run scripts/install-deps.sh (pip install boto3 awscli)"
+    );
+}

@@ -1,0 +1,123 @@
+//! qoslab's S3 endpoint: the S3 REST API over the storage node's buckets.
+//!
+//! [`s3s`] does the HTTP and protocol work (routing, XML, AWS Signature V4 including
+//! `aws-chunked` streaming bodies); this crate implements the operations over the node:
+//! buckets are the node's ([`storage_node::bucket::Bucket`], catalogued by the control
+//! plane), objects live in each bucket's [`storage_node::objstore::ObjectStore`], and every
+//! request passes its bucket's QoS flow first ([`storage_node::flow_gate::FlowGate`]): one
+//! operation, its payload bytes against MB/s.
+//!
+//! Crate direction: `s3-server` depends on `storage-node` (the catalog, buckets, flows);
+//! the node knows nothing of S3's wire format, and the REST API that manages users and
+//! buckets stays in `storage-node::api::s3`.
+
+mod auth;
+mod body;
+mod context;
+mod endpoint;
+pub mod errors;
+mod multipart;
+mod objects;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hyper_util::rt::TokioIo;
+use storage_node::api::ControlPlane;
+use tokio::net::TcpListener;
+
+pub use context::Endpoint;
+
+/// Limits of the endpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct S3Options {
+    /// Largest single PUT or part (S3: 5 GiB); larger announced bodies get EntityTooLarge.
+    pub max_object_size: u64,
+}
+
+impl Default for S3Options {
+    fn default() -> Self {
+        S3Options {
+            max_object_size: storage_node::objstore::MAX_OBJECT_SIZE,
+        }
+    }
+}
+
+/// Does the request carry `Expect: 100-continue`, and is its body empty?
+///
+/// hyper sends `100 Continue` only when the service reads the body. A request with an
+/// empty body, or one refused before its body is read, gets a final status instead, and
+/// botocore then keeps that status line for the connection's *next* response (it waits
+/// and times out). Such connections are closed after the reply, so clients open a fresh
+/// one; a successful request whose body was read keeps its connection.
+fn expect_continue<B>(req: &hyper::Request<B>) -> (bool, bool) {
+    let expect = req
+        .headers()
+        .get(hyper::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let empty = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .is_none_or(|v| v.as_bytes() == b"0");
+    (expect, empty)
+}
+
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}
+
+/// The s3s service over the node: Signature V4 against the control plane's users.
+pub fn service(cp: Arc<ControlPlane>, opts: S3Options) -> s3s::service::S3Service {
+    let mut b = s3s::service::S3ServiceBuilder::new(Endpoint::new(cp.clone(), opts));
+    b.set_auth(auth::Keys(cp));
+    b.build()
+}
+
+/// Serve S3 on `listener` until `shutdown` completes. Must run inside the node's runtime.
+pub async fn serve(
+    listener: TcpListener,
+    cp: Arc<ControlPlane>,
+    opts: S3Options,
+    shutdown: impl Future<Output = ()>,
+) {
+    let svc = service(cp, opts);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = &mut shutdown => return,
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("s3: accept: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let (expect, empty) = expect_continue(&req);
+                let fut = hyper::service::Service::call(&svc, req);
+                async move {
+                    let mut resp = fut.await?;
+                    if expect && (empty || !resp.status().is_success()) {
+                        resp.headers_mut().insert(
+                            hyper::header::CONNECTION,
+                            hyper::header::HeaderValue::from_static("close"),
+                        );
+                    }
+                    Ok::<_, s3s::HttpError>(resp)
+                }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc);
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, "s3 connection: {e}");
+            }
+        });
+    }
+}

@@ -1,0 +1,172 @@
+//! The node's S3 buckets: opened from `DATA_DIR/buckets/NAME`, each put under its QoS
+//! policy exactly like a volume — its own flow, or the shared flow of a shared fixed
+//! policy (volumes and buckets of one shared policy draw from one budget), and under an
+//! emulated controller a flow of the node-wide mClock whatever its policy.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use qos_core::{effective_limits, Allocation, Policy};
+
+use super::{is_shared, Node};
+use crate::bucket::Bucket;
+use crate::errors::NodeError;
+use crate::objstore::ObjectStore;
+use crate::scheduler::{FlowQos, NO_FLOW};
+use crate::volume::lock;
+
+impl Node {
+    /// Where bucket `name` keeps its objects.
+    pub fn bucket_dir(&self, name: &str) -> PathBuf {
+        self.data_dir.join("buckets").join(name)
+    }
+
+    /// Open (creating if missing) bucket `name` and put it under `policy`. Serves S3
+    /// requests as soon as this returns.
+    pub fn open_bucket(
+        &self,
+        name: &str,
+        uuid: &str,
+        size: u64,
+        policy: Option<String>,
+    ) -> Result<Arc<Bucket>, NodeError> {
+        if let Some(p) = &policy {
+            if self.policy(p).is_none() {
+                return Err(NodeError::UnknownPolicy(p.clone()));
+            }
+        }
+        let store =
+            ObjectStore::open(&self.bucket_dir(name)).map_err(|source| NodeError::Bucket {
+                name: name.to_string(),
+                source,
+            })?;
+        let b = Arc::new(Bucket::new(name.to_string(), uuid.to_string(), size, store));
+        self.buckets
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_string(), b.clone());
+        self.assign_bucket_policy(&b, policy)?;
+        Ok(b)
+    }
+
+    /// Take a bucket out of service (S3 requests get NoSuchBucket); the caller removes
+    /// its directory.
+    pub fn remove_bucket(&self, name: &str) -> Option<Arc<Bucket>> {
+        let b = self
+            .buckets
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name)?;
+        let _ = self.assign_bucket_policy(&b, None);
+        Some(b)
+    }
+
+    pub fn bucket(&self, name: &str) -> Option<Arc<Bucket>> {
+        self.buckets
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// All buckets, sorted by name.
+    pub fn buckets(&self) -> Vec<Arc<Bucket>> {
+        self.buckets
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Buckets under policy `name`.
+    pub fn bucket_members(&self, name: &str) -> Vec<Arc<Bucket>> {
+        self.buckets()
+            .into_iter()
+            .filter(|b| b.policy().as_deref() == Some(name))
+            .collect()
+    }
+
+    /// Change a bucket's declared size (an adaptive policy's allocated space).
+    pub fn resize_bucket(&self, b: &Bucket, size: u64) {
+        b.set_size(size);
+        self.recompute_bucket(b);
+    }
+
+    /// Put `b` under `policy` (or none), recomputing its limits and flow.
+    pub fn assign_bucket_policy(
+        &self,
+        b: &Bucket,
+        policy: Option<String>,
+    ) -> Result<(), NodeError> {
+        if let Some(p) = &policy {
+            if self.policy(p).is_none() {
+                return Err(NodeError::UnknownPolicy(p.clone()));
+            }
+        }
+        let old_flow = b.flow();
+        let was_shared = b
+            .policy()
+            .and_then(|p| self.policy(&p))
+            .is_some_and(|p| is_shared(&p));
+        b.set_flow(NO_FLOW);
+        if old_flow != NO_FLOW && !was_shared {
+            self.scheduler.remove_flow(old_flow);
+        }
+        b.set_policy(policy);
+        self.recompute_bucket(b);
+        Ok(())
+    }
+
+    /// Recompute a bucket's limits and push them to the scheduler (the same rules as a
+    /// volume's: see [`Node::recompute`]).
+    pub fn recompute_bucket(&self, b: &Bucket) {
+        let now = self.clock.now();
+        let policy = b.policy().and_then(|p| self.policy(&p).map(|pol| (p, pol)));
+        let limits = policy
+            .as_ref()
+            .map(|(_, p)| effective_limits(p, &b.space()))
+            .unwrap_or_default();
+        b.set_limits(limits);
+        let q = FlowQos {
+            ceiling: limits.ceiling,
+            floor: limits.floor,
+            weight: policy.as_ref().map_or(1, |(_, p)| p.weight()),
+            burst: limits.burst,
+        };
+        let needs = self.scheduler.needs_flow(&q);
+        if let Some((name, _)) = policy.filter(|(_, p)| is_shared(p)) {
+            let mut shared = lock(&self.shared_flows);
+            let flow = *shared
+                .entry(name)
+                .or_insert_with(|| self.scheduler.create_flow(q, now));
+            self.scheduler.set_flow(flow, q, now);
+            b.set_flow(if needs { flow } else { NO_FLOW });
+            return;
+        }
+        match (b.flow(), needs) {
+            (NO_FLOW, false) => {}
+            (NO_FLOW, true) => b.set_flow(self.scheduler.create_flow(q, now)),
+            (f, false) => {
+                b.set_flow(NO_FLOW);
+                self.scheduler.remove_flow(f);
+            }
+            (f, true) => self.scheduler.set_flow(f, q, now),
+        }
+    }
+
+    /// Recompute buckets whose adaptive policy follows used space and whose stored
+    /// bytes moved (called with the volumes' used-space refresh).
+    pub(super) fn refresh_bucket_used_space(&self) {
+        for b in self.buckets() {
+            let follows_used = matches!(
+                b.policy().and_then(|p| self.policy(&p)),
+                Some(Policy::Adaptive(a)) if a.peak_allocation == Allocation::UsedSpace
+                    || a.expected_allocation == Allocation::UsedSpace
+            );
+            if b.used_moved() && follows_used {
+                self.recompute_bucket(&b);
+            }
+        }
+    }
+}
