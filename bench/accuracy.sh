@@ -37,6 +37,9 @@ Options (each also settable via the environment variable shown):
   --size-mib N       size of the shared file in MiB           (SIZE_MIB, default 1024)
   --servers LIST     comma list from qoslab,qsd               (SERVERS, default qoslab,qsd)
   --no-baseline      skip the unthrottled capacity runs       (BASELINE=0)
+  --qoslab-capacity TOML  body of a [capacity] table for every qoslab node (QOSLAB_CAPACITY),
+                     e.g. 'latency = { read = { fixed = "785us" } }': ceilings with the
+                     emulated array on (docs/CONFIG.md); default none
   --out PATH         JSON results path (OUT, default bench/results/accuracy-<date>.json)
   --pin              server on CPU 0, fio on CPU 1            (PIN=1; default unpinned)
   --keep             keep the temp work dir (fio JSON, logs)  (KEEP_WORKDIR=1)
@@ -61,6 +64,7 @@ BW_LIMITS="${BW_LIMITS:-10,100,1000}"
 BW_BS="${BW_BS:-1M}"
 SERVERS="${SERVERS:-qoslab,qsd}"
 BASELINE="${BASELINE:-1}"
+QOSLAB_CAPACITY="${QOSLAB_CAPACITY:-}"
 OUT="${OUT:-}"
 IOPS_BS=4k
 IOPS_QD=16
@@ -76,6 +80,7 @@ while (($#)); do
         --size-mib) SIZE_MIB=$2; shift 2 ;;
         --servers) SERVERS=$2; shift 2 ;;
         --no-baseline) BASELINE=0; shift ;;
+        --qoslab-capacity) QOSLAB_CAPACITY=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --pin) PIN=1; shift ;;
         --keep) KEEP_WORKDIR=1; shift ;;
@@ -122,6 +127,9 @@ write_qoslab_config() {
     [[ "$kind" == iops ]] && key=max_throughput_iops || key=max_throughput_mbps
     {
         printf '[node]\ndata_dir = "%s"\nlisten_unix = "%s"\n\n' "$DATA_DIR" "$SOCK"
+        if [[ -n "$QOSLAB_CAPACITY" ]]; then
+            printf '[capacity]\n%s\n\n' "$QOSLAB_CAPACITY"
+        fi
         if ((limit > 0)); then
             printf '[[policy]]\nname = "ceiling"\nfixed = { %s = %s }\n\n' "$key" "$limit"
         fi

@@ -185,7 +185,9 @@ nbd_uri() { printf 'nbd+unix:///%s?socket=%s' "$EXPORT_NAME" "$1"; }
 start_qoslab() {
     local cfg=$1 data=$2 sock=$3 logf=$4
     rm -f "$sock"
-    "${SERVER_PIN[@]}" "$QOSLAB" serve --config "$cfg" --data-dir "$data" --listen-unix "$sock" >"$logf" 2>&1 &
+    # No REST API: the scripts do not use it, and 8080 may belong to another node.
+    "${SERVER_PIN[@]}" "$QOSLAB" serve --config "$cfg" --data-dir "$data" --listen-unix "$sock" \
+        --listen-http off >"$logf" 2>&1 &
     SERVER_PID=$!
     SERVER_SOCK=$sock
     SERVER_PIDS+=("$SERVER_PID")

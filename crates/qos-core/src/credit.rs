@@ -24,6 +24,7 @@
 //! IOPS and bytes have independent buckets (Azure states this explicitly; EBS gp2 has only
 //! an IOPS bucket, st1/sc1 only a throughput bucket).
 
+use crate::accounting::MILLI;
 use crate::rate::Rate;
 use crate::Nanos;
 
@@ -104,6 +105,20 @@ impl Burst {
             bytes_per_sec: self.bytes.map_or(ceiling.bytes_per_sec, |s| s.rate),
         }
     }
+
+    /// The same burst with its IOPS shape counted in thousandths of an operation
+    /// ([`MILLI`]): the unit the node's pacers and mClock's buckets count in, so a request
+    /// spends the credits its I/O-size accounting counts ([`crate::accounting`]).
+    pub fn in_milliops(self) -> Burst {
+        Burst {
+            iops: self.iops.map(|s| BurstShape {
+                rate: s.rate.saturating_mul(MILLI),
+                bucket: s.bucket.saturating_mul(MILLI),
+                initial: s.initial.saturating_mul(MILLI),
+            }),
+            bytes: self.bytes,
+        }
+    }
 }
 
 /// ONTAP's documented ceiling tolerance, as a burst: "The ceiling might be exceeded by up to
@@ -154,6 +169,17 @@ pub struct CreditStatus {
 }
 
 impl CreditStatus {
+    /// An IOPS bucket counted in thousandths of an operation ([`Burst::in_milliops`]),
+    /// back in operations.
+    pub fn from_milliops(self) -> CreditStatus {
+        CreditStatus {
+            balance: self.balance / MILLI,
+            bucket: self.bucket / MILLI,
+            baseline: self.baseline / MILLI,
+            burst: self.burst / MILLI,
+        }
+    }
+
     /// Balance as a percentage of the bucket (CloudWatch's `BurstBalance`).
     pub fn percent(&self) -> f64 {
         if self.bucket == 0 {

@@ -16,6 +16,9 @@
 //! # Modules
 //!
 //! * [`units`] — parse/format sizes, throughputs, IOPS-per-capacity.
+//! * [`accounting`] — how many operations a request counts for (whole, NFS transfers,
+//!   a SolidFire-style cost curve).
+//! * [`array`] — an emulated array: per-direction cost by request size, service latency.
 //! * [`policy`] — fixed and adaptive policy groups and their validation.
 //! * [`credit`] — burst credits: baseline, burst rate, bucket (vendor presets in [`presets`]).
 //! * [`limits`] — a policy plus a volume's space → effective ceiling and floor.
@@ -34,6 +37,8 @@
 
 #![warn(missing_docs)]
 
+pub mod accounting;
+pub mod array;
 pub mod credit;
 pub mod limits;
 pub mod mclock;
@@ -44,9 +49,11 @@ pub mod rate;
 pub mod sim;
 pub mod units;
 
+pub use accounting::{Accounting, AccountingError, CostCurve, MILLI};
+pub use array::{ArrayModel, Direction, Latency, ServiceCurve, ServiceLatency};
 pub use credit::{ontap_tolerance, Burst, BurstShape, CreditLane, CreditStatus, Credits};
 pub use limits::{burst_limits, effective_limits, iops_for, EffectiveLimits, Rate, VolumeSpace};
-pub use mclock::{Dispatched, FlowId, FlowSpec, MClock, Phase};
+pub use mclock::{Charge, Dispatched, FlowId, FlowSpec, MClock, Phase};
 pub use pacer::{Pacer, BURST_WINDOW};
 pub use policy::{
     default_adaptive_groups, AdaptivePolicy, Allocation, BlockSize, BurstPolicy, FixedPolicy,

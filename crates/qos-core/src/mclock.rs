@@ -17,11 +17,16 @@
 //!   flow's queue goes from empty to non-empty (the paper's fix for idle VMs: a
 //!   returning flow starts level with the active ones, not ahead).
 //!
-//! `interval(rate)` for a request of `b` bytes is the larger of `1e9/iops` (one
-//! request) and `b·1e9/bytes_per_sec`, over the dimensions that are set; an unset
-//! reservation never fires, an unset limit never holds back.
+//! `interval(rate)` for a request counting `ops` operations and `b` bytes is the larger
+//! of `ops·1e9/iops` and `b·1e9/bytes_per_sec`, over the dimensions that are set; an
+//! unset reservation never fires, an unset limit never holds back. `ops` is 1 per
+//! request unless the caller's I/O-size accounting says otherwise ([`Charge`],
+//! [`crate::accounting`]).
 //!
 //! Because tags restart from the arrival time, **idle flows earn no credit**.
+//! [`MClock::with_limit_lookahead`] lets a flow go up to a few milliseconds before its L
+//! tag (the node uses the pacer's 5 ms [`crate::BURST_WINDOW`]), so a ceiling allows the
+//! same small burst in both of the node's modes.
 //!
 //! # Dispatch
 //!
@@ -35,16 +40,18 @@
 //!    so the weight phase shares *what is left* after floors.
 //!
 //! The node budget is a GCRA over `capacity` (ops and bytes): a request costs
-//! `max(1, bytes / cost_unit)` ops and `bytes` bytes; it may start when the
-//! node's theoretical arrival time is ≤ now. After idleness the node may run
+//! `max(1, bytes / cost_unit)` ops (or the `cost` of its [`Charge`]: an I/O-size
+//! accounting's counted ops, an array model's time) and `bytes` bytes; it may start
+//! when the node's theoretical arrival time is ≤ now. After idleness the node may run
 //! ahead by at most [`NODE_BURST`] worth of capacity (tolerance for late callers).
 //!
 //! Reservations whose sum exceeds the capacity (per dimension: reservation IOPS
 //! against capacity IOPS, reservation bytes/s against capacity bytes/s) are
 //! scaled by `capacity / sum` ([`MClock::overcommit`] reports the factor).
 //!
-//! Flow IOPS (reservation and limit) count *requests*, like [`crate::Pacer`]; the
-//! node capacity counts cost units. With requests ≤ `cost_unit` the two agree.
+//! Flow IOPS (reservation and limit) count *requests* (or the charge's counted ops),
+//! like [`crate::Pacer`]; the node capacity counts cost units. With requests ≤
+//! `cost_unit` the two agree.
 //!
 //! # FIFO: the control discipline
 //!
@@ -74,10 +81,13 @@
 //!   ([`crate::credit`]). Its L tag then spaces requests at the burst rate and also waits
 //!   for the flow's credit bucket (a GCRA at the limit), charged when the request is
 //!   dispatched: the flow runs at the burst rate while credits last, at its limit after.
+//!   The IOPS bucket is charged the ops the request's [`Charge`] counts (in thousandths,
+//!   so an I/O-size accounting's fractional ops spend exactly what they count).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 
+use crate::accounting::MILLI;
 use crate::credit::{Burst, CreditStatus, Credits};
 use crate::limits::Rate;
 use crate::Nanos;
@@ -103,6 +113,19 @@ pub struct FlowSpec {
 /// Identifies a flow of an [`MClock`]. Ids are not reused after removal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowId(pub u32);
+
+/// What one request counts for: against its flow's floor and ceiling (`ops`, in the
+/// node's counted unit, see [`crate::accounting`], and `bytes`) and against the node's
+/// capacity and the weight phase (`cost`, in capacity ops).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Charge {
+    /// Operations counted against the flow's reservation and limit IOPS.
+    pub ops: f64,
+    /// Bytes, against byte rates (flow and node).
+    pub bytes: u64,
+    /// Capacity operations the node spends on it.
+    pub cost: f64,
+}
 
 /// Which phase chose a dispatched request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -133,7 +156,7 @@ pub struct Dispatched<T> {
 
 struct Request<T> {
     token: T,
-    bytes: u64,
+    charge: Charge,
     arrival: Nanos,
 }
 
@@ -154,15 +177,30 @@ struct Flow<T> {
     gen: u64,
 }
 
-/// Seconds-per-unit interval for one request of `bytes` under `rate`, in ns;
-/// `None` when the rate sets no dimension.
-fn interval(rate: Rate, scale: f64, bytes: u64) -> Option<f64> {
+/// A flow's IOPS limit counted in thousandths of an operation: its credit buckets count
+/// the charge's ops in [`MILLI`]ths (fractional with I/O-size accounting).
+fn milli(r: Rate) -> Rate {
+    Rate {
+        iops: r.iops.saturating_mul(MILLI),
+        bytes_per_sec: r.bytes_per_sec,
+    }
+}
+
+/// The ops a charge counts, in thousandths of an operation.
+fn milliops(c: &Charge) -> u64 {
+    (c.ops * MILLI as f64).round() as u64
+}
+
+/// Interval for one request charging `c` under `rate`, in ns: the larger of `c.ops` at
+/// the IOPS and `c.bytes` at the byte rate, over the dimensions that are set; `None`
+/// when the rate sets no dimension.
+fn interval(rate: Rate, c: &Charge) -> Option<f64> {
     let mut out: Option<f64> = None;
     if rate.iops > 0 {
-        out = Some(NS / (rate.iops as f64 * scale));
+        out = Some(c.ops * NS / rate.iops as f64);
     }
     if rate.bytes_per_sec > 0 {
-        let b = bytes as f64 * NS / (rate.bytes_per_sec as f64 * scale);
+        let b = c.bytes as f64 * NS / rate.bytes_per_sec as f64;
         out = Some(out.map_or(b, |o| o.max(b)));
     }
     out
@@ -239,6 +277,8 @@ pub struct MClock<T> {
     fifo: bool,
     /// How far ahead of the node budget a reservation-phase dispatch may go (ns).
     res_lookahead: f64,
+    /// How far ahead of its limit tag a flow may be dispatched (ns): its ceiling's burst.
+    lim_lookahead: f64,
 }
 
 impl<T> MClock<T> {
@@ -261,6 +301,7 @@ impl<T> MClock<T> {
             queued: 0,
             fifo: false,
             res_lookahead: 0.0,
+            lim_lookahead: 0.0,
         }
     }
 
@@ -273,6 +314,17 @@ impl<T> MClock<T> {
     /// `ns` are unchanged; a flow returning from idleness may run at most `ns` ahead.
     pub fn with_reservation_lookahead(mut self, ns: Nanos) -> Self {
         self.res_lookahead = ns as f64;
+        self
+    }
+
+    /// Let a flow be dispatched up to `ns` before its limit tag: a ceiling then allows a
+    /// burst of `ns` worth of its rate after idleness (or one request), and a backlogged
+    /// flow stays at most `ns` ahead of its schedule, exactly the pacer's burst window
+    /// ([`crate::BURST_WINDOW`]). Without it, requests arriving together (a client at
+    /// queue depth 4) are spaced one limit interval apart even when the flow is far
+    /// below its ceiling. Over any window `W` a flow dispatches at most `rate × (W + ns)`.
+    pub fn with_limit_lookahead(mut self, ns: Nanos) -> Self {
+        self.lim_lookahead = ns as f64;
         self
     }
 
@@ -329,7 +381,8 @@ impl<T> MClock<T> {
         if let Some(Some(f)) = self.flows.get_mut(id.0 as usize) {
             if f.spec.limit != spec.limit && !f.burst.is_none() {
                 f.burst = f.burst.normalized(spec.limit);
-                f.credits.reshape(spec.limit, f.burst, now);
+                f.credits
+                    .reshape(milli(spec.limit), f.burst.in_milliops(), now);
             }
             f.spec = spec;
             self.rescale();
@@ -349,7 +402,8 @@ impl<T> MClock<T> {
             return;
         }
         f.burst = burst;
-        f.credits.reshape(f.spec.limit, burst, now);
+        f.credits
+            .reshape(milli(f.spec.limit), burst.in_milliops(), now);
         if !f.queue.is_empty() {
             self.refresh_head(idx, now as f64);
         }
@@ -361,8 +415,10 @@ impl<T> MClock<T> {
         id: FlowId,
         now: Nanos,
     ) -> (Option<CreditStatus>, Option<CreditStatus>) {
-        self.flow(id)
-            .map_or((None, None), |f| f.credits.status(now))
+        self.flow(id).map_or((None, None), |f| {
+            let (o, b) = f.credits.status(now);
+            (o.map(CreditStatus::from_milliops), b)
+        })
     }
 
     /// Remove a flow, dropping its queued requests (returned to the caller).
@@ -401,9 +457,27 @@ impl<T> MClock<T> {
         }
     }
 
-    /// Queue a request of `bytes` on flow `id` at `now`. Gives the token back
-    /// if the flow does not exist.
+    /// Queue a request of `bytes` on flow `id` at `now`: one operation against the flow's
+    /// rates, `max(1, bytes / cost_unit)` against the node's. Gives the token back if the
+    /// flow does not exist.
     pub fn enqueue(&mut self, id: FlowId, token: T, bytes: u64, now: Nanos) -> Result<(), T> {
+        let charge = Charge {
+            ops: 1.0,
+            bytes,
+            cost: self.cost_ops(bytes) as f64,
+        };
+        self.enqueue_charged(id, token, charge, now)
+    }
+
+    /// Queue a request with an explicit [`Charge`] (I/O-size accounting and array cost
+    /// models compute it). Gives the token back if the flow does not exist.
+    pub fn enqueue_charged(
+        &mut self,
+        id: FlowId,
+        token: T,
+        charge: Charge,
+        now: Nanos,
+    ) -> Result<(), T> {
         let idx = id.0 as usize;
         let vtime = self.vtime;
         let Some(Some(f)) = self.flows.get_mut(idx) else {
@@ -417,7 +491,7 @@ impl<T> MClock<T> {
         }
         f.queue.push_back(Request {
             token,
-            bytes,
+            charge,
             arrival: now,
         });
         self.queued += 1;
@@ -505,7 +579,7 @@ impl<T> MClock<T> {
                 gen,
             }));
         }
-        if tags.l <= t {
+        if tags.l <= t + self.lim_lookahead {
             self.p_heap.push(Reverse(Entry {
                 tag: tags.p,
                 idx,
@@ -546,10 +620,11 @@ impl<T> MClock<T> {
         }
     }
 
-    /// Move flows whose L tag has passed from the L heap to the ready heap.
+    /// Move flows whose L tag has passed (less the limit look-ahead) from the L heap to
+    /// the ready heap.
     fn release_limits(&mut self, t: f64) {
         while let Some(e) = self.top(HeapKind::L) {
-            if e.tag > t {
+            if e.tag > t + self.lim_lookahead {
                 break;
             }
             self.l_heap.pop();
@@ -569,27 +644,29 @@ impl<T> MClock<T> {
         let r = if self.fifo || (res.iops == 0 && res.bytes_per_sec == 0) {
             f64::INFINITY
         } else {
+            let c = &head.charge;
             let mut i = 0.0f64;
             if res.iops > 0 {
-                i = NS / (res.iops as f64 * self.scale_ops);
+                i = c.ops * NS / (res.iops as f64 * self.scale_ops);
             }
             if res.bytes_per_sec > 0 {
-                i = i.max(head.bytes as f64 * NS / (res.bytes_per_sec as f64 * self.scale_bytes));
+                i = i.max(c.bytes as f64 * NS / (res.bytes_per_sec as f64 * self.scale_bytes));
             }
             (f.last_r + i).max(arrival)
         };
-        let mut l = match interval(f.burst.peak(f.spec.limit), 1.0, head.bytes) {
+        let mut l = match interval(f.burst.peak(f.spec.limit), &head.charge) {
             Some(i) => (f.last_l + i).max(arrival),
             None => arrival,
         };
         if !f.credits.is_empty() {
-            l = l.max(f.credits.earliest(1, head.bytes) as f64);
+            let c = &head.charge;
+            l = l.max(f.credits.earliest(milliops(c), c.bytes) as f64);
         }
         let w = f64::from(f.spec.weight.max(1));
         let p = if self.fifo {
             arrival
         } else {
-            (f.last_p + self.cost_ops(head.bytes) as f64 * NS / w).max(f.p_floor)
+            (f.last_p + head.charge.cost * NS / w).max(f.p_floor)
         };
         Some(HeadTags { r, l, p })
     }
@@ -632,7 +709,8 @@ impl<T> MClock<T> {
             }
         }
         if !f.credits.is_empty() {
-            f.credits.commit(now, 1, req.bytes);
+            f.credits
+                .commit(now, milliops(&req.charge), req.charge.bytes);
         }
         let empty = f.queue.is_empty();
         f.gen += 1;
@@ -648,18 +726,18 @@ impl<T> MClock<T> {
         self.compact();
         // Charge the node budget.
         let floor = t - NODE_BURST as f64;
+        let c = req.charge;
         if self.capacity.iops > 0 {
-            let c = self.cost_ops(req.bytes) as f64;
-            self.tat_ops = self.tat_ops.max(floor) + c * NS / self.capacity.iops as f64;
+            self.tat_ops = self.tat_ops.max(floor) + c.cost * NS / self.capacity.iops as f64;
         }
         if self.capacity.bytes_per_sec > 0 {
             self.tat_bytes = self.tat_bytes.max(floor)
-                + req.bytes as f64 * NS / self.capacity.bytes_per_sec as f64;
+                + c.bytes as f64 * NS / self.capacity.bytes_per_sec as f64;
         }
         Some(Dispatched {
             flow: FlowId(idx as u32),
             token: req.token,
-            bytes: req.bytes,
+            bytes: c.bytes,
             enqueued: req.arrival,
             limit_at: tags.l.max(0.0).min(u64::MAX as f64) as Nanos,
             phase,
@@ -687,7 +765,7 @@ impl<T> MClock<T> {
             soonest = (now as f64).max(ready);
         }
         if let Some(e) = self.top(HeapKind::L) {
-            soonest = soonest.min(e.tag.max(ready));
+            soonest = soonest.min((e.tag - self.lim_lookahead).max(ready));
         }
         if let Some(e) = self.top(HeapKind::R) {
             soonest = soonest.min(e.tag.max(ready) - self.res_lookahead);

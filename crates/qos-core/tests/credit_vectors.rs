@@ -449,3 +449,103 @@ fn mclock_limits_burst_like_the_pacer() {
     let (ops, _) = mc.credit_status(flow, 60 * SEC);
     assert!(ops.expect("bucket").balance < 10);
 }
+
+/// With I/O-size accounting a request counts several operations (or a fraction of one):
+/// the buckets spend what it counts, in the thousandths the node's pacers count in
+/// ([`Burst::in_milliops`]), so the burst lasts its computed time in *operations*.
+#[test]
+fn credits_spend_the_operations_the_accounting_counts() {
+    use qos_core::{Accounting, Charge, FlowSpec, MClock, MILLI};
+    // gp2 100 GiB with a 1/100 bucket (54,000 credits): 20 s at 3,000 IOPS, then 300.
+    let l = Model::EbsGp2.limits(100 * GIB);
+    let mut shape = l.burst.iops.unwrap();
+    shape.bucket /= 100;
+    shape.initial = shape.bucket;
+    let burst = Burst {
+        iops: Some(shape),
+        bytes: None,
+    };
+    let ceiling = Rate {
+        iops: 300,
+        bytes_per_sec: 0,
+    };
+    // ONTAP over NFS: a 256 KiB request is four 64 KiB transfers, so 750 requests per
+    // second while bursting and 75 after.
+    let acc: Accounting = "transfer:64KiB".parse().unwrap();
+    let bs: u64 = 256 << 10;
+    let milliops = acc.milliops(bs);
+    assert_eq!(milliops, 4 * MILLI);
+    let client = ClosedLoop {
+        queue_depth: 8,
+        block_size: bs,
+        service_time: 0,
+    };
+
+    // The pacer as the node runs it: rates and buckets in thousandths of an operation.
+    let milli = |r: Rate| Rate {
+        iops: r.iops * MILLI,
+        bytes_per_sec: r.bytes_per_sec,
+    };
+    let mut pacer = Pacer::with_burst(milli(ceiling), burst.in_milliops(), 0);
+    let t = client.run(0, 40 * SEC, |now, _, _| pacer.admit(now, milliops, 0));
+    let end = burst_end(&t, 1, 750, 75).expect("burst ends");
+    within(
+        "pacer, 4 ops per request: burst (s)",
+        end as f64 / 1e9,
+        20.0,
+        0.01,
+    );
+    let after = t.ops_between(25 * SEC, 40 * SEC) as f64 / 15.0;
+    within(
+        "pacer, 4 ops per request: requests/s after",
+        after,
+        75.0,
+        0.01,
+    );
+    let (o, _) = pacer.credit_status(40 * SEC);
+    let o = o.expect("bucket").from_milliops();
+    assert_eq!((o.bucket, o.baseline, o.burst), (54_000, 300, 3_000));
+
+    // mClock, charged the request's counted operations.
+    let mut mc: MClock<u64> = MClock::new(Rate::UNLIMITED, 0);
+    let flow = mc.add_flow(
+        FlowSpec {
+            reservation: Rate::UNLIMITED,
+            limit: ceiling,
+            weight: 1,
+        },
+        0,
+    );
+    mc.set_burst(flow, burst, 0);
+    let mut token = 0u64;
+    let t = client.run(0, 40 * SEC, |now, _, bytes| {
+        token += 1;
+        let charge = Charge {
+            ops: acc.ops(bytes),
+            bytes,
+            cost: acc.ops(bytes),
+        };
+        mc.enqueue_charged(flow, token, charge, now)
+            .expect("flow exists");
+        let at = mc.next_wakeup(now).expect("queued");
+        let d = mc.dequeue(at).expect("due at its wake-up");
+        assert_eq!(d.token, token);
+        at
+    });
+    let end = burst_end(&t, 1, 750, 75).expect("burst ends");
+    within(
+        "mClock, 4 ops per request: burst (s)",
+        end as f64 / 1e9,
+        20.0,
+        0.01,
+    );
+    let after = t.ops_between(25 * SEC, 40 * SEC) as f64 / 15.0;
+    within(
+        "mClock, 4 ops per request: requests/s after",
+        after,
+        75.0,
+        0.01,
+    );
+    let (o, _) = mc.credit_status(flow, 40 * SEC);
+    assert_eq!(o.expect("bucket").bucket, 54_000);
+}

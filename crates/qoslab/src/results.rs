@@ -20,7 +20,8 @@ EXAMPLES:
   qoslab results export last --format series-csv --output series.csv
   qoslab results export last --format tables-csv --output tables.csv   # summary tables (suites' matrix, ...)
   qoslab results export 3 --format html --output run3.html     # same page as `qoslab report`
-  qoslab results export 3 --format json --db /var/lib/qoslab/results.db")]
+  qoslab results export 3 --format json --db /var/lib/qoslab/results.db
+  qoslab results seed000 last          # seed 000 beside the run, cell by cell")]
 pub struct ResultsArgs {
     /// Results database (default $QOSLAB_DB or ./qoslab-results.db).
     #[arg(long, global = true)]
@@ -50,6 +51,19 @@ enum ResultsCommand {
         /// Write to this file instead of stdout.
         #[arg(long, short)]
         output: Option<PathBuf>,
+    },
+    /// Seed 000's seven dbench summaries beside a run of its scenario (examples/seed000.toml,
+    /// the demo), cell by cell: seed, qoslab, difference, within 10% (latency 15%) or not.
+    /// A miss the seed's own figures explain (its figure further than the tolerance from
+    /// its baseline row under the volume's ceiling) is marked so, and so is one whose job's
+    /// diagnosis says the machine spoiled it. Exit status 1 when a cell misses that neither
+    /// explains, 3 when only the machine explains some.
+    Seed000 {
+        /// Run id, or `last`.
+        run: String,
+        /// JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -130,6 +144,14 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
                     std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?
                 }
                 None => out.write_all(&bytes)?,
+            }
+        }
+        ResultsCommand::Seed000 { run, json } => {
+            let id = run_id(&store, &run, &db)?;
+            let code = crate::seed000_cmd::print(&store.load_run(id)?, json, &mut out)?;
+            if code != 0 {
+                out.flush()?;
+                crate::bench::exit_with(code);
             }
         }
     }

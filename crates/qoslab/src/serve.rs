@@ -375,6 +375,18 @@ fn apply_capacity_args(
     if args.calibrate && explicit {
         anyhow::bail!("give either --calibrate or --capacity-iops/--capacity-mbps, not both");
     }
+    if cfg.array.model.is_some() && (explicit || args.calibrate) {
+        anyhow::bail!(
+            "the config's [capacity] declares an array (read/write points): --capacity-iops, \
+             --capacity-mbps and --calibrate would replace it; remove one of them"
+        );
+    }
+    if args.cost_unit.is_some() && !cfg.array.accounting.is_whole() {
+        anyhow::bail!(
+            "--cost-unit applies to io_accounting = \"whole\" only; the config counts {}",
+            cfg.array.accounting
+        );
+    }
     let mut cap = cfg.capacity.unwrap_or_default();
     if explicit {
         cfg.calibrate = false;
@@ -402,7 +414,7 @@ fn apply_capacity_args(
     cap.validate("--capacity").map_err(anyhow::Error::msg)?;
     let any_flag =
         explicit || args.calibrate || args.cost_unit.is_some() || args.discipline.is_some();
-    if cap.is_set() {
+    if cap.is_set() || cfg.array.needs_controller() {
         cfg.capacity = Some(cap);
     } else if any_flag {
         anyhow::bail!(
@@ -454,6 +466,7 @@ fn print_ready(
             "qoslab: no emulated controller: backend speed, ceilings only (floors not enforced)\n",
         ),
     }
+    out.push_str(&array_line(node.scheduler.array()));
     for v in vols {
         let l = v.limits();
         let ceiling = match (l.ceiling.iops, l.ceiling.bytes_per_sec) {
@@ -554,4 +567,39 @@ async fn shutdown_signal() {
         _ = term.recv() => {}
     }
     tracing::info!("signal received");
+}
+
+/// How the node counts and serves requests (docs/CONFIG.md), one line each part that is set.
+fn array_line(a: &storage_node::config::ArraySpec) -> String {
+    let mut out = format!(
+        "qoslab: I/O-size accounting: {}{}\n",
+        a.accounting,
+        match a.mbps_ceiling_with_floor {
+            storage_node::config::MbpsCeilingWithFloor::Ignored => {
+                "; MB/s ceilings of policies with a floor are not enforced (ONTAP)"
+            }
+            storage_node::config::MbpsCeilingWithFloor::Enforced => "",
+        }
+    );
+    if let Some(m) = &a.model {
+        out.push_str(&format!(
+            "qoslab: emulated array: reads {}; writes {}\n",
+            m.read, m.write
+        ));
+    }
+    if !a.latency.is_zero() {
+        let l = |s: qos_core::ServiceLatency| {
+            format!(
+                "{} us + {} us/KiB",
+                s.fixed_ns as f64 / 1e3,
+                s.per_kib_ns as f64 / 1e3
+            )
+        };
+        out.push_str(&format!(
+            "qoslab: service latency: reads {}, writes {}\n",
+            l(a.latency.read),
+            l(a.latency.write)
+        ));
+    }
+    out
 }

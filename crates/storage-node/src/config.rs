@@ -14,10 +14,12 @@ use qos_core::{
 use serde::Deserialize;
 use toml::Spanned;
 
+pub mod array;
 mod burst;
 mod provisioned;
 
 use crate::provisioned::FsSpec;
+pub use array::{ArraySpec, MbpsCeilingWithFloor};
 pub use burst::CeilingMode;
 
 /// Default busy-poll budget per connection, microseconds.
@@ -152,6 +154,8 @@ pub struct NodeConfig {
     pub ceiling_mode: CeilingMode,
     /// An emulated provisioned file system between QoS and the backend (`[provisioned]`).
     pub provisioned: Option<FsSpec>,
+    /// The emulated array's accounting, cost model and service latency (`[capacity]`).
+    pub array: ArraySpec,
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
@@ -171,6 +175,7 @@ impl Default for NodeConfig {
             calibrate: false,
             ceiling_mode: CeilingMode::Strict,
             provisioned: None,
+            array: ArraySpec::default(),
             policies: Vec::new(),
             volumes: Vec::new(),
         }
@@ -233,6 +238,12 @@ struct RawCapacity {
     cost_unit: Option<NumOrStr>,
     calibrate: Option<bool>,
     discipline: Option<String>,
+    // The array's keys (config/array.rs).
+    io_accounting: Option<String>,
+    mbps_ceiling_with_floor: Option<String>,
+    read: Option<std::collections::BTreeMap<String, String>>,
+    write: Option<std::collections::BTreeMap<String, String>>,
+    latency: Option<array::RawLatency>,
 }
 
 #[derive(Deserialize)]
@@ -373,9 +384,20 @@ impl NodeConfig {
             cfg.provisioned = Some(provisioned::parse(&what, sp.get_ref())?);
         }
 
-        if let Some(sc) = &raw.capacity {
+        if let Some(sc) = raw.capacity {
             let what = format!("{origin}:{}: capacity", line_of(text, sc.span().start));
-            let c = sc.get_ref();
+            let mut c = sc.into_inner();
+            cfg.array = array::parse(
+                &what,
+                array::RawArray {
+                    io_accounting: c.io_accounting.take(),
+                    mbps_ceiling_with_floor: c.mbps_ceiling_with_floor.take(),
+                    read: c.read.take(),
+                    write: c.write.take(),
+                    latency: c.latency.take(),
+                },
+            )?;
+            let c = &c;
             let count = |field: &str, v: Option<i64>| match v {
                 Some(i) if i < 0 => Err(ConfigError(format!(
                     "{what}.{field} = {i}: must be 0 (not limited) or positive"
@@ -409,6 +431,19 @@ impl NodeConfig {
             if cap.is_set() && cfg.calibrate {
                 return Err(ConfigError(format!(
                     "{what}: give either iops/mbps or calibrate = true, not both"
+                )));
+            }
+            if cfg.array.model.is_some() && (cap.is_set() || cfg.calibrate) {
+                return Err(ConfigError(format!(
+                    "{what}: give either iops/mbps (a budget of ops and bytes), read/write (an \
+                     array's measured points) or calibrate = true, not two of them"
+                )));
+            }
+            if c.cost_unit.is_some() && !cfg.array.accounting.is_whole() {
+                return Err(ConfigError(format!(
+                    "{what}: cost_unit applies to io_accounting = \"whole\" only; with {} the \
+                     controller counts the same operations as ceilings and floors",
+                    cfg.array.accounting
                 )));
             }
             cfg.capacity = Some(cap);

@@ -13,6 +13,7 @@
 //! requests, its MB/s ceiling counts bytes, and under a controller the request costs
 //! `max(1, bytes / cost unit)` of the node's capacity like an NBD request of that size.
 
+use qos_core::Direction;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -87,7 +88,8 @@ impl FlowGate {
         let clock = self.node.clock;
         let now = clock.now();
         let Some(ctl) = &self.ctl else {
-            let start = sched.admit(flow, now, 1, bytes);
+            // Counted as the node counts (`io_accounting`: one operation by default).
+            let start = sched.admit(flow, now, sched.milliops(bytes), bytes);
             if start > now + TIMER_SLACK_NS {
                 tokio::time::sleep_until(clock.instant(start)).await;
             }
@@ -106,7 +108,14 @@ impl FlowGate {
             conn: ctl.conn,
             seq,
         };
-        if !sched.submit(flow, ticket, bytes, now) {
+        // A request carrying a payload writes it; one without reads (the array model's
+        // cost by direction).
+        let dir = if bytes > 0 {
+            Direction::Write
+        } else {
+            Direction::Read
+        };
+        if !sched.submit(flow, ticket, dir, bytes, now) {
             // The flow went away (policy change): nothing to wait for.
             ctl.waiters
                 .lock()

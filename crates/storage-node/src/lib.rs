@@ -30,6 +30,7 @@ pub mod state;
 pub mod stats;
 #[cfg(test)]
 pub(crate) mod test_dir;
+mod timer;
 pub mod tls;
 pub mod volume;
 

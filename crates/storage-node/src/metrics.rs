@@ -88,7 +88,7 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         for (name, help, v) in [
             (
                 "qoslab_controller_capacity_iops",
-                "Emulated controller capacity, ops/s in cost units ([capacity] iops).",
+                "Emulated controller capacity, ops/s in cost units ([capacity] iops; with read/write points, 4 KiB reads per second).",
                 c.capacity.iops as f64,
             ),
             (
@@ -130,11 +130,15 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
     header(&mut o, "qoslab_volumes", "gauge", "Volumes in service.");
     let _ = writeln!(o, "qoslab_volumes {}", vols.len());
 
+    let accounting = node.scheduler.array().accounting.to_string();
     header(
         &mut o,
         "qoslab_volume_ops_total",
         "counter",
-        "Operations completed, by direction (other: trim, zero, flush, cache, block status).",
+        &format!(
+            "Operations completed in the node's I/O-size accounting unit (io_accounting = \
+             {accounting}), by direction (other: trim, zero, flush, cache, block status)."
+        ),
     );
     for (v, l) in &vols {
         for (op, kind) in [
@@ -145,7 +149,26 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
             let _ = writeln!(
                 o,
                 "qoslab_volume_ops_total{{{l},op=\"{op}\"}} {}",
-                v.stats.ops(kind)
+                v.stats.counted_milli[kind as usize].load(Relaxed) as f64 / 1000.0
+            );
+        }
+    }
+    header(
+        &mut o,
+        "qoslab_volume_requests_total",
+        "counter",
+        "NBD requests completed, by direction (one each, whatever their size).",
+    );
+    for (v, l) in &vols {
+        for (op, kind) in [
+            ("read", OpKind::Read),
+            ("write", OpKind::Write),
+            ("other", OpKind::Other),
+        ] {
+            let _ = writeln!(
+                o,
+                "qoslab_volume_requests_total{{{l},op=\"{op}\"}} {}",
+                v.stats.requests(kind)
             );
         }
     }

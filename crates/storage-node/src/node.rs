@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::backend::FileBackend;
 use crate::clock::Clock;
-use crate::config::{CeilingMode, NodeConfig, VolumeSpec};
+use crate::config::{CeilingMode, MbpsCeilingWithFloor, NodeConfig, VolumeSpec};
 use crate::errors::NodeError;
 use crate::provisioned::ProvisionedFs;
 use crate::scheduler::{FlowQos, Scheduler, NO_FLOW};
@@ -61,7 +61,7 @@ impl Node {
             policies: RwLock::new(policies),
             shared_flows: Mutex::new(HashMap::new()),
             default_export: cfg.default_export.clone(),
-            scheduler: Scheduler::new(cfg.capacity, clock),
+            scheduler: Scheduler::with_array(cfg.capacity, cfg.array.clone(), clock),
             clock,
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
@@ -277,6 +277,13 @@ impl Node {
             .as_ref()
             .map(|(_, p)| effective_limits(p, &vol.space()))
             .unwrap_or_default();
+        if self.scheduler.array().mbps_ceiling_with_floor == MbpsCeilingWithFloor::Ignored
+            && !limits.floor.is_unlimited()
+        {
+            // ONTAP: a policy with a floor does not enforce the MB/s part of its ceiling.
+            limits.ceiling.bytes_per_sec = 0;
+        }
+        // ONTAP's tolerance sits on the ceiling that is enforced.
         if self.ceiling_mode == CeilingMode::Ontap && limits.burst.is_none() {
             limits.burst = ontap_tolerance(limits.ceiling);
         }

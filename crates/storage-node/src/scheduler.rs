@@ -14,16 +14,24 @@
 //!   ceilings always. A dispatched request is handed to its connection as a [`Grant`]
 //!   through the channel the connection registered. Whoever submits pumps; a dispatcher
 //!   task pumps when the next tag falls due and nobody else is around.
+//!
+//! What a request counts for and costs comes from the array settings of `[capacity]`
+//! ([`ArraySpec`]): its I/O-size accounting (ops counted against ceilings, floors and
+//! the controller, held in thousandths: pacers run at `iops × MILLI`), the array's cost
+//! model (per direction and size, in capacity units of a 4 KiB read) and its service
+//! latency (how long a dispatched request takes; the connection holds it that long).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, Weak};
 
-use qos_core::{Burst, CreditStatus, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate};
+use qos_core::{
+    Burst, Charge, CreditStatus, Direction, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate, MILLI,
+};
 use tokio::sync::{mpsc, Notify};
 
 use crate::clock::Clock;
-use crate::config::{Capacity, Discipline};
+use crate::config::{ArraySpec, Capacity, Discipline};
 
 /// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
 pub const NO_FLOW: u32 = u32::MAX;
@@ -88,6 +96,15 @@ pub struct ControllerStatus {
 pub struct Scheduler {
     pacers: Mutex<Vec<Option<Pacer>>>,
     controller: Option<Arc<Controller>>,
+    /// Accounting, cost model and service latency.
+    array: ArraySpec,
+    /// The controller's capacity in ops per second (its cost unit), 0 when unlimited.
+    capacity_iops: u64,
+    /// `[capacity] cost_unit`, for whole accounting without a cost model.
+    cost_unit: u64,
+    /// Service latency waits on a precise timer (timerfd); false: tokio's timer (1 ms
+    /// ticks; for tests on tokio's paused clock).
+    precise_timers: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Scheduler {
@@ -120,18 +137,48 @@ struct Inner {
 impl Scheduler {
     /// A scheduler; with `capacity` it is an emulated controller (mClock).
     pub fn new(capacity: Option<Capacity>, clock: Clock) -> Scheduler {
-        let controller = capacity.filter(Capacity::is_set).map(|cap| {
+        Scheduler::with_array(capacity, ArraySpec::default(), clock)
+    }
+
+    /// A scheduler with an array's accounting, cost model and service latency. It is an
+    /// emulated controller when `capacity` limits something or the array has a cost
+    /// model or a service latency.
+    pub fn with_array(capacity: Option<Capacity>, array: ArraySpec, clock: Clock) -> Scheduler {
+        let cost_unit = capacity.map_or(crate::config::DEFAULT_COST_UNIT, |c| c.cost_unit);
+        let capacity = match capacity.filter(Capacity::is_set) {
+            Some(c) => Some(c),
+            None if array.needs_controller() => Some(capacity.unwrap_or_default()),
+            None => None,
+        };
+        let rate = |cap: &Capacity| match &array.model {
+            Some(m) => Rate {
+                iops: m.capacity_iops(),
+                bytes_per_sec: 0,
+            },
+            None => cap.rate(),
+        };
+        let capacity_iops = capacity.as_ref().map_or(0, |c| rate(c).iops);
+        let controller = capacity.map(|cap| {
+            let r = rate(&cap);
             Arc::new(Controller {
                 inner: Mutex::new(Inner {
+                    // Ceilings keep the pacer's burst window in both modes: a client at
+                    // queue depth 4 below its ceiling is not spaced out by it.
                     mc: match cap.discipline {
-                        Discipline::Mclock => MClock::new(cap.rate(), cap.cost_unit)
+                        Discipline::Mclock => MClock::new(r, cap.cost_unit)
                             .with_reservation_lookahead(RESERVATION_LOOKAHEAD_NS),
-                        Discipline::Fifo => MClock::fifo(cap.rate(), cap.cost_unit),
-                    },
+                        Discipline::Fifo => MClock::fifo(r, cap.cost_unit),
+                    }
+                    .with_limit_lookahead(qos_core::BURST_WINDOW),
                     conns: HashMap::new(),
                     next_conn: 0,
                 }),
-                capacity: cap,
+                // With a cost model, the capacity is the array's own, in 4 KiB reads.
+                capacity: Capacity {
+                    iops: r.iops,
+                    mbps: r.bytes_per_sec >> 20,
+                    ..cap
+                },
                 clock,
                 wake: Arc::new(Notify::new()),
                 armed: AtomicU64::new(u64::MAX),
@@ -141,7 +188,53 @@ impl Scheduler {
         Scheduler {
             pacers: Mutex::new(Vec::new()),
             controller,
+            array,
+            capacity_iops,
+            cost_unit,
+            precise_timers: std::sync::atomic::AtomicBool::new(true),
         }
+    }
+
+    /// The array settings (accounting, cost model, service latency).
+    pub fn array(&self) -> &ArraySpec {
+        &self.array
+    }
+
+    /// Operations a request of `bytes` counts for, in thousandths ([`MILLI`]).
+    pub fn milliops(&self, bytes: u64) -> u64 {
+        self.array.accounting.milliops(bytes)
+    }
+
+    /// What a request counts for and costs: counted ops against its flow, and against
+    /// the controller the array model's time (in 4 KiB reads), else with whole
+    /// accounting `max(1, bytes / cost_unit)`, else the counted ops.
+    pub fn charge(&self, dir: Direction, bytes: u64) -> Charge {
+        let ops = self.array.accounting.ops(bytes);
+        let cost = match &self.array.model {
+            Some(m) => m.cost_ns(dir, bytes) * self.capacity_iops as f64 / 1e9,
+            None if self.array.accounting.is_whole() => {
+                bytes.checked_div(self.cost_unit).unwrap_or(1).max(1) as f64
+            }
+            None => ops,
+        };
+        Charge { ops, bytes, cost }
+    }
+
+    /// How long the array takes to serve a dispatched request (0: no service latency).
+    pub fn service_latency(&self, dir: Direction, bytes: u64) -> Nanos {
+        self.array.latency.at(dir, bytes)
+    }
+
+    /// Whether service latency waits on a precise timer (the default).
+    pub fn precise_timers(&self) -> bool {
+        self.precise_timers.load(Relaxed)
+    }
+
+    /// Wait for service latency on tokio's timer instead of a precise one: for tests on
+    /// tokio's paused clock (a precise timer runs on the real clock). Tokio's timer ticks
+    /// in milliseconds, so each wait rounds up to the next tick.
+    pub fn use_tokio_timers(&self) {
+        self.precise_timers.store(false, Relaxed);
     }
 
     /// Is this an emulated controller (mClock, floors enforced)?
@@ -187,7 +280,12 @@ impl Scheduler {
             return id.0;
         }
         let mut flows = lock(&self.pacers);
-        let pacer = Some(Pacer::with_burst(q.ceiling, q.burst, now));
+        // IOPS in thousandths (the accounting counts them), and so are its credits.
+        let pacer = Some(Pacer::with_burst(
+            milli(q.ceiling),
+            q.burst.in_milliops(),
+            now,
+        ));
         if let Some(i) = flows.iter().position(Option::is_none) {
             flows[i] = pacer;
             i as u32
@@ -213,7 +311,7 @@ impl Scheduler {
             return;
         }
         if let Some(Some(p)) = lock(&self.pacers).get_mut(flow as usize) {
-            p.set_limits(q.ceiling, q.burst, now);
+            p.set_limits(milli(q.ceiling), q.burst.in_milliops(), now);
         }
     }
 
@@ -227,7 +325,10 @@ impl Scheduler {
             return c.lock().mc.credit_status(FlowId(flow), now);
         }
         match lock(&self.pacers).get(flow as usize) {
-            Some(Some(p)) => p.credit_status(now),
+            Some(Some(p)) => {
+                let (o, b) = p.credit_status(now);
+                (o.map(CreditStatus::from_milliops), b)
+            }
             _ => (None, None),
         }
     }
@@ -254,14 +355,14 @@ impl Scheduler {
         }
     }
 
-    /// Ceilings-only mode: when may a request costing `ops` and `bytes` on `flow`,
-    /// arriving at `now`, start?
-    pub fn admit(&self, flow: u32, now: Nanos, ops: u64, bytes: u64) -> Nanos {
+    /// Ceilings-only mode: when may a request counting `milliops` thousandths of an
+    /// operation ([`Scheduler::milliops`]) and `bytes` on `flow`, arriving at `now`, start?
+    pub fn admit(&self, flow: u32, now: Nanos, milliops: u64, bytes: u64) -> Nanos {
         if flow == NO_FLOW {
             return now;
         }
         match lock(&self.pacers).get_mut(flow as usize) {
-            Some(Some(p)) => p.admit(now, ops, bytes),
+            Some(Some(p)) => p.admit(now, milliops, bytes),
             _ => now,
         }
     }
@@ -290,13 +391,22 @@ impl Scheduler {
         }
     }
 
-    /// Controller mode: queue a request of `bytes` on `flow`. `false` if the flow is gone.
-    pub fn submit(&self, flow: u32, ticket: Ticket, bytes: u64, now: Nanos) -> bool {
+    /// Controller mode: queue a request of `bytes` in direction `dir` on `flow`, charged
+    /// by [`Scheduler::charge`]. `false` if the flow is gone.
+    pub fn submit(
+        &self,
+        flow: u32,
+        ticket: Ticket,
+        dir: Direction,
+        bytes: u64,
+        now: Nanos,
+    ) -> bool {
+        let charge = self.charge(dir, bytes);
         match &self.controller {
             Some(c) => c
                 .lock()
                 .mc
-                .enqueue(FlowId(flow), ticket, bytes, now)
+                .enqueue_charged(FlowId(flow), ticket, charge, now)
                 .is_ok(),
             None => false,
         }
@@ -333,7 +443,8 @@ impl Controller {
             let Inner { mc, conns, .. } = &mut *inner;
             // No look-ahead: dispatching early would spend the node's budget before a
             // floor's request arrives, which then waits for the next tick. Late wake-ups
-            // lose nothing: the budget carries up to NODE_BURST.
+            // lose nothing: the budget carries up to NODE_BURST, and ceilings and floors
+            // may run 5 ms ahead of their tags.
             while let Some(d) = mc.dequeue(now) {
                 if let Some(tx) = conns.get(&d.token.conn) {
                     // A connection that went away drops its grant; nothing to reply to.
@@ -356,7 +467,11 @@ impl Controller {
 
 /// Pumps the controller when its next deadline comes, so queued requests go out even
 /// when no connection is submitting. Holds no strong reference while it sleeps; ends
-/// when the node is dropped.
+/// when the node is dropped. It sleeps on tokio's timer (1 ms ticks): the node budget
+/// carries 5 ms and ceilings and floors may run 5 ms ahead of their tags, so a late
+/// wake-up costs no rate, and a request below its ceiling never waits for it. (Waking
+/// on the precise timer for every limit tag doubled the controller's CPU per request
+/// and changed no latency once ceilings had the burst window.)
 async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock) {
     loop {
         let deadline = {
@@ -378,8 +493,65 @@ async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock) {
     }
 }
 
+/// A ceiling in the pacer's units: thousandths of an operation per second.
+fn milli(r: Rate) -> Rate {
+    Rate {
+        iops: r.iops.saturating_mul(MILLI),
+        bytes_per_sec: r.bytes_per_sec,
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding this lock would be a bug in the QoS arithmetic; the tables
     // stay consistent, so keep serving.
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::NodeConfig;
+
+    fn scheduler(capacity: &str) -> Scheduler {
+        let cfg = NodeConfig::parse(&format!("[capacity]\n{capacity}\n"), "t").unwrap();
+        Scheduler::with_array(cfg.capacity, cfg.array, Clock::new())
+    }
+
+    #[test]
+    fn what_a_request_costs() {
+        const K: u64 = 1024;
+        // Whole: one op against the flow; the controller keeps cost_unit (today's rule).
+        let s = scheduler("iops = 20000\ncost_unit = \"32KiB\"");
+        assert_eq!(s.milliops(1 << 20), 1000);
+        let c = s.charge(Direction::Read, 1 << 20);
+        assert_eq!((c.ops, c.cost), (1.0, 32.0));
+        assert_eq!(s.charge(Direction::Write, 4 * K).cost, 1.0);
+        // transfer:64KiB: ceilings, floors and the controller count the same transfers.
+        let s = scheduler("iops = 20000\nio_accounting = \"transfer\"");
+        assert_eq!(s.milliops(128 * K), 2000);
+        let c = s.charge(Direction::Read, 1 << 20);
+        assert_eq!((c.ops, c.cost), (16.0, 16.0));
+        assert_eq!(s.charge(Direction::Write, 0).ops, 1.0);
+        // SolidFire's curve.
+        let s = scheduler("iops = 20000\nio_accounting = \"solidfire\"");
+        assert_eq!(s.charge(Direction::Read, 8 * K).cost, 1.6);
+        // An array model: the controller counts array time in 4 KiB reads; the flow
+        // still counts the accounting's operations.
+        let s = scheduler(
+            "io_accounting = \"transfer\"\nread = { 4KiB = \"10000iops\" }\nwrite = { 4KiB = \"5000iops\" }",
+        );
+        assert_eq!(s.status().unwrap().capacity.iops, 10_000);
+        let c = s.charge(Direction::Write, 4 * K);
+        assert_eq!((c.ops, c.cost), (1.0, 2.0));
+        let c = s.charge(Direction::Read, 128 * K);
+        assert_eq!(c.ops, 2.0);
+        assert!((c.cost - 32.0).abs() < 1e-9, "{c:?}");
+        // A latency alone makes a controller (of unlimited capacity).
+        let s = scheduler("latency = { read = { fixed = \"1ms\", per_kib = \"1us\" } }");
+        assert!(s.controls());
+        assert_eq!(s.service_latency(Direction::Read, 4 * K), 1_004_000);
+        assert_eq!(s.service_latency(Direction::Write, 4 * K), 0);
+        // Nothing: ceilings only.
+        assert!(!scheduler("io_accounting = \"transfer\"").controls());
+    }
 }

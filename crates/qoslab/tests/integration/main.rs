@@ -9,6 +9,7 @@ mod api_contract;
 mod api_crash;
 mod api_live;
 mod api_util;
+mod array;
 mod bench_client_server;
 mod bench_node;
 mod bench_plan;

@@ -4,7 +4,9 @@
 use serde_json::{json, Value};
 
 use super::{ControlPlane, Reply, R};
-use crate::config::Discipline;
+use crate::config::array::describe;
+use crate::config::{ArraySpec, Discipline};
+use qos_core::ServiceLatency;
 
 impl ControlPlane {
     pub fn cluster(&self) -> R<Reply> {
@@ -13,7 +15,7 @@ impl ControlPlane {
 }
 
 fn cluster_json(cp: &ControlPlane) -> Value {
-    let qos = match cp.node.scheduler.status() {
+    let mut qos = match cp.node.scheduler.status() {
         None => json!({
             "controller": "none",
             "floors_enforced": false,
@@ -38,6 +40,9 @@ fn cluster_json(cp: &ControlPlane) -> Value {
             "queued": s.queued,
         }),
     };
+    if let Value::Object(m) = &mut qos {
+        m.extend(array_json(cp.node.scheduler.array()));
+    }
     let mut out = json!({
         "name": "qoslab",
         "version": { "full": concat!("qoslab ", env!("CARGO_PKG_VERSION")) },
@@ -49,4 +54,35 @@ fn cluster_json(cp: &ControlPlane) -> Value {
         out["provisioned"] = fs;
     }
     out
+}
+
+/// The emulated array's settings (docs/CONFIG.md, "I/O-size accounting" and "An emulated
+/// array"): how requests are counted, what they cost, how long they take.
+fn array_json(a: &ArraySpec) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("io_accounting".into(), json!(a.accounting.to_string()));
+    m.insert(
+        "mbps_ceiling_with_floor".into(),
+        json!(a.mbps_ceiling_with_floor.to_string()),
+    );
+    if let Some(model) = &a.model {
+        let points = |c| {
+            describe(c)
+                .into_iter()
+                .map(|(size, rate)| (size, json!(rate)))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        m.insert(
+            "array".into(),
+            json!({ "read": points(&model.read), "write": points(&model.write) }),
+        );
+    }
+    if !a.latency.is_zero() {
+        let l = |s: ServiceLatency| json!({ "fixed_us": s.fixed_ns as f64 / 1e3, "per_kib_us": s.per_kib_ns as f64 / 1e3 });
+        m.insert(
+            "service_latency".into(),
+            json!({ "read": l(a.latency.read), "write": l(a.latency.write) }),
+        );
+    }
+    m
 }

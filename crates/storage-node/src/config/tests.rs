@@ -392,3 +392,119 @@ fn provisioned_file_system_section() {
         check_err_contains(toml, parts);
     }
 }
+
+#[test]
+fn array_keys() {
+    let cfg = NodeConfig::parse(
+        r#"[capacity]
+io_accounting = "transfer:64KiB"
+mbps_ceiling_with_floor = "ignored"
+read = { 4KiB = "15300iops", 128KiB = "195MB/s", 1MiB = "246MiB/s" }
+write = { 4KiB = "10900iops", 1MiB = "136MB/s" }
+latency = { read = { fixed = "785us" }, write = { fixed = "0.7ms", per_kib = "2us" } }
+"#,
+        "node.toml",
+    )
+    .unwrap();
+    let a = &cfg.array;
+    assert_eq!(a.accounting.to_string(), "transfer:64KiB");
+    assert_eq!(a.mbps_ceiling_with_floor, MbpsCeilingWithFloor::Ignored);
+    let m = a.model.as_ref().unwrap();
+    assert_eq!(m.capacity_iops(), 15_300);
+    assert_eq!(
+        array::describe(&m.read),
+        [
+            ("4KiB".to_string(), "15300iops".to_string()),
+            ("128KiB".into(), "195MB/s".into()),
+            ("1MiB".into(), "246MB/s".into())
+        ]
+    );
+    assert_eq!(a.latency.read.fixed_ns, 785_000);
+    assert_eq!(
+        (a.latency.write.fixed_ns, a.latency.write.per_kib_ns),
+        (700_000, 2_000)
+    );
+    assert!(a.needs_controller());
+    // Only the accounting: no controller, the defaults everywhere else.
+    let cfg = NodeConfig::parse("[capacity]\nio_accounting = \"solidfire\"\n", "n").unwrap();
+    assert_eq!(cfg.array.accounting.to_string(), "solidfire");
+    assert!(!cfg.array.needs_controller() && !cfg.capacity.unwrap().is_set());
+    // Nothing: whole, enforced.
+    let cfg = NodeConfig::parse("", "n").unwrap();
+    assert_eq!(cfg.array, ArraySpec::default());
+    assert!(cfg.array.accounting.is_whole());
+}
+
+#[test]
+fn array_key_errors_name_line_field_value_and_forms() {
+    for (input, parts) in [
+        (
+            "\n[capacity]\nio_accounting = \"transfer:1B\"\n",
+            &[
+                "node.toml:2",
+                "capacity.io_accounting",
+                "out of range",
+                "allowed",
+            ][..],
+        ),
+        (
+            "[capacity]\nio_accounting = \"ops\"\n",
+            &[
+                "capacity.io_accounting",
+                "\"ops\"",
+                "whole",
+                "transfer",
+                "solidfire",
+            ],
+        ),
+        (
+            "[capacity]\nmbps_ceiling_with_floor = \"sometimes\"\n",
+            &[
+                "mbps_ceiling_with_floor = \"sometimes\"",
+                "enforced",
+                "ignored",
+            ],
+        ),
+        (
+            "[capacity]\nread = { 4KiB = \"100iops\" }\n",
+            &["give both read and write"],
+        ),
+        (
+            "[capacity]\nread = { 4KiB = \"fast\" }\nwrite = { 4KiB = \"1iops\" }\n",
+            &["capacity.read.4KiB", "fast"],
+        ),
+        (
+            "[capacity]\nread = { 4KiB = \"0iops\" }\nwrite = { 4KiB = \"1iops\" }\n",
+            &["capacity.read", "give one rate"],
+        ),
+        (
+            "[capacity]\nread = { 4XB = \"1iops\" }\nwrite = { 4KiB = \"1iops\" }\n",
+            &["capacity.read.4XB", "invalid size"],
+        ),
+        (
+            "[capacity]\niops = 1000\nread = { 4KiB = \"1iops\" }\nwrite = { 4KiB = \"1iops\" }\n",
+            &["either iops/mbps", "read/write", "not two of them"],
+        ),
+        (
+            "[capacity]\nio_accounting = \"transfer\"\ncost_unit = \"32KiB\"\niops = 1\n",
+            &[
+                "cost_unit applies to io_accounting = \"whole\" only",
+                "transfer:64KiB",
+            ],
+        ),
+        (
+            "[capacity]\nlatency = { read = { fixed = \"fast\" } }\n",
+            &["capacity.latency.read.fixed", "\"fast\"", "785us"],
+        ),
+        (
+            "[capacity]\nlatency = { write = { per_kib = \"2s\" } }\n",
+            &["capacity.latency.write.per_kib", "0 to 1000 ms"],
+        ),
+        (
+            "[capacity]\nlatency = { read = { fixed = \"1ms\", jitter = \"1ms\" } }\n",
+            &["unknown field `jitter`"],
+        ),
+    ] {
+        check_err_contains(input, parts);
+    }
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nbd_proto::*;
-use qos_core::Nanos;
+use qos_core::{Direction, Nanos, MILLI};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
@@ -21,7 +21,12 @@ use crate::node::Node;
 use crate::provisioned::{Access, ConnCap, ProvisionedFs};
 use crate::scheduler::{Grant, Ticket, NO_FLOW};
 use crate::stats::{OpKind, Waits};
+use crate::timer::PreciseTimer;
 use crate::volume::Volume;
+
+use super::queued::{Deferred, Parked};
+
+mod due;
 
 const RBUF_INITIAL: usize = 256 * 1024;
 /// Replies are written out as soon as this many bytes are pending, so large reads stream
@@ -40,44 +45,6 @@ const SHUTDOWN_GRACE_NS: Nanos = 5_000_000_000;
 /// 50,000 IOPS ceiling at queue depth 16 measured 8% low: every request in flight could be
 /// parked for a whole tick at once.
 const TIMER_SLACK_NS: Nanos = 1_000_000;
-
-/// A request waiting for its QoS start time.
-struct Deferred {
-    at: Nanos,
-    seq: u64,
-    arrival: Nanos,
-    /// When QoS (the ceiling, or the controller's grant) released it: later waiting is for
-    /// the provisioned file system's resources.
-    qos_until: Nanos,
-    /// Time it already waited behind floors (controller mode).
-    floor_ns: u64,
-    req: Request,
-    payload: Vec<u8>,
-}
-
-impl PartialEq for Deferred {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Deferred {}
-impl PartialOrd for Deferred {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Deferred {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
-
-/// A request queued in the emulated controller, waiting for its grant.
-struct Parked {
-    arrival: Nanos,
-    req: Request,
-    payload: Vec<u8>,
-}
 
 /// Unregisters a connection from the controller however the connection ends.
 struct Registration {
@@ -99,6 +66,8 @@ struct Conn {
     meta_context: Option<u32>,
     wbuf: Vec<u8>,
     deferred: BinaryHeap<Reverse<Deferred>>,
+    /// Dispatched requests the emulated array is still serving (service latency).
+    serving: BinaryHeap<Reverse<Deferred>>,
     seq: u64,
     /// Replies produced by blocking-pool work (fdatasync).
     done_tx: mpsc::UnboundedSender<Vec<u8>>,
@@ -217,6 +186,7 @@ where
         node,
         wbuf: Vec::with_capacity(RBUF_INITIAL),
         deferred: BinaryHeap::new(),
+        serving: BinaryHeap::new(),
         seq: 0,
         done_tx,
         in_blocking: 0,
@@ -229,6 +199,7 @@ where
     let mut reading = true;
     let mut shutdown_at: Option<Nanos> = None;
     let mut spin = SpinPolicy::default();
+    let mut service_timer = PreciseTimer::compensating(c.node.scheduler.precise_timers());
 
     loop {
         if shutdown_at.is_none() && *shutdown.borrow() {
@@ -273,6 +244,8 @@ where
             let give_up = c.node.clock.instant(t + SHUTDOWN_GRACE_NS);
             next_at = Some(next_at.map_or(give_up, |n| n.min(give_up)));
         }
+        let served_at = c.serving.peek().map(|d| d.0.at);
+        let clock = c.node.clock;
         tokio::select! {
             Some(reply) = done_rx.recv(), if c.in_blocking > 0 => {
                 c.in_blocking -= 1;
@@ -286,6 +259,7 @@ where
                 c.granted(g);
             }
             _ = sleep_opt(next_at), if next_at.is_some() => {}
+            _ = service_timer.wait_until(clock, served_at.unwrap_or(0)), if served_at.is_some() => {}
             _ = shutdown.changed(), if shutdown_at.is_none() => {}
             r = stream.read(rb.spare()), if reading => {
                 match r {
@@ -301,6 +275,7 @@ where
         }
         c.pump(&mut grants);
         c.run_due(shutdown_at);
+        c.run_served(service_timer.advance());
         c.flush(stream).await?;
     }
     stream.flush().await?;
@@ -388,10 +363,10 @@ impl Conn {
             self.error(req.cookie, errno, &msg);
             return;
         }
-        let (ops, bytes) = match req.command {
-            CMD_READ | CMD_WRITE => (1, req.length as u64),
-            CMD_TRIM | CMD_WRITE_ZEROES => (1, 0),
-            _ => (0, 0),
+        // Operations counted (thousandths; the node's I/O-size accounting) and bytes.
+        let (ops, bytes) = match charged(&req) {
+            Some((_, bytes)) => (self.node.scheduler.milliops(bytes), bytes),
+            None => (0, 0),
         };
         if let Some(conn) = self.ctl.filter(|_| ops > 0) {
             let flow = self.vol.flow();
@@ -400,7 +375,8 @@ impl Conn {
                 conn,
                 seq: self.seq,
             };
-            if flow != NO_FLOW && self.node.scheduler.submit(flow, ticket, bytes, now) {
+            let dir = charged(&req).map_or(Direction::Write, |c| c.0);
+            if flow != NO_FLOW && self.node.scheduler.submit(flow, ticket, dir, bytes, now) {
                 self.waiting.insert(
                     self.seq,
                     Parked {
@@ -431,9 +407,9 @@ impl Conn {
                 seq: self.seq,
                 arrival: now,
                 qos_until,
-                floor_ns: 0,
                 req,
                 payload: payload.to_vec(),
+                waits: None,
             }));
         }
     }
@@ -459,9 +435,12 @@ impl Conn {
         )
     }
 
-    /// Nothing in flight: no parked, waiting or syncing requests.
+    /// Nothing in flight: no parked, waiting, served or syncing requests.
     fn idle(&self) -> bool {
-        self.deferred.is_empty() && self.waiting.is_empty() && self.in_blocking == 0
+        self.deferred.is_empty()
+            && self.waiting.is_empty()
+            && self.serving.is_empty()
+            && self.in_blocking == 0
     }
 
     /// Controller mode: dispatch what is due if this connection submitted anything, and
@@ -478,8 +457,8 @@ impl Conn {
         }
     }
 
-    /// Execute a request the controller dispatched; its queue time is split at the
-    /// moment its ceiling allowed it.
+    /// Execute a request the controller dispatched (after the array's service latency,
+    /// if any); its queue time is split at the moment its ceiling allowed it.
     fn granted(&mut self, g: Grant) {
         let Some(p) = self.waiting.remove(&g.seq) else {
             return;
@@ -499,58 +478,13 @@ impl Conn {
                 seq: self.seq,
                 arrival: p.arrival,
                 qos_until: now,
-                floor_ns: waits.floor_ns,
                 req: p.req,
                 payload: p.payload,
+                waits: Some(waits),
             }));
             return;
         }
-        self.execute(p.req, &p.payload, p.arrival, waits);
-    }
-
-    /// Execute every parked request whose time has come.
-    fn run_due(&mut self, shutdown_at: Option<Nanos>) {
-        if self.deferred.is_empty() && (shutdown_at.is_none() || self.waiting.is_empty()) {
-            return;
-        }
-        let now = self.node.clock.now();
-        let give_up = shutdown_at.is_some_and(|t| now >= t + SHUTDOWN_GRACE_NS);
-        if give_up && !self.waiting.is_empty() {
-            let mut cookies: Vec<u64> = self.waiting.drain().map(|(_, p)| p.req.cookie).collect();
-            cookies.sort_unstable();
-            for cookie in cookies {
-                self.error(cookie, ESHUTDOWN, "node is shutting down");
-            }
-        }
-        if self.deferred.is_empty() {
-            return;
-        }
-        while let Some(Reverse(d)) = self.deferred.peek() {
-            if d.at > now + TIMER_SLACK_NS && !give_up {
-                break;
-            }
-            let Some(Reverse(d)) = self.deferred.pop() else {
-                break;
-            };
-            if d.at > now + TIMER_SLACK_NS {
-                self.error(d.req.cookie, ESHUTDOWN, "node is shutting down");
-                continue;
-            }
-            let total = now.saturating_sub(d.arrival);
-            let resource_ns = now.saturating_sub(d.qos_until.max(d.arrival)).min(total);
-            let floor_ns = d.floor_ns.min(total - resource_ns);
-            let waits = Waits {
-                ceiling_ns: total - resource_ns - floor_ns,
-                floor_ns,
-            };
-            if resource_ns > 0 {
-                self.vol
-                    .stats
-                    .resource_wait_ns
-                    .fetch_add(resource_ns, std::sync::atomic::Ordering::Relaxed);
-            }
-            self.execute(d.req, &d.payload, d.arrival, waits);
-        }
+        self.serve(p.req, p.payload, p.arrival, waits, g.seq);
     }
 
     fn validate(&self, req: &Request) -> Result<(), (u32, String)> {
@@ -719,7 +653,8 @@ impl Conn {
                     encode_ok(&mut self.wbuf, self.structured, req.cookie);
                 }
                 let lat = self.node.clock.now().saturating_sub(arrival);
-                vol.stats.record(kind, bytes, lat, wait);
+                let ops = self.counted(kind, bytes);
+                vol.stats.record_counted(kind, bytes, ops, lat, wait);
             }
             Err(e) => {
                 vol.stats
@@ -737,6 +672,15 @@ impl Conn {
         }
     }
 
+    /// Operations a completed request counts for in the statistics (thousandths): reads
+    /// and writes by the node's accounting, everything else one.
+    fn counted(&self, kind: OpKind, bytes: u64) -> u64 {
+        match kind {
+            OpKind::Read | OpKind::Write => self.node.scheduler.milliops(bytes),
+            OpKind::Other => MILLI,
+        }
+    }
+
     /// fdatasync on the blocking pool; the reply is queued when it is durable.
     fn blocking_sync(
         &mut self,
@@ -750,6 +694,7 @@ impl Conn {
         let node = self.node.clone();
         let tx = self.done_tx.clone();
         let structured = self.structured;
+        let ops = self.counted(kind, bytes);
         self.in_blocking += 1;
         tokio::task::spawn_blocking(move || {
             let mut out = Vec::with_capacity(64);
@@ -757,7 +702,7 @@ impl Conn {
                 Ok(()) => {
                     encode_ok(&mut out, structured, cookie);
                     let lat = node.clock.now().saturating_sub(arrival);
-                    vol.stats.record(kind, bytes, lat, wait);
+                    vol.stats.record_counted(kind, bytes, ops, lat, wait);
                 }
                 Err(e) => {
                     vol.stats
@@ -774,6 +719,18 @@ impl Conn {
             }
             let _ = tx.send(out);
         });
+    }
+}
+
+/// The direction and bytes a request is charged for by QoS: READ and WRITE their length,
+/// TRIM and WRITE_ZEROES nothing moved (writes of 0 bytes); `None`: free (FLUSH, CACHE,
+/// BLOCK_STATUS).
+fn charged(req: &Request) -> Option<(Direction, u64)> {
+    match req.command {
+        CMD_READ => Some((Direction::Read, req.length as u64)),
+        CMD_WRITE => Some((Direction::Write, req.length as u64)),
+        CMD_TRIM | CMD_WRITE_ZEROES => Some((Direction::Write, 0)),
+        _ => None,
     }
 }
 

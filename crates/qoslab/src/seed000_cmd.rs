@@ -1,0 +1,145 @@
+//! `qoslab results seed000 RUN`: a stored run of seed 000's scenario (examples/seed000.toml
+//! or the demo) beside the seed's own summaries, cell by cell (`crate::seed000`).
+
+use harness::store::{JobRecord, RunRecord, SUPERSEDED};
+
+use crate::seed000::{self, Cells, Unit};
+
+/// The ten dbench cells of `volume` in a stored run, the way dbench's summary computes
+/// them (fio's text: IOPS = ios / runtime, bandwidth = bytes / runtime in MiB/s, mean
+/// total latency in usec). `None` when the run has no dbench job on that volume. A job a
+/// re-run superseded (the demo's) is not read: its replacement is.
+pub fn measured(run: &RunRecord, volume: &str) -> Option<Cells> {
+    let cells: Cells = std::array::from_fn(|i| {
+        let r = job(run, volume, JOBS[i])?.primary()?;
+        let d = if READ[i] { &r.read } else { &r.write };
+        Some(match seed000::CELLS[i].1 {
+            Unit::Iops => d.iops_text() as f64,
+            Unit::MibS => d.bw_text() as f64 / 1048576.0,
+            Unit::Usec => d.lat_mean_ns / 1e3,
+        })
+    });
+    cells.iter().any(Option::is_some).then_some(cells)
+}
+
+/// The dbench job behind each cell, and whether the cell is its read side.
+const JOBS: [&str; 10] = [
+    "read_iops",
+    "write_iops",
+    "read_bw",
+    "write_bw",
+    "read_latency",
+    "write_latency",
+    "read_seq",
+    "write_seq",
+    "rw_mix",
+    "rw_mix",
+];
+const READ: [bool; 10] = [
+    true, false, true, false, true, false, true, false, true, false,
+];
+
+/// The current (not superseded) job `name` on `volume`.
+fn job<'a>(run: &'a RunRecord, volume: &str, name: &str) -> Option<&'a JobRecord> {
+    run.jobs
+        .iter()
+        .find(|j| j.volume.as_deref() == Some(volume) && j.name == name && j.status != SUPERSEDED)
+}
+
+/// Per cell of `volume`, its job's diagnosis when that discredits the measurement (a
+/// starved load generator or a busy host: `Bottleneck::discredits_measurement`).
+pub fn machine(run: &RunRecord, volume: &str) -> [Option<String>; 10] {
+    std::array::from_fn(|i| {
+        let d = job(run, volume, JOBS[i])?.diagnosis.as_ref()?;
+        d.bottleneck
+            .discredits_measurement()
+            .then(|| d.bottleneck.to_string())
+    })
+}
+
+/// The comparison of a stored run with the seed, each miss attributed where the seed or
+/// the machine explains it.
+pub fn compare(run: &RunRecord) -> Vec<seed000::VolumeCmp> {
+    let mut rows = seed000::compare(|v| measured(run, v));
+    seed000::attribute(&mut rows, |v| machine(run, v));
+    rows
+}
+
+/// The volumes with a miss that only the machine explains (worth one more run).
+pub fn spoiled_volumes(run: &RunRecord) -> Vec<String> {
+    compare(run)
+        .iter()
+        .filter(|r| {
+            r.cells
+                .iter()
+                .any(|c| !c.pass && c.seed_inconsistent.is_none() && c.machine.is_some())
+        })
+        .map(|r| r.volume.to_string())
+        .collect()
+}
+
+/// The comparison of a stored run with the seed; the exit status it calls for: 1 when a
+/// cell misses that neither the seed's own figures (`seed000::seed_inconsistency`) nor the
+/// job's diagnosis explain, 3 when only the machine explains some, else 0.
+pub fn print(run: &RunRecord, json: bool, out: &mut impl std::io::Write) -> anyhow::Result<i32> {
+    let rows = compare(run);
+    if json {
+        writeln!(out, "{:#}", seed000::json(&rows))?;
+    } else {
+        writeln!(
+            out,
+            "Seed 000 beside qoslab, cell by cell: run {} ({}, {} s runs)\n",
+            run.id, run.name, run.runtime_s
+        )?;
+        out.write_all(seed000::table(&rows).as_bytes())?;
+    }
+    let (ok, n) = seed000::score(&rows);
+    let (own, machine) = (
+        seed000::explained_misses(&rows),
+        seed000::machine_misses(&rows),
+    );
+    Ok(if ok + own + machine < n {
+        1
+    } else if machine > 0 {
+        3
+    } else {
+        0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use storage_node::NodeConfig;
+
+    const PLAN: &str = include_str!("../../../examples/seed000.toml");
+    const ARRAY: &str = include_str!("../../../examples/seed000-array.toml");
+
+    /// The plan runs dbench on the seed's seven volumes, on the same array, policies and
+    /// volumes as examples/seed000-array.toml declares for `qoslab serve`.
+    #[test]
+    fn the_plan_and_the_node_config_declare_the_same_array() {
+        let plan = workloads::registry()
+            .parse(PLAN, "examples/seed000.toml")
+            .unwrap();
+        assert_eq!(plan.steps().len(), 63);
+        let p = plan.common.node.unwrap();
+        let n = NodeConfig::parse(ARRAY, "examples/seed000-array.toml").unwrap();
+        assert_eq!(p.array, n.array);
+        assert_eq!(p.capacity, n.capacity);
+        assert_eq!(p.policies, n.policies);
+        assert_eq!(p.volumes, n.volumes);
+        // Every seed volume is in the plan, under the name the comparison looks up.
+        for sv in &crate::seed000::SEED {
+            assert!(
+                p.volumes.iter().any(|v| v.name == sv.volume),
+                "{}",
+                sv.volume
+            );
+        }
+        // And the demo's (crate::seed000::ARRAY).
+        let d = NodeConfig::parse(crate::seed000::ARRAY, "seed000::ARRAY").unwrap();
+        assert_eq!((d.array, d.capacity), (n.array.clone(), n.capacity));
+        assert_eq!(n.array.accounting.to_string(), "transfer:64KiB");
+        assert_eq!(n.array.model.as_ref().unwrap().capacity_iops(), 15_850);
+    }
+}

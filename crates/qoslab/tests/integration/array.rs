@@ -1,0 +1,112 @@
+//! The emulated array end to end: real fio through `qoslab serve`. Its service latency
+//! as fio measures it at QD 1 and QD 4 (within 10% of the configured time; the NBD path
+//! and two wake-ups, the node's and fio's, add 50-200 us on a busy 2-core machine, so
+//! the times are a few milliseconds), and
+//! ceilings that hold with it on, counted in NFS transfers (`transfer:64KiB`).
+
+use crate::util::{fio, heavy, Node};
+
+const ARRAY: &str = r#"
+[capacity]
+io_accounting = "transfer:64KiB"
+latency = { read = { fixed = "5ms" }, write = { fixed = "4ms", per_kib = "16us" } }
+
+[[policy]]
+name = "p500"
+fixed = { max_throughput_iops = 500 }
+
+[[volume]]
+name = "free"
+size = "256MiB"
+
+[[volume]]
+name = "capped"
+size = "256MiB"
+policy = "p500"
+"#;
+
+fn job(rw: &str, bs: &str, qd: u32) -> Vec<String> {
+    [
+        format!("--rw={rw}"),
+        format!("--bs={bs}"),
+        format!("--iodepth={qd}"),
+        "--time_based".into(),
+        "--runtime=3".into(),
+        "--ramp_time=1".into(),
+    ]
+    .to_vec()
+}
+
+#[test]
+fn service_latency_measured_by_fio_at_qd1_and_qd4() {
+    let _g = heavy();
+    let node = Node::start(ARRAY);
+    // (rw, bs, configured service time in us): reads 5 ms; 64 KiB writes 4 ms + 64 x 16 us.
+    for (rw, dir, bs, want_us) in [
+        ("randread", "read", "4k", 5000.0),
+        ("randwrite", "write", "64k", 5024.0),
+    ] {
+        for qd in [1u32, 4] {
+            let args = job(rw, bs, qd);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let r = fio(&node.uri("free"), &args);
+            let d = r.json.at("jobs.0").at(dir);
+            // (`at` splits on dots; the percentile key has one.)
+            let p50_us = d
+                .at("clat_ns")
+                .at("percentile")
+                .get("50.000000")
+                .expect("fio reports the median completion latency")
+                .f64()
+                / 1e3;
+            let mean_us = d.at("lat_ns").at("mean").f64() / 1e3;
+            let iops = r.iops(dir);
+            eprintln!(
+                "{rw} {bs} QD{qd}: fio latency p50 {p50_us:.0} us, mean {mean_us:.0} us \
+                 (configured {want_us} us), {iops:.0} IOPS"
+            );
+            // The median: the emulation's own accuracy (the node's and fio's wake-ups add
+            // tens of microseconds).
+            assert!(
+                (p50_us - want_us).abs() <= want_us * 0.10,
+                "{rw} {bs} QD{qd}: median latency {p50_us:.0} us, configured {want_us} us (±10%)\n{}",
+                r.out
+            );
+            // The mean and the rate (QD requests in flight at once) also carry the
+            // machine's scheduling delays, milliseconds at times when other builds run:
+            // a generous bound.
+            assert!(
+                mean_us >= want_us * 0.95 && mean_us <= want_us * 1.25,
+                "{rw} {bs} QD{qd}: mean latency {mean_us:.0} us, configured {want_us} us\n{}",
+                r.out
+            );
+            let want_iops = f64::from(qd) * 1e6 / want_us;
+            assert!(
+                (want_iops * 0.75..=want_iops * 1.05).contains(&iops),
+                "{rw} {bs} QD{qd}: {iops:.0} IOPS, want {want_iops:.0} (-25%..+5%)"
+            );
+        }
+    }
+}
+
+#[test]
+fn ceilings_hold_with_the_array_on_counted_in_nfs_transfers() {
+    let _g = heavy();
+    let node = Node::start(ARRAY);
+    // 4 KiB: one transfer each, 500 requests per second; 128 KiB: two, 250 (31.25 MiB/s,
+    // seed 000's "BW: 31.4MiB/s" under 500 IOPS).
+    for (bs, want_iops) in [("4k", 500.0), ("128k", 250.0)] {
+        let args = job("randread", bs, 16);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = fio(&node.uri("capped"), &args);
+        let iops = r.iops("read");
+        eprintln!(
+            "500 IOPS, transfer:64KiB, 5 ms service latency, {bs}: fio measured {iops:.1} IOPS"
+        );
+        assert!(
+            (want_iops * 0.95..=want_iops * 1.01).contains(&iops),
+            "{bs} under 500 IOPS counted in 64 KiB transfers: {iops:.1} IOPS, want {want_iops} (-5%..+1%)\n{}",
+            r.out
+        );
+    }
+}
