@@ -288,6 +288,19 @@ impl Node {
             limits.burst = ontap_tolerance(limits.ceiling);
         }
         vol.set_limits(limits);
+        vol.set_flow(self.place_flow(policy, &limits, vol.flow(), now));
+    }
+
+    /// The scheduler flow a volume or bucket with these limits takes, given the flow it
+    /// has (`current`): a shared policy's one flow, its own (created, updated or removed),
+    /// or [`NO_FLOW`] when nothing needs scheduling.
+    fn place_flow(
+        &self,
+        policy: Option<(String, Policy)>,
+        limits: &qos_core::EffectiveLimits,
+        current: u32,
+        now: qos_core::Nanos,
+    ) -> u32 {
         let q = FlowQos {
             ceiling: limits.ceiling,
             floor: limits.floor,
@@ -301,17 +314,19 @@ impl Node {
                 .entry(name)
                 .or_insert_with(|| self.scheduler.create_flow(q, now));
             self.scheduler.set_flow(flow, q, now);
-            vol.set_flow(if needs { flow } else { NO_FLOW });
-            return;
+            return if needs { flow } else { NO_FLOW };
         }
-        match (vol.flow(), needs) {
-            (NO_FLOW, false) => {}
-            (NO_FLOW, true) => vol.set_flow(self.scheduler.create_flow(q, now)),
+        match (current, needs) {
+            (NO_FLOW, false) => NO_FLOW,
+            (NO_FLOW, true) => self.scheduler.create_flow(q, now),
             (f, false) => {
-                vol.set_flow(NO_FLOW);
                 self.scheduler.remove_flow(f);
+                NO_FLOW
             }
-            (f, true) => self.scheduler.set_flow(f, q, now),
+            (f, true) => {
+                self.scheduler.set_flow(f, q, now);
+                f
+            }
         }
     }
 

@@ -12,8 +12,7 @@ use super::{is_shared, Node};
 use crate::bucket::Bucket;
 use crate::errors::NodeError;
 use crate::objstore::ObjectStore;
-use crate::scheduler::{FlowQos, NO_FLOW};
-use crate::volume::lock;
+use crate::scheduler::NO_FLOW;
 
 impl Node {
     /// Where bucket `name` keeps its objects.
@@ -128,31 +127,7 @@ impl Node {
             .map(|(_, p)| effective_limits(p, &b.space()))
             .unwrap_or_default();
         b.set_limits(limits);
-        let q = FlowQos {
-            ceiling: limits.ceiling,
-            floor: limits.floor,
-            weight: policy.as_ref().map_or(1, |(_, p)| p.weight()),
-            burst: limits.burst,
-        };
-        let needs = self.scheduler.needs_flow(&q);
-        if let Some((name, _)) = policy.filter(|(_, p)| is_shared(p)) {
-            let mut shared = lock(&self.shared_flows);
-            let flow = *shared
-                .entry(name)
-                .or_insert_with(|| self.scheduler.create_flow(q, now));
-            self.scheduler.set_flow(flow, q, now);
-            b.set_flow(if needs { flow } else { NO_FLOW });
-            return;
-        }
-        match (b.flow(), needs) {
-            (NO_FLOW, false) => {}
-            (NO_FLOW, true) => b.set_flow(self.scheduler.create_flow(q, now)),
-            (f, false) => {
-                b.set_flow(NO_FLOW);
-                self.scheduler.remove_flow(f);
-            }
-            (f, true) => self.scheduler.set_flow(f, q, now),
-        }
+        b.set_flow(self.place_flow(policy, &limits, b.flow(), now));
     }
 
     /// Recompute buckets whose adaptive policy follows used space and whose stored
