@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use testbed::{run, Spec, Testbed};
 
+/// One test at a time: a bed's start cleans stale beds, and another test's bed in the
+/// middle of being built looked stale to it (its directory removed under ssh-keygen).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn namespaces() -> String {
     run("ip", &["netns", "list"]).unwrap_or_default()
 }
@@ -37,6 +41,7 @@ fn spawn_bed(args: &[&str]) -> (std::process::Child, serde_json::Value) {
 
 #[test]
 fn built_reachable_and_gone_after_drop() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let bed = Testbed::build(&Spec {
         hosts: 2,
         disks_per_host: 1,
@@ -70,6 +75,7 @@ fn built_reachable_and_gone_after_drop() {
 
 #[test]
 fn sigterm_tears_down() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (child, desc) = spawn_bed(&["--hosts", "2", "--disks", "1", "--disk-mib", "16"]);
     let tag = desc["tag"].as_str().unwrap().to_string();
     assert!(namespaces().contains(&format!("qltb-{tag}-h0")));
@@ -91,6 +97,7 @@ fn sigterm_tears_down() {
 
 #[test]
 fn a_killed_runs_leftovers_are_removed_by_the_next_run() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (mut child, desc) = spawn_bed(&["--hosts", "2", "--disks", "1", "--disk-mib", "16"]);
     let tag = desc["tag"].as_str().unwrap().to_string();
     child.kill().unwrap(); // SIGKILL: no cleanup ran
