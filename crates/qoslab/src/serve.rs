@@ -241,8 +241,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             Some(t)
         }
     };
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    crate::serve_safety::private_data_dir(&data_dir)?;
     let auth = Arc::new(storage_node::api::auth::Auth::new(
         token.clone(),
         Some(data_dir.clone()),

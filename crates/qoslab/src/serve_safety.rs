@@ -1,6 +1,7 @@
 //! What `qoslab serve` says at start about its data directory: the file system and the
 //! largest volume it holds, and every volume that came up offline (docs/SECURITY.md).
 
+use anyhow::Context;
 use storage_node::api::ControlPlane;
 use storage_node::datadir::describe_size;
 
@@ -19,4 +20,32 @@ pub fn print_data_dir(cp: &ControlPlane, data_dir: &std::path::Path) {
     for (name, why) in cp.offline_volumes() {
         println!("qoslab: volume {name:?} is OFFLINE: {why}");
     }
+}
+
+/// Make the data directory private: umask 077 for everything this process creates, the
+/// directory created 0700, a warning when other users can reach an existing one, and the
+/// node's files inside tightened to 0600 (directories 0700).
+pub fn private_data_dir(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    // SAFETY: umask only sets the process's file-mode creation mask.
+    unsafe { libc::umask(0o077) };
+    storage_node::private::create_dir_all(data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    let p = storage_node::private::check(data_dir)
+        .with_context(|| format!("checking the data directory {}", data_dir.display()))?;
+    if let Some(mode) = p.open_mode {
+        tracing::warn!(
+            "the data directory {} has mode {mode:04o}: other users can reach it (it holds \
+             state.db with S3 secret keys, the TLS key and volume data); chmod 700 {}",
+            data_dir.display(),
+            data_dir.display()
+        );
+    }
+    if p.tightened > 0 {
+        tracing::warn!(
+            "made {} file(s) and directories in {} private (0600/0700)",
+            p.tightened,
+            data_dir.display()
+        );
+    }
+    Ok(())
 }

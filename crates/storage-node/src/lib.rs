@@ -24,6 +24,7 @@ pub mod flow_gate;
 pub mod metrics;
 pub mod node;
 pub mod objstore;
+pub mod private;
 pub mod provisioned;
 pub mod scheduler;
 pub mod server;

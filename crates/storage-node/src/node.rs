@@ -41,7 +41,7 @@ impl Node {
     /// Open the data directory and bring up every configured volume.
     pub fn open(cfg: &NodeConfig, data_dir: &Path) -> Result<Arc<Node>, NodeError> {
         let vol_dir = data_dir.join("volumes");
-        std::fs::create_dir_all(&vol_dir).map_err(|source| NodeError::DataDir {
+        crate::private::create_dir_all(&vol_dir).map_err(|source| NodeError::DataDir {
             path: vol_dir.display().to_string(),
             source,
         })?;

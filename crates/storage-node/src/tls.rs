@@ -62,13 +62,13 @@ pub fn ensure_generated(data_dir: &Path, names: &[String]) -> Result<TlsFiles, T
     if files.cert.exists() && files.key.exists() {
         return Ok(files);
     }
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    crate::private::create_dir_all(&dir).map_err(io(&dir))?;
     let (ca_pem, cert_pem, key_pem) = generate(names)?;
     if let Some(ca) = &files.ca {
-        write_file(ca, &ca_pem, 0o644)?;
+        write_file(ca, &ca_pem, 0o600)?;
     }
     write_file(&files.key, &key_pem, 0o600)?;
-    write_file(&files.cert, &cert_pem, 0o644)?;
+    write_file(&files.cert, &cert_pem, 0o600)?;
     tracing::info!(
         "generated a TLS certificate in {} (clients trust ca-cert.pem there)",
         dir.display()

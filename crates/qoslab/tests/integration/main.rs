@@ -17,6 +17,7 @@ mod bench_util;
 mod burst;
 mod client;
 mod clustershell;
+mod data_privacy;
 mod data_safety;
 mod diagnosis;
 mod interop;

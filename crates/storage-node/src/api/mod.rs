@@ -116,9 +116,11 @@ impl ControlPlane {
         data_dir: &Path,
         server_stats: Arc<ServerStats>,
     ) -> Result<Arc<ControlPlane>, String> {
-        std::fs::create_dir_all(data_dir)
+        crate::private::create_dir_all(data_dir)
             .map_err(|e| format!("data directory {}: {e}", data_dir.display()))?;
         let db = data_dir.join("state.db");
+        // SQLite gives its -wal and -shm files the database file's mode.
+        crate::private::precreate(&db).map_err(|e| format!("{}: {e}", db.display()))?;
         let (mut store, seeded) = Store::open(&db).map_err(|e| format!("{}: {e}", db.display()))?;
         if !seeded {
             let (p, v) = seed::seed_rows(cfg);

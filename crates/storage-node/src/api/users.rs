@@ -89,7 +89,7 @@ pub fn load(data_dir: &Path) -> Result<Vec<User>, UserError> {
 fn save(data_dir: &Path, users: &[User]) -> Result<(), UserError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(data_dir).map_err(|source| UserError::Io {
+    crate::private::create_dir_all(data_dir).map_err(|source| UserError::Io {
         path: data_dir.display().to_string(),
         source,
     })?;

@@ -16,7 +16,7 @@ pub mod format;
 mod multipart;
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -122,7 +122,7 @@ fn create_dir_durable(dir: &Path) -> io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    fs::create_dir_all(dir)?;
+    crate::private::create_dir_all(dir)?;
     if let Some(parent) = dir.parent() {
         sync_dir(parent)?;
     }
@@ -265,7 +265,10 @@ impl ObjectStore {
             return Err(ObjError::MetaTooLarge);
         }
         let tmp = self.dir.join("tmp").join(crate::state::new_uuid());
-        let file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let file = crate::private::options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         let w = ObjectWriter {
             file: Some(file),
             tmp,

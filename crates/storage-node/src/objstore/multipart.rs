@@ -77,10 +77,9 @@ impl ObjectStore {
         }
         let dir = self.dir.join("uploads").join(&id);
         let _g = self.lock_open()?;
-        fs::create_dir(&dir)?;
+        crate::private::create_dir(&dir)?;
         let f = dir.join("upload.json");
-        fs::write(&f, &body)?;
-        File::open(&f)?.sync_all()?;
+        crate::private::write(&f, &body)?;
         sync_dir(&dir)?;
         sync_dir(&self.dir.join("uploads"))?;
         Ok(id)
