@@ -242,6 +242,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     };
     crate::serve_safety::private_data_dir(&data_dir)?;
+    let _lock = storage_node::datadir::ServeLock::take(&data_dir).map_err(anyhow::Error::msg)?;
     let auth = Arc::new(storage_node::api::auth::Auth::new(
         token.clone(),
         Some(data_dir.clone()),

@@ -41,8 +41,15 @@ enum UserCmd {
     },
     /// List the users (names only).
     List,
-    /// Delete a user.
-    Delete { name: String },
+    /// Delete a user. Deleting the last user of a running node is refused unless
+    /// --force: its API then refuses every request needing credentials (it never
+    /// opens while it runs) until a user is created again.
+    Delete {
+        name: String,
+        /// Delete the last user even though a node is running on the data directory.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// Read a line from the terminal without echoing it.
@@ -104,7 +111,22 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
                 println!("{}", u.name);
             }
         }
-        UserCmd::Delete { name } => {
+        UserCmd::Delete { name, force } => {
+            let all = users::load(&args.data_dir)?;
+            let last = all.len() == 1 && all[0].name == name;
+            if let (true, false, Some(pid)) = (
+                last,
+                force,
+                storage_node::datadir::running_node(&args.data_dir),
+            ) {
+                bail!(
+                    "refusing to delete {name}, the last API user of the node running on {} \
+                     (pid {pid}): its API would refuse every request needing credentials \
+                     until a user is created again (it never opens while it runs); create \
+                     another user first, or give --force",
+                    args.data_dir.display()
+                );
+            }
             users::delete(&args.data_dir, &name)?;
             println!("deleted user {name}");
         }

@@ -117,6 +117,68 @@ pub fn describe_size(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
+/// The lock a running `qoslab serve` holds on its data directory (`DATA_DIR/serve.lock`,
+/// an exclusive `flock` for the life of the process, with its pid inside): a second node
+/// on the same directory is refused, and `qoslab user delete` can tell that a node runs.
+pub struct ServeLock {
+    _file: std::fs::File,
+}
+
+fn lock_path(data_dir: &Path) -> std::path::PathBuf {
+    data_dir.join("serve.lock")
+}
+
+fn try_flock(f: &std::fs::File) -> io::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on an fd we own.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+impl ServeLock {
+    /// Take the lock; `Err` names the pid of the node that holds it.
+    pub fn take(data_dir: &Path) -> Result<ServeLock, String> {
+        use std::io::Write;
+        let path = lock_path(data_dir);
+        let mut f = crate::private::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if !try_flock(&f).map_err(|e| format!("{}: {e}", path.display()))? {
+            let pid = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(format!(
+                "another qoslab serve (pid {}) is using the data directory {}",
+                pid.trim(),
+                data_dir.display()
+            ));
+        }
+        let _ = f.set_len(0);
+        let _ = writeln!(f, "{}", std::process::id());
+        Ok(ServeLock { _file: f })
+    }
+}
+
+/// The pid of the `qoslab serve` running on `data_dir`, if one is.
+pub fn running_node(data_dir: &Path) -> Option<u32> {
+    let path = lock_path(data_dir);
+    let f = std::fs::File::open(&path).ok()?;
+    if try_flock(&f).ok()? {
+        return None; // nobody holds it (our lock dies with `f`)
+    }
+    std::fs::read_to_string(&path).ok()?.trim().parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +197,14 @@ mod tests {
     fn probes_this_file_system() {
         let dir = crate::test_dir::TestDir::new("fsprobe");
         let f = probe(&dir).unwrap();
+        // The lock: taken once, seen by others, released on drop.
+        assert_eq!(running_node(&dir), None);
+        let l = ServeLock::take(&dir).unwrap();
+        assert_eq!(running_node(&dir), Some(std::process::id()));
+        assert!(ServeLock::take(&dir).is_err());
+        drop(l);
+        assert_eq!(running_node(&dir), None);
+        std::fs::remove_file(dir.join("serve.lock")).unwrap();
         // The probe file is gone.
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         if let Some(max) = f.max_file_size {

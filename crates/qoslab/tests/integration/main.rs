@@ -10,6 +10,7 @@ mod api_crash;
 mod api_live;
 mod api_util;
 mod array;
+mod auth_closed;
 mod bench_client_server;
 mod bench_node;
 mod bench_plan;

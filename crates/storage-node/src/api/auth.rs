@@ -7,6 +7,14 @@
 //! checked with Argon2 once; afterwards a keyed BLAKE2b digest of the accepted
 //! credentials is cached per user (and dropped when the users file changes), so a client
 //! sending basic auth on every request costs one hash, not one Argon2 run, per request.
+//!
+//! **Fails closed.** Whether users' credentials are required is decided when the node
+//! starts (users in `users.json`) and can only become stricter while it runs: a user
+//! created on an open node makes credentials required at once, and losing the last user
+//! or the file never opens the API again (requests get 401, or 500 for an unreadable
+//! file). An unknown user name costs one Argon2 run against a dummy hash, like a wrong
+//! password, so names cannot be told apart by timing. Repeated failures from one source
+//! back off ([`super::backoff`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -111,6 +119,11 @@ pub struct Auth {
     data_dir: Option<PathBuf>,
     mac_key: [u8; 32],
     cache: Mutex<Cache>,
+    /// Users' credentials are required: set at start when users exist, and latched on
+    /// when the first user appears; never cleared while the node runs.
+    users_required: std::sync::atomic::AtomicBool,
+    /// The PHC hash an unknown user name is checked against (same cost as a real one).
+    dummy: String,
 }
 
 /// The outcome of checking a request.
@@ -132,7 +145,7 @@ impl Auth {
             &mut argon2::password_hash::rand_core::OsRng,
             &mut mac_key,
         );
-        Auth {
+        let auth = Auth {
             token,
             data_dir,
             mac_key,
@@ -141,7 +154,21 @@ impl Auth {
                 users: Ok(Vec::new()),
                 verified: HashMap::new(),
             }),
-        }
+            users_required: std::sync::atomic::AtomicBool::new(false),
+            dummy: users::hash_password(&format!("{:x?}", mac_key))
+                .unwrap_or_else(|_| DUMMY_PHC.to_string()),
+        };
+        // Decide at start: an unreadable users file also requires credentials.
+        let mut c = auth.lock();
+        auth.refresh(&mut c);
+        drop(c);
+        auth
+    }
+
+    /// Whether users' credentials are required (decided at start, latched on since).
+    pub fn users_required(&self) -> bool {
+        self.users_required
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
@@ -162,16 +189,28 @@ impl Auth {
         c.stamp = stamp;
         c.verified.clear();
         c.users = users::load(dir).map_err(|e| e.to_string());
-        if let Err(e) = &c.users {
-            tracing::error!("API users: {e}; every API request is refused until it is fixed");
+        match &c.users {
+            Err(e) => {
+                tracing::error!("API users: {e}; every API request is refused until it is fixed")
+            }
+            Ok(u) if u.is_empty() && self.users_required() => tracing::error!(
+                "API users: {} has no users; every request needing credentials is refused \
+                 (create one with `qoslab user create`): the API never opens while the node runs",
+                users::users_file(dir).display()
+            ),
+            Ok(_) => {}
+        }
+        if !matches!(&c.users, Ok(u) if u.is_empty()) {
+            self.users_required
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
-    /// Whether any users are defined (the node then requires credentials everywhere).
+    /// Whether users' credentials are required everywhere.
     pub fn has_users(&self) -> bool {
         let mut c = self.lock();
         self.refresh(&mut c);
-        !matches!(&c.users, Ok(u) if u.is_empty())
+        self.users_required()
     }
 
     pub fn has_token(&self) -> bool {
@@ -199,10 +238,11 @@ impl Auth {
                 )))
             }
         };
-        let required = !users.is_empty() || (self.token.is_some() && mutating);
+        let users_required = self.users_required();
+        let required = users_required || (self.token.is_some() && mutating);
         match creds {
             Credentials::None if !required => Ok(Verdict::Allowed),
-            Credentials::None => Err(self.missing(!users.is_empty())),
+            Credentials::None => Err(self.missing(users_required)),
             Credentials::Malformed(why) => Err(unauthorized(format!(
                 "authentication failed: {why}; send HTTP basic credentials or a bearer token"
             ))),
@@ -223,9 +263,8 @@ impl Auth {
                          `qoslab user create NAME --data-dir DIR`), send the bearer token",
                     ));
                 }
-                if !users.iter().any(|u| &u.name == user) {
-                    return Err(bad_login());
-                }
+                // An unknown name takes the same Argon2 run as a wrong password
+                // (verify_hash checks it against the dummy hash).
                 let mac = self.mac(user, password);
                 if c.verified.get(user).is_some_and(|m| same(m, &mac)) {
                     return Ok(Verdict::Allowed);
@@ -250,10 +289,9 @@ impl Auth {
                 Err(_) => None,
             }
         };
-        let Some(phc) = phc else {
-            return Err(bad_login());
-        };
-        if !users::verify_password(password, &phc) {
+        let known = phc.is_some();
+        let phc = phc.unwrap_or_else(|| self.dummy.clone());
+        if !users::verify_password(password, &phc) || !known {
             return Err(bad_login());
         }
         let mac = self.mac(user, password);
@@ -272,6 +310,10 @@ impl Auth {
     }
 }
 
+/// Used only if hashing the dummy password failed at start (Argon2id, default cost).
+const DUMMY_PHC: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$cW9zbGFiLWR1bW15LXNhbHQ$w3ZVsE5+7y+TNIvM0G4ALpn6Cn3fC7zWo2sJ7KcJ3bI";
+
 fn unauthorized(msg: impl Into<String>) -> ApiError {
     ApiError::new(401, code::UNAUTHORIZED, "", msg)
 }
@@ -284,6 +326,35 @@ fn bad_login() -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn losing_the_users_never_opens_the_api() {
+        let dir = crate::test_dir::TestDir::new("auth-closed");
+        users::create(&dir, "admin", "pw", false).unwrap();
+        let a = Auth::new(None, Some(dir.to_path_buf()));
+        std::fs::remove_file(users::users_file(&dir)).unwrap();
+        assert!(a.has_users());
+        assert_eq!(a.check(&Credentials::None, true).unwrap_err().status, 401);
+        assert_eq!(a.check(&Credentials::None, false).unwrap_err().status, 401);
+        let basic = Credentials::Basic {
+            user: "admin".into(),
+            password: "pw".into(),
+        };
+        assert_eq!(a.check(&basic, true).unwrap_err().status, 401);
+        // An empty file, the same; an unreadable one is a 500.
+        std::fs::write(users::users_file(&dir), "{\"users\": []}").unwrap();
+        assert_eq!(a.check(&Credentials::None, true).unwrap_err().status, 401);
+        std::fs::write(users::users_file(&dir), "garbage").unwrap();
+        assert_eq!(a.check(&Credentials::None, true).unwrap_err().status, 500);
+        // An open node becomes closed as soon as a user appears, and stays closed.
+        let open_dir = crate::test_dir::TestDir::new("auth-latch");
+        let o = Auth::new(None, Some(open_dir.to_path_buf()));
+        assert_eq!(o.check(&Credentials::None, true), Ok(Verdict::Allowed));
+        users::create(&open_dir, "admin", "pw", false).unwrap();
+        assert_eq!(o.check(&Credentials::None, true).unwrap_err().status, 401);
+        users::delete(&open_dir, "admin").unwrap();
+        assert_eq!(o.check(&Credentials::None, true).unwrap_err().status, 401);
+    }
 
     #[test]
     fn headers() {
@@ -353,11 +424,16 @@ mod tests {
         a.verify_hash("admin", "Netapp1!").unwrap();
         assert_eq!(a.check(&good, false), Ok(Verdict::Allowed));
         assert_eq!(a.verify_hash("admin", "nope").unwrap_err().status, 401);
+        // An unknown user costs an Argon2 run too (against the dummy hash) and fails.
         let ghost = Credentials::Basic {
             user: "ghost".into(),
             password: "x".into(),
         };
-        assert_eq!(a.check(&ghost, false).unwrap_err().status, 401);
+        assert!(matches!(
+            a.check(&ghost, false),
+            Ok(Verdict::NeedsHash { .. })
+        ));
+        assert_eq!(a.verify_hash("ghost", "x").unwrap_err().status, 401);
         // A changed users file drops the cached verification.
         std::thread::sleep(std::time::Duration::from_millis(20));
         users::create(&dir, "admin", "changed!", true).unwrap();

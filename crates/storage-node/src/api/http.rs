@@ -39,6 +39,8 @@ struct Shared {
     cp: Arc<ControlPlane>,
     cfg: HttpConfig,
     hashing: tokio::sync::Semaphore,
+    /// Repeated authentication failures by source (429 while locked out).
+    backoff: super::backoff::Backoff,
 }
 
 /// Serve the API on `listener` until the task is aborted.
@@ -48,6 +50,7 @@ pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig
         cp,
         cfg,
         hashing: tokio::sync::Semaphore::new(HASHES_AT_ONCE),
+        backoff: Default::default(),
     });
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -63,12 +66,12 @@ pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             match acceptor {
-                None => connection(stream, shared).await,
+                None => connection(stream, shared, peer).await,
                 Some(a) => {
                     let Some(tls) = handshake(stream, &a, peer).await else {
                         return;
                     };
-                    connection(tls, shared).await
+                    connection(tls, shared, peer).await
                 }
             }
         });
@@ -110,13 +113,13 @@ async fn handshake(
     }
 }
 
-async fn connection<S>(stream: S, shared: Arc<Shared>)
+async fn connection<S>(stream: S, shared: Arc<Shared>, peer: SocketAddr)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let svc = hyper::service::service_fn(move |req| {
         let shared = shared.clone();
-        async move { Ok::<_, Infallible>(handle(req, &shared).await) }
+        async move { Ok::<_, Infallible>(handle(req, &shared, peer.ip()).await) }
     });
     if let Err(e) = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
@@ -162,6 +165,26 @@ fn unauthorized_response(e: &ApiError, auth: &Auth) -> Resp {
         hyper::header::WWW_AUTHENTICATE,
         HeaderValue::from_static(challenge),
     );
+    r
+}
+
+/// 429 while a source is locked out after repeated failures (docs/SECURITY.md).
+fn locked_out(wait: std::time::Duration) -> Resp {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut r = error_response(&ApiError::new(
+        429,
+        code::UNAUTHORIZED,
+        "",
+        format!(
+            "too many failed authentications from this address: retry in {secs} s \
+             (after {} failures in a row each further one doubles the wait, up to {} s)",
+            super::backoff::FREE_FAILURES,
+            super::backoff::MAX_DELAY.as_secs()
+        ),
+    ));
+    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+        r.headers_mut().insert(hyper::header::RETRY_AFTER, v);
+    }
     r
 }
 
@@ -224,7 +247,7 @@ fn method_not_allowed(allowed: &'static str, m: &Method) -> Resp {
     r
 }
 
-async fn handle(req: Request<Incoming>, shared: &Shared) -> Resp {
+async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -> Resp {
     let path = req.uri().path().to_string();
     let Some(route) = route(&path) else {
         return error_response(&ApiError::not_found(
@@ -266,11 +289,24 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Resp {
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok()),
     );
-    if let Err(e) = authenticate(shared, &creds, mutating).await {
-        if e.status == 401 {
+    let sent = !matches!(creds, auth::Credentials::None);
+    if sent {
+        if let Err(wait) = shared.backoff.check(ip, std::time::Instant::now()) {
+            return locked_out(wait);
+        }
+    }
+    match authenticate(shared, &creds, mutating).await {
+        Ok(()) if sent => shared.backoff.success(ip),
+        Ok(()) => {}
+        Err(e) if e.status == 401 => {
+            if sent {
+                if let Some(d) = shared.backoff.failure(ip, std::time::Instant::now()) {
+                    tracing::warn!(%ip, "repeated API authentication failures: locked out for {d:?}");
+                }
+            }
             return unauthorized_response(&e, &shared.cfg.auth);
         }
-        return error_response(&e);
+        Err(e) => return error_response(&e),
     }
     let query = match parse_query(req.uri().query().unwrap_or("")) {
         Ok(q) => q,

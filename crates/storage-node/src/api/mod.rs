@@ -7,6 +7,7 @@
 //! [`auth`] checks credentials; [`query`] implements ONTAP's list semantics.
 
 pub mod auth;
+pub mod backoff;
 mod cluster;
 pub mod http;
 pub mod model;
