@@ -48,6 +48,7 @@ pub fn parse_keys(path: &Path, text: &str) -> anyhow::Result<Vec<(String, String
 pub async fn start(
     args: &S3ServeArgs,
     cp: &Arc<ControlPlane>,
+    max_connections: usize,
 ) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
     if let Some(p) = &args.s3_keys_file {
         let text = std::fs::read_to_string(p)
@@ -71,7 +72,10 @@ pub async fn start(
     Ok(Some(tokio::spawn(s3_server::serve(
         l,
         cp.clone(),
-        s3_server::S3Options::default(),
+        s3_server::S3Options {
+            max_connections,
+            ..Default::default()
+        },
         std::future::pending(),
     ))))
 }

@@ -107,6 +107,11 @@ pub struct ServeArgs {
     calibrate: bool,
     #[command(flatten)]
     s3: crate::s3_cmd::S3ServeArgs,
+    /// Connections each listener (NBD unix, NBD TCP, REST API, S3) serves at once; more
+    /// are closed on accept, with a log line when the cap is reached.
+    #[arg(long, value_name = "N", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
     /// Ceilings: strict (default; never above the ceiling beyond 5 ms of idle credit) or
     /// ontap (ONTAP's documented tolerance: up to +50% while tokens accumulated to 150% last).
     #[arg(long, value_name = "strict|ontap")]
@@ -284,6 +289,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let node = cp.node.clone();
         crate::serve_safety::print_data_dir(&cp, &data_dir);
         let mut listeners = Listeners::bind(unix.as_deref(), tcp).await?;
+        listeners.max_connections = args.max_connections as usize;
         let nbd_mode = match args.nbd_tls {
             NbdTlsArg::Off => TlsMode::Off,
             NbdTlsArg::On => TlsMode::On,
@@ -343,11 +349,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 let cfg = api_http::HttpConfig {
                     auth: auth.clone(),
                     tls: server_tls,
+                    max_connections: args.max_connections as usize,
                 };
                 Some(tokio::spawn(api_http::serve(l, cp.clone(), cfg)))
             }
         };
-        let s3 = crate::s3_cmd::start(&args.s3, &cp).await?;
+        let s3 = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize).await?;
         print_ready(
             &node,
             unix.as_deref(),

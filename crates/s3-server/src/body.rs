@@ -57,7 +57,16 @@ pub(crate) async fn receive(
 ) -> S3Result<Checksum> {
     let mut hasher = hasher_for(&declared);
     if let Some(mut body) = body {
-        while let Some(chunk) = body.next().await {
+        loop {
+            let next = tokio::time::timeout(crate::BODY_IDLE_TIMEOUT, body.next()).await;
+            let Ok(next) = next else {
+                return Err(s3s::s3_error!(
+                    RequestTimeout,
+                    "no byte of the request body arrived for {} s",
+                    crate::BODY_IDLE_TIMEOUT.as_secs()
+                ));
+            };
+            let Some(chunk) = next else { break };
             let chunk = chunk.map_err(|e| errors::from_body(e.as_ref()))?;
             hasher.update(&chunk);
             w.write(&chunk).map_err(errors::from_obj)?;

@@ -34,12 +34,21 @@ pub use context::Endpoint;
 pub struct S3Options {
     /// Largest single PUT or part (S3: 5 GiB); larger announced bodies get EntityTooLarge.
     pub max_object_size: u64,
+    /// Connections served at once (more are closed on accept, with a log line).
+    pub max_connections: usize,
 }
+
+/// A client that has not sent a complete request head within this time — a new
+/// connection, or a kept-alive one between requests — is disconnected (as on the API).
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// A request body that stalls this long (no byte arrives) ends with `RequestTimeout`.
+pub const BODY_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for S3Options {
     fn default() -> Self {
         S3Options {
             max_object_size: storage_node::objstore::MAX_OBJECT_SIZE,
+            max_connections: storage_node::conn_limit::DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -81,6 +90,16 @@ pub async fn serve(
     opts: S3Options,
     shutdown: impl Future<Output = ()>,
 ) {
+    let limit = storage_node::conn_limit::ConnLimit::new(
+        format!(
+            "S3 {}",
+            listener
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default()
+        ),
+        opts.max_connections,
+    );
     let svc = service(cp, opts);
     tokio::pin!(shutdown);
     loop {
@@ -95,9 +114,14 @@ pub async fn serve(
                 }
             },
         };
+        let Some(guard) = limit.admit() else {
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let svc = svc.clone();
         tokio::spawn(async move {
+            let _guard = guard;
             let svc = hyper::service::service_fn(move |req| {
                 let (expect, empty) = expect_continue(&req);
                 let fut = hyper::service::Service::call(&svc, req);
@@ -114,6 +138,8 @@ pub async fn serve(
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), svc);
             if let Err(e) = conn.await {
                 tracing::debug!(%peer, "s3 connection: {e}");

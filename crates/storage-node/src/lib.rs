@@ -17,6 +17,7 @@ pub mod bucket;
 pub mod calibrate;
 pub mod clock;
 pub mod config;
+pub mod conn_limit;
 pub mod credits;
 pub mod datadir;
 pub mod errors;

@@ -36,6 +36,7 @@ async fn a_client_that_never_finishes_its_request_head_is_dropped() {
         cp,
         HttpConfig {
             auth: Arc::new(storage_node::api::auth::Auth::new(None, None)),
+            max_connections: storage_node::conn_limit::DEFAULT_MAX_CONNECTIONS,
             tls: None,
         },
     ));

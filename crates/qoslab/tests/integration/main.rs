@@ -25,6 +25,7 @@ mod interop;
 mod isolation;
 mod json;
 mod lifecycle;
+mod listener_caps;
 mod nbd_tls;
 mod ontap_rest;
 mod protocol;

@@ -33,6 +33,8 @@ pub struct HttpConfig {
     pub auth: Arc<Auth>,
     /// HTTPS: the server configuration; `None`: plain HTTP (`--insecure-http`).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Connections served at once (more are closed on accept, with a log line).
+    pub max_connections: usize,
 }
 
 struct Shared {
@@ -46,6 +48,16 @@ struct Shared {
 /// Serve the API on `listener` until the task is aborted.
 pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig) {
     let acceptor = cfg.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let limit = crate::conn_limit::ConnLimit::new(
+        format!(
+            "REST API {}",
+            listener
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default()
+        ),
+        cfg.max_connections,
+    );
     let shared = Arc::new(Shared {
         cp,
         cfg,
@@ -61,10 +73,15 @@ pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig
                 continue;
             }
         };
+        let Some(guard) = limit.admit() else {
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
+            let _guard = guard;
             match acceptor {
                 None => connection(stream, shared, peer).await,
                 Some(a) => {

@@ -17,6 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::task::JoinSet;
 
+use crate::conn_limit::{ConnGuard, ConnLimit};
 use crate::errors::NodeError;
 use crate::node::Node;
 use handshake::{Negotiated, OptionState, TlsMode};
@@ -35,6 +36,8 @@ pub struct Listeners {
     pub tcp: Option<TcpListener>,
     /// NBD TLS (`--nbd-tls`); `None`: off.
     pub tls: Option<Arc<NbdTls>>,
+    /// Connections each listener serves at once (`--max-connections`).
+    pub max_connections: usize,
 }
 
 /// NBD over TLS: the server identity and whether plaintext is refused.
@@ -89,6 +92,7 @@ impl Listeners {
             unix,
             tcp,
             tls: None,
+            max_connections: crate::conn_limit::DEFAULT_MAX_CONNECTIONS,
         })
     }
 
@@ -124,7 +128,26 @@ pub async fn serve(
             }
         })
     };
-    let Listeners { unix, tcp, tls } = listeners;
+    let Listeners {
+        unix,
+        tcp,
+        tls,
+        max_connections,
+    } = listeners;
+    let unix_limit = ConnLimit::new(
+        match &unix {
+            Some((_, p)) => format!("NBD unix {}", p.display()),
+            None => String::new(),
+        },
+        max_connections,
+    );
+    let tcp_limit = ConnLimit::new(
+        match tcp.as_ref().and_then(|l| l.local_addr().ok()) {
+            Some(a) => format!("NBD tcp {a}"),
+            None => String::new(),
+        },
+        max_connections,
+    );
     let limiter = Arc::new(LogLimiter::new(REJECTED_LOG_BURST, REJECTED_LOG_WINDOW));
     let unix_path = unix.as_ref().map(|(_, p)| p.clone());
     tokio::pin!(stop);
@@ -133,11 +156,15 @@ pub async fn serve(
             _ = &mut stop => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             r = accept_unix(&unix) => match r {
-                Ok(s) => spawn_conn(&mut conns, s, node.clone(), stats.clone(), tls.clone(), limiter.clone()),
+                Ok(s) => if let Some(g) = unix_limit.admit() {
+                    spawn_conn(&mut conns, s, g, node.clone(), stats.clone(), tls.clone(), limiter.clone())
+                },
                 Err(e) => tracing::warn!("accept (unix): {e}"),
             },
             r = accept_tcp(&tcp) => match r {
-                Ok(s) => spawn_conn(&mut conns, s, node.clone(), stats.clone(), tls.clone(), limiter.clone()),
+                Ok(s) => if let Some(g) = tcp_limit.admit() {
+                    spawn_conn(&mut conns, s, g, node.clone(), stats.clone(), tls.clone(), limiter.clone())
+                },
                 Err(e) => tracing::warn!("accept (tcp): {e}"),
             },
         }
@@ -188,6 +215,7 @@ async fn accept_tcp(l: &Option<TcpListener>) -> std::io::Result<tokio::net::TcpS
 fn spawn_conn<S>(
     conns: &mut JoinSet<()>,
     stream: S,
+    guard: ConnGuard,
     node: Arc<Node>,
     stats: Arc<ServerStats>,
     tls: Option<Arc<NbdTls>>,
@@ -200,6 +228,7 @@ fn spawn_conn<S>(
     stats.connections_total.fetch_add(1, Relaxed);
     stats.connections_open.fetch_add(1, Relaxed);
     conns.spawn(async move {
+        let _guard = guard;
         if let Err(e) = connection_tls(stream, node, busy_poll, tls.as_deref()).await {
             stats.connection_errors.fetch_add(1, Relaxed);
             // Clients that are refused or misbehave can come by the thousand: their log

@@ -1,0 +1,106 @@
+//! A cap on the connections one listener serves at once (NBD unix, NBD TCP, the REST API,
+//! S3). A connection over the cap is closed as soon as it is accepted, and the node says
+//! so in its log: one line when the cap is reached, then at most one every 10 s with the
+//! count refused since (a flood of refused clients cannot flood the log).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Connections each listener serves at once unless told otherwise (`--max-connections`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// The connections of one listener.
+pub struct ConnLimit {
+    listener: String,
+    max: usize,
+    open: AtomicUsize,
+    refused: AtomicU64,
+    /// When the last "limit reached" line was logged, and the refusals counted then.
+    logged: Mutex<Option<(Instant, u64)>>,
+}
+
+/// One admitted connection; dropping it frees its place.
+pub struct ConnGuard(Arc<ConnLimit>);
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Relaxed);
+    }
+}
+
+impl ConnLimit {
+    /// `listener` names it in the log (e.g. "NBD tcp 127.0.0.1:10809").
+    pub fn new(listener: impl Into<String>, max: usize) -> Arc<ConnLimit> {
+        Arc::new(ConnLimit {
+            listener: listener.into(),
+            max: max.max(1),
+            open: AtomicUsize::new(0),
+            refused: AtomicU64::new(0),
+            logged: Mutex::new(None),
+        })
+    }
+
+    /// Admit a connection, or `None` (logged) when the listener is full.
+    pub fn admit(self: &Arc<Self>) -> Option<ConnGuard> {
+        let mut cur = self.open.load(Relaxed);
+        loop {
+            if cur >= self.max {
+                self.refuse();
+                return None;
+            }
+            match self
+                .open
+                .compare_exchange_weak(cur, cur + 1, Relaxed, Relaxed)
+            {
+                Ok(_) => return Some(ConnGuard(self.clone())),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Relaxed)
+    }
+
+    /// Connections refused since the start.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Relaxed)
+    }
+
+    fn refuse(&self) {
+        let total = self.refused.fetch_add(1, Relaxed) + 1;
+        let now = Instant::now();
+        let mut l = self.logged.lock().unwrap_or_else(|p| p.into_inner());
+        let due = l.is_none_or(|(at, _)| now.duration_since(at) >= LOG_EVERY);
+        if due {
+            let since = total - l.map_or(0, |(_, n)| n);
+            tracing::warn!(
+                "{}: connection limit of {} reached: refusing new connections until one \
+                 closes ({since} refused since the last report, {total} in all; raise it \
+                 with --max-connections)",
+                self.listener,
+                self.max
+            );
+            *l = Some((now, total));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admits_up_to_the_cap_and_frees_on_drop() {
+        let l = ConnLimit::new("test", 2);
+        let a = l.admit().unwrap();
+        let _b = l.admit().unwrap();
+        assert!(l.admit().is_none());
+        assert_eq!((l.open(), l.refused()), (2, 1));
+        drop(a);
+        assert!(l.admit().is_some());
+    }
+}
