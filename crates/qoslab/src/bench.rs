@@ -58,6 +58,10 @@ pub struct BenchArgs {
     /// disks, or fio client/server on NFS/iSCSI/block/dir targets (docs/SUITES.md).
     #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
     suite: Option<String>,
+    /// Let the plan's fio options run programs (exec_prerun, exec_postrun, ioengine=exec,
+    /// an external ioengine): refused by default, since a plan is data (docs/BENCH.md).
+    #[arg(long)]
+    allow_exec: bool,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device. The
     /// tenants family takes a directory (a subdirectory per tenant) or block devices
@@ -312,7 +316,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             plan
         }
-        (Some(p), None) => registry.load(p)?,
+        (Some(p), None) => {
+            let plan = registry.load(p)?;
+            let src = harness::plan::PlanSource::new(&plan.common.text, &plan.common.origin);
+            harness::plan::exec::check(&src, args.allow_exec)?;
+            plan
+        }
         (None, None) => anyhow::bail!(
             "nothing to run: give a plan file, --profile dbench or --suite NAME (see qoslab bench --help)"
         ),

@@ -18,6 +18,7 @@ mod endpoint;
 pub mod errors;
 mod multipart;
 mod objects;
+pub mod presign;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -124,8 +125,19 @@ pub async fn serve(
             let _guard = guard;
             let svc = hyper::service::service_fn(move |req| {
                 let (expect, empty) = expect_continue(&req);
-                let fut = hyper::service::Service::call(&svc, req);
+                let refused = presign::refusal(req.uri().query());
+                let fut = refused
+                    .is_none()
+                    .then(|| hyper::service::Service::call(&svc, req));
                 async move {
+                    let Some(fut) = fut else {
+                        let mut r = presign::response(refused.as_deref().unwrap_or_default());
+                        r.headers_mut().insert(
+                            hyper::header::CONNECTION,
+                            hyper::header::HeaderValue::from_static("close"),
+                        );
+                        return Ok::<_, s3s::HttpError>(r);
+                    };
                     let mut resp = fut.await?;
                     if expect && (empty || !resp.status().is_success()) {
                         resp.headers_mut().insert(

@@ -27,6 +27,7 @@
 //! ```
 
 mod duration;
+pub mod exec;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -7,6 +7,7 @@
 mod api_cli;
 mod api_contract;
 mod api_crash;
+mod api_hardening;
 mod api_live;
 mod api_util;
 mod array;

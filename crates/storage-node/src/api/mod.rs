@@ -15,6 +15,7 @@ mod policies;
 pub mod query;
 pub mod s3;
 mod seed;
+mod strict_json;
 mod svms;
 pub mod users;
 mod volume_files;

@@ -104,7 +104,7 @@ pub fn parse_body(bytes: &[u8]) -> R<Map<String, Value>> {
             "a JSON object is required in the request body",
         ));
     }
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| {
+    let v: Value = super::strict_json::parse(bytes).map_err(|e| {
         ApiError::bad(
             code::INVALID_JSON,
             "",
