@@ -105,6 +105,12 @@ if ! python3 -c "import netapp_ontap, sys; sys.exit(netapp_ontap.__version__ != 
   pip_install "netapp-ontap==$NETAPP_ONTAP_VERSION"
 fi
 
+# schemathesis: the REST API's contract test (docs/API.md, issue 23) runs it against a node.
+SCHEMATHESIS_VERSION=4.32.5
+if ! python3 -c "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$SCHEMATHESIS_VERSION')" 2>/dev/null; then
+  pip_install "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
 # 3. What the tests rely on beyond presence.
 if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
   say "this fio ($(fio --version)) lacks the nbd ioengine"

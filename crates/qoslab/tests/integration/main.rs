@@ -9,6 +9,7 @@ mod api_contract;
 mod api_crash;
 mod api_hardening;
 mod api_live;
+mod api_schema;
 mod api_util;
 mod array;
 mod auth_closed;

@@ -126,7 +126,7 @@ impl Node {
         Node::start_https_in(dir, config_toml, &args)
     }
 
-    fn start_https_in(dir: TempDir, config_toml: &str, extra: &[&str]) -> Node {
+    pub fn start_https_in(dir: TempDir, config_toml: &str, extra: &[&str]) -> Node {
         let config = dir.join("node.toml");
         fs::write(&config, config_toml).expect("writing node.toml");
         let socket = dir.join("nbd.sock");

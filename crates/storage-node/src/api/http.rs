@@ -185,6 +185,22 @@ fn unauthorized_response(e: &ApiError, auth: &Auth) -> Resp {
     r
 }
 
+/// `/docs/api` (a page) and `/docs/api/openapi.json` (the description): open, GET only.
+fn docs_response(path: &str, method: &Method) -> Option<Resp> {
+    let (body, ty) = match path.trim_end_matches('/') {
+        "/docs/api" => (super::docs::page(), "text/html; charset=utf-8"),
+        "/docs/api/openapi.json" => (super::docs::OPENAPI.to_string(), "application/json"),
+        _ => return None,
+    };
+    if !matches!(*method, Method::GET | Method::HEAD) {
+        return Some(method_not_allowed("GET", method));
+    }
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ty));
+    Some(r)
+}
+
 /// 429 while a source is locked out after repeated failures (docs/SECURITY.md).
 fn locked_out(wait: std::time::Duration) -> Resp {
     let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
@@ -266,6 +282,9 @@ fn method_not_allowed(allowed: &'static str, m: &Method) -> Resp {
 
 async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -> Resp {
     let path = req.uri().path().to_string();
+    if let Some(r) = docs_response(&path, req.method()) {
+        return r;
+    }
     let Some(route) = route(&path) else {
         return error_response(&ApiError::not_found(
             "",

@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod backoff;
 mod cluster;
+pub mod docs;
 pub mod http;
 pub mod model;
 mod policies;

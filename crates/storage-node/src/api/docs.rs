@@ -1,0 +1,68 @@
+//! `/docs/api`: the OpenAPI 3.0 description of the REST subset qoslab implements, where
+//! ONTAP serves its own documentation. `/docs/api` is a page listing the operations with a
+//! link to `/docs/api/openapi.json`, the description itself. Both are open (no
+//! credentials), like `/metrics`: they describe the API, they hold no data.
+//!
+//! `openapi.json` is checked against the live node by schemathesis
+//! (`crates/qoslab/tests/integration/api_schema.rs`): every response must conform.
+
+/// The description (OpenAPI 3.0.3, JSON).
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// The page at `/docs/api`: each path and its methods with their summaries.
+pub fn page() -> String {
+    let spec: serde_json::Value = serde_json::from_str(OPENAPI).unwrap_or_default();
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut rows = String::new();
+    if let Some(paths) = spec["paths"].as_object() {
+        for (path, ops) in paths {
+            let Some(ops) = ops.as_object() else { continue };
+            for (method, op) in ops {
+                if method == "parameters" {
+                    continue;
+                }
+                let what = op["summary"]
+                    .as_str()
+                    .or_else(|| op["operationId"].as_str())
+                    .unwrap_or_default();
+                rows.push_str(&format!(
+                    "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>\n",
+                    method.to_uppercase(),
+                    esc(path),
+                    esc(what)
+                ));
+            }
+        }
+    }
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>qoslab REST API</title></head>\
+         <body><h1>qoslab REST API</h1><p>{}</p><p>OpenAPI 3.0 description: \
+         <a href=\"/docs/api/openapi.json\">/docs/api/openapi.json</a></p>\
+         <table><tr><th>method</th><th>path</th><th>operation</th></tr>\n{rows}</table></body></html>\n",
+        esc(spec["info"]["description"].as_str().unwrap_or_default())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_description_parses_and_names_every_route() {
+        let v: serde_json::Value = serde_json::from_str(super::OPENAPI).unwrap();
+        assert_eq!(v["openapi"], "3.0.3");
+        for p in [
+            "/api/cluster",
+            "/api/storage/qos/policies/{uuid}",
+            "/api/storage/volumes/{uuid}",
+            "/api/svm/svms/{uuid}",
+            "/api/protocols/s3/services/{svm_uuid}/buckets/{uuid}",
+            "/metrics",
+        ] {
+            assert!(v["paths"].get(p).is_some(), "{p}");
+        }
+        assert!(super::page().contains("<code>/api/storage/volumes</code>"));
+    }
+}
