@@ -1,3 +1,4 @@
+#![cfg(feature = "e2e")]
 //! Integration tests of `qoslab serve`: the real binary, real NBD clients (fio, nbdinfo,
 //! qemu-img, nbdcopy) and raw protocol bytes. One test binary, like ripgrep's.
 //!
