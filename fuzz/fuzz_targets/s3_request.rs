@@ -24,6 +24,17 @@ fn env() -> &'static Env {
         } else {
             std::env::temp_dir()
         };
+        // Directories of fuzzer processes that are gone (they exit without clean-up).
+        if let Ok(entries) = std::fs::read_dir(&base) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name.strip_prefix("qoslab-fuzz-s3-") {
+                    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+        }
         let dir = base.join(format!("qoslab-fuzz-s3-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let rt = tokio::runtime::Builder::new_current_thread()
