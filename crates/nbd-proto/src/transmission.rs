@@ -15,9 +15,16 @@ pub struct Request {
 }
 
 /// Decode a 28-byte request header. Only the magic is checked here; command and flag
-/// validity are the server's business (it must answer EINVAL, not disconnect).
+/// validity are the server's business (it must answer EINVAL, not disconnect). A buffer
+/// shorter than a header is an error, never a panic (found by the `nbd_decoders` fuzz
+/// target: this was a `debug_assert` and an out-of-bounds index).
 pub fn decode_request(buf: &[u8]) -> Result<Request, DecodeError> {
-    debug_assert!(buf.len() >= REQUEST_HEADER_LEN);
+    if buf.len() < REQUEST_HEADER_LEN {
+        return Err(DecodeError::Malformed {
+            what: "request header",
+            detail: format!("{} bytes, a header has {REQUEST_HEADER_LEN}", buf.len()),
+        });
+    }
     let magic = be_u32(&buf[0..4]);
     if magic != REQUEST_MAGIC {
         return Err(DecodeError::BadMagic {
@@ -136,6 +143,13 @@ mod tests {
         encode_request(&mut out, &req);
         assert_eq!(out.len(), REQUEST_HEADER_LEN);
         assert_eq!(decode_request(&out).unwrap(), req);
+        // Short buffers are an error, never a panic (the fuzzer's first finding).
+        for n in 0..REQUEST_HEADER_LEN {
+            assert!(matches!(
+                decode_request(&out[..n]),
+                Err(DecodeError::Malformed { .. })
+            ));
+        }
     }
 
     #[test]
