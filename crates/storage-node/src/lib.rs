@@ -11,6 +11,7 @@
 //! Validation happens once at the edge ([`config`] for files, the transmission loop for
 //! requests); inner layers trust their inputs.
 
+pub mod admission;
 pub mod api;
 pub mod backend;
 pub mod bucket;

@@ -27,7 +27,7 @@ pub struct Node {
     /// Flows of shared fixed policies, by policy name.
     shared_flows: Mutex<HashMap<String, u32>>,
     default_export: Option<String>,
-    pub scheduler: Scheduler,
+    pub scheduler: Arc<Scheduler>,
     pub clock: Clock,
     shutdown: watch::Sender<bool>,
     busy_poll: std::time::Duration,
@@ -61,7 +61,11 @@ impl Node {
             policies: RwLock::new(policies),
             shared_flows: Mutex::new(HashMap::new()),
             default_export: cfg.default_export.clone(),
-            scheduler: Scheduler::with_array(cfg.capacity, cfg.array.clone(), clock),
+            scheduler: Arc::new(Scheduler::with_array(
+                cfg.capacity,
+                cfg.array.clone(),
+                clock,
+            )),
             clock,
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
@@ -198,6 +202,15 @@ impl Node {
     /// The emulated provisioned file system, if the node has one.
     pub fn provisioned(&self) -> Option<&Arc<ProvisionedFs>> {
         self.provisioned.as_ref()
+    }
+
+    /// The gates every request passes (scheduler, provisioned file system), for a front
+    /// end's [`Admission`](crate::admission::Admission).
+    pub fn gates(&self) -> crate::admission::Gates {
+        crate::admission::Gates {
+            scheduler: self.scheduler.clone(),
+            fs: self.provisioned.clone(),
+        }
     }
 
     /// How ceilings treat bursts.

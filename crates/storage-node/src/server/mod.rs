@@ -1,7 +1,6 @@
 //! Listening, accepting, and the life of a connection; graceful shutdown.
 
 pub mod handshake;
-mod queued;
 mod ratelimit;
 mod spin;
 pub mod transmission;
