@@ -4,8 +4,9 @@
 //! `aws-chunked` streaming bodies); this crate implements the operations over the node:
 //! buckets are the node's ([`storage_node::bucket::Bucket`], catalogued by the control
 //! plane), objects live in each bucket's [`storage_node::objstore::ObjectStore`], and every
-//! request passes its bucket's QoS flow first ([`storage_node::flow_gate::FlowGate`]): one
-//! operation, its payload bytes against MB/s.
+//! request passes the node's admission core first ([`storage_node::admission::Gate`], the
+//! same core as NBD's): one operation, its payload bytes against MB/s, and the emulated
+//! array's service latency before the reply.
 //!
 //! Crate direction: `s3-server` depends on `storage-node` (the catalog, buckets, flows);
 //! the node knows nothing of S3's wire format, and the REST API that manages users and

@@ -21,7 +21,6 @@ pub mod config;
 pub mod credits;
 pub mod datadir;
 pub mod errors;
-pub mod flow_gate;
 pub mod metrics;
 pub mod node;
 pub mod objstore;

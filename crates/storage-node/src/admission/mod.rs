@@ -48,7 +48,9 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use qos_core::{Direction, Nanos};
+use qos_core::Nanos;
+/// Re-exported so a front end needs nothing but this module.
+pub use qos_core::{Direction, MILLI};
 use tokio::sync::mpsc;
 
 pub use gate::Gate;
