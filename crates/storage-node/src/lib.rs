@@ -15,6 +15,7 @@ pub mod admission;
 pub mod api;
 pub mod backend;
 pub mod bucket;
+pub mod builder;
 pub mod calibrate;
 pub mod clock;
 pub mod config;
@@ -35,5 +36,6 @@ mod timer;
 pub mod tls;
 pub mod volume;
 
+pub use builder::{FrontEnd, NodeBuilder, RunningNode};
 pub use config::NodeConfig;
 pub use node::Node;

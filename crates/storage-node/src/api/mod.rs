@@ -8,6 +8,7 @@
 
 pub mod auth;
 mod cluster;
+pub mod front_end;
 pub mod http;
 pub mod model;
 mod policies;
