@@ -32,6 +32,8 @@ pub struct Node {
     shutdown: watch::Sender<bool>,
     busy_poll: std::time::Duration,
     mmap_reads: bool,
+    /// Layers over every volume's file (`[backend]`).
+    layers: crate::backend::layers::LayerSpec,
     ceiling_mode: CeilingMode,
     /// The emulated provisioned file system (`[provisioned]`), if any.
     provisioned: Option<Arc<ProvisionedFs>>,
@@ -70,6 +72,7 @@ impl Node {
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
             mmap_reads: cfg.mmap_reads,
+            layers: cfg.layers,
             ceiling_mode: cfg.ceiling_mode,
             provisioned: cfg
                 .provisioned
@@ -104,7 +107,7 @@ impl Node {
             v.read_only,
             v.size,
             v.snapshot_reserve_percent,
-            Arc::new(backend),
+            self.layers.wrap(Arc::new(backend)),
         ));
         self.volumes
             .write()
