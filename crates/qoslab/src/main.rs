@@ -75,6 +75,9 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // The one owner of SIGINT/SIGTERM/SIGHUP: what a run registers is torn down in order,
+    // then the process exits with 128 + the signal (`serve` stops gracefully instead).
+    lifecycle::install();
     let matches = bench::with_families_help(Cli::command()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     tracing_subscriber::fmt()
