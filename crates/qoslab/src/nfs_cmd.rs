@@ -132,10 +132,25 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             "qoslab nfs: serving NFSv3 on {addr} (rtmax {} wtmax {})",
             cfg.rtmax, cfg.wtmax
         );
+        let service = server.service.clone();
         server.run(shutdown()).await?;
-        eprintln!("qoslab nfs: stopped");
+        eprintln!("qoslab nfs: stopped; {}", call_counts(&service));
         Ok(())
     })
+}
+
+/// `calls: GETATTR=3 READ=100 ... garbage=0`: what the server answered, for logs and tests.
+fn call_counts(svc: &Service) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut s = String::from("calls:");
+    for (i, n) in svc.counters.nfs.iter().enumerate() {
+        let n = n.load(Relaxed);
+        if n > 0 {
+            s.push_str(&format!(" {}={n}", nfs_proto::nfs3::proc_::NAMES[i]));
+        }
+    }
+    s.push_str(&format!(" garbage={}", svc.counters.garbage.load(Relaxed)));
+    s
 }
 
 async fn shutdown() {

@@ -23,6 +23,8 @@ mod isolation;
 mod json;
 mod lifecycle;
 mod nbd_tls;
+mod nfs;
+mod nfs_util;
 mod ontap_rest;
 mod protocol;
 mod provisioned;
