@@ -24,6 +24,7 @@ mod json;
 mod lifecycle;
 mod nbd_tls;
 mod nfs;
+mod nfs_kernel;
 mod nfs_util;
 mod ontap_rest;
 mod protocol;

@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -41,14 +42,20 @@ impl NfsProc {
     }
 
     fn spawn(&mut self, listen: &str) {
-        let mut child = Command::new(QOSLAB)
-            .args(["nfs", "serve", "--listen", listen])
+        let mut cmd = Command::new(QOSLAB);
+        cmd.args(["nfs", "serve", "--listen", listen])
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting qoslab nfs serve");
+            .stderr(Stdio::piped());
+        // SAFETY: prctl in the child before exec: the server dies with the test's thread.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("starting qoslab nfs serve");
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = mpsc::channel();
         let log = self.log.clone();
