@@ -108,6 +108,14 @@ if ! python3 -c "import netapp_ontap, sys; sys.exit(netapp_ontap.__version__ != 
   pip_install "netapp-ontap==$NETAPP_ONTAP_VERSION"
 fi
 
+# 2b. cargo-nextest, the test runner of scripts/test.sh (tiers, test groups, per-test times;
+# docs/TESTING.md). The machine image ships it; elsewhere it is built from crates.io.
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+if ! cargo nextest --version >/dev/null 2>&1; then
+  say "cargo install cargo-nextest --locked (a few CPU-minutes)"
+  cargo install --quiet --locked cargo-nextest
+fi
+
 # 3. What the tests rely on beyond presence.
 if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
   say "this fio ($(fio --version)) lacks the nbd ioengine"
@@ -186,5 +194,6 @@ say "NFS: $(fio --version) with nfs at $(command -v fio), libnfs-utils $(dpkg-qu
 say "fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1), netapp-ontap $(python3 -c 'import netapp_ontap; print(netapp_ontap.__version__)')"
 say "$(aws --version 2>&1 | head -1), boto3 $(python3 -c 'import boto3; print(boto3.__version__)'), s3cmd $(s3cmd --version | awk '{print $3}'), $(rclone version | head -1), $(curl --version | head -1 | awk '{print $1, $2}')"
 say "$(iperf3 --version | head -1), $(ssh -V 2>&1), $(redis-server --version | awk '{print $1, $2, $3}'), $(git --version)"
+say "$(cargo nextest --version | head -1)"
 [ "$with_garage" = 1 ] && say "$(garage --version | head -1)"
 exit 0

@@ -16,6 +16,7 @@ mod s3_cmd;
 mod seed000;
 mod seed000_cmd;
 mod serve;
+mod serve_safety;
 mod stats_cmd;
 mod tenants_cmd;
 mod ui;

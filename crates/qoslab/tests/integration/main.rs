@@ -1,3 +1,4 @@
+#![cfg(feature = "e2e")]
 //! Integration tests of `qoslab serve`: the real binary, real NBD clients (fio, nbdinfo,
 //! qemu-img, nbdcopy) and raw protocol bytes. One test binary, like ripgrep's.
 //!
@@ -17,6 +18,7 @@ mod bench_util;
 mod burst;
 mod client;
 mod clustershell;
+mod data_safety;
 mod diagnosis;
 mod interop;
 mod isolation;
@@ -38,6 +40,7 @@ mod s3_hosts;
 mod s3_interop;
 mod s3_qos;
 mod s3_util;
+mod small_fs;
 mod suites;
 mod tenants;
 mod tenants_sweep;

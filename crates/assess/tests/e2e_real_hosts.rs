@@ -1,3 +1,4 @@
+#![cfg(feature = "e2e")]
 //! The diagnosis on this machine's real figures: fio starved by a CPU burner pinned beside
 //! it is `client-cpu-bound`; fio driving a loop device to saturation is `device-bound`.
 //! (The same situations through `qoslab bench` are in the qoslab integration tests.)

@@ -1,3 +1,4 @@
+#![cfg(feature = "e2e")]
 //! The `hosts` crate against real sshd's in the bed's namespaces: facts, the errors a user
 //! meets (unreachable, authentication, missing tool), the device probe, remote servers.
 

@@ -1,3 +1,4 @@
+#![cfg(feature = "e2e")]
 //! `fmt::num2str` against fio's own formatting: fio prints the bytes a job moved with the
 //! same `num2str(.., 4 significant figures, ..)` it uses for IOPS and bandwidth, so a null-engine
 //! job of exactly N bytes with `kb_base=1000` shows how fio formats N (e.g. `io=15.3kB`).

@@ -1,3 +1,4 @@
+#![cfg(feature = "e2e")]
 //! The sampler on this machine, against real processes: fio burning CPU as the harness's
 //! child, a busy shell that is nobody's (noise), and O_DIRECT writes to the disk holding the
 //! working directory.

@@ -1,3 +1,4 @@
+#![cfg(feature = "e2e")]
 //! The bed's own life: built, reachable, shaped, and gone afterwards — on drop, on SIGTERM,
 //! and (for a run killed with SIGKILL) at the next run.
 
