@@ -14,6 +14,7 @@
 //! - Encoders append to a caller-owned `Vec<u8>`, so replies are built in place and
 //!   batched into one socket write.
 
+pub mod fuzz;
 pub mod mount;
 pub mod nfs3;
 pub mod portmap;

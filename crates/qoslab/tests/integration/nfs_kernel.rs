@@ -179,7 +179,10 @@ fn linux_kernel_client_writes_and_reads_back() {
          ls -la /mnt/dir | sed 's/^/QOSLAB-LS /'\n\
          echo QOSLAB-CONNS $(grep -c ':{p:04X}' /proc/net/tcp)\n\
          cat /proc/mounts | grep nfs | sed 's/^/QOSLAB-MOUNT /'\n\
-         umount /mnt || echo QOSLAB-FAIL umount\n"
+         umount /mnt || echo QOSLAB-FAIL umount\n\
+         mkdir /mnt4; mount -t nfs -o vers=4.0,port={p},addr=10.0.2.2,clientaddr=10.0.2.15 10.0.2.2:/vol /mnt4 > /tmp/v4 2>&1\n\
+         echo QOSLAB-V4RC $?\n\
+         sed 's/^/QOSLAB-V4 /' /tmp/v4\n"
     );
     let console = boot(dir.join("").as_path(), &script, Duration::from_secs(240));
     assert!(
@@ -222,6 +225,16 @@ fn linux_kernel_client_writes_and_reads_back() {
         conns >= 4,
         "nconnect=4 opens 4 connections to the NFS port, saw {conns}\n{console}"
     );
+    // NFSv4 is not served: the kernel's v4 mount is refused (PROG_MISMATCH -> EPROTONOSUPPORT)
+    let v4rc = marker(&console, "QOSLAB-V4RC")
+        .first()
+        .map(|s| s.to_string());
+    let v4 = marker(&console, "QOSLAB-V4 ").join(" ");
+    assert!(
+        v4rc.as_deref() != Some("0") && v4.contains("not supported"),
+        "an NFSv4 mount: rc {v4rc:?}: {v4}\n{console}"
+    );
+    eprintln!("kernel client: NFSv4 mount refused: {v4}");
     eprintln!(
         "kernel client test: {:.1} s wall",
         t0.elapsed().as_secs_f64()
