@@ -54,7 +54,7 @@ pub async fn serve(svc: Arc<Service>, stream: TcpStream, peer: Peer, max: usize)
                     return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
                 }
             };
-            match Service::lane(&rec) {
+            match svc.peek(&rec).lane {
                 Lane::Inline => svc.handle(&peer, &rec, &mut out),
                 Lane::Blocking => {
                     let (svc, rec) = (svc.clone(), rec.into_owned());

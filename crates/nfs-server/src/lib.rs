@@ -35,7 +35,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 pub use export::{Access, ClientMatch, ExportSpec, Policy, Rule};
-pub use service::{Peer, Service};
+pub use service::{CallInfo, OpKind, Peer, Service};
 
 /// ONTAP's default `-tcp-max-xfer-size`.
 pub const DEFAULT_XFER: u32 = 64 * 1024;

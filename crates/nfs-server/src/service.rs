@@ -19,10 +19,44 @@ use crate::ops::{self, Ctx};
 use crate::tree::Tree;
 use crate::Config;
 
-/// An export: its tree and its (changeable) policy.
+/// An export: its tree, its (changeable) policy and what it served.
 pub struct Export {
     pub tree: Tree,
     pub policy: RwLock<Policy>,
+    pub stats: ExportStats,
+}
+
+/// Calls answered for one export, counted as ONTAP counts NFS operations: READ and WRITE
+/// one operation each with their bytes, every other procedure (metadata) one operation.
+#[derive(Default)]
+pub struct ExportStats {
+    pub reads: AtomicU64,
+    pub writes: AtomicU64,
+    pub other: AtomicU64,
+    pub read_bytes: AtomicU64,
+    pub write_bytes: AtomicU64,
+}
+
+/// What a call is, known before it runs: where it runs, which export it is for (by its
+/// handle), and how it counts. The seam for admission per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallInfo {
+    pub lane: Lane,
+    pub export: Option<u32>,
+    pub kind: OpKind,
+    /// READ: the bytes asked for (at most rtmax); WRITE: the payload.
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    Read,
+    Write,
+    /// Any other NFSv3 procedure except NULL: metadata.
+    Other,
+    /// NULL, MOUNT, the portmapper, or a call that does not decode: not an operation on a
+    /// volume.
+    None,
 }
 
 /// Where a call runs: on the connection's task (page-cache work of microseconds), or on
@@ -95,6 +129,7 @@ impl Service {
         let ex = Arc::new(Export {
             tree: Tree::open(spec)?,
             policy: RwLock::new(policy),
+            stats: ExportStats::default(),
         });
         let mut map = self.by_id.write().unwrap_or_else(|p| p.into_inner());
         if let Some(clash) = map
@@ -182,36 +217,59 @@ impl Service {
         Ok(ex.tree.handle_of(&st).encode())
     }
 
-    /// Where `record` should run. Never fails: an undecodable record is inline (it only
-    /// gets an error reply).
-    pub fn lane(record: &[u8]) -> Lane {
+    /// What `record` is (never fails: an undecodable record is an inline non-operation,
+    /// it only gets an error reply).
+    pub fn peek(&self, record: &[u8]) -> CallInfo {
+        let none = CallInfo {
+            lane: Lane::Inline,
+            export: None,
+            kind: OpKind::None,
+            bytes: 0,
+        };
         let Message::Call(c) = rpc::decode(record) else {
-            return Lane::Inline;
+            return none;
         };
-        let blocking = match (c.prog, c.vers) {
-            (nfs3::PROGRAM, nfs3::VERSION) => match nfs3::decode_args(c.proc_, c.args) {
-                Ok(Some(Args::Write { stable, .. })) => stable != StableHow::Unstable,
-                Ok(Some(a)) => matches!(
-                    a,
+        match (c.prog, c.vers) {
+            (nfs3::PROGRAM, nfs3::VERSION) => {
+                let Ok(Some(a)) = nfs3::decode_args(c.proc_, c.args) else {
+                    return none;
+                };
+                let export = a.handle().and_then(Handle::decode).map(|h| h.export);
+                let (kind, bytes) = match a {
+                    Args::Null => (OpKind::None, 0),
+                    Args::Read { count, .. } => (OpKind::Read, count.min(self.cfg.rtmax) as u64),
+                    Args::Write { data, .. } => (OpKind::Write, data.len() as u64),
+                    _ => (OpKind::Other, 0),
+                };
+                let blocking = match a {
+                    Args::Write { stable, .. } => stable != StableHow::Unstable,
                     Args::Commit { .. }
-                        | Args::Create { .. }
-                        | Args::Mkdir { .. }
-                        | Args::Symlink { .. }
-                        | Args::Remove { .. }
-                        | Args::Rmdir { .. }
-                        | Args::Rename { .. }
-                        | Args::Link { .. }
-                        | Args::SetAttr { .. }
-                ),
-                _ => false,
+                    | Args::Create { .. }
+                    | Args::Mkdir { .. }
+                    | Args::Symlink { .. }
+                    | Args::Remove { .. }
+                    | Args::Rmdir { .. }
+                    | Args::Rename { .. }
+                    | Args::Link { .. }
+                    | Args::SetAttr { .. } => true,
+                    _ => false,
+                };
+                CallInfo {
+                    lane: if blocking {
+                        Lane::Blocking
+                    } else {
+                        Lane::Inline
+                    },
+                    export,
+                    kind,
+                    bytes,
+                }
+            }
+            (mount::PROGRAM, _) if c.proc_ == mount::MNT => CallInfo {
+                lane: Lane::Blocking,
+                ..none
             },
-            (mount::PROGRAM, _) => c.proc_ == mount::MNT,
-            _ => false,
-        };
-        if blocking {
-            Lane::Blocking
-        } else {
-            Lane::Inline
+            _ => none,
         }
     }
 
@@ -372,6 +430,22 @@ impl Service {
         let Some(fh) = args.handle() else { return }; // NULL
         let body = out.len();
         let result = self.resolve(peer, fh).and_then(|(ex, read_only)| {
+            let st = &ex.stats;
+            match args {
+                Args::Read { count, .. } => {
+                    st.reads.fetch_add(1, Ordering::Relaxed);
+                    st.read_bytes
+                        .fetch_add(count.min(self.cfg.rtmax) as u64, Ordering::Relaxed);
+                }
+                Args::Write { data, .. } => {
+                    st.writes.fetch_add(1, Ordering::Relaxed);
+                    st.write_bytes
+                        .fetch_add(data.len() as u64, Ordering::Relaxed);
+                }
+                _ => {
+                    st.other.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             let cx = Ctx {
                 tree: &ex.tree,
                 caller,

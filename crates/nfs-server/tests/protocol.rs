@@ -368,3 +368,63 @@ fn subdirectory_mounts_and_lookup_errors() {
     assert_eq!(c.lookup(&a, "missing"), Err(NOENT));
     assert_eq!(c.lookup(&a, "x/y"), Err(INVAL));
 }
+
+#[test]
+fn calls_are_known_before_they_run_and_counted_per_export() {
+    use nfs_server::service::Lane;
+    use nfs_server::OpKind;
+    let d = Dir::new("peek");
+    let svc = service();
+    let ex = svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let mut c = Client::new(svc.clone());
+    let root = c.mnt("/vol").unwrap();
+    let f = c.create(&root, "f").unwrap();
+    let rec = |p: u32, args: &[u8]| {
+        let mut r = Vec::new();
+        rpc::encode_call(&mut r, 1, 100003, 3, p, &root_cred(), args);
+        r
+    };
+    let mut w = Vec::new();
+    nfs_proto::nfs3::encode_write(&mut w, &f, 0, StableHow::Unstable, &[1; 5000]);
+    let info = svc.peek(&rec(proc_::WRITE, &w));
+    assert_eq!(
+        (info.kind, info.bytes, info.lane),
+        (OpKind::Write, 5000, Lane::Inline)
+    );
+    assert_eq!(info.export, Some(ex.tree.spec.id));
+    let mut w = Vec::new();
+    nfs_proto::nfs3::encode_write(&mut w, &f, 0, StableHow::FileSync, &[1; 10]);
+    assert_eq!(
+        svc.peek(&rec(proc_::WRITE, &w)).lane,
+        Lane::Blocking,
+        "FILE_SYNC syncs"
+    );
+    let mut r = Vec::new();
+    put_opaque(&mut r, &f);
+    r.extend_from_slice(&[0; 8]);
+    put_u32(&mut r, 1 << 20);
+    let info = svc.peek(&rec(proc_::READ, &r));
+    assert_eq!(
+        (info.kind, info.bytes),
+        (OpKind::Read, 65536),
+        "a READ counts what rtmax lets through"
+    );
+    assert_eq!(svc.peek(&rec(proc_::COMMIT, &r)).lane, Lane::Blocking);
+    assert_eq!(svc.peek(&rec(proc_::GETATTR, &r)).kind, OpKind::Other);
+    assert_eq!(svc.peek(&[1, 2, 3]).kind, OpKind::None);
+    c.write(&f, 0, StableHow::Unstable, &[9; 3000]).unwrap();
+    c.read(&f, 0, 3000).unwrap();
+    c.getattr(&f).unwrap();
+    let st = &ex.stats;
+    let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        (
+            get(&st.writes),
+            get(&st.write_bytes),
+            get(&st.reads),
+            get(&st.read_bytes)
+        ),
+        (1, 3000, 1, 3000)
+    );
+    assert!(get(&st.other) >= 2, "CREATE and GETATTR are operations too");
+}
