@@ -62,7 +62,7 @@ impl Config {
     /// Each size 4 KiB..=1 MiB, a multiple of 4 KiB.
     pub fn validate(&self) -> Result<(), String> {
         for (name, v) in [("rtmax", self.rtmax), ("wtmax", self.wtmax)] {
-            if !(4096..=MAX_XFER).contains(&v) || v % 4096 != 0 {
+            if !(4096..=MAX_XFER).contains(&v) || !v.is_multiple_of(4096) {
                 return Err(format!("{name} {v} must be a multiple of 4096 between 4096 and {MAX_XFER} (4KiB..1MiB)"));
             }
         }

@@ -288,7 +288,7 @@ fn malformed_calls_get_rpc_errors_and_the_service_goes_on() {
             y = y.wrapping_mul(6364136223846793005).wrapping_add(1);
             rec.push((y >> 56) as u8);
         }
-        if x % 3 == 0 {
+        if x.is_multiple_of(3) {
             // a valid handle followed by noise
             rec.truncate(40);
             put_opaque(&mut rec, &root);
