@@ -43,7 +43,11 @@ mod tests {
                 x ^= x >> 7;
                 x ^= x << 17;
                 // small values are common in XDR: lengths, enums, bools
-                v.push(if x.is_multiple_of(5) { 0 } else { (x >> 32) as u8 });
+                v.push(if x.is_multiple_of(5) {
+                    0
+                } else {
+                    (x >> 32) as u8
+                });
             }
             super::decode_all(&v);
         }

@@ -290,3 +290,45 @@ fn kill9_during_committed_writes_loses_nothing() {
         "a restarted server must show a new write verifier"
     );
 }
+
+#[test]
+fn garbage_over_tcp_gets_rpc_errors_and_the_server_keeps_serving() {
+    use nfs_proto::record;
+    let dir = TempDir::new("nfs-garbage");
+    let tree = dir.join("vol");
+    std::fs::create_dir_all(&tree).unwrap();
+    let mut srv = NfsProc::start(&[format!("/vol={}", tree.display())]);
+    let mut w = Wire::connect(srv.port);
+    let root = w.mount("/vol");
+    // LOOKUP with its arguments cut short: GARBAGE_ARGS (4), same connection goes on
+    let xid = w.send(100003, 3, 3, &root[..7]);
+    let (rx, accept, _) = w.recv();
+    assert_eq!((rx, accept), (xid, 4));
+    // a record of noise is not a call: no reply, and the next call is answered
+    let mut noise = Vec::new();
+    let at = record::begin(&mut noise);
+    noise.extend_from_slice(&crate::util::pattern(5, 3000));
+    record::finish(&mut noise, at);
+    w.send_raw(&noise);
+    let _ = w.create(&root, "still-served");
+    // an NFSv4 call: PROG_MISMATCH (2)
+    let xid = w.send(100003, 4, 0, &[]);
+    assert_eq!(w.recv().0, xid);
+    // a record header announcing 2 GiB cannot be skipped: that connection ends, others live
+    w.send_raw(&[0xff, 0xff, 0xff, 0xff]);
+    assert!(
+        w.closed_by_server(),
+        "an unframeable record ends its connection"
+    );
+    let mut w2 = Wire::connect(srv.port);
+    assert_eq!(w2.mount("/vol"), root);
+    let log = srv.stop();
+    assert!(
+        log.lines().last().unwrap_or_default().contains("garbage="),
+        "{log}"
+    );
+    assert!(
+        !log.lines().last().unwrap_or_default().contains("garbage=0"),
+        "garbage was counted: {log}"
+    );
+}

@@ -160,6 +160,17 @@ impl Wire {
         self.xid
     }
 
+    /// Sends raw bytes (framing included).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).expect("sending bytes");
+    }
+
+    /// Whether the server closed the connection (EOF within the read timeout).
+    pub fn closed_by_server(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.s.read(&mut b), Ok(0) | Err(_))
+    }
+
     /// The next reply: (xid, accept_stat, body).
     pub fn recv(&mut self) -> (u32, u32, Vec<u8>) {
         loop {
