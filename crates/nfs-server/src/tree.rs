@@ -25,6 +25,8 @@ use crate::sys::{self, Stat};
 const FD_CACHE: usize = 4096;
 /// Deepest tree walked when building a path (a guard against a corrupt parent chain).
 const MAX_DEPTH: usize = 4096;
+/// Least time between two walks caused by unknown handles.
+pub const MISS_RESCAN: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 struct Node {
@@ -70,7 +72,8 @@ pub struct Tree {
     root_gen: u64,
     nodes: RwLock<HashMap<u64, Node>>,
     fds: Mutex<HashMap<u64, Arc<Obj>>>,
-    scan: Mutex<()>,
+    /// Serialises walks; holds when the last walk for a miss ended.
+    scan: Mutex<Option<std::time::Instant>>,
     used: AtomicU64,
 }
 
@@ -103,7 +106,7 @@ impl Tree {
             root_gen: st.btime,
             nodes: RwLock::new(HashMap::new()),
             fds: Mutex::new(HashMap::new()),
-            scan: Mutex::new(()),
+            scan: Mutex::new(None),
             used: AtomicU64::new(0),
         };
         tree.rescan()?;
@@ -166,6 +169,23 @@ impl Tree {
     /// every object and recounts the allocated space.
     pub fn rescan(&self) -> io::Result<()> {
         let _one = self.scan.lock().unwrap_or_else(|p| p.into_inner());
+        self.walk()
+    }
+
+    /// A walk for a handle or name the map does not know (renamed or removed outside NFS),
+    /// at most one per [`MISS_RESCAN`]: a client sending unknown handles cannot make the
+    /// server walk its tree on every call. `Ok(false)`: not walked (too soon).
+    pub fn rescan_on_miss(&self) -> io::Result<bool> {
+        let mut last = self.scan.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|t| t.elapsed() < MISS_RESCAN) {
+            return Ok(false);
+        }
+        self.walk()?;
+        *last = Some(std::time::Instant::now());
+        Ok(true)
+    }
+
+    fn walk(&self) -> io::Result<()> {
         let root_st = sys::fstat(&self.root)?;
         let mut seen = HashSet::new();
         seen.insert(root_st.ino);
@@ -300,7 +320,7 @@ impl Tree {
         let path = match self.path_of(h.ino) {
             Some(p) => p,
             None => {
-                self.rescan().map_err(|e| status_of(&e))?;
+                self.rescan_on_miss().map_err(|e| status_of(&e))?;
                 self.path_of(h.ino).ok_or(Status::Stale)?
             }
         };
@@ -311,7 +331,10 @@ impl Tree {
                     || e.raw_os_error() == Some(libc::ELOOP) =>
             {
                 // renamed or replaced outside NFS: look once more from the top
-                self.rescan().map_err(|e| status_of(&e))?;
+                if !self.rescan_on_miss().map_err(|e| status_of(&e))? {
+                    self.forget(h.ino);
+                    return Err(Status::Stale);
+                }
                 let path = self.path_of(h.ino).ok_or(Status::Stale)?;
                 self.open_path(&path, h)
                     .map_err(|e| match e.raw_os_error() {

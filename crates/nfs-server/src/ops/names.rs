@@ -48,7 +48,7 @@ pub fn lookup(cx: &Ctx, dirfh: &[u8], name: &[u8], out: &mut Vec<u8>) -> Result<
             let parent = match tree.parent_of(dir.ino) {
                 Some(p) => p,
                 None => {
-                    tree.rescan().map_err(|e| status_of(&e))?;
+                    tree.rescan_on_miss().map_err(|e| status_of(&e))?;
                     tree.parent_of(dir.ino).ok_or(Status::Stale)?
                 }
             };
