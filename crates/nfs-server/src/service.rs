@@ -79,6 +79,8 @@ pub struct Peer {
 #[derive(Default)]
 pub struct Counters {
     pub nfs: [AtomicU64; 22],
+    /// WRITEs asking DATA_SYNC or FILE_SYNC (the rest of WRITE are UNSTABLE).
+    pub stable_writes: AtomicU64,
     pub garbage: AtomicU64,
 }
 
@@ -425,6 +427,9 @@ impl Service {
         };
         if let Some(n) = self.counters.nfs.get(c.proc_ as usize) {
             n.fetch_add(1, Ordering::Relaxed);
+        }
+        if matches!(args, Args::Write { stable, .. } if stable != StableHow::Unstable) {
+            self.counters.stable_writes.fetch_add(1, Ordering::Relaxed);
         }
         rpc::accepted(out, c.xid, Accept::Success);
         let Some(fh) = args.handle() else { return }; // NULL

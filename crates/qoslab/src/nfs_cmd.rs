@@ -149,7 +149,11 @@ fn call_counts(svc: &Service) -> String {
             s.push_str(&format!(" {}={n}", nfs_proto::nfs3::proc_::NAMES[i]));
         }
     }
-    s.push_str(&format!(" garbage={}", svc.counters.garbage.load(Relaxed)));
+    s.push_str(&format!(
+        " (stable WRITEs={}) garbage={}",
+        svc.counters.stable_writes.load(Relaxed),
+        svc.counters.garbage.load(Relaxed)
+    ));
     s
 }
 
