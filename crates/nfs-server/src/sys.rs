@@ -17,8 +17,8 @@ fn check(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// `openat2(dir, path, flags, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`:
-/// the kernel refuses any path that leaves `dir` or crosses a symlink (a trailing symlink
+/// `openat2(dir, path, flags, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+/// RESOLVE_NO_XDEV)`: the kernel refuses any path that leaves `dir`, crosses a symlink or a mount (a trailing symlink
 /// opens as itself with `O_PATH | O_NOFOLLOW`).
 pub fn open_beneath(dir: RawFd, path: &[u8], flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
     let path = if path.is_empty() { &b"."[..] } else { path };
@@ -30,7 +30,12 @@ pub fn open_beneath(dir: RawFd, path: &[u8], flags: libc::c_int, mode: u32) -> i
     } else {
         0
     };
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // NO_XDEV: a file system mounted inside an export is not part of it (its inode
+    // numbers could collide with the export's, and handles name inodes).
+    how.resolve = libc::RESOLVE_BENEATH
+        | libc::RESOLVE_NO_SYMLINKS
+        | libc::RESOLVE_NO_MAGICLINKS
+        | libc::RESOLVE_NO_XDEV;
     // SAFETY: valid C string and a properly sized open_how.
     let fd = unsafe {
         libc::syscall(

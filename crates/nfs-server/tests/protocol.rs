@@ -428,3 +428,40 @@ fn calls_are_known_before_they_run_and_counted_per_export() {
     );
     assert!(get(&st.other) >= 2, "CREATE and GETATTR are operations too");
 }
+
+#[test]
+fn used_space_follows_writes_creates_and_removes() {
+    let d = Dir::new("used");
+    let svc = service();
+    let ex = svc
+        .add_export(spec("/vol", d.path(), Some(64 << 20)))
+        .unwrap();
+    let mut c = Client::new(svc);
+    let root = c.mnt("/vol").unwrap();
+    let start = ex.tree.used();
+    let f = c.create(&root, "f").unwrap();
+    c.write(&f, 0, StableHow::Unstable, &vec![1u8; 1 << 20])
+        .ok();
+    c.write(&f, 1 << 20, StableHow::Unstable, &vec![1u8; 65536])
+        .unwrap();
+    let after_write = ex.tree.used();
+    assert!(
+        after_write - start >= (1 << 20) + 65536 - 4096 * 4,
+        "{start} -> {after_write}"
+    );
+    // an UNCHECKED CREATE of an existing file counts nothing twice
+    c.create(&root, "f").unwrap();
+    assert_eq!(ex.tree.used(), after_write);
+    // a rescan (what a restart does) agrees with the running count
+    ex.tree.rescan().unwrap();
+    assert_eq!(
+        ex.tree.used(),
+        after_write,
+        "the running count is the tree's allocation"
+    );
+    assert_eq!(c.remove(&root, "f", false), 0);
+    assert!(
+        ex.tree.used() <= start + 4096,
+        "removing the file frees its blocks"
+    );
+}

@@ -108,8 +108,9 @@ pub fn create(
                 // the umask narrowed the mode at open
                 sys::chmod_fd(obj.raw(), mode).map_err(|e| status_of(&e))?;
             }
+            // (a new file allocates nothing; an existing one opened UNCHECKED is already
+            // counted; a size in the attributes is counted by `apply`)
             apply(cx, &obj, &Sattr { mode: None, ..attr })?;
-            cx.tree.add_used((obj.stat()?.blocks * 512) as i64);
             obj.stat()?
         }
         (Err(e), Some(Some(v))) if e.raw_os_error() == Some(libc::EEXIST) => {
