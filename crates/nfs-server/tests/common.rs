@@ -374,3 +374,33 @@ pub fn skip_wcc(rd: &mut Reader<'_>) {
     }
     skip_post_op(rd);
 }
+
+impl Client {
+    /// CREATE with an explicit mode: 0 UNCHECKED, 1 GUARDED (mode 0644), 2 EXCLUSIVE
+    /// (verifier). Ok(handle) or Err(status).
+    pub fn create_how(
+        &mut self,
+        dir: &[u8],
+        name: &str,
+        how: u32,
+        verf: [u8; 8],
+    ) -> Result<Vec<u8>, u32> {
+        let mut a = Vec::new();
+        nfs3::encode_diropargs(&mut a, dir, name.as_bytes());
+        put_u32(&mut a, how);
+        if how == 2 {
+            a.extend_from_slice(&verf);
+        } else {
+            sattr_mode(&mut a, 0o644);
+        }
+        let r = self.nfs(proc_::CREATE, &a);
+        let mut rd = r.reader();
+        match rd.u32("status").unwrap() {
+            0 => {
+                assert!(rd.bool("handle follows").unwrap());
+                Ok(rd.opaque(64, "fh").unwrap().to_vec())
+            }
+            e => Err(e),
+        }
+    }
+}

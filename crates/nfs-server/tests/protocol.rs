@@ -465,3 +465,54 @@ fn used_space_follows_writes_creates_and_removes() {
         "removing the file frees its blocks"
     );
 }
+
+#[test]
+fn create_modes_and_ownership() {
+    use std::os::unix::fs::MetadataExt;
+    let d = Dir::new("create");
+    let svc = service();
+    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let mut c = Client::new(svc);
+    c.cred = rpc::Cred::Sys(rpc::AuthSys {
+        stamp: 1,
+        machine: b"t".to_vec(),
+        uid: 1000,
+        gid: 1000,
+        gids: vec![],
+    });
+    let root = c.mnt("/vol").unwrap();
+    let f = c.create_how(&root, "g", 1, [0; 8]).unwrap();
+    assert_eq!(
+        c.create_how(&root, "g", 1, [0; 8]),
+        Err(17),
+        "GUARDED on an existing name: EXIST"
+    );
+    assert_eq!(
+        c.create_how(&root, "g", 0, [0; 8]).unwrap(),
+        f,
+        "UNCHECKED opens the existing file"
+    );
+    let v = *b"verifier";
+    let x = c.create_how(&root, "x", 2, v).unwrap();
+    assert_eq!(
+        c.create_how(&root, "x", 2, v).unwrap(),
+        x,
+        "a resent EXCLUSIVE CREATE succeeds"
+    );
+    assert_eq!(c.create_how(&root, "x", 2, *b"another!"), Err(17));
+    // SAFETY: plain syscall.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(
+            std::fs::metadata(d.path().join("g")).unwrap().uid(),
+            1000,
+            "a new file is the caller's"
+        );
+        std::fs::write(d.path().join("mine"), b"root's").unwrap();
+        c.create_how(&root, "mine", 0, [0; 8]).unwrap();
+        assert_eq!(
+            std::fs::metadata(d.path().join("mine")).unwrap().uid(),
+            0,
+            "UNCHECKED never takes an existing file"
+        );
+    }
+}

@@ -9,6 +9,7 @@ use crate::errors::status_of;
 use crate::handle::Handle;
 use crate::sys::{self, Stat};
 use crate::tree::Obj;
+use std::sync::Arc;
 
 fn root_process() -> bool {
     // SAFETY: plain syscall.
@@ -67,6 +68,16 @@ pub fn lookup(cx: &Ctx, dirfh: &[u8], name: &[u8], out: &mut Vec<u8>) -> Result<
     Ok(())
 }
 
+/// What every procedure that adds a name starts with: the directory, a name that may be
+/// created, a writable export, and the directory's attributes before the change.
+fn begin_add(cx: &Ctx, dirfh: &[u8], name: &[u8]) -> Result<(Arc<Obj>, Stat), Status> {
+    let dir = cx.dir(dirfh)?;
+    check_new_name(name)?;
+    cx.writable()?;
+    let before = dir.stat()?;
+    Ok((dir, before))
+}
+
 pub fn create(
     cx: &Ctx,
     dirfh: &[u8],
@@ -74,56 +85,70 @@ pub fn create(
     how: &CreateHow,
     out: &mut Vec<u8>,
 ) -> Result<(), Status> {
-    let dir = cx.dir(dirfh)?;
-    check_new_name(name)?;
-    cx.writable()?;
-    let before = dir.stat()?;
-    let (attr, excl) = match how {
-        CreateHow::Unchecked(a) => (*a, None),
-        CreateHow::Guarded(a) => (*a, Some(None)),
-        CreateHow::Exclusive(v) => (Sattr::default(), Some(Some(*v))),
+    let (dir, before) = begin_add(cx, dirfh, name)?;
+    let (attr, verf) = match how {
+        CreateHow::Unchecked(a) | CreateHow::Guarded(a) => (*a, None),
+        CreateHow::Exclusive(v) => (Sattr::default(), Some(*v)),
     };
     let mode = attr.mode.unwrap_or(0o644) & 0o7777;
-    let flags = libc::O_CREAT | libc::O_RDWR | if excl.is_some() { libc::O_EXCL } else { 0 };
-    let created = sys::open_beneath(dir.raw(), name, flags, mode);
-    let st = match (created, excl) {
-        (Ok(fd), _) => {
-            let st = sys::fstat(&fd).map_err(|e| status_of(&e))?;
-            cx.tree.learn(dir.ino, name, st.ino);
-            own(cx, &dir, name);
-            if let Some(Some(v)) = excl {
-                // The verifier is kept in the times, as RFC 1813 suggests, so a resent
-                // EXCLUSIVE CREATE is recognised; the client sets real times next.
-                let (a, m) = verf_times(&v);
-                sys::utimes_fd(
-                    std::os::fd::AsRawFd::as_raw_fd(&fd),
-                    Some(Some((a as i64, 0))),
-                    Some(Some((m as i64, 0))),
-                )
-                .map_err(|e| status_of(&e))?;
+    let excl = libc::O_CREAT | libc::O_EXCL | libc::O_RDWR;
+    // Always O_EXCL first, so a new file is told from an existing one (only a new one is
+    // given to the caller); UNCHECKED then opens the existing file.
+    let (fd, created) = match sys::open_beneath(dir.raw(), name, excl, mode) {
+        Ok(fd) => (fd, true),
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => match how {
+            CreateHow::Unchecked(_) => {
+                let fd = sys::open_beneath(dir.raw(), name, libc::O_RDWR, 0)
+                    .map_err(|e| status_of(&e))?;
+                (fd, false)
             }
-            let h = cx.tree.handle_of(&st);
-            let obj = cx.tree.obj(&h)?;
-            if attr.mode.is_some() {
-                // the umask narrowed the mode at open
-                sys::chmod_fd(obj.raw(), mode).map_err(|e| status_of(&e))?;
-            }
-            // (a new file allocates nothing; an existing one opened UNCHECKED is already
-            // counted; a size in the attributes is counted by `apply`)
-            apply(cx, &obj, &Sattr { mode: None, ..attr })?;
-            obj.stat()?
-        }
-        (Err(e), Some(Some(v))) if e.raw_os_error() == Some(libc::EEXIST) => {
-            let st = sys::stat_at(dir.raw(), name).map_err(|e| status_of(&e))?;
-            let (a, m) = verf_times(&v);
-            if st.is_reg() && st.atime.0 == a as i64 && st.mtime.0 == m as i64 {
-                st // our own earlier reply was lost: the same create again
-            } else {
+            CreateHow::Guarded(_) => return Err(Status::Exist),
+            CreateHow::Exclusive(v) => {
+                let st = sys::stat_at(dir.raw(), name).map_err(|e| status_of(&e))?;
+                let (a, m) = verf_times(v);
+                if st.is_reg() && st.atime.0 == a as i64 && st.mtime.0 == m as i64 {
+                    // our own earlier reply was lost: the same create again
+                    sync_dir(&dir)?;
+                    put_created(cx, out, &st, &before, &dir);
+                    return Ok(());
+                }
                 return Err(Status::Exist);
             }
-        }
-        (Err(e), _) => return Err(status_of(&e)),
+        },
+        Err(e) => return Err(status_of(&e)),
     };
+    let st = sys::fstat(&fd).map_err(|e| status_of(&e))?;
+    cx.tree.learn(dir.ino, name, st.ino);
+    if created {
+        own(cx, &dir, name);
+    }
+    if let Some(v) = verf {
+        // The verifier is kept in the times, as RFC 1813 suggests, so a resent EXCLUSIVE
+        // CREATE is recognised; the client sets real times next.
+        let (a, m) = verf_times(&v);
+        sys::utimes_fd(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            Some(Some((a as i64, 0))),
+            Some(Some((m as i64, 0))),
+        )
+        .map_err(|e| status_of(&e))?;
+    }
+    let obj = cx.tree.obj(&cx.tree.handle_of(&st))?;
+    if created && attr.mode.is_some() {
+        // the umask narrowed the mode at open
+        sys::chmod_fd(obj.raw(), mode).map_err(|e| status_of(&e))?;
+    }
+    // (a new file allocates nothing; an existing one is already counted; a size in the
+    // attributes is counted by `apply`)
+    apply(
+        cx,
+        &obj,
+        &Sattr {
+            mode: if created { None } else { attr.mode },
+            ..attr
+        },
+    )?;
+    let st = obj.stat()?;
     sync_dir(&dir)?;
     put_created(cx, out, &st, &before, &dir);
     Ok(())
@@ -143,10 +168,7 @@ pub fn mkdir(
     attr: &Sattr,
     out: &mut Vec<u8>,
 ) -> Result<(), Status> {
-    let dir = cx.dir(dirfh)?;
-    check_new_name(name)?;
-    cx.writable()?;
-    let before = dir.stat()?;
+    let (dir, before) = begin_add(cx, dirfh, name)?;
     let mode = attr.mode.unwrap_or(0o755) & 0o7777;
     sys::mkdir_at(dir.raw(), name, mode).map_err(|e| status_of(&e))?;
     let st = sys::stat_at(dir.raw(), name).map_err(|e| status_of(&e))?;
@@ -183,13 +205,10 @@ pub fn symlink(
     target: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<(), Status> {
-    let dir = cx.dir(dirfh)?;
-    check_new_name(name)?;
-    cx.writable()?;
+    let (dir, before) = begin_add(cx, dirfh, name)?;
     if target.is_empty() || target.contains(&0) {
         return Err(Status::Inval);
     }
-    let before = dir.stat()?;
     // The target is stored as text; the server never follows it (clients resolve it).
     sys::symlink_at(target, dir.raw(), name).map_err(|e| status_of(&e))?;
     own(cx, &dir, name);
