@@ -290,13 +290,16 @@ pub struct Entry {
 }
 
 /// Every entry of the directory `fd` except `.` and `..`, in the file system's order.
+/// Reads through a new open file description (never `fd`'s own offset, which concurrent
+/// listings of the same directory share).
 pub fn list_dir(fd: RawFd) -> io::Result<Vec<Entry>> {
-    // SAFETY: dup gives a descriptor fdopendir takes over and closedir closes.
-    let dup = check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })?;
-    let dir = unsafe { libc::fdopendir(dup) };
+    let own = open_beneath(fd, b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+    let raw = std::os::fd::IntoRawFd::into_raw_fd(own);
+    // SAFETY: fdopendir takes over `raw`; closedir closes it.
+    let dir = unsafe { libc::fdopendir(raw) };
     if dir.is_null() {
         let e = io::Error::last_os_error();
-        unsafe { libc::close(dup) };
+        unsafe { libc::close(raw) };
         return Err(e);
     }
     unsafe { libc::rewinddir(dir) };
