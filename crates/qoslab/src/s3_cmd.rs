@@ -69,7 +69,7 @@ pub fn start(
             ..Default::default()
         },
     )
-        .with_context(|| format!("listening for S3 on {addr}"))?;
+    .with_context(|| format!("listening for S3 on {addr}"))?;
     println!(
         "qoslab: s3: http://{} ({} bucket(s), region us-east-1, path-style)",
         s3.local_addr(),
