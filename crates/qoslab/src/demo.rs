@@ -528,10 +528,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
          by more than the tolerance (its aQoS volumes read 251-256 MiB/s of 128 KiB where its \
          baseline read 195 on the same array: docs/CONFIG.md, \"Seed 000's array\").\n",
     );
-    if outcome.failed_jobs > 0 {
+    if outcome.tally.failed_jobs > 0 {
         out.push_str(&format!(
             "\n{} fio run(s) failed: see `qoslab results show {}`.\n",
-            outcome.failed_jobs, rec.id
+            outcome.tally.failed_jobs, rec.id
         ));
     }
     out.push_str(&format!(
@@ -568,7 +568,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         if floors { "HELD" } else { "NOT HELD" }
     );
     let mut t = tally;
-    if outcome.failed_jobs > 0 || !floors {
+    if outcome.tally.failed_jobs > 0 || !floors {
         t.fail += 1;
     }
     let code = t.exit_code(args.strict);
@@ -589,15 +589,9 @@ fn merge_rerun(
     let store = harness::store::Store::open(db)?;
     store.adopt_jobs(first.record.id, second.record.id)?;
     let record = store.load_run(first.record.id)?;
-    Ok(harness::Outcome {
-        failed_verdicts: record.tally().fail,
-        failed_jobs: record
-            .jobs
-            .iter()
-            .filter(|j| j.status != "done" && j.status != SUPERSEDED)
-            .count(),
-        record,
-    })
+    let tally = harness::RunTally::of(&record);
+    store.finish_run(record.id, tally.status.as_str())?;
+    Ok(harness::Outcome { record, tally })
 }
 
 /// The demo's second part: seed 001's isolation scenario in 3 steps (1x, 1.5x, 2x).
@@ -621,7 +615,7 @@ fn isolation_scenario(
     let mut ui = TerminalUi::new(false);
     let outcome = run_and_store(&mut plan, &Target::Embedded, &[], db, &mut ui, true)?;
     drop(ui);
-    print!("{}", plan.body.summary(&outcome, db)?);
+    print!("{}", plan.summary(&outcome, db)?);
     if isolation::floors_held(&outcome) && !outcome.passed() {
         println!(
             "The floors held (IOPS); a p99 verdict failed. fio's p99 includes the load generator \

@@ -29,3 +29,5 @@ pub mod suite;
 pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};
+/// `--hosts` with `--client`: the remote load generators whose tool sets are sampled.
+pub use suite::remote_tools;

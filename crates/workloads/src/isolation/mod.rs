@@ -100,10 +100,6 @@ impl Family for Isolation {
     fn cli(&self, cmd: clap::Command) -> clap::Command {
         IsolationArgs::augment_args(cmd)
     }
-
-    fn table_kinds(&self) -> &'static [&'static str] {
-        &[KIND]
-    }
 }
 
 /// The step table's charts: IOPS per step per mode, protected p99 floors vs control.

@@ -88,7 +88,7 @@ pub fn table(rows: &[Row]) -> SummaryTable {
 /// The floors held: every IOPS verdict and the control's own verdict passed and no fio run
 /// failed (the p99 verdicts aside).
 pub fn floors_held(outcome: &Outcome) -> bool {
-    outcome.failed_jobs == 0
+    outcome.tally.failed_jobs == 0
         && outcome
             .record
             .jobs

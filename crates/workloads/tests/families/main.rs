@@ -10,4 +10,5 @@ mod main_db;
 mod provisioned_plans;
 mod ramp_plans;
 mod s3_plans;
+mod status_rule;
 mod suite_plans;
