@@ -36,16 +36,18 @@ if [ "$ALL" = 1 ]; then
   REALTIME="$REALTIME | (binary_id(qoslab::integration) & test(/^(ramp|provisioned|tenants_sweep|isolation|suites)::/))"
 fi
 
+# Built first; the rounds rebuild nothing as long as the tree is left alone while they run
+# (an edit would rebuild mid-run: a round that runs no test stops the script).
 cargo build --workspace --all-targets --features e2e --locked --quiet || exit 1
 cargo nextest list --workspace --features e2e --locked -E "$REALTIME" 2>/dev/null \
   | grep -c . | sed 's/^/stress: real-time tests: /'
+log=$(mktemp -d)/stress
 
 # The hog: a shell busy loop, ended with this script.
 sh -c 'while :; do :; done' &
 HOG=$!
 trap 'kill $HOG 2>/dev/null' EXIT INT TERM
 
-log=$(mktemp -d)/stress
 passed=0
 failed=0
 start=$SECONDS
@@ -54,6 +56,9 @@ for i in $(seq 1 "$N"); do
     >"$log.$i" 2>&1
   p=$(grep -cE '^\s+PASS \[' "$log.$i")
   f=$(grep -E '^\s+(FAIL|TIMEOUT|SIGSEGV|SIGABRT) \[' "$log.$i" | awk '{print $NF}' | sort -u | wc -l)
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+    echo "stress: round $i ran no test:"; tail -5 "$log.$i"; exit 1
+  fi
   passed=$((passed + p))
   failed=$((failed + f))
   echo "stress: round $i/$N: $p passed, $f failed ($((SECONDS - start)) s)"
@@ -61,7 +66,7 @@ for i in $(seq 1 "$N"); do
     | sed 's/^/  failed: /'
 done
 echo "stress: $N rounds beside a CPU hog in $((SECONDS - start)) s; logs in $log.*"
-grep -hE '^\s+(FAIL|TIMEOUT|SIGSEGV|SIGABRT) \[' "$log".* | awk '{print $NF}' | sort | uniq -c \
+grep -hE '^\s+(FAIL|TIMEOUT|SIGSEGV|SIGABRT) \[' "$log".[0-9]* | awk '{print $NF}' | sort | uniq -c \
   | sort -rn | sed 's/^/  failures: /'
 echo "stress: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -181,6 +181,14 @@ pub trait FamilyPlan: AsAny + std::fmt::Debug + Send {
         Ok(())
     }
 
+    /// Keep only the work on the embedded node's `volumes` (a re-run of the volumes whose
+    /// measurements the machine discredited: [`crate::outcome::discredited_volumes`]).
+    fn retain_volumes(&mut self, _common: &Common, _volumes: &[String]) -> Result<(), PlanError> {
+        Err(PlanError(
+            "this family's plans cannot be narrowed to some volumes".into(),
+        ))
+    }
+
     /// The family's part of the terminal summary (its tables), printed before the
     /// harness's status lines ([`Plan::summary`]; not with `--json`). An error here is an
     /// output the family promised and could not write (the run is stored).
@@ -219,6 +227,11 @@ impl Plan {
 
     pub fn steps(&self) -> Vec<Step> {
         self.body.steps()
+    }
+
+    /// Keep only the work on `volumes` ([`FamilyPlan::retain_volumes`]).
+    pub fn retain_volumes(&mut self, volumes: &[String]) -> Result<(), PlanError> {
+        self.body.retain_volumes(&self.common, volumes)
     }
 
     /// The terminal summary: the family's part, then the harness's status line, problems

@@ -155,6 +155,46 @@ pub fn summary(rec: &RunRecord, db: &Path) -> String {
     out
 }
 
+/// The volumes with a verdict that did not pass while its job's diagnosis discredits the
+/// measurement (a starved load generator, a busy host): worth one more run, whose jobs
+/// then answer for theirs ([`adopt_rerun`]).
+pub fn discredited_volumes(rec: &RunRecord) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for j in rec.jobs.iter().filter(|j| j.status != SUPERSEDED) {
+        let noisy = j
+            .diagnosis
+            .as_ref()
+            .is_some_and(|d| d.bottleneck.discredits_measurement());
+        if noisy
+            && j.verdicts
+                .iter()
+                .any(|x| x.outcome != assess::Outcome::Pass)
+        {
+            if let Some(vol) = &j.volume {
+                if !v.contains(vol) {
+                    v.push(vol.clone());
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Run `rerun`'s jobs answer for run `first`'s on the same volumes (`Store::adopt_jobs`:
+/// one run id, one report); the merged run's status by the rule, stored.
+pub fn adopt_rerun(
+    store: &crate::store::Store,
+    first: i64,
+    rerun: i64,
+) -> Result<crate::Outcome, crate::store::StoreError> {
+    store.adopt_jobs(first, rerun)?;
+    let mut record = store.load_run(first)?;
+    let tally = RunTally::of(&record);
+    store.finish_run(first, tally.status.as_str())?;
+    record.status = tally.status.as_str().to_string();
+    Ok(crate::Outcome { record, tally })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

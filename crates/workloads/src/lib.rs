@@ -19,6 +19,7 @@
 //! there (ARCHITECTURE.md walks through it).
 
 pub mod dbench;
+pub mod demo;
 pub mod fio_plan;
 pub mod isolation;
 pub mod provisioned;

@@ -278,6 +278,19 @@ impl FamilyPlan for FioPlan {
             .collect()
     }
 
+    fn retain_volumes(&mut self, common: &Common, volumes: &[String]) -> Result<(), PlanError> {
+        self.workloads
+            .retain(|w| w.volume.as_ref().is_some_and(|v| volumes.contains(v)));
+        if self.workloads.is_empty() {
+            return Err(PlanError(format!(
+                "no workload runs on {}",
+                volumes.join(", ")
+            )));
+        }
+        self.jobs = self.jobs(common);
+        Ok(())
+    }
+
     fn run_step(&mut self, index: usize, ctx: &mut RunContext) -> Result<(), RunError> {
         let job = self.jobs[index].clone();
         let out = run_job(ctx, index as u32 + 1, &job)?;
