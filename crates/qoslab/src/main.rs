@@ -13,6 +13,7 @@ mod results;
 mod s3_admin;
 mod s3_cmd;
 mod serve;
+mod serve_safety;
 mod stats_cmd;
 mod tenants_cmd;
 mod ui;

@@ -282,6 +282,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let stats = Arc::new(ServerStats::default());
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
         let node = cp.node.clone();
+        crate::serve_safety::print_data_dir(&cp, &data_dir);
         let mut listeners = Listeners::bind(unix.as_deref(), tcp).await?;
         let nbd_mode = match args.nbd_tls {
             NbdTlsArg::Off => TlsMode::Off,

@@ -18,6 +18,7 @@ pub mod calibrate;
 pub mod clock;
 pub mod config;
 pub mod credits;
+pub mod datadir;
 pub mod errors;
 pub mod flow_gate;
 pub mod metrics;

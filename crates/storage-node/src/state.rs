@@ -209,6 +209,42 @@ impl Store {
             .execute("DELETE FROM volumes WHERE uuid = ?1", params![uuid])?;
         Ok(())
     }
+
+    /// Update several volumes in one transaction (a change by query: all or nothing).
+    pub fn update_volumes(&mut self, rows: &[VolumeRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for v in rows {
+            update_volume(&tx, v)?;
+        }
+        tx.commit()
+    }
+
+    /// Delete several volumes in one transaction.
+    pub fn delete_volumes(&mut self, uuids: &[String]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for u in uuids {
+            tx.execute("DELETE FROM volumes WHERE uuid = ?1", params![u])?;
+        }
+        tx.commit()
+    }
+
+    /// Update several policies in one transaction.
+    pub fn update_policies(&mut self, rows: &[PolicyRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for p in rows {
+            update_policy(&tx, p)?;
+        }
+        tx.commit()
+    }
+
+    /// Delete several policies in one transaction.
+    pub fn delete_policies(&mut self, uuids: &[String]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for u in uuids {
+            tx.execute("DELETE FROM policies WHERE uuid = ?1", params![u])?;
+        }
+        tx.commit()
+    }
 }
 
 fn update_policy(c: &Connection, p: &PolicyRow) -> Result<()> {

@@ -16,6 +16,7 @@ pub mod s3;
 mod seed;
 mod svms;
 pub mod users;
+mod volume_files;
 mod volumes;
 
 use std::path::Path;
@@ -45,6 +46,9 @@ struct Inner {
     store: Store,
     policies: Vec<PolicyRec>,
     volumes: Vec<VolumeRow>,
+    /// Volumes not in service (uuid → why): their file and their row disagree, or the
+    /// file cannot be opened. Every other volume serves; a PATCH can repair these.
+    offline: std::collections::BTreeMap<String, String>,
 }
 
 /// The node's control plane (REST resources, durable state, metrics).
@@ -56,6 +60,8 @@ pub struct ControlPlane {
     nbd: std::sync::OnceLock<NbdEndpoints>,
     /// S3 users and buckets (api/s3.rs).
     s3: s3::S3State,
+    /// The data directory's file system (its largest file bounds a volume's size).
+    fs: crate::datadir::FsFacts,
 }
 
 /// The node's NBD listening addresses, reported in each volume's `nbd` block so that
@@ -175,7 +181,34 @@ impl ControlPlane {
                 node_cfg.default_export = None;
             }
         }
+        // Volumes are brought up one by one below: one that cannot be served stays
+        // offline with its reason, and never keeps the node from starting.
+        let specs = std::mem::take(&mut node_cfg.volumes);
         let node = Node::open(&node_cfg, data_dir).map_err(|e| e.to_string())?;
+        let vol_dir = data_dir.join("volumes");
+        let fs = crate::datadir::probe(&vol_dir).unwrap_or_else(|e| {
+            tracing::warn!("measuring the file system of {}: {e}", vol_dir.display());
+            crate::datadir::FsFacts {
+                fs_type: "unknown".into(),
+                max_file_size: None,
+            }
+        });
+        let mut offline = std::collections::BTreeMap::new();
+        for (row, spec) in volumes.iter().zip(&specs) {
+            let up =
+                volume_files::reconcile(&node, &row.uuid, &row.name, row.size, fs.max_file_size)
+                    .and_then(|()| {
+                        node.add_volume(spec)
+                            .map(|_| ())
+                            .map_err(|e| format!("opening its file: {e}"))
+                    });
+            if let Err(reason) = up {
+                tracing::error!(volume = %row.name, "volume is offline: {reason}");
+                offline.insert(row.uuid.clone(), reason);
+            }
+        }
+        let uuids: Vec<&str> = volumes.iter().map(|v| v.uuid.as_str()).collect();
+        volume_files::sweep_tombstones(&node, &uuids);
         let s3 = s3::S3State::load(&store, &node, &policies, None)
             .map_err(|e| format!("{}: S3 buckets: {e}", db.display()))?;
         Ok(Arc::new(ControlPlane {
@@ -185,9 +218,11 @@ impl ControlPlane {
                 store,
                 policies,
                 volumes,
+                offline,
             }),
             nbd: std::sync::OnceLock::new(),
             s3,
+            fs,
         }))
     }
 
@@ -198,6 +233,26 @@ impl ControlPlane {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The volumes that are offline, as (name, reason).
+    pub fn offline_volumes(&self) -> Vec<(String, String)> {
+        let inner = self.lock();
+        inner
+            .volumes
+            .iter()
+            .filter_map(|v| {
+                inner
+                    .offline
+                    .get(&v.uuid)
+                    .map(|r| (v.name.clone(), r.clone()))
+            })
+            .collect()
+    }
+
+    /// The data directory's file system as measured at start.
+    pub fn fs_facts(&self) -> &crate::datadir::FsFacts {
+        &self.fs
     }
 
     /// uuid → name of every volume (for metrics labels).
@@ -232,7 +287,25 @@ fn single(full: Value, q: &Query) -> Value {
 }
 
 fn db_err(e: rusqlite::Error) -> ApiError {
-    ApiError::internal(format!("state database: {e}"))
+    ApiError::internal(format!("state database: {e}; nothing was changed"))
+}
+
+/// A commit that failed (and whose file change was undone).
+fn db_unchanged(e: rusqlite::Error) -> ApiError {
+    ApiError::internal(volume_files::unchanged(
+        "committing to the state database",
+        e,
+    ))
+}
+
+/// A file change that failed (nothing was committed): a size the file system refuses is
+/// the client's (400), anything else the node's (500).
+fn file_error(what: &str, path: &Path, e: std::io::Error) -> ApiError {
+    let text = volume_files::unchanged(&format!("{what} {}", path.display()), &e);
+    match e.raw_os_error() {
+        Some(libc::EFBIG) => ApiError::bad(model::code::OUT_OF_RANGE, "size", text),
+        _ => ApiError::internal(text),
+    }
 }
 
 /// The wall-clock time as RFC 3339 UTC with microseconds (`2026-11-22T18:52:10.482192Z`).

@@ -36,6 +36,8 @@ pub mod code {
     pub const METHOD: &str = "3";
     pub const TOO_LARGE: &str = "5";
     pub const INTERNAL: &str = "2";
+    pub const OFFLINE: &str = "917536";
+    pub const SVM_MISMATCH: &str = "2621462";
 }
 
 impl ApiError {
@@ -563,6 +565,8 @@ pub struct VolumePatch {
     pub comment: Option<String>,
     /// `Some(None)`: remove the policy.
     pub policy: Option<Option<PolicyRef>>,
+    /// `state: "online"` was sent: an offline volume is brought back online.
+    pub online: bool,
 }
 
 const VOLUME_FIELDS: &[&str] = &[
@@ -655,7 +659,11 @@ fn comment(m: &Map<String, Value>) -> R<Option<String>> {
 /// `style` (flexvol), `type` (rw).
 fn fixed_values(m: &Map<String, Value>) -> R<()> {
     for (key, only, why) in [
-        ("state", "online", "volumes are always online"),
+        (
+            "state",
+            "online",
+            "a volume is taken offline only by the node, when its file and its state disagree",
+        ),
         (
             "style",
             "flexvol",
@@ -753,6 +761,7 @@ pub fn patch_volume(m: &Map<String, Value>) -> R<VolumePatch> {
         reserve_percent: reserve(m)?,
         comment: comment(m)?,
         policy: qos(m)?,
+        online: m.contains_key("state"),
     })
 }
 

@@ -89,6 +89,7 @@ impl ControlPlane {
             ));
         }
         let svm = np.svm.unwrap_or_default();
+        super::svms::check_svm(&inner, &svm.name, &svm.uuid)?;
         let row = PolicyRow {
             uuid: new_uuid(),
             name: np.name.clone(),
@@ -150,16 +151,25 @@ impl ControlPlane {
         })
     }
 
-    /// Commit a checked change to policy `i` and put it in force.
-    fn apply_policy_patch(&self, inner: &mut Inner, i: usize, new: PolicyRec) -> R<()> {
-        inner.store.update_policy(&new.row).map_err(db_err)?;
-        let old_name = inner.policies[i].row.name.clone();
-        if new.row.name != old_name {
-            self.node.rename_policy(&old_name, &new.row.name);
+    /// Commit checked changes in one transaction, then put them in force (nothing
+    /// changes on the node unless the commit succeeded).
+    fn apply_policy_patches(&self, inner: &mut Inner, changes: Vec<(usize, PolicyRec)>) -> R<()> {
+        let rows: Vec<PolicyRow> = changes.iter().map(|(_, p)| p.row.clone()).collect();
+        let committed = if rows.len() == 1 {
+            inner.store.update_policy(&rows[0])
+        } else {
+            inner.store.update_policies(&rows)
+        };
+        committed.map_err(db_err)?;
+        for (i, new) in changes {
+            let old_name = inner.policies[i].row.name.clone();
+            if new.row.name != old_name {
+                self.node.rename_policy(&old_name, &new.row.name);
+            }
+            // Recomputes every member volume: connected clients see the new limits at once.
+            self.node.put_policy(&new.row.name, new.policy);
+            inner.policies[i] = new;
         }
-        // Recomputes every member volume: connected clients see the new limits at once.
-        self.node.put_policy(&new.row.name, new.policy);
-        inner.policies[i] = new;
         Ok(())
     }
 
@@ -168,7 +178,7 @@ impl ControlPlane {
         let mut inner = self.lock();
         let i = policy_index(&inner, uuid)?;
         let new = Self::checked_policy_patch(&inner, i, &m, false)?;
-        self.apply_policy_patch(&mut inner, i, new)?;
+        self.apply_policy_patches(&mut inner, vec![(i, new)])?;
         let body = self.policy_json(&inner, &inner.policies[i]);
         Ok(Reply::ok(body))
     }
@@ -185,8 +195,8 @@ impl ControlPlane {
             let i = policy_index(&inner, u)?;
             changes.push((i, Self::checked_policy_patch(&inner, i, &m, true)?));
         }
-        for (i, new) in changes {
-            self.apply_policy_patch(&mut inner, i, new)?;
+        if !changes.is_empty() {
+            self.apply_policy_patches(&mut inner, changes)?;
         }
         Ok(Reply::ok(bulk_reply(&inner, &uuids)))
     }
@@ -221,11 +231,19 @@ impl ControlPlane {
         Ok(())
     }
 
-    fn remove_policy(&self, inner: &mut Inner, uuid: &str) -> R<()> {
-        let i = policy_index(inner, uuid)?;
-        inner.store.delete_policy(uuid).map_err(db_err)?;
-        self.node.remove_policy(&inner.policies[i].row.name);
-        inner.policies.remove(i);
+    /// Delete policies in one transaction, then take them off the node.
+    fn remove_policies(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
+        let committed = if uuids.len() == 1 {
+            inner.store.delete_policy(&uuids[0])
+        } else {
+            inner.store.delete_policies(uuids)
+        };
+        committed.map_err(db_err)?;
+        for u in uuids {
+            let i = policy_index(inner, u)?;
+            self.node.remove_policy(&inner.policies[i].row.name);
+            inner.policies.remove(i);
+        }
         Ok(())
     }
 
@@ -233,7 +251,7 @@ impl ControlPlane {
         let mut inner = self.lock();
         let i = policy_index(&inner, uuid)?;
         self.check_policy_deletable(&inner, i)?;
-        self.remove_policy(&mut inner, uuid)?;
+        self.remove_policies(&mut inner, &[uuid.to_string()])?;
         Ok(Reply::ok(json!({})))
     }
 
@@ -247,8 +265,8 @@ impl ControlPlane {
             self.check_policy_deletable(&inner, policy_index(&inner, u)?)?;
         }
         let body = bulk_reply(&inner, &uuids);
-        for u in &uuids {
-            self.remove_policy(&mut inner, u)?;
+        if !uuids.is_empty() {
+            self.remove_policies(&mut inner, &uuids)?;
         }
         Ok(Reply::ok(body))
     }

@@ -48,6 +48,43 @@ pub(super) fn svm_uuid(inner: &Inner, name: &str) -> String {
         .unwrap_or_else(|| derived_uuid(name))
 }
 
+/// A new object's `svm`: a name and uuid that contradict the SVM's known pair (an object
+/// already names that SVM with another uuid, or that uuid with another name) are refused
+/// with 409 naming both, rather than re-keying the SVM.
+pub(super) fn check_svm(inner: &Inner, name: &Option<String>, uuid: &Option<String>) -> R<()> {
+    let (Some(n), Some(u)) = (name, uuid) else {
+        return Ok(());
+    };
+    let known = || {
+        inner
+            .policies
+            .iter()
+            .map(|p| (&p.row.svm_name, &p.row.svm_uuid))
+            .chain(inner.volumes.iter().map(|v| (&v.svm_name, &v.svm_uuid)))
+    };
+    let by_name = known()
+        .find_map(|(kn, ku)| (kn.as_ref() == Some(n)).then(|| ku.clone()).flatten())
+        .or_else(|| (n == DEFAULT_SVM).then(|| derived_uuid(DEFAULT_SVM)));
+    if let Some(e) = by_name.filter(|e| e != u) {
+        return Err(mismatch(format!(
+            "svm {n:?} has uuid {e}, not {u}: name the SVM by its uuid {e} (or by name alone)"
+        )));
+    }
+    let by_uuid = known()
+        .find_map(|(kn, ku)| (ku.as_ref() == Some(u)).then(|| kn.clone()).flatten())
+        .or_else(|| (u == &derived_uuid(DEFAULT_SVM)).then(|| DEFAULT_SVM.to_string()));
+    if let Some(o) = by_uuid.filter(|o| o != n) {
+        return Err(mismatch(format!(
+            "svm uuid {u} belongs to svm {o:?}, not {n:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn mismatch(msg: String) -> ApiError {
+    ApiError::conflict(super::model::code::SVM_MISMATCH, "svm.uuid", msg)
+}
+
 impl ControlPlane {
     fn svm_records(&self) -> Vec<Value> {
         let inner = self.lock();

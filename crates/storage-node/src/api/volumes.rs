@@ -1,15 +1,17 @@
 //! `/api/storage/volumes`: volumes, one at a time or by query (ONTAP's PATCH/DELETE on a
 //! collection), with their live `metric` rates and raw `statistics` counters.
 
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
 use super::model::{self, code, ApiError, PolicyRef, VolumePatch};
 use super::policies::{need_query, uuids_of};
 use super::query::{self, Query};
-use super::{db_err, svm_json, ControlPlane, Inner, Reply, R};
+use super::volume_files::{self, unchanged};
+use super::{db_unchanged, file_error, svm_json, ControlPlane, Inner, Reply, R};
 use crate::config::VolumeSpec;
+use crate::datadir::describe_size;
 use crate::state::{new_uuid, VolumeRow};
 use crate::stats::OpKind;
 use crate::volume::Volume;
@@ -32,6 +34,7 @@ pub(super) const VOLUME_TOP: &[&str] = &[
     "limits",
     "nbd",
     "burst",
+    "offline_reason",
 ];
 
 impl ControlPlane {
@@ -47,7 +50,13 @@ impl ControlPlane {
         let allocated = space.map(|s| s.allocated()).unwrap_or(v.size);
         m.insert("size".into(), json!(size));
         m.insert("comment".into(), json!(v.comment));
-        m.insert("state".into(), json!("online"));
+        match inner.offline.get(&v.uuid) {
+            None => m.insert("state".into(), json!("online")),
+            Some(why) => {
+                m.insert("offline_reason".into(), json!(why));
+                m.insert("state".into(), json!("offline"))
+            }
+        };
         m.insert("style".into(), json!("flexvol"));
         if let Some(ep) = self.nbd.get() {
             m.insert("nbd".into(), ep.volume_json(&v.name));
@@ -160,6 +169,24 @@ impl ControlPlane {
         })
     }
 
+    /// Refuse a size the data directory's file system cannot hold in one file.
+    fn check_size(&self, size: u64) -> R<()> {
+        match self.fs.max_file_size {
+            Some(max) if size > max => Err(ApiError::bad(
+                code::OUT_OF_RANGE,
+                "size",
+                format!(
+                    "size = {size} ({}) is more than the data directory's file system ({}) \
+                     holds in one file: the largest volume here is {max} bytes ({})",
+                    describe_size(size),
+                    self.fs.fs_type,
+                    describe_size(max)
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     pub fn create_volume(&self, body: &[u8]) -> R<Reply> {
         let m = model::parse_body(body)?;
         let nv = model::new_volume(&m)?;
@@ -175,15 +202,16 @@ impl ControlPlane {
             None => None,
             Some(r) => Some(Self::resolve_policy(&inner, r)?),
         };
-        // A file of this name belongs to no volume (left by a crash between a delete's
-        // commit and its unlink): remove it before committing, so the new volume starts
-        // empty even if we crash right after the commit.
+        self.check_size(nv.size)?;
+        let svm = nv.svm.clone().unwrap_or_default();
+        super::svms::check_svm(&inner, &svm.name, &svm.uuid)?;
+        // A file of this name belongs to no volume (left by a crash between a create's
+        // file and its commit): remove it, so the new volume starts empty.
         let path = self.node.volume_path(&nv.name);
         if path.exists() {
             std::fs::remove_file(&path)
-                .map_err(|e| ApiError::internal(format!("{}: {e}", path.display())))?;
+                .map_err(|e| ApiError::internal(unchanged(&path.display().to_string(), e)))?;
         }
-        let svm = nv.svm.clone().unwrap_or_default();
         let row = VolumeRow {
             uuid: new_uuid(),
             name: nv.name.clone(),
@@ -195,18 +223,28 @@ impl ControlPlane {
             svm_uuid: svm.uuid,
             policy_uuid,
         };
-        inner.store.insert_volume(&row).map_err(db_err)?;
-        let spec = VolumeSpec {
-            name: row.name.clone(),
-            size: row.size,
-            snapshot_reserve_percent: row.reserve_percent,
-            read_only: false,
-            description: row.comment.clone(),
-            policy: Self::policy_name_of(&inner, &row.policy_uuid),
-        };
+        // The file first, then the row; a failed commit removes the file.
+        volume_files::create_file(&path, row.size)
+            .map_err(|e| file_error("creating the volume's file", &path, e))?;
+        if let Err(e) = inner.store.insert_volume(&row) {
+            let _ = std::fs::remove_file(&path);
+            return Err(db_unchanged(e));
+        }
+        let spec = self.spec_of(&inner, &row);
         if let Err(e) = self.node.add_volume(&spec) {
-            let _ = inner.store.delete_volume(&row.uuid);
-            return Err(ApiError::internal(format!("creating the volume: {e}")));
+            // Undo both; if the row cannot be removed the volume stays, offline.
+            return Err(match inner.store.delete_volume(&row.uuid) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(&path);
+                    ApiError::internal(unchanged("serving the volume", e))
+                }
+                Err(db) => {
+                    let why = format!("serving it failed ({e}) and undoing failed ({db})");
+                    inner.offline.insert(row.uuid.clone(), why.clone());
+                    inner.volumes.push(row);
+                    ApiError::internal(format!("the volume was created but is offline: {why}"))
+                }
+            });
         }
         let location = format!("{VOLUMES}/{}", row.uuid);
         let body = self.volume_json(&inner, &row);
@@ -218,23 +256,41 @@ impl ControlPlane {
         })
     }
 
+    fn spec_of(&self, inner: &Inner, row: &VolumeRow) -> VolumeSpec {
+        VolumeSpec {
+            name: row.name.clone(),
+            size: row.size,
+            snapshot_reserve_percent: row.reserve_percent,
+            read_only: row.read_only,
+            description: row.comment.clone(),
+            policy: Self::policy_name_of(inner, &row.policy_uuid),
+        }
+    }
+
     /// Check a patch against volume `i` and return its new row (nothing changes yet).
     fn checked_volume_patch(&self, inner: &Inner, i: usize, patch: &VolumePatch) -> R<VolumeRow> {
         let mut row = inner.volumes[i].clone();
-        let vol = self.live(&row.name)?;
         if let Some(s) = patch.size {
-            if s < vol.size() {
+            // An offline volume may be set to any size its file's data fits in.
+            let (current, what) = match self.node.volume(&row.name) {
+                Some(vol) => (vol.size(), "size"),
+                None => (
+                    std::fs::metadata(self.node.volume_path(&row.name)).map_or(0, |m| m.len()),
+                    "file's length",
+                ),
+            };
+            if s < current {
                 return Err(ApiError::bad(
                     code::OUT_OF_RANGE,
                     "size",
                     format!(
-                        "size = {s} is smaller than volume {:?}'s size {}: shrinking is not \
-                         supported (it would discard data)",
+                        "size = {s} is smaller than volume {:?}'s {what} {current}: shrinking \
+                         is not supported (it would discard data)",
                         row.name,
-                        vol.size()
                     ),
                 ));
             }
+            self.check_size(s)?;
             row.size = s;
         }
         if let Some(r) = patch.reserve_percent {
@@ -252,32 +308,120 @@ impl ControlPlane {
         Ok(row)
     }
 
-    /// Commit a checked change to volume `i`, then put it in force for connected clients.
-    fn apply_volume_patch(
+    /// Apply checked changes, all or nothing: grow the files of online volumes, commit
+    /// every row in one transaction (undoing the grows if it fails), then put the
+    /// changes in force; offline volumes that were given a size or `state: online` are
+    /// then brought back ([`Self::bring_online`]).
+    fn apply_volume_patches(
         &self,
         inner: &mut Inner,
-        i: usize,
-        row: VolumeRow,
+        changes: Vec<(usize, VolumeRow)>,
         patch: &VolumePatch,
     ) -> R<()> {
-        let vol = self.live(&row.name)?;
-        inner.store.update_volume(&row).map_err(db_err)?;
-        if row.size != vol.size() {
-            self.node
-                .resize_volume(&vol, row.size)
-                .map_err(|e| ApiError::internal(format!("growing the volume: {e}")))?;
+        let mut grown: Vec<(PathBuf, u64)> = Vec::new();
+        let undo = |grown: &[(PathBuf, u64)]| {
+            for (path, old) in grown.iter().rev() {
+                if let Err(e) = volume_files::set_len(path, *old) {
+                    tracing::error!("undoing the grow of {}: {e}", path.display());
+                }
+            }
+        };
+        for (_, row) in &changes {
+            let Some(vol) = self.node.volume(&row.name) else {
+                continue;
+            };
+            if row.size != vol.size() {
+                let path = self.node.volume_path(&row.name);
+                if let Err(e) = vol.backend.grow(row.size) {
+                    undo(&grown);
+                    return Err(file_error("growing the volume's file", &path, e));
+                }
+                grown.push((path, vol.size()));
+            }
         }
-        if patch.reserve_percent.is_some() {
-            self.node.set_snapshot_reserve(&vol, row.reserve_percent);
+        let rows: Vec<VolumeRow> = changes.iter().map(|(_, r)| r.clone()).collect();
+        let committed = if rows.len() == 1 {
+            inner.store.update_volume(&rows[0])
+        } else {
+            inner.store.update_volumes(&rows)
+        };
+        if let Err(e) = committed {
+            undo(&grown);
+            return Err(db_unchanged(e));
         }
-        if patch.policy.is_some() {
-            let name = Self::policy_name_of(inner, &row.policy_uuid);
-            self.node
-                .assign_policy(&vol, name)
-                .map_err(|e| ApiError::internal(e.to_string()))?;
+        let mut revive = Vec::new();
+        for (i, row) in changes {
+            let old_size = inner.volumes[i].size;
+            inner.volumes[i] = row;
+            let row = &inner.volumes[i];
+            let Some(vol) = self.node.volume(&row.name) else {
+                if patch.online || patch.size.is_some() {
+                    revive.push((i, old_size));
+                }
+                continue;
+            };
+            if row.size != vol.size() {
+                // The file already has its size: this only moves the clients' bound.
+                if let Err(e) = self.node.resize_volume(&vol, row.size) {
+                    tracing::error!(volume = %row.name, "resizing after the commit: {e}");
+                }
+            }
+            if patch.reserve_percent.is_some() {
+                self.node.set_snapshot_reserve(&vol, row.reserve_percent);
+            }
+            if patch.policy.is_some() {
+                let name = Self::policy_name_of(inner, &row.policy_uuid);
+                if let Err(e) = self.node.assign_policy(&vol, name) {
+                    tracing::error!(volume = %row.name, "assigning its policy: {e}");
+                }
+            }
         }
-        inner.volumes[i] = row;
+        let mut failed = Vec::new();
+        for (i, _) in revive {
+            if let Err(e) = self.bring_online(inner, i) {
+                failed.push(format!("{}: {}", inner.volumes[i].name, e));
+            }
+        }
+        if !failed.is_empty() {
+            return Err(ApiError::conflict(
+                code::OFFLINE,
+                "state",
+                format!(
+                    "the change was committed, but these volumes stay offline: {}",
+                    failed.join("; ")
+                ),
+            ));
+        }
         Ok(())
+    }
+
+    /// Bring offline volume `i` back into service at its (committed) row: repair its
+    /// file as at start, size it, serve it. On failure it stays offline with the reason.
+    fn bring_online(&self, inner: &mut Inner, i: usize) -> Result<(), String> {
+        let row = inner.volumes[i].clone();
+        let r = volume_files::reconcile(
+            &self.node,
+            &row.uuid,
+            &row.name,
+            row.size,
+            self.fs.max_file_size,
+        )
+        .and_then(|()| {
+            self.node
+                .add_volume(&self.spec_of(inner, &row))
+                .map(|_| ())
+                .map_err(|e| format!("opening its file: {e}"))
+        });
+        match &r {
+            Ok(()) => {
+                inner.offline.remove(&row.uuid);
+                tracing::info!(volume = %row.name, "volume is back online");
+            }
+            Err(why) => {
+                inner.offline.insert(row.uuid.clone(), why.clone());
+            }
+        }
+        r
     }
 
     pub fn patch_volume(&self, uuid: &str, body: &[u8]) -> R<Reply> {
@@ -286,13 +430,13 @@ impl ControlPlane {
         let mut inner = self.lock();
         let i = volume_index(&inner, uuid)?;
         let row = self.checked_volume_patch(&inner, i, &patch)?;
-        self.apply_volume_patch(&mut inner, i, row, &patch)?;
+        self.apply_volume_patches(&mut inner, vec![(i, row)], &patch)?;
         let body = self.volume_json(&inner, &inner.volumes[i]);
         Ok(Reply::ok(body))
     }
 
     /// `PATCH /api/storage/volumes?name=epic_*`: every matching volume, all checked
-    /// before any changes.
+    /// before any changes, committed together.
     pub fn patch_volumes(&self, q: &Query, body: &[u8]) -> R<Reply> {
         need_query(q, "PATCH")?;
         let m = model::parse_body(body)?;
@@ -304,22 +448,61 @@ impl ControlPlane {
             let i = volume_index(&inner, u)?;
             rows.push((i, self.checked_volume_patch(&inner, i, &patch)?));
         }
-        for (i, row) in rows {
-            self.apply_volume_patch(&mut inner, i, row, &patch)?;
+        if !rows.is_empty() {
+            self.apply_volume_patches(&mut inner, rows, &patch)?;
         }
         Ok(Reply::ok(bulk_reply(&inner, &uuids)))
     }
 
-    fn remove_volume(&self, inner: &mut Inner, uuid: &str) -> R<()> {
-        let i = volume_index(inner, uuid)?;
-        let name = inner.volumes[i].name.clone();
-        inner.store.delete_volume(uuid).map_err(db_err)?;
-        inner.volumes.remove(i);
-        self.node.remove_volume(&name);
-        let path = self.node.volume_path(&name);
-        if let Err(e) = std::fs::remove_file(&path) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                tracing::warn!(volume = %name, "removing {}: {e}", path.display());
+    /// Delete volumes, all or nothing: their files are renamed to tombstones, the rows
+    /// deleted in one transaction (the renames undone if that fails), then the volumes
+    /// leave service and the tombstones are removed.
+    fn remove_volumes(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
+        let mut moved: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let undo = |moved: &[(PathBuf, PathBuf)]| {
+            for (path, stone) in moved.iter().rev() {
+                if let Err(e) = std::fs::rename(stone, path) {
+                    tracing::error!("undoing the delete of {}: {e}", path.display());
+                }
+            }
+        };
+        for u in uuids {
+            let i = volume_index(inner, u)?;
+            let path = self.node.volume_path(&inner.volumes[i].name);
+            let stone = volume_files::tombstone(&self.node, u);
+            match std::fs::rename(&path, &stone) {
+                Ok(()) => moved.push((path, stone)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    undo(&moved);
+                    return Err(file_error("moving the volume's file aside", &path, e));
+                }
+            }
+        }
+        if let Some((path, _)) = moved.first() {
+            if let Err(e) = volume_files::sync_dir(path) {
+                undo(&moved);
+                return Err(file_error("syncing the volumes directory", path, e));
+            }
+        }
+        let committed = if uuids.len() == 1 {
+            inner.store.delete_volume(&uuids[0])
+        } else {
+            inner.store.delete_volumes(uuids)
+        };
+        if let Err(e) = committed {
+            undo(&moved);
+            return Err(db_unchanged(e));
+        }
+        for u in uuids {
+            let i = volume_index(inner, u)?;
+            let row = inner.volumes.remove(i);
+            inner.offline.remove(u);
+            self.node.remove_volume(&row.name);
+        }
+        for (_, stone) in moved {
+            if let Err(e) = std::fs::remove_file(&stone) {
+                tracing::warn!("removing {} (done at the next start): {e}", stone.display());
             }
         }
         Ok(())
@@ -327,7 +510,8 @@ impl ControlPlane {
 
     pub fn delete_volume(&self, uuid: &str) -> R<Reply> {
         let mut inner = self.lock();
-        self.remove_volume(&mut inner, uuid)?;
+        volume_index(&inner, uuid)?;
+        self.remove_volumes(&mut inner, &[uuid.to_string()])?;
         Ok(Reply::ok(json!({})))
     }
 
@@ -337,16 +521,10 @@ impl ControlPlane {
         let mut inner = self.lock();
         let uuids = uuids_of(&self.selected_volumes(&inner, q)?);
         let body = bulk_reply(&inner, &uuids);
-        for u in &uuids {
-            self.remove_volume(&mut inner, u)?;
+        if !uuids.is_empty() {
+            self.remove_volumes(&mut inner, &uuids)?;
         }
         Ok(Reply::ok(body))
-    }
-
-    fn live(&self, name: &str) -> R<Arc<Volume>> {
-        self.node
-            .volume(name)
-            .ok_or_else(|| ApiError::internal(format!("volume {name:?} is not in service")))
     }
 }
 

@@ -1,0 +1,152 @@
+//! Facts about the data directory's file system that the control plane checks changes
+//! against: its type and the largest file it can hold (a volume is one sparse file, so
+//! that is the largest volume this node can serve).
+//!
+//! The limit is measured, not looked up: on a file system known to keep files sparse
+//! (ext2/3/4, XFS, Btrfs, tmpfs, overlayfs, ZFS, F2FS, bcachefs) a probe file is grown
+//! with `ftruncate` by binary search until the kernel's `EFBIG` says where the file
+//! system's `s_maxbytes` lies (ext4 with 4 KiB blocks: 16 TiB − 4 KiB; with 1 KiB blocks:
+//! 4 TiB − 1 KiB). Growing a sparse file allocates nothing, so the probe costs ~60
+//! syscalls. On other file systems (vfat would write zeroes) nothing is probed and only
+//! the node's own limit applies; a grow the file system refuses is then rolled back.
+
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// The data directory's file system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsFacts {
+    /// A name for messages: `ext4`, `xfs`, ... or `0xMAGIC`.
+    pub fs_type: String,
+    /// The largest file the file system holds (bytes), when it could be measured.
+    pub max_file_size: Option<u64>,
+}
+
+/// statfs(2) `f_type` magic numbers (linux/magic.h) of file systems that keep files
+/// sparse, so probing them with ftruncate allocates nothing.
+const SPARSE: &[(i64, &str)] = &[
+    (0xEF53, "ext4"),
+    (0x5846_5342, "xfs"),
+    (0x9123_683E, "btrfs"),
+    (0x0102_1994, "tmpfs"),
+    (0x794C_7630, "overlayfs"),
+    (0x2FC1_2FC1, "zfs"),
+    (0xF2F5_2010, "f2fs"),
+    (0xCA45_1A4E, "bcachefs"),
+];
+
+/// The f_type of the file system holding `path`.
+fn fs_magic(path: &Path) -> io::Result<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+    // SAFETY: statfs writes into a zeroed struct we own; `c` is a valid C string.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    #[allow(clippy::unnecessary_cast)]
+    Ok(st.f_type as i64)
+}
+
+/// Measure the file system holding directory `dir` (which must exist and be writable
+/// for the probe; a probe that cannot run leaves `max_file_size` unknown).
+pub fn probe(dir: &Path) -> io::Result<FsFacts> {
+    let magic = fs_magic(dir)?;
+    let Some(&(_, name)) = SPARSE.iter().find(|(m, _)| *m == magic) else {
+        return Ok(FsFacts {
+            fs_type: format!("{magic:#x}"),
+            max_file_size: None,
+        });
+    };
+    let path = dir.join(format!(".qoslab-size-probe-{}", std::process::id()));
+    let max = probe_file(&path);
+    let _ = std::fs::remove_file(&path);
+    Ok(FsFacts {
+        fs_type: name.to_string(),
+        max_file_size: max.ok(),
+    })
+}
+
+fn probe_file(path: &Path) -> io::Result<u64> {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // Invariant: `lo` fits, `hi` does not (i64::MAX + 1 never does).
+    let (mut lo, mut hi) = (0u64, 1u64 << 63);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match f.set_len(mid) {
+            Ok(()) => lo = mid,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EFBIG) | Some(libc::EINVAL)) => {
+                hi = mid
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    f.set_len(0)?;
+    Ok(lo)
+}
+
+/// `17592186040320` → "16 TiB - 4 KiB" style text for messages (exact, binary units).
+pub fn describe_size(bytes: u64) -> String {
+    const UNITS: &[(u64, &str)] = &[
+        (1 << 60, "EiB"),
+        (1 << 50, "PiB"),
+        (1 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
+    for &(u, name) in UNITS {
+        if bytes >= u && bytes.is_multiple_of(u) {
+            return format!("{} {name}", bytes / u);
+        }
+        // Just below a round figure: say so (ext4's 16 TiB - 4 KiB).
+        let up = bytes.div_ceil(u) * u;
+        let gap = up - bytes;
+        if bytes >= u && gap > 0 && gap < u && gap.is_power_of_two() && gap >= 512 {
+            return format!("{} {name} - {}", up / u, describe_size(gap));
+        }
+    }
+    format!("{bytes} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(describe_size(16 << 40), "16 TiB");
+        assert_eq!(describe_size((16 << 40) - 4096), "16 TiB - 4 KiB");
+        assert_eq!(describe_size((4 << 40) - 1024), "4 TiB - 1 KiB");
+        assert_eq!(describe_size(i64::MAX as u64), "9223372036854775807 B");
+        assert_eq!(describe_size(1 << 50), "1 PiB");
+        assert_eq!(describe_size(1000), "1000 B");
+    }
+
+    #[test]
+    fn probes_this_file_system() {
+        let dir = crate::test_dir::TestDir::new("fsprobe");
+        let f = probe(&dir).unwrap();
+        // The probe file is gone.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        if let Some(max) = f.max_file_size {
+            // The measured size fits and one byte more does not.
+            let p = dir.join("x");
+            let file = std::fs::File::create(&p).unwrap();
+            file.set_len(max).unwrap();
+            let e = file.set_len(max + 1).unwrap_err();
+            assert!(matches!(
+                e.raw_os_error(),
+                Some(libc::EFBIG) | Some(libc::EINVAL)
+            ));
+        }
+    }
+}
