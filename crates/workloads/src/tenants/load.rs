@@ -48,13 +48,9 @@ pub struct LoadSample {
 
 const MIB: f64 = 1048576.0;
 
+/// `assess::stats::mean`, 0 when empty.
 fn mean(v: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-    if n > 0 {
-        sum / n as f64
-    } else {
-        0.0
-    }
+    assess::stats::mean(&v.collect::<Vec<f64>>()).unwrap_or(0.0)
 }
 
 fn peak(v: impl Iterator<Item = f64>) -> f64 {
