@@ -370,7 +370,11 @@ impl FamilyPlan for IsolationPlan {
     }
 
     fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
-        Ok(format!("\n{}\n", render(&self.rows)))
+        let mut out = format!("\n{}\n", render(&self.rows));
+        if let Some(s) = super::results::generator_capped(&self.rows, self.spec.capacity_iops) {
+            out.push_str(&format!("{s}\n"));
+        }
+        Ok(out)
     }
 }
 
