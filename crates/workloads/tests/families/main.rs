@@ -4,6 +4,7 @@
 
 mod burst_exports;
 mod compare_runs;
+mod demo_flow;
 mod export_snapshots;
 mod fio_plans;
 mod main_db;
