@@ -1,5 +1,5 @@
 //! What a family's plan works with while it runs ([`Prepare`] before the run row exists,
-//! [`RunContext`] after), and what it hands back ([`RunHeader`], [`Tally`]).
+//! [`RunContext`] after), and what it hands back ([`RunHeader`]).
 //!
 //! Everything a step records goes to the store as it happens (jobs before their work
 //! starts, results and verdicts when each ends, series after each job, summary tables as
@@ -8,6 +8,7 @@
 use fio::{Executor, FioOutput};
 use storage_node::NodeConfig;
 
+use crate::outcome::{RunTally, Status};
 use crate::plan::Common;
 use crate::recording::SeriesRecorder;
 use crate::series::JobSeries;
@@ -49,50 +50,26 @@ pub struct RunHeader {
     pub fio_version: Option<String>,
 }
 
-/// A run's result, as its family judges it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Passed,
-    /// An expectation failed.
-    Failed,
-    /// A job failed to run (fio errors, I/O errors).
-    Error,
-    /// Nothing failed, but a verdict is inconclusive: the job's bottleneck explains its
-    /// failure (docs/DIAGNOSIS.md).
-    Inconclusive,
-}
-
-impl Status {
-    /// The word the results store keeps.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::Error => "error",
-            Status::Inconclusive => "inconclusive",
-        }
-    }
-}
-
-/// What [`crate::family::FamilyPlan::finish`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tally {
-    pub status: Status,
-    pub failed_jobs: usize,
-    pub failed_verdicts: usize,
-}
-
-/// A finished run: the stored record and its family's counts.
+/// A finished run: the stored record and what the harness's one rule made of it
+/// ([`crate::outcome`]).
 #[derive(Debug)]
 pub struct Outcome {
     pub record: RunRecord,
-    pub failed_verdicts: usize,
-    pub failed_jobs: usize,
+    pub tally: RunTally,
 }
 
 impl Outcome {
     pub fn passed(&self) -> bool {
-        self.record.status == Status::Passed.as_str()
+        self.tally.status == Status::Passed
+    }
+
+    pub fn status(&self) -> Status {
+        self.tally.status
+    }
+
+    /// 0 passed, 1 failed or error, 3 inconclusive (1 with `strict`).
+    pub fn exit_code(&self, strict: bool) -> i32 {
+        self.tally.exit_code(strict)
     }
 }
 

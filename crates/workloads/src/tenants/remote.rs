@@ -21,15 +21,7 @@ use super::spec::ClassSpec;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Percent-encode a query value.
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+use harness::node_api::query_value as enc;
 
 /// What this run created on the node (deleted at the end, or on a signal).
 #[derive(Default)]
