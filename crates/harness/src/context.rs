@@ -8,11 +8,10 @@
 use fio::{Executor, FioOutput};
 use storage_node::NodeConfig;
 
-use crate::outcome::{RunTally, Status};
 use crate::plan::Common;
 use crate::recording::SeriesRecorder;
 use crate::series::JobSeries;
-use crate::store::{PolicyRecord, RunRecord, Store, StoreError, SummaryTable, VolumeRecord};
+use crate::store::{PolicyRecord, Store, StoreError, SummaryTable, VolumeRecord};
 use crate::target::{EmbeddedNode, Target, TargetError};
 use crate::ui::Ui;
 use crate::verdict::Verdict;
@@ -48,29 +47,6 @@ pub struct RunHeader {
     pub ramp_s: f64,
     /// Replaces the detected fio version when fio plays no part.
     pub fio_version: Option<String>,
-}
-
-/// A finished run: the stored record and what the harness's one rule made of it
-/// ([`crate::outcome`]).
-#[derive(Debug)]
-pub struct Outcome {
-    pub record: RunRecord,
-    pub tally: RunTally,
-}
-
-impl Outcome {
-    pub fn passed(&self) -> bool {
-        self.tally.status == Status::Passed
-    }
-
-    pub fn status(&self) -> Status {
-        self.tally.status
-    }
-
-    /// 0 passed, 1 failed or error, 3 inconclusive (1 with `strict`).
-    pub fn exit_code(&self, strict: bool) -> i32 {
-        self.tally.exit_code(strict)
-    }
 }
 
 /// Before the run row exists: check the target, start or open what the family needs.

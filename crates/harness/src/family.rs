@@ -15,7 +15,8 @@ use std::path::Path;
 
 use fio::JobResult;
 
-use crate::context::{Outcome, Prepare, RunContext, RunError, RunHeader, Step};
+use crate::context::{Prepare, RunContext, RunError, RunHeader, Step};
+use crate::outcome::Outcome;
 use crate::plan::{parse_common, Common, PlanError, PlanSource};
 use crate::target::Target;
 

@@ -35,8 +35,9 @@ mod tempdirs;
 pub mod ui;
 pub mod verdict;
 
-pub use context::{Outcome, Prepare, RunContext, RunError, RunHeader, Step};
+pub use context::{Prepare, RunContext, RunError, RunHeader, Step};
 pub use family::{Accepts, Family, FamilyPlan, JobSet, Options, Plan, ProfileRequest, Registry};
+pub use outcome::Outcome;
 pub use outcome::{RunTally, Status};
 pub use plan::{Common, PlanError, PlanSource};
 pub use run::{run, RunEnv};

@@ -180,19 +180,42 @@ pub fn discredited_volumes(rec: &RunRecord) -> Vec<String> {
     v
 }
 
+/// A finished run: the stored record and what the harness's one rule made of it
+/// (this module's rule).
+#[derive(Debug)]
+pub struct Outcome {
+    pub record: crate::store::RunRecord,
+    pub tally: RunTally,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.tally.status == Status::Passed
+    }
+
+    pub fn status(&self) -> Status {
+        self.tally.status
+    }
+
+    /// 0 passed, 1 failed or error, 3 inconclusive (1 with `strict`).
+    pub fn exit_code(&self, strict: bool) -> i32 {
+        self.tally.exit_code(strict)
+    }
+}
+
 /// Run `rerun`'s jobs answer for run `first`'s on the same volumes (`Store::adopt_jobs`:
 /// one run id, one report); the merged run's status by the rule, stored.
 pub fn adopt_rerun(
     store: &crate::store::Store,
     first: i64,
     rerun: i64,
-) -> Result<crate::Outcome, crate::store::StoreError> {
+) -> Result<Outcome, crate::store::StoreError> {
     store.adopt_jobs(first, rerun)?;
     let mut record = store.load_run(first)?;
     let tally = RunTally::of(&record);
     store.finish_run(first, tally.status.as_str())?;
     record.status = tally.status.as_str().to_string();
-    Ok(crate::Outcome { record, tally })
+    Ok(Outcome { record, tally })
 }
 
 #[cfg(test)]

@@ -6,9 +6,10 @@
 
 use fio::Executor;
 
-use crate::context::{record_setup, Outcome, Prepare, RunContext, RunError};
+use crate::context::{record_setup, Prepare, RunContext, RunError};
 use crate::family::Plan;
 use crate::host::Env;
+use crate::outcome::Outcome;
 use crate::outcome::RunTally;
 use crate::recording::{RemoteHosts, SeriesRecorder};
 use crate::store::{NewRun, Store};
