@@ -29,13 +29,19 @@ METRIC_LABEL = {"iops": "IOPS", "mib_s": "MiB/s", "p50_us": "p50 µs"}
 # higher is better for throughput metrics, lower for latency
 HIGHER_BETTER = {"iops": True, "mib_s": True, "p50_us": False}
 
-PEER_SERVERS = ["qoslab", "qoslab-far", "nbdkit", "qsd"]
+PEER_SERVERS = ["qoslab", "qoslab-far", "nbdkit", "qsd", "qoslab-base", "qoslab-base-far"]
 SERVER_LABEL = {
     "qoslab": "qoslab (no policy)",
     "qoslab-far": "qoslab (far ceiling)",
     "nbdkit": "nbdkit file",
     "qsd": "qemu-storage-daemon",
+    "qoslab-base": "base qoslab (no policy)",
+    "qoslab-base-far": "base qoslab (far ceiling)",
 }
+# Ratio rows: the peers, the policy's overhead, and (when QOSLAB_BASE ran) this build
+# against the base build.
+RATIO_PAIRS = (("qoslab", "nbdkit"), ("qoslab", "qsd"), ("qoslab-far", "qoslab"),
+               ("qoslab", "qoslab-base"), ("qoslab-far", "qoslab-base-far"))
 OVERHEAD_TARGET_PCT = 5.0
 
 
@@ -253,7 +259,9 @@ def cmd_peers_report(a):
     ratios = {}
     header = ["ratio"] + [f"{lbl} ({METRIC_LABEL[m]})" for _, lbl, m in PEER_JOBS]
     rows = []
-    for num, den in (("qoslab", "nbdkit"), ("qoslab", "qsd"), ("qoslab-far", "qoslab")):
+    for num, den in RATIO_PAIRS:
+        if num not in servers or den not in servers:
+            continue
         key = f"{num}/{den}"
         row = [f"{SERVER_LABEL[num]} / {SERVER_LABEL[den]}"]
         ratios[key] = {}
@@ -273,7 +281,9 @@ def cmd_peers_report(a):
     for s in servers:
         rows.append([SERVER_LABEL.get(s, s)] + [fmt(val(s, job, "cpu_us_per_req"), "us")
                                                 for job, _, _ in PEER_JOBS])
-    for num, den in (("qoslab", "nbdkit"), ("qoslab", "qsd"), ("qoslab-far", "qoslab")):
+    for num, den in RATIO_PAIRS:
+        if num not in servers or den not in servers:
+            continue
         row = [f"ratio {SERVER_LABEL[num]} / {SERVER_LABEL[den]}"]
         for job, _, _ in PEER_JOBS:
             x, y = val(num, job, "cpu_us_per_req"), val(den, job, "cpu_us_per_req")

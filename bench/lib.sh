@@ -181,12 +181,12 @@ nbd_uri() { printf 'nbd+unix:///%s?socket=%s' "$EXPORT_NAME" "$1"; }
 # All start_* functions set SERVER_PID and SERVER_SOCK, and return non-zero if
 # the server failed to come up (the process is stopped in that case).
 
-# start_qoslab CONFIG_TOML DATA_DIR SOCK LOG
+# start_qoslab CONFIG_TOML DATA_DIR SOCK LOG [BINARY]  (BINARY: default $QOSLAB)
 start_qoslab() {
-    local cfg=$1 data=$2 sock=$3 logf=$4
+    local cfg=$1 data=$2 sock=$3 logf=$4 bin=${5:-$QOSLAB}
     rm -f "$sock"
     # No REST API: the scripts do not use it, and 8080 may belong to another node.
-    "${SERVER_PIN[@]}" "$QOSLAB" serve --config "$cfg" --data-dir "$data" --listen-unix "$sock" \
+    "${SERVER_PIN[@]}" "$bin" serve --config "$cfg" --data-dir "$data" --listen-unix "$sock" \
         --listen-http off >"$logf" 2>&1 &
     SERVER_PID=$!
     SERVER_SOCK=$sock

@@ -7,6 +7,9 @@
 #                 anything reachable) -> measures the cost of the policy machinery
 #   nbdkit        nbdkit file plugin (default --threads, i.e. 16; NBDKIT_THREADS= to change)
 #   qsd           qemu-storage-daemon, file node cache.direct=off aio=threads (QSD_AIO= to change)
+#   qoslab-base, qoslab-base-far
+#                 the same two qoslab setups with another build (QOSLAB_BASE=/path/to/qoslab,
+#                 e.g. main's): before/after in one run, interleaved, on the same file
 #
 # Pinning: UNPINNED by default. The box has 2 cores shared with other work; pinning the
 # server to one core and fio to the other would cap every multi-threaded server at one
@@ -33,8 +36,9 @@ Options (each also settable via the environment variable shown):
   --runtime SEC      measured seconds per job                 (RUNTIME, default 10)
   --ramp SEC         ramp seconds per job, not measured       (RAMP, default 2)
   --size-mib N       size of the shared file in MiB           (SIZE_MIB, default 1024)
-  --servers LIST     comma list from qoslab,qoslab-far,nbdkit,qsd
-                                                              (SERVERS, default all four)
+  --servers LIST     comma list from qoslab,qoslab-far,nbdkit,qsd,qoslab-base,qoslab-base-far
+                                                              (SERVERS, default the first four;
+                                                              the base ones run QOSLAB_BASE)
   --repeat N         rounds; each round restarts every server in turn (interleaved,
                      so drift hits all alike); tables show medians  (REPEAT, default 1)
                      Use 3+ before drawing conclusions about a few-% overhead: on a
@@ -85,7 +89,10 @@ source "$BENCH_DIR/lib.sh"    # cd's to the repo root
 ((RUNTIME > 0 && SIZE_MIB > 0 && REPEAT > 0)) || die "RUNTIME, SIZE_MIB and REPEAT must be > 0"
 IFS=, read -r -a SERVER_LIST <<<"$SERVERS"
 for s in "${SERVER_LIST[@]}"; do
-    case "$s" in qoslab | qoslab-far | nbdkit | qsd) ;; *) die "unknown server '$s' in --servers" ;; esac
+    case "$s" in qoslab | qoslab-far | nbdkit | qsd) ;;
+        qoslab-base | qoslab-base-far) [[ -x "${QOSLAB_BASE:-}" ]] || die "$s needs QOSLAB_BASE=/path/to/qoslab" ;;
+        *) die "unknown server '$s' in --servers" ;;
+    esac
 done
 OUT="${OUT:-bench/results/peers-$(date +%Y%m%d-%H%M%S).json}"
 
@@ -129,6 +136,8 @@ start_named() {   # SERVER -> starts it (sets SERVER_PID); non-zero on failure
     case "$s" in
         qoslab) start_qoslab "$WORKDIR/qoslab-nopolicy.toml" "$DATA_DIR" "$SOCK" "$logf" ;;
         qoslab-far) start_qoslab "$WORKDIR/qoslab-far.toml" "$DATA_DIR" "$SOCK" "$logf" ;;
+        qoslab-base) start_qoslab "$WORKDIR/qoslab-nopolicy.toml" "$DATA_DIR" "$SOCK" "$logf" "$QOSLAB_BASE" ;;
+        qoslab-base-far) start_qoslab "$WORKDIR/qoslab-far.toml" "$DATA_DIR" "$SOCK" "$logf" "$QOSLAB_BASE" ;;
         nbdkit) start_nbdkit "$VOL_FILE" "$SOCK" "$logf" ;;
         qsd) start_qsd "$VOL_FILE" "$SOCK" "$logf" ;;
     esac

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use storage_node::server::{self, Listeners, ServerStats};
+use storage_node::builder::NodeThread;
 use storage_node::{Node, NodeConfig};
 
 use crate::node_api::NodeHandle;
@@ -251,79 +251,36 @@ pub struct EmbeddedNode {
     dir: PathBuf,
     socket: PathBuf,
     node: Arc<Node>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    running: Option<NodeThread>,
+    /// Its directory goes on a signal too (the lifecycle's local phase).
+    _on_signal: lifecycle::Guard,
 }
 
 impl EmbeddedNode {
     pub fn start(cfg: &NodeConfig) -> Result<EmbeddedNode, TargetError> {
         let dir = temp_dir("bench").map_err(|e| TargetError::Node(format!("temp dir: {e}")))?;
         let socket = dir.join("nbd.sock");
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (cfg, d, s) = (cfg.clone(), dir.clone(), socket.clone());
+        let on_signal = {
+            let dir = dir.clone();
+            lifecycle::register(lifecycle::Phase::Local, move || {
+                let _ = std::fs::remove_dir_all(&dir);
+            })
+        };
         // Every thread of the node is named toolsets::NODE_THREADS: the tool sets count
         // them as the node, the rest of this process as the harness.
-        let thread = std::thread::Builder::new()
-            .name(toolsets::NODE_THREADS.into())
-            .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_name(toolsets::NODE_THREADS)
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("runtime: {e}")));
-                        return;
-                    }
-                };
-                rt.block_on(async move {
-                    let node = match Node::open(&cfg, &d.join("data")) {
-                        Ok(n) => n,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
-                            return;
-                        }
-                    };
-                    let listeners = match Listeners::bind(Some(&s), None).await {
-                        Ok(l) => l,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
-                            return;
-                        }
-                    };
-                    let _ = ready_tx.send(Ok(node.clone()));
-                    let stats = Arc::new(ServerStats::default());
-                    server::serve(node, listeners, stats, async {
-                        let _ = stop_rx.await;
-                    })
-                    .await;
-                });
-            })
-            .map_err(|e| TargetError::Node(format!("thread: {e}")))?;
-        let node = match ready_rx.recv() {
-            Ok(Ok(n)) => n,
-            Ok(Err(e)) => {
-                let _ = thread.join();
+        let running = Node::builder(cfg.clone(), &dir.join("data"))
+            .nbd_unix(&socket)
+            .spawn_thread(toolsets::NODE_THREADS, 2)
+            .map_err(|e| {
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(TargetError::Node(e));
-            }
-            Err(_) => {
-                let _ = thread.join();
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(TargetError::Node(
-                    "the node thread ended before it was ready".into(),
-                ));
-            }
-        };
+                TargetError::Node(e.to_string())
+            })?;
         Ok(EmbeddedNode {
             dir,
             socket,
-            node,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            node: running.node().clone(),
+            running: Some(running),
+            _on_signal: on_signal,
         })
     }
 
@@ -364,11 +321,8 @@ impl EmbeddedNode {
     }
 
     fn shutdown(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(r) = self.running.take() {
+            r.stop();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

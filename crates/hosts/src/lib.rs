@@ -15,13 +15,11 @@
 //!   signature, no mount, no holder, not swap), from `wipefs --no-act --json` and /sys.
 //! - [`remote`]: long-lived remote processes (iperf3 servers, `fio --server`) under a lease
 //!   (`timeout`), in their own session, stopped by process group on drop and on signals.
-//! - [`cleanup`]: the process-wide list of things to undo on SIGINT/SIGTERM/SIGHUP.
 //!
 //! Invariants: nothing here writes to a device; every remote process started is registered
 //! for cleanup before its start command returns to the caller, and carries a lease so a
 //! coordinator killed with SIGKILL still leaves nothing running past it.
 
-pub mod cleanup;
 pub mod devices;
 pub mod error;
 pub mod facts;

@@ -4,12 +4,11 @@
 //! log file under the suite's run directory on the host, its pid (= its process group, as
 //! `setsid` made it a group leader) returned to us. Stopping sends SIGTERM to the group,
 //! then SIGKILL if it lingers. Every process is stopped when its [`RemoteProc`] is dropped
-//! and, through [`crate::cleanup`], when the coordinator gets SIGINT/SIGTERM/SIGHUP; the lease
+//! and, through the process's [`lifecycle`] (remote phase), when the coordinator gets SIGINT/SIGTERM/SIGHUP; the lease
 //! ends it even if the coordinator is killed outright.
 
 use std::time::{Duration, Instant};
 
-use crate::cleanup;
 use crate::error::{ErrorKind, HostError};
 use crate::quote;
 use crate::ssh::{tail, Host};
@@ -22,7 +21,7 @@ pub struct RemoteProc {
     pub pid: u32,
     pub log_path: String,
     stopped: bool,
-    _guard: cleanup::Guard,
+    _guard: lifecycle::Guard,
 }
 
 /// The script that stops process group `pid` (TERM, then KILL after ~2 s).
@@ -59,7 +58,7 @@ impl RemoteProc {
             })
         })?;
         let (h, p) = (host.clone(), pid);
-        let guard = cleanup::register(move || {
+        let guard = lifecycle::register(lifecycle::Phase::Remote, move || {
             let _ = h.run(&stop_script(p));
         });
         Ok(RemoteProc {

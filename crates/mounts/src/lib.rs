@@ -7,7 +7,8 @@
 //! **Ownership.** A [`Session`] is one run: a directory `BASE/run-PID-NONCE` whose `lock`
 //! file is flock'ed while the run lives, and whose `state.json` records every step before
 //! the next one. Teardown (unmount, detach, stop nbdfuse, remove directories) runs on
-//! [`Session::close`], on drop, and on SIGINT/SIGTERM/SIGHUP ([`signals`]). A run killed
+//! [`Session::close`], on drop, and on SIGINT/SIGTERM/SIGHUP (the process's [`lifecycle`]:
+//! application processes in its child phase, the mounts in its local phase). A run killed
 //! with SIGKILL leaves its state and its lock free: the next [`Session::open`] (or
 //! [`cleanup_stale`], `qoslab tenants cleanup`) finds it and undoes it. Nothing is ever
 //! reused: every run makes new names.
@@ -20,7 +21,6 @@ pub mod children;
 mod cmd;
 pub mod preflight;
 mod session;
-pub mod signals;
 mod stale;
 pub mod state;
 pub mod sys;

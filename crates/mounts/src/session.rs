@@ -10,10 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::signals::Teardown;
 use crate::state::{self, RunState, TenantRecord, RUN_PREFIX, STATE_VERSION};
 use crate::teardown::{self, Undone};
-use crate::{cmd, preflight, signals, stale, sys, FsType, MountError, StaleRun};
+use crate::{cmd, preflight, stale, sys, FsType, MountError, StaleRun};
 
 /// How long nbdfuse may take to connect and mount.
 const NBDFUSE_READY: Duration = Duration::from_secs(30);
@@ -110,7 +109,7 @@ impl Inner {
     }
 }
 
-impl signals::Teardown for Inner {
+impl Inner {
     /// Undo every tenant, then the run directory. Idempotent; concurrent callers wait
     /// for the first.
     fn teardown_all(&self) -> Undone {
@@ -145,6 +144,8 @@ impl signals::Teardown for Inner {
 /// One run's tenant mounts. Dropping it tears everything down.
 pub struct Session {
     inner: Arc<Inner>,
+    /// The signal teardown (the lifecycle's local phase) while the session lives.
+    _on_signal: lifecycle::Guard,
 }
 
 fn valid_tenant(name: &str) -> bool {
@@ -158,7 +159,7 @@ fn valid_tenant(name: &str) -> bool {
 
 impl Session {
     /// Check the host can mount `fs_types`, clean up stale runs under `base` (runs whose
-    /// process is gone: their lock is free), install the signal teardown, and start a new
+    /// process is gone: their lock is free), register the signal teardown, and start a new
     /// run in `base/run-PID-NONCE`. Returns the stale runs that were cleaned.
     pub fn open(base: &Path, fs_types: &[FsType]) -> Result<(Session, Vec<StaleRun>), MountError> {
         preflight::check(fs_types)?;
@@ -189,10 +190,21 @@ impl Session {
             closing: AtomicBool::new(false),
             teardown: Mutex::new(()),
         });
-        signals::install();
-        let weak: std::sync::Weak<dyn signals::Teardown> = Arc::downgrade(&inner) as _;
-        signals::register(weak);
-        Ok((Session { inner }, cleaned))
+        let weak = Arc::downgrade(&inner);
+        let on_signal = lifecycle::register(lifecycle::Phase::Local, move || {
+            if let Some(inner) = weak.upgrade() {
+                for e in inner.teardown_all().errors {
+                    eprintln!("qoslab: teardown: {e}");
+                }
+            }
+        });
+        Ok((
+            Session {
+                inner,
+                _on_signal: on_signal,
+            },
+            cleaned,
+        ))
     }
 
     /// The run's id (`run-PID-NONCE`).
@@ -363,8 +375,6 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         let u = self.inner.teardown_all();
-        let weak: std::sync::Weak<dyn signals::Teardown> = Arc::downgrade(&self.inner) as _;
-        signals::unregister(&weak);
         if !u.errors.is_empty() {
             // A destructor cannot return the error; leave a trace and the next run's
             // stale cleanup (or `qoslab tenants cleanup`) finishes the job.

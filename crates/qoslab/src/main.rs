@@ -5,6 +5,7 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod http_client;
+mod nfs_cmd;
 mod ontap;
 mod policy_burst;
 mod policy_cmd;
@@ -72,9 +73,14 @@ enum Command {
     Ontap(ontap::OntapArgs),
     /// API users of a node (HTTP basic auth): create, list, delete.
     User(user_cmd::UserArgs),
+    /// NFSv3 on its own: serve directories as exports (no QoS; docs/NFS.md).
+    Nfs(nfs_cmd::NfsArgs),
 }
 
 fn main() -> std::process::ExitCode {
+    // The one owner of SIGINT/SIGTERM/SIGHUP: what a run registers is torn down in order,
+    // then the process exits with 128 + the signal (`serve` stops gracefully instead).
+    lifecycle::install();
     let matches = bench::with_families_help(Cli::command()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     tracing_subscriber::fmt()
@@ -103,6 +109,7 @@ fn main() -> std::process::ExitCode {
         },
         Command::Ontap(args) => ontap::run(args),
         Command::User(args) => user_cmd::run(args),
+        Command::Nfs(args) => nfs_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -44,12 +44,12 @@ pub fn parse_keys(path: &Path, text: &str) -> anyhow::Result<Vec<(String, String
     Ok(out)
 }
 
-/// Load the keys file and start the S3 listener (if asked for).
-pub async fn start(
+/// Load the keys file and bind the S3 listener (if asked for): the node's builder runs it.
+pub fn start(
     args: &S3ServeArgs,
     cp: &Arc<ControlPlane>,
     max_connections: usize,
-) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+) -> anyhow::Result<Option<s3_server::S3FrontEnd>> {
     if let Some(p) = &args.s3_keys_file {
         let text = std::fs::read_to_string(p)
             .with_context(|| format!("reading the S3 keys file {}", p.display()))?;
@@ -61,23 +61,21 @@ pub async fn start(
     let Some(addr) = args.listen_s3 else {
         return Ok(None);
     };
-    let l = s3_server::bind(addr)
-        .await
-        .with_context(|| format!("listening for S3 on {addr}"))?;
-    let bound = l.local_addr()?;
-    println!(
-        "qoslab: s3: http://{bound} ({} bucket(s), region us-east-1, path-style)",
-        cp.s3_bucket_list().len()
-    );
-    Ok(Some(tokio::spawn(s3_server::serve(
-        l,
+    let s3 = s3_server::S3FrontEnd::bind(
+        addr,
         cp.clone(),
         s3_server::S3Options {
             max_connections,
             ..Default::default()
         },
-        std::future::pending(),
-    ))))
+    )
+    .with_context(|| format!("listening for S3 on {addr}"))?;
+    println!(
+        "qoslab: s3: http://{} ({} bucket(s), region us-east-1, path-style)",
+        s3.local_addr(),
+        cp.s3_bucket_list().len()
+    );
+    Ok(Some(s3))
 }
 
 #[cfg(test)]

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use storage_node::api::front_end::ApiFrontEnd;
 use storage_node::api::http as api_http;
 use storage_node::api::ControlPlane;
 use storage_node::server::handshake::TlsMode;
-use storage_node::server::{self, Listeners, NbdTls, ServerStats};
+use storage_node::server::{Listeners, NbdTls, ServerStats};
 use storage_node::{Node, NodeConfig};
 
 #[derive(Args)]
@@ -313,61 +314,56 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 }
             );
         }
+        let tcp_addr = listeners.tcp_addr();
         cp.set_nbd_endpoints(storage_node::api::NbdEndpoints {
-            tcp: listeners.tcp_addr(),
+            tcp: tcp_addr,
             unix: unix
                 .as_ref()
                 .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
             tls_required: nbd_mode == TlsMode::Require,
         });
         let sampler = storage_node::metrics::spawn_sampler(node.clone());
-        let api = match http {
-            None => None,
-            Some(a) => {
-                let l = api_http::bind(a)
-                    .await
-                    .with_context(|| format!("listening for HTTP on {a}"))?;
-                let bound = l.local_addr()?;
-                let server_tls = match (&tls, args.insecure_http) {
-                    (Some(f), false) => Some(storage_node::tls::server_config(f, &[b"http/1.1"])?),
-                    _ => None,
-                };
-                let scheme = if server_tls.is_some() {
-                    "https"
-                } else {
-                    "http"
-                };
-                let who = match (users, token.is_some()) {
-                    (0, false) => "open: no API users, no token".to_string(),
-                    (0, true) => "changes need the bearer token".to_string(),
-                    (n, t) => format!(
-                        "{n} API user(s){}: every request needs credentials",
-                        if t { " and the bearer token" } else { "" }
-                    ),
-                };
-                println!("qoslab: api: {scheme}://{bound} ({who})");
-                let cfg = api_http::HttpConfig {
-                    auth: auth.clone(),
-                    tls: server_tls,
-                    max_connections: args.max_connections as usize,
-                };
-                Some(tokio::spawn(api_http::serve(l, cp.clone(), cfg)))
-            }
-        };
-        let s3 = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize).await?;
+        let mut builder = Node::builder_for(node.clone())
+            .server_stats(stats)
+            .nbd_listeners(listeners);
+        if let Some(a) = http {
+            let server_tls = match (&tls, args.insecure_http) {
+                (Some(f), false) => Some(storage_node::tls::server_config(f, &[b"http/1.1"])?),
+                _ => None,
+            };
+            let cfg = api_http::HttpConfig {
+                auth: auth.clone(),
+                tls: server_tls,
+                max_connections: args.max_connections as usize,
+            };
+            let api = ApiFrontEnd::bind(a, cp.clone(), cfg)
+                .with_context(|| format!("listening for HTTP on {a}"))?;
+            let who = match (users, token.is_some()) {
+                (0, false) => "open: no API users, no token".to_string(),
+                (0, true) => "changes need the bearer token".to_string(),
+                (n, t) => format!(
+                    "{n} API user(s){}: every request needs credentials",
+                    if t { " and the bearer token" } else { "" }
+                ),
+            };
+            println!(
+                "qoslab: api: {}://{} ({who})",
+                api.scheme(),
+                api.local_addr()
+            );
+            builder = builder.front_end(api);
+        }
+        if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
+            builder = builder.front_end(s3);
+        }
+        let running = builder.spawn().await?;
         print_ready(
             &node,
             unix.as_deref(),
-            listeners.tcp_addr(),
+            tcp_addr,
             nbd_mode == TlsMode::Require,
         );
-        server::serve(node, listeners, stats, shutdown_signal()).await;
-        if let Some(a) = api {
-            a.abort();
-        }
-        if let Some(s) = s3 {
-            s.abort();
-        }
+        running.run_until(shutdown_signal()).await;
         sampler.abort();
         Ok(())
     })
@@ -564,16 +560,15 @@ fn burst_text(l: &qos_core::EffectiveLimits) -> String {
     }
 }
 
+/// Resolves on the first SIGINT, SIGTERM or SIGHUP: the node then stops gracefully (the
+/// process's lifecycle hands it the signal instead of tearing down; a second one forces).
 async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let _graceful = {
+        let stop = stop.clone();
+        lifecycle::graceful(move |_| stop.notify_one())
     };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    stop.notified().await;
     tracing::info!("signal received");
 }
 

@@ -193,9 +193,9 @@ fn mount(a: MountArgs) -> anyhow::Result<i32> {
         }
     };
     let undone = session.close()?;
-    if let Some(sig) = mounts::signals::received() {
+    if let Some(sig) = lifecycle::received() {
         // The signal thread has torn down (close waited for it) and exits with 128 + sig.
-        return Ok(128 + sig);
+        return Ok(lifecycle::exit_status(sig));
     }
     println!(
         "qoslab: torn down: {} unmounted, {} loop device(s) detached",

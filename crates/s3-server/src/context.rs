@@ -1,38 +1,45 @@
 //! The endpoint's shared state and the steps every operation takes: find the bucket, pass
-//! its QoS flow ([`Endpoint::admit`]: one operation carrying its payload bytes), run store
-//! work on the blocking pool, record the finished request in the bucket's statistics.
+//! the node's admission core ([`Endpoint::admit`]: one operation carrying its payload
+//! bytes, through the same [`Gate`] as every front end), run store work on the blocking
+//! pool, wait out the emulated array's service latency and record the finished request in
+//! the bucket's statistics ([`Admitted::done`]).
 //! The S3 operations themselves are in `endpoint` (buckets), `objects` and `multipart`.
 
 use std::sync::Arc;
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Result};
+use storage_node::admission::{Gate, Op, Started, Work};
 use storage_node::api::ControlPlane;
 use storage_node::bucket::Bucket;
-use storage_node::flow_gate::FlowGate;
-use storage_node::stats::{OpKind, Waits};
-use tokio::time::Instant;
+use storage_node::stats::OpKind;
 
 use crate::{errors, S3Options};
 
 pub struct Endpoint {
     pub(crate) cp: Arc<ControlPlane>,
-    gate: tokio::sync::OnceCell<FlowGate>,
+    gate: tokio::sync::OnceCell<Gate>,
     pub(crate) opts: S3Options,
 }
 
-/// An admitted request: its bucket, when it arrived and how long QoS held it.
-pub(crate) struct Admitted {
+/// An admitted request: its bucket and its timing in the admission core.
+pub(crate) struct Admitted<'a> {
     pub bucket: Arc<Bucket>,
-    pub start: Instant,
-    pub waits: Waits,
+    gate: &'a Gate,
+    started: Started,
 }
 
-impl Admitted {
-    /// Record the finished request in the bucket's statistics.
-    pub fn done(&self, kind: OpKind, bytes: u64) {
-        let lat = self.start.elapsed().as_nanos() as u64;
-        self.bucket.stats.record(kind, bytes, lat, self.waits);
+impl Admitted<'_> {
+    /// The request's work is done: wait out the rest of the emulated array's service
+    /// latency, then record it in the bucket's statistics (one operation).
+    pub async fn done(&self, kind: OpKind, bytes: u64) {
+        let c = self.gate.finish(self.started).await;
+        c.record(
+            &self.bucket.stats,
+            kind,
+            bytes,
+            storage_node::admission::MILLI,
+        );
     }
 
     pub fn failed(&self) {
@@ -59,19 +66,19 @@ impl Endpoint {
             .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist: {name}"))
     }
 
-    /// Find the bucket and wait for its QoS flow to let a request of `bytes` through.
-    pub(crate) async fn admit(&self, bucket: &str, bytes: u64) -> S3Result<Admitted> {
-        let start = Instant::now();
+    /// Find the bucket and wait until the admission core lets `work` on it through.
+    pub(crate) async fn admit(&self, bucket: &str, work: Work) -> S3Result<Admitted<'_>> {
         let b = self.bucket(bucket)?;
         let gate = self
             .gate
-            .get_or_init(|| async { FlowGate::new(self.cp.node.clone()) })
+            .get_or_init(|| async { Gate::for_node(&self.cp.node) })
             .await;
-        let waits = gate.admit(b.flow(), bytes).await;
+        // Objects have no block identity: the provisioned file system is not in their way.
+        let started = gate.admit(Op::new(b.flow(), work)).await;
         Ok(Admitted {
             bucket: b,
-            start,
-            waits,
+            gate,
+            started,
         })
     }
 

@@ -8,6 +8,7 @@
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
+use storage_node::admission::{Direction, Work};
 
 use crate::context::{timestamp, Endpoint};
 use crate::errors;
@@ -78,8 +79,10 @@ impl S3 for Endpoint {
         &self,
         req: S3Request<HeadBucketInput>,
     ) -> S3Result<S3Response<HeadBucketOutput>> {
-        let a = self.admit(&req.input.bucket, 0).await?;
-        a.done(OpKind::Other, 0);
+        let a = self
+            .admit(&req.input.bucket, Work::Meta(Direction::Read))
+            .await?;
+        a.done(OpKind::Other, 0).await;
         Ok(S3Response::new(HeadBucketOutput::default()))
     }
 

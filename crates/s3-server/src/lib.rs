@@ -4,8 +4,9 @@
 //! `aws-chunked` streaming bodies); this crate implements the operations over the node:
 //! buckets are the node's ([`storage_node::bucket::Bucket`], catalogued by the control
 //! plane), objects live in each bucket's [`storage_node::objstore::ObjectStore`], and every
-//! request passes its bucket's QoS flow first ([`storage_node::flow_gate::FlowGate`]): one
-//! operation, its payload bytes against MB/s.
+//! request passes the node's admission core first ([`storage_node::admission::Gate`], the
+//! same core as NBD's): one operation, its payload bytes against MB/s, and the emulated
+//! array's service latency before the reply.
 //!
 //! Crate direction: `s3-server` depends on `storage-node` (the catalog, buckets, flows);
 //! the node knows nothing of S3's wire format, and the REST API that manages users and
@@ -26,6 +27,8 @@ use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
 use storage_node::api::ControlPlane;
+use storage_node::builder::{FrontEnd, Serving, Stop};
+use storage_node::Node;
 use tokio::net::TcpListener;
 
 pub use context::Endpoint;
@@ -75,6 +78,64 @@ fn expect_continue<B>(req: &hyper::Request<B>) -> (bool, bool) {
 
 pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
+}
+
+/// The S3 endpoint as one of the node's front ends: bound here, run by the node's
+/// builder beside NBD, stopped with it.
+pub struct S3FrontEnd {
+    /// Bound without a runtime: the builder may start the node on a runtime of its own.
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    cp: Arc<ControlPlane>,
+    opts: S3Options,
+}
+
+impl S3FrontEnd {
+    /// Listen on `addr` (port 0: any free port).
+    pub fn bind(
+        addr: SocketAddr,
+        cp: Arc<ControlPlane>,
+        opts: S3Options,
+    ) -> std::io::Result<S3FrontEnd> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        Ok(S3FrontEnd {
+            listener,
+            addr,
+            cp,
+            opts,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl FrontEnd for S3FrontEnd {
+    fn describe(&self) -> String {
+        format!("s3: http://{}", self.addr)
+    }
+
+    fn serve(self: Box<Self>, _node: Arc<Node>, mut stop: Stop) -> Serving {
+        let S3FrontEnd {
+            listener, cp, opts, ..
+        } = *self;
+        Box::pin(async move {
+            let listener = match TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!("s3: listener: {e}");
+                    return;
+                }
+            };
+            serve(listener, cp, opts, async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await
+        })
+    }
 }
 
 /// The s3s service over the node: Signature V4 against the control plane's users.

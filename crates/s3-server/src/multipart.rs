@@ -2,6 +2,7 @@
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
+use storage_node::admission::{Direction, Work};
 use storage_node::objstore::{ObjectMeta, MAX_PART_NUMBER};
 use storage_node::stats::OpKind;
 
@@ -15,7 +16,7 @@ pub(crate) async fn create(
 ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
     let i = req.input;
     check_key(&i.key)?;
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
     let meta = ObjectMeta {
         key: i.key.clone(),
         content_type: i.content_type.map(|c| c.to_string()),
@@ -27,7 +28,7 @@ pub(crate) async fn create(
     };
     let b = a.bucket.clone();
     let id = Endpoint::blocking(move || b.store.create_upload(&meta)).await?;
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     Ok(S3Response::new(CreateMultipartUploadOutput {
         bucket: Some(i.bucket),
         key: Some(i.key),
@@ -67,7 +68,7 @@ pub(crate) async fn upload_part(
         algorithm: i.checksum_algorithm,
         trailers: req.trailing_headers,
     };
-    let a = ep.admit(&i.bucket, len).await?;
+    let a = ep.admit(&i.bucket, Work::Write(len)).await?;
     let res = async {
         let b = a.bucket.clone();
         let (id, key) = (i.upload_id.clone(), i.key.clone());
@@ -86,7 +87,7 @@ pub(crate) async fn upload_part(
     .await;
     match res {
         Ok((info, sums)) => {
-            a.done(OpKind::Write, len);
+            a.done(OpKind::Write, len).await;
             Ok(S3Response::new(UploadPartOutput {
                 e_tag: Some(etag(&info.etag)),
                 checksum_crc32: sums.checksum_crc32,
@@ -121,7 +122,7 @@ pub(crate) async fn complete(
             .ok_or_else(|| s3_error!(MalformedXML, "every Part needs an ETag"))?;
         parts.push((n, e.value().to_string()));
     }
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
     let b = a.bucket.clone();
     let (id, key) = (i.upload_id.clone(), i.key.clone());
     let info = Endpoint::blocking(move || b.store.complete_upload(&id, &key, &parts)).await;
@@ -132,7 +133,7 @@ pub(crate) async fn complete(
             return Err(e);
         }
     };
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     Ok(S3Response::new(CompleteMultipartUploadOutput {
         bucket: Some(i.bucket.clone()),
         key: Some(i.key.clone()),
@@ -147,10 +148,10 @@ pub(crate) async fn abort(
     req: S3Request<AbortMultipartUploadInput>,
 ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
     let i = req.input;
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
     let b = a.bucket.clone();
     Endpoint::blocking(move || b.store.abort_upload(&i.upload_id)).await?;
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     Ok(S3Response::new(AbortMultipartUploadOutput::default()))
 }
 
@@ -159,7 +160,7 @@ pub(crate) async fn list_parts(
     req: S3Request<ListPartsInput>,
 ) -> S3Result<S3Response<ListPartsOutput>> {
     let i = req.input;
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let b = a.bucket.clone();
     let id = i.upload_id.clone();
     let (key, all) = Endpoint::blocking(move || b.store.list_parts(&id)).await?;
@@ -174,7 +175,7 @@ pub(crate) async fn list_parts(
     let rest: Vec<_> = all.into_iter().filter(|p| p.number > after).collect();
     let truncated = rest.len() > max;
     let page: Vec<_> = rest.into_iter().take(max).collect();
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     Ok(S3Response::new(ListPartsOutput {
         bucket: Some(i.bucket),
         key: Some(i.key),
@@ -203,7 +204,7 @@ pub(crate) async fn list_uploads(
     req: S3Request<ListMultipartUploadsInput>,
 ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
     let i = req.input;
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let prefix = i.prefix.clone().unwrap_or_default();
     let b = a.bucket.clone();
     let all = tokio::task::spawn_blocking(move || b.store.list_uploads())
@@ -215,7 +216,7 @@ pub(crate) async fn list_uploads(
         .filter(|u| u.key.starts_with(&prefix))
         .collect();
     let truncated = sel.len() > max;
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     Ok(S3Response::new(ListMultipartUploadsOutput {
         bucket: Some(i.bucket),
         prefix: Some(prefix),

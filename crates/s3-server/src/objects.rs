@@ -1,6 +1,7 @@
 //! Object operations: PUT, GET (ranged), HEAD, DELETE, multi-delete, ListObjects v1/v2.
 
 use std::sync::Arc;
+use storage_node::admission::{Direction, Work};
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
@@ -95,7 +96,7 @@ pub(crate) async fn put_object(
         trailers: req.trailing_headers,
     };
     // QoS first: the client's bytes wait in its socket until the bucket's flow allows them.
-    let a = ep.admit(&i.bucket, len).await?;
+    let a = ep.admit(&i.bucket, Work::Write(len)).await?;
     let res = async {
         let mut w = a
             .bucket
@@ -114,7 +115,7 @@ pub(crate) async fn put_object(
     .await;
     match res {
         Ok((info, sums)) => {
-            a.done(OpKind::Write, len);
+            a.done(OpKind::Write, len).await;
             Ok(S3Response::new(PutObjectOutput {
                 e_tag: Some(etag(&info.etag)),
                 checksum_crc32: sums.checksum_crc32,
@@ -203,9 +204,9 @@ pub(crate) async fn get_object(
             )
         }
     };
-    let a = ep.admit(&i.bucket, len).await?;
+    let a = ep.admit(&i.bucket, Work::Read(len)).await?;
     let body = body::object_body(r.clone(), start, len);
-    a.done(OpKind::Read, len);
+    a.done(OpKind::Read, len).await;
     let m = &r.meta;
     Ok(S3Response::new(GetObjectOutput {
         body: Some(body),
@@ -231,13 +232,13 @@ pub(crate) async fn head_object(
 ) -> S3Result<S3Response<HeadObjectOutput>> {
     let i = req.input;
     check_key(&i.key)?;
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let b = a.bucket.clone();
     let key = i.key.clone();
     let r = Endpoint::blocking(move || b.store.open_object(&key)).await?;
     let etag_s = r.fixed.etag();
     conditions(&etag_s, i.if_match.as_ref(), i.if_none_match.as_ref())?;
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     let m = &r.meta;
     Ok(S3Response::new(HeadObjectOutput {
         content_length: Some(r.size() as i64),
@@ -261,10 +262,10 @@ pub(crate) async fn delete_object(
 ) -> S3Result<S3Response<DeleteObjectOutput>> {
     let i = req.input;
     check_key(&i.key)?;
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
     let b = a.bucket.clone();
     Endpoint::blocking(move || b.store.delete(&i.key)).await?;
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     Ok(S3Response::new(DeleteObjectOutput::default()))
 }
 
@@ -280,7 +281,7 @@ pub(crate) async fn delete_objects(
             i.delete.objects.len()
         ));
     }
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
     let quiet = i.delete.quiet.unwrap_or(false);
     let b = a.bucket.clone();
     let keys: Vec<String> = i.delete.objects.into_iter().map(|o| o.key).collect();
@@ -322,7 +323,7 @@ pub(crate) async fn delete_objects(
             }),
         }
     }
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     Ok(S3Response::new(DeleteObjectsOutput {
         deleted: Some(deleted),
         errors: (!errors.is_empty()).then_some(errors),
@@ -412,7 +413,7 @@ pub(crate) async fn list_objects_v2(
         (None, Some(s)) => Some(s.clone()),
         (None, None) => None,
     };
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let prefix = i.prefix.clone().unwrap_or_default();
     let page = a.bucket.store.list(&ListQuery {
         prefix: &prefix,
@@ -420,7 +421,7 @@ pub(crate) async fn list_objects_v2(
         after: after.as_deref(),
         max_keys: max,
     });
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     let n = page.objects.len() + page.prefixes.len();
     Ok(S3Response::new(ListObjectsV2Output {
         name: Some(i.bucket),
@@ -458,7 +459,7 @@ pub(crate) async fn list_objects(
     let i = req.input;
     let enc = Enc::new(i.encoding_type.as_ref())?;
     let max = max_keys(i.max_keys)?;
-    let a = ep.admit(&i.bucket, 0).await?;
+    let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let prefix = i.prefix.clone().unwrap_or_default();
     let page = a.bucket.store.list(&ListQuery {
         prefix: &prefix,
@@ -466,7 +467,7 @@ pub(crate) async fn list_objects(
         after: i.marker.as_deref(),
         max_keys: max,
     });
-    a.done(OpKind::Other, 0);
+    a.done(OpKind::Other, 0).await;
     Ok(S3Response::new(ListObjectsOutput {
         name: Some(i.bucket),
         prefix: Some(enc.s(&prefix)),

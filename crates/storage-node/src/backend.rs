@@ -2,7 +2,10 @@
 //!
 //! [`Backend`] is the seam nbdkit calls a plugin: the NBD layer validates requests
 //! (bounds, flags, read-only) once at the edge and then calls the backend with trusted
-//! arguments. Filters (delay, error injection) can wrap a backend and pass through.
+//! arguments. Layers ([`layers`]: delay, error injection) wrap a backend and pass through,
+//! as nbdkit's filters wrap its plugins.
+
+pub mod layers;
 
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -15,9 +15,11 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub mod array;
+mod backend;
 mod burst;
 mod provisioned;
 
+use crate::backend::layers::LayerSpec;
 use crate::provisioned::FsSpec;
 pub use array::{ArraySpec, MbpsCeilingWithFloor};
 pub use burst::CeilingMode;
@@ -156,6 +158,8 @@ pub struct NodeConfig {
     pub provisioned: Option<FsSpec>,
     /// The emulated array's accounting, cost model and service latency (`[capacity]`).
     pub array: ArraySpec,
+    /// Layers over every volume's file (`[backend]`: a slower device).
+    pub layers: LayerSpec,
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
@@ -176,6 +180,7 @@ impl Default for NodeConfig {
             ceiling_mode: CeilingMode::Strict,
             provisioned: None,
             array: ArraySpec::default(),
+            layers: LayerSpec::default(),
             policies: Vec::new(),
             volumes: Vec::new(),
         }
@@ -211,6 +216,7 @@ struct RawConfig {
     node: Option<RawNode>,
     capacity: Option<Spanned<RawCapacity>>,
     provisioned: Option<Spanned<provisioned::RawFs>>,
+    backend: Option<Spanned<backend::RawBackend>>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
@@ -377,6 +383,11 @@ impl NodeConfig {
                     .parse()
                     .map_err(|e| ConfigError(format!("{origin}: node.ceiling_mode = {e}")))?;
             }
+        }
+
+        if let Some(sb) = &raw.backend {
+            let what = format!("{origin}:{}: backend", line_of(text, sb.span().start));
+            cfg.layers = backend::parse(&what, sb.get_ref())?;
         }
 
         if let Some(sp) = &raw.provisioned {

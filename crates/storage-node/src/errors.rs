@@ -30,6 +30,9 @@ pub enum NodeError {
     Bucket { name: String, source: io::Error },
     #[error("unknown policy {0:?}")]
     UnknownPolicy(String),
+    /// The node's own runtime or thread could not start.
+    #[error("node runtime: {0}")]
+    Runtime(String),
 }
 
 #[cfg(test)]

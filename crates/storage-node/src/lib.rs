@@ -11,9 +11,11 @@
 //! Validation happens once at the edge ([`config`] for files, the transmission loop for
 //! requests); inner layers trust their inputs.
 
+pub mod admission;
 pub mod api;
 pub mod backend;
 pub mod bucket;
+pub mod builder;
 pub mod calibrate;
 pub mod clock;
 pub mod config;
@@ -21,7 +23,6 @@ pub mod conn_limit;
 pub mod credits;
 pub mod datadir;
 pub mod errors;
-pub mod flow_gate;
 pub mod metrics;
 pub mod node;
 pub mod objstore;
@@ -37,5 +38,6 @@ mod timer;
 pub mod tls;
 pub mod volume;
 
+pub use builder::{FrontEnd, NodeBuilder, RunningNode};
 pub use config::NodeConfig;
 pub use node::Node;

@@ -265,6 +265,33 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
     }
     header(
         &mut o,
+        "qoslab_volume_service_overruns_total",
+        "counter",
+        "Requests whose host I/O alone outlasted the emulated array's service latency: \
+         their replies left when the I/O finished, late.",
+    );
+    for (v, l) in &vols {
+        let _ = writeln!(
+            o,
+            "qoslab_volume_service_overruns_total{{{l}}} {}",
+            v.stats.service_overruns.load(Relaxed)
+        );
+    }
+    header(
+        &mut o,
+        "qoslab_volume_service_overrun_seconds_total",
+        "counter",
+        "How far those replies were late, in total.",
+    );
+    for (v, l) in &vols {
+        let _ = writeln!(
+            o,
+            "qoslab_volume_service_overrun_seconds_total{{{l}}} {}",
+            v.stats.service_overrun_ns.load(Relaxed) as f64 / 1e9
+        );
+    }
+    header(
+        &mut o,
         "qoslab_volume_limit_iops",
         "gauge",
         "Effective QoS limit in IOPS (0: not enforced).",

@@ -27,11 +27,13 @@ pub struct Node {
     /// Flows of shared fixed policies, by policy name.
     shared_flows: Mutex<HashMap<String, u32>>,
     default_export: Option<String>,
-    pub scheduler: Scheduler,
+    pub scheduler: Arc<Scheduler>,
     pub clock: Clock,
     shutdown: watch::Sender<bool>,
     busy_poll: std::time::Duration,
     mmap_reads: bool,
+    /// Layers over every volume's file (`[backend]`).
+    layers: crate::backend::layers::LayerSpec,
     ceiling_mode: CeilingMode,
     /// The emulated provisioned file system (`[provisioned]`), if any.
     provisioned: Option<Arc<ProvisionedFs>>,
@@ -61,11 +63,16 @@ impl Node {
             policies: RwLock::new(policies),
             shared_flows: Mutex::new(HashMap::new()),
             default_export: cfg.default_export.clone(),
-            scheduler: Scheduler::with_array(cfg.capacity, cfg.array.clone(), clock),
+            scheduler: Arc::new(Scheduler::with_array(
+                cfg.capacity,
+                cfg.array.clone(),
+                clock,
+            )),
             clock,
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
             mmap_reads: cfg.mmap_reads,
+            layers: cfg.layers,
             ceiling_mode: cfg.ceiling_mode,
             provisioned: cfg
                 .provisioned
@@ -100,7 +107,7 @@ impl Node {
             v.read_only,
             v.size,
             v.snapshot_reserve_percent,
-            Arc::new(backend),
+            self.layers.wrap(Arc::new(backend)),
         ));
         self.volumes
             .write()
@@ -198,6 +205,15 @@ impl Node {
     /// The emulated provisioned file system, if the node has one.
     pub fn provisioned(&self) -> Option<&Arc<ProvisionedFs>> {
         self.provisioned.as_ref()
+    }
+
+    /// The gates every request passes (scheduler, provisioned file system), for a front
+    /// end's [`Admission`](crate::admission::Admission).
+    pub fn gates(&self) -> crate::admission::Gates {
+        crate::admission::Gates {
+            scheduler: self.scheduler.clone(),
+            fs: self.provisioned.clone(),
+        }
     }
 
     /// How ceilings treat bursts.

@@ -78,6 +78,9 @@ pub struct Grant {
     /// When the flow's ceiling allowed it: queue time up to here is the ceiling's, the
     /// rest is the node's (others' floors and shares).
     pub limit_at: Nanos,
+    /// When the controller dispatched it: the array starts serving it here (its service
+    /// latency counts from this moment, however late its connection picks the grant up).
+    pub at: Nanos,
 }
 
 /// A snapshot of the emulated controller.
@@ -345,6 +348,7 @@ impl Scheduler {
                     let _ = tx.send(Grant {
                         seq: t.seq,
                         limit_at: now,
+                        at: now,
                     });
                 }
             }
@@ -367,12 +371,16 @@ impl Scheduler {
         }
     }
 
-    /// Controller mode: register a connection; its grants arrive on the receiver.
+    /// Controller mode: register a connection; its grants arrive on the receiver. Inside
+    /// a tokio runtime the first registration starts the dispatcher task; outside one
+    /// (sans-IO tests in virtual time) the caller pumps.
     pub fn register(&self) -> Option<(u32, mpsc::UnboundedReceiver<Grant>)> {
         let c = self.controller.as_ref()?;
-        c.dispatcher_started.call_once(|| {
-            tokio::spawn(dispatcher(Arc::downgrade(c), c.wake.clone(), c.clock));
-        });
+        if tokio::runtime::Handle::try_current().is_ok() {
+            c.dispatcher_started.call_once(|| {
+                tokio::spawn(dispatcher(Arc::downgrade(c), c.wake.clone(), c.clock));
+            });
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let mut inner = c.lock();
         let id = inner.next_conn;
@@ -413,11 +421,10 @@ impl Scheduler {
     }
 
     /// Controller mode: dispatch everything due at `now`, sending each grant to its
-    /// connection, and re-arm the dispatcher for the next deadline.
-    pub fn pump(&self, now: Nanos) {
-        if let Some(c) = &self.controller {
-            c.pump(now);
-        }
+    /// connection, and re-arm the dispatcher for the next deadline (returned: when the
+    /// next queued request falls due).
+    pub fn pump(&self, now: Nanos) -> Option<Nanos> {
+        self.controller.as_ref().and_then(|c| c.pump(now))
     }
 }
 
@@ -451,6 +458,7 @@ impl Controller {
                     let _ = tx.send(Grant {
                         seq: d.token.seq,
                         limit_at: d.limit_at,
+                        at: now,
                     });
                 }
             }

@@ -75,6 +75,10 @@ pub struct VolumeStats {
     /// Sum of time requests waited for the provisioned file system's resources (network,
     /// disk, SSD IOPS, the single-flow limit).
     pub resource_wait_ns: AtomicU64,
+    /// Requests whose host I/O outlasted the emulated array's service latency (their
+    /// replies left when the I/O finished, late), and by how much in total.
+    pub service_overruns: AtomicU64,
+    pub service_overrun_ns: AtomicU64,
     pub errors: AtomicU64,
     /// Latency histograms by kind: read, write, other.
     pub latency: [Histogram; 3],

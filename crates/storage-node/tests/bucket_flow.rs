@@ -1,5 +1,5 @@
 //! S3 buckets as scheduler flows, in virtual time (tokio's paused clock): a bucket's
-//! requests pass through `FlowGate` exactly as the S3 server sends them (one operation per
+//! requests pass through the admission core's `Gate` exactly as the S3 server sends them (one operation per
 //! request, payload bytes against MB/s). Ceilings hold to the request; a shared policy is
 //! one budget for a volume and a bucket; under the emulated controller a bucket's floor
 //! holds against a bully bucket, and the queue time is split into ceiling and floor waits.
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use storage_node::flow_gate::FlowGate;
+use storage_node::admission::{Gate, Op, Work};
 use storage_node::{Node, NodeConfig};
 use tokio::time::Instant;
 
@@ -30,7 +30,7 @@ struct Counted {
 /// what started within `[warm, secs)` seconds of virtual time.
 async fn drive(
     node: Arc<Node>,
-    gate: Arc<FlowGate>,
+    gate: Arc<Gate>,
     name: &str,
     clients: usize,
     bytes: u64,
@@ -50,7 +50,13 @@ async fn drive(
         tasks.push(tokio::spawn(async move {
             loop {
                 let flow = node.bucket(&name).expect("bucket").flow();
-                let w = gate.admit(flow, bytes).await;
+                // As the S3 endpoint sends them: a payload is written, no payload reads.
+                let work = if bytes > 0 {
+                    Work::Write(bytes)
+                } else {
+                    Work::Read(0)
+                };
+                let w = gate.admit(Op::new(flow, work)).await.waits;
                 let t = start.elapsed();
                 if t >= Duration::from_secs(secs) {
                     return;
@@ -101,7 +107,7 @@ async fn bucket_ceilings_hold_in_virtual_time() {
         n.bucket("free").unwrap().flow(),
         storage_node::scheduler::NO_FLOW
     );
-    let gate = Arc::new(FlowGate::new(n.clone()));
+    let gate = Arc::new(Gate::for_node(&n));
     let (ops, mb, free) = tokio::join!(
         drive(n.clone(), gate.clone(), "ops", 8, 4096, 1, 11),
         drive(n.clone(), gate.clone(), "mb", 4, 1 << 20, 1, 11),
@@ -134,7 +140,7 @@ async fn shared_policy_is_one_budget_for_volume_and_bucket() {
         .unwrap();
     let vol = n.volume("vol").unwrap();
     assert_eq!(b.flow(), vol.flow(), "one flow for the shared policy");
-    let gate = Arc::new(FlowGate::new(n.clone()));
+    let gate = Arc::new(Gate::for_node(&n));
     // The bucket alone gets the whole shared budget.
     let c = drive(n.clone(), gate.clone(), "b", 4, 4096, 1, 6).await;
     let o = c.ops.load(Relaxed);
@@ -172,7 +178,7 @@ async fn controller_floor_holds_for_a_bucket_against_a_bully() {
         n.bucket("bully").unwrap().flow(),
         storage_node::scheduler::NO_FLOW
     );
-    let gate = Arc::new(FlowGate::new(n.clone()));
+    let gate = Arc::new(Gate::for_node(&n));
     let (gold, bully, capped) = tokio::join!(
         drive(n.clone(), gate.clone(), "gold", 16, 4096, 1, 11),
         drive(n.clone(), gate.clone(), "bully", 64, 4096, 1, 11),
@@ -221,7 +227,7 @@ async fn controller_floor_holds_for_a_bucket_against_a_volume() {
         .unwrap();
     let vol = n.volume("bully").unwrap();
     assert_ne!(vol.flow(), storage_node::scheduler::NO_FLOW);
-    let gate = Arc::new(FlowGate::new(n.clone()));
+    let gate = Arc::new(Gate::for_node(&n));
     let bully_ops = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let mut bully = Vec::new();
@@ -229,7 +235,7 @@ async fn controller_floor_holds_for_a_bucket_against_a_volume() {
         let (gate, flow, ops) = (gate.clone(), vol.flow(), bully_ops.clone());
         bully.push(tokio::spawn(async move {
             while start.elapsed() < Duration::from_secs(11) {
-                gate.admit(flow, 4096).await;
+                gate.admit(Op::new(flow, Work::Write(4096))).await;
                 if start.elapsed() >= Duration::from_secs(1) {
                     ops.fetch_add(1, Relaxed);
                 }

@@ -22,7 +22,7 @@ pub struct Session {
     /// How long remote servers may live at most (their lease).
     pub lease: Duration,
     /// On SIGINT/SIGTERM/SIGHUP: remove the run directories and close the ssh masters.
-    _cleanup: hosts::cleanup::Guard,
+    _cleanup: lifecycle::Guard,
 }
 
 impl Session {
@@ -79,7 +79,7 @@ impl Session {
         let (hs, rd, wd) = (hosts.clone(), rundir.clone(), workdir.clone());
         // Registered before any remote process, so on a signal it runs after they are
         // stopped (newest first).
-        let cleanup = hosts::cleanup::register(move || close(&hs, &rd, &wd));
+        let cleanup = lifecycle::register(lifecycle::Phase::Remote, move || close(&hs, &rd, &wd));
         Ok(Session {
             hosts,
             facts,

@@ -91,7 +91,7 @@ pub struct Testbed {
     pub hosts: Vec<BedHost>,
     res: Arc<Mutex<Resources>>,
     sshd: Vec<Child>,
-    _guard: Option<hosts::cleanup::Guard>,
+    _guard: Option<lifecycle::Guard>,
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -297,7 +297,7 @@ impl Testbed {
             ..Default::default()
         }));
         let r2 = res.clone();
-        let guard = hosts::cleanup::register(move || {
+        let guard = lifecycle::register(lifecycle::Phase::Infrastructure, move || {
             teardown(&r2.lock().unwrap_or_else(|e| e.into_inner()))
         });
         let mut bed = Testbed {

@@ -423,19 +423,19 @@ mod tests {
         cfg: &storage_node::NodeConfig,
         dir: &std::path::Path,
     ) -> (Arc<storage_node::Node>, String, oneshot::Sender<()>) {
-        use storage_node::server::{self, Listeners, ServerStats};
         let sock = dir.join("nbd.sock");
-        let node = storage_node::Node::open(cfg, &dir.join("data")).unwrap();
-        let listeners = rt.block_on(Listeners::bind(Some(&sock), None)).unwrap();
+        let running = rt
+            .block_on(
+                storage_node::Node::builder(cfg.clone(), &dir.join("data"))
+                    .nbd_unix(&sock)
+                    .spawn(),
+            )
+            .unwrap();
+        let node = running.node.clone();
         let (stop, stopped) = oneshot::channel::<()>();
-        rt.spawn(server::serve(
-            node.clone(),
-            listeners,
-            Arc::new(ServerStats::default()),
-            async {
-                let _ = stopped.await;
-            },
-        ));
+        rt.spawn(running.run_until(async {
+            let _ = stopped.await;
+        }));
         (
             node,
             format!("nbd+unix:///v?socket={}", sock.display()),

@@ -110,3 +110,66 @@ fn ceilings_hold_with_the_array_on_counted_in_nfs_transfers() {
         );
     }
 }
+
+/// The service latency counts from admission and the host's I/O runs inside it. Here the
+/// host device is slower than the array it emulates (`[backend] delay`: 6 ms per read
+/// against a 3 ms service time): each request completes when its I/O does — about 6 ms,
+/// not 3 + 6 — and each is counted as an overrun in `/metrics`.
+#[test]
+fn host_io_slower_than_the_service_time_completes_with_the_io_and_is_counted() {
+    let _g = heavy();
+    let node = Node::start(
+        r#"
+[capacity]
+latency = { read = { fixed = "3ms" } }
+
+[backend]
+delay = { read = "6ms" }
+
+[[volume]]
+name = "slow"
+size = "64MiB"
+"#,
+    );
+    let args = job("randread", "4k", 1);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = fio(&node.uri("slow"), &args);
+    let d = r.json.at("jobs.0").at("read");
+    let p50_us = d
+        .at("clat_ns")
+        .at("percentile")
+        .get("50.000000")
+        .expect("fio reports the median completion latency")
+        .f64()
+        / 1e3;
+    let reads = d.at("total_ios").f64();
+    eprintln!("6 ms host reads under a 3 ms array: fio p50 {p50_us:.0} us, {reads} reads");
+    // At least the I/O's 6 ms (a sleep never ends early); the old rule (service time, then
+    // the I/O) would give 9 ms. Bound: 6 ms + 1.5 ms for the sleep's overshoot and the two
+    // wake-ups on a loaded machine.
+    assert!(
+        (6000.0..7500.0).contains(&p50_us),
+        "median {p50_us:.0} us, want 6,000..7,500\n{}",
+        r.out
+    );
+    let m = crate::api_util::Api::new(&node.api_url())
+        .get("/metrics")
+        .body;
+    let value = |name: &str| -> f64 {
+        m.lines()
+            .find(|l| l.starts_with(name) && l.contains("volume=\"slow\""))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} for volume slow in /metrics:\n{m}"))
+    };
+    let overruns = value("qoslab_volume_service_overruns_total");
+    let late = value("qoslab_volume_service_overrun_seconds_total");
+    // Every read overran (fio's ramp-up reads too: the node counts them, fio does not).
+    assert!(overruns >= reads, "{overruns} overruns for {reads} reads");
+    // Each by the I/O's 6 ms less the 3 ms service time, plus the sleep's overshoot.
+    let per = late / overruns * 1e6;
+    assert!(
+        (3000.0..4500.0).contains(&per),
+        "{per:.0} us late per overrun"
+    );
+}

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod backoff;
 mod cluster;
 pub mod docs;
+pub mod front_end;
 pub mod http;
 pub mod model;
 mod policies;

@@ -508,3 +508,32 @@ fn array_key_errors_name_line_field_value_and_forms() {
         check_err_contains(input, parts);
     }
 }
+
+#[test]
+fn backend_layers() {
+    let cfg = NodeConfig::parse(
+        "[backend]\ndelay = { read = \"2ms\", write = \"500us\" }\n",
+        "node.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        (cfg.layers.delay_read, cfg.layers.delay_write),
+        (
+            std::time::Duration::from_millis(2),
+            std::time::Duration::from_micros(500)
+        )
+    );
+    assert_eq!(
+        NodeConfig::parse("", "n").unwrap().layers,
+        LayerSpec::default()
+    );
+    check_err_contains(
+        "\n[backend]\ndelay = { read = \"2s\" }\n",
+        &["node.toml:2: backend.delay.read", "\"2s\"", "0 to 1s"],
+    );
+    check_err_contains(
+        "[backend]\ndelay = { write = \"fast\" }\n",
+        &["backend.delay.write", "\"fast\"", "785us"],
+    );
+    check_err_contains("[backend]\nslow = true\n", &["unknown field `slow`"]);
+}

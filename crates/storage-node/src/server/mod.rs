@@ -1,7 +1,6 @@
 //! Listening, accepting, and the life of a connection; graceful shutdown.
 
 pub mod handshake;
-mod queued;
 mod ratelimit;
 mod spin;
 pub mod transmission;
@@ -109,9 +108,10 @@ pub struct ServerStats {
     pub connection_errors: AtomicU64,
 }
 
-/// Serve until `stop` resolves, then shut down gracefully: stop accepting, let every
-/// connection finish its in-flight requests (new ones get ESHUTDOWN), sync all volumes.
-pub async fn serve(
+/// Serve NBD until `stop` resolves, then shut down gracefully: stop accepting, let every
+/// connection finish its in-flight requests (new ones get ESHUTDOWN). The node's
+/// [builder](crate::builder) runs it and syncs the volumes once every front end is done.
+pub(crate) async fn serve(
     node: Arc<Node>,
     listeners: Listeners,
     stats: Arc<ServerStats>,
@@ -188,8 +188,6 @@ pub async fn serve(
         conns.abort_all();
     }
     refresher.abort();
-    node.sync_all();
-    tracing::info!("all volumes synced; bye");
 }
 
 async fn accept_unix(

@@ -16,6 +16,7 @@ fn usage() -> ! {
 }
 
 fn main() {
+    lifecycle::install();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("clean") => {

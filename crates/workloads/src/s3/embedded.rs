@@ -9,14 +9,16 @@ use std::sync::Arc;
 
 use loadgen::s3::Endpoint;
 use storage_node::api::ControlPlane;
+use storage_node::builder::NodeThread;
 use storage_node::server::ServerStats;
-use storage_node::NodeConfig;
+use storage_node::{Node, NodeConfig};
 
 pub struct EmbeddedS3 {
     pub endpoint: Endpoint,
     dir: PathBuf,
-    rt: Option<tokio::runtime::Runtime>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    node: Option<NodeThread>,
+    /// Its directory goes on a signal too (the lifecycle's local phase).
+    _on_signal: lifecycle::Guard,
 }
 
 fn key(seed: u64, len: usize) -> String {
@@ -38,42 +40,37 @@ impl EmbeddedS3 {
             "qoslab-s3-embedded-{}-{seed:x}",
             std::process::id()
         ));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| format!("embedded S3 node: runtime: {e}"))?;
         let (access, secret) = (format!("QL{}", key(seed, 18)), key(seed ^ 0x5ec, 40));
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let addr: SocketAddr = rt
-            .block_on({
-                let (dir, access, secret) = (dir.clone(), access.clone(), secret.clone());
-                async move {
-                    let cp = ControlPlane::open(
-                        &NodeConfig::default(),
-                        &dir,
-                        Arc::new(ServerStats::default()),
-                    )?;
-                    cp.s3_ensure_user("bench", &access, &secret)?;
-                    let l = s3_server::bind(([127, 0, 0, 1], 0).into())
-                        .await
-                        .map_err(|e| format!("listening: {e}"))?;
-                    let addr = l.local_addr().map_err(|e| e.to_string())?;
-                    tokio::spawn(s3_server::serve(
-                        l,
-                        cp,
-                        s3_server::S3Options::default(),
-                        async move {
-                            let _ = rx.await;
-                        },
-                    ));
-                    Ok::<_, String>(addr)
-                }
-            })
-            .map_err(|e| {
+        let on_signal = {
+            let dir = dir.clone();
+            lifecycle::register(lifecycle::Phase::Local, move || {
                 let _ = std::fs::remove_dir_all(&dir);
-                format!("embedded S3 node: {e}")
-            })?;
+            })
+        };
+        let started = (|| {
+            let cp = ControlPlane::open(
+                &NodeConfig::default(),
+                &dir,
+                Arc::new(ServerStats::default()),
+            )?;
+            cp.s3_ensure_user("bench", &access, &secret)?;
+            let s3 = s3_server::S3FrontEnd::bind(
+                ([127, 0, 0, 1], 0).into(),
+                cp.clone(),
+                s3_server::S3Options::default(),
+            )
+            .map_err(|e| format!("listening: {e}"))?;
+            let addr: SocketAddr = s3.local_addr();
+            let node = Node::builder_for(cp.node.clone())
+                .front_end(s3)
+                .spawn_thread("qoslab-s3-node", 2)
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>((addr, node))
+        })();
+        let (addr, node) = started.map_err(|e| {
+            let _ = std::fs::remove_dir_all(&dir);
+            format!("embedded S3 node: {e}")
+        })?;
         Ok(EmbeddedS3 {
             endpoint: Endpoint {
                 url: format!("http://{addr}"),
@@ -82,19 +79,16 @@ impl EmbeddedS3 {
                 secret_key: secret,
             },
             dir,
-            rt: Some(rt),
-            stop: Some(tx),
+            node: Some(node),
+            _on_signal: on_signal,
         })
     }
 }
 
 impl Drop for EmbeddedS3 {
     fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+        if let Some(n) = self.node.take() {
+            n.stop();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

@@ -100,7 +100,7 @@ pub struct RemoteDriver {
     child: Child,
     stdin: Option<ChildStdin>,
     stderr: Arc<Mutex<VecDeque<String>>>,
-    guard: Option<hosts::cleanup::Guard>,
+    guard: Option<lifecycle::Guard>,
 }
 
 impl RemoteDriver {
@@ -199,7 +199,7 @@ impl RemoteDriver {
     /// Once the driver said hello: kill it by pid if this process is interrupted.
     pub fn arm_cleanup(&mut self, pid: u32) {
         let h = self.host.clone();
-        self.guard = Some(hosts::cleanup::register(move || {
+        self.guard = Some(lifecycle::register(lifecycle::Phase::Remote, move || {
             let _ = h.run(&format!("kill -TERM {pid} 2>/dev/null; true"));
         }));
     }

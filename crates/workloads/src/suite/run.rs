@@ -48,7 +48,7 @@ struct Running {
     session: Session,
     logs: PathBuf,
     /// On SIGINT/SIGTERM/SIGHUP (which do not unwind): remove `logs` too.
-    _logs_cleanup: hosts::cleanup::Guard,
+    _logs_cleanup: lifecycle::Guard,
 }
 
 impl Drop for Running {
@@ -578,7 +578,7 @@ impl FamilyPlan for SuitePlan {
         let logs = harness::target::temp_dir("suite-logs")
             .map_err(|e| plan_err(format!("a directory for fio's logs: {e}")))?;
         let dir = logs.clone();
-        let _logs_cleanup = hosts::cleanup::register(move || {
+        let _logs_cleanup = lifecycle::register(lifecycle::Phase::Local, move || {
             let _ = std::fs::remove_dir_all(&dir);
         });
         self.state = Some(Running {

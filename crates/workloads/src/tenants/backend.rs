@@ -250,7 +250,7 @@ impl Backend<'_> {
 /// (never one that exists), removed by [`RunDir`]'s drop and on signals.
 pub struct RunDir {
     pub path: PathBuf,
-    _guard: mounts::signals::CleanupGuard,
+    _guard: lifecycle::Guard,
 }
 
 impl RunDir {
@@ -269,9 +269,9 @@ impl RunDir {
         ));
         std::fs::create_dir(&path).map_err(|e| format!("--target {}: {e}", path.display()))?;
         let p = path.clone();
-        let guard = mounts::signals::on_signal(Arc::new(move || {
+        let guard = lifecycle::register(lifecycle::Phase::Local, move || {
             let _ = std::fs::remove_dir_all(&p);
-        }));
+        });
         Ok(RunDir {
             path,
             _guard: guard,

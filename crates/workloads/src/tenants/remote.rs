@@ -75,7 +75,7 @@ pub struct RemoteNode {
     /// Volumes of killed runs deleted when this one opened.
     pub cleaned: Vec<String>,
     created: Arc<Mutex<Created>>,
-    _guard: mounts::signals::CleanupGuard,
+    _guard: lifecycle::Guard,
 }
 
 /// One volume as the node reports it after creation.
@@ -105,11 +105,11 @@ impl RemoteNode {
         let created = Arc::new(Mutex::new(Created::default()));
         let guard = {
             let (api, created) = (api.clone(), created.clone());
-            mounts::signals::on_signal(Arc::new(move || {
+            lifecycle::register(lifecycle::Phase::Remote, move || {
                 for e in delete_all(&api, &created) {
                     eprintln!("qoslab: tenants teardown: {e}");
                 }
-            }))
+            })
         };
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let marker = me().unwrap_or_else(|| format!("?:{}:?", std::process::id()));
