@@ -27,18 +27,15 @@ pub fn refusal(query: Option<&str>) -> Option<String> {
 /// check, which overflows (a panic with overflow checks) for bytes below `'0'`: found by
 /// the `s3_request` fuzz target. Such a request is refused here, before s3s sees it.
 pub fn malformed_date<B>(req: &hyper::Request<B>) -> Option<String> {
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    // YYYYMMDD'T'HHMMSS'Z'
+    let digits = |s: &[u8]| s.iter().all(|b| b.is_ascii_digit());
+    // YYYYMMDD'T'HHMMSS'Z', checked as bytes (a non-ASCII character is simply wrong).
     let amz_date_ok = |v: &str| {
-        v.len() == 16
-            && digits(&v[..8])
-            && v.as_bytes()[8] == b'T'
-            && digits(&v[9..15])
-            && v.as_bytes()[15] == b'Z'
+        let b = v.as_bytes();
+        b.len() == 16 && digits(&b[..8]) && b[8] == b'T' && digits(&b[9..15]) && b[15] == b'Z'
     };
     // ACCESS/YYYYMMDD/REGION/SERVICE/aws4_request: the date part, if there is one.
     let credential_ok = |c: &str| match c.split('/').nth(1) {
-        Some(d) => d.len() == 8 && digits(d),
+        Some(d) => d.len() == 8 && digits(d.as_bytes()),
         None => true,
     };
     // As s3s reads them: any UTF-8, not only visible ASCII.
@@ -171,6 +168,9 @@ mod tests {
             assert!(malformed_date(&req("/b/k", &[("authorization", bad)])).is_some());
         }
         assert!(malformed_date(&req("/b/k", &[("x-amz-date", "2025-101T000000Z")])).is_some());
+        // The fuzzer's next input: a multi-byte character inside the 16 bytes.
+        let r = req("/b/k?X-Amz-Date=20250101T00000%D0%9F", &[]);
+        assert!(malformed_date(&r).is_some());
         assert!(malformed_date(&req("/b/k?X-Amz-Date=2025%2F101T000000Z", &[])).is_some());
         let q = "/b/k?X-Amz-Credential=AKIA%2F2025%2E101%2Fus-east-1%2Fs3%2Faws4_request";
         assert!(malformed_date(&req(q, &[])).is_some());
