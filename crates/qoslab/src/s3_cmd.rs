@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use storage_node::api::ControlPlane;
+use control_plane::api::ControlPlane;
 
 #[derive(Args, Debug, Default)]
 pub struct S3ServeArgs {
@@ -69,7 +69,7 @@ pub fn start(
             ..Default::default()
         },
     )
-        .with_context(|| format!("listening for S3 on {addr}"))?;
+    .with_context(|| format!("listening for S3 on {addr}"))?;
     println!(
         "qoslab: s3: http://{} ({} bucket(s), region us-east-1, path-style)",
         s3.local_addr(),

@@ -208,7 +208,8 @@ impl Node {
     }
 
     /// The gates every request passes (scheduler, provisioned file system), for a front
-    /// end's [`Admission`](crate::admission::Admission).
+    /// end's [`Admission`](crate::admission::Admission) or
+    /// [`Gate`](crate::admission::Gate) (`Gate::new(node.gates(), node.clock)`).
     pub fn gates(&self) -> crate::admission::Gates {
         crate::admission::Gates {
             scheduler: self.scheduler.clone(),
