@@ -250,14 +250,24 @@ const REJECTED_LOG_WINDOW: Duration = Duration::from_secs(10);
 /// One client without TLS: negotiate, then transmit. `busy_poll`: see
 /// [`transmission::run`].
 pub async fn connection<S>(
-    stream: S,
+    mut stream: S,
     node: Arc<Node>,
     busy_poll: Option<(RawFd, Duration)>,
 ) -> std::io::Result<()>
 where
-    S: NbdStream + 'static,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
-    connection_tls(stream, node, busy_poll, None).await
+    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    let mut st = OptionState {
+        no_zeroes: false,
+        tls: TlsMode::Off,
+        tls_active: false,
+    };
+    match first_phase(&mut stream, &node, &mut st, deadline).await? {
+        Negotiated::Left => Ok(()),
+        Negotiated::Session(s) => transmit(stream, node, s, busy_poll).await,
+        Negotiated::StartTls => Err(std::io::Error::other("STARTTLS acknowledged without TLS")),
+    }
 }
 
 /// One client, with TLS offered or required as `tls` says.
@@ -270,26 +280,19 @@ pub async fn connection_tls<S>(
 where
     S: NbdStream + 'static,
 {
+    let Some(t) = tls else {
+        return connection(stream, node, busy_poll).await;
+    };
     let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
-    let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out");
     let mut st = OptionState {
         no_zeroes: false,
-        tls: tls.map_or(TlsMode::Off, |t| t.mode()),
+        tls: t.mode(),
         tls_active: false,
     };
-    let first = tokio::time::timeout_at(deadline, async {
-        st.no_zeroes = handshake::greet(&mut stream).await?;
-        handshake::options(&mut stream, &node, st).await
-    })
-    .await
-    .map_err(|_| timed_out())??;
-    match first {
+    match first_phase(&mut stream, &node, &mut st, deadline).await? {
         Negotiated::Left => Ok(()),
         Negotiated::Session(s) => transmit(stream, node, s, busy_poll).await,
         Negotiated::StartTls => {
-            let Some(t) = tls else {
-                return Err(std::io::Error::other("STARTTLS acknowledged without TLS"));
-            };
             let mut ts = tokio::time::timeout_at(deadline, t.accept(Box::new(stream)))
                 .await
                 .map_err(|_| timed_out())??;
@@ -304,6 +307,28 @@ where
             }
         }
     }
+}
+
+fn timed_out() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out")
+}
+
+/// The greeting and the options phase, within the handshake's deadline.
+async fn first_phase<S>(
+    stream: &mut S,
+    node: &Node,
+    st: &mut OptionState,
+    deadline: tokio::time::Instant,
+) -> std::io::Result<Negotiated>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    tokio::time::timeout_at(deadline, async {
+        st.no_zeroes = handshake::greet(stream).await?;
+        handshake::options(stream, node, *st).await
+    })
+    .await
+    .map_err(|_| timed_out())?
 }
 
 async fn transmit<S>(
