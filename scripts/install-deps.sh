@@ -9,6 +9,9 @@
 #     (redis-server is run by the tests, never as a service)
 #   - system suites and their namespace test hosts: iperf3, OpenSSH client and server,
 #     iproute2 (netns, veth, bridge, tc), util-linux (wipefs, setsid), procps, coreutils
+#   - NFS: libnfs-utils, fio rebuilt from Debian's source with its nfs ioengine, nfs-ganesha
+#     (VFS FSAL, rpcbind) as the peer, and a Linux kernel NFS client: Debian's kernel and
+#     qemu-system-x86_64 unpacked into QOSLAB_CACHE (default /var/cache/qoslab), busybox
 # Idempotent: installs only what is missing. Needs root (apt-get) or sudo.
 #
 # --garage also installs Garage (crates.io, pinned), the S3 object store the S3 benchmark is
@@ -137,6 +140,62 @@ if [ "$with_garage" = 1 ]; then
     say "garage built and installed in $(( $(date +%s) - start )) s (load: $(uptime | sed 's/.*load average: //'))"
   fi
 fi
+
+# 5. NFS (issue 22). Everything downloaded or built is kept in $QOSLAB_CACHE, so a machine
+# pays for it once. fio: Debian's fio lacks the nfs ioengine, so Debian's own source package
+# is rebuilt with libnfs (and libnbd and libaio, as Debian builds it) into /usr/local
+# (~40 s on 2 cores). The kernel client: qemu-system-x86 7.2 from Debian would replace this
+# image's qemu-utils 10, so its packages are downloaded and unpacked privately; the kernel
+# is Debian's linux-image-amd64 dependency, unpacked likewise (no depmod: the test's
+# initramfs loads its modules by path).
+QOSLAB_CACHE=${QOSLAB_CACHE:-/var/cache/qoslab}
+nfs_pkgs=()
+for p in libnfs-utils libnfs-dev nfs-ganesha nfs-ganesha-vfs rpcbind busybox-static cpio \
+         libaio-dev libnbd-dev zlib1g-dev pkg-config make gcc dpkg-dev \
+         libcapstone4 libfdt1 libslirp0 libvdeplug2; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || nfs_pkgs+=("$p")
+done
+[ ${#nfs_pkgs[@]} -eq 0 ] || apt_install "${nfs_pkgs[@]}"
+$SUDO mkdir -p "$QOSLAB_CACHE"
+if ! fio --enghelp=nfs >/dev/null 2>&1; then
+  start=$(date +%s)
+  src="$QOSLAB_CACHE/fio-src"
+  $SUDO mkdir -p "$src/lists"
+  echo "deb-src http://deb.debian.org/debian bookworm main" | $SUDO tee "$src/sources.list" >/dev/null
+  aptsrc=(-o Dir::Etc::SourceList="$src/sources.list" -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$src/lists")
+  if ! ls "$src"/fio_*.dsc >/dev/null 2>&1; then
+    say "downloading Debian's fio source package"
+    (cd "$src" && $SUDO apt-get "${aptsrc[@]}" update -qq && $SUDO apt-get "${aptsrc[@]}" source --download-only -qq fio) >/dev/null 2>&1
+  fi
+  dsc=$(ls "$src"/fio_*.dsc | head -1)
+  ver=$(basename "$dsc" .dsc | sed 's/^fio_//; s/-[^-]*$//')
+  [ -d "$src/fio-$ver" ] || (cd "$src" && $SUDO dpkg-source -x "$dsc" "fio-$ver" >/dev/null)
+  say "building fio $ver with the nfs ioengine"
+  (cd "$src/fio-$ver" && $SUDO ./configure --disable-native --prefix=/usr/local --enable-libnbd --enable-libnfs >/dev/null \
+    && $SUDO make -j"$(nproc)" >/dev/null 2>&1 && $SUDO make install >/dev/null 2>&1)
+  hash -r
+  say "fio $ver with nfs built and installed in $(( $(date +%s) - start )) s"
+fi
+for engine in nfs nbd libaio; do
+  fio --enghelp="$engine" >/dev/null 2>&1 || { say "$(command -v fio) lacks the $engine ioengine"; exit 1; }
+done
+if [ ! -x "$QOSLAB_CACHE/qemu/usr/bin/qemu-system-x86_64" ] || [ ! -d "$QOSLAB_CACHE/kernel/lib/modules" ]; then
+  start=$(date +%s)
+  $SUDO mkdir -p "$QOSLAB_CACHE/debs" && $SUDO chmod 777 "$QOSLAB_CACHE/debs"
+  kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  [ -n "$kpkg" ] || { $SUDO apt-get update -qq; kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); }
+  (cd "$QOSLAB_CACHE/debs" && apt-get download -qq qemu-system-x86 qemu-system-common qemu-system-data seabios "$kpkg" 2>/dev/null)
+  $SUDO rm -rf "$QOSLAB_CACHE/qemu" "$QOSLAB_CACHE/kernel"
+  $SUDO mkdir -p "$QOSLAB_CACHE/qemu" "$QOSLAB_CACHE/kernel"
+  for d in "$QOSLAB_CACHE"/debs/qemu-system-*.deb "$QOSLAB_CACHE"/debs/seabios_*.deb; do $SUDO dpkg -x "$d" "$QOSLAB_CACHE/qemu"; done
+  $SUDO dpkg -x "$QOSLAB_CACHE"/debs/"$kpkg"_*.deb "$QOSLAB_CACHE/kernel"
+  say "qemu-system-x86_64 and $kpkg unpacked into $QOSLAB_CACHE in $(( $(date +%s) - start )) s"
+fi
+if ldd "$QOSLAB_CACHE/qemu/usr/bin/qemu-system-x86_64" | grep -q 'not found'; then
+  say "qemu-system-x86_64 misses libraries: $(ldd "$QOSLAB_CACHE/qemu/usr/bin/qemu-system-x86_64" | grep 'not found' | tr -s ' \n' ' ')"
+  exit 1
+fi
+say "NFS: $(fio --version) with nfs at $(command -v fio), libnfs-utils $(dpkg-query -W -f='${Version}' libnfs-utils), nfs-ganesha $(dpkg-query -W -f='${Version}' nfs-ganesha), $("$QOSLAB_CACHE/qemu/usr/bin/qemu-system-x86_64" -L "$QOSLAB_CACHE/qemu/usr/share/seabios" --version | head -1), kernel $(ls "$QOSLAB_CACHE/kernel/lib/modules")"
 
 say "fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1), netapp-ontap $(python3 -c 'import netapp_ontap; print(netapp_ontap.__version__)')"
 say "$(aws --version 2>&1 | head -1), boto3 $(python3 -c 'import boto3; print(boto3.__version__)'), s3cmd $(s3cmd --version | awk '{print $3}'), $(rclone version | head -1), $(curl --version | head -1 | awk '{print $1, $2}')"

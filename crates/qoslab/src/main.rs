@@ -5,6 +5,7 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod http_client;
+mod nfs_cmd;
 mod ontap;
 mod policy_burst;
 mod policy_cmd;
@@ -72,6 +73,8 @@ enum Command {
     Ontap(ontap::OntapArgs),
     /// API users of a node (HTTP basic auth): create, list, delete.
     User(user_cmd::UserArgs),
+    /// NFSv3 on its own: serve directories as exports (no QoS; docs/NFS.md).
+    Nfs(nfs_cmd::NfsArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -106,6 +109,7 @@ fn main() -> std::process::ExitCode {
         },
         Command::Ontap(args) => ontap::run(args),
         Command::User(args) => user_cmd::run(args),
+        Command::Nfs(args) => nfs_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# qoslab's NFS front end (`qoslab nfs serve`, no QoS) against nfs-ganesha 4.3 (VFS FSAL), the
+# open userspace NFS server, with the same client: fio's nfs ioengine (libnfs), NFSv3 over
+# loopback TCP. Jobs: 4 KiB random reads (QD16) and 64 KiB sequential writes (QD8, UNSTABLE,
+# as libnfs sends them) on one prefilled file per server (same size, same bytes), each server
+# and job in turn, ROUNDS times interleaved. Reports ops/s, MiB/s and the server's CPU time
+# per operation (utime+stime from /proc/PID/stat around each run), and qoslab/ganesha ratios.
+#
+# Usage: bench/nfs-ganesha.sh            (RUNTIME=10 RAMP=2 SIZE=512M ROUNDS=2)
+#        QOSLAB=target/release/qoslab RUNTIME=5 bench/nfs-ganesha.sh
+# Needs: cargo build --release; scripts/install-deps.sh (fio with nfs, nfs-ganesha, rpcbind).
+# Starts rpcbind only if none runs (ganesha needs it), and stops what it started on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNTIME=${RUNTIME:-10}; RAMP=${RAMP:-2}; SIZE=${SIZE:-512M}; ROUNDS=${ROUNDS:-2}
+QOSLAB=${QOSLAB:-target/release/qoslab}
+[ -x "$QOSLAB" ] || { echo "nfs-ganesha.sh: $QOSLAB missing: cargo build --release" >&2; exit 2; }
+fio --enghelp=nfs >/dev/null 2>&1 || { echo "nfs-ganesha.sh: fio lacks the nfs ioengine: scripts/install-deps.sh" >&2; exit 2; }
+command -v ganesha.nfsd >/dev/null || { echo "nfs-ganesha.sh: nfs-ganesha missing: scripts/install-deps.sh" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/qoslab-nfsbench.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+
+mkdir -p "$work/q" "$work/g"
+echo "prefilling two ${SIZE} files" >&2
+head -c "$SIZE" /dev/urandom > "$work/q/f"
+cp "$work/q/f" "$work/g/f"
+
+if ! pgrep -x rpcbind >/dev/null; then
+  rpcbind -f & pids+=($!)
+  sleep 0.5
+fi
+gport=$(free_port); gmnt=$(free_port)
+cat > "$work/ganesha.conf" <<CONF
+NFS_CORE_PARAM { NFS_Port = $gport; MNT_Port = $gmnt; Enable_NLM = false; Enable_RQUOTA = false; Protocols = 3; }
+NFSV4 { Graceless = true; }
+EXPORT { Export_Id = 1; Path = $work/g; Pseudo = /g; Protocols = 3; Transports = TCP;
+         Access_Type = RW; Squash = No_Root_Squash; FSAL { Name = VFS; } }
+LOG { Default_Log_Level = EVENT; }
+CONF
+ganesha.nfsd -F -f "$work/ganesha.conf" -L "$work/ganesha.log" -p "$work/ganesha.pid" -N NIV_EVENT & gpid=$!; pids+=($gpid)
+"$QOSLAB" nfs serve --listen 127.0.0.1:0 --export "/q=$work/q" 2> "$work/qoslab.log" & qpid=$!; pids+=($qpid)
+for _ in $(seq 100); do
+  qport=$(sed -n 's/.*serving NFSv3 on [^:]*:\([0-9]*\).*/\1/p' "$work/qoslab.log")
+  [ -n "$qport" ] && nfs-ls "nfs://127.0.0.1$work/g?nfsport=$gport&mountport=$gmnt" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+[ -n "${qport:-}" ] || { cat "$work/qoslab.log" >&2; exit 1; }
+
+declare -A url=([qoslab]="nfs://127.0.0.1/q?nfsport=$qport&mountport=$qport" [ganesha]="nfs://127.0.0.1$work/g?nfsport=$gport&mountport=$gmnt")
+declare -A pid=([qoslab]=$qpid [ganesha]=$gpid)
+declare -A job=([read4k]="--rw=randread --bs=4k --iodepth=16" [write64k]="--rw=write --bs=64k --iodepth=8")
+hz=$(getconf CLK_TCK)
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+results="$work/results.tsv"
+for round in $(seq "$ROUNDS"); do
+  for j in read4k write64k; do
+    for s in qoslab ganesha; do
+      # the CPU window covers the whole fio run (ramp included), so ops include the ramp's
+      t0=$(cpu_ticks "${pid[$s]}")
+      # shellcheck disable=SC2086
+      fio --name="$s-$j" --ioengine=nfs --nfs_url="${url[$s]}" --filename=f --size="$SIZE" ${job[$j]} \
+          --time_based --runtime="$RUNTIME" --ramp_time="$RAMP" --output-format=json > "$work/$s-$j-$round.json"
+      t1=$(cpu_ticks "${pid[$s]}")
+      python3 - "$work/$s-$j-$round.json" "$s" "$j" "$((t1 - t0))" "$hz" "$RUNTIME" "$RAMP" >> "$results" <<'PY'
+import json, sys
+path, server, job, ticks, hz, runtime, ramp = sys.argv[1:]
+t = open(path).read(); j = json.loads(t[t.index("{"):])["jobs"][0]
+d = j["read"] if job.startswith("read") else j["write"]
+iops, mib = d["iops"], d["bw"] / 1024
+cpu_s = int(ticks) / int(hz)
+ops_all = iops * (int(runtime) + int(ramp))  # ops over the CPU window, at the measured rate
+print(f"{server}\t{job}\t{iops:.0f}\t{mib:.1f}\t{cpu_s:.2f}\t{cpu_s / ops_all * 1e6:.2f}")
+PY
+    done
+  done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+python3 - "$results" "$ROUNDS" <<'PY'
+import sys, statistics
+rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+med = {}
+for s, j, iops, mib, cpu, us in rows:
+    med.setdefault((s, j), []).append((float(iops), float(mib), float(us)))
+print(f"| job | server | ops/s | MiB/s | server CPU µs/op | (median of {sys.argv[2]} rounds) |")
+print("|---|---|---|---|---|---|")
+for j in ["read4k", "write64k"]:
+    for s in ["qoslab", "ganesha"]:
+        v = med[(s, j)]
+        print(f"| {j} | {s} | {statistics.median(x[0] for x in v):,.0f} | {statistics.median(x[1] for x in v):,.1f} | {statistics.median(x[2] for x in v):.1f} | |")
+    q, g = med[("qoslab", j)], med[("ganesha", j)]
+    r_ops = statistics.median(x[0] for x in q) / statistics.median(x[0] for x in g)
+    r_cpu = statistics.median(x[2] for x in q) / statistics.median(x[2] for x in g)
+    print(f"| {j} | **qoslab/ganesha** | **{r_ops:.2f}x** | | **{r_cpu:.2f}x** | |")
+PY

@@ -1,0 +1,119 @@
+//! The NFS front end: NFSv3, MOUNT v3 and the portmapper on one TCP address, serving NAS
+//! volumes (directory trees) as exports named by junction paths.
+//!
+//! Layers: `nfs-proto` decodes and encodes (sans-IO); [`service`] answers one record
+//! (programs, policies, procedures in [`ops`] over a [`tree::Tree`]); [`conn`] runs one
+//! TCP connection; [`NfsServer`] accepts them.
+//!
+//! Invariants:
+//! - Nothing outside an export's root is ever reached: every path is opened with
+//!   `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` beneath the root's descriptor, and
+//!   LOOKUP of `..` at the root stays at the root.
+//! - Handles (export id, inode, birth time) stay valid across restarts; a handle whose
+//!   export or object is gone is STALE.
+//! - A WRITE is in the page cache before its reply (never buffered in the process);
+//!   FILE_SYNC/DATA_SYNC writes and COMMIT are on stable storage before theirs; every
+//!   namespace change fsyncs its directory. The write verifier changes on every start.
+//! - A malformed call gets GARBAGE_ARGS (or an RPC/auth error) and the connection goes
+//!   on; only an oversized or unframeable record ends it.
+
+pub mod attr;
+pub mod conn;
+pub mod errors;
+pub mod export;
+pub mod handle;
+pub mod ops;
+pub mod service;
+mod sys;
+pub mod tree;
+
+use std::future::Future;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+pub use export::{Access, ClientMatch, ExportSpec, Policy, Rule};
+pub use service::{CallInfo, OpKind, Peer, Service};
+
+/// ONTAP's default `-tcp-max-xfer-size`.
+pub const DEFAULT_XFER: u32 = 64 * 1024;
+/// The largest transfer size ONTAP allows (and we do).
+pub const MAX_XFER: u32 = 1024 * 1024;
+
+/// Transfer sizes FSINFO advertises; clients split larger requests themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub rtmax: u32,
+    pub wtmax: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            rtmax: DEFAULT_XFER,
+            wtmax: DEFAULT_XFER,
+        }
+    }
+}
+
+impl Config {
+    /// Each size 4 KiB..=1 MiB, a multiple of 4 KiB.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, v) in [("rtmax", self.rtmax), ("wtmax", self.wtmax)] {
+            if !(4096..=MAX_XFER).contains(&v) || !v.is_multiple_of(4096) {
+                return Err(format!("{name} {v} must be a multiple of 4096 between 4096 and {MAX_XFER} (4KiB..1MiB)"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A listening NFS server.
+pub struct NfsServer {
+    pub service: Arc<Service>,
+    listener: TcpListener,
+}
+
+impl NfsServer {
+    pub async fn bind(addr: &str, service: Arc<Service>) -> io::Result<NfsServer> {
+        let listener = TcpListener::bind(addr).await?;
+        service.set_port(listener.local_addr()?.port());
+        Ok(NfsServer { service, listener })
+    }
+
+    pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts connections until `shutdown` completes.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+        static CONN_IDS: AtomicU64 = AtomicU64::new(1);
+        let cfg = self.service.config();
+        let max = conn::max_record(cfg.rtmax, cfg.wtmax);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                r = self.listener.accept() => {
+                    let (stream, addr) = match r {
+                        Ok(x) => x,
+                        Err(e) => {
+                            tracing::warn!("nfs: accept: {e}");
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let peer = Peer { addr: addr.ip(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
+                    let svc = self.service.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = conn::serve(svc, stream, peer, max).await {
+                            tracing::debug!("nfs: connection from {addr} ended: {e}");
+                        }
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Procedures on one object: GETATTR, SETATTR, ACCESS, READLINK, READ, WRITE, COMMIT.
+
+use nfs_proto::nfs3::{self, NfsTime, Sattr, SetTime, StableHow, Status};
+use nfs_proto::xdr::{pad, put_bool, put_u32};
+
+use super::Ctx;
+use crate::attr::access_bits;
+use crate::errors::status_of;
+use crate::sys::{self, TimeSet};
+use crate::tree::{Kind, Obj};
+
+pub fn getattr(cx: &Ctx, fh: &[u8], out: &mut Vec<u8>) -> Result<(), Status> {
+    let st = cx.obj(fh)?.stat()?;
+    nfs3::put_status(out, Status::Ok);
+    nfs3::put_fattr(out, &cx.fattr(&st));
+    Ok(())
+}
+
+fn time_set(t: SetTime) -> TimeSet {
+    match t {
+        SetTime::DontChange => None,
+        SetTime::ServerTime => Some(None),
+        SetTime::Client(t) => Some(Some((t.seconds as i64, t.nseconds))),
+    }
+}
+
+/// Applies `sattr3` to an open object (SETATTR, and CREATE/MKDIR's initial attributes).
+pub fn apply(cx: &Ctx, o: &Obj, a: &Sattr) -> Result<(), Status> {
+    let fd = o.raw();
+    if let Some(size) = a.size {
+        match o.kind {
+            Kind::File { writable: true } => {
+                let _g = o.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+                let before = o.stat()?.blocks;
+                sys::truncate_fd(fd, size).map_err(|e| status_of(&e))?;
+                let after = o.stat()?.blocks;
+                cx.tree.add_used((after as i64 - before as i64) * 512);
+            }
+            Kind::File { writable: false } => return Err(Status::Acces),
+            Kind::Dir => return Err(Status::IsDir),
+            Kind::Other => return Err(Status::Inval),
+        }
+    }
+    if let Some(mode) = a.mode {
+        if o.kind != Kind::Other {
+            sys::chmod_fd(fd, mode).map_err(|e| status_of(&e))?;
+        }
+    }
+    if a.uid.is_some() || a.gid.is_some() {
+        sys::chown_at(
+            fd,
+            b"",
+            a.uid.unwrap_or(u32::MAX),
+            a.gid.unwrap_or(u32::MAX),
+        )
+        .map_err(|e| status_of(&e))?;
+    }
+    let (at, mt) = (time_set(a.atime), time_set(a.mtime));
+    if (at.is_some() || mt.is_some()) && o.kind != Kind::Other {
+        sys::utimes_fd(fd, at, mt).map_err(|e| status_of(&e))?;
+    }
+    Ok(())
+}
+
+pub fn setattr(
+    cx: &Ctx,
+    fh: &[u8],
+    a: &Sattr,
+    guard: Option<NfsTime>,
+    out: &mut Vec<u8>,
+) -> Result<(), Status> {
+    let o = cx.obj(fh)?;
+    let before = o.stat()?;
+    cx.writable()?;
+    if let Some(g) = guard {
+        if cx.fattr(&before).ctime != g {
+            return Err(Status::NotSync);
+        }
+    }
+    apply(cx, &o, a)?;
+    let after = o.stat().ok();
+    nfs3::put_status(out, Status::Ok);
+    cx.put_wcc(out, Some(&before), after.as_ref());
+    Ok(())
+}
+
+pub fn access(cx: &Ctx, fh: &[u8], want: u32, out: &mut Vec<u8>) -> Result<(), Status> {
+    let st = cx.obj(fh)?.stat()?;
+    nfs3::put_status(out, Status::Ok);
+    cx.put_attr(out, Some(&st));
+    put_u32(out, access_bits(&st, cx.caller, want, cx.read_only));
+    Ok(())
+}
+
+pub fn readlink(cx: &Ctx, fh: &[u8], out: &mut Vec<u8>) -> Result<(), Status> {
+    let o = cx.obj(fh)?;
+    let st = o.stat()?;
+    if st.kind() != libc::S_IFLNK {
+        return Err(Status::Inval);
+    }
+    let target = sys::readlink_fd(o.raw()).map_err(|e| status_of(&e))?;
+    nfs3::put_status(out, Status::Ok);
+    cx.put_attr(out, Some(&st));
+    nfs_proto::xdr::put_opaque(out, &target);
+    Ok(())
+}
+
+fn file(o: &Obj) -> Result<(), Status> {
+    match o.kind {
+        Kind::File { .. } => Ok(()),
+        Kind::Dir => Err(Status::IsDir),
+        Kind::Other => Err(Status::Inval),
+    }
+}
+
+pub fn read(cx: &Ctx, fh: &[u8], offset: u64, count: u32, out: &mut Vec<u8>) -> Result<(), Status> {
+    let o = cx.obj(fh)?;
+    file(&o)?;
+    let st = o.stat()?;
+    let count = count.min(cx.cfg.rtmax) as usize;
+    nfs3::put_status(out, Status::Ok);
+    cx.put_attr(out, Some(&st));
+    let head = out.len();
+    put_u32(out, 0); // count
+    put_bool(out, false); // eof
+    put_u32(out, 0); // opaque length
+    let n = if offset >= st.size {
+        0
+    } else {
+        let want = count.min((st.size - offset).min(usize::MAX as u64) as usize);
+        sys::pread_append(o.raw(), out, want, offset).map_err(|e| status_of(&e))?
+    };
+    let eof = offset.saturating_add(n as u64) >= st.size;
+    out[head..head + 4].copy_from_slice(&(n as u32).to_be_bytes());
+    out[head + 4..head + 8].copy_from_slice(&(eof as u32).to_be_bytes());
+    out[head + 8..head + 12].copy_from_slice(&(n as u32).to_be_bytes());
+    out.extend_from_slice(&[0u8; 3][..pad(n)]);
+    Ok(())
+}
+
+/// Blocks (4 KiB) a write of `len` at `offset` may newly allocate, in bytes.
+fn worst_case_allocation(offset: u64, len: u64) -> u64 {
+    const B: u64 = 4096;
+    if len == 0 {
+        return 0;
+    }
+    ((offset + len).div_ceil(B) - offset / B) * B
+}
+
+pub fn write(
+    cx: &Ctx,
+    fh: &[u8],
+    offset: u64,
+    stable: StableHow,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), Status> {
+    let o = cx.obj(fh)?;
+    file(&o)?;
+    cx.writable()?;
+    if o.kind != (Kind::File { writable: true }) {
+        return Err(Status::Acces);
+    }
+    let end = offset
+        .checked_add(data.len() as u64)
+        .filter(|e| *e <= i64::MAX as u64)
+        .ok_or(Status::FBig)?;
+    let (before, after) = {
+        let _g = o.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let before = o.stat()?;
+        let mut reserved = worst_case_allocation(offset, data.len() as u64);
+        if !cx.tree.reserve(reserved) {
+            // Over the quota unless the range is already allocated (an overwrite).
+            let allocated = end <= before.size
+                && sys::next_hole(o.raw(), offset)
+                    .map(|h| h >= end)
+                    .unwrap_or(false);
+            if !allocated {
+                return Err(Status::NoSpc);
+            }
+            reserved = 0;
+        }
+        let wrote = sys::pwrite(o.raw(), data, offset);
+        let after = o.stat();
+        let grown = after
+            .as_ref()
+            .map(|a| (a.blocks as i64 - before.blocks as i64) * 512)
+            .unwrap_or(0);
+        cx.tree.add_used(grown - reserved as i64);
+        wrote.map_err(|e| status_of(&e))?;
+        (before, after?)
+    };
+    let after = match stable {
+        StableHow::Unstable => after,
+        StableHow::DataSync => {
+            sys::fdatasync(o.raw()).map_err(|e| status_of(&e))?;
+            after
+        }
+        StableHow::FileSync => {
+            sys::fsync(o.raw()).map_err(|e| status_of(&e))?;
+            o.stat().unwrap_or(after)
+        }
+    };
+    nfs3::put_status(out, Status::Ok);
+    cx.put_wcc(out, Some(&before), Some(&after));
+    put_u32(out, data.len() as u32);
+    put_u32(out, stable as u32);
+    nfs3::put_verf(out, cx.verifier);
+    Ok(())
+}
+
+pub fn commit(cx: &Ctx, fh: &[u8], out: &mut Vec<u8>) -> Result<(), Status> {
+    let o = cx.obj(fh)?;
+    let before = o.stat()?;
+    match o.kind {
+        Kind::File { .. } | Kind::Dir => sys::fsync(o.raw()).map_err(|e| status_of(&e))?,
+        Kind::Other => return Err(Status::Inval),
+    }
+    let after = o.stat().ok();
+    nfs3::put_status(out, Status::Ok);
+    cx.put_wcc(out, Some(&before), after.as_ref());
+    nfs3::put_verf(out, cx.verifier);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn allocation_bound() {
+        use super::worst_case_allocation as w;
+        assert_eq!(w(0, 4096), 4096);
+        assert_eq!(w(1, 4096), 8192);
+        assert_eq!(w(4095, 2), 8192);
+        assert_eq!(w(0, 0), 0);
+        assert_eq!(w(65536, 65536), 65536);
+    }
+}

@@ -1,0 +1,517 @@
+//! One export's tree: the root directory descriptor, what we know of every object
+//! (inode -> parent and name, so a handle from before a restart or a rename finds its
+//! object again), open descriptors, and the space the tree allocates.
+//!
+//! Invariants: every path is opened with `openat2` beneath the root with no symlink
+//! resolved (`sys::open_beneath`), so nothing outside the export is ever reached, whatever
+//! the tree's symlinks or a concurrent local rename do; an object is served only when its
+//! inode and birth time equal the handle's (else STALE); special files (FIFOs, devices)
+//! are only ever opened `O_PATH`.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use nfs_proto::nfs3::Status;
+
+use crate::errors::status_of;
+use crate::export::ExportSpec;
+use crate::handle::Handle;
+use crate::sys::{self, Stat};
+
+/// How many open descriptors a tree keeps (each is an open file of the node process).
+const FD_CACHE: usize = 4096;
+/// Deepest tree walked when building a path (a guard against a corrupt parent chain).
+const MAX_DEPTH: usize = 4096;
+/// Least time between two walks caused by unknown handles.
+pub const MISS_RESCAN: std::time::Duration = std::time::Duration::from_secs(1);
+
+#[derive(Debug, Clone)]
+struct Node {
+    parent: u64,
+    name: Vec<u8>,
+}
+
+/// What kind of descriptor an object holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file, opened read-write (or read-only when the file system refuses).
+    File { writable: bool },
+    /// A directory, opened for reading (listing, fsync).
+    Dir,
+    /// Anything else (symlink, FIFO, device, socket): an `O_PATH` descriptor.
+    Other,
+}
+
+/// An open object of the tree.
+#[derive(Debug)]
+pub struct Obj {
+    pub fd: OwnedFd,
+    pub ino: u64,
+    pub gen: u64,
+    pub kind: Kind,
+    /// Serialises a file's writes with their before/after allocation (space accounting).
+    pub write_lock: Mutex<()>,
+}
+
+impl Obj {
+    pub fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+    pub fn stat(&self) -> Result<Stat, Status> {
+        sys::fstat(&self.fd).map_err(|e| status_of(&e))
+    }
+}
+
+pub struct Tree {
+    pub spec: ExportSpec,
+    root: OwnedFd,
+    pub root_ino: u64,
+    root_gen: u64,
+    nodes: RwLock<HashMap<u64, Node>>,
+    fds: Mutex<HashMap<u64, Arc<Obj>>>,
+    /// Serialises walks; holds when the last walk for a miss ended.
+    scan: Mutex<Option<std::time::Instant>>,
+    used: AtomicU64,
+}
+
+impl Tree {
+    /// Opens the export's root directory and walks its tree once (known objects and the
+    /// space they allocate).
+    pub fn open(spec: ExportSpec) -> io::Result<Tree> {
+        let root = sys::open_root(&spec.root)?;
+        let st = sys::fstat(&root)?;
+        if !st.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a directory", spec.root.display()),
+            ));
+        }
+        // openat2 exists since Linux 5.6: refuse to serve without it rather than serve unsafely.
+        sys::open_beneath(root.as_raw_fd(), b".", libc::O_PATH, 0).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "openat2 on {}: {e} (Linux 5.6 or later is needed)",
+                    spec.root.display()
+                ),
+            )
+        })?;
+        let tree = Tree {
+            spec,
+            root,
+            root_ino: st.ino,
+            root_gen: st.btime,
+            nodes: RwLock::new(HashMap::new()),
+            fds: Mutex::new(HashMap::new()),
+            scan: Mutex::new(None),
+            used: AtomicU64::new(0),
+        };
+        tree.rescan()?;
+        Ok(tree)
+    }
+
+    pub fn root_handle(&self) -> Handle {
+        Handle {
+            export: self.spec.id,
+            ino: self.root_ino,
+            gen: self.root_gen,
+        }
+    }
+
+    pub fn handle_of(&self, st: &Stat) -> Handle {
+        Handle {
+            export: self.spec.id,
+            ino: st.ino,
+            gen: st.btime,
+        }
+    }
+
+    /// Bytes the tree allocates (files, directories, symlinks; each inode once).
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Adds a change in allocation (bytes, may be negative).
+    pub fn add_used(&self, delta: i64) {
+        if delta >= 0 {
+            self.used.fetch_add(delta as u64, Ordering::Relaxed);
+        } else {
+            let d = delta.unsigned_abs();
+            let _ = self
+                .used
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                    Some(u.saturating_sub(d))
+                });
+        }
+    }
+
+    /// Reserves `bytes` of the quota for a write about to allocate them; false when the
+    /// volume would exceed its size.
+    pub fn reserve(&self, bytes: u64) -> bool {
+        match self.spec.quota {
+            None => {
+                self.used.fetch_add(bytes, Ordering::Relaxed);
+                true
+            }
+            Some(q) => self
+                .used
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                    u.checked_add(bytes).filter(|n| *n <= q)
+                })
+                .is_ok(),
+        }
+    }
+
+    /// Walks the whole tree (no symlink followed, other file systems not entered): learns
+    /// every object and recounts the allocated space.
+    pub fn rescan(&self) -> io::Result<()> {
+        let _one = self.scan.lock().unwrap_or_else(|p| p.into_inner());
+        self.walk()
+    }
+
+    /// A walk for a handle or name the map does not know (renamed or removed outside NFS),
+    /// at most one per [`MISS_RESCAN`]: a client sending unknown handles cannot make the
+    /// server walk its tree on every call. `Ok(false)`: not walked (too soon).
+    pub fn rescan_on_miss(&self) -> io::Result<bool> {
+        let mut last = self.scan.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|t| t.elapsed() < MISS_RESCAN) {
+            return Ok(false);
+        }
+        self.walk()?;
+        *last = Some(std::time::Instant::now());
+        Ok(true)
+    }
+
+    fn walk(&self) -> io::Result<()> {
+        let root_st = sys::fstat(&self.root)?;
+        let mut seen = HashSet::new();
+        seen.insert(root_st.ino);
+        let mut used = root_st.blocks * 512;
+        let mut learned = Vec::new();
+        let mut queue = VecDeque::from([(root_st.ino, Vec::<u8>::new())]);
+        while let Some((ino, path)) = queue.pop_front() {
+            let Ok(dir) = sys::open_beneath(
+                self.root.as_raw_fd(),
+                &path,
+                libc::O_RDONLY | libc::O_DIRECTORY,
+                0,
+            ) else {
+                continue;
+            };
+            let Ok(entries) = sys::list_dir(dir.as_raw_fd()) else {
+                continue;
+            };
+            for e in entries {
+                let Ok(st) = sys::stat_at(dir.as_raw_fd(), &e.name) else {
+                    continue;
+                };
+                learned.push((
+                    st.ino,
+                    Node {
+                        parent: ino,
+                        name: e.name.clone(),
+                    },
+                ));
+                if seen.insert(st.ino) {
+                    used += st.blocks * 512;
+                    if st.is_dir() && learned.len() < usize::MAX {
+                        let mut p = path.clone();
+                        if !p.is_empty() {
+                            p.push(b'/');
+                        }
+                        p.extend_from_slice(&e.name);
+                        queue.push_back((st.ino, p));
+                    }
+                }
+            }
+        }
+        let mut nodes = self.nodes.write().unwrap_or_else(|p| p.into_inner());
+        nodes.clear();
+        nodes.extend(learned);
+        self.used.store(used, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Records that `parent/name` is the object `ino`.
+    pub fn learn(&self, parent: u64, name: &[u8], ino: u64) {
+        if ino == self.root_ino {
+            return;
+        }
+        let mut nodes = self.nodes.write().unwrap_or_else(|p| p.into_inner());
+        match nodes.get(&ino) {
+            Some(n) if n.parent == parent && n.name == name => {}
+            _ => {
+                nodes.insert(
+                    ino,
+                    Node {
+                        parent,
+                        name: name.to_vec(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Forgets an object: its name (it may have another, found again by a rescan) and its
+    /// descriptor.
+    pub fn forget(&self, ino: u64) {
+        self.nodes
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ino);
+        self.fds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ino);
+    }
+
+    /// The parent directory's inode of a known object (the root is its own parent).
+    pub fn parent_of(&self, ino: u64) -> Option<u64> {
+        if ino == self.root_ino {
+            return Some(ino);
+        }
+        self.nodes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&ino)
+            .map(|n| n.parent)
+    }
+
+    /// The path of `ino` relative to the root, from the parent chain.
+    fn path_of(&self, ino: u64) -> Option<Vec<u8>> {
+        let nodes = self.nodes.read().unwrap_or_else(|p| p.into_inner());
+        let mut parts = Vec::new();
+        let mut cur = ino;
+        while cur != self.root_ino {
+            let n = nodes.get(&cur)?;
+            parts.push(n.name.as_slice());
+            cur = n.parent;
+            if parts.len() > MAX_DEPTH {
+                return None;
+            }
+        }
+        let mut path = Vec::new();
+        for (i, p) in parts.iter().rev().enumerate() {
+            if i > 0 {
+                path.push(b'/');
+            }
+            path.extend_from_slice(p);
+        }
+        Some(path)
+    }
+
+    /// The open object a handle names: from the descriptor cache, else opened by its path
+    /// (after one rescan if the path is unknown). STALE when it is gone or is another
+    /// object now.
+    pub fn obj(&self, h: &Handle) -> Result<Arc<Obj>, Status> {
+        if let Some(o) = self
+            .fds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&h.ino)
+        {
+            if o.gen == h.gen {
+                return Ok(o.clone());
+            }
+        }
+        let path = match self.path_of(h.ino) {
+            Some(p) => p,
+            None => {
+                self.rescan_on_miss().map_err(|e| status_of(&e))?;
+                self.path_of(h.ino).ok_or(Status::Stale)?
+            }
+        };
+        let obj = match self.open_path(&path, h) {
+            Ok(o) => o,
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOENT)
+                    || e.raw_os_error() == Some(libc::ELOOP) =>
+            {
+                // renamed or replaced outside NFS: look once more from the top
+                if !self.rescan_on_miss().map_err(|e| status_of(&e))? {
+                    self.forget(h.ino);
+                    return Err(Status::Stale);
+                }
+                let path = self.path_of(h.ino).ok_or(Status::Stale)?;
+                self.open_path(&path, h)
+                    .map_err(|e| match e.raw_os_error() {
+                        Some(libc::ENOENT) | Some(libc::ELOOP) => Status::Stale,
+                        _ => status_of(&e),
+                    })?
+            }
+            Err(e) => return Err(status_of(&e)),
+        };
+        let Some(obj) = obj else {
+            self.forget(h.ino);
+            return Err(Status::Stale);
+        };
+        let obj = Arc::new(obj);
+        let mut fds = self.fds.lock().unwrap_or_else(|p| p.into_inner());
+        if fds.len() >= FD_CACHE {
+            if let Some(k) = fds.keys().next().copied() {
+                fds.remove(&k);
+            }
+        }
+        fds.insert(h.ino, obj.clone());
+        Ok(obj)
+    }
+
+    /// `Ok(None)`: the path now holds another object.
+    fn open_path(&self, path: &[u8], h: &Handle) -> io::Result<Option<Obj>> {
+        let root = self.root.as_raw_fd();
+        let probe = sys::open_beneath(root, path, libc::O_PATH, 0)?;
+        let st = sys::fstat(&probe)?;
+        if st.ino != h.ino || st.btime != h.gen || st.nlink == 0 {
+            return Ok(None);
+        }
+        let (fd, kind) = if st.is_reg() {
+            match sys::open_beneath(root, path, libc::O_RDWR, 0) {
+                Ok(fd) => (fd, Kind::File { writable: true }),
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EACCES) | Some(libc::EROFS) | Some(libc::EPERM)
+                    ) =>
+                {
+                    (
+                        sys::open_beneath(root, path, libc::O_RDONLY, 0)?,
+                        Kind::File { writable: false },
+                    )
+                }
+                Err(e) => return Err(e),
+            }
+        } else if st.is_dir() {
+            (
+                sys::open_beneath(root, path, libc::O_RDONLY | libc::O_DIRECTORY, 0)?,
+                Kind::Dir,
+            )
+        } else {
+            (probe, Kind::Other)
+        };
+        if kind != Kind::Other && sys::fstat(&fd)?.ino != h.ino {
+            return Ok(None); // swapped between the two opens
+        }
+        Ok(Some(Obj {
+            fd,
+            ino: st.ino,
+            gen: st.btime,
+            kind,
+            write_lock: Mutex::new(()),
+        }))
+    }
+
+    /// Renames in the map: `ino` is now `parent/name`.
+    pub fn moved(&self, ino: u64, parent: u64, name: &[u8]) {
+        self.nodes
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                ino,
+                Node {
+                    parent,
+                    name: name.to_vec(),
+                },
+            );
+    }
+
+    /// The parent directory and name of a known object (for LINK, which links by name).
+    pub fn name_of(&self, ino: u64) -> Option<(u64, Vec<u8>)> {
+        self.nodes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&ino)
+            .map(|n| (n.parent, n.name.clone()))
+    }
+
+    /// Drops every cached descriptor (a volume going offline, tests).
+    pub fn close_all(&self) {
+        self.fds.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// `statvfs` of the file system holding the tree.
+    pub fn statvfs(&self) -> io::Result<libc::statvfs> {
+        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor and out pointer.
+        if unsafe { libc::fstatvfs(self.root.as_raw_fd(), &mut s) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(s)
+    }
+}
+
+impl Tree {
+    /// Attributes of a known object by inode (`..` in LOOKUP), without a handle.
+    pub fn stat_ino(&self, ino: u64) -> Result<Stat, Status> {
+        let path = self.path_of(ino).ok_or(Status::Stale)?;
+        let fd =
+            sys::open_beneath(self.root.as_raw_fd(), &path, libc::O_PATH, 0).map_err(
+                |e| match e.raw_os_error() {
+                    Some(libc::ENOENT) => Status::Stale,
+                    _ => status_of(&e),
+                },
+            )?;
+        sys::fstat(&fd).map_err(|e| status_of(&e))
+    }
+
+    /// Makes `dir/name` a hard link to the known object `ino` (linked by its current
+    /// name, so no capability beyond the file system's own checks is needed).
+    pub fn link(&self, ino: u64, dir: RawFd, name: &[u8]) -> Result<(), Status> {
+        let (parent, old) = self.name_of(ino).ok_or(Status::Stale)?;
+        let ppath = self.path_of(parent).ok_or(Status::Stale)?;
+        let pfd = sys::open_beneath(
+            self.root.as_raw_fd(),
+            &ppath,
+            libc::O_PATH | libc::O_DIRECTORY,
+            0,
+        )
+        .map_err(|e| status_of(&e))?;
+        let st = sys::stat_at(pfd.as_raw_fd(), &old).map_err(|e| status_of(&e))?;
+        if st.ino != ino {
+            return Err(Status::Stale);
+        }
+        let (a, b) = (
+            std::ffi::CString::new(old).map_err(|_| Status::Inval)?,
+            std::ffi::CString::new(name).map_err(|_| Status::Inval)?,
+        );
+        // SAFETY: valid C strings; flags 0 never follows a symlink.
+        if unsafe { libc::linkat(pfd.as_raw_fd(), a.as_ptr(), dir, b.as_ptr(), 0) } < 0 {
+            return Err(status_of(&io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+}
+
+impl Tree {
+    /// The directory at `rel` (components separated by `/`) beneath the root, for MOUNT of
+    /// a subdirectory; every component must be a directory (no symlink, no `..`).
+    pub fn subdir(&self, rel: &[u8]) -> Result<Stat, Status> {
+        let mut cur = sys::open_beneath(
+            self.root.as_raw_fd(),
+            b".",
+            libc::O_PATH | libc::O_DIRECTORY,
+            0,
+        )
+        .map_err(|e| status_of(&e))?;
+        let mut st = sys::fstat(&cur).map_err(|e| status_of(&e))?;
+        for comp in rel
+            .split(|b| *b == b'/')
+            .filter(|c| !c.is_empty() && *c != b".")
+        {
+            if comp == b".." {
+                return Err(Status::Inval);
+            }
+            let next = sys::stat_at(cur.as_raw_fd(), comp).map_err(|e| status_of(&e))?;
+            if !next.is_dir() {
+                return Err(Status::NotDir);
+            }
+            self.learn(st.ino, comp, next.ino);
+            cur = sys::open_beneath(cur.as_raw_fd(), comp, libc::O_PATH | libc::O_DIRECTORY, 0)
+                .map_err(|e| status_of(&e))?;
+            st = next;
+        }
+        Ok(st)
+    }
+}

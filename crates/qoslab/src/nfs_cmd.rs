@@ -1,0 +1,194 @@
+//! `qoslab nfs serve`: directories over NFSv3 (no QoS), the NFS front end on its own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use nfs_server::export::{id_for, valid_junction};
+use nfs_server::{Access, ClientMatch, Config, ExportSpec, NfsServer, Policy, Rule, Service};
+
+#[derive(Args)]
+pub struct NfsArgs {
+    #[command(subcommand)]
+    command: NfsCommand,
+}
+
+#[derive(Subcommand)]
+enum NfsCommand {
+    /// Serve directories over NFSv3 (with MOUNT v3 and the portmapper on the same port),
+    /// without QoS: the node's NFS front end on its own.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+#[command(after_help = "\
+EXAMPLES:
+  qoslab nfs serve --export /vol1=/srv/vol1 --listen 127.0.0.1:2049
+  qoslab nfs serve --export /vol1=/srv/vol1,size=10GiB --export /ro=/srv/ro,ro,clients=10.0.0.0/8
+  mount -t nfs -o vers=3,proto=tcp,port=2049,mountport=2049,nolock 127.0.0.1:/vol1 /mnt
+  nfs-ls 'nfs://127.0.0.1/vol1?nfsport=2049&mountport=2049'
+
+An export is JUNCTION=DIR[,size=SIZE][,ro][,clients=MATCH[+MATCH...]]: the junction path
+clients mount, the directory served, its quota (writes past it get NFS3ERR_NOSPC), read-only,
+and which clients may mount it (addresses or ADDR/PREFIX, `any`; default loopback only).
+Only NFSv3 over TCP is served: an NFSv4 mount is refused (PROG_MISMATCH, versions 3..3).
+Without NLM, Linux clients mount with `nolock`. See docs/NFS.md.")]
+pub struct ServeArgs {
+    /// Address for NFS, MOUNT and the portmapper.
+    #[arg(long, default_value = "127.0.0.1:2049")]
+    listen: String,
+    /// An export: JUNCTION=DIR[,size=SIZE][,ro][,clients=MATCH[+MATCH...]] (repeatable).
+    #[arg(long = "export", required = true)]
+    exports: Vec<String>,
+    /// Largest READ (FSINFO rtmax; ONTAP's default -tcp-max-xfer-size is 64KiB).
+    #[arg(long, default_value = "64KiB")]
+    rtmax: String,
+    /// Largest WRITE (FSINFO wtmax).
+    #[arg(long, default_value = "64KiB")]
+    wtmax: String,
+}
+
+pub fn run(args: NfsArgs) -> anyhow::Result<()> {
+    match args.command {
+        NfsCommand::Serve(a) => serve(a),
+    }
+}
+
+fn xfer(name: &str, s: &str) -> anyhow::Result<u32> {
+    let v = qos_core::units::parse_size(s).with_context(|| format!("--{name} {s:?}"))?;
+    u32::try_from(v).map_err(|_| anyhow::anyhow!("--{name} {s:?} is too large (at most 1MiB)"))
+}
+
+/// Parses `JUNCTION=DIR[,size=SIZE][,ro][,clients=MATCH[+MATCH...]]`.
+pub fn parse_export(s: &str) -> anyhow::Result<ExportSpec> {
+    let mut parts = s.split(',');
+    let head = parts.next().unwrap_or_default();
+    let (junction, dir) = head.split_once('=').ok_or_else(|| {
+        anyhow::anyhow!("--export {s:?}: expected JUNCTION=DIR[,size=SIZE][,ro][,clients=...]")
+    })?;
+    valid_junction(junction).map_err(|e| anyhow::anyhow!("--export {s:?}: {e}"))?;
+    let mut quota = None;
+    let mut access = Access::ReadWrite;
+    let mut clients = None;
+    for opt in parts {
+        match opt.split_once('=') {
+            Some(("size", v)) => {
+                quota = Some(qos_core::units::parse_size(v).with_context(|| format!("--export {s:?}: size {v:?}"))?)
+            }
+            Some(("clients", v)) => {
+                let mut m: Vec<ClientMatch> = Vec::new();
+                for c in v.split('+') {
+                    m.extend(ClientMatch::parse(c).map_err(|e| anyhow::anyhow!("--export {s:?}: {e}"))?);
+                }
+                clients = Some(m);
+            }
+            None if opt == "ro" => access = Access::ReadOnly,
+            None if opt == "rw" => access = Access::ReadWrite,
+            _ => anyhow::bail!("--export {s:?}: unknown option {opt:?} (known: size=SIZE, ro, rw, clients=MATCH[+MATCH...])"),
+        }
+    }
+    let mut policy = Policy::default();
+    match clients {
+        Some(c) => policy.rules = vec![Rule { clients: c, access }],
+        None => policy.rules[0].access = access,
+    }
+    Ok(ExportSpec {
+        id: id_for(junction),
+        path: junction.to_string(),
+        root: PathBuf::from(dir),
+        quota,
+        policy,
+    })
+}
+
+fn serve(a: ServeArgs) -> anyhow::Result<()> {
+    let cfg = Config {
+        rtmax: xfer("rtmax", &a.rtmax)?,
+        wtmax: xfer("wtmax", &a.wtmax)?,
+    };
+    let svc = Arc::new(Service::new(cfg).map_err(anyhow::Error::msg)?);
+    for e in &a.exports {
+        let spec = parse_export(e)?;
+        let (path, root) = (spec.path.clone(), spec.root.clone());
+        let ex = svc
+            .add_export(spec)
+            .with_context(|| format!("exporting {} as {path}", root.display()))?;
+        tracing::info!(
+            "exporting {} as {path} ({} bytes used)",
+            root.display(),
+            ex.tree.used()
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let server = NfsServer::bind(&a.listen, svc)
+            .await
+            .with_context(|| format!("listening on {}", a.listen))?;
+        let addr = server.local_addr()?;
+        eprintln!(
+            "qoslab nfs: serving NFSv3 on {addr} (rtmax {} wtmax {})",
+            cfg.rtmax, cfg.wtmax
+        );
+        let service = server.service.clone();
+        server.run(shutdown()).await?;
+        eprintln!("qoslab nfs: stopped; {}", call_counts(&service));
+        Ok(())
+    })
+}
+
+/// `calls: GETATTR=3 READ=100 ... garbage=0`: what the server answered, for logs and tests.
+fn call_counts(svc: &Service) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut s = String::from("calls:");
+    for (i, n) in svc.counters.nfs.iter().enumerate() {
+        let n = n.load(Relaxed);
+        if n > 0 {
+            s.push_str(&format!(" {}={n}", nfs_proto::nfs3::proc_::NAMES[i]));
+        }
+    }
+    s.push_str(&format!(
+        " (stable WRITEs={}) garbage={}",
+        svc.counters.stable_writes.load(Relaxed),
+        svc.counters.garbage.load(Relaxed)
+    ));
+    s
+}
+
+async fn shutdown() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        },
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_syntax() {
+        let e = parse_export("/vol1=/srv/a,size=1GiB,ro").unwrap();
+        assert_eq!((e.path.as_str(), e.quota), ("/vol1", Some(1 << 30)));
+        assert_eq!(e.policy.rules[0].access, Access::ReadOnly);
+        let e = parse_export("/v=/d,clients=10.0.0.0/8+::1").unwrap();
+        assert_eq!(e.policy.rules[0].clients.len(), 2);
+        for (bad, says) in [
+            ("/v", "JUNCTION=DIR"),
+            ("v=/d", "junction path"),
+            ("/v=/d,zz", "unknown option"),
+            ("/v=/d,size=lots", "size"),
+        ] {
+            let err = format!("{:#}", parse_export(bad).unwrap_err());
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+}

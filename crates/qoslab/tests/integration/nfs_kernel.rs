@@ -1,0 +1,242 @@
+//! A Linux kernel NFS client against `qoslab nfs serve`: Debian's kernel under
+//! `qemu-system-x86_64` (software emulation) with a busybox initramfs mounts the host's
+//! export over qemu's user network (`vers=3,nconnect=4`), writes, reads back after dropping
+//! its caches, and prints checksums the test compares with the file on the host.
+//! End to end: ~15-40 s under TCG (docs/NFS.md). The VM is killed with the test (parent
+//! death signal, a `timeout` bound, and its guard on drop).
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::nfs_util::NfsProc;
+use crate::util::{run, TempDir};
+
+const HINT: &str = "run scripts/install-deps.sh, which unpacks qemu-system-x86 and Debian's kernel into QOSLAB_CACHE";
+const MODULES: [&str; 9] = [
+    "netfs", "fscache", "sunrpc", "grace", "lockd", "nfs_acl", "nfs", "nfsv3", "e1000",
+];
+
+fn cache() -> PathBuf {
+    PathBuf::from(std::env::var("QOSLAB_CACHE").unwrap_or_else(|_| "/var/cache/qoslab".into()))
+}
+
+/// The kernel image and its modules directory.
+fn kernel() -> (PathBuf, PathBuf) {
+    let k = cache().join("kernel");
+    let vmlinuz = std::fs::read_dir(k.join("boot"))
+        .unwrap_or_else(|e| panic!("{}: {e}: {HINT}", k.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("vmlinuz-"))
+        })
+        .unwrap_or_else(|| panic!("no vmlinuz in {}: {HINT}", k.display()));
+    let version = vmlinuz
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_start_matches("vmlinuz-")
+        .to_string();
+    (vmlinuz, k.join("lib/modules").join(version))
+}
+
+fn find_module(dir: &Path, name: &str) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            if let Some(f) = find_module(&p, name) {
+                return Some(f);
+            }
+        } else if p.file_name().and_then(|n| n.to_str()) == Some(&format!("{name}.ko")) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// A newc initramfs: static busybox, the NFS modules, and `/init` running `script`.
+fn initramfs(dir: &Path, modules: &Path, script: &str) -> PathBuf {
+    let root = dir.join("initramfs");
+    for d in ["bin", "modules", "proc", "sys", "dev", "mnt", "tmp"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::copy("/bin/busybox", root.join("bin/busybox"))
+        .unwrap_or_else(|e| panic!("/bin/busybox: {e}: install busybox-static"));
+    for m in MODULES {
+        let src = find_module(modules, m)
+            .unwrap_or_else(|| panic!("module {m}.ko not in {}: {HINT}", modules.display()));
+        std::fs::copy(src, root.join(format!("modules/{m}.ko"))).unwrap();
+    }
+    let init = format!(
+        "#!/bin/busybox sh\n/bin/busybox --install -s /bin\nexport PATH=/bin\n\
+         mount -t proc proc /proc\nmount -t sysfs sys /sys\nmount -t devtmpfs dev /dev\n\
+         for m in {mods}; do insmod /modules/$m.ko || echo QOSLAB-FAIL insmod $m; done\n\
+         ip link set lo up\nip link set eth0 up\nip addr add 10.0.2.15/24 dev eth0\nip route add default via 10.0.2.2\n\
+         {script}\necho QOSLAB-END\npoweroff -f\n",
+        mods = MODULES.join(" ")
+    );
+    std::fs::write(root.join("init"), init).unwrap();
+    std::fs::set_permissions(
+        root.join("init"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let img = dir.join("initrd.cpio");
+    let out = run(
+        Command::new("sh").arg("-c").arg(format!(
+            "cd '{}' && find . | cpio -o -H newc --quiet > '{}'",
+            root.display(),
+            img.display()
+        )),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{out}");
+    img
+}
+
+/// Boots the VM with `script` in its `/init`; returns its console output.
+fn boot(dir: &Path, script: &str, limit: Duration) -> String {
+    let q = cache().join("qemu");
+    let qemu = q.join("usr/bin/qemu-system-x86_64");
+    assert!(qemu.is_file(), "{} missing: {HINT}", qemu.display());
+    let (vmlinuz, modules) = kernel();
+    let img = initramfs(dir, &modules, script);
+    let mut cmd = Command::new("timeout");
+    cmd.arg("-s")
+        .arg("KILL")
+        .arg(limit.as_secs().to_string())
+        .arg(&qemu);
+    cmd.arg("-L")
+        .arg(q.join("usr/share/seabios"))
+        .arg("-L")
+        .arg(q.join("usr/share/qemu"));
+    cmd.args([
+        "-m",
+        "512",
+        "-smp",
+        "1",
+        "-nographic",
+        "-no-reboot",
+        "-nodefaults",
+        "-serial",
+        "stdio",
+    ]);
+    cmd.arg("-kernel").arg(&vmlinuz).arg("-initrd").arg(&img);
+    cmd.args(["-append", "console=ttyS0 panic=-1 quiet loglevel=3"]);
+    cmd.args([
+        "-netdev",
+        "user,id=n0",
+        "-device",
+        "e1000,netdev=n0,romfile=",
+    ]);
+    cmd.stdin(Stdio::null());
+    // SAFETY: prctl in the child before exec; the VM dies with the test's thread.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let out = run(&mut cmd, limit + Duration::from_secs(10));
+    let console = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        console.contains("QOSLAB-END"),
+        "the VM did not finish its script ({}):\n{console}",
+        out.status
+    );
+    console
+}
+
+fn marker<'a>(console: &'a str, tag: &str) -> Vec<&'a str> {
+    // a line may start with the firmware's terminal escapes
+    console
+        .lines()
+        .filter_map(|l| l.find(tag).map(|i| l[i + tag.len()..].trim()))
+        .collect()
+}
+
+#[test]
+fn linux_kernel_client_writes_and_reads_back() {
+    let t0 = Instant::now();
+    let dir = TempDir::new("nfs-kernel");
+    let tree = dir.join("vol");
+    std::fs::create_dir_all(&tree).unwrap();
+    let srv = NfsProc::start(&[format!("/vol={},size=256MiB", tree.display())]);
+    let p = srv.port;
+    let script = format!(
+        "mount -t nfs -o vers=3,proto=tcp,port={p},mountport={p},mountproto=tcp,nolock,nconnect=4,addr=10.0.2.2,mountaddr=10.0.2.2 10.0.2.2:/vol /mnt \
+           || echo QOSLAB-FAIL mount\n\
+         dd if=/dev/urandom of=/tmp/src bs=64k count=96 2>/dev/null\n\
+         echo QOSLAB-SRC $(sha256sum /tmp/src)\n\
+         mkdir /mnt/dir && cp /tmp/src /mnt/dir/k.bin && sync || echo QOSLAB-FAIL write\n\
+         echo 3 > /proc/sys/vm/drop_caches\n\
+         echo QOSLAB-NFS $(sha256sum /mnt/dir/k.bin)\n\
+         ls -la /mnt/dir | sed 's/^/QOSLAB-LS /'\n\
+         echo QOSLAB-CONNS $(grep -c ':{p:04X}' /proc/net/tcp)\n\
+         cat /proc/mounts | grep nfs | sed 's/^/QOSLAB-MOUNT /'\n\
+         umount /mnt || echo QOSLAB-FAIL umount\n\
+         mkdir /mnt4; mount -t nfs -o vers=4.0,port={p},addr=10.0.2.2,clientaddr=10.0.2.15 10.0.2.2:/vol /mnt4 > /tmp/v4 2>&1\n\
+         echo QOSLAB-V4RC $?\n\
+         sed 's/^/QOSLAB-V4 /' /tmp/v4\n"
+    );
+    let console = boot(dir.join("").as_path(), &script, Duration::from_secs(240));
+    assert!(
+        marker(&console, "QOSLAB-FAIL").is_empty(),
+        "{console}\n--- server ---\n{}",
+        srv.log()
+    );
+    let src = marker(&console, "QOSLAB-SRC");
+    let nfs = marker(&console, "QOSLAB-NFS");
+    let hash = |v: &[&str]| {
+        v.first()
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_string)
+    };
+    let (src, nfs) = (hash(&src), hash(&nfs));
+    assert!(
+        src.is_some() && src == nfs,
+        "read back differs: {src:?} vs {nfs:?}\n{console}"
+    );
+    let host = run(
+        Command::new("sha256sum").arg(tree.join("dir/k.bin")),
+        Duration::from_secs(30),
+    )
+    .ok();
+    assert_eq!(
+        host.stdout.split_whitespace().next().map(str::to_string),
+        src,
+        "the file on the host"
+    );
+    let mounts = marker(&console, "QOSLAB-MOUNT").join("\n");
+    assert!(
+        mounts.contains("vers=3") && mounts.contains("nconnect=4"),
+        "{mounts}"
+    );
+    let conns: u32 = marker(&console, "QOSLAB-CONNS")
+        .first()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        conns >= 4,
+        "nconnect=4 opens 4 connections to the NFS port, saw {conns}\n{console}"
+    );
+    // NFSv4 is not served: the kernel's v4 mount is refused (PROG_MISMATCH -> EPROTONOSUPPORT)
+    let v4rc = marker(&console, "QOSLAB-V4RC")
+        .first()
+        .map(|s| s.to_string());
+    let v4 = marker(&console, "QOSLAB-V4 ").join(" ");
+    assert!(
+        v4rc.as_deref() != Some("0") && v4.contains("not supported"),
+        "an NFSv4 mount: rc {v4rc:?}: {v4}\n{console}"
+    );
+    eprintln!("kernel client: NFSv4 mount refused: {v4}");
+    eprintln!(
+        "kernel client test: {:.1} s wall",
+        t0.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,278 @@
+//! A running `qoslab nfs serve` (the [`NfsProc`] guard) and a raw NFSv3 client over TCP
+//! ([`Wire`]) for the NFS front end's end-to-end tests.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use nfs_proto::nfs3::{self, proc_, StableHow};
+use nfs_proto::rpc::{self, AuthSys, Cred};
+use nfs_proto::xdr::{put_opaque, put_u32, put_u64, Reader};
+use nfs_proto::{mount, record};
+
+use crate::util::QOSLAB;
+
+/// `qoslab nfs serve` on a loopback port; killed on drop.
+pub struct NfsProc {
+    child: Option<Child>,
+    pub port: u16,
+    args: Vec<String>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl NfsProc {
+    /// Starts with these `--export` values on an ephemeral port.
+    pub fn start(exports: &[String]) -> NfsProc {
+        let mut args = Vec::new();
+        for e in exports {
+            args.push("--export".to_string());
+            args.push(e.clone());
+        }
+        let mut p = NfsProc {
+            child: None,
+            port: 0,
+            args,
+            log: Arc::default(),
+        };
+        p.spawn("127.0.0.1:0");
+        p
+    }
+
+    fn spawn(&mut self, listen: &str) {
+        let mut cmd = Command::new(QOSLAB);
+        cmd.args(["nfs", "serve", "--listen", listen])
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: prctl in the child before exec: the server dies with the test's thread.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("starting qoslab nfs serve");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let log = self.log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split("serving NFSv3 on ").nth(1) {
+                    let port = addr
+                        .split_whitespace()
+                        .next()
+                        .and_then(|a| a.rsplit(':').next())
+                        .and_then(|p| p.parse::<u16>().ok());
+                    let _ = tx.send(port);
+                }
+                log.lock().unwrap().push(line);
+            }
+        });
+        self.child = Some(child);
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(Some(port)) => self.port = port,
+            _ => panic!("qoslab nfs serve did not start; its log:\n{}", self.log()),
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// A libnfs URL for `path` (export path plus file) on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "nfs://127.0.0.1{path}?nfsport={p}&mountport={p}",
+            p = self.port
+        )
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts again on the same port (after `kill9` or `stop`).
+    pub fn restart(&mut self) {
+        self.kill9();
+        let listen = format!("127.0.0.1:{}", self.port);
+        self.spawn(&listen);
+    }
+
+    /// SIGTERM and wait; returns the log (its last line has the call counts).
+    pub fn stop(&mut self) -> String {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = c.wait();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        self.log()
+    }
+}
+
+impl Drop for NfsProc {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// A raw NFSv3 client on one TCP connection (AUTH_SYS root).
+pub struct Wire {
+    s: TcpStream,
+    xid: u32,
+    buf: Vec<u8>,
+}
+
+impl Wire {
+    pub fn connect(port: u16) -> Wire {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to the NFS server");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.set_nodelay(true).unwrap();
+        Wire {
+            s,
+            xid: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Sends one call without waiting; returns its xid.
+    pub fn send(&mut self, prog: u32, vers: u32, p: u32, args: &[u8]) -> u32 {
+        self.xid += 1;
+        let mut out = Vec::new();
+        let at = record::begin(&mut out);
+        let cred = Cred::Sys(AuthSys {
+            stamp: 1,
+            machine: b"it".to_vec(),
+            uid: 0,
+            gid: 0,
+            gids: vec![],
+        });
+        rpc::encode_call(&mut out, self.xid, prog, vers, p, &cred, args);
+        record::finish(&mut out, at);
+        self.s.write_all(&out).expect("sending a call");
+        self.xid
+    }
+
+    /// Sends raw bytes (framing included).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).expect("sending bytes");
+    }
+
+    /// Whether the server closed the connection (EOF within the read timeout).
+    pub fn closed_by_server(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.s.read(&mut b), Ok(0) | Err(_))
+    }
+
+    /// The next reply: (xid, accept_stat, body).
+    pub fn recv(&mut self) -> (u32, u32, Vec<u8>) {
+        loop {
+            if let Some((rec, used)) = record::next_record(&self.buf, 1 << 24).unwrap() {
+                let rec = rec.into_owned();
+                self.buf.drain(..used);
+                let mut r = Reader::new(&rec);
+                let xid = r.u32("xid").unwrap();
+                r.u32("mtype").unwrap();
+                assert_eq!(r.u32("reply_stat").unwrap(), 0, "call denied");
+                r.u32("verf").unwrap();
+                r.opaque(400, "verf").unwrap();
+                let accept = r.u32("accept").unwrap();
+                return (xid, accept, r.remaining().to_vec());
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.s.read(&mut chunk).expect("reading a reply");
+            assert!(n > 0, "the server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    pub fn call(&mut self, prog: u32, vers: u32, p: u32, args: &[u8]) -> Vec<u8> {
+        let xid = self.send(prog, vers, p, args);
+        let (rx, accept, body) = self.recv();
+        assert_eq!((rx, accept), (xid, 0));
+        body
+    }
+
+    pub fn mount(&mut self, path: &str) -> Vec<u8> {
+        let mut a = Vec::new();
+        put_opaque(&mut a, path.as_bytes());
+        let body = self.call(mount::PROGRAM, mount::VERSION, mount::MNT, &a);
+        let mut r = Reader::new(&body);
+        assert_eq!(r.u32("mountstat").unwrap(), 0, "MNT {path}");
+        r.opaque(64, "fh").unwrap().to_vec()
+    }
+
+    pub fn create(&mut self, dir: &[u8], name: &str) -> Vec<u8> {
+        let mut a = Vec::new();
+        nfs3::encode_diropargs(&mut a, dir, name.as_bytes());
+        put_u32(&mut a, 0); // UNCHECKED
+        a.extend_from_slice(&[0; 16]); // no mode, uid, gid, size
+        a.extend_from_slice(&[0; 8]); // times unchanged
+        let body = self.call(nfs3::PROGRAM, 3, proc_::CREATE, &a);
+        let mut r = Reader::new(&body);
+        assert_eq!(r.u32("status").unwrap(), 0, "CREATE {name}");
+        assert!(r.bool("fh follows").unwrap());
+        r.opaque(64, "fh").unwrap().to_vec()
+    }
+
+    pub fn send_write(&mut self, fh: &[u8], offset: u64, stable: StableHow, data: &[u8]) -> u32 {
+        let mut a = Vec::new();
+        nfs3::encode_write(&mut a, fh, offset, stable, data);
+        self.send(nfs3::PROGRAM, 3, proc_::WRITE, &a)
+    }
+
+    pub fn send_commit(&mut self, fh: &[u8]) -> u32 {
+        let mut a = Vec::new();
+        put_opaque(&mut a, fh);
+        put_u64(&mut a, 0);
+        put_u32(&mut a, 0);
+        self.send(nfs3::PROGRAM, 3, proc_::COMMIT, &a)
+    }
+
+    /// READ: (status, data).
+    pub fn read(&mut self, fh: &[u8], offset: u64, count: u32) -> (u32, Vec<u8>) {
+        let mut a = Vec::new();
+        put_opaque(&mut a, fh);
+        put_u64(&mut a, offset);
+        put_u32(&mut a, count);
+        let body = self.call(nfs3::PROGRAM, 3, proc_::READ, &a);
+        let mut r = Reader::new(&body);
+        let st = r.u32("status").unwrap();
+        if st != 0 {
+            return (st, Vec::new());
+        }
+        if r.bool("attrs").unwrap() {
+            r.fixed(84, "fattr").unwrap();
+        }
+        r.u32("count").unwrap();
+        r.bool("eof").unwrap();
+        (0, r.opaque(1 << 24, "data").unwrap().to_vec())
+    }
+}
+
+/// The status and (for WRITE/COMMIT) the verifier in a WRITE or COMMIT reply body.
+pub fn status_and_verifier(body: &[u8], write: bool) -> (u32, Option<[u8; 8]>) {
+    let mut r = Reader::new(body);
+    let st = r.u32("status").unwrap();
+    if st != 0 {
+        return (st, None);
+    }
+    if r.bool("pre").unwrap() {
+        r.fixed(24, "wcc").unwrap();
+    }
+    if r.bool("post").unwrap() {
+        r.fixed(84, "fattr").unwrap();
+    }
+    if write {
+        r.u32("count").unwrap();
+        r.u32("committed").unwrap();
+    }
+    (0, Some(r.fixed(8, "verf").unwrap().try_into().unwrap()))
+}
