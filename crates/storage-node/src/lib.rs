@@ -28,8 +28,9 @@ pub mod provisioned;
 pub mod scheduler;
 pub mod server;
 pub mod stats;
-/// Test helpers (this crate's unit tests; other crates' with the `testing` feature).
-#[cfg(any(test, feature = "testing"))]
+/// Test helpers: a temporary directory removed on drop (this crate's tests and the
+/// control plane's; std only).
+#[doc(hidden)]
 pub mod test_dir;
 mod timer;
 pub mod volume;

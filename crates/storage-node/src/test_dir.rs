@@ -1,4 +1,4 @@
-//! Test helpers (unit tests only).
+//! Test helpers: unit and integration tests of this crate and of the control plane.
 
 /// A fresh directory under the system temp dir, removed when dropped — also when the test
 /// panics (unwinding drops it), so no test leaves anything in /tmp.
