@@ -8,7 +8,7 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use storage_node::api::ControlPlane;
+use control_plane::api::ControlPlane;
 use storage_node::server::ServerStats;
 
 struct Env {

@@ -25,8 +25,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use control_plane::api::ControlPlane;
 use hyper_util::rt::TokioIo;
-use storage_node::api::ControlPlane;
 use storage_node::builder::{FrontEnd, Serving, Stop};
 use storage_node::Node;
 use tokio::net::TcpListener;

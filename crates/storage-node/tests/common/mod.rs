@@ -1,5 +1,5 @@
 //! Shared by the storage node's test binaries: a minimal NBD client handshake, and a temp
-//! directory removed on drop.
+//! directory removed on drop (`storage_node::test_dir`).
 #![allow(dead_code)] // each test binary uses its part
 
 use nbd_proto::*;

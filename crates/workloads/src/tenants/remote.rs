@@ -139,7 +139,7 @@ impl RemoteNode {
                     "policy {name:?} (of a [[class]]) is neither on --node {url} nor declared in the plan's [[policy]]"
                 ));
             };
-            let mut body = storage_node::api::model::policy_json(&spec.policy);
+            let mut body = control_plane::api::model::policy_json(&spec.policy);
             body.insert("name".into(), name.into());
             node.api
                 .send(
