@@ -17,8 +17,8 @@ pub mod tls;
 
 // The data path's modules at this crate's root: the control plane names them as it did
 // when both were one crate (`crate::node::Node` is `storage_node::node::Node`).
+#[cfg(test)]
+pub(crate) use storage_node::NodeConfig;
 pub(crate) use storage_node::{
     bucket, builder, config, conn_limit, credits, node, private, server, stats, volume, Node,
 };
-#[cfg(test)]
-pub(crate) use storage_node::NodeConfig;
