@@ -68,12 +68,13 @@ pub struct BenchArgs {
     /// /dev/X,/dev/Y (one per tenant, fio classes only); QoS is then the target's own.
     #[arg(long, conflicts_with = "node")]
     target: Option<String>,
-    /// A running qoslab node's REST API (e.g. http://127.0.0.1:8080): the volume named by
-    /// --volume is looked up there (its NBD URI and effective limits, which expectations
-    /// such as `iops >= policy.ceiling * 0.95` use). The tenants family takes --node alone:
-    /// it creates its tenants' volumes (and missing policies) there and deletes them after.
-    #[arg(long)]
-    node: Option<String>,
+    /// A running qoslab node's REST API (e.g. https://127.0.0.1:8080; `--node` alone: the
+    /// client context's, $QOSLAB_URL or `qoslab login`'s): the volume named by --volume is
+    /// looked up there (its NBD URI and effective limits, which expectations such as
+    /// `iops >= policy.ceiling * 0.95` use). The tenants family takes --node alone: it
+    /// creates its tenants' volumes (and missing policies) there and deletes them after.
+    #[arg(long, value_name = "URL", num_args = 0..=1)]
+    node: Option<Option<String>>,
     /// The volume on --node to run against.
     #[arg(long, requires = "node")]
     volume: Option<String>,
@@ -214,13 +215,13 @@ impl NodeApi for ApiClientNode {
 /// How the harness reaches a running node's REST API (`--node URL`): the one place that
 /// picks the client, with the CLI's trust and user options.
 pub(crate) fn node_api(
-    url: &str,
+    url: Option<&str>,
     conn: &crate::http_client::ConnArgs,
     token_file: &Option<PathBuf>,
 ) -> anyhow::Result<NodeHandle> {
     let opts = conn.client_options(url, token_file)?;
-    let client = api_client::Client::new(&opts).with_context(|| format!("--node {url}"))?;
-    Ok(NodeHandle::new(url, Arc::new(ApiClientNode(client))))
+    let client = api_client::Client::new(&opts).with_context(|| format!("--node {}", opts.url))?;
+    Ok(NodeHandle::new(&opts.url, Arc::new(ApiClientNode(client))))
 }
 
 /// The executor: local fio, or fio's client/server mode when clients are given.
@@ -333,10 +334,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                      remove them and name an existing volume with --volume"
                 );
             }
-            harness::target::node_volume(&node_api(url, &args.conn, &args.token_file)?, vol)?
+            harness::target::node_volume(
+                &node_api(url.as_deref(), &args.conn, &args.token_file)?,
+                vol,
+            )?
         }
         (Some(url), None) if accepts.node_alone => {
-            Target::Node(node_api(url, &args.conn, &args.token_file)?)
+            Target::Node(node_api(url.as_deref(), &args.conn, &args.token_file)?)
         }
         (Some(_), None) => anyhow::bail!(
             "--node needs --volume NAME: the volume on the node to run against (only the tenants \

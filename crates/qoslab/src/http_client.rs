@@ -5,8 +5,8 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use anyhow::{anyhow, Context};
-use api_client::{data_dir_ca, Auth, ClientOptions, Trust};
+use anyhow::anyhow;
+use api_client::ClientOptions;
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
@@ -19,13 +19,15 @@ pub enum Output {
     Json,
 }
 
-/// Options shared by `policy`, `volume`, `stats` and `ontap`.
+/// Options shared by `policy`, `volume`, `stats`, `ontap` and `s3`.
 #[derive(Args, Clone, Debug)]
 pub struct ApiArgs {
-    /// Base URL of the node's REST API (http:// for a node run with --insecure-http).
-    #[arg(long, global = true, default_value = "https://127.0.0.1:8080")]
-    pub url: String,
-    /// File holding the bearer token (the node's --api-token-file).
+    /// Base URL of the node's REST API [default: $QOSLAB_URL, else the saved context
+    /// (`qoslab login`), else https://127.0.0.1:8080].
+    #[arg(long, global = true)]
+    pub url: Option<String>,
+    /// File holding the bearer token (the node's --api-token-file) [default:
+    /// $QOSLAB_TOKEN_FILE].
     #[arg(long, global = true, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
     /// Output format.
@@ -33,11 +35,12 @@ pub struct ApiArgs {
     pub output: Output,
 }
 
-/// How to trust the node's certificate and who to log in as.
+/// How to trust the node's certificate and who to log in as (each falls back on the
+/// environment and the saved context: crate::context).
 #[derive(Args, Clone, Debug, Default)]
 pub struct ConnArgs {
-    /// The node's data directory: trust its certificate (DATA_DIR/tls/ca-cert.pem).
-    /// Without this, --cacert or --insecure, ./qoslab-data is tried (serve's default).
+    /// The node's data directory: trust its certificate (DATA_DIR/tls/ca-cert.pem)
+    /// [default: $QOSLAB_DATA_DIR, else ./qoslab-data when it holds one].
     #[arg(long, global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Trust the CA certificate(s) in this PEM file.
@@ -46,74 +49,52 @@ pub struct ConnArgs {
     /// Do not verify the node's certificate (like curl -k): encrypted, not authenticated.
     #[arg(long, short = 'k', global = true)]
     pub insecure: bool,
-    /// API user, as USER:PASSWORD or USER (password from $QOSLAB_PASSWORD, or asked for
-    /// on a terminal), like curl -u.
+    /// API user, USER:PASSWORD or USER (like curl -u) [default: $QOSLAB_USER, else the
+    /// saved context]; a missing password comes from $QOSLAB_PASSWORD or is asked for.
     #[arg(long, short = 'u', global = true, value_name = "USER[:PASSWORD]")]
     pub user: Option<String>,
 }
 
 impl ConnArgs {
-    /// The trust decision: --insecure, --cacert, --data-dir, ./qoslab-data, public roots.
-    pub fn trust(&self) -> Trust {
-        if self.insecure {
-            return Trust::Insecure;
-        }
-        if let Some(c) = &self.cacert {
-            return Trust::CaFile(c.clone());
-        }
-        if let Some(d) = &self.data_dir {
-            return Trust::CaFile(data_dir_ca(d));
-        }
-        let local = data_dir_ca(std::path::Path::new("qoslab-data"));
-        if local.exists() {
-            return Trust::CaFile(local);
-        }
-        Trust::PublicRoots
+    /// The client context for `url` and `token_file` (flags), resolved against the
+    /// environment and the saved context (crate::context).
+    pub fn resolve(
+        &self,
+        url: Option<&str>,
+        token_file: Option<&std::path::Path>,
+    ) -> anyhow::Result<crate::context::Resolved> {
+        let saved = crate::context::load()?;
+        Ok(crate::context::resolve(
+            &crate::context::Flags {
+                url,
+                data_dir: self.data_dir.as_deref(),
+                cacert: self.cacert.as_deref(),
+                insecure: self.insecure,
+                user: self.user.as_deref(),
+                token_file,
+            },
+            saved.as_ref(),
+        ))
     }
 
     /// The `api-client` options for `url` (what `Client::connect` uses; the harness's
-    /// `--node` probes can be built from the same).
+    /// `--node` probes are built from the same).
     pub fn client_options(
         &self,
-        url: &str,
+        url: Option<&str>,
         token_file: &Option<PathBuf>,
     ) -> anyhow::Result<ClientOptions> {
-        Ok(ClientOptions {
-            url: url.to_string(),
-            auth: self.auth(token_file)?,
-            trust: self.trust(),
-            timeout: None,
-        })
-    }
-
-    fn auth(&self, token_file: &Option<PathBuf>) -> anyhow::Result<Auth> {
-        if let Some(u) = &self.user {
-            let (user, password) = match u.split_once(':') {
-                Some((a, b)) => (a.to_string(), b.to_string()),
-                None => (u.clone(), password_for(u)?),
-            };
-            return Ok(Auth::Basic { user, password });
-        }
-        match token_file {
-            None => Ok(Auth::None),
-            Some(p) => Ok(Auth::Bearer(
-                std::fs::read_to_string(p)
-                    .with_context(|| format!("reading the token file {}", p.display()))?
-                    .trim()
-                    .to_string(),
-            )),
-        }
+        self.resolve(url, token_file.as_deref())?
+            .options(&password_for)
     }
 }
 
-/// The password of `user`: $QOSLAB_PASSWORD, or typed at a terminal without echo.
+/// The password of `user`, typed at a terminal without echo (the environment and the saved
+/// context had none).
 fn password_for(user: &str) -> anyhow::Result<String> {
-    if let Ok(p) = std::env::var("QOSLAB_PASSWORD") {
-        return Ok(p);
-    }
     if !std::io::stdin().is_terminal() {
         return Err(anyhow!(
-            "--user {user}: no password (give USER:PASSWORD, or set QOSLAB_PASSWORD)"
+            "--user {user}: no password (give USER:PASSWORD, set QOSLAB_PASSWORD, or `qoslab login`)"
         ));
     }
     crate::user_cmd::read_password(&format!("Password for {user}: "))
@@ -126,7 +107,8 @@ pub struct Client {
 
 impl Client {
     pub fn connect(args: &ApiArgs, conn: &ConnArgs) -> anyhow::Result<Client> {
-        let inner = api_client::Client::new(&conn.client_options(&args.url, &args.token_file)?)?;
+        let inner =
+            api_client::Client::new(&conn.client_options(args.url.as_deref(), &args.token_file)?)?;
         Ok(Client { inner })
     }
 

@@ -3,8 +3,10 @@
 
 mod bench;
 mod compare_cmd;
+mod context;
 mod demo;
 mod http_client;
+mod login_cmd;
 mod nfs_cmd;
 mod ontap;
 mod policy_burst;
@@ -14,7 +16,9 @@ mod results;
 mod s3_admin;
 mod s3_cmd;
 mod serve;
+mod serve_detach;
 mod serve_safety;
+mod serve_start;
 mod stats_cmd;
 mod tenants_cmd;
 mod ui;
@@ -71,6 +75,10 @@ enum Command {
     Ontap(ontap::OntapArgs),
     /// API users of a node (HTTP basic auth): create, list, delete.
     User(user_cmd::UserArgs),
+    /// Save the client context (node URL, its CA, your user) for every client command.
+    Login(login_cmd::LoginArgs),
+    /// Forget the context `qoslab login` saved.
+    Logout,
     /// NFSv3 on its own: serve directories as exports (no QoS; docs/NFS.md).
     Nfs(nfs_cmd::NfsArgs),
 }
@@ -87,6 +95,7 @@ fn main() -> std::process::ExitCode {
             _ => tracing::Level::WARN,
         }))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
     let result = match cli.command {
@@ -107,6 +116,8 @@ fn main() -> std::process::ExitCode {
         },
         Command::Ontap(args) => ontap::run(args),
         Command::User(args) => user_cmd::run(args),
+        Command::Login(args) => login_cmd::login(args),
+        Command::Logout => login_cmd::logout(),
         Command::Nfs(args) => nfs_cmd::run(args),
     };
     match result {

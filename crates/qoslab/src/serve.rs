@@ -41,13 +41,19 @@ same certificate; clients use nbds:// URIs). See docs/API.md and docs/CONFIG.md.
 Policies and volumes live in DATA_DIR/state.db: the config file seeds a new data directory
 only.")]
 pub struct ServeArgs {
+    /// Start in the background: return once the node serves (its ready lines printed) or
+    /// failed (its error, exit 2); its output goes to DATA_DIR/serve.log.
+    #[arg(long)]
+    detach: bool,
     /// Node configuration (TOML): policies and volumes. See docs/CONFIG.md.
     #[arg(long, short)]
     config: Option<PathBuf>,
-    /// Data directory holding volume files (overrides node.data_dir). Default ./qoslab-data.
+    /// Data directory holding volume files and state [default: $QOSLAB_DATA_DIR, else
+    /// node.data_dir, else ./qoslab-data].
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Unix socket path to listen on (overrides node.listen_unix).
+    /// Unix socket path to listen on (overrides node.listen_unix; a relative node.listen_unix
+    /// is inside the data directory).
     #[arg(long)]
     listen_unix: Option<PathBuf>,
     /// TCP address to listen on, e.g. 127.0.0.1:10809 (overrides node.listen_tcp).
@@ -208,34 +214,31 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(us) = args.busy_poll_us {
         cfg.busy_poll_us = us;
     }
-    let data_dir = args
-        .data_dir
-        .clone()
-        .or_else(|| cfg.data_dir.clone())
-        .unwrap_or_else(|| PathBuf::from("qoslab-data"));
-    apply_capacity_args(&args, &mut cfg, &data_dir)?;
-    apply_burst_args(&args, &mut cfg)?;
-    let mut unix = args.listen_unix.clone().or_else(|| cfg.listen_unix.clone());
-    let mut tcp = args.listen_tcp.or(cfg.listen_tcp);
-    if unix.is_none() && tcp.is_none() {
-        unix = Some(data_dir.join("nbd.sock"));
-        tcp = Some(SocketAddr::from(([127, 0, 0, 1], 10809)));
+    // Every place the node will use, with its source, decided before anything is created
+    // (crate::serve_start: relative config paths are inside the data directory).
+    let data_dir_setting = crate::serve_start::data_dir(args.data_dir.as_deref(), &cfg);
+    let data_dir = data_dir_setting.value.clone();
+    if args.detach {
+        return crate::serve_detach::run(&data_dir);
     }
+    let (unix_setting, tcp_setting) = crate::serve_start::nbd_listeners(
+        args.listen_unix.as_deref(),
+        args.listen_tcp,
+        &cfg,
+        &data_dir,
+    );
+    if let Some(u) = &unix_setting {
+        crate::serve_start::check_unix_socket(u, &data_dir)?;
+    }
+    let unix = unix_setting.as_ref().map(|s| s.value.clone());
+    let tcp = tcp_setting.as_ref().map(|s| s.value);
     if let Some(a) = tcp {
         if !a.ip().is_loopback() {
             tracing::warn!("listening on non-loopback address {a}: NBD has no authentication here");
         }
     }
-    let http: Option<SocketAddr> = match args.listen_http.as_deref() {
-        Some("off") => None,
-        Some(a) => Some(a.parse().map_err(|_| {
-            anyhow::anyhow!("--listen-http {a:?}: expected IP:PORT (e.g. 127.0.0.1:8080) or `off`")
-        })?),
-        None => Some(
-            cfg.listen_http
-                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
-        ),
-    };
+    let http_setting = crate::serve_start::http_listener(args.listen_http.as_deref(), &cfg)?;
+    let http: Option<SocketAddr> = http_setting.as_ref().map(|s| s.value);
     let token = match &args.api_token_file {
         None => None,
         Some(p) => {
@@ -248,8 +251,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             Some(t)
         }
     };
-    crate::serve_safety::private_data_dir(&data_dir)?;
+    // A start that fails from here on leaves the data directory as it found it.
+    let mut guard = crate::serve_start::StartGuard::before_start(&data_dir);
+    crate::serve_safety::private_data_dir(&data_dir)
+        .with_context(|| format!("the data directory ({})", data_dir_setting.source))?;
     let _lock = control_plane::datadir::ServeLock::take(&data_dir).map_err(anyhow::Error::msg)?;
+    guard.arm();
+    apply_capacity_args(&args, &mut cfg, &data_dir)?;
+    apply_burst_args(&args, &mut cfg)?;
     let auth = Arc::new(control_plane::api::auth::Auth::new(
         token.clone(),
         Some(data_dir.clone()),
@@ -290,7 +299,24 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
         let node = cp.node.clone();
         crate::serve_safety::print_data_dir(&cp, &data_dir);
-        let mut listeners = Listeners::bind(unix.as_deref(), tcp).await?;
+        let mut listeners = Listeners::bind(unix.as_deref(), tcp)
+            .await
+            .map_err(|e| match e {
+                storage_node::errors::NodeError::Listen { addr, source } => {
+                    let (what, src, flag) = match (&unix_setting, &tcp_setting) {
+                        (Some(u), _) if u.value.display().to_string() == addr => {
+                            ("NBD (unix socket)", u.source.clone(), "--listen-unix PATH")
+                        }
+                        (_, Some(t)) => ("NBD (TCP)", t.source.clone(), "--listen-tcp ADDR"),
+                        _ => ("NBD", String::new(), "--listen-unix or --listen-tcp"),
+                    };
+                    crate::serve_start::listen_error(what, &addr, &src, flag, &source)
+                }
+                other => anyhow::Error::new(other),
+            })?;
+        if let Some(u) = &unix {
+            guard.created(u);
+        }
         listeners.max_connections = args.max_connections as usize;
         let nbd_mode = match args.nbd_tls {
             NbdTlsArg::Off => TlsMode::Off,
@@ -337,8 +363,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 tls: server_tls,
                 max_connections: args.max_connections as usize,
             };
-            let api = ApiFrontEnd::bind(a, cp.clone(), cfg)
-                .with_context(|| format!("listening for HTTP on {a}"))?;
+            let api = ApiFrontEnd::bind(a, cp.clone(), cfg).map_err(|e| {
+                let src = http_setting
+                    .as_ref()
+                    .map(|s| s.source.as_str())
+                    .unwrap_or("");
+                crate::serve_start::listen_error(
+                    "the REST API",
+                    &a.to_string(),
+                    src,
+                    "--listen-http ADDR (or off)",
+                    &e,
+                )
+            })?;
             let who = match (users, token.is_some()) {
                 (0, false) => "open: no API users, no token".to_string(),
                 (0, true) => "changes need the bearer token".to_string(),
@@ -358,6 +395,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             builder = builder.front_end(s3);
         }
         let running = builder.spawn().await?;
+        guard.started();
         print_ready(
             &node,
             unix.as_deref(),

@@ -17,19 +17,22 @@ Once a node has a user, every API request needs credentials (curl -u USER:PASSWO
 EXAMPLES:
   qoslab user create admin --data-dir qoslab-data          # asks for the password twice
   printf 'Netapp1!\\n' | qoslab user create admin --password-stdin
+  QOSLAB_PASSWORD='Netapp1!' qoslab user create admin     # clients then use the same variable
   qoslab user list
   qoslab user delete admin")]
 pub struct UserArgs {
-    /// The node's data directory (default ./qoslab-data, as `qoslab serve`).
-    #[arg(long, global = true, default_value = "qoslab-data")]
-    data_dir: PathBuf,
+    /// The node's data directory [default: $QOSLAB_DATA_DIR, else ./qoslab-data, as
+    /// `qoslab serve`].
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
     #[command(subcommand)]
     cmd: UserCmd,
 }
 
 #[derive(Subcommand)]
 enum UserCmd {
-    /// Create a user (the password is asked for, or read from stdin).
+    /// Create a user (the password from --password-stdin, else $QOSLAB_PASSWORD, else
+    /// asked for).
     Create {
         name: String,
         /// Read the password from the first line of standard input.
@@ -76,6 +79,8 @@ pub fn read_password(prompt: &str) -> anyhow::Result<String> {
 }
 
 pub fn run(args: UserArgs) -> anyhow::Result<()> {
+    let data_dir = crate::context::data_dir(args.data_dir.as_deref())
+        .unwrap_or_else(|| PathBuf::from(crate::context::DEFAULT_DATA_DIR));
     match args.cmd {
         UserCmd::Create {
             name,
@@ -89,6 +94,11 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
                     .read_line(&mut line)
                     .context("reading the password from stdin")?;
                 line.trim_end_matches(['\r', '\n']).to_string()
+            } else if let Some(p) = std::env::var("QOSLAB_PASSWORD")
+                .ok()
+                .filter(|p| !p.is_empty())
+            {
+                p
             } else if std::io::stdin().is_terminal() {
                 let a = read_password(&format!("New password for {name}: "))?;
                 let b = read_password("Again: ")?;
@@ -97,37 +107,35 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
                 }
                 a
             } else {
-                bail!("give --password-stdin to read the password from a pipe");
+                bail!("no password: give --password-stdin to read it from a pipe, or set QOSLAB_PASSWORD");
             };
-            users::create(&args.data_dir, &name, &password, replace)?;
+            users::create(&data_dir, &name, &password, replace)?;
             println!(
                 "{} user {name} in {}",
                 if replace { "set" } else { "created" },
-                users::users_file(&args.data_dir).display()
+                users::users_file(&data_dir).display()
             );
         }
         UserCmd::List => {
-            for u in users::load(&args.data_dir)? {
+            for u in users::load(&data_dir)? {
                 println!("{}", u.name);
             }
         }
         UserCmd::Delete { name, force } => {
-            let all = users::load(&args.data_dir)?;
+            let all = users::load(&data_dir)?;
             let last = all.len() == 1 && all[0].name == name;
-            if let (true, false, Some(pid)) = (
-                last,
-                force,
-                control_plane::datadir::running_node(&args.data_dir),
-            ) {
+            if let (true, false, Some(pid)) =
+                (last, force, control_plane::datadir::running_node(&data_dir))
+            {
                 bail!(
                     "refusing to delete {name}, the last API user of the node running on {} \
                      (pid {pid}): its API would refuse every request needing credentials \
                      until a user is created again (it never opens while it runs); create \
                      another user first, or give --force",
-                    args.data_dir.display()
+                    data_dir.display()
                 );
             }
-            users::delete(&args.data_dir, &name)?;
+            users::delete(&data_dir, &name)?;
             println!("deleted user {name}");
         }
     }

@@ -163,6 +163,9 @@ pub struct NodeConfig {
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
+    /// Where each `[node]` key was set (`"node.listen_unix"` → `"node.toml:5"`), so a
+    /// setting that fails later (a socket that cannot be bound) names its source.
+    pub sources: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for NodeConfig {
@@ -183,6 +186,7 @@ impl Default for NodeConfig {
             layers: LayerSpec::default(),
             policies: Vec::new(),
             volumes: Vec::new(),
+            sources: Default::default(),
         }
     }
 }
@@ -214,9 +218,11 @@ pub struct ConfigError(pub String);
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     node: Option<RawNode>,
-    capacity: Option<Spanned<RawCapacity>>,
-    provisioned: Option<Spanned<provisioned::RawFs>>,
-    backend: Option<Spanned<backend::RawBackend>>,
+    // Not `Spanned`: toml cannot span a table made implicitly by a dotted header
+    // (`[capacity.latency]` alone); [`table_line`] finds the line instead.
+    capacity: Option<RawCapacity>,
+    provisioned: Option<provisioned::RawFs>,
+    backend: Option<backend::RawBackend>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
@@ -226,14 +232,14 @@ struct RawConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawNode {
-    data_dir: Option<PathBuf>,
-    listen_unix: Option<PathBuf>,
-    listen_tcp: Option<String>,
-    listen_http: Option<String>,
-    default_export: Option<String>,
+    data_dir: Option<Spanned<PathBuf>>,
+    listen_unix: Option<Spanned<PathBuf>>,
+    listen_tcp: Option<Spanned<String>>,
+    listen_http: Option<Spanned<String>>,
+    default_export: Option<Spanned<String>>,
     mmap_reads: Option<bool>,
-    busy_poll_us: Option<u64>,
-    ceiling_mode: Option<String>,
+    busy_poll_us: Option<Spanned<u64>>,
+    ceiling_mode: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -255,10 +261,10 @@ struct RawCapacity {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
-    name: String,
-    fixed: Option<RawFixed>,
-    adaptive: Option<RawAdaptive>,
-    provisioned: Option<burst::RawProvisioned>,
+    name: Spanned<String>,
+    fixed: Option<Spanned<RawFixed>>,
+    adaptive: Option<Spanned<RawAdaptive>>,
+    provisioned: Option<Spanned<burst::RawProvisioned>>,
 }
 
 #[derive(Deserialize)]
@@ -292,12 +298,12 @@ struct RawAdaptive {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawVolume {
-    name: String,
-    size: NumOrStr,
-    snapshot_reserve_percent: Option<i64>,
+    name: Spanned<String>,
+    size: Spanned<NumOrStr>,
+    snapshot_reserve_percent: Option<Spanned<i64>>,
     read_only: Option<bool>,
     description: Option<String>,
-    policy: Option<String>,
+    policy: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -348,56 +354,79 @@ impl NodeConfig {
             ConfigError(format!("{origin}{line}: {}", e.message()))
         })?;
         let mut cfg = NodeConfig::default();
+        let at = |offset: usize| format!("{origin}:{}", line_of(text, offset));
         if let Some(node) = raw.node {
-            cfg.data_dir = node.data_dir;
-            cfg.listen_unix = node.listen_unix;
+            let mut note = |key: &str, offset: usize| {
+                cfg.sources.insert(format!("node.{key}"), at(offset));
+            };
+            if let Some(d) = &node.data_dir {
+                note("data_dir", d.span().start);
+            }
+            if let Some(u) = &node.listen_unix {
+                note("listen_unix", u.span().start);
+            }
+            cfg.data_dir = node.data_dir.map(Spanned::into_inner);
+            cfg.listen_unix = node.listen_unix.map(Spanned::into_inner);
             if let Some(t) = node.listen_tcp {
-                let addr = t.parse::<SocketAddr>().map_err(|_| {
+                let addr = t.get_ref().parse::<SocketAddr>().map_err(|_| {
                     ConfigError(format!(
-                        "{origin}: node.listen_tcp = {t:?}: expected HOST:PORT with an IP address, e.g. 127.0.0.1:10809"
+                        "{}: node.listen_tcp = {:?}: expected HOST:PORT with an IP address, e.g. 127.0.0.1:10809",
+                        at(t.span().start),
+                        t.get_ref()
                     ))
                 })?;
+                cfg.sources
+                    .insert("node.listen_tcp".into(), at(t.span().start));
                 cfg.listen_tcp = Some(addr);
             }
             if let Some(t) = node.listen_http {
-                let addr = t.parse::<SocketAddr>().map_err(|_| {
+                let addr = t.get_ref().parse::<SocketAddr>().map_err(|_| {
                     ConfigError(format!(
-                        "{origin}: node.listen_http = {t:?}: expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080"
+                        "{}: node.listen_http = {:?}: expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080",
+                        at(t.span().start),
+                        t.get_ref()
                     ))
                 })?;
+                cfg.sources
+                    .insert("node.listen_http".into(), at(t.span().start));
                 cfg.listen_http = Some(addr);
             }
-            cfg.default_export = node.default_export;
+            if let Some(d) = &node.default_export {
+                cfg.sources
+                    .insert("node.default_export".into(), at(d.span().start));
+            }
+            cfg.default_export = node.default_export.map(Spanned::into_inner);
             cfg.mmap_reads = node.mmap_reads.unwrap_or(false);
-            cfg.busy_poll_us = match node.busy_poll_us {
+            cfg.busy_poll_us = match &node.busy_poll_us {
                 None => DEFAULT_BUSY_POLL_US,
-                Some(v @ 0..=10_000) => v,
+                Some(v) if *v.get_ref() <= 10_000 => *v.get_ref(),
                 Some(v) => {
                     return Err(ConfigError(format!(
-                        "{origin}: node.busy_poll_us = {v}: allowed range is 0 (off) to 10000"
+                        "{}: node.busy_poll_us = {}: allowed range is 0 (off) to 10000",
+                        at(v.span().start),
+                        v.get_ref()
                     )))
                 }
             };
             if let Some(m) = &node.ceiling_mode {
-                cfg.ceiling_mode = m
-                    .parse()
-                    .map_err(|e| ConfigError(format!("{origin}: node.ceiling_mode = {e}")))?;
+                cfg.ceiling_mode = m.get_ref().parse().map_err(|e| {
+                    ConfigError(format!("{}: node.ceiling_mode = {e}", at(m.span().start)))
+                })?;
             }
         }
 
         if let Some(sb) = &raw.backend {
-            let what = format!("{origin}:{}: backend", line_of(text, sb.span().start));
-            cfg.layers = backend::parse(&what, sb.get_ref())?;
+            let what = format!("{origin}:{}: backend", table_line(text, "backend"));
+            cfg.layers = backend::parse(&what, sb)?;
         }
 
         if let Some(sp) = &raw.provisioned {
-            let what = format!("{origin}:{}: provisioned", line_of(text, sp.span().start));
-            cfg.provisioned = Some(provisioned::parse(&what, sp.get_ref())?);
+            let what = format!("{origin}:{}: provisioned", table_line(text, "provisioned"));
+            cfg.provisioned = Some(provisioned::parse(&what, sp)?);
         }
 
-        if let Some(sc) = raw.capacity {
-            let what = format!("{origin}:{}: capacity", line_of(text, sc.span().start));
-            let mut c = sc.into_inner();
+        if let Some(mut c) = raw.capacity {
+            let what = format!("{origin}:{}: capacity", table_line(text, "capacity"));
             cfg.array = array::parse(
                 &what,
                 array::RawArray {
@@ -465,77 +494,107 @@ impl NodeConfig {
             .map(|(n, _)| n.to_string())
             .collect();
         for sp in &raw.policy {
-            let at = format!("{origin}:{}", line_of(text, sp.span().start));
             let p = sp.get_ref();
-            let ctx = |msg: String| ConfigError(format!("{at}: policy {:?}: {msg}", p.name));
-            if !valid_name(&p.name) {
+            let name = p.name.get_ref();
+            // Errors point at the key that is wrong: the name's line, or the kind's table.
+            let ctx_at = |offset: usize| {
+                let where_ = at(offset);
+                move |msg: String| ConfigError(format!("{where_}: policy {name:?}: {msg}"))
+            };
+            let ctx = ctx_at(p.name.span().start);
+            if !valid_name(name) {
                 return Err(ctx(format!("invalid name; names are {NAME_RULE}")));
             }
-            if !names.insert(p.name.clone()) {
+            if !names.insert(name.clone()) {
                 return Err(ctx(
                     "duplicate policy name (extreme, performance and value are built in)".into(),
                 ));
             }
             let policy = match (&p.fixed, &p.adaptive, &p.provisioned) {
-                (Some(f), None, None) => Policy::Fixed(fixed(f).map_err(ctx)?),
-                (None, Some(a), None) => Policy::Adaptive(adaptive(a).map_err(ctx)?),
-                (None, None, Some(v)) => Policy::Provisioned(burst::provisioned(v).map_err(ctx)?),
+                (Some(f), None, None) => {
+                    let ctx = ctx_at(f.span().start);
+                    let pol = Policy::Fixed(fixed(f.get_ref()).map_err(&ctx)?);
+                    pol.validate().map_err(|e| ctx(e.to_string()))?;
+                    pol
+                }
+                (None, Some(a), None) => {
+                    let ctx = ctx_at(a.span().start);
+                    let pol = Policy::Adaptive(adaptive(a.get_ref()).map_err(&ctx)?);
+                    pol.validate().map_err(|e| ctx(e.to_string()))?;
+                    pol
+                }
+                (None, None, Some(v)) => {
+                    let ctx = ctx_at(v.span().start);
+                    let pol = Policy::Provisioned(burst::provisioned(v.get_ref()).map_err(&ctx)?);
+                    pol.validate().map_err(|e| ctx(e.to_string()))?;
+                    pol
+                }
                 _ => {
-                    return Err(ctx(
+                    return Err(ctx_at(sp.span().start)(
                         "exactly one of `fixed`, `adaptive` or `provisioned` must be given".into(),
                     ))
                 }
             };
-            policy.validate().map_err(|e| ctx(e.to_string()))?;
             cfg.policies.push(PolicySpec {
-                name: p.name.clone(),
+                name: name.clone(),
                 policy,
             });
         }
 
         let mut vol_names = BTreeSet::new();
         for sv in &raw.volume {
-            let at = format!("{origin}:{}", line_of(text, sv.span().start));
             let v = sv.get_ref();
-            let ctx = |msg: String| ConfigError(format!("{at}: volume {:?}: {msg}", v.name));
-            if !valid_name(&v.name) {
+            let name = v.name.get_ref();
+            let ctx_at = |offset: usize| {
+                let where_ = at(offset);
+                move |msg: String| ConfigError(format!("{where_}: volume {name:?}: {msg}"))
+            };
+            let ctx = ctx_at(v.name.span().start);
+            if !valid_name(name) {
                 return Err(ctx(format!("invalid name; names are {NAME_RULE}")));
             }
-            if !vol_names.insert(v.name.clone()) {
+            if !vol_names.insert(name.clone()) {
                 return Err(ctx("duplicate volume name".into()));
             }
-            let size = volume_size(&v.size).map_err(ctx)?;
-            let reserve = match v.snapshot_reserve_percent {
+            let size = volume_size(v.size.get_ref()).map_err(ctx_at(v.size.span().start))?;
+            let reserve = match &v.snapshot_reserve_percent {
                 None => 5,
-                Some(r @ 0..=90) => r as u8,
+                Some(r) if (0..=90).contains(r.get_ref()) => *r.get_ref() as u8,
                 Some(r) => {
-                    return Err(ctx(format!(
-                        "snapshot_reserve_percent = {r}: allowed range is 0 to 90"
+                    return Err(ctx_at(r.span().start)(format!(
+                        "snapshot_reserve_percent = {}: allowed range is 0 to 90",
+                        r.get_ref()
                     )))
                 }
             };
             if let Some(pn) = &v.policy {
-                if !names.contains(pn) {
+                if !names.contains(pn.get_ref()) {
                     let known: Vec<&str> = names.iter().map(String::as_str).collect();
-                    return Err(ctx(format!(
-                        "policy = {pn:?} is not defined; defined policies: {}",
+                    return Err(ctx_at(pn.span().start)(format!(
+                        "policy = {:?} is not defined; defined policies: {}",
+                        pn.get_ref(),
                         known.join(", ")
                     )));
                 }
             }
             cfg.volumes.push(VolumeSpec {
-                name: v.name.clone(),
+                name: name.clone(),
                 size,
                 snapshot_reserve_percent: reserve,
                 read_only: v.read_only.unwrap_or(false),
                 description: v.description.clone().unwrap_or_default(),
-                policy: v.policy.clone(),
+                policy: v.policy.as_ref().map(|p| p.get_ref().clone()),
             });
         }
         if let Some(d) = &cfg.default_export {
             if !vol_names.contains(d) {
+                let at = cfg
+                    .sources
+                    .get("node.default_export")
+                    .cloned()
+                    .unwrap_or_else(|| origin.to_string());
                 return Err(ConfigError(format!(
-                    "{origin}: node.default_export = {d:?} is not a declared volume"
+                    "{at}: node.default_export = {d:?} is not a declared volume"
                 )));
             }
         }
@@ -545,6 +604,25 @@ impl NodeConfig {
 
 fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line where top-level table `name` is first declared: a `[name]` or `[name.sub]`
+/// header, or a `name = {...}` / `name.key = ...` key (1 when not found).
+fn table_line(text: &str, name: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start();
+            let key = t
+                .strip_prefix('[')
+                .map(|h| h.trim_start())
+                .unwrap_or(t)
+                .trim_start_matches('"');
+            key.strip_prefix(name).is_some_and(|rest| {
+                let rest = rest.trim_start_matches('"').trim_start();
+                rest.starts_with(']') || rest.starts_with('.') || rest.starts_with('=')
+            })
+        })
+        .map_or(1, |i| i + 1)
 }
 
 fn volume_size(v: &NumOrStr) -> Result<u64, String> {

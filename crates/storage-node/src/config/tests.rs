@@ -63,7 +63,7 @@ volume c size=4096 reserve=5 ro=false policy=None
 fn bad_unit_names_line_field_and_forms() {
     check_err_contains(
         "\n[[volume]]\nname = \"a\"\nsize = \"10XB\"\n",
-        &["node.toml:2", "volume \"a\"", "size", "10XB", "KiB"],
+        &["node.toml:4", "volume \"a\"", "size", "10XB", "KiB"],
     );
 }
 
@@ -71,7 +71,7 @@ fn bad_unit_names_line_field_and_forms() {
 fn negative_and_absurd_sizes() {
     check_err_contains(
         "[[volume]]\nname = \"a\"\nsize = -5\n",
-        &["node.toml:1", "size = -5", "negative"],
+        &["node.toml:3", "size = -5", "negative"],
     );
     check_err_contains(
         "[[volume]]\nname = \"a\"\nsize = \"-5GB\"\n",
@@ -102,7 +102,7 @@ fn unknown_policy_lists_known_ones() {
 fn fixed_floor_above_ceiling() {
     check_err_contains(
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 100, min_throughput_iops = 200 }\n",
-        &["node.toml:1", "policy \"p\"", "min_throughput_iops"],
+        &["node.toml:3", "policy \"p\"", "min_throughput_iops"],
     );
 }
 
@@ -156,7 +156,7 @@ fn structural_errors() {
     );
     check_err_contains(
         "[[volume]]\nname = \"a\"\nsize = 1\n[[volume]]\nname = \"a\"\nsize = 1\n",
-        &["node.toml:4", "duplicate volume name"],
+        &["node.toml:5", "duplicate volume name"],
     );
     check_err_contains("[[volume]]\nname = \"a/b\"\nsize = 1\n", &["invalid name"]);
     check_err_contains(
@@ -227,7 +227,7 @@ fn policy_weight() {
     assert_eq!(cfg.policies[0].policy.weight(), 3);
     check_err_contains(
         "[[policy]]\nname = \"w\"\nadaptive = { peak_iops = 100, weight = 0 }\n",
-        &["node.toml:1", "adaptive.weight = 0", "1 to 10000"],
+        &["node.toml:3", "adaptive.weight = 0", "1 to 10000"],
     );
 }
 
@@ -308,7 +308,7 @@ policy st1-lab=Provisioned(ProvisionedPolicy { model: EbsSt1, bucket_scale: 0.01
     check_err_contains(
         "[[policy]]\nname = \"p\"\nprovisioned = { model = \"gp3\" }\n",
         &[
-            "node.toml:1",
+            "node.toml:3",
             "provisioned.model",
             "gp3",
             "ebs-gp2, ebs-st1",
@@ -536,4 +536,37 @@ fn backend_layers() {
         &["backend.delay.write", "\"fast\"", "785us"],
     );
     check_err_contains("[backend]\nslow = true\n", &["unknown field `slow`"]);
+}
+
+/// Errors point at the field that is wrong, not at its table's header (issue 24), and a
+/// table made by a dotted header alone (`[capacity.latency]`) parses like an inline one.
+#[test]
+fn errors_name_the_fields_line_and_dotted_tables_parse() {
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\ndescription = \"x\"\nsize = \"5XB\"\n",
+        &["node.toml:4: volume \"a\": size"],
+    );
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = 1\n\nsnapshot_reserve_percent = 95\n",
+        &["node.toml:5: volume \"a\": snapshot_reserve_percent = 95"],
+    );
+    check_err_contains(
+        "[[volume]]\nname = \"a\"\nsize = 1\npolicy = \"gold\"\n",
+        &["node.toml:4: volume \"a\": policy = \"gold\""],
+    );
+    check_err_contains(
+        "[node]\ndata_dir = \"d\"\nlisten_tcp = \"nowhere\"\n",
+        &["node.toml:3: node.listen_tcp = \"nowhere\""],
+    );
+    let cfg = NodeConfig::parse(
+        "[node]\nlisten_unix = \"nbd.sock\"\n\n[capacity.latency]\nread = { fixed = \"785us\" }\n",
+        "node.toml",
+    )
+    .unwrap();
+    assert_eq!(cfg.array.latency.read.fixed_ns, 785_000);
+    assert_eq!(cfg.sources["node.listen_unix"], "node.toml:2");
+    check_err_contains(
+        "\n[capacity.latency]\nread = { fixed = \"forever\" }\n",
+        &["node.toml:2: capacity.latency.read.fixed"],
+    );
 }
