@@ -25,105 +25,84 @@ use crate::ui::TerminalUi;
 #[derive(Args)]
 #[command(after_help = "\
 EXAMPLES:
-  qoslab bench examples/bench-qos500.toml             # a plan on the embedded node
+  qoslab bench plan.toml                              # a plan on the embedded node (docs/BENCH.md)
   qoslab bench --profile dbench --runtime 5s          # dbench on an unlimited embedded volume
-  qoslab bench --profile dbench --target 'nbd+unix:///vol500?socket=/run/qoslab.sock'
-  qoslab bench --profile dbench --target /mnt/scratch # a directory: DIR/fiotest, libaio, direct=1
-  qoslab bench plan.toml --node http://127.0.0.1:8080 --volume vol500   # a volume on a running node
+  qoslab bench --profile dbench --target /mnt/scratch # a directory: DIR/qoslab-fiotest, removed after
+  qoslab bench plan.toml --node https://10.0.0.5:8080 # the plan's volumes on a running node
+  qoslab bench --profile dbench --node --volume vol500  # a volume on the node of `qoslab login`
   qoslab bench plan.toml --client 10.0.0.2,8765 --client 10.0.0.3,8765   # fio client/server
-  qoslab bench plan.toml --json > run.json
-  qoslab bench --profile ramp --min-iops 1000 --max-iops 10000 --runs 10 --scale 0.05
-  qoslab bench examples/seed001-ramp.toml             # three concurrent ramp systems
-  qoslab bench --suite network --hosts node1,node2,node3 --rated-mbps 10000
-  qoslab bench --suite disks --hosts node1 --devices node1:/dev/sdb,node1:/dev/sdc --iterations 3
-  qoslab bench --suite nfs --hosts lg1,lg2 --targets lg1:/mnt/nfs,lg2:/mnt/nfs --target-ram 64GiB
 
-Exit status: 0 all expectations hold; 1 an expectation failed or a fio run failed;
-3 none failed but some were inconclusive (a shortfall or latency excess while the load
-generator was short of CPU or the host was shared: the measurement, not the target, was
-the limit; --strict makes that 1); 2 usage or plan error.
+Exit status: 0 every check held (or there were none: DONE); 1 a check failed or a job
+failed; 3 none failed but some were inconclusive (the job's diagnosis explains the miss:
+a starved load generator, a shared host; --strict makes that 1); 2 usage or plan error
+(nothing runs, nothing is stored).
 
-Every job gets a diagnosis (qos-bound, device-bound, node-cpu-bound, client-cpu-bound,
-network-bound, noisy-host, unconstrained) from host tool sets sampled every second while
-it runs (CPU, run queue, memory, iostat -x, NICs, CPU of fio and the node), and a
-steady-state check on its 500 ms windows: docs/DIAGNOSIS.md. Results go to the SQLite database (--db, default $QOSLAB_DB or
-./qoslab-results.db): see `qoslab results`. Plan format: docs/BENCH.md.")]
+--node's connection (-u, --cacert, -k, --data-dir, --token-file) works as for every client
+command, and falls back on the environment and `qoslab login` (see `qoslab login --help`).
+Results go to --db (default $QOSLAB_DB or ./qoslab-results.db): `qoslab results`,
+`qoslab report RUN`. Plan format and targets: docs/BENCH.md; diagnoses: docs/DIAGNOSIS.md.")]
 pub struct BenchArgs {
     /// Plan file (TOML). Without one, --profile runs on --target.
     plan: Option<PathBuf>,
-    /// Built-in profile to run without a plan (the workload families below that offer one).
+    /// Built-in profile to run without a plan (`qoslab help bench NAME` for its options).
     #[arg(long, value_parser = profiles())]
     profile: Option<String>,
-    /// A system suite (seed 002) on the hosts of --hosts, reached over ssh: the network mesh,
-    /// disks, or fio client/server on NFS/iSCSI/block/dir targets (docs/SUITES.md).
+    /// A system suite (seed 002) on the hosts of --hosts, over ssh (`qoslab help bench suite`).
     #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
     suite: Option<String>,
-    /// Let the plan's fio options run programs (exec_prerun, exec_postrun, ioengine=exec,
-    /// an external ioengine): refused by default, since a plan is data (docs/BENCH.md).
+    /// Let the plan's fio options run programs (exec_prerun, ioengine=exec, ...): refused
+    /// by default, since a plan is data.
     #[arg(long)]
     allow_exec: bool,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
-    /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device. The
-    /// tenants family takes a directory (a subdirectory per tenant) or block devices
-    /// /dev/X,/dev/Y (one per tenant, fio classes only); QoS is then the target's own.
+    /// volumes), an nbd:// or nbd+unix:// URI, a file, a directory or a block device.
     #[arg(long, conflicts_with = "node")]
     target: Option<String>,
-    /// A running qoslab node's REST API (e.g. https://127.0.0.1:8080; `--node` alone: the
-    /// client context's, $QOSLAB_URL or `qoslab login`'s): the volume named by --volume is
-    /// looked up there (its NBD URI and effective limits, which expectations such as
-    /// `iops >= policy.ceiling * 0.95` use). The tenants family takes --node alone: it
-    /// creates its tenants' volumes (and missing policies) there and deletes them after.
+    /// A running qoslab node (its REST API; alone: $QOSLAB_URL or `qoslab login`'s): each
+    /// workload's volume is looked up there, the plan's missing policies and volumes are
+    /// created there and deleted after.
     #[arg(long, value_name = "URL", num_args = 0..=1)]
     node: Option<Option<String>>,
-    /// The volume on --node to run against.
+    /// Run on this existing volume of --node (a plan without volumes, or a profile).
     #[arg(long, requires = "node")]
     volume: Option<String>,
-    /// fio runtime per job, e.g. 5s (default: the plan's, else dbench's 15s); the ramp profile: each
-    /// run's length before --scale (default 320s); the provisioned profile: each time-based step
-    /// (default 60s x --scale, at least 2s; burst steps run until the credits are out);
-    /// --suite network: each iperf3 test (default 10s); the other suites: each fio job (default
-    /// the seed's 60s).
+    /// Runtime per job, e.g. 5s (default: the plan's, else dbench's 15s; each family's page
+    /// says what it times).
     #[arg(long, value_parser = duration)]
     runtime: Option<f64>,
-    /// fio ramp time per job, e.g. 2s (default: the plan's, else 2s); --suite network: iperf3's
-    /// omitted start (default 1s).
+    /// Ramp (warm-up) time per job, e.g. 2s (default: the plan's, else 2s).
     #[arg(long, value_parser = duration)]
     ramp: Option<f64>,
-    /// Shrink a profile's sizes and times together by this factor. ramp: the cycle, the
-    /// runtime and the write-cycle limit (default 1: 0.05 turns 80 s cycles into 4 s ones
-    /// with a 2.25 s limit); provisioned: the file system's caches and credit buckets, or a
-    /// volume model's buckets (default 0.005 on the embedded node, 1 elsewhere).
+    /// Shrink a profile's sizes and times together (ramp, provisioned: see their pages).
     #[arg(long, value_name = "FACTOR")]
     scale: Option<f64>,
     /// Remote load generator running `fio --server` (HOST or HOST,PORT); repeatable.
     #[arg(long = "client", value_name = "HOST,PORT")]
     clients: Vec<String>,
-    /// Print the stored run as JSON (docs/BENCH.md) instead of the human summary.
+    /// Print the stored run as JSON instead of the human summary.
     #[arg(long)]
     json: bool,
-    /// Results database.
+    /// Results database [default: $QOSLAB_DB, else ./qoslab-results.db].
     #[arg(long)]
     db: Option<PathBuf>,
     /// --node: a file holding the API's bearer token (or use -u USER[:PASSWORD]).
-    #[arg(long, value_name = "FILE", requires = "node")]
+    #[arg(long, value_name = "FILE", requires = "node", hide = true)]
     token_file: Option<PathBuf>,
     /// --node: how to trust and authenticate to the node's HTTPS API.
     #[command(flatten)]
     conn: crate::http_client::ConnArgs,
-    /// Do not sample the hosts' tool sets (CPU, disks, NICs, processes) while jobs run;
-    /// diagnoses then rest on the node's counters alone.
+    /// Do not sample the hosts' tool sets (CPU, disks, NICs) while jobs run.
     #[arg(long)]
     no_tools: bool,
     /// Count inconclusive verdicts as failures (exit 1 instead of 3).
     #[arg(long)]
     strict: bool,
-    /// Run each fio job until it is steady (fio stops it once 5 one-second IOPS samples lie
-    /// within 10% of their mean), at most MAX (default 60s); each job's stored windows are
-    /// then checked by SNIA's rule (docs/DIAGNOSIS.md).
+    /// Run each fio job until it is steady (5 one-second IOPS samples within 10% of their
+    /// mean), at most MAX (default 60s).
     #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "60s", value_parser = duration)]
     until_steady: Option<f64>,
-    /// Run every job N times (the plan's `iterations`); reports give each job's mean and
-    /// spread, and `qoslab compare` judges changes against it.
+    /// Run every job N times: reports give each job's spread, `qoslab compare` judges
+    /// changes against it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     iterations: Option<u32>,
     #[command(flatten)]
@@ -162,15 +141,134 @@ impl clap::Args for FamilyArgs {
     }
 }
 
-/// `qoslab bench --help`'s list of workload families, from the registry, before the
-/// examples.
+/// The ids of the options `f` adds to `qoslab bench`.
+fn family_arg_ids(f: &dyn harness::Family) -> Vec<String> {
+    f.cli(clap::Command::new("x"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+/// The connection options `bench` shares with every client command (documented there).
+const CONNECTION_ARGS: [&str; 4] = ["data_dir", "cacert", "insecure", "user"];
+
+/// `qoslab bench --help`: short. The common options and the list of workload families
+/// (from the registry); each family's own options are on its page ([`family_page`]), and
+/// the connection options on `qoslab login --help`.
 pub(crate) fn with_families_help(cmd: clap::Command) -> clap::Command {
     cmd.mut_subcommand("bench", |b| {
         let after = b
             .get_after_help()
             .map(|s| s.to_string())
             .unwrap_or_default();
-        b.after_help(format!("{}\n{after}", workloads::registry().help()))
+        let registry = workloads::registry();
+        let mut hidden: Vec<String> = registry
+            .families()
+            .iter()
+            .flat_map(|f| family_arg_ids(*f))
+            .collect();
+        hidden.extend(CONNECTION_ARGS.iter().map(|s| s.to_string()));
+        let b = hidden
+            .iter()
+            .fold(b, |b, id| b.mut_arg(id.as_str(), |a| a.hide(true)));
+        b.after_help(format!(
+            "{}  Each family's options: `qoslab help bench NAME`, or --help after --profile NAME.\n\n{after}",
+            registry.help()
+        ))
+    })
+}
+
+/// The family `qoslab help bench NAME` or `qoslab bench --profile NAME --help` asks for
+/// (a family, profile or suite name).
+fn family_named(name: &str) -> Option<&'static dyn harness::Family> {
+    let registry = workloads::registry();
+    registry.get(name).or_else(|| {
+        registry
+            .families()
+            .iter()
+            .copied()
+            .find(|f| f.suites().contains(&name))
+    })
+}
+
+/// One family's help page: what it does, how to run it, and its own options.
+pub(crate) fn family_page(name: &str) -> Option<String> {
+    let f = family_named(name)?;
+    let mut how: Vec<String> = Vec::new();
+    if f.offers_profile() {
+        how.push(format!("qoslab bench --profile {} [OPTIONS]", f.name()));
+    }
+    if !f.suites().is_empty() {
+        how.push(format!(
+            "qoslab bench --suite {} --hosts ... [OPTIONS]",
+            f.suites().join("|")
+        ));
+    }
+    if !f.tables().is_empty() {
+        how.push(format!(
+            "qoslab bench PLAN.toml [OPTIONS]      (a plan with {})",
+            f.tables().join(" ")
+        ));
+    }
+    if f.job_set().is_some() {
+        how.push(format!("[[workload]] profile = \"{}\" in a plan", f.name()));
+    }
+    let options = f
+        .cli(
+            clap::Command::new("qoslab bench")
+                .disable_help_flag(true)
+                .help_template("{all-args}"),
+        )
+        .render_help()
+        .to_string();
+    let options = if options.trim().is_empty() {
+        "No options of its own.\n".to_string()
+    } else {
+        options
+    };
+    Some(format!(
+        "{}: {}\n\nUsage:\n{}\n\n{}\nThe options every family shares (--target, --node, --runtime, --db, ...): \
+         qoslab bench --help.\n",
+        f.name(),
+        f.about(),
+        how.iter()
+            .map(|h| format!("  {h}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        options.trim_end().to_string() + "\n"
+    ))
+}
+
+/// A help request clap cannot route: `qoslab help bench NAME`, or `qoslab bench ...
+/// --profile NAME ... --help` (also `--suite NAME`). The page to print, if it is one.
+pub(crate) fn family_help_request(args: &[String]) -> Option<String> {
+    let words: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    if let ["help", "bench", name] = words[..] {
+        return Some(family_page(name).unwrap_or_else(|| {
+            format!(
+                "qoslab help bench: no family {name:?}; families: {}\n",
+                workloads::registry()
+                    .families()
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }));
+    }
+    let bench = words.iter().position(|w| *w == "bench")?;
+    let rest = &words[bench + 1..];
+    if !rest.iter().any(|w| *w == "--help" || *w == "-h") {
+        return None;
+    }
+    rest.iter().enumerate().find_map(|(i, w)| {
+        let name = match *w {
+            "--profile" | "--suite" => rest.get(i + 1).copied(),
+            w => w
+                .strip_prefix("--profile=")
+                .or_else(|| w.strip_prefix("--suite=")),
+        }?;
+        family_page(name)
     })
 }
 

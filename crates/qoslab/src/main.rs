@@ -5,6 +5,7 @@ mod bench;
 mod compare_cmd;
 mod context;
 mod demo;
+mod docs_cmd;
 mod http_client;
 mod login_cmd;
 mod nfs_cmd;
@@ -27,13 +28,25 @@ mod volume_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+/// Where to start, at the end of `qoslab --help`.
+const START_HERE: &str = "\
+START HERE:
+  qoslab demo                          seed 000's QoS ceilings and seed 001's floors on an embedded
+                                       node, with reports (~5 min): what qoslab proves, end to end
+  qoslab bench --profile dbench --target /mnt/scratch
+                                       dbench on your own storage (a directory, device or nbd:// URI)
+  qoslab serve --detach                a node in ./qoslab-data (NBD, REST API on https://127.0.0.1:8080);
+                                       then `qoslab user create`, `qoslab login`, `qoslab volume create`
+  qoslab bench PLAN.toml --node        a plan's policies and volumes on that node, fio, verdicts
+
+  `qoslab COMMAND --help` for each command; `qoslab help bench NAME` for a workload family;
+  README.md and docs/ for the rest.";
+
 /// qoslab — a storage QoS lab: volumes over NBD under ONTAP-style QoS policies.
 #[derive(Parser)]
-#[command(name = "qoslab", version, about, long_about = None)]
+#[command(name = "qoslab", version, about, long_about = None, after_help = START_HERE)]
 struct Cli {
-    /// Log level: error, warn, info, debug, trace (default: info for serve, warn for the
-    /// other commands, whose own output would otherwise interleave with an embedded
-    /// node's logs).
+    /// Log level: error, warn, info, debug, trace (default: info for serve, else warn).
     #[arg(long, global = true)]
     log_level: Option<tracing::Level>,
     #[command(subcommand)]
@@ -81,13 +94,22 @@ enum Command {
     Logout,
     /// NFSv3 on its own: serve directories as exports (no QoS; docs/NFS.md).
     Nfs(nfs_cmd::NfsArgs),
+    /// Shell completions (bash, zsh, fish, ...) on standard output.
+    Completions(docs_cmd::CompletionsArgs),
+    /// Man pages for every command, written to a directory.
+    Man(docs_cmd::ManArgs),
 }
 
 fn main() -> std::process::ExitCode {
     // The one owner of SIGINT/SIGTERM/SIGHUP: what a run registers is torn down in order,
     // then the process exits with 128 + the signal (`serve` stops gracefully instead).
     lifecycle::install();
-    let matches = bench::with_families_help(Cli::command()).get_matches();
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(page) = bench::family_help_request(&args) {
+        print!("{page}");
+        return std::process::ExitCode::SUCCESS;
+    }
+    let matches = full_command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     tracing_subscriber::fmt()
         .with_max_level(cli.log_level.unwrap_or(match cli.command {
@@ -119,6 +141,8 @@ fn main() -> std::process::ExitCode {
         Command::Login(args) => login_cmd::login(args),
         Command::Logout => login_cmd::logout(),
         Command::Nfs(args) => nfs_cmd::run(args),
+        Command::Completions(args) => docs_cmd::completions(args, full_command()),
+        Command::Man(args) => docs_cmd::man(args, full_command()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -127,6 +151,11 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// The whole command tree, as `--help`, completions and man pages show it.
+fn full_command() -> clap::Command {
+    bench::with_families_help(Cli::command())
 }
 
 /// `qoslab s3-driver`: serve the coordinator's commands over stdin and stdout.
