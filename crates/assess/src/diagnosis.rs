@@ -544,7 +544,7 @@ pub fn diagnose(i: &Inputs) -> Diagnosis {
     if i.hosts.is_empty() {
         return node_waits(i).unwrap_or_else(|| Diagnosis {
             bottleneck: Bottleneck::NotMeasured,
-            reason: "tool sets were off (--no-tools): the hosts were not examined".into(),
+            reason: "no host samples over the job (tool sets off, or the job ended before the first 1 s sample): the hosts were not examined".into(),
             figures: Vec::new(),
         });
     }

@@ -21,15 +21,82 @@ pub enum ExecError {
     },
     #[error("running fio: {0} (is fio installed and on PATH?)")]
     Spawn(std::io::Error),
-    #[error("fio exited with {status} and no JSON output; stderr: {stderr}")]
+    /// fio printed no JSON: `stderr` is all it wrote there (its first lines in the message).
+    #[error(
+        "fio exited with {status} and no JSON output: {}",
+        first_lines(stderr, 3)
+    )]
     Failed { status: String, stderr: String },
     #[error("{0}")]
     Parse(#[from] ParseError),
 }
 
+/// The first `n` non-empty lines of fio's stderr, joined with " | " (what a person reads
+/// first; the whole text is stored).
+pub fn first_lines(stderr: &str, n: usize) -> String {
+    stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+impl ExecError {
+    /// Everything worth keeping about the failure: the message and, for a fio that failed,
+    /// all of its stderr.
+    pub fn full_text(&self) -> String {
+        match self {
+            ExecError::Failed { status, stderr } => {
+                format!(
+                    "fio exited with {status} and no JSON output; fio said:\n{}",
+                    stderr.trim_end()
+                )
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+/// What `fio --parse-only` said about a job file: its complaint, condensed to the lines
+/// that name the problem (`fio: failed parsing rw=randred`, `Bad option <iodeth=16>`,
+/// `Did you mean iodepth?`, the valid values).
+pub fn parse_only_complaint(stdout: &str, stderr: &str) -> String {
+    let mut lines: Vec<String> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.ends_with("dropped"))
+        .map(str::to_string)
+        .collect();
+    let values: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let l = l
+                .strip_prefix("valid values:")
+                .or_else(|| l.strip_prefix(':'))?;
+            l.split_whitespace().next()
+        })
+        .collect();
+    if !values.is_empty() {
+        lines.push(format!("valid values: {}", values.join(", ")));
+    }
+    if lines.is_empty() {
+        lines.push(first_lines(stdout, 3));
+    }
+    lines.join("; ")
+}
+
 /// Runs fio job files.
 pub trait Executor {
     fn run(&self, job: &JobFile) -> Result<FioOutput, ExecError>;
+    /// Check a job file without running it (`fio --parse-only`): `Err` holds fio's
+    /// complaint. Executors that cannot check accept everything.
+    fn parse_only(&self, job: &JobFile) -> Result<(), String> {
+        let _ = job;
+        Ok(())
+    }
     /// A short description for the results store ("local fio", "fio clients a:1,b:2").
     fn describe(&self) -> String;
 }
@@ -146,15 +213,17 @@ fn finish(
     stderr: &str,
 ) -> Result<FioOutput, ExecError> {
     match FioOutput::parse(stdout) {
-        Ok(o) => Ok(o),
+        Ok(mut o) => {
+            o.stderr = stderr.to_string();
+            Ok(o)
+        }
         Err(e) if status.success() => Err(e.into()),
         Err(_) => {
-            let mut tail: Vec<&str> = stderr.lines().rev().take(8).collect();
-            tail.reverse();
-            let mut msg = tail.join(" | ");
-            if msg.is_empty() {
-                msg = stdout.chars().take(400).collect();
-            }
+            let msg = if stderr.trim().is_empty() {
+                stdout.chars().take(400).collect()
+            } else {
+                stderr.to_string()
+            };
             Err(ExecError::Failed {
                 status: status.to_string(),
                 stderr: msg,
@@ -183,7 +252,30 @@ impl RealFio {
     }
 }
 
+/// `fio --parse-only JOBFILE` with `fio`: fio's complaint when it exits non-zero.
+fn parse_only_with(fio: &str, dir: &Path, job: &JobFile) -> Result<(), String> {
+    let path = write_jobfile(dir, job).map_err(|e| e.to_string())?;
+    let out = Command::new(fio)
+        .arg("--parse-only")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running fio --parse-only: {e} (is fio installed and on PATH?)"))?;
+    let _ = std::fs::remove_file(&path);
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(parse_only_complaint(
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    ))
+}
+
 impl Executor for RealFio {
+    fn parse_only(&self, job: &JobFile) -> Result<(), String> {
+        parse_only_with(&self.fio, &self.workdir, job)
+    }
+
     fn run(&self, job: &JobFile) -> Result<FioOutput, ExecError> {
         let path = write_jobfile(&self.workdir, job)?;
         let mut cmd = Command::new(&self.fio);
@@ -218,6 +310,11 @@ impl RemoteFio {
 }
 
 impl Executor for RemoteFio {
+    /// Checked by this machine's fio (the load generators run the same job file).
+    fn parse_only(&self, job: &JobFile) -> Result<(), String> {
+        parse_only_with(&self.fio, &self.workdir, job)
+    }
+
     fn run(&self, job: &JobFile) -> Result<FioOutput, ExecError> {
         let path = write_jobfile(&self.workdir, job)?;
         let mut cmd = Command::new(&self.fio);
@@ -280,6 +377,30 @@ pub fn fio_version(fio: &str) -> String {
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod complaint_tests {
+    use super::*;
+
+    /// fio 3.33's own words for two typos (captured from `fio --parse-only`).
+    #[test]
+    fn parse_only_complaints_keep_fios_words() {
+        let c = parse_only_complaint(
+            "        valid values: read       Sequential read\n                    : write      Sequential write\n                    : randread   Random read\n",
+            "fio: failed parsing rw=randred\nfio: job j dropped\n",
+        );
+        assert_eq!(
+            c,
+            "fio: failed parsing rw=randred; valid values: read, write, randread"
+        );
+        let c = parse_only_complaint(
+            "",
+            "Bad option <iodeth=16>\nDid you mean iodepth?\nfio: job j dropped\n",
+        );
+        assert_eq!(c, "Bad option <iodeth=16>; Did you mean iodepth?");
+        assert_eq!(first_lines("\na\n\nb\nc\nd\n", 3), "a | b | c");
+    }
 }
 
 #[cfg(test)]

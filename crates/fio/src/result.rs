@@ -163,6 +163,9 @@ pub struct FioOutput {
     pub jobs: Vec<JobResult>,
     /// The JSON text exactly as fio printed it (from the first `{`).
     pub raw: String,
+    /// What fio wrote to stderr (its reasons: `you need to specify size=`), all of it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr: String,
 }
 
 impl FioOutput {
@@ -218,6 +221,7 @@ impl FioOutput {
             fio_version,
             jobs,
             raw,
+            stderr: String::new(),
         })
     }
 

@@ -196,6 +196,13 @@ pub trait FamilyPlan: AsAny + std::fmt::Debug + Send {
     fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
         Ok(String::new())
     }
+
+    /// The fio job files the plan's user wrote options for, each with the plan location
+    /// that wrote them (`plan.toml:12: workload "w"`), without target or time options:
+    /// [`Plan::check_jobs`] has fio parse them before anything runs.
+    fn job_files(&self) -> Vec<(String, fio::JobFile)> {
+        Vec::new()
+    }
 }
 
 /// A plan: the common part and one family's work.
@@ -228,6 +235,26 @@ impl Plan {
 
     pub fn steps(&self) -> Vec<Step> {
         self.body.steps()
+    }
+
+    /// Have fio parse every job file the plan's user wrote options for
+    /// ([`FamilyPlan::job_files`], with the target's options `target_opts`) before
+    /// anything runs or is stored: a typo (`rw = "randred"`, `iodeth = 16`) is a plan
+    /// error at the plan's line, in fio's own words.
+    pub fn check_jobs(
+        &self,
+        exec: &dyn fio::Executor,
+        target_opts: &[(String, String)],
+    ) -> Result<(), PlanError> {
+        for (at, mut file) in self.body.job_files() {
+            for (k, v) in target_opts {
+                file.global.set(k, v.clone());
+            }
+            if let Err(complaint) = exec.parse_only(&file) {
+                return Err(PlanError(format!("{at}: fio rejects the job: {complaint}")));
+            }
+        }
+        Ok(())
     }
 
     /// Keep only the work on `volumes` ([`FamilyPlan::retain_volumes`]).

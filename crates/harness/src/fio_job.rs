@@ -60,6 +60,8 @@ pub struct JobOutcome {
     /// What limited the job (None when fio failed).
     pub diagnosis: Option<assess::Diagnosis>,
     pub steady: Option<assess::steady::SteadyState>,
+    /// What fio wrote to stderr (its reasons when it reported an error).
+    pub stderr: String,
 }
 
 /// Run `job` as job `seq` (1-based) of the run. A failed fio run fails the job's
@@ -117,12 +119,23 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                 verdicts = verdicts
                     .into_iter()
                     .map(|v| {
-                        let detail = format!("fio reported error {}; {}", primary.error, v.detail);
+                        let detail = format!(
+                            "fio reported error {}: {}; {}",
+                            primary.error,
+                            fio::executor::first_lines(&out.stderr, 1),
+                            v.detail
+                        );
                         v.failed(detail)
                     })
                     .collect();
             }
             ctx.finish_job(id, Ok(&out), &verdicts)?;
+            if failed {
+                // fio's reason (`you need to specify size=`) is on its stderr: all of it is
+                // kept with the job, its first lines go in the summary.
+                ctx.store
+                    .set_job_error(id, &fio_error_text(primary.error, &out.stderr))?;
+            }
             ctx.store
                 .set_assessment(id, Some(&diagnosis), steady.as_ref())?;
             Ok(JobOutcome {
@@ -131,10 +144,12 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                 failed,
                 diagnosis: Some(diagnosis),
                 steady,
+                stderr: out.stderr.clone(),
             })
         }
         Err(e) => {
             let msg = e.to_string();
+            let stored = e.full_text();
             let verdicts: Vec<Verdict> = job
                 .expect
                 .iter()
@@ -148,14 +163,48 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                     )
                 })
                 .collect();
-            ctx.finish_job(id, Err(&msg), &verdicts)?;
+            ctx.finish_job(id, Err(&stored), &verdicts)?;
             Ok(JobOutcome {
                 result: Err(msg),
                 verdicts,
                 failed: true,
                 diagnosis: None,
                 steady: None,
+                stderr: String::new(),
             })
         }
+    }
+}
+
+/// A job fio ended with an error: the error's meaning and everything fio wrote to stderr.
+pub fn fio_error_text(code: i64, stderr: &str) -> String {
+    let meaning = std::io::Error::from_raw_os_error(code as i32).to_string();
+    let meaning = meaning
+        .split(" (os error")
+        .next()
+        .unwrap_or(&meaning)
+        .to_string();
+    if stderr.trim().is_empty() {
+        format!("fio reported error {code} ({meaning})")
+    } else {
+        format!(
+            "fio reported error {code} ({meaning}); fio said:\n{}",
+            stderr.trim_end()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fio_errors_keep_fios_words() {
+        assert_eq!(
+            super::fio_error_text(22, "j: you need to specify size=\nfio: pid=0, err=22/file:filesetup.c:1155\n"),
+            "fio reported error 22 (Invalid argument); fio said:\nj: you need to specify size=\nfio: pid=0, err=22/file:filesetup.c:1155"
+        );
+        assert_eq!(
+            super::fio_error_text(5, ""),
+            "fio reported error 5 (Input/output error)"
+        );
     }
 }

@@ -8,6 +8,7 @@
 //!   as a step; [`outcome`]: the one rule from stored records to a run's status, exit code
 //!   and summary; [`ui`]: where human output goes;
 //! - [`target`]: the embedded node, NBD URIs, paths, `--node` volumes ([`node_api`]);
+//!   [`target_files`]: what a run writes on a path target (default size, clean-up);
 //! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations;
 //!   [`series`], [`recording`], [`node_sampler`]: time series; [`ops`]: per-operation
 //!   results of request/response drivers (S3); [`host`]: host facts.
@@ -31,6 +32,7 @@ pub mod run;
 pub mod series;
 pub mod store;
 pub mod target;
+pub mod target_files;
 mod tempdirs;
 pub mod ui;
 pub mod verdict;

@@ -9,9 +9,11 @@
 //! 2. else **failed** when a verdict failed;
 //! 3. else **inconclusive** when a verdict is inconclusive (the job's bottleneck explains
 //!    its failure, docs/DIAGNOSIS.md);
-//! 4. else **passed** (a run with no verdicts included).
+//! 4. else **passed** when some verdict passed;
+//! 5. else **done**: the run had no checks at all (a profile without expectations, a plan
+//!    without `expect`): it ran to the end, and nothing was judged.
 //!
-//! Exit codes: passed 0, failed and error 1, inconclusive 3 (1 with `--strict`).
+//! Exit codes: passed and done 0, failed and error 1, inconclusive 3 (1 with `--strict`).
 
 use std::path::Path;
 
@@ -21,6 +23,8 @@ use crate::store::{JobRecord, RunRecord, SUPERSEDED};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     Passed,
+    /// Every job ran to the end and nothing was checked (no verdicts).
+    Done,
     /// An expectation failed.
     Failed,
     /// A job failed to run or reported an I/O error.
@@ -35,6 +39,7 @@ impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Passed => "passed",
+            Status::Done => "done",
             Status::Failed => "failed",
             Status::Error => "error",
             Status::Inconclusive => "inconclusive",
@@ -59,10 +64,20 @@ pub fn job_in_error(j: &JobRecord) -> bool {
     j.status == "failed" || j.status == "running" || j.primary().is_some_and(|r| r.error != 0)
 }
 
-/// The message of a job in error, for the summary.
+/// The message of a job in error, for the summary: its first line and the first lines of
+/// what fio said (all of it is stored with the job: `qoslab results show`).
 fn job_error(j: &JobRecord) -> String {
     match (&j.error, j.primary()) {
-        (Some(e), _) => e.clone(),
+        (Some(e), _) => {
+            let mut lines = e.lines().filter(|l| !l.trim().is_empty());
+            let first = lines.next().unwrap_or_default().to_string();
+            let more: Vec<&str> = lines.take(3).collect();
+            if more.is_empty() {
+                first
+            } else {
+                format!("{first}\n      {}", more.join("\n      "))
+            }
+        }
         (None, Some(r)) if r.error != 0 => format!("I/O error {}", r.error),
         _ if j.status == "running" => "never finished".into(),
         _ => String::new(),
@@ -81,8 +96,10 @@ impl RunTally {
             Status::Failed
         } else if verdicts.inconclusive > 0 {
             Status::Inconclusive
-        } else {
+        } else if verdicts.pass > 0 {
             Status::Passed
+        } else {
+            Status::Done
         };
         RunTally {
             status,
@@ -95,7 +112,7 @@ impl RunTally {
     /// 0 passed, 1 failed or error, 3 inconclusive (1 with `strict`).
     pub fn exit_code(&self, strict: bool) -> i32 {
         match self.status {
-            Status::Passed => assess::outcome::EXIT_PASS,
+            Status::Passed | Status::Done => assess::outcome::EXIT_PASS,
             Status::Failed | Status::Error => assess::outcome::EXIT_FAIL,
             Status::Inconclusive if strict => assess::outcome::EXIT_FAIL,
             Status::Inconclusive => assess::outcome::EXIT_INCONCLUSIVE,
@@ -113,13 +130,17 @@ impl RunTally {
 /// ```
 pub fn summary(rec: &RunRecord, db: &Path) -> String {
     let t = RunTally::of(rec);
+    let checks = if t.status == Status::Done {
+        "no checks: it ran to the end, nothing was judged".to_string()
+    } else {
+        format!("verdicts: {}", t.verdicts.summary())
+    };
     let mut out = format!(
-        "run {}: {} ({} job(s), {} in error; verdicts: {})\n",
+        "run {}: {} ({} job(s), {} in error; {checks})\n",
         rec.id,
         t.status.as_str().to_uppercase(),
         t.jobs,
         t.failed_jobs,
-        t.verdicts.summary()
     );
     for j in rec.jobs.iter().filter(|j| j.status != SUPERSEDED) {
         let on = j
@@ -189,8 +210,9 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Nothing failed, nothing inconclusive, no job in error (passed, or done: no checks).
     pub fn passed(&self) -> bool {
-        self.tally.status == Status::Passed
+        matches!(self.tally.status, Status::Passed | Status::Done)
     }
 
     pub fn status(&self) -> Status {
@@ -263,7 +285,8 @@ mod tests {
         use Outcome::*;
         type Job<'a> = (&'a str, i64, &'a [Outcome]);
         let cases: &[(&[Job], Status)] = &[
-            (&[], Status::Passed),
+            (&[], Status::Done),
+            (&[("done", 0, &[])], Status::Done),
             (&[("done", 0, &[Pass, Pass])], Status::Passed),
             (&[("done", 0, &[Pass, Inconclusive])], Status::Inconclusive),
             (
@@ -303,5 +326,17 @@ mod tests {
              stored in r.db as run 7; `qoslab results show 7 --db r.db`, `qoslab report 7 --db r.db`\n"
         );
         assert_eq!(RunTally::of(&rec).exit_code(false), 1);
+        // A run without checks says DONE, and so: nothing was judged.
+        let rec = RunRecord {
+            id: 8,
+            jobs: vec![job("done", 0, &[])],
+            ..Default::default()
+        };
+        let s = summary(&rec, Path::new("r.db"));
+        assert!(
+            s.starts_with("run 8: DONE (1 job(s), 0 in error; no checks: it ran to the end, nothing was judged)\n"),
+            "{s}"
+        );
+        assert_eq!(RunTally::of(&rec).exit_code(true), 0);
     }
 }

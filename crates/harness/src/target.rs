@@ -148,6 +148,23 @@ impl Target {
         }
     }
 
+    /// What a job ran on, for its line: the volume's name on a node, else the URI, path or
+    /// devices (never a bare "target").
+    pub fn short(&self) -> String {
+        match self {
+            Target::Embedded => "the embedded node".into(),
+            Target::Nbd(u) => u.clone(),
+            Target::Path(p) => p.display().to_string(),
+            Target::NodeVolume { volume, .. } => volume.clone(),
+            Target::Node(n) => n.url().to_string(),
+            Target::Devices(d) => d
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+
     /// Effective limits of the volume under test, when the target knows them.
     pub fn limits(&self) -> Option<Limits> {
         match self {
@@ -169,11 +186,18 @@ impl Target {
                 } else {
                     p.clone()
                 };
-                vec![
+                let mut o = vec![
                     ("ioengine".into(), "libaio".into()),
                     ("direct".into(), "1".into()),
                     ("filename".into(), file.display().to_string()),
-                ]
+                ];
+                // A file to create needs a size: one that fits (a job's own size wins).
+                if crate::target_files::file_of(self).is_some() {
+                    if let Ok(Some(size)) = crate::target_files::default_size(&file) {
+                        o.push(("size".into(), size.to_string()));
+                    }
+                }
+                o
             }
         }
     }

@@ -94,6 +94,10 @@ pub struct BenchArgs {
     /// Do not sample the hosts' tool sets (CPU, disks, NICs) while jobs run.
     #[arg(long)]
     no_tools: bool,
+    /// Keep the files the run wrote on a file or directory target (default: removed at the
+    /// end; files that were there before are never removed).
+    #[arg(long)]
+    keep_files: bool,
     /// Count inconclusive verdicts as failures (exit 1 instead of 3).
     #[arg(long)]
     strict: bool,
@@ -338,6 +342,50 @@ pub(crate) fn executor(
     Ok((e, dir))
 }
 
+/// A plan's `[[policy]]`/`[[volume]]` tables on a target that is not a qoslab node: they
+/// are not applied there, and the run says so (never dropped silently).
+fn setup_not_applied(plan: &Plan, target: &Target) -> Option<String> {
+    let node = plan.common.node.as_ref()?;
+    if node.volumes.is_empty()
+        || matches!(
+            target,
+            Target::Embedded | Target::Node(_) | Target::NodeVolume { .. }
+        )
+    {
+        return None;
+    }
+    Some(format!(
+        "the plan's {} [[volume]] and {} [[policy]] table(s) are not applied: {} is not a qoslab \
+         node, its QoS is its own (every workload runs on it; checks against policy.ceiling or \
+         policy.floor cannot be judged)",
+        node.volumes.len(),
+        node.policies.len(),
+        target.short()
+    ))
+}
+
+/// Have fio parse the plan's job files before anything runs or is stored (a typo is a plan
+/// error at the plan's line: exit 2).
+fn check_jobs(plan: &Plan, target: &Target, clients: &[String]) -> anyhow::Result<()> {
+    let nbd = || {
+        vec![
+            ("ioengine".to_string(), "nbd".to_string()),
+            (
+                "uri".to_string(),
+                "nbd+unix:///check?socket=/nonexistent".to_string(),
+            ),
+        ]
+    };
+    let opts = match target {
+        Target::Embedded | Target::Node(_) => nbd(),
+        t => t.options(),
+    };
+    let (exec, dir) = executor(clients, None)?;
+    let r = plan.check_jobs(exec.as_ref(), &opts);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(r?)
+}
+
 /// Run a configured plan on `target` with real fio (or fio's clients), storing it in `db`.
 pub(crate) fn run_and_store(
     plan: &mut Plan,
@@ -464,6 +512,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         iterations: args.iterations,
         args: Some(matches),
     })?;
+    check_jobs(&plan, &target, &args.clients)?;
     // --hosts names the suites' hosts, or, with --client, the load generators whose tool
     // sets are sampled over ssh beside this machine's.
     let remote = if accepts.own_hosts {
@@ -481,9 +530,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         r
     };
+    if let Some(f) = harness::target_files::file_of(&target) {
+        harness::target_files::default_size(&f).map_err(anyhow::Error::msg)?;
+    }
+    let not_applied = setup_not_applied(&plan, &target);
     if !args.json {
         println!("{}", plan.banner(&target, &db));
+        if let Some(n) = &not_applied {
+            println!("note: {n}");
+        }
     }
+    let files = harness::target_files::WrittenFiles::track(&target);
     let mut ui = TerminalUi::new(args.json);
     let outcome = run_and_store_with(
         &mut plan,
@@ -496,10 +553,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     )?;
     drop(remote);
     drop(ui);
+    let written = files.finish(args.keep_files);
     let summary = plan.summary(&outcome, &db)?;
     if args.json {
         std::io::stdout().write_all(&workloads::export(&outcome.record, Format::Json))?;
     } else {
+        for w in &written {
+            println!("{w}");
+        }
+        if let Some(n) = &not_applied {
+            println!("note: {n}");
+        }
         print!("{summary}");
     }
     let code = outcome.exit_code(args.strict);

@@ -189,6 +189,15 @@ impl Store {
     }
 
     /// Record a job's outcome, results and verdicts in one transaction.
+    /// Keep why a finished job is in error (fio's stderr when it reported an error).
+    pub fn set_job_error(&self, job: i64, text: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE jobs SET error = ?2 WHERE id = ?1",
+            params![job, text],
+        )?;
+        Ok(())
+    }
+
     pub fn finish_job(
         &mut self,
         job: i64,
@@ -736,6 +745,7 @@ mod tests {
             fio_version: "fio-3.33".into(),
             jobs: vec![],
             raw: "{}".into(),
+            stderr: String::new(),
         };
         let v =
             |passed| Verdict::plain("iops > 1".into(), 1.0, "> 1".into(), passed, String::new());

@@ -52,6 +52,8 @@ impl std::fmt::Debug for Workload {
 #[derive(Debug, Clone)]
 pub struct WorkloadSpec {
     pub name: String,
+    /// Where the plan wrote what it runs (`plan.toml:12`: its `fio` or `profile` key).
+    pub at: String,
     /// Volume of the embedded node (None: the only volume, or a non-embedded target).
     pub volume: Option<String>,
     pub workload: Workload,
@@ -134,6 +136,11 @@ pub fn workloads(
             }
             None => volumes.first().cloned(),
         };
+        let what_at = match (&w.profile, &w.fio) {
+            (_, Some(t)) => at(t.span()),
+            (Some(p), _) => at(p.span()),
+            _ => wat.clone(),
+        };
         let workload = match (&w.profile, &w.fio) {
             (Some(p), None) => match registry.job_set(p.get_ref()) {
                 Some(set) => Workload::Set {
@@ -190,6 +197,7 @@ pub fn workloads(
         };
         workloads.push(WorkloadSpec {
             name,
+            at: what_at,
             volume,
             workload,
             runtime,

@@ -9,6 +9,7 @@ use fio::{fmt, JobResult};
 use harness::fio_job::{run_job, FioJob, JobOutcome};
 use harness::plan::{Common, PlanError};
 use harness::target::Target;
+use harness::verdict::{Dir, Metric};
 use harness::{FamilyPlan, Options, Prepare, RunContext, RunError, RunHeader, Step};
 
 use super::parse::{Workload, WorkloadSpec};
@@ -43,6 +44,19 @@ pub struct FioPlan {
     sets: BTreeMap<(u32, String), BTreeMap<String, JobResult>>,
     /// `--until-steady MAX`.
     until_steady: Option<f64>,
+    /// The headline words already explained in this run ("steady", "mean").
+    explained: Vec<&'static str>,
+    notes: Vec<String>,
+}
+
+/// A job's name as a person reads it: the job alone when the workload is that job
+/// (`randread`), else workload/job (`db/read_iops`).
+pub fn label(job: &FioJob) -> String {
+    if job.workload == job.name {
+        job.name.clone()
+    } else {
+        format!("{}/{}", job.workload, job.name)
+    }
 }
 
 impl FioPlan {
@@ -53,6 +67,8 @@ impl FioPlan {
             step_lines: true,
             sets: BTreeMap::new(),
             until_steady: None,
+            explained: Vec::new(),
+            notes: Vec::new(),
         };
         p.jobs = p.jobs(common);
         p
@@ -119,31 +135,89 @@ impl FioPlan {
         }
     }
 
-    /// What to print for a finished job: its line, a set's summary, its verdicts.
-    fn lines(&mut self, job: &FioJob, out: &JobOutcome) -> String {
+    /// What to print for a finished job: its line (one headline number per direction:
+    /// the one its checks judge, named as fio names it), a set's summary, its verdicts.
+    fn lines(&mut self, job: &FioJob, out: &JobOutcome, target: &Target) -> String {
         let mut text = String::new();
-        let on = job.volume.as_deref().unwrap_or("target");
+        let on = job.volume.clone().unwrap_or_else(|| target.short());
+        let label = label(job);
         match &out.result {
+            Ok(r) if r.error != 0 => {
+                text.push_str(&format!(
+                    "{label} on {on}: fio reported error {} ({}): {}\n",
+                    r.error,
+                    std::io::Error::from_raw_os_error(r.error as i32)
+                        .to_string()
+                        .split(" (os error")
+                        .next()
+                        .unwrap_or_default(),
+                    match &out.stderr {
+                        s if s.trim().is_empty() => "fio said nothing more".to_string(),
+                        s => fio::executor::first_lines(s, 3),
+                    }
+                ));
+            }
             Ok(r) => {
                 if self.step_lines {
                     let mut parts = Vec::new();
-                    for (d, s) in [("read", &r.read), ("write", &r.write)] {
-                        if s.active() {
-                            parts.push(format!(
-                                "{d} {} IOPS (steady {:.1}), {}, lat {} usec",
-                                fmt::iops(s.iops_text()),
-                                s.iops_mean,
-                                fmt::bw(s.bw_text()),
-                                fmt::usec(s.lat_mean_ns)
-                            ));
+                    let active = [r.read.active(), r.write.active()];
+                    let one_dir = active.iter().filter(|a| **a).count() == 1;
+                    for (d, s) in [(Dir::Read, &r.read), (Dir::Write, &r.write)] {
+                        if !s.active() {
+                            continue;
                         }
+                        let judged = |kinds: &[Metric]| {
+                            job.expect.iter().zip(&out.verdicts).find_map(|(e, v)| {
+                                let dir_ok = e.dir == d || (e.dir == Dir::Both && one_dir);
+                                (dir_ok && kinds.contains(&e.metric))
+                                    .then_some((v.measured, e.metric))
+                            })
+                        };
+                        let iops = match judged(&[Metric::IopsSteady, Metric::IopsMean]) {
+                            Some((v, m)) => {
+                                let word = if m == Metric::IopsSteady {
+                                    "steady"
+                                } else {
+                                    "mean"
+                                };
+                                if !self.explained.contains(&word) {
+                                    self.explained.push(word);
+                                    self.notes.push(format!(
+                                        "  ({word}: the {} the checks judge; fio's own IOPS={} averages the whole runtime, the queue draining at the end included)\n",
+                                        if word == "steady" {
+                                            "median of the job's steady 500 ms windows,"
+                                        } else {
+                                            "mean of fio's 500 ms samples,"
+                                        },
+                                        fmt::iops(s.iops_text())
+                                    ));
+                                }
+                                format!("IOPS={v:.1} ({word})")
+                            }
+                            None => format!("IOPS={}", fmt::iops(s.iops_text())),
+                        };
+                        let bw = match judged(&[Metric::BwSteady, Metric::BwMean]) {
+                            Some((v, m)) => format!(
+                                "BW={} ({})",
+                                fmt::bw(v as u64),
+                                if m == Metric::BwSteady {
+                                    "steady"
+                                } else {
+                                    "mean"
+                                }
+                            ),
+                            None => format!("BW={}", fmt::bw(s.bw_text())),
+                        };
+                        parts.push(format!(
+                            "{}: {iops}, {bw}, lat avg {} usec",
+                            if d == Dir::Read { "read" } else { "write" },
+                            fmt::usec(s.lat_mean_ns)
+                        ));
                     }
-                    text.push_str(&format!(
-                        "{} {} on {on}: {}\n",
-                        job.workload,
-                        job.name,
-                        parts.join("; ")
-                    ));
+                    text.push_str(&format!("{label} on {on}: {}\n", parts.join("; ")));
+                    for n in self.notes.drain(..) {
+                        text.push_str(&n);
+                    }
                     if let Some(d) = &out.diagnosis {
                         text.push_str(&format!(
                             "  limited by: {}: {}{}\n",
@@ -156,12 +230,9 @@ impl FioPlan {
                         ));
                     }
                 }
-                text.push_str(&self.set_summary(job, r));
+                text.push_str(&self.set_summary(job, r, &on));
             }
-            Err(e) => text.push_str(&format!(
-                "{} {} on {on}: FAILED: {e}\n",
-                job.workload, job.name
-            )),
+            Err(e) => text.push_str(&format!("{label} on {on}: FAILED: {e}\n")),
         }
         for v in &out.verdicts {
             text.push_str(&format!(
@@ -179,7 +250,7 @@ impl FioPlan {
     }
 
     /// A job set's summary block, once the set's last job of an iteration has run.
-    fn set_summary(&mut self, job: &FioJob, r: &JobResult) -> String {
+    fn set_summary(&mut self, job: &FioJob, r: &JobResult, on: &str) -> String {
         let Some((set_name, set)) = self
             .workloads
             .iter()
@@ -200,7 +271,6 @@ impl FioPlan {
         if last.as_deref() != Some(job.name.as_str()) {
             return String::new();
         }
-        let on = job.volume.as_deref().unwrap_or("target");
         let title = if job.workload == on || job.workload == set_name {
             format!("{set_name} on {on}")
         } else {
@@ -268,12 +338,29 @@ impl FamilyPlan for FioPlan {
             .iter()
             .map(|j| Step {
                 label: format!(
-                    "{} {} on {}",
-                    j.workload,
-                    j.name,
-                    j.volume.as_deref().unwrap_or("target")
+                    "{} on {}",
+                    label(j),
+                    j.volume.as_deref().unwrap_or("the target")
                 ),
                 expected_secs: j.expected_secs(),
+            })
+            .collect()
+    }
+
+    fn job_files(&self) -> Vec<(String, fio::JobFile)> {
+        // Raw options only (job sets are built in); one file per workload is enough.
+        let mut seen = std::collections::BTreeSet::new();
+        self.jobs
+            .iter()
+            .filter(|j| seen.insert(j.workload.clone()))
+            .filter_map(|j| {
+                let w = self.workloads.iter().find(|w| w.name == j.workload)?;
+                matches!(w.workload, Workload::Fio(_)).then(|| {
+                    (
+                        format!("{}: workload {:?}", w.at, w.name),
+                        harness::fio_job::job_file(j, &[]),
+                    )
+                })
             })
             .collect()
     }
@@ -294,7 +381,7 @@ impl FamilyPlan for FioPlan {
     fn run_step(&mut self, index: usize, ctx: &mut RunContext) -> Result<(), RunError> {
         let job = self.jobs[index].clone();
         let out = run_job(ctx, index as u32 + 1, &job)?;
-        let text = self.lines(&job, &out);
+        let text = self.lines(&job, &out, ctx.target);
         if !text.is_empty() {
             ctx.ui.print(&text);
         }

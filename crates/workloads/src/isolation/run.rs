@@ -220,6 +220,7 @@ impl IsolationPlan {
                 fio_version: out.fio_version.clone(),
                 jobs: vec![r],
                 raw: out.raw.clone(),
+                stderr: out.stderr.clone(),
             };
             // The control's per-step verdicts are what *would* have been judged: they go
             // in the table, not in the run's verdicts (the control is meant to fail).

@@ -302,6 +302,7 @@ impl FamilyPlan for RampRun {
                     ),
                 }],
                 raw: raw.to_string(),
+                stderr: String::new(),
             };
             ctx.finish_job(jobs[i], Ok(&out), &v)?;
             ctx.store.set_assessment(jobs[i], Some(&diagnosis), None)?;

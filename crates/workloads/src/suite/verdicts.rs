@@ -51,6 +51,7 @@ pub(super) fn iperf_output(p: &Pair) -> FioOutput {
         fio_version: "iperf3".into(),
         jobs: Vec::new(),
         raw: p.raw.clone(),
+        stderr: String::new(),
     }
 }
 

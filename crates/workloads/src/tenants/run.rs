@@ -228,6 +228,7 @@ impl TenantsPlan {
                     vec![JobResult::merge(&parts)]
                 },
                 raw: String::new(),
+                stderr: String::new(),
             };
             ctx.finish_job(id, Ok(&sub), &vs)?;
             ctx.store.set_assessment(id, Some(&diagnosis), None)?;
