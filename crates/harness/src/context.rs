@@ -168,6 +168,20 @@ pub fn record_setup(
             )?;
         }
     }
+    if let Target::NodeVolumes { volumes, .. } = target {
+        for v in volumes {
+            store.add_volume(
+                run,
+                &VolumeRecord {
+                    name: v.name.clone(),
+                    size: v.size,
+                    snapshot_reserve_percent: v.snapshot_reserve_percent,
+                    policy: v.policy.clone(),
+                    limits: v.limits,
+                },
+            )?;
+        }
+    }
     if let Target::NodeVolume {
         volume,
         limits,

@@ -197,6 +197,12 @@ pub trait FamilyPlan: AsAny + std::fmt::Debug + Send {
         Ok(String::new())
     }
 
+    /// The volumes the plan's work runs on, by name (a `--node` run looks each up there;
+    /// empty: the family runs on one volume or makes its own).
+    fn volumes_used(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The fio job files the plan's user wrote options for, each with the plan location
     /// that wrote them (`plan.toml:12: workload "w"`), without target or time options:
     /// [`Plan::check_jobs`] has fio parse them before anything runs.

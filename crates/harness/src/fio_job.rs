@@ -69,7 +69,7 @@ pub struct JobOutcome {
 pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcome, RunError> {
     let target_opts = match (ctx.node, &job.volume) {
         (Some(n), Some(v)) => n.options(v),
-        _ => ctx.target.options(),
+        _ => ctx.target.options_for(job.volume.as_deref()),
     };
     let mut file = job_file(job, &target_opts);
     ctx.recorder.add_log_options(seq as usize, &mut file);
@@ -83,7 +83,7 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
     )?;
     let limits: Option<Limits> = match (ctx.node, &job.volume) {
         (Some(n), Some(v)) => n.limits(v),
-        _ => ctx.target.limits(),
+        _ => ctx.target.limits_for(job.volume.as_deref()),
     };
     let recording = ctx
         .recorder

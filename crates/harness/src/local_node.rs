@@ -67,6 +67,9 @@ pub fn node_pid(target: &Target) -> Option<i32> {
         Target::NodeVolume { node, uri, .. } => server_pid(node.url()).or_else(|| server_pid(uri)),
         Target::Nbd(uri) => server_pid(uri),
         Target::Node(node) => server_pid(node.url()),
+        Target::NodeVolumes { node, volumes } => {
+            server_pid(node.url()).or_else(|| volumes.first().and_then(|v| server_pid(&v.uri)))
+        }
         Target::Embedded | Target::Path(_) | Target::Devices(_) => None,
     }
 }

@@ -125,9 +125,12 @@ impl SeriesRecorder {
     ) -> JobRecording {
         let probe: Option<Box<dyn NodeProbe>> = match (node, target) {
             (Some(n), _) => Some(Box::new(EmbeddedProbe::new(n.node().clone()))),
-            (None, Target::NodeVolume { node: api, .. } | Target::Node(api)) => {
-                Some(Box::new(RestProbe::new(api.clone())))
-            }
+            (
+                None,
+                Target::NodeVolume { node: api, .. }
+                | Target::Node(api)
+                | Target::NodeVolumes { node: api, .. },
+            ) => Some(Box::new(RestProbe::new(api.clone()))),
             _ => None,
         };
         // This machine runs fio; it is the node's host too when the node is embedded (its

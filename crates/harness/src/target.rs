@@ -49,9 +49,28 @@ pub enum Target {
     /// A running qoslab node without a named volume (`--node URL` alone): for families
     /// that create their own volumes through its API (the tenants family).
     Node(NodeHandle),
+    /// Several volumes of a running node, by name (`--node URL` with a plan: each
+    /// workload's volume, looked up there after the plan's missing policies and volumes
+    /// were created: `workloads::node_setup`).
+    NodeVolumes {
+        node: NodeHandle,
+        volumes: Vec<VolumeOnNode>,
+    },
     /// Block devices, one per unit of a family that takes several (the tenants family's
     /// `--target /dev/X,/dev/Y`: a device per tenant).
     Devices(Vec<PathBuf>),
+}
+
+/// A volume of a running node as its API reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeOnNode {
+    pub name: String,
+    /// Its NBD URI (the unix socket when reachable from here, else TCP).
+    pub uri: String,
+    pub limits: Limits,
+    pub size: u64,
+    pub snapshot_reserve_percent: u8,
+    pub policy: Option<String>,
 }
 
 impl Target {
@@ -138,6 +157,15 @@ impl Target {
                 format!("volume {volume} on node {} ({uri})", node.url())
             }
             Target::Node(node) => format!("node {}", node.url()),
+            Target::NodeVolumes { node, volumes } => format!(
+                "volumes {} on node {}",
+                volumes
+                    .iter()
+                    .map(|v| v.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                node.url()
+            ),
             Target::Devices(d) => format!(
                 "block devices {}",
                 d.iter()
@@ -156,7 +184,7 @@ impl Target {
             Target::Nbd(u) => u.clone(),
             Target::Path(p) => p.display().to_string(),
             Target::NodeVolume { volume, .. } => volume.clone(),
-            Target::Node(n) => n.url().to_string(),
+            Target::Node(n) | Target::NodeVolumes { node: n, .. } => n.url().to_string(),
             Target::Devices(d) => d
                 .iter()
                 .map(|p| p.display().to_string())
@@ -167,9 +195,39 @@ impl Target {
 
     /// Effective limits of the volume under test, when the target knows them.
     pub fn limits(&self) -> Option<Limits> {
+        self.limits_for(None)
+    }
+
+    /// The node volume `volume` names (the only one when `None`).
+    fn volume_on_node(&self, volume: Option<&str>) -> Option<&VolumeOnNode> {
+        let Target::NodeVolumes { volumes, .. } = self else {
+            return None;
+        };
+        match volume {
+            Some(v) => volumes.iter().find(|x| x.name == v),
+            None if volumes.len() == 1 => volumes.first(),
+            None => None,
+        }
+    }
+
+    /// Effective limits of `volume` (a job's volume; `None`: the target's only one).
+    pub fn limits_for(&self, volume: Option<&str>) -> Option<Limits> {
         match self {
             Target::NodeVolume { limits, .. } => Some(*limits),
+            Target::NodeVolumes { .. } => self.volume_on_node(volume).map(|v| v.limits),
             _ => None,
+        }
+    }
+
+    /// fio options reaching `volume` (a job's volume) on this target: a node volume's URI,
+    /// else [`options`](Self::options).
+    pub fn options_for(&self, volume: Option<&str>) -> Vec<(String, String)> {
+        match self.volume_on_node(volume) {
+            Some(v) => vec![
+                ("ioengine".into(), "nbd".into()),
+                ("uri".into(), v.uri.clone()),
+            ],
+            None => self.options(),
         }
     }
 
@@ -177,6 +235,15 @@ impl Target {
     pub fn options(&self) -> Vec<(String, String)> {
         match self {
             Target::Embedded | Target::Node(_) | Target::Devices(_) => Vec::new(),
+            Target::NodeVolumes { .. } => self
+                .volume_on_node(None)
+                .map(|v| {
+                    vec![
+                        ("ioengine".into(), "nbd".into()),
+                        ("uri".into(), v.uri.clone()),
+                    ]
+                })
+                .unwrap_or_default(),
             Target::Nbd(u) | Target::NodeVolume { uri: u, .. } => {
                 vec![("ioengine".into(), "nbd".into()), ("uri".into(), u.clone())]
             }
@@ -206,6 +273,25 @@ impl Target {
 /// Resolve `volume` on the node behind `node`: its NBD URI (the unix socket when it is
 /// reachable from here, else TCP) and its effective limits.
 pub fn node_volume(node: &NodeHandle, volume: &str) -> Result<Target, TargetError> {
+    let v = lookup_volume(node, volume)?.ok_or_else(|| {
+        TargetError::Remote(format!(
+            "--volume {volume:?}: no such volume on {} (`qoslab volume list` shows them)",
+            node.url()
+        ))
+    })?;
+    Ok(Target::NodeVolume {
+        node: node.clone(),
+        volume: v.name,
+        uri: v.uri,
+        limits: v.limits,
+        size: v.size,
+        snapshot_reserve_percent: v.snapshot_reserve_percent,
+        policy: v.policy,
+    })
+}
+
+/// `volume` on the node as its API reports it (None: the node has no such volume).
+pub fn lookup_volume(node: &NodeHandle, volume: &str) -> Result<Option<VolumeOnNode>, TargetError> {
     let url = node.url();
     let list = node
         .get(
@@ -217,12 +303,9 @@ pub fn node_volume(node: &NodeHandle, volume: &str) -> Result<Target, TargetErro
                 "--node {url}: {e} (is `qoslab serve` running with its API there?)"
             ))
         })?;
-    let rec = list["records"]
-        .as_array()
-        .and_then(|r| r.first())
-        .ok_or_else(|| {
-            TargetError::Remote(format!("--volume {volume:?}: no such volume on {url}"))
-        })?;
+    let Some(rec) = list["records"].as_array().and_then(|r| r.first()) else {
+        return Ok(None);
+    };
     let unix = rec["nbd"]["unix_uri"].as_str().filter(|u| {
         u.split_once("?socket=")
             .is_some_and(|(_, p)| Path::new(p).exists())
@@ -236,24 +319,22 @@ pub fn node_volume(node: &NodeHandle, volume: &str) -> Result<Target, TargetErro
         })?
         .to_string();
     let l = &rec["limits"];
-    let limits = Limits {
-        ceiling_iops: l["max_throughput_iops"].as_u64().unwrap_or(0),
-        ceiling_bps: l["max_throughput_bytes_per_sec"].as_u64().unwrap_or(0),
-        floor_iops: l["min_throughput_iops"].as_u64().unwrap_or(0),
-        floor_bps: l["min_throughput_bytes_per_sec"].as_u64().unwrap_or(0),
-    };
-    Ok(Target::NodeVolume {
-        node: node.clone(),
-        volume: volume.to_string(),
+    Ok(Some(VolumeOnNode {
+        name: volume.to_string(),
         uri,
-        limits,
+        limits: Limits {
+            ceiling_iops: l["max_throughput_iops"].as_u64().unwrap_or(0),
+            ceiling_bps: l["max_throughput_bytes_per_sec"].as_u64().unwrap_or(0),
+            floor_iops: l["min_throughput_iops"].as_u64().unwrap_or(0),
+            floor_bps: l["min_throughput_bytes_per_sec"].as_u64().unwrap_or(0),
+        },
         size: rec["size"].as_u64().unwrap_or(0),
         snapshot_reserve_percent: rec["space"]["snapshot"]["reserve_percent"]
             .as_u64()
             .unwrap_or(0)
             .min(100) as u8,
         policy: rec["qos"]["policy"]["name"].as_str().map(str::to_string),
-    })
+    }))
 }
 
 /// Percent-encode a query value.

@@ -377,7 +377,7 @@ fn check_jobs(plan: &Plan, target: &Target, clients: &[String]) -> anyhow::Resul
         ]
     };
     let opts = match target {
-        Target::Embedded | Target::Node(_) => nbd(),
+        Target::Embedded | Target::Node(_) | Target::NodeVolumes { .. } => nbd(),
         t => t.options(),
     };
     let (exec, dir) = executor(clients, None)?;
@@ -472,12 +472,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .get(plan.family)
         .map(|f| f.accepts())
         .unwrap_or_default();
+    let mut setup: Option<workloads::node_setup::NodeSetup> = None;
     let target = match (&args.node, &args.volume) {
         (Some(url), Some(vol)) => {
             if plan.common.node.is_some() {
                 anyhow::bail!(
-                    "with --node, the plan's [[policy]] and [[volume]] tables would not be applied: \
-                     remove them and name an existing volume with --volume"
+                    "--volume {vol}: the plan declares its own [[policy]]/[[volume]] tables; drop \
+                     --volume and --node runs the plan's volumes there (creating the missing ones)"
                 );
             }
             harness::target::node_volume(
@@ -488,11 +489,23 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         (Some(url), None) if accepts.node_alone => {
             Target::Node(node_api(url.as_deref(), &args.conn, &args.token_file)?)
         }
-        (Some(_), None) => anyhow::bail!(
-            "--node needs --volume NAME: the volume on the node to run against (only the tenants \
-             family, --profile tenants or a plan with [tenants], takes --node alone: it creates \
-             its own volumes)"
-        ),
+        (Some(url), None) => {
+            let wanted = plan.body.volumes_used();
+            if wanted.is_empty() {
+                anyhow::bail!(
+                    "--node needs --volume NAME here: this {} names no volume of its own (a plan's \
+                     workloads name theirs with `volume = NAME`)",
+                    if args.plan.is_some() { "plan" } else { "profile" }
+                );
+            }
+            let api = node_api(url.as_deref(), &args.conn, &args.token_file)?;
+            let s =
+                workloads::node_setup::NodeSetup::apply(&api, plan.common.node.as_ref(), &wanted)
+                    .map_err(anyhow::Error::msg)?;
+            let t = s.target();
+            setup = Some(s);
+            t
+        }
         _ if accepts.devices && Target::names_devices(&target_s) => {
             Target::parse_devices(&target_s)?
         }
@@ -539,6 +552,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         if let Some(n) = &not_applied {
             println!("note: {n}");
         }
+        for n in setup.iter().flat_map(|s| &s.notes) {
+            println!("note: {n}");
+        }
     }
     let files = harness::target_files::WrittenFiles::track(&target);
     let mut ui = TerminalUi::new(args.json);
@@ -554,6 +570,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     drop(remote);
     drop(ui);
     let written = files.finish(args.keep_files);
+    let undone = setup.map(|s| s.close());
     let summary = plan.summary(&outcome, &db)?;
     if args.json {
         std::io::stdout().write_all(&workloads::export(&outcome.record, Format::Json))?;
@@ -563,6 +580,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         if let Some(n) = &not_applied {
             println!("note: {n}");
+        }
+        if let Some((problems, gone)) = &undone {
+            if !gone.is_empty() {
+                println!(
+                    "deleted what the run created on the node: {}",
+                    gone.join(", ")
+                );
+            }
+            for p in problems {
+                println!("note: {p}");
+            }
         }
         print!("{summary}");
     }

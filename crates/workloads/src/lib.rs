@@ -15,6 +15,8 @@
 //! - [`suite`]: seed 002's system suites over ssh (`--suite network|disks|nfs|iscsi|block|dir`,
 //!   `[suite]` and `[[host]]`).
 //!
+//! [`node_setup`] puts a plan's policies and volumes on a running node (`--node`).
+//!
 //! [`registry`] lists them: adding a family is its folder, its `mod` line here and one line
 //! there (ARCHITECTURE.md walks through it).
 
@@ -22,6 +24,7 @@ pub mod dbench;
 pub mod demo;
 pub mod fio_plan;
 pub mod isolation;
+pub mod node_setup;
 pub mod provisioned;
 pub mod ramp;
 pub mod registry;

@@ -54,6 +54,8 @@ pub struct WorkloadSpec {
     pub name: String,
     /// Where the plan wrote what it runs (`plan.toml:12`: its `fio` or `profile` key).
     pub at: String,
+    /// Why its volume cannot be on the embedded node (not among the plan's [[volume]]s).
+    pub undeclared: Option<String>,
     /// Volume of the embedded node (None: the only volume, or a non-embedded target).
     pub volume: Option<String>,
     pub workload: Workload,
@@ -120,13 +122,17 @@ pub fn workloads(
                 "{wat}: workload.name = {name:?} is used twice"
             )));
         }
+        // A volume the plan does not declare may be on a `--node` (looked up there); on
+        // the embedded node it is an error (`FioPlan::prepare` says this).
+        let undeclared = match &w.volume {
+            Some(v) if common.node.is_some() && !volumes.contains(v) => Some(format!(
+                "{wat}: {ctx}volume = {v:?} is not declared; declared volumes: {} (a volume \
+                 of a running node: --node URL)",
+                volumes.join(", ")
+            )),
+            _ => None,
+        };
         let volume = match &w.volume {
-            Some(v) if common.node.is_some() && !volumes.contains(v) => {
-                return Err(PlanError(format!(
-                    "{wat}: {ctx}volume = {v:?} is not declared; declared volumes: {}",
-                    volumes.join(", ")
-                )));
-            }
             Some(v) => Some(v.clone()),
             None if volumes.len() > 1 => {
                 return Err(PlanError(format!(
@@ -198,6 +204,7 @@ pub fn workloads(
         workloads.push(WorkloadSpec {
             name,
             at: what_at,
+            undeclared,
             volume,
             workload,
             runtime,

@@ -183,11 +183,11 @@ impl FioPlan {
                                 if !self.explained.contains(&word) {
                                     self.explained.push(word);
                                     self.notes.push(format!(
-                                        "  ({word}: the {} the checks judge; fio's own IOPS={} averages the whole runtime, the queue draining at the end included)\n",
+                                        "  ({word}: what the checks judge, the {}; fio's own IOPS={} averages the whole runtime, the queue draining at the end included)\n",
                                         if word == "steady" {
-                                            "median of the job's steady 500 ms windows,"
+                                            "median of the job's steady 500 ms windows"
                                         } else {
-                                            "mean of fio's 500 ms samples,"
+                                            "mean of fio's 500 ms samples"
                                         },
                                         fmt::iops(s.iops_text())
                                     ));
@@ -318,6 +318,11 @@ impl FamilyPlan for FioPlan {
     }
 
     fn prepare(&mut self, ctx: &mut Prepare) -> Result<RunHeader, RunError> {
+        if ctx.target == &Target::Embedded {
+            if let Some(e) = self.workloads.iter().find_map(|w| w.undeclared.clone()) {
+                return Err(RunError::Plan(e));
+            }
+        }
         if ctx.target == &Target::Embedded && ctx.node.is_none() {
             return Err(RunError::Plan(format!(
                 "{}: the embedded node needs at least one [[volume]] in the plan (or pass --target URI|PATH)",
@@ -345,6 +350,18 @@ impl FamilyPlan for FioPlan {
                 expected_secs: j.expected_secs(),
             })
             .collect()
+    }
+
+    fn volumes_used(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for w in &self.workloads {
+            if let Some(name) = &w.volume {
+                if !v.contains(name) {
+                    v.push(name.clone());
+                }
+            }
+        }
+        v
     }
 
     fn job_files(&self) -> Vec<(String, fio::JobFile)> {

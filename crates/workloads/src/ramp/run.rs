@@ -75,6 +75,18 @@ impl RampRun {
 }
 
 impl FamilyPlan for RampRun {
+    fn volumes_used(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for s in self.plan.systems.iter().filter(|s| s.target.is_none()) {
+            if let Some(name) = &s.volume {
+                if !v.contains(name) {
+                    v.push(name.clone());
+                }
+            }
+        }
+        v
+    }
+
     fn configure(&mut self, common: &mut Common, opts: &Options) -> Result<(), PlanError> {
         if !opts.clients.is_empty() {
             return Err(PlanError(
@@ -389,7 +401,7 @@ fn volume_of(sys: &System, target: &Target) -> Option<String> {
     match (&sys.target, target) {
         (Some(_), _) => None,
         (None, Target::NodeVolume { volume, .. }) => Some(volume.clone()),
-        (None, Target::Embedded) => sys.volume.clone(),
+        (None, Target::Embedded | Target::NodeVolumes { .. }) => sys.volume.clone(),
         _ => None,
     }
 }
@@ -401,7 +413,7 @@ fn limits_of(sys: &System, node: Option<&EmbeddedNode>, target: &Target) -> Opti
     }
     match (node, &sys.volume) {
         (Some(n), Some(v)) => n.limits(v),
-        _ => target.limits(),
+        _ => target.limits_for(sys.volume.as_deref()),
     }
 }
 
@@ -453,6 +465,17 @@ fn addresses(
                 n.uri(v)
             }
             (None, Target::Nbd(u), _) | (None, Target::NodeVolume { uri: u, .. }, _) => u.clone(),
+            (None, t @ Target::NodeVolumes { .. }, _) => t
+                .options_for(s.volume.as_deref())
+                .into_iter()
+                .find(|(k, _)| k == "uri")
+                .map(|(_, u)| u)
+                .ok_or_else(|| {
+                    RunError::Plan(format!(
+                        "{}: system {:?}: no volume of the node (give it volume = NAME)",
+                        origin, s.name
+                    ))
+                })?,
             (None, Target::Path(p), _) => p.display().to_string(),
             (None, Target::Devices(_), _) => {
                 return Err(RunError::Plan(format!(

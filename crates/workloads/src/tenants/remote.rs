@@ -33,29 +33,15 @@ struct Created {
 /// The comment prefix that marks a tenants run's volume.
 const MARK: &str = "qoslab tenants run ";
 
-/// This process as a run marker: `BOOT_ID:PID:START` (None when /proc cannot tell).
+/// This process as a run marker: `BOOT_ID:PID:START` (`crate::node_setup`'s, which bench
+/// runs on a `--node` mark their volumes with too).
 fn me() -> Option<String> {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let pid = std::process::id();
-    let start = mounts::sys::start_time(pid)?;
-    Some(format!("{}:{pid}:{start}", boot.trim()))
+    Some(crate::node_setup::run_marker())
 }
 
-/// Whether a volume comment names a run of this boot whose process is gone.
+/// Whether a volume comment names a tenants run of this boot whose process is gone.
 fn stale(comment: &str, boot: &str) -> bool {
-    let Some(rest) = comment.strip_prefix(MARK) else {
-        return false;
-    };
-    let id = rest.split(';').next().unwrap_or("");
-    let mut f = id.split(':');
-    match (
-        f.next(),
-        f.next().and_then(|p| p.parse::<u32>().ok()),
-        f.next().and_then(|s| s.parse::<u64>().ok()),
-    ) {
-        (Some(b), Some(pid), Some(start)) if b == boot => !mounts::sys::alive(pid, start),
-        _ => false,
-    }
+    crate::node_setup::stale(comment, MARK, boot)
 }
 
 /// A running node the tenants' volumes are created on.

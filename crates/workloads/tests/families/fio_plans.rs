@@ -170,8 +170,7 @@ fn errors_name_file_line_key_and_allowed_values() {
         ("[[workload]]\nfio = { bs = \"4k\" }\n", "needs rw"),
         ("[[workload]]\nprofile = \"dbench\"\nexpect = [\"iops <== 5\"]\n", "p.toml:3: workload \"workload1\": expect[0]: expectation \"iops <== 5\""),
         ("[[workload]]\nprofile = \"dbench\"\nexpect = { nope = [\"iops < 5\"] }\n", "expect.nope: no such job; allowed: read_iops, write_iops"),
-        ("[[volume]]\nname = \"a\"\nsize = \"10XB\"\n[[workload]]\nprofile = \"dbench\"\n", "p.toml:1: volume \"a\": size"),
-        ("[[volume]]\nname = \"a\"\nsize = \"1GB\"\n[[workload]]\nvolume = \"b\"\nprofile = \"dbench\"\n", "volume = \"b\" is not declared; declared volumes: a"),
+        ("[[volume]]\nname = \"a\"\nsize = \"10XB\"\n[[workload]]\nprofile = \"dbench\"\n", "p.toml:3: volume \"a\": size"),
         ("[[volume]]\nname = \"a\"\nsize = \"1GB\"\n[[volume]]\nname = \"b\"\nsize = \"1GB\"\n[[workload]]\nprofile = \"dbench\"\n", "volume is required"),
         ("[bench]\nname = \"x\"\n", "no [[workload]]"),
         ("[node]\ndata_dir = \"x\"\n", "unknown field `node`"),
@@ -180,6 +179,33 @@ fn errors_name_file_line_key_and_allowed_values() {
         let e = err(bad);
         assert!(e.contains(want), "for:\n{bad}\ngot: {e}\nwant: {want}");
     }
+}
+
+/// A workload's volume the plan does not declare may be a running node's (`--node`: looked
+/// up there); on the embedded node it is a plan error before anything is stored.
+#[test]
+fn an_undeclared_volume_is_refused_on_the_embedded_node_only() {
+    let text = "[[volume]]\nname = \"a\"\nsize = \"1GB\"\n[[workload]]\nvolume = \"b\"\nfio = { rw = \"read\" }\n";
+    let mut p = parse(text, "p.toml").unwrap();
+    assert_eq!(p.body.volumes_used(), ["b"]);
+    p.configure(&Options::default()).unwrap();
+    let dir = test_support::TestDir::new("undeclared");
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let e = run_plan(
+        &mut p,
+        &FakeFio::constant(""),
+        &Target::Embedded,
+        &mut store,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(
+            "p.toml:4: workload \"workload1\": volume = \"b\" is not declared; declared volumes: a"
+        ),
+        "{e}"
+    );
+    assert!(store.list_runs().unwrap().is_empty(), "nothing stored");
 }
 
 #[test]

@@ -70,6 +70,7 @@ fn status_of(family: &str, jobs: &[Job]) -> (Status, i32, String) {
                 fio_version: "fio-3.33".into(),
                 jobs: vec![result],
                 raw: "{}".into(),
+                stderr: String::new(),
             };
             let out = match j {
                 Job::Failed => Err("fio exited 1"),

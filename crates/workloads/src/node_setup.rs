@@ -1,0 +1,314 @@
+//! A plan's setup on a running node (`qoslab bench PLAN --node URL`): each volume the plan's
+//! work names is looked up on the node; the plan's `[[policy]]` and `[[volume]]` tables the
+//! node lacks are created there through its REST API (ONTAP's shapes), and deleted again
+//! when the run ends, also on SIGINT/SIGTERM/SIGHUP (the lifecycle's remote phase). What
+//! the node already has is used as it is, never changed or deleted. A created volume's
+//! comment names the run (`qoslab bench run BOOT_ID:PID:START`): a run SIGKILL'ed on this
+//! host leaves volumes the next run on the same node deletes, never a live run's (the
+//! tenants family's volumes carry the same kind of mark: [`run_marker`], [`stale`]).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness::node_api::{query_value as enc, NodeHandle};
+use harness::target::{lookup_volume, Target, VolumeOnNode};
+use storage_node::NodeConfig;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The comment prefix of a volume a bench run created.
+const MARK: &str = "qoslab bench run ";
+
+/// This process as a run marker: `BOOT_ID:PID:START` (a stand-in when /proc cannot tell).
+pub fn run_marker() -> String {
+    let me = || -> Option<String> {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        let pid = std::process::id();
+        let start = mounts::sys::start_time(pid)?;
+        Some(format!("{}:{pid}:{start}", boot.trim()))
+    };
+    me().unwrap_or_else(|| format!("?:{}:?", std::process::id()))
+}
+
+/// Whether a volume comment that starts with `mark` names a run of boot `boot` whose
+/// process is gone.
+pub fn stale(comment: &str, mark: &str, boot: &str) -> bool {
+    let Some(rest) = comment.strip_prefix(mark) else {
+        return false;
+    };
+    let id = rest.split(';').next().unwrap_or("");
+    let mut f = id.split(':');
+    match (
+        f.next(),
+        f.next().and_then(|p| p.parse::<u32>().ok()),
+        f.next().and_then(|s| s.parse::<u64>().ok()),
+    ) {
+        (Some(b), Some(pid), Some(start)) if b == boot => !mounts::sys::alive(pid, start),
+        _ => false,
+    }
+}
+
+/// What this run created on the node (deleted at the end, or on a signal).
+#[derive(Default)]
+struct Created {
+    volumes: Vec<String>,
+    policies: Vec<String>,
+}
+
+/// The plan's setup on a node, undone on drop.
+pub struct NodeSetup {
+    api: NodeHandle,
+    created: Arc<Mutex<Created>>,
+    /// The volumes the plan's work runs on, as the node reports them.
+    pub volumes: Vec<VolumeOnNode>,
+    /// What was created, what was used as the node had it (for the banner and summary).
+    pub notes: Vec<String>,
+    _guard: lifecycle::Guard,
+}
+
+impl NodeSetup {
+    /// Make the volumes `wanted` (the plan's work's volumes) available on the node: look
+    /// each up; create the ones the plan declares and the node lacks (and their missing
+    /// policies, from the plan's `[[policy]]`). A volume neither has is an error naming it.
+    pub fn apply(
+        api: &NodeHandle,
+        plan: Option<&NodeConfig>,
+        wanted: &[String],
+    ) -> Result<NodeSetup, String> {
+        let url = api.url().to_string();
+        let created = Arc::new(Mutex::new(Created::default()));
+        let guard = {
+            let (api, created) = (api.clone(), created.clone());
+            lifecycle::register(lifecycle::Phase::Remote, move || {
+                for e in delete_all(&api, &created) {
+                    eprintln!("qoslab: --node teardown: {e}");
+                }
+            })
+        };
+        let mut setup = NodeSetup {
+            api: api.clone(),
+            created,
+            volumes: Vec::new(),
+            notes: Vec::new(),
+            _guard: guard,
+        };
+        let marker = run_marker();
+        let cleaned = clean_stale(api, &marker)?;
+        if !cleaned.is_empty() {
+            setup.notes.push(format!(
+                "deleted volume(s) {} a killed run left on {url}",
+                cleaned.join(", ")
+            ));
+        }
+        let lookup = |name: &str| lookup_volume(api, name).map_err(|e| e.to_string());
+        let (mut made_p, mut made_v, mut used) = (Vec::new(), Vec::new(), Vec::new());
+        for name in wanted {
+            if let Some(v) = lookup(name)? {
+                used.push(name.clone());
+                setup.volumes.push(v);
+                continue;
+            }
+            let Some(spec) = plan.and_then(|p| p.volumes.iter().find(|v| &v.name == name)) else {
+                return Err(format!(
+                    "volume {name:?} is neither on --node {url} nor declared in the plan's [[volume]] \
+                     (create it with `qoslab volume create`, or declare it)"
+                ));
+            };
+            if let Some(pol) = &spec.policy {
+                if setup.ensure_policy(pol, plan)? {
+                    made_p.push(pol.clone());
+                }
+            }
+            let mut body = serde_json::json!({
+                "name": name,
+                "size": spec.size,
+                "space": {"snapshot": {"reserve_percent": spec.snapshot_reserve_percent}},
+                "comment": format!("{MARK}{marker}; deleted when the run ends"),
+            });
+            if let Some(p) = &spec.policy {
+                body["qos"] = serde_json::json!({"policy": {"name": p}});
+            }
+            api.send("POST", "/api/storage/volumes", Some(&body), TIMEOUT)
+                .map_err(|e| format!("--node {url}: creating volume {name:?}: {e}"))?;
+            setup.lock().volumes.push(name.clone());
+            made_v.push(name.clone());
+            let v = lookup(name)?
+                .ok_or_else(|| format!("--node {url}: volume {name:?} vanished after creation"))?;
+            setup.volumes.push(v);
+        }
+        // The plan's other policies are part of its setup too.
+        for p in plan.map(|p| p.policies.as_slice()).unwrap_or_default() {
+            if !made_p.contains(&p.name) && setup.ensure_policy(&p.name, plan)? {
+                made_p.push(p.name.clone());
+            }
+        }
+        if !made_p.is_empty() || !made_v.is_empty() {
+            let mut what = Vec::new();
+            if !made_p.is_empty() {
+                what.push(format!("policies {}", made_p.join(", ")));
+            }
+            if !made_v.is_empty() {
+                what.push(format!("volumes {}", made_v.join(", ")));
+            }
+            setup.notes.push(format!(
+                "created on {url} for this run (deleted at its end): {}",
+                what.join("; ")
+            ));
+        }
+        if !used.is_empty() {
+            setup.notes.push(format!(
+                "used as the node has them: volumes {}",
+                used.join(", ")
+            ));
+        }
+        Ok(setup)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Created> {
+        self.created.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Create policy `name` from the plan unless the node has it; whether it was created.
+    fn ensure_policy(&self, name: &str, plan: Option<&NodeConfig>) -> Result<bool, String> {
+        let url = self.api.url();
+        let found = self
+            .api
+            .get(
+                &format!("/api/storage/qos/policies?name={}&fields=name", enc(name)),
+                TIMEOUT,
+            )
+            .map_err(|e| format!("--node {url}: {e}"))?;
+        if found["records"].as_array().is_some_and(|r| !r.is_empty()) {
+            return Ok(false);
+        }
+        let Some(spec) = plan.and_then(|p| p.policies.iter().find(|p| p.name == name)) else {
+            return Err(format!(
+                "policy {name:?} is neither on --node {url} nor declared in the plan's [[policy]]"
+            ));
+        };
+        let mut body = control_plane::api::model::policy_json(&spec.policy);
+        body.insert("name".into(), name.into());
+        self.api
+            .send(
+                "POST",
+                "/api/storage/qos/policies",
+                Some(&serde_json::Value::Object(body)),
+                TIMEOUT,
+            )
+            .map_err(|e| format!("--node {url}: creating policy {name:?}: {e}"))?;
+        self.lock().policies.push(name.to_string());
+        Ok(true)
+    }
+
+    /// The run's target: these volumes on the node.
+    pub fn target(&self) -> Target {
+        Target::NodeVolumes {
+            node: self.api.clone(),
+            volumes: self.volumes.clone(),
+        }
+    }
+
+    /// Delete what this run created (volumes, then policies); one line per problem, and
+    /// what was deleted.
+    pub fn close(self) -> (Vec<String>, Vec<String>) {
+        let gone = {
+            let c = self.lock();
+            c.volumes
+                .iter()
+                .map(|v| format!("volume {v}"))
+                .chain(c.policies.iter().map(|p| format!("policy {p}")))
+                .collect()
+        };
+        (delete_all(&self.api, &self.created), gone)
+    }
+}
+
+impl Drop for NodeSetup {
+    fn drop(&mut self) {
+        for e in delete_all(&self.api, &self.created) {
+            eprintln!("qoslab: --node teardown: {e}");
+        }
+    }
+}
+
+/// Delete the volumes of bench runs on this host whose process is gone; their names.
+fn clean_stale(api: &NodeHandle, marker: &str) -> Result<Vec<String>, String> {
+    let boot = marker.split(':').next().unwrap_or("");
+    let list = api
+        .get("/api/storage/volumes?fields=name,comment", TIMEOUT)
+        .map_err(|e| {
+            format!(
+                "--node {}: {e} (is `qoslab serve` running with its API there?)",
+                api.url()
+            )
+        })?;
+    let mut out = Vec::new();
+    for r in list["records"].as_array().into_iter().flatten() {
+        let (Some(name), Some(comment)) = (r["name"].as_str(), r["comment"].as_str()) else {
+            continue;
+        };
+        if stale(comment, MARK, boot) {
+            delete_volume(api, name)?;
+            out.push(name.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Delete volume `name` on the node.
+pub fn delete_volume(api: &NodeHandle, name: &str) -> Result<(), String> {
+    api.send(
+        "DELETE",
+        &format!("/api/storage/volumes?name={}", enc(name)),
+        None,
+        TIMEOUT,
+    )
+    .map(|_| ())
+    .map_err(|e| format!("deleting volume {name} on {}: {e}", api.url()))
+}
+
+fn delete_all(api: &NodeHandle, created: &Mutex<Created>) -> Vec<String> {
+    let mut c = created.lock().unwrap_or_else(|p| p.into_inner());
+    let mut errors = Vec::new();
+    for v in std::mem::take(&mut c.volumes) {
+        if let Err(e) = delete_volume(api, &v) {
+            errors.push(e);
+        }
+    }
+    for p in std::mem::take(&mut c.policies) {
+        if let Err(e) = api.send(
+            "DELETE",
+            &format!("/api/storage/qos/policies?name={}", enc(&p)),
+            None,
+            TIMEOUT,
+        ) {
+            errors.push(format!("deleting policy {p} on {}: {e}", api.url()));
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_gone_run_of_this_boot_is_stale() {
+        let m = run_marker();
+        let boot = m.split(':').next().unwrap();
+        // This process is alive: never stale.
+        assert!(!stale(&format!("{MARK}{m}; x"), MARK, boot));
+        // A pid with another start time is gone.
+        let pid = std::process::id();
+        assert!(stale(&format!("{MARK}{boot}:{pid}:1; x"), MARK, boot));
+        // Another boot (or host), another mark, or no marker: left alone.
+        assert!(!stale(&format!("{MARK}other-boot:{pid}:1; x"), MARK, boot));
+        assert!(!stale(
+            &format!("qoslab tenants run {boot}:{pid}:1"),
+            MARK,
+            boot
+        ));
+        assert!(!stale("someone's volume", MARK, boot));
+        assert!(!stale(&format!("{MARK}garbage"), MARK, boot));
+    }
+}
