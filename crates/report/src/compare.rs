@@ -43,7 +43,7 @@ pub const MIN_NOISE: f64 = 0.05;
 pub const MIN_NOISE_MEASURED: f64 = 0.01;
 
 /// The `schema` of `qoslab compare --json`.
-pub const JSON_SCHEMA: &str = "qoslab.compare/2";
+pub const JSON_SCHEMA: &str = "qoslab.compare/3";
 
 /// One run's values of one metric over its iterations.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -112,7 +112,9 @@ pub struct MetricDelta {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub t: Option<f64>,
     pub flagged: bool,
-    /// "better", "worse" (flagged changes) or "within noise".
+    /// "better", "worse" (flagged changes), "within noise", or "inconclusive": a change
+    /// past the 5% of unmeasured noise on a job the runs' own diagnoses discredited
+    /// ([`JobDelta::discredited`]).
     pub verdict: &'static str,
 }
 
@@ -122,6 +124,10 @@ pub struct JobDelta {
     pub job: String,
     pub volume: Option<String>,
     pub metrics: Vec<MetricDelta>,
+    /// Why a run's own assessment discredits this job's measurement ("A: noisy-host; B:
+    /// not steady"): without iterations its changes are inconclusive, not better or worse.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discredited: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -152,6 +158,54 @@ impl Comparison {
             .filter(|m| m.flagged)
             .count()
     }
+
+    /// Changes past the unmeasured 5% on jobs whose measurement a run's own diagnosis
+    /// discredited: not judged.
+    pub fn inconclusive(&self) -> usize {
+        self.jobs
+            .iter()
+            .flat_map(|j| &j.metrics)
+            .filter(|m| m.verdict == "inconclusive")
+            .count()
+    }
+
+    /// The closing line: what was flagged, what could not be judged and what to do.
+    pub fn closing(&self) -> String {
+        let mut s = format!("{} change(s) beyond the noise.", self.flagged());
+        let n = self.inconclusive();
+        if n > 0 {
+            s.push_str(&format!(
+                " {n} inconclusive: the runs' own diagnoses discredited those jobs (a starved \
+                 load generator, a shared host, no steady state) and neither run measured its \
+                 noise; run both with --iterations 3 (or more) to judge them."
+            ));
+        }
+        s
+    }
+}
+
+/// Why `run`'s iterations of job `k` do not measure the target (a bottleneck that discredits
+/// the measurement, or no steady state), if they do not.
+fn discredit(run: &RunRecord, k: &Key) -> Option<String> {
+    let mut why: Vec<String> = Vec::new();
+    for j in run
+        .jobs
+        .iter()
+        .filter(|j| j.status == "done" && (&j.workload, &j.name, &j.volume) == (&k.0, &k.1, &k.2))
+    {
+        if let Some(d) = j
+            .diagnosis
+            .as_ref()
+            .filter(|d| d.bottleneck.discredits_measurement())
+        {
+            why.push(d.bottleneck.to_string());
+        }
+        if j.steady.as_ref().is_some_and(|s| !s.attained) {
+            why.push("not steady".into());
+        }
+    }
+    why.dedup();
+    (!why.is_empty()).then(|| why.join(", "))
 }
 
 /// The flagging rule, as `compare` prints it.
@@ -277,6 +331,12 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
                 names.push((v.0.clone(), v.1));
             }
         }
+        let discredited = match (discredit(a, k), discredit(b, k)) {
+            (None, None) => None,
+            (Some(x), None) => Some(format!("A: {x}")),
+            (None, Some(y)) => Some(format!("B: {y}")),
+            (Some(x), Some(y)) => Some(format!("A: {x}; B: {y}")),
+        };
         let mut metrics = Vec::new();
         for (metric, higher_is_better) in names {
             let (Some(sa), Some(sb)) = (stat_of(va, &metric), stat_of(vb, &metric)) else {
@@ -293,7 +353,11 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
                 None => true,
             };
             let up = change.map(|c| c > 0.0).unwrap_or(true);
-            let verdict = if !flagged {
+            let unjudged = flagged && discredited.is_some() && basis == "no-spread";
+            let flagged = flagged && !unjudged;
+            let verdict = if unjudged {
+                "inconclusive"
+            } else if !flagged {
                 "within noise"
             } else if up == higher_is_better {
                 "better"
@@ -320,6 +384,7 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
             job: k.1.clone(),
             volume: k.2.clone(),
             metrics,
+            discredited,
         });
     }
     let only_in_b = order_b
@@ -398,6 +463,11 @@ fn rows(c: &Comparison) -> Vec<[String; 7]> {
                 show_noise(m),
                 if m.flagged {
                     format!("FLAG {}", m.verdict)
+                } else if m.verdict == "inconclusive" {
+                    format!(
+                        "inconclusive ({})",
+                        j.discredited.as_deref().unwrap_or_default()
+                    )
                 } else {
                     m.verdict.to_string()
                 },
@@ -452,7 +522,7 @@ pub fn text(c: &Comparison) -> String {
     for k in &c.only_in_b {
         let _ = writeln!(o, "only in B: {k}");
     }
-    let _ = writeln!(o, "\n{} change(s) beyond the noise.", c.flagged());
+    let _ = writeln!(o, "\n{}", c.closing());
     o
 }
 
@@ -478,7 +548,7 @@ tr.worse td{{background:#fdf0e8}}tr.better td{{background:#e8f6f0}}.worse{{color
     );
     let _ = write!(
         o,
-        "<h1>qoslab compare: run {} vs run {}</h1><p>A = run {} <b>{}</b> ({}, target {})<br>B = run {} <b>{}</b> ({}, target {})</p><p>{}. {} change(s) beyond the noise.</p>",
+        "<h1>qoslab compare: run {} vs run {}</h1><p>A = run {} <b>{}</b> ({}, target {})<br>B = run {} <b>{}</b> ({}, target {})</p><p>{}. {}</p>",
         c.a.id,
         c.b.id,
         c.a.id,
@@ -490,7 +560,7 @@ tr.worse td{{background:#fdf0e8}}tr.better td{{background:#e8f6f0}}.worse{{color
         esc(&c.b.started_at),
         esc(&c.b.target),
         esc(&c.rule),
-        c.flagged()
+        esc(&c.closing())
     );
     o.push_str("<table><thead><tr>");
     for h in HEAD {
@@ -602,6 +672,72 @@ mod tests {
             .find(|m| m.metric == "iops")
             .unwrap()
             .clone()
+    }
+
+    /// Two single runs whose own diagnoses discredited the job (noisy host, no steady
+    /// state): a 10% change is not better or worse at the flat 5% but inconclusive, and the
+    /// closing line says to measure the noise with --iterations. With iterations the Welch
+    /// test judges as usual; a clean job is flagged as before.
+    #[test]
+    fn changes_on_jobs_the_runs_discredited_are_inconclusive() {
+        let noisy = |mut j: JobRecord| {
+            j.diagnosis = Some(assess::Diagnosis {
+                bottleneck: assess::Bottleneck::NoisyHost,
+                reason: "other processes".into(),
+                figures: vec![],
+            });
+            j
+        };
+        let a = run(
+            1,
+            vec![
+                noisy(job(1, "read", 1, 1000.0, 500)),
+                job(2, "clean", 1, 1000.0, 500),
+            ],
+        );
+        let b = run(
+            2,
+            vec![
+                job(1, "read", 1, 900.0, 500),
+                job(2, "clean", 1, 900.0, 500),
+            ],
+        );
+        let c = compare(&a, &b);
+        let read = &c.jobs[0];
+        assert_eq!(read.discredited.as_deref(), Some("A: noisy-host"));
+        let iops = read.metrics.iter().find(|m| m.metric == "iops").unwrap();
+        assert_eq!((iops.flagged, iops.verdict), (false, "inconclusive"));
+        let clean = c.jobs[1]
+            .metrics
+            .iter()
+            .find(|m| m.metric == "iops")
+            .unwrap();
+        assert_eq!((clean.flagged, clean.verdict), (true, "worse"));
+        assert_eq!(
+            c.inconclusive(),
+            3,
+            "iops, bandwidth and mean latency of the noisy job"
+        );
+        let t = text(&c);
+        assert!(t.contains("inconclusive (A: noisy-host)"), "{t}");
+        assert!(t.contains("--iterations 3"), "{t}");
+        // With a measured spread the t-test decides, discredited or not.
+        let its = |x: &[f64]| -> Vec<JobRecord> {
+            x.iter()
+                .enumerate()
+                .map(|(i, v)| noisy(job(i as u32 + 1, "read", i as u32 + 1, *v, 500)))
+                .collect()
+        };
+        let c = compare(
+            &run(1, its(&[1000.0, 1010.0, 990.0])),
+            &run(2, its(&[800.0, 810.0, 790.0])),
+        );
+        let iops = c.jobs[0]
+            .metrics
+            .iter()
+            .find(|m| m.metric == "iops")
+            .unwrap();
+        assert_eq!((iops.flagged, iops.verdict), (true, "worse"));
     }
 
     #[test]
