@@ -27,7 +27,7 @@ pre { background: #f7f7f7; border: 1px solid var(--line); padding: 8px; overflow
 .meta { color: var(--muted); margin: 2px 0; }
 .badge { display: inline-block; padding: 1px 8px; border: 2px solid; font-weight: 700; }
 .PASS, .passed { color: var(--pass); } .FAIL, .failed, .error { color: var(--fail); }
-.badge.passed { border-color: var(--pass); } .badge.failed, .badge.error, .badge.running { border-color: var(--fail); }
+.badge.passed { border-color: var(--pass); } .badge.done, .DONE { border-color: var(--muted); color: var(--muted); } .badge.failed, .badge.error, .badge.running { border-color: var(--fail); }
 .INCONCLUSIVE, .inconclusive { color: var(--inc); } .badge.inconclusive { border-color: var(--inc); }
 #answer { border: 2px solid var(--line); padding: 4px 14px 8px; margin-top: 10px; }
 #answer h2 { border: 0; margin: 6px 0; } .counts { font-size: 18px; font-weight: 700; margin: 4px 0; }
@@ -146,9 +146,12 @@ fn verdict_word(j: &JobRecord) -> &'static str {
     }
 }
 
-/// The first screen: the run's answer. The verdict counts, what did not pass (with why),
-/// then the headline: the run's first summary table (the profile's own table) with its
-/// charts.
+/// The most claims the answer box lists (the rest are in the verdicts table).
+const ANSWER_CLAIMS: usize = 12;
+
+/// The first screen: the run's answer. Its status, each claim it checked stated in words
+/// with its number ([`crate::claims`]; what did not pass first), then the headline: the
+/// run's first summary table (the profile's own table) with its charts.
 fn answer(o: &mut String, run: &RunRecord, hooks: &[&dyn ReportHooks], n_charts: &mut usize) {
     let t = run.tally();
     let errored = run
@@ -156,48 +159,50 @@ fn answer(o: &mut String, run: &RunRecord, hooks: &[&dyn ReportHooks], n_charts:
         .iter()
         .filter(|j| j.status != "done" && j.status != harness::store::SUPERSEDED)
         .count();
+    let total = t.pass + t.fail + t.inconclusive;
+    let word = if errored > 0 {
+        "FAIL"
+    } else if total == 0 {
+        "DONE"
+    } else {
+        t.outcome().label()
+    };
+    let counts = if total == 0 {
+        "No checks: the run measured, nothing was judged.".to_string()
+    } else {
+        format!(
+            "<span class=\"PASS\">{} of {total} held</span> &middot; <span class=\"FAIL\">{} failed</span> &middot; \
+             <span class=\"INCONCLUSIVE\">{} inconclusive</span>",
+            t.pass, t.fail, t.inconclusive
+        )
+    };
     let _ = write!(
         o,
-        "<section id=\"answer\"><h2>Answer: <span class=\"{w}\">{w}</span></h2>\
-         <p class=\"counts\"><span class=\"PASS\">{} pass</span> &middot; <span class=\"FAIL\">{} fail</span> &middot; \
-         <span class=\"INCONCLUSIVE\">{} inconclusive</span>{}</p>",
-        t.pass,
-        t.fail,
-        t.inconclusive,
+        "<section id=\"answer\"><h2>Answer: <span class=\"{word}\">{word}</span></h2>\
+         <p class=\"counts\">{counts}{}</p>",
         if errored > 0 {
             format!(" &middot; <span class=\"ERROR\">{errored} job(s) did not finish</span>")
         } else {
             String::new()
         },
-        w = if errored > 0 { "FAIL" } else { t.outcome().label() }
     );
-    let not_passed: Vec<(&JobRecord, &harness::verdict::Verdict)> = run
-        .jobs
-        .iter()
-        .filter(|j| j.status != harness::store::SUPERSEDED)
-        .flat_map(|j| j.verdicts.iter().map(move |v| (j, v)))
-        .filter(|(_, v)| v.outcome != assess::Outcome::Pass)
-        .collect();
-    if !not_passed.is_empty() {
+    let claims = crate::claims::claims(run);
+    if !claims.is_empty() {
         o.push_str("<ul class=\"why\">");
-        for (j, v) in not_passed.iter().take(6) {
+        for c in claims.iter().take(ANSWER_CLAIMS) {
+            let w = c.outcome.label();
             let _ = write!(
                 o,
-                "<li><span class=\"{w}\">{w}</span> #{} {} on {}: <code>{}</code>: {}{}</li>",
-                j.seq,
-                esc(&j.name),
-                esc(j.volume.as_deref().unwrap_or("-")),
-                esc(&v.expectation),
-                esc(&v.detail),
-                v.reason
-                    .as_ref()
-                    .map(|r| format!(" <em>({})</em>", esc(r)))
-                    .unwrap_or_default(),
-                w = v.label()
+                "<li><span class=\"{w}\">{w}</span> {}</li>",
+                esc(&c.text)
             );
         }
-        if not_passed.len() > 6 {
-            let _ = write!(o, "<li>… and {} more below</li>", not_passed.len() - 6);
+        if claims.len() > ANSWER_CLAIMS {
+            let _ = write!(
+                o,
+                "<li>… and {} more in the verdicts below</li>",
+                claims.len() - ANSWER_CLAIMS
+            );
         }
         o.push_str("</ul>");
     }

@@ -6,6 +6,7 @@
 //! charts of their summary tables through [`ReportHooks`]; this crate never names one.
 
 pub mod charts;
+pub mod claims;
 pub mod compare;
 pub mod export;
 pub mod hooks;
