@@ -547,7 +547,7 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             any = true;
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} | {} | {:.1} ops/s | {:.1} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {:.1} ops/s | {:.1} | {} | {} | {} | {} | {} | - |",
                 j.seq,
                 j.name,
                 j.volume.as_deref().unwrap_or("-"),
@@ -558,7 +558,11 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 fmt::bw(x.bytes_per_s as u64),
                 fmt::usec(x.lat.mean_ns),
                 fmt::usec(x.lat.p99_ns as f64),
-                job_verdict(j)
+                job_verdict(j),
+                j.diagnosis
+                    .as_ref()
+                    .map(|d| d.bottleneck.as_str())
+                    .unwrap_or("-"),
             );
         }
         if !any {

@@ -257,6 +257,27 @@ const R2: f64 = 64.0;
 const T: f64 = 44.0;
 const B: f64 = 44.0;
 
+/// Average width of one character of an axis title (11px sans-serif), for fitting.
+const CHAR_W: f64 = 6.2;
+
+/// A y-axis title as one line when it fits along the plot's height `ph`, else split in two
+/// at the space nearest its middle (a title too long even then is still split, never cut).
+fn y_label_lines(label: &str, ph: f64) -> (&str, Option<&str>) {
+    if label.chars().count() as f64 * CHAR_W <= ph {
+        return (label, None);
+    }
+    let mid = label.len() / 2;
+    let split = label
+        .char_indices()
+        .filter(|(_, ch)| *ch == ' ')
+        .map(|(i, _)| i)
+        .min_by_key(|i| i.abs_diff(mid));
+    match split {
+        Some(i) => (&label[..i], Some(&label[i + 1..])),
+        None => (label, None),
+    }
+}
+
 fn marker(o: &mut String, m: Marker, x: f64, y: f64, color: &str) {
     match m {
         Marker::None => {}
@@ -514,12 +535,26 @@ pub fn render(c: &Chart) -> String {
         hh - 8.0,
         esc(&c.x_label)
     );
-    let _ = write!(
-        o,
-        r#"<text transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle" class="al">{}</text>"#,
-        top + ph / 2.0,
-        esc(&c.y_label)
-    );
+    match y_label_lines(&c.y_label, ph) {
+        (one, None) => {
+            let _ = write!(
+                o,
+                r#"<text transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle" class="al">{}</text>"#,
+                top + ph / 2.0,
+                esc(one)
+            );
+        }
+        // Too long for the plot's height: two lines, side by side left of the ticks.
+        (first, Some(second)) => {
+            let _ = write!(
+                o,
+                r#"<text transform="translate(10 {:.1}) rotate(-90)" text-anchor="middle" class="al"><tspan x="0" dy="0">{}</tspan><tspan x="0" dy="12">{}</tspan></text>"#,
+                top + ph / 2.0,
+                esc(first),
+                esc(second)
+            );
+        }
+    }
     // the right axis: ticks, labels and its title
     if let (Some(a), Some((top2, step2))) = (&c.y2, y2) {
         let sy2 = |y: f64| top + ph - (y / top2) * ph;
@@ -675,6 +710,27 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    #[test]
+    fn a_y_title_longer_than_the_plot_is_drawn_on_two_lines() {
+        let short = Chart::new("cpu", "time (s)", "IOPS");
+        let one = render(&short);
+        assert!(one.contains(r#"rotate(-90)" text-anchor="middle" class="al">IOPS</text>"#));
+        let long = "% (of one core for processes; of all CPUs for idle and steal)";
+        let two = render(&Chart::new("cpu", "time (s)", long));
+        assert!(
+            two.contains(r#"<tspan x="0" dy="0">% (of one core for processes;</tspan><tspan x="0" dy="12">of all CPUs for idle and steal)</tspan>"#),
+            "{two}"
+        );
+        // Each line fits the plot's height.
+        let ph = H - T - B;
+        for l in [
+            "% (of one core for processes;",
+            "of all CPUs for idle and steal)",
+        ] {
+            assert!(l.len() as f64 * CHAR_W <= ph, "{l}");
+        }
     }
 
     #[test]

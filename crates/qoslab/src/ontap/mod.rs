@@ -130,6 +130,45 @@ fn table(out: &mut dyn Write, headers: &[&str], rows: &[Vec<String>]) {
     entries(out, rows.len(), "displayed");
 }
 
+/// `-fields a,b` (ONTAP's): the key columns, then the fields asked for, headed by their
+/// field names. `rows` hold each record's fields by name; `known` are the command's fields.
+fn fields_table(
+    out: &mut dyn Write,
+    keys: &[&'static str],
+    known: &[&'static str],
+    wanted: &str,
+    rows: &[Vec<(&'static str, String)>],
+) -> R<()> {
+    let mut cols: Vec<&str> = keys.to_vec();
+    for f in wanted.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        let Some(k) = known.iter().find(|k| **k == f) else {
+            return err(format!(
+                "\"{f}\" is not a valid field{} (fields: {})",
+                parse::did_you_mean(f, known.iter().copied(), ""),
+                known.join(", ")
+            ));
+        };
+        if !cols.contains(k) {
+            cols.push(k);
+        }
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            cols.iter()
+                .map(|c| {
+                    r.iter()
+                        .find(|(n, _)| n == c)
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_else(|| "-".into())
+                })
+                .collect()
+        })
+        .collect();
+    table(out, &cols, &cells);
+    Ok(())
+}
+
 pub fn run(args: OntapArgs) -> anyhow::Result<()> {
     let shell = Shell {
         client: Client::connect(&args.api, &args.conn)?,

@@ -104,7 +104,12 @@ pub fn params(args: &[String], spec: &[Param]) -> Result<Given, ShellError> {
             match (exact, matches.len()) {
                 (Some(p), _) => p,
                 (None, 1) => matches[0],
-                (None, 0) => return err(format!("invalid argument \"{a}\"")),
+                (None, 0) => {
+                    return err(format!(
+                        "invalid argument \"{a}\"{}",
+                        did_you_mean(key, spec.iter().map(|p| p.name), "-")
+                    ))
+                }
                 (None, _) => {
                     let names: Vec<String> =
                         matches.iter().map(|p| format!("-{}", p.name)).collect();
@@ -150,6 +155,17 @@ pub fn params(args: &[String], spec: &[Param]) -> Result<Given, ShellError> {
     Ok(given)
 }
 
+/// `; did you mean "PREFIXname"?` for the name of `names` closest to a mistyped `word`
+/// (Jaro-Winkler similarity over 0.8), else nothing.
+pub fn did_you_mean<'a>(word: &str, names: impl Iterator<Item = &'a str>, prefix: &str) -> String {
+    names
+        .map(|n| (strsim::jaro_winkler(word, n), n))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| format!("; did you mean \"{prefix}{n}\"?"))
+        .unwrap_or_default()
+}
+
 /// Resolve `word` among `choices` by exact match or unique prefix.
 pub fn pick<'a>(word: &str, choices: &[&'a str], context: &str) -> Result<&'a str, ShellError> {
     if let Some(c) = choices.iter().find(|c| **c == word) {
@@ -158,7 +174,10 @@ pub fn pick<'a>(word: &str, choices: &[&'a str], context: &str) -> Result<&'a st
     let m: Vec<&&str> = choices.iter().filter(|c| c.starts_with(word)).collect();
     match m.len() {
         1 => Ok(m[0]),
-        0 => err(format!("\"{word}\" is not a recognized command{context}")),
+        0 => err(format!(
+            "\"{word}\" is not a recognized command{context}{}",
+            did_you_mean(word, choices.iter().copied(), "")
+        )),
         _ => err(format!(
             "Ambiguous command \"{word}\". Possible matches include: {}",
             m.iter()
@@ -218,6 +237,11 @@ mod tests {
             "Error: invalid argument \"-bogus\""
         );
         assert!(e("-policy-group a -peak 1").contains("Ambiguous argument \"-peak\""));
+        // A typo gets the parameter it was closest to.
+        assert_eq!(
+            e("-policy-group a -vsrever v"),
+            "Error: invalid argument \"-vsrever\"; did you mean \"-vserver\"?"
+        );
         assert_eq!(
             e("-vserver v"),
             "Error: Missing required parameter \"-policy-group\""
@@ -240,6 +264,12 @@ mod tests {
 
     #[test]
     fn command_words() {
+        assert_eq!(
+            pick("shwo", &["create", "show"], " under \"qos policy-group\"")
+                .unwrap_err()
+                .to_string(),
+            "Error: \"shwo\" is not a recognized command under \"qos policy-group\"; did you mean \"show\"?"
+        );
         assert_eq!(pick("vol", &["volume", "vserver"], "").unwrap(), "volume");
         assert_eq!(pick("qos", &["qos", "qosx"], "").unwrap(), "qos");
         assert!(pick("v", &["volume", "vserver"], "")

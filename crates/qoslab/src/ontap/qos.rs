@@ -281,8 +281,83 @@ fn svm_name(p: &Value) -> String {
     p["svm"]["name"].as_str().unwrap_or(DEFAULT_SVM).to_string()
 }
 
+/// The fields `qos policy-group show -fields` knows.
+const FIXED_FIELDS: &[&str] = &[
+    "policy-group",
+    "vserver",
+    "uuid",
+    "class",
+    "num-workloads",
+    "max-throughput",
+    "min-throughput",
+    "is-shared",
+];
+
+/// The fields `qos adaptive-policy-group show -fields` knows.
+const ADAPTIVE_FIELDS: &[&str] = &[
+    "policy-group",
+    "vserver",
+    "uuid",
+    "num-workloads",
+    "expected-iops",
+    "peak-iops",
+    "absolute-min-iops",
+    "expected-iops-allocation",
+    "peak-iops-allocation",
+];
+
+/// A policy's fields by their clustershell names, as `-fields` prints them.
+fn fields(p: &Value, adaptive: bool) -> Vec<(&'static str, String)> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.replace('_', "-"),
+        Value::Null => "-".into(),
+        v => v.to_string(),
+    };
+    let mut f = vec![
+        ("policy-group", text(&p["name"])),
+        ("vserver", svm_name(p)),
+        ("uuid", text(&p["uuid"])),
+        (
+            "num-workloads",
+            p["object_count"].as_u64().unwrap_or(0).to_string(),
+        ),
+    ];
+    if adaptive {
+        let a = &p["adaptive"];
+        f.extend([
+            ("expected-iops", density_text(&a["expected_iops"])),
+            ("peak-iops", density_text(&a["peak_iops"])),
+            (
+                "absolute-min-iops",
+                format!("{}IOPS", a["absolute_min_iops"].as_u64().unwrap_or(0)),
+            ),
+            (
+                "expected-iops-allocation",
+                text(&a["expected_iops_allocation"]),
+            ),
+            ("peak-iops-allocation", text(&a["peak_iops_allocation"])),
+        ]);
+    } else {
+        let x = &p["fixed"];
+        let max = throughput(&x["max_throughput_iops"], &x["max_throughput_mbps"]);
+        f.extend([
+            ("class", "user-defined".to_string()),
+            (
+                "max-throughput",
+                if max == "0" { "INF".into() } else { max },
+            ),
+            (
+                "min-throughput",
+                throughput(&x["min_throughput_iops"], &x["min_throughput_mbps"]),
+            ),
+            ("is-shared", (x["capacity_shared"] == true).to_string()),
+        ]);
+    }
+    f
+}
+
 fn show(sh: &Shell, args: &[String], out: &mut dyn Write, adaptive: bool) -> R<()> {
-    let spec = [opt("policy-group"), opt("vserver")];
+    let spec = [opt("policy-group"), opt("vserver"), opt("fields")];
     let g = params(args, &spec)?;
     let recs = sh.records(&format!(
         "{POLICIES}?fields=*&order_by=name&{}",
@@ -290,6 +365,15 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write, adaptive: bool) -> R<(
     ))?;
     if recs.is_empty() {
         return Err(no_match());
+    }
+    if let Some(wanted) = g.get("fields") {
+        let rows: Vec<_> = recs.iter().map(|p| fields(p, adaptive)).collect();
+        let known = if adaptive {
+            ADAPTIVE_FIELDS
+        } else {
+            FIXED_FIELDS
+        };
+        return super::fields_table(out, &["policy-group"], known, wanted, &rows);
     }
     let count = |p: &Value| p["object_count"].as_u64().unwrap_or(0).to_string();
     if adaptive {

@@ -208,6 +208,19 @@ fn size_text(b: u64) -> String {
     }
 }
 
+/// The fields `volume show -fields` knows, in the default table's column order.
+const FIELDS: &[&str] = &[
+    "vserver",
+    "volume",
+    "aggregate",
+    "state",
+    "type",
+    "size",
+    "available",
+    "percent-used",
+    "qos-policy-group",
+];
+
 fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let spec = [
         Param {
@@ -216,6 +229,7 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
             positional: true,
         },
         opt("volume"),
+        opt("fields"),
     ];
     let g = params(args, &spec)?;
     let recs = sh.records(&format!(
@@ -225,13 +239,14 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     if recs.is_empty() {
         return err("There are no entries matching your query.");
     }
-    let rows: Vec<Vec<String>> = recs
+    // Each volume's fields by their clustershell names, in the default table's order.
+    let fields: Vec<Vec<(&'static str, String)>> = recs
         .iter()
         .map(|v| {
             let size = v["size"].as_u64().unwrap_or(0);
             let used = v["space"]["used"].as_u64().unwrap_or(0);
             let avail = v["space"]["available"].as_u64().unwrap_or(0);
-            vec![
+            let values = [
                 v["svm"]["name"].as_str().unwrap_or("qoslab").to_string(),
                 v["name"].as_str().unwrap_or("").to_string(),
                 "-".into(),
@@ -244,8 +259,16 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
                     .as_str()
                     .unwrap_or("-")
                     .to_string(),
-            ]
+            ];
+            FIELDS.iter().copied().zip(values).collect()
         })
+        .collect();
+    if let Some(wanted) = g.get("fields") {
+        return super::fields_table(out, &["vserver", "volume"], FIELDS, wanted, &fields);
+    }
+    let rows: Vec<Vec<String>> = fields
+        .into_iter()
+        .map(|r| r.into_iter().map(|(_, v)| v).collect())
         .collect();
     table(
         out,

@@ -176,6 +176,42 @@ fn the_seeds_clustershell_lines_run_verbatim() {
                 ]),
         "{show}"
     );
+    // -fields: the key column(s), then the fields asked for, headed by their names.
+    let f = ok(
+        &node,
+        "qos policy-group show -fields max-throughput,is-shared",
+    );
+    assert_eq!(
+        f,
+        "policy-group max-throughput   is-shared\n\
+         ------------ ---------------- ---------\n\
+         pg500        1000IOPS,100MB/S false\n"
+    );
+    let f = ok(
+        &node,
+        "vol show -volume epic_rhel1_* -fields qos-policy-group",
+    );
+    assert_eq!(
+        f.lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["vserver", "volume", "qos-policy-group"],
+        "{f}"
+    );
+    assert!(f.contains("2 entries were displayed."), "{f}");
+    let f = ok(
+        &node,
+        "qos adaptive-policy-group show -policy-group aQoS -fields peak-iops-allocation",
+    );
+    assert!(f.contains("aQoS         allocated-space"), "{f}");
+    assert_eq!(
+        fails(&node, "qos policy-group show -fields max-thruput"),
+        "Error: \"max-thruput\" is not a valid field; did you mean \"max-throughput\"? \
+         (fields: policy-group, vserver, uuid, class, num-workloads, max-throughput, \
+         min-throughput, is-shared)\n"
+    );
     let e = fails(
         &node,
         "vol modify -vserver epic -volume epic_rhel3_a -qos-policy-group AqosEpicProd",
@@ -223,6 +259,10 @@ fn the_seeds_clustershell_lines_run_verbatim() {
         "Error: \"bogus\" is not a recognized command under \"qos\"\n"
     );
     assert_eq!(
+        fails(&node, "qos policy-group shwo"),
+        "Error: \"shwo\" is not a recognized command under \"qos policy-group\"; did you mean \"show\"?\n"
+    );
+    assert_eq!(
         fails(&node, "frobnicate"),
         "Error: \"frobnicate\" is not a recognized command\n"
     );
@@ -231,7 +271,7 @@ fn the_seeds_clustershell_lines_run_verbatim() {
             &node,
             "qos policy-group create -policy-group x -max-thruput 5iops"
         ),
-        "Error: invalid argument \"-max-thruput\"\n"
+        "Error: invalid argument \"-max-thruput\"; did you mean \"-max-throughput\"?\n"
     );
     assert!(fails(
         &node,

@@ -117,7 +117,7 @@ pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTa
                     n.to_string(),
                     s.failures.total.to_string(),
                     s.failures.failed.to_string(),
-                    format!("{:04.1}", s.failures.rate_percent()),
+                    format!("{:.1}", s.failures.rate_percent()),
                 ]
             })
             .collect(),
@@ -256,7 +256,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| 1 | 30 | 1 | 03.3 |") && md.contains("| 10 | 300 | 60 | 20.0 |"),
+            md.contains("| 1 | 30 | 1 | 3.3 |") && md.contains("| 10 | 300 | 60 | 20.0 |"),
             "{md}"
         );
         let md = t[1].markdown();

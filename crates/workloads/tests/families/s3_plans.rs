@@ -150,6 +150,19 @@ fn a_profile_run_on_the_embedded_node_is_stored_exported_and_compared() {
         md.contains("| GET | ") && md.contains("TTFB p50 (ms)"),
         "{md}"
     );
+    // Every row of the results table has the header's columns (operations' rows too).
+    let results: Vec<&str> = md
+        .split("## Results\n\n")
+        .nth(1)
+        .expect("a results table")
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let cells = |l: &str| l.matches(" | ").count();
+    assert!(results.len() > 2, "{md}");
+    for row in &results[2..] {
+        assert_eq!(cells(row), cells(results[0]), "{row}\n{}", results[0]);
+    }
     let json: serde_json::Value = serde_json::from_str(&text(report::Format::Json)).unwrap();
     assert_eq!(json["jobs"][0]["ops"][0]["op"], "GET");
     let html = text(report::Format::Html);
