@@ -95,10 +95,11 @@ fn sub<'a>(words: &[String], choices: &[&'a str], context: &str) -> R<&'a str> {
     }
 }
 
-/// "N entries were <verb>." after a command that touched several objects (ONTAP's line).
+/// "N entries were <verb>." after a command that touched several objects, and the empty
+/// line ONTAP prints after it (the next prompt or output starts apart).
 fn entries(out: &mut dyn Write, n: usize, verb: &str) {
     if n > 1 {
-        let _ = writeln!(out, "{n} entries were {verb}.");
+        let _ = writeln!(out, "{n} entries were {verb}.\n");
     }
 }
 

@@ -109,7 +109,7 @@ fn the_seeds_clustershell_lines_run_verbatim() {
         out,
         "Volume modify successful on volume epic_rhel1_a of Vserver epic.\n\
          Volume modify successful on volume epic_rhel1_b of Vserver epic.\n\
-         2 entries were modified.\n"
+         2 entries were modified.\n\n"
     );
     assert_eq!(policy_of(&node, "epic_rhel1_a"), "AqosEpicProd");
     assert_eq!(policy_of(&node, "epic_rhel1_b"), "AqosEpicProd");
