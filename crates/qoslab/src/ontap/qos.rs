@@ -308,11 +308,9 @@ const ADAPTIVE_FIELDS: &[&str] = &[
 
 /// A policy's fields by their clustershell names, as `-fields` prints them.
 fn fields(p: &Value, adaptive: bool) -> Vec<(&'static str, String)> {
-    let text = |v: &Value| match v {
-        Value::String(s) => s.replace('_', "-"),
-        Value::Null => "-".into(),
-        v => v.to_string(),
-    };
+    let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    // The API's enum values (allocated_space) as the clustershell writes them.
+    let word = |v: &Value| text(v).replace('_', "-");
     let mut f = vec![
         ("policy-group", text(&p["name"])),
         ("vserver", svm_name(p)),
@@ -335,7 +333,7 @@ fn fields(p: &Value, adaptive: bool) -> Vec<(&'static str, String)> {
                 "expected-iops-allocation",
                 text(&a["expected_iops_allocation"]),
             ),
-            ("peak-iops-allocation", text(&a["peak_iops_allocation"])),
+            ("peak-iops-allocation", word(&a["peak_iops_allocation"])),
         ]);
     } else {
         let x = &p["fixed"];
