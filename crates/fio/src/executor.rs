@@ -21,11 +21,9 @@ pub enum ExecError {
     },
     #[error("running fio: {0} (is fio installed and on PATH?)")]
     Spawn(std::io::Error),
-    /// fio printed no JSON: `stderr` is all it wrote there (its first lines in the message).
-    #[error(
-        "fio exited with {status} and no JSON output: {}",
-        first_lines(stderr, 3)
-    )]
+    /// fio failed without a result to show (no JSON, or a report no job of which carries
+    /// the error): `stderr` is all it wrote there (its first lines in the message).
+    #[error("fio exited with {status}: {}", first_lines(stderr, 3))]
     Failed { status: String, stderr: String },
     #[error("{0}")]
     Parse(#[from] ParseError),
@@ -49,10 +47,7 @@ impl ExecError {
     pub fn full_text(&self) -> String {
         match self {
             ExecError::Failed { status, stderr } => {
-                format!(
-                    "fio exited with {status} and no JSON output; fio said:\n{}",
-                    stderr.trim_end()
-                )
+                format!("fio exited with {status}; fio said:\n{}", stderr.trim_end())
             }
             other => other.to_string(),
         }
@@ -213,6 +208,18 @@ fn finish(
     stderr: &str,
 ) -> Result<FioOutput, ExecError> {
     match FioOutput::parse(stdout) {
+        // fio failed, yet no job carries the error (it could not connect, open or lay
+        // out its files, and printed an empty report): its stderr is the reason.
+        Ok(o) if !status.success() && o.jobs.iter().all(|j| j.error == 0) => {
+            Err(ExecError::Failed {
+                status: status.to_string(),
+                stderr: if stderr.trim().is_empty() {
+                    "(nothing on stderr)".into()
+                } else {
+                    stderr.to_string()
+                },
+            })
+        }
         Ok(mut o) => {
             o.stderr = stderr.to_string();
             Ok(o)
@@ -432,6 +439,26 @@ mod live_tests {
         std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
         std::fs::set_permissions(&script, perm).unwrap();
         script
+    }
+
+    #[test]
+    fn a_failed_fio_with_an_empty_report_is_an_error_with_its_stderr() {
+        use std::os::unix::process::ExitStatusExt;
+        // What fio 3.33 prints for an nbd URI it cannot connect to: exit 1, a report
+        // whose job has error 0 and no I/O, the reason on stderr.
+        let report = r#"{"fio version": "fio-3.33", "jobs": [{"jobname": "r", "groupid": 0, "error": 0,
+            "read": {"io_bytes": 0, "iops": 0.0, "bw_bytes": 0}, "write": {"io_bytes": 0, "iops": 0.0, "bw_bytes": 0}}]}"#;
+        let stderr = "fio: nbd_connect_uri: nbd_connect_uri: connect: No such file or directory\n";
+        let e = finish(std::process::ExitStatus::from_raw(1 << 8), report, stderr).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "fio exited with exit status: 1: fio: nbd_connect_uri: nbd_connect_uri: connect: No such file or directory"
+        );
+        assert!(e.full_text().ends_with(
+            "fio said:\nfio: nbd_connect_uri: nbd_connect_uri: connect: No such file or directory"
+        ));
+        // The same report with exit 0 is a result.
+        assert!(finish(std::process::ExitStatus::from_raw(0), report, "").is_ok());
     }
 
     #[test]
