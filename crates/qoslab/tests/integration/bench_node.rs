@@ -144,5 +144,9 @@ fn an_unknown_volume_or_a_plan_with_node_tables_is_refused() {
     let o = qoslab(&d, &args, LIMIT);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("would not be applied"), "{err}");
+    // --volume and the plan's own tables: one way or the other, and the error says which.
+    assert!(
+        err.contains("the plan declares its own [[policy]]/[[volume]] tables; drop --volume"),
+        "{err}"
+    );
 }

@@ -24,6 +24,7 @@ mod clustershell;
 mod data_privacy;
 mod data_safety;
 mod diagnosis;
+mod first_hour;
 mod interop;
 mod isolation;
 mod json;
