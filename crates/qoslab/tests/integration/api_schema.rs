@@ -69,10 +69,12 @@ fn schemathesis_finds_no_server_error_and_every_response_conforms() {
     );
     let tail: Vec<&str> = out.stdout.lines().rev().take(40).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
+    // On failure, everything schemathesis said: its failures section (each with the curl
+    // line reproducing it) comes before the summary.
     assert!(
         out.status.success(),
         "schemathesis failed:\n{}\n{}",
-        tail.join("\n"),
+        out.stdout,
         out.stderr
     );
     // It ran, and tested every operation it selected from the description (all of them).
