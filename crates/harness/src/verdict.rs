@@ -158,6 +158,21 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The measured value for a person: bandwidth metrics in MiB/s (as the detail and the
+    /// bound say it), anything else with 2 decimals.
+    pub fn measured_text(&self) -> String {
+        let name = self
+            .expectation
+            .split(|c: char| c.is_whitespace() || "<>~=".contains(c))
+            .next()
+            .unwrap_or("");
+        if name.starts_with("bw") {
+            rate(self.measured)
+        } else {
+            format!("{:.2}", self.measured)
+        }
+    }
+
     /// The one constructor: `passed` is `outcome == pass`, so they never disagree.
     pub fn new(
         expectation: String,
@@ -556,38 +571,53 @@ pub fn judge(
     derived: bool,
 ) -> Verdict {
     let t = tolerance;
+    // Bandwidth metrics (bw, bw_mean, bw_burst, ...) are bytes per second: a person reads
+    // them in MiB/s (or KiB/s), as fio prints them.
+    let bw = name.starts_with("bw");
+    let show = |v: f64| if bw { rate(v) } else { num(v) };
     let (passed, bound) = match op {
         Op::Le => (
             measured <= target * (1.0 + t),
-            format!("<= {}", num(target * (1.0 + t))),
+            format!("<= {}", show(target * (1.0 + t))),
         ),
         Op::Lt => (
             measured < target * (1.0 + t),
-            format!("< {}", num(target * (1.0 + t))),
+            format!("< {}", show(target * (1.0 + t))),
         ),
         Op::Ge => (
             measured >= target * (1.0 - t),
-            format!(">= {}", num(target * (1.0 - t))),
+            format!(">= {}", show(target * (1.0 - t))),
         ),
         Op::Gt => (
             measured > target * (1.0 - t),
-            format!("> {}", num(target * (1.0 - t))),
+            format!("> {}", show(target * (1.0 - t))),
         ),
         Op::Approx => (
             (measured - target).abs() <= target * t,
-            format!("{}..{}", num(target * (1.0 - t)), num(target * (1.0 + t))),
+            format!("{}..{}", show(target * (1.0 - t)), show(target * (1.0 + t))),
         ),
     };
     let detail = format!(
         "{name} = {}, want {bound}{}",
-        num(measured),
+        show(measured),
         if t > 0.0 || derived {
-            format!(" (from {})", num(target))
+            format!(" (from {})", show(target))
         } else {
             String::new()
         }
     );
     Verdict::plain(text.to_string(), measured, bound, passed, detail)
+}
+
+/// Bytes per second for messages: MiB/s from 1 MiB/s up, else KiB/s, else B/s.
+fn rate(v: f64) -> String {
+    if v >= 1048576.0 {
+        format!("{:.1} MiB/s", v / 1048576.0)
+    } else if v >= 1024.0 {
+        format!("{:.1} KiB/s", v / 1024.0)
+    } else {
+        format!("{} B/s", num(v))
+    }
 }
 
 /// A number for messages: integers plainly, others with up to 2 decimals.
@@ -752,6 +782,6 @@ mod tests {
             .0;
         assert!(e.contains("allowed: none (seconds), s, ms"), "{e}");
         let v = judge("bw > 5", "bw", 5.0, Op::Gt, 5.0, 0.0, false);
-        assert!(!v.passed && v.detail == "bw = 5, want > 5", "{v:?}");
+        assert!(!v.passed && v.detail == "bw = 5 B/s, want > 5 B/s", "{v:?}");
     }
 }

@@ -370,7 +370,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 esc(&j.name),
                 esc(j.volume.as_deref().unwrap_or("-")),
                 esc(&v.expectation),
-                esc(&format!("{:.2}", v.measured)),
+                esc(&v.measured_text()),
                 esc(&v.bound),
                 esc(&match &v.reason {
                     Some(r) => format!("{}; {r}", v.detail),
