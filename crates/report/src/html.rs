@@ -146,6 +146,20 @@ fn verdict_word(j: &JobRecord) -> &'static str {
     }
 }
 
+/// A job as a person names it: its workload only when that differs from its name (no
+/// "randread / randread"), and its volume when it has one.
+fn job_title(j: &JobRecord) -> String {
+    let base = if j.workload.is_empty() || j.workload == j.name {
+        j.name.clone()
+    } else {
+        format!("{} / {}", j.workload, j.name)
+    };
+    match &j.volume {
+        Some(v) => format!("{base} on {v}"),
+        None => base,
+    }
+}
+
 /// The most claims the answer box lists (the rest are in the verdicts table).
 const ANSWER_CLAIMS: usize = 12;
 
@@ -309,12 +323,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     if run.jobs.len() > 1 && !run.series.is_empty() {
         o.push_str("<ol>");
         for j in &run.jobs {
-            let name = format!(
-                "{} / {} on {}",
-                esc(&j.workload),
-                esc(&j.name),
-                esc(j.volume.as_deref().unwrap_or("target"))
-            );
+            let name = esc(&job_title(j));
             let _ = write!(
                 o,
                 "<li value=\"{}\">{} {}</li>",
@@ -529,12 +538,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         let _ = write!(
             o,
-            "<h3 id=\"job{}\">#{} {} / {} on {} (iteration {}) <span class=\"{v}\">{v}</span></h3>",
+            "<h3 id=\"job{}\">#{} {} (iteration {}) <span class=\"{v}\">{v}</span></h3>",
             j.seq,
             j.seq,
-            esc(&j.workload),
-            esc(&j.name),
-            esc(j.volume.as_deref().unwrap_or("target")),
+            esc(&job_title(j)),
             j.iteration,
             v = match verdict_word(j) {
                 "-" => "",
