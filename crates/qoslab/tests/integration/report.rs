@@ -422,6 +422,13 @@ fn the_first_screen_of_a_report_is_its_answer() {
         "headline table starts at {table}px: not on the first screen"
     );
     assert!(dom.contains("1 inconclusive"), "counts in the answer");
+    // Each claim stated in words with its number, what did not pass first.
+    assert!(
+        dom.contains(
+            "read_iops on vol500 fell short of 97% of its 500 IOPS ceiling: 479.7 IOPS measured"
+        ),
+        "the answer states its claims"
+    );
     let (_, _, png) = render(d.path(), &html_path, "1280,800");
     assert_eq!(png_size(&png), (1280, 800));
 }
