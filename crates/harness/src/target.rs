@@ -74,6 +74,15 @@ pub struct VolumeOnNode {
 }
 
 impl Target {
+    /// The file fio writes on a path target (DIR/fiotest, or the file itself); None for
+    /// devices and every other target (`target_files` sizes and removes it).
+    pub fn written_file(&self) -> Option<PathBuf> {
+        match self {
+            Target::Path(p) => crate::target_files::file_of(p),
+            _ => None,
+        }
+    }
+
     /// "embedded", an `nbd://`/`nbd+unix://` URI, or a path (which must exist, except a
     /// file in an existing directory, which fio creates).
     pub fn parse(s: &str) -> Result<Target, TargetError> {
@@ -259,7 +268,7 @@ impl Target {
                     ("filename".into(), file.display().to_string()),
                 ];
                 // A file to create needs a size: one that fits (a job's own size wins).
-                if crate::target_files::file_of(self).is_some() {
+                if self.written_file().is_some() {
                     if let Ok(Some(size)) = crate::target_files::default_size(&file) {
                         o.push(("size".into(), size.to_string()));
                     }

@@ -7,8 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::target::Target;
-
 /// The most a default size takes: fio's files are laid out before the first I/O, so a
 /// default never costs more than this, nor more than half the free space.
 pub const DEFAULT_SIZE_CAP: u64 = 1 << 30;
@@ -16,17 +14,16 @@ pub const DEFAULT_SIZE_CAP: u64 = 1 << 30;
 /// The smallest default size worth running (below it the target is full: an error).
 pub const DEFAULT_SIZE_MIN: u64 = 16 << 20;
 
-/// The file fio writes on a path target: DIR/fiotest for a directory, the path itself for
-/// a file; None for block devices and other targets.
-pub fn file_of(target: &Target) -> Option<PathBuf> {
+/// The file fio writes on a path target `p` (`Target::written_file` asks): DIR/fiotest for
+/// a directory, the path itself for a file; None for block and character devices.
+pub fn file_of(p: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::FileTypeExt;
-    let Target::Path(p) = target else { return None };
     if p.is_dir() {
         return Some(p.join("fiotest"));
     }
     match std::fs::metadata(p) {
         Ok(m) if m.file_type().is_block_device() || m.file_type().is_char_device() => None,
-        _ => Some(p.clone()),
+        _ => Some(p.to_path_buf()),
     }
 }
 
@@ -74,9 +71,9 @@ pub struct WrittenFiles {
 }
 
 impl WrittenFiles {
-    /// Note which of the target's files exist now.
-    pub fn track(target: &Target) -> WrittenFiles {
-        let files: Vec<(PathBuf, bool)> = file_of(target)
+    /// Note whether the file a run will write (`Target::written_file`) exists now.
+    pub fn track(file: Option<PathBuf>) -> WrittenFiles {
+        let files: Vec<(PathBuf, bool)> = file
             .into_iter()
             .map(|f| {
                 let existed = f.exists();
@@ -157,8 +154,8 @@ mod tests {
     fn a_run_removes_what_it_wrote_and_keeps_what_was_there() {
         let dir = test_support::TestDir::new("target-files");
         let d = dir.path().to_path_buf();
-        let t = Target::Path(d.clone());
-        assert_eq!(file_of(&t), Some(d.join("fiotest")));
+        let t = file_of(&d);
+        assert_eq!(t, Some(d.join("fiotest")));
         let size = default_size(&d.join("fiotest")).unwrap().unwrap();
         assert!(
             (DEFAULT_SIZE_MIN..=DEFAULT_SIZE_CAP).contains(&size),
@@ -166,7 +163,7 @@ mod tests {
         );
         assert_eq!(size % (1 << 20), 0);
         // Written by the run: removed, and said so.
-        let w = WrittenFiles::track(&t);
+        let w = WrittenFiles::track(t.clone());
         std::fs::write(d.join("fiotest"), vec![0u8; 2048]).unwrap();
         assert_eq!(default_size(&d.join("fiotest")).unwrap(), None);
         let notes = w.finish(false);
@@ -177,11 +174,11 @@ mod tests {
         );
         assert!(!d.join("fiotest").exists());
         // Kept when asked.
-        let w = WrittenFiles::track(&t);
+        let w = WrittenFiles::track(t.clone());
         std::fs::write(d.join("fiotest"), b"x").unwrap();
         assert!(w.finish(true)[0].ends_with("kept (--keep-files)"));
         // There before: never removed.
-        let w = WrittenFiles::track(&t);
+        let w = WrittenFiles::track(t.clone());
         assert!(w.finish(false)[0].ends_with("it was there before the run: kept"));
         assert!(d.join("fiotest").exists());
         assert_eq!(human(3_900_000_000), "3.6 GiB");

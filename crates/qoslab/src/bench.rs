@@ -543,7 +543,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         r
     };
-    if let Some(f) = harness::target_files::file_of(&target) {
+    if let Some(f) = target.written_file() {
         harness::target_files::default_size(&f).map_err(anyhow::Error::msg)?;
     }
     let not_applied = setup_not_applied(&plan, &target);
@@ -556,7 +556,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             println!("note: {n}");
         }
     }
-    let files = harness::target_files::WrittenFiles::track(&target);
+    let files = harness::target_files::WrittenFiles::track(target.written_file());
     let mut ui = TerminalUi::new(args.json);
     let outcome = run_and_store_with(
         &mut plan,
