@@ -137,7 +137,7 @@ fn check_target(
     }
     let q = hosts::quote(path);
     let out = h.run(&format!(
-        "test -d {q} || {{ echo 'not a directory' >&2; exit 3; }}; test -w {q} || {{ echo 'not writable' >&2; exit 3; }}; {{ findmnt -n -o FSTYPE -T {q} 2>/dev/null || stat -f -c %T {q}; }}; df -P -B1 {q} | tail -n 1"
+        "test -d {q} || {{ echo 'not a directory' >&2; exit 3; }}; test -w {q} || {{ echo 'not writable' >&2; exit 3; }}; t=$(findmnt -n -o FSTYPE -T {q} 2>/dev/null | tail -n 1); if [ -n \"$t\" ]; then echo \"$t\"; else stat -f -c %T {q}; fi; df -P -B1 {q} | tail -n 1"
     ))?;
     if out.code != 0 {
         return Err(SuiteError::Invalid(format!(
