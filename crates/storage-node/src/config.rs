@@ -262,9 +262,11 @@ struct RawCapacity {
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
     name: Spanned<String>,
-    fixed: Option<Spanned<RawFixed>>,
-    adaptive: Option<Spanned<RawAdaptive>>,
-    provisioned: Option<Spanned<burst::RawProvisioned>>,
+    // Not `Spanned`: a dotted key (`fixed.max_throughput = "200iops"`) makes the table
+    // implicitly, and toml cannot span it; [`key_offset`] finds the key's line instead.
+    fixed: Option<RawFixed>,
+    adaptive: Option<RawAdaptive>,
+    provisioned: Option<burst::RawProvisioned>,
 }
 
 #[derive(Deserialize)]
@@ -512,20 +514,20 @@ impl NodeConfig {
             }
             let policy = match (&p.fixed, &p.adaptive, &p.provisioned) {
                 (Some(f), None, None) => {
-                    let ctx = ctx_at(f.span().start);
-                    let pol = Policy::Fixed(fixed(f.get_ref()).map_err(&ctx)?);
+                    let ctx = ctx_at(key_offset(text, sp.span().start, "fixed"));
+                    let pol = Policy::Fixed(fixed(f).map_err(&ctx)?);
                     pol.validate().map_err(|e| ctx(e.to_string()))?;
                     pol
                 }
                 (None, Some(a), None) => {
-                    let ctx = ctx_at(a.span().start);
-                    let pol = Policy::Adaptive(adaptive(a.get_ref()).map_err(&ctx)?);
+                    let ctx = ctx_at(key_offset(text, sp.span().start, "adaptive"));
+                    let pol = Policy::Adaptive(adaptive(a).map_err(&ctx)?);
                     pol.validate().map_err(|e| ctx(e.to_string()))?;
                     pol
                 }
                 (None, None, Some(v)) => {
-                    let ctx = ctx_at(v.span().start);
-                    let pol = Policy::Provisioned(burst::provisioned(v.get_ref()).map_err(&ctx)?);
+                    let ctx = ctx_at(key_offset(text, sp.span().start, "provisioned"));
+                    let pol = Policy::Provisioned(burst::provisioned(v).map_err(&ctx)?);
                     pol.validate().map_err(|e| ctx(e.to_string()))?;
                     pol
                 }
@@ -608,6 +610,22 @@ fn line_of(text: &str, byte: usize) -> usize {
 
 /// The line where top-level table `name` is first declared: a `[name]` or `[name.sub]`
 /// header, or a `name = {...}` / `name.key = ...` key (1 when not found).
+/// The offset of the first line at or after `from` that sets `key` (`key = ...` or
+/// `key.field = ...`), else `from`.
+fn key_offset(text: &str, from: usize, key: &str) -> usize {
+    let mut off = from;
+    for line in text.get(from..).unwrap_or("").split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with(['=', '.']))
+        {
+            return off + (line.len() - t.len());
+        }
+        off += line.len();
+    }
+    from
+}
+
 fn table_line(text: &str, name: &str) -> usize {
     text.lines()
         .position(|l| {

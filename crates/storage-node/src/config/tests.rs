@@ -542,6 +542,17 @@ fn backend_layers() {
 /// table made by a dotted header alone (`[capacity.latency]`) parses like an inline one.
 #[test]
 fn errors_name_the_fields_line_and_dotted_tables_parse() {
+    // A policy's kind given by dotted keys parses, and its errors name the key's line.
+    let cfg = NodeConfig::parse(
+        "[[policy]]\nname = \"p\"\nfixed.max_throughput = \"200iops\"\nfixed.capacity_shared = true\n",
+        "node.toml",
+    )
+    .unwrap();
+    assert_eq!(cfg.policies.len(), 1);
+    check_err_contains(
+        "[[policy]]\nname = \"p\"\n\nfixed.max_throughput = \"5furlongs\"\n",
+        &["node.toml:4: policy \"p\""],
+    );
     check_err_contains(
         "[[volume]]\nname = \"a\"\ndescription = \"x\"\nsize = \"5XB\"\n",
         &["node.toml:4: volume \"a\": size"],
