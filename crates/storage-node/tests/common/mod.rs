@@ -1,9 +1,12 @@
-//! Shared by the storage node's test binaries: a minimal NBD client handshake, and a temp
-//! directory removed on drop (`storage_node::test_dir`).
+//! Shared by the storage node's test binaries: a minimal NBD client handshake, a temp
+//! directory removed on drop (`test_support::TestDir`), and a closed-loop client on
+//! tokio's clock (`load`).
 #![allow(dead_code)] // each test binary uses its part
 
 use nbd_proto::*;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+pub mod load;
 
 /// Handshake with GO for `export` (simple replies), returning the export size.
 pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(c: &mut S, export: &str) -> u64 {
