@@ -6,14 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use nbd_proto::*;
 use storage_node::{server, Node};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 mod common;
-use common::handshake;
-use common::load::{load, node, Client, Load};
+use common::load::{assign_policy_after, load, node, Client, Load};
+use common::{handshake, read_4k};
 
 const ISOLATION: &str = r#"
 [capacity]
@@ -142,12 +141,7 @@ async fn a_policy_change_releases_queued_requests() {
         "[capacity]\niops = 1000\n[[policy]]\nname = \"slow\"\nfixed = { max_throughput_iops = 10 }\n[[policy]]\nname = \"fast\"\nfixed = { max_throughput_iops = 900 }\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"slow\"\n",
         "move",
     );
-    let vol = n.volume("v").unwrap();
-    let (n2, v2) = (n.clone(), vol.clone());
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        n2.assign_policy(&v2, Some("fast".into())).unwrap();
-    });
+    assign_policy_after(&n, "v", "fast", Duration::from_millis(1500));
     let l = load(n.clone(), "v", Client::reads(32, None), 4).await;
     assert!(l.per_sec[0] <= 12, "slow first: {:?}", l.per_sec);
     assert!(l.rate(2) > 850.0, "then fast: {:?}", l.per_sec);
@@ -230,16 +224,7 @@ async fn a_closed_connections_queued_requests_do_not_hold_back_the_next_client()
     );
     let read = |cookie: u64| {
         let mut out = Vec::new();
-        encode_request(
-            &mut out,
-            &Request {
-                flags: 0,
-                command: CMD_READ,
-                cookie,
-                offset: cookie * 4096,
-                length: 4096,
-            },
-        );
+        read_4k(&mut out, cookie);
         out
     };
     // Client A queues 8 reads at 10 IOPS and goes away after the first reply.

@@ -24,6 +24,17 @@ pub fn node(toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
     (node, dir)
 }
 
+/// Move volume `vol` to the policy `policy` after `after` (tokio's clock), from a task
+/// of its own: what an administrator does while clients are connected.
+pub fn assign_policy_after(node: &Arc<Node>, vol: &str, policy: &str, after: Duration) {
+    let v = node.volume(vol).expect("volume");
+    let (node, policy) = (node.clone(), policy.to_string());
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        node.assign_policy(&v, Some(policy)).unwrap();
+    });
+}
+
 /// One client's requests: `qd` outstanding at most, `len` bytes each; every
 /// `write_every`-th one a WRITE (0: reads only; 1: writes only); `rate` requests per
 /// second (catching up when behind, like fio's rate_iops) or, `None`, as fast as
@@ -132,6 +143,10 @@ pub async fn load(node: Arc<Node>, export: &'static str, c: Client, secs: u64) -
             break;
         };
         r.unwrap();
+        assert_eq!(
+            u32::from_be_bytes(hdr[0..4].try_into().unwrap()),
+            SIMPLE_REPLY_MAGIC
+        );
         assert_eq!(
             u32::from_be_bytes(hdr[4..8].try_into().unwrap()),
             0,

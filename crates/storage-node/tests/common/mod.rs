@@ -42,5 +42,19 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(c: &mut S, export: &st
     }
 }
 
+/// Append a 4 KiB READ whose cookie is `cookie` and whose offset is `cookie` x 4 KiB.
+pub fn read_4k(out: &mut Vec<u8>, cookie: u64) {
+    encode_request(
+        out,
+        &Request {
+            flags: 0,
+            command: CMD_READ,
+            cookie,
+            offset: cookie * 4096,
+            length: 4096,
+        },
+    );
+}
+
 #[allow(unused_imports)] // not every test binary makes a directory
 pub use test_support::TestDir;
