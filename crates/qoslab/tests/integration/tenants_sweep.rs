@@ -9,36 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{cell, json_run, qoslab, table, text, Dir};
 use crate::util::require_tool;
-
-fn json_run(dir: &Dir, db: &str) -> Value {
-    let o = qoslab(
-        dir,
-        &["results", "export", "1", "--format", "json", "--db", db],
-        Duration::from_secs(60),
-    );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("export is JSON ({e}): {out}"))
-}
-
-fn table<'a>(run: &'a Value, kind: &str, name: &str) -> &'a Value {
-    run["tables"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["kind"] == kind && t["name"] == name))
-        .unwrap_or_else(|| panic!("no table {kind}/{name} in {}", run["tables"]))
-}
-
-fn cell<'a>(t: &'a Value, row: &'a Value, col: &str) -> &'a Value {
-    let i = t["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|c| c == col)
-        .unwrap_or_else(|| panic!("no column {col}"));
-    &row[i]
-}
 
 /// Chromium's DOM dump of a page (headless, 60 s limit).
 fn chromium_dom(profile: &Path, page: &Path) -> String {
