@@ -154,7 +154,8 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
     c.y_unit = Unit::Ms;
     let ms = |ns: f64| ns / 1e6;
     // fio's mean, p50 and p99 (ns; a sample without the figure is 0).
-    let fio_lat: [(&str, fn(&harness::series::FioSample) -> f64); 3] = [
+    type Figure = fn(&harness::series::FioSample) -> f64;
+    let fio_lat: [(&str, Figure); 3] = [
         ("fio mean", |x| x.lat_mean_ns),
         ("fio p50", |x| x.p50_ns as f64),
         ("fio p99", |x| x.p99_ns as f64),
@@ -569,7 +570,8 @@ pub fn latency_percentiles(run: &RunRecord) -> Option<Chart> {
             .collect(),
         style: 0,
     });
-    let percentiles: [(&str, fn(&fio::DirStats) -> u64); 4] = [
+    type Percentile = fn(&fio::DirStats) -> u64;
+    let percentiles: [(&str, Percentile); 4] = [
         ("p50", |d| d.p50_ns),
         ("p90", |d| d.p90_ns),
         ("p99", |d| d.p99_ns),

@@ -64,7 +64,7 @@ macro_rules! object_output {
         $out {
             $($f: $v,)*
             accept_ranges: Some("bytes".into()),
-            e_tag: Some(crate::objects::etag($etag)),
+            e_tag: Some(s3s::dto::ETag::Strong($etag.to_string())),
             last_modified: Some(crate::context::timestamp(r.fixed.mtime_ns)),
             content_type: m.content_type.as_deref().and_then(|c| c.parse().ok()),
             content_encoding: m.content_encoding.clone(),

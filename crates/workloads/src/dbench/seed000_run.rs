@@ -31,7 +31,7 @@ fn job_of(i: usize) -> &'static str {
 
 /// Whether cell `i` is its job's read side (the cells alternate read, write).
 fn is_read(i: usize) -> bool {
-    i % 2 == 0
+    i.is_multiple_of(2)
 }
 
 /// The current (not superseded) job `name` on `volume`.
