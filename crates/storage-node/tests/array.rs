@@ -23,27 +23,27 @@ fn within(got: f64, want: f64, tol: f64, what: &str) {
     );
 }
 
-const LATENCY: &str = r#"
-[capacity]
-latency = { read = { fixed = "3ms" }, write = { fixed = "2ms", per_kib = "15.625us" } }
+/// A node config: `[capacity]` with `capacity`, and the volume `capped` (`size`) under a
+/// 500 IOPS ceiling, `p500`.
+fn capped_at_500(capacity: &str, size: &str) -> String {
+    format!(
+        "[capacity]\n{capacity}\n\n[[policy]]\nname = \"p500\"\n\
+         fixed = {{ max_throughput_iops = 500 }}\n\n\
+         [[volume]]\nname = \"capped\"\nsize = \"{size}\"\npolicy = \"p500\"\n"
+    )
+}
 
-[[policy]]
-name = "p500"
-fixed = { max_throughput_iops = 500 }
-
-[[volume]]
-name = "free"
-size = "64MiB"
-
-[[volume]]
-name = "capped"
-size = "64MiB"
-policy = "p500"
-"#;
+/// Reads take 3 ms, writes 2 ms + 15.625 us per KiB; a volume `free` beside `capped`.
+fn latency() -> String {
+    capped_at_500(
+        r#"latency = { read = { fixed = "3ms" }, write = { fixed = "2ms", per_kib = "15.625us" } }"#,
+        "64MiB",
+    ) + "\n[[volume]]\nname = \"free\"\nsize = \"64MiB\"\n"
+}
 
 #[tokio::test(start_paused = true)]
 async fn service_latency_at_qd1_and_qd4_is_the_configured_time() {
-    let (n, _dir) = node(LATENCY, "latency");
+    let (n, _dir) = node(&latency(), "latency");
     // Reads: 3 ms fixed. Writes of 64 KiB: 2 ms + 64 x 15.625 us = 3 ms.
     for (qd, len, writes) in [(1, 4096, 0), (4, 4096, 0), (1, 65536, 1), (4, 65536, 1)] {
         let l = load(n.clone(), "free", Client::closed(qd, len, writes), 4).await;
@@ -62,7 +62,7 @@ async fn service_latency_at_qd1_and_qd4_is_the_configured_time() {
 
 #[tokio::test(start_paused = true)]
 async fn ceilings_stay_exact_with_service_latency_on() {
-    let (n, _dir) = node(LATENCY, "ceiling");
+    let (n, _dir) = node(&latency(), "ceiling");
     // QD 32 of 4 KiB reads under 500 IOPS with 3 ms per request: the ceiling binds
     // (32 / 3 ms = 10,667 offered); Little's law gives 64 ms per request.
     let l = load(n.clone(), "capped", Client::closed(32, 4096, 0), 10).await;
@@ -86,7 +86,7 @@ async fn ceilings_stay_exact_with_service_latency_on() {
 #[tokio::test(start_paused = true)]
 async fn a_ceiling_above_the_rate_adds_no_latency_at_qd4() {
     let (n, _dir) = node(
-        &LATENCY.replace("max_throughput_iops = 500", "max_throughput_iops = 9500"),
+        &latency().replace("max_throughput_iops = 500", "max_throughput_iops = 9500"),
         "qd4",
     );
     let l = load(n.clone(), "capped", Client::closed(4, 4096, 0), 4).await;
@@ -104,21 +104,6 @@ async fn a_ceiling_above_the_rate_adds_no_latency_at_qd4() {
     );
 }
 
-const TRANSFER: &str = r#"
-[capacity]
-io_accounting = "transfer:64KiB"
-CONTROLLER
-
-[[policy]]
-name = "p500"
-fixed = { max_throughput_iops = 500 }
-
-[[volume]]
-name = "capped"
-size = "256MiB"
-policy = "p500"
-"#;
-
 /// ONTAP's NFS view through the node: under 500 IOPS a 128 KiB request is 2 operations
 /// and a 1 MiB one 16, in the pacer (ceilings only) and in the controller (with a
 /// service latency), and the statistics count operations in that unit.
@@ -128,7 +113,13 @@ async fn transfer_accounting_in_both_scheduler_modes() {
         ("pacer", ""),
         ("controller", "latency = { read = { fixed = \"1ms\" } }"),
     ] {
-        let (n, _dir) = node(&TRANSFER.replace("CONTROLLER", controller), mode);
+        let (n, _dir) = node(
+            &capped_at_500(
+                &format!("io_accounting = \"transfer:64KiB\"\n{controller}"),
+                "256MiB",
+            ),
+            mode,
+        );
         assert_eq!(n.scheduler.controls(), !controller.is_empty());
         for (len, ops) in [(4096u32, 1.0), (131_072, 2.0), (1 << 20, 16.0)] {
             let l = load(n.clone(), "capped", Client::closed(16, len, 0), 9).await;
