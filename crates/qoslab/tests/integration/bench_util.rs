@@ -201,3 +201,10 @@ pub fn cell<'a>(
         .unwrap_or_else(|| panic!("no column {col}"));
     &row[i]
 }
+
+/// The output of a `qoslab` run that must exit 0: its stdout.
+pub fn succeeded(o: &Output) -> String {
+    let (out, err) = text(o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    out
+}

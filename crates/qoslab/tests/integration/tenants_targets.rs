@@ -8,17 +8,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::api_util::Api;
-use crate::bench_util::{cell, json_run, qoslab, table, text, Dir};
+use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir};
 use crate::util::{heavy, one_volume_config, require_fio_nbd, Node};
 
 const LIMIT: Duration = Duration::from_secs(300);
-
-/// The output of a `qoslab` run that must exit 0: its stdout.
-fn succeeded(o: &std::process::Output) -> String {
-    let (out, err) = text(o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    out
-}
 
 /// The summary table of a run on a target whose QoS is its own: `n` rows (points x
 /// classes), each with no failure, a positive mean and the QoS named as the target's.
