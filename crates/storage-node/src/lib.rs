@@ -24,6 +24,7 @@ pub mod credits;
 pub mod datadir;
 pub mod errors;
 pub mod metrics;
+pub mod nas;
 pub mod node;
 pub mod objstore;
 pub mod private;
