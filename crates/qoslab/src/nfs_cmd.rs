@@ -223,17 +223,15 @@ fn call_counts(svc: &Service) -> String {
     s
 }
 
+/// Resolves on the first SIGINT, SIGTERM or SIGHUP (the process's lifecycle hands it the
+/// signal instead of tearing down; a second one forces).
 async fn shutdown() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        },
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let _graceful = {
+        let stop = stop.clone();
+        lifecycle::graceful(move |_| stop.notify_one())
+    };
+    stop.notified().await;
 }
 
 #[cfg(test)]
