@@ -24,7 +24,10 @@ pub fn nfs_port(n: &Node) -> u16 {
 
 /// A libnfs URL for `path` on the node.
 pub fn nfs_url(n: &Node, path: &str) -> String {
-    format!("nfs://127.0.0.1{path}?nfsport={p}&mountport={p}", p = nfs_port(n))
+    format!(
+        "nfs://127.0.0.1{path}?nfsport={p}&mountport={p}",
+        p = nfs_port(n)
+    )
 }
 
 const NFS: &[&str] = &["--listen-nfs", "127.0.0.1:0"];
@@ -115,7 +118,12 @@ fn seed000_qos_rows_hold_over_nfs() {
     }
     let api = Api::new(&node.api_url());
     let reads_before = read_ops(&api, "vol500");
-    let timed = ["--time_based", "--runtime=10", "--ramp_time=1", "--iodepth=16"];
+    let timed = [
+        "--time_based",
+        "--runtime=10",
+        "--ramp_time=1",
+        "--iodepth=16",
+    ];
     let run_on = |vol: &str, size: &str, bs: &str, rw: &str| {
         let mut a = vec!["--filename=fiotest".to_string(), format!("--size={size}")];
         a.push(format!("--bs={bs}"));
@@ -125,15 +133,26 @@ fn seed000_qos_rows_hold_over_nfs() {
         fio_nfs(&nfs_url(&node, vol), &args)
     };
     let r4k = run_on("/vol500", "32M", "4k", "randread");
-    within("4 KiB random reads, IOPS", r4k.at("jobs.0.read.iops").f64(), 500.0, 2.0);
+    within(
+        "4 KiB random reads, IOPS",
+        r4k.at("jobs.0.read.iops").f64(),
+        500.0,
+        2.0,
+    );
     let w4k = run_on("/vol500", "32M", "4k", "randwrite");
-    within("4 KiB random writes, IOPS", w4k.at("jobs.0.write.iops").f64(), 500.0, 2.0);
+    within(
+        "4 KiB random writes, IOPS",
+        w4k.at("jobs.0.write.iops").f64(),
+        500.0,
+        2.0,
+    );
     let r128 = run_on("/vol500", "32M", "128k", "randread");
     let mib = r128.at("jobs.0.read.bw").f64() / 1024.0;
     within("128 KiB random reads at 500 IOPS, MiB/s", mib, 31.25, 3.0);
     // The node counted two READs per 128 KiB read: the client split them, not qoslab.
     let counted = read_ops(&api, "vol500") - reads_before;
-    let fio_reads = r4k.at("jobs.0.read.total_ios").u64() + 2 * r128.at("jobs.0.read.total_ios").u64();
+    let fio_reads =
+        r4k.at("jobs.0.read.total_ios").u64() + 2 * r128.at("jobs.0.read.total_ios").u64();
     assert!(
         counted >= fio_reads,
         "the node counted {counted} READs, fio issued {fio_reads} 64 KiB-or-smaller reads"
@@ -148,7 +167,9 @@ fn seed000_qos_rows_hold_over_nfs() {
 }
 
 fn read_ops(api: &Api, vol: &str) -> u64 {
-    let v = api.get_ok(&format!("/api/storage/volumes?name={vol}&fields=statistics"));
+    let v = api.get_ok(&format!(
+        "/api/storage/volumes?name={vol}&fields=statistics"
+    ));
     v["records"][0]["statistics"]["iops_raw"]["read"]
         .as_u64()
         .unwrap_or_else(|| panic!("no statistics: {v}"))
@@ -172,12 +193,19 @@ fn a_nas_volume_over_the_api_with_libnfs() {
     );
     assert_eq!(v["nas"]["path"], "/nas1", "{v}");
     assert_eq!(v["nas"]["export_policy"]["name"], "default", "{v}");
-    assert!(v.get("nbd").is_none(), "a NAS volume has no NBD address: {v}");
+    assert!(
+        v.get("nbd").is_none(),
+        "a NAS volume has no NBD address: {v}"
+    );
     let uuid = v["uuid"].as_str().unwrap().to_string();
     let dir = TempDir::new("nfs-node-api");
     let local = dir.join("one.bin");
     std::fs::write(&local, pattern(3, 3 << 20)).unwrap();
-    nfs_tool("nfs-cp", &[local.to_str().unwrap(), &nfs_url(&node, "/nas1/one.bin")]).ok();
+    nfs_tool(
+        "nfs-cp",
+        &[local.to_str().unwrap(), &nfs_url(&node, "/nas1/one.bin")],
+    )
+    .ok();
     // Used space follows the tree (refreshed by the node every second).
     let deadline = Instant::now() + Duration::from_secs(5);
     let got = loop {
@@ -189,8 +217,14 @@ fn a_nas_volume_over_the_api_with_libnfs() {
     };
     assert!(got["space"]["used"].as_u64().unwrap() >= 3 << 20, "{got}");
     let st = &got["statistics"]["iops_raw"];
-    assert!(st["write"].as_u64().unwrap() >= 48, "3 MiB in 64 KiB WRITEs: {got}");
-    assert!(st["other"].as_u64().unwrap() >= 2, "LOOKUP/CREATE/COMMIT: {got}");
+    assert!(
+        st["write"].as_u64().unwrap() >= 48,
+        "3 MiB in 64 KiB WRITEs: {got}"
+    );
+    assert!(
+        st["other"].as_u64().unwrap() >= 2,
+        "LOOKUP/CREATE/COMMIT: {got}"
+    );
     assert_eq!(
         got["statistics"]["throughput_raw"]["write"].as_u64(),
         Some(3 << 20),
@@ -199,11 +233,15 @@ fn a_nas_volume_over_the_api_with_libnfs() {
     // The quota: 8 MiB in all; another 6 MiB does not fit.
     let big = dir.join("big.bin");
     std::fs::write(&big, pattern(4, 6 << 20)).unwrap();
-    let full = nfs_tool("nfs-cp", &[big.to_str().unwrap(), &nfs_url(&node, "/nas1/big.bin")]);
+    let full = nfs_tool(
+        "nfs-cp",
+        &[big.to_str().unwrap(), &nfs_url(&node, "/nas1/big.bin")],
+    );
     assert!(!full.status.success(), "past the quota: {full}");
     let metrics = api.get("/metrics").body;
     assert!(
-        metrics.contains("qoslab_volume_nas_info{volume=\"nas1\"") && metrics.contains("path=\"/nas1\""),
+        metrics.contains("qoslab_volume_nas_info{volume=\"nas1\"")
+            && metrics.contains("path=\"/nas1\""),
         "{metrics}"
     );
     // An export policy that does not match loopback: refused at once for the next call.
@@ -219,7 +257,11 @@ fn a_nas_volume_over_the_api_with_libnfs() {
     let denied = nfs_tool("nfs-ls", &[&nfs_url(&node, "/nas1")]);
     assert!(!denied.status.success(), "{denied}");
     // The policy in use cannot be deleted; the default one never.
-    let r = api.req("DELETE", &format!("/api/protocols/nfs/export-policies/{}", p["id"]), None);
+    let r = api.req(
+        "DELETE",
+        &format!("/api/protocols/nfs/export-policies/{}", p["id"]),
+        None,
+    );
     assert_eq!(r.status, 409, "{r:?}");
     api.patch_ok(
         &format!("/api/storage/volumes/{uuid}"),
@@ -231,7 +273,10 @@ fn a_nas_volume_over_the_api_with_libnfs() {
     let r = api.req("DELETE", &format!("/api/storage/volumes/{uuid}"), None);
     assert_eq!(r.status, 200, "{r:?}");
     let gone = nfs_tool("nfs-ls", &[&nfs_url(&node, "/nas1")]);
-    assert!(!gone.status.success() && gone.stderr.contains("NOENT"), "{gone}");
+    assert!(
+        !gone.status.success() && gone.stderr.contains("NOENT"),
+        "{gone}"
+    );
     assert!(!node.data_dir().join("nas/nas1").exists());
 }
 
@@ -301,5 +346,8 @@ nas_path = "/fsx"
     eprintln!("one connection {one:.2} MiB/s, 16 connections {many:.2} MiB/s");
     // 2 MB/s = 1.907 MiB/s for one flow.
     within("one connection, MiB/s", one, 2e6 / 1048576.0, 5.0);
-    assert!(many >= 4.0 * one, "16 connections {many:.2} MiB/s vs one {one:.2}");
+    assert!(
+        many >= 4.0 * one,
+        "16 connections {many:.2} MiB/s vs one {one:.2}"
+    );
 }

@@ -288,8 +288,8 @@ pub fn committed_writes_survive_kill9(
     restart: impl FnOnce() -> u16,
     log: impl Fn() -> String,
 ) {
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use crate::util::{first_difference, pattern};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let mut w = Wire::connect(port);
     let root = w.mount(junction);
     let fh = w.create(&root, "journal");
