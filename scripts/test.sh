@@ -55,7 +55,7 @@ step deps scripts/install-deps.sh
 # One build for both tiers and clippy: `--features e2e` only adds the e2e test targets.
 step build cargo build --workspace --all-targets --features e2e --locked
 step unit cargo nextest run --workspace --features e2e --locked --profile unit
-step doc cargo test --workspace --doc --locked
+step doc cargo test --workspace --doc --features e2e --locked
 step e2e cargo nextest run --workspace --features e2e --locked --profile e2e
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets --features e2e --locked -- -D warnings

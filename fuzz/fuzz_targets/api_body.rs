@@ -3,7 +3,7 @@
 //! error with a 4xx status, never a panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use storage_node::api::model;
+use control_plane::api::model;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, body)) = data.split_first() else {

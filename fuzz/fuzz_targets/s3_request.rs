@@ -8,7 +8,7 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use storage_node::api::ControlPlane;
+use control_plane::api::ControlPlane;
 use storage_node::server::ServerStats;
 
 struct Env {
@@ -77,7 +77,10 @@ fuzz_target!(|data: &[u8]| {
     let Some(req) = request(data) else {
         return;
     };
-    if let Some(msg) = s3_server::presign::refusal(req.uri().query()) {
+    // The endpoint's own checks before s3s (as s3_server::serve makes them).
+    let refused = s3_server::presign::refusal(req.uri().query())
+        .or_else(|| s3_server::presign::malformed_date(&req));
+    if let Some(msg) = refused {
         let _ = s3_server::presign::response(&msg);
         return;
     }

@@ -1,5 +1,5 @@
 //! What a family's plan works with while it runs ([`Prepare`] before the run row exists,
-//! [`RunContext`] after), and what it hands back ([`RunHeader`], [`Tally`]).
+//! [`RunContext`] after), and what it hands back ([`RunHeader`]).
 //!
 //! Everything a step records goes to the store as it happens (jobs before their work
 //! starts, results and verdicts when each ends, series after each job, summary tables as
@@ -11,7 +11,7 @@ use storage_node::NodeConfig;
 use crate::plan::Common;
 use crate::recording::SeriesRecorder;
 use crate::series::JobSeries;
-use crate::store::{PolicyRecord, RunRecord, Store, StoreError, SummaryTable, VolumeRecord};
+use crate::store::{PolicyRecord, Store, StoreError, SummaryTable, VolumeRecord};
 use crate::target::{EmbeddedNode, Target, TargetError};
 use crate::ui::Ui;
 use crate::verdict::Verdict;
@@ -47,53 +47,6 @@ pub struct RunHeader {
     pub ramp_s: f64,
     /// Replaces the detected fio version when fio plays no part.
     pub fio_version: Option<String>,
-}
-
-/// A run's result, as its family judges it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Passed,
-    /// An expectation failed.
-    Failed,
-    /// A job failed to run (fio errors, I/O errors).
-    Error,
-    /// Nothing failed, but a verdict is inconclusive: the job's bottleneck explains its
-    /// failure (docs/DIAGNOSIS.md).
-    Inconclusive,
-}
-
-impl Status {
-    /// The word the results store keeps.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::Error => "error",
-            Status::Inconclusive => "inconclusive",
-        }
-    }
-}
-
-/// What [`crate::family::FamilyPlan::finish`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tally {
-    pub status: Status,
-    pub failed_jobs: usize,
-    pub failed_verdicts: usize,
-}
-
-/// A finished run: the stored record and its family's counts.
-#[derive(Debug)]
-pub struct Outcome {
-    pub record: RunRecord,
-    pub failed_verdicts: usize,
-    pub failed_jobs: usize,
-}
-
-impl Outcome {
-    pub fn passed(&self) -> bool {
-        self.record.status == Status::Passed.as_str()
-    }
 }
 
 /// Before the run row exists: check the target, start or open what the family needs.

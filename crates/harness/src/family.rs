@@ -15,7 +15,8 @@ use std::path::Path;
 
 use fio::JobResult;
 
-use crate::context::{Outcome, Prepare, RunContext, RunError, RunHeader, Step, Tally};
+use crate::context::{Prepare, RunContext, RunError, RunHeader, Step};
+use crate::outcome::Outcome;
 use crate::plan::{parse_common, Common, PlanError, PlanSource};
 use crate::target::Target;
 
@@ -105,10 +106,24 @@ pub trait Family: Send + Sync {
         None
     }
 
-    /// The `kind`s of the summary tables it stores (its report hooks chart them).
-    fn table_kinds(&self) -> &'static [&'static str] {
-        &[]
+    /// The targets and common options its plans accept beyond the ordinary ones (the CLI
+    /// asks, and never names a family).
+    fn accepts(&self) -> Accepts {
+        Accepts::default()
     }
+}
+
+/// What a family's plans accept beyond an NBD URI, a path, the embedded node or a `--node`
+/// volume ([`Family::accepts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Accepts {
+    /// `--node URL` without `--volume`: the family creates its own volumes there.
+    pub node_alone: bool,
+    /// `--target /dev/X,/dev/Y`: a list of block devices.
+    pub devices: bool,
+    /// The family reads `--hosts` itself (the suites' hosts), so it does not name the
+    /// `--client` load generators whose tool sets are sampled.
+    pub own_hosts: bool,
 }
 
 /// A named set of fio jobs, run by the generic `[[workload]]` family.
@@ -159,12 +174,28 @@ pub trait FamilyPlan: AsAny + std::fmt::Debug + Send {
     /// Run step `index`, recording its jobs, series and tables as it goes.
     fn run_step(&mut self, index: usize, ctx: &mut RunContext) -> Result<(), RunError>;
 
-    /// After the last step: run-level verdicts, the run's status and counts.
-    fn finish(&mut self, ctx: &mut RunContext) -> Result<Tally, RunError>;
+    /// After the last step: record the run-level verdicts it judges (on a job of its
+    /// choice, through `ctx`), its last tables, and release what it holds. The run's status
+    /// is not the family's to say: the harness derives it from the stored records
+    /// ([`crate::outcome`]).
+    fn finish(&mut self, _ctx: &mut RunContext) -> Result<(), RunError> {
+        Ok(())
+    }
 
-    /// The terminal summary after the run (not with `--json`). An error here is an output
-    /// the family promised and could not write (the run is stored).
-    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError>;
+    /// Keep only the work on the embedded node's `volumes` (a re-run of the volumes whose
+    /// measurements the machine discredited: [`crate::outcome::discredited_volumes`]).
+    fn retain_volumes(&mut self, _common: &Common, _volumes: &[String]) -> Result<(), PlanError> {
+        Err(PlanError(
+            "this family's plans cannot be narrowed to some volumes".into(),
+        ))
+    }
+
+    /// The family's part of the terminal summary (its tables), printed before the
+    /// harness's status lines ([`Plan::summary`]; not with `--json`). An error here is an
+    /// output the family promised and could not write (the run is stored).
+    fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
+        Ok(String::new())
+    }
 }
 
 /// A plan: the common part and one family's work.
@@ -197,6 +228,22 @@ impl Plan {
 
     pub fn steps(&self) -> Vec<Step> {
         self.body.steps()
+    }
+
+    /// Keep only the work on `volumes` ([`FamilyPlan::retain_volumes`]).
+    pub fn retain_volumes(&mut self, volumes: &[String]) -> Result<(), PlanError> {
+        self.body.retain_volumes(&self.common, volumes)
+    }
+
+    /// The terminal summary: the family's part, then the harness's status line, problems
+    /// and where the run is stored ([`crate::outcome::summary`]).
+    pub fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
+        let own = self.body.summary(outcome)?;
+        let sep = if own.is_empty() { "\n" } else { "" };
+        Ok(format!(
+            "{own}{sep}{}",
+            crate::outcome::summary(&outcome.record, db)
+        ))
     }
 
     /// The family's own plan, when it is a `T`.
@@ -467,12 +514,6 @@ mod tests {
         }
         fn run_step(&mut self, _: usize, _: &mut RunContext) -> Result<(), RunError> {
             Ok(())
-        }
-        fn finish(&mut self, _: &mut RunContext) -> Result<Tally, RunError> {
-            unreachable!()
-        }
-        fn summary(&self, _: &Outcome, _: &Path) -> Result<String, RunError> {
-            Ok(String::new())
         }
     }
 

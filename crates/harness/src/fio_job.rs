@@ -123,11 +123,13 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                 .map(|e| e.check_with(&primary, limits.as_ref(), &ev))
                 .collect();
             if failed {
-                for v in &mut verdicts {
-                    v.passed = false;
-                    v.outcome = assess::Outcome::Fail;
-                    v.detail = format!("fio reported error {}; {}", primary.error, v.detail);
-                }
+                verdicts = verdicts
+                    .into_iter()
+                    .map(|v| {
+                        let detail = format!("fio reported error {}; {}", primary.error, v.detail);
+                        v.failed(detail)
+                    })
+                    .collect();
             }
             ctx.finish_job(id, Ok(&out), &verdicts)?;
             ctx.store

@@ -5,7 +5,8 @@
 //!   implements ([`family::Family`], [`family::FamilyPlan`]) and the [`family::Registry`]
 //!   that dispatches plan tables and `--profile` names;
 //! - [`run`]: the run loop; [`context`]: what a step works with; [`fio_job`]: one fio job
-//!   as a step; [`ui`]: where human output goes;
+//!   as a step; [`outcome`]: the one rule from stored records to a run's status, exit code
+//!   and summary; [`ui`]: where human output goes;
 //! - [`target`]: the embedded node, NBD URIs, paths, `--node` volumes ([`node_api`]);
 //! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations;
 //!   [`series`], [`recording`], [`node_sampler`]: time series; [`ops`]: per-operation
@@ -24,6 +25,7 @@ pub mod nfs;
 pub mod node_api;
 pub mod node_sampler;
 pub mod ops;
+pub mod outcome;
 pub mod plan;
 pub mod recording;
 pub mod run;
@@ -34,7 +36,9 @@ mod tempdirs;
 pub mod ui;
 pub mod verdict;
 
-pub use context::{Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally};
-pub use family::{Family, FamilyPlan, JobSet, Options, Plan, ProfileRequest, Registry};
+pub use context::{Prepare, RunContext, RunError, RunHeader, Step};
+pub use family::{Accepts, Family, FamilyPlan, JobSet, Options, Plan, ProfileRequest, Registry};
+pub use outcome::Outcome;
+pub use outcome::{RunTally, Status};
 pub use plan::{Common, PlanError, PlanSource};
 pub use run::{run, RunEnv};

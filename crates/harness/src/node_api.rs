@@ -82,3 +82,27 @@ impl PartialEq for NodeHandle {
 }
 
 impl Eq for NodeHandle {}
+
+/// Percent-encode a value for a REST query (`?name=VALUE`): every byte but ASCII letters,
+/// digits, `-`, `_`, `.` and `*` (ONTAP's wildcard operator passes as itself).
+pub fn query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod query_value_tests {
+    #[test]
+    fn reserved_bytes_are_encoded_and_wildcards_pass() {
+        assert_eq!(super::query_value("a b&c"), "a%20b%26c");
+        assert_eq!(super::query_value("gold-n2-t0"), "gold-n2-t0");
+        assert_eq!(super::query_value("vol*"), "vol*");
+        assert_eq!(super::query_value("é"), "%C3%A9");
+    }
+}

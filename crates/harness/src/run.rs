@@ -1,12 +1,16 @@
 //! The run loop, the same for every family: start the embedded node the plan declares,
 //! let the family prepare, write the run row, run the steps in order (each writes its own
-//! jobs, series and tables as it goes), let the family judge the whole, close the run row.
+//! jobs, series and tables as it goes), let the family record its run-level verdicts,
+//! derive the status from the stored records by the one rule ([`crate::outcome`]), close
+//! the run row.
 
 use fio::Executor;
 
-use crate::context::{record_setup, Outcome, Prepare, RunContext, RunError};
+use crate::context::{record_setup, Prepare, RunContext, RunError};
 use crate::family::Plan;
 use crate::host::Env;
+use crate::outcome::Outcome;
+use crate::outcome::RunTally;
 use crate::recording::{RemoteHosts, SeriesRecorder};
 use crate::store::{NewRun, Store};
 use crate::target::{EmbeddedNode, Target};
@@ -97,15 +101,15 @@ pub fn run(plan: &mut Plan, env: RunEnv) -> Result<Outcome, RunError> {
         }
         done?;
     }
-    let tally = plan.body.finish(&mut ctx)?;
+    plan.body.finish(&mut ctx)?;
+    // The one rule (crate::outcome): the status comes from what was stored.
+    let mut record = store.load_run(run)?;
+    let tally = RunTally::of(&record);
     store.finish_run(run, tally.status.as_str())?;
+    record.status = tally.status.as_str().to_string();
     drop(recorder);
     if let Some(n) = node {
         n.stop();
     }
-    Ok(Outcome {
-        record: store.load_run(run)?,
-        failed_verdicts: tally.failed_verdicts,
-        failed_jobs: tally.failed_jobs,
-    })
+    Ok(Outcome { record, tally })
 }

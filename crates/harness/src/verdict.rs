@@ -20,7 +20,8 @@
 //! `burst_duration ~= spec.burst_seconds +-5%`) reuses the same grammar after the metric:
 //! [`parse_bound`] (operator, a number with units or a name the family knows, factor,
 //! tolerance) and [`judge`] (the verdict, worded as here); [`Kind`] adds `Secs` for
-//! durations (`s`, `ms`).
+//! durations (`s`, `ms`) and `Number` for metrics whose name carries the unit (the S3
+//! family's `GET.ops_per_s ~= 200 +-2%`). The grammar is parsed here and nowhere else.
 
 use assess::{Check, Diagnosis, Outcome, Quantity, Sense};
 use serde::{Deserialize, Serialize};
@@ -85,6 +86,9 @@ pub enum Kind {
     Lat,
     /// A duration, seconds (`ms`, `s`).
     Secs,
+    /// A plain number in the metric's own unit, named by the metric (`ops_per_s`,
+    /// `lat_p99_ms`): no unit suffix.
+    Number,
 }
 
 impl Metric {
@@ -154,14 +158,23 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Sets `outcome` from `passed` (for verdicts built field by field).
-    pub fn settled(mut self) -> Verdict {
-        self.outcome = if self.passed {
-            Outcome::Pass
-        } else {
-            Outcome::Fail
-        };
-        self
+    /// The one constructor: `passed` is `outcome == pass`, so they never disagree.
+    pub fn new(
+        expectation: String,
+        measured: f64,
+        bound: String,
+        detail: String,
+        outcome: Outcome,
+    ) -> Verdict {
+        Verdict {
+            expectation,
+            measured,
+            bound,
+            passed: outcome == Outcome::Pass,
+            detail,
+            outcome,
+            reason: None,
+        }
     }
 
     /// A verdict decided without a diagnosis (pass or fail).
@@ -172,21 +185,29 @@ impl Verdict {
         passed: bool,
         detail: String,
     ) -> Verdict {
-        Verdict {
-            expectation,
-            measured,
-            bound,
-            passed,
-            detail,
-            outcome: if passed { Outcome::Pass } else { Outcome::Fail },
-            reason: None,
-        }
+        let outcome = if passed { Outcome::Pass } else { Outcome::Fail };
+        Verdict::new(expectation, measured, bound, detail, outcome)
+    }
+
+    /// With `reason` (why a failure is inconclusive, or stays one).
+    pub fn because(mut self, reason: Option<String>) -> Verdict {
+        self.reason = reason;
+        self
+    }
+
+    /// Failed whatever was measured (the job reported an I/O error): `detail` says why.
+    pub fn failed(mut self, detail: String) -> Verdict {
+        self.passed = false;
+        self.outcome = Outcome::Fail;
+        self.detail = detail;
+        self
     }
 
     /// Apply a job's diagnosis to this verdict (see [`assess::judge`]).
     pub fn judged(mut self, check: &Check, diagnosis: Option<&Diagnosis>) -> Verdict {
         let j = assess::judge(check, diagnosis);
         self.outcome = j.outcome;
+        self.passed = j.outcome == Outcome::Pass;
         self.reason = j.reason;
         self
     }
@@ -611,6 +632,7 @@ pub fn parse_value(t: &str, kind: Kind, names_hint: &str) -> Result<f64, String>
                 Kind::Bw => "B/s, KB/s, MB/s, GB/s (x1000), KiB/s, MiB/s, GiB/s (x1024)",
                 Kind::Lat => "ns, us, ms, s",
                 Kind::Secs => "none (seconds), s, ms",
+                Kind::Number => "none (the metric's name gives its unit)",
             };
             return Err(format!(
                 "unit {u:?} does not fit this metric; allowed: {allowed}"

@@ -189,16 +189,6 @@ pub(crate) fn exit_with(code: i32) -> ! {
     std::process::exit(code)
 }
 
-/// The exit status of a finished run: 1 when a job or a verdict failed, 3 when none did
-/// but some verdict is inconclusive (1 with `strict`), else 0.
-pub(crate) fn exit_code(outcome: &Outcome, strict: bool) -> i32 {
-    let mut t = outcome.record.tally();
-    if outcome.failed_jobs > 0 || (outcome.record.status == "failed" && t.fail == 0) {
-        t.fail += 1;
-    }
-    t.exit_code(strict)
-}
-
 /// The node's REST API through `api-client` (HTTPS with certificate checks, basic or bearer
 /// auth; plain `http://` for nodes started with `--insecure-http`).
 struct ApiClientNode(api_client::Client);
@@ -331,6 +321,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .clone()
         .or_else(|| plan.common.target.clone())
         .unwrap_or_else(|| "embedded".into());
+    let accepts = registry
+        .get(plan.family)
+        .map(|f| f.accepts())
+        .unwrap_or_default();
     let target = match (&args.node, &args.volume) {
         (Some(url), Some(vol)) => {
             if plan.common.node.is_some() {
@@ -341,7 +335,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             harness::target::node_volume(&node_api(url, &args.conn, &args.token_file)?, vol)?
         }
-        (Some(url), None) if plan.family == workloads::tenants::NAME => {
+        (Some(url), None) if accepts.node_alone => {
             Target::Node(node_api(url, &args.conn, &args.token_file)?)
         }
         (Some(_), None) => anyhow::bail!(
@@ -349,7 +343,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
              family, --profile tenants or a plan with [tenants], takes --node alone: it creates \
              its own volumes)"
         ),
-        _ if plan.family == workloads::tenants::NAME && Target::names_devices(&target_s) => {
+        _ if accepts.devices && Target::names_devices(&target_s) => {
             Target::parse_devices(&target_s)?
         }
         _ => Target::parse(&target_s)?,
@@ -370,10 +364,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     })?;
     // --hosts names the suites' hosts, or, with --client, the load generators whose tool
     // sets are sampled over ssh beside this machine's.
-    let remote = if args.suite.is_some() || plan.family == workloads::suite::NAME {
+    let remote = if accepts.own_hosts {
         None
     } else {
-        let r = workloads::suite::remote_tools(matches)?;
+        let r = workloads::remote_tools(matches)?;
         if r.is_some() && args.clients.is_empty() {
             anyhow::bail!(
                 "--hosts without --suite names the load generators of --client HOST,PORT to sample \
@@ -400,13 +394,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     )?;
     drop(remote);
     drop(ui);
-    let summary = plan.body.summary(&outcome, &db)?;
+    let summary = plan.summary(&outcome, &db)?;
     if args.json {
         std::io::stdout().write_all(&workloads::export(&outcome.record, Format::Json))?;
     } else {
         print!("{summary}");
     }
-    let code = exit_code(&outcome, args.strict);
+    let code = outcome.exit_code(args.strict);
     if code != 0 {
         exit_with(code);
     }

@@ -13,8 +13,6 @@ mod report_cmd;
 mod results;
 mod s3_admin;
 mod s3_cmd;
-mod seed000;
-mod seed000_cmd;
 mod serve;
 mod serve_safety;
 mod stats_cmd;

@@ -95,7 +95,7 @@ pub fn apply(args: &NfsServeArgs, cfg: &mut storage_node::NodeConfig) -> anyhow:
 /// Bind the node's NFS front end when asked for (the node's builder runs it).
 pub fn start(
     node: &Arc<storage_node::Node>,
-    cp: &storage_node::api::ControlPlane,
+    cp: &control_plane::api::ControlPlane,
     max_connections: usize,
 ) -> anyhow::Result<Option<nfs_server::NfsFrontEnd>> {
     let s = node.nfs_settings();

@@ -148,7 +148,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
         }
         ResultsCommand::Seed000 { run, json } => {
             let id = run_id(&store, &run, &db)?;
-            let code = crate::seed000_cmd::print(&store.load_run(id)?, json, &mut out)?;
+            let code = workloads::dbench::seed000_run::print(&store.load_run(id)?, json, &mut out)?;
             if code != 0 {
                 out.flush()?;
                 crate::bench::exit_with(code);

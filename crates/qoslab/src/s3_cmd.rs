@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use storage_node::api::ControlPlane;
+use control_plane::api::ControlPlane;
 
 #[derive(Args, Debug, Default)]
 pub struct S3ServeArgs {

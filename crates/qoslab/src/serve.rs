@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use storage_node::api::front_end::ApiFrontEnd;
-use storage_node::api::http as api_http;
-use storage_node::api::ControlPlane;
+use control_plane::api::front_end::ApiFrontEnd;
+use control_plane::api::http as api_http;
+use control_plane::api::ControlPlane;
+use control_plane::tls::NbdTls;
 use storage_node::server::handshake::TlsMode;
-use storage_node::server::{Listeners, NbdTls, ServerStats};
+use storage_node::server::{Listeners, ServerStats};
 use storage_node::{Node, NodeConfig};
 
 #[derive(Args)]
@@ -187,14 +188,14 @@ fn tls_files(
     args: &ServeArgs,
     data_dir: &std::path::Path,
     names: &[String],
-) -> anyhow::Result<storage_node::tls::TlsFiles> {
+) -> anyhow::Result<control_plane::tls::TlsFiles> {
     Ok(match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => storage_node::tls::TlsFiles {
+        (Some(cert), Some(key)) => control_plane::tls::TlsFiles {
             cert: cert.clone(),
             key: key.clone(),
             ca: None,
         },
-        _ => storage_node::tls::ensure_generated(data_dir, names)?,
+        _ => control_plane::tls::ensure_generated(data_dir, names)?,
     })
 }
 
@@ -251,12 +252,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     };
     crate::serve_safety::private_data_dir(&data_dir)?;
-    let _lock = storage_node::datadir::ServeLock::take(&data_dir).map_err(anyhow::Error::msg)?;
-    let auth = Arc::new(storage_node::api::auth::Auth::new(
+    let _lock = control_plane::datadir::ServeLock::take(&data_dir).map_err(anyhow::Error::msg)?;
+    let auth = Arc::new(control_plane::api::auth::Auth::new(
         token.clone(),
         Some(data_dir.clone()),
     ));
-    let users = storage_node::api::users::load(&data_dir)?.len();
+    let users = control_plane::api::users::load(&data_dir)?.len();
     if let Some(a) = http {
         if !a.ip().is_loopback() && token.is_none() && users == 0 && !args.insecure {
             anyhow::bail!(
@@ -318,20 +319,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             );
         }
         let tcp_addr = listeners.tcp_addr();
-        cp.set_nbd_endpoints(storage_node::api::NbdEndpoints {
+        cp.set_nbd_endpoints(control_plane::api::NbdEndpoints {
             tcp: tcp_addr,
             unix: unix
                 .as_ref()
                 .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
             tls_required: nbd_mode == TlsMode::Require,
         });
-        let sampler = storage_node::metrics::spawn_sampler(node.clone());
+        let sampler = control_plane::metrics::spawn_sampler(node.clone());
         let mut builder = Node::builder_for(node.clone())
             .server_stats(stats)
             .nbd_listeners(listeners);
         if let Some(a) = http {
             let server_tls = match (&tls, args.insecure_http) {
-                (Some(f), false) => Some(storage_node::tls::server_config(f, &[b"http/1.1"])?),
+                (Some(f), false) => Some(control_plane::tls::server_config(f, &[b"http/1.1"])?),
                 _ => None,
             };
             let cfg = api_http::HttpConfig {

@@ -2,8 +2,8 @@
 //! largest volume it holds, and every volume that came up offline (docs/SECURITY.md).
 
 use anyhow::Context;
-use storage_node::api::ControlPlane;
-use storage_node::datadir::describe_size;
+use control_plane::api::ControlPlane;
+use control_plane::datadir::describe_size;
 
 /// Print the data directory's facts and the offline volumes (before the ready line).
 pub fn print_data_dir(cp: &ControlPlane, data_dir: &std::path::Path) {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use storage_node::api::users;
+use control_plane::api::users;
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -117,7 +117,7 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
             if let (true, false, Some(pid)) = (
                 last,
                 force,
-                storage_node::datadir::running_node(&args.data_dir),
+                control_plane::datadir::running_node(&args.data_dir),
             ) {
                 bail!(
                     "refusing to delete {name}, the last API user of the node running on {} \

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use control_plane::api::ControlPlane;
 use s3s::auth::{S3Auth, SecretKey};
 use s3s::{s3_error, S3Result};
-use storage_node::api::ControlPlane;
 
 pub(crate) struct Keys(pub Arc<ControlPlane>);
 

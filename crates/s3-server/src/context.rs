@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
+use control_plane::api::ControlPlane;
 use s3s::dto::*;
 use s3s::{s3_error, S3Result};
 use storage_node::admission::{Gate, Op, Started, Work};
-use storage_node::api::ControlPlane;
 use storage_node::bucket::Bucket;
 use storage_node::stats::OpKind;
 
@@ -71,7 +71,7 @@ impl Endpoint {
         let b = self.bucket(bucket)?;
         let gate = self
             .gate
-            .get_or_init(|| async { Gate::for_node(&self.cp.node) })
+            .get_or_init(|| async { Gate::new(self.cp.node.gates(), self.cp.node.clock) })
             .await;
         // Objects have no block identity: the provisioned file system is not in their way.
         let started = gate.admit(Op::new(b.flow(), work)).await;

@@ -25,8 +25,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use control_plane::api::ControlPlane;
 use hyper_util::rt::TokioIo;
-use storage_node::api::ControlPlane;
 use storage_node::builder::{FrontEnd, Serving, Stop};
 use storage_node::Node;
 use tokio::net::TcpListener;
@@ -186,7 +186,8 @@ pub async fn serve(
             let _guard = guard;
             let svc = hyper::service::service_fn(move |req| {
                 let (expect, empty) = expect_continue(&req);
-                let refused = presign::refusal(req.uri().query());
+                let refused =
+                    presign::refusal(req.uri().query()).or_else(|| presign::malformed_date(&req));
                 let fut = refused
                     .is_none()
                     .then(|| hyper::service::Service::call(&svc, req));

@@ -21,6 +21,86 @@ pub fn refusal(query: Option<&str>) -> Option<String> {
     })
 }
 
+/// SigV4 dates the request carries (the `X-Amz-Date` header and query parameter, the
+/// date of an `Authorization` or `X-Amz-Credential` credential) that are not all digits
+/// where digits belong. s3s 0.14 parses them with `c - b'0'` evaluated before its digit
+/// check, which overflows (a panic with overflow checks) for bytes below `'0'`: found by
+/// the `s3_request` fuzz target. Such a request is refused here, before s3s sees it.
+pub fn malformed_date<B>(req: &hyper::Request<B>) -> Option<String> {
+    let digits = |s: &[u8]| s.iter().all(|b| b.is_ascii_digit());
+    // YYYYMMDD'T'HHMMSS'Z', checked as bytes (a non-ASCII character is simply wrong).
+    let amz_date_ok = |v: &str| {
+        let b = v.as_bytes();
+        b.len() == 16 && digits(&b[..8]) && b[8] == b'T' && digits(&b[9..15]) && b[15] == b'Z'
+    };
+    // ACCESS/YYYYMMDD/REGION/SERVICE/aws4_request: the date part, if there is one.
+    let credential_ok = |c: &str| match c.split('/').nth(1) {
+        Some(d) => d.len() == 8 && digits(d.as_bytes()),
+        None => true,
+    };
+    // As s3s reads them: any UTF-8, not only visible ASCII.
+    let h = |n: &str| {
+        req.headers()
+            .get(n)
+            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+    };
+    if let Some(d) = h("x-amz-date") {
+        if !amz_date_ok(d.trim()) {
+            return Some(format!("X-Amz-Date {:?} is not YYYYMMDDTHHMMSSZ", esc(d)));
+        }
+    }
+    if let Some(a) = h("authorization") {
+        if let Some(c) = a.split("Credential=").nth(1) {
+            let c = c.split([',', ' ']).next().unwrap_or("");
+            if !credential_ok(c) {
+                return Some(format!("the credential {:?} has no YYYYMMDD date", esc(c)));
+            }
+        }
+    }
+    for p in req.uri().query().unwrap_or("").split('&') {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        let v = percent_decode(v);
+        if k == "X-Amz-Date" && !amz_date_ok(&v) {
+            return Some(format!("X-Amz-Date {:?} is not YYYYMMDDTHHMMSSZ", esc(&v)));
+        }
+        if k == "X-Amz-Credential" && !credential_ok(&v) {
+            return Some(format!(
+                "X-Amz-Credential {:?} has no YYYYMMDD date",
+                esc(&v)
+            ));
+        }
+    }
+    None
+}
+
+fn esc(s: &str) -> String {
+    s.chars().take(64).flat_map(char::escape_default).collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The S3 error response for a refusal (AWS's code and status).
 pub fn response(message: &str) -> hyper::Response<s3s::Body> {
     let esc = message
@@ -63,5 +143,38 @@ mod tests {
         assert!(refusal(Some("X-Amz-Expires=1e9"))
             .unwrap()
             .contains("number"));
+    }
+
+    #[test]
+    fn dates_s3s_would_panic_on_are_refused() {
+        let req = |uri: &str, hdrs: &[(&str, &str)]| {
+            let mut b = hyper::Request::builder().uri(uri);
+            for (k, v) in hdrs {
+                b = b.header(*k, *v);
+            }
+            b.body(()).unwrap()
+        };
+        let ok = "AWS4-HMAC-SHA256 Credential=AKIA/20250101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00";
+        let good = req(
+            "/b/k",
+            &[("authorization", ok), ("x-amz-date", "20250101T000000Z")],
+        );
+        assert_eq!(malformed_date(&good), None);
+        // The fuzzer's inputs: a space and a '.' in the credential's date.
+        for bad in [
+            "AWS4-HMAC-SHA256 Credential=AKIA/2 250101/us-east-1/s3/aws4_request, Signature=00",
+            "AWS4-HMAC-SHA256 Credential=AKIA/20.50101/us-east-1/s3/aws4_request",
+        ] {
+            assert!(malformed_date(&req("/b/k", &[("authorization", bad)])).is_some());
+        }
+        assert!(malformed_date(&req("/b/k", &[("x-amz-date", "2025-101T000000Z")])).is_some());
+        // The fuzzer's next input: a multi-byte character inside the 16 bytes.
+        let r = req("/b/k?X-Amz-Date=20250101T00000%D0%9F", &[]);
+        assert!(malformed_date(&r).is_some());
+        assert!(malformed_date(&req("/b/k?X-Amz-Date=2025%2F101T000000Z", &[])).is_some());
+        let q = "/b/k?X-Amz-Credential=AKIA%2F2025%2E101%2Fus-east-1%2Fs3%2Faws4_request";
+        assert!(malformed_date(&req(q, &[])).is_some());
+        let q = "/b/k?X-Amz-Credential=AKIA%2F20250101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20250101T000000Z";
+        assert_eq!(malformed_date(&req(q, &[])), None);
     }
 }

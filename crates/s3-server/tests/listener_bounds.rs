@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use control_plane::api::ControlPlane;
 use s3_server::{S3Options, HEADER_READ_TIMEOUT};
-use storage_node::api::ControlPlane;
 use storage_node::server::ServerStats;
 use storage_node::NodeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

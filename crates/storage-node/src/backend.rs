@@ -388,8 +388,8 @@ mod tests {
     use super::*;
 
     /// A file path in a fresh directory (removed with the guard).
-    fn tmp(name: &str) -> (crate::test_dir::TestDir, std::path::PathBuf) {
-        let d = crate::test_dir::TestDir::new("backend");
+    fn tmp(name: &str) -> (test_support::TestDir, std::path::PathBuf) {
+        let d = test_support::TestDir::new("backend");
         let p = d.join(name);
         (d, p)
     }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::errors::NodeError;
-use crate::server::{self, Listeners, NbdTls, ServerStats};
+use crate::server::{self, Listeners, ServerStats, StartTls};
 use crate::{Node, NodeConfig};
 
 /// A front end's future: serves until its stop signal turns true, then drains and ends.
@@ -55,7 +55,7 @@ pub struct NodeBuilder {
     source: Source,
     unix: Option<PathBuf>,
     tcp: Option<SocketAddr>,
-    tls: Option<Arc<NbdTls>>,
+    tls: Option<Arc<dyn StartTls>>,
     bound: Option<Listeners>,
     front_ends: Vec<Box<dyn FrontEnd>>,
     stats: Arc<ServerStats>,
@@ -107,7 +107,7 @@ impl NodeBuilder {
     }
 
     /// Offer (or require) TLS on NBD.
-    pub fn nbd_tls(mut self, tls: Option<Arc<NbdTls>>) -> NodeBuilder {
+    pub fn nbd_tls(mut self, tls: Option<Arc<dyn StartTls>>) -> NodeBuilder {
         self.tls = tls;
         self
     }

@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn measures_something_plausible_and_cleans_up() {
-        let dir = crate::test_dir::TestDir::new("cal");
+        let dir = test_support::TestDir::new("cal");
         let c = calibrate(&dir, 0.4).unwrap();
         assert!(c.write_4k_iops > 100.0, "{c:?}");
         assert!(c.read_1m_mibps > 10.0, "{c:?}");

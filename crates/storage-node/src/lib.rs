@@ -12,7 +12,6 @@
 //! requests); inner layers trust their inputs.
 
 pub mod admission;
-pub mod api;
 pub mod backend;
 pub mod bucket;
 pub mod builder;
@@ -21,9 +20,7 @@ pub mod clock;
 pub mod config;
 pub mod conn_limit;
 pub mod credits;
-pub mod datadir;
 pub mod errors;
-pub mod metrics;
 pub mod nas;
 pub mod node;
 pub mod objstore;
@@ -31,12 +28,8 @@ pub mod private;
 pub mod provisioned;
 pub mod scheduler;
 pub mod server;
-pub mod state;
 pub mod stats;
-#[cfg(test)]
-pub(crate) mod test_dir;
 mod timer;
-pub mod tls;
 pub mod volume;
 
 pub use builder::{FrontEnd, NodeBuilder, RunningNode};

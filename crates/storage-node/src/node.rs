@@ -367,7 +367,8 @@ impl Node {
     }
 
     /// The gates every request passes (scheduler, provisioned file system), for a front
-    /// end's [`Admission`](crate::admission::Admission).
+    /// end's [`Admission`](crate::admission::Admission) or
+    /// [`Gate`](crate::admission::Gate) (`Gate::new(node.gates(), node.clock)`).
     pub fn gates(&self) -> crate::admission::Gates {
         crate::admission::Gates {
             scheduler: self.scheduler.clone(),
@@ -422,23 +423,32 @@ impl Node {
 
     /// Put `vol` under `policy` (or none), recomputing its limits and flow.
     pub fn assign_policy(&self, vol: &Volume, policy: Option<String>) -> Result<(), NodeError> {
-        if let Some(p) = &policy {
-            if self.policy(p).is_none() {
-                return Err(NodeError::UnknownPolicy(p.clone()));
-            }
-        }
+        self.check_policy(&policy)?;
         let old_flow = vol.flow();
-        let was_shared = vol
-            .policy()
-            .and_then(|p| self.policy(&p))
-            .is_some_and(|p| is_shared(&p));
         vol.set_flow(NO_FLOW);
-        if old_flow != NO_FLOW && !was_shared {
-            self.scheduler.remove_flow(old_flow);
-        }
+        self.release_flow(vol.policy(), old_flow);
         vol.set_policy(policy);
         self.recompute(vol);
         Ok(())
+    }
+
+    /// A volume or bucket may move to `policy` only if it exists (or is none).
+    fn check_policy(&self, policy: &Option<String>) -> Result<(), NodeError> {
+        match policy {
+            Some(p) if self.policy(p).is_none() => Err(NodeError::UnknownPolicy(p.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    /// A volume or bucket under `policy` left `flow`: remove it, unless it is the shared
+    /// policy's (other members keep it).
+    fn release_flow(&self, policy: Option<String>, flow: u32) {
+        let shared = policy
+            .and_then(|p| self.policy(&p))
+            .is_some_and(|p| is_shared(&p));
+        if flow != NO_FLOW && !shared {
+            self.scheduler.remove_flow(flow);
+        }
     }
 
     /// Recompute a volume's effective limits and push them (ceiling, floor, weight) to

@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn modes_ignore_the_umask_and_check_tightens() {
-        let dir = crate::test_dir::TestDir::new("private");
+        let dir = test_support::TestDir::new("private");
         let old = unsafe { libc::umask(0o000) };
         create_dir_all(&dir.join("a/b")).unwrap();
         write(&dir.join("a/b/f"), b"x").unwrap();

@@ -107,7 +107,7 @@ async fn bucket_ceilings_hold_in_virtual_time() {
         n.bucket("free").unwrap().flow(),
         storage_node::scheduler::NO_FLOW
     );
-    let gate = Arc::new(Gate::for_node(&n));
+    let gate = Arc::new(Gate::new(n.gates(), n.clock));
     let (ops, mb, free) = tokio::join!(
         drive(n.clone(), gate.clone(), "ops", 8, 4096, 1, 11),
         drive(n.clone(), gate.clone(), "mb", 4, 1 << 20, 1, 11),
@@ -140,7 +140,7 @@ async fn shared_policy_is_one_budget_for_volume_and_bucket() {
         .unwrap();
     let vol = n.volume("vol").unwrap();
     assert_eq!(b.flow(), vol.flow(), "one flow for the shared policy");
-    let gate = Arc::new(Gate::for_node(&n));
+    let gate = Arc::new(Gate::new(n.gates(), n.clock));
     // The bucket alone gets the whole shared budget.
     let c = drive(n.clone(), gate.clone(), "b", 4, 4096, 1, 6).await;
     let o = c.ops.load(Relaxed);
@@ -178,7 +178,7 @@ async fn controller_floor_holds_for_a_bucket_against_a_bully() {
         n.bucket("bully").unwrap().flow(),
         storage_node::scheduler::NO_FLOW
     );
-    let gate = Arc::new(Gate::for_node(&n));
+    let gate = Arc::new(Gate::new(n.gates(), n.clock));
     let (gold, bully, capped) = tokio::join!(
         drive(n.clone(), gate.clone(), "gold", 16, 4096, 1, 11),
         drive(n.clone(), gate.clone(), "bully", 64, 4096, 1, 11),
@@ -227,7 +227,7 @@ async fn controller_floor_holds_for_a_bucket_against_a_volume() {
         .unwrap();
     let vol = n.volume("bully").unwrap();
     assert_ne!(vol.flow(), storage_node::scheduler::NO_FLOW);
-    let gate = Arc::new(Gate::for_node(&n));
+    let gate = Arc::new(Gate::new(n.gates(), n.clock));
     let bully_ops = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let mut bully = Vec::new();

@@ -154,20 +154,20 @@ pub fn delta(host: &str, a: &Snapshot, b: &Snapshot, devices: &[String]) -> Vec<
         ) else {
             continue;
         };
-        let d = |f: fn(&DiskStat) -> u64| f(y).saturating_sub(f(x)) as f64;
-        let (reads, writes) = (d(|s| s.reads), d(|s| s.writes));
-        let per = |t: f64, n: f64| if n > 0.0 { t / n } else { 0.0 };
+        // The tool sets' iostat -x (toolsets::rates::disk): one computation of these
+        // figures in the workspace.
+        let r = toolsets::rates::disk(y, x, dt);
         out.push(IoStat {
             host: host.to_string(),
             device: name.to_string(),
-            r_s: reads / dt,
-            w_s: writes / dt,
-            rmb_s: d(|s| s.sectors_read) * 512.0 / dt / 1048576.0,
-            wmb_s: d(|s| s.sectors_written) * 512.0 / dt / 1048576.0,
-            r_await_ms: per(d(|s| s.time_reading), reads),
-            w_await_ms: per(d(|s| s.time_writing), writes),
-            aqu_sz: d(|s| s.weighted_time_in_progress) / (dt * 1000.0),
-            util_pct: (d(|s| s.time_in_progress) / (dt * 10.0)).min(100.0),
+            r_s: r.r_s,
+            w_s: r.w_s,
+            rmb_s: r.rmb_s,
+            wmb_s: r.wmb_s,
+            r_await_ms: r.r_await_ms,
+            w_await_ms: r.w_await_ms,
+            aqu_sz: r.aqu_sz,
+            util_pct: r.util_pct,
         });
     }
     out

@@ -43,8 +43,9 @@ fn cpu_pct(cur: &CpuTime, prev: &CpuTime) -> CpuPct {
     }
 }
 
-/// iostat -x for one device over `secs` seconds.
-fn disk(cur: &procfs_core::DiskStat, prev: &procfs_core::DiskStat, secs: f64) -> DiskRates {
+/// iostat -x for one device over `secs` seconds: the one computation of these figures
+/// (the tool sets' samples and the suites' per-run `iostat`).
+pub fn disk(cur: &procfs_core::DiskStat, prev: &procfs_core::DiskStat, secs: f64) -> DiskRates {
     let reads = d(cur.reads, prev.reads);
     let writes = d(cur.writes, prev.writes);
     let per_s = |v: u64| v as f64 / secs;

@@ -19,6 +19,7 @@
 //! there (ARCHITECTURE.md walks through it).
 
 pub mod dbench;
+pub mod demo;
 pub mod fio_plan;
 pub mod isolation;
 pub mod provisioned;
@@ -29,3 +30,5 @@ pub mod suite;
 pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};
+/// `--hosts` with `--client`: the remote load generators whose tool sets are sampled.
+pub use suite::remote_tools;

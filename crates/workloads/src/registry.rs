@@ -49,3 +49,40 @@ pub fn hooks() -> Vec<&'static dyn ReportHooks> {
 pub fn export(run: &RunRecord, format: Format) -> Vec<u8> {
     report::export(run, format, &hooks())
 }
+
+#[cfg(test)]
+mod tests {
+    use storage_node::NodeConfig;
+
+    const PLAN: &str = include_str!("../../../examples/seed000.toml");
+    const ARRAY: &str = include_str!("../../../examples/seed000-array.toml");
+
+    /// Seed 000's plan (examples/seed000.toml) through the registry: it runs dbench on the seed's seven volumes, on the same array, policies and
+    /// volumes as examples/seed000-array.toml declares for `qoslab serve`.
+    #[test]
+    fn the_plan_and_the_node_config_declare_the_same_array() {
+        let plan = crate::registry()
+            .parse(PLAN, "examples/seed000.toml")
+            .unwrap();
+        assert_eq!(plan.steps().len(), 63);
+        let p = plan.common.node.unwrap();
+        let n = NodeConfig::parse(ARRAY, "examples/seed000-array.toml").unwrap();
+        assert_eq!(p.array, n.array);
+        assert_eq!(p.capacity, n.capacity);
+        assert_eq!(p.policies, n.policies);
+        assert_eq!(p.volumes, n.volumes);
+        // Every seed volume is in the plan, under the name the comparison looks up.
+        for sv in &crate::dbench::seed000::SEED {
+            assert!(
+                p.volumes.iter().any(|v| v.name == sv.volume),
+                "{}",
+                sv.volume
+            );
+        }
+        // And the demo's (crate::dbench::seed000::ARRAY).
+        let d = NodeConfig::parse(crate::dbench::seed000::ARRAY, "seed000::ARRAY").unwrap();
+        assert_eq!((d.array, d.capacity), (n.array.clone(), n.capacity));
+        assert_eq!(n.array.accounting.to_string(), "transfer:64KiB");
+        assert_eq!(n.array.model.as_ref().unwrap().capacity_iops(), 15_850);
+    }
+}

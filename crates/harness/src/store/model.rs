@@ -78,7 +78,7 @@ impl SummaryTable {
 }
 
 /// A run as stored: what the exporters take.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: i64,
     pub name: String,

@@ -353,15 +353,10 @@ impl Store {
                         .get::<_, Option<String>>(5)?
                         .and_then(|o| Outcome::parse(&o))
                         .unwrap_or(if passed { Outcome::Pass } else { Outcome::Fail });
-                    Ok(Verdict {
-                        expectation: r.get(0)?,
-                        measured: r.get(1)?,
-                        bound: r.get(2)?,
-                        passed,
-                        detail: r.get(4)?,
-                        outcome,
-                        reason: r.get(6)?,
-                    })
+                    Ok(
+                        Verdict::new(r.get(0)?, r.get(1)?, r.get(2)?, r.get(4)?, outcome)
+                            .because(r.get(6)?),
+                    )
                 })?
                 .collect::<std::result::Result<_, _>>()?;
         }

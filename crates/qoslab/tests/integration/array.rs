@@ -37,6 +37,17 @@ fn job(rw: &str, bs: &str, qd: u32) -> Vec<String> {
     .to_vec()
 }
 
+/// fio's median completion latency of one direction's figures, in microseconds.
+fn p50_us(d: &crate::json::Json) -> f64 {
+    // (`at` splits on dots; the percentile key has one.)
+    d.at("clat_ns")
+        .at("percentile")
+        .get("50.000000")
+        .expect("fio reports the median completion latency")
+        .f64()
+        / 1e3
+}
+
 #[test]
 fn service_latency_measured_by_fio_at_qd1_and_qd4() {
     let _g = heavy();
@@ -51,14 +62,7 @@ fn service_latency_measured_by_fio_at_qd1_and_qd4() {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let r = fio(&node.uri("free"), &args);
             let d = r.json.at("jobs.0").at(dir);
-            // (`at` splits on dots; the percentile key has one.)
-            let p50_us = d
-                .at("clat_ns")
-                .at("percentile")
-                .get("50.000000")
-                .expect("fio reports the median completion latency")
-                .f64()
-                / 1e3;
+            let p50_us = p50_us(d);
             let mean_us = d.at("lat_ns").at("mean").f64() / 1e3;
             let iops = r.iops(dir);
             eprintln!(
@@ -135,13 +139,7 @@ size = "64MiB"
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let r = fio(&node.uri("slow"), &args);
     let d = r.json.at("jobs.0").at("read");
-    let p50_us = d
-        .at("clat_ns")
-        .at("percentile")
-        .get("50.000000")
-        .expect("fio reports the median completion latency")
-        .f64()
-        / 1e3;
+    let p50_us = p50_us(d);
     let reads = d.at("total_ios").f64();
     eprintln!("6 ms host reads under a 3 ms array: fio p50 {p50_us:.0} us, {reads} reads");
     // At least the I/O's 6 ms (a sleep never ends early); the old rule (service time, then

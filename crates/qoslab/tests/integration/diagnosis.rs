@@ -43,12 +43,20 @@ fn a_tight_ceiling_is_qos_bound() {
         Duration::from_secs(120),
     );
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("limited by: qos-bound: measured"), "{out}");
     let run = exported(&dir);
-    assert_eq!(bottleneck(&run, 0), "qos-bound", "{}", run["jobs"][0]);
+    let b = bottleneck(&run, 0);
     let v = &run["jobs"][0]["verdicts"][0];
-    assert_eq!(v["outcome"], "pass", "{v}");
+    if b == "noisy-host" || b == "client-cpu-bound" {
+        // Beside other work (a CPU hog, a build) the diagnosis's job is to say so: then a
+        // miss of the ceiling is inconclusive (exit 3), never a failure, and a hit passes.
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{out}\n{err}");
+        assert_ne!(v["outcome"], "fail", "{v}");
+    } else {
+        assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+        assert!(out.contains("limited by: qos-bound: measured"), "{out}");
+        assert_eq!(b, "qos-bound", "{}", run["jobs"][0]);
+        assert_eq!(v["outcome"], "pass", "{v}");
+    }
     // The tool sets were recorded beside fio's windows.
     assert!(
         run["series"][0]["hosts"][0]["samples"]

@@ -436,10 +436,11 @@ fn fsyncd_writes_are_held_to_the_policy_and_pages_are_cached_once() {
         node_wps <= 200.0 * 1.05,
         "node writes held to the ceiling: {node_wps:.1}/s"
     );
-    assert!(
-        node_wps >= 200.0 * 0.7,
-        "fsync'd writes keep the ceiling busy: {node_wps:.1}/s"
-    );
+    // No lower bound near the ceiling: a QD1 writer that fsyncs each write issues one
+    // write per round trip (nbdfuse, loop, ext4's journal, the node), so its rate is
+    // 1 / round trip, which a CPU hog beside it stretches at will; what it proves in real
+    // time is that the ceiling holds and every fsync'd write reaches the node (below).
+    // The ceiling's precision is proven in virtual time (storage-node/tests/virtual_time.rs).
     assert!(
         app_wps > 10.0 && app_wps <= node_wps,
         "app {app_wps:.1}/s vs node {node_wps:.1}/s"

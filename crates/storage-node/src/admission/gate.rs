@@ -55,11 +55,6 @@ impl Gate {
         Gate { shared, driver }
     }
 
-    /// Gates of `node`.
-    pub fn for_node(node: &crate::Node) -> Gate {
-        Gate::new(node.gates(), node.clock)
-    }
-
     /// Wait until every gate lets `op` through; do its I/O when this returns.
     pub async fn admit(&self, op: Op) -> Started {
         let now = self.shared.clock.now();

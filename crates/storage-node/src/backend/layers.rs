@@ -22,6 +22,30 @@ use std::time::Duration;
 
 use super::{Backend, Extent};
 
+/// The methods a layer passes straight to the backend it wraps (`self.inner`).
+macro_rules! pass_through {
+    () => {
+        fn flush(&self) -> io::Result<()> {
+            self.inner.flush()
+        }
+        fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
+            self.inner.cache(offset, len)
+        }
+        fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+            self.inner.extents(offset, len, max)
+        }
+        fn allocated_bytes(&self) -> io::Result<u64> {
+            self.inner.allocated_bytes()
+        }
+        fn byte_len(&self) -> io::Result<u64> {
+            self.inner.byte_len()
+        }
+        fn grow(&self, size: u64) -> io::Result<()> {
+            self.inner.grow(size)
+        }
+    };
+}
+
 /// Every read (`read`) and every write, trim and zeroing (`write`) takes this much longer.
 pub struct Delay {
     inner: Arc<dyn Backend>,
@@ -62,24 +86,7 @@ impl Backend for Delay {
         Delay::wait(self.write);
         self.inner.zero(offset, len, may_trim, fast)
     }
-    fn flush(&self) -> io::Result<()> {
-        self.inner.flush()
-    }
-    fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.inner.cache(offset, len)
-    }
-    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
-        self.inner.extents(offset, len, max)
-    }
-    fn allocated_bytes(&self) -> io::Result<u64> {
-        self.inner.allocated_bytes()
-    }
-    fn byte_len(&self) -> io::Result<u64> {
-        self.inner.byte_len()
-    }
-    fn grow(&self, size: u64) -> io::Result<()> {
-        self.inner.grow(size)
-    }
+    pass_through!();
 }
 
 /// Reads and writes touching `range` fail with `errno` (the data there is untouched).
@@ -127,24 +134,7 @@ impl Backend for Faults {
         self.check(offset, len)?;
         self.inner.zero(offset, len, may_trim, fast)
     }
-    fn flush(&self) -> io::Result<()> {
-        self.inner.flush()
-    }
-    fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.inner.cache(offset, len)
-    }
-    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
-        self.inner.extents(offset, len, max)
-    }
-    fn allocated_bytes(&self) -> io::Result<u64> {
-        self.inner.allocated_bytes()
-    }
-    fn byte_len(&self) -> io::Result<u64> {
-        self.inner.byte_len()
-    }
-    fn grow(&self, size: u64) -> io::Result<()> {
-        self.inner.grow(size)
-    }
+    pass_through!();
 }
 
 /// The layers node.toml's `[backend]` puts over every volume's file, outermost last.
@@ -169,7 +159,7 @@ impl LayerSpec {
 mod tests {
     use super::*;
     use crate::backend::FileBackend;
-    use crate::test_dir::TestDir;
+    use test_support::TestDir;
 
     fn file(tag: &str) -> (TestDir, Arc<dyn Backend>) {
         let d = TestDir::new(tag);

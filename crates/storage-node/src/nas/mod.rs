@@ -253,12 +253,15 @@ impl NasVolume {
     }
 
     pub fn policy_name(&self) -> String {
-        crate::volume::lock(&self.policy_name).clone()
+        self.policy_name
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Put the volume under `policy` (its rules replace the current ones at once).
     pub(crate) fn set_policy(&self, policy: export_policy::Policy) {
-        *crate::volume::lock(&self.policy_name) = policy.name.clone();
+        *self.policy_name.lock().unwrap_or_else(|p| p.into_inner()) = policy.name.clone();
         *self.rules.write().unwrap_or_else(|p| p.into_inner()) = policy;
     }
 }
@@ -308,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_store_counts_its_tree_once_per_inode_and_refuses_block_io() {
-        let dir = crate::test_dir::TestDir::new("nas-store");
+        let dir = test_support::TestDir::new("nas-store");
         let root = dir.join("v");
         let s = NasStore::open(&root, 1 << 30).unwrap();
         let empty = s.allocated_bytes().unwrap();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use qos_core::{effective_limits, Allocation, Policy};
 
-use super::{is_shared, Node};
+use super::Node;
 use crate::bucket::Bucket;
 use crate::errors::NodeError;
 use crate::objstore::ObjectStore;
@@ -29,11 +29,7 @@ impl Node {
         size: u64,
         policy: Option<String>,
     ) -> Result<Arc<Bucket>, NodeError> {
-        if let Some(p) = &policy {
-            if self.policy(p).is_none() {
-                return Err(NodeError::UnknownPolicy(p.clone()));
-            }
-        }
+        self.check_policy(&policy)?;
         let store =
             ObjectStore::open(&self.bucket_dir(name)).map_err(|source| NodeError::Bucket {
                 name: name.to_string(),
@@ -98,20 +94,10 @@ impl Node {
         b: &Bucket,
         policy: Option<String>,
     ) -> Result<(), NodeError> {
-        if let Some(p) = &policy {
-            if self.policy(p).is_none() {
-                return Err(NodeError::UnknownPolicy(p.clone()));
-            }
-        }
+        self.check_policy(&policy)?;
         let old_flow = b.flow();
-        let was_shared = b
-            .policy()
-            .and_then(|p| self.policy(&p))
-            .is_some_and(|p| is_shared(&p));
         b.set_flow(NO_FLOW);
-        if old_flow != NO_FLOW && !was_shared {
-            self.scheduler.remove_flow(old_flow);
-        }
+        self.release_flow(b.policy(), old_flow);
         b.set_policy(policy);
         self.recompute_bucket(b);
         Ok(())

@@ -264,7 +264,7 @@ impl ObjectStore {
         if meta_json.len() > MAX_META_LEN {
             return Err(ObjError::MetaTooLarge);
         }
-        let tmp = self.dir.join("tmp").join(crate::state::new_uuid());
+        let tmp = self.dir.join("tmp").join(new_uuid());
         let file = crate::private::options()
             .write(true)
             .create_new(true)
@@ -631,6 +631,11 @@ fn read_full_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// A random (version 4) UUID, lower-case hyphenated: names of temporary files and uploads.
+pub(crate) fn new_uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ impl ObjectStore {
 
     /// Begin a multipart upload; returns its id. Blocking (fsync).
     pub fn create_upload(&self, meta: &ObjectMeta) -> Result<String, ObjError> {
-        let id = crate::state::new_uuid();
+        let id = super::new_uuid();
         let body = serde_json::to_vec(&UploadFile {
             meta: meta.clone(),
             initiated_ns: now_ns(),

@@ -5,9 +5,11 @@ mod ratelimit;
 mod spin;
 pub mod transmission;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,27 +36,26 @@ pub struct Listeners {
     pub unix: Option<(UnixListener, PathBuf)>,
     pub tcp: Option<TcpListener>,
     /// NBD TLS (`--nbd-tls`); `None`: off.
-    pub tls: Option<Arc<NbdTls>>,
+    pub tls: Option<Arc<dyn StartTls>>,
     /// Connections each listener serves at once (`--max-connections`).
     pub max_connections: usize,
 }
 
-/// NBD over TLS: the server identity and whether plaintext is refused.
-pub struct NbdTls {
-    pub acceptor: tokio_rustls::TlsAcceptor,
-    pub mode: TlsMode,
-}
+/// A byte stream a connection runs on, plain or encrypted.
+pub trait NbdStream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + ?Sized> NbdStream for T {}
 
-impl NbdTls {
-    pub fn new(
-        files: &crate::tls::TlsFiles,
-        mode: TlsMode,
-    ) -> Result<NbdTls, crate::tls::TlsError> {
-        Ok(NbdTls {
-            acceptor: crate::tls::server_config(files, &[])?.into(),
-            mode,
-        })
-    }
+/// The handshake's result: the encrypted stream.
+pub type TlsAccept<'a> =
+    Pin<Box<dyn Future<Output = std::io::Result<Box<dyn NbdStream>>> + Send + 'a>>;
+
+/// NBD's STARTTLS, provided by whoever holds the node's TLS identity (the control plane,
+/// on rustls): the data path knows only this seam and links no TLS library.
+pub trait StartTls: Send + Sync {
+    /// Offered to clients, or required of them.
+    fn mode(&self) -> TlsMode;
+    /// Run the server side of the TLS handshake on `stream` (errors name the handshake).
+    fn accept(&self, stream: Box<dyn NbdStream>) -> TlsAccept<'_>;
 }
 
 impl Listeners {
@@ -216,7 +217,7 @@ fn spawn_conn<S>(
     guard: ConnGuard,
     node: Arc<Node>,
     stats: Arc<ServerStats>,
-    tls: Option<Arc<NbdTls>>,
+    tls: Option<Arc<dyn StartTls>>,
     limiter: Arc<LogLimiter>,
 ) where
     S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static,
@@ -249,14 +250,24 @@ const REJECTED_LOG_WINDOW: Duration = Duration::from_secs(10);
 /// One client without TLS: negotiate, then transmit. `busy_poll`: see
 /// [`transmission::run`].
 pub async fn connection<S>(
-    stream: S,
+    mut stream: S,
     node: Arc<Node>,
     busy_poll: Option<(RawFd, Duration)>,
 ) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    connection_tls(stream, node, busy_poll, None).await
+    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    let mut st = OptionState {
+        no_zeroes: false,
+        tls: TlsMode::Off,
+        tls_active: false,
+    };
+    match first_phase(&mut stream, &node, &mut st, deadline).await? {
+        Negotiated::Left => Ok(()),
+        Negotiated::Session(s) => transmit(stream, node, s, busy_poll).await,
+        Negotiated::StartTls => Err(std::io::Error::other("STARTTLS acknowledged without TLS")),
+    }
 }
 
 /// One client, with TLS offered or required as `tls` says.
@@ -264,35 +275,27 @@ pub async fn connection_tls<S>(
     mut stream: S,
     node: Arc<Node>,
     busy_poll: Option<(RawFd, Duration)>,
-    tls: Option<&NbdTls>,
+    tls: Option<&dyn StartTls>,
 ) -> std::io::Result<()>
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: NbdStream + 'static,
 {
+    let Some(t) = tls else {
+        return connection(stream, node, busy_poll).await;
+    };
     let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
-    let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out");
     let mut st = OptionState {
         no_zeroes: false,
-        tls: tls.map_or(TlsMode::Off, |t| t.mode),
+        tls: t.mode(),
         tls_active: false,
     };
-    let first = tokio::time::timeout_at(deadline, async {
-        st.no_zeroes = handshake::greet(&mut stream).await?;
-        handshake::options(&mut stream, &node, st).await
-    })
-    .await
-    .map_err(|_| timed_out())??;
-    match first {
+    match first_phase(&mut stream, &node, &mut st, deadline).await? {
         Negotiated::Left => Ok(()),
         Negotiated::Session(s) => transmit(stream, node, s, busy_poll).await,
         Negotiated::StartTls => {
-            let Some(t) = tls else {
-                return Err(std::io::Error::other("STARTTLS acknowledged without TLS"));
-            };
-            let mut ts = tokio::time::timeout_at(deadline, t.acceptor.accept(stream))
+            let mut ts = tokio::time::timeout_at(deadline, t.accept(Box::new(stream)))
                 .await
-                .map_err(|_| timed_out())?
-                .map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
+                .map_err(|_| timed_out())??;
             st.tls_active = true;
             let second = tokio::time::timeout_at(deadline, handshake::options(&mut ts, &node, st))
                 .await
@@ -304,6 +307,28 @@ where
             }
         }
     }
+}
+
+fn timed_out() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out")
+}
+
+/// The greeting and the options phase, within the handshake's deadline.
+async fn first_phase<S>(
+    stream: &mut S,
+    node: &Node,
+    st: &mut OptionState,
+    deadline: tokio::time::Instant,
+) -> std::io::Result<Negotiated>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    tokio::time::timeout_at(deadline, async {
+        st.no_zeroes = handshake::greet(stream).await?;
+        handshake::options(stream, node, *st).await
+    })
+    .await
+    .map_err(|_| timed_out())?
 }
 
 async fn transmit<S>(

@@ -17,6 +17,9 @@
 //! is the same total), and no job sets `gtod_reduce` (dbench set it on the non-latency jobs;
 //! it disables fio's per-interval samples, which the steady-state ceiling check needs).
 
+pub mod seed000;
+pub mod seed000_run;
+
 use std::collections::BTreeMap;
 
 use fio::{fmt, JobResult};

@@ -9,9 +9,7 @@ use fio::{fmt, JobResult};
 use harness::fio_job::{run_job, FioJob, JobOutcome};
 use harness::plan::{Common, PlanError};
 use harness::target::Target;
-use harness::{
-    FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
-};
+use harness::{FamilyPlan, Options, Prepare, RunContext, RunError, RunHeader, Step};
 
 use super::parse::{Workload, WorkloadSpec};
 
@@ -43,9 +41,6 @@ pub struct FioPlan {
     step_lines: bool,
     /// A job set's results so far, per (iteration, workload).
     sets: BTreeMap<(u32, String), BTreeMap<String, JobResult>>,
-    failed_jobs: usize,
-    failed_verdicts: usize,
-    inconclusive: usize,
     /// `--until-steady MAX`.
     until_steady: Option<f64>,
 }
@@ -57,9 +52,6 @@ impl FioPlan {
             jobs: Vec::new(),
             step_lines: true,
             sets: BTreeMap::new(),
-            failed_jobs: 0,
-            failed_verdicts: 0,
-            inconclusive: 0,
             until_steady: None,
         };
         p.jobs = p.jobs(common);
@@ -286,86 +278,26 @@ impl FamilyPlan for FioPlan {
             .collect()
     }
 
+    fn retain_volumes(&mut self, common: &Common, volumes: &[String]) -> Result<(), PlanError> {
+        self.workloads
+            .retain(|w| w.volume.as_ref().is_some_and(|v| volumes.contains(v)));
+        if self.workloads.is_empty() {
+            return Err(PlanError(format!(
+                "no workload runs on {}",
+                volumes.join(", ")
+            )));
+        }
+        self.jobs = self.jobs(common);
+        Ok(())
+    }
+
     fn run_step(&mut self, index: usize, ctx: &mut RunContext) -> Result<(), RunError> {
         let job = self.jobs[index].clone();
         let out = run_job(ctx, index as u32 + 1, &job)?;
-        if out.failed {
-            self.failed_jobs += 1;
-        }
-        self.failed_verdicts += out
-            .verdicts
-            .iter()
-            .filter(|v| v.outcome == assess::Outcome::Fail)
-            .count();
-        self.inconclusive += out
-            .verdicts
-            .iter()
-            .filter(|v| v.outcome == assess::Outcome::Inconclusive)
-            .count();
         let text = self.lines(&job, &out);
         if !text.is_empty() {
             ctx.ui.print(&text);
         }
         Ok(())
-    }
-
-    fn finish(&mut self, _ctx: &mut RunContext) -> Result<Tally, RunError> {
-        let status = if self.failed_jobs > 0 {
-            Status::Error
-        } else if self.failed_verdicts > 0 {
-            Status::Failed
-        } else if self.inconclusive > 0 {
-            Status::Inconclusive
-        } else {
-            Status::Passed
-        };
-        Ok(Tally {
-            status,
-            failed_jobs: self.failed_jobs,
-            failed_verdicts: self.failed_verdicts,
-        })
-    }
-
-    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
-        let rec = &outcome.record;
-        let t = rec.tally();
-        let mut out = format!(
-            "\nrun {}: {} ({} job(s), {} failed; verdicts: {})\n",
-            rec.id,
-            rec.status.to_uppercase(),
-            rec.jobs.len(),
-            outcome.failed_jobs,
-            t.summary()
-        );
-        for j in &rec.jobs {
-            for v in j.verdicts.iter().filter(|v| !v.passed) {
-                out.push_str(&format!(
-                    "  {}: {} on {}: {}: {}{}\n",
-                    if v.outcome == assess::Outcome::Inconclusive {
-                        "INCONCLUSIVE"
-                    } else {
-                        "FAILED"
-                    },
-                    j.name,
-                    j.volume.as_deref().unwrap_or("target"),
-                    v.expectation,
-                    v.detail,
-                    v.reason
-                        .as_ref()
-                        .map(|r| format!("; {r}"))
-                        .unwrap_or_default()
-                ));
-            }
-        }
-        out.push_str(&format!(
-            "stored in {} as run {}; `qoslab results show {} --db {}` or `qoslab results export {} --format md|csv|json --db {}`\n",
-            db.display(),
-            rec.id,
-            rec.id,
-            db.display(),
-            rec.id,
-            db.display()
-        ));
-        Ok(out)
     }
 }

@@ -24,6 +24,14 @@ pub struct IsolationArgs {
     /// fio iodepth of the bully.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub bully_qd: u32,
+    /// fio jobs (processes, each with its own NBD connection) per protected volume, each
+    /// at its share of the floor (default: what the floor needs, one per 60,000 IOPS).
+    #[arg(long, value_name = "N")]
+    pub protected_jobs: Option<u32>,
+    /// fio jobs for the bully, each at its share of the step's rate (default: what the
+    /// top step's rate needs, one per 60,000 IOPS).
+    #[arg(long, value_name = "N")]
+    pub bully_jobs: Option<u32>,
     /// Steps of the bully's ramp from 1x to --max-load x the capacity the floors leave.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub steps: u32,
@@ -48,7 +56,7 @@ impl IsolationArgs {
         let floor = self
             .floor_iops
             .unwrap_or_else(|| self.capacity_iops / 2 / (self.protected.max(1) as u64));
-        let spec = IsolationSpec {
+        let mut spec = IsolationSpec {
             capacity_iops: self.capacity_iops,
             protected: self.protected,
             floor_iops: floor,
@@ -61,7 +69,14 @@ impl IsolationArgs {
             runtime: runtime.unwrap_or(5.0),
             ramp: ramp.unwrap_or(1.0),
             control: !self.no_control,
+            ..IsolationSpec::default()
         };
+        spec.protected_jobs = self
+            .protected_jobs
+            .unwrap_or_else(|| super::spec::jobs_for(floor));
+        spec.bully_jobs = self
+            .bully_jobs
+            .unwrap_or_else(|| super::spec::jobs_for(spec.bully_iops(spec.max_load)));
         spec.validate()
             .map_err(|e| format!("--profile isolation: {e}"))?;
         Ok(spec)

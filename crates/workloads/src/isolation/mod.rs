@@ -100,10 +100,6 @@ impl Family for Isolation {
     fn cli(&self, cmd: clap::Command) -> clap::Command {
         IsolationArgs::augment_args(cmd)
     }
-
-    fn table_kinds(&self) -> &'static [&'static str] {
-        &[KIND]
-    }
 }
 
 /// The step table's charts: IOPS per step per mode, protected p99 floors vs control.
@@ -141,6 +137,46 @@ mod tests {
             cfg.capacity.unwrap().discipline,
             storage_node::config::Discipline::Fifo
         );
+    }
+
+    #[test]
+    fn each_volume_spreads_over_its_jobs_and_one_job_keeps_the_plain_file() {
+        let cfg =
+            NodeConfig::parse(&IsolationSpec::default().node_toml(Mode::Floors), "t").unwrap();
+        let node = harness::target::EmbeddedNode::start(&cfg).unwrap();
+        let plain = IsolationSpec::default().job_file(&node, 2.0, None).render();
+        assert!(
+            !plain.contains("numjobs") && !plain.contains("group_reporting"),
+            "{plain}"
+        );
+        assert!(plain.contains("rate_iops=20000"), "{plain}");
+        let many = IsolationSpec {
+            bully_jobs: 3,
+            protected_jobs: 2,
+            ..IsolationSpec::default()
+        };
+        let f = many.job_file(&node, 2.0, None).render();
+        assert!(f.contains("group_reporting=1"), "{f}");
+        assert_eq!(f.matches("new_group=1").count(), 3, "{f}");
+        // 20,000 IOPS over 3 jobs: 6,667 each; a 5,000 IOPS floor over 2: 2,500 each.
+        assert!(
+            f.contains("rate_iops=6667") && f.contains("numjobs=3"),
+            "{f}"
+        );
+        assert_eq!(f.matches("rate_iops=2500").count(), 2, "{f}");
+        node.stop();
+        // The defaults follow the rate: seed 001 at 300k/75k x 2 needs 5 bully jobs, 2 each.
+        assert_eq!(spec::jobs_for(300_000), 5);
+        assert_eq!(spec::jobs_for(75_000), 2);
+        assert_eq!(spec::jobs_for(20_000), 1);
+        let bad = IsolationSpec {
+            bully_jobs: 0,
+            ..IsolationSpec::default()
+        };
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .contains("bully jobs 0: allowed 1 to 64"));
     }
 
     #[test]

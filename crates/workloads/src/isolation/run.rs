@@ -9,9 +9,7 @@ use fio::{FioOutput, JobResult};
 use harness::plan::{Common, PlanError};
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::{Expectation, Verdict};
-use harness::{
-    FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
-};
+use harness::{FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Step};
 use storage_node::NodeConfig;
 
 use super::render::render;
@@ -34,9 +32,6 @@ pub struct IsolationPlan {
     last_control_job: Option<(i64, FioOutput)>,
     pub rows: Vec<Row>,
     seq: u32,
-    failed_verdicts: usize,
-    inconclusive: usize,
-    failed_jobs: usize,
 }
 
 impl IsolationPlan {
@@ -58,9 +53,6 @@ impl IsolationPlan {
             last_control_job: None,
             rows: Vec::new(),
             seq: 0,
-            failed_verdicts: 0,
-            inconclusive: 0,
-            failed_jobs: 0,
         }
     }
 
@@ -140,7 +132,6 @@ impl IsolationPlan {
             Ok(o) => o,
             Err(e) => {
                 let msg = e.to_string();
-                self.failed_jobs += names.len();
                 for id in ids {
                     ctx.finish_job(id, Err(&msg), &[])?;
                 }
@@ -207,9 +198,6 @@ impl IsolationPlan {
                     }
                 }
             }
-            if r.error != 0 {
-                self.failed_jobs += 1;
-            }
             let pass = verdicts.iter().all(|v| v.passed) && r.error == 0;
             ctx.store
                 .set_assessment(ids[i], Some(&diagnosis), steady.as_ref())?;
@@ -236,14 +224,6 @@ impl IsolationPlan {
             // The control's per-step verdicts are what *would* have been judged: they go
             // in the table, not in the run's verdicts (the control is meant to fail).
             let stored: &[Verdict] = if mode == Mode::Floors { &verdicts } else { &[] };
-            self.failed_verdicts += stored
-                .iter()
-                .filter(|v| v.outcome == assess::Outcome::Fail)
-                .count();
-            self.inconclusive += stored
-                .iter()
-                .filter(|v| v.outcome == assess::Outcome::Inconclusive)
-                .count();
             if mode == Mode::Control && name == "bully" {
                 // Held back: the control's last job carries the control's verdict.
                 if let Some((id, prev)) = self.last_control_job.replace((ids[i], sub)) {
@@ -277,12 +257,12 @@ impl IsolationPlan {
         let expectation =
             "control (no floors): a protected volume falls below 98% of its target".to_string();
         match &self.control_worst {
-            Some((ratio, at)) => Verdict {
+            Some((ratio, at)) => Verdict::plain(
                 expectation,
-                measured: ratio * 100.0,
-                bound: "< 98% of target".into(),
-                passed: *ratio < 0.98,
-                detail: if *ratio < 0.98 {
+                ratio * 100.0,
+                "< 98% of target".into(),
+                *ratio < 0.98,
+                if *ratio < 0.98 {
                     format!(
                         "without floors the worst was {at}: {:.1}% of its target",
                         ratio * 100.0
@@ -295,20 +275,14 @@ impl IsolationPlan {
                         ratio * 100.0
                     )
                 },
-                outcome: assess::Outcome::Fail,
-                reason: None,
-            }
-            .settled(),
-            None => Verdict {
+            ),
+            None => Verdict::plain(
                 expectation,
-                measured: 0.0,
-                bound: "< 98% of target".into(),
-                passed: false,
-                detail: "the control produced no results".into(),
-                outcome: assess::Outcome::Fail,
-                reason: None,
-            }
-            .settled(),
+                0.0,
+                "< 98% of target".into(),
+                false,
+                "the control produced no results".into(),
+            ),
         }
     }
 }
@@ -386,64 +360,20 @@ impl FamilyPlan for IsolationPlan {
         done
     }
 
-    fn finish(&mut self, ctx: &mut RunContext) -> Result<Tally, RunError> {
+    fn finish(&mut self, ctx: &mut RunContext) -> Result<(), RunError> {
         if let Some((id, sub)) = self.last_control_job.take() {
             let v = self.control_verdict();
-            if !v.passed {
-                self.failed_verdicts += 1;
-            }
             ctx.finish_job(id, Ok(&sub), std::slice::from_ref(&v))?;
         }
         ctx.put_table(&table(&self.rows))?;
-        let status = if self.failed_verdicts > 0 || self.failed_jobs > 0 {
-            Status::Failed
-        } else if self.inconclusive > 0 {
-            Status::Inconclusive
-        } else {
-            Status::Passed
-        };
-        Ok(Tally {
-            status,
-            failed_jobs: self.failed_jobs,
-            failed_verdicts: self.failed_verdicts,
-        })
+        Ok(())
     }
 
-    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
-        let rec = &outcome.record;
-        let mut out = format!(
-            "\n{}\nrun {}: {} (verdicts: {})\n",
-            render(&self.rows),
-            rec.id,
-            rec.status.to_uppercase(),
-            rec.tally().summary()
-        );
-        for j in &rec.jobs {
-            for v in j.verdicts.iter().filter(|v| !v.passed) {
-                out.push_str(&format!(
-                    "  {}: {}: {}: {}{}\n",
-                    if v.outcome == assess::Outcome::Inconclusive {
-                        "INCONCLUSIVE"
-                    } else {
-                        "FAILED"
-                    },
-                    j.name,
-                    v.expectation,
-                    v.detail,
-                    v.reason
-                        .as_ref()
-                        .map(|r| format!("; {r}"))
-                        .unwrap_or_default()
-                ));
-            }
+    fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
+        let mut out = format!("\n{}\n", render(&self.rows));
+        if let Some(s) = super::results::generator_capped(&self.rows, self.spec.capacity_iops) {
+            out.push_str(&format!("{s}\n"));
         }
-        out.push_str(&format!(
-            "stored in {} as run {}; `qoslab results show {} --db {}`\n",
-            db.display(),
-            rec.id,
-            rec.id,
-            db.display()
-        ));
         Ok(out)
     }
 }

@@ -50,6 +50,7 @@ fn kind_word(k: Kind) -> &'static str {
         Kind::Bw => "a bandwidth",
         Kind::Lat => "a latency",
         Kind::Secs => "seconds",
+        Kind::Number => "a number",
     }
 }
 

@@ -3,18 +3,9 @@
 
 use harness::series::WINDOW_MS;
 
-/// The median of `v` (NaN when empty).
-pub fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
+/// The median of `v` (NaN when empty): `assess::stats::median`.
+pub fn median(v: Vec<f64>) -> f64 {
+    assess::stats::median(&v).unwrap_or(f64::NAN)
 }
 
 /// A burst that ended during the step.

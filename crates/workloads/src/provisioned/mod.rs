@@ -135,10 +135,6 @@ impl Family for Provisioned {
     fn cli(&self, cmd: clap::Command) -> clap::Command {
         ProvisionedArgs::augment_args(cmd)
     }
-
-    fn table_kinds(&self) -> &'static [&'static str] {
-        &[KIND]
-    }
 }
 
 /// The table's charts, and a section with the transitions.

@@ -11,9 +11,7 @@ use harness::assessment;
 use harness::plan::{Common, PlanError};
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::Verdict;
-use harness::{
-    FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
-};
+use harness::{FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Step};
 use storage_node::NodeConfig;
 
 use super::balance::Balances;
@@ -40,9 +38,6 @@ pub struct ProvisionedPlan {
     pub rows: Vec<Row>,
     /// Each step's metrics, for `step.NAME.METRIC`.
     measured: BTreeMap<String, BTreeMap<String, f64>>,
-    failed_verdicts: usize,
-    inconclusive: usize,
-    failed_jobs: usize,
 }
 
 impl ProvisionedPlan {
@@ -58,9 +53,6 @@ impl ProvisionedPlan {
             balances: None,
             rows: Vec::new(),
             measured: BTreeMap::new(),
-            failed_verdicts: 0,
-            inconclusive: 0,
-            failed_jobs: 0,
         }
     }
 
@@ -204,8 +196,6 @@ impl ProvisionedPlan {
             Err(e) => {
                 let msg = e.to_string();
                 let verdicts = self.fail_all(i, &format!("the job failed: {msg}"));
-                self.failed_jobs += 1;
-                self.failed_verdicts += verdicts.len();
                 ctx.finish_job(id, Err(&msg), &verdicts)?;
                 row.error = Some(msg);
                 row.checks = verdicts.len();
@@ -246,7 +236,6 @@ impl ProvisionedPlan {
             .map(|c| c.check(&metrics, &names, Some(&diagnosis), io_error))
             .collect();
         if io_error {
-            self.failed_jobs += 1;
             row.error = Some(format!("fio reported error {}", r.error));
             for v in &mut verdicts {
                 v.passed = false;
@@ -255,8 +244,6 @@ impl ProvisionedPlan {
             }
         }
         let count = |o: assess::Outcome| verdicts.iter().filter(|v| v.outcome == o).count();
-        self.failed_verdicts += count(assess::Outcome::Fail);
-        self.inconclusive += count(assess::Outcome::Inconclusive);
         row.checks = verdicts.len();
         row.passed = count(assess::Outcome::Pass);
         row.inconclusive = count(assess::Outcome::Inconclusive);
@@ -476,49 +463,16 @@ impl FamilyPlan for ProvisionedPlan {
         done
     }
 
-    fn finish(&mut self, ctx: &mut RunContext) -> Result<Tally, RunError> {
+    fn finish(&mut self, ctx: &mut RunContext) -> Result<(), RunError> {
         ctx.put_table(&table(&self.rows))?;
-        let status = if self.failed_jobs > 0 {
-            Status::Error
-        } else if self.failed_verdicts > 0 {
-            Status::Failed
-        } else if self.inconclusive > 0 {
-            Status::Inconclusive
-        } else {
-            Status::Passed
-        };
-        Ok(Tally {
-            status,
-            failed_jobs: self.failed_jobs,
-            failed_verdicts: self.failed_verdicts,
-        })
+        Ok(())
     }
 
-    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
-        let rec = &outcome.record;
-        let (pass, fail) = rec.verdict_counts();
-        let mut out = format!(
-            "\n{}\n{}\nrun {}: {} ({pass} expectation(s) passed, {fail} failed)\n",
+    fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
+        Ok(format!(
+            "\n{}\n{}\n",
             self.spec.describe(),
-            render(&self.rows),
-            rec.id,
-            rec.status.to_uppercase()
-        );
-        for j in &rec.jobs {
-            for v in j.verdicts.iter().filter(|v| !v.passed) {
-                out.push_str(&format!(
-                    "  FAILED: {}: {}: {}\n",
-                    j.name, v.expectation, v.detail
-                ));
-            }
-        }
-        out.push_str(&format!(
-            "stored in {} as run {}; `qoslab report {} --db {}` draws the transitions\n",
-            db.display(),
-            rec.id,
-            rec.id,
-            db.display()
-        ));
-        Ok(out)
+            render(&self.rows)
+        ))
     }
 }

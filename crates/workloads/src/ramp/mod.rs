@@ -109,10 +109,6 @@ impl Family for Ramp {
     fn cli(&self, cmd: clap::Command) -> clap::Command {
         RampArgs::augment_args(cmd)
     }
-
-    fn table_kinds(&self) -> &'static [&'static str] {
-        &[KIND]
-    }
 }
 
 /// One table per system: IOPS vs target, write cycle and WIJ times, write latency.

@@ -153,12 +153,12 @@ pub fn verdicts(r: &Row, s: &Settings) -> Vec<Verdict> {
     let limit = s.cycle_limit_s();
     let lat = s.max_write_latency * 1e3;
     let mut v = vec![
-        Verdict {
-            expectation: format!("longest write cycle < {}", secs(limit)),
-            measured: r.longest_cycle_s,
-            bound: format!("< {limit}"),
-            passed: r.longest_cycle_s < limit && r.cycles_skipped == 0,
-            detail: format!(
+        Verdict::plain(
+            format!("longest write cycle < {}", secs(limit)),
+            r.longest_cycle_s,
+            format!("< {limit}"),
+            r.longest_cycle_s < limit && r.cycles_skipped == 0,
+            format!(
                 "longest write cycle {:.3} s (burst {:.3} s + FLUSH {:.3} s, {} dirty blocks), want < {limit:.3} s{}",
                 r.longest_cycle_s,
                 r.longest_burst_s,
@@ -173,38 +173,30 @@ pub fn verdicts(r: &Row, s: &Settings) -> Vec<Verdict> {
                     String::new()
                 }
             ),
-            outcome: assess::Outcome::Fail,
-            reason: None,
-        }
-        .settled(),
-        Verdict {
-            expectation: format!("effective write latency < {lat} ms"),
-            measured: r.write_lat_ms,
-            bound: format!("< {lat}"),
-            passed: r.write_lat_ms < lat,
-            detail: format!(
+        ),
+        Verdict::plain(
+            format!("effective write latency < {lat} ms"),
+            r.write_lat_ms,
+            format!("< {lat}"),
+            r.write_lat_ms < lat,
+            format!(
                 "effective write latency {:.3} ms, want < {lat} ms",
                 r.write_lat_ms
             ),
-            outcome: assess::Outcome::Fail,
-            reason: None,
-        }
-        .settled(),
+        ),
     ];
     if r.errors > 0 {
-        v.push(Verdict {
-            expectation: "no I/O errors".into(),
-            measured: r.errors as f64,
-            bound: "= 0".into(),
-            passed: false,
-            detail: format!(
+        v.push(Verdict::plain(
+            "no I/O errors".into(),
+            r.errors as f64,
+            "= 0".into(),
+            false,
+            format!(
                 "{} I/O error(s); first: {}",
                 r.errors,
                 r.first_error.as_deref().unwrap_or("?")
             ),
-            outcome: assess::Outcome::Fail,
-            reason: None,
-        });
+        ));
     }
     v
 }

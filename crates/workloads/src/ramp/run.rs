@@ -8,15 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use assess::Outcome as Judgement;
 use fio::{DirStats, FioOutput, JobResult};
 use harness::plan::{Common, PlanError};
 use harness::series::JobSeries;
 use harness::target::{EmbeddedNode, Target, TargetError};
 use harness::verdict::Limits;
-use harness::{
-    FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
-};
+use harness::{FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Step};
 use loadgen::genio::{self, IoError, IoTarget, RunStats, Workload};
 
 use super::cli::{csv_paths, RampArgs};
@@ -36,7 +33,6 @@ pub struct RampRun {
     addrs: Vec<String>,
     /// Per system, its runs so far.
     rows: Vec<Vec<Row>>,
-    errors: bool,
     seq: u32,
 }
 
@@ -62,7 +58,6 @@ impl RampRun {
             targets: Vec::new(),
             addrs: Vec::new(),
             rows: vec![Vec::new(); n],
-            errors: false,
             seq: 0,
         }
     }
@@ -265,7 +260,6 @@ impl FamilyPlan for RampRun {
         for (i, sys) in rp.systems.iter().enumerate() {
             let (w, st) = (&loads[i], &stats[i]);
             let mut row = Row::new(k + 1, sys.target_iops(k, s.runs), w, st, s);
-            self.errors |= row.errors > 0;
             // The system's share of the recording: its volume's node samples, the hosts.
             let volume = volume_of(sys, ctx.target);
             let own = JobSeries {
@@ -326,33 +320,16 @@ impl FamilyPlan for RampRun {
         Ok(())
     }
 
-    fn finish(&mut self, _ctx: &mut RunContext) -> Result<Tally, RunError> {
+    fn finish(&mut self, _ctx: &mut RunContext) -> Result<(), RunError> {
         self.targets.clear();
-        let rows = || self.rows.iter().flatten();
-        let failed_jobs = rows().filter(|r| r.errors > 0).count();
-        let failed_verdicts = rows().filter(|r| r.outcome == Judgement::Fail).count();
-        let inconclusive = rows().any(|r| r.outcome == Judgement::Inconclusive);
-        let status = if self.errors {
-            Status::Error
-        } else if failed_verdicts > 0 {
-            Status::Failed
-        } else if inconclusive {
-            Status::Inconclusive
-        } else {
-            Status::Passed
-        };
         // Let the connections say goodbye before the node stops.
         if let Some(rt) = self.rt.take() {
             rt.block_on(async { tokio::time::sleep(Duration::from_millis(20)).await });
         }
-        Ok(Tally {
-            status,
-            failed_jobs,
-            failed_verdicts,
-        })
+        Ok(())
     }
 
-    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
+    fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
         if let Some(e) = &self.csv_error {
             return Err(RunError::Plan(format!("summary.csv: {e}")));
         }
@@ -365,15 +342,6 @@ impl FamilyPlan for RampRun {
                 out.push_str(&format!("summary.csv: {}\n", p.display()));
             }
         }
-        let rec = &outcome.record;
-        out.push_str(&format!(
-            "\nrun {}: {}; stored in {}; `qoslab results show {} --db {}`\n",
-            rec.id,
-            rec.status.to_uppercase(),
-            db.display(),
-            rec.id,
-            db.display()
-        ));
         Ok(out)
     }
 }

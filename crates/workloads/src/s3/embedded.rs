@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use control_plane::api::ControlPlane;
 use loadgen::s3::Endpoint;
-use storage_node::api::ControlPlane;
 use storage_node::builder::NodeThread;
 use storage_node::server::ServerStats;
 use storage_node::{Node, NodeConfig};

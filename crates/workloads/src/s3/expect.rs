@@ -12,27 +12,19 @@
 //! the worst latency.
 
 use harness::ops::OpResult;
-use harness::verdict::Verdict;
+use harness::verdict::{judge, parse_bound, BoundOperand, Kind, Op, Verdict};
 
 const METRICS: &str = "ops_per_s, mib_per_s, lat_mean_ms, lat_p50_ms, lat_p90_ms, lat_p99_ms, lat_max_ms, ttfb_p50_ms, ttfb_p99_ms, errors";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cmp {
-    Le,
-    Lt,
-    Ge,
-    Gt,
-    Approx,
-}
-
-/// A parsed expectation.
+/// A parsed expectation: the metric here, the bound by the harness's grammar
+/// ([`harness::verdict::parse_bound`], the one parser of `op number [+-N%]`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expect {
     pub text: String,
     /// None: ALL.
     op: Option<String>,
     metric: String,
-    cmp: Cmp,
+    cmp: Op,
     value: f64,
     tolerance: f64,
 }
@@ -64,47 +56,18 @@ impl Expect {
                 "unknown metric {metric:?}; allowed {METRICS}"
             )));
         }
-        let rest = rest.trim_start();
-        let (cmp, rest) = [
-            ("<=", Cmp::Le),
-            (">=", Cmp::Ge),
-            ("~=", Cmp::Approx),
-            ("<", Cmp::Lt),
-            (">", Cmp::Gt),
-        ]
-        .iter()
-        .find_map(|(t, c)| rest.strip_prefix(t).map(|r| (*c, r)))
-        .ok_or_else(|| err("expected an operator: <=, <, >=, >, ~="))?;
-        let (num, tol) = match rest.split_once("+-") {
-            Some((n, t)) => {
-                let pct = t
-                    .trim()
-                    .strip_suffix('%')
-                    .and_then(|p| p.trim().parse::<f64>().ok())
-                    .filter(|p| p.is_finite() && (0.0..100.0).contains(p))
-                    .ok_or_else(|| err("tolerance: expected a percentage like 2%"))?;
-                (n, pct / 100.0)
-            }
-            None => (rest, 0.0),
+        let b = parse_bound(s, rest, Kind::Number, &|_| false, "").map_err(|e| e.0)?;
+        let value = match b.operand {
+            BoundOperand::Number(v) => v * b.factor,
+            BoundOperand::Name(n) => return Err(err(&format!("{n:?} is not a number"))),
         };
-        let value: f64 = num
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| err(&format!("{:?} is not a non-negative number", num.trim())))?;
-        if cmp == Cmp::Approx && tol == 0.0 {
-            return Err(err(
-                "~= needs a tolerance, e.g. `GET.ops_per_s ~= 200 +-2%`",
-            ));
-        }
         Ok(Expect {
             text: s.to_string(),
             op,
             metric: metric.to_string(),
-            cmp,
+            cmp: b.op,
             value,
-            tolerance: tol,
+            tolerance: b.tolerance,
         })
     }
 
@@ -147,27 +110,20 @@ impl Expect {
                 ),
             );
         };
-        let (v, t) = (self.value, self.tolerance);
-        let (passed, bound) = match self.cmp {
-            Cmp::Le => (m <= v * (1.0 + t), format!("<= {}", v * (1.0 + t))),
-            Cmp::Lt => (m < v * (1.0 + t), format!("< {}", v * (1.0 + t))),
-            Cmp::Ge => (m >= v * (1.0 - t), format!(">= {}", v * (1.0 - t))),
-            Cmp::Gt => (m > v * (1.0 - t), format!("> {}", v * (1.0 - t))),
-            Cmp::Approx => (
-                (m - v).abs() <= v * t,
-                format!("{} .. {}", v * (1.0 - t), v * (1.0 + t)),
-            ),
-        };
-        let detail = format!(
-            "{} = {m:.3}, want {bound}{}",
-            self.text.split_whitespace().next().unwrap_or(""),
-            if t > 0.0 {
-                format!(" ({v} +-{}%)", t * 100.0)
-            } else {
-                String::new()
-            }
-        );
-        Verdict::plain(self.text.clone(), m, bound, passed, detail)
+        let name = self.text.split_whitespace().next().unwrap_or("");
+        let name = name
+            .split(|c: char| "<>~=".contains(c))
+            .next()
+            .unwrap_or(name);
+        judge(
+            &self.text,
+            name,
+            m,
+            self.cmp,
+            self.value,
+            self.tolerance,
+            false,
+        )
     }
 }
 
@@ -206,7 +162,7 @@ mod tests {
         let e = Expect::parse("GET.ops_per_s ~= 200 +-2%").unwrap();
         let v = e.check(&all);
         assert!(v.passed, "{v:?}");
-        assert_eq!(v.bound, "196 .. 204");
+        assert_eq!(v.bound, "196..204");
         assert!(
             !Expect::parse("get.ops_per_s ~= 210 +-2%")
                 .unwrap()
@@ -241,7 +197,9 @@ mod tests {
             ("GET.iops > 1", "unknown metric"),
             ("GET.ops_per_s = 1", "expected an operator"),
             ("GET.ops_per_s ~= 1", "needs a tolerance"),
-            ("GET.ops_per_s > x", "not a non-negative number"),
+            ("GET.ops_per_s > x", "expected a number"),
+            ("GET.ops_per_s > -1", "expected a number"),
+            ("GET.ops_per_s > 5ms", "does not fit this metric"),
             ("GET.ops_per_s ~= 5 +-x", "tolerance"),
         ] {
             let e = Expect::parse(bad).unwrap_err();

@@ -116,10 +116,6 @@ impl Family for S3 {
     fn cli(&self, cmd: clap::Command) -> clap::Command {
         S3Args::augment_args(cmd)
     }
-
-    fn table_kinds(&self) -> &'static [&'static str] {
-        &[KIND]
-    }
 }
 
 /// A test's table: ops/s and latency per operation and iteration.

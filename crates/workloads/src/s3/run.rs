@@ -12,9 +12,7 @@ use harness::plan::{Common, PlanError};
 use harness::series::JobSeries;
 use harness::target::{Target, TargetError};
 use harness::verdict::Verdict;
-use harness::{
-    FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
-};
+use harness::{FamilyPlan, Options, Prepare, RunContext, RunError, RunHeader, Step};
 use hosts::{Host, SshConfig};
 use loadgen::s3::analysis::{analyze, HostRecords};
 use loadgen::s3::{Endpoint, Stop, TestSpec};
@@ -44,8 +42,6 @@ pub struct S3Run {
     seq: u32,
     /// Per test: its table's rows so far.
     rows: Vec<Vec<Vec<serde_json::Value>>>,
-    errors: usize,
-    failed_verdicts: usize,
 }
 
 impl std::fmt::Debug for S3Run {
@@ -89,8 +85,6 @@ impl S3Run {
             tag: tag(),
             seq: 0,
             rows: vec![Vec::new(); n],
-            errors: 0,
-            failed_verdicts: 0,
         }
     }
 
@@ -402,7 +396,6 @@ impl FamilyPlan for S3Run {
                         for h in handles {
                             h.close();
                         }
-                        self.errors += 1;
                         ctx.finish_op_job(job, Err(&e), &[], &[])?;
                         ctx.ui.print(&format!("  {} #{it}: ERROR {e}\n", t.name));
                         return Ok(());
@@ -424,7 +417,6 @@ impl FamilyPlan for S3Run {
         described["created_buckets"] = serde_json::json!(out.created);
         described["cleanup_errors"] = serde_json::json!(out.cleanup_errors);
         if let Some(e) = &out.error {
-            self.errors += 1;
             described["error"] = serde_json::json!(e);
             ctx.finish_op_job(job, Err(e), &[], &[])?;
             ctx.ui.print(&format!("  {} #{it}: ERROR {e}\n", t.name));
@@ -492,7 +484,6 @@ impl FamilyPlan for S3Run {
                 t.name
             ));
         }
-        self.failed_verdicts += verdicts.iter().filter(|v| !v.passed).count();
         ctx.finish_op_job(job, Ok(&described.to_string()), &ops, &verdicts)?;
         ctx.add_series(&JobSeries {
             job_id: job,
@@ -514,35 +505,12 @@ impl FamilyPlan for S3Run {
         Ok(())
     }
 
-    fn finish(&mut self, _ctx: &mut RunContext) -> Result<Tally, RunError> {
+    fn finish(&mut self, _ctx: &mut RunContext) -> Result<(), RunError> {
         self.embedded = None;
         for h in &self.hosts {
             h.disconnect();
         }
-        let status = if self.errors > 0 {
-            Status::Error
-        } else if self.failed_verdicts > 0 {
-            Status::Failed
-        } else {
-            Status::Passed
-        };
-        Ok(Tally {
-            status,
-            failed_jobs: self.errors,
-            failed_verdicts: self.failed_verdicts,
-        })
-    }
-
-    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
-        let rec = &outcome.record;
-        Ok(format!(
-            "run {}: {}; stored in {}; `qoslab results show {} --db {}`\n",
-            rec.id,
-            rec.status.to_uppercase(),
-            db.display(),
-            rec.id,
-            db.display()
-        ))
+        Ok(())
     }
 }
 

@@ -81,6 +81,14 @@ impl Family for Suites {
         NAME
     }
 
+    /// `--hosts` names the suites' own hosts.
+    fn accepts(&self) -> harness::Accepts {
+        harness::Accepts {
+            own_hosts: true,
+            ..Default::default()
+        }
+    }
+
     fn about(&self) -> &'static str {
         "seed 002's system suites over ssh: the network mesh (iperf3), disks one by one and together, NFS/iSCSI/block/dir through fio client/server"
     }
@@ -161,10 +169,6 @@ impl Family for Suites {
 
     fn cli(&self, cmd: clap::Command) -> clap::Command {
         SuiteArgs::augment_args(cmd)
-    }
-
-    fn table_kinds(&self) -> &'static [&'static str] {
-        &results::KINDS
     }
 }
 

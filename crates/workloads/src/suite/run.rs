@@ -12,9 +12,7 @@ use harness::plan::{Common, PlanError};
 use harness::series::JobSeries;
 use harness::target::Target;
 use harness::verdict::Verdict;
-use harness::{
-    FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
-};
+use harness::{FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Step};
 use hosts::SshConfig;
 use suites::disks::TargetSizing;
 use suites::fiorun::{self, FioRun};
@@ -73,10 +71,6 @@ pub struct SuitePlan {
     pub sizing: Vec<TargetSizing>,
     pub runs: Vec<FioRun>,
     seq: u32,
-    failed_jobs: usize,
-    failed_verdicts: usize,
-    /// Verdicts that neither passed nor failed (a measurement not in steady state).
-    inconclusive: usize,
 }
 
 impl std::fmt::Debug for SuitePlan {
@@ -106,9 +100,6 @@ impl SuitePlan {
             sizing: Vec::new(),
             runs: Vec::new(),
             seq: 0,
-            failed_jobs: 0,
-            failed_verdicts: 0,
-            inconclusive: 0,
         }
     }
 
@@ -128,17 +119,6 @@ impl SuitePlan {
         out: Result<&FioOutput, &str>,
         verdicts: &[Verdict],
     ) -> Result<(), RunError> {
-        if out.is_err() {
-            self.failed_jobs += 1;
-        }
-        self.failed_verdicts += verdicts
-            .iter()
-            .filter(|v| v.outcome == assess::Outcome::Fail)
-            .count();
-        self.inconclusive += verdicts
-            .iter()
-            .filter(|v| v.outcome == assess::Outcome::Inconclusive)
-            .count();
         ctx.finish_job(id, out, verdicts)?;
         Ok(())
     }
@@ -648,29 +628,13 @@ impl FamilyPlan for SuitePlan {
         done
     }
 
-    fn finish(&mut self, _ctx: &mut RunContext) -> Result<Tally, RunError> {
+    fn finish(&mut self, _ctx: &mut RunContext) -> Result<(), RunError> {
         // Servers stopped, run directories and ssh masters gone.
         self.state = None;
-        let status = if self.failed_jobs > 0 {
-            Status::Error
-        } else if self.failed_verdicts > 0 {
-            Status::Failed
-        } else if self.inconclusive > 0 {
-            Status::Inconclusive
-        } else {
-            Status::Passed
-        };
-        Ok(Tally {
-            status,
-            failed_jobs: self.failed_jobs,
-            failed_verdicts: self.failed_verdicts,
-        })
+        Ok(())
     }
 
-    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
-        let rec = &outcome.record;
-        let t = rec.tally();
-        let (pass, fail, inconclusive) = (t.pass, t.fail, t.inconclusive);
+    fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
         let mut out = String::from("\n");
         match self.spec.kind {
             Kind::Network => {
@@ -688,42 +652,6 @@ impl FamilyPlan for SuitePlan {
                 self.spec.iterations(),
             )),
         }
-        out.push_str(&format!(
-            "run {}: {} ({pass} expectation(s) passed, {fail} failed, {inconclusive} inconclusive, {} job(s) failed)\n",
-            rec.id,
-            rec.status.to_uppercase(),
-            outcome.failed_jobs
-        ));
-        for j in &rec.jobs {
-            if j.status == "failed" {
-                out.push_str(&format!(
-                    "  ERROR: {} on {}: {}\n",
-                    j.name,
-                    j.volume.as_deref().unwrap_or("-"),
-                    j.error.as_deref().unwrap_or("")
-                ));
-            }
-            for v in j.verdicts.iter().filter(|v| !v.passed) {
-                let reason = v
-                    .reason
-                    .as_deref()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default();
-                out.push_str(&format!(
-                    "  {}: {}: {}{reason}\n",
-                    v.label(),
-                    v.expectation,
-                    v.detail
-                ));
-            }
-        }
-        out.push_str(&format!(
-            "stored in {} as run {}; `qoslab report {} --db {}` draws it\n",
-            db.display(),
-            rec.id,
-            rec.id,
-            db.display()
-        ));
         Ok(out)
     }
 }

@@ -54,6 +54,16 @@ impl Family for Tenants {
         NAME
     }
 
+    /// `--node URL` alone (it creates its tenants' volumes there) and a list of block
+    /// devices (one per tenant).
+    fn accepts(&self) -> harness::Accepts {
+        harness::Accepts {
+            node_alone: true,
+            devices: true,
+            ..Default::default()
+        }
+    }
+
     fn about(&self) -> &'static str {
         "real applications (git, redis) or fio on a volume per tenant, swept from 1 to N tenants per class: failures, fairness, degradation curves (seed 004)"
     }
@@ -104,10 +114,6 @@ impl Family for Tenants {
 
     fn cli(&self, cmd: clap::Command) -> clap::Command {
         TenantsArgs::augment_args(cmd)
-    }
-
-    fn table_kinds(&self) -> &'static [&'static str] {
-        &[KIND, SEED_KIND]
     }
 }
 

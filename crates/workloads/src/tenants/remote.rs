@@ -21,15 +21,7 @@ use super::spec::ClassSpec;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Percent-encode a query value.
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+use harness::node_api::query_value as enc;
 
 /// What this run created on the node (deleted at the end, or on a signal).
 #[derive(Default)]
@@ -147,7 +139,7 @@ impl RemoteNode {
                     "policy {name:?} (of a [[class]]) is neither on --node {url} nor declared in the plan's [[policy]]"
                 ));
             };
-            let mut body = storage_node::api::model::policy_json(&spec.policy);
+            let mut body = control_plane::api::model::policy_json(&spec.policy);
             body.insert("name".into(), name.into());
             node.api
                 .send(

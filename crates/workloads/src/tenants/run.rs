@@ -14,9 +14,7 @@ use harness::series::JobSeries;
 use harness::store::SummaryTable;
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::Verdict;
-use harness::{
-    FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Status, Step, Tally,
-};
+use harness::{FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Step};
 use storage_node::NodeConfig;
 
 use super::backend::{check_target, Backend, RunDir, TargetKind, NOT_ENFORCED};
@@ -181,15 +179,12 @@ impl TenantsPlan {
                 .iter()
                 .filter(|v| v.class == c.name)
                 .map(|v| {
-                    let plain = Verdict {
-                        expectation: format!(
-                            "{} tenants of {} at {n}: {}",
-                            c.name, v.kind, v.expected
-                        ),
-                        measured: v.worst,
-                        bound: v.expected.clone(),
-                        passed: v.pass,
-                        detail: format!(
+                    let plain = Verdict::plain(
+                        format!("{} tenants of {} at {n}: {}", c.name, v.kind, v.expected),
+                        v.worst,
+                        v.expected.clone(),
+                        v.pass,
+                        format!(
                             "worst tenant {} at {:.2} IOPS{}",
                             v.worst_tenant,
                             v.worst,
@@ -199,10 +194,7 @@ impl TenantsPlan {
                                 " (or a failed iteration)"
                             }
                         ),
-                        outcome: assess::Outcome::Fail,
-                        reason: None,
-                    }
-                    .settled();
+                    );
                     super::diagnose::judged(plain, v, ceiling, &diagnosis)
                 })
                 .collect();
@@ -579,7 +571,7 @@ impl FamilyPlan for TenantsPlan {
         self.point(index, ctx)
     }
 
-    fn finish(&mut self, ctx: &mut RunContext) -> Result<Tally, RunError> {
+    fn finish(&mut self, ctx: &mut RunContext) -> Result<(), RunError> {
         if let Some(s) = self.sweep.take() {
             if let Err(e) = s.0.close() {
                 ctx.ui.print(&format!("qoslab: tenants teardown: {e}\n"));
@@ -598,62 +590,18 @@ impl FamilyPlan for TenantsPlan {
         if let Some(d) = self.scratch.take() {
             let _ = std::fs::remove_dir_all(d);
         }
-        // Failed iterations are what the sweep measures (seed 004 counts them): they are in
-        // the tables and the summary, and only the plan's expectations decide the status.
-        let status = if self.failed_verdicts > 0 {
-            Status::Failed
-        } else if self.inconclusive > 0 {
-            Status::Inconclusive
-        } else {
-            Status::Passed
-        };
-        Ok(Tally {
-            status,
-            failed_jobs: 0,
-            failed_verdicts: self.failed_verdicts,
-        })
+        Ok(())
     }
 
-    fn summary(&self, outcome: &Outcome, db: &Path) -> Result<String, RunError> {
-        let rec = &outcome.record;
+    fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
         let mut out = String::from("\n");
         for t in self.seed() {
             out.push_str(&t.markdown());
             out.push('\n');
         }
-        out.push_str(&format!(
-            "run {}: {} (verdicts: {}; {} failed iteration(s))\n",
-            rec.id,
-            rec.status.to_uppercase(),
-            rec.tally().summary(),
-            self.failed_iterations
-        ));
-        for j in &rec.jobs {
-            for v in j.verdicts.iter().filter(|v| !v.passed) {
-                out.push_str(&format!(
-                    "  {}: {}: {}: {}{}\n",
-                    if v.outcome == assess::Outcome::Inconclusive {
-                        "INCONCLUSIVE"
-                    } else {
-                        "FAILED"
-                    },
-                    j.name,
-                    v.expectation,
-                    v.detail,
-                    v.reason
-                        .as_ref()
-                        .map(|r| format!("; {r}"))
-                        .unwrap_or_default()
-                ));
-            }
-        }
-        out.push_str(&format!(
-            "stored in {} as run {}; `qoslab report {} --db {}` draws the degradation curves\n",
-            db.display(),
-            rec.id,
-            rec.id,
-            db.display()
-        ));
+        // Failed iterations are what the sweep measures (seed 004 counts them): they are in
+        // the tables and here; they are not jobs in error.
+        out.push_str(&format!("{} failed iteration(s)\n", self.failed_iterations));
         Ok(out)
     }
 }

@@ -153,9 +153,7 @@ pub struct ClassSummary {
     pub completion: Option<Completion>,
 }
 
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
+use assess::stats::mean;
 
 /// Summarise a point's runs per class (classes in name order).
 pub fn summarize(runs: &[TenantRun]) -> Vec<ClassSummary> {

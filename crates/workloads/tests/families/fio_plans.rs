@@ -236,7 +236,7 @@ fn runs_on_embedded_node_with_fake_fio_and_stores_everything() {
     let mut store = Store::in_memory().unwrap();
     let out = run_plan(&mut plan, &fake, &Target::Embedded, &mut store).unwrap();
     // 479.7 IOPS aggregate (drain included) fails ">= 495"; the steady state is 500.
-    assert_eq!(out.failed_verdicts, 1);
+    assert_eq!(out.tally.verdicts.fail, 1);
     assert!(!out.passed());
     let r = &out.record;
     assert_eq!(r.status, "failed");
@@ -322,7 +322,7 @@ fn a_failing_fio_fails_its_expectations_and_the_run_goes_on() {
         &mut store,
     )
     .unwrap();
-    assert_eq!((out.failed_jobs, out.failed_verdicts), (1, 1));
+    assert_eq!((out.tally.failed_jobs, out.tally.verdicts.fail), (1, 1));
     assert_eq!(out.record.status, "error");
     assert_eq!(out.record.jobs[0].status, "failed");
     assert_eq!(out.record.jobs[1].status, "done");

@@ -4,10 +4,12 @@
 
 mod burst_exports;
 mod compare_runs;
+mod demo_flow;
 mod export_snapshots;
 mod fio_plans;
 mod main_db;
 mod provisioned_plans;
 mod ramp_plans;
 mod s3_plans;
+mod status_rule;
 mod suite_plans;

@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn a_database_from_before_nas_volumes_opens_and_gains_the_columns() {
-        let dir = crate::test_dir::TestDir::new("state-nfs");
+        let dir = test_support::TestDir::new("state-nfs");
         let path = dir.join("state.db");
         {
             // The volumes table as it was before NAS volumes.

@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn an_interrupted_delete_is_restored_and_a_committed_one_swept() {
-        let dir = crate::test_dir::TestDir::new("vfiles-del");
+        let dir = test_support::TestDir::new("vfiles-del");
         let n = node(&dir);
         // "a": renamed aside, row still there (the commit never happened).
         create_file(&tombstone(&n, "uuid-a"), 1 << 20).unwrap();
@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn an_interrupted_grow_is_cut_back_and_data_past_the_end_keeps_it_offline() {
-        let dir = crate::test_dir::TestDir::new("vfiles-grow");
+        let dir = test_support::TestDir::new("vfiles-grow");
         let n = node(&dir);
         let p = n.volume_path("v");
         create_file(&p, 8 << 20).unwrap();

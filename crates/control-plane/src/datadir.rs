@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn probes_this_file_system() {
-        let dir = crate::test_dir::TestDir::new("fsprobe");
+        let dir = test_support::TestDir::new("fsprobe");
         let f = probe(&dir).unwrap();
         // The lock: taken once, seen by others, released on drop.
         assert_eq!(running_node(&dir), None);

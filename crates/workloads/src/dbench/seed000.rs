@@ -5,7 +5,7 @@
 //! latency).
 //!
 //! Pure: the reference is the seed's text, parsed here; the measured cells come from the
-//! caller (a stored run: `seed000_cmd`; later the demo).
+//! caller (a stored run: [`super::seed000_run`], the demo's and `qoslab results seed000`'s).
 
 use std::fmt::Write;
 

@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn create_verify_replace_delete() {
-        let dir = crate::test_dir::TestDir::new("users");
+        let dir = test_support::TestDir::new("users");
         create(&dir, "admin", "Netapp1!", false).unwrap();
         let users = load(&dir).unwrap();
         assert_eq!(users.len(), 1);

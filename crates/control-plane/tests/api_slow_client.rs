@@ -5,14 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use storage_node::api::http::{self, HttpConfig, HEADER_READ_TIMEOUT};
-use storage_node::api::ControlPlane;
+use control_plane::api::http::{self, HttpConfig, HEADER_READ_TIMEOUT};
+use control_plane::api::ControlPlane;
 use storage_node::server::ServerStats;
 use storage_node::NodeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-mod common;
 
 async fn get(addr: std::net::SocketAddr) -> String {
     let mut c = TcpStream::connect(addr).await.unwrap();
@@ -26,7 +24,7 @@ async fn get(addr: std::net::SocketAddr) -> String {
 
 #[tokio::test(start_paused = true)]
 async fn a_client_that_never_finishes_its_request_head_is_dropped() {
-    let dir = common::TestDir::new("slow");
+    let dir = test_support::TestDir::new("slow");
     let cfg = NodeConfig::default();
     let cp = ControlPlane::open(&cfg, &dir, Arc::new(ServerStats::default())).unwrap();
     let listener = http::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
@@ -35,7 +33,7 @@ async fn a_client_that_never_finishes_its_request_head_is_dropped() {
         listener,
         cp,
         HttpConfig {
-            auth: Arc::new(storage_node::api::auth::Auth::new(None, None)),
+            auth: Arc::new(control_plane::api::auth::Auth::new(None, None)),
             max_connections: storage_node::conn_limit::DEFAULT_MAX_CONNECTIONS,
             tls: None,
         },

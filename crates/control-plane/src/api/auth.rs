@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn losing_the_users_never_opens_the_api() {
-        let dir = crate::test_dir::TestDir::new("auth-closed");
+        let dir = test_support::TestDir::new("auth-closed");
         users::create(&dir, "admin", "pw", false).unwrap();
         let a = Auth::new(None, Some(dir.to_path_buf()));
         std::fs::remove_file(users::users_file(&dir)).unwrap();
@@ -347,7 +347,7 @@ mod tests {
         std::fs::write(users::users_file(&dir), "garbage").unwrap();
         assert_eq!(a.check(&Credentials::None, true).unwrap_err().status, 500);
         // An open node becomes closed as soon as a user appears, and stays closed.
-        let open_dir = crate::test_dir::TestDir::new("auth-latch");
+        let open_dir = test_support::TestDir::new("auth-latch");
         let o = Auth::new(None, Some(open_dir.to_path_buf()));
         assert_eq!(o.check(&Credentials::None, true), Ok(Verdict::Allowed));
         users::create(&open_dir, "admin", "pw", false).unwrap();
@@ -408,7 +408,7 @@ mod tests {
                 .status,
             401
         );
-        let dir = crate::test_dir::TestDir::new("auth");
+        let dir = test_support::TestDir::new("auth");
         users::create(&dir, "admin", "Netapp1!", false).unwrap();
         let a = Auth::new(None, Some(dir.to_path_buf()));
         assert!(a.has_users());

@@ -1,9 +1,10 @@
-//! `qoslab results seed000 RUN`: a stored run of seed 000's scenario (examples/seed000.toml
-//! or the demo) beside the seed's own summaries, cell by cell (`crate::seed000`).
+//! A stored run of seed 000's scenario (examples/seed000.toml or the demo) beside the
+//! seed's own summaries, cell by cell ([`super::seed000`]): `qoslab results seed000 RUN`
+//! and the demo's table.
 
 use harness::store::{JobRecord, RunRecord, SUPERSEDED};
 
-use crate::seed000::{self, Cells, Unit};
+use super::seed000::{self, Cells, Unit};
 
 /// The ten dbench cells of `volume` in a stored run, the way dbench's summary computes
 /// them (fio's text: IOPS = ios / runtime, bandwidth = bytes / runtime in MiB/s, mean
@@ -81,7 +82,7 @@ pub fn spoiled_volumes(run: &RunRecord) -> Vec<String> {
 /// The comparison of a stored run with the seed; the exit status it calls for: 1 when a
 /// cell misses that neither the seed's own figures (`seed000::seed_inconsistency`) nor the
 /// job's diagnosis explain, 3 when only the machine explains some, else 0.
-pub fn print(run: &RunRecord, json: bool, out: &mut impl std::io::Write) -> anyhow::Result<i32> {
+pub fn print(run: &RunRecord, json: bool, out: &mut impl std::io::Write) -> std::io::Result<i32> {
     let rows = compare(run);
     if json {
         writeln!(out, "{:#}", seed000::json(&rows))?;
@@ -105,41 +106,4 @@ pub fn print(run: &RunRecord, json: bool, out: &mut impl std::io::Write) -> anyh
     } else {
         0
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use storage_node::NodeConfig;
-
-    const PLAN: &str = include_str!("../../../examples/seed000.toml");
-    const ARRAY: &str = include_str!("../../../examples/seed000-array.toml");
-
-    /// The plan runs dbench on the seed's seven volumes, on the same array, policies and
-    /// volumes as examples/seed000-array.toml declares for `qoslab serve`.
-    #[test]
-    fn the_plan_and_the_node_config_declare_the_same_array() {
-        let plan = workloads::registry()
-            .parse(PLAN, "examples/seed000.toml")
-            .unwrap();
-        assert_eq!(plan.steps().len(), 63);
-        let p = plan.common.node.unwrap();
-        let n = NodeConfig::parse(ARRAY, "examples/seed000-array.toml").unwrap();
-        assert_eq!(p.array, n.array);
-        assert_eq!(p.capacity, n.capacity);
-        assert_eq!(p.policies, n.policies);
-        assert_eq!(p.volumes, n.volumes);
-        // Every seed volume is in the plan, under the name the comparison looks up.
-        for sv in &crate::seed000::SEED {
-            assert!(
-                p.volumes.iter().any(|v| v.name == sv.volume),
-                "{}",
-                sv.volume
-            );
-        }
-        // And the demo's (crate::seed000::ARRAY).
-        let d = NodeConfig::parse(crate::seed000::ARRAY, "seed000::ARRAY").unwrap();
-        assert_eq!((d.array, d.capacity), (n.array.clone(), n.capacity));
-        assert_eq!(n.array.accounting.to_string(), "transfer:64KiB");
-        assert_eq!(n.array.model.as_ref().unwrap().capacity_iops(), 15_850);
-    }
 }

@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_reopen() {
-        let dir = crate::test_dir::TestDir::new("state");
+        let dir = test_support::TestDir::new("state");
         let path = dir.join("state.db");
         let p = PolicyRow {
             uuid: new_uuid(),

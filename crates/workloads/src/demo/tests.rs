@@ -3,7 +3,7 @@ use super::*;
 
 #[test]
 fn demo_plan_is_valid_and_has_the_seed_limits() {
-    let p = workloads::registry()
+    let p = crate::registry()
         .parse(&plan_text(2.0, 1.0), "demo")
         .unwrap();
     assert_eq!(p.steps().len(), 63);
@@ -129,7 +129,7 @@ fn the_demo_plan_states_its_checks_as_expectations() {
     let text = plan_text(2.0, 0.5);
     assert!(text.contains("iops_steady ~= policy.ceiling +-3%"));
     assert!(text.contains("bw_steady ~= policy.ceiling +-3%"));
-    let p = workloads::registry().parse(&text, "demo").unwrap();
+    let p = crate::registry().parse(&text, "demo").unwrap();
     // 12 judged jobs of 4 s (8 windows of 500 ms), the others 2 s.
     let long = p.steps().iter().filter(|s| s.expected_secs == 4.5).count();
     assert_eq!(long, 12);
@@ -143,10 +143,17 @@ fn the_demo_plan_states_its_checks_as_expectations() {
     assert_eq!(mix.len(), 2, "{mix:?}");
     assert!(mix.iter().all(|l| l.contains("rw_mix")), "{mix:?}");
     // The re-run keeps the setup and only the named volumes' workloads.
-    let again = rerun_text(&text, &["qos500-200g".to_string()]);
-    let p = workloads::registry().parse(&again, "demo").unwrap();
+    let s = Settings {
+        runtime: 2.0,
+        ramp: 0.5,
+        db: "r.db".into(),
+    };
+    let p = demo_plan(&s, Some(&["qos500-200g".to_string()])).unwrap();
     assert_eq!(p.steps().len(), 9);
+    assert!(p.steps().iter().all(|s| s.label.contains("qos500-200g")));
     assert_eq!(p.common.node.unwrap().volumes.len(), 7);
+    let e = demo_plan(&s, Some(&["nope".to_string()])).err().unwrap();
+    assert!(e.to_string().contains("no workload runs on nope"), "{e}");
 }
 
 #[test]

@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use storage_node::server::handshake::TlsMode;
+use storage_node::server::{NbdStream, StartTls, TlsAccept};
 
 /// Where a TLS identity's files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,6 +203,38 @@ pub fn server_config(
     Ok(Arc::new(cfg))
 }
 
+/// NBD over TLS on this identity: the data path's [`StartTls`] seam, on rustls.
+pub struct NbdTls {
+    acceptor: tokio_rustls::TlsAcceptor,
+    mode: TlsMode,
+}
+
+impl NbdTls {
+    pub fn new(files: &TlsFiles, mode: TlsMode) -> Result<NbdTls, TlsError> {
+        Ok(NbdTls {
+            acceptor: server_config(files, &[])?.into(),
+            mode,
+        })
+    }
+}
+
+impl StartTls for NbdTls {
+    fn mode(&self) -> TlsMode {
+        self.mode
+    }
+
+    fn accept(&self, stream: Box<dyn NbdStream>) -> TlsAccept<'_> {
+        Box::pin(async move {
+            let s = self
+                .acceptor
+                .accept(stream)
+                .await
+                .map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
+            Ok(Box::new(s) as Box<dyn NbdStream>)
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,7 +242,7 @@ mod tests {
     #[test]
     fn generated_identity_is_reused_and_loads() {
         use rustls::client::danger::ServerCertVerifier;
-        let dir = crate::test_dir::TestDir::new("tls");
+        let dir = test_support::TestDir::new("tls");
         let f = ensure_generated(&dir, &["10.1.2.3".into(), "0.0.0.0".into()]).unwrap();
         let first = std::fs::read(&f.cert).unwrap();
         assert_eq!(ensure_generated(&dir, &[]).unwrap(), f);

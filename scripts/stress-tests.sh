@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# scripts/stress-tests.sh [N] [--all]: run the real-time tests N times (default 10) while a
+# CPU hog (one busy loop, a whole core of this 2-core machine) runs beside them, and print
+# how often each failed. A test that fails once here is a bug to fix, never to retry
+# (docs/TESTING.md). Needs what scripts/test.sh installs; wrap it in
+# `flock /work/wt/heavy.lock` on a shared machine.
+#
+# The real-time tests are the ones whose assertions measure rates, latencies or durations
+# on the wall clock (REALTIME below; a new one joins the list). --all adds the long
+# scenario tests (ramp, provisioned, tenant sweeps, isolation profile, suites: ~6 min more
+# per round).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TERM_COLOR=never NEXTEST_HIDE_PROGRESS_BAR=1
+
+N=10
+ALL=0
+for a in "$@"; do
+  case "$a" in
+    --all) ALL=1 ;;
+    ''|*[!0-9]*) echo "usage: scripts/stress-tests.sh [N] [--all]" >&2; exit 2 ;;
+    *) N=$a ;;
+  esac
+done
+
+# The integration binary's real-time modules and tests, the e2e targets that measure this
+# machine, and the unit tier's few wall-clock tests.
+REALTIME='(binary_id(qoslab::integration) & (test(/^(qos|array|api_live|diagnosis)::/) | test(=isolation::floors_hold_against_a_qd64_bully_and_fall_without_them) | test(=report::a_volume_on_a_running_node_gets_the_nodes_samples_over_rest) | test(=report::the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium) | test(=tenants::fsyncd_writes_are_held_to_the_policy_and_pages_are_cached_once) | test(=s3_qos::bucket_policies_hold_while_an_unlimited_bucket_runs_free)))
+ | binary(e2e_live) | binary(e2e_real_hosts)
+ | test(=tenants::load::tests::a_busy_node_thread_is_the_node_and_the_process_memory_is_measured)
+ | test(=calibrate::tests::measures_something_plausible_and_cleans_up)
+ | test(=remote::tests::a_local_server_listens_and_is_stopped_on_drop)
+ | test(=tests::a_per_request_timeout_applies)'
+if [ "$ALL" = 1 ]; then
+  REALTIME="$REALTIME | (binary_id(qoslab::integration) & test(/^(ramp|provisioned|tenants_sweep|isolation|suites)::/))"
+fi
+
+# Built first; the rounds rebuild nothing as long as the tree is left alone while they run
+# (an edit would rebuild mid-run: a round that runs no test stops the script).
+cargo build --workspace --all-targets --features e2e --locked --quiet || exit 1
+cargo nextest list --workspace --features e2e --locked -E "$REALTIME" 2>/dev/null \
+  | grep -c . | sed 's/^/stress: real-time tests: /'
+log=$(mktemp -d)/stress
+
+# The hog: a shell busy loop, ended with this script.
+sh -c 'while :; do :; done' &
+HOG=$!
+trap 'kill $HOG 2>/dev/null' EXIT INT TERM
+
+passed=0
+failed=0
+start=$SECONDS
+for i in $(seq 1 "$N"); do
+  cargo nextest run --workspace --features e2e --locked --no-fail-fast -E "$REALTIME" \
+    >"$log.$i" 2>&1
+  p=$(grep -cE '^\s+PASS \[' "$log.$i")
+  f=$(grep -E '^\s+(FAIL|TIMEOUT|SIGSEGV|SIGABRT) \[' "$log.$i" | awk '{print $NF}' | sort -u | wc -l)
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+    echo "stress: round $i ran no test:"; tail -5 "$log.$i"; exit 1
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+  echo "stress: round $i/$N: $p passed, $f failed ($((SECONDS - start)) s)"
+  grep -E '^\s+(FAIL|TIMEOUT|SIGSEGV|SIGABRT) \[' "$log.$i" | awk '{print $NF}' | sort -u \
+    | sed 's/^/  failed: /'
+done
+echo "stress: $N rounds beside a CPU hog in $((SECONDS - start)) s; logs in $log.*"
+grep -hE '^\s+(FAIL|TIMEOUT|SIGSEGV|SIGABRT) \[' "$log".[0-9]* | awk '{print $NF}' | sort | uniq -c \
+  | sort -rn | sed 's/^/  failures: /'
+echo "stress: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
