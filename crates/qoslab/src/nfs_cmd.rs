@@ -104,7 +104,8 @@ pub fn start(
     };
     if !addr.ip().is_loopback() {
         tracing::warn!(
-            "NFS on non-loopback address {addr}: AUTH_SYS trusts the client's uid; export              policies (default: loopback only) decide which clients may mount"
+            "NFS on non-loopback address {addr}: AUTH_SYS trusts the client's uid; export \
+             policies (default: loopback only) decide which clients may mount"
         );
     }
     let fe = nfs_server::NfsFrontEnd::bind(addr, node)
@@ -194,12 +195,19 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("listening on {}", a.listen))?;
         let addr = server.local_addr()?;
+        // The stop hook is in place before the line that tells a supervisor (or a test)
+        // the server is up: a SIGTERM from then on stops it in order and prints the counts.
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let _graceful = {
+            let stop = stop.clone();
+            lifecycle::graceful(move |_| stop.notify_one())
+        };
         eprintln!(
             "qoslab nfs: serving NFSv3 on {addr} (rtmax {} wtmax {})",
             cfg.rtmax, cfg.wtmax
         );
         let service = server.service.clone();
-        server.run(shutdown()).await?;
+        server.run(async move { stop.notified().await }).await?;
         eprintln!("qoslab nfs: stopped; {}", call_counts(&service));
         Ok(())
     })
@@ -221,17 +229,6 @@ fn call_counts(svc: &Service) -> String {
         svc.counters.garbage.load(Relaxed)
     ));
     s
-}
-
-/// Resolves on the first SIGINT, SIGTERM or SIGHUP (the process's lifecycle hands it the
-/// signal instead of tearing down; a second one forces).
-async fn shutdown() {
-    let stop = Arc::new(tokio::sync::Notify::new());
-    let _graceful = {
-        let stop = stop.clone();
-        lifecycle::graceful(move |_| stop.notify_one())
-    };
-    stop.notified().await;
 }
 
 #[cfg(test)]
