@@ -1,6 +1,7 @@
 //! NAS volumes on the node (`qoslab serve --listen-nfs`) with real NFS clients: the REST
 //! API's life cycle of a NAS volume and its export policy with libnfs's utilities, seed
-//! 000's QoS rows over NFS with fio's nfs engine, seed 003's single-flow limit against
+//! 000's QoS rows over NFS with fio's nfs engine (and `qoslab stats` showing the NAS
+//! volume mid-run), seed 003's single-flow limit against
 //! several connections on the emulated FSx, and kill -9 during COMMITted writes.
 
 use std::process::Command;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::api_util::Api;
 use crate::json::Json;
 use crate::nfs_util::committed_writes_survive_kill9;
-use crate::util::{heavy, pattern, run, Node, TempDir};
+use crate::util::{heavy, pattern, run, Node, TempDir, QOSLAB};
 
 /// The node's NFS port, from its `qoslab: nfs: ADDR` line.
 pub fn nfs_port(n: &Node) -> u16 {
@@ -132,12 +133,52 @@ fn seed000_qos_rows_hold_over_nfs() {
         let args: Vec<&str> = a.iter().map(String::as_str).collect();
         fio_nfs(&nfs_url(&node, vol), &args)
     };
+    // `qoslab stats` in the middle of the 4 KiB reads: the NAS volume is a row like any.
+    let stats = {
+        let url = node.api_url();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(5));
+            let out = run(
+                Command::new(QOSLAB)
+                    .args(["stats", "--iterations", "1", "--output", "json", "--url"])
+                    .arg(&url),
+                Duration::from_secs(30),
+            )
+            .ok();
+            let table = run(
+                Command::new(QOSLAB)
+                    .args(["stats", "--iterations", "1", "--url"])
+                    .arg(&url),
+                Duration::from_secs(30),
+            )
+            .ok();
+            (out.stdout, table.stdout)
+        })
+    };
     let r4k = run_on("/vol500", "32M", "4k", "randread");
     within(
         "4 KiB random reads, IOPS",
         r4k.at("jobs.0.read.iops").f64(),
         500.0,
         2.0,
+    );
+    let (json, table) = stats.join().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).expect("stats JSON");
+    let row = v["records"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "vol500"))
+        .unwrap_or_else(|| panic!("no vol500 in qoslab stats: {v}"));
+    assert_eq!(row["qos"]["policy"]["name"], "QoS_500iops", "{row}");
+    // The sampler's rate is over the last second by its own clock (the window's measured
+    // length divides): what it can be off by is the requests in flight at its edges, 16
+    // of 500 (3.2%); 10% leaves room for a busy machine.
+    let iops = row["metric"]["iops"]["read"].as_f64().unwrap_or(0.0);
+    within("qoslab stats: vol500 read IOPS mid-run", iops, 500.0, 10.0);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("vol500") && l.contains("QoS_500iops")),
+        "{table}"
     );
     let w4k = run_on("/vol500", "32M", "4k", "randwrite");
     within(
