@@ -203,9 +203,17 @@ fn seed000_qos_rows_hold_over_nfs() {
         "the node counted {counted} READs, fio issued {fio_reads} 64 KiB-or-smaller reads"
     );
     let r100 = run_on("/vol100m", "256M", "128k", "randread");
+    let mib100 = r100.at("jobs.0.read.bw").f64() / 1024.0;
+    eprintln!(
+        "seed 000 over NFS: QoS_500iops 4k randread {:.1} IOPS, 4k randwrite {:.1} IOPS, \
+         128k randread {mib:.2} MiB/s ({counted} READs counted for {fio_reads}); \
+         QoS_100MBps 128k randread {mib100:.2} MiB/s; qoslab stats mid-run {iops:.0} IOPS",
+        r4k.at("jobs.0.read.iops").f64(),
+        w4k.at("jobs.0.write.iops").f64(),
+    );
     within(
         "128 KiB random reads under 100 MB/s, MiB/s",
-        r100.at("jobs.0.read.bw").f64() / 1024.0,
+        mib100,
         100.0,
         2.0,
     );
