@@ -356,13 +356,16 @@ fn committed_writes_survive_kill9_of_the_node() {
 /// Seed 003 on NFS: one TCP connection is held to the emulated FSx's single-flow limit;
 /// sixteen (fio's nfs engine, one libnfs connection per job, standing in for the kernel's
 /// `nconnect=16`: TCG is too slow to show it) get the file system's network throughput.
-/// Here the single flow is 2 MB/s and the network 15 MB/s: 16 connections read 7.5x one.
+/// Here the single flow is 2 MiB/s (`per_connection = "200MB/s"`, qoslab's MB = 2^20,
+/// times `rate_scale`) and the network 15 MB/s (FSx's 1,500 MB/s, decimal, times 0.01:
+/// 14.3 MiB/s): 16 connections can read 7.15x one.
 ///
 /// Bounds: both are pacers over 6 s runs of 64 KiB reads. One connection's ±5%: its
 /// completions are spaced exactly (one 64 KiB read in 6 s is 0.5%), as long as its queue
 /// (QD16: 0.5 s at 2 MB/s) does not run dry; at QD4 (131 ms) a release build on both cores
 /// starved fio enough to lose 8%. The ratio (at least 4x, the acceptance's) leaves the
-/// 7.5x room for anything a busy machine does to the 16 readers.
+/// 7.15x room for anything a busy machine does to the 16 readers (beside a CPU hog
+/// they read 13.1-13.2 MiB/s, 6.6x).
 #[test]
 fn nconnect_16_beats_one_connection_on_the_emulated_fsx() {
     let _g = heavy();
@@ -400,8 +403,7 @@ nas_path = "/fsx"
     let one = read("1");
     let many = read("16");
     eprintln!("one connection {one:.2} MiB/s, 16 connections {many:.2} MiB/s");
-    // 2 MB/s = 1.907 MiB/s for one flow.
-    within("one connection, MiB/s", one, 2e6 / 1048576.0, 5.0);
+    within("one connection, MiB/s", one, 2.0, 5.0);
     assert!(
         many >= 4.0 * one,
         "16 connections {many:.2} MiB/s vs one {one:.2}"
