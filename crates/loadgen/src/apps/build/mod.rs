@@ -139,8 +139,22 @@ impl App for BuildApp {
     }
 
     /// Write the project into the tenant's `build/src` (the repository its builds check
-    /// out) and make the dependency cache.
+    /// out) and make the dependency cache. A tenant that cannot start (ENOSPC writing its
+    /// project) fails every iteration's builds, counted (the seed counts every triggered
+    /// build).
     fn start(&self, env: &TenantEnv) -> Result<Box<dyn TenantApp>, Failure> {
+        Ok(match self.prepare(env) {
+            Ok(t) => Box::new(t),
+            Err(failure) => Box::new(FailedBuilds {
+                failure,
+                builds: self.spec.builds,
+            }),
+        })
+    }
+}
+
+impl BuildApp {
+    fn prepare(&self, env: &TenantEnv) -> Result<BuildTenant, Failure> {
         let step = "start";
         let root = env.data_dir.join("build");
         let src = root.join("src");
@@ -159,14 +173,48 @@ impl App for BuildApp {
             fs::create_dir_all(&p)
                 .map_err(|e| Failure::classify(step, format!("{}: {e}", p.display())))?;
         }
-        Ok(Box::new(BuildTenant {
+        Ok(BuildTenant {
             spec: self.spec,
             repo: self.deps.clone(),
             expected: format!("checksum {:08x}", gen::expected_checksum(&self.spec)),
             fs_root: env.data_dir.clone(),
             root,
             timeout: env.timeout,
+        })
+    }
+}
+
+/// A build tenant that could not start (its volume did not mount, its project could not
+/// be written): every iteration fails with that reason, its builds counted as failed.
+pub struct FailedBuilds {
+    pub failure: Failure,
+    pub builds: u32,
+}
+
+impl App for FailedBuilds {
+    fn name(&self) -> &'static str {
+        "build"
+    }
+
+    fn start(&self, _env: &TenantEnv) -> Result<Box<dyn TenantApp>, Failure> {
+        Ok(Box::new(FailedBuilds {
+            failure: self.failure.clone(),
+            builds: self.builds,
         }))
+    }
+}
+
+impl TenantApp for FailedBuilds {
+    fn iteration(&mut self, _n: u32) -> Iteration {
+        Iteration {
+            metrics: all_failed(self.builds),
+            failure: Some(self.failure.clone()),
+            ..Iteration::default()
+        }
+    }
+
+    fn stop(&mut self) -> Result<(), Failure> {
+        Ok(())
     }
 }
 
