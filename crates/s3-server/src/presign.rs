@@ -33,9 +33,14 @@ pub fn malformed_date<B>(req: &hyper::Request<B>) -> Option<String> {
         let b = v.as_bytes();
         b.len() == 16 && digits(&b[..8]) && b[8] == b'T' && digits(&b[9..15]) && b[15] == b'Z'
     };
-    // ACCESS/YYYYMMDD/REGION/SERVICE/aws4_request: the date part, if there is one.
-    let credential_ok = |c: &str| match c.split('/').nth(1) {
-        Some(d) => d.len() == 8 && digits(d.as_bytes()),
+    // ACCESS/YYYYMMDD/REGION/SERVICE/aws4_request, as s3s reads it: the access key is
+    // everything up to the first '/' (spaces and commas included), the date the next 8
+    // characters (fewer than 8 and s3s refuses it itself).
+    let credential_ok = |c: &str| match c.split_once('/') {
+        Some((_, rest)) => {
+            let date: String = rest.chars().take(8).collect();
+            date.chars().count() < 8 || digits(date.as_bytes())
+        }
         None => true,
     };
     // As s3s reads them: any UTF-8, not only visible ASCII.
@@ -50,9 +55,10 @@ pub fn malformed_date<B>(req: &hyper::Request<B>) -> Option<String> {
         }
     }
     if let Some(a) = h("authorization") {
-        if let Some(c) = a.split("Credential=").nth(1) {
-            let c = c.split([',', ' ']).next().unwrap_or("");
+        // Every "Credential=" (wherever s3s may start reading one), to the header's end.
+        for c in a.split("Credential=").skip(1) {
             if !credential_ok(c) {
+                let c = c.split([',', ' ']).next().unwrap_or("");
                 return Some(format!("the credential {:?} has no YYYYMMDD date", esc(c)));
             }
         }
@@ -164,6 +170,10 @@ mod tests {
         for bad in [
             "AWS4-HMAC-SHA256 Credential=AKIA/2 250101/us-east-1/s3/aws4_request, Signature=00",
             "AWS4-HMAC-SHA256 Credential=AKIA/20.50101/us-east-1/s3/aws4_request",
+            // ...and s3s's access key runs to the first '/', spaces and commas included.
+            "A-4WSHMAC-SHA256 Credential=AK STREZFU#ZFUZZ/21.50101/us-east-1/s3/aws4_request",
+            "AWS4-HMAC-SHA256 Credential=,KIAFUZZ/20.50101/us-east-1/s3/aws4_request",
+            "AWS4-HMAC-SHA256 Credential=AKIA Credential=AKIA/2025010x/x",
         ] {
             assert!(malformed_date(&req("/b/k", &[("authorization", bad)])).is_some());
         }

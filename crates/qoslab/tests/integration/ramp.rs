@@ -92,12 +92,35 @@ fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
         LIMIT,
     );
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    // The ceiling is the promise: 4000 writes at 2000 IOPS cannot finish before
+    // (4000 - 10) / 2000 s (the pacer's 5 ms of idle credit is 10 writes at this rate).
+    // The 2.2 s limit also counts the host's own write and FLUSH time, so on a busy host
+    // (other tests beside this one) the harness itself may discredit the miss: then it
+    // must say so (inconclusive, exit 3, `noisy-host` or `client-cpu-bound`), never fail.
+    let inconclusive = o.status.code() == Some(3);
+    assert!(
+        o.status.code() == Some(0) || inconclusive,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
     let rows = parse_csv(&std::fs::read_to_string(d.path().join("s.csv")).unwrap());
     assert_eq!(rows.len(), 1);
     let cycle = rows[0].0[5];
+    assert!(cycle >= 1.995, "the ceiling did not hold: write cycle {cycle} s\n{out}");
+    if inconclusive {
+        assert!(
+            out.contains("INCONCLUSIVE (noisy-host)")
+                || out.contains("INCONCLUSIVE (client-cpu-bound)"),
+            "exit 3 without a discrediting diagnosis:\n{out}\n{err}"
+        );
+        assert!(!rows[0].1, "an inconclusive run's row does not pass");
+        let j = export_json(&d);
+        assert_eq!(j.at("jobs").arr()[0].at("status").str(), "done");
+        assert_eq!(j.at("status").str(), "inconclusive");
+        eprintln!("write cycle {cycle} s on a busy host: inconclusive, as the harness said");
+        return;
+    }
     // 4000 writes at 2000 IOPS, then the FLUSH: 2 s within 10%.
-    assert!((1.8..=2.2).contains(&cycle), "write cycle {cycle} s\n{out}");
+    assert!(cycle <= 2.2, "write cycle {cycle} s\n{out}");
     assert!(rows[0].1);
     assert!(
         out.contains("highest passing target: 1,000 IOPS (run 1)"),

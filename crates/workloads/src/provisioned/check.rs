@@ -149,18 +149,33 @@ impl Check {
             Verdict::plain(self.text.clone(), measured, String::new(), false, detail)
         };
         let Some(&m) = measured.get(self.metric) else {
-            return fail(
+            let burst = self.metric.contains("burst") || self.metric.contains("credits");
+            let v = fail(
                 0.0,
                 format!(
                     "{} was not measured{}",
                     self.metric,
-                    if self.metric.contains("burst") || self.metric.contains("credits") {
+                    if burst {
                         ": the rate never fell from the burst to the baseline during the step"
                     } else {
                         ""
                     }
                 ),
             );
+            if !burst {
+                return v;
+            }
+            // A burst that outlasted the step is what a starved client makes (it never drew
+            // the credits down at the burst rate): judged like a burst that lasted longer.
+            let outlasted = assess::Check {
+                passed: false,
+                quantity: Quantity::Latency,
+                sense: Sense::AtMost,
+                measured: f64::INFINITY,
+                target: 0.0,
+                io_error,
+            };
+            return v.judged(&outlasted, diagnosis);
         };
         let (base, derived) = match &self.bound.operand {
             BoundOperand::Number(n) => (*n, false),
@@ -247,6 +262,37 @@ mod tests {
         assert!(!x.passed && x.detail == "bw was not measured", "{x:?}");
         let x = v("iops_burst > 1");
         assert!(x.detail.contains("never fell"), "{x:?}");
+    }
+
+    #[test]
+    fn a_burst_that_outlasted_the_step_is_inconclusive_only_when_the_client_was_starved() {
+        let steps = vec![];
+        let n = names(&steps);
+        let m = BTreeMap::new();
+        let vals = |_: &str| None;
+        let d = |b| assess::Diagnosis {
+            bottleneck: b,
+            reason: "fio's threads ran 40% of the time".into(),
+            figures: vec![],
+        };
+        let check = |t: &str, b: Option<assess::Bottleneck>, io_error| {
+            let d = b.map(d);
+            Check::parse(t, &n)
+                .unwrap()
+                .check(&m, &vals, d.as_ref(), io_error)
+                .outcome
+        };
+        use assess::{Bottleneck as B, Outcome as O};
+        for (t, b, io, want) in [
+            ("burst_duration ~= 4.5s +-5%", None, false, O::Fail),
+            ("burst_duration ~= 4.5s +-5%", Some(B::NoisyHost), false, O::Inconclusive),
+            ("bw_burst >= 1MB/s", Some(B::ClientCpuBound), false, O::Inconclusive),
+            ("bw_after_credits >= 1MB/s", Some(B::NoisyHost), true, O::Fail),
+            // A figure every step measures is never excused by its absence.
+            ("bw >= 1MB/s", Some(B::NoisyHost), false, O::Fail),
+        ] {
+            assert_eq!(check(t, b, io), want, "{t} with {b:?}, io error {io}");
+        }
     }
 
     #[test]
