@@ -105,7 +105,10 @@ fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
     let rows = parse_csv(&std::fs::read_to_string(d.path().join("s.csv")).unwrap());
     assert_eq!(rows.len(), 1);
     let cycle = rows[0].0[5];
-    assert!(cycle >= 1.995, "the ceiling did not hold: write cycle {cycle} s\n{out}");
+    assert!(
+        cycle >= 1.995,
+        "the ceiling did not hold: write cycle {cycle} s\n{out}"
+    );
     if inconclusive {
         assert!(
             out.contains("INCONCLUSIVE (noisy-host)")

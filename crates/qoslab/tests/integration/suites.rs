@@ -386,8 +386,9 @@ fn disks(d: &Dir, bed: &Testbed) {
     if code == Some(3) {
         // "INCONCLUSIVE: JOB on WHERE: steady state (SNIA PTS ...): not steady: ..."
         assert!(
-            out.lines().any(|l| l.trim_start().starts_with("INCONCLUSIVE: ")
-                && l.contains(": steady state (SNIA PTS")),
+            out.lines()
+                .any(|l| l.trim_start().starts_with("INCONCLUSIVE: ")
+                    && l.contains(": steady state (SNIA PTS")),
             "{out}"
         );
         assert!(out.contains("not in steady state"), "{out}");

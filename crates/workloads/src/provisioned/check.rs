@@ -285,9 +285,24 @@ mod tests {
         use assess::{Bottleneck as B, Outcome as O};
         for (t, b, io, want) in [
             ("burst_duration ~= 4.5s +-5%", None, false, O::Fail),
-            ("burst_duration ~= 4.5s +-5%", Some(B::NoisyHost), false, O::Inconclusive),
-            ("bw_burst >= 1MB/s", Some(B::ClientCpuBound), false, O::Inconclusive),
-            ("bw_after_credits >= 1MB/s", Some(B::NoisyHost), true, O::Fail),
+            (
+                "burst_duration ~= 4.5s +-5%",
+                Some(B::NoisyHost),
+                false,
+                O::Inconclusive,
+            ),
+            (
+                "bw_burst >= 1MB/s",
+                Some(B::ClientCpuBound),
+                false,
+                O::Inconclusive,
+            ),
+            (
+                "bw_after_credits >= 1MB/s",
+                Some(B::NoisyHost),
+                true,
+                O::Fail,
+            ),
             // A figure every step measures is never excused by its absence.
             ("bw >= 1MB/s", Some(B::NoisyHost), false, O::Fail),
         ] {
