@@ -38,6 +38,16 @@ fn sampled_fio(args: &[&str], devices: &[String]) -> (assess::HostFigures, Strin
     (f, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The diagnosis of one host's figures, which must name `want`.
+fn diagnosed_as(f: &assess::HostFigures, want: Bottleneck) -> assess::Diagnosis {
+    let d = diagnose(&Inputs {
+        hosts: vec![f.clone()],
+        ..Inputs::default()
+    });
+    assert_eq!(d.bottleneck, want, "{} / {f:?}", d.reason);
+    d
+}
+
 #[test]
 fn fio_pinned_beside_a_burner_is_client_cpu_bound() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -60,16 +70,7 @@ fn fio_pinned_beside_a_burner_is_client_cpu_bound() {
         ],
         &[],
     );
-    let d = diagnose(&Inputs {
-        hosts: vec![f.clone()],
-        ..Inputs::default()
-    });
-    assert_eq!(
-        d.bottleneck,
-        Bottleneck::ClientCpuBound,
-        "{} / {f:?}",
-        d.reason
-    );
+    diagnosed_as(&f, Bottleneck::ClientCpuBound);
     assert!(f.fio_cpus_idle_pct.unwrap() < 5.0, "{f:?}");
 }
 
@@ -108,16 +109,7 @@ fn fio_saturating_a_loop_device_is_device_bound() {
         !Path::new(&format!("/sys/block/{name}/loop")).exists(),
         "{name} detached"
     );
-    let d = diagnose(&Inputs {
-        hosts: vec![f.clone()],
-        ..Inputs::default()
-    });
-    assert_eq!(
-        d.bottleneck,
-        Bottleneck::DeviceBound,
-        "{} / {f:?}",
-        d.reason
-    );
+    let d = diagnosed_as(&f, Bottleneck::DeviceBound);
     assert!(
         d.figures.iter().any(|x| x.subject.starts_with(&name)),
         "{:?}",

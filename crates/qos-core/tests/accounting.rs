@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use qos_core::array::parse_point;
-use qos_core::sim::ClosedLoop;
+use qos_core::sim::{ClosedLoop, Trace};
 use qos_core::{
     Accounting, ArrayModel, Charge, Direction, FlowSpec, MClock, Nanos, Pacer, Rate, ServiceCurve,
     MILLI,
@@ -17,6 +17,13 @@ use qos_core::{
 const S: Nanos = 1_000_000_000;
 const K: u64 = 1024;
 const SIZES: [u64; 7] = [4 * K, 8 * K, 16 * K, 64 * K, 128 * K, 256 * K, 1024 * K];
+
+/// A flow with no floor and no ceiling.
+const FREE: FlowSpec = FlowSpec {
+    reservation: Rate::UNLIMITED,
+    limit: Rate::UNLIMITED,
+    weight: 1,
+};
 
 fn modes() -> Vec<Accounting> {
     ["whole", "transfer:64KiB", "solidfire"]
@@ -60,6 +67,18 @@ fn the_modes_count_what_the_vendors_document() {
     }
 }
 
+/// 40 s of one closed-loop client (`queue_depth` requests of `bytes`, each served in
+/// `service_time`) under a 500 IOPS Pacer that counts requests as `mode` says.
+fn under_500_iops(mode: &Accounting, queue_depth: usize, bytes: u64, service_time: Nanos) -> Trace {
+    let mut p = Pacer::new(iops(500 * MILLI));
+    let client = ClosedLoop {
+        queue_depth,
+        block_size: bytes,
+        service_time,
+    };
+    client.run(0, 40 * S, |now, _, b| p.admit(now, mode.milliops(b), b))
+}
+
 /// Pacer (ceilings-only mode): a 500 IOPS ceiling lets 500 / ops(bytes) requests per
 /// second through, i.e. exactly 500 counted operations, at every size and in every mode.
 #[test]
@@ -67,13 +86,7 @@ fn pacer_ceilings_count_operations_in_each_mode() {
     for mode in modes() {
         for bytes in SIZES {
             let ops = mode.ops(bytes);
-            let mut p = Pacer::new(iops(500 * MILLI));
-            let client = ClosedLoop {
-                queue_depth: 16,
-                block_size: bytes,
-                service_time: 200_000,
-            };
-            let t = client.run(0, 40 * S, |now, _, b| p.admit(now, mode.milliops(b), b));
+            let t = under_500_iops(&mode, 16, bytes, 200_000);
             let what = format!("{mode} {bytes} B");
             let req = t.ops_between(10 * S, 40 * S) as f64 / 30.0;
             within(req, 500.0 / ops, 0.005, &what);
@@ -84,13 +97,7 @@ fn pacer_ceilings_count_operations_in_each_mode() {
     // read 31.25 MiB/s (the seed: 31.4 and 30.1-31.8 MiB/s).
     let mode: Accounting = "transfer:64KiB".parse().unwrap();
     for bytes in [128 * K, 1024 * K] {
-        let mut p = Pacer::new(iops(500 * MILLI));
-        let c = ClosedLoop {
-            queue_depth: 64,
-            block_size: bytes,
-            service_time: 100_000,
-        };
-        let t = c.run(0, 40 * S, |now, _, b| p.admit(now, mode.milliops(b), b));
+        let t = under_500_iops(&mode, 64, bytes, 100_000);
         let mibs = t.bytes_between(10 * S, 40 * S) as f64 / 30.0 / 1048576.0;
         within(mibs, 31.25, 0.005, &format!("{bytes} B under 500 IOPS"));
     }
@@ -244,14 +251,9 @@ fn seed000_array_reproduces_its_baseline_row() {
         bytes: b,
         cost: a.cost_units(dir, b),
     };
-    let free = FlowSpec {
-        reservation: Rate::UNLIMITED,
-        limit: Rate::UNLIMITED,
-        weight: 1,
-    };
     let one = |dir, bytes| {
         let c = [Client {
-            spec: free,
+            spec: FREE,
             qd: 64,
             dir,
             bytes,
@@ -289,13 +291,13 @@ fn seed000_array_reproduces_its_baseline_row() {
     // The mix: three readers per writer, one budget.
     let c = [
         Client {
-            spec: free,
+            spec: FREE,
             qd: 48,
             dir: Direction::Read,
             bytes: 4 * K,
         },
         Client {
-            spec: free,
+            spec: FREE,
             qd: 16,
             dir: Direction::Write,
             bytes: 4 * K,
@@ -327,18 +329,13 @@ fn service_latency_bounds_low_queue_depths_only() {
         bytes: b,
         cost: a.cost_units(dir, b),
     };
-    let free = FlowSpec {
-        reservation: Rate::UNLIMITED,
-        limit: Rate::UNLIMITED,
-        weight: 1,
-    };
     for (qd, want) in [
         (1usize, 1e9 / 785_000.0),
         (4, 4e9 / 785_000.0),
         (64, 15_300.0),
     ] {
         let c = [Client {
-            spec: free,
+            spec: FREE,
             qd,
             dir: Direction::Read,
             bytes: 4 * K,

@@ -391,14 +391,19 @@ fn ontap_tolerance_bounds() {
     }
 }
 
+/// gp2 100 GiB's IOPS burst with a 1/100 bucket (54,000 credits), full: 20 s at 3,000
+/// IOPS, then 300.
+fn gp2_100gib_small_bucket() -> BurstShape {
+    let mut shape = Model::EbsGp2.limits(100 * GIB).burst.iops.unwrap();
+    shape.bucket /= 100;
+    shape.initial = shape.bucket;
+    shape
+}
+
 #[test]
 fn mclock_limits_burst_like_the_pacer() {
     use qos_core::{FlowSpec, MClock};
-    // gp2 100 GiB with a 1/100 bucket (54,000 credits): 20 s at 3,000 IOPS, then 300.
-    let l = Model::EbsGp2.limits(100 * GIB);
-    let mut shape = l.burst.iops.unwrap();
-    shape.bucket /= 100;
-    shape.initial = shape.bucket;
+    let shape = gp2_100gib_small_bucket();
     let mut mc: MClock<u64> = MClock::new(Rate::UNLIMITED, 0);
     let flow = mc.add_flow(
         FlowSpec {
@@ -456,11 +461,7 @@ fn mclock_limits_burst_like_the_pacer() {
 #[test]
 fn credits_spend_the_operations_the_accounting_counts() {
     use qos_core::{Accounting, Charge, FlowSpec, MClock, MILLI};
-    // gp2 100 GiB with a 1/100 bucket (54,000 credits): 20 s at 3,000 IOPS, then 300.
-    let l = Model::EbsGp2.limits(100 * GIB);
-    let mut shape = l.burst.iops.unwrap();
-    shape.bucket /= 100;
-    shape.initial = shape.bucket;
+    let shape = gp2_100gib_small_bucket();
     let burst = Burst {
         iops: Some(shape),
         bytes: None,

@@ -31,16 +31,7 @@ use qos_core::{Nanos, Rate};
 const S: Nanos = 1_000_000_000;
 
 fn dur(s: &str) -> Nanos {
-    let (num, mul) = if let Some(n) = s.strip_suffix("us") {
-        (n, 1_000.0)
-    } else if let Some(n) = s.strip_suffix("ms") {
-        (n, 1_000_000.0)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1e9)
-    } else {
-        panic!("bad duration {s}")
-    };
-    (num.parse::<f64>().unwrap() * mul) as Nanos
+    qos_core::array::parse_duration(s).unwrap_or_else(|e| panic!("bad duration: {e}"))
 }
 
 enum Load {

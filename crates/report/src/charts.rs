@@ -85,41 +85,34 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
             c.y_unit = Unit::BytesPerSec;
         }
         let val = |x: &harness::series::FioSample| if bw { x.bw_bytes } else { x.iops };
-        let mut style = 0;
+        // fio's total (beside more than one direction), each direction, the node's view.
+        let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
         if dirs.len() > 1 {
-            c.lines.push(Line {
-                label: "fio total".into(),
-                points: totals.iter().map(|x| (secs(x.t_ms), val(x))).collect(),
-                style,
-            });
-            style += 1;
+            let points = totals.iter().map(|x| (secs(x.t_ms), val(x))).collect();
+            lines.push(("fio total".into(), points));
         }
         for d in &dirs {
-            c.lines.push(Line {
-                label: format!("fio {d}"),
-                points: s
-                    .fio
-                    .iter()
-                    .filter(|x| x.direction == *d)
-                    .map(|x| (secs(x.t_ms), val(x)))
-                    .collect(),
-                style,
-            });
-            style += 1;
+            let of_d = s.fio.iter().filter(|x| x.direction == *d);
+            lines.push((
+                format!("fio {d}"),
+                of_d.map(|x| (secs(x.t_ms), val(x))).collect(),
+            ));
         }
         for v in &node_vols {
-            c.lines.push(Line {
-                label: format!("node: {v}"),
-                points: s
-                    .node
-                    .iter()
-                    .filter(|x| &x.volume == v)
-                    .map(|x| (secs(x.t_ms), if bw { x.bps() } else { x.iops() }))
+            let of_v = s.node.iter().filter(|x| &x.volume == v);
+            lines.push((
+                format!("node: {v}"),
+                of_v.map(|x| (secs(x.t_ms), if bw { x.bps() } else { x.iops() }))
                     .collect(),
-                style,
-            });
-            style += 1;
+            ));
         }
+        let style = lines.len();
+        c.lines
+            .extend((0..).zip(lines).map(|(style, (label, points))| Line {
+                label,
+                points,
+                style,
+            }));
         let (ceil, floor) = if bw {
             (limits.ceiling_bps, limits.floor_bps)
         } else {
@@ -160,33 +153,24 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
     );
     c.y_unit = Unit::Ms;
     let ms = |ns: f64| ns / 1e6;
-    c.lines.push(Line {
-        label: "fio mean".into(),
-        points: totals
-            .iter()
-            .filter(|x| x.lat_mean_ns > 0.0)
-            .map(|x| (secs(x.t_ms), ms(x.lat_mean_ns)))
-            .collect(),
-        style: 0,
-    });
-    c.lines.push(Line {
-        label: "fio p50".into(),
-        points: totals
-            .iter()
-            .filter(|x| x.p50_ns > 0)
-            .map(|x| (secs(x.t_ms), ms(x.p50_ns as f64)))
-            .collect(),
-        style: 1,
-    });
-    c.lines.push(Line {
-        label: "fio p99".into(),
-        points: totals
-            .iter()
-            .filter(|x| x.p99_ns > 0)
-            .map(|x| (secs(x.t_ms), ms(x.p99_ns as f64)))
-            .collect(),
-        style: 2,
-    });
+    // fio's mean, p50 and p99 (ns; a sample without the figure is 0).
+    type Figure = fn(&harness::series::FioSample) -> f64;
+    let fio_lat: [(&str, Figure); 3] = [
+        ("fio mean", |x| x.lat_mean_ns),
+        ("fio p50", |x| x.p50_ns as f64),
+        ("fio p99", |x| x.p99_ns as f64),
+    ];
+    for (style, (label, f)) in (0..).zip(fio_lat) {
+        c.lines.push(Line {
+            label: label.into(),
+            points: totals
+                .iter()
+                .filter(|x| f(x) > 0.0)
+                .map(|x| (secs(x.t_ms), ms(f(x))))
+                .collect(),
+            style,
+        });
+    }
     for (i, v) in node_vols.iter().enumerate() {
         let pts = |f: fn(&harness::series::NodeSample) -> f64| {
             s.node
@@ -586,26 +570,20 @@ pub fn latency_percentiles(run: &RunRecord) -> Option<Chart> {
             .collect(),
         style: 0,
     });
-    c.lines.push(Line {
-        label: "p50".into(),
-        points: pick(|d| d.p50_ns),
-        style: 1,
-    });
-    c.lines.push(Line {
-        label: "p90".into(),
-        points: pick(|d| d.p90_ns),
-        style: 2,
-    });
-    c.lines.push(Line {
-        label: "p99".into(),
-        points: pick(|d| d.p99_ns),
-        style: 3,
-    });
-    c.lines.push(Line {
-        label: "p99.9".into(),
-        points: pick(|d| d.p999_ns),
-        style: 4,
-    });
+    type Percentile = fn(&fio::DirStats) -> u64;
+    let percentiles: [(&str, Percentile); 4] = [
+        ("p50", |d| d.p50_ns),
+        ("p90", |d| d.p90_ns),
+        ("p99", |d| d.p99_ns),
+        ("p99.9", |d| d.p999_ns),
+    ];
+    for (style, (label, f)) in (1..).zip(percentiles) {
+        c.lines.push(Line {
+            label: label.into(),
+            points: pick(f),
+            style,
+        });
+    }
     let xs: Vec<(f64, String)> = jobs
         .iter()
         .map(|(j, _)| (j.seq as f64, format!("#{}", j.seq)))

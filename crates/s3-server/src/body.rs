@@ -77,26 +77,15 @@ pub(crate) async fn receive(
     if let Some(t) = &declared.trailers {
         t.read(|h| {
             let get = |n: &str| h.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
-            want.checksum_crc32 = want
-                .checksum_crc32
-                .take()
-                .or_else(|| get("x-amz-checksum-crc32"));
-            want.checksum_crc32c = want
-                .checksum_crc32c
-                .take()
-                .or_else(|| get("x-amz-checksum-crc32c"));
-            want.checksum_sha1 = want
-                .checksum_sha1
-                .take()
-                .or_else(|| get("x-amz-checksum-sha1"));
-            want.checksum_sha256 = want
-                .checksum_sha256
-                .take()
-                .or_else(|| get("x-amz-checksum-sha256"));
-            want.checksum_crc64nvme = want
-                .checksum_crc64nvme
-                .take()
-                .or_else(|| get("x-amz-checksum-crc64nvme"));
+            for (slot, name) in [
+                (&mut want.checksum_crc32, "x-amz-checksum-crc32"),
+                (&mut want.checksum_crc32c, "x-amz-checksum-crc32c"),
+                (&mut want.checksum_sha1, "x-amz-checksum-sha1"),
+                (&mut want.checksum_sha256, "x-amz-checksum-sha256"),
+                (&mut want.checksum_crc64nvme, "x-amz-checksum-crc64nvme"),
+            ] {
+                *slot = slot.take().or_else(|| get(name));
+            }
         });
     }
     let pairs = [

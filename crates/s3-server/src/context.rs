@@ -42,6 +42,21 @@ impl Admitted<'_> {
         );
     }
 
+    /// The request ended with `res`: `done` (as `kind`, `bytes`) when it is `Ok`,
+    /// `failed` when not; `res` is handed back.
+    pub async fn settle<T>(&self, res: S3Result<T>, kind: OpKind, bytes: u64) -> S3Result<T> {
+        match res {
+            Ok(v) => {
+                self.done(kind, bytes).await;
+                Ok(v)
+            }
+            Err(e) => {
+                self.failed();
+                Err(e)
+            }
+        }
+    }
+
     pub fn failed(&self) {
         self.bucket
             .stats

@@ -17,6 +17,7 @@ mod body;
 mod context;
 mod endpoint;
 pub mod errors;
+mod fields;
 mod multipart;
 mod objects;
 pub mod presign;

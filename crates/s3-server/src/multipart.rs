@@ -3,11 +3,12 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 use storage_node::admission::{Direction, Work};
-use storage_node::objstore::{ObjectMeta, MAX_PART_NUMBER};
+use storage_node::objstore::MAX_PART_NUMBER;
 use storage_node::stats::OpKind;
 
-use crate::body::{self, Declared};
+use crate::body;
 use crate::context::{timestamp, Endpoint};
+use crate::fields::{declared, object_meta, with_checksums};
 use crate::objects::{body_len, check_key, content_md5, etag};
 
 pub(crate) async fn create(
@@ -17,15 +18,7 @@ pub(crate) async fn create(
     let i = req.input;
     check_key(&i.key)?;
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
-    let meta = ObjectMeta {
-        key: i.key.clone(),
-        content_type: i.content_type.map(|c| c.to_string()),
-        content_encoding: i.content_encoding,
-        content_disposition: i.content_disposition,
-        content_language: i.content_language,
-        cache_control: i.cache_control,
-        user: i.metadata.unwrap_or_default().into_iter().collect(),
-    };
+    let meta = object_meta!(i);
     let b = a.bucket.clone();
     let id = Endpoint::blocking(move || b.store.create_upload(&meta)).await?;
     a.done(OpKind::Other, 0).await;
@@ -56,18 +49,7 @@ pub(crate) async fn upload_part(
     let n = part_number(i.part_number)?;
     let len = body_len(ep, i.content_length)?;
     let md5 = content_md5(i.content_md5.as_deref())?;
-    let declared = Declared {
-        header: Checksum {
-            checksum_crc32: i.checksum_crc32,
-            checksum_crc32c: i.checksum_crc32c,
-            checksum_sha1: i.checksum_sha1,
-            checksum_sha256: i.checksum_sha256,
-            checksum_crc64nvme: i.checksum_crc64nvme,
-            ..Default::default()
-        },
-        algorithm: i.checksum_algorithm,
-        trailers: req.trailing_headers,
-    };
+    let declared = declared!(i, req.trailing_headers);
     let a = ep.admit(&i.bucket, Work::Write(len)).await?;
     let res = async {
         let b = a.bucket.clone();
@@ -85,24 +67,13 @@ pub(crate) async fn upload_part(
         Ok::<_, s3s::S3Error>((info, sums))
     }
     .await;
-    match res {
-        Ok((info, sums)) => {
-            a.done(OpKind::Write, len).await;
-            Ok(S3Response::new(UploadPartOutput {
-                e_tag: Some(etag(&info.etag)),
-                checksum_crc32: sums.checksum_crc32,
-                checksum_crc32c: sums.checksum_crc32c,
-                checksum_sha1: sums.checksum_sha1,
-                checksum_sha256: sums.checksum_sha256,
-                checksum_crc64nvme: sums.checksum_crc64nvme,
-                ..Default::default()
-            }))
-        }
-        Err(e) => {
-            a.failed();
-            Err(e)
-        }
-    }
+    let (info, sums) = a.settle(res, OpKind::Write, len).await?;
+    Ok(S3Response::new(with_checksums!(
+        UploadPartOutput {
+            e_tag: Some(etag(&info.etag)),
+        },
+        sums
+    )))
 }
 
 pub(crate) async fn complete(
@@ -126,14 +97,7 @@ pub(crate) async fn complete(
     let b = a.bucket.clone();
     let (id, key) = (i.upload_id.clone(), i.key.clone());
     let info = Endpoint::blocking(move || b.store.complete_upload(&id, &key, &parts)).await;
-    let info = match info {
-        Ok(x) => x,
-        Err(e) => {
-            a.failed();
-            return Err(e);
-        }
-    };
-    a.done(OpKind::Other, 0).await;
+    let info = a.settle(info, OpKind::Other, 0).await?;
     Ok(S3Response::new(CompleteMultipartUploadOutput {
         bucket: Some(i.bucket.clone()),
         key: Some(i.key.clone()),

@@ -5,11 +5,12 @@ use storage_node::admission::{Direction, Work};
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
-use storage_node::objstore::{ListQuery, ObjInfo, ObjectMeta};
+use storage_node::objstore::{ListQuery, ObjInfo};
 use storage_node::stats::OpKind;
 
-use crate::body::{self, Declared};
+use crate::body;
 use crate::context::{timestamp, Endpoint};
+use crate::fields::{declared, object_meta, object_output, with_checksums};
 
 /// S3's longest key.
 const MAX_KEY_LEN: usize = 1024;
@@ -74,27 +75,8 @@ pub(crate) async fn put_object(
     check_key(&i.key)?;
     let len = body_len(ep, i.content_length)?;
     let md5 = content_md5(i.content_md5.as_deref())?;
-    let meta = ObjectMeta {
-        key: i.key.clone(),
-        content_type: i.content_type.map(|c| c.to_string()),
-        content_encoding: i.content_encoding,
-        content_disposition: i.content_disposition,
-        content_language: i.content_language,
-        cache_control: i.cache_control,
-        user: i.metadata.unwrap_or_default().into_iter().collect(),
-    };
-    let declared = Declared {
-        header: Checksum {
-            checksum_crc32: i.checksum_crc32,
-            checksum_crc32c: i.checksum_crc32c,
-            checksum_sha1: i.checksum_sha1,
-            checksum_sha256: i.checksum_sha256,
-            checksum_crc64nvme: i.checksum_crc64nvme,
-            ..Default::default()
-        },
-        algorithm: i.checksum_algorithm,
-        trailers: req.trailing_headers,
-    };
+    let meta = object_meta!(i);
+    let declared = declared!(i, req.trailing_headers);
     // QoS first: the client's bytes wait in its socket until the bucket's flow allows them.
     let a = ep.admit(&i.bucket, Work::Write(len)).await?;
     let res = async {
@@ -113,24 +95,13 @@ pub(crate) async fn put_object(
         Ok::<_, S3Error>((info, sums))
     }
     .await;
-    match res {
-        Ok((info, sums)) => {
-            a.done(OpKind::Write, len).await;
-            Ok(S3Response::new(PutObjectOutput {
-                e_tag: Some(etag(&info.etag)),
-                checksum_crc32: sums.checksum_crc32,
-                checksum_crc32c: sums.checksum_crc32c,
-                checksum_sha1: sums.checksum_sha1,
-                checksum_sha256: sums.checksum_sha256,
-                checksum_crc64nvme: sums.checksum_crc64nvme,
-                ..Default::default()
-            }))
-        }
-        Err(e) => {
-            a.failed();
-            Err(e)
-        }
-    }
+    let (info, sums) = a.settle(res, OpKind::Write, len).await?;
+    Ok(S3Response::new(with_checksums!(
+        PutObjectOutput {
+            e_tag: Some(etag(&info.etag)),
+        },
+        sums
+    )))
 }
 
 fn not_modified() -> S3Error {
@@ -144,12 +115,12 @@ fn conditions(
     if_none: Option<&ETagCondition>,
 ) -> S3Result<()> {
     let now = ETag::Strong(etag_now.to_string());
+    let hit = |c: &ETagCondition| match c {
+        ETagCondition::Any => true,
+        ETagCondition::ETag(e) => e.value() == now.value(),
+    };
     if let Some(c) = if_match {
-        let ok = match c {
-            ETagCondition::Any => true,
-            ETagCondition::ETag(e) => e.value() == now.value(),
-        };
-        if !ok {
+        if !hit(c) {
             return Err(s3_error!(
                 PreconditionFailed,
                 "At least one of the pre-conditions you specified did not hold"
@@ -157,11 +128,7 @@ fn conditions(
         }
     }
     if let Some(c) = if_none {
-        let hit = match c {
-            ETagCondition::Any => true,
-            ETagCondition::ETag(e) => e.value() == now.value(),
-        };
-        if hit {
+        if hit(c) {
             return Err(not_modified());
         }
     }
@@ -207,23 +174,15 @@ pub(crate) async fn get_object(
     let a = ep.admit(&i.bucket, Work::Read(len)).await?;
     let body = body::object_body(r.clone(), start, len);
     a.done(OpKind::Read, len).await;
-    let m = &r.meta;
-    Ok(S3Response::new(GetObjectOutput {
-        body: Some(body),
-        content_length: Some(len as i64),
-        content_range: range,
-        accept_ranges: Some("bytes".into()),
-        e_tag: Some(etag(&etag_s)),
-        last_modified: Some(timestamp(r.fixed.mtime_ns)),
-        content_type: m.content_type.as_deref().and_then(|c| c.parse().ok()),
-        content_encoding: m.content_encoding.clone(),
-        content_disposition: m.content_disposition.clone(),
-        content_language: m.content_language.clone(),
-        cache_control: m.cache_control.clone(),
-        metadata: (!m.user.is_empty()).then(|| m.user.clone().into_iter().collect()),
-        parts_count: (r.fixed.parts > 0).then_some(r.fixed.parts as i32),
-        ..Default::default()
-    }))
+    Ok(S3Response::new(object_output!(
+        GetObjectOutput {
+            body: Some(body),
+            content_length: Some(len as i64),
+            content_range: range,
+        },
+        *r,
+        &etag_s
+    )))
 }
 
 pub(crate) async fn head_object(
@@ -239,21 +198,13 @@ pub(crate) async fn head_object(
     let etag_s = r.fixed.etag();
     conditions(&etag_s, i.if_match.as_ref(), i.if_none_match.as_ref())?;
     a.done(OpKind::Other, 0).await;
-    let m = &r.meta;
-    Ok(S3Response::new(HeadObjectOutput {
-        content_length: Some(r.size() as i64),
-        accept_ranges: Some("bytes".into()),
-        e_tag: Some(etag(&etag_s)),
-        last_modified: Some(timestamp(r.fixed.mtime_ns)),
-        content_type: m.content_type.as_deref().and_then(|c| c.parse().ok()),
-        content_encoding: m.content_encoding.clone(),
-        content_disposition: m.content_disposition.clone(),
-        content_language: m.content_language.clone(),
-        cache_control: m.cache_control.clone(),
-        metadata: (!m.user.is_empty()).then(|| m.user.clone().into_iter().collect()),
-        parts_count: (r.fixed.parts > 0).then_some(r.fixed.parts as i32),
-        ..Default::default()
-    }))
+    Ok(S3Response::new(object_output!(
+        HeadObjectOutput {
+            content_length: Some(r.size() as i64),
+        },
+        r,
+        &etag_s
+    )))
 }
 
 pub(crate) async fn delete_object(
@@ -401,6 +352,37 @@ fn untoken(t: &str) -> S3Result<String> {
     String::from_utf8(bytes.ok_or_else(bad)?).map_err(|_| bad())
 }
 
+/// One page of a listing (v1 and v2), its entries as S3 answers them.
+struct Page {
+    contents: Vec<Object>,
+    common_prefixes: Vec<CommonPrefix>,
+    truncated: bool,
+    next_after: Option<String>,
+}
+
+/// Pass the bucket's flow (one read operation), then list a page.
+async fn list_page(ep: &Endpoint, bucket: &str, q: &ListQuery<'_>, enc: &Enc) -> S3Result<Page> {
+    let a = ep.admit(bucket, Work::Meta(Direction::Read)).await?;
+    let page = a.bucket.store.list(q);
+    a.done(OpKind::Other, 0).await;
+    Ok(Page {
+        contents: page
+            .objects
+            .iter()
+            .map(|(k, v)| object_entry(enc, k, v))
+            .collect(),
+        common_prefixes: page
+            .prefixes
+            .iter()
+            .map(|p| CommonPrefix {
+                prefix: Some(enc.s(p)),
+            })
+            .collect(),
+        truncated: page.truncated,
+        next_after: page.next_after,
+    })
+}
+
 pub(crate) async fn list_objects_v2(
     ep: &Endpoint,
     req: S3Request<ListObjectsV2Input>,
@@ -413,16 +395,15 @@ pub(crate) async fn list_objects_v2(
         (None, Some(s)) => Some(s.clone()),
         (None, None) => None,
     };
-    let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let prefix = i.prefix.clone().unwrap_or_default();
-    let page = a.bucket.store.list(&ListQuery {
+    let q = ListQuery {
         prefix: &prefix,
         delimiter: i.delimiter.as_deref(),
         after: after.as_deref(),
         max_keys: max,
-    });
-    a.done(OpKind::Other, 0).await;
-    let n = page.objects.len() + page.prefixes.len();
+    };
+    let page = list_page(ep, &i.bucket, &q, &enc).await?;
+    let n = page.contents.len() + page.common_prefixes.len();
     Ok(S3Response::new(ListObjectsV2Output {
         name: Some(i.bucket),
         prefix: Some(enc.s(&prefix)),
@@ -434,20 +415,8 @@ pub(crate) async fn list_objects_v2(
         next_continuation_token: page.next_after.as_deref().map(token),
         start_after: i.start_after.as_deref().map(|s| enc.s(s)),
         encoding_type: i.encoding_type,
-        contents: Some(
-            page.objects
-                .iter()
-                .map(|(k, v)| object_entry(&enc, k, v))
-                .collect(),
-        ),
-        common_prefixes: Some(
-            page.prefixes
-                .iter()
-                .map(|p| CommonPrefix {
-                    prefix: Some(enc.s(p)),
-                })
-                .collect(),
-        ),
+        contents: Some(page.contents),
+        common_prefixes: Some(page.common_prefixes),
         ..Default::default()
     }))
 }
@@ -459,15 +428,14 @@ pub(crate) async fn list_objects(
     let i = req.input;
     let enc = Enc::new(i.encoding_type.as_ref())?;
     let max = max_keys(i.max_keys)?;
-    let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let prefix = i.prefix.clone().unwrap_or_default();
-    let page = a.bucket.store.list(&ListQuery {
+    let q = ListQuery {
         prefix: &prefix,
         delimiter: i.delimiter.as_deref(),
         after: i.marker.as_deref(),
         max_keys: max,
-    });
-    a.done(OpKind::Other, 0).await;
+    };
+    let page = list_page(ep, &i.bucket, &q, &enc).await?;
     Ok(S3Response::new(ListObjectsOutput {
         name: Some(i.bucket),
         prefix: Some(enc.s(&prefix)),
@@ -482,20 +450,8 @@ pub(crate) async fn list_objects(
             .and(page.next_after.as_deref())
             .map(|m| enc.s(m)),
         encoding_type: i.encoding_type,
-        contents: Some(
-            page.objects
-                .iter()
-                .map(|(k, v)| object_entry(&enc, k, v))
-                .collect(),
-        ),
-        common_prefixes: Some(
-            page.prefixes
-                .iter()
-                .map(|p| CommonPrefix {
-                    prefix: Some(enc.s(p)),
-                })
-                .collect(),
-        ),
+        contents: Some(page.contents),
+        common_prefixes: Some(page.common_prefixes),
         ..Default::default()
     }))
 }

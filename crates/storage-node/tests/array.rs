@@ -8,143 +8,11 @@
 //! the precise timer is measured end to end with fio (integration test `array`).
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
-use std::time::Duration;
 
-use nbd_proto::*;
 use storage_node::stats::OpKind;
-use storage_node::{server, Node, NodeConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Semaphore;
-use tokio::time::Instant;
 
 mod common;
-use common::handshake;
-
-/// A node in its own data directory, removed when the test ends (pass or fail).
-struct TestNode {
-    node: Arc<Node>,
-    dir: std::path::PathBuf,
-}
-
-impl std::ops::Deref for TestNode {
-    type Target = Arc<Node>;
-    fn deref(&self) -> &Arc<Node> {
-        &self.node
-    }
-}
-
-impl Drop for TestNode {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn node(toml: &str, tag: &str) -> TestNode {
-    let dir = std::env::temp_dir().join(format!("qoslab-array-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    let node = Node::open(&cfg, &dir).expect("node");
-    node.scheduler.use_tokio_timers();
-    TestNode { node, dir }
-}
-
-/// Completions per second and mean latency (ns) of one closed-loop client.
-struct Load {
-    per_sec: Vec<u64>,
-    mean_lat_ns: f64,
-}
-
-impl Load {
-    fn rate(&self, from: usize) -> f64 {
-        let s = &self.per_sec[from..];
-        s.iter().sum::<u64>() as f64 / s.len() as f64
-    }
-}
-
-/// Keep `qd` requests of `len` bytes outstanding on `export` for `secs` virtual seconds;
-/// `write_every`: every n-th request is a WRITE (0: reads only; 1: writes only).
-async fn load(
-    node: Arc<Node>,
-    export: &'static str,
-    qd: usize,
-    len: u32,
-    write_every: u64,
-    secs: u64,
-) -> Load {
-    let (client, server_side) = tokio::io::duplex(16 << 20);
-    tokio::spawn(server::connection(server_side, node, None));
-    let (mut rd, mut wr) = tokio::io::split(client);
-    let size = {
-        let mut joined = tokio::io::join(&mut rd, &mut wr);
-        handshake(&mut joined, export).await
-    };
-    let start = Instant::now();
-    let end = start + Duration::from_secs(secs);
-    let slots = Arc::new(Semaphore::new(qd));
-    let writer = {
-        let slots = slots.clone();
-        tokio::spawn(async move {
-            let payload = vec![7u8; len as usize];
-            let mut out = Vec::new();
-            for k in 0u64.. {
-                slots.acquire().await.unwrap().forget();
-                if Instant::now() >= end {
-                    return;
-                }
-                let write = write_every > 0 && k % write_every == 0;
-                out.clear();
-                encode_request(
-                    &mut out,
-                    &Request {
-                        flags: 0,
-                        command: if write { CMD_WRITE } else { CMD_READ },
-                        // Bit 63: a write; the rest: the send time, for latency.
-                        cookie: start.elapsed().as_nanos() as u64 | (u64::from(write) << 63),
-                        offset: (k * 7919 * u64::from(len)) % (size - u64::from(len)),
-                        length: len,
-                    },
-                );
-                if write {
-                    out.extend_from_slice(&payload);
-                }
-                wr.write_all(&out).await.unwrap();
-            }
-        })
-    };
-    let mut per_sec = vec![0u64; secs as usize];
-    let (mut lat_sum, mut n) = (0f64, 0u64);
-    let mut buf = vec![0u8; len as usize];
-    loop {
-        let mut hdr = [0u8; 16];
-        let Ok(r) = tokio::time::timeout_at(end, rd.read_exact(&mut hdr)).await else {
-            break;
-        };
-        r.unwrap();
-        assert_eq!(
-            u32::from_be_bytes(hdr[4..8].try_into().unwrap()),
-            0,
-            "I/O failed"
-        );
-        let cookie = u64::from_be_bytes(hdr[8..16].try_into().unwrap());
-        if cookie >> 63 == 0 {
-            rd.read_exact(&mut buf).await.unwrap();
-        }
-        let t = start.elapsed();
-        if t >= Duration::from_secs(secs) {
-            break;
-        }
-        per_sec[t.as_secs() as usize] += 1;
-        lat_sum += (t.as_nanos() as u64 - (cookie & !(1 << 63))) as f64;
-        n += 1;
-        slots.add_permits(1);
-    }
-    writer.abort();
-    Load {
-        per_sec,
-        mean_lat_ns: lat_sum / n.max(1) as f64,
-    }
-}
+use common::load::{load, node, Client};
 
 #[track_caller]
 fn within(got: f64, want: f64, tol: f64, what: &str) {
@@ -155,30 +23,30 @@ fn within(got: f64, want: f64, tol: f64, what: &str) {
     );
 }
 
-const LATENCY: &str = r#"
-[capacity]
-latency = { read = { fixed = "3ms" }, write = { fixed = "2ms", per_kib = "15.625us" } }
+/// A node config: `[capacity]` with `capacity`, and the volume `capped` (`size`) under a
+/// 500 IOPS ceiling, `p500`.
+fn capped_at_500(capacity: &str, size: &str) -> String {
+    format!(
+        "[capacity]\n{capacity}\n\n[[policy]]\nname = \"p500\"\n\
+         fixed = {{ max_throughput_iops = 500 }}\n\n\
+         [[volume]]\nname = \"capped\"\nsize = \"{size}\"\npolicy = \"p500\"\n"
+    )
+}
 
-[[policy]]
-name = "p500"
-fixed = { max_throughput_iops = 500 }
-
-[[volume]]
-name = "free"
-size = "64MiB"
-
-[[volume]]
-name = "capped"
-size = "64MiB"
-policy = "p500"
-"#;
+/// Reads take 3 ms, writes 2 ms + 15.625 us per KiB; a volume `free` beside `capped`.
+fn latency() -> String {
+    capped_at_500(
+        r#"latency = { read = { fixed = "3ms" }, write = { fixed = "2ms", per_kib = "15.625us" } }"#,
+        "64MiB",
+    ) + "\n[[volume]]\nname = \"free\"\nsize = \"64MiB\"\n"
+}
 
 #[tokio::test(start_paused = true)]
 async fn service_latency_at_qd1_and_qd4_is_the_configured_time() {
-    let n = node(LATENCY, "latency");
+    let (n, _dir) = node(&latency(), "latency");
     // Reads: 3 ms fixed. Writes of 64 KiB: 2 ms + 64 x 15.625 us = 3 ms.
     for (qd, len, writes) in [(1, 4096, 0), (4, 4096, 0), (1, 65536, 1), (4, 65536, 1)] {
-        let l = load(n.clone(), "free", qd, len, writes, 4).await;
+        let l = load(n.clone(), "free", Client::closed(qd, len, writes), 4).await;
         let what = format!(
             "QD{qd} {len} B {}",
             if writes == 1 { "writes" } else { "reads" }
@@ -194,10 +62,10 @@ async fn service_latency_at_qd1_and_qd4_is_the_configured_time() {
 
 #[tokio::test(start_paused = true)]
 async fn ceilings_stay_exact_with_service_latency_on() {
-    let n = node(LATENCY, "ceiling");
+    let (n, _dir) = node(&latency(), "ceiling");
     // QD 32 of 4 KiB reads under 500 IOPS with 3 ms per request: the ceiling binds
     // (32 / 3 ms = 10,667 offered); Little's law gives 64 ms per request.
-    let l = load(n.clone(), "capped", 32, 4096, 0, 10).await;
+    let l = load(n.clone(), "capped", Client::closed(32, 4096, 0), 10).await;
     within(
         l.rate(2),
         500.0,
@@ -217,11 +85,11 @@ async fn ceilings_stay_exact_with_service_latency_on() {
 /// 5 ms burst window), as on seed 000's aQoS 200 GB volume (813/661 us at 9,500 IOPS).
 #[tokio::test(start_paused = true)]
 async fn a_ceiling_above_the_rate_adds_no_latency_at_qd4() {
-    let n = node(
-        &LATENCY.replace("max_throughput_iops = 500", "max_throughput_iops = 9500"),
+    let (n, _dir) = node(
+        &latency().replace("max_throughput_iops = 500", "max_throughput_iops = 9500"),
         "qd4",
     );
-    let l = load(n.clone(), "capped", 4, 4096, 0, 4).await;
+    let l = load(n.clone(), "capped", Client::closed(4, 4096, 0), 4).await;
     within(
         l.mean_lat_ns,
         3e6,
@@ -236,21 +104,6 @@ async fn a_ceiling_above_the_rate_adds_no_latency_at_qd4() {
     );
 }
 
-const TRANSFER: &str = r#"
-[capacity]
-io_accounting = "transfer:64KiB"
-CONTROLLER
-
-[[policy]]
-name = "p500"
-fixed = { max_throughput_iops = 500 }
-
-[[volume]]
-name = "capped"
-size = "256MiB"
-policy = "p500"
-"#;
-
 /// ONTAP's NFS view through the node: under 500 IOPS a 128 KiB request is 2 operations
 /// and a 1 MiB one 16, in the pacer (ceilings only) and in the controller (with a
 /// service latency), and the statistics count operations in that unit.
@@ -260,10 +113,16 @@ async fn transfer_accounting_in_both_scheduler_modes() {
         ("pacer", ""),
         ("controller", "latency = { read = { fixed = \"1ms\" } }"),
     ] {
-        let n = node(&TRANSFER.replace("CONTROLLER", controller), mode);
+        let (n, _dir) = node(
+            &capped_at_500(
+                &format!("io_accounting = \"transfer:64KiB\"\n{controller}"),
+                "256MiB",
+            ),
+            mode,
+        );
         assert_eq!(n.scheduler.controls(), !controller.is_empty());
         for (len, ops) in [(4096u32, 1.0), (131_072, 2.0), (1 << 20, 16.0)] {
-            let l = load(n.clone(), "capped", 16, len, 0, 9).await;
+            let l = load(n.clone(), "capped", Client::closed(16, len, 0), 9).await;
             let what = format!("{mode}: {len} B reads");
             within(l.rate(2), 500.0 / ops, 0.01, &what);
         }
@@ -295,12 +154,12 @@ size = "256MiB"
 /// row, and a 75/25 mix shares one budget (the seed: 10.4k/3433).
 #[tokio::test(start_paused = true)]
 async fn seed000_array_through_the_node() {
-    let n = node(SEED000, "seed000");
+    let (n, _dir) = node(SEED000, "seed000");
     assert_eq!(n.scheduler.status().unwrap().capacity.iops, 15_300);
-    let r = load(n.clone(), "baseline", 64, 4096, 0, 4).await;
+    let r = load(n.clone(), "baseline", Client::closed(64, 4096, 0), 4).await;
     within(r.rate(1), 15_300.0, 0.01, "4 KiB reads");
-    let w = load(n.clone(), "baseline", 64, 4096, 1, 4).await;
+    let w = load(n.clone(), "baseline", Client::closed(64, 4096, 1), 4).await;
     within(w.rate(1), 10_900.0, 0.01, "4 KiB writes");
-    let m = load(n.clone(), "baseline", 64, 4096, 4, 4).await;
+    let m = load(n.clone(), "baseline", Client::closed(64, 4096, 4), 4).await;
     within(m.rate(1), 10_400.0 + 3_433.0, 0.02, "75/25 mix");
 }

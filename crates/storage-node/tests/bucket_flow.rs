@@ -154,22 +154,39 @@ async fn shared_policy_is_one_budget_for_volume_and_bucket() {
     assert_ne!(vol.flow(), storage_node::scheduler::NO_FLOW);
 }
 
-const CONTROLLER: &str = r#"
+/// A node with a 1,000 IOPS controller, a 600 IOPS floor policy (`floor600`), `rest` of
+/// the config, and the bucket `gold` under the floor.
+fn gold_on_a_floor(rest: &str, tag: &str) -> Arc<Node> {
+    let base = r#"
 [capacity]
 iops = 1000
 [[policy]]
 name = "floor600"
 fixed.min_throughput = "600iops"
-[[policy]]
-name = "cap100"
-fixed.max_throughput = "100iops"
 "#;
+    let n = node(&format!("{base}{rest}"), tag);
+    n.open_bucket("gold", "u1", 1 << 40, Some("floor600".into()))
+        .unwrap();
+    n
+}
+
+/// 10 s on a 1,000 IOPS controller: the 600 IOPS floor got at least its share (-1%) and
+/// the flows together filled the capacity (+-1%).
+#[track_caller]
+fn floor_and_capacity_held(floor_ops: u64, total: u64, others: &str) {
+    assert!(
+        floor_ops >= 5940,
+        "floor 600 IOPS: {floor_ops} in 10 s ({others})"
+    );
+    assert!((9900..=10100).contains(&total), "capacity: {total}");
+}
 
 #[tokio::test(start_paused = true)]
 async fn controller_floor_holds_for_a_bucket_against_a_bully() {
-    let n = node(CONTROLLER, "ctl");
-    n.open_bucket("gold", "u1", 1 << 40, Some("floor600".into()))
-        .unwrap();
+    let n = gold_on_a_floor(
+        "[[policy]]\nname = \"cap100\"\nfixed.max_throughput = \"100iops\"\n",
+        "ctl",
+    );
     n.open_bucket("bully", "u2", 1 << 40, None).unwrap();
     n.open_bucket("capped", "u3", 1 << 40, Some("cap100".into()))
         .unwrap();
@@ -191,40 +208,19 @@ async fn controller_floor_holds_for_a_bucket_against_a_bully() {
     );
     // 10 s at 1,000 IOPS: the floor gets at least its 600/s (-1%), the capped bucket its
     // 100/s, the bully what is left, and together they fill the capacity.
-    assert!(
-        g >= 5940,
-        "floor 600 IOPS: {g} in 10 s (bully {b}, capped {c})"
-    );
+    floor_and_capacity_held(g, g + b + c, &format!("bully {b}, capped {c}"));
     assert!((990..=1010).contains(&c), "ceiling 100 IOPS: {c}");
-    assert!(
-        (9900..=10100).contains(&(g + b + c)),
-        "capacity: {}",
-        g + b + c
-    );
     // The capped bucket waited for its own ceiling; the bully for the node.
     assert!(capped.ceiling_ns.load(Relaxed) > bully.ceiling_ns.load(Relaxed));
     assert!(bully.floor_ns.load(Relaxed) > 0);
 }
-
-const MIXED: &str = r#"
-[capacity]
-iops = 1000
-[[policy]]
-name = "floor600"
-fixed.min_throughput = "600iops"
-[[volume]]
-name = "bully"
-size = "1GiB"
-"#;
 
 /// Volumes and buckets are flows of one controller: a bucket's floor holds against a
 /// volume that asks for everything (the volume's requests go through the same scheduler
 /// entry points as the NBD path's, here via a gate to keep the test in virtual time).
 #[tokio::test(start_paused = true)]
 async fn controller_floor_holds_for_a_bucket_against_a_volume() {
-    let n = node(MIXED, "mixed");
-    n.open_bucket("gold", "u1", 1 << 40, Some("floor600".into()))
-        .unwrap();
+    let n = gold_on_a_floor("[[volume]]\nname = \"bully\"\nsize = \"1GiB\"\n", "mixed");
     let vol = n.volume("bully").unwrap();
     assert_ne!(vol.flow(), storage_node::scheduler::NO_FLOW);
     let gate = Arc::new(Gate::new(n.gates(), n.clock));
@@ -247,13 +243,5 @@ async fn controller_floor_holds_for_a_bucket_against_a_volume() {
         t.await.unwrap();
     }
     let (g, b) = (gold.ops.load(Relaxed), bully_ops.load(Relaxed));
-    assert!(
-        g >= 5940,
-        "bucket floor 600 IOPS: {g} in 10 s against a volume's {b}"
-    );
-    assert!(
-        (9900..=10100).contains(&(g + b)),
-        "capacity shared: {}",
-        g + b
-    );
+    floor_and_capacity_held(g, g + b, &format!("a bucket against a volume's {b}"));
 }

@@ -6,116 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use nbd_proto::*;
-use storage_node::{server, Node, NodeConfig};
+use storage_node::{server, Node};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 mod common;
-use common::{handshake, TestDir};
-
-fn node(toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
-    let dir = TestDir::new(&format!("ctl-{tag}"));
-    let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    let node = Node::open(&cfg, &dir).expect("node");
-    // A service latency's precise timer would run on the real clock; these tests run on
-    // tokio's paused one.
-    node.scheduler.use_tokio_timers();
-    (node, dir)
-}
-
-/// Per-second completions and the mean latency (ns) of one client.
-struct Load {
-    per_sec: Vec<u64>,
-    mean_lat_ns: f64,
-}
-
-/// Drive `export` with 4 KiB reads for `secs` virtual seconds: `rate` requests per second
-/// (catching up when behind, like fio's rate_iops) or as fast as possible (closed loop),
-/// never more than `qd` outstanding.
-async fn load(
-    node: Arc<Node>,
-    export: &'static str,
-    qd: usize,
-    rate: Option<u64>,
-    secs: u64,
-) -> Load {
-    let (client, server_side) = tokio::io::duplex(8 << 20);
-    tokio::spawn(server::connection(server_side, node, None));
-    let (mut rd, mut wr) = tokio::io::split(client);
-    let size = {
-        let mut joined = tokio::io::join(&mut rd, &mut wr);
-        handshake(&mut joined, export).await
-    };
-    let start = Instant::now();
-    let end = start + Duration::from_secs(secs);
-    let slots = Arc::new(Semaphore::new(qd));
-    let writer = {
-        let slots = slots.clone();
-        tokio::spawn(async move {
-            let mut out = Vec::new();
-            for k in 0u64.. {
-                if let Some(r) = rate {
-                    tokio::time::sleep_until(start + Duration::from_nanos(k * 1_000_000_000 / r))
-                        .await;
-                }
-                slots.acquire().await.unwrap().forget();
-                if Instant::now() >= end {
-                    return;
-                }
-                out.clear();
-                let send_ns = start.elapsed().as_nanos() as u64;
-                encode_request(
-                    &mut out,
-                    &Request {
-                        flags: 0,
-                        command: CMD_READ,
-                        // The cookie carries the send time, for latency.
-                        cookie: send_ns,
-                        offset: (k * 7919 * 4096) % (size - 4096),
-                        length: 4096,
-                    },
-                );
-                wr.write_all(&out).await.unwrap();
-            }
-        })
-    };
-    let mut per_sec = vec![0u64; secs as usize];
-    let (mut lat_sum, mut n) = (0f64, 0u64);
-    let mut payload = vec![0u8; 4096];
-    loop {
-        let mut hdr = [0u8; 16];
-        let r = tokio::time::timeout_at(end, rd.read_exact(&mut hdr)).await;
-        let Ok(r) = r else { break };
-        r.unwrap();
-        assert_eq!(
-            u32::from_be_bytes(hdr[4..8].try_into().unwrap()),
-            0,
-            "read failed"
-        );
-        rd.read_exact(&mut payload).await.unwrap();
-        let t = start.elapsed();
-        if t >= Duration::from_secs(secs) {
-            break;
-        }
-        per_sec[t.as_secs() as usize] += 1;
-        let sent = u64::from_be_bytes(hdr[8..16].try_into().unwrap());
-        lat_sum += (t.as_nanos() as u64 - sent) as f64;
-        n += 1;
-        slots.add_permits(1);
-    }
-    writer.abort();
-    Load {
-        per_sec,
-        mean_lat_ns: lat_sum / n.max(1) as f64,
-    }
-}
-
-fn rate(l: &Load, from: usize) -> f64 {
-    let s = &l.per_sec[from..];
-    s.iter().sum::<u64>() as f64 / s.len() as f64
-}
+use common::load::{assign_policy_after, load, node, Client, Load};
+use common::{handshake, read_4k};
 
 const ISOLATION: &str = r#"
 [capacity]
@@ -146,9 +43,9 @@ size = "64MiB"
 async fn isolation(discipline: &str) -> (Load, Load, Load, Arc<Node>) {
     let (n, _dir) = node(&ISOLATION.replace("DISCIPLINE", discipline), discipline);
     let secs = 5;
-    let a = tokio::spawn(load(n.clone(), "a", 16, Some(5000), secs));
-    let b = tokio::spawn(load(n.clone(), "b", 16, Some(5000), secs));
-    let bully = tokio::spawn(load(n.clone(), "bully", 64, None, secs));
+    let a = tokio::spawn(load(n.clone(), "a", Client::reads(16, Some(5000)), secs));
+    let b = tokio::spawn(load(n.clone(), "b", Client::reads(16, Some(5000)), secs));
+    let bully = tokio::spawn(load(n.clone(), "bully", Client::reads(64, None), secs));
     (a.await.unwrap(), b.await.unwrap(), bully.await.unwrap(), n)
 }
 
@@ -156,7 +53,7 @@ async fn isolation(discipline: &str) -> (Load, Load, Load, Arc<Node>) {
 async fn floors_hold_against_a_bully_and_fifo_lets_it_crowd_them_out() {
     let (a, b, bully, n) = isolation("mclock").await;
     for (name, l) in [("a", &a), ("b", &b)] {
-        let got = rate(l, 1);
+        let got = l.rate(1);
         assert!(
             (4950.0..=5050.0).contains(&got),
             "mclock: protected {name} did {got:.0} IOPS, want 5,000 ±1%: {:?}",
@@ -168,7 +65,7 @@ async fn floors_hold_against_a_bully_and_fifo_lets_it_crowd_them_out() {
             l.mean_lat_ns
         );
     }
-    let total = rate(&a, 1) + rate(&b, 1) + rate(&bully, 1);
+    let total = a.rate(1) + b.rate(1) + bully.rate(1);
     assert!(
         (19_600.0..=20_200.0).contains(&total),
         "node capacity 20,000 IOPS, measured {total:.0}"
@@ -186,7 +83,7 @@ async fn floors_hold_against_a_bully_and_fifo_lets_it_crowd_them_out() {
 
     let (a, b, bully, _) = isolation("fifo").await;
     for (name, l) in [("a", &a), ("b", &b)] {
-        let got = rate(l, 1);
+        let got = l.rate(1);
         // Arrival order shares the node by queue occupancy: a's 16 against the bully's
         // 64 (fewer while its replies are in flight) gives a ~4,000 IOPS, well short.
         assert!(
@@ -195,11 +92,7 @@ async fn floors_hold_against_a_bully_and_fifo_lets_it_crowd_them_out() {
             l.per_sec
         );
     }
-    assert!(
-        rate(&bully, 1) > 12_000.0,
-        "fifo bully {:.0}",
-        rate(&bully, 1)
-    );
+    assert!(bully.rate(1) > 12_000.0, "fifo bully {:.0}", bully.rate(1));
 }
 
 #[tokio::test(start_paused = true)]
@@ -208,8 +101,8 @@ async fn ceilings_under_the_controller_count_as_ceiling_wait() {
         "[capacity]\niops = 50000\n[[policy]]\nname = \"cap\"\nfixed = { max_throughput_iops = 1000 }\n[[volume]]\nname = \"c\"\nsize = \"64MiB\"\npolicy = \"cap\"\n",
         "ceiling",
     );
-    let l = load(n.clone(), "c", 8, None, 4).await;
-    let got = rate(&l, 1);
+    let l = load(n.clone(), "c", Client::reads(8, None), 4).await;
+    let got = l.rate(1);
     assert!((990.0..=1010.0).contains(&got), "{got} {:?}", l.per_sec);
     let s = &n.volume("c").unwrap().stats;
     let ceiling = s.ceiling_wait_ns.load(std::sync::atomic::Ordering::Relaxed);
@@ -232,11 +125,11 @@ async fn overcommitted_floors_are_scaled_and_reported() {
         .overcommit()
         .expect("16,000 of floors on 10,000 IOPS");
     assert!((f - 0.625).abs() < 1e-9, "{f}");
-    let x = tokio::spawn(load(n.clone(), "x", 32, None, 4));
-    let y = tokio::spawn(load(n.clone(), "y", 32, None, 4));
+    let x = tokio::spawn(load(n.clone(), "x", Client::reads(32, None), 4));
+    let y = tokio::spawn(load(n.clone(), "y", Client::reads(32, None), 4));
     let (x, y) = (x.await.unwrap(), y.await.unwrap());
     for l in [&x, &y] {
-        let got = rate(l, 1);
+        let got = l.rate(1);
         assert!((4950.0..=5050.0).contains(&got), "{got} {:?}", l.per_sec);
     }
 }
@@ -248,15 +141,10 @@ async fn a_policy_change_releases_queued_requests() {
         "[capacity]\niops = 1000\n[[policy]]\nname = \"slow\"\nfixed = { max_throughput_iops = 10 }\n[[policy]]\nname = \"fast\"\nfixed = { max_throughput_iops = 900 }\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"slow\"\n",
         "move",
     );
-    let vol = n.volume("v").unwrap();
-    let (n2, v2) = (n.clone(), vol.clone());
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        n2.assign_policy(&v2, Some("fast".into())).unwrap();
-    });
-    let l = load(n.clone(), "v", 32, None, 4).await;
+    assign_policy_after(&n, "v", "fast", Duration::from_millis(1500));
+    let l = load(n.clone(), "v", Client::reads(32, None), 4).await;
     assert!(l.per_sec[0] <= 12, "slow first: {:?}", l.per_sec);
-    assert!(rate(&l, 2) > 850.0, "then fast: {:?}", l.per_sec);
+    assert!(l.rate(2) > 850.0, "then fast: {:?}", l.per_sec);
 }
 
 #[tokio::test(start_paused = true)]
@@ -296,30 +184,30 @@ size = "64MiB"
     let ad_floor = n.volume("ad").unwrap().limits().floor.iops;
     assert_eq!(ad_floor, 6710);
     assert_eq!(n.scheduler.status().unwrap().reserved.iops, 6000 + 6710);
-    let g1 = tokio::spawn(load(n.clone(), "g1", 32, None, 4));
-    let g2 = tokio::spawn(load(n.clone(), "g2", 32, None, 4));
-    let ad = tokio::spawn(load(n.clone(), "ad", 32, None, 4));
-    let bully = tokio::spawn(load(n.clone(), "bully", 64, None, 4));
+    let g1 = tokio::spawn(load(n.clone(), "g1", Client::reads(32, None), 4));
+    let g2 = tokio::spawn(load(n.clone(), "g2", Client::reads(32, None), 4));
+    let ad = tokio::spawn(load(n.clone(), "ad", Client::reads(32, None), 4));
+    let bully = tokio::spawn(load(n.clone(), "bully", Client::reads(64, None), 4));
     let (g1, g2, ad, bully) = (
         g1.await.unwrap(),
         g2.await.unwrap(),
         ad.await.unwrap(),
         bully.await.unwrap(),
     );
-    let group = rate(&g1, 1) + rate(&g2, 1);
+    let group = g1.rate(1) + g2.rate(1);
     eprintln!(
         "group {group:.0} (g1 {:.0} g2 {:.0}), ad {:.0}, bully {:.0}",
-        rate(&g1, 1),
-        rate(&g2, 1),
-        rate(&ad, 1),
-        rate(&bully, 1)
+        g1.rate(1),
+        g2.rate(1),
+        ad.rate(1),
+        bully.rate(1)
     );
     // Floors first, then the rest shared equally by the three flows (group, ad, bully).
     let spare = (20000.0 - 6000.0 - 6710.0) / 3.0;
     for (what, got, want) in [
         ("group", group, 6000.0 + spare),
-        ("adaptive", rate(&ad, 1), 6710.0 + spare),
-        ("bully", rate(&bully, 1), spare),
+        ("adaptive", ad.rate(1), 6710.0 + spare),
+        ("bully", bully.rate(1), spare),
     ] {
         assert!(
             (got - want).abs() <= want * 0.02,
@@ -336,16 +224,7 @@ async fn a_closed_connections_queued_requests_do_not_hold_back_the_next_client()
     );
     let read = |cookie: u64| {
         let mut out = Vec::new();
-        encode_request(
-            &mut out,
-            &Request {
-                flags: 0,
-                command: CMD_READ,
-                cookie,
-                offset: cookie * 4096,
-                length: 4096,
-            },
-        );
+        read_4k(&mut out, cookie);
         out
     };
     // Client A queues 8 reads at 10 IOPS and goes away after the first reply.

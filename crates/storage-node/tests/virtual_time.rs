@@ -4,13 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use nbd_proto::*;
 use storage_node::{server, Node, NodeConfig};
 
 mod common;
-use common::{handshake, TestDir};
+use common::load::{assign_policy_after, load, Client};
+use common::{handshake, read_4k, TestDir};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::time::Instant;
 
 fn node(policy_toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
     let dir = TestDir::new(&format!("vt-{tag}"));
@@ -20,57 +19,12 @@ fn node(policy_toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
     (Node::open(&cfg, &dir).expect("node"), dir)
 }
 
-/// Keep `qd` reads of `bs` bytes in flight for `secs` virtual seconds; return completions
-/// per second.
+/// Keep `qd` reads of `bs` bytes in flight on `v` for `secs` virtual seconds; return
+/// completions per second.
 async fn drive(node: Arc<Node>, qd: usize, bs: u32, secs: u64) -> Vec<u64> {
-    let (mut client, server_side) = tokio::io::duplex(8 << 20);
-    tokio::spawn(server::connection(server_side, node, None));
-    let size = handshake(&mut client, "v").await;
-    let start = Instant::now();
-    let mut per_sec = vec![0u64; secs as usize];
-    let mut cookie = 0u64;
-    let send = |out: &mut Vec<u8>, cookie: &mut u64| {
-        *cookie += 1;
-        let offset = (*cookie * 7919 * bs as u64) % (size - bs as u64);
-        encode_request(
-            out,
-            &Request {
-                flags: 0,
-                command: CMD_READ,
-                cookie: *cookie,
-                offset,
-                length: bs,
-            },
-        );
-    };
-    let mut out = Vec::new();
-    for _ in 0..qd {
-        send(&mut out, &mut cookie);
-    }
-    client.write_all(&out).await.unwrap();
-    let mut payload = vec![0u8; bs as usize];
-    loop {
-        let mut hdr = [0u8; 16];
-        client.read_exact(&mut hdr).await.unwrap();
-        assert_eq!(
-            u32::from_be_bytes(hdr[0..4].try_into().unwrap()),
-            SIMPLE_REPLY_MAGIC
-        );
-        assert_eq!(
-            u32::from_be_bytes(hdr[4..8].try_into().unwrap()),
-            0,
-            "read failed"
-        );
-        client.read_exact(&mut payload).await.unwrap();
-        let t = start.elapsed();
-        if t >= Duration::from_secs(secs) {
-            return per_sec;
-        }
-        per_sec[t.as_secs() as usize] += 1;
-        out.clear();
-        send(&mut out, &mut cookie);
-        client.write_all(&out).await.unwrap();
-    }
+    load(node, "v", Client::closed(qd, bs, 0), secs)
+        .await
+        .per_sec
 }
 
 #[track_caller]
@@ -152,14 +106,7 @@ async fn shutdown_finishes_in_flight_requests_then_closes() {
     handshake(&mut client, "v").await;
     let mut out = Vec::new();
     for cookie in 1..=8u64 {
-        let req = Request {
-            flags: 0,
-            command: CMD_READ,
-            cookie,
-            offset: cookie * 4096,
-            length: 4096,
-        };
-        encode_request(&mut out, &req);
+        read_4k(&mut out, cookie);
     }
     client.write_all(&out).await.unwrap();
     // Let the server read the batch (they are QoS-delayed: 100 IOPS), then shut down.
@@ -194,11 +141,7 @@ async fn moving_a_volume_to_another_policy_applies_to_connected_clients() {
         "live",
     );
     let vol = n.volume("v").unwrap();
-    let (n2, v2) = (n.clone(), vol.clone());
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        n2.assign_policy(&v2, Some("slow".into())).unwrap();
-    });
+    assign_policy_after(&n, "v", "slow", Duration::from_secs(3));
     let per_sec = drive(n, 32, 4096, 6).await;
     check_rate(&per_sec[1..3], 5000.0, "before the move");
     check_rate(&per_sec[4..], 1000.0, "after the move");

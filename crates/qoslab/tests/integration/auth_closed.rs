@@ -60,18 +60,25 @@ fn user_cmd(data: &std::path::Path, args: &[&str], stdin: &str) -> std::process:
 
 const ADMIN: Option<(&str, &str)> = Some(("admin", "pw-admin"));
 
-#[test]
-fn losing_the_last_user_never_opens_a_running_nodes_api() {
+/// `qoslab user create admin` (password `pw-admin`) in the data directory `data`.
+fn create_admin(data: &std::path::Path) {
+    let out = user_cmd(data, &["create", "admin", "--password-stdin"], "pw-admin\n");
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// A node whose only API user is `admin`, a client of its API, and its data directory.
+fn node_with_admin() -> (Node, Api, std::path::PathBuf) {
     let dir = TempDir::new("node");
     let data = dir.join("data");
-    let out = user_cmd(
-        &data,
-        &["create", "admin", "--password-stdin"],
-        "pw-admin\n",
-    );
-    assert!(out.status.success(), "{out:?}");
+    create_admin(&data);
     let n = Node::start_in(dir, "", &[]);
     let a = Api::new(&n.api_url());
+    (n, a, data)
+}
+
+#[test]
+fn losing_the_last_user_never_opens_a_running_nodes_api() {
+    let (_node, a, data) = node_with_admin();
     let body = r#"{"name":"v1","size":"1MiB"}"#;
     assert_eq!(req(&a, "POST", VOLUMES, body, None).status, 401);
     assert_eq!(req(&a, "POST", VOLUMES, body, ADMIN).status, 201);
@@ -100,12 +107,7 @@ fn losing_the_last_user_never_opens_a_running_nodes_api() {
     assert_eq!(req(&a, "POST", VOLUMES, body, None).status, 500);
     // A new user brings the API back, with credentials.
     std::fs::remove_file(data.join("users.json")).unwrap();
-    let out = user_cmd(
-        &data,
-        &["create", "admin", "--password-stdin"],
-        "pw-admin\n",
-    );
-    assert!(out.status.success(), "{out:?}");
+    create_admin(&data);
     assert_eq!(req(&a, "POST", VOLUMES, body, ADMIN).status, 201);
     let vols = req(&a, "GET", VOLUMES, "", ADMIN).json();
     assert_eq!(vols["num_records"], 2, "{vols}");
@@ -113,16 +115,7 @@ fn losing_the_last_user_never_opens_a_running_nodes_api() {
 
 #[test]
 fn unknown_users_cost_a_hash_and_repeated_failures_back_off() {
-    let dir = TempDir::new("node");
-    let data = dir.join("data");
-    let out = user_cmd(
-        &data,
-        &["create", "admin", "--password-stdin"],
-        "pw-admin\n",
-    );
-    assert!(out.status.success(), "{out:?}");
-    let n = Node::start_in(dir, "", &[]);
-    let a = Api::new(&n.api_url());
+    let (_node, a, _) = node_with_admin();
     let time = |user: Option<(&str, &str)>| {
         let t = Instant::now();
         let r = req(&a, "GET", VOLUMES, "", user);

@@ -166,3 +166,45 @@ expect = [{}]
         list.join(", ")
     )
 }
+
+/// Run 1 of the results database `db` in `dir`, exported as JSON.
+pub fn json_run(dir: &Dir, db: &str) -> serde_json::Value {
+    let o = qoslab(
+        dir,
+        &["results", "export", "1", "--format", "json", "--db", db],
+        Duration::from_secs(60),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("export is JSON ({e}): {out}"))
+}
+
+/// The table `kind`/`name` of an exported run.
+pub fn table<'a>(run: &'a serde_json::Value, kind: &str, name: &str) -> &'a serde_json::Value {
+    run["tables"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["kind"] == kind && t["name"] == name))
+        .unwrap_or_else(|| panic!("no table {kind}/{name} in {}", run["tables"]))
+}
+
+/// A row's cell in column `col` of an exported table.
+pub fn cell<'a>(
+    t: &'a serde_json::Value,
+    row: &'a serde_json::Value,
+    col: &str,
+) -> &'a serde_json::Value {
+    let i = t["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c == col)
+        .unwrap_or_else(|| panic!("no column {col}"));
+    &row[i]
+}
+
+/// The output of a `qoslab` run that must exit 0: its stdout.
+pub fn succeeded(o: &Output) -> String {
+    let (out, err) = text(o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    out
+}

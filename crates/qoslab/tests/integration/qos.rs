@@ -1,21 +1,25 @@
 //! QoS ceilings end to end: real fio through the real binary, measured by fio.
 
-use crate::util::{fio, heavy, Node};
+use crate::util::{fio, heavy, one_volume_config, FioResult, Node};
+
+/// A node with one volume, `vol` (`size`), under the fixed policy `policy` (`limits`: its
+/// keys), and fio's run on it: `args`, time based, 5 s after a 1 s ramp.
+fn fio_under_ceiling(policy: &str, limits: &str, size: &str, args: &[&str]) -> (Node, FioResult) {
+    let node = Node::start(&one_volume_config(policy, limits, "vol", size));
+    let mut a = args.to_vec();
+    a.extend(["--time_based", "--runtime=5", "--ramp_time=1"]);
+    let r = fio(&node.uri("vol"), &a);
+    (node, r)
+}
 
 #[test]
 fn iops_ceiling_holds_at_500() {
     let _g = heavy();
-    let node = Node::start(
-        r#"
-[[policy]]
-name = "p500"
-fixed = { max_throughput_iops = 500 }
-
-[[volume]]
-name = "vol"
-size = "64MiB"
-policy = "p500"
-"#,
+    let (node, r) = fio_under_ceiling(
+        "p500",
+        "max_throughput_iops = 500",
+        "64MiB",
+        &["--rw=randread", "--bs=4k", "--iodepth=16"],
     );
     assert!(
         node.ready_output()
@@ -23,17 +27,6 @@ policy = "p500"
             .any(|l| l.contains("vol") && l.contains("ceiling 500 IOPS")),
         "ready output names the ceiling: {:?}",
         node.ready_output()
-    );
-    let r = fio(
-        &node.uri("vol"),
-        &[
-            "--rw=randread",
-            "--bs=4k",
-            "--iodepth=16",
-            "--time_based",
-            "--runtime=5",
-            "--ramp_time=1",
-        ],
     );
     let iops = r.iops("read");
     eprintln!("500-IOPS volume: fio measured {iops:.1} IOPS");
@@ -47,28 +40,11 @@ policy = "p500"
 #[test]
 fn bandwidth_ceiling_holds_at_100_mib_s() {
     let _g = heavy();
-    let node = Node::start(
-        r#"
-[[policy]]
-name = "p100m"
-fixed = { max_throughput_mbps = 100 }
-
-[[volume]]
-name = "vol"
-size = "256MiB"
-policy = "p100m"
-"#,
-    );
-    let r = fio(
-        &node.uri("vol"),
-        &[
-            "--rw=read",
-            "--bs=1M",
-            "--iodepth=8",
-            "--time_based",
-            "--runtime=5",
-            "--ramp_time=1",
-        ],
+    let (_node, r) = fio_under_ceiling(
+        "p100m",
+        "max_throughput_mbps = 100",
+        "256MiB",
+        &["--rw=read", "--bs=1M", "--iodepth=8"],
     );
     let mib_s = r.mib_s("read");
     eprintln!("100 MB/s volume: fio measured {mib_s:.2} MiB/s");

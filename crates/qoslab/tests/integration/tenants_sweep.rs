@@ -9,36 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir};
 use crate::util::require_tool;
-
-fn json_run(dir: &Dir, db: &str) -> Value {
-    let o = qoslab(
-        dir,
-        &["results", "export", "1", "--format", "json", "--db", db],
-        Duration::from_secs(60),
-    );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("export is JSON ({e}): {out}"))
-}
-
-fn table<'a>(run: &'a Value, kind: &str, name: &str) -> &'a Value {
-    run["tables"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["kind"] == kind && t["name"] == name))
-        .unwrap_or_else(|| panic!("no table {kind}/{name} in {}", run["tables"]))
-}
-
-fn cell<'a>(t: &'a Value, row: &'a Value, col: &str) -> &'a Value {
-    let i = t["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|c| c == col)
-        .unwrap_or_else(|| panic!("no column {col}"));
-    &row[i]
-}
 
 /// Chromium's DOM dump of a page (headless, 60 s limit).
 fn chromium_dom(profile: &Path, page: &Path) -> String {
@@ -117,13 +89,12 @@ git = {{ files = 400, bytes = "24MiB", seed = 5 }}
             d = dir.path().display()
         ),
     );
-    let o = qoslab(
+    let plan = plan.to_str().unwrap();
+    let out = succeeded(&qoslab(
         &dir,
-        &["bench", plan.to_str().unwrap(), "--db", "r.db"],
+        &["bench", plan, "--db", "r.db"],
         Duration::from_secs(600),
-    );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    ));
     for needle in [
         "| instance | total | failed | fail rate (%) |",
         "| instance\\throughput | load | run |",
@@ -236,13 +207,13 @@ app = "fio"
 "#,
     );
     let _h = crate::util::heavy();
-    let o = qoslab(
+    // Exit 0: the floor verdicts pass.
+    let plan = plan.to_str().unwrap();
+    let out = succeeded(&qoslab(
         &dir,
-        &["bench", plan.to_str().unwrap(), "--db", "r.db"],
+        &["bench", plan, "--db", "r.db"],
         Duration::from_secs(300),
-    );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "the floor verdicts pass:\n{out}\n{err}");
+    ));
     let run = json_run(&dir, "r.db");
     let s = table(&run, "tenants", "summary");
     let rows = s["rows"].as_array().unwrap();

@@ -8,37 +8,27 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::api_util::Api;
-use crate::bench_util::{qoslab, text, Dir};
-use crate::util::{heavy, require_fio_nbd, Node};
+use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir};
+use crate::util::{heavy, one_volume_config, require_fio_nbd, Node};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
-fn json_run(dir: &Dir, db: &str) -> Value {
-    let o = qoslab(
-        dir,
-        &["results", "export", "1", "--format", "json", "--db", db],
-        Duration::from_secs(60),
-    );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("export is JSON ({e}): {out}"))
-}
-
-fn table<'a>(run: &'a Value, kind: &str, name: &str) -> &'a Value {
-    run["tables"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["kind"] == kind && t["name"] == name))
-        .unwrap_or_else(|| panic!("no table {kind}/{name} in {}", run["tables"]))
-}
-
-fn cell<'a>(t: &'a Value, row: &'a Value, col: &str) -> &'a Value {
-    let i = t["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|c| c == col)
-        .unwrap_or_else(|| panic!("no column {col}"));
-    &row[i]
+/// The summary table of a run on a target whose QoS is its own: `n` rows (points x
+/// classes), each with no failure, a positive mean and the QoS named as the target's.
+fn summary_on_a_target(run: &Value, n: usize) -> &Value {
+    let s = table(run, "tenants", "summary");
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), n, "points x classes: {s}");
+    for r in rows {
+        assert_eq!(cell(s, r, "failed"), 0, "{r}");
+        assert!(cell(s, r, "mean").as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(
+            cell(s, r, "qos"),
+            "not enforced by qoslab: the target's own",
+            "{r}"
+        );
+    }
+    s
 }
 
 fn names(v: &Value) -> Vec<String> {
@@ -98,13 +88,11 @@ expect_ceiling = 0.05
         ),
     );
     let t = target.to_str().unwrap();
-    let o = qoslab(
+    let out = succeeded(&qoslab(
         &dir,
         &["bench", "dir.toml", "--target", t, "--db", "r.db"],
         LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    ));
     assert!(
         out.contains("QoS policies not enforced by qoslab: the target's own")
             && out.contains("expectations of db are not judged"),
@@ -122,17 +110,8 @@ expect_ceiling = 0.05
     );
 
     let run = json_run(&dir, "r.db");
-    let s = table(&run, "tenants", "summary");
-    let rows = s["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 4, "2 points x 2 classes: {s}");
-    for r in rows {
-        assert_eq!(cell(s, r, "failed"), 0, "{r}");
-        assert!(cell(s, r, "mean").as_f64().unwrap() > 0.0, "{r}");
-        assert_eq!(
-            cell(s, r, "qos"),
-            "not enforced by qoslab: the target's own",
-            "{r}"
-        );
+    let s = summary_on_a_target(&run, 4);
+    for r in s["rows"].as_array().unwrap() {
         assert!(
             cell(s, r, "ceiling_iops").is_null() && cell(s, r, "qos_ceiling_wait_ms").is_null(),
             "no limits or waits the target does not have: {r}"
@@ -159,22 +138,16 @@ expect_ceiling = 0.05
     }
 }
 
-const NODE: &str = r#"
-[[policy]]
-name = "theirs300"
-fixed = { max_throughput_iops = 300 }
-
-[[volume]]
-name = "keepme"
-size = "64MiB"
-policy = "theirs300"
-"#;
+/// The node's own: a policy and a volume under it, which the runs must leave as they are.
+fn node_config() -> String {
+    one_volume_config("theirs300", "max_throughput_iops = 300", "keepme", "64MiB")
+}
 
 #[test]
 fn tenants_on_a_running_node_get_volumes_under_their_class_policy_through_its_api() {
     require_fio_nbd();
     let _h = heavy();
-    let node = Node::start(NODE);
+    let node = Node::start(&node_config());
     let url = node.api_url();
     let api = Api::new(&url);
     let dir = Dir::new("tenants-node");
@@ -229,13 +202,11 @@ expect_ceiling = 0.1
             d = dir.path().display()
         ),
     );
-    let o = qoslab(
+    let out = succeeded(&qoslab(
         &dir,
         &["bench", "node.toml", "--node", &url, "--db", "r.db"],
         LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    ));
     assert!(
         out.contains("created policy made200 on"),
         "the missing policy is created:\n{out}"
@@ -313,7 +284,7 @@ expect_ceiling = 0.1
 
 #[test]
 fn targets_the_tenants_family_cannot_use_are_refused_naming_the_flag() {
-    let node = Node::start(NODE);
+    let node = Node::start(&node_config());
     let url = node.api_url();
     let dir = Dir::new("tenants-bad");
     let file = dir.write("f.img", "");
@@ -466,7 +437,7 @@ fn signal_and_wait(
 fn a_sigterm_mid_sweep_on_a_running_node_deletes_the_runs_volumes_and_policies() {
     require_fio_nbd();
     let _h = heavy();
-    let node = Node::start(NODE);
+    let node = Node::start(&node_config());
     let url = node.api_url();
     let api = Api::new(&url);
     let dir = Dir::new("tenants-node-term");
@@ -487,7 +458,7 @@ fn a_sigterm_mid_sweep_on_a_running_node_deletes_the_runs_volumes_and_policies()
 fn volumes_a_sigkilled_sweep_left_on_the_node_are_deleted_by_the_next_run() {
     require_fio_nbd();
     let _h = heavy();
-    let node = Node::start(NODE);
+    let node = Node::start(&node_config());
     let url = node.api_url();
     let api = Api::new(&url);
     let dir = Dir::new("tenants-node-kill");
@@ -508,13 +479,11 @@ fn volumes_a_sigkilled_sweep_left_on_the_node_are_deleted_by_the_next_run() {
             .replace("points = [2]", "points = [1]")
             .replace("\"60s\"", "\"1s\""),
     );
-    let o = qoslab(
+    let out = succeeded(&qoslab(
         &dir,
         &["bench", "short.toml", "--node", &url, "--db", "r.db"],
         LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    ));
     for v in left.iter().filter(|v| v.starts_with("qlt")) {
         assert!(
             out.contains(&format!("deleted volume {v} on")),
@@ -592,23 +561,9 @@ fio_size = "16MiB"
         a.extend_from_slice(extra);
         qoslab(&dir, &a, LIMIT)
     };
-    let o = run(&[]);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let out = succeeded(&run(&[]));
     assert!(out.contains("a block device per tenant"), "{out}");
-    let stored = json_run(&dir, "r.db");
-    let s = table(&stored, "tenants", "summary");
-    let rows = s["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2, "{s}");
-    for r in rows {
-        assert_eq!(cell(s, r, "failed"), 0, "{r}");
-        assert!(cell(s, r, "mean").as_f64().unwrap() > 0.0, "{r}");
-        assert_eq!(
-            cell(s, r, "qos"),
-            "not enforced by qoslab: the target's own",
-            "{r}"
-        );
-    }
+    summary_on_a_target(&json_run(&dir, "r.db"), 2);
 
     // A device holding a file system is refused before anything runs, naming the flag.
     let mkfs = std::process::Command::new("mkfs.ext4")
@@ -640,9 +595,7 @@ fio_size = "16MiB"
     assert!(!o.status.success(), "{out}");
     assert!(err.contains("never overwritten"), "{err}");
     // Named in --destroy-data (and not in use), it is taken.
-    let o = run(&["--destroy-data", &loops.0[1]]);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    succeeded(&run(&["--destroy-data", &loops.0[1]]));
 
     // git needs a file system: refused on block devices, naming the class and the flag.
     dir.write(

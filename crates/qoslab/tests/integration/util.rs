@@ -525,3 +525,12 @@ static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// A node config of one volume, `volume` (`size`), under one fixed policy, `policy`
+/// (`limits`: its keys, as in `max_throughput_iops = 500`).
+pub fn one_volume_config(policy: &str, limits: &str, volume: &str, size: &str) -> String {
+    format!(
+        "[[policy]]\nname = \"{policy}\"\nfixed = {{ {limits} }}\n\n\
+         [[volume]]\nname = \"{volume}\"\nsize = \"{size}\"\npolicy = \"{policy}\"\n"
+    )
+}

@@ -1,9 +1,12 @@
-//! Shared by the storage node's test binaries: a minimal NBD client handshake, and a temp
-//! directory removed on drop (`storage_node::test_dir`).
+//! Shared by the storage node's test binaries: a minimal NBD client handshake, a temp
+//! directory removed on drop (`test_support::TestDir`), and a closed-loop client on
+//! tokio's clock (`load`).
 #![allow(dead_code)] // each test binary uses its part
 
 use nbd_proto::*;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+pub mod load;
 
 /// Handshake with GO for `export` (simple replies), returning the export size.
 pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(c: &mut S, export: &str) -> u64 {
@@ -37,6 +40,20 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(c: &mut S, export: &st
         }
         assert_eq!(ty & 0x8000_0000, 0, "option error {ty:x}");
     }
+}
+
+/// Append a 4 KiB READ whose cookie is `cookie` and whose offset is `cookie` x 4 KiB.
+pub fn read_4k(out: &mut Vec<u8>, cookie: u64) {
+    encode_request(
+        out,
+        &Request {
+            flags: 0,
+            command: CMD_READ,
+            cookie,
+            offset: cookie * 4096,
+            length: 4096,
+        },
+    );
 }
 
 #[allow(unused_imports)] // not every test binary makes a directory

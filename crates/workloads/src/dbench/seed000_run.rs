@@ -12,8 +12,8 @@ use super::seed000::{self, Cells, Unit};
 /// re-run superseded (the demo's) is not read: its replacement is.
 pub fn measured(run: &RunRecord, volume: &str) -> Option<Cells> {
     let cells: Cells = std::array::from_fn(|i| {
-        let r = job(run, volume, JOBS[i])?.primary()?;
-        let d = if READ[i] { &r.read } else { &r.write };
+        let r = job(run, volume, job_of(i))?.primary()?;
+        let d = if is_read(i) { &r.read } else { &r.write };
         Some(match seed000::CELLS[i].1 {
             Unit::Iops => d.iops_text() as f64,
             Unit::MibS => d.bw_text() as f64 / 1048576.0,
@@ -23,22 +23,16 @@ pub fn measured(run: &RunRecord, volume: &str) -> Option<Cells> {
     cells.iter().any(Option::is_some).then_some(cells)
 }
 
-/// The dbench job behind each cell, and whether the cell is its read side.
-const JOBS: [&str; 10] = [
-    "read_iops",
-    "write_iops",
-    "read_bw",
-    "write_bw",
-    "read_latency",
-    "write_latency",
-    "read_seq",
-    "write_seq",
-    "rw_mix",
-    "rw_mix",
-];
-const READ: [bool; 10] = [
-    true, false, true, false, true, false, true, false, true, false,
-];
+/// The dbench job behind cell `i`: a job per cell in dbench's order, but the mixed job
+/// gives the last two (its read and its write side).
+fn job_of(i: usize) -> &'static str {
+    super::JOBS[i.min(super::JOBS.len() - 1)]
+}
+
+/// Whether cell `i` is its job's read side (the cells alternate read, write).
+fn is_read(i: usize) -> bool {
+    i.is_multiple_of(2)
+}
 
 /// The current (not superseded) job `name` on `volume`.
 fn job<'a>(run: &'a RunRecord, volume: &str, name: &str) -> Option<&'a JobRecord> {
@@ -51,7 +45,7 @@ fn job<'a>(run: &'a RunRecord, volume: &str, name: &str) -> Option<&'a JobRecord
 /// starved load generator or a busy host: `Bottleneck::discredits_measurement`).
 pub fn machine(run: &RunRecord, volume: &str) -> [Option<String>; 10] {
     std::array::from_fn(|i| {
-        let d = job(run, volume, JOBS[i])?.diagnosis.as_ref()?;
+        let d = job(run, volume, job_of(i))?.diagnosis.as_ref()?;
         d.bottleneck
             .discredits_measurement()
             .then(|| d.bottleneck.to_string())
@@ -106,4 +100,24 @@ pub fn print(run: &RunRecord, json: bool, out: &mut impl std::io::Write) -> std:
     } else {
         0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cell_reads_its_dbench_job_and_side() {
+        let want = "read_iops write_iops read_bw write_bw read_latency write_latency \
+                    read_seq write_seq rw_mix rw_mix";
+        let jobs: Vec<&str> = (0..seed000::CELLS.len()).map(job_of).collect();
+        assert_eq!(jobs, want.split_whitespace().collect::<Vec<_>>());
+        for (i, (name, _)) in seed000::CELLS.iter().enumerate() {
+            assert_eq!(
+                is_read(i),
+                name.to_lowercase().contains("read"),
+                "cell {i}: {name}"
+            );
+        }
+    }
 }
