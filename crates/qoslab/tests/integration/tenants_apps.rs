@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::bench_util::{qoslab, text, Dir, QOSLAB};
+use crate::bench_util::{cell, json_run, qoslab, table, text, Dir, QOSLAB};
 
 /// Fail (never skip) unless the applications' tools are installed (install-deps.sh).
 fn require_app_tools() {
@@ -102,31 +102,7 @@ fn sweep(dir: &Dir, plan: &Path) -> (String, Value) {
         "nothing stays mounted or attached"
     );
     assert_eq!(java_under(dir.path()), 0, "no JVM outlives the run");
-    let o = qoslab(
-        dir,
-        &["results", "export", "1", "--format", "json", "--db", "r.db"],
-        Duration::from_secs(60),
-    );
-    let (json, err) = text(&o);
-    assert!(o.status.success(), "{err}");
-    (out, serde_json::from_str(&json).expect("export is JSON"))
-}
-
-fn table<'a>(run: &'a Value, kind: &str, name: &str) -> &'a Value {
-    run["tables"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["kind"] == kind && t["name"] == name))
-        .unwrap_or_else(|| panic!("no table {kind}/{name} in {}", run["tables"]))
-}
-
-fn cell<'a>(t: &'a Value, row: &'a Value, col: &str) -> &'a Value {
-    let i = t["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|c| c == col)
-        .unwrap_or_else(|| panic!("no column {col}"));
-    &row[i]
+    (out, json_run(dir, "r.db"))
 }
 
 /// The summary row of `class` at `n` tenants.
