@@ -26,7 +26,7 @@ done
 
 # The integration binary's real-time modules and tests, the e2e targets that measure this
 # machine, and the unit tier's few wall-clock tests.
-REALTIME='(binary_id(qoslab::integration) & (test(/^(qos|array|api_live|diagnosis)::/) | test(=isolation::floors_hold_against_a_qd64_bully_and_fall_without_them) | test(=report::a_volume_on_a_running_node_gets_the_nodes_samples_over_rest) | test(=report::the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium) | test(=tenants::fsyncd_writes_are_held_to_the_policy_and_pages_are_cached_once) | test(=s3_qos::bucket_policies_hold_while_an_unlimited_bucket_runs_free)))
+REALTIME='(binary_id(qoslab::integration) & (test(/^(qos|array|api_live|diagnosis)::/) | test(=isolation::floors_hold_against_a_qd64_bully_and_fall_without_them) | test(=report::a_volume_on_a_running_node_gets_the_nodes_samples_over_rest) | test(=report::the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium) | test(=tenants::fsyncd_writes_are_held_to_the_policy_and_pages_are_cached_once) | test(=s3_qos::bucket_policies_hold_while_an_unlimited_bucket_runs_free) | test(=nfs_node::seed000_qos_rows_hold_over_nfs) | test(=nfs_node::nconnect_16_beats_one_connection_on_the_emulated_fsx) | test(=nfs_kernel::linux_kernel_client_is_held_to_a_nas_volumes_ceiling)))
  | binary(e2e_live) | binary(e2e_real_hosts)
  | test(=tenants::load::tests::a_busy_node_thread_is_the_node_and_the_process_memory_is_measured)
  | test(=calibrate::tests::measures_something_plausible_and_cleans_up)

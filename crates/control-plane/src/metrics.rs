@@ -341,6 +341,25 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
     for (v, l) in &vols {
         let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
     }
+    let nas: Vec<_> = vols.iter().filter(|(v, _)| v.is_nas()).collect();
+    if !nas.is_empty() {
+        header(
+            &mut o,
+            "qoslab_volume_nas_info",
+            "gauge",
+            "NAS volumes (served over NFS): junction path and export policy; always 1.",
+        );
+        for (v, l) in nas {
+            if let Some(n) = &v.nas {
+                let _ = writeln!(
+                    o,
+                    "qoslab_volume_nas_info{{{l},path=\"{}\",export_policy=\"{}\"}} 1",
+                    esc(&n.path),
+                    esc(&n.policy_name())
+                );
+            }
+        }
+    }
     buckets::render(node, &mut o);
     crate::credits::render_metrics(&mut o, node, &vols);
     o

@@ -9,7 +9,9 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+mod nfs;
 mod s3;
+pub use nfs::ExportPolicyRow;
 pub use s3::{BucketRow, S3UserRow};
 
 /// A stored policy. `spec` is the policy's ONTAP JSON (`{"fixed": {...}}` or
@@ -36,6 +38,10 @@ pub struct VolumeRow {
     pub svm_name: Option<String>,
     pub svm_uuid: Option<String>,
     pub policy_uuid: Option<String>,
+    /// A NAS volume's junction path (`None`: a block volume).
+    pub nas_path: Option<String>,
+    /// A NAS volume's export policy by name (`None`: `default`).
+    pub export_policy: Option<String>,
 }
 
 pub type Result<T> = std::result::Result<T, rusqlite::Error>;
@@ -81,6 +87,7 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(s3::SCHEMA)?;
+        nfs::migrate(&conn)?;
         let seeded: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key = 'seeded'", [], |r| {
                 r.get(0)
@@ -164,7 +171,7 @@ impl Store {
     pub fn volumes(&self) -> Result<Vec<VolumeRow>> {
         let mut st = self.conn.prepare(
             "SELECT uuid, name, size, reserve_percent, read_only, comment, svm_name, svm_uuid, \
-             policy_uuid FROM volumes ORDER BY seq",
+             policy_uuid, nas_path, export_policy FROM volumes ORDER BY seq",
         )?;
         let rows = st.query_map([], |r| {
             Ok(VolumeRow {
@@ -177,6 +184,8 @@ impl Store {
                 svm_name: r.get(6)?,
                 svm_uuid: r.get(7)?,
                 policy_uuid: r.get(8)?,
+                nas_path: r.get(9)?,
+                export_policy: r.get(10)?,
             })
         })?;
         rows.collect()
@@ -258,7 +267,8 @@ fn update_policy(c: &Connection, p: &PolicyRow) -> Result<()> {
 fn update_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
     c.execute(
         "UPDATE volumes SET name = ?2, size = ?3, reserve_percent = ?4, read_only = ?5, \
-         comment = ?6, svm_name = ?7, svm_uuid = ?8, policy_uuid = ?9 WHERE uuid = ?1",
+         comment = ?6, svm_name = ?7, svm_uuid = ?8, policy_uuid = ?9, nas_path = ?10, \
+         export_policy = ?11 WHERE uuid = ?1",
         params![
             v.uuid,
             v.name,
@@ -268,7 +278,9 @@ fn update_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
             v.comment,
             v.svm_name,
             v.svm_uuid,
-            v.policy_uuid
+            v.policy_uuid,
+            v.nas_path,
+            v.export_policy
         ],
     )?;
     Ok(())
@@ -286,7 +298,8 @@ fn insert_policy(c: &Connection, p: &PolicyRow) -> Result<()> {
 fn insert_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
     c.execute(
         "INSERT INTO volumes (uuid, name, size, reserve_percent, read_only, comment, svm_name, \
-         svm_uuid, policy_uuid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         svm_uuid, policy_uuid, nas_path, export_policy) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![
             v.uuid,
             v.name,
@@ -296,7 +309,9 @@ fn insert_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
             v.comment,
             v.svm_name,
             v.svm_uuid,
-            v.policy_uuid
+            v.policy_uuid,
+            v.nas_path,
+            v.export_policy
         ],
     )?;
     Ok(())
@@ -334,6 +349,8 @@ mod tests {
             svm_name: None,
             svm_uuid: None,
             policy_uuid: Some(p.uuid.clone()),
+            nas_path: None,
+            export_policy: None,
         };
         {
             let (mut s, seeded) = Store::open(&path).unwrap();

@@ -69,6 +69,15 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
         (Some(n), Some(v)) => n.options(v),
         _ => ctx.target.options(),
     };
+    if let Some(pre) = crate::nfs::prefill(&target_opts, &job.options) {
+        ctx.ui.print(&format!(
+            "laying out the file {} reads over NFS first (fio's nfs engine cannot lay out a file it reads)\n",
+            job.name
+        ));
+        if let Err(e) = ctx.exec.run(&pre) {
+            ctx.ui.print(&format!("  prefill failed: {e}\n"));
+        }
+    }
     let mut file = job_file(job, &target_opts);
     ctx.recorder.add_log_options(seq as usize, &mut file);
     let id = ctx.begin_job(

@@ -21,6 +21,7 @@ pub mod family;
 pub mod fio_job;
 pub mod host;
 pub mod local_node;
+pub mod nfs;
 pub mod node_api;
 pub mod node_sampler;
 pub mod ops;

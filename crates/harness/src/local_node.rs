@@ -23,6 +23,12 @@ pub fn endpoint(url: &str) -> Option<Endpoint> {
         "https" => 443,
         "http" => 80,
         "nbd" | "nbds" => 10809,
+        // libnfs URLs carry the NFS port in the query (`nfsport=`); 2049 otherwise.
+        "nfs" => rest
+            .split_once('?')
+            .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("nfsport=")))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(2049),
         "nbd+unix" | "nbds+unix" => {
             let query = rest.split_once('?')?.1;
             let socket = query.split('&').find_map(|kv| kv.strip_prefix("socket="))?;
@@ -65,7 +71,7 @@ pub fn server_pid(url: &str) -> Option<i32> {
 pub fn node_pid(target: &Target) -> Option<i32> {
     match target {
         Target::NodeVolume { node, uri, .. } => server_pid(node.url()).or_else(|| server_pid(uri)),
-        Target::Nbd(uri) => server_pid(uri),
+        Target::Nbd(uri) | Target::Nfs(uri) => server_pid(uri),
         Target::Node(node) => server_pid(node.url()),
         Target::Embedded | Target::Path(_) | Target::Devices(_) => None,
     }

@@ -33,6 +33,8 @@ pub enum TargetError {
 pub enum Target {
     Embedded,
     Nbd(String),
+    /// An NFSv3 export through fio's nfs engine (libnfs): `nfs://HOST/PATH[?...]`.
+    Nfs(String),
     Path(PathBuf),
     /// A volume on a running qoslab node, resolved through its REST API: its NBD URI and
     /// the effective limits expectations like `policy.ceiling` refer to.
@@ -70,10 +72,14 @@ impl Target {
             }
             return Ok(Target::Nbd(s.into()));
         }
+        if s.starts_with("nfs://") {
+            crate::nfs::check_url(s).map_err(|e| TargetError::Invalid(s.into(), e))?;
+            return Ok(Target::Nfs(s.into()));
+        }
         if s.contains("://") {
             return Err(TargetError::Invalid(
                 s.into(),
-                "allowed: embedded, nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, or a file, directory or block device path".into(),
+                "allowed: embedded, nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, nfs://HOST/PATH[?nfsport=P&mountport=P], or a file, directory or block device path".into(),
             ));
         }
         let p = PathBuf::from(s);
@@ -130,7 +136,7 @@ impl Target {
     pub fn describe(&self) -> String {
         match self {
             Target::Embedded => "embedded node".into(),
-            Target::Nbd(u) => u.clone(),
+            Target::Nbd(u) | Target::Nfs(u) => u.clone(),
             Target::Path(p) => p.display().to_string(),
             Target::NodeVolume {
                 node, volume, uri, ..
@@ -160,6 +166,10 @@ impl Target {
     pub fn options(&self) -> Vec<(String, String)> {
         match self {
             Target::Embedded | Target::Node(_) | Target::Devices(_) => Vec::new(),
+            Target::Nbd(u) | Target::NodeVolume { uri: u, .. } if u.starts_with("nfs://") => {
+                crate::nfs::options(u)
+            }
+            Target::Nfs(u) => crate::nfs::options(u),
             Target::Nbd(u) | Target::NodeVolume { uri: u, .. } => {
                 vec![("ioengine".into(), "nbd".into()), ("uri".into(), u.clone())]
             }
@@ -205,6 +215,7 @@ pub fn node_volume(node: &NodeHandle, volume: &str) -> Result<Target, TargetErro
     });
     let uri = unix
         .or_else(|| rec["nbd"]["uri"].as_str())
+        .or_else(|| rec["nfs"]["url"].as_str())
         .ok_or_else(|| {
             TargetError::Remote(format!(
                 "{url} reports no NBD address for volume {volume:?}"
@@ -250,6 +261,8 @@ pub use crate::tempdirs::temp_dir;
 pub struct EmbeddedNode {
     dir: PathBuf,
     socket: PathBuf,
+    /// Where its NFS front end listens, when it has NAS volumes.
+    nfs: Option<std::net::SocketAddr>,
     node: Arc<Node>,
     running: Option<NodeThread>,
     /// Its directory goes on a signal too (the lifecycle's local phase).
@@ -266,18 +279,30 @@ impl EmbeddedNode {
                 let _ = std::fs::remove_dir_all(&dir);
             })
         };
+        let fail = |e: String| {
+            let _ = std::fs::remove_dir_all(&dir);
+            TargetError::Node(e)
+        };
+        // NAS volumes are served over NFS on a loopback port of its own.
+        let (builder, nfs) = if cfg.volumes.iter().any(|v| v.nas.is_some()) {
+            let node = Node::open(cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
+            let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node)
+                .map_err(|e| fail(format!("NFS listener: {e}")))?;
+            let addr = fe.local_addr();
+            (Node::builder_for(node).front_end(fe), Some(addr))
+        } else {
+            (Node::builder(cfg.clone(), &dir.join("data")), None)
+        };
         // Every thread of the node is named toolsets::NODE_THREADS: the tool sets count
         // them as the node, the rest of this process as the harness.
-        let running = Node::builder(cfg.clone(), &dir.join("data"))
+        let running = builder
             .nbd_unix(&socket)
             .spawn_thread(toolsets::NODE_THREADS, 2)
-            .map_err(|e| {
-                let _ = std::fs::remove_dir_all(&dir);
-                TargetError::Node(e.to_string())
-            })?;
+            .map_err(|e| fail(e.to_string()))?;
         Ok(EmbeddedNode {
             dir,
             socket,
+            nfs,
             node: running.node().clone(),
             running: Some(running),
             _on_signal: on_signal,
@@ -302,8 +327,23 @@ impl EmbeddedNode {
         format!("nbd+unix:///{volume}?socket={}", self.socket.display())
     }
 
-    /// fio options reaching `volume`.
+    /// The libnfs URL of NAS volume `volume` (`None`: not a NAS volume).
+    pub fn nfs_url(&self, volume: &str) -> Option<String> {
+        let addr = self.nfs?;
+        let v = self.node.volume(volume)?;
+        let path = &v.nas.as_ref()?.path;
+        Some(format!(
+            "nfs://{}{path}?nfsport={p}&mountport={p}",
+            addr.ip(),
+            p = addr.port()
+        ))
+    }
+
+    /// fio options reaching `volume` (fio's nfs engine for a NAS volume).
     pub fn options(&self, volume: &str) -> Vec<(String, String)> {
+        if let Some(url) = self.nfs_url(volume) {
+            return crate::nfs::options(&url);
+        }
         vec![
             ("ioengine".into(), "nbd".into()),
             ("uri".into(), self.uri(volume)),

@@ -21,8 +21,10 @@ pub mod attr;
 pub mod conn;
 pub mod errors;
 pub mod export;
+pub mod front_end;
 pub mod handle;
 pub mod ops;
+pub mod qos;
 pub mod service;
 mod sys;
 pub mod tree;
@@ -35,6 +37,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 pub use export::{Access, ClientMatch, ExportSpec, Policy, Rule};
+pub use front_end::NfsFrontEnd;
 pub use service::{CallInfo, OpKind, Peer, Service};
 
 /// ONTAP's default `-tcp-max-xfer-size`.
@@ -108,7 +111,7 @@ impl NfsServer {
                     let peer = Peer { addr: addr.ip(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
                     let svc = self.service.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = conn::serve(svc, stream, peer, max).await {
+                        if let Err(e) = conn::serve(svc, stream, peer, max, None, None).await {
                             tracing::debug!("nfs: connection from {addr} ended: {e}");
                         }
                     });

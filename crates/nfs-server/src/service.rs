@@ -22,7 +22,8 @@ use crate::Config;
 /// An export: its tree, its (changeable) policy and what it served.
 pub struct Export {
     pub tree: Tree,
-    pub policy: RwLock<Policy>,
+    /// Its export policy (shared with the node's volume, which changes it in place).
+    pub policy: Arc<RwLock<Policy>>,
     pub stats: ExportStats,
 }
 
@@ -46,14 +47,23 @@ pub struct CallInfo {
     pub kind: OpKind,
     /// READ: the bytes asked for (at most rtmax); WRITE: the payload.
     pub bytes: u64,
+    /// The object the handle names (its inode) and, for READ and WRITE, the offset:
+    /// where the bytes are, for a provisioned file system's caches.
+    pub ino: u64,
+    pub offset: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpKind {
     Read,
     Write,
-    /// Any other NFSv3 procedure except NULL: metadata.
+    /// Any other NFSv3 procedure except NULL that only reads (GETATTR, LOOKUP, ACCESS,
+    /// READLINK, READDIR, READDIRPLUS, FSSTAT, FSINFO, PATHCONF): metadata.
     Other,
+    /// A procedure that changes the tree or makes it durable (SETATTR, CREATE, MKDIR,
+    /// SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT): metadata, counted as ONTAP
+    /// counts it ("other"), charged as a write of nothing by the emulated array.
+    OtherWrite,
     /// NULL, MOUNT, the portmapper, or a call that does not decode: not an operation on a
     /// volume.
     None,
@@ -127,10 +137,27 @@ impl Service {
 
     /// Adds (or replaces) an export; walks its tree once.
     pub fn add_export(&self, spec: ExportSpec) -> io::Result<Arc<Export>> {
-        let policy = spec.policy.clone();
+        let policy = Arc::new(RwLock::new(spec.policy.clone()));
+        let tree = Tree::open(spec)?;
+        self.insert(tree, policy)
+    }
+
+    /// Adds (or replaces) the export of a node's NAS volume: its space and its policy are
+    /// the volume's, shared (the node changes them in place).
+    pub fn add_shared_export(
+        &self,
+        spec: ExportSpec,
+        space: Arc<storage_node::nas::NasSpace>,
+        policy: Arc<RwLock<Policy>>,
+    ) -> io::Result<Arc<Export>> {
+        let tree = Tree::open_with(spec, space)?;
+        self.insert(tree, policy)
+    }
+
+    fn insert(&self, tree: Tree, policy: Arc<RwLock<Policy>>) -> io::Result<Arc<Export>> {
         let ex = Arc::new(Export {
-            tree: Tree::open(spec)?,
-            policy: RwLock::new(policy),
+            tree,
+            policy,
             stats: ExportStats::default(),
         });
         let mut map = self.by_id.write().unwrap_or_else(|p| p.into_inner());
@@ -227,6 +254,8 @@ impl Service {
             export: None,
             kind: OpKind::None,
             bytes: 0,
+            ino: 0,
+            offset: 0,
         };
         let Message::Call(c) = rpc::decode(record) else {
             return none;
@@ -236,12 +265,25 @@ impl Service {
                 let Ok(Some(a)) = nfs3::decode_args(c.proc_, c.args) else {
                     return none;
                 };
-                let export = a.handle().and_then(Handle::decode).map(|h| h.export);
-                let (kind, bytes) = match a {
-                    Args::Null => (OpKind::None, 0),
-                    Args::Read { count, .. } => (OpKind::Read, count.min(self.cfg.rtmax) as u64),
-                    Args::Write { data, .. } => (OpKind::Write, data.len() as u64),
-                    _ => (OpKind::Other, 0),
+                let h = a.handle().and_then(Handle::decode);
+                let (export, ino) = h.map_or((None, 0), |h| (Some(h.export), h.ino));
+                let (kind, bytes, offset) = match a {
+                    Args::Null => (OpKind::None, 0, 0),
+                    Args::Read { count, offset, .. } => {
+                        (OpKind::Read, count.min(self.cfg.rtmax) as u64, offset)
+                    }
+                    Args::Write { data, offset, .. } => (OpKind::Write, data.len() as u64, offset),
+                    Args::SetAttr { .. }
+                    | Args::Create { .. }
+                    | Args::Mkdir { .. }
+                    | Args::Symlink { .. }
+                    | Args::Mknod { .. }
+                    | Args::Remove { .. }
+                    | Args::Rmdir { .. }
+                    | Args::Rename { .. }
+                    | Args::Link { .. }
+                    | Args::Commit { .. } => (OpKind::OtherWrite, 0, 0),
+                    _ => (OpKind::Other, 0, 0),
                 };
                 let blocking = match a {
                     Args::Write { stable, .. } => stable != StableHow::Unstable,
@@ -265,6 +307,8 @@ impl Service {
                     export,
                     kind,
                     bytes,
+                    ino,
+                    offset,
                 }
             }
             (mount::PROGRAM, _) if c.proc_ == mount::MNT => CallInfo {

@@ -11,7 +11,6 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use nfs_proto::nfs3::Status;
@@ -20,6 +19,7 @@ use crate::errors::status_of;
 use crate::export::ExportSpec;
 use crate::handle::Handle;
 use crate::sys::{self, Stat};
+use storage_node::nas::NasSpace;
 
 /// How many open descriptors a tree keeps (each is an open file of the node process).
 const FD_CACHE: usize = 4096;
@@ -74,13 +74,21 @@ pub struct Tree {
     fds: Mutex<HashMap<u64, Arc<Obj>>>,
     /// Serialises walks; holds when the last walk for a miss ended.
     scan: Mutex<Option<std::time::Instant>>,
-    used: AtomicU64,
+    /// The quota and the bytes the tree allocates (shared with the node's volume).
+    space: Arc<NasSpace>,
 }
 
 impl Tree {
     /// Opens the export's root directory and walks its tree once (known objects and the
     /// space they allocate).
     pub fn open(spec: ExportSpec) -> io::Result<Tree> {
+        let space = Arc::new(NasSpace::new(spec.quota));
+        Tree::open_with(spec, space)
+    }
+
+    /// [`open`](Self::open) with the space shared with a node's NAS volume (the quota is
+    /// the space's, `spec.quota` is not used).
+    pub fn open_with(spec: ExportSpec, space: Arc<NasSpace>) -> io::Result<Tree> {
         let root = sys::open_root(&spec.root)?;
         let st = sys::fstat(&root)?;
         if !st.is_dir() {
@@ -107,7 +115,7 @@ impl Tree {
             nodes: RwLock::new(HashMap::new()),
             fds: Mutex::new(HashMap::new()),
             scan: Mutex::new(None),
-            used: AtomicU64::new(0),
+            space,
         };
         tree.rescan()?;
         Ok(tree)
@@ -131,38 +139,23 @@ impl Tree {
 
     /// Bytes the tree allocates (files, directories, symlinks; each inode once).
     pub fn used(&self) -> u64 {
-        self.used.load(Ordering::Relaxed)
+        self.space.used()
+    }
+
+    /// The quota (`None`: the file system's own space).
+    pub fn quota(&self) -> Option<u64> {
+        self.space.quota()
     }
 
     /// Adds a change in allocation (bytes, may be negative).
     pub fn add_used(&self, delta: i64) {
-        if delta >= 0 {
-            self.used.fetch_add(delta as u64, Ordering::Relaxed);
-        } else {
-            let d = delta.unsigned_abs();
-            let _ = self
-                .used
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                    Some(u.saturating_sub(d))
-                });
-        }
+        self.space.add(delta)
     }
 
     /// Reserves `bytes` of the quota for a write about to allocate them; false when the
     /// volume would exceed its size.
     pub fn reserve(&self, bytes: u64) -> bool {
-        match self.spec.quota {
-            None => {
-                self.used.fetch_add(bytes, Ordering::Relaxed);
-                true
-            }
-            Some(q) => self
-                .used
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                    u.checked_add(bytes).filter(|n| *n <= q)
-                })
-                .is_ok(),
-        }
+        self.space.reserve(bytes)
     }
 
     /// Walks the whole tree (no symlink followed, other file systems not entered): learns
@@ -231,7 +224,7 @@ impl Tree {
         let mut nodes = self.nodes.write().unwrap_or_else(|p| p.into_inner());
         nodes.clear();
         nodes.extend(learned);
-        self.used.store(used, Ordering::Relaxed);
+        self.space.set_used(used);
         Ok(())
     }
 

@@ -63,7 +63,9 @@ pub struct BenchArgs {
     #[arg(long)]
     allow_exec: bool,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
-    /// volumes), an nbd:// or nbd+unix:// URI, or a file, directory or block device. The
+    /// volumes; a NAS volume is reached over NFS), an nbd:// or nbd+unix:// URI, an NFSv3
+    /// export nfs://HOST/PATH[?nfsport=P&mountport=P] (fio's nfs engine, libnfs; docs/NFS.md),
+    /// or a file, directory or block device (a kernel NFS mount is a directory). The
     /// tenants family takes a directory (a subdirectory per tenant) or block devices
     /// /dev/X,/dev/Y (one per tenant, fio classes only); QoS is then the target's own.
     #[arg(long, conflicts_with = "node")]

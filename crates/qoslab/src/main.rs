@@ -38,7 +38,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a storage node: serve the configured volumes over NBD under their QoS policies.
+    /// Run a storage node: serve the configured volumes under their QoS policies, block
+    /// volumes over NBD and NAS volumes over NFSv3 (--listen-nfs).
     Serve(serve::ServeArgs),
     /// Benchmark storage: fio plans and the dbench profile, GenIO-style ramps; verdicts, stored results.
     Bench(bench::BenchArgs),

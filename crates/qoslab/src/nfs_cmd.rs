@@ -55,6 +55,73 @@ pub fn run(args: NfsArgs) -> anyhow::Result<()> {
     }
 }
 
+/// `qoslab serve`'s NFS options: the node's NFS front end (off unless --listen-nfs or
+/// `[nfs] listen`).
+#[derive(Args, Debug, Default)]
+pub struct NfsServeArgs {
+    /// Serve the node's NAS volumes over NFSv3 on this address (MOUNT and the portmapper
+    /// on the same port), e.g. 127.0.0.1:2049 (overrides [nfs] listen; default off).
+    /// Clients mount `HOST:/JUNCTION` with `vers=3,port=P,mountport=P,nolock`; see
+    /// docs/NFS.md.
+    #[arg(long, value_name = "ADDR")]
+    listen_nfs: Option<std::net::SocketAddr>,
+    /// Largest NFS READ the node advertises (FSINFO rtmax; default 64KiB, ONTAP's
+    /// -tcp-max-xfer-size: a client splits a 128 KiB read into two operations).
+    #[arg(long, value_name = "SIZE")]
+    nfs_rtmax: Option<String>,
+    /// Largest NFS WRITE the node advertises (FSINFO wtmax; default 64KiB).
+    #[arg(long, value_name = "SIZE")]
+    nfs_wtmax: Option<String>,
+}
+
+/// The command line over the config's `[nfs]`.
+pub fn apply(args: &NfsServeArgs, cfg: &mut storage_node::NodeConfig) -> anyhow::Result<()> {
+    use storage_node::config::nfs::check_xfer;
+    if let Some(a) = args.listen_nfs {
+        cfg.nfs.listen = Some(a);
+    }
+    for (flag, v, slot) in [
+        ("--nfs-rtmax", &args.nfs_rtmax, &mut cfg.nfs.rtmax),
+        ("--nfs-wtmax", &args.nfs_wtmax, &mut cfg.nfs.wtmax),
+    ] {
+        if let Some(t) = v {
+            let b = qos_core::units::parse_size(t).with_context(|| format!("{flag} {t:?}"))?;
+            *slot = check_xfer(flag, b).map_err(anyhow::Error::msg)?;
+        }
+    }
+    Ok(())
+}
+
+/// Bind the node's NFS front end when asked for (the node's builder runs it).
+pub fn start(
+    node: &Arc<storage_node::Node>,
+    cp: &control_plane::api::ControlPlane,
+    max_connections: usize,
+) -> anyhow::Result<Option<nfs_server::NfsFrontEnd>> {
+    let s = node.nfs_settings();
+    let Some(addr) = s.listen else {
+        return Ok(None);
+    };
+    if !addr.ip().is_loopback() {
+        tracing::warn!(
+            "NFS on non-loopback address {addr}: AUTH_SYS trusts the client's uid; export \
+             policies (default: loopback only) decide which clients may mount"
+        );
+    }
+    let fe = nfs_server::NfsFrontEnd::bind(addr, node)
+        .with_context(|| format!("listening for NFS on {addr}"))?
+        .max_connections(max_connections);
+    cp.set_nfs_endpoint(fe.local_addr());
+    let nas = node.volumes().into_iter().filter(|v| v.is_nas()).count();
+    println!(
+        "qoslab: nfs: {} ({nas} NAS volume(s); NFSv3 with MOUNT and the portmapper on this port; rtmax {} wtmax {})",
+        fe.local_addr(),
+        s.rtmax,
+        s.wtmax
+    );
+    Ok(Some(fe))
+}
+
 fn xfer(name: &str, s: &str) -> anyhow::Result<u32> {
     let v = qos_core::units::parse_size(s).with_context(|| format!("--{name} {s:?}"))?;
     u32::try_from(v).map_err(|_| anyhow::anyhow!("--{name} {s:?} is too large (at most 1MiB)"))
@@ -128,12 +195,19 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("listening on {}", a.listen))?;
         let addr = server.local_addr()?;
+        // The stop hook is in place before the line that tells a supervisor (or a test)
+        // the server is up: a SIGTERM from then on stops it in order and prints the counts.
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let _graceful = {
+            let stop = stop.clone();
+            lifecycle::graceful(move |_| stop.notify_one())
+        };
         eprintln!(
             "qoslab nfs: serving NFSv3 on {addr} (rtmax {} wtmax {})",
             cfg.rtmax, cfg.wtmax
         );
         let service = server.service.clone();
-        server.run(shutdown()).await?;
+        server.run(async move { stop.notified().await }).await?;
         eprintln!("qoslab nfs: stopped; {}", call_counts(&service));
         Ok(())
     })
@@ -155,19 +229,6 @@ fn call_counts(svc: &Service) -> String {
         svc.counters.garbage.load(Relaxed)
     ));
     s
-}
-
-async fn shutdown() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        },
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }
 
 #[cfg(test)]

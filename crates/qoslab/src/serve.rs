@@ -109,6 +109,8 @@ pub struct ServeArgs {
     calibrate: bool,
     #[command(flatten)]
     s3: crate::s3_cmd::S3ServeArgs,
+    #[command(flatten)]
+    nfs: crate::nfs_cmd::NfsServeArgs,
     /// Connections each listener (NBD unix, NBD TCP, REST API, S3) serves at once; more
     /// are closed on accept, with a log line when the cap is reached.
     #[arg(long, value_name = "N", default_value_t = 1024,
@@ -215,6 +217,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("qoslab-data"));
     apply_capacity_args(&args, &mut cfg, &data_dir)?;
     apply_burst_args(&args, &mut cfg)?;
+    crate::nfs_cmd::apply(&args.nfs, &mut cfg)?;
     let mut unix = args.listen_unix.clone().or_else(|| cfg.listen_unix.clone());
     let mut tcp = args.listen_tcp.or(cfg.listen_tcp);
     if unix.is_none() && tcp.is_none() {
@@ -357,6 +360,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
             builder = builder.front_end(s3);
         }
+        if let Some(nfs) = crate::nfs_cmd::start(&node, &cp, args.max_connections as usize)? {
+            builder = builder.front_end(nfs);
+        }
         let running = builder.spawn().await?;
         print_ready(
             &node,
@@ -494,7 +500,11 @@ fn print_ready(
             ceiling,
             floor,
             burst_text(&l),
-            if v.read_only { "  (read-only)" } else { "" }
+            match &v.nas {
+                Some(n) => format!("  NAS {} (export policy {})", n.path, n.policy_name()),
+                None if v.read_only => "  (read-only)".to_string(),
+                None => String::new(),
+            }
         ));
     }
     if let Some(fs) = node.provisioned() {

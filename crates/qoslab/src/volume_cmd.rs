@@ -13,6 +13,8 @@ const VOLUMES: &str = "/api/storage/volumes";
 #[command(after_help = "\
 EXAMPLES:
   qoslab volume create vol500 --size 100GB --qos-policy QoS_500iops
+  qoslab volume create nas500 --size 100GB --qos-policy QoS_500iops --nas-path /nas500
+  qoslab volume modify nas500 --export-policy k8s
   qoslab volume modify vol500 --qos-policy aQoS
   qoslab volume modify vol500 --size 200GB --snapshot-reserve 0
   qoslab volume modify vol500 --qos-policy none
@@ -29,7 +31,9 @@ pub struct VolumeArgs {
 
 #[derive(Subcommand)]
 enum VolumeCmd {
-    /// Create a volume (a sparse file, served over NBD at once).
+    /// Create a volume: a block volume (a sparse file, served over NBD at once), or with
+    /// --nas-path a NAS volume (a directory tree served over NFS at that junction path
+    /// by `qoslab serve --listen-nfs`).
     Create {
         name: String,
         /// Size: bytes, or 100GB, 1TiB, ... (KB..TB powers of 1000, KiB..TiB of 1024).
@@ -47,6 +51,16 @@ enum VolumeCmd {
         /// SVM name to record with the volume.
         #[arg(long)]
         svm: Option<String>,
+        /// A NAS volume at this junction path (ONTAP's nas.path), e.g. /vol500: clients
+        /// mount HOST:/vol500. Its size is a quota (NFS3ERR_NOSPC past it).
+        #[arg(long, value_name = "PATH")]
+        nas_path: Option<String>,
+        /// The NAS volume's export policy (default: `default`, loopback only).
+        #[arg(long, value_name = "NAME", requires = "nas_path")]
+        export_policy: Option<String>,
+        /// The NAS volume's root directory mode, octal (default 755).
+        #[arg(long, value_name = "MODE", requires = "nas_path")]
+        unix_permissions: Option<String>,
     },
     /// List volumes with size, policy and current IOPS.
     List,
@@ -63,6 +77,9 @@ enum VolumeCmd {
         snapshot_reserve: Option<u8>,
         #[arg(long)]
         comment: Option<String>,
+        /// A NAS volume's export policy.
+        #[arg(long, value_name = "NAME")]
+        export_policy: Option<String>,
     },
     /// Delete a volume and its data (connected clients are disconnected).
     Delete { volume: String },
@@ -87,6 +104,9 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
             snapshot_reserve,
             comment,
             svm,
+            nas_path,
+            export_policy,
+            unix_permissions,
         } => {
             let mut b = Map::new();
             b.insert("name".into(), json!(name));
@@ -102,6 +122,16 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
             }
             if let Some(s) = svm {
                 b.insert("svm".into(), json!({ "name": s }));
+            }
+            if let Some(p) = nas_path {
+                let mut nas = json!({ "path": p });
+                if let Some(e) = export_policy {
+                    nas["export_policy"] = json!({ "name": e });
+                }
+                if let Some(m) = unix_permissions {
+                    nas["unix_permissions"] = json!(m);
+                }
+                b.insert("nas".into(), nas);
             }
             let r = c.call("POST", VOLUMES, Some(&Value::Object(b)))?;
             show(&r, out);
@@ -152,6 +182,7 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
             qos_policy,
             snapshot_reserve,
             comment,
+            export_policy,
         } => {
             let u = resolve(&c, &volume)?;
             let mut b = Map::new();
@@ -167,9 +198,12 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
             if let Some(cm) = comment {
                 b.insert("comment".into(), json!(cm));
             }
+            if let Some(e) = export_policy {
+                b.insert("nas".into(), json!({"export_policy": {"name": e}}));
+            }
             if b.is_empty() {
                 bail!(
-                    "nothing to change: give --size, --qos-policy, --snapshot-reserve or --comment"
+                    "nothing to change: give --size, --qos-policy, --snapshot-reserve, --comment or --export-policy"
                 );
             }
             let r = c.call("PATCH", &format!("{VOLUMES}/{u}"), Some(&Value::Object(b)))?;
@@ -214,6 +248,16 @@ fn show(v: &Value, out: Output) {
         "      QoS Policy: {}",
         v["qos"]["policy"]["name"].as_str().unwrap_or("-")
     );
+    if let Some(p) = v["nas"]["path"].as_str() {
+        println!("   Junction Path: {p} (NAS volume, NFSv3)");
+        println!(
+            "   Export Policy: {}",
+            v["nas"]["export_policy"]["name"].as_str().unwrap_or("-")
+        );
+        if let Some(u) = v["nfs"]["url"].as_str() {
+            println!("       libnfs URL: {u}");
+        }
+    }
     println!("         Ceiling: {}", ceiling(v));
     let m = &v["metric"];
     println!(

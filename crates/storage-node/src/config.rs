@@ -17,12 +17,14 @@ use toml::Spanned;
 pub mod array;
 mod backend;
 mod burst;
+pub mod nfs;
 mod provisioned;
 
 use crate::backend::layers::LayerSpec;
 use crate::provisioned::FsSpec;
 pub use array::{ArraySpec, MbpsCeilingWithFloor};
 pub use burst::CeilingMode;
+pub use nfs::{ExportPolicySpec, NfsSettings};
 
 /// Default busy-poll budget per connection, microseconds.
 pub const DEFAULT_BUSY_POLL_US: u64 = 50;
@@ -163,6 +165,10 @@ pub struct NodeConfig {
     /// User-declared policies (the default adaptive groups are added by the node).
     pub policies: Vec<PolicySpec>,
     pub volumes: Vec<VolumeSpec>,
+    /// The NFS front end (`[nfs]`): address and transfer sizes.
+    pub nfs: NfsSettings,
+    /// Export policies (`[[export_policy]]`; `default`, loopback only, is built in).
+    pub export_policies: Vec<ExportPolicySpec>,
 }
 
 impl Default for NodeConfig {
@@ -183,6 +189,8 @@ impl Default for NodeConfig {
             layers: LayerSpec::default(),
             policies: Vec::new(),
             volumes: Vec::new(),
+            nfs: NfsSettings::default(),
+            export_policies: Vec::new(),
         }
     }
 }
@@ -195,7 +203,7 @@ pub struct PolicySpec {
 }
 
 /// A volume declaration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct VolumeSpec {
     pub name: String,
     pub size: u64,
@@ -203,6 +211,29 @@ pub struct VolumeSpec {
     pub read_only: bool,
     pub description: String,
     pub policy: Option<String>,
+    /// A NAS volume (a tree served over NFS at this junction path); `None`: a block
+    /// volume (one sparse file served over NBD).
+    pub nas: Option<crate::nas::NasSpec>,
+}
+
+/// Written as the derived form would, leaving `nas` out when it is `None`: the state
+/// database fingerprints declarations with this text, and block volumes declared before
+/// NAS volumes existed must keep their fingerprints (or a restart would re-apply them over
+/// changes made through the API).
+impl std::fmt::Debug for VolumeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("VolumeSpec");
+        d.field("name", &self.name)
+            .field("size", &self.size)
+            .field("snapshot_reserve_percent", &self.snapshot_reserve_percent)
+            .field("read_only", &self.read_only)
+            .field("description", &self.description)
+            .field("policy", &self.policy);
+        if let Some(n) = &self.nas {
+            d.field("nas", n);
+        }
+        d.finish()
+    }
 }
 
 /// A configuration error, already phrased for a human.
@@ -217,6 +248,9 @@ struct RawConfig {
     capacity: Option<Spanned<RawCapacity>>,
     provisioned: Option<Spanned<provisioned::RawFs>>,
     backend: Option<Spanned<backend::RawBackend>>,
+    nfs: Option<Spanned<nfs::RawNfs>>,
+    #[serde(default)]
+    export_policy: Vec<Spanned<nfs::RawExportPolicy>>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
@@ -298,6 +332,10 @@ struct RawVolume {
     read_only: Option<bool>,
     description: Option<String>,
     policy: Option<String>,
+    /// A NAS volume's junction path (ONTAP's `nas.path`).
+    nas_path: Option<String>,
+    /// A NAS volume's export policy (default: `default`, loopback only).
+    export_policy: Option<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -388,6 +426,33 @@ impl NodeConfig {
         if let Some(sb) = &raw.backend {
             let what = format!("{origin}:{}: backend", line_of(text, sb.span().start));
             cfg.layers = backend::parse(&what, sb.get_ref())?;
+        }
+
+        if let Some(sn) = &raw.nfs {
+            let what = format!("{origin}:{}: nfs", line_of(text, sn.span().start));
+            cfg.nfs = nfs::parse(&what, sn.get_ref())?;
+        }
+        let mut export_names = BTreeSet::from([crate::nas::DEFAULT_EXPORT_POLICY.to_string()]);
+        for se in &raw.export_policy {
+            let e = se.get_ref();
+            let what = format!(
+                "{origin}:{}: export_policy {:?}",
+                line_of(text, se.span().start),
+                e.name
+            );
+            if !valid_name(&e.name) {
+                return Err(ConfigError(format!(
+                    "{what}: invalid name; names are {NAME_RULE}"
+                )));
+            }
+            let spec = nfs::export_policy(&what, e)?;
+            if e.name == crate::nas::DEFAULT_EXPORT_POLICY {
+                // Declaring `default` replaces the built-in loopback rule.
+                cfg.export_policies.retain(|p| p.name() != e.name);
+            } else if !export_names.insert(e.name.clone()) {
+                return Err(ConfigError(format!("{what}: duplicate export policy name")));
+            }
+            cfg.export_policies.push(spec);
         }
 
         if let Some(sp) = &raw.provisioned {
@@ -523,6 +588,41 @@ impl NodeConfig {
                     )));
                 }
             }
+            let nas = match (&v.nas_path, &v.export_policy) {
+                (None, None) => None,
+                (None, Some(_)) => {
+                    return Err(ctx(
+                        "export_policy applies to NAS volumes only: give nas_path too".into(),
+                    ))
+                }
+                (Some(p), e) => {
+                    crate::nas::valid_junction(p).map_err(|m| ctx(format!("nas_path: {m}")))?;
+                    if let Some(other) = cfg
+                        .volumes
+                        .iter()
+                        .find(|o| o.nas.as_ref().is_some_and(|n| &n.path == p))
+                    {
+                        return Err(ctx(format!(
+                            "nas_path = {p:?} is already volume {:?}'s junction path",
+                            other.name
+                        )));
+                    }
+                    let e = e
+                        .clone()
+                        .unwrap_or_else(|| crate::nas::DEFAULT_EXPORT_POLICY.to_string());
+                    if !export_names.contains(&e) {
+                        let known: Vec<&str> = export_names.iter().map(String::as_str).collect();
+                        return Err(ctx(format!(
+                            "export_policy = {e:?} is not defined; defined export policies: {}",
+                            known.join(", ")
+                        )));
+                    }
+                    Some(crate::nas::NasSpec {
+                        path: p.clone(),
+                        export_policy: e,
+                    })
+                }
+            };
             cfg.volumes.push(VolumeSpec {
                 name: v.name.clone(),
                 size,
@@ -530,6 +630,7 @@ impl NodeConfig {
                 read_only: v.read_only.unwrap_or(false),
                 description: v.description.clone().unwrap_or_default(),
                 policy: v.policy.clone(),
+                nas,
             });
         }
         if let Some(d) = &cfg.default_export {

@@ -21,6 +21,7 @@ pub mod config;
 pub mod conn_limit;
 pub mod credits;
 pub mod errors;
+pub mod nas;
 pub mod node;
 pub mod objstore;
 pub mod private;

@@ -14,6 +14,7 @@ use crate::backend::FileBackend;
 use crate::clock::Clock;
 use crate::config::{CeilingMode, MbpsCeilingWithFloor, NodeConfig, VolumeSpec};
 use crate::errors::NodeError;
+use crate::nas::{ExportPolicy, NasStore, NasVolume};
 use crate::provisioned::ProvisionedFs;
 use crate::scheduler::{FlowQos, Scheduler, NO_FLOW};
 use crate::volume::{lock, Volume};
@@ -37,7 +38,23 @@ pub struct Node {
     ceiling_mode: CeilingMode,
     /// The emulated provisioned file system (`[provisioned]`), if any.
     provisioned: Option<Arc<ProvisionedFs>>,
+    /// Export policies of NAS volumes, by name (`default` is built in).
+    export_policies: RwLock<BTreeMap<String, ExportPolicy>>,
+    /// The NFS front end's settings (`[nfs]`).
+    nfs: crate::config::NfsSettings,
+    /// Told of every volume added or removed (the NFS front end's exports follow).
+    watchers: Mutex<Vec<VolumeWatcher>>,
 }
+
+/// What happened to a volume ([`Node::watch_volumes`]).
+#[derive(Clone)]
+pub enum VolumeEvent {
+    Added(Arc<Volume>),
+    Removed(Arc<Volume>),
+}
+
+/// A function told of volume events, synchronously, in the call that made them.
+pub type VolumeWatcher = Box<dyn Fn(&VolumeEvent) + Send + Sync>;
 
 impl Node {
     /// Open the data directory and bring up every configured volume.
@@ -78,6 +95,14 @@ impl Node {
                 .provisioned
                 .clone()
                 .map(|spec| Arc::new(ProvisionedFs::new(spec, clock.now()))),
+            export_policies: RwLock::new(
+                std::iter::once(ExportPolicy::default())
+                    .chain(cfg.export_policies.iter().map(|e| e.policy.clone()))
+                    .map(|p| (p.name.clone(), p))
+                    .collect(),
+            ),
+            nfs: cfg.nfs,
+            watchers: Mutex::new(Vec::new()),
         });
         for v in &cfg.volumes {
             node.add_volume(v)?;
@@ -90,9 +115,19 @@ impl Node {
         self.data_dir.join("volumes").join(format!("{name}.img"))
     }
 
-    /// Bring up a volume (creating its sparse file if missing) and put it under its policy.
-    /// Available to NBD clients as soon as this returns.
+    /// The directory holding NAS volume `name`'s tree (`DATA_DIR/nas/NAME`; `DATA_DIR/nas`
+    /// is 0700).
+    pub fn nas_root(&self, name: &str) -> PathBuf {
+        self.data_dir.join("nas").join(name)
+    }
+
+    /// Bring up a volume (creating its sparse file, or a NAS volume's directory, if
+    /// missing) and put it under its policy. Available to NBD clients (a NAS volume: to
+    /// the NFS front end) as soon as this returns.
     pub fn add_volume(&self, v: &VolumeSpec) -> Result<Arc<Volume>, NodeError> {
+        if let Some(nas) = &v.nas {
+            return self.add_nas_volume(v, nas);
+        }
         let path = self.volume_path(&v.name);
         let backend =
             FileBackend::open(&path, v.size, v.read_only, self.mmap_reads).map_err(|source| {
@@ -109,12 +144,133 @@ impl Node {
             v.snapshot_reserve_percent,
             self.layers.wrap(Arc::new(backend)),
         ));
+        self.serve_volume(vol, v)
+    }
+
+    /// Put a new volume in the catalog under its policy and tell the watchers.
+    fn serve_volume(&self, vol: Arc<Volume>, v: &VolumeSpec) -> Result<Arc<Volume>, NodeError> {
         self.volumes
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(v.name.clone(), vol.clone());
         self.assign_policy(&vol, v.policy.clone())?;
+        self.tell(&VolumeEvent::Added(vol.clone()));
         Ok(vol)
+    }
+
+    /// A NAS volume: its tree in `DATA_DIR/nas/NAME` (created if missing), its quota the
+    /// allocated space (size less the snapshot reserve, as ONTAP shows it to clients).
+    fn add_nas_volume(
+        &self,
+        v: &VolumeSpec,
+        nas: &crate::nas::NasSpec,
+    ) -> Result<Arc<Volume>, NodeError> {
+        let err = |source: std::io::Error| NodeError::Volume {
+            name: v.name.clone(),
+            source,
+        };
+        if let Some(other) = self
+            .volumes()
+            .into_iter()
+            .find(|o| o.name != v.name && o.nas.as_ref().is_some_and(|n| n.path == nas.path))
+        {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("junction path {} is volume {}'s", nas.path, other.name),
+            )));
+        }
+        let policy = self.export_policy(&nas.export_policy).ok_or_else(|| {
+            NodeError::UnknownPolicy(format!("export policy {}", nas.export_policy))
+        })?;
+        let dir = self.data_dir.join("nas");
+        crate::private::create_dir_all(&dir).map_err(err)?;
+        let space = qos_core::VolumeSpace {
+            size: v.size,
+            snapshot_reserve_percent: v.snapshot_reserve_percent,
+            used: 0,
+        };
+        let store =
+            Arc::new(NasStore::open(&self.nas_root(&v.name), space.allocated()).map_err(err)?);
+        let vol = Volume::new(
+            v.name.clone(),
+            v.description.clone(),
+            v.read_only,
+            v.size,
+            v.snapshot_reserve_percent,
+            store.clone(),
+        )
+        .with_nas(NasVolume::new(nas.path.clone(), store, policy));
+        self.serve_volume(Arc::new(vol), v)
+    }
+
+    /// Be told of every volume added or removed from now on (synchronously, in the call
+    /// that made the change: a 2xx from the API means the NFS front end has it).
+    pub fn watch_volumes(&self, f: VolumeWatcher) {
+        lock(&self.watchers).push(f);
+    }
+
+    fn tell(&self, e: &VolumeEvent) {
+        for w in lock(&self.watchers).iter() {
+            w(e);
+        }
+    }
+
+    /// The NFS front end's settings (`[nfs]`).
+    pub fn nfs_settings(&self) -> crate::config::NfsSettings {
+        self.nfs
+    }
+
+    /// An export policy by name.
+    pub fn export_policy(&self, name: &str) -> Option<ExportPolicy> {
+        self.export_policies
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// Add or replace an export policy; every NAS volume under it gets the new rules at
+    /// once (mounted clients are checked against them at their next call).
+    pub fn put_export_policy(&self, policy: ExportPolicy) {
+        let name = policy.name.clone();
+        self.export_policies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.clone(), policy.clone());
+        for v in self.volumes() {
+            if let Some(n) = v.nas.as_ref().filter(|n| n.policy_name() == name) {
+                n.set_policy(policy.clone());
+            }
+        }
+    }
+
+    /// Remove an export policy no volume uses (callers check first).
+    pub fn remove_export_policy(&self, name: &str) {
+        self.export_policies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+    }
+
+    /// Put NAS volume `vol` under export policy `name`.
+    pub fn assign_export_policy(&self, vol: &Volume, name: &str) -> Result<(), NodeError> {
+        let p = self
+            .export_policy(name)
+            .ok_or_else(|| NodeError::UnknownPolicy(format!("export policy {name}")))?;
+        if let Some(n) = &vol.nas {
+            n.set_policy(p);
+        }
+        Ok(())
+    }
+
+    /// A volume NBD may serve (not a NAS volume); the empty name is the default export.
+    pub fn block_volume(&self, name: &str) -> Option<Arc<Volume>> {
+        self.volume(name).filter(|v| !v.is_nas())
+    }
+
+    /// Block volumes, sorted by name (what NBD_OPT_LIST lists).
+    pub fn block_volumes(&self) -> Vec<Arc<Volume>> {
+        self.volumes().into_iter().filter(|v| !v.is_nas()).collect()
     }
 
     /// Take a volume out of service: new clients cannot find it, connected ones are closed.
@@ -127,6 +283,7 @@ impl Node {
             .remove(name)?;
         let _ = self.assign_policy(&vol, None);
         vol.mark_removed();
+        self.tell(&VolumeEvent::Removed(vol.clone()));
         Some(vol)
     }
 
@@ -137,6 +294,7 @@ impl Node {
             source,
         })?;
         vol.set_size(size);
+        set_nas_quota(vol);
         self.recompute(vol);
         Ok(())
     }
@@ -144,6 +302,7 @@ impl Node {
     /// Change a volume's snapshot reserve and recompute its limits.
     pub fn set_snapshot_reserve(&self, vol: &Volume, percent: u8) {
         vol.set_reserve_percent(percent);
+        set_nas_quota(vol);
         self.recompute(vol);
     }
 
@@ -397,6 +556,13 @@ impl Node {
                 tracing::error!(volume = %v.name, "final flush failed: {e}");
             }
         }
+    }
+}
+
+/// A NAS volume's quota follows its allocated space (size less the snapshot reserve).
+fn set_nas_quota(vol: &Volume) {
+    if let Some(n) = &vol.nas {
+        n.store.space().set_quota(vol.space().allocated());
     }
 }
 

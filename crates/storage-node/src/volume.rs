@@ -31,6 +31,9 @@ pub struct Volume {
     pub stats: VolumeStats,
     /// Set when the volume is deleted: its connections close.
     removed: tokio::sync::watch::Sender<bool>,
+    /// A NAS volume's tree, junction path and export policy (`None`: a block volume,
+    /// served over NBD).
+    pub nas: Option<crate::nas::NasVolume>,
 }
 
 impl Volume {
@@ -59,7 +62,24 @@ impl Volume {
             backend,
             stats: VolumeStats::default(),
             removed: tokio::sync::watch::channel(false).0,
+            nas: None,
         }
+    }
+
+    /// The same volume, as a NAS volume.
+    pub fn with_nas(mut self, nas: crate::nas::NasVolume) -> Volume {
+        self.nas = Some(nas);
+        self
+    }
+
+    /// Served over NFS (a tree), not NBD.
+    pub fn is_nas(&self) -> bool {
+        self.nas.is_some()
+    }
+
+    /// Whether the volume was deleted.
+    pub fn is_removed(&self) -> bool {
+        *self.removed.borrow()
     }
 
     pub fn size(&self) -> u64 {

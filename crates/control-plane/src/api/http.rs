@@ -231,6 +231,7 @@ enum Route {
     Cluster,
     Metrics,
     S3(super::s3::S3Route),
+    Nfs(super::nas::NfsRoute),
 }
 
 impl Route {
@@ -240,6 +241,7 @@ impl Route {
             Route::Policy(_) | Route::Volume(_) => "GET, PATCH, DELETE",
             Route::Svms | Route::Svm(_) | Route::Metrics | Route::Cluster => "GET",
             Route::S3(r) => r.allowed(),
+            Route::Nfs(r) => r.allowed(),
         }
     }
 }
@@ -254,6 +256,9 @@ fn route(path: &str) -> Option<Route> {
     };
     if let Some(r) = super::s3::route(p, percent_decode) {
         return Some(Route::S3(r));
+    }
+    if let Some(r) = super::nas::route(p, percent_decode) {
+        return Some(Route::Nfs(r));
     }
     match p {
         "/metrics" => Some(Route::Metrics),
@@ -291,7 +296,8 @@ async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -
             format!(
                 "no such endpoint {path}; endpoints: /api/cluster, {POLICIES}[/UUID], \
                  {VOLUMES}[/UUID], {SVMS}[/UUID], \
-                 /api/protocols/s3/services[/SVM_UUID[/users[/NAME]|/buckets[/UUID]]], /metrics"
+                 /api/protocols/s3/services[/SVM_UUID[/users[/NAME]|/buckets[/UUID]]], \
+                 /api/protocols/nfs/export-policies[/ID], /metrics"
             ),
         ));
     };
@@ -403,6 +409,7 @@ async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -
             (_, Route::Svm(u)) => cp.get_svm(&u, &query),
             (_, Route::Cluster) => cp.cluster(),
             (m, Route::S3(r)) => cp.s3_dispatch(&m, r, &body, &query),
+            (m, Route::Nfs(r)) => cp.nfs_dispatch(&m, r, &body, &query),
             (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
         })
         .await

@@ -13,6 +13,7 @@ pub mod docs;
 pub mod front_end;
 pub mod http;
 pub mod model;
+pub mod nas;
 mod policies;
 pub mod query;
 pub mod s3;
@@ -34,6 +35,7 @@ use crate::node::Node;
 use crate::server::ServerStats;
 use crate::state::{PolicyRow, Store, VolumeRow};
 use model::ApiError;
+pub use nas::EXPORT_POLICIES;
 pub use policies::POLICIES;
 pub use query::Query;
 pub use svms::SVMS;
@@ -53,6 +55,8 @@ struct Inner {
     /// Volumes not in service (uuid → why): their file and their row disagree, or the
     /// file cannot be opened. Every other volume serves; a PATCH can repair these.
     offline: std::collections::BTreeMap<String, String>,
+    /// NFS export policies (api/nas.rs).
+    export_policies: Vec<nas::ExportPolicyRec>,
 }
 
 /// The node's control plane (REST resources, durable state, metrics).
@@ -62,6 +66,8 @@ pub struct ControlPlane {
     inner: Mutex<Inner>,
     /// Where NBD clients reach this node (set once the listeners are bound).
     nbd: std::sync::OnceLock<NbdEndpoints>,
+    /// Where NFS clients reach this node (set once its listener is bound).
+    nfs: std::sync::OnceLock<std::net::SocketAddr>,
     /// S3 users and buckets (api/s3.rs).
     s3: s3::S3State,
     /// The data directory's file system (its largest file bounds a volume's size).
@@ -139,6 +145,8 @@ impl ControlPlane {
         }
         seed::apply_changed_declarations(&mut store, cfg)
             .map_err(|e| format!("{}: applying the configuration: {e}", db.display()))?;
+        let export_policies =
+            nas::load(&mut store, cfg).map_err(|e| format!("{}: {e}", db.display()))?;
         let rows = store.policies().map_err(|e| e.to_string())?;
         let volumes = store.volumes().map_err(|e| e.to_string())?;
         let mut policies = Vec::new();
@@ -179,6 +187,17 @@ impl ControlPlane {
                 read_only: v.read_only,
                 description: v.comment.clone(),
                 policy: policy_name(&v.policy_uuid),
+                nas: v.nas_path.as_ref().map(|p| crate::nas::NasSpec {
+                    path: p.clone(),
+                    export_policy: nas::export_policy_of(v),
+                }),
+            })
+            .collect();
+        node_cfg.export_policies = export_policies
+            .iter()
+            .map(|p| crate::config::ExportPolicySpec {
+                rules: p.rules.clone(),
+                policy: p.policy(),
             })
             .collect();
         if let Some(d) = &node_cfg.default_export {
@@ -201,13 +220,16 @@ impl ControlPlane {
         });
         let mut offline = std::collections::BTreeMap::new();
         for (row, spec) in volumes.iter().zip(&specs) {
-            let up =
+            let checked = if row.nas_path.is_some() {
+                nas::reconcile_tree(&node, &row.uuid, &row.name)
+            } else {
                 volume_files::reconcile(&node, &row.uuid, &row.name, row.size, fs.max_file_size)
-                    .and_then(|()| {
-                        node.add_volume(spec)
-                            .map(|_| ())
-                            .map_err(|e| format!("opening its file: {e}"))
-                    });
+            };
+            let up = checked.and_then(|()| {
+                node.add_volume(spec)
+                    .map(|_| ())
+                    .map_err(|e| format!("opening its file: {e}"))
+            });
             if let Err(reason) = up {
                 tracing::error!(volume = %row.name, "volume is offline: {reason}");
                 offline.insert(row.uuid.clone(), reason);
@@ -215,6 +237,7 @@ impl ControlPlane {
         }
         let uuids: Vec<&str> = volumes.iter().map(|v| v.uuid.as_str()).collect();
         volume_files::sweep_tombstones(&node, &uuids);
+        nas::sweep_tree_tombstones(&node, &uuids);
         let s3 = s3::S3State::load(&store, &node, &policies, None)
             .map_err(|e| format!("{}: S3 buckets: {e}", db.display()))?;
         Ok(Arc::new(ControlPlane {
@@ -225,8 +248,10 @@ impl ControlPlane {
                 policies,
                 volumes,
                 offline,
+                export_policies,
             }),
             nbd: std::sync::OnceLock::new(),
+            nfs: std::sync::OnceLock::new(),
             s3,
             fs,
         }))

@@ -555,6 +555,8 @@ pub struct NewVolume {
     pub comment: String,
     pub svm: Option<Svm>,
     pub policy: Option<PolicyRef>,
+    /// A NAS volume (`nas.path`, ...); `None`: a block volume.
+    pub nas: Option<nas::NasBody>,
 }
 
 /// A validated PATCH of a volume.
@@ -567,6 +569,8 @@ pub struct VolumePatch {
     pub policy: Option<Option<PolicyRef>>,
     /// `state: "online"` was sent: an offline volume is brought back online.
     pub online: bool,
+    /// `nas.export_policy`: a NAS volume's new export policy.
+    pub export_policy: Option<nas::ExportPolicyRef>,
 }
 
 const VOLUME_FIELDS: &[&str] = &[
@@ -580,6 +584,7 @@ const VOLUME_FIELDS: &[&str] = &[
     "aggregates",
     "style",
     "type",
+    "nas",
 ];
 
 fn size(m: &Map<String, Value>) -> R<Option<u64>> {
@@ -729,6 +734,7 @@ pub fn new_volume(m: &Map<String, Value>) -> R<NewVolume> {
         comment: comment(m)?.unwrap_or_default(),
         svm: svm(m)?,
         policy: qos(m)?.flatten(),
+        nas: nas::new_nas(m)?,
     })
 }
 
@@ -762,10 +768,12 @@ pub fn patch_volume(m: &Map<String, Value>) -> R<VolumePatch> {
         comment: comment(m)?,
         policy: qos(m)?,
         online: m.contains_key("state"),
+        export_policy: nas::patch_nas(m)?,
     })
 }
 
 mod burst;
+pub mod nas;
 
 #[cfg(test)]
 mod tests;

@@ -66,6 +66,8 @@ pub(super) fn apply_changed_declarations(
             svm_name: existing.and_then(|r| r.svm_name.clone()),
             svm_uuid: existing.and_then(|r| r.svm_uuid.clone()),
             policy_uuid: v.policy.as_deref().and_then(policy_uuid),
+            nas_path: v.nas.as_ref().map(|n| n.path.clone()),
+            export_policy: v.nas.as_ref().map(|n| n.export_policy.clone()),
         };
         tracing::info!(volume = %v.name, "applying the configuration's declaration");
         vol_rows.push((row, existing.is_some()));
@@ -117,6 +119,8 @@ pub(super) fn seed_rows(cfg: &NodeConfig) -> (Vec<PolicyRow>, Vec<VolumeRow>) {
                     .find(|p| &p.name == n)
                     .map(|p| p.uuid.clone())
             }),
+            nas_path: v.nas.as_ref().map(|n| n.path.clone()),
+            export_policy: v.nas.as_ref().map(|n| n.export_policy.clone()),
         })
         .collect();
     (policies, volumes)

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use super::model::{self, code, ApiError, PolicyRef, VolumePatch};
+use super::nas::Storage;
 use super::policies::{need_query, uuids_of};
 use super::query::{self, Query};
 use super::volume_files::{self, unchanged};
@@ -35,6 +36,8 @@ pub(super) const VOLUME_TOP: &[&str] = &[
     "nbd",
     "burst",
     "offline_reason",
+    "nas",
+    "nfs",
 ];
 
 impl ControlPlane {
@@ -58,8 +61,18 @@ impl ControlPlane {
             }
         };
         m.insert("style".into(), json!("flexvol"));
-        if let Some(ep) = self.nbd.get() {
-            m.insert("nbd".into(), ep.volume_json(&v.name));
+        match self.nas_json(inner, v) {
+            Some(nas) => {
+                m.insert("nas".into(), nas);
+                if let Some(nfs) = self.nfs_json(v) {
+                    m.insert("nfs".into(), nfs);
+                }
+            }
+            None => {
+                if let Some(ep) = self.nbd.get() {
+                    m.insert("nbd".into(), ep.volume_json(&v.name));
+                }
+            }
         }
         m.insert("type".into(), json!(if v.read_only { "dp" } else { "rw" }));
         m.insert(
@@ -202,16 +215,31 @@ impl ControlPlane {
             None => None,
             Some(r) => Some(Self::resolve_policy(&inner, r)?),
         };
-        self.check_size(nv.size)?;
+        let export_policy = match &nv.nas {
+            None => {
+                self.check_size(nv.size)?;
+                None
+            }
+            Some(nas) => {
+                if let Some(o) = inner
+                    .volumes
+                    .iter()
+                    .find(|v| v.nas_path.as_deref() == Some(nas.path.as_str()))
+                {
+                    return Err(ApiError::conflict(
+                        code::DUPLICATE,
+                        "nas.path",
+                        format!("junction path {:?} is volume {:?}'s", nas.path, o.name),
+                    ));
+                }
+                Some(match &nas.export_policy {
+                    Some(r) => Self::resolve_export_policy(&inner, r)?,
+                    None => crate::nas::DEFAULT_EXPORT_POLICY.to_string(),
+                })
+            }
+        };
         let svm = nv.svm.clone().unwrap_or_default();
         super::svms::check_svm(&inner, &svm.name, &svm.uuid)?;
-        // A file of this name belongs to no volume (left by a crash between a create's
-        // file and its commit): remove it, so the new volume starts empty.
-        let path = self.node.volume_path(&nv.name);
-        if path.exists() {
-            std::fs::remove_file(&path)
-                .map_err(|e| ApiError::internal(unchanged(&path.display().to_string(), e)))?;
-        }
         let row = VolumeRow {
             uuid: new_uuid(),
             name: nv.name.clone(),
@@ -222,12 +250,23 @@ impl ControlPlane {
             svm_name: svm.name,
             svm_uuid: svm.uuid,
             policy_uuid,
+            nas_path: nv.nas.as_ref().map(|n| n.path.clone()),
+            export_policy,
         };
+        // A file (or tree) of this name belongs to no volume (left by a crash between a
+        // create's file and its commit): remove it, so the new volume starts empty.
+        let storage = Storage::of(&self.node, &row);
+        let path = storage.path().to_path_buf();
+        storage
+            .remove_stale()
+            .map_err(|e| ApiError::internal(unchanged(&path.display().to_string(), e)))?;
         // The file first, then the row; a failed commit removes the file.
-        volume_files::create_file(&path, row.size)
-            .map_err(|e| file_error("creating the volume's file", &path, e))?;
+        let mode = nv.nas.as_ref().and_then(|n| n.unix_permissions);
+        storage
+            .create(row.size, mode)
+            .map_err(|e| file_error("creating the volume's storage", &path, e))?;
         if let Err(e) = inner.store.insert_volume(&row) {
-            let _ = std::fs::remove_file(&path);
+            storage.discard();
             return Err(db_unchanged(e));
         }
         let spec = self.spec_of(&inner, &row);
@@ -235,7 +274,7 @@ impl ControlPlane {
             // Undo both; if the row cannot be removed the volume stays, offline.
             return Err(match inner.store.delete_volume(&row.uuid) {
                 Ok(()) => {
-                    let _ = std::fs::remove_file(&path);
+                    storage.discard();
                     ApiError::internal(unchanged("serving the volume", e))
                 }
                 Err(db) => {
@@ -264,6 +303,10 @@ impl ControlPlane {
             read_only: row.read_only,
             description: row.comment.clone(),
             policy: Self::policy_name_of(inner, &row.policy_uuid),
+            nas: row.nas_path.as_ref().map(|p| crate::nas::NasSpec {
+                path: p.clone(),
+                export_policy: super::nas::export_policy_of(row),
+            }),
         }
     }
 
@@ -305,6 +348,19 @@ impl ControlPlane {
                 Some(r) => Some(Self::resolve_policy(inner, r)?),
             };
         }
+        if let Some(r) = &patch.export_policy {
+            if row.nas_path.is_none() {
+                return Err(ApiError::bad(
+                    code::OUT_OF_RANGE,
+                    "nas.export_policy",
+                    format!(
+                        "volume {:?} is a block volume: export policies apply to NAS volumes",
+                        row.name
+                    ),
+                ));
+            }
+            row.export_policy = Some(Self::resolve_export_policy(inner, r)?);
+        }
         Ok(row)
     }
 
@@ -330,7 +386,7 @@ impl ControlPlane {
             let Some(vol) = self.node.volume(&row.name) else {
                 continue;
             };
-            if row.size != vol.size() {
+            if row.size != vol.size() && !vol.is_nas() {
                 let path = self.node.volume_path(&row.name);
                 if let Err(e) = vol.backend.grow(row.size) {
                     undo(&grown);
@@ -375,6 +431,12 @@ impl ControlPlane {
                     tracing::error!(volume = %row.name, "assigning its policy: {e}");
                 }
             }
+            if patch.export_policy.is_some() {
+                let name = super::nas::export_policy_of(row);
+                if let Err(e) = self.node.assign_export_policy(&vol, &name) {
+                    tracing::error!(volume = %row.name, "assigning its export policy: {e}");
+                }
+            }
         }
         let mut failed = Vec::new();
         for (i, _) in revive {
@@ -399,14 +461,18 @@ impl ControlPlane {
     /// file as at start, size it, serve it. On failure it stays offline with the reason.
     fn bring_online(&self, inner: &mut Inner, i: usize) -> Result<(), String> {
         let row = inner.volumes[i].clone();
-        let r = volume_files::reconcile(
-            &self.node,
-            &row.uuid,
-            &row.name,
-            row.size,
-            self.fs.max_file_size,
-        )
-        .and_then(|()| {
+        let checked = if row.nas_path.is_some() {
+            super::nas::reconcile_tree(&self.node, &row.uuid, &row.name)
+        } else {
+            volume_files::reconcile(
+                &self.node,
+                &row.uuid,
+                &row.name,
+                row.size,
+                self.fs.max_file_size,
+            )
+        };
+        let r = checked.and_then(|()| {
             self.node
                 .add_volume(&self.spec_of(inner, &row))
                 .map(|_| ())
@@ -468,8 +534,9 @@ impl ControlPlane {
         };
         for u in uuids {
             let i = volume_index(inner, u)?;
-            let path = self.node.volume_path(&inner.volumes[i].name);
-            let stone = volume_files::tombstone(&self.node, u);
+            let storage = Storage::of(&self.node, &inner.volumes[i]);
+            let path = storage.path().to_path_buf();
+            let stone = storage.tombstone(u);
             match std::fs::rename(&path, &stone) {
                 Ok(()) => moved.push((path, stone)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -479,7 +546,7 @@ impl ControlPlane {
                 }
             }
         }
-        if let Some((path, _)) = moved.first() {
+        for (path, _) in &moved {
             if let Err(e) = volume_files::sync_dir(path) {
                 undo(&moved);
                 return Err(file_error("syncing the volumes directory", path, e));
@@ -501,7 +568,7 @@ impl ControlPlane {
             self.node.remove_volume(&row.name);
         }
         for (_, stone) in moved {
-            if let Err(e) = std::fs::remove_file(&stone) {
+            if let Err(e) = Storage::remove_tombstone(&stone) {
                 tracing::warn!("removing {} (done at the next start): {e}", stone.display());
             }
         }

@@ -11,7 +11,7 @@ pub fn fsstat(cx: &Ctx, fh: &[u8], out: &mut Vec<u8>) -> Result<(), Status> {
     let st = cx.obj(fh)?.stat()?;
     let vfs = cx.tree.statvfs().map_err(|e| status_of(&e))?;
     let frsize = vfs.f_frsize;
-    let (total, free, avail) = match cx.tree.spec.quota {
+    let (total, free, avail) = match cx.tree.quota() {
         Some(q) => {
             let left = q.saturating_sub(cx.tree.used());
             let fs_avail = vfs.f_bavail * frsize;

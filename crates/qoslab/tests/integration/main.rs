@@ -32,6 +32,7 @@ mod listener_caps;
 mod nbd_tls;
 mod nfs;
 mod nfs_kernel;
+mod nfs_node;
 mod nfs_util;
 mod ontap_rest;
 mod protocol;

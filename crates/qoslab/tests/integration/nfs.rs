@@ -1,14 +1,10 @@
 //! The NFS front end with real clients: libnfs's utilities, fio's `nfs` ioengine, a raw
 //! client killed in the middle of committed writes (`qoslab nfs serve`, no QoS).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use nfs_proto::nfs3::StableHow;
-
 use crate::json::Json;
-use crate::nfs_util::{status_and_verifier, NfsProc, Wire};
+use crate::nfs_util::{committed_writes_survive_kill9, NfsProc, Wire};
 use crate::util::{first_difference, pattern, run, TempDir};
 use std::process::Command;
 
@@ -195,100 +191,17 @@ fn kill9_during_committed_writes_loses_nothing() {
     let dir = TempDir::new("nfs-kill9");
     let tree = dir.join("vol");
     std::fs::create_dir_all(&tree).unwrap();
-    let mut srv = NfsProc::start(&[format!("/vol={}", tree.display())]);
-    let mut w = Wire::connect(srv.port);
-    let root = w.mount("/vol");
-    let fh = w.create(&root, "journal");
-    const BLOCK: usize = 65536;
-    const ROUND: u64 = 8; // UNSTABLE writes per COMMIT
-    let data = Arc::new(pattern(9, 64 << 20));
-    let committed = Arc::new(AtomicU64::new(0));
-    let verifier = Arc::new(std::sync::Mutex::new(None));
-    let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (data, committed, verifier, stop, fh) = (
-            data.clone(),
-            committed.clone(),
-            verifier.clone(),
-            stop.clone(),
-            fh.clone(),
-        );
-        std::thread::spawn(move || {
-            let mut off = 0u64;
-            let go = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loop {
-                if stop.load(Ordering::Relaxed)
-                    || off as usize + ROUND as usize * BLOCK > data.len()
-                {
-                    return;
-                }
-                let end = off + ROUND * BLOCK as u64;
-                let mut xids = Vec::new();
-                for i in 0..ROUND {
-                    let o = (off + i * BLOCK as u64) as usize;
-                    xids.push(w.send_write(
-                        &fh,
-                        o as u64,
-                        StableHow::Unstable,
-                        &data[o..o + BLOCK],
-                    ));
-                }
-                let cx = w.send_commit(&fh);
-                for _ in 0..=ROUND {
-                    let (xid, accept, body) = w.recv();
-                    assert_eq!(accept, 0);
-                    let (st, v) = status_and_verifier(&body, xid != cx);
-                    assert_eq!(st, 0);
-                    if xid == cx {
-                        *verifier.lock().unwrap() = v;
-                        committed.store(end, Ordering::SeqCst); // acknowledged: must survive
-                    }
-                }
-                off = end;
-            }));
-            drop(go); // the connection dies with the server
-        })
-    };
-    while committed.load(Ordering::SeqCst) < 4 << 20 {
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(
-            !writer.is_finished(),
-            "the writer stopped early; server log:\n{}",
-            srv.log()
-        );
-    }
-    srv.kill9(); // SIGKILL while writes and COMMITs are in flight
-    stop.store(true, Ordering::Relaxed);
-    writer.join().unwrap();
-    let acked = committed.load(Ordering::SeqCst);
-    let v_before = verifier.lock().unwrap().expect("a COMMIT was acknowledged");
-    srv.restart();
-    let mut w = Wire::connect(srv.port);
-    // the handle from before the restart still names the file
-    let mut got = Vec::with_capacity(acked as usize);
-    while (got.len() as u64) < acked {
-        let (st, chunk) = w.read(&fh, got.len() as u64, 65536);
-        assert_eq!(st, 0, "READ after restart");
-        assert!(
-            !chunk.is_empty(),
-            "file ends at {} but {acked} bytes were committed",
-            got.len()
-        );
-        got.extend_from_slice(&chunk);
-    }
-    got.truncate(acked as usize);
-    assert!(
-        got[..] == data[..acked as usize],
-        "committed data lost: {:?}",
-        first_difference(&got, &data[..acked as usize])
-    );
-    let xid = w.send_write(&fh, acked, StableHow::Unstable, b"x");
-    let (rx, _, body) = w.recv();
-    assert_eq!(rx, xid);
-    let (_, v_after) = status_and_verifier(&body, true);
-    assert_ne!(
-        v_after,
-        Some(v_before),
-        "a restarted server must show a new write verifier"
+    let srv = std::cell::RefCell::new(NfsProc::start(&[format!("/vol={}", tree.display())]));
+    let port = srv.borrow().port;
+    committed_writes_survive_kill9(
+        port,
+        "/vol",
+        || srv.borrow_mut().kill9(),
+        || {
+            srv.borrow_mut().restart();
+            srv.borrow().port
+        },
+        || srv.borrow().log(),
     );
 }
 

@@ -183,7 +183,10 @@ where
         match opt {
             OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(&data).into_owned();
-                let Some(vol) = node.volume(&name).filter(|_| !node.is_shutting_down()) else {
+                let Some(vol) = node
+                    .block_volume(&name)
+                    .filter(|_| !node.is_shutting_down())
+                else {
                     // The spec's only answer here is to close the connection.
                     return Err(refused(format!(
                         "EXPORT_NAME {}: no such volume",
@@ -218,7 +221,7 @@ where
                         "NBD_OPT_LIST takes no payload",
                     );
                 } else {
-                    for v in node.volumes() {
+                    for v in node.block_volumes() {
                         encode_list_entry(&mut out, &v.name, &v.description);
                     }
                     encode_option_reply(&mut out, opt, REP_ACK, &[]);
@@ -247,7 +250,7 @@ where
                             REP_ERR_SHUTDOWN,
                             "node is shutting down",
                         );
-                    } else if let Some(vol) = node.volume(&req.name) {
+                    } else if let Some(vol) = node.block_volume(&req.name) {
                         let flags = transmission_flags(&vol, structured);
                         encode_info_export(&mut out, opt, vol.size(), flags);
                         if req.requests.contains(&INFO_NAME) {
@@ -292,7 +295,7 @@ where
                         REP_ERR_INVALID,
                         "NBD_OPT_SET_META_CONTEXT needs NBD_OPT_STRUCTURED_REPLY first",
                     ),
-                    Ok(req) if node.volume(&req.export).is_none() => {
+                    Ok(req) if node.block_volume(&req.export).is_none() => {
                         let msg = format!("no volume named {}", quote(req.export.as_bytes()));
                         encode_option_error(&mut out, opt, REP_ERR_UNKNOWN, &msg);
                     }

@@ -453,6 +453,11 @@ fn addresses(
             }
             (None, Target::Nbd(u), _) | (None, Target::NodeVolume { uri: u, .. }, _) => u.clone(),
             (None, Target::Path(p), _) => p.display().to_string(),
+            (None, Target::Nfs(u), _) => {
+                return Err(RunError::Plan(format!(
+                    "{origin}: --target {u}: the ramp's generator speaks NBD and files, not NFS (mount the export and give --target DIR)"
+                )))
+            }
             (None, Target::Devices(_), _) => {
                 return Err(RunError::Plan(format!(
                     "{}: a ramp takes one target (give each [[system]] its own target = PATH)",

@@ -107,6 +107,7 @@ impl Backend<'_> {
                     read_only: false,
                     description: format!("tenants: class {}, point {n}", c.name),
                     policy: c.policy.clone(),
+                    nas: None,
                 })
                 .map_err(|e| e.to_string())?;
                 let l = node

@@ -196,6 +196,24 @@ fn the_example_plan_is_valid() {
     );
 }
 
+/// Seed 000 on real NFS: dbench on a NAS volume per storage class, one job set each.
+#[test]
+fn the_seed000_nfs_plan_is_valid() {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/seed000-nfs.toml"
+    );
+    let plan = registry().load(Path::new(p)).unwrap();
+    assert_eq!(jobs(&plan).len(), 27, "dbench's nine jobs on three volumes");
+    let node = plan.common.node.unwrap();
+    let nas: Vec<_> = node
+        .volumes
+        .iter()
+        .filter_map(|v| v.nas.as_ref().map(|n| n.path.clone()))
+        .collect();
+    assert_eq!(nas, ["/qos500", "/qos100m", "/aqos"]);
+}
+
 #[test]
 fn profile_plan() {
     let p = profile("dbench", true).unwrap();

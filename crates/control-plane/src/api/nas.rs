@@ -1,0 +1,533 @@
+//! NAS in the control plane: `/api/protocols/nfs/export-policies` (ONTAP's shape: a
+//! numeric id, a name, rules of client matches with ro_rule/rw_rule; `default`, loopback
+//! only, always exists and cannot be deleted), a volume's `nas` block, and a volume's
+//! storage on disk as one of two kinds ([`Storage`]: a block volume's file, a NAS volume's
+//! tree), each changed all or nothing as `volume_files` describes.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::model::nas::{self as nas_model, ExportPolicyRef};
+use super::model::{self, code, ApiError};
+use super::query::{self, Query};
+use super::{svm_json, ControlPlane, Inner, Reply, R};
+use crate::config::NodeConfig;
+use crate::nas::export_policy::{policy_from, Policy, RuleText};
+use crate::nas::DEFAULT_EXPORT_POLICY;
+use crate::node::Node;
+use crate::state::{ExportPolicyRow, Store, VolumeRow};
+
+pub const EXPORT_POLICIES: &str = "/api/protocols/nfs/export-policies";
+
+const POLICY_TOP: &[&str] = &["id", "name", "svm", "rules"];
+
+/// A stored export policy and its rules as written.
+pub(super) struct ExportPolicyRec {
+    pub row: ExportPolicyRow,
+    pub rules: Vec<RuleText>,
+}
+
+impl ExportPolicyRec {
+    pub fn policy(&self) -> Policy {
+        // Checked when stored and again when loaded.
+        policy_from(&self.row.name, &self.rules).unwrap_or_else(|_| Policy {
+            name: self.row.name.clone(),
+            rules: Vec::new(),
+        })
+    }
+}
+
+/// An NFS REST path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NfsRoute {
+    Policies,
+    Policy(String),
+}
+
+impl NfsRoute {
+    pub fn allowed(&self) -> &'static str {
+        match self {
+            NfsRoute::Policies => "GET, POST",
+            NfsRoute::Policy(_) => "GET, PATCH, DELETE",
+        }
+    }
+}
+
+pub fn route(p: &str, decode: impl Fn(&str) -> String) -> Option<NfsRoute> {
+    let rest = p.strip_prefix(EXPORT_POLICIES)?;
+    if rest.is_empty() {
+        return Some(NfsRoute::Policies);
+    }
+    let id = rest.strip_prefix('/')?;
+    (!id.is_empty() && !id.contains('/')).then(|| NfsRoute::Policy(decode(id)))
+}
+
+/// The export policies at start: the `default` row created the first time (loopback
+/// only), the configuration's `[[export_policy]]` declarations applied when new or
+/// changed (as `seed` does for QoS policies), every row checked.
+pub(super) fn load(store: &mut Store, cfg: &NodeConfig) -> Result<Vec<ExportPolicyRec>, String> {
+    let db = |e: rusqlite::Error| format!("export policies: {e}");
+    let rows = store.export_policies().map_err(db)?;
+    if !rows.iter().any(|r| r.name == DEFAULT_EXPORT_POLICY) {
+        store
+            .insert_export_policy(&ExportPolicyRow {
+                id: 0,
+                name: DEFAULT_EXPORT_POLICY.into(),
+                svm_name: None,
+                svm_uuid: None,
+                rules: nas_model::rules_json(&[RuleText::loopback()]).to_string(),
+            })
+            .map_err(db)?;
+    }
+    for e in &cfg.export_policies {
+        let key = format!("config.export_policy.{}", e.name());
+        let text = nas_model::rules_json(&e.rules).to_string();
+        if store.applied(&key).map_err(db)?.as_deref() == Some(text.as_str()) {
+            continue;
+        }
+        let rows = store.export_policies().map_err(db)?;
+        match rows.iter().find(|r| r.name == e.name()) {
+            Some(r) => store.update_export_policy(&ExportPolicyRow {
+                rules: text.clone(),
+                ..r.clone()
+            }),
+            None => store
+                .insert_export_policy(&ExportPolicyRow {
+                    id: 0,
+                    name: e.name().to_string(),
+                    svm_name: None,
+                    svm_uuid: None,
+                    rules: text.clone(),
+                })
+                .map(|_| ()),
+        }
+        .map_err(db)?;
+        store
+            .apply_declarations(&[], &[], &[(key, text)])
+            .map_err(db)?;
+        tracing::info!(export_policy = %e.name(), "applying the configuration's declaration");
+    }
+    store
+        .export_policies()
+        .map_err(db)?
+        .into_iter()
+        .map(|row| {
+            let rules = nas_model::stored_rules(&row.rules).map_err(|e| {
+                format!(
+                    "export policy {:?}: stored rules are invalid: {e}",
+                    row.name
+                )
+            })?;
+            Ok(ExportPolicyRec { row, rules })
+        })
+        .collect()
+}
+
+impl ControlPlane {
+    /// Run one NFS REST request (the method is already checked against `allowed`).
+    pub fn nfs_dispatch(
+        &self,
+        method: &hyper::Method,
+        route: NfsRoute,
+        body: &[u8],
+        q: &Query,
+    ) -> R<Reply> {
+        use hyper::Method as M;
+        match (method, route) {
+            (&M::POST, NfsRoute::Policies) => self.create_export_policy(body),
+            (_, NfsRoute::Policies) => self.list_export_policies(q),
+            (&M::PATCH, NfsRoute::Policy(id)) => self.patch_export_policy(&id, body),
+            (&M::DELETE, NfsRoute::Policy(id)) => self.delete_export_policy(&id),
+            (_, NfsRoute::Policy(id)) => self.get_export_policy(&id, q),
+        }
+    }
+
+    fn export_policy_json(&self, inner: &Inner, p: &ExportPolicyRec) -> Value {
+        json!({
+            "id": p.row.id,
+            "name": p.row.name,
+            "svm": svm_json(inner, &p.row.svm_name, &p.row.svm_uuid),
+            "rules": nas_model::rules_json(&p.rules),
+        })
+    }
+
+    pub fn list_export_policies(&self, q: &Query) -> R<Reply> {
+        let inner = self.lock();
+        let all = inner
+            .export_policies
+            .iter()
+            .map(|p| self.export_policy_json(&inner, p))
+            .collect();
+        let sel = query::select(all, q, POLICY_TOP)?;
+        Ok(Reply::ok(query::page(sel, q, EXPORT_POLICIES)?))
+    }
+
+    pub fn get_export_policy(&self, id: &str, q: &Query) -> R<Reply> {
+        let inner = self.lock();
+        let i = policy_index(&inner, id)?;
+        Ok(Reply::ok(super::single(
+            self.export_policy_json(&inner, &inner.export_policies[i]),
+            q,
+        )))
+    }
+
+    pub fn create_export_policy(&self, body: &[u8]) -> R<Reply> {
+        let b = nas_model::export_policy(&model::parse_body(body)?)?;
+        let name = b.name.ok_or_else(|| {
+            ApiError::bad(code::MISSING_FIELD, "name", "field \"name\" is required")
+        })?;
+        let mut inner = self.lock();
+        if inner.export_policies.iter().any(|p| p.row.name == name) {
+            return Err(ApiError::conflict(
+                code::DUPLICATE,
+                "name",
+                format!("an export policy named {name:?} already exists"),
+            ));
+        }
+        let svm = b.svm.unwrap_or_default();
+        super::svms::check_svm(&inner, &svm.name, &svm.uuid)?;
+        let rules = b.rules.unwrap_or_default();
+        let mut row = ExportPolicyRow {
+            id: 0,
+            name,
+            svm_name: svm.name,
+            svm_uuid: svm.uuid,
+            rules: nas_model::rules_json(&rules).to_string(),
+        };
+        row.id = inner
+            .store
+            .insert_export_policy(&row)
+            .map_err(super::db_err)?;
+        let rec = ExportPolicyRec { row, rules };
+        self.node.put_export_policy(rec.policy());
+        let body = self.export_policy_json(&inner, &rec);
+        let location = format!("{EXPORT_POLICIES}/{}", rec.row.id);
+        inner.export_policies.push(rec);
+        Ok(Reply {
+            status: 201,
+            body,
+            location: Some(location),
+        })
+    }
+
+    /// A new name and/or new rules, in force for mounted clients at their next call.
+    pub fn patch_export_policy(&self, id: &str, body: &[u8]) -> R<Reply> {
+        let b = nas_model::export_policy(&model::parse_body(body)?)?;
+        if b.svm.is_some() {
+            return Err(ApiError::bad(
+                code::IMMUTABLE,
+                "svm",
+                "svm cannot be changed after the export policy is created",
+            ));
+        }
+        let mut inner = self.lock();
+        let i = policy_index(&inner, id)?;
+        let old = inner.export_policies[i].row.name.clone();
+        let mut row = inner.export_policies[i].row.clone();
+        let mut rules = inner.export_policies[i].rules.clone();
+        if let Some(n) = &b.name {
+            if n != &old && old == DEFAULT_EXPORT_POLICY {
+                return Err(ApiError::bad(
+                    code::IMMUTABLE,
+                    "name",
+                    "the default export policy cannot be renamed",
+                ));
+            }
+            if n != &old && inner.export_policies.iter().any(|p| &p.row.name == n) {
+                return Err(ApiError::conflict(
+                    code::DUPLICATE,
+                    "name",
+                    format!("an export policy named {n:?} already exists"),
+                ));
+            }
+            row.name = n.clone();
+        }
+        if let Some(r) = b.rules {
+            policy_from(&row.name, &r)
+                .map_err(|e| ApiError::bad(code::OUT_OF_RANGE, "rules", e))?;
+            row.rules = nas_model::rules_json(&r).to_string();
+            rules = r;
+        }
+        let renamed = row.name != old;
+        if renamed {
+            inner
+                .store
+                .rename_export_policy(&row, &old)
+                .map_err(super::db_err)?;
+            for v in inner.volumes.iter_mut() {
+                if v.export_policy.as_deref() == Some(old.as_str()) {
+                    v.export_policy = Some(row.name.clone());
+                }
+            }
+        } else {
+            inner
+                .store
+                .update_export_policy(&row)
+                .map_err(super::db_err)?;
+        }
+        let rec = ExportPolicyRec { row, rules };
+        let policy = rec.policy();
+        self.node.put_export_policy(policy.clone());
+        if renamed {
+            for v in self.node.volumes() {
+                if v.nas.as_ref().is_some_and(|n| n.policy_name() == old) {
+                    let _ = self.node.assign_export_policy(&v, &policy.name);
+                }
+            }
+            self.node.remove_export_policy(&old);
+        }
+        inner.export_policies[i] = rec;
+        let body = self.export_policy_json(&inner, &inner.export_policies[i]);
+        Ok(Reply::ok(body))
+    }
+
+    pub fn delete_export_policy(&self, id: &str) -> R<Reply> {
+        let mut inner = self.lock();
+        let i = policy_index(&inner, id)?;
+        let name = inner.export_policies[i].row.name.clone();
+        if name == DEFAULT_EXPORT_POLICY {
+            return Err(ApiError::conflict(
+                code::IN_USE,
+                "name",
+                "the default export policy cannot be deleted",
+            ));
+        }
+        let users: Vec<&str> = inner
+            .volumes
+            .iter()
+            .filter(|v| v.nas_path.is_some() && export_policy_of(v) == name)
+            .map(|v| v.name.as_str())
+            .collect();
+        if !users.is_empty() {
+            return Err(ApiError::conflict(
+                code::IN_USE,
+                "name",
+                format!(
+                    "export policy {name:?} is used by volume(s) {}; move them to another policy first",
+                    users.join(", ")
+                ),
+            ));
+        }
+        inner
+            .store
+            .delete_export_policy(inner.export_policies[i].row.id)
+            .map_err(super::db_err)?;
+        inner.export_policies.remove(i);
+        self.node.remove_export_policy(&name);
+        Ok(Reply::ok(json!({})))
+    }
+
+    /// The name of the export policy `r` names.
+    pub(super) fn resolve_export_policy(inner: &Inner, r: &ExportPolicyRef) -> R<String> {
+        inner
+            .export_policies
+            .iter()
+            .find(|p| {
+                !matches!(&r.name, Some(n) if n != &p.row.name)
+                    && !matches!(r.id, Some(id) if id != p.row.id)
+            })
+            .map(|p| p.row.name.clone())
+            .ok_or_else(|| {
+                ApiError::not_found(
+                    "nas.export_policy",
+                    format!(
+                        "no export policy {}; GET {EXPORT_POLICIES} lists them",
+                        match (&r.name, r.id) {
+                            (Some(n), Some(i)) => format!("named {n:?} with id {i}"),
+                            (Some(n), None) => format!("named {n:?}"),
+                            (None, Some(i)) => format!("with id {i}"),
+                            (None, None) => String::new(),
+                        }
+                    ),
+                )
+            })
+    }
+
+    /// A NAS volume's `nas` block (`None` for a block volume).
+    pub(super) fn nas_json(&self, inner: &Inner, v: &VolumeRow) -> Option<Value> {
+        let path = v.nas_path.as_ref()?;
+        let name = export_policy_of(v);
+        let id = inner
+            .export_policies
+            .iter()
+            .find(|p| p.row.name == name)
+            .map(|p| p.row.id);
+        let mut nas = json!({
+            "path": path,
+            "security_style": "unix",
+            "export_policy": {"name": name, "id": id},
+        });
+        if let Ok(m) = std::fs::metadata(self.node.nas_root(&v.name)) {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let mode = m.permissions().mode() & 0o7777;
+            nas["unix_permissions"] = json!(format!("{mode:o}").parse::<u64>().unwrap_or(0));
+            nas["uid"] = json!(m.uid());
+            nas["gid"] = json!(m.gid());
+        }
+        Some(nas)
+    }
+
+    /// A NAS volume's `nfs` block: where libnfs clients (fio's nfs engine) reach it.
+    pub(super) fn nfs_json(&self, v: &VolumeRow) -> Option<Value> {
+        let path = v.nas_path.as_ref()?;
+        let addr = self.nfs.get()?;
+        Some(json!({
+            "url": format!(
+                "nfs://{}{path}?nfsport={p}&mountport={p}",
+                addr.ip(),
+                p = addr.port()
+            ),
+            "port": addr.port(),
+        }))
+    }
+
+    /// Record where NFS clients reach the node (once, after the listener is bound).
+    pub fn set_nfs_endpoint(&self, addr: std::net::SocketAddr) {
+        let _ = self.nfs.set(addr);
+    }
+}
+
+/// A volume row's export policy name.
+pub(super) fn export_policy_of(v: &VolumeRow) -> String {
+    v.export_policy
+        .clone()
+        .unwrap_or_else(|| DEFAULT_EXPORT_POLICY.to_string())
+}
+
+fn policy_index(inner: &Inner, id: &str) -> R<usize> {
+    inner
+        .export_policies
+        .iter()
+        .position(|p| p.row.id.to_string() == id)
+        .ok_or_else(|| ApiError::not_found("id", format!("no export policy with id {id:?}")))
+}
+
+const TOMBSTONE: &str = ".deleted.";
+
+/// Where a volume's data lives on disk: a block volume's file or a NAS volume's tree.
+pub(super) enum Storage {
+    File(PathBuf),
+    Tree(PathBuf),
+}
+
+impl Storage {
+    pub fn of(node: &Node, row: &VolumeRow) -> Storage {
+        if row.nas_path.is_some() {
+            Storage::Tree(node.nas_root(&row.name))
+        } else {
+            Storage::File(node.volume_path(&row.name))
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            Storage::File(p) | Storage::Tree(p) => p,
+        }
+    }
+
+    /// Where it waits between a delete's rename and its commit.
+    pub fn tombstone(&self, uuid: &str) -> PathBuf {
+        self.path()
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(format!("{TOMBSTONE}{uuid}"))
+    }
+
+    /// Remove what a crash between a create's file (or tree) and its commit left: it
+    /// belongs to no volume.
+    pub fn remove_stale(&self) -> io::Result<()> {
+        match self {
+            Storage::File(p) if p.exists() => std::fs::remove_file(p),
+            Storage::Tree(p) if p.exists() => std::fs::remove_dir_all(p),
+            _ => Ok(()),
+        }
+    }
+
+    /// Create it new: a sparse file of `size` bytes, or an empty tree whose root has
+    /// `mode` (default 0755); a failure leaves nothing behind.
+    pub fn create(&self, size: u64, mode: Option<u32>) -> io::Result<()> {
+        match self {
+            Storage::File(p) => super::volume_files::create_file(p, size),
+            Storage::Tree(p) => {
+                crate::private::create_dir_all(p.parent().unwrap_or(Path::new(".")))?;
+                crate::nas::create_root(p, mode)
+            }
+        }
+    }
+
+    /// Undo [`create`](Self::create) (the commit failed).
+    pub fn discard(&self) {
+        let _ = match self {
+            Storage::File(p) => std::fs::remove_file(p),
+            Storage::Tree(p) => std::fs::remove_dir_all(p),
+        };
+    }
+
+    /// Remove a committed delete's tombstone.
+    pub fn remove_tombstone(stone: &Path) -> io::Result<()> {
+        if stone.is_dir() {
+            std::fs::remove_dir_all(stone)
+        } else {
+            std::fs::remove_file(stone)
+        }
+    }
+}
+
+/// A NAS volume's tree before it is served at start: an interrupted delete is undone
+/// (its tombstone renamed back). A missing tree is created empty by the node (a volume
+/// declared in the configuration gets its tree at first start).
+pub(super) fn reconcile_tree(node: &Node, uuid: &str, name: &str) -> Result<(), String> {
+    let root = node.nas_root(name);
+    let stone = Storage::Tree(root.clone()).tombstone(uuid);
+    if !root.exists() && stone.is_dir() {
+        std::fs::rename(&stone, &root).map_err(|e| {
+            format!(
+                "restoring {} from an interrupted delete: {e}",
+                root.display()
+            )
+        })?;
+        tracing::warn!(volume = %name, "restored the volume's tree from an interrupted delete");
+    }
+    match std::fs::symlink_metadata(&root) {
+        Ok(m) if !m.is_dir() => Err(format!("{} is not a directory", root.display())),
+        _ => Ok(()),
+    }
+}
+
+/// Remove tree tombstones of volumes that no longer exist.
+pub(super) fn sweep_tree_tombstones(node: &Node, live_uuids: &[&str]) {
+    let dir = node.data_dir().join("nas");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(uuid) = name.to_str().and_then(|n| n.strip_prefix(TOMBSTONE)) else {
+            continue;
+        };
+        if !live_uuids.contains(&uuid) {
+            if let Err(err) = std::fs::remove_dir_all(e.path()) {
+                tracing::warn!("removing {}: {err}", e.path().display());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let d = |s: &str| s.to_string();
+        assert_eq!(route(EXPORT_POLICIES, d), Some(NfsRoute::Policies));
+        assert_eq!(
+            route(&format!("{EXPORT_POLICIES}/12"), d),
+            Some(NfsRoute::Policy("12".into()))
+        );
+        assert_eq!(route(&format!("{EXPORT_POLICIES}/1/rules"), d), None);
+        assert_eq!(route("/api/protocols/nfs/export-policiesX", d), None);
+    }
+}
