@@ -197,6 +197,24 @@ if ldd "$QOSLAB_CACHE/qemu/usr/bin/qemu-system-x86_64" | grep -q 'not found'; th
 fi
 say "NFS: $(fio --version) with nfs at $(command -v fio), libnfs-utils $(dpkg-query -W -f='${Version}' libnfs-utils), nfs-ganesha $(dpkg-query -W -f='${Version}' nfs-ganesha), $("$QOSLAB_CACHE/qemu/usr/bin/qemu-system-x86_64" -L "$QOSLAB_CACHE/qemu/usr/share/seabios" --version | head -1), kernel $(ls "$QOSLAB_CACHE/kernel/lib/modules")"
 
+# 6. Seed 004's build and broker tenant apps (issue 26): gcc, make and binutils for the
+# builds; Apache ActiveMQ (Debian's activemq, 5.17, pulls a Java runtime) for the broker.
+# Its system service is not wanted: the tests start their own brokers on free ports.
+apps_pkgs=()
+for p in gcc make binutils activemq; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || apps_pkgs+=("$p")
+done
+command -v java >/dev/null 2>&1 || apps_pkgs+=(default-jre-headless)
+if [ ${#apps_pkgs[@]} -gt 0 ]; then
+  apt_install "${apps_pkgs[@]}"
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet activemq 2>/dev/null; then
+    $SUDO systemctl disable --now activemq >/dev/null 2>&1 || true
+  fi
+fi
+[ -f /usr/share/activemq/bin/activemq.jar ] && command -v java >/dev/null \
+  || { say "ActiveMQ or java missing after install"; exit 1; }
+say "apps: $(gcc --version | head -1), $(make --version | head -1), ActiveMQ $(dpkg-query -W -f='${Version}' activemq), $(java -version 2>&1 | head -1)"
+
 say "fio $(fio --version | sed 's/fio-//'), nbdkit $(nbdkit --version | awk '{print $2}'), $(nbdinfo --version | head -1), $(qemu-img --version | head -1), $(chromium --version 2>/dev/null | head -1), netapp-ontap $(python3 -c 'import netapp_ontap; print(netapp_ontap.__version__)')"
 say "$(aws --version 2>&1 | head -1), boto3 $(python3 -c 'import boto3; print(boto3.__version__)'), s3cmd $(s3cmd --version | awk '{print $3}'), $(rclone version | head -1), $(curl --version | head -1 | awk '{print $1, $2}')"
 say "$(iperf3 --version | head -1), $(ssh -V 2>&1), $(redis-server --version | awk '{print $1, $2, $3}'), $(git --version)"

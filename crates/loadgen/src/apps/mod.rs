@@ -8,10 +8,17 @@
 //!   tar, untar, rm, plus a sync so write-back is charged to the tenant).
 //! - [`redis`]: a redis-server per tenant (data and AOF on the tenant's file system), a
 //!   YCSB-like load phase then run phase from a built-in client: ops/s per phase.
+//! - [`build`]: seed 004's Jenkins: concurrent C builds (gcc, make) per tenant, their
+//!   dependency cache and workspaces on the tenant's file system; builds and failed builds.
+//! - [`broker`]: seed 004's JBoss AMQ: an Apache ActiveMQ broker per tenant (KahaDB on the
+//!   tenant's file system), its own producer and consumer tools; messages/s in and out,
+//!   lost messages counted by sequence number.
 //!
 //! The tenants family (`workloads::tenants`) runs them over scale points; fio tenants are
 //! the family's own (one fio, one job per tenant).
 
+pub mod broker;
+pub mod build;
 pub mod git;
 pub mod proc;
 pub mod redis;

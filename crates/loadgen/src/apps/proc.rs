@@ -3,7 +3,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::apps::Failure;
@@ -30,45 +30,115 @@ pub fn step(
     deadline: Instant,
     limit: Duration,
 ) -> Result<f64, Failure> {
+    run(step, cmd, deadline, limit, false).map(|(secs, _)| secs)
+}
+
+/// As [`step`], and returns what the command printed on stdout too.
+pub fn output(
+    step: &str,
+    cmd: &mut Command,
+    deadline: Instant,
+    limit: Duration,
+) -> Result<(f64, String), Failure> {
+    run(step, cmd, deadline, limit, true)
+}
+
+fn reader<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut r) = r {
+            let mut b = Vec::new();
+            let _ = r.read_to_end(&mut b);
+            s = String::from_utf8_lossy(&b).into_owned();
+        }
+        s
+    })
+}
+
+fn run(
+    step: &str,
+    cmd: &mut Command,
+    deadline: Instant,
+    limit: Duration,
+    capture: bool,
+) -> Result<(f64, String), Failure> {
     let t0 = Instant::now();
     let mut child = cmd
         .process_group(0)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(if capture {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| {
             Failure::classify(step, format!("cannot start {:?}: {e}", cmd.get_program()))
         })?;
     let _reg = mounts::children::register(child.id());
-    let mut err = child.stderr.take().expect("piped stderr");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if Instant::now() >= deadline => {
-                // SAFETY: killpg of the group our child leads (not yet reaped).
-                unsafe {
-                    libc::killpg(child.id() as i32, libc::SIGKILL);
-                }
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(Failure::classify(step, format!("waiting: {e}"))),
-        }
-    };
-    let stderr = reader.join().unwrap_or_default();
+    let err = reader(child.stderr.take());
+    let out = reader(child.stdout.take());
+    let status = wait_until(&mut child, deadline)
+        .map_err(|e| Failure::classify(step, format!("waiting: {e}")))?;
+    let stderr = err.join().unwrap_or_default();
+    let stdout = out.join().unwrap_or_default();
     match status {
         None => Err(Failure::timeout(step, limit)),
-        Some(s) if s.success() => Ok(t0.elapsed().as_secs_f64()),
+        Some(s) if s.success() => Ok((t0.elapsed().as_secs_f64(), stdout)),
         Some(s) => Err(Failure::classify(
             step,
             format!("{:?} exited with {s}: {}", cmd.get_program(), tail(&stderr)),
         )),
+    }
+}
+
+/// Wait for `child` (the leader of its own process group) until `deadline`; past it, kill
+/// its whole group. `None`: killed at the deadline.
+pub fn wait_until(
+    child: &mut Child,
+    deadline: Instant,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    loop {
+        match child.try_wait()? {
+            Some(s) => return Ok(Some(s)),
+            None if Instant::now() >= deadline => {
+                kill_group(child);
+                return Ok(None);
+            }
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// SIGKILL the process group `child` leads, and reap it.
+pub fn kill_group(child: &mut Child) {
+    // SAFETY: killpg of the group our child leads (not yet reaped, so its id is ours).
+    unsafe {
+        libc::killpg(child.id() as i32, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+/// Stop `child` (leader of its own group): SIGTERM to the group, then SIGKILL after
+/// `grace`. Returns whether it exited by itself within the grace period.
+pub fn stop_group(child: &mut Child, grace: Duration) -> bool {
+    if let Ok(Some(_)) = child.try_wait() {
+        return true;
+    }
+    // SAFETY: as in kill_group.
+    unsafe {
+        libc::killpg(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return true,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                kill_group(child);
+                return false;
+            }
+        }
     }
 }

@@ -51,6 +51,7 @@ mod signals;
 mod small_fs;
 mod suites;
 mod tenants;
+mod tenants_apps;
 mod tenants_sweep;
 mod tenants_targets;
 mod util;

@@ -326,7 +326,10 @@ pub fn check_target(spec: &TenantsSpec, kind: TargetKind) -> Result<(), String> 
                     c.name
                 ))
             }
-            (AppSpec::Git(_) | AppSpec::Redis(_), TargetKind::Block) => {
+            (
+                AppSpec::Git(_) | AppSpec::Redis(_) | AppSpec::Build(_) | AppSpec::Broker(_),
+                TargetKind::Block,
+            ) => {
                 return Err(format!(
                     "[[class]] {}: app = \"{}\" needs a file system; {flag} takes fio classes only (use --target DIR on a file system of the devices, or --node URL)",
                     c.name,

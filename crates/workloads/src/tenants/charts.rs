@@ -1,5 +1,6 @@
 //! The sweep's degradation curves, from its stored summary table: per headline metric
-//! (fio IOPS per tenant, redis ops/s per tenant, git seconds per iteration) the median
+//! (fio IOPS per tenant, redis ops/s per tenant, git seconds per iteration, build seconds
+//! per build, broker messages/s per tenant) the median
 //! tenant against tenants per class, one line per class, with each class's floor and
 //! ceiling as reference lines where they exist; the sum over tenants; the fail rate;
 //! first-done / last-done; and the load (this process's CPU, the host's).
@@ -84,6 +85,10 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
                 "redis run-phase ops/s per tenant vs tenants (median tenant)".to_string()
             }
             "time_s" => "git: seconds per iteration vs tenants (median tenant)".to_string(),
+            "build_s" => "build: seconds per build vs tenants (median tenant)".to_string(),
+            "in_msgs_per_sec" => {
+                "broker: persistent messages/s in per tenant vs tenants (median tenant)".to_string()
+            }
             m => format!("{m} per tenant vs tenants"),
         };
         let mut c = Chart::new(title, "tenants per class", unit);

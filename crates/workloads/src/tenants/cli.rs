@@ -19,7 +19,8 @@ pub struct TenantsArgs {
         default_value_t = 3
     )]
     pub iterations: u32,
-    /// Applications, one class each: git, redis, fio (on volumes git and redis mount file
+    /// Applications, one class each: git, redis, build, broker, fio (on volumes the
+    /// applications but fio mount file
     /// systems: root, /dev/fuse and loop devices; on --target DIR they run in a directory
     /// per tenant; --target /dev/X,/dev/Y takes fio only).
     #[arg(long, value_name = "APP,...", value_delimiter = ',', default_values_t = ["git".to_string(), "redis".to_string()])]
@@ -62,6 +63,8 @@ impl TenantsArgs {
                 fio_size: None,
                 git: None,
                 redis: None,
+                build: None,
+                broker: None,
                 expect_floor: None,
                 expect_ceiling: None,
             })

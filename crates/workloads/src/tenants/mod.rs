@@ -1,11 +1,13 @@
 //! The `tenants` family (seed 004): storage classes whose tenants claim volumes on the
 //! embedded node or a `--node` (through its REST API), or a directory each on a
-//! `--target DIR` (`backend`); real applications on mounted file systems (git, redis:
-//! `loadgen::apps`) or fio on the volumes, swept from 1 to N tenants per class; per point and class the
+//! `--target DIR` (`backend`); real applications on mounted file systems (git, redis,
+//! build, broker: `loadgen::apps`) or fio on the volumes, swept from 1 to N tenants per
+//! class; per point and class the
 //! failures, the distribution of the tenants' figures, fairness, first/last done, the
 //! node's QoS waits and the load; seed 004's tables and degradation curves
 //! (docs/TENANTS.md).
 
+mod app_spec;
 pub mod backend;
 pub mod charts;
 mod cli;
@@ -65,7 +67,7 @@ impl Family for Tenants {
     }
 
     fn about(&self) -> &'static str {
-        "real applications (git, redis) or fio on a volume per tenant, swept from 1 to N tenants per class: failures, fairness, degradation curves (seed 004)"
+        "real applications (git, redis, build, broker) or fio on a volume per tenant, swept from 1 to N tenants per class: failures, fairness, degradation curves (seed 004)"
     }
 
     fn tables(&self) -> &'static [&'static str] {

@@ -16,6 +16,8 @@ use super::fio_mix::{MixOptions, MixTarget, MixTenant};
 use super::load::{LoadSample, LoadSampler};
 use super::runner::{run_point_with, GroupApp, TenantRun, TenantSpec};
 use super::spec::{AppSpec, TenantsSpec};
+use loadgen::apps::broker::BrokerApp;
+use loadgen::apps::build::{BuildApp, DepRepo, FailedBuilds};
 use loadgen::apps::git::{BareRepo, GitApp};
 use loadgen::apps::redis::RedisApp;
 use loadgen::apps::{App, Failure, TenantApp, TenantEnv};
@@ -82,6 +84,8 @@ pub struct PointEnv<'a> {
     pub scratch: PathBuf,
     /// The git classes' repositories.
     pub repos: &'a BTreeMap<String, BareRepo>,
+    /// The build classes' dependency repositories.
+    pub deps: &'a BTreeMap<String, DepRepo>,
 }
 
 /// An application that cannot start: its tenant's setup failed.
@@ -168,7 +172,14 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
     for t in &tenants {
         let c = &spec.classes[t.class];
         if let Some(f) = &t.setup {
-            owned_apps.push(Box::new(SetupFailed(f.clone())));
+            owned_apps.push(match &c.app {
+                // Its builds count as failed (the seed counts every triggered build).
+                AppSpec::Build(b) => Box::new(FailedBuilds {
+                    failure: f.clone(),
+                    builds: b.builds,
+                }),
+                _ => Box::new(SetupFailed(f.clone())),
+            });
             app_of.push(Some(owned_apps.len() - 1));
             continue;
         }
@@ -188,6 +199,26 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
             },
             AppSpec::Redis(r) => {
                 owned_apps.push(Box::new(RedisApp { spec: r.clone() }));
+                app_of.push(Some(owned_apps.len() - 1));
+            }
+            AppSpec::Build(b) => {
+                owned_apps.push(match env.deps.get(&c.name) {
+                    Some(d) => Box::new(BuildApp {
+                        spec: *b,
+                        deps: d.clone(),
+                    }),
+                    None => Box::new(FailedBuilds {
+                        failure: Failure::classify(
+                            "dependencies",
+                            format!("no dependency repository for class {}", c.name),
+                        ),
+                        builds: b.builds,
+                    }),
+                });
+                app_of.push(Some(owned_apps.len() - 1));
+            }
+            AppSpec::Broker(b) => {
+                owned_apps.push(Box::new(BrokerApp { spec: *b }));
                 app_of.push(Some(owned_apps.len() - 1));
             }
             AppSpec::Fio {

@@ -10,12 +10,14 @@ use super::point::PointResult;
 use super::spec::{AppSpec, TenantsSpec};
 
 /// The class's headline figure: fio IOPS per tenant, redis run-phase ops/s, git seconds
-/// per iteration (lower is better).
+/// per iteration, build seconds per build (lower is better), broker messages/s in.
 pub fn main_metric(app: &AppSpec) -> (&'static str, &'static str) {
     match app {
         AppSpec::Fio { .. } => ("iops", "IOPS"),
         AppSpec::Redis(_) => ("run_ops_per_sec", "ops/s"),
         AppSpec::Git(_) => ("time_s", "s"),
+        AppSpec::Build(_) => ("build_s", "s"),
+        AppSpec::Broker(_) => ("in_msgs_per_sec", "msg/s"),
     }
 }
 

@@ -145,6 +145,10 @@ pub struct ClassSummary {
     pub time: Option<Distribution>,
     /// Per-tenant mean of each metric (successful iterations), over tenants.
     pub metrics: BTreeMap<String, Distribution>,
+    /// Each metric summed over every iteration of every tenant, failed ones too (the
+    /// build table's total and failed builds, the broker's lost messages).
+    #[serde(default)]
+    pub totals: BTreeMap<String, f64>,
     /// Jain's index of per-tenant throughput (the first metric; else 1 / time).
     pub jain: Option<f64>,
     /// Slowest tenant's throughput over the fastest's.
@@ -191,6 +195,13 @@ pub fn summarize(runs: &[TenantRun]) -> Vec<ClassSummary> {
                 .collect();
             names.sort();
             names.dedup();
+            let mut totals = BTreeMap::new();
+            for m in rs
+                .iter()
+                .flat_map(|r| r.iterations.iter().flat_map(|i| i.metrics.iter()))
+            {
+                *totals.entry(m.name.clone()).or_insert(0.0) += m.value;
+            }
             let mut metrics = BTreeMap::new();
             let mut first_metric: Option<Vec<f64>> = None;
             for name in &names {
@@ -245,6 +256,7 @@ pub fn summarize(runs: &[TenantRun]) -> Vec<ClassSummary> {
                 failures: Failures { total, failed },
                 time: stats::distribution(&per_tenant_time),
                 metrics,
+                totals,
                 jain: stats::jain(&throughput),
                 min_over_max: stats::min_over_max(&throughput),
                 completion,

@@ -5,7 +5,10 @@
 
 use std::path::PathBuf;
 
+use super::app_spec::{broker_spec, build_spec, in_range, parse_size, RawBroker, RawBuild};
 use super::fio_mix::FioMix;
+use loadgen::apps::broker::BrokerSpec;
+use loadgen::apps::build::BuildSpec;
 use loadgen::apps::git::RepoSpec;
 use loadgen::apps::redis::RedisSpec;
 use mounts::FsType;
@@ -43,6 +46,8 @@ pub struct RawClass {
     pub fio_size: Option<toml::Value>,
     pub git: Option<RawGit>,
     pub redis: Option<RawRedis>,
+    pub build: Option<RawBuild>,
+    pub broker: Option<RawBroker>,
     pub expect_floor: Option<f64>,
     pub expect_ceiling: Option<f64>,
 }
@@ -72,6 +77,10 @@ pub struct RawRedis {
 pub enum AppSpec {
     Git(RepoSpec),
     Redis(RedisSpec),
+    /// Concurrent C builds (seed 004's Jenkins).
+    Build(BuildSpec),
+    /// An ActiveMQ broker with a producer and a consumer (seed 004's JBoss AMQ).
+    Broker(BrokerSpec),
     /// fio on the volume itself (NBD), no file system.
     Fio {
         mix: FioMix,
@@ -87,6 +96,8 @@ impl AppSpec {
         match self {
             AppSpec::Git(_) => "git",
             AppSpec::Redis(_) => "redis",
+            AppSpec::Build(_) => "build",
+            AppSpec::Broker(_) => "broker",
             AppSpec::Fio { .. } => "fio",
         }
     }
@@ -169,26 +180,6 @@ pub fn parse_duration(v: &toml::Value, what: &str) -> Result<f64, String> {
     Ok(secs)
 }
 
-fn parse_size(v: &toml::Value, what: &str) -> Result<u64, String> {
-    match v {
-        toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
-        toml::Value::String(s) => {
-            qos_core::units::parse_size(s).map_err(|e| format!("{what} = {s:?}: {e}"))
-        }
-        other => Err(format!(
-            "{what} = {other:?}: expected bytes or a size like \"1GiB\""
-        )),
-    }
-}
-
-fn in_range(v: i64, lo: i64, hi: i64, what: &str) -> Result<i64, String> {
-    if (lo..=hi).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("{what} = {v}: allowed {lo} to {hi}"))
-    }
-}
-
 fn valid_name(n: &str) -> bool {
     !n.is_empty()
         && n.len() <= 32
@@ -227,10 +218,24 @@ impl ClassSpec {
                 Ok(())
             }
         };
+        // The tables of other applications than this class's are errors.
+        let others = |mine: &[&str]| -> Result<(), String> {
+            for (field, present, app) in [
+                ("git", r.git.is_some(), "git"),
+                ("redis", r.redis.is_some(), "redis"),
+                ("build", r.build.is_some(), "build"),
+                ("broker", r.broker.is_some(), "broker"),
+                ("mix", r.mix.is_some(), "fio"),
+            ] {
+                if !mine.contains(&app) {
+                    only(field, present, app)?;
+                }
+            }
+            Ok(())
+        };
         let app = match r.app.as_str() {
             "git" => {
-                only("redis", r.redis.is_some(), "redis")?;
-                only("mix", r.mix.is_some(), "fio")?;
+                others(&["git"])?;
                 let mut spec = RepoSpec::default();
                 if let Some(g) = &r.git {
                     if let Some(f) = g.files {
@@ -247,8 +252,7 @@ impl ClassSpec {
                 AppSpec::Git(spec)
             }
             "redis" => {
-                only("git", r.git.is_some(), "git")?;
-                only("mix", r.mix.is_some(), "fio")?;
+                others(&["redis"])?;
                 let mut spec = RedisSpec::default();
                 if let Some(x) = &r.redis {
                     let big = &format!("{at}: redis.");
@@ -279,9 +283,16 @@ impl ClassSpec {
                 spec.validate().map_err(|e| format!("{at}: {e}"))?;
                 AppSpec::Redis(spec)
             }
+            "build" => {
+                others(&["build"])?;
+                AppSpec::Build(build_spec(r.build.as_ref(), &at)?)
+            }
+            "broker" => {
+                others(&["broker"])?;
+                AppSpec::Broker(broker_spec(r.broker.as_ref(), &at)?)
+            }
             "fio" => {
-                only("git", r.git.is_some(), "git")?;
-                only("redis", r.redis.is_some(), "redis")?;
+                others(&["fio"])?;
                 let mix = FioMix::parse(r.mix.as_deref().unwrap_or("random"))
                     .map_err(|e| format!("{at}: mix: {e}"))?;
                 let fio_size = match &r.fio_size {
@@ -305,7 +316,11 @@ impl ClassSpec {
                     size: fio_size,
                 }
             }
-            other => return Err(format!("{at}: app = {other:?}: allowed git, redis, fio")),
+            other => {
+                return Err(format!(
+                    "{at}: app = {other:?}: allowed git, redis, build, broker, fio"
+                ))
+            }
         };
         if app.mounts() {
             only("iodepth", r.iodepth.is_some(), "fio")?;
@@ -489,6 +504,7 @@ impl TenantsSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadgen::apps::broker::activemq::Destination;
 
     fn parse(text: &str, policies: &[&str]) -> Result<TenantsSpec, String> {
         #[derive(Deserialize)]
@@ -515,6 +531,35 @@ mod tests {
         assert_eq!(s.classes[0].app, AppSpec::Git(RepoSpec::default()));
         assert!(s.mounts());
         assert_eq!(TenantsSpec::volume_name("gold", 8, 3), "gold-n8-t3");
+    }
+
+    #[test]
+    fn build_and_broker_classes_take_their_tables() {
+        let s = parse(
+            "[[class]]\nname = \"ci\"\napp = \"build\"\nbuild = { builds = 2, units = 5, dep_bytes = \"1MiB\" }\n\
+             [[class]]\nname = \"amq\"\napp = \"broker\"\nbroker = { secs = 30, message_size = \"4KiB\", destination = \"queue\" }\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            s.classes[0].app,
+            AppSpec::Build(BuildSpec {
+                builds: 2,
+                units: 5,
+                dep_bytes: 1 << 20,
+                ..BuildSpec::default()
+            })
+        );
+        assert_eq!(
+            s.classes[1].app,
+            AppSpec::Broker(BrokerSpec {
+                secs: 30,
+                message_size: 4096,
+                destination: Destination::Queue,
+                ..BrokerSpec::default()
+            })
+        );
+        assert!(s.mounts());
     }
 
     #[test]
@@ -596,7 +641,23 @@ redis = { records = 1000, operations = 2000, threads = 2, appendfsync = "always"
             ),
             (
                 "[[class]]\nname = \"a\"\napp = \"jenkins\"\n",
-                "app = \"jenkins\": allowed git, redis, fio",
+                "app = \"jenkins\": allowed git, redis, build, broker, fio",
+            ),
+            (
+                "[[class]]\nname = \"a\"\napp = \"build\"\nbuild = { builds = 0 }\n",
+                "[[class]] a: build.builds = 0: allowed 1 to 16",
+            ),
+            (
+                "[[class]]\nname = \"a\"\napp = \"build\"\nbroker = { secs = 5 }\n",
+                "[[class]] a: broker applies to app = \"broker\" only",
+            ),
+            (
+                "[[class]]\nname = \"a\"\napp = \"broker\"\nbroker = { destination = \"pipe\" }\n",
+                "broker.destination = \"pipe\": allowed queue, topic",
+            ),
+            (
+                "[[class]]\nname = \"a\"\napp = \"broker\"\nbroker = { secs = 0 }\n",
+                "broker.secs = 0: allowed 1 to 3600",
             ),
             (
                 "[[class]]\nname = \"a\"\napp = \"git\"\npolicy = \"nope\"\n",

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use loadgen::apps::build::{build_deps, DepRepo};
 use loadgen::apps::git::{build_repo, BareRepo};
 use mounts::{FsType, Session, StaleRun};
 
@@ -15,6 +16,7 @@ pub struct Sweep {
     pub spec: TenantsSpec,
     session: Option<Session>,
     repos: BTreeMap<String, BareRepo>,
+    deps: BTreeMap<String, DepRepo>,
     scratch: PathBuf,
     /// Stale runs the mount session cleaned when it opened.
     pub cleaned: Vec<StaleRun>,
@@ -40,11 +42,24 @@ impl Sweep {
             (None, Vec::new())
         };
         let mut repos = BTreeMap::new();
+        let mut deps = BTreeMap::new();
         for c in &spec.classes {
-            if let AppSpec::Git(r) = &c.app {
-                let repo = build_repo(&spec.cache_dir, *r)
-                    .map_err(|f| format!("class {}: {f}", c.name))?;
-                repos.insert(c.name.clone(), repo);
+            match &c.app {
+                AppSpec::Git(r) => {
+                    let repo = build_repo(&spec.cache_dir, *r)
+                        .map_err(|f| format!("class {}: {f}", c.name))?;
+                    repos.insert(c.name.clone(), repo);
+                }
+                AppSpec::Build(b) => {
+                    let d = build_deps(&spec.cache_dir, b)
+                        .map_err(|f| format!("class {}: {f}", c.name))?;
+                    deps.insert(c.name.clone(), d);
+                }
+                AppSpec::Broker(_) => {
+                    loadgen::apps::broker::activemq::check_installed()
+                        .map_err(|e| format!("class {}: {e}", c.name))?;
+                }
+                _ => {}
             }
         }
         std::fs::create_dir_all(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
@@ -52,6 +67,7 @@ impl Sweep {
             spec,
             session,
             repos,
+            deps,
             scratch: scratch.to_path_buf(),
             cleaned,
         })
@@ -72,6 +88,7 @@ impl Sweep {
                 session: self.session.as_ref(),
                 scratch: self.scratch.join(format!("n{n}")),
                 repos: &self.repos,
+                deps: &self.deps,
             },
         )
     }

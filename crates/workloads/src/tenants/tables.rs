@@ -171,6 +171,12 @@ pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTa
                 .collect(),
         });
     }
+    if app == "build" {
+        tables.push(build_table(class, points));
+    }
+    if app == "broker" {
+        tables.push(broker_table(class, points));
+    }
     if app == "git" {
         tables.push(SeedTable {
             title: format!("{class} ({app}): time (s)"),
@@ -189,6 +195,84 @@ pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTa
         });
     }
     tables
+}
+
+/// Seed 004's Jenkins table: every build triggered (failed iterations' too), the failed
+/// ones, the fail rate, and the mean duration of a successful build.
+fn build_table(class: &str, points: &[(usize, &ClassSummary)]) -> SeedTable {
+    SeedTable {
+        title: format!("{class} (build): builds"),
+        columns: [
+            "instance",
+            "total build",
+            "failed build",
+            "fail rate (%)",
+            "build time (s)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: points
+            .iter()
+            .map(|(n, s)| {
+                let total = s.totals.get("builds").copied().unwrap_or(0.0);
+                let failed = s.totals.get("failed_builds").copied().unwrap_or(0.0);
+                let rate = if total > 0.0 {
+                    100.0 * failed / total
+                } else {
+                    f64::NAN
+                };
+                vec![
+                    n.to_string(),
+                    format!("{total:.0}"),
+                    format!("{failed:.0}"),
+                    if rate.is_finite() {
+                        format!("{rate:04.1}")
+                    } else {
+                        "-".into()
+                    },
+                    s.metrics
+                        .get("build_s")
+                        .map(|d| format!("{:.2}", d.mean))
+                        .unwrap_or("-".into()),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// Seed 004's JBoss AMQ table: messages/s in and out per tenant (mean over tenants and
+/// successful iterations), and the messages sent and lost over the whole point.
+fn broker_table(class: &str, points: &[(usize, &ClassSummary)]) -> SeedTable {
+    SeedTable {
+        title: format!("{class} (broker): throughput (msg/s)"),
+        columns: ["project", "in", "out", "sent", "lost"]
+            .map(String::from)
+            .to_vec(),
+        rows: points
+            .iter()
+            .map(|(n, s)| {
+                let mean = |m: &str| {
+                    s.metrics
+                        .get(m)
+                        .map(|d| thousands(d.mean, 2))
+                        .unwrap_or("-".into())
+                };
+                let total = |m: &str| {
+                    s.totals
+                        .get(m)
+                        .map(|v| thousands(*v, 0))
+                        .unwrap_or("-".into())
+                };
+                vec![
+                    n.to_string(),
+                    mean("in_msgs_per_sec"),
+                    mean("out_msgs_per_sec"),
+                    total("sent"),
+                    total("lost"),
+                ]
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +298,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), distribution(&[*v]).unwrap()))
                 .collect::<BTreeMap<_, _>>(),
+            totals: BTreeMap::new(),
             jain: None,
             min_over_max: None,
             completion: None,
@@ -262,6 +347,40 @@ mod tests {
         let md = t[1].markdown();
         assert!(md.contains("| instance\\throughput | load | run |"), "{md}");
         assert!(md.contains("| 1 | 13,532.56 | 25,577.91 |"), "{md}");
+    }
+
+    #[test]
+    fn builds_are_counted_failed_iterations_included_and_the_broker_gets_its_throughput() {
+        let mut a = summary("build", 2, 1, &[("build_s", 1.5)], Some(3.0));
+        a.totals = [
+            ("builds".to_string(), 6.0),
+            ("failed_builds".to_string(), 2.0),
+        ]
+        .into();
+        let t = seed_tables("ci", &[(1, &a)]);
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            t[1].columns,
+            [
+                "instance",
+                "total build",
+                "failed build",
+                "fail rate (%)",
+                "build time (s)"
+            ]
+        );
+        assert_eq!(t[1].rows, [["1", "6", "2", "33.3", "1.50"]]);
+        let mut b = summary(
+            "broker",
+            1,
+            0,
+            &[("in_msgs_per_sec", 1234.5), ("out_msgs_per_sec", 1200.0)],
+            Some(10.0),
+        );
+        b.totals = [("sent".to_string(), 12345.0), ("lost".to_string(), 0.0)].into();
+        let t = seed_tables("amq", &[(4, &b)]);
+        assert_eq!(t[1].title, "amq (broker): throughput (msg/s)");
+        assert_eq!(t[1].rows, [["4", "1,234.50", "1,200.00", "12,345", "0"]]);
     }
 
     #[test]
