@@ -48,11 +48,12 @@ pub fn stale(comment: &str, mark: &str, boot: &str) -> bool {
     }
 }
 
-/// What this run created on the node (deleted at the end, or on a signal).
+/// What a run created on the node (deleted at the end, or on a signal): this module's
+/// and the tenants family's.
 #[derive(Default)]
-struct Created {
-    volumes: Vec<String>,
-    policies: Vec<String>,
+pub(crate) struct Created {
+    pub(crate) volumes: Vec<String>,
+    pub(crate) policies: Vec<String>,
 }
 
 /// The plan's setup on a node, undone on drop.
@@ -93,7 +94,7 @@ impl NodeSetup {
             _guard: guard,
         };
         let marker = run_marker();
-        let cleaned = clean_stale(api, &marker)?;
+        let cleaned = clean_stale(api, &marker, MARK)?;
         if !cleaned.is_empty() {
             setup.notes.push(format!(
                 "deleted volume(s) {} a killed run left on {url}",
@@ -231,8 +232,13 @@ impl Drop for NodeSetup {
     }
 }
 
-/// Delete the volumes of bench runs on this host whose process is gone; their names.
-fn clean_stale(api: &NodeHandle, marker: &str) -> Result<Vec<String>, String> {
+/// Delete the volumes of runs on this host (their comments start with `mark`) whose
+/// process is gone (SIGKILL'ed); their names.
+pub(crate) fn clean_stale(
+    api: &NodeHandle,
+    marker: &str,
+    mark: &str,
+) -> Result<Vec<String>, String> {
     let boot = marker.split(':').next().unwrap_or("");
     let list = api
         .get("/api/storage/volumes?fields=name,comment", TIMEOUT)
@@ -247,7 +253,7 @@ fn clean_stale(api: &NodeHandle, marker: &str) -> Result<Vec<String>, String> {
         let (Some(name), Some(comment)) = (r["name"].as_str(), r["comment"].as_str()) else {
             continue;
         };
-        if stale(comment, MARK, boot) {
+        if stale(comment, mark, boot) {
             delete_volume(api, name)?;
             out.push(name.to_string());
         }
@@ -267,7 +273,8 @@ pub fn delete_volume(api: &NodeHandle, name: &str) -> Result<(), String> {
     .map_err(|e| format!("deleting volume {name} on {}: {e}", api.url()))
 }
 
-fn delete_all(api: &NodeHandle, created: &Mutex<Created>) -> Vec<String> {
+/// Delete what a run created: its volumes, then its policies; the errors.
+pub(crate) fn delete_all(api: &NodeHandle, created: &Mutex<Created>) -> Vec<String> {
     let mut c = created.lock().unwrap_or_else(|p| p.into_inner());
     let mut errors = Vec::new();
     for v in std::mem::take(&mut c.volumes) {

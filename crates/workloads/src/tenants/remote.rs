@@ -23,12 +23,7 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 use harness::node_api::query_value as enc;
 
-/// What this run created on the node (deleted at the end, or on a signal).
-#[derive(Default)]
-struct Created {
-    volumes: Vec<String>,
-    policies: Vec<String>,
-}
+use crate::node_setup::{delete_all, delete_volume, Created};
 
 /// The comment prefix that marks a tenants run's volume.
 const MARK: &str = "qoslab tenants run ";
@@ -40,6 +35,7 @@ fn me() -> Option<String> {
 }
 
 /// Whether a volume comment names a tenants run of this boot whose process is gone.
+#[cfg(test)]
 fn stale(comment: &str, boot: &str) -> bool {
     crate::node_setup::stale(comment, MARK, boot)
 }
@@ -245,61 +241,9 @@ impl RemoteNode {
     }
 }
 
-/// Delete the volumes of tenants runs on this host whose process is gone (SIGKILL'ed);
-/// their names.
+/// Delete the volumes of tenants runs on this host whose process is gone; their names.
 fn clean_stale(api: &NodeHandle, marker: &str) -> Result<Vec<String>, String> {
-    let boot = marker.split(':').next().unwrap_or("");
-    let list = api
-        .get("/api/storage/volumes?fields=name,comment", TIMEOUT)
-        .map_err(|e| {
-            format!(
-                "--node {}: {e} (is `qoslab serve` running with its API there?)",
-                api.url()
-            )
-        })?;
-    let mut out = Vec::new();
-    for r in list["records"].as_array().into_iter().flatten() {
-        let (Some(name), Some(comment)) = (r["name"].as_str(), r["comment"].as_str()) else {
-            continue;
-        };
-        if stale(comment, boot) {
-            delete_volume(api, name)?;
-            out.push(name.to_string());
-        }
-    }
-    Ok(out)
-}
-
-fn delete_volume(api: &NodeHandle, name: &str) -> Result<(), String> {
-    api.send(
-        "DELETE",
-        &format!("/api/storage/volumes?name={}", enc(name)),
-        None,
-        TIMEOUT,
-    )
-    .map(|_| ())
-    .map_err(|e| format!("deleting volume {name} on {}: {e}", api.url()))
-}
-
-fn delete_all(api: &NodeHandle, created: &Mutex<Created>) -> Vec<String> {
-    let mut c = created.lock().unwrap_or_else(|p| p.into_inner());
-    let mut errors = Vec::new();
-    for v in std::mem::take(&mut c.volumes) {
-        if let Err(e) = delete_volume(api, &v) {
-            errors.push(e);
-        }
-    }
-    for p in std::mem::take(&mut c.policies) {
-        if let Err(e) = api.send(
-            "DELETE",
-            &format!("/api/storage/qos/policies?name={}", enc(&p)),
-            None,
-            TIMEOUT,
-        ) {
-            errors.push(format!("deleting policy {p} on {}: {e}", api.url()));
-        }
-    }
-    errors
+    crate::node_setup::clean_stale(api, marker, MARK)
 }
 
 #[cfg(test)]
