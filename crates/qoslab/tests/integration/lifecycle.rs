@@ -8,8 +8,9 @@ use crate::util::{
     assert_same_bytes, fio_command, pattern, require_fio_nbd, run, Node, TempDir, QOSLAB,
 };
 
-/// One invalid configuration: the text, the line the error must point at, and the
-/// fragments stderr must contain (names, fields, values).
+/// One invalid configuration: the text, the line the error must point at (the offending
+/// field's own line, not its table's header), and the fragments stderr must contain
+/// (names, fields, values).
 struct Bad {
     what: &'static str,
     toml: &'static str,
@@ -21,32 +22,32 @@ const BAD: &[Bad] = &[
     Bad {
         what: "unknown policy",
         toml: "[[volume]]\nname = \"v1\"\nsize = \"1GiB\"\npolicy = \"nope\"\n",
-        line: 1,
+        line: 4,
         fragments: &["volume \"v1\"", "policy = \"nope\"", "not defined"],
     },
     Bad {
         what: "bad unit",
         toml: "[[volume]]\nname = \"ok\"\nsize = \"1GiB\"\n\n[[volume]]\nname = \"v2\"\nsize = \"10XB\"\n",
-        line: 5,
+        line: 7,
         fragments: &["volume \"v2\"", "size", "10XB"],
     },
     Bad {
         what: "negative size",
         toml: "[[volume]]\nname = \"v3\"\nsize = -5\n",
-        line: 1,
+        line: 3,
         fragments: &["volume \"v3\"", "size = -5", "negative"],
     },
     Bad {
         what: "fixed floor above ceiling",
         toml: "[[policy]]\nname = \"pf\"\nfixed = { min_throughput_iops = 1000, max_throughput_iops = 500 }\n\n\
                [[volume]]\nname = \"v4\"\nsize = \"1GiB\"\npolicy = \"pf\"\n",
-        line: 1,
+        line: 3,
         fragments: &["policy \"pf\"", "min_throughput_iops", "1000", "max_throughput_iops", "500"],
     },
     Bad {
         what: "adaptive without peak",
         toml: "[[policy]]\nname = \"pa\"\nadaptive = { expected_iops = \"5IOPS/GB\" }\n",
-        line: 1,
+        line: 3,
         fragments: &["policy \"pa\"", "adaptive.peak_iops"],
     },
     Bad {
