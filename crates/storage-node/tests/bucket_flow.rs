@@ -10,13 +10,15 @@ use std::time::Duration;
 
 use storage_node::admission::{Gate, Op, Work};
 use storage_node::{Node, NodeConfig};
+use test_support::TestDir;
 use tokio::time::Instant;
 
-fn node(toml: &str, tag: &str) -> Arc<Node> {
-    let dir = std::env::temp_dir().join(format!("qoslab-bflow-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// A node on a fresh data directory, removed when the returned `TestDir` drops (keep it
+/// alive as long as the node).
+fn node(toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
+    let dir = TestDir::new(&format!("bflow-{tag}"));
     let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    Node::open(&cfg, &dir).expect("node")
+    (Node::open(&cfg, &dir).expect("node"), dir)
 }
 
 struct Counted {
@@ -97,7 +99,7 @@ policy = "shared300"
 
 #[tokio::test(start_paused = true)]
 async fn bucket_ceilings_hold_in_virtual_time() {
-    let n = node(CEILINGS, "ceil");
+    let (n, _dir) = node(CEILINGS, "ceil");
     n.open_bucket("ops", "u1", 1 << 40, Some("ops200".into()))
         .unwrap();
     n.open_bucket("mb", "u2", 1 << 40, Some("mb50".into()))
@@ -134,7 +136,7 @@ async fn bucket_ceilings_hold_in_virtual_time() {
 
 #[tokio::test(start_paused = true)]
 async fn shared_policy_is_one_budget_for_volume_and_bucket() {
-    let n = node(CEILINGS, "shared");
+    let (n, _dir) = node(CEILINGS, "shared");
     let b = n
         .open_bucket("b", "u1", 1 << 40, Some("shared300".into()))
         .unwrap();
@@ -156,7 +158,7 @@ async fn shared_policy_is_one_budget_for_volume_and_bucket() {
 
 /// A node with a 1,000 IOPS controller, a 600 IOPS floor policy (`floor600`), `rest` of
 /// the config, and the bucket `gold` under the floor.
-fn gold_on_a_floor(rest: &str, tag: &str) -> Arc<Node> {
+fn gold_on_a_floor(rest: &str, tag: &str) -> (Arc<Node>, TestDir) {
     let base = r#"
 [capacity]
 iops = 1000
@@ -164,10 +166,10 @@ iops = 1000
 name = "floor600"
 fixed.min_throughput = "600iops"
 "#;
-    let n = node(&format!("{base}{rest}"), tag);
+    let (n, dir) = node(&format!("{base}{rest}"), tag);
     n.open_bucket("gold", "u1", 1 << 40, Some("floor600".into()))
         .unwrap();
-    n
+    (n, dir)
 }
 
 /// 10 s on a 1,000 IOPS controller: the 600 IOPS floor got at least its share (-1%) and
@@ -183,7 +185,7 @@ fn floor_and_capacity_held(floor_ops: u64, total: u64, others: &str) {
 
 #[tokio::test(start_paused = true)]
 async fn controller_floor_holds_for_a_bucket_against_a_bully() {
-    let n = gold_on_a_floor(
+    let (n, _dir) = gold_on_a_floor(
         "[[policy]]\nname = \"cap100\"\nfixed.max_throughput = \"100iops\"\n",
         "ctl",
     );
@@ -220,7 +222,7 @@ async fn controller_floor_holds_for_a_bucket_against_a_bully() {
 /// entry points as the NBD path's, here via a gate to keep the test in virtual time).
 #[tokio::test(start_paused = true)]
 async fn controller_floor_holds_for_a_bucket_against_a_volume() {
-    let n = gold_on_a_floor("[[volume]]\nname = \"bully\"\nsize = \"1GiB\"\n", "mixed");
+    let (n, _dir) = gold_on_a_floor("[[volume]]\nname = \"bully\"\nsize = \"1GiB\"\n", "mixed");
     let vol = n.volume("bully").unwrap();
     assert_ne!(vol.flow(), storage_node::scheduler::NO_FLOW);
     let gate = Arc::new(Gate::new(n.gates(), n.clock));
