@@ -65,31 +65,34 @@ impl std::error::Error for PreflightError {}
 /// Check root, `/dev/fuse`, loop devices and the programs (nbdfuse, losetup, mount, umount,
 /// the mkfs of each type in `fs_types`). Returns every missing piece at once.
 pub fn check(fs_types: &[FsType]) -> Result<(), PreflightError> {
+    check_for(fs_types, true)
+}
+
+/// As [`check`]; with `volumes` false (file systems made on the caller's block devices:
+/// [`crate::Session::attach_device`]) FUSE, loop devices, nbdfuse and losetup are not needed.
+pub fn check_for(fs_types: &[FsType], volumes: bool) -> Result<(), PreflightError> {
     let mut missing = Vec::new();
     // SAFETY: geteuid has no preconditions and cannot fail.
     let uid = unsafe { libc::geteuid() };
     if uid != 0 {
         missing.push(Missing::Root { uid });
     }
-    match std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-    {
-        Ok(_) => {}
-        Err(e) => missing.push(Missing::Fuse {
-            detail: e.to_string(),
-        }),
+    let mut programs = vec![("mount", "mount"), ("umount", "mount")];
+    if volumes {
+        if let Err(e) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+        {
+            missing.push(Missing::Fuse {
+                detail: e.to_string(),
+            });
+        }
+        if !Path::new("/dev/loop-control").exists() {
+            missing.push(Missing::Loop);
+        }
+        programs.splice(0..0, [("nbdfuse", "libnbd-bin"), ("losetup", "util-linux")]);
     }
-    if !Path::new("/dev/loop-control").exists() {
-        missing.push(Missing::Loop);
-    }
-    let mut programs = vec![
-        ("nbdfuse", "libnbd-bin"),
-        ("losetup", "util-linux"),
-        ("mount", "mount"),
-        ("umount", "mount"),
-    ];
     for fs in fs_types {
         programs.push(match fs {
             FsType::Ext4 => ("mkfs.ext4", "e2fsprogs"),

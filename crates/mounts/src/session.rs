@@ -53,9 +53,12 @@ pub struct Tenant {
     pub fs: FsType,
     /// The file system's root: the tenant's data directory.
     pub mount_dir: PathBuf,
+    /// The device the file system is on: the loop device over nbdfuse's file, or the
+    /// caller's device ([`Session::attach_device`]).
     pub loop_dev: String,
     /// Whether the kernel actually does direct I/O on the loop device (reported by sysfs).
     pub direct_io: bool,
+    /// nbdfuse's pid (0 on a caller's device).
     pub nbdfuse_pid: u32,
 }
 
@@ -162,7 +165,18 @@ impl Session {
     /// process is gone: their lock is free), register the signal teardown, and start a new
     /// run in `base/run-PID-NONCE`. Returns the stale runs that were cleaned.
     pub fn open(base: &Path, fs_types: &[FsType]) -> Result<(Session, Vec<StaleRun>), MountError> {
-        preflight::check(fs_types)?;
+        Session::open_for(base, fs_types, true)
+    }
+
+    /// As [`Session::open`]; with `volumes` false the run only makes file systems on the
+    /// caller's block devices ([`Session::attach_device`]), so the host needs no FUSE, loop
+    /// devices or nbdfuse.
+    pub fn open_for(
+        base: &Path,
+        fs_types: &[FsType],
+        volumes: bool,
+    ) -> Result<(Session, Vec<StaleRun>), MountError> {
+        preflight::check_for(fs_types, volumes)?;
         fs::create_dir_all(base).map_err(|e| MountError::io("creating", base, e))?;
         let cleaned = stale::cleanup(base)?;
         let pid = std::process::id();
@@ -225,6 +239,29 @@ impl Session {
         nbd_uri: &str,
         opts: &AttachOptions,
     ) -> Result<Tenant, MountError> {
+        self.attach_with(tenant, nbd_uri, None, opts)
+    }
+
+    /// Make a file system on the caller's block device `device` (its contents are
+    /// destroyed: the caller checked it may be) and mount it as tenant `tenant`'s, recorded
+    /// and torn down (unmounted; the device itself stays) like a volume's. No nbdfuse, no
+    /// loop device; `direct_io` does not apply.
+    pub fn attach_device(
+        &self,
+        tenant: &str,
+        device: &Path,
+        opts: &AttachOptions,
+    ) -> Result<Tenant, MountError> {
+        self.attach_with(tenant, "", Some(device.display().to_string()), opts)
+    }
+
+    fn attach_with(
+        &self,
+        tenant: &str,
+        nbd_uri: &str,
+        device: Option<String>,
+        opts: &AttachOptions,
+    ) -> Result<Tenant, MountError> {
         if !valid_tenant(tenant) {
             return Err(MountError::TenantName(tenant.to_string()));
         }
@@ -237,10 +274,15 @@ impl Session {
             mount_dir: dir.join(format!("{tenant}.fs")),
             nbdfuse: None,
             loop_dev: None,
+            device,
             mounted: false,
         };
         self.inner.put(&rec, true)?;
-        match self.build(&mut rec, opts) {
+        let built = match rec.device.clone() {
+            Some(dev) => self.build_on_device(&mut rec, dev, opts),
+            None => self.build(&mut rec, opts),
+        };
+        match built {
             Ok(t) => Ok(t),
             Err(e) => {
                 let u = self.inner.undo(tenant);
@@ -311,36 +353,8 @@ impl Session {
         let dev = out.stdout.trim().to_string();
         rec.loop_dev = Some(dev.clone());
         inner.put(rec, false)?;
-        // 3. mkfs (not discarding: a fresh volume is sparse already).
-        let mkfs: (&str, Vec<&str>) = match opts.fs {
-            FsType::Ext4 => (
-                "mkfs.ext4",
-                vec![
-                    "-q",
-                    "-F",
-                    "-E",
-                    "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
-                    &dev,
-                ],
-            ),
-            FsType::Xfs => ("mkfs.xfs", vec!["-q", "-f", "-K", &dev]),
-        };
-        cmd::run("make the file system", mkfs.0, &mkfs.1, opts.mkfs_limit)?;
-        if inner.closing.load(Ordering::SeqCst) {
-            return Err(MountError::Closing);
-        }
-        // 4. mount.
-        let mnt = rec.mount_dir.to_string_lossy().into_owned();
-        let mut args = vec!["-t", opts.fs.as_str()];
-        if let Some(o) = &opts.mount_options {
-            args.push("-o");
-            args.push(o);
-        }
-        args.push(&dev);
-        args.push(&mnt);
-        cmd::run("mount the file system", "mount", &args, MOUNT_LIMIT)?;
-        rec.mounted = true;
-        inner.put(rec, false)?;
+        // 3, 4. mkfs, mount.
+        self.format_and_mount(rec, &dev, opts)?;
         Ok(Tenant {
             name: rec.tenant.clone(),
             fs: opts.fs,
@@ -349,6 +363,65 @@ impl Session {
             loop_dev: dev,
             nbdfuse_pid: pid,
         })
+    }
+
+    /// The caller's device: mkfs, mount.
+    fn build_on_device(
+        &self,
+        rec: &mut TenantRecord,
+        dev: String,
+        opts: &AttachOptions,
+    ) -> Result<Tenant, MountError> {
+        fs::create_dir_all(&rec.mount_dir)
+            .map_err(|e| MountError::io("creating", &rec.mount_dir, e))?;
+        self.format_and_mount(rec, &dev, opts)?;
+        Ok(Tenant {
+            name: rec.tenant.clone(),
+            fs: opts.fs,
+            mount_dir: rec.mount_dir.clone(),
+            loop_dev: dev,
+            direct_io: false,
+            nbdfuse_pid: 0,
+        })
+    }
+
+    /// Make the file system on `dev` and mount it at the tenant's mount point.
+    fn format_and_mount(
+        &self,
+        rec: &mut TenantRecord,
+        dev: &str,
+        opts: &AttachOptions,
+    ) -> Result<(), MountError> {
+        let inner = &self.inner;
+        // mkfs (not discarding: a fresh volume is sparse already).
+        let mkfs: (&str, Vec<&str>) = match opts.fs {
+            FsType::Ext4 => (
+                "mkfs.ext4",
+                vec![
+                    "-q",
+                    "-F",
+                    "-E",
+                    "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+                    dev,
+                ],
+            ),
+            FsType::Xfs => ("mkfs.xfs", vec!["-q", "-f", "-K", dev]),
+        };
+        cmd::run("make the file system", mkfs.0, &mkfs.1, opts.mkfs_limit)?;
+        if inner.closing.load(Ordering::SeqCst) {
+            return Err(MountError::Closing);
+        }
+        let mnt = rec.mount_dir.to_string_lossy().into_owned();
+        let mut args = vec!["-t", opts.fs.as_str()];
+        if let Some(o) = &opts.mount_options {
+            args.push("-o");
+            args.push(o);
+        }
+        args.push(dev);
+        args.push(&mnt);
+        cmd::run("mount the file system", "mount", &args, MOUNT_LIMIT)?;
+        rec.mounted = true;
+        inner.put(rec, false)
     }
 
     /// Undo one tenant (unmount, detach, stop nbdfuse, remove its directories).

@@ -36,6 +36,10 @@ pub struct TenantRecord {
     pub nbdfuse: Option<(u32, u64)>,
     /// The loop device over the nbdfuse file (None until attached).
     pub loop_dev: Option<String>,
+    /// A caller's block device the file system is made on directly (no nbdfuse, no loop
+    /// device: `nbd_uri` is empty); it is unmounted on teardown, never detached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// Whether the file system is mounted.
     pub mounted: bool,
 }
@@ -133,6 +137,7 @@ mod tests {
                 mount_dir: d.join("t0.fs"),
                 nbdfuse: Some((10, 20)),
                 loop_dev: Some("/dev/loop7".into()),
+                device: None,
                 mounted: true,
             }],
         };

@@ -59,7 +59,8 @@ pub struct BenchArgs {
     /// export nfs://HOST/PATH[?nfsport=P&mountport=P] (fio's nfs engine, libnfs; docs/NFS.md),
     /// or a file, directory or block device (a kernel NFS mount is a directory). The
     /// tenants family takes a directory (a subdirectory per tenant) or block devices
-    /// /dev/X,/dev/Y (one per tenant, fio classes only); QoS is then the target's own.
+    /// /dev/X,/dev/Y (one per tenant: fio on it, applications on a file system made on it);
+    /// QoS is then the target's own.
     #[arg(long, conflicts_with = "node")]
     target: Option<String>,
     /// A running qoslab node (its REST API; alone: $QOSLAB_URL or `qoslab login`'s): each

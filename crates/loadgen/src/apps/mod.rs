@@ -116,6 +116,16 @@ pub struct Metric {
     pub unit: String,
 }
 
+impl Metric {
+    pub fn new(name: &str, value: f64, unit: &str) -> Metric {
+        Metric {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+        }
+    }
+}
+
 /// One iteration's outcome: the steps that ran (a failed step is the last), figures, and
 /// the failure if any.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -130,6 +140,19 @@ pub struct Iteration {
 impl Iteration {
     pub fn ok(&self) -> bool {
         self.failure.is_none()
+    }
+
+    /// Record a timed step.
+    pub fn add_step(&mut self, name: impl Into<String>, secs: f64) {
+        self.steps.push(Step {
+            name: name.into(),
+            secs,
+        });
+    }
+
+    /// Record a figure.
+    pub fn add_metric(&mut self, name: &str, value: f64, unit: &str) {
+        self.metrics.push(Metric::new(name, value, unit));
     }
 
     pub fn metric(&self, name: &str) -> Option<f64> {

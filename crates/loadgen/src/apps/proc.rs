@@ -55,6 +55,47 @@ fn reader<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Str
     })
 }
 
+/// Start `cmd` in its own process group (so a terminal's Ctrl-C reaches only qoslab, and
+/// a teardown can kill the whole group), stdin from /dev/null, registered for the signal
+/// teardown while the registration lives.
+pub fn spawn_group(cmd: &mut Command) -> std::io::Result<(Child, mounts::children::Registered)> {
+    let child = cmd.process_group(0).stdin(Stdio::null()).spawn()?;
+    let reg = mounts::children::register(child.id());
+    Ok((child, reg))
+}
+
+/// Why a started server or tool is not ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// It exited first (its status).
+    Exited(String),
+    /// The deadline passed.
+    TimedOut,
+}
+
+/// Poll `ready` until it gives a value, failing when `child` exits first or at
+/// `deadline`.
+pub fn wait_ready<T>(
+    child: &mut Child,
+    deadline: Instant,
+    mut ready: impl FnMut() -> Option<T>,
+) -> Result<T, NotReady> {
+    loop {
+        if let Some(v) = ready() {
+            return Ok(v);
+        }
+        match child.try_wait() {
+            Ok(None) => {}
+            Ok(Some(s)) => return Err(NotReady::Exited(s.to_string())),
+            Err(e) => return Err(NotReady::Exited(e.to_string())),
+        }
+        if Instant::now() >= deadline {
+            return Err(NotReady::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn run(
     step: &str,
     cmd: &mut Command,
@@ -63,20 +104,15 @@ fn run(
     capture: bool,
 ) -> Result<(f64, String), Failure> {
     let t0 = Instant::now();
-    let mut child = cmd
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(if capture {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            Failure::classify(step, format!("cannot start {:?}: {e}", cmd.get_program()))
-        })?;
-    let _reg = mounts::children::register(child.id());
+    cmd.stdout(if capture {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stderr(Stdio::piped());
+    let (mut child, _reg) = spawn_group(cmd).map_err(|e| {
+        Failure::classify(step, format!("cannot start {:?}: {e}", cmd.get_program()))
+    })?;
     let err = reader(child.stderr.take());
     let out = reader(child.stdout.take());
     let status = wait_until(&mut child, deadline)

@@ -52,6 +52,8 @@ mod small_fs;
 mod suites;
 mod tenants;
 mod tenants_apps;
+mod tenants_apps_targets;
 mod tenants_sweep;
 mod tenants_targets;
+mod tenants_util;
 mod util;

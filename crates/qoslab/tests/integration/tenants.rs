@@ -12,6 +12,7 @@ use loadgen::apps::{App, FailureKind, TenantEnv};
 use mounts::{AttachOptions, FsType, Session};
 
 use crate::api_util::Api;
+use crate::tenants_util::{processes_under, require_on_path};
 use crate::util::{heavy, run, Node, TempDir, QOSLAB};
 
 const CONFIG: &str = r#"
@@ -39,7 +40,7 @@ policy = "p200"
 
 /// Fail (never skip) unless the tools are installed (scripts/install-deps.sh does it).
 fn require_mount_tools() {
-    for t in [
+    require_on_path(&[
         "nbdfuse",
         "losetup",
         "mkfs.ext4",
@@ -47,34 +48,12 @@ fn require_mount_tools() {
         "git",
         "redis-server",
         "setpriv",
-    ] {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
-            .unwrap_or(false);
-        assert!(
-            found,
-            "`{t}` is not installed: run scripts/install-deps.sh (these tests never skip)"
-        );
-    }
+    ]);
 }
 
 /// Everything under `base` the kernel still has: mounts, loop devices, nbdfuse processes.
 fn leftovers(base: &Path) -> (Vec<PathBuf>, Vec<(String, PathBuf)>, usize) {
-    let nbdfuse = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'));
-            !zombie
-                && String::from_utf8_lossy(&cmd).starts_with("nbdfuse")
-                && String::from_utf8_lossy(&cmd).contains(&*base.to_string_lossy())
-        })
-        .count();
+    let nbdfuse = processes_under("nbdfuse", base);
     (
         mounts::sys::mounts_under(base),
         mounts::sys::loops_backed_under(base),

@@ -13,33 +13,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::bench_util::{cell, json_run, qoslab, table, text, Dir, QOSLAB};
-
-/// Fail (never skip) unless the applications' tools are installed (install-deps.sh).
-fn require_app_tools() {
-    for t in [
-        "nbdfuse",
-        "losetup",
-        "mkfs.ext4",
-        "gcc",
-        "make",
-        "ar",
-        "java",
-    ] {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
-            .unwrap_or(false);
-        assert!(
-            found,
-            "`{t}` is not installed: run scripts/install-deps.sh (these tests never skip)"
-        );
-    }
-    assert!(
-        Path::new(loadgen::apps::broker::activemq::HOME)
-            .join("bin/activemq.jar")
-            .is_file(),
-        "ActiveMQ is not installed (Debian package activemq): run scripts/install-deps.sh"
-    );
-}
+use crate::tenants_util::{
+    java_under, report_draws_its_charts, require_app_tools, signal_and_wait, tenants_table,
+};
 
 /// The sweep's plan: a class without a ceiling, one with `ceiling` IOPS per volume, and
 /// one on a 16 MiB volume with `tiny_extra` making it outgrow it.
@@ -55,13 +31,7 @@ name = "tenants-{app}"
 name = "capped"
 fixed = {{ max_throughput_iops = {ceiling} }}
 
-[tenants]
-points = [1, 2, 4]
-iterations = 1
-timeout = "5m"
-base_dir = "{d}/mounts"
-cache_dir = "{d}/cache"
-
+{tenants}
 [[class]]
 name = "free"
 size = "256MiB"
@@ -82,7 +52,7 @@ size = "16MiB"
 app = "{app}"
 {tiny_extra}
 "#,
-            d = dir.path().display()
+            tenants = tenants_table(dir, "[1, 2, 4]", ""),
         ),
     )
 }
@@ -117,25 +87,6 @@ fn row<'a>(s: &'a Value, n: u64, class: &str) -> &'a Value {
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-/// Live `java` processes whose command line names a path under `base` (the brokers and
-/// their clients: their data directory is on a tenant's mount under it).
-fn java_under(base: &Path) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'));
-            let cmd = String::from_utf8_lossy(&cmd);
-            !zombie && cmd.starts_with("java") && cmd.contains(&*base.to_string_lossy())
-        })
-        .count()
 }
 
 /// Checks common to both applications: every point has its three classes; the free and
@@ -218,6 +169,14 @@ fn builds_sweep_1_2_4_tenants_slow_down_under_a_ceiling_and_a_full_volume_fails_
     let seed = table(&run, "tenants-seed", "free (build): builds");
     assert_eq!(seed["rows"][2][1], "12", "{seed}");
     assert_eq!(seed["rows"][2][2], "0", "{seed}");
+    // The stored sweep's report: its curves drawn by a real browser.
+    report_draws_its_charts(
+        &dir,
+        &[
+            "build: seconds per build vs tenants (median tenant)",
+            "Failed iterations (%) vs tenants",
+        ],
+    );
 }
 
 #[test]
@@ -272,6 +231,14 @@ fn broker_sweep_1_2_4_tenants_is_held_to_its_ceiling_loses_nothing_and_a_full_st
         assert!(f(&m["received"]) >= f(&m["sent"]), "{r}");
         assert!(f(&m["out_msgs_per_sec"]) > 0.0, "{r}");
     }
+    // The stored sweep's report: its curves drawn by a real browser.
+    report_draws_its_charts(
+        &dir,
+        &[
+            "broker: persistent messages/s in per tenant vs tenants (median tenant)",
+            "Failed iterations (%) vs tenants",
+        ],
+    );
 }
 
 #[test]
@@ -282,21 +249,14 @@ fn sigterm_mid_broker_sweep_leaves_no_broker_mount_or_loop() {
     let plan = dir.write(
         "plan.toml",
         &format!(
-            r#"
-[tenants]
-points = [2]
-iterations = 1
-timeout = "5m"
-base_dir = "{d}/mounts"
-cache_dir = "{d}/cache"
-
+            r#"{tenants}
 [[class]]
 name = "amq"
 size = "256MiB"
 app = "broker"
 broker = {{ secs = 120 }}
 "#,
-            d = dir.path().display()
+            tenants = tenants_table(&dir, "[2]", ""),
         ),
     );
     let log = dir.path().join("out.log");
@@ -329,19 +289,7 @@ broker = {{ secs = 120 }}
         4,
         "2 tenants attached"
     );
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            panic!("qoslab did not exit within 120 s of SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = signal_and_wait(&mut child, libc::SIGTERM, Duration::from_secs(120));
     assert_eq!(status.code(), Some(143), "exit status after SIGTERM");
     assert_eq!(java_under(dir.path()), 0, "no broker or client JVM left");
     assert!(

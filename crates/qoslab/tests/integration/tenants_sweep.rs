@@ -4,8 +4,7 @@
 //! headless Chromium; and the gold/bronze story on an emulated controller.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -14,32 +13,8 @@ use crate::util::require_tool;
 
 /// Chromium's DOM dump of a page (headless, 60 s limit).
 fn chromium_dom(profile: &Path, page: &Path) -> String {
-    let mut child = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("running chromium (scripts/install-deps.sh installs it)");
-    let t = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "chromium took over 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).into_owned()
+    let args = ["--virtual-time-budget=5000", "--dump-dom"];
+    crate::report::chromium(profile, &args, &crate::report::url(page)).0
 }
 
 #[test]
@@ -58,13 +33,7 @@ name = "tenants-apps"
 name = "std"
 fixed = {{ max_throughput_iops = 5000 }}
 
-[tenants]
-points = [1, 2, 4]
-iterations = 1
-timeout = "5m"
-base_dir = "{d}/mounts"
-cache_dir = "{d}/cache"
-
+{tenants}
 [[class]]
 name = "git"
 policy = "std"
@@ -86,7 +55,7 @@ size = "16MiB"
 app = "git"
 git = {{ files = 400, bytes = "24MiB", seed = 5 }}
 "#,
-            d = dir.path().display()
+            tenants = crate::tenants_util::tenants_table(&dir, "[1, 2, 4]", ""),
         ),
     );
     let plan = plan.to_str().unwrap();

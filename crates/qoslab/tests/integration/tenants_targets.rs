@@ -1,7 +1,8 @@
 //! The tenants family on targets other than the embedded node (issue 15): `--target DIR`
 //! (a subdirectory per tenant, QoS not qoslab's) and `--node URL` (a volume per tenant
 //! created through a running node's REST API under its class's policy, deleted after),
-//! and the clear errors for the combinations that are not supported.
+//! block devices (a device per tenant), and the clear errors for the combinations that
+//! are not supported. The applications on these targets: tenants_apps_targets.
 
 use std::time::Duration;
 
@@ -9,27 +10,10 @@ use serde_json::Value;
 
 use crate::api_util::Api;
 use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir};
+use crate::tenants_util::{signal_and_wait, summary_on_a_target, Loops};
 use crate::util::{heavy, one_volume_config, require_fio_nbd, Node};
 
 const LIMIT: Duration = Duration::from_secs(300);
-
-/// The summary table of a run on a target whose QoS is its own: `n` rows (points x
-/// classes), each with no failure, a positive mean and the QoS named as the target's.
-fn summary_on_a_target(run: &Value, n: usize) -> &Value {
-    let s = table(run, "tenants", "summary");
-    let rows = s["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), n, "points x classes: {s}");
-    for r in rows {
-        assert_eq!(cell(s, r, "failed"), 0, "{r}");
-        assert!(cell(s, r, "mean").as_f64().unwrap() > 0.0, "{r}");
-        assert_eq!(
-            cell(s, r, "qos"),
-            "not enforced by qoslab: the target's own",
-            "{r}"
-        );
-    }
-    s
-}
 
 fn names(v: &Value) -> Vec<String> {
     let mut n: Vec<String> = v["records"]
@@ -407,27 +391,12 @@ fn start_long_sweep(dir: &Dir, url: &str, api: &Api) -> std::process::Child {
     child
 }
 
-fn signal_and_wait(
+/// Signal the sweep and wait for it: its exit status and what it printed on stderr.
+fn signal_and_wait_err(
     child: &mut std::process::Child,
-    sig: &str,
+    sig: i32,
 ) -> (std::process::ExitStatus, String) {
-    let pid = child.id().to_string();
-    assert!(std::process::Command::new("kill")
-        .args([sig, &pid])
-        .status()
-        .unwrap()
-        .success());
-    let t0 = std::time::Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("qoslab did not exit within 60 s of {sig}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = signal_and_wait(child, sig, Duration::from_secs(60));
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     (status, err)
@@ -442,7 +411,7 @@ fn a_sigterm_mid_sweep_on_a_running_node_deletes_the_runs_volumes_and_policies()
     let api = Api::new(&url);
     let dir = Dir::new("tenants-node-term");
     let mut child = start_long_sweep(&dir, &url, &api);
-    let (status, err) = signal_and_wait(&mut child, "-TERM");
+    let (status, err) = signal_and_wait_err(&mut child, libc::SIGTERM);
     assert_eq!(status.code(), Some(128 + 15), "{err}");
     assert_eq!(
         names(&api.get_ok("/api/storage/volumes")),
@@ -464,7 +433,7 @@ fn volumes_a_sigkilled_sweep_left_on_the_node_are_deleted_by_the_next_run() {
     let dir = Dir::new("tenants-node-kill");
     let mut child = start_long_sweep(&dir, &url, &api);
     let left = names(&api.get_ok("/api/storage/volumes"));
-    let (status, _) = signal_and_wait(&mut child, "-KILL");
+    let (status, _) = signal_and_wait_err(&mut child, libc::SIGKILL);
     assert_eq!(status.code(), None, "killed");
     assert_eq!(
         names(&api.get_ok("/api/storage/volumes")),
@@ -496,45 +465,11 @@ fn volumes_a_sigkilled_sweep_left_on_the_node_are_deleted_by_the_next_run() {
     );
 }
 
-/// Loop devices over files in a test directory, detached on drop.
-struct Loops(Vec<String>);
-
-impl Loops {
-    fn new(dir: &Dir, n: usize) -> Loops {
-        let mut v = Vec::new();
-        for i in 0..n {
-            let f = dir.path().join(format!("disk{i}.img"));
-            std::fs::File::create(&f)
-                .unwrap()
-                .set_len(32 << 20)
-                .unwrap();
-            let o = std::process::Command::new("losetup")
-                .args(["-f", "--show"])
-                .arg(&f)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "losetup: {o:?}");
-            v.push(String::from_utf8(o.stdout).unwrap().trim().to_string());
-        }
-        Loops(v)
-    }
-}
-
-impl Drop for Loops {
-    fn drop(&mut self) {
-        for d in &self.0 {
-            let _ = std::process::Command::new("losetup")
-                .args(["-d", d])
-                .status();
-        }
-    }
-}
-
 #[test]
 fn block_devices_get_a_tenant_each_and_one_holding_data_is_refused_unless_named() {
     let _h = heavy();
     let dir = Dir::new("tenants-block");
-    let loops = Loops::new(&dir, 2);
+    let loops = Loops::new(&dir, &[32 << 20; 2]);
     dir.write(
         "block.toml",
         r#"
@@ -555,7 +490,7 @@ size = "32MiB"
 fio_size = "16MiB"
 "#,
     );
-    let devs = loops.0.join(",");
+    let devs = loops.target();
     let run = |extra: &[&str]| {
         let mut a = vec!["bench", "block.toml", "--target", &devs, "--db", "r.db"];
         a.extend_from_slice(extra);
@@ -597,21 +532,22 @@ fio_size = "16MiB"
     // Named in --destroy-data (and not in use), it is taken.
     succeeded(&run(&["--destroy-data", &loops.0[1]]));
 
-    // git needs a file system: refused on block devices, naming the class and the flag.
+    // fio's small_files mix needs a directory: refused on block devices, naming the class
+    // and the flag (the applications get a file system made on their device:
+    // tenants_apps_targets).
     dir.write(
-        "git.toml",
-        "[tenants]\npoints = [1]\n[[class]]\nname = \"src\"\napp = \"git\"\n",
+        "small.toml",
+        "[tenants]\npoints = [1]\n[[class]]\nname = \"meta\"\napp = \"fio\"\nmix = \"small_files\"\n",
     );
     let o = qoslab(
         &dir,
-        &["bench", "git.toml", "--target", &devs, "--db", "r.db"],
+        &["bench", "small.toml", "--target", &devs, "--db", "r.db"],
         LIMIT,
     );
     let (_, err) = text(&o);
     assert!(!o.status.success());
     assert!(
-        err.contains("[[class]] src")
-            && err.contains("--target /dev/X,/dev/Y takes fio classes only"),
+        err.contains("[[class]] meta") && err.contains("needs a directory target (--target DIR)"),
         "{err}"
     );
 }

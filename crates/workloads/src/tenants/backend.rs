@@ -9,11 +9,12 @@
 //!   removed at the end), which the applications use as they are: no volume, no mount, and
 //!   no QoS qoslab enforces (the target's own, if any, applies);
 //! - **block devices** (`--target /dev/X,/dev/Y`): the point's `i`-th tenant gets the
-//!   `i`-th device (fio classes only; checked empty or named in `--destroy-data` before the
-//!   run), no QoS qoslab enforces either.
+//!   `i`-th device (checked empty or named in `--destroy-data` before the run), no QoS
+//!   qoslab enforces either.
 //!
 //! Volumes are mounted (nbdfuse -> loop -> mkfs -> mount) by the point for the classes
-//! whose applications need a file system; a directory needs none.
+//! whose applications need a file system, block devices too (mkfs -> mount on the device);
+//! a directory needs none.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -199,7 +200,8 @@ impl Backend<'_> {
                     }
                 }
             }
-            // The devices stay as fio left them (overwritten: that was the agreement).
+            // The devices stay as fio or the tenants' file systems left them (overwritten:
+            // that was the agreement; unmounted before this).
             Backend::Block(_) => {}
             Backend::Dir(root) => {
                 for n in names {
@@ -299,8 +301,8 @@ pub enum TargetKind {
 
 /// What a target allows: a directory or a block device has no volumes (no emulated
 /// controller, and qoslab enforces no policy there); a volume or a block device has no
-/// directory for fio's `small_files` mix; a block device takes fio classes only (no file
-/// systems are made on it). The error names the option and the class.
+/// directory for fio's `small_files` mix (fio runs on the device; the applications get a
+/// file system made on it). The error names the option and the class.
 pub fn check_target(spec: &TenantsSpec, kind: TargetKind) -> Result<(), String> {
     use super::fio_mix::FioMix;
     use super::spec::AppSpec;
@@ -312,31 +314,21 @@ pub fn check_target(spec: &TenantsSpec, kind: TargetKind) -> Result<(), String> 
     if kind != TargetKind::Volumes && spec.capacity.is_some() {
         return Err(format!("[tenants] capacity_iops/capacity_mbps emulate a controller on the embedded node: not with {flag} (the target's storage is its own)"));
     }
-    for c in &spec.classes {
-        match (&c.app, kind) {
-            (
-                AppSpec::Fio {
-                    mix: FioMix::SmallFiles,
-                    ..
-                },
-                TargetKind::Volumes | TargetKind::Block,
-            ) => {
-                return Err(format!(
-                    "[[class]] {}: mix = \"small_files\" needs a directory target (--target DIR); on a volume or a block device fio runs on the device itself: use oltp, random or log_appender",
-                    c.name
-                ))
+    let small_files = |c: &&ClassSpec| {
+        matches!(
+            c.app,
+            AppSpec::Fio {
+                mix: FioMix::SmallFiles,
+                ..
             }
-            (
-                AppSpec::Git(_) | AppSpec::Redis(_) | AppSpec::Build(_) | AppSpec::Broker(_),
-                TargetKind::Block,
-            ) => {
-                return Err(format!(
-                    "[[class]] {}: app = \"{}\" needs a file system; {flag} takes fio classes only (use --target DIR on a file system of the devices, or --node URL)",
-                    c.name,
-                    c.app.name()
-                ))
-            }
-            _ => {}
+        )
+    };
+    if let Some(c) = spec.classes.iter().find(small_files) {
+        if kind != TargetKind::Dir {
+            return Err(format!(
+                "[[class]] {}: mix = \"small_files\" needs a directory target (--target DIR); on a volume or a block device fio runs on the device itself: use oltp, random or log_appender",
+                c.name
+            ));
         }
     }
     Ok(())
@@ -399,8 +391,7 @@ mod tests {
         let git = spec("git", None, false);
         assert!(check_target(&git, TargetKind::Dir).is_ok());
         assert!(check_target(&git, TargetKind::Volumes).is_ok());
-        let e = check_target(&git, TargetKind::Block).unwrap_err();
-        assert!(e.contains("takes fio classes only"), "{e}");
+        assert!(check_target(&git, TargetKind::Block).is_ok());
         let emulated = spec("fio", None, true);
         assert!(check_target(&emulated, TargetKind::Volumes).is_ok());
         let e = check_target(&emulated, TargetKind::Dir).unwrap_err();

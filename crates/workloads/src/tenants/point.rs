@@ -21,7 +21,7 @@ use loadgen::apps::build::{BuildApp, DepRepo, FailedBuilds};
 use loadgen::apps::git::{BareRepo, GitApp};
 use loadgen::apps::redis::RedisApp;
 use loadgen::apps::{App, Failure, TenantApp, TenantEnv};
-use mounts::{AttachOptions, Session};
+use mounts::{AttachOptions, FsType, Session};
 use serde::{Deserialize, Serialize};
 
 /// The node's view of one tenant's volume over the point.
@@ -100,6 +100,24 @@ impl App for SetupFailed {
     }
 }
 
+/// Make tenant `name`'s file system on its storage — a volume (through nbdfuse and a loop
+/// device) or a block device itself — and mount it: the tenant's directory.
+fn mount(
+    session: Option<&Session>,
+    name: &str,
+    place: &Place,
+    fs: FsType,
+) -> Result<PathBuf, String> {
+    let s = session.ok_or("no mount session")?;
+    let opts = AttachOptions::new(fs);
+    let t = match place {
+        Place::Nbd(u) => s.attach(name, u, &opts),
+        Place::Block(d) => s.attach_device(name, d, &opts),
+        Place::Dir(d) => return Ok(d.clone()),
+    };
+    t.map(|t| t.mount_dir).map_err(|e| e.to_string())
+}
+
 /// Run point `n` (tenants per class).
 pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
     let timeout = Duration::from_secs_f64(spec.timeout);
@@ -136,26 +154,18 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                     t.limits = (ceiling, floor);
                     match place {
                         Place::Dir(d) => t.dir = Some(d),
-                        Place::Nbd(u) if c.app.mounts() => match env.session {
-                            Some(s) => match s.attach(&name, &u, &AttachOptions::new(c.fs)) {
-                                Ok(m) => {
-                                    t.dir = Some(m.mount_dir);
+                        // A file system for the application: on the volume (nbdfuse, a
+                        // loop device) or made on the block device itself.
+                        Place::Nbd(_) | Place::Block(_) if c.app.mounts() => {
+                            match mount(env.session, &name, &place, c.fs) {
+                                Ok(d) => {
+                                    t.dir = Some(d);
                                     t.mounted = true;
                                 }
-                                Err(e) => t.setup = Some(Failure::classify("mount", e.to_string())),
-                            },
-                            None => {
-                                t.setup =
-                                    Some(Failure::classify("mount", "no mount session".into()))
+                                Err(e) => t.setup = Some(Failure::classify("mount", e)),
                             }
-                        },
-                        Place::Nbd(u) => t.io = Some(MixTarget::Nbd(u)),
-                        Place::Block(d) if c.app.mounts() => {
-                            t.setup = Some(Failure::classify(
-                                "mount",
-                                format!("{}: block devices take fio classes only", d.display()),
-                            ))
                         }
+                        Place::Nbd(u) => t.io = Some(MixTarget::Nbd(u)),
                         Place::Block(d) => t.io = Some(MixTarget::Block(d.display().to_string())),
                     }
                 }

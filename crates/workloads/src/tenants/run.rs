@@ -535,8 +535,14 @@ impl FamilyPlan for TenantsPlan {
         };
         let scratch = harness::target::temp_dir("tenants")
             .map_err(|e| RunError::Plan(format!("tenants scratch directory: {e}")))?;
-        let sweep = Sweep::prepare(self.spec.clone(), &scratch, self.run_dir.is_none())
-            .map_err(RunError::Plan)?;
+        let kind = if self.run_dir.is_some() {
+            TargetKind::Dir
+        } else if !self.devices.is_empty() {
+            TargetKind::Block
+        } else {
+            TargetKind::Volumes
+        };
+        let sweep = Sweep::prepare(self.spec.clone(), &scratch, kind).map_err(RunError::Plan)?;
         for r in sweep.cleaned.iter().filter(|r| !r.live) {
             ctx.ui.print(&format!(
                 "qoslab: cleaned a stale tenants run {} (pid {}): {} unmounted, {} loop device(s) detached\n",

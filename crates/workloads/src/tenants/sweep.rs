@@ -8,7 +8,7 @@ use loadgen::apps::build::{build_deps, DepRepo};
 use loadgen::apps::git::{build_repo, BareRepo};
 use mounts::{FsType, Session, StaleRun};
 
-use super::backend::Backend;
+use super::backend::{Backend, TargetKind};
 use super::point::{self, PointEnv, PointResult};
 use super::spec::{AppSpec, TenantsSpec};
 
@@ -23,10 +23,11 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// Check the host and open the mount session (if any class mounts and `volumes`: the
-    /// tenants get volumes, not directories; every missing piece is named), and build (or
-    /// find cached) the git classes' repositories.
-    pub fn prepare(spec: TenantsSpec, scratch: &Path, volumes: bool) -> Result<Sweep, String> {
+    /// Check the host and open the mount session (if any class mounts and the tenants get
+    /// volumes or block devices, not directories; every missing piece is named: a block
+    /// device needs no FUSE, loop device or nbdfuse), and build (or find cached) the git
+    /// classes' repositories and the build classes' dependencies.
+    pub fn prepare(spec: TenantsSpec, scratch: &Path, target: TargetKind) -> Result<Sweep, String> {
         let mut fs: Vec<FsType> = spec
             .classes
             .iter()
@@ -35,8 +36,10 @@ impl Sweep {
             .collect();
         fs.sort_by_key(|f| f.as_str());
         fs.dedup();
-        let (session, cleaned) = if volumes && spec.mounts() {
-            let (s, c) = Session::open(&spec.base_dir, &fs).map_err(|e| e.to_string())?;
+        let (session, cleaned) = if target != TargetKind::Dir && spec.mounts() {
+            let volumes = target == TargetKind::Volumes;
+            let (s, c) =
+                Session::open_for(&spec.base_dir, &fs, volumes).map_err(|e| e.to_string())?;
             (Some(s), c)
         } else {
             (None, Vec::new())

@@ -5,7 +5,6 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -87,13 +86,8 @@ fn read_into<R: Read + Send + 'static>(r: R, log: Arc<Mutex<Log>>) -> JoinHandle
 
 impl Client {
     pub fn spawn(cmd: &mut Command) -> std::io::Result<Client> {
-        let mut child = cmd
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        let reg = mounts::children::register(child.id());
+        let (mut child, reg) =
+            proc::spawn_group(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))?;
         let log = Arc::new(Mutex::new(Log::default()));
         let mut readers = Vec::new();
         if let Some(o) = child.stdout.take() {
@@ -119,20 +113,23 @@ impl Client {
         !matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Wait until `ready` finds what it looks for in the log; fails when the client exits
+    /// first or at `deadline`.
+    pub fn wait_for<T>(
+        &mut self,
+        deadline: Instant,
+        mut ready: impl FnMut(&Log) -> Option<T>,
+    ) -> Result<T, proc::NotReady> {
+        let log = self.log.clone();
+        proc::wait_ready(&mut self.child, deadline, || ready(&lock(&log)))
+    }
+
     /// Wait until it says it started, it exits, or `deadline`.
     pub fn wait_started(&mut self, deadline: Instant) -> Result<Instant, String> {
-        loop {
-            if let Some(t) = self.log().started {
-                return Ok(t);
-            }
-            if self.exited() {
-                return Err("exited before it started".into());
-            }
-            if Instant::now() >= deadline {
-                return Err("did not start in time".into());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.wait_for(deadline, |l| l.started).map_err(|e| match e {
+            proc::NotReady::Exited(_) => "exited before it started".into(),
+            proc::NotReady::TimedOut => "did not start in time".into(),
+        })
     }
 
     /// Stop it (SIGTERM, SIGKILL after `grace`) and wait until its output is read.

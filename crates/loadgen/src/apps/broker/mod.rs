@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::apps::{App, Failure, FailureKind, Iteration, Metric, Step, TenantApp, TenantEnv};
+use crate::apps::proc::NotReady;
+use crate::apps::{App, Failure, FailureKind, Iteration, TenantApp, TenantEnv};
 use activemq::Destination;
 use client::{Client, Log};
 
@@ -129,24 +130,19 @@ impl App for BrokerApp {
         let mut broker = Client::spawn(&mut cmd)
             .map_err(|e| Failure::classify(step, format!("cannot start java (ActiveMQ): {e}")))?;
         let deadline = Instant::now() + env.timeout;
-        let port = loop {
-            let port = {
-                let log = broker.log();
-                log.tail.iter().find_map(|l| activemq::listening_port(l))
-            };
-            if let Some(p) = port {
-                break p;
-            }
-            if broker.exited() || Instant::now() >= deadline {
-                let why = if broker.exited() {
-                    "the broker exited while starting"
-                } else {
-                    "the broker did not listen in time"
+        let listening = broker.wait_for(deadline, |log| {
+            log.tail.iter().find_map(|l| activemq::listening_port(l))
+        });
+        let port = match listening {
+            Ok(p) => p,
+            Err(e) => {
+                let why = match e {
+                    NotReady::Exited(_) => "the broker exited while starting",
+                    NotReady::TimedOut => "the broker did not listen in time",
                 };
                 let log = broker.stop(GRACE);
                 return Err(failure(step, why, &log));
             }
-            std::thread::sleep(Duration::from_millis(20));
         };
         Ok(Box::new(BrokerTenant {
             spec: self.spec,
@@ -217,10 +213,7 @@ impl BrokerTenant {
             let log = consumer.stop(GRACE);
             return Err(failure("consumer", &format!("the consumer {why}"), &log));
         }
-        it.steps.push(Step {
-            name: "subscribe".into(),
-            secs: t0.elapsed().as_secs_f64(),
-        });
+        it.add_step("subscribe", t0.elapsed().as_secs_f64());
         let mut producer = Client::spawn(&mut self.tool(activemq::producer_args(
             self.port,
             spec.destination,
@@ -252,10 +245,7 @@ impl BrokerTenant {
         let stopped = Instant::now();
         let plog = producer.stop(GRACE);
         let producing = stopped.duration_since(started).as_secs_f64();
-        it.steps.push(Step {
-            name: "produce".into(),
-            secs: producing,
-        });
+        it.add_step("produce", producing);
         if let Some(f) = self.broker_gone() {
             return Err(f);
         }
@@ -297,10 +287,7 @@ impl BrokerTenant {
         }
         let consumer_exited = consumer.exited();
         let clog = consumer.stop(GRACE);
-        it.steps.push(Step {
-            name: "drain".into(),
-            secs: d0.elapsed().as_secs_f64(),
-        });
+        it.add_step("drain", d0.elapsed().as_secs_f64());
         if consumer_exited {
             return Err(failure("consume", "the consumer exited", &clog));
         }
@@ -319,28 +306,18 @@ impl BrokerTenant {
         let consuming = last_in
             .map(|l| l.saturating_duration_since(started).as_secs_f64())
             .unwrap_or(0.0);
-        let m = |name: &str, value: f64, unit: &str| Metric {
-            name: name.into(),
-            value,
-            unit: unit.into(),
-        };
-        it.metrics.push(m(
+        it.add_metric(
             "in_msgs_per_sec",
             t.sent as f64 / producing.max(1e-9),
             "msg/s",
-        ));
+        );
         if consuming > 0.0 {
-            it.metrics.push(m(
-                "out_msgs_per_sec",
-                t.received as f64 / consuming,
-                "msg/s",
-            ));
+            it.add_metric("out_msgs_per_sec", t.received as f64 / consuming, "msg/s");
         }
-        it.metrics.push(m("sent", t.sent as f64, "msgs"));
-        it.metrics.push(m("received", t.received as f64, "msgs"));
-        it.metrics.push(m("lost", t.lost as f64, "msgs"));
-        it.metrics
-            .push(m("duplicates", t.duplicates as f64, "msgs"));
+        it.add_metric("sent", t.sent as f64, "msgs");
+        it.add_metric("received", t.received as f64, "msgs");
+        it.add_metric("lost", t.lost as f64, "msgs");
+        it.add_metric("duplicates", t.duplicates as f64, "msgs");
         if t.sent == 0 {
             return Err(failure(
                 "produce",

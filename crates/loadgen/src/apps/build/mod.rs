@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::apps::proc;
-use crate::apps::{App, Failure, Iteration, Metric, Step, TenantApp, TenantEnv};
+use crate::apps::{App, Failure, Iteration, Metric, TenantApp, TenantEnv};
 pub use gen::BuildSpec;
 
 /// One dependency archive of the repository, as its manifest lists it.
@@ -400,10 +400,7 @@ impl TenantApp for BuildTenant {
         });
         let mut it = Iteration::default();
         for (k, r) in runs.iter().enumerate() {
-            it.steps.push(Step {
-                name: format!("build {k}"),
-                secs: r.secs,
-            });
+            it.add_step(format!("build {k}"), r.secs);
         }
         // The first failed build is the iteration's failure (its step names the build).
         it.failure = runs.iter().enumerate().find_map(|(k, r)| {
@@ -419,10 +416,7 @@ impl TenantApp for BuildTenant {
             deadline,
             self.timeout,
         ) {
-            Ok(secs) => it.steps.push(Step {
-                name: "sync".into(),
-                secs,
-            }),
+            Ok(secs) => it.add_step("sync", secs),
             Err(f) => {
                 it.failure.get_or_insert(f);
             }
@@ -433,22 +427,10 @@ impl TenantApp for BuildTenant {
             .map(|r| r.secs)
             .collect();
         let failed = runs.len() - ok.len();
-        it.metrics.push(Metric {
-            name: "builds".into(),
-            value: runs.len() as f64,
-            unit: "builds".into(),
-        });
-        it.metrics.push(Metric {
-            name: "failed_builds".into(),
-            value: failed as f64,
-            unit: "builds".into(),
-        });
+        it.add_metric("builds", runs.len() as f64, "builds");
+        it.add_metric("failed_builds", failed as f64, "builds");
         if !ok.is_empty() {
-            it.metrics.push(Metric {
-                name: "build_s".into(),
-                value: ok.iter().sum::<f64>() / ok.len() as f64,
-                unit: "s".into(),
-            });
+            it.add_metric("build_s", ok.iter().sum::<f64>() / ok.len() as f64, "s");
         }
         it.secs = t0.elapsed().as_secs_f64();
         it
@@ -463,16 +445,8 @@ impl TenantApp for BuildTenant {
 /// start: its builds count, as the seed's table counts every triggered build).
 pub fn all_failed(builds: u32) -> Vec<Metric> {
     vec![
-        Metric {
-            name: "builds".into(),
-            value: builds as f64,
-            unit: "builds".into(),
-        },
-        Metric {
-            name: "failed_builds".into(),
-            value: builds as f64,
-            unit: "builds".into(),
-        },
+        Metric::new("builds", builds as f64, "builds"),
+        Metric::new("failed_builds", builds as f64, "builds"),
     ]
 }
 

@@ -18,7 +18,6 @@ pub mod resp;
 pub mod ycsb;
 
 use std::fs;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::apps::rng::Rng;
-use crate::apps::{proc, App, Failure, FailureKind, Iteration, Metric, Step, TenantApp, TenantEnv};
+use crate::apps::{proc, App, Failure, FailureKind, Iteration, TenantApp, TenantEnv};
 use resp::{Conn, Reply};
 
 /// The workload's parameters (YCSB's names).
@@ -112,8 +111,8 @@ impl App for RedisApp {
         let socket = env.scratch_dir.join(format!("{}.redis.sock", env.tenant));
         let log = env.scratch_dir.join(format!("{}.redis.log", env.tenant));
         let _ = fs::remove_file(&socket);
-        let child = Command::new("redis-server")
-            .args(["--port", "0", "--unixsocket"])
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", "0", "--unixsocket"])
             .arg(&socket)
             .args(["--unixsocketperm", "700", "--dir"])
             .arg(&data)
@@ -125,13 +124,10 @@ impl App for RedisApp {
             ])
             .args(["--save", "", "--daemonize", "no", "--logfile"])
             .arg(&log)
-            .process_group(0)
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
+            .stderr(Stdio::null());
+        let (child, reg) = proc::spawn_group(&mut cmd)
             .map_err(|e| Failure::classify(step, format!("cannot start redis-server: {e}")))?;
-        let reg = mounts::children::register(child.id());
         let mut t = RedisTenant {
             spec: self.spec.clone(),
             child: Some(child),
@@ -141,26 +137,28 @@ impl App for RedisApp {
             timeout: env.timeout,
         };
         let deadline = Instant::now() + env.timeout.min(Duration::from_secs(30));
-        loop {
-            if let Ok(mut c) = Conn::connect(&t.socket, Duration::from_secs(5)) {
-                if matches!(c.call(&[b"PING"]), Ok(Reply::Simple(s)) if s == "PONG") {
-                    return Ok(Box::new(t));
-                }
-            }
-            let exited = t.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
-            if exited.is_some() || Instant::now() >= deadline {
+        let socket = t.socket.clone();
+        let Some(child) = t.child.as_mut() else {
+            return Err(Failure::classify(step, "redis-server is gone".into()));
+        };
+        let answered = proc::wait_ready(child, deadline, || {
+            let mut c = Conn::connect(&socket, Duration::from_secs(5)).ok()?;
+            matches!(c.call(&[b"PING"]), Ok(Reply::Simple(s)) if s == "PONG").then_some(())
+        });
+        match answered {
+            Ok(()) => Ok(Box::new(t)),
+            Err(e) => {
                 let msg = format!(
                     "redis-server {}: {}",
-                    match exited {
-                        Some(s) => format!("exited ({s})"),
-                        None => "did not answer PING in time".into(),
+                    match e {
+                        proc::NotReady::Exited(s) => format!("exited ({s})"),
+                        proc::NotReady::TimedOut => "did not answer PING in time".into(),
                     },
                     t.log_tail()
                 );
                 let _ = t.stop();
-                return Err(Failure::classify(step, msg));
+                Err(Failure::classify(step, msg))
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
@@ -278,15 +276,12 @@ impl RedisTenant {
             }
             Ok(done)
         })?;
-        it.steps.push(Step {
-            name: "load".into(),
-            secs: load,
-        });
-        it.metrics.push(Metric {
-            name: "load_ops_per_sec".into(),
-            value: spec.records as f64 / load.max(1e-9),
-            unit: "ops/s".into(),
-        });
+        it.add_step("load", load);
+        it.add_metric(
+            "load_ops_per_sec",
+            spec.records as f64 / load.max(1e-9),
+            "ops/s",
+        );
         // Run: operations split over threads; Zipfian record choice.
         let zipf = ycsb::Zipfian::new(spec.records);
         let run = self.phase("run", deadline, |t, c| {
@@ -305,15 +300,12 @@ impl RedisTenant {
             }
             Ok(mine)
         })?;
-        it.steps.push(Step {
-            name: "run".into(),
-            secs: run,
-        });
-        it.metrics.push(Metric {
-            name: "run_ops_per_sec".into(),
-            value: spec.operations as f64 / run.max(1e-9),
-            unit: "ops/s".into(),
-        });
+        it.add_step("run", run);
+        it.add_metric(
+            "run_ops_per_sec",
+            spec.operations as f64 / run.max(1e-9),
+            "ops/s",
+        );
         Ok(())
     }
 }
