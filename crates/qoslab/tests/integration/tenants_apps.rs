@@ -7,14 +7,14 @@
 //! mount or loop device behind.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::bench_util::{cell, json_run, qoslab, table, text, Dir, QOSLAB};
+use crate::bench_util::{cell, json_run, qoslab, table, text, Dir};
 use crate::tenants_util::{
-    java_under, report_draws_its_charts, require_app_tools, signal_and_wait, tenants_table,
+    java_under, report_draws_its_charts, require_app_tools, signal_and_wait, start_broker_sweep,
+    tenants_table,
 };
 
 /// The sweep's plan: a class without a ceiling, one with `ceiling` IOPS per volume, and
@@ -246,44 +246,7 @@ fn sigterm_mid_broker_sweep_leaves_no_broker_mount_or_loop() {
     require_app_tools();
     let _h = crate::util::heavy();
     let dir = Dir::new("tenants-broker-term");
-    let plan = dir.write(
-        "plan.toml",
-        &format!(
-            r#"{tenants}
-[[class]]
-name = "amq"
-size = "256MiB"
-app = "broker"
-broker = {{ secs = 120 }}
-"#,
-            tenants = tenants_table(&dir, "[2]", ""),
-        ),
-    );
-    let log = dir.path().join("out.log");
-    let mut child = Command::new(QOSLAB)
-        .args(["--log-level", "warn", "bench"])
-        .arg(&plan)
-        .args(["--db", "r.db"])
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::fs::File::create(log.with_extension("err")).unwrap())
-        .spawn()
-        .unwrap();
-    // Mid-sweep: both brokers and their producers and consumers (6 JVMs) are running.
-    let deadline = Instant::now() + Duration::from_secs(240);
-    while java_under(dir.path()) < 6 {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "qoslab exited early: {}",
-            std::fs::read_to_string(log.with_extension("err")).unwrap_or_default()
-        );
-        assert!(
-            Instant::now() < deadline,
-            "the brokers and their clients did not all start within 240 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut child = start_broker_sweep(&dir, &[]);
     assert_eq!(
         mounts::sys::mounts_under(dir.path()).len(),
         4,

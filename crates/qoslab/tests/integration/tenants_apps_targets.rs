@@ -5,16 +5,16 @@
 //! reports) and a directory (`--target DIR`).
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::api_util::Api;
-use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir, QOSLAB};
+use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir};
 use crate::tenants_util::{
-    java_under, require_app_tools, require_on_path, signal_and_wait, summary_on_a_target,
-    tenants_table, Loops,
+    java_under, require_app_tools, require_on_path, signal_and_wait, start_broker_sweep,
+    summary_on_a_target, tenants_table, Loops,
 };
 use crate::util::{heavy, one_volume_config, Node};
 
@@ -152,38 +152,7 @@ fn a_sigterm_mid_broker_sweep_on_block_devices_unmounts_them_and_stops_every_jvm
     let _h = heavy();
     let dir = Dir::new("tenants-block-term");
     let loops = Loops::new(&dir, &[128 << 20; 2]);
-    let plan = dir.write(
-        "plan.toml",
-        &format!(
-            "{}\n[[class]]\nname = \"amq\"\napp = \"broker\"\nbroker = {{ secs = 120 }}\n",
-            tenants_table(&dir, "[2]", "")
-        ),
-    );
-    let log = dir.path().join("out.log");
-    let mut child = Command::new(QOSLAB)
-        .args(["--log-level", "warn", "bench"])
-        .arg(&plan)
-        .args(["--target", &loops.target(), "--db", "r.db"])
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::fs::File::create(log.with_extension("err")).unwrap())
-        .spawn()
-        .unwrap();
-    // Mid-sweep: both brokers and their producers and consumers (6 JVMs) are running.
-    let deadline = Instant::now() + Duration::from_secs(240);
-    while java_under(dir.path()) < 6 {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "qoslab exited early: {}",
-            std::fs::read_to_string(log.with_extension("err")).unwrap_or_default()
-        );
-        assert!(
-            Instant::now() < deadline,
-            "the brokers and their clients did not all start within 240 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut child = start_broker_sweep(&dir, &["--target", &loops.target()]);
     let mounted = mounts::sys::mounts_under(dir.path());
     assert_eq!(
         mounted.len(),

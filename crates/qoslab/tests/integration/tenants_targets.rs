@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::api_util::Api;
 use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir};
-use crate::tenants_util::{signal_and_wait, summary_on_a_target, Loops};
+use crate::tenants_util::{signal_and_wait, summary_on_a_target, tenants_table, Loops};
 use crate::util::{heavy, one_volume_config, require_fio_nbd, Node};
 
 const LIMIT: Duration = Duration::from_secs(300);
@@ -45,14 +45,7 @@ name = "tenants-dir"
 name = "std"
 fixed = {{ max_throughput_iops = 100 }}
 
-[tenants]
-points = [1, 2]
-iterations = 1
-runtime = "2s"
-ramp = "1s"
-timeout = "2m"
-cache_dir = "{d}/cache"
-
+{tenants}
 [[class]]
 name = "git"
 policy = "std"
@@ -68,7 +61,7 @@ mix = "oltp"
 fio_size = "8MiB"
 expect_ceiling = 0.05
 "#,
-            d = dir.path().display()
+            tenants = tenants_table(&dir, "[1, 2]", "runtime = \"2s\"\nramp = \"1s\"")
         ),
     );
     let t = target.to_str().unwrap();
@@ -147,15 +140,7 @@ name = "tenants-node"
 name = "made200"
 fixed = {{ max_throughput_iops = 200 }}
 
-[tenants]
-points = [1, 2]
-iterations = 1
-runtime = "3s"
-ramp = "1s"
-timeout = "2m"
-base_dir = "{d}/mounts"
-cache_dir = "{d}/cache"
-
+{tenants}
 # On ext4 over the volume's NBD address as the API reports it (nbdfuse -> loop -> mount).
 [[class]]
 name = "repo"
@@ -183,7 +168,7 @@ mix = "random"
 fio_size = "16MiB"
 expect_ceiling = 0.1
 "#,
-            d = dir.path().display()
+            tenants = tenants_table(&dir, "[1, 2]", "runtime = \"3s\"\nramp = \"1s\"")
         ),
     );
     let out = succeeded(&qoslab(

@@ -3,12 +3,12 @@
 //! the report's charts rendered in headless Chromium.
 
 use std::path::Path;
-use std::process::{Child, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::bench_util::{cell, qoslab, table, text, Dir};
+use crate::bench_util::{cell, qoslab, table, text, Dir, QOSLAB};
 use crate::report::{by_id, console_errors, png_size, render};
 
 /// Fail (never skip) unless every program in `tools` is on PATH (scripts/install-deps.sh
@@ -130,6 +130,45 @@ impl Drop for Loops {
                 .status();
         }
     }
+}
+
+/// A sweep of 2 broker tenants producing for 120 s (`args`: more `bench` arguments, e.g.
+/// `--target`), started in the background; returns once both brokers and their producers
+/// and consumers (6 JVMs) run.
+pub fn start_broker_sweep(dir: &Dir, args: &[&str]) -> Child {
+    let plan = dir.write(
+        "plan.toml",
+        &format!(
+            "{}\n[[class]]\nname = \"amq\"\nsize = \"256MiB\"\napp = \"broker\"\nbroker = {{ secs = 120 }}\n",
+            tenants_table(dir, "[2]", "")
+        ),
+    );
+    let log = dir.path().join("out.log");
+    let mut child = Command::new(QOSLAB)
+        .args(["--log-level", "warn", "bench"])
+        .arg(&plan)
+        .args(["--db", "r.db"])
+        .args(args)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(log.with_extension("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while java_under(dir.path()) < 6 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "qoslab exited early: {}",
+            std::fs::read_to_string(log.with_extension("err")).unwrap_or_default()
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the brokers and their clients did not all start within 240 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
 }
 
 /// Send `sig` to `child` and wait (at most `limit`) for it to exit.
