@@ -376,6 +376,17 @@ fn start_long_sweep(dir: &Dir, url: &str, api: &Api) -> std::process::Child {
     child
 }
 
+/// A running node and a long sweep on it (test directory `tag`), its volumes created.
+fn long_sweep_on_a_node(tag: &str) -> (Node, Api, Dir, std::process::Child) {
+    require_fio_nbd();
+    let node = Node::start(&node_config());
+    let url = node.api_url();
+    let api = Api::new(&url);
+    let dir = Dir::new(tag);
+    let child = start_long_sweep(&dir, &url, &api);
+    (node, api, dir, child)
+}
+
 /// Signal the sweep and wait for it: its exit status and what it printed on stderr.
 fn signal_and_wait_err(
     child: &mut std::process::Child,
@@ -389,13 +400,8 @@ fn signal_and_wait_err(
 
 #[test]
 fn a_sigterm_mid_sweep_on_a_running_node_deletes_the_runs_volumes_and_policies() {
-    require_fio_nbd();
     let _h = heavy();
-    let node = Node::start(&node_config());
-    let url = node.api_url();
-    let api = Api::new(&url);
-    let dir = Dir::new("tenants-node-term");
-    let mut child = start_long_sweep(&dir, &url, &api);
+    let (_node, api, _dir, mut child) = long_sweep_on_a_node("tenants-node-term");
     let (status, err) = signal_and_wait_err(&mut child, libc::SIGTERM);
     assert_eq!(status.code(), Some(128 + 15), "{err}");
     assert_eq!(
@@ -410,13 +416,9 @@ fn a_sigterm_mid_sweep_on_a_running_node_deletes_the_runs_volumes_and_policies()
 
 #[test]
 fn volumes_a_sigkilled_sweep_left_on_the_node_are_deleted_by_the_next_run() {
-    require_fio_nbd();
     let _h = heavy();
-    let node = Node::start(&node_config());
+    let (node, api, dir, mut child) = long_sweep_on_a_node("tenants-node-kill");
     let url = node.api_url();
-    let api = Api::new(&url);
-    let dir = Dir::new("tenants-node-kill");
-    let mut child = start_long_sweep(&dir, &url, &api);
     let left = names(&api.get_ok("/api/storage/volumes"));
     let (status, _) = signal_and_wait_err(&mut child, libc::SIGKILL);
     assert_eq!(status.code(), None, "killed");

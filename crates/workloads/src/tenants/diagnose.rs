@@ -81,34 +81,22 @@ pub fn judged(v: Verdict, pv: &PointVerdict, target: f64, d: &Diagnosis) -> Verd
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tenants::load::LoadSample;
     use crate::tenants::point::VolumeCounters;
     use assess::{Bottleneck, Outcome};
 
     fn point(ceiling: u64, ops: u64, ceiling_wait_ns: u64) -> PointResult {
-        PointResult {
-            tenants: 2,
-            runs: vec![],
-            volumes: (0..2)
-                .map(|i| VolumeCounters {
-                    tenant: format!("c-n2-t{i}"),
-                    class: "c".into(),
-                    ops,
-                    ceiling_wait_ns,
-                    lat_ns: ceiling_wait_ns + ops * 100_000,
-                    ceiling_iops: ceiling,
-                    ..Default::default()
-                })
-                .collect(),
-            secs: 10.0,
-            load: LoadSample::default(),
-            hosts: vec![],
-            teardown_errors: vec![],
-            fio_output: None,
-            fio_jobfile: None,
-            enforced: true,
-            node_samples: Vec::new(),
-        }
+        let volumes = (0..2)
+            .map(|i| VolumeCounters {
+                tenant: format!("c-n2-t{i}"),
+                class: "c".into(),
+                ops,
+                ceiling_wait_ns,
+                lat_ns: ceiling_wait_ns + ops * 100_000,
+                ceiling_iops: ceiling,
+                ..Default::default()
+            })
+            .collect();
+        PointResult::of(2, vec![], volumes, 10.0)
     }
 
     fn pv(kind: &str, worst: f64) -> PointVerdict {

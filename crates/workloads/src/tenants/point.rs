@@ -74,6 +74,32 @@ fn yes() -> bool {
     true
 }
 
+#[cfg(test)]
+impl PointResult {
+    /// A point of `tenants` per class over `secs`: these runs and the node's counters,
+    /// nothing else measured (unit tests).
+    pub(crate) fn of(
+        tenants: usize,
+        runs: Vec<TenantRun>,
+        volumes: Vec<VolumeCounters>,
+        secs: f64,
+    ) -> PointResult {
+        PointResult {
+            tenants,
+            runs,
+            volumes,
+            secs,
+            load: LoadSample::default(),
+            hosts: vec![],
+            teardown_errors: vec![],
+            fio_output: None,
+            fio_jobfile: None,
+            enforced: true,
+            node_samples: Vec::new(),
+        }
+    }
+}
+
 /// Where a point runs.
 pub struct PointEnv<'a> {
     /// Where the tenants' storage comes from.

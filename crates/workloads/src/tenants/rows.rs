@@ -199,21 +199,14 @@ pub fn tenant_rows(p: &PointResult) -> Vec<Vec<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tenants::load::LoadSample;
     use crate::tenants::point::VolumeCounters;
     use crate::tenants::runner::TenantRun;
     use loadgen::apps::{Failure, Iteration, Metric};
 
     fn spec() -> TenantsSpec {
-        #[derive(serde::Deserialize)]
-        struct V {
-            class: Vec<crate::tenants::spec::RawClass>,
-        }
-        let v: V = toml::from_str(
+        TenantsSpec::of_classes(
             "[[class]]\nname = \"gold\"\napp = \"fio\"\n[[class]]\nname = \"std\"\napp = \"git\"\n",
         )
-        .unwrap();
-        TenantsSpec::from_raw(&Default::default(), &v.class).unwrap()
     }
 
     fn it(iops: Option<f64>, secs: f64, fail: bool) -> Iteration {
@@ -243,15 +236,15 @@ mod tests {
             done_at: its.iter().map(|i| i.secs).collect(),
             iterations: its,
         };
-        let p = PointResult {
-            tenants: 2,
-            runs: vec![
+        let p = PointResult::of(
+            2,
+            vec![
                 run("gold", "gold-n2-t0", vec![it(Some(200.0), 20.0, false)]),
                 run("gold", "gold-n2-t1", vec![it(Some(198.0), 20.0, false)]),
                 run("std", "std-n2-t0", vec![it(None, 30.0, false)]),
                 run("std", "std-n2-t1", vec![it(None, 5.0, true)]),
             ],
-            volumes: vec![
+            vec![
                 VolumeCounters {
                     tenant: "gold-n2-t0".into(),
                     class: "gold".into(),
@@ -273,15 +266,8 @@ mod tests {
                     floor_iops: 200,
                 },
             ],
-            secs: 20.0,
-            load: LoadSample::default(),
-            hosts: vec![],
-            teardown_errors: vec![],
-            fio_output: None,
-            fio_jobfile: None,
-            enforced: true,
-            node_samples: Vec::new(),
-        };
+            20.0,
+        );
         let s = summary_rows(&spec(), &p);
         assert_eq!(s.len(), 2);
         assert!(s.iter().all(|r| r.len() == SUMMARY_COLUMNS.len()));

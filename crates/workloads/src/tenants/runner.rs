@@ -159,6 +159,22 @@ pub struct ClassSummary {
 
 use assess::stats::mean;
 
+/// Each tenant's mean of `figure` over its successful iterations (tenants with none left
+/// out).
+fn per_tenant_mean(rs: &[&TenantRun], figure: impl Fn(&Iteration) -> Option<f64>) -> Vec<f64> {
+    rs.iter()
+        .filter_map(|r| {
+            let v: Vec<f64> = r
+                .iterations
+                .iter()
+                .filter(|i| i.ok())
+                .filter_map(&figure)
+                .collect();
+            mean(&v)
+        })
+        .collect()
+}
+
 /// Summarise a point's runs per class (classes in name order).
 pub fn summarize(runs: &[TenantRun]) -> Vec<ClassSummary> {
     let mut classes: BTreeMap<&str, Vec<&TenantRun>> = BTreeMap::new();
@@ -173,18 +189,7 @@ pub fn summarize(runs: &[TenantRun]) -> Vec<ClassSummary> {
                 .iter()
                 .map(|r| r.iterations.iter().filter(|i| !i.ok()).count() as u64)
                 .sum();
-            let per_tenant_time: Vec<f64> = rs
-                .iter()
-                .filter_map(|r| {
-                    mean(
-                        &r.iterations
-                            .iter()
-                            .filter(|i| i.ok())
-                            .map(|i| i.secs)
-                            .collect::<Vec<_>>(),
-                    )
-                })
-                .collect();
+            let per_tenant_time = per_tenant_mean(&rs, |i| Some(i.secs));
             let mut names: Vec<String> = rs
                 .iter()
                 .flat_map(|r| {
@@ -205,18 +210,7 @@ pub fn summarize(runs: &[TenantRun]) -> Vec<ClassSummary> {
             let mut metrics = BTreeMap::new();
             let mut first_metric: Option<Vec<f64>> = None;
             for name in &names {
-                let per_tenant: Vec<f64> = rs
-                    .iter()
-                    .filter_map(|r| {
-                        mean(
-                            &r.iterations
-                                .iter()
-                                .filter(|i| i.ok())
-                                .filter_map(|i| i.metric(name))
-                                .collect::<Vec<_>>(),
-                        )
-                    })
-                    .collect();
+                let per_tenant = per_tenant_mean(&rs, |i| i.metric(name));
                 if let Some(d) = stats::distribution(&per_tenant) {
                     metrics.insert(name.clone(), d);
                 }
@@ -272,9 +266,15 @@ mod tests {
     use std::time::Duration;
 
     /// A fast fake application (unit tests only; the real ones run in integration tests):
-    /// tenant "bad" fails every other iteration with ENOSPC, "broken" cannot start.
-    struct Fake;
-    struct FakeTenant(String);
+    /// tenant "bad" fails every other iteration with ENOSPC, "broken" cannot start, "slow"
+    /// finishes each iteration after "a" has, and takes twice as long again (however
+    /// loaded the machine: its order and ratio do not depend on sleeping precisely).
+    #[derive(Default)]
+    struct Fake {
+        /// Iterations "a" has finished.
+        a_done: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    }
+    struct FakeTenant(String, std::sync::Arc<std::sync::atomic::AtomicU32>);
 
     impl App for Fake {
         fn name(&self) -> &'static str {
@@ -284,14 +284,28 @@ mod tests {
             if env.tenant == "broken" {
                 return Err(Failure::classify("start", "cannot start".into()));
             }
-            Ok(Box::new(FakeTenant(env.tenant.clone())))
+            Ok(Box::new(FakeTenant(
+                env.tenant.clone(),
+                self.a_done.clone(),
+            )))
         }
     }
 
     impl TenantApp for FakeTenant {
         fn iteration(&mut self, n: u32) -> Iteration {
+            use std::sync::atomic::Ordering::SeqCst;
             let slow = self.0 == "slow";
-            std::thread::sleep(Duration::from_millis(if slow { 40 } else { 10 }));
+            let t0 = std::time::Instant::now();
+            std::thread::sleep(Duration::from_millis(10));
+            if slow {
+                while self.1.load(SeqCst) < n && t0.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                std::thread::sleep(2 * t0.elapsed());
+            }
+            if self.0 == "a" {
+                self.1.fetch_add(1, SeqCst);
+            }
             let fail = self.0 == "bad" && n.is_multiple_of(2);
             Iteration {
                 steps: vec![Step {
@@ -323,7 +337,7 @@ mod tests {
 
     #[test]
     fn a_point_counts_failures_per_class_and_never_stops_the_others() {
-        let fake = Fake;
+        let fake = Fake::default();
         let tenants: Vec<TenantSpec> = [
             ("gold", "a"),
             ("gold", "slow"),

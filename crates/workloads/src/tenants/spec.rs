@@ -364,6 +364,20 @@ impl ClassSpec {
     }
 }
 
+#[cfg(test)]
+impl TenantsSpec {
+    /// The spec of the `[[class]]` tables in `text`, with the default `[tenants]` (unit
+    /// tests).
+    pub(crate) fn of_classes(text: &str) -> TenantsSpec {
+        #[derive(serde::Deserialize)]
+        struct V {
+            class: Vec<RawClass>,
+        }
+        let v: V = toml::from_str(text).unwrap();
+        TenantsSpec::from_raw(&Default::default(), &v.class).unwrap()
+    }
+}
+
 impl TenantsSpec {
     /// Validate the tables. The classes' policies are checked where the target is known
     /// ([`TenantsSpec::check_policies`] on the embedded node; a `--node` may hold them).

@@ -96,22 +96,15 @@ pub fn judge(spec: &TenantsSpec, p: &PointResult) -> Vec<PointVerdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tenants::load::LoadSample;
     use crate::tenants::point::VolumeCounters;
     use crate::tenants::runner::TenantRun;
     use loadgen::apps::{Iteration, Metric};
 
     fn spec() -> TenantsSpec {
-        #[derive(serde::Deserialize)]
-        struct V {
-            class: Vec<crate::tenants::spec::RawClass>,
-        }
-        let v: V = toml::from_str(
+        TenantsSpec::of_classes(
             "[[class]]\nname = \"gold\"\napp = \"fio\"\npolicy = \"g\"\nexpect_floor = 0.98\n\
              [[class]]\nname = \"cap\"\napp = \"fio\"\npolicy = \"c\"\nexpect_ceiling = 0.01\n",
         )
-        .unwrap();
-        TenantsSpec::from_raw(&Default::default(), &v.class).unwrap()
     }
 
     fn run(class: &str, tenant: &str, iops: &[f64]) -> TenantRun {
@@ -147,29 +140,22 @@ mod tests {
 
     #[test]
     fn the_worst_tenant_decides() {
-        let p = PointResult {
-            tenants: 2,
-            runs: vec![
+        let p = PointResult::of(
+            2,
+            vec![
                 run("gold", "g0", &[200.0, 199.0]),
                 run("gold", "g1", &[197.0, 195.0]),
                 run("cap", "c0", &[99.5, 100.4]),
                 run("cap", "c1", &[99.2, 100.0]),
             ],
-            volumes: vec![
+            vec![
                 vol("gold", "g0", 200, 0),
                 vol("gold", "g1", 200, 0),
                 vol("cap", "c0", 0, 100),
                 vol("cap", "c1", 0, 100),
             ],
-            secs: 1.0,
-            load: LoadSample::default(),
-            hosts: vec![],
-            teardown_errors: vec![],
-            fio_output: None,
-            fio_jobfile: None,
-            enforced: true,
-            node_samples: Vec::new(),
-        };
+            1.0,
+        );
         let v = judge(&spec(), &p);
         assert_eq!(v.len(), 2);
         // 195 < 196 (98% of 200): gold fails, and g1 is named.

@@ -329,29 +329,20 @@ impl TenantApp for RedisTenant {
         if let Ok(mut c) = Conn::connect(&self.socket, Duration::from_secs(5)) {
             let _ = c.call(&[b"SHUTDOWN", b"NOSAVE"]);
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10))
-                }
-                _ => {
-                    // SAFETY: killpg of the group our child leads (not yet reaped).
-                    unsafe {
-                        libc::killpg(child.id() as i32, libc::SIGKILL);
-                    }
-                    let _ = child.wait();
-                    let _ = fs::remove_file(&self.socket);
-                    return Err(Failure::classify(
-                        "stop",
-                        "redis-server did not shut down; killed".into(),
-                    ));
-                }
-            }
-        }
+        let exited = proc::wait_until(&mut child, Instant::now() + Duration::from_secs(10));
         let _ = fs::remove_file(&self.socket);
-        Ok(())
+        if let Ok(Some(_)) = exited {
+            return Ok(());
+        }
+        if exited.is_err() {
+            // Its state is unknown (not reaped): kill its group. At the deadline
+            // wait_until has killed it already.
+            proc::kill_group(&mut child);
+        }
+        Err(Failure::classify(
+            "stop",
+            "redis-server did not shut down; killed".into(),
+        ))
     }
 }
 
@@ -368,37 +359,16 @@ mod tests {
     #[test]
     fn spec_values_are_checked_with_the_field_named() {
         assert!(RedisSpec::default().validate().is_ok());
-        let bad = [
-            (
-                RedisSpec {
-                    threads: 0,
-                    ..Default::default()
-                },
-                "redis.threads",
-            ),
-            (
-                RedisSpec {
-                    read_proportion: 1.5,
-                    ..Default::default()
-                },
-                "redis.read_proportion",
-            ),
-            (
-                RedisSpec {
-                    appendfsync: "sometimes".into(),
-                    ..Default::default()
-                },
-                "redis.appendfsync",
-            ),
-            (
-                RedisSpec {
-                    records: 0,
-                    ..Default::default()
-                },
-                "redis.records",
-            ),
+        type Change = fn(&mut RedisSpec);
+        let bad: [(Change, &str); 4] = [
+            (|s| s.threads = 0, "redis.threads"),
+            (|s| s.read_proportion = 1.5, "redis.read_proportion"),
+            (|s| s.appendfsync = "sometimes".into(), "redis.appendfsync"),
+            (|s| s.records = 0, "redis.records"),
         ];
-        for (s, field) in bad {
+        for (change, field) in bad {
+            let mut s = RedisSpec::default();
+            change(&mut s);
             let e = s.validate().unwrap_err();
             assert!(e.contains(field), "{e}");
         }
