@@ -276,12 +276,7 @@ impl RedisTenant {
             }
             Ok(done)
         })?;
-        it.add_step("load", load);
-        it.add_metric(
-            "load_ops_per_sec",
-            spec.records as f64 / load.max(1e-9),
-            "ops/s",
-        );
+        add_phase(it, "load", load, spec.records);
         // Run: operations split over threads; Zipfian record choice.
         let zipf = ycsb::Zipfian::new(spec.records);
         let run = self.phase("run", deadline, |t, c| {
@@ -300,14 +295,19 @@ impl RedisTenant {
             }
             Ok(mine)
         })?;
-        it.add_step("run", run);
-        it.add_metric(
-            "run_ops_per_sec",
-            spec.operations as f64 / run.max(1e-9),
-            "ops/s",
-        );
+        add_phase(it, "run", run, spec.operations);
         Ok(())
     }
+}
+
+/// A phase's time (step `name`) and its throughput (metric `NAME_ops_per_sec`).
+fn add_phase(it: &mut Iteration, name: &str, secs: f64, ops: u64) {
+    it.add_step(name, secs);
+    it.add_metric(
+        &format!("{name}_ops_per_sec"),
+        ops as f64 / secs.max(1e-9),
+        "ops/s",
+    );
 }
 
 impl TenantApp for RedisTenant {
