@@ -34,6 +34,7 @@ mod nbd_tls;
 mod nfs;
 mod nfs_kernel;
 mod nfs_node;
+mod nfs_policy_cli;
 mod nfs_util;
 mod ontap_rest;
 mod protocol;
