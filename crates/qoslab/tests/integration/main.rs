@@ -51,6 +51,7 @@ mod s3_util;
 mod signals;
 mod small_fs;
 mod suites;
+mod suites_nfs;
 mod tenants;
 mod tenants_apps;
 mod tenants_sweep;

@@ -30,7 +30,7 @@ fn sum(p: &Path) -> String {
 }
 
 /// `qoslab bench ARGS --ssh-config CFG --db r.db`: (exit code, stdout, stderr).
-fn bench(d: &Dir, bed: &Testbed, args: &[&str]) -> (Option<i32>, String, String) {
+pub fn bench(d: &Dir, bed: &Testbed, args: &[&str]) -> (Option<i32>, String, String) {
     let cfg = bed.ssh_config.display().to_string();
     let mut all = vec!["bench"];
     all.extend_from_slice(args);
@@ -41,7 +41,7 @@ fn bench(d: &Dir, bed: &Testbed, args: &[&str]) -> (Option<i32>, String, String)
 }
 
 /// The last run as exported JSON.
-fn last_run(d: &Dir) -> Value {
+pub fn last_run(d: &Dir) -> Value {
     let o = qoslab(
         d,
         &[
