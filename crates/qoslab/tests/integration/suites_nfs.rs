@@ -153,6 +153,12 @@ fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
         out.contains("fio's nfs engine") && out.contains("capacity unknown"),
         "{out}"
     );
+    let place = format!("h0+h1:nfs://{addr}/suite+nfs://{addr}/suite");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("fio.read.random") && l.contains(&place)),
+        "{place}: {out}"
+    );
     // The prepare step: each load generator's own file, 8 MiB, in the volume's tree.
     for h in ["h0", "h1"] {
         let f = node.data_dir().join(format!("nas/suite/qoslab.{h}.0"));
