@@ -6,18 +6,9 @@
 use std::process::Command;
 use std::time::Duration;
 
+use crate::api_cli::cli;
 use crate::nfs_node::nfs_url;
-use crate::util::{run, Node, Out, TempDir, QOSLAB};
-
-fn cli(node: &Node, args: &[&str]) -> Out {
-    run(
-        Command::new(QOSLAB)
-            .args(args)
-            .arg("--url")
-            .arg(node.api_url()),
-        Duration::from_secs(30),
-    )
-}
+use crate::util::{run, Node, Out, TempDir};
 
 fn nfs_tool(tool: &str, args: &[&str]) -> Out {
     run(Command::new(tool).args(args), Duration::from_secs(60))

@@ -13,8 +13,7 @@
 //! - the volume's ceiling is one budget for both generators: All clients' IOPS is the
 //!   ceiling.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value;
 use testbed::{Spec, Testbed};
@@ -22,21 +21,14 @@ use testbed::{Spec, Testbed};
 use crate::api_util::Api;
 use crate::bench_util::Dir;
 use crate::nfs_node::nfs_port;
-use crate::suites::{bench, last_run};
-use crate::util::{heavy, require_tool, run, Node, Out, QOSLAB};
+use crate::suites::{bench, last_run, per_client};
+use crate::util::{heavy, require_tool, Node, Out};
 
 /// The volume's ceiling, shared by both load generators.
 const CEILING: f64 = 400.0;
 
 fn cli(node: &Node, args: &[&str]) -> Out {
-    run(
-        Command::new(QOSLAB)
-            .args(args)
-            .arg("--url")
-            .arg(node.api_url()),
-        Duration::from_secs(30),
-    )
-    .ok()
+    crate::api_cli::cli(node, args).ok()
 }
 
 /// `--suite nfs` on h0 and h1, every generator on the export at `url`, 8 MiB per job.
@@ -168,20 +160,9 @@ fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
         assert_eq!(len, 8 << 20, "{}", f.display());
     }
     let r = last_run(&d);
-    let measured: Vec<&Value> = r["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|j| j["workload"] == "nfs")
-        .collect();
+    let measured = per_client(&r, "nfs", &["h0", "h1"]);
     assert_eq!(measured.len(), 2, "{}", r["jobs"]);
-    for j in measured {
-        let res = j["results"].as_array().unwrap();
-        let clients: Vec<&str> = res.iter().map(|x| x["client"].as_str().unwrap()).collect();
-        assert_eq!(clients.len(), 3, "{clients:?}");
-        for h in ["h0:", "h1:"] {
-            assert!(clients.iter().any(|c| c.starts_with(h)), "{clients:?}");
-        }
+    for (j, res) in measured {
         let iops =
             |x: &Value| x["read"]["iops"].as_f64().unwrap() + x["write"]["iops"].as_f64().unwrap();
         let merged = res.iter().find(|x| x["client"] == "All clients").unwrap();
