@@ -469,21 +469,9 @@ mod tests {
         RunRecord {
             id: 1,
             name: "n".into(),
-            started_at: String::new(),
-            finished_at: None,
             status: "failed".into(),
-            plan_origin: String::new(),
-            plan_text: String::new(),
-            target: String::new(),
-            executor: String::new(),
             runtime_s: 1.0,
-            ramp_s: 0.0,
-            env: Default::default(),
-            policies: Vec::new(),
-            volumes: Vec::new(),
-            jobs: Vec::new(),
-            tables: Vec::new(),
-            series: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -5,12 +5,13 @@
 //! snapshots of runs without balances (`run.*`) are untouched by all of this.
 
 use fio::{DirStats, JobResult};
-use harness::host::Env;
 use harness::series::{CreditSample, FioSample, JobSeries, NodeSample, ResourceSample};
 use harness::store::{JobRecord, RunRecord, VolumeRecord};
 use harness::verdict::Limits;
 use report::Format;
 use workloads::export;
+
+use crate::snapshot::{check_snapshot, lab_env};
 
 /// gp2 at 100 GiB with a 13,500-credit bucket: 3,000 IOPS for 5 s, then 300.
 fn gp2_samples() -> (Vec<FioSample>, Vec<NodeSample>) {
@@ -137,13 +138,7 @@ fn run() -> RunRecord {
         executor: "local fio".into(),
         runtime_s: 8.0,
         ramp_s: 0.0,
-        env: Env {
-            host: "lab1".into(),
-            kernel: "6.1.0".into(),
-            cpu: "Example CPU (2 cores)".into(),
-            fio_version: "fio-3.33".into(),
-            qoslab_version: "0.1.0".into(),
-        },
+        env: lab_env(),
         policies: Vec::new(),
         volumes: vec![
             VolumeRecord {
@@ -192,19 +187,7 @@ fn run() -> RunRecord {
 }
 
 fn check(format: Format, file: &str) -> String {
-    let got = export(&run(), format);
-    let path = format!("{}/tests/snapshots/{file}", env!("CARGO_MANIFEST_DIR"));
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, &got).unwrap();
-    }
-    let want = std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e} (UPDATE_SNAPSHOTS=1 creates it)"));
-    let text = String::from_utf8(got.clone()).unwrap();
-    assert!(
-        got == want,
-        "{file} differs from the snapshot; got:\n{text}"
-    );
-    text
+    check_snapshot(export(&run(), format), file)
 }
 
 #[test]

@@ -11,5 +11,6 @@ mod main_db;
 mod provisioned_plans;
 mod ramp_plans;
 mod s3_plans;
+mod snapshot;
 mod status_rule;
 mod suite_plans;
