@@ -390,19 +390,8 @@ fn check_jobs(plan: &Plan, target: &Target, clients: &[String]) -> anyhow::Resul
     Ok(r?)
 }
 
-/// Run a configured plan on `target` with real fio (or fio's clients), storing it in `db`.
-pub(crate) fn run_and_store(
-    plan: &mut Plan,
-    target: &Target,
-    clients: &[String],
-    db: &Path,
-    ui: &mut TerminalUi,
-    tools: bool,
-) -> anyhow::Result<Outcome> {
-    run_and_store_with(plan, target, clients, db, ui, tools, None)
-}
-
-/// [`run_and_store`], also sampling `remote` hosts' tool sets (remote load generators).
+/// Run a configured plan on `target` with real fio (or fio's clients), storing it in `db`;
+/// with `remote`, also sampling those hosts' tool sets (remote load generators).
 pub(crate) fn run_and_store_with(
     plan: &mut Plan,
     target: &Target,

@@ -49,6 +49,18 @@ struct Running {
     _logs_cleanup: lifecycle::Guard,
 }
 
+/// The network suite's mesh, host pairs and session, once prepared.
+fn network(state: &Option<Running>) -> Result<(&Mesh, &[(usize, usize)], &Session), RunError> {
+    match state {
+        Some(Running {
+            engine: Engine::Network { mesh, pairs },
+            session,
+            ..
+        }) => Ok((mesh, pairs, session)),
+        _ => Err(plan_err("network suite: not prepared")),
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.logs);
@@ -135,14 +147,7 @@ impl SuitePlan {
     }
 
     fn pair_step(&mut self, k: usize, ctx: &mut RunContext) -> Result<(), RunError> {
-        let Some(Running {
-            engine: Engine::Network { mesh, pairs },
-            session,
-            ..
-        }) = self.state.as_ref()
-        else {
-            return Err(plan_err("network suite: not prepared"));
-        };
+        let (mesh, pairs, session) = network(&self.state)?;
         let (i, j) = pairs[k];
         let (from, to) = (&mesh.hosts[i], &mesh.hosts[j]);
         let seq = self.seq + 1;
@@ -192,14 +197,7 @@ impl SuitePlan {
     }
 
     fn load_step(&mut self, ctx: &mut RunContext) -> Result<(), RunError> {
-        let Some(Running {
-            engine: Engine::Network { mesh, pairs },
-            session,
-            ..
-        }) = self.state.as_ref()
-        else {
-            return Err(plan_err("network suite: not prepared"));
-        };
+        let (mesh, pairs, session) = network(&self.state)?;
         // Every pair's job exists before the load starts.
         let mut ids = Vec::new();
         let mut seq = self.seq;
