@@ -91,6 +91,23 @@ pub struct Line {
     pub style: usize,
 }
 
+impl Line {
+    pub fn new(label: impl Into<String>, points: Vec<(f64, f64)>, style: usize) -> Line {
+        Line {
+            label: label.into(),
+            points,
+            style,
+        }
+    }
+}
+
+impl Axis2 {
+    /// Add a line on the right axis (see [`Chart::line`]).
+    pub fn line(&mut self, label: impl Into<String>, points: Vec<(f64, f64)>, style: usize) {
+        self.lines.push(Line::new(label, points, style));
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefLine {
     pub label: String,
@@ -147,6 +164,26 @@ impl Chart {
             x_categories: Vec::new(),
             y2: None,
         }
+    }
+
+    /// A chart over categories (runs, steps, iterations: `categories` from
+    /// [`crate::charts::categories`]) instead of time.
+    pub fn categorical(
+        title: impl Into<String>,
+        x_label: &str,
+        y_label: &str,
+        categories: Vec<(f64, String)>,
+    ) -> Chart {
+        Chart {
+            x_unit: Unit::Count,
+            x_categories: categories,
+            ..Chart::new(title, x_label, y_label)
+        }
+    }
+
+    /// Add a line: its legend label, its points and its place in the style cycle.
+    pub fn line(&mut self, label: impl Into<String>, points: Vec<(f64, f64)>, style: usize) {
+        self.lines.push(Line::new(label, points, style));
     }
 
     /// Whether there is anything to draw.
@@ -664,11 +701,7 @@ mod tests {
     #[test]
     fn a_line_on_its_ceiling_is_drawn_at_the_ceilings_height() {
         let mut c = Chart::new("vol500 <IOPS>", "time", "IOPS");
-        c.lines.push(Line {
-            label: "fio".into(),
-            points: vec![(0.5, 500.0), (1.0, 500.0)],
-            style: 0,
-        });
+        c.line("fio", vec![(0.5, 500.0), (1.0, 500.0)], 0);
         c.refs.push(RefLine {
             label: "ceiling 500 IOPS".into(),
             y: 500.0,
@@ -736,11 +769,7 @@ mod tests {
     #[test]
     fn a_second_axis_has_its_own_scale_ticks_and_legend() {
         let mut c = Chart::new("burst", "time", "IOPS");
-        c.lines.push(Line {
-            label: "fio".into(),
-            points: vec![(0.5, 3000.0), (1.0, 3000.0), (1.5, 300.0)],
-            style: 0,
-        });
+        c.line("fio", vec![(0.5, 3000.0), (1.0, 3000.0), (1.5, 300.0)], 0);
         let without = render(&c);
         c.y2 = Some(Axis2 {
             label: "credit balance (% of bucket)".into(),

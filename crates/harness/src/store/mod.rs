@@ -255,16 +255,11 @@ impl Store {
 
     /// Store a profile's summary table (written as soon as it is known).
     pub fn add_table(&self, run: i64, t: &SummaryTable) -> Result<()> {
-        self.conn.execute(
+        self.write_table(
             "INSERT INTO summary_tables (run_id, seq, kind, name, columns, rows)
              VALUES (?1, (SELECT COUNT(*) FROM summary_tables WHERE run_id = ?1), ?2, ?3, ?4, ?5)",
-            params![
-                run,
-                t.kind,
-                t.name,
-                serde_json::to_string(&t.columns).unwrap_or_default(),
-                serde_json::to_string(&t.rows).unwrap_or_default()
-            ],
+            run,
+            t,
         )?;
         Ok(())
     }
@@ -272,8 +267,22 @@ impl Store {
     /// Store a summary table, replacing the run's table of the same kind and name (kept in
     /// its place): a profile rewrites its table as each step finishes.
     pub fn put_table(&self, run: i64, t: &SummaryTable) -> Result<()> {
-        let n = self.conn.execute(
+        let n = self.write_table(
             "UPDATE summary_tables SET columns = ?4, rows = ?5 WHERE run_id = ?1 AND kind = ?2 AND name = ?3",
+            run,
+            t,
+        )?;
+        if n == 0 {
+            self.add_table(run, t)?;
+        }
+        Ok(())
+    }
+
+    /// Run `sql` with the run and the table as ?1 (run), ?2 (kind), ?3 (name), ?4 (columns,
+    /// JSON) and ?5 (rows, JSON); the rows changed.
+    fn write_table(&self, sql: &str, run: i64, t: &SummaryTable) -> Result<usize> {
+        Ok(self.conn.execute(
+            sql,
             params![
                 run,
                 t.kind,
@@ -281,11 +290,7 @@ impl Store {
                 serde_json::to_string(&t.columns).unwrap_or_default(),
                 serde_json::to_string(&t.rows).unwrap_or_default()
             ],
-        )?;
-        if n == 0 {
-            self.add_table(run, t)?;
-        }
-        Ok(())
+        )?)
     }
 
     /// Store a job's time series (one transaction).
