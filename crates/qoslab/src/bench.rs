@@ -392,7 +392,7 @@ fn check_jobs(plan: &Plan, target: &Target, clients: &[String]) -> anyhow::Resul
 
 /// Run a configured plan on `target` with real fio (or fio's clients), storing it in `db`;
 /// with `remote`, also sampling those hosts' tool sets (remote load generators).
-pub(crate) fn run_and_store_with(
+pub(crate) fn run_and_store(
     plan: &mut Plan,
     target: &Target,
     clients: &[String],
@@ -551,7 +551,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     let files = harness::target_files::WrittenFiles::track(target.written_file());
     let mut ui = TerminalUi::new(args.json);
-    let outcome = run_and_store_with(
+    let outcome = run_and_store(
         &mut plan,
         &target,
         &args.clients,

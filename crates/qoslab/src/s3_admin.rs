@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{enc, print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
+use crate::http_client::{enc, print_json, print_records, text, ApiArgs, Client, ConnArgs, Output};
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -155,22 +155,14 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
             show_keys(&c.call("POST", &users, Some(&Value::Object(b)))?, out);
         }
         UserCmd::List => {
-            let r = c.call("GET", &format!("{users}?fields=*"), None)?;
-            if out == Output::Json {
-                print_json(&r);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = records(&r)
-                .iter()
-                .map(|u| {
-                    vec![
-                        text(&u["name"]),
-                        text(&u["access_key"]),
-                        text(&u["comment"]),
-                    ]
-                })
-                .collect();
-            print_table(&["Name", "Access Key", "Comment"], &rows);
+            let path = format!("{users}?fields=*");
+            print_records(c, &path, out, &["Name", "Access Key", "Comment"], |u| {
+                vec![
+                    text(&u["name"]),
+                    text(&u["access_key"]),
+                    text(&u["comment"]),
+                ]
+            })?;
         }
         UserCmd::Show { name } => {
             let r = c.call("GET", &format!("{users}/{}", enc(&name)), None)?;
@@ -224,13 +216,6 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
     Ok(())
 }
 
-fn records(r: &Value) -> &[Value] {
-    r["records"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-}
-
 fn policy_of(b: &Value) -> String {
     b["qos_policy"]["name"].as_str().unwrap_or("-").to_string()
 }
@@ -274,24 +259,17 @@ fn bucket(c: &Client, base: &str, cmd: BucketCmd, out: Output) -> anyhow::Result
             show(&c.call("POST", &buckets, Some(&Value::Object(b)))?);
         }
         BucketCmd::List => {
-            let r = c.call("GET", &format!("{buckets}?fields=*"), None)?;
-            if out == Output::Json {
-                print_json(&r);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = records(&r)
-                .iter()
-                .map(|b| {
-                    vec![
-                        text(&b["name"]),
-                        policy_of(b),
-                        text(&b["object_count"]),
-                        text(&b["logical_used_size"]),
-                        text(&b["uuid"]),
-                    ]
-                })
-                .collect();
-            print_table(&["Name", "Policy", "Objects", "Used", "UUID"], &rows);
+            let path = format!("{buckets}?fields=*");
+            let headers = ["Name", "Policy", "Objects", "Used", "UUID"];
+            print_records(c, &path, out, &headers, |b| {
+                vec![
+                    text(&b["name"]),
+                    policy_of(b),
+                    text(&b["object_count"]),
+                    text(&b["logical_used_size"]),
+                    text(&b["uuid"]),
+                ]
+            })?;
         }
         BucketCmd::Show { bucket } => {
             let u = c.resolve(&buckets, &bucket, "bucket", "qoslab s3 bucket list")?;

@@ -25,7 +25,7 @@ use super::cli::SuiteArgs;
 use super::render;
 use super::results;
 use super::spec::{Kind, SuiteSpec};
-use super::verdicts::{self, iperf_output, pair_verdicts, total_verdicts, verdict};
+use super::verdicts::{self, iperf_output, pair_verdicts, total_verdicts};
 
 enum Engine {
     Network {
@@ -353,7 +353,7 @@ impl SuitePlan {
                 .map(|r| r.iops())
                 .collect();
             let sp = Spread::of(&same);
-            verdicts.push(verdict(
+            verdicts.push(Verdict::plain(
                 format!("iops cv over {} iterations <= {max}%", sp.n),
                 sp.cv_pct,
                 format!("<= {max}%"),
