@@ -216,6 +216,25 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
     Ok(())
 }
 
+/// The bucket fields a create or modify sets (those given).
+fn bucket_fields(
+    qos_policy: Option<String>,
+    size: Option<String>,
+    comment: Option<String>,
+) -> anyhow::Result<Map<String, Value>> {
+    let mut b = Map::new();
+    if let Some(p) = qos_policy {
+        b.insert("qos_policy".into(), json!({ "name": p }));
+    }
+    if let Some(s) = size {
+        b.insert("size".into(), json!(size_bytes(&s)?));
+    }
+    if let Some(cm) = comment {
+        b.insert("comment".into(), json!(cm));
+    }
+    Ok(b)
+}
+
 fn policy_of(b: &Value) -> String {
     b["qos_policy"]["name"].as_str().unwrap_or("-").to_string()
 }
@@ -245,17 +264,8 @@ fn bucket(c: &Client, base: &str, cmd: BucketCmd, out: Output) -> anyhow::Result
             size,
             comment,
         } => {
-            let mut b = Map::new();
+            let mut b = bucket_fields(qos_policy, size, comment)?;
             b.insert("name".into(), json!(name));
-            if let Some(p) = qos_policy {
-                b.insert("qos_policy".into(), json!({ "name": p }));
-            }
-            if let Some(s) = size {
-                b.insert("size".into(), json!(size_bytes(&s)?));
-            }
-            if let Some(cm) = comment {
-                b.insert("comment".into(), json!(cm));
-            }
             show(&c.call("POST", &buckets, Some(&Value::Object(b)))?);
         }
         BucketCmd::List => {
@@ -282,16 +292,7 @@ fn bucket(c: &Client, base: &str, cmd: BucketCmd, out: Output) -> anyhow::Result
             comment,
         } => {
             let u = c.resolve(&buckets, &bucket, "bucket", "qoslab s3 bucket list")?;
-            let mut b = Map::new();
-            if let Some(p) = qos_policy {
-                b.insert("qos_policy".into(), json!({ "name": p }));
-            }
-            if let Some(s) = size {
-                b.insert("size".into(), json!(size_bytes(&s)?));
-            }
-            if let Some(cm) = comment {
-                b.insert("comment".into(), json!(cm));
-            }
+            let b = bucket_fields(qos_policy, size, comment)?;
             if b.is_empty() {
                 bail!("nothing to change: give --qos-policy, --size or --comment");
             }

@@ -174,6 +174,16 @@ expect = [{}]
     )
 }
 
+/// `qoslab results export RUN --format FORMAT --db r.db` in `dir`: how a test reads back
+/// the run it stored.
+pub fn export(dir: &Dir, run: &str, format: &str, limit: Duration) -> Output {
+    qoslab(
+        dir,
+        &["results", "export", run, "--format", format, "--db", "r.db"],
+        limit,
+    )
+}
+
 /// Run 1 of the results database `db` in `dir`, exported as JSON.
 pub fn json_run(dir: &Dir, db: &str) -> serde_json::Value {
     let o = qoslab(

@@ -6,10 +6,10 @@
 //! `UPDATE_DOC_SCREENSHOT=1` also writes docs/img/report-500iops.png from the real run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bench_util::{output_within, qoslab, text, Dir};
+use crate::bench_util::{export, output_within, qoslab, text, Dir};
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -127,13 +127,7 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
 
     // The time series are in the store: fio's windows and the node's samples sit on the
     // 500 IOPS ceiling.
-    let o = qoslab(
-        &d,
-        &[
-            "results", "export", "last", "--format", "json", "--db", "r.db",
-        ],
-        LIMIT,
-    );
+    let o = export(&d, "last", "json", LIMIT);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let s = &v["series"][0];
     let fio: Vec<f64> = s["fio"]
@@ -194,11 +188,7 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
         "self-contained"
     );
     // `results export --format html` is the same page.
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "html", "--db", "r.db"],
-        LIMIT,
-    );
+    let o = export(&d, "1", "html", LIMIT);
     assert_eq!(String::from_utf8_lossy(&o.stdout), html);
 
     let started = Instant::now();
@@ -307,13 +297,7 @@ fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    let o = qoslab(
-        &d,
-        &[
-            "results", "export", "last", "--format", "json", "--db", "r.db",
-        ],
-        LIMIT,
-    );
+    let o = export(&d, "last", "json", LIMIT);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let node: Vec<f64> = v["series"][0]["node"]
         .as_array()

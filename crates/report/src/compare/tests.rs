@@ -1,6 +1,5 @@
 use super::*;
 use fio::JobResult;
-use harness::host::Env;
 use harness::store::JobRecord;
 
 pub(super) fn job(seq: u32, name: &str, iteration: u32, iops: f64, p99_us: u64) -> JobRecord {

@@ -49,8 +49,11 @@ struct Running {
     _logs_cleanup: lifecycle::Guard,
 }
 
-/// The network suite's mesh, host pairs and session, once prepared.
-fn network(state: &Option<Running>) -> Result<(&Mesh, &[(usize, usize)], &Session), RunError> {
+/// The network suite's mesh, host pairs (indices into the mesh) and session.
+type Network<'a> = (&'a Mesh, &'a [(usize, usize)], &'a Session);
+
+/// The network suite's [`Network`], once prepared.
+fn network(state: &Option<Running>) -> Result<Network<'_>, RunError> {
     match state {
         Some(Running {
             engine: Engine::Network { mesh, pairs },
