@@ -73,14 +73,8 @@ enum BucketCmd {
     /// Create a bucket (S3 clients can also create one with CreateBucket).
     Create {
         name: String,
-        /// QoS policy name.
-        #[arg(long)]
-        qos_policy: Option<String>,
-        /// Declared size (an adaptive policy's allocated space): bytes or 100GB, 1TiB...
-        #[arg(long)]
-        size: Option<String>,
-        #[arg(long)]
-        comment: Option<String>,
+        #[command(flatten)]
+        fields: BucketFields,
     },
     /// List buckets with their policy, objects and bytes stored.
     List,
@@ -89,15 +83,24 @@ enum BucketCmd {
     /// Move a bucket to another policy (`none` removes it), resize it, or comment it.
     Modify {
         bucket: String,
-        #[arg(long)]
-        qos_policy: Option<String>,
-        #[arg(long)]
-        size: Option<String>,
-        #[arg(long)]
-        comment: Option<String>,
+        #[command(flatten)]
+        fields: BucketFields,
     },
     /// Delete an empty bucket.
     Delete { bucket: String },
+}
+
+/// What a bucket create or modify may set.
+#[derive(Args)]
+struct BucketFields {
+    /// QoS policy name (`none` on modify: no policy).
+    #[arg(long)]
+    qos_policy: Option<String>,
+    /// Declared size (an adaptive policy's allocated space): bytes or 100GB, 1TiB...
+    #[arg(long)]
+    size: Option<String>,
+    #[arg(long)]
+    comment: Option<String>,
 }
 
 fn base(c: &Client) -> anyhow::Result<String> {
@@ -217,19 +220,15 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
 }
 
 /// The bucket fields a create or modify sets (those given).
-fn bucket_fields(
-    qos_policy: Option<String>,
-    size: Option<String>,
-    comment: Option<String>,
-) -> anyhow::Result<Map<String, Value>> {
+fn bucket_fields(f: BucketFields) -> anyhow::Result<Map<String, Value>> {
     let mut b = Map::new();
-    if let Some(p) = qos_policy {
+    if let Some(p) = f.qos_policy {
         b.insert("qos_policy".into(), json!({ "name": p }));
     }
-    if let Some(s) = size {
+    if let Some(s) = f.size {
         b.insert("size".into(), json!(size_bytes(&s)?));
     }
-    if let Some(cm) = comment {
+    if let Some(cm) = f.comment {
         b.insert("comment".into(), json!(cm));
     }
     Ok(b)
@@ -258,13 +257,8 @@ fn bucket(c: &Client, base: &str, cmd: BucketCmd, out: Output) -> anyhow::Result
         println!("    Comment: {}", text(&v["comment"]));
     };
     match cmd {
-        BucketCmd::Create {
-            name,
-            qos_policy,
-            size,
-            comment,
-        } => {
-            let mut b = bucket_fields(qos_policy, size, comment)?;
+        BucketCmd::Create { name, fields } => {
+            let mut b = bucket_fields(fields)?;
             b.insert("name".into(), json!(name));
             show(&c.call("POST", &buckets, Some(&Value::Object(b)))?);
         }
@@ -285,14 +279,9 @@ fn bucket(c: &Client, base: &str, cmd: BucketCmd, out: Output) -> anyhow::Result
             let u = c.resolve(&buckets, &bucket, "bucket", "qoslab s3 bucket list")?;
             show(&c.call("GET", &format!("{buckets}/{u}"), None)?);
         }
-        BucketCmd::Modify {
-            bucket,
-            qos_policy,
-            size,
-            comment,
-        } => {
+        BucketCmd::Modify { bucket, fields } => {
             let u = c.resolve(&buckets, &bucket, "bucket", "qoslab s3 bucket list")?;
-            let b = bucket_fields(qos_policy, size, comment)?;
+            let b = bucket_fields(fields)?;
             if b.is_empty() {
                 bail!("nothing to change: give --qos-policy, --size or --comment");
             }
