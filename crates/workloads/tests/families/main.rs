@@ -14,3 +14,4 @@ mod s3_plans;
 mod snapshot;
 mod status_rule;
 mod suite_plans;
+mod support;
