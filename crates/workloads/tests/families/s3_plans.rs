@@ -10,7 +10,7 @@ use harness::{Options, ProfileRequest};
 use workloads::registry;
 use workloads::s3::{S3Run, NAME};
 
-use crate::support::run_with;
+use crate::support::{configure_error, run_with};
 
 #[test]
 fn s3_plan_errors_name_the_line_and_key() {
@@ -34,13 +34,7 @@ fn s3_plan_errors_name_the_line_and_key() {
         assert!(got.contains(want), "for:\n{bad}\ngot: {got}\nwant: {want}");
     }
     // An S3 plan has no embedded NBD node; --client is fio's.
-    let mut p = registry()
-        .parse(
-            "[[volume]]\nname = \"v\"\nsize = \"1GB\"\n[s3]\n[[s3.test]]\nname = \"a\"\nread_weight = 1\n",
-            "p.toml",
-        )
-        .unwrap();
-    let e = p.configure(&Options::default()).unwrap_err().0;
+    let e = configure_error("[[volume]]\nname = \"v\"\nsize = \"1GB\"\n[s3]\n[[s3.test]]\nname = \"a\"\nread_weight = 1\n");
     assert!(e.contains("declares no [[volume]]"), "{e}");
     let mut p = registry()
         .parse(

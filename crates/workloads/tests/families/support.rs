@@ -6,7 +6,8 @@ use harness::host::Env;
 use harness::store::Store;
 use harness::target::Target;
 use harness::ui::Ui;
-use harness::{Outcome, Plan, RunEnv, RunError};
+use harness::{Options, Outcome, Plan, RunEnv, RunError};
+use workloads::registry;
 
 /// Run `plan` on `target` with `exec` (a fake fio), storing it in `store`.
 pub fn run_with(
@@ -28,4 +29,10 @@ pub fn run_with(
             remote_tools: None,
         },
     )
+}
+
+/// The error configuring the plan `text` (valid TOML, parsed as `p.toml`) stops at.
+pub fn configure_error(text: &str) -> String {
+    let mut p = registry().parse(text, "p.toml").unwrap();
+    p.configure(&Options::default()).unwrap_err().0
 }
