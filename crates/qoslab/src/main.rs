@@ -6,6 +6,7 @@ mod compare_cmd;
 mod context;
 mod demo;
 mod docs_cmd;
+mod export_policy_cmd;
 mod http_client;
 mod login_cmd;
 mod nfs_cmd;
@@ -73,6 +74,9 @@ enum Command {
     Policy(policy_cmd::PolicyArgs),
     /// Volumes on a running node (REST API): create, list, show, modify, delete.
     Volume(volume_cmd::VolumeArgs),
+    /// NFS export policies on a running node (REST API): which clients may mount a NAS
+    /// volume, read-only or read-write.
+    ExportPolicy(export_policy_cmd::ExportPolicyArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
     /// S3 users (access keys) and buckets under QoS policies on a running node (REST API).
@@ -130,6 +134,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),
+        Command::ExportPolicy(args) => export_policy_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
         Command::S3(args) => s3_admin::run(args),
         Command::S3Driver => s3_driver(),

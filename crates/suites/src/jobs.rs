@@ -84,6 +84,32 @@ pub enum Target {
     /// prepared data set is the one every job reads and writes (a `fio --server` prefixes
     /// the name with the client's address: `10.0.0.5.qoslab.0`, the same in every run).
     Directory(String),
+    /// An NFS export reached by fio's `nfs` ioengine (libnfs, no kernel mount): `url` is
+    /// libnfs's `nfs://HOST/PATH[?nfsport=P&mountport=P]`; `name` (the load generator's)
+    /// keeps the generators' files apart in the one export they share: `qoslab.NAME.<jobnum>`.
+    Nfs { url: String, name: String },
+}
+
+impl Target {
+    fn is_nfs(&self) -> bool {
+        matches!(self, Target::Nfs { .. })
+    }
+}
+
+/// fio's global options for `t`: the seed's `ioengine=libaio direct=1 buffered=0`, or for
+/// an NFS export fio's `nfs` engine (libnfs keeps no page cache; `direct`/`buffered` do not
+/// apply).
+fn engine(g: &mut Section, t: &Target) {
+    match t {
+        Target::Nfs { url, .. } => {
+            g.set("ioengine", "nfs").set("nfs_url", url.as_str());
+        }
+        _ => {
+            g.set("ioengine", "libaio")
+                .set("direct", "1")
+                .set("buffered", "0");
+        }
+    }
 }
 
 /// Timing of a measured run.
@@ -102,6 +128,19 @@ fn target(sec: &mut Section, t: &Target) {
             sec.set("directory", d.as_str());
             sec.set("filename_format", "qoslab.$jobnum");
         }
+        Target::Nfs { name, .. } => {
+            let safe: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            sec.set("filename_format", format!("qoslab.{safe}.$jobnum"));
+        }
     }
 }
 
@@ -110,11 +149,12 @@ pub fn job_file(job: SeedJob, sizing: &Sizing, t: &Target, timing: Timing) -> Jo
     let (bs, rw, depth) = job.shape();
     let mut f = JobFile::new();
     let g = &mut f.global;
-    g.set("ioengine", "libaio")
-        .set("direct", "1")
-        .set("buffered", "0")
-        .set("fdatasync", "32")
-        .set("group_reporting", "1")
+    engine(g, t);
+    if !t.is_nfs() {
+        // fio's nfs engine cannot issue a sync (it fails the job: "unhandled io").
+        g.set("fdatasync", "32");
+    }
+    g.set("group_reporting", "1")
         .set("time_based", "1")
         .set("runtime", format!("{}s", timing.runtime_s))
         .set("ramp_time", format!("{}s", timing.ramp_s));
@@ -130,14 +170,15 @@ pub fn job_file(job: SeedJob, sizing: &Sizing, t: &Target, timing: Timing) -> Jo
 }
 
 /// Write the region every job uses once, sequentially (1 MiB, QD 16): the prefill for a
-/// device, the seed's `prepare-set.fio` for a directory (it creates each job's file).
+/// device, the seed's `prepare-set.fio` for a directory (it creates each job's file). Over
+/// fio's nfs engine at QD 1: the engine creates a file only on a sequential write, and ends
+/// a sized job early at a deeper queue (docs/NFS.md).
 pub fn prepare_file(sizing: &Sizing, t: &Target) -> JobFile {
     let mut f = JobFile::new();
+    engine(&mut f.global, t);
     f.global
-        .set("ioengine", "libaio")
-        .set("direct", "1")
         .set("blocksize", "1m")
-        .set("iodepth", "16")
+        .set("iodepth", if t.is_nfs() { "1" } else { "16" })
         .set("rw", "write")
         .set("group_reporting", "1");
     match t {
@@ -150,7 +191,7 @@ pub fn prepare_file(sizing: &Sizing, t: &Target) -> JobFile {
                 f.jobs.push(s);
             }
         }
-        Target::Directory(_) => {
+        Target::Directory(_) | Target::Nfs { .. } => {
             let mut s = Section::new("prepare-set");
             s.set("size", sizing.size_bytes.to_string())
                 .set("numjobs", sizing.numjobs.to_string());
@@ -240,5 +281,37 @@ mod tests {
         let f = prepare_file(&sizing(), &Target::Directory("/d".into()));
         assert_eq!(f.effective(0, "filename_format"), Some("qoslab.$jobnum"));
         assert_eq!(f.effective(0, "numjobs"), Some("2"));
+    }
+
+    #[test]
+    fn an_nfs_export_through_fios_nfs_engine() {
+        let t = Target::Nfs {
+            url: "nfs://10.0.0.1/nas?nfsport=2049&mountport=2049".into(),
+            name: "root@lg1".into(),
+        };
+        let timing = Timing {
+            runtime_s: 5,
+            ramp_s: 1,
+        };
+        let text = job_file(SeedJob::WriteRandom, &sizing(), &t, timing).render();
+        for opt in [
+            "ioengine=nfs",
+            "nfs_url=nfs://10.0.0.1/nas?nfsport=2049&mountport=2049",
+            "filename_format=qoslab.root_lg1.$jobnum",
+            "rw=randwrite",
+            "iodepth=4",
+        ] {
+            assert!(text.contains(opt), "{opt} missing:\n{text}");
+        }
+        for absent in ["libaio", "direct", "fdatasync", "directory="] {
+            assert!(!text.contains(absent), "{absent} present:\n{text}");
+        }
+        let p = prepare_file(&sizing(), &t);
+        assert_eq!(p.global.get("iodepth"), Some("1"));
+        assert_eq!(p.global.get("ioengine"), Some("nfs"));
+        assert_eq!(
+            p.effective(0, "filename_format"),
+            Some("qoslab.root_lg1.$jobnum")
+        );
     }
 }

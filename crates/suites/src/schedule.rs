@@ -35,7 +35,8 @@ pub struct Unit {
     /// (host index, job file, block devices whose iostat is recorded).
     pub parts: Vec<(usize, JobFile, Vec<String>)>,
     pub hosts: Vec<String>,
-    /// What each host's job addresses (devices joined by `:`, or a directory).
+    /// What each host's job addresses (devices joined by `:`, a directory, or an NFS
+    /// export's URL without its options).
     pub targets: Vec<String>,
 }
 
@@ -55,7 +56,14 @@ impl Unit {
             .iter()
             .map(|(_, jf, devs)| {
                 if devs.is_empty() {
-                    jf.effective(0, "directory").unwrap_or("?").to_string()
+                    jf.effective(0, "directory")
+                        .or_else(|| {
+                            // fio's nfs engine: the export, without libnfs's ?port options.
+                            jf.effective(0, "nfs_url")
+                                .map(|u| u.split('?').next().unwrap_or(u))
+                        })
+                        .unwrap_or("?")
+                        .to_string()
                 } else {
                     devs.join(":")
                 }

@@ -108,10 +108,10 @@ pub fn disk_rule(f: &HostFacts, rotational: bool, capacity: u64, ov: &Overrides)
 }
 
 /// The NFS/iSCSI rule for one load generator: `capacity` is what its target holds (free
-/// space of a directory, size of a device); `target_ram` the storage side's RAM when known.
+/// space of a directory, size of a device; `None` for an nfs:// export); `target_ram` the storage side's RAM when known.
 pub fn storage_rule(
     f: &HostFacts,
-    capacity: u64,
+    capacity: Option<u64>,
     target_ram: Option<u64>,
     ov: &Overrides,
 ) -> Sizing {
@@ -142,28 +142,42 @@ pub fn storage_rule(
             human(rule_size)
         ),
     };
-    let room = capacity / 10 * 9 / numjobs.max(1) as u64;
-    if size * numjobs as u64 > capacity / 10 * 9 && room >= MIB {
-        size = room / MIB * MIB;
-        note.push_str(&format!(
-            ", capped to {} so {numjobs} job file(s) fit in 90% of {}",
-            human(size),
-            human(capacity)
-        ));
-    }
-    notes.push(note);
-    let ok = capacity >= 3 * ram;
-    notes.push(format!(
-        "target holds {} {} 3 x {whose} RAM ({}){}",
-        human(capacity),
-        if ok { ">=" } else { "<" },
-        human(3 * ram),
-        if ok {
-            ""
-        } else {
-            ": caches may hold the data set; results can be too good"
+    match capacity {
+        None => {
+            notes.push(note);
+            notes.push(format!(
+                "target capacity unknown (an nfs:// export: fio's nfs engine has no df): \
+                 {numjobs} job file(s) of {} must fit, and the export should hold 3 x {whose} \
+                 RAM ({}) so caches cannot hold the data set",
+                human(size),
+                human(3 * ram)
+            ));
         }
-    ));
+        Some(capacity) => {
+            let room = capacity / 10 * 9 / numjobs.max(1) as u64;
+            if size * numjobs as u64 > capacity / 10 * 9 && room >= MIB {
+                size = room / MIB * MIB;
+                note.push_str(&format!(
+                    ", capped to {} so {numjobs} job file(s) fit in 90% of {}",
+                    human(size),
+                    human(capacity)
+                ));
+            }
+            notes.push(note);
+            let ok = capacity >= 3 * ram;
+            notes.push(format!(
+                "target holds {} {} 3 x {whose} RAM ({}){}",
+                human(capacity),
+                if ok { ">=" } else { "<" },
+                human(3 * ram),
+                if ok {
+                    ""
+                } else {
+                    ": caches may hold the data set; results can be too good"
+                }
+            ));
+        }
+    }
     if let Some(d) = ov.iodepth {
         notes.push(format!("iodepth = {d} (given)"));
     }
@@ -202,7 +216,12 @@ mod tests {
         let h = disk_rule(&facts(4, 16), true, 1 << 40, &Overrides::default());
         assert_eq!((h.numjobs, h.iodepth), (2, Some(4)));
         assert!(h.notes[1].contains("HDD"), "{:?}", h.notes);
-        let n = storage_rule(&facts(4, 8), 1 << 40, Some(16 << 30), &Overrides::default());
+        let n = storage_rule(
+            &facts(4, 8),
+            Some(1 << 40),
+            Some(16 << 30),
+            &Overrides::default(),
+        );
         assert_eq!((n.size_bytes, n.numjobs), (8 << 30, 4));
         assert!(n.notes[2].contains(">="), "{:?}", n.notes);
     }
@@ -221,12 +240,16 @@ mod tests {
             "{:?}",
             s.notes
         );
-        let n = storage_rule(&facts(2, 8), 100 << 20, None, &Overrides::default());
+        let n = storage_rule(&facts(2, 8), Some(100 << 20), None, &Overrides::default());
         assert!(n.size_bytes * 2 <= 90 << 20, "{}", n.size_bytes);
         assert!(
             n.notes.iter().any(|t| t.contains("caches may hold")),
             "{:?}",
             n.notes
         );
+        // An nfs:// export: nothing to cap to, and said so.
+        let u = storage_rule(&facts(2, 8), None, None, &ov);
+        assert_eq!((u.size_bytes, u.numjobs), (48 << 20, 1));
+        assert!(u.notes[2].contains("capacity unknown"), "{:?}", u.notes);
     }
 }

@@ -7,6 +7,10 @@
 //! Targets are checked on their hosts before any load: `nfs` and `dir` must be writable
 //! directories (`nfs`: on an NFS mount), `block` and `iscsi` block devices that pass the
 //! same safety check as the disks suite (`iscsi`: a disk of an iSCSI session).
+//!
+//! An `nfs` target may also be an export URL (`nfs://HOST/PATH?nfsport=P&mountport=P`):
+//! each load generator's fio then reaches it with its `nfs` ioengine (libnfs) instead of a
+//! kernel mount, and the check is a MOUNT of the export from that load generator.
 
 use serde::Serialize;
 
@@ -98,8 +102,43 @@ pub struct TargetInfo {
     pub path: String,
     /// File-system type (`nfs4`, `ext4`, ...) or `block`.
     pub fs_type: String,
-    /// Free bytes (directory) or size (device).
-    pub capacity_bytes: u64,
+    /// Free bytes (directory) or size (device); `None` for an nfs:// export.
+    pub capacity_bytes: Option<u64>,
+}
+
+/// An `nfs` target given as an export URL rather than a mounted directory.
+pub fn is_nfs_url(path: &str) -> bool {
+    path.starts_with("nfs://")
+}
+
+/// Mount the export at `url` from `host` with fio's nfs engine, reading a file that is not
+/// there: the engine prints `Failed to mount ...` when MOUNT fails (unreachable, no such
+/// export, refused by its export policy) and a LOOKUP error once mounted. Nothing is
+/// written. (fio exits 0 either way, so its output decides.)
+fn check_nfs_url(h: &hosts::Host, host: &str, url: &str) -> Result<TargetInfo, SuiteError> {
+    let out = h.run(&format!(
+        "timeout 60 fio --name=qoslab-probe --ioengine=nfs --nfs_url={} \
+         --filename=qoslab.probe.absent --rw=read --bs=4k --size=4k --iodepth=1 \
+         --output-format=terse 2>&1",
+        hosts::quote(url)
+    ))?;
+    let text = out.stdout.trim();
+    let mounted = text.contains("NFS3ERR_NOENT") && !text.contains("Failed to mount");
+    if !mounted {
+        let why = text
+            .lines()
+            .find(|l| l.contains("Failed to mount") || l.contains("engine") || l.contains("fio:"))
+            .unwrap_or(text.lines().next().unwrap_or("no output"));
+        return Err(SuiteError::Invalid(format!(
+            "{host}: {url}: fio's nfs engine could not mount the export from this host: {why}"
+        )));
+    }
+    Ok(TargetInfo {
+        host: host.into(),
+        path: url.into(),
+        fs_type: "nfs3 (fio's nfs engine, libnfs)".into(),
+        capacity_bytes: None,
+    })
 }
 
 fn check_target(
@@ -132,8 +171,11 @@ fn check_target(
             host: host.into(),
             path: path.into(),
             fs_type: "block".into(),
-            capacity_bytes: st.size_bytes,
+            capacity_bytes: Some(st.size_bytes),
         });
+    }
+    if plan.kind == StorageKind::Nfs && is_nfs_url(path) {
+        return check_nfs_url(h, host, path);
     }
     let q = hosts::quote(path);
     let out = h.run(&format!(
@@ -147,11 +189,13 @@ fn check_target(
     }
     let mut lines = out.stdout.lines();
     let fs_type = lines.next().unwrap_or("").trim().to_string();
-    let capacity_bytes = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let capacity_bytes = Some(
+        lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    );
     if plan.kind == StorageKind::Nfs && !fs_type.starts_with("nfs") {
         return Err(SuiteError::Invalid(format!(
             "{host}: {path} is on {fs_type}, not NFS (mount the share there, or use --suite dir)"
@@ -207,6 +251,11 @@ pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prep
         );
         let target = if plan.kind.is_block() {
             Target::Devices(vec![t.path.clone()])
+        } else if is_nfs_url(&t.path) {
+            Target::Nfs {
+                url: t.path.clone(),
+                name: t.host.clone(),
+            }
         } else {
             Target::Directory(t.path.clone())
         };

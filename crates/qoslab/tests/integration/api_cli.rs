@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use crate::util::{run, Node, Out, QOSLAB};
 
-fn cli(node: &Node, args: &[&str]) -> Out {
+/// `qoslab ARGS --url NODE` (any REST client command).
+pub fn cli(node: &Node, args: &[&str]) -> Out {
     run(
         Command::new(QOSLAB)
             .args(args)

@@ -1,7 +1,13 @@
-//! Floors under contention, end to end: the real binary as an emulated 20,000 IOPS
-//! controller, real fio, two protected volumes at a 5,000 IOPS floor against an unlimited
+//! Floors under contention, end to end: the real binary as an emulated 10,000 IOPS
+//! controller, real fio, two protected volumes at a 2,500 IOPS floor against an unlimited
 //! bully at queue depth 64 — with floors (mClock) and without (FIFO). Then the
 //! `isolation` bench profile itself, its verdicts in the results store and exports.
+//!
+//! The scale is set by what one free core can drive: beside a CPU hog on this 2-core
+//! machine, fio's three jobs and the node share the other core, and at 20,000 IOPS a
+//! protected job fell to 4,449-4,679 of its 5,000 IOPS in 2 of 10 stress rounds (fio and the
+//! node short of CPU, not the floors). At 10,000 they need half of that CPU; the claim (a
+//! floor holds within 2% against a QD64 bully, and falls without mClock) is the same.
 
 use std::process::Command;
 use std::time::Duration;
@@ -13,12 +19,12 @@ use crate::util::{heavy, require_fio_nbd, run, Node};
 
 const CONFIG: &str = r#"
 [capacity]
-iops = 20000
+iops = 10000
 discipline = "DISCIPLINE"
 
 [[policy]]
 name = "protected"
-fixed = { min_throughput_iops = 5000 }
+fixed = { min_throughput_iops = 2500 }
 
 [[volume]]
 name = "a"
@@ -35,7 +41,7 @@ name = "bully"
 size = "1GiB"
 "#;
 
-/// IOPS of jobs a, b and bully, run together in one fio process: a and b offered 5,000
+/// IOPS of jobs a, b and bully, run together in one fio process: a and b offered 2,500
 /// IOPS each at iodepth 16, the bully unlimited at iodepth 64.
 fn contend(node: &Node) -> (f64, f64, f64) {
     require_fio_nbd();
@@ -54,8 +60,8 @@ fn contend(node: &Node) -> (f64, f64, f64) {
     // No rate_iops at all for the bully: fio's `rate_iops=0` is not "unlimited" in
     // practice (the job then ran at about half the speed of one without the option).
     for (name, extra) in [
-        ("a", &["--iodepth=16", "--rate_iops=5000"][..]),
-        ("b", &["--iodepth=16", "--rate_iops=5000"][..]),
+        ("a", &["--iodepth=16", "--rate_iops=2500"][..]),
+        ("b", &["--iodepth=16", "--rate_iops=2500"][..]),
         ("bully", &["--iodepth=64"][..]),
     ] {
         c.arg(format!("--name={name}"))
@@ -85,16 +91,15 @@ fn floors_hold_against_a_qd64_bully_and_fall_without_them() {
     let _g = heavy();
     let node = Node::start(&CONFIG.replace("DISCIPLINE", "mclock"));
     assert!(
-        node.ready_output()
-            .iter()
-            .any(|l| l.contains("emulated controller: 20000 IOPS")
-                && l.contains("floors 10000 IOPS")),
+        node.ready_output().iter().any(
+            |l| l.contains("emulated controller: 10000 IOPS") && l.contains("floors 5000 IOPS")
+        ),
         "{:?}",
         node.ready_output()
     );
     let cluster = Api::new(&node.api_url()).get_ok("/api/cluster");
     assert_eq!(cluster["qos"]["floors_enforced"], true, "{cluster}");
-    assert_eq!(cluster["qos"]["floors"]["iops"], 10000, "{cluster}");
+    assert_eq!(cluster["qos"]["floors"]["iops"], 5000, "{cluster}");
     let (a, b, bully) = contend(&node);
     eprintln!("floors (mClock): a {a:.0}, b {b:.0}, bully {bully:.0} IOPS");
     // The bully waited behind the floors: the API's latency split says so.
@@ -111,24 +116,24 @@ fn floors_hold_against_a_qd64_bully_and_fall_without_them() {
 
     for (name, got) in [("a", a), ("b", b)] {
         assert!(
-            got >= 4900.0,
-            "with floors, protected volume {name} held {got:.0} IOPS; want >= 4,900 (bully {bully:.0})"
+            got >= 2450.0,
+            "with floors, protected volume {name} held {got:.0} IOPS; want >= 2,450 (bully {bully:.0})"
         );
     }
     for (name, got) in [("a", fa), ("b", fb)] {
         assert!(
-            got < 4500.0,
-            "without floors, protected volume {name} still got {got:.0} IOPS; the bully at QD64 should take it below 4,500"
+            got < 2250.0,
+            "without floors, protected volume {name} still got {got:.0} IOPS; the bully at QD64 should take it below 2,250"
         );
     }
     let diff = a.min(b) - fa.max(fb);
     assert!(
-        diff >= 500.0,
+        diff >= 250.0,
         "floors made only {diff:.0} IOPS of difference"
     );
     assert!(
-        a + b + bully <= 20_000.0 * 1.03,
-        "the emulated controller gave {:.0} IOPS, over its 20,000",
+        a + b + bully <= 10_000.0 * 1.03,
+        "the emulated controller gave {:.0} IOPS, over its 10,000",
         a + b + bully
     );
     assert!(

@@ -30,7 +30,7 @@ fn sum(p: &Path) -> String {
 }
 
 /// `qoslab bench ARGS --ssh-config CFG --db r.db`: (exit code, stdout, stderr).
-fn bench(d: &Dir, bed: &Testbed, args: &[&str]) -> (Option<i32>, String, String) {
+pub fn bench(d: &Dir, bed: &Testbed, args: &[&str]) -> (Option<i32>, String, String) {
     let cfg = bed.ssh_config.display().to_string();
     let mut all = vec!["bench"];
     all.extend_from_slice(args);
@@ -41,7 +41,7 @@ fn bench(d: &Dir, bed: &Testbed, args: &[&str]) -> (Option<i32>, String, String)
 }
 
 /// The last run as exported JSON.
-fn last_run(d: &Dir) -> Value {
+pub fn last_run(d: &Dir) -> Value {
     let o = qoslab(
         d,
         &[
@@ -51,6 +51,29 @@ fn last_run(d: &Dir) -> Value {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
     serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Each stored job of `workload` with its results, checked to be one entry per load
+/// generator of `hosts` (`HOST:PORT`) and fio's merged "All clients".
+pub fn per_client<'a>(
+    run: &'a Value,
+    workload: &str,
+    hosts: &[&str],
+) -> Vec<(&'a Value, &'a Vec<Value>)> {
+    let jobs = run["jobs"].as_array().unwrap().iter();
+    jobs.filter(|j| j["workload"] == workload)
+        .map(|j| {
+            let res = j["results"].as_array().unwrap();
+            let clients: Vec<&str> = res.iter().map(|x| x["client"].as_str().unwrap()).collect();
+            assert_eq!(clients.len(), hosts.len() + 1, "{clients:?}");
+            for h in hosts {
+                let h = format!("{h}:");
+                assert!(clients.iter().any(|c| c.starts_with(&h)), "{clients:?}");
+            }
+            assert!(clients.contains(&"All clients"), "{clients:?}");
+            (j, res)
+        })
+        .collect()
 }
 
 fn table<'a>(run: &'a Value, kind: &str, name: Option<&str>) -> &'a Value {
@@ -540,20 +563,9 @@ fn storage(d: &Dir, bed: &Testbed) {
     );
     assert!(out.contains("per client (last iteration"), "{out}");
     let r = last_run(d);
-    let measured: Vec<&Value> = r["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|j| j["workload"] == "block")
-        .collect();
+    let measured = per_client(&r, "block", &["h1", "h2"]);
     assert_eq!(measured.len(), 2, "{}", r["jobs"]);
-    for j in measured {
-        let res = j["results"].as_array().unwrap();
-        let clients: Vec<&str> = res.iter().map(|x| x["client"].as_str().unwrap()).collect();
-        assert_eq!(clients.len(), 3, "{clients:?}");
-        assert!(clients.iter().any(|c| c.starts_with("h1:")), "{clients:?}");
-        assert!(clients.iter().any(|c| c.starts_with("h2:")), "{clients:?}");
-        assert!(clients.contains(&"All clients"), "{clients:?}");
+    for (_, res) in measured {
         let ios = |x: &Value| {
             x["read"]["total_ios"].as_u64().unwrap() + x["write"]["total_ios"].as_u64().unwrap()
         };

@@ -45,6 +45,11 @@ pub struct ProvisionedArgs {
     /// its own NBD connection (default 16).
     #[arg(long, value_name = "N")]
     pub connections: Option<u32>,
+    /// On the embedded node, the emulated file system's volume is a NAS volume served over
+    /// NFSv3: fio reaches it with its nfs engine (libnfs), each connection its own TCP
+    /// connection, as a client's nconnect (docs/NFS.md).
+    #[arg(long)]
+    pub nas: bool,
 }
 
 impl ProvisionedArgs {
@@ -116,6 +121,8 @@ pub struct Settings {
     pub only: Option<Vec<String>>,
     /// Per step, checks that replace its defaults.
     pub expect: BTreeMap<String, Vec<String>>,
+    /// The embedded node's volume is a NAS volume, reached over NFS (`--nas`, `nas = true`).
+    pub nas: bool,
 }
 
 #[derive(Deserialize)]
@@ -129,6 +136,7 @@ struct RawRun {
     connections: Option<i64>,
     runtime: Option<toml::Value>,
     steps: Option<Vec<String>>,
+    nas: Option<bool>,
 }
 
 /// Parse a plan's `[provisioned]` (the spec) with its `run` and `expect` sub-tables.
@@ -155,6 +163,7 @@ pub fn parse_plan(src: &PlanSource) -> Result<(Spec, Settings), PlanError> {
                 Some(parse_duration(t).map_err(|m| PlanError(format!("{what}.run.runtime: {m}")))?);
         }
         settings.only = r.steps;
+        settings.nas = r.nas.unwrap_or(false);
     }
     if let Some(e) = table.remove("expect") {
         let toml::Value::Table(e) = e else {

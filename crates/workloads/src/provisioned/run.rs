@@ -328,6 +328,7 @@ impl FamilyPlan for ProvisionedPlan {
             if a.connections.is_some() {
                 self.settings.connections = a.connections;
             }
+            self.settings.nas |= a.nas;
         }
         if let Some(s) = opts.scale {
             if origin != super::PROFILE_ORIGIN {
@@ -415,13 +416,28 @@ impl FamilyPlan for ProvisionedPlan {
         if self.steps.is_empty() {
             return Err(RunError::Plan("provisioned: no steps to run".into()));
         }
+        let nas = self.settings.nas;
         let target = match ctx.target {
             Target::Embedded => {
-                let cfg = NodeConfig::parse(&self.spec.node_toml(), "provisioned profile")
+                let cfg = NodeConfig::parse(&self.spec.node_toml_nas(nas), "provisioned profile")
                     .map_err(|e| RunError::Plan(e.to_string()))?;
                 let node = EmbeddedNode::start(&cfg)?;
                 self.node = Some((node, cfg));
-                format!("embedded node emulating {}", self.spec.describe())
+                format!(
+                    "embedded node emulating {}{}",
+                    self.spec.describe(),
+                    if nas {
+                        ", its volume a NAS volume over NFSv3 (fio's nfs engine)"
+                    } else {
+                        ""
+                    }
+                )
+            }
+            _ if nas => {
+                return Err(RunError::Plan(
+                    "--nas: the embedded node's volume over NFS; another NFS server is --target nfs://SERVER/PATH"
+                        .into(),
+                ))
             }
             t => format!("{} ({})", t.describe(), self.spec.describe()),
         };

@@ -134,6 +134,17 @@ impl Spec {
         }
     }
 
+    /// [`Spec::node_toml`], its volume a NAS volume at `/NAME` when `nas` (served over NFS
+    /// by the embedded node).
+    pub fn node_toml_nas(&self, nas: bool) -> String {
+        let mut t = self.node_toml();
+        if nas {
+            // The volume's table is the last one.
+            t.push_str(&format!("nas_path = \"/{}\"\n", self.volume()));
+        }
+        t
+    }
+
     /// The embedded node's volume.
     pub fn volume(&self) -> &'static str {
         match self {
@@ -477,6 +488,8 @@ mod tests {
         assert_eq!(f.memory_file(), 16 * MIB);
         assert_eq!(f.nvme_file(), Some(76 * MIB));
         let cfg = NodeConfig::parse(&s.node_toml(), "t").unwrap();
+        let nas = NodeConfig::parse(&s.node_toml_nas(true), "t").unwrap();
+        assert!(nas.volumes[0].nas.is_some());
         assert_eq!(cfg.provisioned.unwrap(), f.spec);
         assert_eq!(cfg.volumes[0].name, "fs");
         assert!(

@@ -30,7 +30,10 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "HOST:DEV,...")]
     pub devices: Option<String>,
     /// nfs, dir: each load generator's directory; block, iscsi: its device; HOST:PATH,...
-    #[arg(long, value_name = "HOST:PATH,...")]
+    /// nfs also takes an export, reached by fio's nfs engine from every load generator
+    /// (no kernel mount): nfs://SERVER/PATH?nfsport=P&mountport=P for all hosts, or
+    /// HOST:nfs://... per host.
+    #[arg(long, value_name = "HOST:PATH,...|nfs://...")]
     pub targets: Option<String>,
     /// Overwrite DEVICE although it holds a partition table, a file system or other data
     /// (repeatable). Without it such a device is refused before anything runs.
@@ -144,7 +147,16 @@ impl SuiteArgs {
             }
         }
         if let Some(list) = &self.targets {
-            let pairs = by_host(list, "--targets")?;
+            let pairs = if list.trim_start().starts_with("nfs://") && !list.contains(',') {
+                // One export for every load generator (seed 002: each mounts the share).
+                let url = list.trim().to_string();
+                spec.hosts
+                    .iter()
+                    .map(|h| (h.name.clone(), url.clone()))
+                    .collect()
+            } else {
+                by_host(list, "--targets")?
+            };
             for h in &mut spec.hosts {
                 h.target = None;
             }
@@ -255,6 +267,26 @@ mod tests {
             .apply(&mut SuiteSpec::new(Kind::Disks))
             .unwrap_err()
             .contains("expected HOST:PATH"));
+        // One export for every load generator, or one per host.
+        let url = "nfs://10.0.0.1/nas?nfsport=2049&mountport=2049";
+        let mut nfs = SuiteSpec::new(Kind::Storage(suites::storage::StorageKind::Nfs));
+        SuiteArgs {
+            hosts: Some("h0,h1".into()),
+            targets: Some(url.into()),
+            ..SuiteArgs::default()
+        }
+        .apply(&mut nfs)
+        .unwrap();
+        assert!(nfs.hosts.iter().all(|h| h.target.as_deref() == Some(url)));
+        nfs.validate().unwrap();
+        SuiteArgs {
+            targets: Some(format!("h0:{url},h1:/mnt/nfs")),
+            ..SuiteArgs::default()
+        }
+        .apply(&mut nfs)
+        .unwrap();
+        assert_eq!(nfs.hosts[0].target.as_deref(), Some(url));
+        assert_eq!(nfs.hosts[1].target.as_deref(), Some("/mnt/nfs"));
         // The plan the spec stores reads back to the same spec.
         let text = s.describe();
         assert!(

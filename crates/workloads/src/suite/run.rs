@@ -512,11 +512,13 @@ impl FamilyPlan for SuitePlan {
                         .map_err(plan_err)?;
                 for t in &targets {
                     self.notes.push(format!(
-                        "{}: {} on {} ({} available)",
+                        "{}: {} on {} ({})",
                         t.host,
                         t.path,
                         t.fs_type,
-                        suites::sizing::human(t.capacity_bytes)
+                        t.capacity_bytes
+                            .map(|b| format!("{} available", suites::sizing::human(b)))
+                            .unwrap_or_else(|| "capacity unknown".into())
                     ));
                 }
                 self.sizing = prepared.sizing.clone();

@@ -22,7 +22,9 @@
 //! name = "node1"           # an ssh destination
 //! addr = "10.0.0.1"        # the data address peers use (default: ssh's HostName)
 //! devices = ["/dev/sdb"]   # disks
-//! target = "/mnt/nfs"      # nfs/dir: a directory; block/iscsi: a device
+//! target = "/mnt/nfs"      # nfs/dir: a directory; block/iscsi: a device;
+//!                          # nfs: or an export, "nfs://SERVER/PATH?nfsport=P&mountport=P"
+//!                          # (fio's nfs engine on the host, no kernel mount)
 //! ```
 
 use std::path::PathBuf;
@@ -263,6 +265,21 @@ impl SuiteSpec {
                         "--suite {}: host {h} has devices; give each load generator one target",
                         k.name()
                     ));
+                }
+                for h in &self.hosts {
+                    let t = h.target.as_deref().unwrap_or("");
+                    if !suites::storage::is_nfs_url(t) {
+                        continue;
+                    }
+                    if k != StorageKind::Nfs {
+                        return Err(format!(
+                            "--suite {}: host {}: target {t:?} is an NFS export; fio's nfs engine runs in --suite nfs",
+                            k.name(),
+                            h.name
+                        ));
+                    }
+                    harness::nfs::check_url(t)
+                        .map_err(|e| format!("--targets: host {}: {t:?}: {e}", h.name))?;
                 }
             }
         }
@@ -557,6 +574,15 @@ mod tests {
         s.hosts[1].target = Some("/mnt/b".into());
         s.validate().unwrap();
         assert_eq!(s.storage_plan(StorageKind::Nfs).targets.len(), 2);
+        s.hosts[1].target = Some("nfs://10.0.0.1".into());
+        assert!(s.validate().unwrap_err().contains("export path is missing"));
+        s.hosts[1].target = Some("nfs://10.0.0.1/nas?nfsport=2049&mountport=2049".into());
+        s.validate().unwrap();
+        s.kind = Kind::Storage(StorageKind::Dir);
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .contains("fio's nfs engine runs in --suite nfs"));
         s.hosts.push(host("a"));
         assert!(s.validate().unwrap_err().contains("named twice"));
         assert_eq!(

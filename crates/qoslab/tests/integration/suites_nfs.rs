@@ -1,0 +1,216 @@
+//! Seed 002's NFS suite against a qoslab export, on namespace hosts: the node serves a NAS
+//! volume under a QoS ceiling on the bed's coordinator address; each load generator (a
+//! network namespace with sshd) runs `fio --server`, and the coordinator drives them all at
+//! once through fio's client/server mode, each generator's fio reaching the export with its
+//! `nfs` ioengine (libnfs). This machine's kernel has no NFS client, so this is the
+//! translation of the seed's kernel mount on every load generator (docs/NFS.md).
+//!
+//! - the export's policy is the default (loopback only): the suite refuses before any load,
+//!   naming the host and MNT3ERR_ACCES;
+//! - `qoslab export-policy create` admits the bed's subnet: the prepare step writes each
+//!   generator's own file into the volume's tree, and the random read and write jobs run
+//!   on both generators at once, per client and "All clients";
+//! - the volume's ceiling is one budget for both generators: All clients' IOPS is the
+//!   ceiling.
+
+use std::time::Instant;
+
+use serde_json::Value;
+use testbed::{Spec, Testbed};
+
+use crate::api_util::Api;
+use crate::bench_util::Dir;
+use crate::nfs_node::nfs_port;
+use crate::suites::{bench, last_run, per_client};
+use crate::util::{heavy, require_tool, Node, Out};
+
+/// The volume's ceiling, shared by both load generators.
+const CEILING: f64 = 400.0;
+
+fn cli(node: &Node, args: &[&str]) -> Out {
+    crate::api_cli::cli(node, args).ok()
+}
+
+/// `--suite nfs` on h0 and h1, every generator on the export at `url`, 8 MiB per job.
+fn suite_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "--suite",
+        "nfs",
+        "--hosts",
+        "h0,h1",
+        "--targets",
+        url,
+        "--iterations",
+        "1",
+        "--numjobs",
+        "1",
+        "--size",
+        "8MiB",
+    ];
+    a.extend_from_slice(extra);
+    a
+}
+
+#[test]
+fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
+    let _g = heavy();
+    require_tool("fio");
+    let bed = Testbed::build(&Spec {
+        hosts: 2,
+        link_mbit: 1000,
+        slow_pairs: Vec::new(),
+        disks_per_host: 0,
+        disk_bytes: 0,
+    })
+    .unwrap();
+    let addr = bed.coordinator_addr.clone();
+    let node = Node::start_with("", &["--listen-nfs", &format!("{addr}:0")]);
+    cli(
+        &node,
+        &["policy", "create", "lg400", "--max-throughput", "400iops"],
+    );
+    cli(
+        &node,
+        &[
+            "volume",
+            "create",
+            "suite",
+            "--size",
+            "256MiB",
+            "--qos-policy",
+            "lg400",
+            "--nas-path",
+            "/suite",
+            "--snapshot-reserve",
+            "0",
+        ],
+    );
+    let url = format!(
+        "nfs://{addr}/suite?nfsport={p}&mountport={p}",
+        p = nfs_port(&node)
+    );
+    let d = Dir::new("suites-nfs");
+    // The default export policy admits loopback only: both hosts refused before any load.
+    let (code, out, err) = bench(&d, &bed, &suite_args(&url, &["--runtime", "1s"]));
+    assert_eq!(code, Some(2), "{out}{err}");
+    for h in ["h0", "h1"] {
+        assert!(
+            err.contains(&format!("{h}: {url}: fio's nfs engine could not mount"))
+                && err.contains("MNT3ERR_ACCES"),
+            "{h} refused at MOUNT: {err}"
+        );
+    }
+    assert!(
+        std::fs::read_dir(node.data_dir().join("nas/suite"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "nothing written"
+    );
+
+    // Admit the bed's subnet.
+    let subnet = format!("{}.0/24", addr.rsplit_once('.').unwrap().0);
+    cli(
+        &node,
+        &["export-policy", "create", "bed", "--clients", &subnet],
+    );
+    cli(
+        &node,
+        &["volume", "modify", "suite", "--export-policy", "bed"],
+    );
+
+    let started = Instant::now();
+    let (code, out, err) = bench(
+        &d,
+        &bed,
+        &suite_args(
+            &url,
+            &[
+                "--jobs",
+                "fio.read.random,fio.write.random",
+                "--runtime",
+                "4s",
+                "--ramp",
+                "1s",
+            ],
+        ),
+    );
+    eprintln!(
+        "nfs suite on 2 load generators: {:?}\n{out}",
+        started.elapsed()
+    );
+    // 0: every verdict held; 3: a steady-state verdict inconclusive (4 s is short).
+    assert!(matches!(code, Some(0 | 3)), "{out}{err}");
+    assert!(
+        out.contains("fio's nfs engine") && out.contains("capacity unknown"),
+        "{out}"
+    );
+    let place = format!("h0+h1:nfs://{addr}/suite+nfs://{addr}/suite");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("fio.read.random") && l.contains(&place)),
+        "{place}: {out}"
+    );
+    // The prepare step: each load generator's own file, 8 MiB, in the volume's tree.
+    for h in ["h0", "h1"] {
+        let f = node.data_dir().join(format!("nas/suite/qoslab.{h}.0"));
+        let len = std::fs::metadata(&f)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+            .len();
+        assert_eq!(len, 8 << 20, "{}", f.display());
+    }
+    let r = last_run(&d);
+    let measured = per_client(&r, "nfs", &["h0", "h1"]);
+    assert_eq!(measured.len(), 2, "{}", r["jobs"]);
+    for (j, res) in measured {
+        let iops =
+            |x: &Value| x["read"]["iops"].as_f64().unwrap() + x["write"]["iops"].as_f64().unwrap();
+        let merged = res.iter().find(|x| x["client"] == "All clients").unwrap();
+        for x in res {
+            assert!(iops(x) > 0.0, "{x}");
+        }
+        // One ceiling for both generators: the pacer spaces the volume's requests exactly,
+        // and 2 x 32 requests queued are 160 ms of backlog at 400 IOPS, so the merged rate
+        // is the ceiling (+-5%: fio's windows start and end within a request or two of the
+        // ramp's end on each client, and the clients' clocks start apart by the ssh round
+        // trips, a few ms).
+        let all = iops(merged);
+        eprintln!(
+            "{}: All clients {all:.1} IOPS (ceiling {CEILING})",
+            j["name"]
+        );
+        assert!(
+            all <= CEILING * 1.05,
+            "{}: All clients {all:.1} IOPS above the ceiling {CEILING}",
+            j["name"]
+        );
+        // Below it only when the clients could not keep the queue full: a starved client
+        // (this machine busy beside the test) shows as a job not in steady state, and the
+        // run says so itself (an inconclusive verdict): the lower bound is then its call.
+        let steady = j["verdicts"]
+            .as_array()
+            .is_none_or(|v| v.iter().all(|v| v["outcome"] != "inconclusive"));
+        if steady {
+            assert!(
+                all >= CEILING * 0.95,
+                "{}: All clients {all:.1} IOPS, ceiling {CEILING}, steady",
+                j["name"]
+            );
+        } else {
+            eprintln!("{}: not steady by the run's own verdict", j["name"]);
+        }
+    }
+    // The node counted the load generators' I/O on the volume (the prepare's writes, the
+    // jobs' reads and writes).
+    let v =
+        Api::new(&node.api_url()).get_ok("/api/storage/volumes?name=suite&fields=statistics,nas");
+    let v = &v["records"][0];
+    assert_eq!(v["nas"]["export_policy"]["name"], "bed", "{v}");
+    let ops = &v["statistics"]["iops_raw"];
+    assert!(
+        ops["read"].as_u64().unwrap_or(0) > 0 && ops["write"].as_u64().unwrap_or(0) > 0,
+        "{v}"
+    );
+    drop(node);
+    drop(bed);
+}
