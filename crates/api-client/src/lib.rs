@@ -126,7 +126,8 @@ pub struct Client {
     authorization: Option<String>,
 }
 
-fn base64(bytes: &[u8]) -> String {
+/// Standard base64 with padding (RFC 4648), as HTTP basic authentication sends it.
+pub fn base64(bytes: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for c in bytes.chunks(3) {

@@ -45,6 +45,67 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// One metric family: its header, then for each subject (with its labels) one sample per
+/// extra label (`op="read"`; empty for none) that `samples` gives.
+fn family<T, V: std::fmt::Display, const N: usize>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    subjects: &[(T, String)],
+    samples: impl Fn(&T) -> [(&'static str, V); N],
+) {
+    header(out, name, kind, help);
+    for (s, l) in subjects {
+        for (extra, v) in samples(s) {
+            let _ = if extra.is_empty() {
+                writeln!(out, "{name}{{{l}}} {v}")
+            } else {
+                writeln!(out, "{name}{{{l},{extra}}} {v}")
+            };
+        }
+    }
+}
+
+/// The effective QoS limits (ceiling and floor) of volumes or buckets, in `unit`s per
+/// second and in bytes per second: `{prefix}_limit_iops`, `{prefix}_limit_bytes_per_second`.
+fn limit_families<T>(
+    out: &mut String,
+    prefix: &str,
+    unit: &str,
+    subjects: &[(T, String)],
+    limits: impl Fn(&T) -> qos_core::EffectiveLimits,
+) {
+    family(
+        out,
+        &format!("{prefix}_limit_iops"),
+        "gauge",
+        &format!("Effective QoS limit in {unit} (0: not enforced)."),
+        subjects,
+        |s| {
+            let lim = limits(s);
+            [
+                ("limit=\"ceiling\"", lim.ceiling.iops),
+                ("limit=\"floor\"", lim.floor.iops),
+            ]
+        },
+    );
+    family(
+        out,
+        &format!("{prefix}_limit_bytes_per_second"),
+        "gauge",
+        "Effective QoS limit in bytes per second (0: not enforced).",
+        subjects,
+        |s| {
+            let lim = limits(s);
+            [
+                ("limit=\"ceiling\"", lim.ceiling.bytes_per_sec),
+                ("limit=\"floor\"", lim.floor.bytes_per_sec),
+            ]
+        },
+    );
+}
+
 /// Render all metrics in Prometheus text format 0.0.4: the node's volumes (labelled with
 /// the uuids the control plane gave them, `(name, uuid)`) and the NBD server's counters.
 pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> String {
@@ -131,7 +192,12 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
     let _ = writeln!(o, "qoslab_volumes {}", vols.len());
 
     let accounting = node.scheduler.array().accounting.to_string();
-    header(
+    let ops = [
+        ("op=\"read\"", OpKind::Read),
+        ("op=\"write\"", OpKind::Write),
+        ("op=\"other\"", OpKind::Other),
+    ];
+    family(
         &mut o,
         "qoslab_volume_ops_total",
         "counter",
@@ -139,70 +205,45 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
             "Operations completed in the node's I/O-size accounting unit (io_accounting = \
              {accounting}), by direction (other: trim, zero, flush, cache, block status)."
         ),
+        &vols,
+        |v| {
+            ops.map(|(op, k)| {
+                (
+                    op,
+                    v.stats.counted_milli[k as usize].load(Relaxed) as f64 / 1000.0,
+                )
+            })
+        },
     );
-    for (v, l) in &vols {
-        for (op, kind) in [
-            ("read", OpKind::Read),
-            ("write", OpKind::Write),
-            ("other", OpKind::Other),
-        ] {
-            let _ = writeln!(
-                o,
-                "qoslab_volume_ops_total{{{l},op=\"{op}\"}} {}",
-                v.stats.counted_milli[kind as usize].load(Relaxed) as f64 / 1000.0
-            );
-        }
-    }
-    header(
+    family(
         &mut o,
         "qoslab_volume_requests_total",
         "counter",
         "NBD requests completed, by direction (one each, whatever their size).",
+        &vols,
+        |v| ops.map(|(op, k)| (op, v.stats.requests(k))),
     );
-    for (v, l) in &vols {
-        for (op, kind) in [
-            ("read", OpKind::Read),
-            ("write", OpKind::Write),
-            ("other", OpKind::Other),
-        ] {
-            let _ = writeln!(
-                o,
-                "qoslab_volume_requests_total{{{l},op=\"{op}\"}} {}",
-                v.stats.requests(kind)
-            );
-        }
-    }
-    header(
+    family(
         &mut o,
         "qoslab_volume_bytes_total",
         "counter",
         "Bytes transferred, by direction.",
+        &vols,
+        |v| {
+            [
+                ("op=\"read\"", v.stats.read_bytes.load(Relaxed)),
+                ("op=\"write\"", v.stats.write_bytes.load(Relaxed)),
+            ]
+        },
     );
-    for (v, l) in &vols {
-        for (op, c) in [
-            ("read", &v.stats.read_bytes),
-            ("write", &v.stats.write_bytes),
-        ] {
-            let _ = writeln!(
-                o,
-                "qoslab_volume_bytes_total{{{l},op=\"{op}\"}} {}",
-                c.load(Relaxed)
-            );
-        }
-    }
-    header(
+    family(
         &mut o,
         "qoslab_volume_errors_total",
         "counter",
         "Requests that failed with an I/O error.",
+        &vols,
+        |v| [("", v.stats.errors.load(Relaxed))],
     );
-    for (v, l) in &vols {
-        let _ = writeln!(
-            o,
-            "qoslab_volume_errors_total{{{l}}} {}",
-            v.stats.errors.load(Relaxed)
-        );
-    }
     header(
         &mut o,
         "qoslab_volume_latency_seconds",
@@ -238,109 +279,57 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
             );
         }
     }
-    header(
+    family(
         &mut o,
         "qoslab_volume_qos_wait_seconds_total",
         "counter",
         "Time requests spent queued by QoS: by the volume's ceiling (ONTAP \"QoS Max\") or \
          behind other volumes' floors (\"QoS Min\"), or for the provisioned file system's \
          resources (\"resource\").",
+        &vols,
+        |v| {
+            [
+                ("limit=\"ceiling\"", &v.stats.ceiling_wait_ns),
+                ("limit=\"floor\"", &v.stats.floor_wait_ns),
+                ("limit=\"resource\"", &v.stats.resource_wait_ns),
+            ]
+            .map(|(limit, ns)| (limit, ns.load(Relaxed) as f64 / 1e9))
+        },
     );
-    for (v, l) in &vols {
-        let _ = writeln!(
-            o,
-            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"ceiling\"}} {}",
-            v.stats.ceiling_wait_ns.load(Relaxed) as f64 / 1e9
-        );
-        let _ = writeln!(
-            o,
-            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"floor\"}} {}",
-            v.stats.floor_wait_ns.load(Relaxed) as f64 / 1e9
-        );
-        let _ = writeln!(
-            o,
-            "qoslab_volume_qos_wait_seconds_total{{{l},limit=\"resource\"}} {}",
-            v.stats.resource_wait_ns.load(Relaxed) as f64 / 1e9
-        );
-    }
-    header(
+    family(
         &mut o,
         "qoslab_volume_service_overruns_total",
         "counter",
         "Requests whose host I/O alone outlasted the emulated array's service latency: \
          their replies left when the I/O finished, late.",
+        &vols,
+        |v| [("", v.stats.service_overruns.load(Relaxed))],
     );
-    for (v, l) in &vols {
-        let _ = writeln!(
-            o,
-            "qoslab_volume_service_overruns_total{{{l}}} {}",
-            v.stats.service_overruns.load(Relaxed)
-        );
-    }
-    header(
+    family(
         &mut o,
         "qoslab_volume_service_overrun_seconds_total",
         "counter",
         "How far those replies were late, in total.",
+        &vols,
+        |v| [("", v.stats.service_overrun_ns.load(Relaxed) as f64 / 1e9)],
     );
-    for (v, l) in &vols {
-        let _ = writeln!(
-            o,
-            "qoslab_volume_service_overrun_seconds_total{{{l}}} {}",
-            v.stats.service_overrun_ns.load(Relaxed) as f64 / 1e9
-        );
-    }
-    header(
+    limit_families(&mut o, "qoslab_volume", "IOPS", &vols, |v| v.limits());
+    family(
         &mut o,
-        "qoslab_volume_limit_iops",
+        "qoslab_volume_size_bytes",
         "gauge",
-        "Effective QoS limit in IOPS (0: not enforced).",
+        "Volume size.",
+        &vols,
+        |v| [("", v.size())],
     );
-    for (v, l) in &vols {
-        let lim = v.limits();
-        let _ = writeln!(
-            o,
-            "qoslab_volume_limit_iops{{{l},limit=\"ceiling\"}} {}",
-            lim.ceiling.iops
-        );
-        let _ = writeln!(
-            o,
-            "qoslab_volume_limit_iops{{{l},limit=\"floor\"}} {}",
-            lim.floor.iops
-        );
-    }
-    header(
-        &mut o,
-        "qoslab_volume_limit_bytes_per_second",
-        "gauge",
-        "Effective QoS limit in bytes per second (0: not enforced).",
-    );
-    for (v, l) in &vols {
-        let lim = v.limits();
-        let _ = writeln!(
-            o,
-            "qoslab_volume_limit_bytes_per_second{{{l},limit=\"ceiling\"}} {}",
-            lim.ceiling.bytes_per_sec
-        );
-        let _ = writeln!(
-            o,
-            "qoslab_volume_limit_bytes_per_second{{{l},limit=\"floor\"}} {}",
-            lim.floor.bytes_per_sec
-        );
-    }
-    header(&mut o, "qoslab_volume_size_bytes", "gauge", "Volume size.");
-    for (v, l) in &vols {
-        let _ = writeln!(o, "qoslab_volume_size_bytes{{{l}}} {}", v.size());
-    }
-    header(
+    family(
         &mut o,
         "qoslab_volume_used_bytes",
         "gauge",
         "Space actually allocated (written, not trimmed), refreshed while written.",
+        &vols,
+        |v| [("", v.space().used)],
     );
-    for (v, l) in &vols {
-        let _ = writeln!(o, "qoslab_volume_used_bytes{{{l}}} {}", v.space().used);
-    }
     let nas: Vec<_> = vols.iter().filter(|(v, _)| v.is_nas()).collect();
     if !nas.is_empty() {
         header(

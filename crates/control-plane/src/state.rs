@@ -221,36 +221,39 @@ impl Store {
 
     /// Update several volumes in one transaction (a change by query: all or nothing).
     pub fn update_volumes(&mut self, rows: &[VolumeRow]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        for v in rows {
-            update_volume(&tx, v)?;
-        }
-        tx.commit()
+        self.each_in_transaction(rows, update_volume)
     }
 
     /// Delete several volumes in one transaction.
     pub fn delete_volumes(&mut self, uuids: &[String]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        for u in uuids {
-            tx.execute("DELETE FROM volumes WHERE uuid = ?1", params![u])?;
-        }
-        tx.commit()
+        self.each_in_transaction(uuids, |c, u| {
+            c.execute("DELETE FROM volumes WHERE uuid = ?1", params![u])
+                .map(drop)
+        })
     }
 
     /// Update several policies in one transaction.
     pub fn update_policies(&mut self, rows: &[PolicyRow]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        for p in rows {
-            update_policy(&tx, p)?;
-        }
-        tx.commit()
+        self.each_in_transaction(rows, update_policy)
     }
 
     /// Delete several policies in one transaction.
     pub fn delete_policies(&mut self, uuids: &[String]) -> Result<()> {
+        self.each_in_transaction(uuids, |c, u| {
+            c.execute("DELETE FROM policies WHERE uuid = ?1", params![u])
+                .map(drop)
+        })
+    }
+
+    /// `apply` to every item in one transaction: all or nothing.
+    fn each_in_transaction<T>(
+        &mut self,
+        items: &[T],
+        apply: impl Fn(&Connection, &T) -> Result<()>,
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
-        for u in uuids {
-            tx.execute("DELETE FROM policies WHERE uuid = ?1", params![u])?;
+        for item in items {
+            apply(&tx, item)?;
         }
         tx.commit()
     }
@@ -265,25 +268,13 @@ fn update_policy(c: &Connection, p: &PolicyRow) -> Result<()> {
 }
 
 fn update_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
-    c.execute(
+    write_volume(
+        c,
         "UPDATE volumes SET name = ?2, size = ?3, reserve_percent = ?4, read_only = ?5, \
          comment = ?6, svm_name = ?7, svm_uuid = ?8, policy_uuid = ?9, nas_path = ?10, \
          export_policy = ?11 WHERE uuid = ?1",
-        params![
-            v.uuid,
-            v.name,
-            v.size as i64,
-            v.reserve_percent as i64,
-            v.read_only,
-            v.comment,
-            v.svm_name,
-            v.svm_uuid,
-            v.policy_uuid,
-            v.nas_path,
-            v.export_policy
-        ],
-    )?;
-    Ok(())
+        v,
+    )
 }
 
 fn insert_policy(c: &Connection, p: &PolicyRow) -> Result<()> {
@@ -296,10 +287,20 @@ fn insert_policy(c: &Connection, p: &PolicyRow) -> Result<()> {
 }
 
 fn insert_volume(c: &Connection, v: &VolumeRow) -> Result<()> {
-    c.execute(
+    write_volume(
+        c,
         "INSERT INTO volumes (uuid, name, size, reserve_percent, read_only, comment, svm_name, \
          svm_uuid, policy_uuid, nas_path, export_policy) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        v,
+    )
+}
+
+/// Run `sql` (an insert or update) with the volume's columns as ?1..?11, in the table's
+/// order.
+fn write_volume(c: &Connection, sql: &str, v: &VolumeRow) -> Result<()> {
+    c.execute(
+        sql,
         params![
             v.uuid,
             v.name,

@@ -223,7 +223,9 @@ pub fn policy_text(p: &qos_core::Policy) -> String {
             format!("{v}IOPS/TB")
         }
     };
-    match p {
+    // Each kind's own settings, then what they share: the weight (when not the default)
+    // and the burst (provisioned policies have none).
+    let (mut s, weight, burst) = match p {
         Policy::Fixed(f) => {
             let pair = |iops: u64, mbps: u64| match (iops, mbps) {
                 (0, 0) => "0".to_string(),
@@ -231,20 +233,16 @@ pub fn policy_text(p: &qos_core::Policy) -> String {
                 (0, m) => format!("{m}MB/s"),
                 (i, m) => format!("{i}IOPS,{m}MB/s"),
             };
-            let mut s = format!(
+            let s = format!(
                 "fixed: max-throughput {}, min-throughput {}, is-shared {}",
                 pair(f.max_iops, f.max_mbps),
                 pair(f.min_iops, f.min_mbps),
                 f.capacity_shared
             );
-            if f.weight > 1 {
-                s.push_str(&format!(", weight {}", f.weight));
-            }
-            s.push_str(&burst_text(f.burst.as_ref()));
-            s
+            (s, f.weight, f.burst.as_ref())
         }
         Policy::Adaptive(a) => {
-            let mut s = format!(
+            let s = format!(
                 "adaptive: expected-iops {}, peak-iops {}, absolute-min-iops {}IOPS, \
                  expected-iops-allocation {}, peak-iops-allocation {}, block-size {}",
                 density(a.expected_iops.0),
@@ -254,23 +252,21 @@ pub fn policy_text(p: &qos_core::Policy) -> String {
                 alloc(a.peak_allocation),
                 a.block_size
             );
-            if a.weight > 1 {
-                s.push_str(&format!(", weight {}", a.weight));
-            }
-            s.push_str(&burst_text(a.burst.as_ref()));
-            s
+            (s, a.weight, a.burst.as_ref())
         }
         Policy::Provisioned(p) => {
-            let mut s = format!(
+            let s = format!(
                 "provisioned: model {}, bucket-scale {}, initial {}%",
                 p.model, p.bucket_scale, p.initial_percent
             );
-            if p.weight > 1 {
-                s.push_str(&format!(", weight {}", p.weight));
-            }
-            s
+            (s, p.weight, None)
         }
+    };
+    if weight > 1 {
+        s.push_str(&format!(", weight {weight}"));
     }
+    s.push_str(&burst_text(burst));
+    s
 }
 
 /// A policy's burst (a qoslab extension), as `policy_text` appends it.

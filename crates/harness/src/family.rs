@@ -327,6 +327,19 @@ pub struct ProfileRequest<'a> {
     pub args: Option<&'a clap::ArgMatches>,
 }
 
+impl ProfileRequest<'_> {
+    /// The volume a profile's plan declares for its load: on the embedded node an
+    /// unlimited 100 GB volume named "bench" (a `[[volume]]` table to put first), on any
+    /// other target nothing.
+    pub fn bench_volume(&self) -> &'static str {
+        if self.embedded {
+            "[[volume]]\nname = \"bench\"\nsize = \"100GB\"\n\n"
+        } else {
+            ""
+        }
+    }
+}
+
 /// Every family, in one place and one order (the order of `--help` and of messages).
 pub struct Registry {
     families: Vec<&'static dyn Family>,

@@ -96,7 +96,7 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
     };
     let recording = ctx
         .recorder
-        .start(seq as usize, ctx.node, ctx.target, job.ramp);
+        .start(seq as usize, ctx.node, ctx.target, job.ramp, false);
     let ran = ctx.exec.run(&file);
     let series = recording.finish(id);
     ctx.add_series(&series)?;

@@ -255,11 +255,7 @@ mod tests {
             volume: Some("v".into()),
             iteration: 1,
             status: status.into(),
-            started_at: String::new(),
-            finished_at: None,
             error: (status == "failed").then(|| "fio exited 1".to_string()),
-            diagnosis: None,
-            steady: None,
             results: vec![fio::JobResult {
                 error,
                 ..Default::default()
@@ -268,7 +264,7 @@ mod tests {
                 .iter()
                 .map(|o| Verdict::new("iops >= 1".into(), 0.0, ">= 1".into(), "x".into(), *o))
                 .collect(),
-            ops: Vec::new(),
+            ..Default::default()
         }
     }
 

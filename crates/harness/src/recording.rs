@@ -92,30 +92,10 @@ impl SeriesRecorder {
 
     /// Start sampling the node job `seq` runs on (the embedded node in-process, a
     /// `--node` target over REST; nothing for other targets) and the hosts' tool sets.
+    /// `generating`: this process generates the job's load itself (the ramp's genio, on
+    /// threads named `toolsets::GENERATOR_THREADS`), so those threads are the load
+    /// generator in the tool sets.
     pub fn start(
-        &self,
-        seq: usize,
-        node: Option<&EmbeddedNode>,
-        target: &Target,
-        ramp_s: f64,
-    ) -> JobRecording {
-        self.start_roles(seq, node, target, ramp_s, false)
-    }
-
-    /// [`start`](Self::start) for a job whose load this process generates itself (the
-    /// ramp's genio, on threads named `toolsets::GENERATOR_THREADS`): those threads are the
-    /// load generator in the tool sets.
-    pub fn start_generating(
-        &self,
-        seq: usize,
-        node: Option<&EmbeddedNode>,
-        target: &Target,
-        ramp_s: f64,
-    ) -> JobRecording {
-        self.start_roles(seq, node, target, ramp_s, true)
-    }
-
-    fn start_roles(
         &self,
         seq: usize,
         node: Option<&EmbeddedNode>,

@@ -314,7 +314,10 @@ pub fn lookup_volume(node: &NodeHandle, volume: &str) -> Result<Option<VolumeOnN
     let url = node.url();
     let list = node
         .get(
-            &format!("/api/storage/volumes?name={}&fields=*", enc(volume)),
+            &format!(
+                "/api/storage/volumes?name={}&fields=*",
+                crate::node_api::query_value(volume)
+            ),
             std::time::Duration::from_secs(30),
         )
         .map_err(|e| {
@@ -355,18 +358,6 @@ pub fn lookup_volume(node: &NodeHandle, volume: &str) -> Result<Option<VolumeOnN
             .min(100) as u8,
         policy: rec["qos"]["policy"]["name"].as_str().map(str::to_string),
     }))
-}
-
-/// Percent-encode a query value.
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 pub use crate::tempdirs::temp_dir;

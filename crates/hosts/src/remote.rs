@@ -148,15 +148,15 @@ pub fn iperf3_server(
     port: u16,
     lease: Duration,
 ) -> Result<RemoteProc, HostError> {
-    let p = RemoteProc::start(
+    let name = format!("iperf3-{port}");
+    listening(
         host,
         rundir,
-        &format!("iperf3-{port}"),
+        &name,
         &format!("iperf3 -s -p {port}"),
+        port,
         lease,
-    )?;
-    p.wait_listening(port, Duration::from_secs(10))?;
-    Ok(p)
+    )
 }
 
 /// `fio --server=,PORT` (all addresses), listening.
@@ -166,13 +166,27 @@ pub fn fio_server(
     port: u16,
     lease: Duration,
 ) -> Result<RemoteProc, HostError> {
-    let p = RemoteProc::start(
+    let name = format!("fio-server-{port}");
+    listening(
         host,
         rundir,
-        &format!("fio-server-{port}"),
+        &name,
         &format!("fio --server=,{port}"),
+        port,
         lease,
-    )?;
+    )
+}
+
+/// A server `cmd` started as `name`, once it listens on `port` (within 10 s).
+fn listening(
+    host: &Host,
+    rundir: &str,
+    name: &str,
+    cmd: &str,
+    port: u16,
+    lease: Duration,
+) -> Result<RemoteProc, HostError> {
+    let p = RemoteProc::start(host, rundir, name, cmd, lease)?;
     p.wait_listening(port, Duration::from_secs(10))?;
     Ok(p)
 }

@@ -426,7 +426,8 @@ pub fn default_adaptive_groups() -> Vec<(&'static str, AdaptivePolicy)> {
 mod tests {
     use super::*;
 
-    fn fixed(max_iops: u64, max_mbps: u64, min_iops: u64, min_mbps: u64) -> FixedPolicy {
+    /// A fixed policy with these limits and nothing else (shared with `extensions`' tests).
+    pub(super) fn fixed(max_iops: u64, max_mbps: u64, min_iops: u64, min_mbps: u64) -> FixedPolicy {
         FixedPolicy {
             max_iops,
             max_mbps,

@@ -391,20 +391,9 @@ fn check_jobs(plan: &Plan, target: &Target, clients: &[String]) -> anyhow::Resul
     Ok(r?)
 }
 
-/// Run a configured plan on `target` with real fio (or fio's clients), storing it in `db`.
+/// Run a configured plan on `target` with real fio (or fio's clients), storing it in `db`;
+/// with `remote`, also sampling those hosts' tool sets (remote load generators).
 pub(crate) fn run_and_store(
-    plan: &mut Plan,
-    target: &Target,
-    clients: &[String],
-    db: &Path,
-    ui: &mut TerminalUi,
-    tools: bool,
-) -> anyhow::Result<Outcome> {
-    run_and_store_with(plan, target, clients, db, ui, tools, None)
-}
-
-/// [`run_and_store`], also sampling `remote` hosts' tool sets (remote load generators).
-pub(crate) fn run_and_store_with(
     plan: &mut Plan,
     target: &Target,
     clients: &[String],
@@ -563,7 +552,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     let files = harness::target_files::WrittenFiles::track(target.written_file());
     let mut ui = TerminalUi::new(args.json);
-    let outcome = run_and_store_with(
+    let outcome = run_and_store(
         &mut plan,
         &target,
         &args.clients,

@@ -68,7 +68,7 @@ struct Terminal {
 impl Host for Terminal {
     fn run(&mut self, plan: &mut Plan) -> Result<harness::Outcome, RunError> {
         let mut ui = TerminalUi::new(false);
-        run_and_store(plan, &Target::Embedded, &[], &self.db, &mut ui, true)
+        run_and_store(plan, &Target::Embedded, &[], &self.db, &mut ui, true, None)
             .map_err(|e| RunError::Plan(format!("{e:#}")))
     }
 

@@ -217,6 +217,31 @@ pub fn text(v: &Value) -> String {
     }
 }
 
+/// `GET path` and print its records: the reply as JSON, or a table of `headers` with a
+/// `row` per record.
+pub fn print_records(
+    c: &Client,
+    path: &str,
+    out: Output,
+    headers: &[&str],
+    row: impl Fn(&Value) -> Vec<String>,
+) -> anyhow::Result<()> {
+    let r = c.call("GET", path, None)?;
+    if out == Output::Json {
+        print_json(&r);
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = r["records"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(row)
+        .collect();
+    print_table(headers, &rows);
+    Ok(())
+}
+
 pub fn print_json(v: &Value) {
     println!(
         "{}",

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use qos_core::{parse_iops_per_capacity, parse_throughput, Allocation, BlockSize};
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
+use crate::http_client::{print_json, print_records, text, ApiArgs, Client, ConnArgs, Output};
 use crate::policy_burst::{burst_text, provisioned_text, BurstFlags};
 
 const POLICIES: &str = "/api/storage/qos/policies";
@@ -285,27 +285,17 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
             show(&r, out);
         }
         PolicyCmd::List => {
-            let r = c.call("GET", "/api/storage/qos/policies?fields=*", None)?;
-            if out == Output::Json {
-                print_json(&r);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = r["records"]
-                .as_array()
-                .map(|a| a.as_slice())
-                .unwrap_or_default()
-                .iter()
-                .map(|p| {
-                    vec![
-                        p["name"].as_str().unwrap_or("").to_string(),
-                        kind(p).to_string(),
-                        p["object_count"].to_string(),
-                        limits_text(p),
-                        p["uuid"].as_str().unwrap_or("").to_string(),
-                    ]
-                })
-                .collect();
-            print_table(&["Name", "Type", "Volumes", "Limits", "UUID"], &rows);
+            let path = "/api/storage/qos/policies?fields=*";
+            let headers = ["Name", "Type", "Volumes", "Limits", "UUID"];
+            print_records(&c, path, out, &headers, |p| {
+                vec![
+                    p["name"].as_str().unwrap_or("").to_string(),
+                    kind(p).to_string(),
+                    p["object_count"].to_string(),
+                    limits_text(p),
+                    p["uuid"].as_str().unwrap_or("").to_string(),
+                ]
+            })?;
         }
         PolicyCmd::Show { policy } => {
             let u = resolve(&c, &policy)?;

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{enc, print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
+use crate::http_client::{enc, print_json, print_records, text, ApiArgs, Client, ConnArgs, Output};
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -73,14 +73,8 @@ enum BucketCmd {
     /// Create a bucket (S3 clients can also create one with CreateBucket).
     Create {
         name: String,
-        /// QoS policy name.
-        #[arg(long)]
-        qos_policy: Option<String>,
-        /// Declared size (an adaptive policy's allocated space): bytes or 100GB, 1TiB...
-        #[arg(long)]
-        size: Option<String>,
-        #[arg(long)]
-        comment: Option<String>,
+        #[command(flatten)]
+        fields: BucketFields,
     },
     /// List buckets with their policy, objects and bytes stored.
     List,
@@ -89,15 +83,24 @@ enum BucketCmd {
     /// Move a bucket to another policy (`none` removes it), resize it, or comment it.
     Modify {
         bucket: String,
-        #[arg(long)]
-        qos_policy: Option<String>,
-        #[arg(long)]
-        size: Option<String>,
-        #[arg(long)]
-        comment: Option<String>,
+        #[command(flatten)]
+        fields: BucketFields,
     },
     /// Delete an empty bucket.
     Delete { bucket: String },
+}
+
+/// What a bucket create or modify may set.
+#[derive(Args)]
+struct BucketFields {
+    /// QoS policy name (`none` on modify: no policy).
+    #[arg(long)]
+    qos_policy: Option<String>,
+    /// Declared size (an adaptive policy's allocated space): bytes or 100GB, 1TiB...
+    #[arg(long)]
+    size: Option<String>,
+    #[arg(long)]
+    comment: Option<String>,
 }
 
 fn base(c: &Client) -> anyhow::Result<String> {
@@ -155,22 +158,14 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
             show_keys(&c.call("POST", &users, Some(&Value::Object(b)))?, out);
         }
         UserCmd::List => {
-            let r = c.call("GET", &format!("{users}?fields=*"), None)?;
-            if out == Output::Json {
-                print_json(&r);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = records(&r)
-                .iter()
-                .map(|u| {
-                    vec![
-                        text(&u["name"]),
-                        text(&u["access_key"]),
-                        text(&u["comment"]),
-                    ]
-                })
-                .collect();
-            print_table(&["Name", "Access Key", "Comment"], &rows);
+            let path = format!("{users}?fields=*");
+            print_records(c, &path, out, &["Name", "Access Key", "Comment"], |u| {
+                vec![
+                    text(&u["name"]),
+                    text(&u["access_key"]),
+                    text(&u["comment"]),
+                ]
+            })?;
         }
         UserCmd::Show { name } => {
             let r = c.call("GET", &format!("{users}/{}", enc(&name)), None)?;
@@ -224,11 +219,19 @@ fn user(c: &Client, base: &str, cmd: UserCmd, out: Output) -> anyhow::Result<()>
     Ok(())
 }
 
-fn records(r: &Value) -> &[Value] {
-    r["records"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
+/// The bucket fields a create or modify sets (those given).
+fn bucket_fields(f: BucketFields) -> anyhow::Result<Map<String, Value>> {
+    let mut b = Map::new();
+    if let Some(p) = f.qos_policy {
+        b.insert("qos_policy".into(), json!({ "name": p }));
+    }
+    if let Some(s) = f.size {
+        b.insert("size".into(), json!(size_bytes(&s)?));
+    }
+    if let Some(cm) = f.comment {
+        b.insert("comment".into(), json!(cm));
+    }
+    Ok(b)
 }
 
 fn policy_of(b: &Value) -> String {
@@ -254,66 +257,31 @@ fn bucket(c: &Client, base: &str, cmd: BucketCmd, out: Output) -> anyhow::Result
         println!("    Comment: {}", text(&v["comment"]));
     };
     match cmd {
-        BucketCmd::Create {
-            name,
-            qos_policy,
-            size,
-            comment,
-        } => {
-            let mut b = Map::new();
+        BucketCmd::Create { name, fields } => {
+            let mut b = bucket_fields(fields)?;
             b.insert("name".into(), json!(name));
-            if let Some(p) = qos_policy {
-                b.insert("qos_policy".into(), json!({ "name": p }));
-            }
-            if let Some(s) = size {
-                b.insert("size".into(), json!(size_bytes(&s)?));
-            }
-            if let Some(cm) = comment {
-                b.insert("comment".into(), json!(cm));
-            }
             show(&c.call("POST", &buckets, Some(&Value::Object(b)))?);
         }
         BucketCmd::List => {
-            let r = c.call("GET", &format!("{buckets}?fields=*"), None)?;
-            if out == Output::Json {
-                print_json(&r);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = records(&r)
-                .iter()
-                .map(|b| {
-                    vec![
-                        text(&b["name"]),
-                        policy_of(b),
-                        text(&b["object_count"]),
-                        text(&b["logical_used_size"]),
-                        text(&b["uuid"]),
-                    ]
-                })
-                .collect();
-            print_table(&["Name", "Policy", "Objects", "Used", "UUID"], &rows);
+            let path = format!("{buckets}?fields=*");
+            let headers = ["Name", "Policy", "Objects", "Used", "UUID"];
+            print_records(c, &path, out, &headers, |b| {
+                vec![
+                    text(&b["name"]),
+                    policy_of(b),
+                    text(&b["object_count"]),
+                    text(&b["logical_used_size"]),
+                    text(&b["uuid"]),
+                ]
+            })?;
         }
         BucketCmd::Show { bucket } => {
             let u = c.resolve(&buckets, &bucket, "bucket", "qoslab s3 bucket list")?;
             show(&c.call("GET", &format!("{buckets}/{u}"), None)?);
         }
-        BucketCmd::Modify {
-            bucket,
-            qos_policy,
-            size,
-            comment,
-        } => {
+        BucketCmd::Modify { bucket, fields } => {
             let u = c.resolve(&buckets, &bucket, "bucket", "qoslab s3 bucket list")?;
-            let mut b = Map::new();
-            if let Some(p) = qos_policy {
-                b.insert("qos_policy".into(), json!({ "name": p }));
-            }
-            if let Some(s) = size {
-                b.insert("size".into(), json!(size_bytes(&s)?));
-            }
-            if let Some(cm) = comment {
-                b.insert("comment".into(), json!(cm));
-            }
+            let b = bucket_fields(fields)?;
             if b.is_empty() {
                 bail!("nothing to change: give --qos-policy, --size or --comment");
             }

@@ -161,15 +161,15 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
         ("fio p99", |x| x.p99_ns as f64),
     ];
     for (style, (label, f)) in (0..).zip(fio_lat) {
-        c.lines.push(Line {
-            label: label.into(),
-            points: totals
+        c.line(
+            label,
+            totals
                 .iter()
                 .filter(|x| f(x) > 0.0)
                 .map(|x| (secs(x.t_ms), ms(f(x))))
                 .collect(),
             style,
-        });
+        );
     }
     for (i, v) in node_vols.iter().enumerate() {
         let pts = |f: fn(&harness::series::NodeSample) -> f64| {
@@ -179,18 +179,10 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
                 .map(|x| (secs(x.t_ms), f(x) / 1000.0))
                 .collect::<Vec<_>>()
         };
-        c.lines.push(Line {
-            label: format!("node: {v} mean"),
-            points: pts(|x| x.lat_mean_us),
-            style: 3 + 2 * i,
-        });
+        c.line(format!("node: {v} mean"), pts(|x| x.lat_mean_us), 3 + 2 * i);
         let held = pts(|x| x.ceiling_wait_us);
         if held.iter().any(|p| p.1 > 0.0) {
-            c.lines.push(Line {
-                label: format!("node: {v} held by ceiling"),
-                points: held,
-                style: 4 + 2 * i,
-            });
+            c.line(format!("node: {v} held by ceiling"), held, 4 + 2 * i);
         }
     }
     if c.has_data() {
@@ -231,11 +223,7 @@ pub fn op_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
     let mut out = Vec::new();
     let mut c = Chart::new(format!("{title}: requests per second"), x, "ops/s");
     for (i, op) in ops.iter().enumerate() {
-        c.lines.push(Line {
-            label: op.to_string(),
-            points: pts(op, &|o| o.ops_per_s),
-            style: i,
-        });
+        c.line(op.to_string(), pts(op, &|o| o.ops_per_s), i);
     }
     out.push(c);
     let mut c = Chart::new(format!("{title}: throughput"), x, "bandwidth");
@@ -243,34 +231,26 @@ pub fn op_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
     for (i, op) in ops.iter().enumerate() {
         let p = pts(op, &|o| o.bytes_per_s);
         if p.iter().any(|p| p.1 > 0.0) {
-            c.lines.push(Line {
-                label: op.to_string(),
-                points: p,
-                style: i,
-            });
+            c.line(op.to_string(), p, i);
         }
     }
     out.push(c);
     let mut c = Chart::new(format!("{title}: latency"), x, "latency (ms)");
     c.y_unit = Unit::Ms;
     for (i, op) in ops.iter().enumerate() {
-        c.lines.push(Line {
-            label: format!("{op} p50"),
-            points: pts(op, &|o| o.lat_p50_ns as f64 / 1e6),
-            style: 2 * i,
-        });
-        c.lines.push(Line {
-            label: format!("{op} p99"),
-            points: pts(op, &|o| o.lat_p99_ns as f64 / 1e6),
-            style: 2 * i + 1,
-        });
+        c.line(
+            format!("{op} p50"),
+            pts(op, &|o| o.lat_p50_ns as f64 / 1e6),
+            2 * i,
+        );
+        c.line(
+            format!("{op} p99"),
+            pts(op, &|o| o.lat_p99_ns as f64 / 1e6),
+            2 * i + 1,
+        );
         let ttfb = pts(op, &|o| o.ttfb_mean_ns / 1e6);
         if ttfb.iter().any(|p| p.1 > 0.0) {
-            c.lines.push(Line {
-                label: format!("{op} TTFB mean"),
-                points: ttfb,
-                style: 2 * ops.len() + i,
-            });
+            c.line(format!("{op} TTFB mean"), ttfb, 2 * ops.len() + i);
         }
     }
     out.push(c);
@@ -291,11 +271,11 @@ pub fn op_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
             for o in s.ops.iter().filter(|o| o.client == *h) {
                 *by_t.entry(o.t_ms).or_default() += o.ops_per_s;
             }
-            c.lines.push(Line {
-                label: h.to_string(),
-                points: by_t.into_iter().map(|(t, v)| (secs(t), v)).collect(),
-                style: i,
-            });
+            c.line(
+                h.to_string(),
+                by_t.into_iter().map(|(t, v)| (secs(t), v)).collect(),
+                i,
+            );
         }
         out.push(c);
     }
@@ -332,25 +312,13 @@ fn host_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
         for (i, (label, f)) in roles.iter().enumerate() {
             let pts = series(f);
             if pts.iter().any(|p| p.1 > 0.5) {
-                c.lines.push(Line {
-                    label: (*label).into(),
-                    points: pts,
-                    style: i,
-                });
+                c.line(*label, pts, i);
             }
         }
-        c.lines.push(Line {
-            label: "host idle".into(),
-            points: series(&|x| x.cpu.idle + x.cpu.iowait),
-            style: 4,
-        });
+        c.line("host idle", series(&|x| x.cpu.idle + x.cpu.iowait), 4);
         let steal = series(&|x| x.cpu.steal);
         if steal.iter().any(|p| p.1 > 0.5) {
-            c.lines.push(Line {
-                label: "steal".into(),
-                points: steal,
-                style: 5,
-            });
+            c.line("steal", steal, 5);
         }
         // The device with the highest mean %util over the job.
         let mut util: BTreeMap<&str, f64> = BTreeMap::new();
@@ -364,17 +332,17 @@ fn host_charts(title: &str, s: &harness::series::JobSeries) -> Vec<Chart> {
             .filter(|(_, u)| **u > 0.0)
             .max_by(|a, b| a.1.total_cmp(b.1))
         {
-            c.lines.push(Line {
-                label: format!("{dev} %util"),
-                points: series(&|x| {
+            c.line(
+                format!("{dev} %util"),
+                series(&|x| {
                     x.disks
                         .iter()
                         .find(|d| d.name == *dev)
                         .map(|d| d.util_pct)
                         .unwrap_or(0.0)
                 }),
-                style: 6,
-            });
+                6,
+            );
         }
         if c.has_data() {
             out.push(c);
@@ -446,14 +414,14 @@ fn burst_refs_and_balance(
                 });
             }
         }
-        axis.lines.push(Line {
-            label: format!("node: {v} balance ({})", bucket_text(&first, bytes)),
-            points: samples
+        axis.line(
+            format!("node: {v} balance ({})", bucket_text(&first, bytes)),
+            samples
                 .iter()
                 .map(|(t, c)| (secs(*t), c.percent()))
                 .collect(),
-            style: style + 1 + k,
-        });
+            style + 1 + k,
+        );
     }
     c.y2 = Some(axis);
 }
@@ -481,19 +449,19 @@ fn resource_charts(s: &JobSeries, title: &str) -> Vec<Chart> {
             c.y_unit = Unit::BytesPerSec;
         }
         let totals = s.fio_totals();
-        c.lines.push(Line {
-            label: "fio total".into(),
-            points: totals
+        c.line(
+            "fio total",
+            totals
                 .iter()
                 .map(|x| (secs(x.t_ms), if bytes { x.bw_bytes } else { x.iops }))
                 .collect(),
-            style: 0,
-        });
-        c.lines.push(Line {
-            label: format!("node: {name} use"),
-            points: samples.iter().map(|r| (secs(r.t_ms), r.use_rate)).collect(),
-            style: 1,
-        });
+            0,
+        );
+        c.line(
+            format!("node: {name} use"),
+            samples.iter().map(|r| (secs(r.t_ms), r.use_rate)).collect(),
+            1,
+        );
         // AWS states the file system's rates in MB/s of 10^6 bytes: so do these labels.
         let show = |x: f64| {
             if bytes {
@@ -513,14 +481,14 @@ fn resource_charts(s: &JobSeries, title: &str) -> Vec<Chart> {
             style: BURST,
         });
         let mut axis = balance_axis();
-        axis.lines.push(Line {
-            label: format!("{name} balance ({})", bucket_text(&first, bytes)),
-            points: samples
+        axis.line(
+            format!("{name} balance ({})", bucket_text(&first, bytes)),
+            samples
                 .iter()
                 .filter_map(|r| r.credits.map(|c| (secs(r.t_ms), c.percent())))
                 .collect(),
-            style: 4,
-        });
+            4,
+        );
         c.y2 = Some(axis);
         if c.has_data() {
             out.push(c);
@@ -562,14 +530,13 @@ pub fn latency_percentiles(run: &RunRecord) -> Option<Chart> {
             .map(|(j, r)| (j.seq as f64, f(&r.read).max(f(&r.write)) as f64 / 1e6))
             .collect::<Vec<_>>()
     };
-    c.lines.push(Line {
-        label: "mean".into(),
-        points: jobs
-            .iter()
+    c.line(
+        "mean",
+        jobs.iter()
             .map(|(j, r)| (j.seq as f64, r.lat_mean_ns() / 1e6))
             .collect(),
-        style: 0,
-    });
+        0,
+    );
     type Percentile = fn(&fio::DirStats) -> u64;
     let percentiles: [(&str, Percentile); 4] = [
         ("p50", |d| d.p50_ns),
@@ -578,11 +545,7 @@ pub fn latency_percentiles(run: &RunRecord) -> Option<Chart> {
         ("p99.9", |d| d.p999_ns),
     ];
     for (style, (label, f)) in (1..).zip(percentiles) {
-        c.lines.push(Line {
-            label: label.into(),
-            points: pick(f),
-            style,
-        });
+        c.line(label, pick(f), style);
     }
     let xs: Vec<(f64, String)> = jobs
         .iter()

@@ -192,14 +192,7 @@ mod tests {
             volume: Some("vol500".into()),
             iteration: 1,
             status: "done".into(),
-            started_at: String::new(),
-            finished_at: None,
-            error: None,
-            diagnosis: None,
-            steady: None,
-            results: vec![],
-            verdicts: vec![],
-            ops: vec![],
+            ..Default::default()
         };
         let v = Verdict::new(
             expect.into(),

@@ -83,82 +83,9 @@ pub enum Unit {
     Percent,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Line {
-    pub label: String,
-    pub points: Vec<(f64, f64)>,
-    /// Index into the style cycle (colour, dash, marker).
-    pub style: usize,
-}
+mod chart;
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct RefLine {
-    pub label: String,
-    pub y: f64,
-    pub style: RefStyle,
-}
-
-/// A pass/fail mark at a data point.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Mark {
-    pub x: f64,
-    pub y: f64,
-    pub pass: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Chart {
-    pub title: String,
-    pub x_label: String,
-    pub y_label: String,
-    pub x_unit: Unit,
-    pub y_unit: Unit,
-    pub lines: Vec<Line>,
-    pub refs: Vec<RefLine>,
-    pub marks: Vec<Mark>,
-    /// Categorical x tick labels (e.g. runs or steps) instead of numeric ticks.
-    pub x_categories: Vec<(f64, String)>,
-    /// A second y axis on the right (its lines use its scale).
-    pub y2: Option<Axis2>,
-}
-
-/// A second y axis, on the right: its own label, unit, scale and lines. Its lines join the
-/// legend with the words "(right axis)".
-#[derive(Debug, Clone, PartialEq)]
-pub struct Axis2 {
-    pub label: String,
-    pub unit: Unit,
-    /// The axis' top (100 for a percentage); `None`: a round number above its data.
-    pub max: Option<f64>,
-    pub lines: Vec<Line>,
-}
-
-impl Chart {
-    pub fn new(title: impl Into<String>, x_label: &str, y_label: &str) -> Chart {
-        Chart {
-            title: title.into(),
-            x_label: x_label.into(),
-            y_label: y_label.into(),
-            x_unit: Unit::Secs,
-            y_unit: Unit::Count,
-            lines: Vec::new(),
-            refs: Vec::new(),
-            marks: Vec::new(),
-            x_categories: Vec::new(),
-            y2: None,
-        }
-    }
-
-    /// Whether there is anything to draw.
-    pub fn has_data(&self) -> bool {
-        self.lines.iter().any(|l| !l.points.is_empty())
-    }
-
-    /// The lines drawn on the right axis (none without one).
-    fn lines2(&self) -> &[Line] {
-        self.y2.as_ref().map_or(&[], |a| a.lines.as_slice())
-    }
-}
+pub use chart::{Axis2, Chart, Line, Mark, RefLine};
 
 /// Escape text for HTML and SVG.
 pub fn esc(s: &str) -> String {
@@ -664,11 +591,7 @@ mod tests {
     #[test]
     fn a_line_on_its_ceiling_is_drawn_at_the_ceilings_height() {
         let mut c = Chart::new("vol500 <IOPS>", "time", "IOPS");
-        c.lines.push(Line {
-            label: "fio".into(),
-            points: vec![(0.5, 500.0), (1.0, 500.0)],
-            style: 0,
-        });
+        c.line("fio", vec![(0.5, 500.0), (1.0, 500.0)], 0);
         c.refs.push(RefLine {
             label: "ceiling 500 IOPS".into(),
             y: 500.0,
@@ -736,11 +659,7 @@ mod tests {
     #[test]
     fn a_second_axis_has_its_own_scale_ticks_and_legend() {
         let mut c = Chart::new("burst", "time", "IOPS");
-        c.lines.push(Line {
-            label: "fio".into(),
-            points: vec![(0.5, 3000.0), (1.0, 3000.0), (1.5, 300.0)],
-            style: 0,
-        });
+        c.line("fio", vec![(0.5, 3000.0), (1.0, 3000.0), (1.5, 300.0)], 0);
         let without = render(&c);
         c.y2 = Some(Axis2 {
             label: "credit balance (% of bucket)".into(),

@@ -153,35 +153,14 @@ pub async fn serve(
     opts: S3Options,
     shutdown: impl Future<Output = ()>,
 ) {
-    let limit = storage_node::conn_limit::ConnLimit::new(
-        format!(
-            "S3 {}",
-            listener
-                .local_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default()
-        ),
-        opts.max_connections,
-    );
+    let limit = storage_node::conn_limit::ConnLimit::tcp("S3", &listener, opts.max_connections);
     let svc = service(cp, opts);
     tokio::pin!(shutdown);
     loop {
-        let (stream, peer) = tokio::select! {
+        let (stream, peer, guard) = tokio::select! {
             _ = &mut shutdown => return,
-            r = listener.accept() => match r {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!("s3: accept: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+            a = limit.accept(&listener, "s3") => a,
         };
-        let Some(guard) = limit.admit() else {
-            drop(stream);
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
         let svc = svc.clone();
         tokio::spawn(async move {
             let _guard = guard;

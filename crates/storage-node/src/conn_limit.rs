@@ -42,6 +42,16 @@ impl ConnLimit {
         })
     }
 
+    /// The limit of a TCP `listener`, named in the log by `kind` and its address
+    /// (e.g. "S3 127.0.0.1:9000").
+    pub fn tcp(kind: &str, listener: &tokio::net::TcpListener, max: usize) -> Arc<ConnLimit> {
+        let addr = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        ConnLimit::new(format!("{kind} {addr}"), max)
+    }
+
     /// Admit a connection, or `None` (logged) when the listener is full.
     pub fn admit(self: &Arc<Self>) -> Option<ConnGuard> {
         let mut cur = self.open.load(Relaxed);
@@ -57,6 +67,32 @@ impl ConnLimit {
                 Ok(_) => return Some(ConnGuard(self.clone())),
                 Err(now) => cur = now,
             }
+        }
+    }
+
+    /// Accept the next TCP connection this limit admits, with Nagle off: an accept error
+    /// is logged (`what` names the listener) and retried after 50 ms; a connection over
+    /// the cap is closed at once.
+    pub async fn accept(
+        self: &Arc<Self>,
+        listener: &tokio::net::TcpListener,
+        what: &str,
+    ) -> (tokio::net::TcpStream, std::net::SocketAddr, ConnGuard) {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("{what}: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Some(guard) = self.admit() else {
+                drop(stream);
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            return (stream, peer, guard);
         }
     }
 

@@ -564,58 +564,34 @@ impl Drop for Testbed {
 fn shape(ns: &str, dev: &str, mbit: u32, slow: &[(String, u32)]) -> Result<(), String> {
     let tc = |args: &[&str]| in_ns(ns, "tc", args);
     let rate = |m: u32| format!("{m}mbit");
-    tc(&[
-        "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10",
-    ])?;
-    tc(&[
-        "class",
-        "add",
-        "dev",
-        dev,
-        "parent",
-        "1:",
-        "classid",
-        "1:1",
-        "htb",
-        "rate",
-        &rate(mbit),
-        "ceil",
-        &rate(mbit),
-    ])?;
-    let reserved: u32 = slow.iter().map(|s| s.1).sum();
-    let rest = mbit.saturating_sub(reserved).max(1);
-    tc(&[
-        "class",
-        "add",
-        "dev",
-        dev,
-        "parent",
-        "1:1",
-        "classid",
-        "1:10",
-        "htb",
-        "rate",
-        &rate(rest),
-        "ceil",
-        &rate(mbit),
-    ])?;
-    for (k, (dst, m)) in slow.iter().enumerate() {
-        let id = format!("1:{}", 20 + k);
+    // An HTB class `id` under `parent`: `rate` guaranteed, up to `ceil`.
+    let class = |parent: &str, id: &str, rate_mbit: u32, ceil_mbit: u32| {
         tc(&[
             "class",
             "add",
             "dev",
             dev,
             "parent",
-            "1:1",
+            parent,
             "classid",
-            &id,
+            id,
             "htb",
             "rate",
-            &rate(*m),
+            &rate(rate_mbit),
             "ceil",
-            &rate(*m),
-        ])?;
+            &rate(ceil_mbit),
+        ])
+    };
+    tc(&[
+        "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10",
+    ])?;
+    class("1:", "1:1", mbit, mbit)?;
+    let reserved: u32 = slow.iter().map(|s| s.1).sum();
+    let rest = mbit.saturating_sub(reserved).max(1);
+    class("1:1", "1:10", rest, mbit)?;
+    for (k, (dst, m)) in slow.iter().enumerate() {
+        let id = format!("1:{}", 20 + k);
+        class("1:1", &id, *m, *m)?;
         tc(&[
             "filter",
             "add",

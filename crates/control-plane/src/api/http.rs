@@ -48,16 +48,7 @@ struct Shared {
 /// Serve the API on `listener` until the task is aborted.
 pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig) {
     let acceptor = cfg.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    let limit = crate::conn_limit::ConnLimit::new(
-        format!(
-            "REST API {}",
-            listener
-                .local_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default()
-        ),
-        cfg.max_connections,
-    );
+    let limit = crate::conn_limit::ConnLimit::tcp("REST API", &listener, cfg.max_connections);
     let shared = Arc::new(Shared {
         cp,
         cfg,
@@ -65,19 +56,7 @@ pub async fn serve(listener: TcpListener, cp: Arc<ControlPlane>, cfg: HttpConfig
         backoff: Default::default(),
     });
     loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("accept (http): {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let Some(guard) = limit.admit() else {
-            drop(stream);
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
+        let (stream, peer, guard) = limit.accept(&listener, "http").await;
         let shared = shared.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {

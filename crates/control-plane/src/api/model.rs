@@ -123,7 +123,7 @@ fn object<'a>(v: &'a Value, target: &str) -> R<&'a Map<String, Value>> {
 }
 
 /// Refuse fields outside `allowed` (ONTAP: "Unexpected argument").
-fn only(m: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> R<()> {
+pub(super) fn only(m: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> R<()> {
     for k in m.keys() {
         if !allowed.contains(&k.as_str()) {
             let t = join(prefix, k);

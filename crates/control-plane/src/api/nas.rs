@@ -404,7 +404,7 @@ fn policy_index(inner: &Inner, id: &str) -> R<usize> {
         .ok_or_else(|| ApiError::not_found("id", format!("no export policy with id {id:?}")))
 }
 
-const TOMBSTONE: &str = ".deleted.";
+use super::volume_files::TOMBSTONE;
 
 /// Where a volume's data lives on disk: a block volume's file or a NAS volume's tree.
 pub(super) enum Storage {
@@ -498,21 +498,9 @@ pub(super) fn reconcile_tree(node: &Node, uuid: &str, name: &str) -> Result<(), 
 
 /// Remove tree tombstones of volumes that no longer exist.
 pub(super) fn sweep_tree_tombstones(node: &Node, live_uuids: &[&str]) {
-    let dir = node.data_dir().join("nas");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(uuid) = name.to_str().and_then(|n| n.strip_prefix(TOMBSTONE)) else {
-            continue;
-        };
-        if !live_uuids.contains(&uuid) {
-            if let Err(err) = std::fs::remove_dir_all(e.path()) {
-                tracing::warn!("removing {}: {err}", e.path().display());
-            }
-        }
-    }
+    super::volume_files::remove_dead_tombstones(&node.data_dir().join("nas"), live_uuids, |p| {
+        std::fs::remove_dir_all(p)
+    });
 }
 
 #[cfg(test)]

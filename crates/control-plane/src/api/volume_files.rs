@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use crate::datadir::describe_size;
 use crate::node::Node;
 
-const TOMBSTONE: &str = ".deleted.";
+pub(super) const TOMBSTONE: &str = ".deleted.";
 
 /// Where a volume's file waits between a delete's rename and its commit.
 pub(super) fn tombstone(node: &Node, uuid: &str) -> PathBuf {
@@ -148,8 +148,19 @@ pub(super) fn reconcile(
 /// Remove tombstones whose volume no longer exists (a committed delete whose unlink did
 /// not happen); those of existing volumes are left for [`reconcile`] to restore.
 pub(super) fn sweep_tombstones(node: &Node, live_uuids: &[&str]) {
-    let dir = node.data_dir().join("volumes");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    remove_dead_tombstones(&node.data_dir().join("volumes"), live_uuids, |p| {
+        std::fs::remove_file(p)
+    });
+}
+
+/// Remove, with `remove`, the tombstones in `dir` (`.deleted.UUID`: a volume's file or a
+/// NAS volume's tree) whose volume is not among `live_uuids`.
+pub(super) fn remove_dead_tombstones(
+    dir: &Path,
+    live_uuids: &[&str],
+    remove: fn(&Path) -> std::io::Result<()>,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
@@ -158,7 +169,7 @@ pub(super) fn sweep_tombstones(node: &Node, live_uuids: &[&str]) {
             continue;
         };
         if !live_uuids.contains(&uuid) {
-            if let Err(err) = std::fs::remove_file(e.path()) {
+            if let Err(err) = remove(&e.path()) {
                 tracing::warn!("removing {}: {err}", e.path().display());
             }
         }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{esc, header};
+use super::{esc, family, header, limit_families};
 use crate::node::Node;
 use crate::stats::OpKind;
 
@@ -18,123 +18,71 @@ pub(super) fn render(node: &Node, o: &mut String) {
         .collect();
     header(o, "qoslab_buckets", "gauge", "S3 buckets in service.");
     let _ = writeln!(o, "qoslab_buckets {}", bs.len());
-    header(
+    family(
         o,
         "qoslab_bucket_ops_total",
         "counter",
         "S3 requests completed on the bucket: read = GET, write = PUT and UploadPart, other = the rest.",
+        &bs,
+        |b| {
+            [
+                ("op=\"read\"", OpKind::Read),
+                ("op=\"write\"", OpKind::Write),
+                ("op=\"other\"", OpKind::Other),
+            ]
+            .map(|(op, k)| (op, b.stats.ops(k)))
+        },
     );
-    for (b, l) in &bs {
-        for (op, k) in [
-            ("read", OpKind::Read),
-            ("write", OpKind::Write),
-            ("other", OpKind::Other),
-        ] {
-            let _ = writeln!(
-                o,
-                "qoslab_bucket_ops_total{{{l},op=\"{op}\"}} {}",
-                b.stats.ops(k)
-            );
-        }
-    }
-    header(
+    family(
         o,
         "qoslab_bucket_bytes_total",
         "counter",
         "Payload bytes, by direction.",
+        &bs,
+        |b| {
+            [
+                ("op=\"read\"", b.stats.read_bytes.load(Relaxed)),
+                ("op=\"write\"", b.stats.write_bytes.load(Relaxed)),
+            ]
+        },
     );
-    for (b, l) in &bs {
-        for (op, c) in [
-            ("read", &b.stats.read_bytes),
-            ("write", &b.stats.write_bytes),
-        ] {
-            let _ = writeln!(
-                o,
-                "qoslab_bucket_bytes_total{{{l},op=\"{op}\"}} {}",
-                c.load(Relaxed)
-            );
-        }
-    }
-    header(
+    family(
         o,
         "qoslab_bucket_errors_total",
         "counter",
         "S3 requests that failed after admission.",
+        &bs,
+        |b| [("", b.stats.errors.load(Relaxed))],
     );
-    for (b, l) in &bs {
-        let _ = writeln!(
-            o,
-            "qoslab_bucket_errors_total{{{l}}} {}",
-            b.stats.errors.load(Relaxed)
-        );
-    }
-    header(
+    family(
         o,
         "qoslab_bucket_qos_wait_seconds_total",
         "counter",
         "Time S3 requests spent queued by QoS: by the bucket's ceiling or behind others' floors.",
+        &bs,
+        |b| {
+            [
+                ("limit=\"ceiling\"", &b.stats.ceiling_wait_ns),
+                ("limit=\"floor\"", &b.stats.floor_wait_ns),
+            ]
+            .map(|(limit, ns)| (limit, ns.load(Relaxed) as f64 / 1e9))
+        },
     );
-    for (b, l) in &bs {
-        let _ = writeln!(
-            o,
-            "qoslab_bucket_qos_wait_seconds_total{{{l},limit=\"ceiling\"}} {}",
-            b.stats.ceiling_wait_ns.load(Relaxed) as f64 / 1e9
-        );
-        let _ = writeln!(
-            o,
-            "qoslab_bucket_qos_wait_seconds_total{{{l},limit=\"floor\"}} {}",
-            b.stats.floor_wait_ns.load(Relaxed) as f64 / 1e9
-        );
-    }
-    header(
-        o,
-        "qoslab_bucket_limit_iops",
-        "gauge",
-        "Effective QoS limit in ops/s (0: not enforced).",
-    );
-    for (b, l) in &bs {
-        let lim = b.limits();
-        let _ = writeln!(
-            o,
-            "qoslab_bucket_limit_iops{{{l},limit=\"ceiling\"}} {}",
-            lim.ceiling.iops
-        );
-        let _ = writeln!(
-            o,
-            "qoslab_bucket_limit_iops{{{l},limit=\"floor\"}} {}",
-            lim.floor.iops
-        );
-    }
-    header(
-        o,
-        "qoslab_bucket_limit_bytes_per_second",
-        "gauge",
-        "Effective QoS limit in bytes per second (0: not enforced).",
-    );
-    for (b, l) in &bs {
-        let lim = b.limits();
-        let _ = writeln!(
-            o,
-            "qoslab_bucket_limit_bytes_per_second{{{l},limit=\"ceiling\"}} {}",
-            lim.ceiling.bytes_per_sec
-        );
-        let _ = writeln!(
-            o,
-            "qoslab_bucket_limit_bytes_per_second{{{l},limit=\"floor\"}} {}",
-            lim.floor.bytes_per_sec
-        );
-    }
-    header(
+    limit_families(o, "qoslab_bucket", "ops/s", &bs, |b| b.limits());
+    family(
         o,
         "qoslab_bucket_used_bytes",
         "gauge",
         "Bytes stored (ONTAP's logical_used_size).",
+        &bs,
+        |b| [("", b.store.used())],
     );
-    for (b, l) in &bs {
-        let _ = writeln!(o, "qoslab_bucket_used_bytes{{{l}}} {}", b.store.used());
-    }
-    header(o, "qoslab_bucket_objects", "gauge", "Objects stored.");
-    for (b, l) in &bs {
-        let _ = writeln!(o, "qoslab_bucket_objects{{{l}}} {}", b.store.count());
-    }
+    family(
+        o,
+        "qoslab_bucket_objects",
+        "gauge",
+        "Objects stored.",
+        &bs,
+        |b| [("", b.store.count())],
+    );
 }

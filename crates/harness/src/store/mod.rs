@@ -255,16 +255,11 @@ impl Store {
 
     /// Store a profile's summary table (written as soon as it is known).
     pub fn add_table(&self, run: i64, t: &SummaryTable) -> Result<()> {
-        self.conn.execute(
+        self.write_table(
             "INSERT INTO summary_tables (run_id, seq, kind, name, columns, rows)
              VALUES (?1, (SELECT COUNT(*) FROM summary_tables WHERE run_id = ?1), ?2, ?3, ?4, ?5)",
-            params![
-                run,
-                t.kind,
-                t.name,
-                serde_json::to_string(&t.columns).unwrap_or_default(),
-                serde_json::to_string(&t.rows).unwrap_or_default()
-            ],
+            run,
+            t,
         )?;
         Ok(())
     }
@@ -272,8 +267,22 @@ impl Store {
     /// Store a summary table, replacing the run's table of the same kind and name (kept in
     /// its place): a profile rewrites its table as each step finishes.
     pub fn put_table(&self, run: i64, t: &SummaryTable) -> Result<()> {
-        let n = self.conn.execute(
+        let n = self.write_table(
             "UPDATE summary_tables SET columns = ?4, rows = ?5 WHERE run_id = ?1 AND kind = ?2 AND name = ?3",
+            run,
+            t,
+        )?;
+        if n == 0 {
+            self.add_table(run, t)?;
+        }
+        Ok(())
+    }
+
+    /// Run `sql` with the run and the table as ?1 (run), ?2 (kind), ?3 (name), ?4 (columns,
+    /// JSON) and ?5 (rows, JSON); the rows changed.
+    fn write_table(&self, sql: &str, run: i64, t: &SummaryTable) -> Result<usize> {
+        Ok(self.conn.execute(
+            sql,
             params![
                 run,
                 t.kind,
@@ -281,11 +290,7 @@ impl Store {
                 serde_json::to_string(&t.columns).unwrap_or_default(),
                 serde_json::to_string(&t.rows).unwrap_or_default()
             ],
-        )?;
-        if n == 0 {
-            self.add_table(run, t)?;
-        }
-        Ok(())
+        )?)
     }
 
     /// Store a job's time series (one transaction).
@@ -456,38 +461,57 @@ mod tests {
     use crate::host::Env;
     use crate::series::{FioSample, NodeSample};
 
-    /// Removes a test's directory when dropped (also when the test panics).
-    pub(super) struct RemoveOnDrop(pub(super) std::path::PathBuf);
+    use std::path::PathBuf;
+    use test_support::TestDir;
 
-    impl Drop for RemoveOnDrop {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    /// A database file as schema `version` shipped it: `sql` (that schema's tables) and
+    /// then `rows`, at `user_version = version`, in a directory removed when the guard
+    /// drops (also when the test panics).
+    pub(super) fn old_database(version: i64, sql: &str, rows: &str) -> (TestDir, PathBuf) {
+        let dir = TestDir::new(&format!("schema{version}"));
+        let path = dir.join("old.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(sql).unwrap();
+        c.pragma_update(None, "user_version", version).unwrap();
+        c.execute_batch(rows).unwrap();
+        (dir, path)
+    }
+
+    /// A run begun in `s` with test values (an embedded node, the fake executor).
+    pub(super) fn new_run(s: &Store) -> i64 {
+        let env = Env::default();
+        s.begin_run(&NewRun {
+            name: "t",
+            plan_origin: "p.toml",
+            plan_text: "",
+            target: "embedded node",
+            executor: "fake",
+            runtime_s: 2.0,
+            ramp_s: 1.0,
+            env: &env,
+        })
+        .unwrap()
+    }
+
+    /// Today's schema without the tables whose definition mentions any of `names`.
+    pub(super) fn schema_without(names: &[&str]) -> String {
+        SCHEMA
+            .split("CREATE TABLE")
+            .filter(|t| !names.iter().any(|n| t.contains(n)))
+            .collect::<Vec<_>>()
+            .join("CREATE TABLE")
     }
 
     #[test]
     fn a_schema_2_database_opens_and_gains_the_series_tables() {
-        let dir = crate::target::temp_dir("schema2").unwrap();
-        let _cleanup = RemoveOnDrop(dir.clone());
-        let path = dir.join("old.db");
-        {
-            let c = Connection::open(&path).unwrap();
-            // Schema 2 as shipped: everything but the series tables.
-            let old: String = SCHEMA
-                .split("CREATE TABLE")
-                .filter(|t| !t.contains("fio_samples") && !t.contains("node_samples"))
-                .collect::<Vec<_>>()
-                .join("CREATE TABLE");
-            c.execute_batch(&old).unwrap();
-            c.pragma_update(None, "user_version", 2).unwrap();
-            c.execute(
-                "INSERT INTO runs (name, started_at, status, plan_origin, plan_text, target, executor,
-                   runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version)
-                 VALUES ('old', 't', 'passed', 'p', '', 'x', 'fio', 1, 0, '', '', '', '', '')",
-                [],
-            )
-            .unwrap();
-        }
+        // Schema 2 as shipped: everything but the series tables.
+        let (_dir, path) = old_database(
+            2,
+            &schema_without(&["fio_samples", "node_samples"]),
+            "INSERT INTO runs (name, started_at, status, plan_origin, plan_text, target, executor,
+               runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version)
+             VALUES ('old', 't', 'passed', 'p', '', 'x', 'fio', 1, 0, '', '', '', '', '')",
+        );
         let s = Store::open(&path).unwrap();
         let r = s.load_run(1).unwrap();
         assert_eq!(r.name, "old");
@@ -515,19 +539,7 @@ mod tests {
         .unwrap();
         let out = FioOutput::parse(&raw).unwrap();
         let mut s = Store::in_memory().unwrap();
-        let env = Env::default();
-        let run = s
-            .begin_run(&NewRun {
-                name: "t",
-                plan_origin: "p.toml",
-                plan_text: "",
-                target: "embedded node",
-                executor: "fake",
-                runtime_s: 2.0,
-                ramp_s: 1.0,
-                env: &env,
-            })
-            .unwrap();
+        let run = new_run(&s);
         let j1 = s
             .begin_job(run, 1, "w", "cs_read", Some("v"), 1, "[global]\n")
             .unwrap();
@@ -658,17 +670,9 @@ mod tests {
 
     #[test]
     fn a_schema_3_database_gains_outcomes_diagnoses_and_tool_sets() {
-        let dir = crate::target::temp_dir("schema3").unwrap();
-        let _cleanup = RemoveOnDrop(dir.clone());
-        let path = dir.join("old.db");
-        {
-            let c = Connection::open(&path).unwrap();
+        let (_dir, path) = {
             // Schema 3 as shipped: no host tables, no diagnosis/steady/outcome/reason.
-            let old: String = SCHEMA
-                .split("CREATE TABLE")
-                .filter(|t| !t.contains("host_s"))
-                .collect::<Vec<_>>()
-                .join("CREATE TABLE")
+            let old: String = schema_without(&["host_s"])
                 .replace(
                     ",\n  diagnosis TEXT,                  -- JSON: assess::Diagnosis (schema 4)\n  steady TEXT                      -- JSON: assess::steady::SteadyState (schema 4)",
                     "",
@@ -681,9 +685,9 @@ mod tests {
                 !old.contains("diagnosis") && !old.contains("outcome"),
                 "{old}"
             );
-            c.execute_batch(&old).unwrap();
-            c.pragma_update(None, "user_version", 3).unwrap();
-            c.execute_batch(
+            old_database(
+                3,
+                &old,
                 "INSERT INTO runs (name, started_at, status, plan_origin, plan_text, target, executor,
                    runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version)
                  VALUES ('old', 't', 'failed', 'p', '', 'x', 'fio', 1, 0, '', '', '', '', '');
@@ -692,8 +696,7 @@ mod tests {
                  INSERT INTO verdicts (job_id, expectation, measured, bound, passed, detail)
                  VALUES (1, 'iops > 1', 5, '> 1', 1, 'ok'), (1, 'iops > 9', 5, '> 9', 0, 'low');",
             )
-            .unwrap();
-        }
+        };
         let mut s = Store::open(&path).unwrap();
         let r = s.load_run(1).unwrap();
         let outcomes: Vec<_> = r.jobs[0].verdicts.iter().map(|v| v.outcome).collect();

@@ -23,7 +23,7 @@ pub struct PolicyRecord {
     pub definition: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub id: i64,
     pub seq: u32,

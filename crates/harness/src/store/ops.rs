@@ -203,31 +203,18 @@ pub(super) fn insert_samples(
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::{SCHEMA, SCHEMA_VERSION};
-    use super::super::tests::RemoveOnDrop;
+    use super::super::schema::SCHEMA_VERSION;
+    use super::super::tests::{old_database, schema_without};
     use super::super::NewRun;
     use super::*;
     use crate::host::Env;
     use crate::series::JobSeries;
-    use rusqlite::Connection;
 
     /// A database as schema 5 shipped it (no op tables) opens, gains them, and a job's
     /// per-operation results and segments round-trip.
     #[test]
     fn a_schema_5_database_gains_the_op_tables_and_ops_round_trip() {
-        let dir = crate::target::temp_dir("schema5").unwrap();
-        let _cleanup = RemoveOnDrop(dir.clone());
-        let path = dir.join("old.db");
-        {
-            let c = Connection::open(&path).unwrap();
-            let old: String = SCHEMA
-                .split("CREATE TABLE")
-                .filter(|t| !t.contains("op_results") && !t.contains("op_samples"))
-                .collect::<Vec<_>>()
-                .join("CREATE TABLE");
-            c.execute_batch(&old).unwrap();
-            c.pragma_update(None, "user_version", 5).unwrap();
-        }
+        let (_dir, path) = old_database(5, &schema_without(&["op_results", "op_samples"]), "");
         let mut s = Store::open(&path).unwrap();
         let env = Env::default();
         let run = s

@@ -284,6 +284,20 @@ impl HttpClient {
         let (status, text) = self.text(resp).await?;
         Err(error_of(status, &text))
     }
+
+    /// A request without a payload either way (HEAD, DELETE), within the timeout.
+    async fn no_payload(&mut self, method: Method, url: &Url) -> Result<Transfer, S3Error> {
+        let limit = self.t.timeout;
+        within(limit, async {
+            let resp = self.ok(method, url, &[], Bytes::new()).await?;
+            self.drain(resp).await?;
+            Ok(Transfer {
+                bytes: 0,
+                first_byte: None,
+            })
+        })
+        .await
+    }
 }
 
 impl ObjectClient for HttpClient {
@@ -326,16 +340,7 @@ impl ObjectClient for HttpClient {
         Box::pin(async move {
             let b = self.bucket(bucket)?;
             let url = b.head_object(Some(&self.t.creds), key).sign(EXPIRY);
-            let limit = self.t.timeout;
-            let fut = async {
-                let resp = self.ok(Method::HEAD, &url, &[], Bytes::new()).await?;
-                self.drain(resp).await?;
-                Ok(Transfer {
-                    bytes: 0,
-                    first_byte: None,
-                })
-            };
-            within(limit, fut).await
+            self.no_payload(Method::HEAD, &url).await
         })
     }
 
@@ -343,16 +348,7 @@ impl ObjectClient for HttpClient {
         Box::pin(async move {
             let b = self.bucket(bucket)?;
             let url = b.delete_object(Some(&self.t.creds), key).sign(EXPIRY);
-            let limit = self.t.timeout;
-            let fut = async {
-                let resp = self.ok(Method::DELETE, &url, &[], Bytes::new()).await?;
-                self.drain(resp).await?;
-                Ok(Transfer {
-                    bytes: 0,
-                    first_byte: None,
-                })
-            };
-            within(limit, fut).await
+            self.no_payload(Method::DELETE, &url).await
         })
     }
 

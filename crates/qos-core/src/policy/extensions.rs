@@ -196,19 +196,8 @@ impl ProvisionedPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::tests::fixed;
     use crate::policy::{FixedPolicy, Policy};
-
-    fn fixed(max_iops: u64, max_mbps: u64, min_iops: u64, min_mbps: u64) -> FixedPolicy {
-        FixedPolicy {
-            max_iops,
-            max_mbps,
-            min_iops,
-            min_mbps,
-            capacity_shared: false,
-            weight: 0,
-            burst: None,
-        }
-    }
 
     #[test]
     fn burst_validation() {

@@ -10,28 +10,14 @@ use std::time::{Duration, Instant};
 use crate::api_util::{Api, Resp, VOLUMES};
 use crate::util::{Node, TempDir, QOSLAB};
 
-fn b64(s: &str) -> String {
-    const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let b = s.as_bytes();
-    let mut out = String::new();
-    for c in b.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 fn req(a: &Api, method: &str, path: &str, body: &str, user: Option<(&str, &str)>) -> Resp {
     let auth = user
-        .map(|(u, p)| format!("Authorization: Basic {}\r\n", b64(&format!("{u}:{p}"))))
+        .map(|(u, p)| {
+            format!(
+                "Authorization: Basic {}\r\n",
+                api_client::base64(format!("{u}:{p}").as_bytes())
+            )
+        })
         .unwrap_or_default();
     a.raw(
         format!(

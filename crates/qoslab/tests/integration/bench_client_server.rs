@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{plan_500, qoslab, text, Dir, FioServer};
+use crate::bench_util::{export, plan_500, qoslab, text, Dir, FioServer};
 
 #[test]
 fn two_fio_servers_per_client_and_merged_results_are_stored() {
@@ -31,13 +31,7 @@ fn two_fio_servers_per_client_and_merged_results_are_stored() {
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    let o = qoslab(
-        &d,
-        &[
-            "results", "export", "last", "--format", "csv", "--db", "r.db",
-        ],
-        Duration::from_secs(20),
-    );
+    let o = export(&d, "last", "csv", Duration::from_secs(20));
     let (csv, _) = text(&o);
     for client in [
         format!("127.0.0.1:{}", a.port),
@@ -50,13 +44,7 @@ fn two_fio_servers_per_client_and_merged_results_are_stored() {
             "no row for {client}:\n{csv}"
         );
     }
-    let o = qoslab(
-        &d,
-        &[
-            "results", "export", "last", "--format", "json", "--db", "r.db",
-        ],
-        Duration::from_secs(20),
-    );
+    let o = export(&d, "last", "json", Duration::from_secs(20));
     let (json, _) = text(&o);
     assert!(
         json.contains("\"executor\": \"fio clients 127.0.0.1,"),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{export, qoslab, text, Dir};
 use crate::util::{heavy, Node};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -54,11 +54,7 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
     );
 
     // The stored run knows the node's limits for the volume.
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "json", "--db", "r.db"],
-        LIMIT,
-    );
+    let o = export(&d, "1", "json", LIMIT);
     let (json, _) = text(&o);
     assert!(json.contains("\"ceiling_iops\": 500"), "{json}");
 

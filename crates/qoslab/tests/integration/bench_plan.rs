@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{plan_500, qoslab, text, Dir};
+use crate::bench_util::{export, plan_500, qoslab, text, Dir};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -24,13 +24,7 @@ fn a_500_iops_plan_passes_and_is_stored_and_exported() {
     let (out, _) = text(&o);
     assert!(out.contains("qos500") && out.contains("passed"), "{out}");
 
-    let o = qoslab(
-        &d,
-        &[
-            "results", "export", "last", "--format", "csv", "--db", "r.db",
-        ],
-        LIMIT,
-    );
+    let o = export(&d, "last", "csv", LIMIT);
     let (csv, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let row = csv.lines().nth(1).unwrap_or_default();
@@ -39,11 +33,7 @@ fn a_500_iops_plan_passes_and_is_stored_and_exported() {
         "{csv}"
     );
 
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "json", "--db", "r.db"],
-        LIMIT,
-    );
+    let o = export(&d, "1", "json", LIMIT);
     let (json, _) = text(&o);
     assert!(
         json.contains("\"schema\": \"qoslab.bench.run/1\""),

@@ -44,16 +44,23 @@ impl Drop for Dir {
 /// is read while the child runs (a child writing more than a pipe holds would otherwise
 /// block forever on a parent that waits first).
 pub fn qoslab(dir: &Dir, args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(QOSLAB)
-        .args(["--log-level", "warn"])
+    let mut cmd = Command::new(QOSLAB);
+    cmd.args(["--log-level", "warn"])
         .args(args)
         .current_dir(dir.path())
-        .env_remove("QOSLAB_DB")
+        .env_remove("QOSLAB_DB");
+    output_within(cmd, &format!("qoslab {args:?}"), limit)
+}
+
+/// Run `cmd` (`what` names it in a failure) with no stdin and its output piped; fail the
+/// test if it takes longer than `limit`. Output is read while the child runs.
+pub fn output_within(mut cmd: Command, what: &str, limit: Duration) -> Output {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("running qoslab");
+        .unwrap_or_else(|e| panic!("running {what}: {e}"));
     let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -74,7 +81,7 @@ pub fn qoslab(dir: &Dir, args: &[&str], limit: Duration) -> Output {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "qoslab {args:?} took over {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                "{what} took over {limit:?}\nstdout:\n{}\nstderr:\n{}",
                 String::from_utf8_lossy(&out.join().unwrap_or_default()),
                 String::from_utf8_lossy(&err.join().unwrap_or_default())
             );
@@ -164,6 +171,16 @@ fio = {{ rw = "randread", bs = "4k", iodepth = 16, size = "1G" }}
 expect = [{}]
 "#,
         list.join(", ")
+    )
+}
+
+/// `qoslab results export RUN --format FORMAT --db r.db` in `dir`: how a test reads back
+/// the run it stored.
+pub fn export(dir: &Dir, run: &str, format: &str, limit: Duration) -> Output {
+    qoslab(
+        dir,
+        &["results", "export", run, "--format", format, "--db", "r.db"],
+        limit,
     )
 }
 

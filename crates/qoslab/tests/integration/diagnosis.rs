@@ -7,17 +7,11 @@ use std::time::Duration;
 
 use toolsets::testing::{Burner, SlowDevice};
 
-use crate::bench_util::{plan_500, qoslab, text, Dir};
+use crate::bench_util::{export, plan_500, qoslab, text, Dir};
 
 /// The stored run as JSON (`results export`).
 fn exported(dir: &Dir) -> serde_json::Value {
-    let o = qoslab(
-        dir,
-        &[
-            "results", "export", "last", "--format", "json", "--db", "r.db",
-        ],
-        Duration::from_secs(30),
-    );
+    let o = export(dir, "last", "json", Duration::from_secs(30));
     assert!(o.status.success(), "{:?}", text(&o));
     serde_json::from_slice(&o.stdout).unwrap()
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{export, qoslab, text, Dir};
 use crate::ontap_rest::{https_node, PASSWORD};
 use crate::util::{require_fio_nbd, require_tool, run, Node, Out, QOSLAB};
 
@@ -402,11 +402,7 @@ fn a_plan_runs_whole_on_a_node_its_missing_policies_and_volumes_created_then_del
         "{out}"
     );
     // The limits judged were the node's for each volume.
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "json", "--db", "r.db"],
-        LIMIT,
-    );
+    let o = export(&d, "1", "json", LIMIT);
     let (json, _) = text(&o);
     assert!(json.contains("\"ceiling_iops\": 500"), "{json}");
     assert!(json.contains("\"ceiling_bps\": 20971520"), "{json}");
@@ -626,11 +622,7 @@ fn fios_own_error_text_reaches_the_summary_and_the_stored_job() {
         "the summary has fio's words:\n{out}"
     );
     assert!(!out.contains("DONE") && !out.contains("PASSED"), "{out}");
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "json", "--db", "r.db"],
-        LIMIT,
-    );
+    let o = export(&d, "1", "json", LIMIT);
     let (json, _) = text(&o);
     assert!(
         json.contains(fio_says),

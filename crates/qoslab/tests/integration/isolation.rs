@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::api_util::Api;
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{export, qoslab, text, Dir};
 use crate::json::Json;
 use crate::util::{heavy, require_fio_nbd, run, Node};
 
@@ -173,11 +173,7 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     assert!(out.contains("with floors (mClock)"), "{out}");
     assert!(out.contains("control: no floors (FIFO)"), "{out}");
 
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "json", "--db", "r.db"],
-        Duration::from_secs(90),
-    );
+    let o = export(&d, "1", "json", Duration::from_secs(90));
     let (json, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_str(&json).expect("JSON export");
@@ -238,11 +234,7 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     assert_eq!(table["kind"], "isolation");
     assert_eq!(table["rows"].as_array().map(Vec::len), Some(12), "{table}");
 
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "csv", "--db", "r.db"],
-        Duration::from_secs(90),
-    );
+    let o = export(&d, "1", "csv", Duration::from_secs(90));
     let (csv, _) = text(&o);
     let floors_rows = csv
         .lines()
@@ -250,11 +242,7 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
         .count();
     assert_eq!(floors_rows, 6, "{csv}");
 
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "md", "--db", "r.db"],
-        Duration::from_secs(90),
-    );
+    let o = export(&d, "1", "md", Duration::from_secs(90));
     let (md, _) = text(&o);
     assert!(md.contains("iops >= 5000 * 0.98"), "{md}");
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::api_util::Api;
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{export, qoslab, text, Dir};
 use crate::report::{by_id, console_errors, render};
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
@@ -28,13 +28,7 @@ const LIMIT: Duration = Duration::from_secs(240);
 
 /// The stored run (`results export last --format json`).
 fn last_run(d: &Dir) -> Value {
-    let o = qoslab(
-        d,
-        &[
-            "results", "export", "last", "--format", "json", "--db", "r.db",
-        ],
-        LIMIT,
-    );
+    let o = export(d, "last", "json", LIMIT);
     serde_json::from_slice(&o.stdout).expect("the run as JSON")
 }
 

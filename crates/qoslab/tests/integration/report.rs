@@ -6,10 +6,10 @@
 //! `UPDATE_DOC_SCREENSHOT=1` also writes docs/img/report-500iops.png from the real run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{export, output_within, qoslab, text, Dir};
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -37,50 +37,24 @@ expect = ["iops_mean ~= policy.ceiling +-3%"]
 
 /// Run Chromium headless with the flags CI needs; fail the test after 60 s.
 pub(crate) fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
-    let mut child = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running chromium (scripts/install-deps.sh installs it)");
-    // Read while it runs: a DOM bigger than a pipe holds would block it forever.
-    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
-    let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("chromium {args:?} took over 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (
-        String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned(),
-        String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
-    )
+    let mut cmd = Command::new("chromium");
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(args)
+    .arg(url);
+    // scripts/install-deps.sh installs chromium.
+    let o = output_within(cmd, &format!("chromium {args:?}"), Duration::from_secs(60));
+    text(&o)
 }
 
 pub(crate) fn url(p: &Path) -> String {
@@ -153,13 +127,7 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
 
     // The time series are in the store: fio's windows and the node's samples sit on the
     // 500 IOPS ceiling.
-    let o = qoslab(
-        &d,
-        &[
-            "results", "export", "last", "--format", "json", "--db", "r.db",
-        ],
-        LIMIT,
-    );
+    let o = export(&d, "last", "json", LIMIT);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let s = &v["series"][0];
     let fio: Vec<f64> = s["fio"]
@@ -220,11 +188,7 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
         "self-contained"
     );
     // `results export --format html` is the same page.
-    let o = qoslab(
-        &d,
-        &["results", "export", "1", "--format", "html", "--db", "r.db"],
-        LIMIT,
-    );
+    let o = export(&d, "1", "html", LIMIT);
     assert_eq!(String::from_utf8_lossy(&o.stdout), html);
 
     let started = Instant::now();
@@ -333,13 +297,7 @@ fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    let o = qoslab(
-        &d,
-        &[
-            "results", "export", "last", "--format", "json", "--db", "r.db",
-        ],
-        LIMIT,
-    );
+    let o = export(&d, "last", "json", LIMIT);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let node: Vec<f64> = v["series"][0]["node"]
         .as_array()

@@ -1,6 +1,5 @@
 use super::*;
 use fio::JobResult;
-use harness::host::Env;
 use harness::store::JobRecord;
 
 pub(super) fn job(seq: u32, name: &str, iteration: u32, iops: f64, p99_us: u64) -> JobRecord {
@@ -19,14 +18,8 @@ pub(super) fn job(seq: u32, name: &str, iteration: u32, iops: f64, p99_us: u64) 
         volume: Some("v".into()),
         iteration,
         status: "done".into(),
-        started_at: String::new(),
-        finished_at: None,
-        error: None,
-        diagnosis: None,
-        steady: None,
         results: vec![r],
-        verdicts: vec![],
-        ops: vec![],
+        ..Default::default()
     }
 }
 
@@ -37,18 +30,12 @@ pub(super) fn run(id: i64, jobs: Vec<JobRecord>) -> RunRecord {
         started_at: "2026-11-22T07:00:00Z".into(),
         finished_at: None,
         status: "passed".into(),
-        plan_origin: String::new(),
-        plan_text: String::new(),
         target: "embedded node".into(),
         executor: "fake".into(),
         runtime_s: 3.0,
         ramp_s: 1.0,
-        env: Env::default(),
-        policies: vec![],
-        volumes: vec![],
         jobs,
-        tables: vec![],
-        series: vec![],
+        ..Default::default()
     }
 }
 

@@ -53,11 +53,7 @@ impl Family for Dbench {
     fn profile(&self, req: &ProfileRequest, registry: &Registry) -> Result<Plan, PlanError> {
         let text = format!(
             "{}[[workload]]\nname = \"{NAME}\"\nprofile = \"{NAME}\"\n",
-            if req.embedded {
-                "[[volume]]\nname = \"bench\"\nsize = \"100GB\"\n\n"
-            } else {
-                ""
-            }
+            req.bench_volume()
         );
         registry.parse(&text, &format!("--profile {NAME}"))
     }

@@ -266,35 +266,41 @@ pub fn rows(run: &RunRecord) -> Vec<Row> {
     out
 }
 
-/// The comparison table (plain text, aligned).
-pub fn table(rows: &[Row]) -> String {
+/// The comparison table's columns (the headline table adds the percentages of the ceiling).
+const COLUMNS: [&str; 9] = [
+    "volume",
+    "policy",
+    "expected ceiling",
+    "rand R/W IOPS",
+    "rand R/W BW",
+    "seq R/W",
+    "mixed R/W IOPS",
+    "measured ceiling (steady)",
+    "verdict (within 3%)",
+];
+
+/// A row's cells under [`COLUMNS`].
+fn cells(r: &Row) -> [String; 9] {
     let d = |v: Option<u64>| v.map(fmt::iops).unwrap_or_else(|| "-".into());
     let b = |v: Option<u64>| v.map(fmt::bw).unwrap_or_else(|| "-".into());
-    let mut cells: Vec<[String; 9]> = vec![[
-        "volume".into(),
-        "policy".into(),
-        "expected ceiling".into(),
-        "rand R/W IOPS".into(),
-        "rand R/W BW".into(),
-        "seq R/W".into(),
-        "mixed R/W IOPS".into(),
-        "measured ceiling (steady)".into(),
-        "verdict (within 3%)".into(),
-    ]];
-    for r in rows {
-        let s = &r.summary;
-        cells.push([
-            r.volume.clone(),
-            r.policy.clone(),
-            r.expected.clone(),
-            format!("{}/{}", d(s.read_iops), d(s.write_iops)),
-            format!("{} / {}", b(s.read_bw), b(s.write_bw)),
-            format!("{} / {}", b(s.read_seq_bw), b(s.write_seq_bw)),
-            format!("{}/{}", d(s.mix_read_iops), d(s.mix_write_iops)),
-            r.measured.clone(),
-            r.verdict.clone(),
-        ]);
-    }
+    let s = &r.summary;
+    [
+        r.volume.clone(),
+        r.policy.clone(),
+        r.expected.clone(),
+        format!("{}/{}", d(s.read_iops), d(s.write_iops)),
+        format!("{} / {}", b(s.read_bw), b(s.write_bw)),
+        format!("{} / {}", b(s.read_seq_bw), b(s.write_seq_bw)),
+        format!("{}/{}", d(s.mix_read_iops), d(s.mix_write_iops)),
+        r.measured.clone(),
+        r.verdict.clone(),
+    ]
+}
+
+/// The comparison table (plain text, aligned).
+pub fn table(rows: &[Row]) -> String {
+    let mut cells: Vec<[String; 9]> = vec![COLUMNS.map(String::from)];
+    cells.extend(rows.iter().map(self::cells));
     let mut w = [0usize; 9];
     for c in &cells {
         for (i, x) in c.iter().enumerate() {
@@ -321,50 +327,27 @@ pub fn table(rows: &[Row]) -> String {
 
 /// The comparison table as a stored summary table (the report's headline).
 pub fn headline_table(rows: &[Row]) -> SummaryTable {
-    let d = |v: Option<u64>| v.map(fmt::iops).unwrap_or_else(|| "-".into());
-    let b = |v: Option<u64>| v.map(fmt::bw).unwrap_or_else(|| "-".into());
     SummaryTable {
         kind: "ceilings".into(),
         name: "Seed 000: measured vs expected QoS ceilings".into(),
-        columns: [
-            "volume",
-            "policy",
-            "expected ceiling",
-            "rand R/W IOPS",
-            "rand R/W BW",
-            "seq R/W",
-            "mixed R/W IOPS",
-            "measured ceiling (steady)",
-            "verdict (within 3%)",
-            "read % of ceiling",
-            "write % of ceiling",
-        ]
-        .map(String::from)
-        .to_vec(),
+        columns: COLUMNS
+            .iter()
+            .chain(&["read % of ceiling", "write % of ceiling"])
+            .map(|c| c.to_string())
+            .collect(),
         rows: rows
             .iter()
             .map(|r| {
-                let s = &r.summary;
-                [
-                    r.volume.clone(),
-                    r.policy.clone(),
-                    r.expected.clone(),
-                    format!("{}/{}", d(s.read_iops), d(s.write_iops)),
-                    format!("{} / {}", b(s.read_bw), b(s.write_bw)),
-                    format!("{} / {}", b(s.read_seq_bw), b(s.write_seq_bw)),
-                    format!("{}/{}", d(s.mix_read_iops), d(s.mix_write_iops)),
-                    r.measured.clone(),
-                    r.verdict.clone(),
-                ]
-                .into_iter()
-                .map(serde_json::Value::from)
-                .chain((0..2).map(|i| {
-                    r.pct_of_ceiling
-                        .get(i)
-                        .map(|p| serde_json::json!((p * 10.0).round() / 10.0))
-                        .unwrap_or(serde_json::Value::Null)
-                }))
-                .collect()
+                cells(r)
+                    .into_iter()
+                    .map(serde_json::Value::from)
+                    .chain((0..2).map(|i| {
+                        r.pct_of_ceiling
+                            .get(i)
+                            .map(|p| serde_json::json!((p * 10.0).round() / 10.0))
+                            .unwrap_or(serde_json::Value::Null)
+                    }))
+                    .collect()
             })
             .collect(),
     }

@@ -35,27 +35,19 @@ fn job(volume: &str, name: &str, measured: f64, outcome: Outcome) -> JobRecord {
     );
     v.outcome = outcome;
     JobRecord {
-        id: 0,
-        seq: 0,
         workload: volume.into(),
         name: name.into(),
         volume: Some(volume.into()),
         iteration: 1,
         status: "done".into(),
-        started_at: String::new(),
-        finished_at: None,
-        error: None,
-        diagnosis: None,
-        steady: None,
         results: vec![r],
         verdicts: vec![v],
-        ops: vec![],
+        ..Default::default()
     }
 }
 
 #[test]
 fn verdicts_judge_the_steady_state_ceiling_within_3_percent() {
-    use harness::host::Env;
     use harness::store::VolumeRecord;
     use harness::verdict::Limits;
     let vol = |name: &str, iops: u64, bps: u64| VolumeRecord {
@@ -72,17 +64,9 @@ fn verdicts_judge_the_steady_state_ceiling_within_3_percent() {
     let run = RunRecord {
         id: 1,
         name: "demo".into(),
-        started_at: String::new(),
-        finished_at: None,
         status: "passed".into(),
-        plan_origin: String::new(),
-        plan_text: String::new(),
-        target: String::new(),
-        executor: String::new(),
         runtime_s: 2.0,
         ramp_s: 1.0,
-        env: Env::default(),
-        policies: vec![],
         volumes: vec![
             vol("base", 0, 0),
             vol("i500", 500, 0),
@@ -97,8 +81,7 @@ fn verdicts_judge_the_steady_state_ceiling_within_3_percent() {
             job("a200", "read_iops", 8609.0, Outcome::Fail),
             job("a200", "write_iops", 9249.0, Outcome::Inconclusive),
         ],
-        tables: vec![],
-        series: vec![],
+        ..Default::default()
     };
     let r = rows(&run);
     assert_eq!(r[0].verdict, "n/a (no ceiling)");

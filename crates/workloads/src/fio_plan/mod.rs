@@ -9,7 +9,10 @@ use harness::plan::{Common, PlanError, PlanSource};
 use harness::{Family, FamilyPlan, Registry};
 use report::ReportHooks;
 
-pub use parse::{fio_options, parse_expect, Workload, WorkloadSpec, TARGET_OPTIONS, TIME_OPTIONS};
+pub use parse::{
+    fio_options, parse_expect, valid_job_name, Workload, WorkloadSpec, JOB_NAME_RULE,
+    TARGET_OPTIONS, TIME_OPTIONS,
+};
 pub use plan::FioPlan;
 
 /// The family.

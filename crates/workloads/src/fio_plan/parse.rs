@@ -22,6 +22,18 @@ use harness::{JobSet, Registry};
 use serde::Deserialize;
 use toml::Spanned;
 
+/// What a job's name (a workload's, a ramp system's) may be: it names files and rows.
+pub const JOB_NAME_RULE: &str = "allowed 1-64 of A-Z a-z 0-9 _ - .";
+
+/// Whether `name` follows [`JOB_NAME_RULE`].
+pub fn valid_job_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
 /// fio options the harness owns: set by the target.
 pub const TARGET_OPTIONS: [&str; 5] = ["filename", "uri", "directory", "ioengine", "direct"];
 /// fio options the harness sets from `runtime`/`ramp`.
@@ -107,14 +119,9 @@ pub fn workloads(
             .clone()
             .unwrap_or_else(|| format!("workload{}", i + 1));
         let ctx = format!("workload {name:?}: ");
-        if name.is_empty()
-            || name.len() > 64
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
+        if !valid_job_name(&name) {
             return Err(PlanError(format!(
-                "{wat}: workload.name = {name:?}: allowed 1-64 of A-Z a-z 0-9 _ - ."
+                "{wat}: workload.name = {name:?}: {JOB_NAME_RULE}"
             )));
         }
         if !names.insert(name.clone()) {

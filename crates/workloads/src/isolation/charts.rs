@@ -2,7 +2,7 @@
 
 use harness::store::SummaryTable;
 use report::charts::{categories, num, trim_num, truthy};
-use report::svg::{Chart, Line, Mark, RefLine, Unit, FLOOR};
+use report::svg::{Chart, Mark, RefLine, Unit, FLOOR};
 use serde_json::Value;
 
 fn col(t: &SummaryTable, name: &str) -> Option<usize> {
@@ -54,13 +54,12 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut out = Vec::new();
     for m in &modes {
-        let mut c = Chart::new(
+        let mut c = Chart::categorical(
             format!("{}: IOPS per step, {m}", t.name),
             "step (bully load x remaining capacity)",
             "IOPS",
+            categories(&steps),
         );
-        c.x_unit = Unit::Count;
-        c.x_categories = categories(&steps);
         for (k, (v, role_name)) in vols.iter().enumerate() {
             let rows: Vec<&Vec<Value>> = t
                 .rows
@@ -95,39 +94,33 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
                     });
                 }
             }
-            c.lines.push(Line {
-                label: format!("{v} ({role_name})"),
-                points,
-                style: k,
-            });
+            c.line(format!("{v} ({role_name})"), points, k);
         }
         out.push(c);
     }
     if let Some(p99) = p99 {
-        let mut c = Chart::new(
+        let mut c = Chart::categorical(
             format!(
                 "{}: protected volumes' p99 latency per step, floors vs control",
                 t.name
             ),
             "step (bully load x remaining capacity)",
             "p99 latency (ms)",
+            categories(&steps),
         );
-        c.x_unit = Unit::Count;
         c.y_unit = Unit::Ms;
-        c.x_categories = categories(&steps);
         let mut k = 0;
         for (v, _) in vols.iter().filter(|(_, r)| r == "protected") {
             for m in &modes {
-                c.lines.push(Line {
-                    label: format!("{v} {m}"),
-                    points: t
-                        .rows
+                c.line(
+                    format!("{v} {m}"),
+                    t.rows
                         .iter()
                         .filter(|r| &s(r, mode) == m && &s(r, volume) == v)
                         .filter_map(|r| Some((num(r.get(step)?)?, num(r.get(p99)?)?)))
                         .collect(),
-                    style: k,
-                });
+                    k,
+                );
                 k += 1;
             }
         }

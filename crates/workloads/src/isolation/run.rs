@@ -109,7 +109,7 @@ impl IsolationPlan {
             .map(|i| {
                 if i + 1 == names.len() {
                     ctx.recorder
-                        .start(first + i, Some(node), &Target::Embedded, spec.ramp)
+                        .start(first + i, Some(node), &Target::Embedded, spec.ramp, false)
                 } else {
                     ctx.recorder.start_logs(first + i)
                 }

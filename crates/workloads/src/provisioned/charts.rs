@@ -4,7 +4,7 @@
 
 use harness::store::{RunRecord, SummaryTable};
 use report::charts::{categories, credit_charts, num};
-use report::svg::{Chart, Line, Unit};
+use report::svg::{Chart, Unit};
 
 use super::results::KIND;
 
@@ -49,11 +49,7 @@ pub fn table_charts(t: &SummaryTable) -> Vec<Chart> {
                 .filter_map(|(x, r)| col(r, column).as_ref().and_then(num).map(|y| (*x, y)))
                 .collect();
             if !points.is_empty() {
-                c.lines.push(Line {
-                    label: label.into(),
-                    points,
-                    style: k,
-                });
+                c.line(label, points, k);
             }
         }
         let xs: Vec<(f64, String)> = rows

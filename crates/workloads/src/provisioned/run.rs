@@ -182,7 +182,9 @@ impl ProvisionedPlan {
         } else {
             self.ramp
         };
-        let rec = ctx.recorder.start(seq as usize, node, ctx.target, ramp);
+        let rec = ctx
+            .recorder
+            .start(seq as usize, node, ctx.target, ramp, false);
         let started = Instant::now();
         let ran = ctx.exec.run(&file);
         let elapsed = started.elapsed();

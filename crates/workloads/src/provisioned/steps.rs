@@ -179,22 +179,24 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64) -> Result<Vec<StepDef>, Stri
             })
         })
     };
-    let mem = "In-memory cache (throughput)";
-    let set = format!("2 x {}", mib(file));
-    let mut steps = vec![StepDef {
-        name: "mem-write".into(),
-        section: mem,
-        test: "1 MiB write, 2 jobs x QD64 (lays out the data set)".into(),
+    // The write that lays out a cache's data set (2 files of `size`): 1 MiB, 2 jobs x QD64.
+    let lay_out = |name: &str, section: &'static str, why: &str, size: u64| StepDef {
+        name: name.into(),
+        section,
+        test: format!("1 MiB write, 2 jobs x QD64 ({why})"),
         connections: 2,
-        data_set: set.clone(),
-        options: seq("write", "1M", 2, 64, file),
+        data_set: format!("2 x {}", mib(size)),
+        options: seq("write", "1M", 2, 64, size),
         runtime: None,
         unit: Unit::Bw,
         rate: None,
         burst: None,
         spec_text: disk_text(f),
         expect: Vec::new(),
-    }];
+    };
+    let mem = "In-memory cache (throughput)";
+    let set = format!("2 x {}", mib(file));
+    let mut steps = vec![lay_out("mem-write", mem, "lays out the data set", file)];
     // One connection: the single-flow limit (while credits last).
     let one = flow(1);
     let mut expect = vec!["bw >= spec.disk.baseline".to_string()];
@@ -275,20 +277,12 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64) -> Result<Vec<StepDef>, Stri
     let nvme = "NVMe cache (throughput)";
     let set = format!("2 x {}", mib(big));
     let per_job = (2 * big / u64::from(n)) / MIB * MIB;
-    steps.push(StepDef {
-        name: "nvme-write".into(),
-        section: nvme,
-        test: "1 MiB write, 2 jobs x QD64 (larger than the memory cache)".into(),
-        connections: 2,
-        data_set: set.clone(),
-        options: seq("write", "1M", 2, 64, big),
-        runtime: None,
-        unit: Unit::Bw,
-        rate: None,
-        burst: None,
-        spec_text: disk_text(f),
-        expect: Vec::new(),
-    });
+    steps.push(lay_out(
+        "nvme-write",
+        nvme,
+        "larger than the memory cache",
+        big,
+    ));
     steps.push(StepDef {
         name: "nvme-read".into(),
         section: nvme,

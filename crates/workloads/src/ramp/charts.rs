@@ -2,7 +2,7 @@
 
 use harness::store::SummaryTable;
 use report::charts::{categories, num, trim_num, truthy};
-use report::svg::{Chart, Line, Mark, RefLine, Unit, THRESHOLD};
+use report::svg::{Chart, Mark, RefLine, Unit, THRESHOLD};
 use serde_json::Value;
 
 /// GenIO's pass criteria (BRIEF section 4): longest write cycle below 45 s, effective
@@ -54,53 +54,31 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
         })
         .collect();
     let mut out = Vec::new();
-    let mut c = Chart::new(
+    let mut c = Chart::categorical(
         format!("{}: measured vs target IOPS per run", t.name),
         "run",
         "IOPS",
+        categories(&cats),
     );
-    c.x_unit = Unit::Count;
-    c.x_categories = categories(&cats);
-    c.lines.push(Line {
-        label: "Target IOPS".into(),
-        points: series("Target IOPS"),
-        style: 4,
-    });
-    c.lines.push(Line {
-        label: "Total IOPS".into(),
-        points: series("Total IOPS"),
-        style: 0,
-    });
-    c.lines.push(Line {
-        label: "Read IOPS".into(),
-        points: series("Read IOPS"),
-        style: 1,
-    });
-    c.lines.push(Line {
-        label: "Write IOPS".into(),
-        points: series("Write IOPS"),
-        style: 2,
-    });
+    c.line("Target IOPS", series("Target IOPS"), 4);
+    c.line("Total IOPS", series("Total IOPS"), 0);
+    c.line("Read IOPS", series("Read IOPS"), 1);
+    c.line("Write IOPS", series("Write IOPS"), 2);
     c.marks = marks("Total IOPS");
     out.push(c);
-    let mut c = Chart::new(
+    let mut c = Chart::categorical(
         format!("{}: longest write cycle and WIJ time per run", t.name),
         "run",
         "seconds",
+        categories(&cats),
     );
-    c.x_unit = Unit::Count;
     c.y_unit = Unit::Secs;
-    c.x_categories = categories(&cats);
-    c.lines.push(Line {
-        label: "Longest write cycle".into(),
-        points: series("Longest write cycle (sec)"),
-        style: 0,
-    });
-    c.lines.push(Line {
-        label: "Longest WIJ time".into(),
-        points: series("Longest WIJ time (sec)"),
-        style: 1,
-    });
+    c.line(
+        "Longest write cycle",
+        series("Longest write cycle (sec)"),
+        0,
+    );
+    c.line("Longest WIJ time", series("Longest WIJ time (sec)"), 1);
     // The criteria the run was judged by (scaled runs store theirs), else GenIO's.
     let limit = |name: &str, default: f64| {
         col(t, name)
@@ -116,24 +94,19 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
     });
     c.marks = marks("Longest write cycle (sec)");
     out.push(c);
-    let mut c = Chart::new(
+    let mut c = Chart::categorical(
         format!("{}: write and read latency per run", t.name),
         "run",
         "latency (ms)",
+        categories(&cats),
     );
-    c.x_unit = Unit::Count;
     c.y_unit = Unit::Ms;
-    c.x_categories = categories(&cats);
-    c.lines.push(Line {
-        label: "Effective write latency".into(),
-        points: series("Effective write latency (ms)"),
-        style: 0,
-    });
-    c.lines.push(Line {
-        label: "Randread average".into(),
-        points: series("Randread average (ms)"),
-        style: 1,
-    });
+    c.line(
+        "Effective write latency",
+        series("Effective write latency (ms)"),
+        0,
+    );
+    c.line("Randread average", series("Randread average (ms)"), 1);
     c.refs.push(RefLine {
         label: format!("write latency limit {} ms", trim_num(latency_limit)),
         y: latency_limit,

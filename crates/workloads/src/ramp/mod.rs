@@ -95,11 +95,7 @@ impl Family for Ramp {
     fn profile(&self, req: &ProfileRequest, registry: &Registry) -> Result<Plan, PlanError> {
         let text = format!(
             "{}[[system]]\nname = \"system\"\nmin_iops = 1\nmax_iops = 1\n",
-            if req.embedded {
-                "[[volume]]\nname = \"bench\"\nsize = \"100GB\"\n\n"
-            } else {
-                ""
-            }
+            req.bench_volume()
         );
         let mut p = registry.parse(&text, PROFILE_ORIGIN)?;
         p.common.name = NAME.into();

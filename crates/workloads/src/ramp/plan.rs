@@ -1,6 +1,7 @@
 //! A ramp plan: the settings every system shares and the systems, from a plan's `[ramp]`
 //! and `[[system]]` tables (errors carry the plan's lines) or from the command line.
 
+use crate::fio_plan::{valid_job_name, JOB_NAME_RULE};
 use harness::plan::{parse_duration, PlanError, PlanSource};
 use harness::target::Target;
 use serde::{Deserialize, Serialize};
@@ -440,14 +441,9 @@ pub fn parse(src: &PlanSource, volumes: &[String]) -> Result<RampPlan, PlanError
         let sat = at(sys.span().start);
         let r = sys.get_ref();
         let name = r.name.clone().unwrap_or_else(|| format!("system{}", i + 1));
-        if name.is_empty()
-            || name.len() > 64
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
+        if !valid_job_name(&name) {
             return Err(PlanError(format!(
-                "{sat}: system.name = {name:?}: allowed 1-64 of A-Z a-z 0-9 _ - ."
+                "{sat}: system.name = {name:?}: {JOB_NAME_RULE}"
             )));
         }
         if out.iter().any(|s: &System| s.name == name) {

@@ -265,7 +265,7 @@ impl FamilyPlan for RampRun {
         // The node's samples and the hosts' tool sets over the run, once for every system.
         let recording = ctx
             .recorder
-            .start_generating(first_seq, ctx.node, ctx.target, 0.0);
+            .start(first_seq, ctx.node, ctx.target, 0.0, true);
         let stats = self.generate(&loads)?;
         let series = recording.finish(jobs[0]);
         let devices = harness::assessment::devices(ctx.node, ctx.target);

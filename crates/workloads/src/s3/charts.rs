@@ -3,7 +3,7 @@
 
 use harness::store::SummaryTable;
 use report::charts::{categories, num};
-use report::svg::{Chart, Line, Unit};
+use report::svg::{Chart, Unit};
 use serde_json::Value;
 
 /// Ops/s and MiB/s, and latency percentiles with TTFB, per operation row.
@@ -50,32 +50,26 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
             .collect()
     };
     let mut out = Vec::new();
-    let mut c = Chart::new(
+    let mut c = Chart::categorical(
         format!("{}: throughput per operation and iteration", t.name),
         "iteration and operation",
         "ops/s",
+        categories(&xs),
     );
-    c.x_unit = Unit::Count;
-    c.x_categories = categories(&xs);
     for (i, name) in ["Ops/s", "Slowest 1s (ops/s)", "Fastest 1s (ops/s)"]
         .into_iter()
         .enumerate()
     {
-        c.lines.push(Line {
-            label: name.into(),
-            points: series(name),
-            style: i,
-        });
+        c.line(name, series(name), i);
     }
     out.push(c);
-    let mut c = Chart::new(
+    let mut c = Chart::categorical(
         format!("{}: latency per operation and iteration", t.name),
         "iteration and operation",
         "latency (ms)",
+        categories(&xs),
     );
-    c.x_unit = Unit::Count;
     c.y_unit = Unit::Ms;
-    c.x_categories = categories(&xs);
     for (i, name) in [
         "Lat p50 (ms)",
         "Lat p90 (ms)",
@@ -86,11 +80,7 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
     .into_iter()
     .enumerate()
     {
-        c.lines.push(Line {
-            label: name.replace(" (ms)", ""),
-            points: series(name),
-            style: i,
-        });
+        c.line(name.replace(" (ms)", ""), series(name), i);
     }
     out.push(c);
     out.retain(Chart::has_data);

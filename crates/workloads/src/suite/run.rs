@@ -25,7 +25,7 @@ use super::cli::SuiteArgs;
 use super::render;
 use super::results;
 use super::spec::{Kind, SuiteSpec};
-use super::verdicts::{self, iperf_output, pair_verdicts, total_verdicts, verdict};
+use super::verdicts::{self, iperf_output, pair_verdicts, total_verdicts};
 
 enum Engine {
     Network {
@@ -47,6 +47,21 @@ struct Running {
     logs: PathBuf,
     /// On SIGINT/SIGTERM/SIGHUP (which do not unwind): remove `logs` too.
     _logs_cleanup: lifecycle::Guard,
+}
+
+/// The network suite's mesh, host pairs (indices into the mesh) and session.
+type Network<'a> = (&'a Mesh, &'a [(usize, usize)], &'a Session);
+
+/// The network suite's [`Network`], once prepared.
+fn network(state: &Option<Running>) -> Result<Network<'_>, RunError> {
+    match state {
+        Some(Running {
+            engine: Engine::Network { mesh, pairs },
+            session,
+            ..
+        }) => Ok((mesh, pairs, session)),
+        _ => Err(plan_err("network suite: not prepared")),
+    }
 }
 
 impl Drop for Running {
@@ -135,14 +150,7 @@ impl SuitePlan {
     }
 
     fn pair_step(&mut self, k: usize, ctx: &mut RunContext) -> Result<(), RunError> {
-        let Some(Running {
-            engine: Engine::Network { mesh, pairs },
-            session,
-            ..
-        }) = self.state.as_ref()
-        else {
-            return Err(plan_err("network suite: not prepared"));
-        };
+        let (mesh, pairs, session) = network(&self.state)?;
         let (i, j) = pairs[k];
         let (from, to) = (&mesh.hosts[i], &mesh.hosts[j]);
         let seq = self.seq + 1;
@@ -192,14 +200,7 @@ impl SuitePlan {
     }
 
     fn load_step(&mut self, ctx: &mut RunContext) -> Result<(), RunError> {
-        let Some(Running {
-            engine: Engine::Network { mesh, pairs },
-            session,
-            ..
-        }) = self.state.as_ref()
-        else {
-            return Err(plan_err("network suite: not prepared"));
-        };
+        let (mesh, pairs, session) = network(&self.state)?;
         // Every pair's job exists before the load starts.
         let mut ids = Vec::new();
         let mut seq = self.seq;
@@ -355,7 +356,7 @@ impl SuitePlan {
                 .map(|r| r.iops())
                 .collect();
             let sp = Spread::of(&same);
-            verdicts.push(verdict(
+            verdicts.push(Verdict::plain(
                 format!("iops cv over {} iterations <= {max}%", sp.n),
                 sp.cv_pct,
                 format!("<= {max}%"),

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use harness::store::{RunRecord, SummaryTable};
 use report::charts::{categories, num, truthy};
-use report::svg::{esc, Chart, Line, Mark, Unit};
+use report::svg::{esc, Chart, Mark};
 use serde_json::Value;
 
 use super::results::{self, cell, text};
@@ -243,16 +243,15 @@ fn intervals(t: &SummaryTable) -> Vec<Chart> {
         }
     }
     for (k, (from, to)) in pairs.iter().enumerate() {
-        c.lines.push(Line {
-            label: format!("{from} -> {to}"),
-            points: t
-                .rows
+        c.line(
+            format!("{from} -> {to}"),
+            t.rows
                 .iter()
                 .filter(|r| &s(cell(t, r, "from")) == from && &s(cell(t, r, "to")) == to)
                 .filter_map(|r| Some((num(cell(t, r, "t_s")?)?, num(cell(t, r, "mbps")?)?)))
                 .collect(),
-            style: k,
-        });
+            k,
+        );
     }
     vec![c]
 }
@@ -304,9 +303,7 @@ fn fio(t: &SummaryTable) -> Vec<Chart> {
         } else {
             title.to_string()
         };
-        let mut c = Chart::new(title, "where", "IOPS");
-        c.x_unit = Unit::Count;
-        c.x_categories = categories(&places);
+        let mut c = Chart::categorical(title, "where", "IOPS", categories(&places));
         for (k, j) in jobs.iter().enumerate() {
             let mut points = Vec::new();
             for r in stage_rows.iter().filter(|r| &s(cell(t, r, "job")) == j) {
@@ -322,11 +319,7 @@ fn fio(t: &SummaryTable) -> Vec<Chart> {
                     });
                 }
             }
-            c.lines.push(Line {
-                label: j.clone(),
-                points,
-                style: k,
-            });
+            c.line(j.clone(), points, k);
         }
         out.push(c);
     }
@@ -374,13 +367,12 @@ fn clients(t: &SummaryTable) -> Vec<Chart> {
         .enumerate()
         .map(|(i, n)| (i as f64 + 1.0, n.clone()))
         .collect();
-    let mut c = Chart::new(
+    let mut c = Chart::categorical(
         "each load generator and the merged figure (All clients): mean IOPS over the iterations",
         "client",
         "IOPS",
+        categories(&cats),
     );
-    c.x_unit = Unit::Count;
-    c.x_categories = categories(&cats);
     for (k, j) in jobs.iter().enumerate() {
         let mut points = Vec::new();
         for (x, n) in &cats {
@@ -396,11 +388,7 @@ fn clients(t: &SummaryTable) -> Vec<Chart> {
                 points.push((*x, v.iter().sum::<f64>() / v.len() as f64));
             }
         }
-        c.lines.push(Line {
-            label: j.clone(),
-            points,
-            style: k,
-        });
+        c.line(j.clone(), points, k);
     }
     vec![c]
 }
@@ -469,21 +457,9 @@ mod tests {
         RunRecord {
             id: 1,
             name: "n".into(),
-            started_at: String::new(),
-            finished_at: None,
             status: "failed".into(),
-            plan_origin: String::new(),
-            plan_text: String::new(),
-            target: String::new(),
-            executor: String::new(),
             runtime_s: 1.0,
-            ramp_s: 0.0,
-            env: Default::default(),
-            policies: Vec::new(),
-            volumes: Vec::new(),
-            jobs: Vec::new(),
-            tables: Vec::new(),
-            series: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -12,7 +12,7 @@ use super::spec::SuiteSpec;
 /// not, inconclusive (a figure still moving says nothing about the storage either way: the
 /// measurement is not a steady-state figure; SNIA PTS would run longer), never a failure.
 pub(super) fn steady(s: &SteadyState) -> Verdict {
-    let mut v = verdict(
+    let mut v = Verdict::plain(
         STEADY_EXPECTATION.into(),
         s.range_pct,
         "range <= 20%, trend <= 10%".into(),
@@ -34,17 +34,6 @@ pub(super) fn steady(s: &SteadyState) -> Verdict {
 const STEADY_EXPECTATION: &str =
     "steady state (SNIA PTS: last 5 windows range <= 20%, trend <= 10% of their mean)";
 
-/// A verdict judged here (no diagnosis: the suites' figures are the measurement itself).
-pub(super) fn verdict(
-    expectation: String,
-    measured: f64,
-    bound: String,
-    passed: bool,
-    detail: String,
-) -> Verdict {
-    Verdict::plain(expectation, measured, bound, passed, detail)
-}
-
 /// What the store keeps for an iperf3 test: its JSON, no fio results.
 pub(super) fn iperf_output(p: &Pair) -> FioOutput {
     FioOutput {
@@ -64,7 +53,7 @@ pub(super) fn pair_verdicts(p: &Pair, spec: &SuiteSpec, rate: bool) -> Vec<Verdi
     let g = r.goodput_bps / 1e6;
     if let (true, Some(rated)) = (rate, p.rated_mbps) {
         let thr = spec.min_fraction * rated as f64;
-        v.push(verdict(
+        v.push(Verdict::plain(
             format!(
                 "goodput >= {:.0}% of rated {rated} Mbit/s",
                 spec.min_fraction * 100.0
@@ -80,7 +69,7 @@ pub(super) fn pair_verdicts(p: &Pair, spec: &SuiteSpec, rate: bool) -> Vec<Verdi
             ),
         ));
     }
-    v.push(verdict(
+    v.push(Verdict::plain(
         format!("retransmits <= {}", spec.max_retransmits),
         r.retransmits as f64,
         format!("<= {}", spec.max_retransmits),
@@ -101,7 +90,7 @@ pub(super) fn total_verdicts(t: &HostTotal, min_fraction: f64) -> Vec<Verdict> {
     [("out", t.out_mbps), ("in", t.in_mbps)]
         .into_iter()
         .map(|(dir, x)| {
-            verdict(
+            Verdict::plain(
                 format!(
                     "cumulative {dir} under load >= {:.0}% of rated {rated} Mbit/s",
                     min_fraction * 100.0

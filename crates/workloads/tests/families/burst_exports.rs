@@ -5,12 +5,33 @@
 //! snapshots of runs without balances (`run.*`) are untouched by all of this.
 
 use fio::{DirStats, JobResult};
-use harness::host::Env;
 use harness::series::{CreditSample, FioSample, JobSeries, NodeSample, ResourceSample};
 use harness::store::{JobRecord, RunRecord, VolumeRecord};
 use harness::verdict::Limits;
 use report::Format;
 use workloads::export;
+
+use crate::snapshot::{check_snapshot, lab_env};
+
+/// One of fio's read windows.
+fn read_sample(
+    t_ms: u64,
+    iops: f64,
+    bw_bytes: f64,
+    lat_mean_ns: f64,
+    p50: u64,
+    p99: u64,
+) -> FioSample {
+    FioSample {
+        t_ms,
+        direction: "read".into(),
+        iops,
+        bw_bytes,
+        lat_mean_ns,
+        p50_ns: p50,
+        p99_ns: p99,
+    }
+}
 
 /// gp2 at 100 GiB with a 13,500-credit bucket: 3,000 IOPS for 5 s, then 300.
 fn gp2_samples() -> (Vec<FioSample>, Vec<NodeSample>) {
@@ -18,15 +39,14 @@ fn gp2_samples() -> (Vec<FioSample>, Vec<NodeSample>) {
     for k in 1..=16u64 {
         let t_ms = k * 500;
         let iops = if t_ms <= 5_000 { 3_000.0 } else { 300.0 };
-        fio.push(FioSample {
+        fio.push(read_sample(
             t_ms,
-            direction: "read".into(),
             iops,
-            bw_bytes: iops * 4096.0,
-            lat_mean_ns: 5_000_000.0,
-            p50_ns: 4_000_000,
-            p99_ns: 9_000_000,
-        });
+            iops * 4096.0,
+            5e6,
+            4_000_000,
+            9_000_000,
+        ));
         let balance = (13_500.0 - 2_700.0 * t_ms as f64 / 1000.0).max(0.0);
         node.push(NodeSample {
             t_ms,
@@ -51,15 +71,14 @@ fn fs_samples() -> (Vec<FioSample>, Vec<ResourceSample>) {
     for k in 1..=8u64 {
         let t_ms = k * 500;
         let bw = if t_ms <= 2_000 { 1.25e9 } else { 1.5e8 };
-        fio.push(FioSample {
+        fio.push(read_sample(
             t_ms,
-            direction: "read".into(),
-            iops: bw / 1048576.0,
-            bw_bytes: bw,
-            lat_mean_ns: 1e6,
-            p50_ns: 900_000,
-            p99_ns: 2_000_000,
-        });
+            bw / 1048576.0,
+            bw,
+            1e6,
+            900_000,
+            2_000_000,
+        ));
         let balance = (bucket - 1.1e9 * t_ms as f64 / 1000.0).max(0.0);
         for (name, unit, baseline, use_rate, credits) in [
             (
@@ -137,13 +156,7 @@ fn run() -> RunRecord {
         executor: "local fio".into(),
         runtime_s: 8.0,
         ramp_s: 0.0,
-        env: Env {
-            host: "lab1".into(),
-            kernel: "6.1.0".into(),
-            cpu: "Example CPU (2 cores)".into(),
-            fio_version: "fio-3.33".into(),
-            qoslab_version: "0.1.0".into(),
-        },
+        env: lab_env(),
         policies: Vec::new(),
         volumes: vec![
             VolumeRecord {
@@ -192,19 +205,7 @@ fn run() -> RunRecord {
 }
 
 fn check(format: Format, file: &str) -> String {
-    let got = export(&run(), format);
-    let path = format!("{}/tests/snapshots/{file}", env!("CARGO_MANIFEST_DIR"));
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, &got).unwrap();
-    }
-    let want = std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e} (UPDATE_SNAPSHOTS=1 creates it)"));
-    let text = String::from_utf8(got.clone()).unwrap();
-    assert!(
-        got == want,
-        "{file} differs from the snapshot; got:\n{text}"
-    );
-    text
+    check_snapshot(export(&run(), format), file)
 }
 
 #[test]

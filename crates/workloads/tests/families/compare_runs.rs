@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use fio::FakeFio;
-use harness::host::Env;
 use harness::store::{RunRecord, Store};
 use harness::target::Target;
 use harness::ui::Quiet;
-use harness::RunEnv;
 use report::compare::{compare, MetricDelta, MIN_NOISE, MIN_NOISE_MEASURED};
+
+use crate::support::run_with;
 
 fn fixture() -> String {
     std::fs::read_to_string(format!(
@@ -41,19 +41,8 @@ fn canned_run(store: &mut Store, iops: &[f64]) -> RunRecord {
             1,
         )
     });
-    let out = harness::run(
-        &mut plan,
-        RunEnv {
-            target: &Target::Nbd("nbd://127.0.0.1/x".into()),
-            exec: &fake,
-            store,
-            env: &Env::default(),
-            ui: &mut Quiet,
-            tools: false,
-            remote_tools: None,
-        },
-    )
-    .unwrap();
+    let target = Target::Nbd("nbd://127.0.0.1/x".into());
+    let out = run_with(&mut plan, &target, &fake, store, &mut Quiet).unwrap();
     assert_eq!(out.record.jobs.len(), iops.len());
     store.load_run(out.record.id).unwrap()
 }

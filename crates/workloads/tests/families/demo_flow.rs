@@ -4,12 +4,13 @@
 //! the answer's exit status says so. The real thing, with real fio, is `qoslab demo`.
 
 use fio::FakeFio;
-use harness::host::Env;
 use harness::store::Store;
 use harness::target::Target;
 use harness::ui::Quiet;
-use harness::{Plan, RunEnv, RunError};
+use harness::{Plan, RunError};
 use workloads::demo::{self, Host, Settings};
+
+use crate::support::run_with;
 
 struct Fake {
     db: std::path::PathBuf,
@@ -20,18 +21,7 @@ struct Fake {
 impl Host for Fake {
     fn run(&mut self, plan: &mut Plan) -> Result<harness::Outcome, RunError> {
         let mut store = Store::open(&self.db)?;
-        harness::run(
-            plan,
-            RunEnv {
-                target: &Target::Embedded,
-                exec: &self.exec,
-                store: &mut store,
-                env: &Env::default(),
-                ui: &mut Quiet,
-                tools: false,
-                remote_tools: None,
-            },
-        )
+        run_with(plan, &Target::Embedded, &self.exec, &mut store, &mut Quiet)
     }
 
     fn print(&mut self, text: &str) {

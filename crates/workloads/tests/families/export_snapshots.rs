@@ -4,13 +4,14 @@
 //! `UPDATE_SNAPSHOTS=1 cargo test -p workloads --test families export_snapshots` and review the diff.
 
 use fio::FioOutput;
-use harness::host::Env;
 use harness::series::{JobSeries, NodeSample};
 use harness::store::{JobRecord, PolicyRecord, RunRecord, SummaryTable, VolumeRecord};
 use harness::verdict::{Expectation, Limits};
 use report::Format;
 use serde_json::json;
 use workloads::export;
+
+use crate::snapshot::{check_snapshot, lab_env};
 
 fn fixture(name: &str) -> FioOutput {
     let p = format!(
@@ -77,13 +78,7 @@ fn base_run() -> RunRecord {
         executor: "local fio".into(),
         runtime_s: 3.0,
         ramp_s: 1.0,
-        env: Env {
-            host: "lab1".into(),
-            kernel: "6.1.0".into(),
-            cpu: "Example CPU (2 cores)".into(),
-            fio_version: "fio-3.33".into(),
-            qoslab_version: "0.1.0".into(),
-        },
+        env: lab_env(),
         policies: vec![PolicyRecord {
             name: "QoS_500iops".into(),
             definition: "Fixed(max 500 IOPS)".into(),
@@ -407,18 +402,7 @@ fn tables() -> Vec<SummaryTable> {
 }
 
 fn check(format: Format, file: &str) {
-    let got = export(&run(), format);
-    let path = format!("{}/tests/snapshots/{file}", env!("CARGO_MANIFEST_DIR"));
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, &got).unwrap();
-    }
-    let want = std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e} (UPDATE_SNAPSHOTS=1 creates it)"));
-    assert!(
-        got == want,
-        "{file} differs from the snapshot; got:\n{}",
-        String::from_utf8_lossy(&got)
-    );
+    check_snapshot(export(&run(), format), file);
 }
 
 #[test]

@@ -5,14 +5,15 @@ use std::path::Path;
 
 use fio::FakeFio;
 use harness::fio_job::FioJob;
-use harness::host::Env;
 use harness::store::Store;
 use harness::target::Target;
 use harness::ui::Quiet;
-use harness::{Options, Outcome, Plan, PlanError, ProfileRequest, RunEnv, RunError};
+use harness::{Options, Outcome, Plan, PlanError, ProfileRequest, RunError};
 
 use workloads::fio_plan::FioPlan;
 use workloads::registry;
+
+use crate::support::run_with;
 
 fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
     registry().parse(text, origin)
@@ -38,18 +39,7 @@ fn run_plan(
     target: &Target,
     store: &mut Store,
 ) -> Result<Outcome, RunError> {
-    harness::run(
-        plan,
-        RunEnv {
-            target,
-            exec,
-            store,
-            env: &Env::default(),
-            ui: &mut Quiet,
-            tools: false,
-            remote_tools: None,
-        },
-    )
+    run_with(plan, target, exec, store, &mut Quiet)
 }
 
 const GOOD: &str = r#"

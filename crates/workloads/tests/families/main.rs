@@ -11,5 +11,7 @@ mod main_db;
 mod provisioned_plans;
 mod ramp_plans;
 mod s3_plans;
+mod snapshot;
 mod status_rule;
 mod suite_plans;
+mod support;

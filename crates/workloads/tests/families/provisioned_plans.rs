@@ -3,13 +3,14 @@
 //! harness's loop with a fake fio on a target that is not a qoslab node.
 
 use fio::FakeFio;
-use harness::host::Env;
 use harness::store::Store;
 use harness::target::Target;
 use harness::ui::Captured;
-use harness::{Options, Plan, PlanError, ProfileRequest, RunEnv};
+use harness::{Options, Plan, PlanError, ProfileRequest};
 use workloads::provisioned::{ProvisionedPlan, Spec, KIND, NAME};
 use workloads::registry;
+
+use crate::support::run_with;
 
 fn parse(text: &str) -> Result<Plan, PlanError> {
     registry().parse(text, "p.toml")
@@ -189,19 +190,7 @@ fn a_run_on_a_foreign_target_judges_against_the_spec() {
     let mut store = Store::in_memory().unwrap();
     let mut ui = Captured::default();
     let target = Target::Path(dir.join("disk"));
-    let out = harness::run(
-        &mut p,
-        RunEnv {
-            target: &target,
-            exec: &exec,
-            store: &mut store,
-            env: &Env::default(),
-            ui: &mut ui,
-            tools: false,
-            remote_tools: None,
-        },
-    )
-    .unwrap();
+    let out = run_with(&mut p, &target, &exec, &mut store, &mut ui).unwrap();
     assert!(out.passed(), "{:?}", out.record.jobs[0].verdicts);
     let v = &out.record.jobs[0].verdicts[0];
     assert_eq!(v.expectation, "iops ~= spec.iops.baseline +-3%");
@@ -230,19 +219,7 @@ fn a_run_on_a_foreign_target_judges_against_the_spec() {
             .unwrap();
     p.configure(&Options::default()).unwrap();
     let exec = FakeFio::new(|j| fio_json(&j.jobs[0].name, 900.0, 4096));
-    let out = harness::run(
-        &mut p,
-        RunEnv {
-            target: &target,
-            exec: &exec,
-            store: &mut store,
-            env: &Env::default(),
-            ui: &mut ui,
-            tools: false,
-            remote_tools: None,
-        },
-    )
-    .unwrap();
+    let out = run_with(&mut p, &target, &exec, &mut store, &mut ui).unwrap();
     assert_eq!(out.record.status, "failed");
     let v = &out.record.jobs[0].verdicts;
     assert_eq!(v.len(), 3);

@@ -6,9 +6,11 @@ use fio::FakeFio;
 use harness::store::Store;
 use harness::target::Target;
 use harness::ui::Captured;
-use harness::{Options, ProfileRequest, RunEnv};
+use harness::{Options, ProfileRequest};
 use workloads::registry;
 use workloads::s3::{S3Run, NAME};
+
+use crate::support::{configure_error, run_with};
 
 #[test]
 fn s3_plan_errors_name_the_line_and_key() {
@@ -32,13 +34,7 @@ fn s3_plan_errors_name_the_line_and_key() {
         assert!(got.contains(want), "for:\n{bad}\ngot: {got}\nwant: {want}");
     }
     // An S3 plan has no embedded NBD node; --client is fio's.
-    let mut p = registry()
-        .parse(
-            "[[volume]]\nname = \"v\"\nsize = \"1GB\"\n[s3]\n[[s3.test]]\nname = \"a\"\nread_weight = 1\n",
-            "p.toml",
-        )
-        .unwrap();
-    let e = p.configure(&Options::default()).unwrap_err().0;
+    let e = configure_error("[[volume]]\nname = \"v\"\nsize = \"1GB\"\n[s3]\n[[s3.test]]\nname = \"a\"\nread_weight = 1\n");
     assert!(e.contains("declares no [[volume]]"), "{e}");
     let mut p = registry()
         .parse(
@@ -83,19 +79,8 @@ fn run_profile(store: &mut Store, runtime: f64, iterations: u32) -> i64 {
     plan.common.iterations = iterations;
     plan.configure(&Options::default()).unwrap();
     let mut ui = Captured::default();
-    let out = harness::run(
-        &mut plan,
-        RunEnv {
-            target: &Target::Embedded,
-            exec: &FakeFio::constant("fio is not used by the s3 family"),
-            store,
-            env: &harness::host::Env::default(),
-            ui: &mut ui,
-            tools: false,
-            remote_tools: None,
-        },
-    )
-    .unwrap();
+    let exec = FakeFio::constant("fio is not used by the s3 family");
+    let out = run_with(&mut plan, &Target::Embedded, &exec, store, &mut ui).unwrap();
     assert!(out.passed(), "{:?}\n{}", out.record.status, ui.0);
     assert!(ui.0.contains(" GET "), "{}", ui.0);
     assert!(plan.body_as::<S3Run>().is_some());

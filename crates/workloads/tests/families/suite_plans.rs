@@ -4,6 +4,8 @@
 
 use harness::{Options, ProfileRequest};
 use workloads::registry;
+
+use crate::support::configure_error;
 use workloads::suite::{Kind, SuitePlan, SuiteSpec, NAME};
 
 fn spec(p: &harness::Plan) -> SuiteSpec {
@@ -61,21 +63,9 @@ fn plan_errors_name_the_key_and_line() {
     let msg = e("[suite]\nkind = \"disks\"\n[[workload]]\nfio = {}\n");
     assert!(msg.contains("not both"), "{msg}");
     // Checked when configured: a disks plan without devices, a network plan with one host.
-    let mut p = registry()
-        .parse(
-            "[suite]\nkind = \"disks\"\n[[host]]\nname = \"a\"\n",
-            "p.toml",
-        )
-        .unwrap();
-    let msg = p.configure(&Options::default()).unwrap_err().0;
+    let msg = configure_error("[suite]\nkind = \"disks\"\n[[host]]\nname = \"a\"\n");
     assert!(msg.contains("--suite disks: no devices"), "{msg}");
-    let mut p = registry()
-        .parse(
-            "[suite]\nkind = \"network\"\n[[host]]\nname = \"a\"\n",
-            "p.toml",
-        )
-        .unwrap();
-    let msg = p.configure(&Options::default()).unwrap_err().0;
+    let msg = configure_error("[suite]\nkind = \"network\"\n[[host]]\nname = \"a\"\n");
     assert_eq!(msg, "--suite network: needs at least 2 hosts");
     let mut p = registry()
         .parse("[bench]\nruntime = \"5s\"\n[suite]\nkind = \"network\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n", "p.toml")

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::super::model::{code, ApiError, PolicyRef};
+use super::super::model::{code, only, ApiError, PolicyRef};
 use super::super::query;
 use super::super::{db_err, single, ControlPlane, Query, Reply, R};
 use super::{new_keys, valid_key, valid_user_name};
@@ -42,27 +42,6 @@ fn obj<'a>(v: &'a Value, t: &str) -> R<&'a Map<String, Value>> {
             format!("field \"{t}\" must be an object"),
         )
     })
-}
-
-fn only(m: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> R<()> {
-    for k in m.keys() {
-        if !allowed.contains(&k.as_str()) {
-            let t = if prefix.is_empty() {
-                k.clone()
-            } else {
-                format!("{prefix}.{k}")
-            };
-            return Err(ApiError::bad(
-                code::UNKNOWN_FIELD,
-                &t,
-                format!(
-                    "unexpected field \"{t}\"; allowed here: {}",
-                    allowed.join(", ")
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn text<'a>(m: &'a Map<String, Value>, t: &str, key: &str) -> R<Option<&'a str>> {
@@ -288,11 +267,7 @@ impl ControlPlane {
         check_svm(self, svm_uuid)?;
         let inner = self.lock();
         let rows = self.s3.rows();
-        let b = rows
-            .buckets
-            .iter()
-            .find(|b| b.uuid == uuid)
-            .ok_or_else(|| ApiError::not_found("uuid", format!("no bucket with uuid {uuid:?}")))?;
+        let b = &rows.buckets[bucket_index(&rows.buckets, uuid)?];
         Ok(Reply::ok(single(self.bucket_json(&inner, b), q)))
     }
 
@@ -354,11 +329,7 @@ impl ControlPlane {
         let comment = text(&m, "comment", "comment")?;
         let inner = self.lock();
         let mut rows = self.s3.rows();
-        let i = rows
-            .buckets
-            .iter()
-            .position(|b| b.uuid == uuid)
-            .ok_or_else(|| ApiError::not_found("uuid", format!("no bucket with uuid {uuid:?}")))?;
+        let i = bucket_index(&rows.buckets, uuid)?;
         let mut row = rows.buckets[i].clone();
         if let Some(s) = size {
             row.size = s;
@@ -391,14 +362,12 @@ impl ControlPlane {
 
     pub fn delete_s3_bucket_api(&self, svm_uuid: &str, uuid: &str) -> R<Reply> {
         check_svm(self, svm_uuid)?;
-        let name = self
-            .s3
-            .rows()
-            .buckets
-            .iter()
-            .find(|b| b.uuid == uuid)
-            .map(|b| b.name.clone())
-            .ok_or_else(|| ApiError::not_found("uuid", format!("no bucket with uuid {uuid:?}")))?;
+        let name = {
+            let rows = self.s3.rows();
+            rows.buckets[bucket_index(&rows.buckets, uuid)?]
+                .name
+                .clone()
+        };
         self.s3_delete_bucket(&name)?;
         Ok(Reply::ok(json!({})))
     }
@@ -423,11 +392,7 @@ impl ControlPlane {
     pub fn get_s3_user(&self, svm_uuid: &str, name: &str, q: &Query) -> R<Reply> {
         check_svm(self, svm_uuid)?;
         let rows = self.s3.rows();
-        let u = rows
-            .users
-            .iter()
-            .find(|u| u.name == name)
-            .ok_or_else(|| ApiError::not_found("name", format!("no S3 user named {name:?}")))?;
+        let u = &rows.users[user_index(&rows.users, name)?];
         Ok(Reply::ok(single(self.user_json(u), q)))
     }
 
@@ -517,11 +482,7 @@ impl ControlPlane {
         let comment = text(&m, "comment", "comment")?;
         let inner = self.lock();
         let mut rows = self.s3.rows();
-        let i = rows
-            .users
-            .iter()
-            .position(|u| u.name == name)
-            .ok_or_else(|| ApiError::not_found("name", format!("no S3 user named {name:?}")))?;
+        let i = user_index(&rows.users, name)?;
         let mut row = rows.users[i].clone();
         if let Some(c) = comment {
             row.comment = c.to_string();
@@ -547,16 +508,28 @@ impl ControlPlane {
         check_svm(self, svm_uuid)?;
         let inner = self.lock();
         let mut rows = self.s3.rows();
-        let i = rows
-            .users
-            .iter()
-            .position(|u| u.name == name)
-            .ok_or_else(|| ApiError::not_found("name", format!("no S3 user named {name:?}")))?;
+        let i = user_index(&rows.users, name)?;
         inner.store.delete_s3_user(name).map_err(db_err)?;
         rows.users.remove(i);
         self.s3.rebuild_keys(&rows.users);
         Ok(Reply::ok(json!({})))
     }
+}
+
+/// Where the bucket `uuid` is in `buckets`, or the API's not-found error.
+fn bucket_index(buckets: &[BucketRow], uuid: &str) -> R<usize> {
+    buckets
+        .iter()
+        .position(|b| b.uuid == uuid)
+        .ok_or_else(|| ApiError::not_found("uuid", format!("no bucket with uuid {uuid:?}")))
+}
+
+/// Where the user `name` is in `users`, or the API's not-found error.
+fn user_index(users: &[S3UserRow], name: &str) -> R<usize> {
+    users
+        .iter()
+        .position(|u| u.name == name)
+        .ok_or_else(|| ApiError::not_found("name", format!("no S3 user named {name:?}")))
 }
 
 // ---- routes (wired into api::http) ----

@@ -72,21 +72,6 @@ fn credit_series(job_id: i64) -> JobSeries {
     }
 }
 
-fn new_run(s: &Store) -> i64 {
-    let env = Env::default();
-    s.begin_run(&NewRun {
-        name: "t",
-        plan_origin: "p.toml",
-        plan_text: "",
-        target: "embedded node",
-        executor: "fake",
-        runtime_s: 2.0,
-        ramp_s: 1.0,
-        env: &env,
-    })
-    .unwrap()
-}
-
 #[test]
 fn credit_balances_and_resources_round_trip() {
     let mut s = Store::in_memory().unwrap();
@@ -104,11 +89,7 @@ fn credit_balances_and_resources_round_trip() {
 /// again changes nothing.
 #[test]
 fn a_schema_4_database_gains_credit_balances() {
-    let dir = crate::target::temp_dir("schema4").unwrap();
-    let _cleanup = RemoveOnDrop(dir.clone());
-    let path = dir.join("old.db");
-    {
-        let c = Connection::open(&path).unwrap();
+    let (_dir, path) = {
         let mut old = String::new();
         for t in SCHEMA.split("CREATE TABLE").skip(1) {
             if t.contains("resource_samples (") {
@@ -121,9 +102,9 @@ fn a_schema_4_database_gains_credit_balances() {
             old.push_str("CREATE TABLE");
             old.push_str(&t);
         }
-        c.execute_batch(&old).unwrap();
-        c.pragma_update(None, "user_version", 4).unwrap();
-        c.execute_batch(
+        old_database(
+            4,
+            &old,
             "INSERT INTO runs (name, started_at, status, plan_origin, plan_text, target, executor,
                runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version)
              VALUES ('old', 't', 'passed', 'p', '', 'x', 'fio', 1, 0, '', '', '', '', '');
@@ -133,8 +114,10 @@ fn a_schema_4_database_gains_credit_balances() {
                read_bps, write_bps, lat_mean_us, ceiling_wait_us, floor_wait_us)
              VALUES (1, 500, 'v', 500, 0, 0, 2048000, 0, 31000, 30000, 0);",
         )
-        .unwrap();
-        let cols: i64 = c
+    };
+    {
+        let cols: i64 = Connection::open(&path)
+            .unwrap()
             .query_row(
                 "SELECT COUNT(*) FROM pragma_table_info('node_samples')",
                 [],
