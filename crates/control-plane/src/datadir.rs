@@ -128,18 +128,13 @@ fn lock_path(data_dir: &Path) -> std::path::PathBuf {
     data_dir.join("serve.lock")
 }
 
+/// An exclusive flock(2) without waiting (std's, LOCK_EX | LOCK_NB); Ok(false) when
+/// another process holds it.
 fn try_flock(f: &std::fs::File) -> io::Result<bool> {
-    use std::os::unix::io::AsRawFd;
-    // SAFETY: flock on an fd we own.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(e)
+    match f.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
 

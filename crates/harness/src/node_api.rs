@@ -84,17 +84,9 @@ impl PartialEq for NodeHandle {
 impl Eq for NodeHandle {}
 
 /// Percent-encode a value for a REST query (`?name=VALUE`): every byte but ASCII letters,
-/// digits, `-`, `_`, `.` and `*` (ONTAP's wildcard operator passes as itself).
-pub fn query_value(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+/// digits, `-`, `_`, `.` and `*` (ONTAP's wildcard operator passes as itself). The REST
+/// client's encoder: one percent-encoder in the workspace.
+pub use api_client::enc as query_value;
 
 #[cfg(test)]
 mod query_value_tests {

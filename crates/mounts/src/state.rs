@@ -8,7 +8,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -77,18 +76,13 @@ pub fn create_locked(dir: &Path) -> io::Result<File> {
     Ok(f)
 }
 
-/// Take an exclusive flock without waiting; Ok(false) when another process holds it.
+/// Take an exclusive flock without waiting (std's `File::try_lock`: flock(2) with
+/// LOCK_EX | LOCK_NB); Ok(false) when another process holds it.
 pub fn try_lock(f: &File) -> io::Result<bool> {
-    // SAFETY: flock on a valid open descriptor owned by `f`.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(e)
+    match f.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
 

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
+use crate::http_client::{print_json, print_records, text, ApiArgs, Client, ConnArgs, Output};
 
 const VOLUMES: &str = "/api/storage/volumes";
 
@@ -39,15 +39,8 @@ enum VolumeCmd {
         /// Size: bytes, or 100GB, 1TiB, ... (KB..TB powers of 1000, KiB..TiB of 1024).
         #[arg(long)]
         size: String,
-        /// QoS policy name.
-        #[arg(long)]
-        qos_policy: Option<String>,
-        /// Snapshot reserve, percent (0-90, default 5).
-        #[arg(long)]
-        snapshot_reserve: Option<u8>,
-        /// Free-text comment.
-        #[arg(long)]
-        comment: Option<String>,
+        #[command(flatten)]
+        fields: Fields,
         /// SVM name to record with the volume.
         #[arg(long)]
         svm: Option<String>,
@@ -71,18 +64,28 @@ enum VolumeCmd {
         volume: String,
         #[arg(long)]
         size: Option<String>,
-        #[arg(long)]
-        qos_policy: Option<String>,
-        #[arg(long)]
-        snapshot_reserve: Option<u8>,
-        #[arg(long)]
-        comment: Option<String>,
+        #[command(flatten)]
+        fields: Fields,
         /// A NAS volume's export policy.
         #[arg(long, value_name = "NAME")]
         export_policy: Option<String>,
     },
     /// Delete a volume and its data (connected clients are disconnected).
     Delete { volume: String },
+}
+
+/// The settings `create` and `modify` share.
+#[derive(Args)]
+struct Fields {
+    /// QoS policy name (`none` on modify removes it).
+    #[arg(long)]
+    qos_policy: Option<String>,
+    /// Snapshot reserve, percent (0-90, default 5).
+    #[arg(long)]
+    snapshot_reserve: Option<u8>,
+    /// Free-text comment.
+    #[arg(long)]
+    comment: Option<String>,
 }
 
 fn size_bytes(s: &str) -> anyhow::Result<u64> {
@@ -100,9 +103,7 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
         VolumeCmd::Create {
             name,
             size,
-            qos_policy,
-            snapshot_reserve,
-            comment,
+            fields,
             svm,
             nas_path,
             export_policy,
@@ -111,15 +112,7 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
             let mut b = Map::new();
             b.insert("name".into(), json!(name));
             b.insert("size".into(), json!(size_bytes(&size)?));
-            if let Some(p) = qos_policy {
-                b.insert("qos".into(), json!({"policy": {"name": p}}));
-            }
-            if let Some(r) = snapshot_reserve {
-                b.insert("space".into(), json!({"snapshot": {"reserve_percent": r}}));
-            }
-            if let Some(cm) = comment {
-                b.insert("comment".into(), json!(cm));
-            }
+            common_fields(&mut b, fields);
             if let Some(s) = svm {
                 b.insert("svm".into(), json!({ "name": s }));
             }
@@ -136,41 +129,26 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
             let r = c.call("POST", VOLUMES, Some(&Value::Object(b)))?;
             show(&r, out);
         }
-        VolumeCmd::List => {
-            let r = c.call(
-                "GET",
-                "/api/storage/volumes?fields=size,qos,space,metric,limits",
-                None,
-            )?;
-            if out == Output::Json {
-                print_json(&r);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = r["records"]
-                .as_array()
-                .map(|a| a.as_slice())
-                .unwrap_or_default()
-                .iter()
-                .map(|v| {
-                    vec![
-                        v["name"].as_str().unwrap_or("").to_string(),
-                        v["size"].to_string(),
-                        v["space"]["used"].to_string(),
-                        v["qos"]["policy"]["name"]
-                            .as_str()
-                            .unwrap_or("-")
-                            .to_string(),
-                        ceiling(v),
-                        v["metric"]["iops"]["total"].to_string(),
-                        v["uuid"].as_str().unwrap_or("").to_string(),
-                    ]
-                })
-                .collect();
-            print_table(
-                &["Name", "Size", "Used", "Policy", "Ceiling", "IOPS", "UUID"],
-                &rows,
-            );
-        }
+        VolumeCmd::List => print_records(
+            &c,
+            "/api/storage/volumes?fields=size,qos,space,metric,limits",
+            out,
+            &["Name", "Size", "Used", "Policy", "Ceiling", "IOPS", "UUID"],
+            |v| {
+                vec![
+                    v["name"].as_str().unwrap_or("").to_string(),
+                    v["size"].to_string(),
+                    v["space"]["used"].to_string(),
+                    v["qos"]["policy"]["name"]
+                        .as_str()
+                        .unwrap_or("-")
+                        .to_string(),
+                    ceiling(v),
+                    v["metric"]["iops"]["total"].to_string(),
+                    v["uuid"].as_str().unwrap_or("").to_string(),
+                ]
+            },
+        )?,
         VolumeCmd::Show { volume } => {
             let u = resolve(&c, &volume)?;
             let r = c.call("GET", &format!("{VOLUMES}/{u}"), None)?;
@@ -179,9 +157,7 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
         VolumeCmd::Modify {
             volume,
             size,
-            qos_policy,
-            snapshot_reserve,
-            comment,
+            fields,
             export_policy,
         } => {
             let u = resolve(&c, &volume)?;
@@ -189,15 +165,7 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
             if let Some(s) = size {
                 b.insert("size".into(), json!(size_bytes(&s)?));
             }
-            if let Some(p) = qos_policy {
-                b.insert("qos".into(), json!({"policy": {"name": p}}));
-            }
-            if let Some(r) = snapshot_reserve {
-                b.insert("space".into(), json!({"snapshot": {"reserve_percent": r}}));
-            }
-            if let Some(cm) = comment {
-                b.insert("comment".into(), json!(cm));
-            }
+            common_fields(&mut b, fields);
             if let Some(e) = export_policy {
                 b.insert("nas".into(), json!({"export_policy": {"name": e}}));
             }
@@ -273,4 +241,17 @@ fn show(v: &Value, out: Output) {
         s(&m["qos_latency"]["ceiling"]),
         s(&m["qos_latency"]["floor"])
     );
+}
+
+/// The fields `create` and `modify` share: the QoS policy, the snapshot reserve, the comment.
+fn common_fields(b: &mut Map<String, Value>, f: Fields) {
+    if let Some(p) = f.qos_policy {
+        b.insert("qos".into(), json!({"policy": {"name": p}}));
+    }
+    if let Some(r) = f.snapshot_reserve {
+        b.insert("space".into(), json!({"snapshot": {"reserve_percent": r}}));
+    }
+    if let Some(cm) = f.comment {
+        b.insert("comment".into(), json!(cm));
+    }
 }

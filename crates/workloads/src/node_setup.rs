@@ -77,15 +77,7 @@ impl NodeSetup {
         wanted: &[String],
     ) -> Result<NodeSetup, String> {
         let url = api.url().to_string();
-        let created = Arc::new(Mutex::new(Created::default()));
-        let guard = {
-            let (api, created) = (api.clone(), created.clone());
-            lifecycle::register(lifecycle::Phase::Remote, move || {
-                for e in delete_all(&api, &created) {
-                    eprintln!("qoslab: --node teardown: {e}");
-                }
-            })
-        };
+        let (created, guard) = created_with_teardown(api, "--node");
         let mut setup = NodeSetup {
             api: api.clone(),
             created,
@@ -171,34 +163,8 @@ impl NodeSetup {
 
     /// Create policy `name` from the plan unless the node has it; whether it was created.
     fn ensure_policy(&self, name: &str, plan: Option<&NodeConfig>) -> Result<bool, String> {
-        let url = self.api.url();
-        let found = self
-            .api
-            .get(
-                &format!("/api/storage/qos/policies?name={}&fields=name", enc(name)),
-                TIMEOUT,
-            )
-            .map_err(|e| format!("--node {url}: {e}"))?;
-        if found["records"].as_array().is_some_and(|r| !r.is_empty()) {
-            return Ok(false);
-        }
-        let Some(spec) = plan.and_then(|p| p.policies.iter().find(|p| p.name == name)) else {
-            return Err(format!(
-                "policy {name:?} is neither on --node {url} nor declared in the plan's [[policy]]"
-            ));
-        };
-        let mut body = control_plane::api::model::policy_json(&spec.policy);
-        body.insert("name".into(), name.into());
-        self.api
-            .send(
-                "POST",
-                "/api/storage/qos/policies",
-                Some(&serde_json::Value::Object(body)),
-                TIMEOUT,
-            )
-            .map_err(|e| format!("--node {url}: creating policy {name:?}: {e}"))?;
-        self.lock().policies.push(name.to_string());
-        Ok(true)
+        let declared = plan.map(|p| p.policies.as_slice()).unwrap_or_default();
+        ensure_policy(&self.api, &self.created, name, declared, "", "")
     }
 
     /// The run's target: these volumes on the node.
@@ -293,6 +259,68 @@ pub(crate) fn delete_all(api: &NodeHandle, created: &Mutex<Created>) -> Vec<Stri
         }
     }
     errors
+}
+
+/// A run's record of what it creates on the node, deleted by the process's teardown
+/// (the lifecycle's remote phase, on SIGINT/SIGTERM/SIGHUP too) while the guard lives;
+/// `who` names the run in the teardown's errors.
+pub(crate) fn created_with_teardown(
+    api: &NodeHandle,
+    who: &'static str,
+) -> (Arc<Mutex<Created>>, lifecycle::Guard) {
+    let created = Arc::new(Mutex::new(Created::default()));
+    let guard = {
+        let (api, created) = (api.clone(), created.clone());
+        lifecycle::register(lifecycle::Phase::Remote, move || {
+            for e in delete_all(&api, &created) {
+                eprintln!("qoslab: {who} teardown: {e}");
+            }
+        })
+    };
+    (created, guard)
+}
+
+/// Create policy `name` on the node from its declaration in `declared` unless the node
+/// has it (recorded in `created` for the run's clean-up); whether it was created. `whose`
+/// and `hint` complete the errors (" (of a [[class]])", what to check when unreachable).
+pub(crate) fn ensure_policy(
+    api: &NodeHandle,
+    created: &Mutex<Created>,
+    name: &str,
+    declared: &[storage_node::config::PolicySpec],
+    whose: &str,
+    hint: &str,
+) -> Result<bool, String> {
+    let url = api.url();
+    let found = api
+        .get(
+            &format!("/api/storage/qos/policies?name={}&fields=name", enc(name)),
+            TIMEOUT,
+        )
+        .map_err(|e| format!("--node {url}: {e}{hint}"))?;
+    if found["records"].as_array().is_some_and(|r| !r.is_empty()) {
+        return Ok(false);
+    }
+    let Some(spec) = declared.iter().find(|p| p.name == name) else {
+        return Err(format!(
+            "policy {name:?}{whose} is neither on --node {url} nor declared in the plan's [[policy]]"
+        ));
+    };
+    let mut body = control_plane::api::model::policy_json(&spec.policy);
+    body.insert("name".into(), name.into());
+    api.send(
+        "POST",
+        "/api/storage/qos/policies",
+        Some(&serde_json::Value::Object(body)),
+        TIMEOUT,
+    )
+    .map_err(|e| format!("--node {url}: creating policy {name:?}: {e}"))?;
+    created
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .policies
+        .push(name.to_string());
+    Ok(true)
 }
 
 #[cfg(test)]

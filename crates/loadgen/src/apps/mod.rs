@@ -22,7 +22,7 @@ pub mod build;
 pub mod git;
 pub mod proc;
 pub mod redis;
-mod rng;
+pub(crate) mod rng;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -30,6 +30,12 @@ impl Rng {
             self.next_u64() % n
         }
     }
+
+    /// A block-aligned offset in `[0, span)`.
+    pub fn block(&mut self, span: u64, block: u32) -> u64 {
+        let blocks = (span / u64::from(block)).max(1);
+        (self.next_u64() % blocks) * u64::from(block)
+    }
 }
 
 /// FNV-1a of a u64 (YCSB hashes key numbers the same way to spread them).

@@ -202,27 +202,8 @@ fn per_sec(n: u64, secs: f64) -> f64 {
     }
 }
 
-/// splitmix64: small, fast, good enough to scatter offsets.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// A block-aligned offset in `[0, span)`.
-    pub fn block(&mut self, span: u64, block: u32) -> u64 {
-        let blocks = (span / u64::from(block)).max(1);
-        (self.next_u64() % blocks) * u64::from(block)
-    }
-}
+/// The applications' SplitMix64 (one generator for the crate), scattering offsets here.
+pub use crate::apps::rng::Rng;
 
 #[derive(Default)]
 struct Errors {

@@ -75,16 +75,7 @@ impl RemoteNode {
         classes: &[ClassSpec],
         plan_policies: &[PolicySpec],
     ) -> Result<RemoteNode, String> {
-        let url = api.url().to_string();
-        let created = Arc::new(Mutex::new(Created::default()));
-        let guard = {
-            let (api, created) = (api.clone(), created.clone());
-            lifecycle::register(lifecycle::Phase::Remote, move || {
-                for e in delete_all(&api, &created) {
-                    eprintln!("qoslab: tenants teardown: {e}");
-                }
-            })
-        };
+        let (created, guard) = crate::node_setup::created_with_teardown(&api, "tenants");
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let marker = me().unwrap_or_else(|| format!("?:{}:?", std::process::id()));
         let cleaned = clean_stale(&api, &marker)?;
@@ -104,34 +95,14 @@ impl RemoteNode {
         wanted.sort();
         wanted.dedup();
         for name in wanted {
-            let found = node
-                .api
-                .get(
-                    &format!("/api/storage/qos/policies?name={}&fields=name", enc(name)),
-                    TIMEOUT,
-                )
-                .map_err(|e| {
-                    format!("--node {url}: {e} (is `qoslab serve` running with its API there?)")
-                })?;
-            if found["records"].as_array().is_some_and(|r| !r.is_empty()) {
-                continue;
-            }
-            let Some(spec) = plan_policies.iter().find(|p| p.name == name) else {
-                return Err(format!(
-                    "policy {name:?} (of a [[class]]) is neither on --node {url} nor declared in the plan's [[policy]]"
-                ));
-            };
-            let mut body = control_plane::api::model::policy_json(&spec.policy);
-            body.insert("name".into(), name.into());
-            node.api
-                .send(
-                    "POST",
-                    "/api/storage/qos/policies",
-                    Some(&serde_json::Value::Object(body)),
-                    TIMEOUT,
-                )
-                .map_err(|e| format!("--node {url}: creating policy {name:?}: {e}"))?;
-            node.lock().policies.push(name.to_string());
+            crate::node_setup::ensure_policy(
+                &node.api,
+                &node.created,
+                name,
+                plan_policies,
+                " (of a [[class]])",
+                " (is `qoslab serve` running with its API there?)",
+            )?;
         }
         Ok(node)
     }
