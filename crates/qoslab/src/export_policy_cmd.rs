@@ -341,12 +341,13 @@ pub fn run(args: ExportPolicyArgs) -> anyhow::Result<()> {
         }
         PolicyCmd::Delete { policy } => {
             let p = find(&c, &policy)?;
-            c.call("DELETE", &format!("{POLICIES}/{}", p["id"]), None)?;
-            if out == Output::Json {
-                print_json(&json!({}));
-            } else {
-                println!("deleted export policy {}", text(&p["name"]));
-            }
+            c.delete(
+                POLICIES,
+                &p["id"].to_string(),
+                "export policy",
+                &text(&p["name"]),
+                out,
+            )?;
         }
         PolicyCmd::Rule(RuleArgs { cmd }) => match cmd {
             RuleCmd::Add {
