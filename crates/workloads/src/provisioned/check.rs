@@ -13,8 +13,9 @@
 //!          | step.STEP.METRIC
 //! ```
 //! `iops` and `bw` are the median of fio's 500 ms windows within the step's runtime (its
-//! first window left out), or fio's headline figures for a one-pass step; the burst and
-//! after-credits rates are medians too ([`super::measure::transition`]).
+//! first window left out), or fio's headline figures for a one-pass step; the burst rate
+//! is a median too, the after-credits rate the mean of its windows (whole requests per
+//! window: [`super::measure::transition`]).
 //! `spec.NAME` is a figure of the target's spec (`spec.network.baseline`, `spec.ssd_iops`,
 //! `spec.iops.burst`, ...); `spec.rate` the rate the spec says this step reaches while
 //! credits last, `spec.baseline` its bucket's baseline, `spec.burst_seconds` how long its
