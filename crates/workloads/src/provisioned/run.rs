@@ -349,7 +349,13 @@ impl FamilyPlan for ProvisionedPlan {
             )));
         }
         self.ramp = opts.ramp.unwrap_or(0.0);
-        let mut all = steps::steps(&self.spec, n, runtime)
+        // fio's nfs engine: a NAS volume of the embedded node, or an `nfs://` target.
+        let nfs = self.settings.nas
+            || common
+                .target
+                .as_deref()
+                .is_some_and(|t| t.starts_with("nfs://"));
+        let mut all = steps::steps(&self.spec, n, runtime, nfs)
             .map_err(|e| PlanError(format!("{origin}: {e}")))?;
         let known: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
         for name in self

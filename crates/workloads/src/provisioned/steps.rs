@@ -148,8 +148,9 @@ fn disk_text(f: &FsTarget) -> String {
 }
 
 /// Seed 003's workshop on a file system; `n` is the multi-connection step's connections
-/// (`nconnect`), `runtime` the time-based steps' length.
-pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64) -> Result<Vec<StepDef>, String> {
+/// (`nconnect`), `runtime` the time-based steps' length, `nfs` whether fio reaches it with
+/// its nfs engine (a NAS volume, `nfs://`).
+pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<StepDef>, String> {
     let s = &f.spec;
     let net = &s.network;
     let net_peak = net.burst.map_or(net.baseline, |b| b.rate) as f64;
@@ -180,13 +181,22 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64) -> Result<Vec<StepDef>, Stri
         })
     };
     // The write that lays out a cache's data set (2 files of `size`): 1 MiB, 2 jobs x QD64.
+    // Over NFS at QD1: fio's nfs engine ends a sized job early at a deeper queue (its event
+    // loop answers "no events" while fewer than `iodepth` requests are in flight, so a job
+    // whose whole size fits in its queue writes nothing: 0 of 2 x 9 MiB at QD64). libnfs
+    // still sends each 1 MiB as 16 WRITEs of the node's 64 KiB wtmax at once.
+    let lay_qd = if nfs { 1 } else { 64 };
     let lay_out = |name: &str, section: &'static str, why: &str, size: u64| StepDef {
         name: name.into(),
         section,
-        test: format!("1 MiB write, 2 jobs x QD64 ({why})"),
+        test: if nfs {
+            format!("1 MiB write, 2 jobs x QD1 ({why}; QD1: fio's nfs engine)")
+        } else {
+            format!("1 MiB write, 2 jobs x QD64 ({why})")
+        },
         connections: 2,
         data_set: format!("2 x {}", mib(size)),
-        options: seq("write", "1M", 2, 64, size),
+        options: seq("write", "1M", 2, lay_qd, size),
         runtime: None,
         unit: Unit::Bw,
         rate: None,
@@ -424,10 +434,15 @@ pub fn volume_steps(v: &VolumeModel, runtime: f64) -> Vec<StepDef> {
     steps
 }
 
-/// The steps of `spec`.
-pub fn steps(spec: &Spec, connections: u32, runtime: f64) -> Result<Vec<StepDef>, String> {
+/// The steps of `spec`; `nfs`: fio reaches the target with its nfs engine.
+pub fn steps(
+    spec: &Spec,
+    connections: u32,
+    runtime: f64,
+    nfs: bool,
+) -> Result<Vec<StepDef>, String> {
     match spec {
-        Spec::Fs(f) => fs_steps(f, connections, runtime),
+        Spec::Fs(f) => fs_steps(f, connections, runtime, nfs),
         Spec::Volume(v) => Ok(volume_steps(v, runtime)),
     }
 }
@@ -443,7 +458,7 @@ mod tests {
     #[test]
     fn the_workshop_on_fsx_128() {
         let s = spec("preset = \"fsx-ontap-128\"\nscale = 0.005\n");
-        let st = steps(&s, 16, 2.0).unwrap();
+        let st = steps(&s, 16, 2.0, false).unwrap();
         let names: Vec<&str> = st.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
@@ -487,14 +502,14 @@ mod tests {
         );
         // Too small a memory cache for 16 connections.
         let tiny = spec("preset = \"fsx-ontap-128\"\nscale = 0.001\n");
-        assert!(steps(&tiny, 16, 2.0).unwrap_err().contains("raise --scale"));
-        assert_eq!(steps(&tiny, 2, 2.0).unwrap().len(), 7);
+        assert!(steps(&tiny, 16, 2.0, false).unwrap_err().contains("raise --scale"));
+        assert_eq!(steps(&tiny, 2, 2.0, false).unwrap().len(), 7);
     }
 
     #[test]
     fn a_tier_without_burst_checks_the_flat_rate() {
         let s = spec("preset = \"fsx-ontap-2048\"\nscale = 0.001\n");
-        let st = steps(&s, 16, 2.0).unwrap();
+        let st = steps(&s, 16, 2.0, false).unwrap();
         assert_eq!(st[2].burst, None);
         assert!(st[2].expect.contains(&"bw ~= spec.rate +-5%".to_string()));
     }
@@ -502,7 +517,7 @@ mod tests {
     #[test]
     fn gp2_bursts_then_holds_its_baseline() {
         let s = spec("model = \"ebs-gp2\"\nsize = \"100GiB\"\nbucket_scale = 0.0025\n");
-        let st = steps(&s, 16, 2.0).unwrap();
+        let st = steps(&s, 16, 2.0, false).unwrap();
         assert_eq!(st.len(), 1);
         assert_eq!(st[0].name, "iops-burst");
         assert!((st[0].burst.unwrap().seconds - 5.0).abs() < 1e-9);
@@ -516,8 +531,8 @@ mod tests {
             ]
         );
         let big = spec("model = \"ebs-gp2\"\nsize = \"2000GiB\"\n");
-        assert_eq!(steps(&big, 16, 2.0).unwrap()[0].name, "iops-baseline");
+        assert_eq!(steps(&big, 16, 2.0, false).unwrap()[0].name, "iops-baseline");
         let st1 = spec("model = \"ebs-st1\"\nsize = \"1TiB\"\nbucket_scale = 0.001\n");
-        assert_eq!(steps(&st1, 16, 2.0).unwrap()[0].name, "bw-burst");
+        assert_eq!(steps(&st1, 16, 2.0, false).unwrap()[0].name, "bw-burst");
     }
 }
