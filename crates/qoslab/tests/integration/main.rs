@@ -39,6 +39,7 @@ mod nfs_util;
 mod ontap_rest;
 mod protocol;
 mod provisioned;
+mod provisioned_nas;
 mod qos;
 mod ramp;
 mod report;

@@ -18,7 +18,7 @@ fn require_on_path(tool: &str) {
     assert!(found, "`{tool}` is not installed: {HINT}");
 }
 
-fn require_fio_nfs() {
+pub fn require_fio_nfs() {
     let out = run(
         Command::new("fio").arg("--enghelp=nfs"),
         Duration::from_secs(20),

@@ -24,16 +24,16 @@ use crate::bench_util::{export, qoslab, text, Dir};
 use crate::report::{by_id, console_errors, render};
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
-const LIMIT: Duration = Duration::from_secs(240);
+pub(crate) const LIMIT: Duration = Duration::from_secs(240);
 
 /// The stored run (`results export last --format json`).
-fn last_run(d: &Dir) -> Value {
+pub(crate) fn last_run(d: &Dir) -> Value {
     let o = export(d, "last", "json", LIMIT);
     serde_json::from_slice(&o.stdout).expect("the run as JSON")
 }
 
 /// The provisioned table's row of `step`, as column → cell.
-fn row(run: &Value, step: &str) -> serde_json::Map<String, Value> {
+pub(crate) fn row(run: &Value, step: &str) -> serde_json::Map<String, Value> {
     let t = run["tables"]
         .as_array()
         .unwrap()
@@ -58,13 +58,13 @@ fn row(run: &Value, step: &str) -> serde_json::Map<String, Value> {
         .collect()
 }
 
-fn f(r: &serde_json::Map<String, Value>, c: &str) -> f64 {
+pub(crate) fn f(r: &serde_json::Map<String, Value>, c: &str) -> f64 {
     r[c].as_f64()
         .unwrap_or_else(|| panic!("{c} is not a number in {r:?}"))
 }
 
 /// The run passed, or some verdicts were inconclusive (exit 3) and none failed.
-fn passed_or_inconclusive(code: Option<i32>, run: &Value, out: &str) {
+pub(crate) fn passed_or_inconclusive(code: Option<i32>, run: &Value, out: &str) {
     match code {
         Some(0) => assert_eq!(run["status"], "passed", "{out}"),
         Some(3) => assert_eq!(run["status"], "inconclusive", "{out}"),
@@ -75,7 +75,7 @@ fn passed_or_inconclusive(code: Option<i32>, run: &Value, out: &str) {
 /// Whether `step`'s verdict on `expectation` passed. A failed verdict fails the test; an
 /// inconclusive one must name the client machine (fio starved by other work on this host)
 /// and answers `false`: the test then leaves that figure to the verdict's judgement.
-fn verdict_passed(run: &Value, step: &str, expectation: &str) -> bool {
+pub(crate) fn verdict_passed(run: &Value, step: &str, expectation: &str) -> bool {
     let job = run["jobs"]
         .as_array()
         .unwrap()
