@@ -129,7 +129,11 @@ fn the_fsx_workshop_over_nfs_tells_the_seeds_story() {
     for (step, size) in [("mem-write", 9 * MIB), ("nvme-write", 38 * MIB)] {
         let r = &job(&run, step)["results"][0];
         assert_eq!(r["error"], 0, "{step}: {r}");
-        assert_eq!(r["write"]["io_bytes"].as_u64(), Some(2 * size), "{step}: {r}");
+        assert_eq!(
+            r["write"]["io_bytes"].as_u64(),
+            Some(2 * size),
+            "{step}: {r}"
+        );
     }
     // The node counted NFS operations as ONTAP does: libnfs split each 1 MiB request at the
     // node's 64 KiB rtmax/wtmax, so every READ and WRITE it counted moved 64 KiB (NBD

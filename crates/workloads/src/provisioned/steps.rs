@@ -500,9 +500,23 @@ mod tests {
             "{}",
             st[2].spec_text
         );
+        // Over NFS the lay-out writes run at QD1 (fio's nfs engine ends a sized job early at
+        // a deeper queue) and say so; the read steps are unchanged.
+        let nfs = steps(&s, 16, 2.0, true).unwrap();
+        for i in [0, 3] {
+            let on = |st: &[StepDef], k: &str| {
+                st[i].options.iter().find(|o| o.0 == k).map(|o| o.1.clone())
+            };
+            assert_eq!(on(&st, "iodepth").as_deref(), Some("64"));
+            assert_eq!(on(&nfs, "iodepth").as_deref(), Some("1"));
+            assert!(nfs[i].test.contains("2 jobs x QD1"), "{}", nfs[i].test);
+        }
+        assert_eq!(nfs[2].options, st[2].options);
         // Too small a memory cache for 16 connections.
         let tiny = spec("preset = \"fsx-ontap-128\"\nscale = 0.001\n");
-        assert!(steps(&tiny, 16, 2.0, false).unwrap_err().contains("raise --scale"));
+        assert!(steps(&tiny, 16, 2.0, false)
+            .unwrap_err()
+            .contains("raise --scale"));
         assert_eq!(steps(&tiny, 2, 2.0, false).unwrap().len(), 7);
     }
 
@@ -531,7 +545,10 @@ mod tests {
             ]
         );
         let big = spec("model = \"ebs-gp2\"\nsize = \"2000GiB\"\n");
-        assert_eq!(steps(&big, 16, 2.0, false).unwrap()[0].name, "iops-baseline");
+        assert_eq!(
+            steps(&big, 16, 2.0, false).unwrap()[0].name,
+            "iops-baseline"
+        );
         let st1 = spec("model = \"ebs-st1\"\nsize = \"1TiB\"\nbucket_scale = 0.001\n");
         assert_eq!(steps(&st1, 16, 2.0, false).unwrap()[0].name, "bw-burst");
     }
