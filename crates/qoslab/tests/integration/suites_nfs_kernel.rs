@@ -22,6 +22,10 @@ use crate::nfs_node::nfs_port;
 use crate::suites::{bench, last_run, per_client};
 use crate::util::{heavy, run, Node};
 
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
 /// The volume's ceiling, shared by both guests.
 const CEILING: f64 = 200.0;
 
@@ -38,38 +42,29 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
     let booted = t0.elapsed();
     assert!(bed.hosts.iter().all(|h| h.qemu), "{:?}", bed.hosts);
     let addr = bed.coordinator_addr.clone();
-    let subnet = format!("{}.0/24", addr.rsplit_once('.').unwrap().0);
-    let cfg = format!(
-        r#"
-[[policy]]
-name = "lg200"
-fixed = {{ max_throughput_iops = {iops} }}
-
-[[export_policy]]
-name = "bed"
-rule = [{{ clients = ["{subnet}"] }}]
-
-[[volume]]
-name = "suite"
-size = "256MiB"
-policy = "lg200"
-nas_path = "/suite"
-export_policy = "bed"
-snapshot_reserve_percent = 0
-"#,
-        iops = CEILING as u64
-    );
-    let node = Node::start_with(&cfg, &["--listen-nfs", &format!("{addr}:0")]);
+    let node = Node::start_with("", &["--listen-nfs", &format!("{addr}:0")]);
+    let cli = |args: &[&str]| crate::api_cli::cli(&node, args).ok();
+    cli(&["policy", "create", "lg200", "--max-throughput", "200iops"]);
+    cli(&[
+        "volume",
+        "create",
+        "suite",
+        "--size",
+        "256MiB",
+        "--qos-policy",
+        "lg200",
+        "--nas-path",
+        "/suite",
+        "--snapshot-reserve",
+        "0",
+    ]);
     let url = format!(
         "mount+nfs://{addr}/suite?nfsport={p}&mountport={p}&options=nconnect=2",
         p = nfs_port(&node)
     );
     let d = Dir::new("suites-nfs-kernel");
-    let started = Instant::now();
-    let (code, out, err) = bench(
-        &d,
-        &bed,
-        &[
+    let args = |runtime: &'static str| -> Vec<String> {
+        [
             "--suite",
             "nfs",
             "--hosts",
@@ -85,11 +80,43 @@ snapshot_reserve_percent = 0
             "--jobs",
             "fio.read.random,fio.write.random",
             "--runtime",
-            "6s",
+            runtime,
             "--ramp",
             "2s",
-        ],
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    // The default export policy admits loopback only: both guests' mounts refused, before
+    // any load, each named; nothing written, nothing left mounted.
+    let a = args("1s");
+    let (code, out, err) = bench(&d, &bed, &strs(&a));
+    assert_eq!(code, Some(2), "{out}{err}");
+    eprintln!("default export policy: {}", err.trim());
+    for h in ["h0", "h1"] {
+        assert!(
+            err.contains(&format!(
+                "{h}: {url}: the kernel mount failed (mount -t nfs -o vers=3"
+            )),
+            "{h} refused at its mount: {err}"
+        );
+    }
+    assert!(
+        std::fs::read_dir(node.data_dir().join("nas/suite"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "nothing written"
     );
+    // Admit the bed's subnet.
+    let subnet = format!("{}.0/24", addr.rsplit_once('.').unwrap().0);
+    cli(&["export-policy", "create", "bed", "--clients", &subnet]);
+    cli(&["volume", "modify", "suite", "--export-policy", "bed"]);
+
+    let started = Instant::now();
+    let a = args("6s");
+    let (code, out, err) = bench(&d, &bed, &strs(&a));
     eprintln!(
         "nfs suite on 2 qemu guests (kernel mounts): {:?} (boot {booted:?})\n{out}",
         started.elapsed()
