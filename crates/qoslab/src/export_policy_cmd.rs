@@ -9,7 +9,9 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 use storage_node::nas::export_policy::RuleText;
 
-use crate::http_client::{enc, print_json, print_table, text, ApiArgs, Client, ConnArgs, Output};
+use crate::http_client::{
+    print_json, print_records, print_table, text, ApiArgs, Client, ConnArgs, Output,
+};
 
 const POLICIES: &str = "/api/protocols/nfs/export-policies";
 
@@ -155,23 +157,14 @@ impl RuleFlags {
 
 /// The policy named `key` (or with id `key`), all fields.
 fn find(c: &Client, key: &str) -> anyhow::Result<Value> {
-    let r = c.call(
-        "GET",
-        &format!("{POLICIES}?name={}&fields=*", enc(key)),
-        None,
-    )?;
-    if let Some(p) = r["records"].get(0) {
-        return Ok(p.clone());
-    }
-    if key.parse::<u64>().is_ok() {
-        let r = c.call("GET", &format!("{POLICIES}?id={key}&fields=*"), None)?;
-        if let Some(p) = r["records"].get(0) {
-            return Ok(p.clone());
-        }
-    }
-    Err(anyhow!(
-        "no export policy named {key:?} (qoslab export-policy list shows them)"
-    ))
+    // Export policies are keyed by a numeric id, not a uuid.
+    let fields: &[&str] = if key.parse::<u64>().is_ok() {
+        &["name", "id"]
+    } else {
+        &["name"]
+    };
+    let list = "qoslab export-policy list";
+    c.find_record(POLICIES, key, fields, "&fields=*", "export policy", list)
 }
 
 /// The rules of `p` as a PATCH takes them (the read-only fields the node adds dropped).
@@ -293,33 +286,26 @@ pub fn run(args: ExportPolicyArgs) -> anyhow::Result<()> {
             show(&r, &[], out);
         }
         PolicyCmd::List => {
-            let r = c.call("GET", &format!("{POLICIES}?fields=*"), None)?;
-            if out == Output::Json {
-                print_json(&r);
-                return Ok(());
-            }
-            let users = users(&c)?;
-            let rows: Vec<Vec<String>> = r["records"]
-                .as_array()
-                .map(|a| a.as_slice())
-                .unwrap_or_default()
-                .iter()
-                .map(|p| {
-                    let name = p["name"].as_str().unwrap_or("");
-                    let vols = volumes_of(&users, name);
-                    vec![
-                        p["id"].to_string(),
-                        name.to_string(),
-                        rules_text(p),
-                        if vols.is_empty() {
-                            "-".into()
-                        } else {
-                            vols.join(",")
-                        },
-                    ]
-                })
-                .collect();
-            print_table(&["Id", "Name", "Rules", "Volumes"], &rows);
+            // The volumes column needs the volumes (not read for --output json).
+            let users = match out {
+                Output::Json => Vec::new(),
+                _ => users(&c)?,
+            };
+            let path = format!("{POLICIES}?fields=*");
+            print_records(&c, &path, out, &["Id", "Name", "Rules", "Volumes"], |p| {
+                let name = p["name"].as_str().unwrap_or("");
+                let vols = volumes_of(&users, name);
+                vec![
+                    p["id"].to_string(),
+                    name.to_string(),
+                    rules_text(p),
+                    if vols.is_empty() {
+                        "-".into()
+                    } else {
+                        vols.join(",")
+                    },
+                ]
+            })?;
         }
         PolicyCmd::Show { policy } => {
             let p = find(&c, &policy)?;

@@ -120,8 +120,28 @@ impl Client {
         })
     }
 
-    /// The uuid of the record of `collection` (an API path) whose name — or failing that,
-    /// uuid — is `key`; `what` names the kind in the error ("QoS policy", "volume").
+    /// The record of `collection` (an API path) whose first of `fields`, tried in order,
+    /// is `key`; `extra` is appended to the query (`&fields=*`); `what` names the kind in
+    /// the error ("QoS policy", "volume").
+    pub fn find_record(
+        &self,
+        collection: &str,
+        key: &str,
+        fields: &[&str],
+        extra: &str,
+        what: &str,
+        list_cmd: &str,
+    ) -> anyhow::Result<Value> {
+        for field in fields {
+            let q = format!("{collection}?{field}={}{extra}", enc(key));
+            if let Some(rec) = self.call("GET", &q, None)?["records"].get(0) {
+                return Ok(rec.clone());
+            }
+        }
+        Err(anyhow!("no {what} named {key:?} ({list_cmd} shows them)"))
+    }
+
+    /// The uuid of the record of `collection` whose name — or failing that, uuid — is `key`.
     pub fn resolve(
         &self,
         collection: &str,
@@ -129,13 +149,11 @@ impl Client {
         what: &str,
         list_cmd: &str,
     ) -> anyhow::Result<String> {
-        for field in ["name", "uuid"] {
-            let r = self.call("GET", &format!("{collection}?{field}={}", enc(key)), None)?;
-            if let Some(u) = r["records"][0]["uuid"].as_str() {
-                return Ok(u.to_string());
-            }
-        }
-        Err(anyhow!("no {what} named {key:?} ({list_cmd} shows them)"))
+        let rec = self.find_record(collection, key, &["name", "uuid"], "", what, list_cmd)?;
+        rec["uuid"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| anyhow!("{what} {key:?}: the node's record has no uuid"))
     }
 
     /// DELETE `collection/uuid` and report it the way `--output` asks.

@@ -1,10 +1,10 @@
 //! Acceptance of the system suites (issue 17) through the real `qoslab` binary, on one set
-//! of namespace hosts shared by every step (built once: 3 hosts with 1 Gbit/s links, h0-h1
-//! held to 200 Mbit/s, three 32 MiB loop devices each; torn down at the end, on failure
-//! too):
+//! of namespace hosts shared by every step (built once: 3 hosts with 250 Mbit/s links,
+//! h0-h1 held to 50 Mbit/s, three 32 MiB loop devices each; torn down at the end, on
+//! failure too):
 //!
 //! - network: the matrix finds the throttled pair, and only it, below its threshold; the
-//!   other pairs within 10% of their 1 Gbit/s shaping; retransmits recorded;
+//!   other pairs within 10% of their 250 Mbit/s shaping; retransmits recorded;
 //! - disks: per-device, per-host and all-hosts results with the sizing rules shown; a
 //!   device with an ext4 signature refused without --destroy-data and taken with it;
 //!   nothing outside the given devices written (checksums);
@@ -143,6 +143,15 @@ fn report_renders(d: &Dir, name: &str) -> String {
     dom
 }
 
+/// The hosts' links, shaped by tc, and the slow pair's. A pair passes at 90% of the
+/// rated speed (the suite's rule) and TCP's goodput over a shaped link is ~95% of it
+/// (1448 payload bytes in a 1514-byte frame), so a pair has 5% for scheduling. At
+/// 1 Gbit/s iperf3 and the veths needed most of a core, and beside other work pairs read
+/// 754 and 819 Mbit/s; at 250 Mbit/s the CPU is a quarter of that, and the shaper, not the
+/// machine, sets the rate.
+const LINK_MBIT: u32 = 250;
+const SLOW_MBIT: u32 = 50;
+
 #[test]
 fn system_suites_through_the_binary_on_namespace_hosts() {
     let _g = heavy();
@@ -151,8 +160,8 @@ fn system_suites_through_the_binary_on_namespace_hosts() {
     }
     let bed = Testbed::build(&Spec {
         hosts: 3,
-        link_mbit: 1000,
-        slow_pairs: vec![(0, 1, 200)],
+        link_mbit: LINK_MBIT,
+        slow_pairs: vec![(0, 1, SLOW_MBIT)],
         disks_per_host: 3,
         disk_bytes: 32 << 20,
         vm_hosts: 0,
@@ -186,7 +195,8 @@ fn network(d: &Dir, bed: &Testbed) {
     let started = Instant::now();
     // 5 s per test after a 1 s omit: a scheduling hiccup of a fraction of a second on a
     // shared 2-core machine does not decide a pair. veth reports 10000 Mb/s; the links are
-    // shaped to 1000.
+    // shaped to LINK_MBIT.
+    let rated = LINK_MBIT.to_string();
     let (code, out, err) = bench(
         d,
         bed,
@@ -196,7 +206,7 @@ fn network(d: &Dir, bed: &Testbed) {
             "--hosts",
             "h0,h1,h2",
             "--rated-mbps",
-            "1000",
+            &rated,
             "--runtime",
             "5s",
             "--ramp",
@@ -243,17 +253,19 @@ fn network(d: &Dir, bed: &Testbed) {
             r["to"].as_str().unwrap()
         ));
         if slow {
-            // Held by its 200 Mbit/s classes (and working).
-            assert!(g <= 220.0 && g > 100.0, "{r:?}\n{out}");
+            // Held by its SLOW_MBIT classes (and working).
+            let slow = f64::from(SLOW_MBIT);
+            assert!(g <= slow * 1.1 && g > slow * 0.5, "{r:?}\n{out}");
         } else {
+            let link = f64::from(LINK_MBIT);
             assert!(
-                (g - 1000.0).abs() <= 100.0,
-                "within 10% of 1 Gbit/s: {r:?}\n{out}"
+                (g - link).abs() <= link * 0.1,
+                "within 10% of {link} Mbit/s: {r:?}\n{out}"
             );
         }
         assert!(r["retransmits"].is_u64(), "retransmits recorded: {r:?}");
         assert!(r["rtt_mean_us"].as_f64().unwrap() > 0.0, "{r:?}");
-        assert_eq!(r["threshold_mbps"], 900.0);
+        assert_eq!(r["threshold_mbps"], f64::from(LINK_MBIT) * 0.9);
     }
     // A job per pair (connectivity and under load) and per host, with iperf3's JSON and
     // verdicts.
@@ -284,7 +296,7 @@ fn network(d: &Dir, bed: &Testbed) {
     assert!(
         hosts
             .iter()
-            .all(|h| h["out_mbps"].as_f64().unwrap() <= 1050.0),
+            .all(|h| h["out_mbps"].as_f64().unwrap() <= f64::from(LINK_MBIT) * 1.05),
         "{hosts:?}"
     );
 
