@@ -197,7 +197,24 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
         );
     }
     drop(node);
+    // Dropped, the bed takes its guests with it: no qemu on its taps, no namespace.
+    let (tag, namespaces) = (bed.tag.clone(), bed.namespaces());
     drop(bed);
+    let ps = run(
+        std::process::Command::new("ps").args(["-eo", "args"]),
+        Duration::from_secs(10),
+    );
+    assert!(
+        !ps.stdout.contains(&format!("ifname=qt{tag}v")),
+        "a guest of bed {tag} outlived it"
+    );
+    let left = run(
+        std::process::Command::new("ip").args(["netns", "list"]),
+        Duration::from_secs(10),
+    );
+    for ns in namespaces {
+        assert!(!left.stdout.contains(&ns), "{ns} left behind");
+    }
     eprintln!(
         "suites_nfs_kernel: {:.1} s wall",
         t0.elapsed().as_secs_f64()
