@@ -250,6 +250,8 @@ pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prep
     for (h, p) in &plan.targets {
         match check_target(s, plan, h, p, &mut mounts) {
             Ok(t) => infos.push(t),
+            // One "invalid suite input:" prefix, on the whole list.
+            Err(SuiteError::Invalid(m)) => errors.push(m),
             Err(e) => errors.push(e.to_string()),
         }
     }
