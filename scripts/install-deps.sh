@@ -12,6 +12,7 @@
 #   - NFS: libnfs-utils, fio rebuilt from Debian's source with its nfs ioengine, nfs-ganesha
 #     (VFS FSAL, rpcbind) as the peer, and a Linux kernel NFS client: Debian's kernel and
 #     qemu-system-x86_64 unpacked into QOSLAB_CACHE (default /var/cache/qoslab), busybox
+#     and cpio (also the test bed's qemu guest hosts: sshd and fio copied in with their libraries)
 # Idempotent: installs only what is missing. Needs root (apt-get) or sudo.
 #
 # --garage also installs Garage (crates.io, pinned), the S3 object store the S3 benchmark is

@@ -203,6 +203,7 @@ pub fn prepare(
             units,
             unit_secs: f64::from(plan.timing.runtime_s + plan.timing.ramp_s),
             servers,
+            mounts: Vec::new(),
         },
     ))
 }

@@ -88,6 +88,12 @@ pub enum Target {
     /// libnfs's `nfs://HOST/PATH[?nfsport=P&mountport=P]`; `name` (the load generator's)
     /// keeps the generators' files apart in the one export they share: `qoslab.NAME.<jobnum>`.
     Nfs { url: String, name: String },
+    /// An NFS export the suite kernel-mounted at `dir` on the load generator
+    /// (`mount+nfs://`): the seed's `libaio direct=1`, and the files named as over fio's
+    /// nfs engine, `qoslab.NAME.<jobnum>` (`unique_filename=0`: every generator is driven
+    /// by the same coordinator, so fio's client-address prefix would not keep them apart
+    /// in the export they share).
+    Mounted { dir: String, name: String },
 }
 
 impl Target {
@@ -128,20 +134,34 @@ fn target(sec: &mut Section, t: &Target) {
             sec.set("directory", d.as_str());
             sec.set("filename_format", "qoslab.$jobnum");
         }
+        Target::Mounted { dir, name } => {
+            sec.set("directory", dir.as_str())
+                .set("unique_filename", "0")
+                .set(
+                    "filename_format",
+                    format!("qoslab.{}.$jobnum", safe_name(name)),
+                );
+        }
         Target::Nfs { name, .. } => {
-            let safe: String = name
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            sec.set("filename_format", format!("qoslab.{safe}.$jobnum"));
+            sec.set(
+                "filename_format",
+                format!("qoslab.{}.$jobnum", safe_name(name)),
+            );
         }
     }
+}
+
+/// A host name as a file-name part.
+fn safe_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// The seed's job file `job`, sized, on `t`, for `timing`.
@@ -191,7 +211,7 @@ pub fn prepare_file(sizing: &Sizing, t: &Target) -> JobFile {
                 f.jobs.push(s);
             }
         }
-        Target::Directory(_) | Target::Nfs { .. } => {
+        Target::Directory(_) | Target::Nfs { .. } | Target::Mounted { .. } => {
             let mut s = Section::new("prepare-set");
             s.set("size", sizing.size_bytes.to_string())
                 .set("numjobs", sizing.numjobs.to_string());

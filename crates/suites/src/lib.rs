@@ -23,6 +23,7 @@ pub mod iostat;
 pub mod iperf;
 pub mod jobs;
 pub mod network;
+pub mod nfs_mount;
 pub mod schedule;
 pub mod session;
 pub mod sizing;

@@ -117,6 +117,8 @@ pub struct Prepared {
     /// Seconds a measured unit takes (runtime + ramp), for progress.
     pub unit_secs: f64,
     pub servers: Servers,
+    /// Exports the suite kernel-mounted (after `servers`: fio stops before they unmount).
+    pub mounts: Vec<crate::nfs_mount::Mounted>,
 }
 
 impl Prepared {

@@ -10,12 +10,16 @@
 //!
 //! An `nfs` target may also be an export URL (`nfs://HOST/PATH?nfsport=P&mountport=P`):
 //! each load generator's fio then reaches it with its `nfs` ioengine (libnfs) instead of a
-//! kernel mount, and the check is a MOUNT of the export from that load generator.
+//! kernel mount, and the check is a MOUNT of the export from that load generator. Or a
+//! kernel-mounted export (`mount+nfs://...`, [`crate::nfs_mount`]): the suite mounts it on
+//! each load generator before the checks (`mount -t nfs`), fio runs on the mounted
+//! directory, and the mounts are undone when the suite ends.
 
 use serde::Serialize;
 
 use crate::fiorun;
 use crate::jobs::{self, SeedJob, Target, Timing};
+use crate::nfs_mount::{self, Mounted};
 use crate::schedule::{Prepared, Unit, UnitKind};
 use crate::sizing::TargetSizing;
 use crate::sizing::{self, Overrides};
@@ -104,6 +108,8 @@ pub struct TargetInfo {
     pub fs_type: String,
     /// Free bytes (directory) or size (device); `None` for an nfs:// export.
     pub capacity_bytes: Option<u64>,
+    /// The `mount+nfs://` export the suite kernel-mounted at `path`.
+    pub mounted_from: Option<String>,
 }
 
 /// An `nfs` target given as an export URL rather than a mounted directory.
@@ -138,6 +144,7 @@ fn check_nfs_url(h: &hosts::Host, host: &str, url: &str) -> Result<TargetInfo, S
         path: url.into(),
         fs_type: "nfs3 (fio's nfs engine, libnfs)".into(),
         capacity_bytes: None,
+        mounted_from: None,
     })
 }
 
@@ -146,10 +153,24 @@ fn check_target(
     plan: &StoragePlan,
     host: &str,
     path: &str,
+    mounts: &mut Vec<Mounted>,
 ) -> Result<TargetInfo, SuiteError> {
     let (_, h) = s.host(host).ok_or_else(|| {
         SuiteError::Invalid(format!("target for {host}, which is not one of the hosts"))
     })?;
+    if nfs_mount::is_mount_url(path) {
+        if plan.kind != StorageKind::Nfs {
+            return Err(SuiteError::Invalid(format!(
+                "{host}: {path}: a kernel-mounted export is a target of --suite nfs"
+            )));
+        }
+        let m = Mounted::mount(h, host, path, &format!("{}.nfs", s.rundir))?;
+        let dir = m.dir.clone();
+        mounts.push(m);
+        let mut info = check_target(s, plan, host, &dir, mounts)?;
+        info.mounted_from = Some(path.to_string());
+        return Ok(info);
+    }
     if plan.kind.is_block() {
         let st = hosts::devices::inspect(h, path)?;
         hosts::devices::check_writable(&st, host, &plan.destroy_data)
@@ -172,6 +193,7 @@ fn check_target(
             path: path.into(),
             fs_type: "block".into(),
             capacity_bytes: Some(st.size_bytes),
+            mounted_from: None,
         });
     }
     if plan.kind == StorageKind::Nfs && is_nfs_url(path) {
@@ -206,6 +228,7 @@ fn check_target(
         path: path.into(),
         fs_type,
         capacity_bytes,
+        mounted_from: None,
     })
 }
 
@@ -222,9 +245,13 @@ pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prep
     }
     let mut infos = Vec::new();
     let mut errors = Vec::new();
+    // Kernel mounts made here live as long as the prepared units (undone on drop).
+    let mut mounts = Vec::new();
     for (h, p) in &plan.targets {
-        match check_target(s, plan, h, p) {
+        match check_target(s, plan, h, p, &mut mounts) {
             Ok(t) => infos.push(t),
+            // One "invalid suite input:" prefix, on the whole list.
+            Err(SuiteError::Invalid(m)) => errors.push(m),
             Err(e) => errors.push(e.to_string()),
         }
     }
@@ -251,6 +278,11 @@ pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prep
         );
         let target = if plan.kind.is_block() {
             Target::Devices(vec![t.path.clone()])
+        } else if t.mounted_from.is_some() {
+            Target::Mounted {
+                dir: t.path.clone(),
+                name: t.host.clone(),
+            }
         } else if is_nfs_url(&t.path) {
             Target::Nfs {
                 url: t.path.clone(),
@@ -313,6 +345,7 @@ pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prep
             units,
             unit_secs: f64::from(plan.timing.runtime_s + plan.timing.ramp_s),
             servers,
+            mounts,
         },
     ))
 }

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+pub mod vm;
+
 const BASE: &str = "/tmp/qoslab-testbed";
 const NS_PREFIX: &str = "qltb-";
 
@@ -38,9 +40,13 @@ pub struct Spec {
     pub link_mbit: u32,
     /// Pairs `(a, b, mbit)` held to a lower rate, both directions.
     pub slow_pairs: Vec<(usize, usize, u32)>,
-    /// Loop devices per host.
+    /// Loop devices per host (namespace hosts only).
     pub disks_per_host: usize,
     pub disk_bytes: u64,
+    /// Qemu guest hosts after the namespace hosts (`h<hosts>`, ...): Debian's kernel with
+    /// its NFS client, sshd and fio ([`vm`]). Their link is shaped toward the guest only
+    /// (on its tap); no slow pairs or disks.
+    pub vm_hosts: usize,
 }
 
 impl Default for Spec {
@@ -51,6 +57,7 @@ impl Default for Spec {
             slow_pairs: Vec::new(),
             disks_per_host: 0,
             disk_bytes: 128 << 20,
+            vm_hosts: 0,
         }
     }
 }
@@ -70,6 +77,8 @@ pub struct BedHost {
     pub ns: String,
     pub addr: String,
     pub disks: Vec<LoopDisk>,
+    /// A qemu guest ([`vm`]) rather than a namespace; `ns` is then the switch's.
+    pub qemu: bool,
 }
 
 /// What must be undone (shared with the signal handler).
@@ -80,6 +89,7 @@ struct Resources {
     root_links: Vec<String>,
     loops: Vec<String>,
     sshd: Vec<u32>,
+    vms: Vec<u32>,
 }
 
 /// A running bed; dropped = gone.
@@ -91,6 +101,7 @@ pub struct Testbed {
     pub hosts: Vec<BedHost>,
     res: Arc<Mutex<Resources>>,
     sshd: Vec<Child>,
+    vms: Vec<Child>,
     _guard: Option<lifecycle::Guard>,
 }
 
@@ -161,7 +172,7 @@ fn list_namespaces() -> Vec<String> {
 }
 
 fn teardown(r: &Resources) {
-    for pid in &r.sshd {
+    for pid in r.sshd.iter().chain(&r.vms) {
         unsafe_kill(*pid);
     }
     for ns in &r.namespaces {
@@ -250,6 +261,7 @@ pub fn clean_stale() -> Vec<String> {
             root_links: vec![format!("qt{tag}c")],
             loops,
             sshd: Vec::new(),
+            vms: Vec::new(),
         });
         removed.push(tag);
     }
@@ -272,8 +284,11 @@ fn free_subnet(seed: u32) -> Result<String, String> {
 impl Testbed {
     /// Build the bed (root required). Stale leftovers of killed runs are removed first.
     pub fn build(spec: &Spec) -> Result<Testbed, String> {
-        if spec.hosts == 0 || spec.hosts > 200 {
-            return Err(format!("hosts: {} (allowed 1..=200)", spec.hosts));
+        if spec.hosts + spec.vm_hosts == 0 || spec.hosts + spec.vm_hosts > 200 {
+            return Err(format!(
+                "hosts: {} + {} qemu guests (allowed 1..=200 in all)",
+                spec.hosts, spec.vm_hosts
+            ));
         }
         for &(a, b, _) in &spec.slow_pairs {
             if a >= spec.hosts || b >= spec.hosts || a == b {
@@ -308,6 +323,7 @@ impl Testbed {
             hosts: Vec::new(),
             res,
             sshd: Vec::new(),
+            vms: Vec::new(),
             _guard: Some(guard),
         };
         bed.setup(spec, free_subnet(pid % 256)?)?;
@@ -378,13 +394,53 @@ impl Testbed {
                 ns,
                 addr,
                 disks,
+                qemu: false,
             });
         }
         for i in 0..self.hosts.len() {
             self.start_sshd(i)?;
         }
+        self.start_vms(spec, &net, &sw)?;
         for h in &self.hosts {
-            wait_port(&h.addr, 22, Duration::from_secs(10))?;
+            if h.qemu {
+                // TCG: the guest's kernel boots in seconds to tens of seconds beside a
+                // busy machine.
+                wait_port(&h.addr, 22, Duration::from_secs(180)).map_err(|e| {
+                    let console = self.dir.join(format!("{}.console", h.name));
+                    format!("{e}\n{}", vm::console_tail(&console))
+                })?;
+            } else {
+                wait_port(&h.addr, 22, Duration::from_secs(10))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The qemu guest hosts: one initramfs for all, a tap on the bridge each.
+    fn start_vms(&mut self, spec: &Spec, net: &str, sw: &str) -> Result<(), String> {
+        if spec.vm_hosts == 0 {
+            return Ok(());
+        }
+        let initrd = vm::initramfs(&self.dir)?;
+        for k in 0..spec.vm_hosts {
+            let i = spec.hosts + k;
+            let (name, addr) = (format!("h{i}"), format!("{net}.{}", 10 + i));
+            let tap = format!("qt{}v{k}", self.tag);
+            in_ns(sw, "ip", &["tuntap", "add", "dev", &tap, "mode", "tap"])?;
+            in_ns(sw, "ip", &["link", "set", &tap, "master", "br0", "up"])?;
+            shape(sw, &tap, spec.link_mbit, &[])?;
+            let mac = format!("52:54:00:d5:{:02x}:{:02x}", (i >> 8) & 0xff, i & 0xff);
+            let console = self.dir.join(format!("{name}.console"));
+            let child = vm::boot(sw, &tap, &initrd, &name, &addr, &mac, &console)?;
+            self.note(|r| r.vms.push(child.id()));
+            self.vms.push(child);
+            self.hosts.push(BedHost {
+                name,
+                ns: sw.to_string(),
+                addr,
+                disks: Vec::new(),
+                qemu: true,
+            });
         }
         Ok(())
     }
@@ -419,7 +475,7 @@ impl Testbed {
             .map_err(|e| e.to_string())?;
         let mut known = String::new();
         let mut cfg = String::new();
-        for i in 0..spec.hosts {
+        for i in 0..spec.hosts + spec.vm_hosts {
             let addr = format!("{net}.{}", 10 + i);
             known.push_str(&format!("{addr} {host_pub}\n"));
             cfg.push_str(&format!("Host h{i}\n  HostName {addr}\n"));
@@ -552,7 +608,7 @@ impl Drop for Testbed {
                 .stderr(Stdio::null())
                 .status();
         }
-        for c in &mut self.sshd {
+        for c in self.sshd.iter_mut().chain(&mut self.vms) {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -633,7 +689,7 @@ fn wait_port(addr: &str, port: u16, timeout: Duration) -> Result<(), String> {
     }
 }
 
-fn which(prog: &str) -> Option<String> {
+pub(crate) fn which(prog: &str) -> Option<String> {
     [
         "/usr/sbin",
         "/usr/bin",

@@ -53,6 +53,7 @@ mod signals;
 mod small_fs;
 mod suites;
 mod suites_nfs;
+mod suites_nfs_kernel;
 mod tenants;
 mod tenants_apps;
 mod tenants_apps_targets;

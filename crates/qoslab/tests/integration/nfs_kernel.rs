@@ -13,51 +13,7 @@ use std::time::{Duration, Instant};
 use crate::nfs_util::NfsProc;
 use crate::util::{run, TempDir};
 
-const HINT: &str = "run scripts/install-deps.sh, which unpacks qemu-system-x86 and Debian's kernel into QOSLAB_CACHE";
-const MODULES: [&str; 9] = [
-    "netfs", "fscache", "sunrpc", "grace", "lockd", "nfs_acl", "nfs", "nfsv3", "e1000",
-];
-
-fn cache() -> PathBuf {
-    PathBuf::from(std::env::var("QOSLAB_CACHE").unwrap_or_else(|_| "/var/cache/qoslab".into()))
-}
-
-/// The kernel image and its modules directory.
-fn kernel() -> (PathBuf, PathBuf) {
-    let k = cache().join("kernel");
-    let vmlinuz = std::fs::read_dir(k.join("boot"))
-        .unwrap_or_else(|e| panic!("{}: {e}: {HINT}", k.display()))
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("vmlinuz-"))
-        })
-        .unwrap_or_else(|| panic!("no vmlinuz in {}: {HINT}", k.display()));
-    let version = vmlinuz
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .trim_start_matches("vmlinuz-")
-        .to_string();
-    (vmlinuz, k.join("lib/modules").join(version))
-}
-
-fn find_module(dir: &Path, name: &str) -> Option<PathBuf> {
-    for e in std::fs::read_dir(dir).ok()?.filter_map(Result::ok) {
-        let p = e.path();
-        if p.is_dir() {
-            if let Some(f) = find_module(&p, name) {
-                return Some(f);
-            }
-        } else if p.file_name().and_then(|n| n.to_str()) == Some(&format!("{name}.ko")) {
-            return Some(p);
-        }
-    }
-    None
-}
+use testbed::vm::{find_module, kernel, qemu, MODULES};
 
 /// A newc initramfs: static busybox, the NFS modules, and `/init` running `script`.
 fn initramfs(dir: &Path, modules: &Path, script: &str) -> PathBuf {
@@ -69,7 +25,7 @@ fn initramfs(dir: &Path, modules: &Path, script: &str) -> PathBuf {
         .unwrap_or_else(|e| panic!("/bin/busybox: {e}: install busybox-static"));
     for m in MODULES {
         let src = find_module(modules, m)
-            .unwrap_or_else(|| panic!("module {m}.ko not in {}: {HINT}", modules.display()));
+            .unwrap_or_else(|| panic!("module {m}.ko not in {}", modules.display()));
         std::fs::copy(src, root.join(format!("modules/{m}.ko"))).unwrap();
     }
     let init = format!(
@@ -101,20 +57,17 @@ fn initramfs(dir: &Path, modules: &Path, script: &str) -> PathBuf {
 
 /// Boots the VM with `script` in its `/init`; returns its console output.
 fn boot(dir: &Path, script: &str, limit: Duration) -> String {
-    let q = cache().join("qemu");
-    let qemu = q.join("usr/bin/qemu-system-x86_64");
-    assert!(qemu.is_file(), "{} missing: {HINT}", qemu.display());
-    let (vmlinuz, modules) = kernel();
+    let (qemu, firmware) = qemu().unwrap_or_else(|e| panic!("{e}"));
+    let (vmlinuz, modules) = kernel().unwrap_or_else(|e| panic!("{e}"));
     let img = initramfs(dir, &modules, script);
     let mut cmd = Command::new("timeout");
     cmd.arg("-s")
         .arg("KILL")
         .arg(limit.as_secs().to_string())
         .arg(&qemu);
-    cmd.arg("-L")
-        .arg(q.join("usr/share/seabios"))
-        .arg("-L")
-        .arg(q.join("usr/share/qemu"));
+    for f in &firmware {
+        cmd.arg("-L").arg(f);
+    }
     cmd.args([
         "-m",
         "512",

@@ -164,6 +164,7 @@ fn system_suites_through_the_binary_on_namespace_hosts() {
         slow_pairs: vec![(0, 1, SLOW_MBIT)],
         disks_per_host: 3,
         disk_bytes: 32 << 20,
+        vm_hosts: 0,
     })
     .unwrap();
     let d = Dir::new("suites");

@@ -1,5 +1,5 @@
-//! `testbed up [--hosts N] [--link-mbit M] [--slow A-B=MBIT ...] [--disks K] [--disk-mib S]`:
-//! build namespace hosts, print their description (JSON) and "ready", keep them until stdin
+//! `testbed up [--hosts N] [--vms V] [--link-mbit M] [--slow A-B=MBIT ...] [--disks K] [--disk-mib S]`:
+//! build namespace hosts (and V qemu guest hosts with a kernel NFS client after them), print their description (JSON) and "ready", keep them until stdin
 //! closes or a signal arrives, then tear them down.
 //! `testbed clean`: remove what killed runs left behind.
 //!
@@ -10,7 +10,7 @@ use std::io::Read;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: testbed up [--hosts N] [--link-mbit M] [--slow A-B=MBIT]... [--disks K] [--disk-mib S]\n       testbed clean"
+        "usage: testbed up [--hosts N] [--vms V] [--link-mbit M] [--slow A-B=MBIT]... [--disks K] [--disk-mib S]\n       testbed clean"
     );
     std::process::exit(2)
 }
@@ -42,6 +42,7 @@ fn up(args: &[String]) {
         };
         match a.as_str() {
             "--hosts" => spec.hosts = num(v) as usize,
+            "--vms" => spec.vm_hosts = num(v) as usize,
             "--link-mbit" => spec.link_mbit = num(v) as u32,
             "--disks" => spec.disks_per_host = num(v) as usize,
             "--disk-mib" => spec.disk_bytes = num(v) << 20,

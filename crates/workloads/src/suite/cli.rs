@@ -32,8 +32,10 @@ pub struct SuiteArgs {
     /// nfs, dir: each load generator's directory; block, iscsi: its device; HOST:PATH,...
     /// nfs also takes an export, reached by fio's nfs engine from every load generator
     /// (no kernel mount): nfs://SERVER/PATH?nfsport=P&mountport=P for all hosts, or
-    /// HOST:nfs://... per host.
-    #[arg(long, value_name = "HOST:PATH,...|nfs://...")]
+    /// HOST:nfs://... per host; or one the suite kernel-mounts on every load generator
+    /// (mount -t nfs -o vers=3,...; unmounted at the end):
+    /// mount+nfs://SERVER/PATH?nfsport=P&mountport=P[&options=nconnect=4,...].
+    #[arg(long, value_name = "HOST:PATH,...|nfs://...|mount+nfs://...")]
     pub targets: Option<String>,
     /// Overwrite DEVICE although it holds a partition table, a file system or other data
     /// (repeatable). Without it such a device is refused before anything runs.
@@ -91,6 +93,15 @@ pub struct SuiteArgs {
 fn by_host(list: &str, opt: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        // A kernel-mounted export's mount options go on past its commas (`options=a,b`).
+        if let Some((_, v)) = out.last_mut() {
+            let v: &mut String = v;
+            if suites::nfs_mount::is_mount_url(v) && !item.contains(':') {
+                v.push(',');
+                v.push_str(item);
+                continue;
+            }
+        }
         let (h, v) = item
             .split_once(':')
             .filter(|(h, v)| !h.is_empty() && !v.is_empty())
@@ -147,7 +158,9 @@ impl SuiteArgs {
             }
         }
         if let Some(list) = &self.targets {
-            let pairs = if list.trim_start().starts_with("nfs://") && !list.contains(',') {
+            let l = list.trim_start();
+            let one_export = l.starts_with("nfs://") || suites::nfs_mount::is_mount_url(l);
+            let pairs = if one_export && (!list.contains(',') || !l.starts_with("nfs://")) {
                 // One export for every load generator (seed 002: each mounts the share).
                 let url = list.trim().to_string();
                 spec.hosts
@@ -287,6 +300,35 @@ mod tests {
         .unwrap();
         assert_eq!(nfs.hosts[0].target.as_deref(), Some(url));
         assert_eq!(nfs.hosts[1].target.as_deref(), Some("/mnt/nfs"));
+        // A kernel-mounted export: for every host (its options' commas included), or per host.
+        let m = "mount+nfs://10.0.0.1/nas?nfsport=2049&options=nconnect=4,rsize=65536";
+        SuiteArgs {
+            targets: Some(m.into()),
+            ..SuiteArgs::default()
+        }
+        .apply(&mut nfs)
+        .unwrap();
+        assert!(nfs.hosts.iter().all(|h| h.target.as_deref() == Some(m)));
+        nfs.validate().unwrap();
+        SuiteArgs {
+            targets: Some(format!("h0:{m},h1:{url}")),
+            ..SuiteArgs::default()
+        }
+        .apply(&mut nfs)
+        .unwrap();
+        assert_eq!(nfs.hosts[0].target.as_deref(), Some(m));
+        assert_eq!(nfs.hosts[1].target.as_deref(), Some(url));
+        nfs.hosts[0].target = Some("mount+nfs://10.0.0.1/nas?port=1".into());
+        assert!(nfs.validate().unwrap_err().contains("\"port\": unknown"));
+        let mut dir = SuiteSpec::new(Kind::Storage(suites::storage::StorageKind::Dir));
+        SuiteArgs {
+            hosts: Some("h0".into()),
+            targets: Some(m.into()),
+            ..SuiteArgs::default()
+        }
+        .apply(&mut dir)
+        .unwrap();
+        assert!(dir.validate().unwrap_err().contains("that is --suite nfs"));
         // The plan the spec stores reads back to the same spec.
         let text = s.describe();
         assert!(

@@ -24,7 +24,9 @@
 //! devices = ["/dev/sdb"]   # disks
 //! target = "/mnt/nfs"      # nfs/dir: a directory; block/iscsi: a device;
 //!                          # nfs: or an export, "nfs://SERVER/PATH?nfsport=P&mountport=P"
-//!                          # (fio's nfs engine on the host, no kernel mount)
+//!                          # (fio's nfs engine on the host, no kernel mount), or
+//!                          # "mount+nfs://SERVER/PATH?nfsport=P&mountport=P&options=..."
+//!                          # (the suite kernel-mounts it on the host: mount -t nfs)
 //! ```
 
 use std::path::PathBuf;
@@ -268,6 +270,18 @@ impl SuiteSpec {
                 }
                 for h in &self.hosts {
                     let t = h.target.as_deref().unwrap_or("");
+                    if suites::nfs_mount::is_mount_url(t) {
+                        if k != StorageKind::Nfs {
+                            return Err(format!(
+                                "--suite {}: host {}: target {t:?} is an NFS export to kernel-mount; that is --suite nfs",
+                                k.name(),
+                                h.name
+                            ));
+                        }
+                        suites::nfs_mount::MountUrl::parse(t)
+                            .map_err(|e| format!("--targets: host {}: {t:?}: {e}", h.name))?;
+                        continue;
+                    }
                     if !suites::storage::is_nfs_url(t) {
                         continue;
                     }

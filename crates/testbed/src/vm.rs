@@ -1,0 +1,284 @@
+//! Qemu guest hosts: a load generator with a Linux kernel NFS client, which this machine's
+//! kernel (and so a namespace host) lacks.
+//!
+//! ```text
+//!  ns qltb-<tag>-sw: bridge ── tap qt<tag>vN (tc htb: the guest's ingress)
+//!                              └─ qemu-system-x86_64 (TCG, run in the switch namespace)
+//!                                   Debian's kernel + a busybox initramfs:
+//!                                   eth0 (e1000) 10.213.Y.(10+N), hostname hN,
+//!                                   sshd on :22 (the bed's host key and client key),
+//!                                   fio, the NFS client modules (mount -t nfs)
+//! ```
+//!
+//! The initramfs carries this machine's own `sshd` and `fio` with every library `ldd`
+//! names (same paths as here), static busybox for the shell and its tools, and the kernel
+//! modules of the NFS client and the NIC. One image per bed, shared by its guests: each
+//! guest reads its name and address from the kernel command line. The qemu process lives
+//! in the switch namespace (its tap is there), so the bed's teardown kills it with the
+//! namespace's other processes; it also dies with the thread that built the bed (parent
+//! death signal), and a bed killed outright is cleaned by the next build like any other.
+//!
+//! Kernel and qemu come from `QOSLAB_CACHE` (default `/var/cache/qoslab`), where
+//! `scripts/install-deps.sh` unpacks Debian's `linux-image-amd64` and `qemu-system-x86`.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const HINT: &str =
+    "run scripts/install-deps.sh, which unpacks qemu-system-x86 and Debian's kernel into QOSLAB_CACHE";
+
+/// The kernel modules of the NFS client (in load order) and the guest's NIC.
+pub const MODULES: [&str; 9] = [
+    "netfs", "fscache", "sunrpc", "grace", "lockd", "nfs_acl", "nfs", "nfsv3", "e1000",
+];
+
+/// Programs copied into the guest with their libraries (`ldd`), at the same paths.
+const PROGRAMS: [&str; 2] = ["sshd", "fio"];
+
+/// Guest RAM, MiB: the initramfs (~70 MiB, most of it fio's and sshd's libraries) is
+/// unpacked into it, and fio's buffers and the NFS client's page cache live beside it.
+const GUEST_MIB: u32 = 768;
+
+/// `QOSLAB_CACHE` (default `/var/cache/qoslab`).
+pub fn cache() -> PathBuf {
+    PathBuf::from(std::env::var("QOSLAB_CACHE").unwrap_or_else(|_| "/var/cache/qoslab".into()))
+}
+
+/// qemu-system-x86_64 and its firmware directories.
+pub fn qemu() -> Result<(PathBuf, Vec<PathBuf>), String> {
+    let q = cache().join("qemu");
+    let bin = q.join("usr/bin/qemu-system-x86_64");
+    if !bin.is_file() {
+        return Err(format!("{} missing: {HINT}", bin.display()));
+    }
+    Ok((
+        bin,
+        vec![q.join("usr/share/seabios"), q.join("usr/share/qemu")],
+    ))
+}
+
+/// Debian's kernel image and its modules directory.
+pub fn kernel() -> Result<(PathBuf, PathBuf), String> {
+    let k = cache().join("kernel");
+    let boot = k.join("boot");
+    let vmlinuz = std::fs::read_dir(&boot)
+        .map_err(|e| format!("{}: {e}: {HINT}", boot.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("vmlinuz-"))
+        })
+        .ok_or_else(|| format!("no vmlinuz in {}: {HINT}", boot.display()))?;
+    let version = vmlinuz
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .trim_start_matches("vmlinuz-")
+        .to_string();
+    Ok((vmlinuz, k.join("lib/modules").join(version)))
+}
+
+/// `NAME.ko` somewhere under `dir`.
+pub fn find_module(dir: &Path, name: &str) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            if let Some(f) = find_module(&p, name) {
+                return Some(f);
+            }
+        } else if p.file_name().and_then(|n| n.to_str()) == Some(&format!("{name}.ko")) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn copy(src: &Path, root: &Path) -> Result<(), String> {
+    let rel = src.strip_prefix("/").unwrap_or(src);
+    let dst = root.join(rel);
+    if let Some(p) = dst.parent() {
+        std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    std::fs::copy(src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+    Ok(())
+}
+
+/// The shared libraries `ldd` says `prog` loads (and the loader).
+fn libraries(prog: &str) -> Result<Vec<PathBuf>, String> {
+    let out = crate::run("ldd", &[prog])?;
+    if out.contains("not found") {
+        return Err(format!("{prog}: a library is missing:\n{out}"));
+    }
+    Ok(out
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let p = match l.split_once("=>") {
+                Some((_, r)) => r.split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            p.starts_with('/').then(|| PathBuf::from(p))
+        })
+        .collect())
+}
+
+const INIT: &str = r#"#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /run/sshd; mount -t devpts devpts /dev/pts; mount -t tmpfs tmp /tmp
+for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "QOSLAB-GUEST insmod $m failed"; done
+for w in $(cat /proc/cmdline); do case $w in qoslab.name=*) name=${w#*=};; qoslab.addr=*) addr=${w#*=};; esac; done
+hostname "$name"
+ip link set lo up; ip link set eth0 up; ip addr add "$addr" dev eth0
+/usr/sbin/sshd -e -f /etc/ssh/sshd_config && echo "QOSLAB-GUEST sshd up on $addr"
+while true; do sleep 3600; done
+"#;
+
+const SSHD_CONFIG: &str =
+    "Port 22\nHostKey /etc/ssh/host_key\nAuthorizedKeysFile /root/.ssh/authorized_keys\n\
+PermitRootLogin prohibit-password\nPubkeyAuthentication yes\nPasswordAuthentication no\n\
+KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPrintMotd no\nLogLevel ERROR\n\
+MaxSessions 64\nMaxStartups 64:30:128\n";
+
+/// Build the guests' initramfs in `dir` from the bed's keys (`dir/host_key`,
+/// `dir/authorized_keys`); returns the image.
+pub fn initramfs(dir: &Path) -> Result<PathBuf, String> {
+    let root = dir.join("guest-root");
+    let w = |p: &Path, text: &str| -> Result<(), String> {
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    for d in [
+        "bin",
+        "modules",
+        "proc",
+        "sys",
+        "dev",
+        "tmp",
+        "mnt",
+        "run",
+        "root/.ssh",
+    ] {
+        std::fs::create_dir_all(root.join(d)).map_err(|e| format!("{d}: {e}"))?;
+    }
+    std::fs::copy("/bin/busybox", root.join("bin/busybox"))
+        .map_err(|e| format!("/bin/busybox: {e} (install busybox-static)"))?;
+    for prog in PROGRAMS {
+        let path = crate::which(prog).ok_or_else(|| format!("{prog} not found on this machine"))?;
+        copy(Path::new(&path), &root)?;
+        for lib in libraries(&path)? {
+            copy(&lib, &root)?;
+        }
+    }
+    // sshd finds users through NSS; glibc loads libnss_files for /etc/passwd.
+    for nss in ["/lib/x86_64-linux-gnu/libnss_files.so.2"] {
+        if Path::new(nss).exists() {
+            copy(Path::new(nss), &root)?;
+        }
+    }
+    let (_, modules) = kernel()?;
+    for m in MODULES {
+        let src = find_module(&modules, m)
+            .ok_or_else(|| format!("module {m}.ko not in {}: {HINT}", modules.display()))?;
+        std::fs::copy(&src, root.join(format!("modules/{m}.ko")))
+            .map_err(|e| format!("{}: {e}", src.display()))?;
+    }
+    w(&root.join("modules/order"), &MODULES.join("\n"))?;
+    w(
+        &root.join("etc/passwd"),
+        "root:x:0:0:root:/root:/bin/sh\nsshd:x:100:65534::/run/sshd:/bin/false\n",
+    )?;
+    w(&root.join("etc/group"), "root:x:0:\nnogroup:x:65534:\n")?;
+    w(&root.join("etc/shadow"), "root:*:1::::::\nsshd:*:1::::::\n")?;
+    w(&root.join("etc/ssh/sshd_config"), SSHD_CONFIG)?;
+    std::fs::copy(dir.join("host_key"), root.join("etc/ssh/host_key"))
+        .map_err(|e| format!("host key: {e}"))?;
+    std::fs::copy(
+        dir.join("authorized_keys"),
+        root.join("root/.ssh/authorized_keys"),
+    )
+    .map_err(|e| format!("authorized_keys: {e}"))?;
+    w(&root.join("init"), INIT)?;
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [("init", 0o755), ("etc/ssh/host_key", 0o600)] {
+        std::fs::set_permissions(root.join(p), std::fs::Permissions::from_mode(mode))
+            .map_err(|e| format!("{p}: {e}"))?;
+    }
+    let img = dir.join("guest-initrd.cpio");
+    crate::run(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "cd '{}' && find . | cpio -o -H newc --quiet > '{}'",
+                root.display(),
+                img.display()
+            ),
+        ],
+    )?;
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(img)
+}
+
+/// Boot guest `name` on tap `tap` of the switch namespace `sw`, at `addr/24`; its console
+/// goes to `console`.
+pub fn boot(
+    sw: &str,
+    tap: &str,
+    initrd: &Path,
+    name: &str,
+    addr: &str,
+    mac: &str,
+    console: &Path,
+) -> Result<Child, String> {
+    let (bin, firmware) = qemu()?;
+    let (vmlinuz, _) = kernel()?;
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", sw]).arg(&bin);
+    for f in &firmware {
+        cmd.arg("-L").arg(f);
+    }
+    cmd.args(["-m", &GUEST_MIB.to_string(), "-smp", "1"]);
+    cmd.args(["-nographic", "-no-reboot", "-nodefaults"]);
+    cmd.arg("-serial")
+        .arg(format!("file:{}", console.display()));
+    cmd.arg("-kernel").arg(&vmlinuz).arg("-initrd").arg(initrd);
+    cmd.arg("-append").arg(format!(
+        "console=ttyS0 panic=-1 quiet loglevel=3 qoslab.name={name} qoslab.addr={addr}/24"
+    ));
+    cmd.arg("-netdev")
+        .arg(format!("tap,id=n0,ifname={tap},script=no,downscript=no"));
+    cmd.arg("-device")
+        .arg(format!("e1000,netdev=n0,romfile=,mac={mac}"));
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
+        std::fs::File::create(console.with_extension("qemu.log"))
+            .map_err(|e| format!("{}: {e}", console.display()))?,
+    );
+    // SAFETY: prctl in the child before exec (async-signal-safe); `ip netns exec` execs
+    // qemu in the same process, so the VM dies with the thread that built the bed.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| format!("starting qemu: {e}"))
+}
+
+/// The last lines of a guest's console and qemu's own messages (for an error).
+pub fn console_tail(console: &Path) -> String {
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let text = format!(
+        "{}{}",
+        read(console),
+        read(&console.with_extension("qemu.log"))
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
