@@ -51,6 +51,42 @@ fn suite_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     a
 }
 
+/// Each load generator's (h0, h1) file of the prepare step, 8 MiB, in the volume `suite`'s
+/// tree on `node`; `ctx` is added to a failure.
+pub(crate) fn prepared_files_in_the_volume(node: &Node, ctx: &str) {
+    for h in ["h0", "h1"] {
+        let f = node.data_dir().join(format!("nas/suite/qoslab.{h}.0"));
+        let len = std::fs::metadata(&f)
+            .unwrap_or_else(|e| panic!("{}: {e}{ctx}", f.display()))
+            .len();
+        assert_eq!(len, 8 << 20, "{}", f.display());
+    }
+}
+
+/// The nfs suite's two measured jobs of `run` on h0 and h1, each with its "All clients"
+/// IOPS (reads and writes); every client measured some.
+pub(crate) fn all_clients_iops(run: &Value, ceiling: f64) -> Vec<(&Value, f64)> {
+    let measured = per_client(run, "nfs", &["h0", "h1"]);
+    assert_eq!(measured.len(), 2, "{}", run["jobs"]);
+    let iops =
+        |x: &Value| x["read"]["iops"].as_f64().unwrap() + x["write"]["iops"].as_f64().unwrap();
+    measured
+        .into_iter()
+        .map(|(j, res)| {
+            for x in res {
+                assert!(iops(x) > 0.0, "{x}");
+            }
+            let merged = res.iter().find(|x| x["client"] == "All clients").unwrap();
+            let all = iops(merged);
+            eprintln!(
+                "{}: All clients {all:.1} IOPS (ceiling {ceiling})",
+                j["name"]
+            );
+            (j, all)
+        })
+        .collect()
+}
+
 #[test]
 fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
     let _g = heavy();
@@ -153,33 +189,13 @@ fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
         "{place}: {out}"
     );
     // The prepare step: each load generator's own file, 8 MiB, in the volume's tree.
-    for h in ["h0", "h1"] {
-        let f = node.data_dir().join(format!("nas/suite/qoslab.{h}.0"));
-        let len = std::fs::metadata(&f)
-            .unwrap_or_else(|e| panic!("{}: {e}", f.display()))
-            .len();
-        assert_eq!(len, 8 << 20, "{}", f.display());
-    }
-    let r = last_run(&d);
-    let measured = per_client(&r, "nfs", &["h0", "h1"]);
-    assert_eq!(measured.len(), 2, "{}", r["jobs"]);
-    for (j, res) in measured {
-        let iops =
-            |x: &Value| x["read"]["iops"].as_f64().unwrap() + x["write"]["iops"].as_f64().unwrap();
-        let merged = res.iter().find(|x| x["client"] == "All clients").unwrap();
-        for x in res {
-            assert!(iops(x) > 0.0, "{x}");
-        }
+    prepared_files_in_the_volume(&node, "");
+    for (j, all) in all_clients_iops(&last_run(&d), CEILING) {
         // One ceiling for both generators: the pacer spaces the volume's requests exactly,
         // and 2 x 32 requests queued are 160 ms of backlog at 400 IOPS, so the merged rate
         // is the ceiling (+-5%: fio's windows start and end within a request or two of the
         // ramp's end on each client, and the clients' clocks start apart by the ssh round
         // trips, a few ms).
-        let all = iops(merged);
-        eprintln!(
-            "{}: All clients {all:.1} IOPS (ceiling {CEILING})",
-            j["name"]
-        );
         assert!(
             all <= CEILING * 1.05,
             "{}: All clients {all:.1} IOPS above the ceiling {CEILING}",

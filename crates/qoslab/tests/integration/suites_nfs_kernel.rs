@@ -14,12 +14,12 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use testbed::{Spec, Testbed};
 
 use crate::bench_util::Dir;
 use crate::nfs_node::nfs_port;
-use crate::suites::{bench, last_run, per_client};
+use crate::suites::{bench, last_run};
+use crate::suites_nfs::{all_clients_iops, prepared_files_in_the_volume};
 use crate::util::{heavy, run, Node};
 
 fn strs(v: &[String]) -> Vec<&str> {
@@ -138,23 +138,8 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
         );
     }
     // The prepare step: each guest's own file, 8 MiB, written through its kernel mount.
-    for h in ["h0", "h1"] {
-        let f = node.data_dir().join(format!("nas/suite/qoslab.{h}.0"));
-        let len = std::fs::metadata(&f)
-            .unwrap_or_else(|e| panic!("{}: {e}\n{out}{err}", f.display()))
-            .len();
-        assert_eq!(len, 8 << 20, "{}", f.display());
-    }
-    let r = last_run(&d);
-    let measured = per_client(&r, "nfs", &["h0", "h1"]);
-    assert_eq!(measured.len(), 2, "{}", r["jobs"]);
-    for (j, res) in measured {
-        let iops =
-            |x: &Value| x["read"]["iops"].as_f64().unwrap() + x["write"]["iops"].as_f64().unwrap();
-        let merged = res.iter().find(|x| x["client"] == "All clients").unwrap();
-        for x in res {
-            assert!(iops(x) > 0.0, "{x}");
-        }
+    prepared_files_in_the_volume(&node, &format!("\n{out}{err}"));
+    for (j, all) in all_clients_iops(&last_run(&d), CEILING) {
         // One ceiling for both guests. The pacer spaces the volume's requests exactly,
         // and 2 x 32 requests queued are 320 ms of backlog at 200 IOPS, so the guests
         // complete the ceiling's 200 a second all through fio's 6 s. fio's libaio
@@ -167,11 +152,6 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
         // CPU per NFS request, 2 cores for 2 guests, the node and whatever else runs)
         // shows as less. +-10% (the "roughly" for TCG) holds the -5% and the
         // rest, and fails when a guest starves or the ceiling leaks.
-        let all = iops(merged);
-        eprintln!(
-            "{}: All clients {all:.1} IOPS (ceiling {CEILING})",
-            j["name"]
-        );
         assert!(
             (all - CEILING).abs() <= CEILING * 0.10,
             "{}: All clients {all:.1} IOPS under a {CEILING} IOPS ceiling (want +-10%)",
