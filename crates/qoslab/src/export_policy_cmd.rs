@@ -318,12 +318,7 @@ pub fn run(args: ExportPolicyArgs) -> anyhow::Result<()> {
         }
         PolicyCmd::Modify { policy, new_name } => {
             let p = find(&c, &policy)?;
-            let r = c.call(
-                "PATCH",
-                &format!("{POLICIES}/{}", p["id"]),
-                Some(&json!({ "name": new_name })),
-            )?;
-            show(&r, &[], out);
+            patch(&c, &p, json!({ "name": new_name }), out)?;
         }
         PolicyCmd::Delete { policy } => {
             let p = find(&c, &policy)?;
@@ -391,11 +386,12 @@ fn edit_rules(
     let p = find(c, policy)?;
     let mut rules = rules_of(&p);
     change(&mut rules)?;
-    let r = c.call(
-        "PATCH",
-        &format!("{POLICIES}/{}", p["id"]),
-        Some(&json!({ "rules": rules })),
-    )?;
+    patch(c, &p, json!({ "rules": rules }), out)
+}
+
+/// PATCH the policy `p` (its record) with `body` and show what the node answered.
+fn patch(c: &Client, p: &Value, body: Value, out: Output) -> anyhow::Result<()> {
+    let r = c.call("PATCH", &format!("{POLICIES}/{}", p["id"]), Some(&body))?;
     show(&r, &[], out);
     Ok(())
 }
