@@ -91,6 +91,20 @@ pub fn fio_time(secs: f64) -> String {
     }
 }
 
+/// The queue depth a sized job (one that must move its whole `size`, not `time_based`)
+/// can use: `depth`, or 1 with fio's `nfs` engine. fio 3.33's nfs engine ends such a job
+/// early at a deeper queue: its event loop answers "no events" while fewer than `iodepth`
+/// requests are in flight, so a job whose whole size fits in its queue moves nothing (0 of
+/// 2 x 9 MiB at QD64). At depth 1 libnfs still sends each request's NFS operations at once
+/// (a 1 MiB write is 16 WRITEs of a 64 KiB wtmax).
+pub fn sized_job_depth(nfs_engine: bool, depth: u32) -> u32 {
+    if nfs_engine {
+        1
+    } else {
+        depth
+    }
+}
+
 /// Whether `s` is safe as a fio job-file value or key: one line, no section brackets at
 /// the start, no comment characters that fio would strip.
 pub fn valid_value(s: &str) -> bool {

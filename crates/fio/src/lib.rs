@@ -15,7 +15,7 @@ pub mod logs;
 pub mod result;
 
 pub use executor::{ExecError, Executor, FakeFio, LiveSink, RealFio, RemoteFio};
-pub use jobfile::{JobFile, Section};
+pub use jobfile::{sized_job_depth, JobFile, Section};
 pub use logs::FioSample;
 pub use result::{DirStats, FioOutput, JobResult};
 

@@ -4,7 +4,7 @@
 //!
 //! fio's nfs engine cannot lay out a file it is about to read (fio 3.33: a read job of a
 //! file that is not there yet fails or reads nothing), so [`prefill`] writes the file once,
-//! at queue depth 1 (its sized jobs at a deeper queue end early), before the first job of
+//! at queue depth 1 ([`fio::sized_job_depth`]), before the first job of
 //! the run that reads it. A kernel-mounted directory stays `--target DIR` (libaio).
 
 use std::collections::HashMap;
@@ -99,7 +99,7 @@ pub fn prefill(target: &[(String, String)], job: &[(String, String)]) -> Option<
     let mut s = Section::new("prefill".to_string());
     s.set("rw", "write".to_string());
     s.set("bs", "1M".to_string());
-    s.set("iodepth", "1".to_string());
+    s.set("iodepth", fio::sized_job_depth(true, 16).to_string());
     s.set("size", len.to_string());
     f.jobs.push(s);
     Some(f)

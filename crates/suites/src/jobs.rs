@@ -191,14 +191,14 @@ pub fn job_file(job: SeedJob, sizing: &Sizing, t: &Target, timing: Timing) -> Jo
 
 /// Write the region every job uses once, sequentially (1 MiB, QD 16): the prefill for a
 /// device, the seed's `prepare-set.fio` for a directory (it creates each job's file). Over
-/// fio's nfs engine at QD 1: the engine creates a file only on a sequential write, and ends
-/// a sized job early at a deeper queue (docs/NFS.md).
+/// fio's nfs engine at QD 1 ([`fio::sized_job_depth`]; the engine creates a file only on a
+/// sequential write).
 pub fn prepare_file(sizing: &Sizing, t: &Target) -> JobFile {
     let mut f = JobFile::new();
     engine(&mut f.global, t);
     f.global
         .set("blocksize", "1m")
-        .set("iodepth", if t.is_nfs() { "1" } else { "16" })
+        .set("iodepth", fio::sized_job_depth(t.is_nfs(), 16).to_string())
         .set("rw", "write")
         .set("group_reporting", "1");
     match t {

@@ -180,12 +180,9 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<Ste
             })
         })
     };
-    // The write that lays out a cache's data set (2 files of `size`): 1 MiB, 2 jobs x QD64.
-    // Over NFS at QD1: fio's nfs engine ends a sized job early at a deeper queue (its event
-    // loop answers "no events" while fewer than `iodepth` requests are in flight, so a job
-    // whose whole size fits in its queue writes nothing: 0 of 2 x 9 MiB at QD64). libnfs
-    // still sends each 1 MiB as 16 WRITEs of the node's 64 KiB wtmax at once.
-    let lay_qd = if nfs { 1 } else { 64 };
+    // The write that lays out a cache's data set (2 files of `size`): 1 MiB, 2 jobs x QD64,
+    // or QD1 over fio's nfs engine ([`fio::sized_job_depth`]).
+    let lay_qd = fio::sized_job_depth(nfs, 64);
     let lay_out = |name: &str, section: &'static str, why: &str, size: u64| StepDef {
         name: name.into(),
         section,
