@@ -35,6 +35,9 @@ use harness::{Options, Plan, RunError};
 use crate::dbench::{self, seed000, seed000_run, Summary};
 use crate::isolation::{self, IsolationSpec};
 
+pub mod path;
+pub use path::ClientPath;
+
 /// Runtime of the jobs whose windows the verdicts judge: 8 windows of 500 ms.
 const JUDGED_RUNTIME: f64 = 4.0;
 
@@ -62,6 +65,11 @@ pub trait Host {
     fn run(&mut self, plan: &mut Plan) -> Result<harness::Outcome, RunError>;
     /// Text, as it comes.
     fn print(&mut self, text: &str);
+    /// What the client path adds to the node's latency on this machine ([`path`]), or
+    /// `None` to serve the seed's latency as declared (the default).
+    fn client_path(&mut self) -> Result<Option<ClientPath>, RunError> {
+        Ok(None)
+    }
 }
 
 /// What the demo found: the ceilings run (re-run volumes adopted) and the isolation run.
@@ -108,13 +116,19 @@ const VOLUMES: [(&str, &str, Option<&str>); 7] = [
 
 /// The demo as a plan (what `qoslab bench` would run; stored with the run).
 pub fn plan_text(runtime: f64, ramp: f64) -> String {
+    plan_text_on(runtime, ramp, None)
+}
+
+/// The demo's plan on seed 000's array, its latency less `path` when given.
+pub fn plan_text_on(runtime: f64, ramp: f64, path: Option<&ClientPath>) -> String {
+    let array = path.map_or_else(|| seed000::ARRAY.to_string(), ClientPath::array);
     let mut t = format!(
         "# qoslab demo: seed 000 on the embedded node\n[bench]\nname = \"demo\"\nruntime = {runtime}\nramp = {ramp}\n\
 \n{}\n\
          [[policy]]\nname = \"QoS_500iops\"\nfixed = {{ max_throughput_iops = 500, capacity_shared = false }}\n\n\
          [[policy]]\nname = \"QoS_100MBps\"\nfixed = {{ max_throughput_mbps = 100, capacity_shared = false }}\n\n\
          [[policy]]\nname = \"aQoS\"\nadaptive = {{ expected_iops = \"5IOPS/GB\", peak_iops = \"50IOPS/GB\", peak_iops_allocation = \"allocated_space\" }}\n\n",
-        seed000::ARRAY
+        array
     );
     for (name, size, policy) in VOLUMES {
         t.push_str(&format!(
@@ -362,7 +376,16 @@ fn plan_err(e: harness::PlanError) -> RunError {
 
 /// The demo's plan, parsed and configured (all volumes, or only `volumes`).
 fn demo_plan(s: &Settings, volumes: Option<&[String]>) -> Result<Plan, RunError> {
-    let text = plan_text(s.runtime, s.ramp);
+    demo_plan_on(s, None, volumes)
+}
+
+/// The same, on the array serving the seed's latency less `path`.
+fn demo_plan_on(
+    s: &Settings,
+    path: Option<&ClientPath>,
+    volumes: Option<&[String]>,
+) -> Result<Plan, RunError> {
+    let text = plan_text_on(s.runtime, s.ramp, path);
     let origin = if volumes.is_some() {
         "qoslab demo (re-run)"
     } else {
@@ -383,8 +406,7 @@ fn demo_plan(s: &Settings, volumes: Option<&[String]>) -> Result<Plan, RunError>
 /// Run the whole demo: seed 000's ceilings (with one re-run of the volumes the machine
 /// spoiled), its table and the seed's cells, then seed 001's isolation.
 pub fn run(s: &Settings, host: &mut dyn Host) -> Result<Answer, RunError> {
-    let mut plan = demo_plan(s, None)?;
-    let steps = plan.steps();
+    let steps = demo_plan(s, None)?.steps();
     let secs: f64 = steps.iter().map(|s| s.expected_secs + 0.6).sum::<f64>() + 45.0;
     host.print(&format!(
         "qoslab demo: seed 000 on an embedded node: 3 policies, {} volumes, dbench on each \
@@ -398,6 +420,11 @@ pub fn run(s: &Settings, host: &mut dyn Host) -> Result<Answer, RunError> {
         s.ramp,
         secs / 60.0
     ));
+    let path = host.client_path()?;
+    if let Some(p) = &path {
+        host.print(&format!("{}\n", p.describe()));
+    }
+    let mut plan = demo_plan_on(s, path.as_ref(), None)?;
     let mut outcome = host.run(&mut plan)?;
     // One more run of the volumes whose verdicts the machine spoiled (diagnosed noisy-host
     // or client-cpu-bound, and not a pass): the second run is the answer.
@@ -422,7 +449,7 @@ pub fn run(s: &Settings, host: &mut dyn Host) -> Result<Answer, RunError> {
                 .map(|d| d.reason.clone())
                 .unwrap_or_default()
         ));
-        let mut again = demo_plan(s, Some(&noisy))?;
+        let mut again = demo_plan_on(s, path.as_ref(), Some(&noisy))?;
         let second = host.run(&mut again)?;
         let store = harness::store::Store::open(&s.db)?;
         outcome = harness::outcome::adopt_rerun(&store, outcome.record.id, second.record.id)?;

@@ -77,3 +77,32 @@ fn the_demo_runs_both_scenarios_and_stores_what_it_prints() {
         assert_ne!(stored.status, "running");
     }
 }
+
+/// The client path probe with real fio on a real embedded node. fio's window holds the
+/// node's (the node reads a request after fio sent it and replies before fio reaps it), so
+/// fio's mean less the node's is positive in both directions whatever the machine's load;
+/// and the demo's plan then serves the seed's latency less it.
+#[test]
+fn the_client_path_is_fio_less_the_node_and_comes_off_the_arrays_latency() {
+    let dir = test_support::TestDir::new("demo-path");
+    let p = demo::path::measure(&fio::RealFio::new(dir.path())).unwrap();
+    assert!(p.read_us > 0.0 && p.write_us > 0.0, "{p:?}");
+    let text = demo::plan_text_on(1.0, 0.0, Some(&p));
+    let plan = workloads::registry().parse(&text, "demo").unwrap();
+    let lat = plan.common.node.unwrap().array.latency;
+    let [r, w] = p.served_us();
+    assert_eq!(lat.at(qos_core::Direction::Read, 4096), r * 1000, "{text}");
+    assert_eq!(lat.at(qos_core::Direction::Write, 4096), w * 1000, "{text}");
+    // Taken off exactly, unless the machine made the path meaningless (over 25%).
+    for (path, seed, served) in [(p.read_us, 794.0, r), (p.write_us, 689.0, w)] {
+        let want = if path <= seed * 0.25 {
+            seed - path
+        } else {
+            seed
+        };
+        assert!(
+            (served as f64 - want).abs() <= 0.5,
+            "{p:?}: {served} for {want}"
+        );
+    }
+}
