@@ -21,6 +21,7 @@
 //! Kernel and qemu come from `QOSLAB_CACHE` (default `/var/cache/qoslab`), where
 //! `scripts/install-deps.sh` unpacks Debian's `linux-image-amd64` and `qemu-system-x86`.
 
+use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,7 +30,7 @@ const HINT: &str =
     "run scripts/install-deps.sh, which unpacks qemu-system-x86 and Debian's kernel into QOSLAB_CACHE";
 
 /// The kernel modules of the NFS client (in load order) and the guest's NIC.
-pub const MODULES: [&str; 9] = [
+const MODULES: [&str; 9] = [
     "netfs", "fscache", "sunrpc", "grace", "lockd", "nfs_acl", "nfs", "nfsv3", "e1000",
 ];
 
@@ -41,12 +42,12 @@ const PROGRAMS: [&str; 2] = ["sshd", "fio"];
 const GUEST_MIB: u32 = 768;
 
 /// `QOSLAB_CACHE` (default `/var/cache/qoslab`).
-pub fn cache() -> PathBuf {
+fn cache() -> PathBuf {
     PathBuf::from(std::env::var("QOSLAB_CACHE").unwrap_or_else(|_| "/var/cache/qoslab".into()))
 }
 
 /// qemu-system-x86_64 and its firmware directories.
-pub fn qemu() -> Result<(PathBuf, Vec<PathBuf>), String> {
+fn qemu() -> Result<(PathBuf, Vec<PathBuf>), String> {
     let q = cache().join("qemu");
     let bin = q.join("usr/bin/qemu-system-x86_64");
     if !bin.is_file() {
@@ -59,7 +60,7 @@ pub fn qemu() -> Result<(PathBuf, Vec<PathBuf>), String> {
 }
 
 /// Debian's kernel image and its modules directory.
-pub fn kernel() -> Result<(PathBuf, PathBuf), String> {
+fn kernel() -> Result<(PathBuf, PathBuf), String> {
     let k = cache().join("kernel");
     let boot = k.join("boot");
     let vmlinuz = std::fs::read_dir(&boot)
@@ -82,7 +83,7 @@ pub fn kernel() -> Result<(PathBuf, PathBuf), String> {
 }
 
 /// `NAME.ko` somewhere under `dir`.
-pub fn find_module(dir: &Path, name: &str) -> Option<PathBuf> {
+fn find_module(dir: &Path, name: &str) -> Option<PathBuf> {
     for e in std::fs::read_dir(dir).ok()?.filter_map(Result::ok) {
         let p = e.path();
         if p.is_dir() {
@@ -144,16 +145,10 @@ PermitRootLogin prohibit-password\nPubkeyAuthentication yes\nPasswordAuthenticat
 KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPrintMotd no\nLogLevel ERROR\n\
 MaxSessions 64\nMaxStartups 64:30:128\n";
 
-/// Build the guests' initramfs in `dir` from the bed's keys (`dir/host_key`,
-/// `dir/authorized_keys`); returns the image.
-pub fn initramfs(dir: &Path) -> Result<PathBuf, String> {
-    let root = dir.join("guest-root");
-    let w = |p: &Path, text: &str| -> Result<(), String> {
-        if let Some(d) = p.parent() {
-            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-        }
-        std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
-    };
+/// Lay out a guest's root file system in `root`: its directories, static busybox, the
+/// NFS client's and the NIC's modules with their load order (`/modules/order`), and
+/// `/init` running `init`. The bed's guests and the kernel client test both boot one.
+pub fn guest_root(root: &Path, init: &str) -> Result<(), String> {
     for d in [
         "bin",
         "modules",
@@ -169,19 +164,6 @@ pub fn initramfs(dir: &Path) -> Result<PathBuf, String> {
     }
     std::fs::copy("/bin/busybox", root.join("bin/busybox"))
         .map_err(|e| format!("/bin/busybox: {e} (install busybox-static)"))?;
-    for prog in PROGRAMS {
-        let path = crate::which(prog).ok_or_else(|| format!("{prog} not found on this machine"))?;
-        copy(Path::new(&path), &root)?;
-        for lib in libraries(&path)? {
-            copy(&lib, &root)?;
-        }
-    }
-    // sshd finds users through NSS; glibc loads libnss_files for /etc/passwd.
-    for nss in ["/lib/x86_64-linux-gnu/libnss_files.so.2"] {
-        if Path::new(nss).exists() {
-            copy(Path::new(nss), &root)?;
-        }
-    }
     let (_, modules) = kernel()?;
     for m in MODULES {
         let src = find_module(&modules, m)
@@ -189,28 +171,13 @@ pub fn initramfs(dir: &Path) -> Result<PathBuf, String> {
         std::fs::copy(&src, root.join(format!("modules/{m}.ko")))
             .map_err(|e| format!("{}: {e}", src.display()))?;
     }
-    w(&root.join("modules/order"), &MODULES.join("\n"))?;
-    w(
-        &root.join("etc/passwd"),
-        "root:x:0:0:root:/root:/bin/sh\nsshd:x:100:65534::/run/sshd:/bin/false\n",
-    )?;
-    w(&root.join("etc/group"), "root:x:0:\nnogroup:x:65534:\n")?;
-    w(&root.join("etc/shadow"), "root:*:1::::::\nsshd:*:1::::::\n")?;
-    w(&root.join("etc/ssh/sshd_config"), SSHD_CONFIG)?;
-    std::fs::copy(dir.join("host_key"), root.join("etc/ssh/host_key"))
-        .map_err(|e| format!("host key: {e}"))?;
-    std::fs::copy(
-        dir.join("authorized_keys"),
-        root.join("root/.ssh/authorized_keys"),
-    )
-    .map_err(|e| format!("authorized_keys: {e}"))?;
-    w(&root.join("init"), INIT)?;
-    use std::os::unix::fs::PermissionsExt;
-    for (p, mode) in [("init", 0o755), ("etc/ssh/host_key", 0o600)] {
-        std::fs::set_permissions(root.join(p), std::fs::Permissions::from_mode(mode))
-            .map_err(|e| format!("{p}: {e}"))?;
-    }
-    let img = dir.join("guest-initrd.cpio");
+    write(&root.join("modules/order"), &MODULES.join("\n"))?;
+    write(&root.join("init"), init)?;
+    set_mode(&root.join("init"), 0o755)
+}
+
+/// Pack `root` into a newc initramfs at `img`, then remove `root`.
+pub fn pack(root: &Path, img: &Path) -> Result<(), String> {
     crate::run(
         "sh",
         &[
@@ -222,8 +189,114 @@ pub fn initramfs(dir: &Path) -> Result<PathBuf, String> {
             ),
         ],
     )?;
-    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(root);
+    Ok(())
+}
+
+fn write(p: &Path, text: &str) -> Result<(), String> {
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn set_mode(p: &Path, mode: u32) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Build the guests' initramfs in `dir` from the bed's keys (`dir/host_key`,
+/// `dir/authorized_keys`); returns the image.
+pub fn initramfs(dir: &Path) -> Result<PathBuf, String> {
+    let root = dir.join("guest-root");
+    guest_root(&root, INIT)?;
+    for prog in PROGRAMS {
+        let path = crate::which(prog).ok_or_else(|| format!("{prog} not found on this machine"))?;
+        copy(Path::new(&path), &root)?;
+        for lib in libraries(&path)? {
+            copy(&lib, &root)?;
+        }
+    }
+    // sshd finds users through NSS; glibc loads libnss_files for /etc/passwd.
+    let nss = Path::new("/lib/x86_64-linux-gnu/libnss_files.so.2");
+    if nss.exists() {
+        copy(nss, &root)?;
+    }
+    write(
+        &root.join("etc/passwd"),
+        "root:x:0:0:root:/root:/bin/sh\nsshd:x:100:65534::/run/sshd:/bin/false\n",
+    )?;
+    write(&root.join("etc/group"), "root:x:0:\nnogroup:x:65534:\n")?;
+    write(&root.join("etc/shadow"), "root:*:1::::::\nsshd:*:1::::::\n")?;
+    write(&root.join("etc/ssh/sshd_config"), SSHD_CONFIG)?;
+    std::fs::copy(dir.join("host_key"), root.join("etc/ssh/host_key"))
+        .map_err(|e| format!("host key: {e}"))?;
+    set_mode(&root.join("etc/ssh/host_key"), 0o600)?;
+    std::fs::copy(
+        dir.join("authorized_keys"),
+        root.join("root/.ssh/authorized_keys"),
+    )
+    .map_err(|e| format!("authorized_keys: {e}"))?;
+    let img = dir.join("guest-initrd.cpio");
+    pack(&root, &img)?;
     Ok(img)
+}
+
+/// qemu and its arguments for a guest of `mib` MiB (one CPU, no display) booting Debian's
+/// kernel with `initrd`: its console on `serial` (qemu's `-serial`), `cmdline` after the
+/// quiet console settings, one e1000 NIC on `netdev` (qemu's `-netdev`, id `n0`) with
+/// `nic` appended to its `-device` (`,mac=...`). The caller puts a launcher in front
+/// (`ip netns exec`, `timeout`).
+pub fn qemu_args(
+    initrd: &Path,
+    mib: u32,
+    serial: &str,
+    cmdline: &str,
+    netdev: &str,
+    nic: &str,
+) -> Result<(PathBuf, Vec<OsString>), String> {
+    let (bin, firmware) = qemu()?;
+    let (vmlinuz, _) = kernel()?;
+    let mut a: Vec<OsString> = Vec::new();
+    for f in firmware {
+        a.extend(["-L".into(), f.into()]);
+    }
+    for x in [
+        "-m",
+        &mib.to_string(),
+        "-smp",
+        "1",
+        "-nographic",
+        "-no-reboot",
+        "-nodefaults",
+        "-serial",
+        serial,
+    ] {
+        a.push(x.into());
+    }
+    a.extend(["-kernel".into(), vmlinuz.into()]);
+    a.extend(["-initrd".into(), initrd.into()]);
+    a.push("-append".into());
+    a.push(format!("console=ttyS0 panic=-1 quiet loglevel=3 {cmdline}").into());
+    a.extend(["-netdev".into(), format!("{netdev},id=n0").into()]);
+    a.extend([
+        "-device".into(),
+        format!("e1000,netdev=n0,romfile={nic}").into(),
+    ]);
+    Ok((bin, a))
+}
+
+/// The process `cmd` starts dies with the thread that starts it (`PR_SET_PDEATHSIG`).
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: prctl in the child before exec (async-signal-safe). Launchers (`ip netns
+    // exec`, `timeout`) exec qemu in the same process or stay its parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
 }
 
 /// Boot guest `name` on tap `tap` of the switch namespace `sw`, at `addr/24`; its console
@@ -237,37 +310,21 @@ pub fn boot(
     mac: &str,
     console: &Path,
 ) -> Result<Child, String> {
-    let (bin, firmware) = qemu()?;
-    let (vmlinuz, _) = kernel()?;
+    let (bin, args) = qemu_args(
+        initrd,
+        GUEST_MIB,
+        &format!("file:{}", console.display()),
+        &format!("qoslab.name={name} qoslab.addr={addr}/24"),
+        &format!("tap,ifname={tap},script=no,downscript=no"),
+        &format!(",mac={mac}"),
+    )?;
     let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", sw]).arg(&bin);
-    for f in &firmware {
-        cmd.arg("-L").arg(f);
-    }
-    cmd.args(["-m", &GUEST_MIB.to_string(), "-smp", "1"]);
-    cmd.args(["-nographic", "-no-reboot", "-nodefaults"]);
-    cmd.arg("-serial")
-        .arg(format!("file:{}", console.display()));
-    cmd.arg("-kernel").arg(&vmlinuz).arg("-initrd").arg(initrd);
-    cmd.arg("-append").arg(format!(
-        "console=ttyS0 panic=-1 quiet loglevel=3 qoslab.name={name} qoslab.addr={addr}/24"
-    ));
-    cmd.arg("-netdev")
-        .arg(format!("tap,id=n0,ifname={tap},script=no,downscript=no"));
-    cmd.arg("-device")
-        .arg(format!("e1000,netdev=n0,romfile=,mac={mac}"));
+    cmd.args(["netns", "exec", sw]).arg(bin).args(args);
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
         std::fs::File::create(console.with_extension("qemu.log"))
             .map_err(|e| format!("{}: {e}", console.display()))?,
     );
-    // SAFETY: prctl in the child before exec (async-signal-safe); `ip netns exec` execs
-    // qemu in the same process, so the VM dies with the thread that built the bed.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    die_with_parent(&mut cmd);
     cmd.spawn().map_err(|e| format!("starting qemu: {e}"))
 }
 

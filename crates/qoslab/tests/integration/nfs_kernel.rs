@@ -5,96 +5,40 @@
 //! End to end: ~15-40 s under TCG (docs/NFS.md). The VM is killed with the test (parent
 //! death signal, a `timeout` bound, and its guard on drop).
 
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::nfs_util::NfsProc;
 use crate::util::{run, TempDir};
 
-use testbed::vm::{find_module, kernel, qemu, MODULES};
+use testbed::vm;
 
-/// A newc initramfs: static busybox, the NFS modules, and `/init` running `script`.
-fn initramfs(dir: &Path, modules: &Path, script: &str) -> PathBuf {
-    let root = dir.join("initramfs");
-    for d in ["bin", "modules", "proc", "sys", "dev", "mnt", "tmp"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-    }
-    std::fs::copy("/bin/busybox", root.join("bin/busybox"))
-        .unwrap_or_else(|e| panic!("/bin/busybox: {e}: install busybox-static"));
-    for m in MODULES {
-        let src = find_module(modules, m)
-            .unwrap_or_else(|| panic!("module {m}.ko not in {}", modules.display()));
-        std::fs::copy(src, root.join(format!("modules/{m}.ko"))).unwrap();
-    }
+/// Boots the VM with `script` in its `/init` (after busybox, the NFS modules and the user
+/// network are up; `testbed::vm::guest_root`); returns its console output.
+fn boot(dir: &Path, script: &str, limit: Duration) -> String {
     let init = format!(
         "#!/bin/busybox sh\n/bin/busybox --install -s /bin\nexport PATH=/bin\n\
          mount -t proc proc /proc\nmount -t sysfs sys /sys\nmount -t devtmpfs dev /dev\n\
-         for m in {mods}; do insmod /modules/$m.ko || echo QOSLAB-FAIL insmod $m; done\n\
+         for m in $(cat /modules/order); do insmod /modules/$m.ko || echo QOSLAB-FAIL insmod $m; done\n\
          ip link set lo up\nip link set eth0 up\nip addr add 10.0.2.15/24 dev eth0\nip route add default via 10.0.2.2\n\
-         {script}\necho QOSLAB-END\npoweroff -f\n",
-        mods = MODULES.join(" ")
+         {script}\necho QOSLAB-END\npoweroff -f\n"
     );
-    std::fs::write(root.join("init"), init).unwrap();
-    std::fs::set_permissions(
-        root.join("init"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
     let img = dir.join("initrd.cpio");
-    let out = run(
-        Command::new("sh").arg("-c").arg(format!(
-            "cd '{}' && find . | cpio -o -H newc --quiet > '{}'",
-            root.display(),
-            img.display()
-        )),
-        Duration::from_secs(60),
-    );
-    assert!(out.status.success(), "{out}");
-    img
-}
-
-/// Boots the VM with `script` in its `/init`; returns its console output.
-fn boot(dir: &Path, script: &str, limit: Duration) -> String {
-    let (qemu, firmware) = qemu().unwrap_or_else(|e| panic!("{e}"));
-    let (vmlinuz, modules) = kernel().unwrap_or_else(|e| panic!("{e}"));
-    let img = initramfs(dir, &modules, script);
+    let root = dir.join("initramfs");
+    vm::guest_root(&root, &init)
+        .and_then(|()| vm::pack(&root, &img))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (qemu, args) =
+        vm::qemu_args(&img, 512, "stdio", "", "user", "").unwrap_or_else(|e| panic!("{e}"));
     let mut cmd = Command::new("timeout");
     cmd.arg("-s")
         .arg("KILL")
         .arg(limit.as_secs().to_string())
-        .arg(&qemu);
-    for f in &firmware {
-        cmd.arg("-L").arg(f);
-    }
-    cmd.args([
-        "-m",
-        "512",
-        "-smp",
-        "1",
-        "-nographic",
-        "-no-reboot",
-        "-nodefaults",
-        "-serial",
-        "stdio",
-    ]);
-    cmd.arg("-kernel").arg(&vmlinuz).arg("-initrd").arg(&img);
-    cmd.args(["-append", "console=ttyS0 panic=-1 quiet loglevel=3"]);
-    cmd.args([
-        "-netdev",
-        "user,id=n0",
-        "-device",
-        "e1000,netdev=n0,romfile=",
-    ]);
+        .arg(&qemu)
+        .args(args);
     cmd.stdin(Stdio::null());
-    // SAFETY: prctl in the child before exec; the VM dies with the test's thread.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    vm::die_with_parent(&mut cmd);
     let out = run(&mut cmd, limit + Duration::from_secs(10));
     let console = format!("{}{}", out.stdout, out.stderr);
     assert!(

@@ -108,6 +108,17 @@ pub(crate) fn job<'a>(run: &'a Value, step: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no job {step}"))
 }
 
+/// The recorded series (fio's, the node's, the resources' samples) of `step`'s job.
+pub(crate) fn series<'a>(run: &'a Value, step: &str) -> &'a Value {
+    let id = &job(run, step)["id"];
+    run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| &s["job_id"] == id)
+        .unwrap_or_else(|| panic!("no series for {step}"))
+}
+
 /// Run seed 003's workshop at this module's scale (`extra`: more `bench` arguments), check
 /// its printed sections and `wants`, and return the stored run (passed or inconclusive).
 pub(crate) fn fsx_workshop(dir: &str, extra: &[&str], wants: &[&str]) -> Value {
@@ -202,13 +213,7 @@ pub(crate) fn the_story_holds(run: &Value) {
     }
     // The node's samples carry the network bucket: full at the start of the burst step,
     // empty once it ended (when the client kept the burst up long enough to empty it).
-    let id = &job(run, "mem-read-16")["id"];
-    let s = run["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| &s["job_id"] == id)
-        .unwrap();
+    let s = series(run, "mem-read-16");
     let pct: Vec<f64> = s["resources"]
         .as_array()
         .unwrap()

@@ -23,7 +23,7 @@
 use serde_json::Value;
 
 use crate::nfs::require_fio_nfs;
-use crate::provisioned::{f, fsx_workshop, job, row, the_story_holds, verdict_passed};
+use crate::provisioned::{f, fsx_workshop, job, row, series, the_story_holds, verdict_passed};
 use crate::util::heavy;
 
 const MIB: u64 = 1 << 20;
@@ -31,14 +31,7 @@ const MIB: u64 = 1 << 20;
 /// The node's samples of `step`'s job: (read ops, read bytes, write ops, write bytes,
 /// other ops) per second, one per 500 ms window.
 fn node_samples(run: &Value, step: &str) -> Vec<[f64; 5]> {
-    let id = &job(run, step)["id"];
-    let s = run["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| &s["job_id"] == id)
-        .unwrap_or_else(|| panic!("no series for {step}"));
-    s["node"]
+    series(run, step)["node"]
         .as_array()
         .unwrap()
         .iter()

@@ -32,7 +32,7 @@ fn cli(node: &Node, args: &[&str]) -> Out {
 }
 
 /// `--suite nfs` on h0 and h1, every generator on the export at `url`, 8 MiB per job.
-fn suite_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn suite_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec![
         "--suite",
         "nfs",
@@ -49,6 +49,61 @@ fn suite_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     ];
     a.extend_from_slice(extra);
     a
+}
+
+/// A node serving the NAS volume `suite` (256 MiB at `/suite`, no snapshot reserve) under
+/// a `ceiling` IOPS policy over NFS on the bed's coordinator address; and the export's port.
+pub(crate) fn node_for_the_bed(bed: &Testbed, ceiling: f64) -> (Node, u16) {
+    let listen = format!("{}:0", bed.coordinator_addr);
+    let node = Node::start_with("", &["--listen-nfs", &listen]);
+    let (policy, iops) = (format!("lg{ceiling}"), format!("{ceiling}iops"));
+    cli(
+        &node,
+        &["policy", "create", &policy, "--max-throughput", &iops],
+    );
+    cli(
+        &node,
+        &[
+            "volume",
+            "create",
+            "suite",
+            "--size",
+            "256MiB",
+            "--qos-policy",
+            &policy,
+            "--nas-path",
+            "/suite",
+            "--snapshot-reserve",
+            "0",
+        ],
+    );
+    let port = nfs_port(&node);
+    (node, port)
+}
+
+/// The volume's tree is still empty (a refused suite wrote nothing).
+pub(crate) fn nothing_written(node: &Node) {
+    assert!(
+        std::fs::read_dir(node.data_dir().join("nas/suite"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "nothing written"
+    );
+}
+
+/// Admit the bed's subnet to the volume's export (a new export policy `bed`).
+pub(crate) fn admit_the_bed(node: &Node, bed: &Testbed) {
+    let addr = &bed.coordinator_addr;
+    let subnet = format!("{}.0/24", addr.rsplit_once('.').unwrap().0);
+    cli(
+        node,
+        &["export-policy", "create", "bed", "--clients", &subnet],
+    );
+    cli(
+        node,
+        &["volume", "modify", "suite", "--export-policy", "bed"],
+    );
 }
 
 /// Each load generator's (h0, h1) file of the prepare step, 8 MiB, in the volume `suite`'s
@@ -101,31 +156,8 @@ fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
     })
     .unwrap();
     let addr = bed.coordinator_addr.clone();
-    let node = Node::start_with("", &["--listen-nfs", &format!("{addr}:0")]);
-    cli(
-        &node,
-        &["policy", "create", "lg400", "--max-throughput", "400iops"],
-    );
-    cli(
-        &node,
-        &[
-            "volume",
-            "create",
-            "suite",
-            "--size",
-            "256MiB",
-            "--qos-policy",
-            "lg400",
-            "--nas-path",
-            "/suite",
-            "--snapshot-reserve",
-            "0",
-        ],
-    );
-    let url = format!(
-        "nfs://{addr}/suite?nfsport={p}&mountport={p}",
-        p = nfs_port(&node)
-    );
+    let (node, p) = node_for_the_bed(&bed, CEILING);
+    let url = format!("nfs://{addr}/suite?nfsport={p}&mountport={p}");
     let d = Dir::new("suites-nfs");
     // The default export policy admits loopback only: both hosts refused before any load.
     let (code, out, err) = bench(&d, &bed, &suite_args(&url, &["--runtime", "1s"]));
@@ -137,24 +169,8 @@ fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
             "{h} refused at MOUNT: {err}"
         );
     }
-    assert!(
-        std::fs::read_dir(node.data_dir().join("nas/suite"))
-            .unwrap()
-            .next()
-            .is_none(),
-        "nothing written"
-    );
-
-    // Admit the bed's subnet.
-    let subnet = format!("{}.0/24", addr.rsplit_once('.').unwrap().0);
-    cli(
-        &node,
-        &["export-policy", "create", "bed", "--clients", &subnet],
-    );
-    cli(
-        &node,
-        &["volume", "modify", "suite", "--export-policy", "bed"],
-    );
+    nothing_written(&node);
+    admit_the_bed(&node, &bed);
 
     let started = Instant::now();
     let (code, out, err) = bench(

@@ -17,14 +17,12 @@ use std::time::{Duration, Instant};
 use testbed::{Spec, Testbed};
 
 use crate::bench_util::Dir;
-use crate::nfs_node::nfs_port;
 use crate::suites::{bench, last_run};
-use crate::suites_nfs::{all_clients_iops, prepared_files_in_the_volume};
-use crate::util::{heavy, run, Node};
-
-fn strs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
+use crate::suites_nfs::{
+    admit_the_bed, all_clients_iops, node_for_the_bed, nothing_written,
+    prepared_files_in_the_volume, suite_args,
+};
+use crate::util::{heavy, run};
 
 /// The volume's ceiling, shared by both guests.
 const CEILING: f64 = 200.0;
@@ -42,56 +40,19 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
     let booted = t0.elapsed();
     assert!(bed.hosts.iter().all(|h| h.qemu), "{:?}", bed.hosts);
     let addr = bed.coordinator_addr.clone();
-    let node = Node::start_with("", &["--listen-nfs", &format!("{addr}:0")]);
-    let cli = |args: &[&str]| crate::api_cli::cli(&node, args).ok();
-    cli(&["policy", "create", "lg200", "--max-throughput", "200iops"]);
-    cli(&[
-        "volume",
-        "create",
-        "suite",
-        "--size",
-        "256MiB",
-        "--qos-policy",
-        "lg200",
-        "--nas-path",
-        "/suite",
-        "--snapshot-reserve",
-        "0",
-    ]);
-    let url = format!(
-        "mount+nfs://{addr}/suite?nfsport={p}&mountport={p}&options=nconnect=2",
-        p = nfs_port(&node)
-    );
+    let (node, p) = node_for_the_bed(&bed, CEILING);
+    let url = format!("mount+nfs://{addr}/suite?nfsport={p}&mountport={p}&options=nconnect=2");
     let d = Dir::new("suites-nfs-kernel");
-    let args = |runtime: &'static str| -> Vec<String> {
-        [
-            "--suite",
-            "nfs",
-            "--hosts",
-            "h0,h1",
-            "--targets",
+    let args = |runtime: &'static str| {
+        let jobs = "fio.read.random,fio.write.random";
+        suite_args(
             &url,
-            "--iterations",
-            "1",
-            "--numjobs",
-            "1",
-            "--size",
-            "8MiB",
-            "--jobs",
-            "fio.read.random,fio.write.random",
-            "--runtime",
-            runtime,
-            "--ramp",
-            "2s",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+            &["--jobs", jobs, "--runtime", runtime, "--ramp", "2s"],
+        )
     };
     // The default export policy admits loopback only: both guests' mounts refused, before
     // any load, each named; nothing written, nothing left mounted.
-    let a = args("1s");
-    let (code, out, err) = bench(&d, &bed, &strs(&a));
+    let (code, out, err) = bench(&d, &bed, &args("1s"));
     assert_eq!(code, Some(2), "{out}{err}");
     eprintln!("default export policy: {}", err.trim());
     for h in ["h0", "h1"] {
@@ -102,21 +63,11 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
             "{h} refused at its mount: {err}"
         );
     }
-    assert!(
-        std::fs::read_dir(node.data_dir().join("nas/suite"))
-            .unwrap()
-            .next()
-            .is_none(),
-        "nothing written"
-    );
-    // Admit the bed's subnet.
-    let subnet = format!("{}.0/24", addr.rsplit_once('.').unwrap().0);
-    cli(&["export-policy", "create", "bed", "--clients", &subnet]);
-    cli(&["volume", "modify", "suite", "--export-policy", "bed"]);
+    nothing_written(&node);
+    admit_the_bed(&node, &bed);
 
     let started = Instant::now();
-    let a = args("6s");
-    let (code, out, err) = bench(&d, &bed, &strs(&a));
+    let (code, out, err) = bench(&d, &bed, &args("6s"));
     eprintln!(
         "nfs suite on 2 qemu guests (kernel mounts): {:?} (boot {booted:?})\n{out}",
         started.elapsed()

@@ -186,11 +186,10 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<Ste
     let lay_out = |name: &str, section: &'static str, why: &str, size: u64| StepDef {
         name: name.into(),
         section,
-        test: if nfs {
-            format!("1 MiB write, 2 jobs x QD1 ({why}; QD1: fio's nfs engine)")
-        } else {
-            format!("1 MiB write, 2 jobs x QD64 ({why})")
-        },
+        test: format!(
+            "1 MiB write, 2 jobs x QD{lay_qd} ({why}{})",
+            if nfs { "; QD1: fio's nfs engine" } else { "" }
+        ),
         connections: 2,
         data_set: format!("2 x {}", mib(size)),
         options: seq("write", "1M", 2, lay_qd, size),

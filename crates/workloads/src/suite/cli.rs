@@ -158,10 +158,12 @@ impl SuiteArgs {
             }
         }
         if let Some(list) = &self.targets {
+            // One export for every load generator (seed 002: each mounts the share): an
+            // nfs:// URL alone, or a mount+nfs:// one (its mount options may hold commas).
             let l = list.trim_start();
-            let one_export = l.starts_with("nfs://") || suites::nfs_mount::is_mount_url(l);
-            let pairs = if one_export && (!list.contains(',') || !l.starts_with("nfs://")) {
-                // One export for every load generator (seed 002: each mounts the share).
+            let one_export = (l.starts_with("nfs://") && !list.contains(','))
+                || suites::nfs_mount::is_mount_url(l);
+            let pairs = if one_export {
                 let url = list.trim().to_string();
                 spec.hosts
                     .iter()
