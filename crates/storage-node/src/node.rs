@@ -80,11 +80,7 @@ impl Node {
             policies: RwLock::new(policies),
             shared_flows: Mutex::new(HashMap::new()),
             default_export: cfg.default_export.clone(),
-            scheduler: Arc::new(Scheduler::with_array(
-                cfg.capacity,
-                cfg.array.clone(),
-                clock,
-            )),
+            scheduler: Arc::new(Scheduler::with_array(cfg.capacity, cfg.array.clone())),
             clock,
             shutdown,
             busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
@@ -349,7 +345,7 @@ impl Node {
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
         if let Some(f) = lock(&self.shared_flows).remove(name) {
-            self.scheduler.remove_flow(f);
+            self.scheduler.remove_flow(f, self.clock.now());
         }
     }
 
@@ -447,7 +443,7 @@ impl Node {
             .and_then(|p| self.policy(&p))
             .is_some_and(|p| is_shared(&p));
         if flow != NO_FLOW && !shared {
-            self.scheduler.remove_flow(flow);
+            self.scheduler.remove_flow(flow, self.clock.now());
         }
     }
 
@@ -505,7 +501,7 @@ impl Node {
             (NO_FLOW, false) => NO_FLOW,
             (NO_FLOW, true) => self.scheduler.create_flow(q, now),
             (f, false) => {
-                self.scheduler.remove_flow(f);
+                self.scheduler.remove_flow(f, self.clock.now());
                 NO_FLOW
             }
             (f, true) => {

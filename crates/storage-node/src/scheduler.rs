@@ -21,16 +21,15 @@
 //! model (per direction and size, in capacity units of a 4 KiB read) and its service
 //! latency (how long a dispatched request takes; the connection holds it that long).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, Weak};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use qos_core::{
     Burst, Charge, CreditStatus, Direction, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate, MILLI,
 };
-use tokio::sync::{mpsc, Notify};
 
-use crate::clock::Clock;
 use crate::config::{ArraySpec, Capacity, Discipline};
 
 /// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
@@ -112,7 +111,82 @@ pub struct Scheduler {
 
 impl Default for Scheduler {
     fn default() -> Self {
-        Scheduler::new(None, Clock::new())
+        Scheduler::new(None)
+    }
+}
+
+/// A one-shot wake-up between threads without a runtime: [`Signal::notify`] wakes the
+/// task polling [`Signal::poll`], or the next one to poll (the notice is kept).
+#[derive(Default)]
+pub struct Signal {
+    state: Mutex<(bool, Option<Waker>)>,
+}
+
+impl Signal {
+    pub fn notify(&self) {
+        let w = {
+            let mut st = lock(&self.state);
+            st.0 = true;
+            st.1.take()
+        };
+        if let Some(w) = w {
+            w.wake();
+        }
+    }
+
+    /// Ready once notified since the last ready poll.
+    pub fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut st = lock(&self.state);
+        if std::mem::take(&mut st.0) {
+            return Poll::Ready(());
+        }
+        st.1 = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// One connection's grants, put there by whoever pumped the controller (another
+/// connection, the dispatcher); the connection's own pumps hand it its grants directly.
+#[derive(Default)]
+pub struct Mailbox {
+    state: Mutex<(VecDeque<Grant>, Option<Waker>)>,
+}
+
+impl Mailbox {
+    fn put(&self, g: Grant) {
+        let w = {
+            let mut st = lock(&self.state);
+            st.0.push_back(g);
+            st.1.take()
+        };
+        if let Some(w) = w {
+            w.wake();
+        }
+    }
+}
+
+/// The receiving end of a connection's [`Mailbox`].
+pub struct GrantRx(Arc<Mailbox>);
+
+/// [`GrantRx::try_recv`] found no grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Empty;
+
+impl GrantRx {
+    /// The oldest grant waiting, if any.
+    pub fn try_recv(&mut self) -> Result<Grant, Empty> {
+        lock(&self.0.state).0.pop_front().ok_or(Empty)
+    }
+
+    /// Ready when a grant is waiting (take it with [`try_recv`](Self::try_recv));
+    /// otherwise the task is woken when one arrives.
+    pub fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut st = lock(&self.0.state);
+        if !st.0.is_empty() {
+            return Poll::Ready(());
+        }
+        st.1 = Some(cx.waker().clone());
+        Poll::Pending
     }
 }
 
@@ -120,33 +194,40 @@ impl Default for Scheduler {
 pub struct Controller {
     inner: Mutex<Inner>,
     capacity: Capacity,
-    clock: Clock,
-    /// Wakes the dispatcher when an earlier deadline appears.
-    wake: Arc<Notify>,
+    /// Told when an earlier deadline appears (the dispatcher re-arms).
+    rearm: Signal,
     /// The deadline the dispatcher sleeps towards (`u64::MAX`: none).
     armed: AtomicU64,
-    dispatcher_started: std::sync::Once,
+    /// Some driver runs the dispatcher already.
+    dispatcher: AtomicBool,
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        // The dispatcher sees the scheduler gone and ends.
+        self.rearm.notify();
+    }
 }
 
 struct Inner {
     mc: MClock<Ticket>,
-    /// Registered connections' grant channels, by connection id. Ids are never reused: a
+    /// Registered connections' mailboxes, by connection id. Ids are never reused: a
     /// closed connection's tickets still in the queues must not reach a newer connection
     /// (whose sequence numbers start from 1 too).
-    conns: HashMap<u32, mpsc::UnboundedSender<Grant>>,
+    conns: HashMap<u32, Arc<Mailbox>>,
     next_conn: u32,
 }
 
 impl Scheduler {
     /// A scheduler; with `capacity` it is an emulated controller (mClock).
-    pub fn new(capacity: Option<Capacity>, clock: Clock) -> Scheduler {
-        Scheduler::with_array(capacity, ArraySpec::default(), clock)
+    pub fn new(capacity: Option<Capacity>) -> Scheduler {
+        Scheduler::with_array(capacity, ArraySpec::default())
     }
 
     /// A scheduler with an array's accounting, cost model and service latency. It is an
     /// emulated controller when `capacity` limits something or the array has a cost
     /// model or a service latency.
-    pub fn with_array(capacity: Option<Capacity>, array: ArraySpec, clock: Clock) -> Scheduler {
+    pub fn with_array(capacity: Option<Capacity>, array: ArraySpec) -> Scheduler {
         let cost_unit = capacity.map_or(crate::config::DEFAULT_COST_UNIT, |c| c.cost_unit);
         let capacity = match capacity.filter(Capacity::is_set) {
             Some(c) => Some(c),
@@ -182,10 +263,9 @@ impl Scheduler {
                     mbps: r.bytes_per_sec >> 20,
                     ..cap
                 },
-                clock,
-                wake: Arc::new(Notify::new()),
+                rearm: Signal::default(),
                 armed: AtomicU64::new(u64::MAX),
-                dispatcher_started: std::sync::Once::new(),
+                dispatcher: AtomicBool::new(false),
             })
         });
         Scheduler {
@@ -336,16 +416,15 @@ impl Scheduler {
         }
     }
 
-    /// Remove a flow. Under a controller its queued requests are granted at once (the
-    /// volume is moving to another policy or going away; they must not hang).
-    pub fn remove_flow(&self, flow: u32) {
+    /// Remove a flow at `now`. Under a controller its queued requests are granted at once
+    /// (the volume is moving to another policy or going away; they must not hang).
+    pub fn remove_flow(&self, flow: u32, now: Nanos) {
         if let Some(c) = &self.controller {
-            let now = c.clock.now();
             let mut inner = c.lock();
             let dropped = inner.mc.remove_flow(FlowId(flow));
             for t in dropped {
-                if let Some(tx) = inner.conns.get(&t.conn) {
-                    let _ = tx.send(Grant {
+                if let Some(mb) = inner.conns.get(&t.conn) {
+                    mb.put(Grant {
                         seq: t.seq,
                         limit_at: now,
                         at: now,
@@ -371,22 +450,41 @@ impl Scheduler {
         }
     }
 
-    /// Controller mode: register a connection; its grants arrive on the receiver. Inside
-    /// a tokio runtime the first registration starts the dispatcher task; outside one
-    /// (sans-IO tests in virtual time) the caller pumps.
-    pub fn register(&self) -> Option<(u32, mpsc::UnboundedReceiver<Grant>)> {
+    /// Controller mode: register a connection; grants others dispatch for it arrive in
+    /// its mailbox (the receiver).
+    pub fn register(&self) -> Option<(u32, GrantRx)> {
         let c = self.controller.as_ref()?;
-        if tokio::runtime::Handle::try_current().is_ok() {
-            c.dispatcher_started.call_once(|| {
-                tokio::spawn(dispatcher(Arc::downgrade(c), c.wake.clone(), c.clock));
-            });
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let mb = Arc::new(Mailbox::default());
         let mut inner = c.lock();
         let id = inner.next_conn;
         inner.next_conn = id.wrapping_add(1);
-        inner.conns.insert(id, tx);
-        Some((id, rx))
+        inner.conns.insert(id, mb.clone());
+        Some((id, GrantRx(mb)))
+    }
+
+    /// Controller mode: `true` to the first caller only, who then runs the dispatcher
+    /// (pumps at each [`deadline`](Self::deadline) until the scheduler is dropped).
+    pub fn claim_dispatcher(&self) -> bool {
+        self.controller
+            .as_ref()
+            .is_some_and(|c| !c.dispatcher.swap(true, Relaxed))
+    }
+
+    /// The dispatcher's step: pump at `now`; returns the next deadline to pump at.
+    pub fn dispatch(&self, now: Nanos) -> Option<Nanos> {
+        let c = self.controller.as_ref()?;
+        let next = c.pump(now, None, &mut Vec::new());
+        c.armed.store(next.unwrap_or(u64::MAX), Relaxed);
+        next
+    }
+
+    /// Ready when a pump found a deadline earlier than the one the dispatcher sleeps
+    /// towards (it should [`dispatch`](Self::dispatch) again).
+    pub fn poll_rearm(&self, cx: &mut Context<'_>) -> Poll<()> {
+        match &self.controller {
+            Some(c) => c.rearm.poll(cx),
+            None => Poll::Pending,
+        }
     }
 
     /// Controller mode: forget a connection and drop its queued tickets (a client that
@@ -420,11 +518,21 @@ impl Scheduler {
         }
     }
 
-    /// Controller mode: dispatch everything due at `now`, sending each grant to its
-    /// connection, and re-arm the dispatcher for the next deadline (returned: when the
-    /// next queued request falls due).
+    /// Controller mode: dispatch everything due at `now`, putting each grant in its
+    /// connection's mailbox, and re-arm the dispatcher for the next deadline (returned:
+    /// when the next queued request falls due).
     pub fn pump(&self, now: Nanos) -> Option<Nanos> {
-        self.controller.as_ref().and_then(|c| c.pump(now))
+        self.controller
+            .as_ref()
+            .and_then(|c| c.pump(now, None, &mut Vec::new()))
+    }
+
+    /// [`pump`](Self::pump) by connection `own`: its own grants are appended to `out`
+    /// (no mailbox, no wake-up), the others' go to their mailboxes.
+    pub fn pump_into(&self, now: Nanos, own: u32, out: &mut Vec<Grant>) -> Option<Nanos> {
+        self.controller
+            .as_ref()
+            .and_then(|c| c.pump(now, Some(own), out))
     }
 }
 
@@ -443,8 +551,9 @@ impl Controller {
         }
     }
 
-    /// Dispatch what is due; returns the next deadline.
-    fn pump(&self, now: Nanos) -> Option<Nanos> {
+    /// Dispatch what is due: grants of connection `own` into `out`, the others' into
+    /// their mailboxes; returns the next deadline.
+    fn pump(&self, now: Nanos, own: Option<u32>, out: &mut Vec<Grant>) -> Option<Nanos> {
         let next = {
             let mut inner = self.lock();
             let Inner { mc, conns, .. } = &mut *inner;
@@ -453,13 +562,16 @@ impl Controller {
             // lose nothing: the budget carries up to NODE_BURST, and ceilings and floors
             // may run 5 ms ahead of their tags.
             while let Some(d) = mc.dequeue(now) {
-                if let Some(tx) = conns.get(&d.token.conn) {
-                    // A connection that went away drops its grant; nothing to reply to.
-                    let _ = tx.send(Grant {
-                        seq: d.token.seq,
-                        limit_at: d.limit_at,
-                        at: now,
-                    });
+                let g = Grant {
+                    seq: d.token.seq,
+                    limit_at: d.limit_at,
+                    at: now,
+                };
+                if own == Some(d.token.conn) {
+                    out.push(g);
+                } else if let Some(mb) = conns.get(&d.token.conn) {
+                    // A connection that went away has no mailbox: nothing to reply to.
+                    mb.put(g);
                 }
             }
             mc.next_wakeup(now)
@@ -467,37 +579,9 @@ impl Controller {
         let at = next.unwrap_or(u64::MAX);
         if at < self.armed.load(Relaxed) {
             self.armed.store(at, Relaxed);
-            self.wake.notify_one();
+            self.rearm.notify();
         }
         next
-    }
-}
-
-/// Pumps the controller when its next deadline comes, so queued requests go out even
-/// when no connection is submitting. Holds no strong reference while it sleeps; ends
-/// when the node is dropped. It sleeps on tokio's timer (1 ms ticks): the node budget
-/// carries 5 ms and ceilings and floors may run 5 ms ahead of their tags, so a late
-/// wake-up costs no rate, and a request below its ceiling never waits for it. (Waking
-/// on the precise timer for every limit tag doubled the controller's CPU per request
-/// and changed no latency once ceilings had the burst window.)
-async fn dispatcher(c: Weak<Controller>, wake: Arc<Notify>, clock: Clock) {
-    loop {
-        let deadline = {
-            let Some(c) = c.upgrade() else { return };
-            let next = c.pump(clock.now());
-            c.armed.store(next.unwrap_or(u64::MAX), Relaxed);
-            next
-        };
-        let sleep = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(clock.instant(at)).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = wake.notified() => {}
-            _ = sleep => {}
-        }
     }
 }
 
@@ -522,7 +606,7 @@ mod tests {
 
     fn scheduler(capacity: &str) -> Scheduler {
         let cfg = NodeConfig::parse(&format!("[capacity]\n{capacity}\n"), "t").unwrap();
-        Scheduler::with_array(cfg.capacity, cfg.array, Clock::new())
+        Scheduler::with_array(cfg.capacity, cfg.array)
     }
 
     #[test]

@@ -1,23 +1,27 @@
-//! [`Gate`]: the admission core for front ends that run each request in a task of its
-//! own (the S3 endpoint; an NFS server whose operations are async functions). One gate
-//! is one [`Admission`] (one controller registration, one single-flow limit: give each
-//! NFS TCP connection its own) driven by a task that feeds it grants and wakes the
-//! waiting requests: `let s = gate.admit(op).await;` … the I/O … `gate.finish(s).await`.
-//! Replies held for the array's service latency wake on the precise timer.
+//! [`Gate`]: an admission core for front ends that run each request in a task of its own
+//! (S3, NFS). One gate is one [`Admission`] (one controller registration, one
+//! single-flow limit: give each TCP connection its own) and one [`Driver`] in a task
+//! that wakes the waiting requests: `let s = gate.admit(op).await;` … the I/O …
+//! `gate.finish(s).await`, then [`Gate::record`].
+//!
+//! A request the gates let through returns from `admit` without leaving its task; one
+//! whose grant its own pump dispatched is handed it at once too. Only requests that must
+//! wait (a ceiling's time, another connection's pump, a held reply) are woken by the
+//! driver's task.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{oneshot, Notify};
 
-use super::{Admission, Completed, Gates, GrantRx, Op, Started, Submitted, TIMER_SLACK_NS};
+use super::{Admission, Completed, Driver, Gates, Op, Started, Submitted, Work};
 use crate::clock::Clock;
-use crate::timer::PreciseTimer;
+use crate::stats::VolumeStats;
 
 type Core = Admission<oneshot::Sender<Started>, oneshot::Sender<Completed>>;
 
 struct Shared {
     core: Mutex<Core>,
-    /// Something new to wait for (a held request or reply): the driver recomputes.
+    /// Something new to wait for (a held request or reply): the driver re-arms.
     wake: Notify,
     clock: Clock,
 }
@@ -29,10 +33,11 @@ impl Shared {
     }
 }
 
-/// An async driver over one admission core. Create it inside a tokio runtime (it spawns
-/// its driver task, stopped when the gate is dropped).
+/// An admission core shared by request tasks, driven by a task of its own. Create it
+/// inside a tokio runtime (the driver's task stops when the gate is dropped).
 pub struct Gate {
     shared: Arc<Shared>,
+    gates: Gates,
     driver: tokio::task::JoinHandle<()>,
 }
 
@@ -44,37 +49,44 @@ impl Drop for Gate {
 
 impl Gate {
     pub fn new(gates: Gates, clock: Clock) -> Gate {
-        let precise = gates.scheduler.precise_timers();
-        let (core, grants) = Admission::new(gates);
+        let (core, driver) = Driver::new(gates.clone(), clock);
         let shared = Arc::new(Shared {
             core: Mutex::new(core),
             wake: Notify::new(),
             clock,
         });
-        let driver = tokio::spawn(drive(shared.clone(), grants, precise));
-        Gate { shared, driver }
+        let driver = tokio::spawn(drive(shared.clone(), driver));
+        Gate {
+            shared,
+            gates,
+            driver,
+        }
     }
 
     /// Wait until every gate lets `op` through; do its I/O when this returns.
     pub async fn admit(&self, op: Op) -> Started {
         let now = self.shared.clock.now();
-        let (tx, rx) = oneshot::channel();
-        let decided = {
+        let (tx, mut rx) = oneshot::channel();
+        {
             let mut core = self.shared.core();
-            let d = core.submit(op, tx, now);
-            core.pump(now);
-            d
-        };
-        match decided {
-            Submitted::Now(s) => s,
-            Submitted::At(_) | Submitted::Parked => {
-                self.shared.wake.notify_one();
-                // The driver only goes away with the gate; a dropped sender would mean
-                // a request given up: let it go rather than hang.
-                rx.await
-                    .unwrap_or_else(|_| Started::at_once(self.shared.clock.now()))
+            if let Submitted::Now(s) = core.submit(op, tx, now) {
+                return s;
+            }
+            // Its own pump may have granted it (and others of this gate): hand them out.
+            if core.pump(now) {
+                while let Some(r) = core.take_ready(now) {
+                    let _ = r.token.send(r.started);
+                }
             }
         }
+        if let Ok(s) = rx.try_recv() {
+            return s;
+        }
+        self.shared.wake.notify_one();
+        // The driver only goes away with the gate; a dropped sender would mean a request
+        // given up: let it go rather than hang.
+        rx.await
+            .unwrap_or_else(|_| Started::at_once(self.shared.clock.now()))
     }
 
     /// The I/O of `started` is done: wait out the rest of its service latency; returns
@@ -95,25 +107,27 @@ impl Gate {
         self.shared.wake.notify_one();
         match rx.await {
             Ok(c) => c,
-            Err(_) => Completed {
-                latency_ns: self.shared.clock.now().saturating_sub(started.arrival),
-                waits: started.waits,
-                resource_ns: started.resource_ns,
-                overrun_ns: None,
-            },
+            Err(_) => started.completed(self.shared.clock.now()),
         }
+    }
+
+    /// Can nothing hold `op`? ([`Gates::is_free`]).
+    pub fn is_free(&self, op: &Op) -> bool {
+        self.gates.is_free(op)
+    }
+
+    /// Put a finished request that did `work` in `stats` ([`Gates::record`]).
+    pub fn record(&self, done: &Completed, stats: &VolumeStats, work: Work) {
+        self.gates.record(done, stats, work);
     }
 }
 
-/// Feeds the core its grants and wakes requests and replies when their time comes.
-async fn drive(shared: Arc<Shared>, mut grants: Option<GrantRx>, precise: bool) {
-    let mut timer = PreciseTimer::compensating(precise);
-    let clock = shared.clock;
+/// The gate's driver: wakes requests and replies when their time comes.
+async fn drive(shared: Arc<Shared>, mut driver: Driver) {
     loop {
-        let (release, reply) = {
-            let now = clock.now();
+        {
             let mut core = shared.core();
-            core.set_early(timer.advance());
+            let now = driver.turn(&mut core);
             while let Some(r) = core.take_ready(now) {
                 // The request may have gone away (its client disconnected).
                 let _ = r.token.send(r.started);
@@ -121,35 +135,11 @@ async fn drive(shared: Arc<Shared>, mut grants: Option<GrantRx>, precise: bool) 
             while let Some((tx, done)) = core.take_reply(now) {
                 let _ = tx.send(done);
             }
-            (core.next_release(), core.next_reply())
-        };
-        let sleep = async {
-            match release {
-                Some(at) => {
-                    tokio::time::sleep_until(clock.instant(at.saturating_sub(TIMER_SLACK_NS))).await
-                }
-                None => std::future::pending().await,
-            }
-        };
+            driver.arm(&core);
+        }
         tokio::select! {
-            Some(g) = recv(&mut grants) => {
-                let now = clock.now();
-                let mut core = shared.core();
-                core.on_grant(g, now);
-                while let Some(Ok(g)) = grants.as_mut().map(|rx| rx.try_recv()) {
-                    core.on_grant(g, now);
-                }
-            }
-            _ = sleep => {}
-            _ = timer.wait_until(clock, reply.unwrap_or(0)), if reply.is_some() => {}
+            _ = driver.wait(None) => {}
             _ = shared.wake.notified() => {}
         }
-    }
-}
-
-async fn recv(rx: &mut Option<GrantRx>) -> Option<crate::scheduler::Grant> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
     }
 }

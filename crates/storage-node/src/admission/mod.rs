@@ -1,30 +1,41 @@
-//! The admission core: what every front end (NBD, S3, NFS) asks before and after a
-//! request's I/O. Sans-IO: it never reads a clock (`now` is passed in), never sleeps and
-//! never touches a socket or a file; tests drive it in virtual time (`tests`).
+//! Admission: what every front end (NBD, S3, NFS, any new one) asks before and after a
+//! request's I/O. Two halves:
 //!
-//! One [`Admission`] per front-end connection (an NBD connection, an NFS TCP connection,
-//! the S3 endpoint), over the node's shared [`Gates`]: the scheduler (ceilings, burst
-//! credits, the emulated controller's mClock) and the provisioned file system (its
-//! resources and this connection's single-flow limit). It knows no protocol: a request is
-//! an [`Op`] (a flow, the work it does, optionally where) and an opaque token of the
-//! front end's (`T`: whatever it needs to run the request later, e.g. NBD's header and
-//! payload). Its life:
+//! * **The core** ([`Admission`], `core.rs`; with the [`Scheduler`] and the provisioned
+//!   file system it consults): sans-IO. It never reads a clock (`now` is passed in),
+//!   never sleeps, never touches a socket or a file and links no runtime; tests drive it
+//!   in virtual time (`tests.rs`).
+//! * **The driver** ([`Driver`], `driver.rs`): the one piece of tokio around a core —
+//!   it takes the grants other connections dispatched for it, pumps after submissions,
+//!   and sleeps until the core's next release (tokio's timer, a tick early) or its next
+//!   held reply (the precise timer); it also runs the node's dispatcher. A front end that
+//!   owns its connection loop (NBD) puts [`Driver::wait`] in its `select!`; one that runs
+//!   each request in a task of its own (S3, NFS) uses [`Gate`], the same driver in a task.
+//!
+//! One core per front-end connection (an NBD connection, an NFS or S3 TCP connection),
+//! over the node's shared [`Gates`]: the scheduler (ceilings, burst credits, the emulated
+//! controller's mClock) and the provisioned file system (its resources and this
+//! connection's single-flow limit). It knows no protocol: a request is an [`Op`] (a flow,
+//! the [`Work`] it does, optionally where) and an opaque token of the front end's (`T`:
+//! whatever it needs to run the request later, e.g. NBD's header and payload). Its life:
 //!
 //! 1. [`submit_with`](Admission::submit_with)`(op, now, token)` →
 //!    * [`Submitted::Now`]: every gate lets it through; do the I/O now.
 //!    * [`Submitted::At`]`(t)`: a ceiling or the file system's resources hold it until
 //!      `t`; the core keeps the token.
 //!    * [`Submitted::Parked`]: queued in the emulated controller until it grants it.
-//! 2. The front end feeds the core: [`on_grant`](Admission::on_grant) for each grant
-//!    arriving on the receiver [`Admission::new`] returned, [`pump`](Admission::pump)
-//!    after a batch of submissions (dispatches what is due node-wide), and wakes at
-//!    [`next_wake`](Admission::next_wake).
+//! 2. [`pump`](Admission::pump) after a batch of submissions dispatches what is due
+//!    node-wide; this connection's own grants come back from it directly, others' go to
+//!    their mailboxes. Grants others dispatched for this one arrive in its mailbox
+//!    ([`GrantRx`]) and go in through [`on_grant`](Admission::on_grant).
 //! 3. [`take_ready`](Admission::take_ready)`(now)` hands back tokens whose time has come,
 //!    each with its [`Started`]: do their I/O now.
 //! 4. After the I/O, [`done`](Admission::done)`(&started, now)`: `Ok(Completed)` — reply
 //!    now; `Err(t)` — the emulated array's service latency is not over: give the reply to
 //!    [`hold`](Admission::hold) and take it back from [`take_reply`](Admission::take_reply)
 //!    at `t`.
+//! 5. [`Gates::record`] puts the finished request in its volume's or bucket's books,
+//!    counted as the core charged it.
 //!
 //! **Service latency counts from admission.** The emulated array serves a request for its
 //! configured time from the moment the controller dispatched it (or every gate let it
@@ -34,29 +45,28 @@
 //! `qoslab_volume_service_overruns_total`).
 //!
 //! Queue time is split by cause in [`Started::waits`] (ceiling, floor) and
-//! [`Started::resource_ns`] (the provisioned file system); [`Completed::record`] puts a
-//! finished request into a volume's or bucket's statistics.
-//!
-//! Front ends that run each request in a task of its own (S3; an NFS server whose
-//! handlers are async functions) use [`Gate`], an async driver over one core.
+//! [`Started::resource_ns`] (the provisioned file system).
 
+mod core;
+mod driver;
 mod gate;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use qos_core::Nanos;
 /// Re-exported so a front end needs nothing but this module.
 pub use qos_core::{Direction, MILLI};
-use tokio::sync::mpsc;
 
+pub use self::core::{Admission, Ready};
+pub use crate::scheduler::GrantRx;
+pub use driver::Driver;
 pub use gate::Gate;
 
-use crate::provisioned::{Access, ConnCap, ProvisionedFs};
-use crate::scheduler::{Grant, Scheduler, Ticket, NO_FLOW};
+use crate::provisioned::ProvisionedFs;
+use crate::scheduler::{Scheduler, NO_FLOW};
 use crate::stats::{OpKind, VolumeStats, Waits};
 
 /// tokio's timers tick in milliseconds: a request whose start time is less than this far
@@ -66,14 +76,39 @@ use crate::stats::{OpKind, VolumeStats, Waits};
 /// tick at once.
 pub const TIMER_SLACK_NS: Nanos = 1_000_000;
 
-/// Grants of the emulated controller, for one [`Admission`].
-pub type GrantRx = mpsc::UnboundedReceiver<Grant>;
-
 /// The node's shared gates: its scheduler and its provisioned file system, if any.
 #[derive(Clone)]
 pub struct Gates {
     pub scheduler: Arc<Scheduler>,
     pub fs: Option<Arc<ProvisionedFs>>,
+}
+
+impl Gates {
+    /// Can nothing hold `op` or delay its reply? No ceiling or controller on its flow, no
+    /// file system in its way, no service latency. A front end may then run it without a
+    /// core (inline, recorded with [`Completed::at_once`]).
+    pub fn is_free(&self, op: &Op) -> bool {
+        let Some((dir, bytes)) = op.work.charged() else {
+            return true;
+        };
+        let s = &self.scheduler;
+        op.flow == NO_FLOW
+            && !s.controls()
+            && (self.fs.is_none() || op.extent.is_none())
+            && s.service_latency(dir, bytes) == 0
+    }
+
+    /// The books: put a finished request that did `work` in `stats`. Reads and writes
+    /// count their bytes and the operations the node's I/O-size accounting charged them;
+    /// everything else (metadata, free work) counts as one "other" operation.
+    pub fn record(&self, done: &Completed, stats: &VolumeStats, work: Work) {
+        let (kind, bytes, milliops) = match work {
+            Work::Read(b) => (OpKind::Read, b, self.scheduler.milliops(b)),
+            Work::Write(b) => (OpKind::Write, b, self.scheduler.milliops(b)),
+            Work::Meta(_) | Work::Free => (OpKind::Other, 0, MILLI),
+        };
+        done.record(stats, kind, bytes, milliops);
+    }
 }
 
 /// What a request does, as the QoS gates see it.
@@ -175,13 +210,17 @@ impl Started {
             resource_ns: 0,
         }
     }
-}
 
-/// A token whose time has come, with its timing.
-#[derive(Debug)]
-pub struct Ready<T> {
-    pub token: T,
-    pub started: Started,
+    /// Finished at `now` with no wait of any kind (a reply held to its time, or a request
+    /// given up while held).
+    pub(crate) fn completed(&self, now: Nanos) -> Completed {
+        Completed {
+            latency_ns: now.saturating_sub(self.arrival),
+            waits: self.waits,
+            resource_ns: self.resource_ns,
+            overrun_ns: None,
+        }
+    }
 }
 
 /// A finished request's timing, for the statistics.
@@ -197,8 +236,14 @@ pub struct Completed {
 }
 
 impl Completed {
+    /// A request nothing could hold ([`Gates::is_free`]) that arrived at `arrival` and
+    /// finished at `now`.
+    pub fn at_once(arrival: Nanos, now: Nanos) -> Completed {
+        Started::at_once(arrival).completed(now)
+    }
+
     /// Record a finished request of `kind` that moved `bytes`, counted as `milliops`
-    /// thousandths of an operation, in `stats`.
+    /// thousandths of an operation, in `stats` ([`Gates::record`] says which).
     pub fn record(&self, stats: &VolumeStats, kind: OpKind, bytes: u64, milliops: u64) {
         if self.resource_ns > 0 {
             stats.resource_wait_ns.fetch_add(self.resource_ns, Relaxed);
@@ -208,379 +253,5 @@ impl Completed {
             stats.service_overrun_ns.fetch_add(o, Relaxed);
         }
         stats.record_counted(kind, bytes, milliops, self.latency_ns, self.waits);
-    }
-}
-
-/// A token the core holds, with what it needs to release it.
-struct Pending<T> {
-    token: T,
-    op: Op,
-    arrival: Nanos,
-    /// When QoS (the ceiling, or the controller's grant) released it: later waiting is
-    /// the provisioned file system's.
-    qos_until: Nanos,
-    /// Queue time the controller's grant already split; `None`: all of it until release
-    /// that is not the file system's is the ceiling's.
-    waits: Option<Waits>,
-}
-
-/// A heap entry ordered by (time, sequence), earliest first.
-struct Timed<X> {
-    at: Nanos,
-    seq: u64,
-    item: X,
-}
-
-impl<X> PartialEq for Timed<X> {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl<X> Eq for Timed<X> {}
-impl<X> PartialOrd for Timed<X> {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<X> Ord for Timed<X> {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        // Reversed: BinaryHeap is a max-heap, the earliest must come out first.
-        (o.at, o.seq).cmp(&(self.at, self.seq))
-    }
-}
-
-/// One front-end connection's admission state. `T`: the front end's request token;
-/// `R`: its finished reply, held while the array's service latency runs.
-pub struct Admission<T, R> {
-    gates: Gates,
-    /// This connection's single-flow limit on the provisioned file system.
-    cap: Option<ConnCap>,
-    /// The controller registration (connection id), when the node has a controller.
-    ctl: Option<u32>,
-    seq: u64,
-    /// Held until a time (a ceiling, the file system's resources).
-    deferred: BinaryHeap<Timed<Pending<T>>>,
-    /// Queued in the controller, by ticket sequence number.
-    parked: HashMap<u64, Pending<T>>,
-    /// Released, not yet taken.
-    ready: VecDeque<Ready<T>>,
-    /// Finished replies waiting for their service latency to pass.
-    held: BinaryHeap<Timed<(R, Started)>>,
-    /// Something was submitted to the controller since the last pump.
-    submitted: bool,
-    /// Replies due within this much of now go now (the precise timer's learned lateness).
-    early: Nanos,
-}
-
-impl<T, R> Drop for Admission<T, R> {
-    fn drop(&mut self) {
-        if let Some(id) = self.ctl {
-            // Its queued tickets go too: nobody waits for them.
-            self.gates.scheduler.unregister(id);
-        }
-    }
-}
-
-impl<T, R> Admission<T, R> {
-    /// A connection's admission over `gates`; under an emulated controller it registers
-    /// with it, and its grants arrive on the returned receiver (feed them to
-    /// [`on_grant`](Self::on_grant)).
-    pub fn new(gates: Gates) -> (Admission<T, R>, Option<GrantRx>) {
-        let (ctl, rx) = match gates.scheduler.register() {
-            Some((id, rx)) => (Some(id), Some(rx)),
-            None => (None, None),
-        };
-        let cap = gates.fs.as_ref().map(|fs| fs.connection());
-        let a = Admission {
-            gates,
-            cap,
-            ctl,
-            seq: 0,
-            deferred: BinaryHeap::new(),
-            parked: HashMap::new(),
-            ready: VecDeque::new(),
-            held: BinaryHeap::new(),
-            submitted: false,
-            early: 0,
-        };
-        (a, rx)
-    }
-
-    /// The scheduler (accounting, service latency, controller status).
-    pub fn scheduler(&self) -> &Scheduler {
-        &self.gates.scheduler
-    }
-
-    /// Submit a request arriving at `now`. `token` is called only when the core keeps the
-    /// request ([`Submitted::At`], [`Submitted::Parked`]); on [`Submitted::Now`] the
-    /// caller still has everything and runs it at once.
-    pub fn submit_with(&mut self, op: Op, now: Nanos, token: impl FnOnce() -> T) -> Submitted {
-        let Some((dir, bytes)) = op.work.charged() else {
-            return Submitted::Now(Started::at_once(now));
-        };
-        if let Some(conn) = self.ctl {
-            if op.flow != NO_FLOW {
-                self.seq += 1;
-                let ticket = Ticket {
-                    conn,
-                    seq: self.seq,
-                };
-                if self
-                    .gates
-                    .scheduler
-                    .submit(op.flow, ticket, dir, bytes, now)
-                {
-                    self.parked.insert(
-                        self.seq,
-                        Pending {
-                            token: token(),
-                            op,
-                            arrival: now,
-                            qos_until: now,
-                            waits: None,
-                        },
-                    );
-                    self.submitted = true;
-                    return Submitted::Parked;
-                }
-            }
-            // Between flows (a policy change in progress): nothing to queue behind.
-            return Submitted::Now(self.start(op, now, now, Waits::default(), 0));
-        }
-        let sched = &self.gates.scheduler;
-        let qos_until = sched.admit(op.flow, now, sched.milliops(bytes), bytes);
-        let start = self.resources(&op, qos_until);
-        if start <= now + TIMER_SLACK_NS {
-            return Submitted::Now(self.start(op, now, now, Waits::default(), 0));
-        }
-        self.seq += 1;
-        self.deferred.push(Timed {
-            at: start,
-            seq: self.seq,
-            item: Pending {
-                token: token(),
-                op,
-                arrival: now,
-                qos_until,
-                waits: None,
-            },
-        });
-        Submitted::At(start)
-    }
-
-    /// [`submit_with`](Self::submit_with) for a token at hand (dropped on `Now`).
-    pub fn submit(&mut self, op: Op, token: T, now: Nanos) -> Submitted {
-        self.submit_with(op, now, || token)
-    }
-
-    /// Dispatch what the controller has due, if this connection submitted anything since
-    /// the last pump (its own grants then arrive on its receiver at once). Returns whether
-    /// it pumped.
-    pub fn pump(&mut self, now: Nanos) -> bool {
-        if !std::mem::take(&mut self.submitted) {
-            return false;
-        }
-        self.gates.scheduler.pump(now);
-        true
-    }
-
-    /// [`pump`](Self::pump), then take this connection's own grants from `rx` at once.
-    pub fn pump_own(&mut self, rx: &mut Option<GrantRx>, now: Nanos) {
-        if self.pump(now) {
-            if let Some(rx) = rx {
-                while let Ok(g) = rx.try_recv() {
-                    self.on_grant(g, now);
-                }
-            }
-        }
-    }
-
-    /// The controller granted a parked request: it goes through the file system's
-    /// resources, then becomes ready. Its queue time is split at the moment its ceiling
-    /// allowed it (before: the ceiling's; after: the node's).
-    pub fn on_grant(&mut self, g: Grant, now: Nanos) {
-        let Some(p) = self.parked.remove(&g.seq) else {
-            return;
-        };
-        let wait = now.saturating_sub(p.arrival);
-        let ceiling_ns = g.limit_at.saturating_sub(p.arrival).min(wait);
-        let waits = Waits {
-            ceiling_ns,
-            floor_ns: wait - ceiling_ns,
-        };
-        let start = self.resources(&p.op, now);
-        if start > now + TIMER_SLACK_NS {
-            self.seq += 1;
-            self.deferred.push(Timed {
-                at: start,
-                seq: self.seq,
-                item: Pending {
-                    qos_until: now,
-                    waits: Some(waits),
-                    ..p
-                },
-            });
-            return;
-        }
-        // The array serves it from the dispatch (its connection may pick it up later).
-        let admitted = g.at.clamp(p.arrival, now);
-        let started = self.start(p.op, p.arrival, admitted, waits, 0);
-        self.ready.push_back(Ready {
-            token: p.token,
-            started,
-        });
-    }
-
-    /// The next request whose time has come at `now` (due within [`TIMER_SLACK_NS`]).
-    pub fn take_ready(&mut self, now: Nanos) -> Option<Ready<T>> {
-        if let Some(r) = self.ready.pop_front() {
-            return Some(r);
-        }
-        if self.deferred.peek()?.at > now + TIMER_SLACK_NS {
-            return None;
-        }
-        let p = self.deferred.pop()?.item;
-        let total = now.saturating_sub(p.arrival);
-        let resource_ns = now.saturating_sub(p.qos_until.max(p.arrival)).min(total);
-        let waits = p.waits.unwrap_or(Waits {
-            ceiling_ns: total - resource_ns,
-            floor_ns: 0,
-        });
-        let started = self.start(p.op, p.arrival, now, waits, resource_ns);
-        Some(Ready {
-            token: p.token,
-            started,
-        })
-    }
-
-    /// The I/O of a started request finished at `now`: `Ok` — reply now; `Err(at)` — the
-    /// service latency runs until `at`: [`hold`](Self::hold) the reply.
-    pub fn done(&self, started: &Started, now: Nanos) -> Result<Completed, Nanos> {
-        if started.reply_at > now.saturating_add(self.early) {
-            return Err(started.reply_at);
-        }
-        let overrun = (started.reply_at > started.admitted && now > started.reply_at)
-            .then(|| now - started.reply_at);
-        Ok(Completed {
-            latency_ns: now.saturating_sub(started.arrival),
-            waits: started.waits,
-            resource_ns: started.resource_ns,
-            overrun_ns: overrun,
-        })
-    }
-
-    /// Keep a finished reply until its service latency has passed.
-    pub fn hold(&mut self, started: Started, reply: R) {
-        self.seq += 1;
-        self.held.push(Timed {
-            at: started.reply_at,
-            seq: self.seq,
-            item: (reply, started),
-        });
-    }
-
-    /// The next held reply due at `now` (within the learned lateness, see
-    /// [`set_early`](Self::set_early)).
-    pub fn take_reply(&mut self, now: Nanos) -> Option<(R, Completed)> {
-        if self.held.peek()?.at > now.saturating_add(self.early) {
-            return None;
-        }
-        let (reply, started) = self.held.pop()?.item;
-        let done = Completed {
-            latency_ns: now.saturating_sub(started.arrival),
-            waits: started.waits,
-            resource_ns: started.resource_ns,
-            overrun_ns: None,
-        };
-        Some((reply, done))
-    }
-
-    /// Replies due within `ns` of now go now: the front end's timer wakes that late on
-    /// average, so they then leave on time on average instead of one wake-up late.
-    pub fn set_early(&mut self, ns: Nanos) {
-        self.early = ns;
-    }
-
-    /// When a held request next becomes ready (call [`take_ready`](Self::take_ready)
-    /// then); due requests may go [`TIMER_SLACK_NS`] early, so a coarse timer may wake
-    /// that much before.
-    pub fn next_release(&self) -> Option<Nanos> {
-        if !self.ready.is_empty() {
-            return Some(0);
-        }
-        self.deferred.peek().map(|d| d.at)
-    }
-
-    /// When the next held reply is due (call [`take_reply`](Self::take_reply) then).
-    pub fn next_reply(&self) -> Option<Nanos> {
-        self.held.peek().map(|h| h.at)
-    }
-
-    /// The earlier of [`next_release`](Self::next_release) and
-    /// [`next_reply`](Self::next_reply).
-    pub fn next_wake(&self) -> Option<Nanos> {
-        match (self.next_release(), self.next_reply()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Requests queued in the controller.
-    pub fn parked(&self) -> usize {
-        self.parked.len()
-    }
-
-    /// Nothing held: no request waiting, ready or finished-and-held.
-    pub fn is_idle(&self) -> bool {
-        self.deferred.is_empty()
-            && self.parked.is_empty()
-            && self.ready.is_empty()
-            && self.held.is_empty()
-    }
-
-    /// Give up every request that has not started (shutting down): their tokens, parked
-    /// ones first; held replies stay (their I/O is done).
-    pub fn give_up(&mut self) -> Vec<T> {
-        let mut out: Vec<T> = self.parked.drain().map(|(_, p)| p.token).collect();
-        out.extend(self.ready.drain(..).map(|r| r.token));
-        while let Some(d) = self.deferred.pop() {
-            out.push(d.item.token);
-        }
-        out
-    }
-
-    /// Started now (`admitted`), replying after the array's service latency.
-    fn start(
-        &self,
-        op: Op,
-        arrival: Nanos,
-        admitted: Nanos,
-        waits: Waits,
-        resource_ns: Nanos,
-    ) -> Started {
-        let service = op.work.charged().map_or(0, |(dir, bytes)| {
-            self.gates.scheduler.service_latency(dir, bytes)
-        });
-        Started {
-            arrival,
-            admitted,
-            reply_at: admitted.saturating_add(service),
-            waits,
-            resource_ns,
-        }
-    }
-
-    /// The provisioned file system's say on a request QoS released at `at`: when its
-    /// resources (and this connection's single-flow limit) allow it to start.
-    fn resources(&mut self, op: &Op, at: Nanos) -> Nanos {
-        let (Some(fs), Some(cap), Some(ext)) = (&self.gates.fs, &mut self.cap, op.extent) else {
-            return at;
-        };
-        let (access, len) = match op.work {
-            Work::Read(b) => (Access::Read, b),
-            Work::Write(b) => (Access::Write, b),
-            Work::Meta(_) | Work::Free => return at,
-        };
-        fs.admit(cap, ext.object, access, ext.offset, len, at)
     }
 }

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use qos_core::{Burst, BurstShape, Direction, Nanos, Rate};
 
 use super::*;
-use crate::clock::Clock;
 use crate::config::NodeConfig;
 use crate::provisioned::{FsSpec, ResourceSpec};
 use crate::scheduler::FlowQos;
@@ -23,7 +22,7 @@ const SEC: Nanos = 1_000_000_000;
 fn gates(capacity: &str) -> Gates {
     let cfg = NodeConfig::parse(capacity, "t.toml").expect("config");
     Gates {
-        scheduler: Arc::new(Scheduler::with_array(cfg.capacity, cfg.array, Clock::new())),
+        scheduler: Arc::new(Scheduler::with_array(cfg.capacity, cfg.array)),
         fs: None,
     }
 }

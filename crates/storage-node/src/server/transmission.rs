@@ -16,10 +16,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::handshake::Session;
 use super::spin::{spin_recv, SpinPolicy};
-use crate::admission::{Admission, GrantRx, Op, Submitted, Work, TIMER_SLACK_NS};
+use crate::admission::{Admission, Driver, Op, Submitted, Work};
 use crate::node::Node;
-use crate::scheduler::Grant;
-use crate::timer::PreciseTimer;
 use crate::volume::Volume;
 
 mod execute;
@@ -52,6 +50,8 @@ struct Conn {
     wbuf: Vec<u8>,
     /// The admission core: requests waiting for QoS, replies waiting for the array.
     adm: Admission<Pending, Held>,
+    /// Its driver: grants, timers.
+    driver: Driver,
     /// Replies produced by blocking-pool work (fdatasync).
     done_tx: mpsc::UnboundedSender<Synced>,
     in_blocking: usize,
@@ -76,13 +76,14 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-    let (adm, mut grants) = Admission::new(node.gates());
+    let (adm, driver) = Driver::new(node.gates(), node.clock);
     let mut c = Conn {
         vol: session.volume,
         structured: session.structured,
         meta_context: session.meta_context,
         wbuf: Vec::with_capacity(RBUF_INITIAL),
         adm,
+        driver,
         done_tx,
         in_blocking: 0,
         spare: Vec::new(),
@@ -92,7 +93,6 @@ where
     let mut reading = true;
     let mut shutdown_at: Option<Nanos> = None;
     let mut spin = SpinPolicy::default();
-    let mut service_timer = PreciseTimer::compensating(c.node.scheduler.precise_timers());
     let clock = c.node.clock;
 
     loop {
@@ -122,23 +122,16 @@ where
                     let (more, handled) = c.handle_frames(&mut rb, stream).await?;
                     reading = more;
                     spin.spun(handled);
-                    c.run_ready(&mut grants, shutdown_at);
+                    c.turn(shutdown_at);
                     c.flush(stream).await?;
                     continue;
                 }
             }
         }
-        // Wake a timer tick early: the core releases what is due within the slack.
-        let mut next_at = c
-            .adm
-            .next_release()
-            .map(|at| clock.instant(at.saturating_sub(TIMER_SLACK_NS)));
-        if let Some(t) = shutdown_at.filter(|_| c.adm.parked() > 0) {
-            // Requests still waiting for the controller get ESHUTDOWN after the grace.
-            let give_up = clock.instant(t + SHUTDOWN_GRACE_NS);
-            next_at = Some(next_at.map_or(give_up, |n| n.min(give_up)));
-        }
-        let reply_at = c.adm.next_reply();
+        // Requests still waiting for the controller get ESHUTDOWN after the grace.
+        let give_up = shutdown_at
+            .filter(|_| c.adm.parked() > 0)
+            .map(|t| t + SHUTDOWN_GRACE_NS);
         tokio::select! {
             Some(s) = done_rx.recv(), if c.in_blocking > 0 => {
                 c.in_blocking -= 1;
@@ -148,11 +141,7 @@ where
                     c.synced(s);
                 }
             }
-            Some(g) = recv_opt(&mut grants), if c.adm.parked() > 0 => {
-                c.adm.on_grant(g, clock.now());
-            }
-            _ = sleep_opt(next_at), if next_at.is_some() => {}
-            _ = service_timer.wait_until(clock, reply_at.unwrap_or(0)), if reply_at.is_some() => {}
+            _ = c.driver.wait(give_up) => {}
             _ = shutdown.changed(), if shutdown_at.is_none() => {}
             r = stream.read(rb.spare()), if reading => {
                 match r {
@@ -166,25 +155,23 @@ where
                 spin.woke(handled);
             }
         }
-        c.run_ready(&mut grants, shutdown_at);
-        c.adm.set_early(service_timer.advance());
-        c.run_replies();
+        c.turn(shutdown_at);
         c.flush(stream).await?;
     }
     stream.flush().await?;
     Ok(())
 }
 
-async fn recv_opt(rx: &mut Option<GrantRx>) -> Option<Grant> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_opt(at: Option<tokio::time::Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at).await;
+/// What a request does, as the admission core counts it.
+fn work(req: &Request) -> Work {
+    let len = u64::from(req.length);
+    match req.command {
+        CMD_READ => Work::Read(len),
+        CMD_WRITE => Work::Write(len),
+        // Counted as a write of nothing moved.
+        CMD_TRIM | CMD_WRITE_ZEROES => Work::Meta(Direction::Write),
+        // FLUSH, CACHE, BLOCK_STATUS: free, and one "other" operation in the books.
+        _ => Work::Free,
     }
 }
 
@@ -256,16 +243,7 @@ impl Conn {
 
     /// The admission core's view of a request: its flow, what it does, where.
     fn op(&self, req: &Request) -> Op {
-        let len = u64::from(req.length);
-        let work = match req.command {
-            CMD_READ => Work::Read(len),
-            CMD_WRITE => Work::Write(len),
-            // Counted as a write of nothing moved.
-            CMD_TRIM | CMD_WRITE_ZEROES => Work::Meta(Direction::Write),
-            // FLUSH, CACHE, BLOCK_STATUS: free.
-            _ => Work::Free,
-        };
-        Op::new(self.vol.flow(), work).at(self.vol.id, req.offset)
+        Op::new(self.vol.flow(), work(req)).at(self.vol.id, req.offset)
     }
 
     /// Nothing in flight: nothing held by the admission core, nothing syncing.
@@ -273,11 +251,11 @@ impl Conn {
         self.adm.is_idle() && self.in_blocking == 0
     }
 
-    /// Pump the controller after a batch, then run every request the core releases; after
-    /// the shutdown grace, answer ESHUTDOWN to those still waiting.
-    fn run_ready(&mut self, grants: &mut Option<GrantRx>, shutdown_at: Option<Nanos>) {
-        let now = self.node.clock.now();
-        self.adm.pump_own(grants, now);
+    /// After a batch or a wake-up: the driver brings the core up to now (grants, pump),
+    /// every request it releases runs, every reply whose service latency has passed goes
+    /// out; after the shutdown grace, those still waiting get ESHUTDOWN.
+    fn turn(&mut self, shutdown_at: Option<Nanos>) {
+        let now = self.driver.turn(&mut self.adm);
         while let Some(r) = self.adm.take_ready(now) {
             self.execute(r.token.req, &r.token.payload, r.started);
             self.recycle(r.token.payload);
@@ -294,18 +272,15 @@ impl Conn {
                 self.error(cookie, ESHUTDOWN, "node is shutting down");
             }
         }
-    }
-
-    /// Write every reply whose service latency has passed.
-    fn run_replies(&mut self) {
-        let now = self.node.clock.now();
+        let now = self.driver.now();
         while let Some((held, done)) = self.adm.take_reply(now) {
             self.wbuf.extend_from_slice(&held.buf);
-            if let Some(rec) = held.rec {
-                done.record(&self.vol.stats, rec.kind, rec.bytes, rec.milliops);
+            if let Some(work) = held.work {
+                self.adm.gates().record(&done, &self.vol.stats, work);
             }
             self.recycle(held.buf);
         }
+        self.driver.arm(&self.adm);
     }
 
     /// Reply with an error, structured when negotiated.

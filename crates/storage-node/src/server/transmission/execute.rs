@@ -6,38 +6,27 @@ use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 
 use nbd_proto::*;
-use qos_core::MILLI;
 
 use super::Conn;
-use crate::admission::Started;
+use crate::admission::{Started, Work};
 use crate::errors::nbd_errno;
 use crate::server::handshake::MAX_PAYLOAD;
-use crate::stats::OpKind;
 
 /// Most extents returned by one BLOCK_STATUS.
 const MAX_EXTENTS: usize = 1024;
 
-/// What a successful request adds to its volume's statistics.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Record {
-    pub(super) kind: OpKind,
-    pub(super) bytes: u64,
-    /// Operations counted (thousandths, the node's accounting).
-    pub(super) milliops: u64,
-}
-
 /// A finished reply the admission core holds for the array's service latency.
 pub(super) struct Held {
     pub(super) buf: Vec<u8>,
-    /// `None`: an error reply (already counted).
-    pub(super) rec: Option<Record>,
+    /// What it did, for the books; `None`: an error reply (already counted).
+    pub(super) work: Option<Work>,
 }
 
 /// A reply produced on the blocking pool (fdatasync).
 pub(super) struct Synced {
     buf: Vec<u8>,
     started: Started,
-    rec: Option<Record>,
+    work: Option<Work>,
 }
 
 /// Allowed flag bits per command (FUA is accepted everywhere, as the spec requires once
@@ -135,31 +124,21 @@ impl Conn {
         } else {
             self.spare_buf()
         };
-        let (kind, result) = self.io(&req, payload, &mut out);
-        match result {
+        match self.io(&req, payload, &mut out) {
             Ok(replied) => {
-                let bytes = if matches!(kind, OpKind::Read | OpKind::Write) {
-                    u64::from(req.length)
-                } else {
-                    0
-                };
-                let rec = Record {
-                    kind,
-                    bytes,
-                    milliops: self.counted(kind, bytes),
-                };
+                let work = super::work(&req);
                 let fua = req.flags & CMD_FLAG_FUA != 0;
                 if req.command == CMD_FLUSH
                     || (fua && matches!(req.command, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES))
                 {
                     self.put_back(out, direct);
-                    self.blocking_sync(req.cookie, started, rec);
+                    self.blocking_sync(req.cookie, started, work);
                     return;
                 }
                 if !replied {
                     encode_ok(&mut out, self.structured, req.cookie);
                 }
-                self.reply(out, direct, started, Some(rec));
+                self.reply(out, direct, started, Some(work));
             }
             Err(e) => {
                 self.vol.stats.errors.fetch_add(1, Relaxed);
@@ -170,9 +149,9 @@ impl Conn {
         }
     }
 
-    /// The I/O itself; READ and BLOCK_STATUS append their replies to `out`. Returns the
-    /// kind of operation and whether it replied.
-    fn io(&self, req: &Request, payload: &[u8], out: &mut Vec<u8>) -> (OpKind, io::Result<bool>) {
+    /// The I/O itself; READ and BLOCK_STATUS append their replies to `out`. Returns
+    /// whether it replied.
+    fn io(&self, req: &Request, payload: &[u8], out: &mut Vec<u8>) -> io::Result<bool> {
         let vol = &self.vol;
         let be = &vol.backend;
         let (off, len) = (req.offset, u64::from(req.length));
@@ -181,7 +160,7 @@ impl Conn {
             // OFFSET_DATA chunk (its length must be at least 9), so it is just NONE+DONE.
             CMD_READ if req.length == 0 => {
                 encode_ok(out, self.structured, req.cookie);
-                (OpKind::Read, Ok(true))
+                Ok(true)
             }
             CMD_READ => {
                 let mark = out.len();
@@ -194,60 +173,50 @@ impl Conn {
                 if r.is_err() {
                     out.truncate(mark);
                 }
-                (OpKind::Read, r.map(|_| true))
+                r.map(|_| true)
             }
             CMD_WRITE => {
                 vol.mark_dirty();
-                (OpKind::Write, be.write_at(payload, off).map(|_| false))
+                be.write_at(payload, off).map(|_| false)
             }
             CMD_TRIM => {
                 vol.mark_dirty();
-                (OpKind::Other, be.trim(off, len).map(|_| false))
+                be.trim(off, len).map(|_| false)
             }
             CMD_WRITE_ZEROES => {
                 vol.mark_dirty();
                 let may_trim = req.flags & CMD_FLAG_NO_HOLE == 0;
                 let fast = req.flags & CMD_FLAG_FAST_ZERO != 0;
-                (
-                    OpKind::Other,
-                    be.zero(off, len, may_trim, fast).map(|_| false),
-                )
+                be.zero(off, len, may_trim, fast).map(|_| false)
             }
-            CMD_CACHE => (OpKind::Other, be.cache(off, len).map(|_| false)),
+            CMD_CACHE => be.cache(off, len).map(|_| false),
             CMD_BLOCK_STATUS => {
                 let max = if req.flags & CMD_FLAG_REQ_ONE != 0 {
                     1
                 } else {
                     MAX_EXTENTS
                 };
-                match be.extents(off, len, max) {
-                    Ok(ext) => {
-                        let descs: Vec<(u32, u32)> = ext
-                            .iter()
-                            .map(|e| {
-                                let st = if e.hole { STATE_HOLE | STATE_ZERO } else { 0 };
-                                (e.length.min(u32::MAX as u64) as u32, st)
-                            })
-                            .collect();
-                        let ctx = self.meta_context.unwrap_or(1);
-                        encode_block_status(out, req.cookie, ctx, &descs);
-                        (OpKind::Other, Ok(true))
-                    }
-                    Err(e) => (OpKind::Other, Err(e)),
-                }
+                let descs: Vec<(u32, u32)> = be
+                    .extents(off, len, max)?
+                    .iter()
+                    .map(|e| {
+                        let st = if e.hole { STATE_HOLE | STATE_ZERO } else { 0 };
+                        (e.length.min(u32::MAX as u64) as u32, st)
+                    })
+                    .collect();
+                let ctx = self.meta_context.unwrap_or(1);
+                encode_block_status(out, req.cookie, ctx, &descs);
+                Ok(true)
             }
             // FLUSH: the sync runs on the blocking pool.
-            CMD_FLUSH => (OpKind::Other, Ok(false)),
-            _ => (
-                OpKind::Other,
-                Err(io::Error::from_raw_os_error(libc::EINVAL)),
-            ),
+            CMD_FLUSH => Ok(false),
+            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         }
     }
 
     /// A reply is complete: out now (recorded in the statistics), or held by the core
     /// until the array's service latency has passed.
-    fn reply(&mut self, out: Vec<u8>, direct: bool, started: Started, rec: Option<Record>) {
+    fn reply(&mut self, out: Vec<u8>, direct: bool, started: Started, work: Option<Work>) {
         let done = self.adm.done(&started, self.node.clock.now());
         if direct {
             // Due before the I/O, so due after it: `out` is the reply buffer itself.
@@ -256,11 +225,11 @@ impl Conn {
             self.wbuf.extend_from_slice(&out);
             self.recycle(out);
         } else {
-            self.adm.hold(started, Held { buf: out, rec });
+            self.adm.hold(started, Held { buf: out, work });
             return;
         }
-        if let (Ok(done), Some(rec)) = (done, rec) {
-            done.record(&self.vol.stats, rec.kind, rec.bytes, rec.milliops);
+        if let (Ok(done), Some(work)) = (done, work) {
+            self.adm.gates().record(&done, &self.vol.stats, work);
         }
     }
 
@@ -275,30 +244,21 @@ impl Conn {
 
     /// A blocking-pool sync finished: its reply goes out or is held like any other.
     pub(super) fn synced(&mut self, s: Synced) {
-        self.reply(s.buf, false, s.started, s.rec);
-    }
-
-    /// Operations a completed request counts for in the statistics (thousandths): reads
-    /// and writes by the node's accounting, everything else one.
-    fn counted(&self, kind: OpKind, bytes: u64) -> u64 {
-        match kind {
-            OpKind::Read | OpKind::Write => self.node.scheduler.milliops(bytes),
-            OpKind::Other => MILLI,
-        }
+        self.reply(s.buf, false, s.started, s.work);
     }
 
     /// fdatasync on the blocking pool; the reply is queued when it is durable.
-    fn blocking_sync(&mut self, cookie: u64, started: Started, rec: Record) {
+    fn blocking_sync(&mut self, cookie: u64, started: Started, work: Work) {
         let vol = self.vol.clone();
         let tx = self.done_tx.clone();
         let structured = self.structured;
         self.in_blocking += 1;
         tokio::task::spawn_blocking(move || {
             let mut buf = Vec::with_capacity(64);
-            let rec = match vol.backend.flush() {
+            let work = match vol.backend.flush() {
                 Ok(()) => {
                     encode_ok(&mut buf, structured, cookie);
-                    Some(rec)
+                    Some(work)
                 }
                 Err(e) => {
                     vol.stats.errors.fetch_add(1, Relaxed);
@@ -312,7 +272,7 @@ impl Conn {
                     None
                 }
             };
-            let _ = tx.send(Synced { buf, started, rec });
+            let _ = tx.send(Synced { buf, started, work });
         });
     }
 }
