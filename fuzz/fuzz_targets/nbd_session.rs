@@ -53,5 +53,5 @@ fuzz_target!(|data: &[u8]| {
     let stream = tokio::io::join(data, tokio::io::sink());
     let _ = e
         .rt
-        .block_on(storage_node::server::connection(stream, e.node.clone(), None));
+        .block_on(nbd_server::connection(stream, e.node.clone(), None));
 });

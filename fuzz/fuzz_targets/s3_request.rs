@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use control_plane::api::ControlPlane;
-use storage_node::server::ServerStats;
+use storage_node::front_end::ServerStats;
 
 struct Env {
     rt: tokio::runtime::Runtime,

@@ -7,8 +7,8 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+use crate::front_end::ServerStats;
 use crate::node::Node;
-use crate::server::ServerStats;
 use crate::stats::{OpKind, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
 
 mod buckets;

@@ -13,8 +13,7 @@ use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use storage_node::server::handshake::TlsMode;
-use storage_node::server::{NbdStream, StartTls, TlsAccept};
+use storage_node::front_end::{ByteStream, TlsAccept, TlsAcceptor};
 
 /// Where a TLS identity's files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,34 +202,29 @@ pub fn server_config(
     Ok(Arc::new(cfg))
 }
 
-/// NBD over TLS on this identity: the data path's [`StartTls`] seam, on rustls.
-pub struct NbdTls {
+/// TLS on this identity for a front end's streams (NBD's STARTTLS): the data path's
+/// [`TlsAcceptor`] seam, on rustls.
+pub struct StreamTls {
     acceptor: tokio_rustls::TlsAcceptor,
-    mode: TlsMode,
 }
 
-impl NbdTls {
-    pub fn new(files: &TlsFiles, mode: TlsMode) -> Result<NbdTls, TlsError> {
-        Ok(NbdTls {
+impl StreamTls {
+    pub fn new(files: &TlsFiles) -> Result<StreamTls, TlsError> {
+        Ok(StreamTls {
             acceptor: server_config(files, &[])?.into(),
-            mode,
         })
     }
 }
 
-impl StartTls for NbdTls {
-    fn mode(&self) -> TlsMode {
-        self.mode
-    }
-
-    fn accept(&self, stream: Box<dyn NbdStream>) -> TlsAccept<'_> {
+impl TlsAcceptor for StreamTls {
+    fn accept(&self, stream: Box<dyn ByteStream>) -> TlsAccept<'_> {
         Box::pin(async move {
             let s = self
                 .acceptor
                 .accept(stream)
                 .await
                 .map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
-            Ok(Box::new(s) as Box<dyn NbdStream>)
+            Ok(Box::new(s) as Box<dyn ByteStream>)
         })
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use control_plane::api::http::{self, HttpConfig, HEADER_READ_TIMEOUT};
 use control_plane::api::ControlPlane;
-use storage_node::server::ServerStats;
+use storage_node::front_end::ServerStats;
 use storage_node::NodeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -400,8 +400,14 @@ impl EmbeddedNode {
         };
         // Every thread of the node is named toolsets::NODE_THREADS: the tool sets count
         // them as the node, the rest of this process as the harness.
+        let nbd = nbd_server::NbdFrontEnd::bind(
+            Some(&socket),
+            None,
+            nbd_server::NbdSettings::from_config(cfg),
+        )
+        .map_err(|e| fail(e.to_string()))?;
         let running = builder
-            .nbd_unix(&socket)
+            .front_end(nbd)
             .spawn_thread(toolsets::NODE_THREADS, 2)
             .map_err(|e| fail(e.to_string()))?;
         Ok(EmbeddedNode {

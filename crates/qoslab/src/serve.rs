@@ -9,9 +9,9 @@ use clap::Args;
 use control_plane::api::front_end::ApiFrontEnd;
 use control_plane::api::http as api_http;
 use control_plane::api::ControlPlane;
-use control_plane::tls::NbdTls;
-use storage_node::server::handshake::TlsMode;
-use storage_node::server::{Listeners, ServerStats};
+use control_plane::tls::StreamTls;
+use nbd_server::{NbdFrontEnd, NbdSettings, NbdTls, TlsMode};
+use storage_node::front_end::ServerStats;
 use storage_node::{Node, NodeConfig};
 
 #[derive(Args)]
@@ -302,8 +302,28 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
         let node = cp.node.clone();
         crate::serve_safety::print_data_dir(&cp, &data_dir);
-        let mut listeners = Listeners::bind(unix.as_deref(), tcp)
-            .await
+        let nbd_mode = match args.nbd_tls {
+            NbdTlsArg::Off => TlsMode::Off,
+            NbdTlsArg::On => TlsMode::On,
+            NbdTlsArg::Require => TlsMode::Require,
+        };
+        let mut nbd_settings = NbdSettings {
+            max_connections: args.max_connections as usize,
+            ..NbdSettings::from_config(&cfg)
+        };
+        if let Some(d) = &nbd_settings.default_export {
+            if node.volume(d).is_none() {
+                tracing::warn!(volume = %d, "default_export names no volume in the state database; ignored");
+                nbd_settings.default_export = None;
+            }
+        }
+        if let (Some(files), true) = (&tls, nbd_mode != TlsMode::Off) {
+            nbd_settings.tls = Some(NbdTls {
+                mode: nbd_mode,
+                acceptor: Arc::new(StreamTls::new(files)?),
+            });
+        }
+        let nbd = NbdFrontEnd::bind(unix.as_deref(), tcp, nbd_settings)
             .map_err(|e| match e {
                 storage_node::errors::NodeError::Listen { addr, source } => {
                     let (what, src, flag) = match (&unix_setting, &tcp_setting) {
@@ -316,18 +336,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     crate::serve_start::listen_error(what, &addr, &src, flag, &source)
                 }
                 other => anyhow::Error::new(other),
-            })?;
+            })?
+            .with_stats(stats);
         if let Some(u) = &unix {
             guard.created(u);
-        }
-        listeners.max_connections = args.max_connections as usize;
-        let nbd_mode = match args.nbd_tls {
-            NbdTlsArg::Off => TlsMode::Off,
-            NbdTlsArg::On => TlsMode::On,
-            NbdTlsArg::Require => TlsMode::Require,
-        };
-        if let (Some(files), true) = (&tls, nbd_mode != TlsMode::Off) {
-            listeners.tls = Some(Arc::new(NbdTls::new(files, nbd_mode)?));
         }
         if let Some(files) = &tls {
             println!(
@@ -344,7 +356,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 }
             );
         }
-        let tcp_addr = listeners.tcp_addr();
+        let tcp_addr = nbd.tcp_addr();
         cp.set_nbd_endpoints(control_plane::api::NbdEndpoints {
             tcp: tcp_addr,
             unix: unix
@@ -353,9 +365,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             tls_required: nbd_mode == TlsMode::Require,
         });
         let sampler = control_plane::metrics::spawn_sampler(node.clone());
-        let mut builder = Node::builder_for(node.clone())
-            .server_stats(stats)
-            .nbd_listeners(listeners);
+        let mut builder = Node::builder_for(node.clone()).front_end(nbd);
         if let Some(a) = http {
             let server_tls = match (&tls, args.insecure_http) {
                 (Some(f), false) => Some(control_plane::tls::server_config(f, &[b"http/1.1"])?),

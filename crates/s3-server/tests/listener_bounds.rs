@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use control_plane::api::ControlPlane;
 use s3_server::{S3Options, HEADER_READ_TIMEOUT};
-use storage_node::server::ServerStats;
+use storage_node::front_end::ServerStats;
 use storage_node::NodeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

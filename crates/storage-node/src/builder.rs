@@ -2,68 +2,53 @@
 //! node, the S3 family's embedded endpoint and test fixtures all go through it:
 //!
 //! ```no_run
-//! # async fn f(cfg: storage_node::NodeConfig) -> Result<(), storage_node::errors::NodeError> {
+//! # async fn f(cfg: storage_node::NodeConfig, nbd: impl storage_node::FrontEnd)
+//! # -> Result<(), storage_node::errors::NodeError> {
 //! use storage_node::Node;
 //! let running = Node::builder(cfg, "/var/lib/qoslab".as_ref())
-//!     .nbd_unix("/run/qoslab.sock".as_ref())
+//!     .front_end(nbd) // e.g. nbd_server::NbdFrontEnd::unix("/run/qoslab.sock".as_ref())?
 //!     .spawn()
 //!     .await?;
 //! running.run_until(async { /* a signal */ }).await;
 //! # Ok(()) }
 //! ```
 //!
-//! NBD is the node's own front end; every other one (the REST API, S3, NFS) is a
-//! [`FrontEnd`] its crate binds and hands to [`NodeBuilder::front_end`]. A running node
-//! stops in one order: every front end stops accepting, connections finish what they have
-//! in flight (new requests get their protocol's "shutting down" answer), then every
-//! volume is synced.
+//! Every protocol (NBD, the REST API, S3, NFS) is a [`FrontEnd`] its crate binds and
+//! hands to [`NodeBuilder::front_end`]; the node knows none of them. A running node also
+//! refreshes its volumes' used space ([`USED_SPACE_REFRESH`]), and stops in one order:
+//! every front end stops accepting and the node says it is shutting down (new requests
+//! get their protocol's "shutting down" answer), connections finish what they have in
+//! flight, then every volume is synced.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use crate::errors::NodeError;
-use crate::server::{self, Listeners, ServerStats, StartTls};
+pub use crate::front_end::{FrontEnd, Serving, Stop};
 use crate::{Node, NodeConfig};
 
-/// A front end's future: serves until its stop signal turns true, then drains and ends.
-pub type Serving = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Turns `true` when the node stops: stop accepting, finish in-flight requests, return.
-pub type Stop = watch::Receiver<bool>;
-
-/// A protocol the node serves beside NBD, already bound by its crate (so bind errors are
-/// reported where the address is known, and a port 0 is resolved before the node runs).
-pub trait FrontEnd: Send + 'static {
-    /// One line for the ready banner: what it serves and where.
-    fn describe(&self) -> String;
-    /// Serve `node` until `stop` turns true, then finish in-flight requests.
-    fn serve(self: Box<Self>, node: Arc<Node>, stop: Stop) -> Serving;
-}
+/// How often used space is re-read for volumes that were written.
+pub const USED_SPACE_REFRESH: Duration = Duration::from_millis(200);
+/// How long a stopping node waits for its front ends to drain before closing them.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 enum Source {
     Config(Box<NodeConfig>, PathBuf),
     Opened(Arc<Node>),
 }
 
-/// Assembles a node: where it comes from, what it listens on, which front ends it runs.
+/// Assembles a node: where it comes from and which front ends it runs.
 pub struct NodeBuilder {
     source: Source,
-    unix: Option<PathBuf>,
-    tcp: Option<SocketAddr>,
-    tls: Option<Arc<dyn StartTls>>,
-    bound: Option<Listeners>,
     front_ends: Vec<Box<dyn FrontEnd>>,
-    stats: Arc<ServerStats>,
 }
 
 impl Node {
-    /// A node opened from `cfg` in `data_dir` when it is spawned (no NBD listener until
-    /// one is named).
+    /// A node opened from `cfg` in `data_dir` when it is spawned.
     pub fn builder(cfg: NodeConfig, data_dir: &Path) -> NodeBuilder {
         NodeBuilder::from_source(Source::Config(Box::new(cfg), data_dir.to_path_buf()))
     }
@@ -78,83 +63,29 @@ impl NodeBuilder {
     fn from_source(source: Source) -> NodeBuilder {
         NodeBuilder {
             source,
-            unix: None,
-            tcp: None,
-            tls: None,
-            bound: None,
             front_ends: Vec::new(),
-            stats: Arc::default(),
         }
     }
 
-    /// Serve NBD on a unix socket (a stale socket file there is replaced).
-    pub fn nbd_unix(mut self, path: &Path) -> NodeBuilder {
-        self.unix = Some(path.to_path_buf());
-        self
-    }
-
-    /// Serve NBD on TCP (port 0: any free port, see [`RunningNode::tcp_addr`]).
-    pub fn nbd_tcp(mut self, addr: SocketAddr) -> NodeBuilder {
-        self.tcp = Some(addr);
-        self
-    }
-
-    /// Serve NBD on listeners bound already (their TLS setting included).
-    pub fn nbd_listeners(mut self, l: Listeners) -> NodeBuilder {
-        self.unix = l.unix.as_ref().map(|(_, p)| p.clone());
-        self.bound = Some(l);
-        self
-    }
-
-    /// Offer (or require) TLS on NBD.
-    pub fn nbd_tls(mut self, tls: Option<Arc<dyn StartTls>>) -> NodeBuilder {
-        self.tls = tls;
-        self
-    }
-
-    /// The NBD server's counters (shared with whoever reports them, e.g. `/metrics`).
-    pub fn server_stats(mut self, stats: Arc<ServerStats>) -> NodeBuilder {
-        self.stats = stats;
-        self
-    }
-
-    /// Run another front end beside NBD.
+    /// Serve a front end.
     pub fn front_end(mut self, f: impl FrontEnd) -> NodeBuilder {
         self.front_ends.push(Box::new(f));
         self
     }
 
-    /// Open the node (if not open), bind NBD and start everything in the current tokio
+    /// Open the node (if not open) and start it and its front ends in the current tokio
     /// runtime.
     pub async fn spawn(self) -> Result<RunningNode, NodeError> {
         let node = match self.source {
             Source::Config(cfg, dir) => Node::open(&cfg, &dir)?,
             Source::Opened(n) => n,
         };
-        let listeners = match self.bound {
-            Some(l) => l,
-            None => {
-                let mut l = Listeners::bind(self.unix.as_deref(), self.tcp).await?;
-                l.tls = self.tls;
-                l
-            }
-        };
-        let tcp = listeners.tcp_addr();
         let banner = self.front_ends.iter().map(|f| f.describe()).collect();
         let (stop_tx, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(run(
-            node.clone(),
-            listeners,
-            self.stats.clone(),
-            self.front_ends,
-            stop_rx,
-        ));
+        let task = tokio::spawn(run(node.clone(), self.front_ends, stop_rx));
         Ok(RunningNode {
             node,
-            unix: self.unix,
-            tcp,
             banner,
-            stats: self.stats,
             stop: stop_tx,
             task,
         })
@@ -190,11 +121,7 @@ impl NodeBuilder {
                             return;
                         }
                     };
-                    let _ = ready_tx.send(Ok((
-                        running.node.clone(),
-                        running.tcp,
-                        running.banner.clone(),
-                    )));
+                    let _ = ready_tx.send(Ok((running.node.clone(), running.banner.clone())));
                     running
                         .run_until(async {
                             let _ = stop_rx.await;
@@ -204,9 +131,8 @@ impl NodeBuilder {
             })
             .map_err(|e| NodeError::Runtime(format!("thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok((node, tcp, banner))) => Ok(NodeThread {
+            Ok(Ok((node, banner))) => Ok(NodeThread {
                 node,
-                tcp,
                 banner,
                 stop: Some(stop_tx),
                 thread: Some(thread),
@@ -225,42 +151,41 @@ impl NodeBuilder {
     }
 }
 
-/// The node's life: front ends and NBD serve until `stop`, then stop in order.
-async fn run(
-    node: Arc<Node>,
-    listeners: Listeners,
-    stats: Arc<ServerStats>,
-    front_ends: Vec<Box<dyn FrontEnd>>,
-    mut stop: Stop,
-) {
+/// The node's life: its front ends serve until `stop`, then it stops in order.
+async fn run(node: Arc<Node>, front_ends: Vec<Box<dyn FrontEnd>>, mut stop: Stop) {
     let (fe_stop_tx, fe_stop) = watch::channel(false);
     let mut tasks: Vec<_> = front_ends
         .into_iter()
         .map(|f| tokio::spawn(f.serve(node.clone(), fe_stop.clone())))
         .collect();
-    let until = async move {
-        let _ = stop.wait_for(|s| *s).await;
-        // Every front end stops accepting at the moment NBD does.
-        fe_stop_tx.send_replace(true);
+    let refresher = {
+        let node = node.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(USED_SPACE_REFRESH);
+            loop {
+                tick.tick().await;
+                node.refresh_used_space();
+            }
+        })
     };
-    server::serve(node.clone(), listeners, stats, until).await;
+    let _ = stop.wait_for(|s| *s).await;
+    // Every front end stops accepting at once; in-flight requests finish, new ones are
+    // refused as the protocol says.
+    fe_stop_tx.send_replace(true);
+    node.begin_shutdown();
+    tracing::info!("shutting down: finishing in-flight requests");
     let drain = async {
         for t in &mut tasks {
             let _ = t.await;
         }
     };
-    if tokio::time::timeout(server::SHUTDOWN_TIMEOUT, drain)
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            "front ends still busy after {:?}; closing them",
-            server::SHUTDOWN_TIMEOUT
-        );
+    if tokio::time::timeout(SHUTDOWN_TIMEOUT, drain).await.is_err() {
+        tracing::warn!("front ends still busy after {SHUTDOWN_TIMEOUT:?}; closing them");
         for t in &tasks {
             t.abort();
         }
     }
+    refresher.abort();
     node.sync_all();
     tracing::info!("all volumes synced; bye");
 }
@@ -268,36 +193,19 @@ async fn run(
 /// A node running in the current runtime.
 pub struct RunningNode {
     pub node: Arc<Node>,
-    unix: Option<PathBuf>,
-    tcp: Option<SocketAddr>,
     banner: Vec<String>,
-    stats: Arc<ServerStats>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl RunningNode {
-    /// The NBD unix socket, if any.
-    pub fn unix_path(&self) -> Option<&Path> {
-        self.unix.as_deref()
-    }
-
-    /// The bound NBD TCP address, if any.
-    pub fn tcp_addr(&self) -> Option<SocketAddr> {
-        self.tcp
-    }
-
     /// The front ends' banner lines.
     pub fn banner(&self) -> &[String] {
         &self.banner
     }
 
-    pub fn server_stats(&self) -> &Arc<ServerStats> {
-        &self.stats
-    }
-
-    /// Serve until `signal` resolves, then stop in order (front ends and NBD stop
-    /// accepting, in-flight requests finish, volumes are synced).
+    /// Serve until `signal` resolves, then stop in order (front ends stop accepting,
+    /// in-flight requests finish, volumes are synced).
     pub async fn run_until(self, signal: impl Future<Output = ()>) {
         signal.await;
         self.stop().await;
@@ -314,7 +222,6 @@ impl RunningNode {
 /// stops the node and waits for it.
 pub struct NodeThread {
     node: Arc<Node>,
-    tcp: Option<SocketAddr>,
     banner: Vec<String>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -323,11 +230,6 @@ pub struct NodeThread {
 impl NodeThread {
     pub fn node(&self) -> &Arc<Node> {
         &self.node
-    }
-
-    /// The bound NBD TCP address, if any.
-    pub fn tcp_addr(&self) -> Option<SocketAddr> {
-        self.tcp
     }
 
     /// The front ends' banner lines.
@@ -359,7 +261,7 @@ impl Drop for NodeThread {
 impl std::fmt::Debug for NodeThread {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NodeThread")
-            .field("tcp", &self.tcp)
+            .field("banner", &self.banner)
             .finish_non_exhaustive()
     }
 }

@@ -27,11 +27,9 @@ pub struct Node {
     policies: RwLock<BTreeMap<String, Policy>>,
     /// Flows of shared fixed policies, by policy name.
     shared_flows: Mutex<HashMap<String, u32>>,
-    default_export: Option<String>,
     pub scheduler: Arc<Scheduler>,
     pub clock: Clock,
     shutdown: watch::Sender<bool>,
-    busy_poll: std::time::Duration,
     mmap_reads: bool,
     /// Layers over every volume's file (`[backend]`).
     layers: crate::backend::layers::LayerSpec,
@@ -79,11 +77,9 @@ impl Node {
             buckets: RwLock::new(BTreeMap::new()),
             policies: RwLock::new(policies),
             shared_flows: Mutex::new(HashMap::new()),
-            default_export: cfg.default_export.clone(),
             scheduler: Arc::new(Scheduler::with_array(cfg.capacity, cfg.array.clone())),
             clock,
             shutdown,
-            busy_poll: std::time::Duration::from_micros(cfg.busy_poll_us),
             mmap_reads: cfg.mmap_reads,
             layers: cfg.layers,
             ceiling_mode: cfg.ceiling_mode,
@@ -259,12 +255,12 @@ impl Node {
         Ok(())
     }
 
-    /// A volume NBD may serve (not a NAS volume); the empty name is the default export.
+    /// A block volume (not a NAS volume) by name.
     pub fn block_volume(&self, name: &str) -> Option<Arc<Volume>> {
         self.volume(name).filter(|v| !v.is_nas())
     }
 
-    /// Block volumes, sorted by name (what NBD_OPT_LIST lists).
+    /// Block volumes, sorted by name.
     pub fn block_volumes(&self) -> Vec<Arc<Volume>> {
         self.volumes().into_iter().filter(|v| !v.is_nas()).collect()
     }
@@ -377,26 +373,17 @@ impl Node {
         self.ceiling_mode
     }
 
-    /// How long a connection spins for its next request before parking.
-    pub fn busy_poll(&self) -> std::time::Duration {
-        self.busy_poll
-    }
-
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
 
-    /// Look up a volume by export name; the empty name means the default export.
+    /// A volume by name.
     pub fn volume(&self, name: &str) -> Option<Arc<Volume>> {
-        let vols = self.volumes.read().unwrap_or_else(|p| p.into_inner());
-        if name.is_empty() {
-            return match &self.default_export {
-                Some(d) => vols.get(d).cloned(),
-                None if vols.len() == 1 => vols.values().next().cloned(),
-                None => None,
-            };
-        }
-        vols.get(name).cloned()
+        self.volumes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
     }
 
     /// All volumes, sorted by name.
@@ -512,7 +499,7 @@ impl Node {
     }
 
     /// Refresh used space of volumes that were written; recompute limits of those whose
-    /// policy depends on it. Called periodically by the server.
+    /// policy depends on it. Called periodically by the running node ([`crate::builder`]).
     pub fn refresh_used_space(&self) {
         for vol in self.volumes() {
             if vol.refresh_used() && self.depends_on_used(&vol) {

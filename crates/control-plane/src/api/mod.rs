@@ -31,8 +31,8 @@ use qos_core::Policy;
 use serde_json::{json, Map, Value};
 
 use crate::config::{NodeConfig, PolicySpec, VolumeSpec};
+use crate::front_end::ServerStats;
 use crate::node::Node;
-use crate::server::ServerStats;
 use crate::state::{PolicyRow, Store, VolumeRow};
 use model::ApiError;
 pub use nas::EXPORT_POLICIES;
@@ -200,12 +200,6 @@ impl ControlPlane {
                 policy: p.policy(),
             })
             .collect();
-        if let Some(d) = &node_cfg.default_export {
-            if !volumes.iter().any(|v| &v.name == d) {
-                tracing::warn!(volume = %d, "default_export names no volume in the state database; ignored");
-                node_cfg.default_export = None;
-            }
-        }
         // Volumes are brought up one by one below: one that cannot be served stays
         // offline with its reason, and never keeps the node from starting.
         let specs = std::mem::take(&mut node_cfg.volumes);

@@ -427,7 +427,7 @@ mod tests {
         let running = rt
             .block_on(
                 storage_node::Node::builder(cfg.clone(), &dir.join("data"))
-                    .nbd_unix(&sock)
+                    .front_end(nbd_server::NbdFrontEnd::unix(&sock).unwrap())
                     .spawn(),
             )
             .unwrap();

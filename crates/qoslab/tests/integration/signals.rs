@@ -190,7 +190,7 @@ fn drill_child() {
     std::fs::create_dir_all(&base).unwrap();
     let sock = base.join("nbd.sock");
     let _node = storage_node::Node::builder(cfg, &base.join("node"))
-        .nbd_unix(&sock)
+        .front_end(nbd_server::NbdFrontEnd::unix(&sock).unwrap())
         .spawn_thread("drill-node", 1)
         .unwrap();
     let (session, _) = mounts::Session::open(&base, &[mounts::FsType::Ext4]).unwrap();

@@ -184,21 +184,6 @@ mod tests {
     }
 
     #[test]
-    fn faults_fail_only_the_range() {
-        let (_d, f) = file("layer-faults");
-        f.write_at(&[7u8; 8192], 0).unwrap();
-        let b = Faults::new(f, 4096..8192, libc::EIO);
-        let mut buf = [0u8; 4096];
-        b.read_at(&mut buf, 0).unwrap();
-        assert_eq!(buf, [7u8; 4096]);
-        let e = b.read_at(&mut buf, 4095).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EIO));
-        assert_eq!(crate::errors::nbd_errno(&e), nbd_proto::EIO);
-        assert!(b.write_at(&[1], 8191).is_err() && b.write_at(&[1], 8192).is_ok());
-        assert!(b.trim(0, 1 << 20).is_err());
-    }
-
-    #[test]
     fn no_layers_no_wrapper() {
         let (_d, f) = file("layer-none");
         let same = LayerSpec::default().wrap(f.clone());

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use control_plane::api::ControlPlane;
 use loadgen::s3::Endpoint;
 use storage_node::builder::NodeThread;
-use storage_node::server::ServerStats;
+use storage_node::front_end::ServerStats;
 use storage_node::{Node, NodeConfig};
 
 pub struct EmbeddedS3 {

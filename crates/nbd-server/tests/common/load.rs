@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nbd_proto::*;
-use storage_node::{server, Node, NodeConfig};
+use nbd_server as server;
+use storage_node::{Node, NodeConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;

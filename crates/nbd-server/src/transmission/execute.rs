@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use nbd_proto::*;
 
 use super::Conn;
-use crate::admission::{Started, Work};
 use crate::errors::nbd_errno;
-use crate::server::handshake::MAX_PAYLOAD;
+use crate::handshake::MAX_PAYLOAD;
+use storage_node::admission::{Started, Work};
 
 /// Most extents returned by one BLOCK_STATUS.
 const MAX_EXTENTS: usize = 1024;

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use storage_node::{server, Node};
+use nbd_server as server;
+use storage_node::Node;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nbd_proto::*;
-use storage_node::{server, Node, NodeConfig};
+use nbd_server as server;
+use storage_node::{Node, NodeConfig};
 
 mod common;
 use common::handshake;

@@ -1,5 +1,5 @@
 //! The transmission phase: one task per connection reads requests in batches, decodes and
-//! validates each once, asks the admission core ([`crate::admission`]) when it may run,
+//! validates each once, asks the admission core ([`storage_node::admission`]) when it may run,
 //! does the I/O of those it lets through, and writes all replies of a batch with one
 //! socket write. Replies go out of order; cookies match them up. QoS lives in the core:
 //! this file knows NBD and sockets, nothing of ceilings, grants or service latency.
@@ -14,11 +14,11 @@ use qos_core::{Direction, Nanos};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
-use super::handshake::Session;
-use super::spin::{spin_recv, SpinPolicy};
-use crate::admission::{Admission, Driver, Op, Submitted, Work};
-use crate::node::Node;
-use crate::volume::Volume;
+use crate::handshake::Session;
+use crate::spin::{spin_recv, SpinPolicy};
+use storage_node::admission::{Admission, Driver, Op, Submitted, Work};
+use storage_node::node::Node;
+use storage_node::volume::Volume;
 
 mod execute;
 mod read_buf;

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use storage_node::{server, Node, NodeConfig};
+use nbd_server as server;
+use storage_node::{Node, NodeConfig};
 
 mod common;
 use common::load::{assign_policy_after, load, Client};

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use nbd_proto::*;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::node::Node;
-use crate::volume::Volume;
+use storage_node::volume::Volume;
+
+use crate::Exports;
 
 /// Largest option payload we read; longer ones end the session (names are ≤ 4096 bytes).
 pub const MAX_OPTION_LEN: u32 = 64 * 1024;
@@ -113,7 +114,7 @@ where
 }
 
 /// Greeting and options without TLS. `Ok(None)` means the client left cleanly.
-pub async fn negotiate<S>(stream: &mut S, node: &Node) -> io::Result<Option<Session>>
+pub async fn negotiate<S>(stream: &mut S, exports: &Exports) -> io::Result<Option<Session>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -123,7 +124,7 @@ where
         tls: TlsMode::Off,
         tls_active: false,
     };
-    Ok(match options(stream, node, st).await? {
+    Ok(match options(stream, exports, st).await? {
         Negotiated::Session(s) => Some(s),
         Negotiated::Left | Negotiated::StartTls => None,
     })
@@ -131,7 +132,11 @@ where
 
 /// The options phase: haggle until the client enters transmission, leaves, or upgrades
 /// to TLS.
-pub async fn options<S>(stream: &mut S, node: &Node, st: OptionState) -> io::Result<Negotiated>
+pub async fn options<S>(
+    stream: &mut S,
+    exports: &Exports,
+    st: OptionState,
+) -> io::Result<Negotiated>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -183,9 +188,9 @@ where
         match opt {
             OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(&data).into_owned();
-                let Some(vol) = node
-                    .block_volume(&name)
-                    .filter(|_| !node.is_shutting_down())
+                let Some(vol) = exports
+                    .volume(&name)
+                    .filter(|_| !exports.node.is_shutting_down())
                 else {
                     // The spec's only answer here is to close the connection.
                     return Err(refused(format!(
@@ -221,7 +226,7 @@ where
                         "NBD_OPT_LIST takes no payload",
                     );
                 } else {
-                    for v in node.block_volumes() {
+                    for v in exports.list() {
                         encode_list_entry(&mut out, &v.name, &v.description);
                     }
                     encode_option_reply(&mut out, opt, REP_ACK, &[]);
@@ -243,14 +248,14 @@ where
             OPT_INFO | OPT_GO => match decode_info_request(&data) {
                 Err(e) => encode_option_error(&mut out, opt, REP_ERR_INVALID, &e.to_string()),
                 Ok(req) => {
-                    if node.is_shutting_down() {
+                    if exports.node.is_shutting_down() {
                         encode_option_error(
                             &mut out,
                             opt,
                             REP_ERR_SHUTDOWN,
                             "node is shutting down",
                         );
-                    } else if let Some(vol) = node.block_volume(&req.name) {
+                    } else if let Some(vol) = exports.volume(&req.name) {
                         let flags = transmission_flags(&vol, structured);
                         encode_info_export(&mut out, opt, vol.size(), flags);
                         if req.requests.contains(&INFO_NAME) {
@@ -295,7 +300,7 @@ where
                         REP_ERR_INVALID,
                         "NBD_OPT_SET_META_CONTEXT needs NBD_OPT_STRUCTURED_REPLY first",
                     ),
-                    Ok(req) if node.block_volume(&req.export).is_none() => {
+                    Ok(req) if exports.volume(&req.export).is_none() => {
                         let msg = format!("no volume named {}", quote(req.export.as_bytes()));
                         encode_option_error(&mut out, opt, REP_ERR_UNKNOWN, &msg);
                     }

@@ -4,7 +4,7 @@ use std::io;
 
 use nbd_proto::{decode_request, Request, CMD_WRITE, REQUEST_HEADER_LEN};
 
-use crate::server::handshake::MAX_PAYLOAD;
+use crate::handshake::MAX_PAYLOAD;
 
 pub(super) const RBUF_INITIAL: usize = 256 * 1024;
 
