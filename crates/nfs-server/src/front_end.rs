@@ -14,7 +14,7 @@ use storage_node::node::VolumeEvent;
 use storage_node::volume::Volume;
 use storage_node::Node;
 
-use crate::export::{id_for, ExportSpec};
+use crate::export::ExportSpec;
 use crate::qos::NodeLink;
 use crate::service::{Peer, Service};
 use crate::Config;
@@ -36,6 +36,8 @@ impl NfsFrontEnd {
         let cfg = Config {
             rtmax: s.rtmax,
             wtmax: s.wtmax,
+            mount_rootonly: s.mount_rootonly,
+            nfs_rootonly: s.nfs_rootonly,
         };
         let service = Arc::new(Service::new(cfg).map_err(std::io::Error::other)?);
         let listener = std::net::TcpListener::bind(addr)?;
@@ -80,9 +82,8 @@ fn attach(node: &Arc<Node>, service: &Arc<Service>, link: &Arc<NodeLink>) {
             VolumeEvent::Added(v) => export(&svc, &link, v),
             VolumeEvent::Removed(v) => {
                 if let Some(n) = &v.nas {
-                    let id = id_for(&n.path);
-                    link.set(id, None);
-                    svc.remove_export(id);
+                    link.set(n.export_id, None);
+                    svc.remove_export(n.export_id);
                 }
             }
         }
@@ -96,7 +97,7 @@ fn attach(node: &Arc<Node>, service: &Arc<Service>, link: &Arc<NodeLink>) {
 /// and stays unexported (its clients get NOENT at MOUNT), never the front end down.
 fn export(svc: &Service, link: &NodeLink, v: &Arc<Volume>) {
     let Some(n) = &v.nas else { return };
-    let id = id_for(&n.path);
+    let id = n.export_id;
     let spec = ExportSpec {
         id,
         path: n.path.clone(),
@@ -155,7 +156,7 @@ impl FrontEnd for NfsFrontEnd {
                             }
                         };
                         let Some(permit) = limit.admit() else { continue };
-                        let peer = Peer { addr: addr.ip(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
+                        let peer = Peer { addr: addr.ip(), port: addr.port(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
                         let (svc, link, stop) = (service.clone(), link.clone(), stop.clone());
                         conns.spawn(async move {
                             let _permit = permit;

@@ -24,6 +24,7 @@ pub mod export;
 pub mod front_end;
 pub mod handle;
 pub mod ops;
+pub mod perm;
 pub mod qos;
 pub mod service;
 mod sys;
@@ -36,7 +37,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-pub use export::{Access, ClientMatch, ExportSpec, Policy, Rule};
+pub use export::{ClientMatch, ExportSpec, Flavours, Policy, Rule};
 pub use front_end::NfsFrontEnd;
 pub use service::{CallInfo, OpKind, Peer, Service};
 
@@ -45,11 +46,18 @@ pub const DEFAULT_XFER: u32 = 64 * 1024;
 /// The largest transfer size ONTAP allows (and we do).
 pub const MAX_XFER: u32 = 1024 * 1024;
 
-/// Transfer sizes FSINFO advertises; clients split larger requests themselves.
+/// Transfer sizes FSINFO advertises (clients split larger requests themselves), and
+/// ONTAP's reserved-port options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     pub rtmax: u32,
     pub wtmax: u32,
+    /// `-mount-rootonly` (ONTAP's default: enabled): MNT only from a source port below
+    /// 1024 (which only root binds); others get MNT3ERR_ACCES.
+    pub mount_rootonly: bool,
+    /// `-nfs-rootonly` (ONTAP's default: disabled): every NFS call but NULL only from a
+    /// port below 1024; others get AUTH_TOOWEAK.
+    pub nfs_rootonly: bool,
 }
 
 impl Default for Config {
@@ -57,6 +65,8 @@ impl Default for Config {
         Config {
             rtmax: DEFAULT_XFER,
             wtmax: DEFAULT_XFER,
+            mount_rootonly: true,
+            nfs_rootonly: false,
         }
     }
 }
@@ -108,7 +118,7 @@ impl NfsServer {
                             continue;
                         }
                     };
-                    let peer = Peer { addr: addr.ip(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
+                    let peer = Peer { addr: addr.ip(), port: addr.port(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
                     let svc = self.service.clone();
                     tokio::spawn(async move {
                         if let Err(e) = conn::serve(svc, stream, peer, max, None, None).await {

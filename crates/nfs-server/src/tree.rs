@@ -72,8 +72,8 @@ pub struct Tree {
     root_gen: u64,
     nodes: RwLock<HashMap<u64, Node>>,
     fds: Mutex<HashMap<u64, Arc<Obj>>>,
-    /// Serialises walks; holds when the last walk for a miss ended.
-    scan: Mutex<Option<std::time::Instant>>,
+    /// Serialises walks; holds when the last walk for a miss ended and how long it took.
+    scan: Mutex<Option<(std::time::Instant, std::time::Duration)>>,
     /// The quota and the bytes the tree allocates (shared with the node's volume).
     space: Arc<NasSpace>,
 }
@@ -166,15 +166,24 @@ impl Tree {
     }
 
     /// A walk for a handle or name the map does not know (renamed or removed outside NFS),
-    /// at most one per [`MISS_RESCAN`]: a client sending unknown handles cannot make the
-    /// server walk its tree on every call. `Ok(false)`: not walked (too soon).
-    pub fn rescan_on_miss(&self) -> io::Result<bool> {
-        let mut last = self.scan.lock().unwrap_or_else(|p| p.into_inner());
-        if last.is_some_and(|t| t.elapsed() < MISS_RESCAN) {
-            return Ok(false);
+    /// rate-limited: at most one per [`MISS_RESCAN`], and at most a tenth of the time (the
+    /// next no sooner than ten times the last one took), so a client sending unknown
+    /// handles cannot make the server walk its tree on every call. `Ok(false)`: not walked
+    /// (too soon). Never on a runtime worker: `may_walk` false answers
+    /// [`Status::Jukebox`] and the call is run again on the blocking pool.
+    pub fn rescan_on_miss(&self, may_walk: bool) -> Result<bool, Status> {
+        if !may_walk {
+            return Err(Status::Jukebox);
         }
-        self.walk()?;
-        *last = Some(std::time::Instant::now());
+        let mut last = self.scan.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((ended, took)) = *last {
+            if ended.elapsed() < MISS_RESCAN.max(took * 10) {
+                return Ok(false);
+            }
+        }
+        let t0 = std::time::Instant::now();
+        self.walk().map_err(|e| status_of(&e))?;
+        *last = Some((std::time::Instant::now(), t0.elapsed()));
         Ok(true)
     }
 
@@ -297,9 +306,9 @@ impl Tree {
     }
 
     /// The open object a handle names: from the descriptor cache, else opened by its path
-    /// (after one rescan if the path is unknown). STALE when it is gone or is another
-    /// object now.
-    pub fn obj(&self, h: &Handle) -> Result<Arc<Obj>, Status> {
+    /// (after one rescan if the path is unknown, when `may_walk`; else
+    /// [`Status::Jukebox`]). STALE when it is gone or is another object now.
+    pub fn obj(&self, h: &Handle, may_walk: bool) -> Result<Arc<Obj>, Status> {
         if let Some(o) = self
             .fds
             .lock()
@@ -313,7 +322,7 @@ impl Tree {
         let path = match self.path_of(h.ino) {
             Some(p) => p,
             None => {
-                self.rescan_on_miss().map_err(|e| status_of(&e))?;
+                self.rescan_on_miss(may_walk)?;
                 self.path_of(h.ino).ok_or(Status::Stale)?
             }
         };
@@ -324,7 +333,7 @@ impl Tree {
                     || e.raw_os_error() == Some(libc::ELOOP) =>
             {
                 // renamed or replaced outside NFS: look once more from the top
-                if !self.rescan_on_miss().map_err(|e| status_of(&e))? {
+                if !self.rescan_on_miss(may_walk)? {
                     self.forget(h.ino);
                     return Err(Status::Stale);
                 }

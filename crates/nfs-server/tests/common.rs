@@ -12,7 +12,6 @@ use nfs_proto::nfs3::{self, proc_, StableHow};
 use nfs_proto::rpc::{self, AuthSys, Cred};
 use nfs_proto::xdr::{put_bool, put_opaque, put_u32, put_u64, Reader};
 use nfs_proto::{mount, record};
-use nfs_server::export::id_for;
 use nfs_server::{Config, ExportSpec, Peer, Policy, Service};
 
 pub struct Dir(pub PathBuf);
@@ -38,9 +37,23 @@ impl Drop for Dir {
     }
 }
 
+/// An export id for `junction`, the same for the life of the test process (as the control
+/// plane stores one per volume).
+pub fn export_id(junction: &str) -> u32 {
+    static IDS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut ids = IDS.lock().unwrap();
+    match ids.iter().position(|j| j == junction) {
+        Some(i) => i as u32 + 1,
+        None => {
+            ids.push(junction.to_string());
+            ids.len() as u32
+        }
+    }
+}
+
 pub fn spec(junction: &str, root: &Path, quota: Option<u64>) -> ExportSpec {
     ExportSpec {
-        id: id_for(junction),
+        id: export_id(junction),
         path: junction.into(),
         root: root.to_path_buf(),
         quota,
@@ -123,7 +136,12 @@ impl Client {
         let addr: IpAddr = addr.parse().unwrap();
         Client {
             svc,
-            peer: Peer { addr, conn: 1 },
+            // a reserved port, as the kernel client's and root's libnfs
+            peer: Peer {
+                addr,
+                port: 700,
+                conn: 1,
+            },
             cred: root_cred(),
             xid: 0,
         }
@@ -156,10 +174,15 @@ impl Client {
         self.call(nfs3::PROGRAM, nfs3::VERSION, p, args)
     }
 
+    /// MNT: Ok(root handle), Err(mountstat), or Err(100 + reject_stat) when the call is
+    /// denied (`RPC_DENIED`: 101 is AUTH_ERROR).
     pub fn mnt(&mut self, path: &str) -> Result<Vec<u8>, u32> {
         let mut a = Vec::new();
         put_opaque(&mut a, path.as_bytes());
         let r = self.call(mount::PROGRAM, mount::VERSION, mount::MNT, &a);
+        if r.accept >= 100 {
+            return Err(r.accept);
+        }
         let mut rd = r.reader();
         match rd.u32("mountstat").unwrap() {
             0 => Ok(rd.opaque(64, "fh").unwrap().to_vec()),

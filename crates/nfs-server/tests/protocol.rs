@@ -7,8 +7,7 @@ use common::*;
 use nfs_proto::nfs3::{proc_, StableHow};
 use nfs_proto::xdr::{put_opaque, put_u32};
 use nfs_proto::{mount, portmap, rpc};
-use nfs_server::export::Rule;
-use nfs_server::{Access, ClientMatch, Policy};
+use nfs_server::{ClientMatch, Flavours, Policy, Rule};
 
 const STALE: u32 = 70;
 const NOENT: u32 = 2;
@@ -213,8 +212,12 @@ fn export_policies_decide_access() {
     s.policy = Policy {
         name: "p".into(),
         rules: vec![Rule {
-            clients: ClientMatch::parse("127.0.0.0/8").unwrap(),
-            access: Access::ReadOnly,
+            superuser: Flavours::ANY,
+            ..Rule::new(
+                ClientMatch::parse("127.0.0.0/8").unwrap(),
+                Flavours::ANY,
+                Flavours::NEVER,
+            )
         }],
     };
     svc.add_export(s).unwrap();
@@ -226,7 +229,8 @@ fn export_policies_decide_access() {
     assert_eq!(c.read(&f, 0, 10).unwrap().0, b"data");
     assert_eq!(c.write(&f, 0, StableHow::Unstable, b"x"), Err(ROFS));
     let mut other = Client::from(svc, "10.0.0.5");
-    assert_eq!(other.mnt("/ro"), Err(ACCES));
+    // No export admits it: MOUNT does not answer it (AUTH_ERROR), nor does any call.
+    assert_eq!(other.mnt("/ro"), Err(101));
     assert_eq!(
         other.getattr(&root),
         Err(ACCES),
@@ -240,7 +244,7 @@ fn default_policy_is_loopback_only() {
     let svc = service();
     svc.add_export(spec("/vol", d.path(), None)).unwrap();
     assert!(Client::from(svc.clone(), "::1").mnt("/vol").is_ok());
-    assert_eq!(Client::from(svc, "192.168.1.1").mnt("/vol"), Err(ACCES));
+    assert_eq!(Client::from(svc, "192.168.1.1").mnt("/vol"), Err(101));
 }
 
 #[test]
@@ -306,8 +310,21 @@ fn malformed_calls_get_rpc_errors_and_the_service_goes_on() {
 
 #[test]
 fn portmapper_answers_for_our_programs() {
+    let d = Dir::new("portmap");
     let svc = service();
     svc.set_port(2049);
+    let mut a = Vec::new();
+    portmap::encode_getport(&mut a, 100003, 3);
+    let r = Client::new(svc.clone()).call(portmap::PROGRAM, portmap::VERSION, portmap::GETPORT, &a);
+    assert_eq!(r.accept, 101, "no export admits anyone yet: AUTH_ERROR");
+    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let r = Client::from(svc.clone(), "10.0.0.5").call(
+        portmap::PROGRAM,
+        portmap::VERSION,
+        portmap::GETPORT,
+        &a,
+    );
+    assert_eq!(r.accept, 101, "a client no export admits: AUTH_ERROR");
     let mut c = Client::new(svc);
     for (prog, vers, port) in [
         (100003, 3, 2049),
@@ -468,8 +485,9 @@ fn used_space_follows_writes_creates_and_removes() {
 
 #[test]
 fn create_modes_and_ownership() {
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let d = Dir::new("create");
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let svc = service();
     svc.add_export(spec("/vol", d.path(), None)).unwrap();
     let mut c = Client::new(svc);

@@ -13,6 +13,7 @@
 //! inode once), so used-space adaptive policies follow what clients write.
 
 pub mod export_policy;
+pub mod export_rule;
 
 use std::collections::HashSet;
 use std::io;
@@ -222,18 +223,35 @@ impl Backend for NasStore {
 }
 
 /// What a volume's declaration says of its NAS side.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct NasSpec {
     /// The junction path clients mount (`/vol500`).
     pub path: String,
     /// The export policy's name ([`DEFAULT_EXPORT_POLICY`] when not given).
     pub export_policy: String,
+    /// The export id its file handles carry: assigned once and stored by the control
+    /// plane (never derived from the name, never reused). `None`: the node assigns one for
+    /// the life of the process (a node without a state database: tests, tenants).
+    pub export_id: Option<u32>,
+}
+
+/// Written without `export_id`: the state database fingerprints declarations with this
+/// text, and a declaration made before export ids existed must keep its fingerprint.
+impl std::fmt::Debug for NasSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NasSpec")
+            .field("path", &self.path)
+            .field("export_policy", &self.export_policy)
+            .finish()
+    }
 }
 
 /// The NAS side of a served volume.
 pub struct NasVolume {
     /// The junction path.
     pub path: String,
+    /// The export id its file handles carry.
+    pub export_id: u32,
     pub store: Arc<NasStore>,
     /// The export policy's name.
     policy_name: Mutex<String>,
@@ -243,9 +261,15 @@ pub struct NasVolume {
 }
 
 impl NasVolume {
-    pub(crate) fn new(path: String, store: Arc<NasStore>, policy: export_policy::Policy) -> Self {
+    pub(crate) fn new(
+        path: String,
+        export_id: u32,
+        store: Arc<NasStore>,
+        policy: export_policy::Policy,
+    ) -> Self {
         NasVolume {
             path,
+            export_id,
             store,
             policy_name: Mutex::new(policy.name.clone()),
             rules: Arc::new(RwLock::new(policy)),
@@ -264,17 +288,6 @@ impl NasVolume {
         *self.policy_name.lock().unwrap_or_else(|p| p.into_inner()) = policy.name.clone();
         *self.rules.write().unwrap_or_else(|p| p.into_inner()) = policy;
     }
-}
-
-/// A stable export id from a junction path (FNV-1a): what the NFS front end's file handles
-/// carry, so they stay valid across restarts.
-pub fn export_id(path: &str) -> u32 {
-    let mut h: u32 = 0x811c9dc5;
-    for b in path.bytes() {
-        h ^= b as u32;
-        h = h.wrapping_mul(0x01000193);
-    }
-    h
 }
 
 /// A junction path must be absolute, normalised and printable: `/name[/name...]`.
