@@ -23,6 +23,7 @@ pub mod errors;
 pub mod export;
 pub mod front_end;
 pub mod handle;
+pub mod listen;
 pub mod ops;
 pub mod perm;
 pub mod qos;
@@ -32,7 +33,6 @@ pub mod tree;
 
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -83,50 +83,54 @@ impl Config {
     }
 }
 
-/// A listening NFS server.
+/// A listening NFS server (`qoslab nfs serve`: exports without QoS).
 pub struct NfsServer {
     pub service: Arc<Service>,
     listener: TcpListener,
+    limits: conn::Limits,
 }
 
 impl NfsServer {
     pub async fn bind(addr: &str, service: Arc<Service>) -> io::Result<NfsServer> {
         let listener = TcpListener::bind(addr).await?;
         service.set_port(listener.local_addr()?.port());
-        Ok(NfsServer { service, listener })
+        Ok(NfsServer {
+            service,
+            listener,
+            limits: conn::Limits::default(),
+        })
+    }
+
+    /// The bounds its connections are held to.
+    pub fn limits(mut self, limits: conn::Limits) -> NfsServer {
+        self.limits = limits;
+        self
     }
 
     pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
         self.listener.local_addr()
     }
 
-    /// Accepts connections until `shutdown` completes.
+    /// Accepts connections until `shutdown` completes, then drains
+    /// ([`conn::Limits::drain`]).
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
-        static CONN_IDS: AtomicU64 = AtomicU64::new(1);
         let cfg = self.service.config();
-        let max = conn::max_record(cfg.rtmax, cfg.wtmax);
+        let sh = Arc::new(conn::Shared {
+            svc: self.service,
+            link: None,
+            limits: self.limits,
+            held: conn::held(self.limits.held_bytes),
+            max_record: conn::max_record(cfg.rtmax, cfg.wtmax),
+        });
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let serving = listen::serve(self.listener, sh, rx);
+        tokio::pin!(serving);
         tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                _ = &mut shutdown => return Ok(()),
-                r = self.listener.accept() => {
-                    let (stream, addr) = match r {
-                        Ok(x) => x,
-                        Err(e) => {
-                            tracing::warn!("nfs: accept: {e}");
-                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                            continue;
-                        }
-                    };
-                    let peer = Peer { addr: addr.ip(), port: addr.port(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
-                    let svc = self.service.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = conn::serve(svc, stream, peer, max, None, None).await {
-                            tracing::debug!("nfs: connection from {addr} ended: {e}");
-                        }
-                    });
-                }
-            }
-        }
+        tokio::select! {
+            _ = &mut serving => return Ok(()),
+            _ = &mut shutdown => tx.send_replace(true),
+        };
+        serving.await;
+        Ok(())
     }
 }

@@ -102,10 +102,14 @@ pub struct Counters {
     /// WRITEs asking DATA_SYNC or FILE_SYNC (the rest of WRITE are UNSTABLE).
     pub stable_writes: AtomicU64,
     pub garbage: AtomicU64,
+    /// Connections closed at accept: no export admits their address.
+    pub unadmitted: AtomicU64,
 }
 
 pub struct Service {
     cfg: Config,
+    /// Descriptors all exports' trees keep open together.
+    budget: Arc<crate::tree::FdBudget>,
     by_id: RwLock<HashMap<u32, Arc<Export>>>,
     verifier: [u8; 8],
     port: AtomicU32,
@@ -125,6 +129,7 @@ impl Service {
         let v = now ^ ((std::process::id() as u64) << 40);
         Ok(Service {
             cfg,
+            budget: crate::tree::FdBudget::new(default_fd_budget()),
             by_id: RwLock::new(HashMap::new()),
             verifier: v.to_be_bytes(),
             port: AtomicU32::new(0),
@@ -134,6 +139,17 @@ impl Service {
 
     pub fn config(&self) -> Config {
         self.cfg
+    }
+
+    /// Set how many descriptors all exports' trees keep open together (the default is
+    /// [`default_fd_budget`]).
+    pub fn set_fd_budget(&self, n: usize) {
+        self.budget.set_cap(n);
+    }
+
+    /// The descriptor budget (its cap and use).
+    pub fn fd_budget(&self) -> &crate::tree::FdBudget {
+        &self.budget
     }
 
     pub fn verifier(&self) -> [u8; 8] {
@@ -149,7 +165,7 @@ impl Service {
     /// id or junction path another export has is refused.
     pub fn add_export(&self, spec: ExportSpec) -> io::Result<Arc<Export>> {
         let policy = Arc::new(RwLock::new(spec.policy.clone()));
-        let tree = Tree::open(spec)?;
+        let tree = Tree::open(spec, self.budget.clone())?;
         self.insert(tree, policy)
     }
 
@@ -161,7 +177,7 @@ impl Service {
         space: Arc<storage_node::nas::NasSpace>,
         policy: Arc<RwLock<Policy>>,
     ) -> io::Result<Arc<Export>> {
-        let tree = Tree::open_with(spec, space)?;
+        let tree = Tree::open_with(spec, space, self.budget.clone())?;
         self.insert(tree, policy)
     }
 
@@ -641,6 +657,13 @@ impl Service {
     }
 }
 
+/// Half of what the process may open (its soft RLIMIT_NOFILE), at least 64: the rest is for
+/// connections, volumes and everything else. The node sets its own from its listeners'
+/// caps ([`Service::set_fd_budget`]).
+pub fn default_fd_budget() -> usize {
+    (storage_node::conn_limit::nofile() / 2).max(64) as usize
+}
+
 fn read(p: &RwLock<Policy>) -> std::sync::RwLockReadGuard<'_, Policy> {
     p.read().unwrap_or_else(|p| p.into_inner())
 }
@@ -684,15 +707,18 @@ fn run(cx: &Ctx, args: &Args<'_>, out: &mut Vec<u8>) -> Result<(), Status> {
         } => ops::rename(cx, from_dir, from_name, to_dir, to_name, out),
         Args::Link { fh, dir, name } => ops::link(cx, fh, dir, name, out),
         Args::ReadDir {
-            dir, cookie, count, ..
-        } => ops::readdir(cx, dir, cookie, count, None, out),
+            dir,
+            cookie,
+            verf,
+            count,
+        } => ops::readdir(cx, dir, cookie, verf, count, None, out),
         Args::ReadDirPlus {
             dir,
             cookie,
+            verf,
             dircount,
             maxcount,
-            ..
-        } => ops::readdir(cx, dir, cookie, maxcount, Some(dircount), out),
+        } => ops::readdir(cx, dir, cookie, verf, maxcount, Some(dircount), out),
         Args::FsStat { fh } => ops::fsstat(cx, fh, out),
         Args::FsInfo { fh } => ops::fsinfo(cx, fh, out),
         Args::PathConf { fh } => ops::pathconf(cx, fh, out),

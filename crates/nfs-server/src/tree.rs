@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 
 use nfs_proto::nfs3::Status;
@@ -21,8 +22,53 @@ use crate::handle::Handle;
 use crate::sys::{self, Stat};
 use storage_node::nas::NasSpace;
 
-/// How many open descriptors a tree keeps (each is an open file of the node process).
-const FD_CACHE: usize = 4096;
+/// Descriptors the trees of one server keep open, all exports together: one budget below
+/// the process's limit (RLIMIT_NOFILE), so a node with many exports never runs out of
+/// descriptors for its connections, its volumes or a CREATE.
+#[derive(Debug)]
+pub struct FdBudget {
+    cap: AtomicUsize,
+    used: AtomicUsize,
+}
+
+impl FdBudget {
+    pub fn new(cap: usize) -> Arc<FdBudget> {
+        Arc::new(FdBudget {
+            cap: AtomicUsize::new(cap.max(1)),
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// Change the cap (descriptors kept beyond a lower one are given back as trees
+    /// replace them).
+    pub fn set_cap(&self, cap: usize) {
+        self.cap.store(cap.max(1), Relaxed);
+    }
+
+    /// Take one descriptor of the budget; `false` when it is spent.
+    fn take(&self) -> bool {
+        let cap = self.cap.load(Relaxed);
+        self.used
+            .fetch_update(Relaxed, Relaxed, |u| (u < cap).then_some(u + 1))
+            .is_ok()
+    }
+
+    /// Give `n` back.
+    fn give(&self, n: usize) {
+        let _ = self
+            .used
+            .fetch_update(Relaxed, Relaxed, |u| Some(u.saturating_sub(n)));
+    }
+
+    /// Descriptors kept now.
+    pub fn used(&self) -> usize {
+        self.used.load(Relaxed)
+    }
+
+    pub fn cap(&self) -> usize {
+        self.cap.load(Relaxed)
+    }
+}
 /// Deepest tree walked when building a path (a guard against a corrupt parent chain).
 const MAX_DEPTH: usize = 4096;
 /// Least time between two walks caused by unknown handles.
@@ -76,19 +122,31 @@ pub struct Tree {
     scan: Mutex<Option<(std::time::Instant, std::time::Duration)>>,
     /// The quota and the bytes the tree allocates (shared with the node's volume).
     space: Arc<NasSpace>,
+    /// The server's descriptor budget, shared by its trees.
+    budget: Arc<FdBudget>,
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        self.close_all();
+    }
 }
 
 impl Tree {
     /// Opens the export's root directory and walks its tree once (known objects and the
     /// space they allocate).
-    pub fn open(spec: ExportSpec) -> io::Result<Tree> {
+    pub fn open(spec: ExportSpec, budget: Arc<FdBudget>) -> io::Result<Tree> {
         let space = Arc::new(NasSpace::new(spec.quota));
-        Tree::open_with(spec, space)
+        Tree::open_with(spec, space, budget)
     }
 
     /// [`open`](Self::open) with the space shared with a node's NAS volume (the quota is
     /// the space's, `spec.quota` is not used).
-    pub fn open_with(spec: ExportSpec, space: Arc<NasSpace>) -> io::Result<Tree> {
+    pub fn open_with(
+        spec: ExportSpec,
+        space: Arc<NasSpace>,
+        budget: Arc<FdBudget>,
+    ) -> io::Result<Tree> {
         let root = sys::open_root(&spec.root)?;
         let st = sys::fstat(&root)?;
         if !st.is_dir() {
@@ -116,6 +174,7 @@ impl Tree {
             fds: Mutex::new(HashMap::new()),
             scan: Mutex::new(None),
             space,
+            budget,
         };
         tree.rescan()?;
         Ok(tree)
@@ -264,10 +323,15 @@ impl Tree {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&ino);
-        self.fds
+        if self
+            .fds
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&ino);
+            .remove(&ino)
+            .is_some()
+        {
+            self.budget.give(1);
+        }
     }
 
     /// The parent directory's inode of a known object (the root is its own parent).
@@ -352,9 +416,15 @@ impl Tree {
         };
         let obj = Arc::new(obj);
         let mut fds = self.fds.lock().unwrap_or_else(|p| p.into_inner());
-        if fds.len() >= FD_CACHE {
-            if let Some(k) = fds.keys().next().copied() {
-                fds.remove(&k);
+        if let Some(old) = fds.remove(&h.ino) {
+            drop(old); // another generation of the inode: its place is reused
+        } else if !self.budget.take() {
+            // The server's budget is spent: give up one of this tree's, or keep none.
+            match fds.keys().next().copied() {
+                Some(k) => {
+                    fds.remove(&k);
+                }
+                None => return Ok(obj),
             }
         }
         fds.insert(h.ino, obj.clone());
@@ -430,7 +500,14 @@ impl Tree {
 
     /// Drops every cached descriptor (a volume going offline, tests).
     pub fn close_all(&self) {
-        self.fds.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let mut fds = self.fds.lock().unwrap_or_else(|p| p.into_inner());
+        self.budget.give(fds.len());
+        fds.clear();
+    }
+
+    /// Descriptors this tree keeps open.
+    pub fn cached(&self) -> usize {
+        self.fds.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// `statvfs` of the file system holding the tree.

@@ -86,6 +86,17 @@ impl Lane {
         self.tat = self.tat.saturating_add(inc);
     }
 
+    /// Gives back a request costing `cost` units that will not run (its client went
+    /// away): the horizon moves back by its cost, never before `now`.
+    fn release(&mut self, now: Nanos, cost: u64) {
+        if self.rate == 0 {
+            return;
+        }
+        let floor = u128::from(now) * u128::from(self.rate);
+        let inc = u128::from(cost) * NANOS_PER_SEC;
+        self.tat = self.tat.saturating_sub(inc).max(floor.min(self.tat));
+    }
+
     /// The theoretical arrival time in nanoseconds (rounded up), 0 if unlimited.
     fn tat_nanos(&self) -> Nanos {
         if self.rate == 0 {
@@ -230,6 +241,15 @@ impl Pacer {
         start
     }
 
+    /// Gives back the reservation of a request of `ops` and `bytes` that will never start
+    /// (its client went away before its time): later requests may have its slot, so a
+    /// client that pipelined a backlog and left does not hold back the next one. The
+    /// horizon never moves before `now`; burst credits it took are not given back.
+    pub fn release(&mut self, now: Nanos, ops: u64, bytes: u64) {
+        self.ops.release(now, ops);
+        self.bytes.release(now, bytes);
+    }
+
     /// Reserves a request of `ops` and `bytes` starting at `start` (from [`Pacer::earliest`]
     /// or later).
     pub fn commit(&mut self, start: Nanos, ops: u64, bytes: u64) {
@@ -314,6 +334,25 @@ mod tests {
             last = p.admit(0, 1, 7_000_000_007);
         }
         assert_eq!(last, 100_000 * 1_000_000_000);
+    }
+
+    #[test]
+    fn released_reservations_are_given_back_up_to_now() {
+        let mut p = Pacer::new(iops(2));
+        // a backlog of 100 requests: 50 s of reservations
+        for _ in 0..100 {
+            p.admit(0, 1, 0);
+        }
+        assert_eq!(p.reserved_until(), 50_000 * MS);
+        // its client left at 1 s after 2 of them started: 98 given back
+        for _ in 0..98 {
+            p.release(1_000 * MS, 1, 0);
+        }
+        assert_eq!(p.reserved_until(), 1_000 * MS, "never before now");
+        assert_eq!(p.admit(1_000 * MS, 1, 0), 1_000 * MS, "the next client waits for nothing");
+        // giving back more than was reserved changes nothing more
+        p.release(2_000 * MS, 1_000, 0);
+        assert_eq!(p.reserved_until(), 1_500 * MS);
     }
 
     #[test]

@@ -215,7 +215,12 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         mount_rootonly: a.mount_rootonly,
         nfs_rootonly: a.nfs_rootonly,
     };
+    storage_node::conn_limit::raise_nofile();
     let svc = Arc::new(Service::new(cfg).map_err(anyhow::Error::msg)?);
+    svc.set_fd_budget(storage_node::conn_limit::nfs_fd_budget(
+        1,
+        nfs_server::conn::Limits::default().max_connections,
+    ));
     for (i, e) in a.exports.iter().enumerate() {
         let spec = parse_export(e, i + 1)?;
         let (path, root) = (spec.path.clone(), spec.root.clone());

@@ -371,6 +371,17 @@ impl Scheduler {
         }
     }
 
+    /// Ceilings-only mode: give back what [`admit`](Self::admit) reserved for a request
+    /// that will never start (its client went away).
+    pub fn release(&self, flow: u32, now: Nanos, milliops: u64, bytes: u64) {
+        if flow == NO_FLOW {
+            return;
+        }
+        if let Some(Some(p)) = lock(&self.pacers).get_mut(flow as usize) {
+            p.release(now, milliops, bytes);
+        }
+    }
+
     /// Controller mode: register a connection; its grants arrive on the receiver. Inside
     /// a tokio runtime the first registration starts the dispatcher task; outside one
     /// (sans-IO tests in virtual time) the caller pumps.

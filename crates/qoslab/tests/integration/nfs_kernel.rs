@@ -63,7 +63,12 @@ fn linux_kernel_client_writes_and_reads_back() {
     let dir = TempDir::new("nfs-kernel");
     let tree = dir.join("vol");
     std::fs::create_dir_all(&tree).unwrap();
-    let srv = NfsProc::start(&[format!("/vol={},size=256MiB", tree.display())]);
+    // The guest reaches the host through qemu's user network (NAT): its reserved source
+    // port is lost on the way, as behind any NAT, so MOUNT from any port is allowed.
+    let srv = NfsProc::start_with(
+        &[format!("/vol={},size=256MiB", tree.display())],
+        &["--mount-rootonly", "off"],
+    );
     let p = srv.port;
     let script = format!(
         "mount -t nfs -o vers=3,proto=tcp,port={p},mountport={p},mountproto=tcp,nolock,nconnect=4,addr=10.0.2.2,mountaddr=10.0.2.2 10.0.2.2:/vol /mnt \
@@ -162,6 +167,10 @@ name = "kvol"
 size = "1GB"
 policy = "one_mib"
 nas_path = "/kvol"
+
+# qemu's user network (NAT) loses the guest's reserved source port
+[nfs]
+mount_rootonly = false
 "#;
     let node = crate::util::Node::start_with(cfg, &["--listen-nfs", "127.0.0.1:0"]);
     let p = crate::nfs_node::nfs_port(&node);

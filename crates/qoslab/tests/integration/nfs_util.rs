@@ -26,7 +26,12 @@ pub struct NfsProc {
 impl NfsProc {
     /// Starts with these `--export` values on an ephemeral port.
     pub fn start(exports: &[String]) -> NfsProc {
-        let mut args = Vec::new();
+        NfsProc::start_with(exports, &[])
+    }
+
+    /// [`start`](Self::start) with more options of `qoslab nfs serve`.
+    pub fn start_with(exports: &[String], more: &[&str]) -> NfsProc {
+        let mut args: Vec<String> = more.iter().map(|s| s.to_string()).collect();
         for e in exports {
             args.push("--export".to_string());
             args.push(e.clone());
@@ -123,22 +128,72 @@ impl Drop for NfsProc {
     }
 }
 
-/// A raw NFSv3 client on one TCP connection (AUTH_SYS root).
+/// A raw NFSv3 client on one TCP connection: AUTH_SYS root unless told otherwise
+/// ([`Wire::cred`]), from a reserved source port as the kernel client (and root's libnfs)
+/// connects, or from any port ([`Wire::connect_from`]).
 pub struct Wire {
     s: TcpStream,
     xid: u32,
     buf: Vec<u8>,
+    /// The credential calls carry (`Cred::None`: AUTH_NONE).
+    pub cred: Cred,
+}
+
+/// AUTH_SYS for `uid`, `gid` and supplementary `gids`.
+pub fn sys_cred(uid: u32, gid: u32, gids: &[u32]) -> Cred {
+    Cred::Sys(AuthSys {
+        stamp: 1,
+        machine: b"it".to_vec(),
+        uid,
+        gid,
+        gids: gids.to_vec(),
+    })
+}
+
+/// A TCP connection to `to` from `from`'s address; from a reserved port (below 1024,
+/// which needs root) when `reserved`, else from one the kernel picks.
+pub fn connect_from(from: std::net::IpAddr, to: std::net::SocketAddr, reserved: bool) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let ports: Vec<u16> = if reserved {
+        // a different start per process and call, so parallel tests rarely collide
+        let start = (std::process::id() as u16).wrapping_mul(31) % 400;
+        (0..400).map(|i| 600 + (start + i) % 400).collect()
+    } else {
+        vec![0]
+    };
+    let mut last = None;
+    for p in ports {
+        let s = Socket::new(Domain::for_address(to), Type::STREAM, None).expect("a socket");
+        s.set_reuse_address(true).unwrap();
+        if let Err(e) = s.bind(&std::net::SocketAddr::new(from, p).into()) {
+            last = Some(e);
+            continue;
+        }
+        match s.connect(&to.into()) {
+            Ok(()) => return s.into(),
+            Err(e) => last = Some(e),
+        }
+    }
+    panic!("connecting to {to} from {from} (reserved port: {reserved}): {last:?}")
 }
 
 impl Wire {
+    /// From a reserved port of 127.0.0.1, as root.
     pub fn connect(port: u16) -> Wire {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to the NFS server");
+        Wire::connect_from("127.0.0.1".parse().unwrap(), port, true)
+    }
+
+    /// From `from` (a loopback address), a reserved port or not, as root.
+    pub fn connect_from(from: std::net::IpAddr, port: u16, reserved: bool) -> Wire {
+        let to = std::net::SocketAddr::new("127.0.0.1".parse().unwrap(), port);
+        let s = connect_from(from, to, reserved);
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         s.set_nodelay(true).unwrap();
         Wire {
             s,
             xid: 0,
             buf: Vec::new(),
+            cred: sys_cred(0, 0, &[]),
         }
     }
 
@@ -147,14 +202,7 @@ impl Wire {
         self.xid += 1;
         let mut out = Vec::new();
         let at = record::begin(&mut out);
-        let cred = Cred::Sys(AuthSys {
-            stamp: 1,
-            machine: b"it".to_vec(),
-            uid: 0,
-            gid: 0,
-            gids: vec![],
-        });
-        rpc::encode_call(&mut out, self.xid, prog, vers, p, &cred, args);
+        rpc::encode_call(&mut out, self.xid, prog, vers, p, &self.cred, args);
         record::finish(&mut out, at);
         self.s.write_all(&out).expect("sending a call");
         self.xid

@@ -92,13 +92,23 @@ pub(crate) fn nothing_written(node: &Node) {
     );
 }
 
-/// Admit the bed's subnet to the volume's export (a new export policy `bed`).
+/// Admit the bed's subnet to the volume's export (a new export policy `bed`), its root as
+/// root (the load generators' fio runs as root and writes into the volume's root-owned
+/// 0755 tree: ONTAP's default `superuser none` would map it to 65534 and refuse).
 pub(crate) fn admit_the_bed(node: &Node, bed: &Testbed) {
     let addr = &bed.coordinator_addr;
     let subnet = format!("{}.0/24", addr.rsplit_once('.').unwrap().0);
     cli(
         node,
-        &["export-policy", "create", "bed", "--clients", &subnet],
+        &[
+            "export-policy",
+            "create",
+            "bed",
+            "--clients",
+            &subnet,
+            "--superuser",
+            "sys",
+        ],
     );
     cli(
         node,

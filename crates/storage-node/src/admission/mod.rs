@@ -538,6 +538,22 @@ impl<T, R> Admission<T, R> {
             && self.held.is_empty()
     }
 
+    /// The connection went away at `now`: requests held by a ceiling that will never
+    /// start give their reservations back (a client that pipelined a backlog and left does
+    /// not hold back the next one), and are dropped.
+    pub fn abandon(&mut self, now: Nanos) {
+        for d in std::mem::take(&mut self.deferred).into_vec() {
+            let p = d.item;
+            if p.waits.is_some() {
+                continue; // granted by the controller: spent there
+            }
+            if let Some((_, bytes)) = p.op.work.charged() {
+                let milli = self.gates.scheduler.milliops(bytes);
+                self.gates.scheduler.release(p.op.flow, now, milli, bytes);
+            }
+        }
+    }
+
     /// Give up every request that has not started (shutting down): their tokens, parked
     /// ones first; held replies stay (their I/O is done).
     pub fn give_up(&mut self) -> Vec<T> {
