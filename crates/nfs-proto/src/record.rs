@@ -13,7 +13,9 @@ pub const MAX_FRAGMENTS: usize = 64;
 /// A record that cannot be accepted; the connection cannot be resynchronised and ends.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RecordError {
-    #[error("record of at least {len} bytes (fragment headers included) exceeds the limit of {max}")]
+    #[error(
+        "record of at least {len} bytes (fragment headers included) exceeds the limit of {max}"
+    )]
     TooLarge { len: usize, max: usize },
     #[error("record of more than {MAX_FRAGMENTS} fragments")]
     TooManyFragments,
@@ -102,7 +104,10 @@ mod tests {
             next_record(&flood, 1 << 20),
             Err(RecordError::TooManyFragments)
         );
-        assert_eq!(next_record(&flood[..4 * MAX_FRAGMENTS - 4], 1 << 20), Ok(None));
+        assert_eq!(
+            next_record(&flood[..4 * MAX_FRAGMENTS - 4], 1 << 20),
+            Ok(None)
+        );
         assert!(next_record(
             &[0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
             usize::MAX

@@ -212,6 +212,7 @@ pub async fn serve(
             }
         }
         let mut used = 0;
+        // Once stopping, nothing more is parsed (what was read stays unanswered).
         while open {
             let rest = &inbuf[used..];
             let (rec, n) = match record::next_record(rest, sh.max_record) {
@@ -279,6 +280,9 @@ pub async fn serve(
             if out.len() >= 256 * 1024 {
                 write_all(&mut wr, &out, lim.write).await?;
                 out.clear();
+            }
+            if *stop.borrow() {
+                open = false;
             }
         }
         if used > 0 {

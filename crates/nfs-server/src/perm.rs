@@ -239,11 +239,11 @@ mod tests {
             R | W,
             "root executes only executables"
         );
-        assert!(Caller::root().may(&st(D | 0o000, 5, 5), R | W | X));
+        assert!(Caller::root().may(&st(D, 5, 5), R | W | X));
         // The owner's class decides even when others have more.
         assert!(!who(1000, 1, &[]).may(&st(F | 0o007, 1000, 2000), R));
         // Owners always read and write an open file; execute allows READ.
-        assert!(who(1000, 1, &[]).may_read_file(&st(F | 0o000, 1000, 2000)));
+        assert!(who(1000, 1, &[]).may_read_file(&st(F, 1000, 2000)));
         assert!(who(7, 7, &[]).may_read_file(&st(F | 0o711, 1000, 2000)));
         assert!(!who(7, 7, &[]).may_write_file(&st(F | 0o644, 1000, 2000)));
     }

@@ -349,7 +349,11 @@ mod tests {
             p.release(1_000 * MS, 1, 0);
         }
         assert_eq!(p.reserved_until(), 1_000 * MS, "never before now");
-        assert_eq!(p.admit(1_000 * MS, 1, 0), 1_000 * MS, "the next client waits for nothing");
+        assert_eq!(
+            p.admit(1_000 * MS, 1, 0),
+            1_000 * MS,
+            "the next client waits for nothing"
+        );
         // giving back more than was reserved changes nothing more
         p.release(2_000 * MS, 1_000, 0);
         assert_eq!(p.reserved_until(), 1_500 * MS);

@@ -53,7 +53,7 @@ enum PolicyCmd {
         /// Export policy name.
         name: String,
         #[command(flatten)]
-        rule: RuleFlags,
+        rule: Box<RuleFlags>,
         /// SVM name to record with the policy.
         #[arg(long)]
         svm: Option<String>,
@@ -89,7 +89,7 @@ enum RuleCmd {
         /// Policy name or id.
         policy: String,
         #[command(flatten)]
-        rule: RuleFlags,
+        rule: Box<RuleFlags>,
         /// Where the rule goes, 1 = first (default: after the last).
         #[arg(long, value_name = "N")]
         index: Option<usize>,

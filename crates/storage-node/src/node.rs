@@ -247,6 +247,20 @@ impl Node {
         }
     }
 
+    /// Count again the trees of NAS volumes that are due ([`crate::nas::RECOUNT_EVERY`]),
+    /// so used space (and used-space policies) follow files put in or removed outside NFS.
+    /// Blocking: run it on the blocking pool.
+    pub fn recount_nas_volumes(&self) {
+        for v in self.volumes() {
+            let Some(n) = &v.nas else { continue };
+            match n.store.recount_if_due() {
+                Ok(true) => v.mark_dirty(),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(volume = %v.name, "counting the NAS volume's tree: {e}"),
+            }
+        }
+    }
+
     /// The NFS front end's settings (`[nfs]`).
     pub fn nfs_settings(&self) -> crate::config::NfsSettings {
         self.nfs

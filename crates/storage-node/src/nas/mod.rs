@@ -99,7 +99,14 @@ impl NasSpace {
 pub struct NasStore {
     root: PathBuf,
     space: Arc<NasSpace>,
+    /// When the tree was last counted and how long that took.
+    counted: Mutex<(std::time::Instant, std::time::Duration)>,
 }
+
+/// How often a NAS volume's tree is counted again, so used space follows files put in or
+/// removed outside NFS: every 30 s, or twenty times as long as the last count took if
+/// that is longer (a count never takes more than a twentieth of a core).
+pub const RECOUNT_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl NasStore {
     /// Open the tree at `root` (creating the directory with [`DEFAULT_ROOT_MODE`] if
@@ -117,11 +124,28 @@ impl NasStore {
             Err(e) => return Err(e),
         }
         let space = Arc::new(NasSpace::new(Some(quota)));
+        let t0 = std::time::Instant::now();
         space.set_used(allocated_bytes(root)?);
         Ok(NasStore {
             root: root.to_path_buf(),
             space,
+            counted: Mutex::new((std::time::Instant::now(), t0.elapsed())),
         })
+    }
+
+    /// Count the tree again if it is due ([`RECOUNT_EVERY`]); `Ok(true)` when counted.
+    /// Blocking (a walk of the tree): not on a runtime worker.
+    pub fn recount_if_due(&self) -> io::Result<bool> {
+        let (at, took) = *self.counted.lock().unwrap_or_else(|p| p.into_inner());
+        if at.elapsed() < RECOUNT_EVERY.max(took * 20) {
+            return Ok(false);
+        }
+        let t0 = std::time::Instant::now();
+        let used = allocated_bytes(&self.root)?;
+        self.space.set_used(used);
+        *self.counted.lock().unwrap_or_else(|p| p.into_inner()) =
+            (std::time::Instant::now(), t0.elapsed());
+        Ok(true)
     }
 
     pub fn root(&self) -> &Path {
