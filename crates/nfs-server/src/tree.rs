@@ -124,6 +124,8 @@ pub struct Tree {
     space: Arc<NasSpace>,
     /// The server's descriptor budget, shared by its trees.
     budget: Arc<FdBudget>,
+    /// Whole-tree walks done (at open and for unknown handles).
+    walks: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Tree {
@@ -175,6 +177,7 @@ impl Tree {
             scan: Mutex::new(None),
             space,
             budget,
+            walks: std::sync::atomic::AtomicU64::new(0),
         };
         tree.rescan()?;
         Ok(tree)
@@ -246,7 +249,13 @@ impl Tree {
         Ok(true)
     }
 
+    /// Whole-tree walks done so far (at open and for unknown handles).
+    pub fn walks(&self) -> u64 {
+        self.walks.load(Relaxed)
+    }
+
     fn walk(&self) -> io::Result<()> {
+        self.walks.fetch_add(1, Relaxed);
         let root_st = sys::fstat(&self.root)?;
         let mut seen = HashSet::new();
         seen.insert(root_st.ino);

@@ -580,3 +580,53 @@ fn a_listing_survives_removals_between_pages() {
         "NFS3ERR_BAD_COOKIE"
     );
 }
+
+/// A handle the server does not know (forged, or of an object renamed outside NFS) needs a
+/// walk of the whole tree: never on a runtime worker (`handle_inline` declines it), and at
+/// most one a second however many such handles come (issue 32: a 100k-entry walk per
+/// forged handle stalled other connections for 300 ms).
+#[test]
+fn unknown_handles_walk_off_the_workers_and_rarely() {
+    let d = Dir::new("forged");
+    for i in 0..3000 {
+        std::fs::write(d.path().join(format!("f{i}")), b"").unwrap();
+    }
+    let svc = service();
+    let ex = svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    assert_eq!(ex.tree.walks(), 1, "one walk at export");
+    let mut c = Client::new(svc.clone());
+    let root = c.mnt("/vol").unwrap();
+    let forged = |ino: u64| {
+        let mut h = nfs_server::handle::Handle::decode(&root).unwrap();
+        h.ino = ino;
+        h.encode().to_vec()
+    };
+    let mut args = Vec::new();
+    put_opaque(&mut args, &forged(u64::MAX - 1));
+    let mut rec = Vec::new();
+    rpc::encode_call(&mut rec, 9, 100003, 3, proc_::GETATTR, &root_cred(), &args);
+    let mut out = Vec::new();
+    assert!(
+        !svc.handle_inline(&c.peer, &rec, &mut out) && out.is_empty(),
+        "a runtime worker does not walk: the call goes to the blocking pool"
+    );
+    assert_eq!(ex.tree.walks(), 1);
+    let t0 = std::time::Instant::now();
+    for i in 0..200 {
+        assert_eq!(c.getattr(&forged(u64::MAX - 2 - i)), Err(STALE));
+    }
+    let walks = ex.tree.walks() - 1;
+    let allowed = 1 + t0.elapsed().as_secs();
+    assert!(
+        walks >= 1 && walks <= allowed,
+        "{walks} walks for 200 unknown handles in {:?} (at most one a second)",
+        t0.elapsed()
+    );
+    // A known handle is served inline.
+    let mut a = Vec::new();
+    put_opaque(&mut a, &root);
+    let mut rec = Vec::new();
+    rpc::encode_call(&mut rec, 10, 100003, 3, proc_::GETATTR, &root_cred(), &a);
+    let mut out = Vec::new();
+    assert!(svc.handle_inline(&c.peer, &rec, &mut out) && !out.is_empty());
+}
