@@ -116,12 +116,11 @@ impl Caller {
         self.may(dir, W | X)
     }
 
-    /// Removing (or renaming away, or replacing) `victim` from `dir`: besides
-    /// [`may_change_dir`](Self::may_change_dir), a sticky directory lets only root, its
-    /// owner and the victim's owner.
-    pub fn may_unlink(&self, dir: &Stat, victim: &Stat) -> bool {
-        self.may_change_dir(dir)
-            && (dir.mode & STICKY == 0 || self.is_root() || self.owns(dir) || self.owns(victim))
+    /// Removing (or renaming away, or replacing) `victim` from a directory the caller
+    /// may change ([`may_change_dir`](Self::may_change_dir)): a sticky directory lets only
+    /// root, its owner and the victim's owner (else EPERM, as Linux answers).
+    pub fn sticky_allows(&self, dir: &Stat, victim: &Stat) -> bool {
+        dir.mode & STICKY == 0 || self.is_root() || self.owns(dir) || self.owns(victim)
     }
 
     /// A hard link to `src` (Linux's `protected_hardlinks`): root, the owner, or a regular
@@ -178,8 +177,8 @@ impl Caller {
         }
         if bits & W != 0 && self.write {
             got |= access::MODIFY | access::EXTEND;
-            if st.is_dir() && bits & X != 0 {
-                got |= access::DELETE;
+            if st.is_dir() {
+                got |= access::DELETE; // as nfs-ganesha answers: write permission
             }
         }
         if bits & X != 0 {
@@ -252,10 +251,10 @@ mod tests {
     fn sticky_directories_and_links() {
         let tmp = st(D | 0o1777, 0, 0);
         let mine = st(F | 0o644, 1000, 1000);
-        assert!(who(1000, 1000, &[]).may_unlink(&tmp, &mine));
-        assert!(!who(1001, 1001, &[]).may_unlink(&tmp, &mine));
-        assert!(Caller::root().may_unlink(&tmp, &mine));
-        assert!(who(1001, 1001, &[]).may_unlink(&st(D | 0o777, 0, 0), &mine));
+        assert!(who(1000, 1000, &[]).sticky_allows(&tmp, &mine));
+        assert!(!who(1001, 1001, &[]).sticky_allows(&tmp, &mine));
+        assert!(Caller::root().sticky_allows(&tmp, &mine));
+        assert!(who(1001, 1001, &[]).sticky_allows(&st(D | 0o777, 0, 0), &mine));
         assert!(!who(1001, 1001, &[]).may_link(&st(F | 0o4755, 0, 0)));
         assert!(who(1001, 1001, &[]).may_link(&st(F | 0o666, 0, 0)));
         assert!(!who(1001, 1001, &[]).may_link(&st(F | 0o644, 0, 0)));
@@ -298,6 +297,11 @@ mod tests {
         assert_eq!(
             who(1000, 1000, &[]).access_bits(&dir, all),
             READ | LOOKUP | MODIFY | EXTEND | DELETE
+        );
+        assert_eq!(
+            who(1000, 1000, &[]).access_bits(&st(D | 0o600, 1000, 1000), all),
+            READ | MODIFY | EXTEND | DELETE,
+            "DELETE with write permission, as ganesha"
         );
         let ro = Caller {
             write: false,

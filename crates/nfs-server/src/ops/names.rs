@@ -52,6 +52,15 @@ fn new_mode(cx: &Ctx, dir: &Stat, kind: u32, mode: u32) -> u32 {
     m
 }
 
+/// A sticky directory's rule for removing `victim` from `dir`: NFS3ERR_PERM, as Linux.
+fn sticky(cx: &Ctx, dir: &Stat, victim: &Stat) -> Result<(), Status> {
+    if cx.caller.sticky_allows(dir, victim) {
+        Ok(())
+    } else {
+        Err(Status::Perm)
+    }
+}
+
 fn sync_dir(dir: &Obj) -> Result<(), Status> {
     sys::fsync(dir.raw()).map_err(|e| status_of(&e))
 }
@@ -279,7 +288,7 @@ pub fn remove(
     let before = dir.stat()?;
     Ctx::check(cx.caller.may_change_dir(&before))?;
     let st = sys::stat_at(dir.raw(), name).map_err(|e| status_of(&e))?;
-    Ctx::check(cx.caller.may_unlink(&before, &st))?;
+    sticky(cx, &before, &st)?;
     match (st.is_dir(), is_dir) {
         (true, false) => return Err(Status::IsDir),
         (false, true) => return Err(Status::NotDir),
@@ -314,12 +323,12 @@ pub fn rename(
     let c = cx.caller;
     Ctx::check(c.may_change_dir(&fbefore) && c.may_change_dir(&tbefore))?;
     let src = sys::stat_at(fdir.raw(), from_name).map_err(|e| status_of(&e))?;
-    Ctx::check(c.may_unlink(&fbefore, &src))?;
+    sticky(cx, &fbefore, &src)?;
     let replaced = sys::stat_at(tdir.raw(), to_name)
         .ok()
         .filter(|t| t.ino != src.ino);
     if let Some(t) = &replaced {
-        Ctx::check(c.may_unlink(&tbefore, t))?;
+        sticky(cx, &tbefore, t)?;
     }
     // A directory moved to another parent has its `..` rewritten: write permission on it.
     Ctx::check(!src.is_dir() || tdir.ino == fdir.ino || c.may(&src, perm::W))?;

@@ -219,7 +219,7 @@ impl Wire {
         matches!(self.s.read(&mut b), Ok(0) | Err(_))
     }
 
-    /// The next reply: (xid, accept_stat, body).
+    /// The next reply: (xid, accept_stat or 100 + reject_stat, body).
     pub fn recv(&mut self) -> (u32, u32, Vec<u8>) {
         loop {
             if let Some((rec, used)) = record::next_record(&self.buf, 1 << 24).unwrap() {
@@ -228,7 +228,11 @@ impl Wire {
                 let mut r = Reader::new(&rec);
                 let xid = r.u32("xid").unwrap();
                 r.u32("mtype").unwrap();
-                assert_eq!(r.u32("reply_stat").unwrap(), 0, "call denied");
+                if r.u32("reply_stat").unwrap() != 0 {
+                    // MSG_DENIED: 100 + reject_stat (101: AUTH_ERROR), then its body
+                    let reject = r.u32("reject_stat").unwrap();
+                    return (xid, 100 + reject, r.remaining().to_vec());
+                }
                 r.u32("verf").unwrap();
                 r.opaque(400, "verf").unwrap();
                 let accept = r.u32("accept").unwrap();
@@ -246,6 +250,48 @@ impl Wire {
         let (rx, accept, body) = self.recv();
         assert_eq!((rx, accept), (xid, 0));
         body
+    }
+
+    /// NFSv3 procedure `p`: its status (Err: the call was not accepted, 100 + reject_stat
+    /// for a denied one) and the body after it.
+    pub fn nfs(&mut self, p: u32, args: &[u8]) -> Result<(u32, Vec<u8>), u32> {
+        let xid = self.send(nfs3::PROGRAM, 3, p, args);
+        let (rx, accept, body) = self.recv();
+        assert_eq!(rx, xid);
+        if accept != 0 {
+            return Err(accept);
+        }
+        let mut r = Reader::new(&body);
+        let st = r.u32("status").unwrap();
+        Ok((st, r.remaining().to_vec()))
+    }
+
+    /// LOOKUP: Ok(handle) or Err(status).
+    pub fn lookup(&mut self, dir: &[u8], name: &str) -> Result<Vec<u8>, u32> {
+        let mut a = Vec::new();
+        nfs3::encode_diropargs(&mut a, dir, name.as_bytes());
+        match self.nfs(proc_::LOOKUP, &a) {
+            Ok((0, body)) => Ok(Reader::new(&body).opaque(64, "fh").unwrap().to_vec()),
+            Ok((st, _)) => Err(st),
+            Err(a) => Err(a),
+        }
+    }
+
+    /// MNT: Ok(root handle) or Err(mountstat, or 100 + reject_stat when denied).
+    pub fn try_mount(&mut self, path: &str) -> Result<Vec<u8>, u32> {
+        let mut a = Vec::new();
+        put_opaque(&mut a, path.as_bytes());
+        let xid = self.send(mount::PROGRAM, mount::VERSION, mount::MNT, &a);
+        let (rx, accept, body) = self.recv();
+        assert_eq!(rx, xid);
+        if accept != 0 {
+            return Err(accept);
+        }
+        let mut r = Reader::new(&body);
+        match r.u32("mountstat").unwrap() {
+            0 => Ok(r.opaque(64, "fh").unwrap().to_vec()),
+            e => Err(e),
+        }
     }
 
     pub fn mount(&mut self, path: &str) -> Vec<u8> {
@@ -303,6 +349,24 @@ impl Wire {
         r.bool("eof").unwrap();
         (0, r.opaque(1 << 24, "data").unwrap().to_vec())
     }
+}
+
+/// A `sattr3`: the fields to set (`None`: unchanged), times unchanged.
+pub fn sattr(mode: Option<u32>, uid: Option<u32>, gid: Option<u32>, size: Option<u64>) -> Vec<u8> {
+    let mut a = Vec::new();
+    for v in [mode, uid, gid] {
+        put_u32(&mut a, v.is_some() as u32);
+        if let Some(v) = v {
+            put_u32(&mut a, v);
+        }
+    }
+    put_u32(&mut a, size.is_some() as u32);
+    if let Some(s) = size {
+        put_u64(&mut a, s);
+    }
+    put_u32(&mut a, 0); // atime: DONT_CHANGE
+    put_u32(&mut a, 0); // mtime: DONT_CHANGE
+    a
 }
 
 /// The status and (for WRITE/COMMIT) the verifier in a WRITE or COMMIT reply body.
