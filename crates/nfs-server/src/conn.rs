@@ -168,7 +168,12 @@ pub async fn serve(
         };
         let budget = sh.held.clone();
         tokio::select! {
-            r = rd.read_buf(&mut inbuf), if can_read => {
+            // Never more than `read_cap` in the buffer: one read does not take megabytes a
+            // client queued (and book them all at once ahead of every other connection).
+            r = async {
+                let room = read_cap.saturating_sub(inbuf.len()) as u64;
+                (&mut rd).take(room).read_buf(&mut inbuf).await
+            }, if can_read => {
                 if r? == 0 {
                     // The client is gone: what it still has held is dropped unanswered.
                     return Ok(());

@@ -86,15 +86,12 @@ impl Lane {
         self.tat = self.tat.saturating_add(inc);
     }
 
-    /// Gives back a request costing `cost` units that will not run (its client went
-    /// away): the horizon moves back by its cost, never before `now`.
-    fn release(&mut self, now: Nanos, cost: u64) {
+    /// Nothing is reserved ahead any more: the horizon comes back to `now` if it was later.
+    fn forget_ahead(&mut self, now: Nanos) {
         if self.rate == 0 {
             return;
         }
-        let floor = u128::from(now) * u128::from(self.rate);
-        let inc = u128::from(cost) * NANOS_PER_SEC;
-        self.tat = self.tat.saturating_sub(inc).max(floor.min(self.tat));
+        self.tat = self.tat.min(u128::from(now) * u128::from(self.rate));
     }
 
     /// The theoretical arrival time in nanoseconds (rounded up), 0 if unlimited.
@@ -241,13 +238,14 @@ impl Pacer {
         start
     }
 
-    /// Gives back the reservation of a request of `ops` and `bytes` that will never start
-    /// (its client went away before its time): later requests may have its slot, so a
-    /// client that pipelined a backlog and left does not hold back the next one. The
-    /// horizon never moves before `now`; burst credits it took are not given back.
-    pub fn release(&mut self, now: Nanos, ops: u64, bytes: u64) {
-        self.ops.release(now, ops);
-        self.bytes.release(now, bytes);
+    /// Every request reserved ahead of `now` was given up (their clients went away, no
+    /// other request is waiting for its slot): the horizon comes back to `now`, so the next
+    /// request is not held behind requests that will never run. Burst credits they took
+    /// are not given back. Callers must know no live request still holds a later slot
+    /// (else the flow would exceed its ceiling).
+    pub fn forget_ahead(&mut self, now: Nanos) {
+        self.ops.forget_ahead(now);
+        self.bytes.forget_ahead(now);
     }
 
     /// Reserves a request of `ops` and `bytes` starting at `start` (from [`Pacer::earliest`]
@@ -337,26 +335,26 @@ mod tests {
     }
 
     #[test]
-    fn released_reservations_are_given_back_up_to_now() {
+    fn forgotten_reservations_are_given_back_up_to_now() {
         let mut p = Pacer::new(iops(2));
         // a backlog of 100 requests: 50 s of reservations
         for _ in 0..100 {
             p.admit(0, 1, 0);
         }
         assert_eq!(p.reserved_until(), 50_000 * MS);
-        // its client left at 1 s after 2 of them started: 98 given back
-        for _ in 0..98 {
-            p.release(1_000 * MS, 1, 0);
-        }
-        assert_eq!(p.reserved_until(), 1_000 * MS, "never before now");
+        // all given up at 1 s (2 of them started)
+        p.forget_ahead(1_000 * MS);
+        assert_eq!(p.reserved_until(), 1_000 * MS);
         assert_eq!(
             p.admit(1_000 * MS, 1, 0),
             1_000 * MS,
-            "the next client waits for nothing"
+            "the next waits for nothing"
         );
-        // giving back more than was reserved changes nothing more
-        p.release(2_000 * MS, 1_000, 0);
-        assert_eq!(p.reserved_until(), 1_500 * MS);
+        assert_eq!(
+            p.admit(1_000 * MS, 1, 0),
+            1_500 * MS,
+            "then the ceiling's spacing"
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod lifecycle;
 mod listener_caps;
 mod nbd_tls;
 mod nfs;
+mod nfs_hostile;
 mod nfs_kernel;
 mod nfs_matrix;
 mod nfs_node;

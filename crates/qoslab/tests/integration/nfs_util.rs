@@ -213,6 +213,34 @@ impl Wire {
         self.s.write_all(bytes).expect("sending bytes");
     }
 
+    /// Sends as much of `bytes` as the server takes within `limit` (a client pipelining
+    /// more than the server reads); returns how much went.
+    pub fn send_all_within(&mut self, bytes: &[u8], limit: Duration) -> usize {
+        let deadline = std::time::Instant::now() + limit;
+        let mut sent = 0;
+        while sent < bytes.len() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            self.s.set_write_timeout(Some(left)).unwrap();
+            match self.s.write(&bytes[sent..]) {
+                Ok(n) if n > 0 => sent += n,
+                _ => break,
+            }
+        }
+        self.s.set_write_timeout(None).unwrap();
+        sent
+    }
+
+    /// Close the connection with a reset (SO_LINGER 0): what the server sees of a client
+    /// host that went away, whatever the client had queued.
+    pub fn reset(self) {
+        socket2::SockRef::from(&self.s)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+    }
+
     /// Whether the server closed the connection (EOF within the read timeout).
     pub fn closed_by_server(&mut self) -> bool {
         let mut b = [0u8; 1];
