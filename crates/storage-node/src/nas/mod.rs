@@ -366,6 +366,16 @@ mod tests {
         assert!(s.read_at(&mut [0u8; 1], 0).is_err());
         s.flush().unwrap();
         assert_eq!(s.byte_len().unwrap(), 1 << 30);
+        // Files put in outside NFS: counted at the next recount (due every 30 s).
+        assert!(!s.recount_if_due().unwrap(), "not due yet");
+        std::fs::write(root.join("outside"), vec![2u8; 256 << 10]).unwrap();
+        s.counted.lock().unwrap().0 -= RECOUNT_EVERY;
+        assert!(s.recount_if_due().unwrap());
+        assert!(
+            s.space().used() >= counted + (256 << 10),
+            "{}",
+            s.space().used()
+        );
         // A file where the tree should be is refused.
         std::fs::write(dir.join("f"), b"").unwrap();
         assert!(NasStore::open(&dir.join("f"), 1).is_err());
