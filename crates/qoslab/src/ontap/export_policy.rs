@@ -123,15 +123,14 @@ fn rule(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
             patch(sh, &p, rules)
         }
         _ => {
-            let g = params(
-                &w[1..],
-                &[
-                    VSERVER,
-                    opt("policyname"),
-                    opt("ruleindex"),
-                    opt("instance"),
-                ],
-            )?;
+            // `-instance` is a flag (no value), as in ONTAP's `show` commands.
+            let instance = w[1..].iter().any(|a| a == "-instance");
+            let rest: Vec<String> = w[1..]
+                .iter()
+                .filter(|a| *a != "-instance")
+                .cloned()
+                .collect();
+            let g = params(&rest, &[VSERVER, opt("policyname"), opt("ruleindex")])?;
             let mut rows = Vec::new();
             let mut shown = 0;
             for p in policies(sh, &g)? {
@@ -146,8 +145,8 @@ fn rule(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
                         continue;
                     }
                     shown += 1;
-                    if g.get("instance").is_some() {
-                        instance(out, &p, i + 1, r);
+                    if instance {
+                        show_instance(out, &p, i + 1, r);
                     } else {
                         rows.push(vec![
                             svm(&p),
@@ -183,7 +182,7 @@ fn rule(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
 }
 
 /// `-instance`: every field of one rule, as ONTAP lists them.
-fn instance(out: &mut dyn Write, p: &Value, index: usize, r: &Value) {
+fn show_instance(out: &mut dyn Write, p: &Value, index: usize, r: &Value) {
     let bool_text = |v: &Value| v.as_bool().map(|b| b.to_string()).unwrap_or_default();
     for (k, v) in [
         ("Vserver", svm(p)),
