@@ -16,6 +16,9 @@
 //!   namespace change fsyncs its directory. The write verifier changes on every start.
 //! - A malformed call gets GARBAGE_ARGS (or an RPC/auth error) and the connection goes
 //!   on; only an oversized or unframeable record ends it.
+//! - Every call is checked against owners and modes as the export policy maps its caller
+//!   ([`perm`]); every connection is bounded ([`conn::Limits`]); a runtime worker never
+//!   walks a tree (a call that needs a walk moves to the blocking pool).
 
 pub mod attr;
 pub mod conn;
