@@ -19,16 +19,8 @@ QOSLAB=${QOSLAB:-target/release/qoslab}
 command -v nfs-ls >/dev/null || { echo "nfs-readdir.sh: nfs-ls missing: scripts/install-deps.sh" >&2; exit 2; }
 command -v ganesha.nfsd >/dev/null || { echo "nfs-readdir.sh: nfs-ganesha missing: scripts/install-deps.sh" >&2; exit 2; }
 
-work=$(mktemp -d /tmp/qoslab-readdir.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/nfs-lib.sh
+. bench/nfs-lib.sh
 
 mkdir -p "$work/t"
 for n in $SIZES; do
@@ -42,28 +34,10 @@ for i in range(n):
 PY
 done
 
-if ! pgrep -x rpcbind >/dev/null; then
-  rpcbind -f & pids+=($!)
-  sleep 0.5
-fi
+start_rpcbind
 start_servers() {
-  gport=$(free_port); gmnt=$(free_port)
-  cat > "$work/ganesha.conf" <<CONF
-NFS_CORE_PARAM { NFS_Port = $gport; MNT_Port = $gmnt; Enable_NLM = false; Enable_RQUOTA = false; Protocols = 3; }
-NFSV4 { Graceless = true; }
-EXPORT { Export_Id = 1; Path = $work/t; Pseudo = /t; Protocols = 3; Transports = TCP;
-         Access_Type = RO; Squash = No_Root_Squash; FSAL { Name = VFS; } }
-LOG { Default_Log_Level = EVENT; }
-CONF
-  ganesha.nfsd -F -f "$work/ganesha.conf" -L "$work/ganesha.log" -p "$work/ganesha.pid" -N NIV_EVENT & gpid=$!; pids+=($gpid)
-  "$QOSLAB" nfs serve --listen 127.0.0.1:0 --export "/t=$work/t,ro" 2> "$work/qoslab.log" & qpid=$!; pids+=($qpid)
-  qport=""
-  for _ in $(seq 100); do
-    qport=$(sed -n 's/.*serving NFSv3 on [^:]*:\([0-9]*\).*/\1/p' "$work/qoslab.log")
-    [ -n "$qport" ] && nfs-ls "nfs://127.0.0.1$work/t?nfsport=$gport&mountport=$gmnt" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-  [ -n "$qport" ] || { cat "$work/qoslab.log" >&2; exit 1; }
+  start_pair "EXPORT { Export_Id = 1; Path = $work/t; Pseudo = /t; Protocols = 3; Transports = TCP;
+         Access_Type = RO; Squash = No_Root_Squash; FSAL { Name = VFS; } }" "/t=$work/t,ro" "$work/t"
 }
 stop_servers() {
   kill "$gpid" "$qpid" 2>/dev/null || true

@@ -187,18 +187,7 @@ impl RuleFlags {
             };
             bail!("{flag}: {why}");
         }
-        Ok(Some(json!({
-            "clients": r.clients.iter().map(|c| json!({"match": c})).collect::<Vec<_>>(),
-            "ro_rule": r.ro_rule,
-            "rw_rule": r.rw_rule,
-            "superuser": r.superuser,
-            "anonymous_user": r.anonymous_user,
-            "allow_suid": r.allow_suid,
-            "chown_mode": r.chown_mode,
-            "ntfs_unix_security": r.ntfs_unix_security,
-            "protocols": r.protocols,
-            "allow_device_creation": r.allow_device_creation,
-        })))
+        Ok(Some(control_plane::api::model::nas::rule_json(&r)))
     }
 }
 

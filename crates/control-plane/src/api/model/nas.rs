@@ -275,6 +275,22 @@ pub fn export_policy(m: &Map<String, Value>) -> R<ExportPolicyBody> {
     })
 }
 
+/// One rule as ONTAP writes it in a body, every field (no `index`).
+pub fn rule_json(r: &RuleText) -> Value {
+    json!({
+        "clients": r.clients.iter().map(|c| json!({"match": c})).collect::<Vec<_>>(),
+        "ro_rule": r.ro_rule,
+        "rw_rule": r.rw_rule,
+        "superuser": r.superuser,
+        "anonymous_user": r.anonymous_user,
+        "allow_suid": r.allow_suid,
+        "chown_mode": r.chown_mode,
+        "ntfs_unix_security": r.ntfs_unix_security,
+        "protocols": r.protocols,
+        "allow_device_creation": r.allow_device_creation,
+    })
+}
+
 /// Rules as ONTAP renders them (index from 1), every field.
 pub fn rules_json(rules: &[RuleText]) -> Value {
     Value::Array(
@@ -282,19 +298,9 @@ pub fn rules_json(rules: &[RuleText]) -> Value {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                json!({
-                    "index": i + 1,
-                    "clients": r.clients.iter().map(|c| json!({"match": c})).collect::<Vec<_>>(),
-                    "ro_rule": r.ro_rule,
-                    "rw_rule": r.rw_rule,
-                    "superuser": r.superuser,
-                    "anonymous_user": r.anonymous_user,
-                    "allow_suid": r.allow_suid,
-                    "chown_mode": r.chown_mode,
-                    "ntfs_unix_security": r.ntfs_unix_security,
-                    "protocols": r.protocols,
-                    "allow_device_creation": r.allow_device_creation,
-                })
+                let mut v = rule_json(r);
+                v["index"] = json!(i + 1);
+                v
             })
             .collect(),
     )
