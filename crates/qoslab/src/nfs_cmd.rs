@@ -85,8 +85,9 @@ pub fn run(args: NfsArgs) -> anyhow::Result<()> {
 pub struct NfsServeArgs {
     /// Serve the node's NAS volumes over NFSv3 on this address (MOUNT and the portmapper
     /// on the same port), e.g. 127.0.0.1:2049 (overrides [nfs] listen; default off).
-    /// Clients mount `HOST:/JUNCTION` with `vers=3,port=P,mountport=P,nolock`; see
-    /// docs/NFS.md.
+    /// Clients mount `HOST:/JUNCTION` with `vers=3,port=P,mountport=P,nolock`, from a
+    /// reserved port (root's; `[nfs] mount_rootonly = false` behind NAT); each volume's
+    /// export policy says who they are (root squashed unless `superuser`); see docs/NFS.md.
     #[arg(long, value_name = "ADDR")]
     listen_nfs: Option<std::net::SocketAddr>,
     /// Largest NFS READ the node advertises (FSINFO rtmax; default 64KiB, ONTAP's
