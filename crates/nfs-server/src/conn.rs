@@ -192,6 +192,8 @@ pub async fn serve(
                 while let Some(d) = pending.try_join_next() {
                     take(d)?;
                 }
+                // A reply is activity: the idle time counts from the last call or reply.
+                last_call = Instant::now();
             }
             p = budget.acquire_many_owned(wants.unwrap_or(1)), if wants.is_some() => {
                 permit = p.ok();
