@@ -177,8 +177,9 @@ nas_path = "/slow"
     }
     // Held records: 64 MiB for the node, 4 MiB a connection (20 x 4 is more: the node's
     // bound is the one); each connection's read buffer a record and 64 KiB more (192 KiB);
-    // 32 MiB for the allocator's slack.
-    let bound = 64.0 + 20.0 * 0.19 + 32.0;
+    // 16 MiB for tasks and the allocator's slack (measured: +69 to +71 MiB in all; main
+    // 90b7f52, unbounded: +92 to +127 in this test, +321 in the issue's).
+    let bound = 64.0 + 20.0 * 0.19 + 16.0;
     eprintln!("held WRITE flood: RSS {base:.0} -> peak {peak:.0} MiB (bound +{bound:.0})");
     assert!(peak - base < bound, "RSS {base:.0} -> {peak:.0} MiB");
     // The clients are gone: within 2 peer checks (1 s each) the node closes their
