@@ -51,11 +51,11 @@ pub struct ServeArgs {
     /// ONTAP's -mount-rootonly: MOUNT only from a reserved source port (below 1024, bound
     /// by root: the kernel client's and root's libnfs). `off` behind NAT (qemu's user
     /// network) or for clients run by other users.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off)]
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off, action = clap::ArgAction::Set)]
     mount_rootonly: bool,
     /// ONTAP's -nfs-rootonly: every NFS call only from a reserved port (a host shared
     /// with untrusted users: only its root, i.e. its kernel client, may speak NFS).
-    #[arg(long, value_name = "on|off", default_value = "off", value_parser = on_off)]
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = on_off, action = clap::ArgAction::Set)]
     nfs_rootonly: bool,
     /// Largest READ (FSINFO rtmax; ONTAP's default -tcp-max-xfer-size is 64KiB).
     #[arg(long, default_value = "64KiB")]
@@ -281,6 +281,24 @@ fn call_counts(svc: &Service) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserved_port_options_take_on_and_off() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            a: ServeArgs,
+        }
+        let t = T::try_parse_from(["t", "--export", "/v=/d", "--mount-rootonly", "off"]).unwrap();
+        assert!(!t.a.mount_rootonly && !t.a.nfs_rootonly);
+        let t = T::try_parse_from(["t", "--export", "/v=/d", "--nfs-rootonly", "on"]).unwrap();
+        assert!(
+            t.a.mount_rootonly && t.a.nfs_rootonly,
+            "ONTAP's defaults otherwise"
+        );
+        assert!(T::try_parse_from(["t", "--export", "/v=/d", "--nfs-rootonly", "maybe"]).is_err());
+    }
 
     #[test]
     fn export_syntax() {
