@@ -59,6 +59,15 @@ struct Conn {
     spare: Vec<Vec<u8>>,
 }
 
+impl Drop for Conn {
+    /// However the connection ends (the client leaves, an error, a deleted volume, the
+    /// node stops), the ceilings' reservations its held requests still had are given back,
+    /// as a closed NFS or S3 connection's [`Gate`](storage_node::admission::Gate) does.
+    fn drop(&mut self) {
+        self.adm.abandon(self.node.clock.now());
+    }
+}
+
 /// Serve requests until the client disconnects or the node shuts down.
 ///
 /// `busy_poll`: the socket's fd and how long to spin on a non-blocking `recv` after a

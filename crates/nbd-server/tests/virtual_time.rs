@@ -176,3 +176,46 @@ async fn used_space_policy_follows_writes_and_trims() {
     assert_eq!(v.space().used, 0);
     assert_eq!(v.limits().ceiling.iops, 10);
 }
+
+/// A client that pipelined a backlog under a 2 IOPS ceiling and went away gives its
+/// reservations back when its connection closes (as a closed NFS connection's gate does):
+/// the next client on the volume is not held behind 199 requests nobody waits for.
+#[tokio::test(start_paused = true)]
+async fn a_closed_connection_gives_its_backlog_back() {
+    let (n, _dir) = node(
+        "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 2 }",
+        "abandon",
+    );
+    let (mut gone, server_side) = tokio::io::duplex(1 << 20);
+    let conn = tokio::spawn(server::connection(server_side, n.clone(), None));
+    handshake(&mut gone, "v").await;
+    let mut out = Vec::new();
+    for cookie in 1..=200u64 {
+        read_4k(&mut out, cookie);
+    }
+    gone.write_all(&out).await.unwrap();
+    // The server reads the batch (one starts, 199 wait: 100 s of reservations), then the
+    // client leaves without reading a reply.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    drop(gone);
+    // Its connection ends at the client's EOF (nothing more can be replied).
+    conn.await.unwrap().unwrap();
+    let (mut next, server_side) = tokio::io::duplex(1 << 20);
+    tokio::spawn(server::connection(server_side, n, None));
+    handshake(&mut next, "v").await;
+    let t0 = tokio::time::Instant::now();
+    let mut buf = vec![0u8; 16 + 4096];
+    for cookie in 1..=2u64 {
+        out.clear();
+        read_4k(&mut out, cookie);
+        next.write_all(&out).await.unwrap();
+        next.read_exact(&mut buf).await.unwrap();
+    }
+    // Two reads at 2 IOPS behind the last one that started: at most 1 s (two spacings);
+    // behind the abandoned backlog they would have waited ~99 s.
+    assert!(
+        t0.elapsed() <= Duration::from_secs(1),
+        "the next connection waited {:?}",
+        t0.elapsed()
+    );
+}
