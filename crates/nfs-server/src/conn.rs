@@ -230,16 +230,24 @@ pub async fn serve(
                     return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
                 }
             };
-            let info = sh.svc.peek(&rec);
+            let d = sh.svc.decode(&rec);
+            let info = d.info;
+            // A counted call on a volume's handle: the node's books and gates.
             let on_volume = match (&sh.link, &gate, info.export) {
-                (Some(l), Some(g), Some(ex)) => l.volume(ex).map(|v| (l.clone(), g.clone(), v)),
+                (Some(l), Some(g), Some(ex)) if qos::counted(info.kind) => {
+                    l.volume(ex).map(|v| (l.clone(), g.clone(), v))
+                }
                 _ => None,
             };
+            let mut walks = false;
             let held_call = match &on_volume {
-                Some((l, _, vol)) if qos::counted(info.kind) => {
-                    !qos::try_inline(&sh.svc, l, vol, &peer, &rec, &info, &mut out)
+                Some((l, g, vol)) => {
+                    !qos::try_free(&sh.svc, &l.node, g, vol, &peer, &d, &mut out, &mut walks)
                 }
-                _ => info.lane == Lane::Blocking || !sh.svc.handle_inline(&peer, &rec, &mut out),
+                None => {
+                    info.lane == Lane::Blocking
+                        || !sh.svc.handle_decoded(&peer, &d, &mut out, false)
+                }
             };
             if held_call {
                 // Held: within this connection's bounds and the server's budget, or stop
@@ -260,18 +268,27 @@ pub async fn serve(
                         }
                     },
                 };
-                holding += rec.len();
-                let (svc, rec) = (sh.svc.clone(), rec.into_owned());
+                let svc = sh.svc.clone();
                 let bytes = rec.len();
                 match on_volume {
-                    Some((l, g, vol)) if qos::counted(info.kind) => {
-                        pending.spawn(async move {
-                            let reply = qos::call(svc, l, g, vol, peer, rec, info, info.lane).await;
-                            drop(p);
-                            (reply, bytes)
-                        });
+                    Some((_, g, vol)) => {
+                        let inline = info.lane == Lane::Inline && !walks;
+                        // Admitted, run and replied at once: no task, and the record was
+                        // decoded once.
+                        if let Some(stage) = qos::start(&svc, &g, &vol, &peer, &d, &mut out, inline)
+                        {
+                            holding += bytes;
+                            let rec = rec.into_owned();
+                            pending.spawn(async move {
+                                let reply = qos::resume(svc, g, vol, peer, rec, info, stage).await;
+                                drop(p);
+                                (reply, bytes)
+                            });
+                        }
                     }
-                    _ => {
+                    None => {
+                        holding += bytes;
+                        let rec = rec.into_owned();
                         pending.spawn_blocking(move || {
                             let mut o = Vec::new();
                             svc.handle(&peer, &rec, &mut o);

@@ -1,7 +1,8 @@
 //! The NFS front end: NFSv3, MOUNT v3 and the portmapper on one TCP address, serving NAS
 //! volumes (directory trees) as exports named by junction paths.
 //!
-//! Layers: `nfs-proto` decodes and encodes (sans-IO); [`service`] answers one record
+//! Layers: `nfs-proto` decodes and encodes (sans-IO); [`call`] decodes a record once and
+//! says what it is; [`service`] answers it
 //! (programs, policies, procedures in [`ops`] over a [`tree::Tree`]); [`conn`] runs one
 //! TCP connection; [`NfsServer`] accepts them.
 //!
@@ -21,6 +22,7 @@
 //!   walks a tree (a call that needs a walk moves to the blocking pool).
 
 pub mod attr;
+pub mod call;
 pub mod conn;
 pub mod errors;
 pub mod export;
@@ -40,9 +42,10 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+pub use call::{CallInfo, Decoded, OpKind};
 pub use export::{ClientMatch, ExportSpec, Flavours, Policy, Rule};
 pub use front_end::NfsFrontEnd;
-pub use service::{CallInfo, OpKind, Peer, Service};
+pub use service::{Peer, Service};
 
 /// ONTAP's default `-tcp-max-xfer-size`.
 pub const DEFAULT_XFER: u32 = 64 * 1024;

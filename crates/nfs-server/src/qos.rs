@@ -18,14 +18,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use qos_core::{Direction, MILLI};
-use storage_node::admission::{Completed, Gate, Op, Work};
-use storage_node::scheduler::NO_FLOW;
-use storage_node::stats::{self, Waits};
+use qos_core::Direction;
+use storage_node::admission::{Admitting, Completed, Finishing, Gate, Op, Started, Work};
 use storage_node::volume::Volume;
 use storage_node::Node;
 
-use crate::service::{CallInfo, Lane, OpKind, Peer, Service};
+use crate::call::{CallInfo, Decoded, Lane, OpKind};
+use crate::service::{Peer, Service};
 
 /// The node the front end serves, and which volume each export id is.
 pub struct NodeLink {
@@ -56,18 +55,6 @@ impl NodeLink {
             Some(v) => m.insert(id, v),
             None => m.remove(&id),
         };
-    }
-
-    /// Nothing can hold a call of `vol` or delay its reply: no ceiling, no controller, no
-    /// provisioned file system, no service latency. Such calls run inline, recorded.
-    fn free(&self, vol: &Volume, info: &CallInfo) -> bool {
-        let s = &self.node.scheduler;
-        vol.flow() == NO_FLOW
-            && !s.controls()
-            && self.node.provisioned().is_none()
-            && work(info)
-                .charged()
-                .is_none_or(|(d, b)| s.service_latency(d, b) == 0)
     }
 }
 
@@ -101,73 +88,111 @@ fn op(vol: &Volume, info: &CallInfo) -> Op {
     }
 }
 
-/// Record a finished call in its volume's statistics (and mark the volume's used space
-/// for a refresh when the call may have changed it).
-fn record(node: &Node, vol: &Volume, info: &CallInfo, done: &Completed) {
-    let (kind, bytes, milli) = match info.kind {
-        OpKind::Read => (
-            stats::OpKind::Read,
-            info.bytes,
-            node.scheduler.milliops(info.bytes),
-        ),
-        OpKind::Write => (
-            stats::OpKind::Write,
-            info.bytes,
-            node.scheduler.milliops(info.bytes),
-        ),
-        _ => (stats::OpKind::Other, 0, MILLI),
-    };
-    done.record(&vol.stats, kind, bytes, milli);
+/// Record a finished call in its volume's books, as the core counts it (and mark the
+/// volume's used space for a refresh when the call may have changed it).
+fn record(gate: &Gate, vol: &Volume, info: &CallInfo, done: &Completed) {
+    gate.record(done, &vol.stats, work(info));
     if matches!(info.kind, OpKind::Write | OpKind::OtherWrite) {
         vol.mark_dirty();
     }
 }
 
-/// Answer a call on `vol` at once when nothing can hold it; `false`: it must go through
-/// [`call`].
-pub(crate) fn try_inline(
+/// A call on `vol`, on its connection's task, when nothing can hold it
+/// ([`Gate::is_free`]) and it runs inline: answered into `out`, recorded — `true`.
+/// `false`: it goes through [`start`] (held by a gate, on the blocking pool, or it must
+/// walk the tree; then `walks` is set).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn try_free(
     svc: &Service,
-    link: &NodeLink,
+    node: &Node,
+    gate: &Gate,
     vol: &Volume,
     peer: &Peer,
-    rec: &[u8],
-    info: &CallInfo,
+    d: &Decoded<'_>,
     out: &mut Vec<u8>,
+    walks: &mut bool,
 ) -> bool {
-    if info.lane != Lane::Inline || !link.free(vol, info) {
+    let info = &d.info;
+    if info.lane != Lane::Inline || !gate.is_free(&op(vol, info)) {
         return false;
     }
-    let clock = link.node.clock;
-    let arrival = clock.now();
-    if !svc.handle_inline(peer, rec, out) {
-        return false; // it must walk the tree: on the blocking pool
+    let arrival = node.clock.now();
+    if !svc.handle_decoded(peer, d, out, false) {
+        *walks = true; // on the blocking pool
+        return false;
     }
-    let done = Completed {
-        latency_ns: clock.now().saturating_sub(arrival),
-        waits: Waits::default(),
-        resource_ns: 0,
-        overrun_ns: None,
-    };
-    record(&link.node, vol, info, &done);
+    record(
+        gate,
+        vol,
+        info,
+        &Completed::at_once(arrival, node.clock.now()),
+    );
     true
 }
 
-/// One call on a volume: admitted by the connection's gate, run (inline or on the blocking
-/// pool), held for the array's service latency, recorded. Returns the reply record.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn call(
+/// Where a call on a volume that left its connection's task is.
+pub(crate) enum Stage {
+    /// Held by a gate; then it runs inline (`true`) or on the blocking pool.
+    Admitting(Admitting, bool),
+    /// Admitted; it runs on the blocking pool.
+    Started(Started),
+    /// Answered (this reply), held for the rest of the array's service latency.
+    Finishing(Finishing, Vec<u8>),
+}
+
+/// A call on `vol` through its connection's gate, as far as it goes without waiting:
+/// admitted at once, run inline and replied at once — answered into `out`, recorded,
+/// `None` — or the [`Stage`] a task of its own goes on from ([`resume`]). `inline`: it may
+/// run on a runtime worker (not on the blocking pool, no known walk).
+pub(crate) fn start(
+    svc: &Service,
+    gate: &Gate,
+    vol: &Volume,
+    peer: &Peer,
+    d: &Decoded<'_>,
+    out: &mut Vec<u8>,
+    inline: bool,
+) -> Option<Stage> {
+    let started = match gate.try_admit(op(vol, &d.info)) {
+        Ok(s) => s,
+        Err(w) => return Some(Stage::Admitting(w, inline)),
+    };
+    let mark = out.len();
+    if !inline || !svc.handle_decoded(peer, d, out, false) {
+        return Some(Stage::Started(started));
+    }
+    match gate.try_finish(started) {
+        Ok(done) => {
+            record(gate, vol, &d.info, &done);
+            None
+        }
+        Err(f) => Some(Stage::Finishing(f, out.split_off(mark))),
+    }
+}
+
+/// The rest of a call [`start`] could not finish, in a task of its own: wait for its
+/// gates, run it (inline, else on the blocking pool), wait out the array's service
+/// latency, record it. Returns the reply record. A call held before it ran decodes its
+/// record again here (where the record is owned).
+pub(crate) async fn resume(
     svc: Arc<Service>,
-    link: Arc<NodeLink>,
     gate: Arc<Gate>,
     vol: Arc<Volume>,
     peer: Peer,
     rec: Vec<u8>,
     info: CallInfo,
-    lane: Lane,
+    stage: Stage,
 ) -> Vec<u8> {
-    let started = gate.admit(op(&vol, &info)).await;
+    let (started, inline) = match stage {
+        Stage::Finishing(f, reply) => {
+            record(&gate, &vol, &info, &f.wait().await);
+            return reply;
+        }
+        Stage::Admitting(w, inline) => (w.wait().await, inline),
+        Stage::Started(s) => (s, false),
+    };
     let mut o = Vec::new();
-    let reply = if lane == Lane::Inline && svc.handle_inline(&peer, &rec, &mut o) {
+    let reply = if inline && svc.handle_decoded(&peer, &svc.decode(&rec), &mut o, false) {
         o
     } else {
         tokio::task::spawn_blocking(move || {
@@ -179,6 +204,6 @@ pub(crate) async fn call(
         .unwrap_or_default()
     };
     let done = gate.finish(started).await;
-    record(&link.node, &vol, &info, &done);
+    record(&gate, &vol, &info, &done);
     reply
 }

@@ -10,7 +10,9 @@ use std::sync::{Arc, RwLock};
 
 use nfs_proto::nfs3::{self, proc_, Args, StableHow, Status};
 use nfs_proto::rpc::{self, Accept, AuthStat, Cred, Message};
-use nfs_proto::{mount, portmap, record};
+use nfs_proto::{mount, portmap, record, XdrError};
+
+pub use crate::call::{CallInfo, Decoded, Lane, OpKind};
 
 use crate::export::{ExportSpec, Policy};
 use crate::handle::Handle;
@@ -39,44 +41,8 @@ pub struct ExportStats {
     pub write_bytes: AtomicU64,
 }
 
-/// What a call is, known before it runs: where it runs, which export it is for (by its
-/// handle), and how it counts. The seam for admission per operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallInfo {
-    pub lane: Lane,
-    pub export: Option<u32>,
-    pub kind: OpKind,
-    /// READ: the bytes asked for (at most rtmax); WRITE: the payload.
-    pub bytes: u64,
-    /// The object the handle names (its inode) and, for READ and WRITE, the offset:
-    /// where the bytes are, for a provisioned file system's caches.
-    pub ino: u64,
-    pub offset: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpKind {
-    Read,
-    Write,
-    /// Any other NFSv3 procedure except NULL that only reads (GETATTR, LOOKUP, ACCESS,
-    /// READLINK, READDIR, READDIRPLUS, FSSTAT, FSINFO, PATHCONF): metadata.
-    Other,
-    /// A procedure that changes the tree or makes it durable (SETATTR, CREATE, MKDIR,
-    /// SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT): metadata, counted as ONTAP
-    /// counts it ("other"), charged as a write of nothing by the emulated array.
-    OtherWrite,
-    /// NULL, MOUNT, the portmapper, or a call that does not decode: not an operation on a
-    /// volume.
-    None,
-}
-
-/// Where a call runs: on the connection's task (page-cache work of microseconds), or on
-/// the blocking pool (anything that syncs to stable storage).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lane {
-    Inline,
-    Blocking,
-}
+/// An NFSv3 call's decoded arguments ([`Decoded`]).
+type NfsArgs<'a> = Result<Option<Args<'a>>, XdrError>;
 
 /// Who sent a call.
 #[derive(Debug, Clone, Copy)]
@@ -308,104 +274,50 @@ impl Service {
         Ok(ex.tree.handle_of(&st).encode())
     }
 
-    /// What `record` is (never fails: an undecodable record is an inline non-operation,
-    /// it only gets an error reply).
+    /// Decode `record` once: what it is ([`Decoded::info`]) and, for
+    /// [`handle_decoded`](Self::handle_decoded), its header and arguments.
+    pub fn decode<'a>(&self, record: &'a [u8]) -> Decoded<'a> {
+        crate::call::decode(record, self.cfg.rtmax)
+    }
+
+    /// What `record` is ([`decode`](Self::decode)'s [`CallInfo`]).
     pub fn peek(&self, record: &[u8]) -> CallInfo {
-        let none = CallInfo {
-            lane: Lane::Inline,
-            export: None,
-            kind: OpKind::None,
-            bytes: 0,
-            ino: 0,
-            offset: 0,
-        };
-        let Message::Call(c) = rpc::decode(record) else {
-            return none;
-        };
-        match (c.prog, c.vers) {
-            (nfs3::PROGRAM, nfs3::VERSION) => {
-                let Ok(Some(a)) = nfs3::decode_args(c.proc_, c.args) else {
-                    return none;
-                };
-                let h = a.handle().and_then(Handle::decode);
-                let (export, ino) = h.map_or((None, 0), |h| (Some(h.export), h.ino));
-                let (kind, bytes, offset) = match a {
-                    Args::Null => (OpKind::None, 0, 0),
-                    Args::Read { count, offset, .. } => {
-                        (OpKind::Read, count.min(self.cfg.rtmax) as u64, offset)
-                    }
-                    Args::Write { data, offset, .. } => (OpKind::Write, data.len() as u64, offset),
-                    Args::SetAttr { .. }
-                    | Args::Create { .. }
-                    | Args::Mkdir { .. }
-                    | Args::Symlink { .. }
-                    | Args::Mknod { .. }
-                    | Args::Remove { .. }
-                    | Args::Rmdir { .. }
-                    | Args::Rename { .. }
-                    | Args::Link { .. }
-                    | Args::Commit { .. } => (OpKind::OtherWrite, 0, 0),
-                    _ => (OpKind::Other, 0, 0),
-                };
-                let blocking = match a {
-                    Args::Write { stable, .. } => stable != StableHow::Unstable,
-                    Args::Commit { .. }
-                    | Args::Create { .. }
-                    | Args::Mkdir { .. }
-                    | Args::Symlink { .. }
-                    | Args::Remove { .. }
-                    | Args::Rmdir { .. }
-                    | Args::Rename { .. }
-                    | Args::Link { .. }
-                    | Args::SetAttr { .. } => true,
-                    _ => false,
-                };
-                CallInfo {
-                    lane: if blocking {
-                        Lane::Blocking
-                    } else {
-                        Lane::Inline
-                    },
-                    export,
-                    kind,
-                    bytes,
-                    ino,
-                    offset,
-                }
-            }
-            (mount::PROGRAM, _) if c.proc_ == mount::MNT => CallInfo {
-                lane: Lane::Blocking,
-                ..none
-            },
-            _ => none,
-        }
+        self.decode(record).info
+    }
+
+    /// [`handle`](Self::handle) on a runtime worker: a call that would walk the export's
+    /// tree is not answered (`false`, see [`handle_decoded`](Self::handle_decoded)).
+    pub fn handle_inline(&self, peer: &Peer, rec: &[u8], out: &mut Vec<u8>) -> bool {
+        self.handle_decoded(peer, &self.decode(rec), out, false)
     }
 
     /// Handles one record, appending one reply record to `out` (nothing for a record that
     /// is not a call or whose header is unreadable: there is no xid to answer).
     pub fn handle(&self, peer: &Peer, rec: &[u8], out: &mut Vec<u8>) {
-        self.handle_on(peer, rec, out, true);
+        self.handle_decoded(peer, &self.decode(rec), out, true);
     }
 
-    /// [`handle`](Self::handle) on a runtime worker: a call that would walk the export's
-    /// tree (a handle the server does not know) is not answered — `false`, `out`
-    /// unchanged — and must be run again with [`handle`](Self::handle) on the blocking
-    /// pool.
-    pub fn handle_inline(&self, peer: &Peer, rec: &[u8], out: &mut Vec<u8>) -> bool {
-        self.handle_on(peer, rec, out, false)
-    }
-
-    fn handle_on(&self, peer: &Peer, rec: &[u8], out: &mut Vec<u8>, may_walk: bool) -> bool {
+    /// [`handle`](Self::handle) of a record already decoded. `may_walk` false (on a
+    /// runtime worker): a call that would walk the export's tree (a handle the server
+    /// does not know) is not answered — `false`, `out` unchanged — and must be run again
+    /// with `may_walk` on the blocking pool.
+    pub fn handle_decoded(
+        &self,
+        peer: &Peer,
+        d: &Decoded<'_>,
+        out: &mut Vec<u8>,
+        may_walk: bool,
+    ) -> bool {
         let at = record::begin(out);
-        match rpc::decode(rec) {
+        match &d.msg {
             Message::Call(c) => {
-                if !self.call(peer, &c, out, may_walk) {
+                if !self.call(peer, c, d.nfs.as_ref(), out, may_walk) {
                     out.truncate(at);
                     return false;
                 }
             }
-            Message::RpcMismatch { xid } => rpc::rpc_mismatch(out, xid),
-            Message::BadCred { xid } => rpc::auth_error(out, xid, AuthStat::BadCred),
+            Message::RpcMismatch { xid } => rpc::rpc_mismatch(out, *xid),
+            Message::BadCred { xid } => rpc::auth_error(out, *xid, AuthStat::BadCred),
             Message::NotACall { .. } | Message::Garbage(_) => {
                 self.counters.garbage.fetch_add(1, Ordering::Relaxed);
                 out.truncate(at);
@@ -417,7 +329,14 @@ impl Service {
     }
 
     /// `false`: the call needs a walk `may_walk` does not allow (nothing counted).
-    fn call(&self, peer: &Peer, c: &rpc::Call<'_>, out: &mut Vec<u8>, may_walk: bool) -> bool {
+    fn call(
+        &self,
+        peer: &Peer,
+        c: &rpc::Call<'_>,
+        nfs: Option<&NfsArgs<'_>>,
+        out: &mut Vec<u8>,
+        may_walk: bool,
+    ) -> bool {
         let versions = match c.prog {
             portmap::PROGRAM => (portmap::VERSION, portmap::VERSION),
             mount::PROGRAM => (mount::VERSION, mount::VERSION),
@@ -462,7 +381,14 @@ impl Service {
         match c.prog {
             portmap::PROGRAM => self.portmap(c, out),
             mount::PROGRAM => self.mount(peer, cred.as_ref(), c, out),
-            _ => return self.nfs(peer, cred.as_ref(), c, out, may_walk),
+            _ => {
+                let Some(args) = nfs else {
+                    // decode() reads every NFSv3 call's arguments.
+                    rpc::accepted(out, c.xid, Accept::SystemErr);
+                    return true;
+                };
+                return self.nfs(peer, cred.as_ref(), c, args, out, may_walk);
+            }
         }
         true
     }
@@ -558,10 +484,11 @@ impl Service {
         peer: &Peer,
         cred: Option<&Identity>,
         c: &rpc::Call<'_>,
+        args: &NfsArgs<'_>,
         out: &mut Vec<u8>,
         may_walk: bool,
     ) -> bool {
-        let args = match nfs3::decode_args(c.proc_, c.args) {
+        let args = match args {
             Ok(Some(a)) => a,
             Ok(None) => {
                 rpc::accepted(out, c.xid, Accept::ProcUnavail);
@@ -579,7 +506,7 @@ impl Service {
         let start = out.len();
         rpc::accepted(out, c.xid, Accept::Success);
         let Some(fh) = args.handle() else {
-            self.count(&args, None, c.proc_);
+            self.count(args, None, c.proc_);
             return true; // NULL
         };
         let body = out.len();
@@ -595,7 +522,7 @@ impl Service {
                 may_walk,
                 wants_walk: std::cell::Cell::new(false),
             };
-            let r = run(&cx, &args, out);
+            let r = run(&cx, args, out);
             wants_walk = cx.wants_walk.get();
             r
         });
@@ -603,7 +530,7 @@ impl Service {
             out.truncate(start);
             return false;
         }
-        self.count(&args, export.as_deref(), c.proc_);
+        self.count(args, export.as_deref(), c.proc_);
         if let Err(status) = result {
             out.truncate(body);
             nfs3::put_status(out, status);

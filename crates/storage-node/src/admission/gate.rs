@@ -68,12 +68,22 @@ impl Gate {
 
     /// Wait until every gate lets `op` through; do its I/O when this returns.
     pub async fn admit(&self, op: Op) -> Started {
+        match self.try_admit(op) {
+            Ok(s) => s,
+            Err(w) => w.wait().await,
+        }
+    }
+
+    /// [`admit`](Self::admit) without waiting: `Ok`: every gate lets `op` through now (or
+    /// this gate's own pump granted it); `Err`: it is held, [`Admitting::wait`] for it
+    /// (e.g. in a task of its own).
+    pub fn try_admit(&self, op: Op) -> Result<Started, Admitting> {
         let now = self.shared.clock.now();
         let (tx, mut rx) = oneshot::channel();
         {
             let mut core = self.shared.core();
             if let Submitted::Now(s) = core.submit(op, tx, now) {
-                return s;
+                return Ok(s);
             }
             // Its own pump may have granted it (and others of this gate): hand them out.
             if core.pump(now) {
@@ -83,23 +93,32 @@ impl Gate {
             }
         }
         if let Ok(s) = rx.try_recv() {
-            return s;
+            return Ok(s);
         }
         self.shared.wake.notify_one();
-        // The driver only goes away with the gate; a dropped sender would mean a request
-        // given up: let it go rather than hang.
-        rx.await
-            .unwrap_or_else(|_| Started::at_once(self.shared.clock.now()))
+        Err(Admitting {
+            rx,
+            clock: self.shared.clock,
+        })
     }
 
     /// The I/O of `started` is done: wait out the rest of its service latency; returns
     /// its timing for the statistics.
     pub async fn finish(&self, started: Started) -> Completed {
+        match self.try_finish(started) {
+            Ok(c) => c,
+            Err(f) => f.wait().await,
+        }
+    }
+
+    /// [`finish`](Self::finish) without waiting: `Ok`: reply now; `Err`: the service
+    /// latency runs on, [`Finishing::wait`] for it.
+    pub fn try_finish(&self, started: Started) -> Result<Completed, Finishing> {
         let now = self.shared.clock.now();
         let rx = {
             let mut core = self.shared.core();
             match core.done(&started, now) {
-                Ok(c) => return c,
+                Ok(c) => return Ok(c),
                 Err(_) => {
                     let (tx, rx) = oneshot::channel();
                     core.hold(started, tx);
@@ -108,10 +127,11 @@ impl Gate {
             }
         };
         self.shared.wake.notify_one();
-        match rx.await {
-            Ok(c) => c,
-            Err(_) => started.completed(self.shared.clock.now()),
-        }
+        Err(Finishing {
+            rx,
+            started,
+            clock: self.shared.clock,
+        })
     }
 
     /// Can nothing hold `op`? ([`Gates::is_free`]).
@@ -122,6 +142,40 @@ impl Gate {
     /// Put a finished request that did `work` in `stats` ([`Gates::record`]).
     pub fn record(&self, done: &Completed, stats: &VolumeStats, work: Work) {
         self.gates.record(done, stats, work);
+    }
+}
+
+/// A request [`Gate::try_admit`] holds.
+pub struct Admitting {
+    rx: oneshot::Receiver<Started>,
+    clock: Clock,
+}
+
+impl Admitting {
+    /// Wait until every gate lets it through; do its I/O then.
+    pub async fn wait(self) -> Started {
+        // The driver only goes away with the gate; a dropped sender would mean a request
+        // given up: let it go rather than hang.
+        self.rx
+            .await
+            .unwrap_or_else(|_| Started::at_once(self.clock.now()))
+    }
+}
+
+/// A reply [`Gate::try_finish`] holds for the rest of its service latency.
+pub struct Finishing {
+    rx: oneshot::Receiver<Completed>,
+    started: Started,
+    clock: Clock,
+}
+
+impl Finishing {
+    /// Wait until the reply may leave; its timing for the statistics.
+    pub async fn wait(self) -> Completed {
+        match self.rx.await {
+            Ok(c) => c,
+            Err(_) => self.started.completed(self.clock.now()),
+        }
     }
 }
 

@@ -63,7 +63,7 @@ pub use qos_core::{Direction, MILLI};
 pub use self::core::{Admission, Ready};
 pub use crate::scheduler::GrantRx;
 pub use driver::Driver;
-pub use gate::Gate;
+pub use gate::{Admitting, Finishing, Gate};
 
 use crate::provisioned::ProvisionedFs;
 use crate::scheduler::{Scheduler, NO_FLOW};

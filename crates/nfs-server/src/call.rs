@@ -1,0 +1,144 @@
+//! A record decoded once: its RPC header, an NFSv3 call's arguments, and what the call is
+//! ([`CallInfo`]: where it runs, which export its handle names, how it counts). The
+//! connection decides from the [`CallInfo`] and the service answers from the same
+//! [`Decoded`] ([`Service::handle_decoded`](crate::service::Service::handle_decoded)):
+//! no record is decoded twice on its connection's task.
+
+use nfs_proto::mount;
+use nfs_proto::nfs3::{self, Args, StableHow};
+use nfs_proto::rpc::{self, Message};
+use nfs_proto::xdr::XdrError;
+
+use crate::handle::Handle;
+
+/// What a call is, known before it runs: where it runs, which export it is for (by its
+/// handle), and how it counts. The seam for admission per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallInfo {
+    pub lane: Lane,
+    pub export: Option<u32>,
+    pub kind: OpKind,
+    /// READ: the bytes asked for (at most rtmax); WRITE: the payload.
+    pub bytes: u64,
+    /// The object the handle names (its inode) and, for READ and WRITE, the offset:
+    /// where the bytes are, for a provisioned file system's caches.
+    pub ino: u64,
+    pub offset: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    Read,
+    Write,
+    /// Any other NFSv3 procedure except NULL that only reads (GETATTR, LOOKUP, ACCESS,
+    /// READLINK, READDIR, READDIRPLUS, FSSTAT, FSINFO, PATHCONF): metadata.
+    Other,
+    /// A procedure that changes the tree or makes it durable (SETATTR, CREATE, MKDIR,
+    /// SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT): metadata, counted as ONTAP
+    /// counts it ("other"), charged as a write of nothing by the emulated array.
+    OtherWrite,
+    /// NULL, MOUNT, the portmapper, or a call that does not decode: not an operation on a
+    /// volume.
+    None,
+}
+
+/// Where a call runs: on the connection's task (page-cache work of microseconds), or on
+/// the blocking pool (anything that syncs to stable storage).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    Inline,
+    Blocking,
+}
+
+impl CallInfo {
+    /// Not an operation on a volume, answered inline.
+    const NONE: CallInfo = CallInfo {
+        lane: Lane::Inline,
+        export: None,
+        kind: OpKind::None,
+        bytes: 0,
+        ino: 0,
+        offset: 0,
+    };
+}
+
+/// One record, decoded.
+pub struct Decoded<'a> {
+    pub(crate) msg: Message<'a>,
+    /// An NFSv3 call's arguments (`None`: not an NFSv3 call; `Ok(None)`: an unknown
+    /// procedure).
+    pub(crate) nfs: Option<Result<Option<Args<'a>>, XdrError>>,
+    pub info: CallInfo,
+}
+
+/// Decode `record` (never fails: an undecodable record is an inline non-operation, it
+/// only gets an error reply). READs count at most `rtmax` bytes.
+pub fn decode(record: &[u8], rtmax: u32) -> Decoded<'_> {
+    let msg = rpc::decode(record);
+    let (nfs, info) = match &msg {
+        Message::Call(c) if (c.prog, c.vers) == (nfs3::PROGRAM, nfs3::VERSION) => {
+            let args = nfs3::decode_args(c.proc_, c.args);
+            let info = match &args {
+                Ok(Some(a)) => classify(a, rtmax),
+                _ => CallInfo::NONE,
+            };
+            (Some(args), info)
+        }
+        Message::Call(c) if c.prog == mount::PROGRAM && c.proc_ == mount::MNT => (
+            None,
+            CallInfo {
+                lane: Lane::Blocking,
+                ..CallInfo::NONE
+            },
+        ),
+        _ => (None, CallInfo::NONE),
+    };
+    Decoded { msg, nfs, info }
+}
+
+/// What an NFSv3 call is.
+fn classify(a: &Args<'_>, rtmax: u32) -> CallInfo {
+    let h = a.handle().and_then(Handle::decode);
+    let (export, ino) = h.map_or((None, 0), |h| (Some(h.export), h.ino));
+    let (kind, bytes, offset) = match *a {
+        Args::Null => (OpKind::None, 0, 0),
+        Args::Read { count, offset, .. } => (OpKind::Read, count.min(rtmax) as u64, offset),
+        Args::Write { data, offset, .. } => (OpKind::Write, data.len() as u64, offset),
+        Args::SetAttr { .. }
+        | Args::Create { .. }
+        | Args::Mkdir { .. }
+        | Args::Symlink { .. }
+        | Args::Mknod { .. }
+        | Args::Remove { .. }
+        | Args::Rmdir { .. }
+        | Args::Rename { .. }
+        | Args::Link { .. }
+        | Args::Commit { .. } => (OpKind::OtherWrite, 0, 0),
+        _ => (OpKind::Other, 0, 0),
+    };
+    let blocking = match *a {
+        Args::Write { stable, .. } => stable != StableHow::Unstable,
+        Args::Commit { .. }
+        | Args::Create { .. }
+        | Args::Mkdir { .. }
+        | Args::Symlink { .. }
+        | Args::Remove { .. }
+        | Args::Rmdir { .. }
+        | Args::Rename { .. }
+        | Args::Link { .. }
+        | Args::SetAttr { .. } => true,
+        _ => false,
+    };
+    CallInfo {
+        lane: if blocking {
+            Lane::Blocking
+        } else {
+            Lane::Inline
+        },
+        export,
+        kind,
+        bytes,
+        ino,
+        offset,
+    }
+}
