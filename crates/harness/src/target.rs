@@ -398,7 +398,7 @@ impl EmbeddedNode {
                 cfg.nfs.mount_rootonly = false;
             }
             let node = Node::open(&cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
-            let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node)
+            let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node, &cfg.nfs)
                 .map_err(|e| fail(format!("NFS listener: {e}")))?;
             let addr = fe.local_addr();
             (Node::builder_for(node).front_end(fe), Some(addr))

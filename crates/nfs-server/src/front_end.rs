@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 
 use storage_node::builder::{FrontEnd, Serving, Stop};
+use storage_node::config::NfsSettings;
 use storage_node::node::VolumeEvent;
 use storage_node::volume::Volume;
 use storage_node::Node;
@@ -33,9 +34,13 @@ pub struct NfsFrontEnd {
 
 impl NfsFrontEnd {
     /// Listen on `addr` (port 0: any free port) and export `node`'s NAS volumes, with the
-    /// node's transfer sizes (`[nfs]`).
-    pub fn bind(addr: SocketAddr, node: &Arc<Node>) -> std::io::Result<NfsFrontEnd> {
-        let s = node.nfs_settings();
+    /// transfer sizes and reserved-port rules of the config's `[nfs]` section (the node
+    /// holds none of them).
+    pub fn bind(
+        addr: SocketAddr,
+        node: &Arc<Node>,
+        s: &NfsSettings,
+    ) -> std::io::Result<NfsFrontEnd> {
         let cfg = Config {
             rtmax: s.rtmax,
             wtmax: s.wtmax,

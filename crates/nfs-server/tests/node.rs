@@ -70,7 +70,7 @@ async fn serve(
 ) {
     let cfg = NodeConfig::parse(toml, "t.toml").unwrap();
     let node = Node::open(&cfg, dir.path()).unwrap();
-    let fe = NfsFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &node).unwrap();
+    let fe = NfsFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &node, &cfg.nfs).unwrap();
     let addr = fe.local_addr();
     let mut c = Client::new(fe.service().clone());
     let roots = mounts.iter().map(|m| c.mnt(m).unwrap()).collect();

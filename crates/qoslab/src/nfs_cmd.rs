@@ -120,10 +120,10 @@ pub fn apply(args: &NfsServeArgs, cfg: &mut storage_node::NodeConfig) -> anyhow:
 /// Bind the node's NFS front end when asked for (the node's builder runs it).
 pub fn start(
     node: &Arc<storage_node::Node>,
+    s: &storage_node::config::NfsSettings,
     cp: &control_plane::api::ControlPlane,
     max_connections: usize,
 ) -> anyhow::Result<Option<nfs_server::NfsFrontEnd>> {
-    let s = node.nfs_settings();
     let Some(addr) = s.listen else {
         return Ok(None);
     };
@@ -133,7 +133,7 @@ pub fn start(
              policies (default: loopback only) decide which clients may mount"
         );
     }
-    let fe = nfs_server::NfsFrontEnd::bind(addr, node)
+    let fe = nfs_server::NfsFrontEnd::bind(addr, node, s)
         .with_context(|| format!("listening for NFS on {addr}"))?
         .max_connections(max_connections);
     cp.set_nfs_endpoint(fe.local_addr());

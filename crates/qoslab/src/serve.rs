@@ -409,7 +409,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
             builder = builder.front_end(s3);
         }
-        if let Some(nfs) = crate::nfs_cmd::start(&node, &cp, args.max_connections as usize)? {
+        if let Some(nfs) = crate::nfs_cmd::start(&node, &cfg.nfs, &cp, args.max_connections as usize)? {
             builder = builder.front_end(nfs);
         }
         let running = builder.spawn().await?;

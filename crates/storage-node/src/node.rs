@@ -38,8 +38,6 @@ pub struct Node {
     provisioned: Option<Arc<ProvisionedFs>>,
     /// Export policies of NAS volumes, by name (`default` is built in).
     export_policies: RwLock<BTreeMap<String, ExportPolicy>>,
-    /// The NFS front end's settings (`[nfs]`).
-    nfs: crate::config::NfsSettings,
     /// Told of every volume added or removed (the NFS front end's exports follow).
     watchers: Mutex<Vec<VolumeWatcher>>,
     /// The next export id the node gives a NAS volume declared without one.
@@ -95,7 +93,6 @@ impl Node {
                     .map(|p| (p.name.clone(), p))
                     .collect(),
             ),
-            nfs: cfg.nfs,
             watchers: Mutex::new(Vec::new()),
             next_export_id: std::sync::atomic::AtomicU32::new(1),
         });
@@ -251,11 +248,6 @@ impl Node {
                 Err(e) => tracing::warn!(volume = %v.name, "counting the NAS volume's tree: {e}"),
             }
         }
-    }
-
-    /// The NFS front end's settings (`[nfs]`).
-    pub fn nfs_settings(&self) -> crate::config::NfsSettings {
-        self.nfs
     }
 
     /// An export policy by name.
