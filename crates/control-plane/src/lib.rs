@@ -20,6 +20,6 @@ pub mod tls;
 #[cfg(test)]
 pub(crate) use storage_node::NodeConfig;
 pub(crate) use storage_node::{
-    bucket, builder, config, conn_limit, credits, front_end, nas, node, private, stats, volume,
-    Node,
+    bucket, builder, catalog, config, conn_limit, credits, front_end, nas, node, private, stats,
+    volume, Node,
 };

@@ -7,17 +7,17 @@
 
 use std::sync::Arc;
 
-use control_plane::api::ControlPlane;
 use s3s::dto::*;
 use s3s::{s3_error, S3Result};
 use storage_node::admission::{Gate, Op, Started, Work};
 use storage_node::bucket::Bucket;
+use storage_node::catalog::BucketCatalog;
 use storage_node::stats::OpKind;
 
 use crate::{errors, S3Options};
 
 pub struct Endpoint {
-    pub(crate) cp: Arc<ControlPlane>,
+    pub(crate) catalog: Arc<dyn BucketCatalog>,
     gate: tokio::sync::OnceCell<Gate>,
     pub(crate) opts: S3Options,
 }
@@ -66,17 +66,17 @@ impl Admitted<'_> {
 }
 
 impl Endpoint {
-    pub fn new(cp: Arc<ControlPlane>, opts: S3Options) -> Endpoint {
+    pub fn new(catalog: Arc<dyn BucketCatalog>, opts: S3Options) -> Endpoint {
         Endpoint {
-            cp,
+            catalog,
             gate: tokio::sync::OnceCell::new(),
             opts,
         }
     }
 
     pub(crate) fn bucket(&self, name: &str) -> S3Result<Arc<Bucket>> {
-        self.cp
-            .node
+        self.catalog
+            .node()
             .bucket(name)
             .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist: {name}"))
     }
@@ -86,7 +86,9 @@ impl Endpoint {
         let b = self.bucket(bucket)?;
         let gate = self
             .gate
-            .get_or_init(|| async { Gate::new(self.cp.node.gates(), self.cp.node.clock) })
+            .get_or_init(|| async {
+                Gate::new(self.catalog.node().gates(), self.catalog.node().clock)
+            })
             .await;
         // Objects have no block identity: the provisioned file system is not in their way.
         let started = gate.admit(Op::new(b.flow(), work)).await;
@@ -109,7 +111,7 @@ impl Endpoint {
 
     pub(crate) fn owner(&self, creds: Option<&s3s::auth::Credentials>) -> Owner {
         let name = creds
-            .and_then(|c| self.cp.s3_secret(&c.access_key))
+            .and_then(|c| self.catalog.secret(&c.access_key))
             .map(|(_, user)| user);
         Owner {
             display_name: name.clone(),

@@ -9,6 +9,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
 use storage_node::admission::{Direction, Work};
+use storage_node::catalog::BucketError;
 
 use crate::context::{timestamp, Endpoint};
 use crate::errors;
@@ -22,8 +23,8 @@ impl S3 for Endpoint {
     ) -> S3Result<S3Response<ListBucketsOutput>> {
         let prefix = req.input.prefix.clone().unwrap_or_default();
         let buckets = self
-            .cp
-            .s3_bucket_list()
+            .catalog
+            .buckets()
             .into_iter()
             .filter(|(n, _)| n.starts_with(&prefix))
             .map(|(name, created)| s3s::dto::Bucket {
@@ -44,18 +45,18 @@ impl S3 for Endpoint {
         req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
         let name = req.input.bucket;
-        let cp = self.cp.clone();
+        let catalog = self.catalog.clone();
         let n = name.clone();
-        tokio::task::spawn_blocking(move || cp.s3_create_bucket(&n, None, None, ""))
+        tokio::task::spawn_blocking(move || catalog.create_bucket(&n))
             .await
             .map_err(errors::join)?
-            .map_err(|e| match e.status {
-                409 => s3_error!(
+            .map_err(|e| match e {
+                BucketError::Exists(_) => s3_error!(
                     BucketAlreadyOwnedByYou,
                     "Your previous request to create the named bucket succeeded and you already own it."
                 ),
-                400 => s3_error!(InvalidBucketName, "{}", e.message),
-                _ => s3_error!(InternalError, "{}", e.message),
+                BucketError::Invalid(m) => s3_error!(InvalidBucketName, "{}", m),
+                e => s3_error!(InternalError, "{}", e),
             })?;
         Ok(S3Response::new(CreateBucketOutput {
             location: Some(format!("/{name}")),
@@ -66,9 +67,9 @@ impl S3 for Endpoint {
         &self,
         req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        let cp = self.cp.clone();
+        let catalog = self.catalog.clone();
         let name = req.input.bucket;
-        tokio::task::spawn_blocking(move || cp.s3_delete_bucket(&name))
+        tokio::task::spawn_blocking(move || catalog.delete_bucket(&name))
             .await
             .map_err(errors::join)?
             .map_err(errors::from_bucket)?;

@@ -1,7 +1,7 @@
 //! The one place where the node's errors become S3 error codes.
 
-use control_plane::api::s3::BucketError;
 use s3s::{s3_error, S3Error, S3ErrorCode};
+use storage_node::catalog::BucketError;
 use storage_node::objstore::ObjError;
 
 /// An object-store error as S3 reports it.

@@ -2,15 +2,17 @@
 //!
 //! [`s3s`] does the HTTP and protocol work (routing, XML, AWS Signature V4 including
 //! `aws-chunked` streaming bodies); this crate implements the operations over the node:
-//! buckets are the node's ([`storage_node::bucket::Bucket`], catalogued by the control
-//! plane), objects live in each bucket's [`storage_node::objstore::ObjectStore`], and every
+//! buckets are the node's ([`storage_node::bucket::Bucket`], catalogued behind
+//! [`BucketCatalog`]: the node side's trait, implemented by the control plane), objects
+//! live in each bucket's [`storage_node::objstore::ObjectStore`], and every
 //! request passes the node's admission core first ([`storage_node::admission::Gate`], the
 //! same core as NBD's): one operation, its payload bytes against MB/s, and the emulated
 //! array's service latency before the reply.
 //!
-//! Crate direction: `s3-server` depends on `storage-node` (the catalog, buckets, flows);
-//! the node knows nothing of S3's wire format, and the REST API that manages users and
-//! buckets stays in `storage-node::api::s3`.
+//! Crate direction: `s3-server` depends on `storage-node` only (the catalog trait,
+//! buckets, flows, the admission core): no REST, SQLite or TLS crate. The node knows
+//! nothing of S3's wire format; the REST API that manages users and buckets is
+//! `control-plane::api::s3`, which also implements [`BucketCatalog`].
 
 mod auth;
 mod body;
@@ -26,9 +28,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use control_plane::api::ControlPlane;
 use hyper_util::rt::TokioIo;
 use storage_node::builder::{FrontEnd, Serving, Stop};
+use storage_node::catalog::BucketCatalog;
 use storage_node::Node;
 use tokio::net::TcpListener;
 
@@ -87,7 +89,7 @@ pub struct S3FrontEnd {
     /// Bound without a runtime: the builder may start the node on a runtime of its own.
     listener: std::net::TcpListener,
     addr: SocketAddr,
-    cp: Arc<ControlPlane>,
+    catalog: Arc<dyn BucketCatalog>,
     opts: S3Options,
 }
 
@@ -95,7 +97,7 @@ impl S3FrontEnd {
     /// Listen on `addr` (port 0: any free port).
     pub fn bind(
         addr: SocketAddr,
-        cp: Arc<ControlPlane>,
+        catalog: Arc<dyn BucketCatalog>,
         opts: S3Options,
     ) -> std::io::Result<S3FrontEnd> {
         let listener = std::net::TcpListener::bind(addr)?;
@@ -104,7 +106,7 @@ impl S3FrontEnd {
         Ok(S3FrontEnd {
             listener,
             addr,
-            cp,
+            catalog,
             opts,
         })
     }
@@ -121,7 +123,10 @@ impl FrontEnd for S3FrontEnd {
 
     fn serve(self: Box<Self>, _node: Arc<Node>, mut stop: Stop) -> Serving {
         let S3FrontEnd {
-            listener, cp, opts, ..
+            listener,
+            catalog,
+            opts,
+            ..
         } = *self;
         Box::pin(async move {
             let listener = match TcpListener::from_std(listener) {
@@ -131,7 +136,7 @@ impl FrontEnd for S3FrontEnd {
                     return;
                 }
             };
-            serve(listener, cp, opts, async move {
+            serve(listener, catalog, opts, async move {
                 let _ = stop.wait_for(|s| *s).await;
             })
             .await
@@ -139,22 +144,22 @@ impl FrontEnd for S3FrontEnd {
     }
 }
 
-/// The s3s service over the node: Signature V4 against the control plane's users.
-pub fn service(cp: Arc<ControlPlane>, opts: S3Options) -> s3s::service::S3Service {
-    let mut b = s3s::service::S3ServiceBuilder::new(Endpoint::new(cp.clone(), opts));
-    b.set_auth(auth::Keys(cp));
+/// The s3s service over the node: Signature V4 against the catalog's users.
+pub fn service(catalog: Arc<dyn BucketCatalog>, opts: S3Options) -> s3s::service::S3Service {
+    let mut b = s3s::service::S3ServiceBuilder::new(Endpoint::new(catalog.clone(), opts));
+    b.set_auth(auth::Keys(catalog));
     b.build()
 }
 
 /// Serve S3 on `listener` until `shutdown` completes. Must run inside the node's runtime.
 pub async fn serve(
     listener: TcpListener,
-    cp: Arc<ControlPlane>,
+    catalog: Arc<dyn BucketCatalog>,
     opts: S3Options,
     shutdown: impl Future<Output = ()>,
 ) {
     let limit = storage_node::conn_limit::ConnLimit::tcp("S3", &listener, opts.max_connections);
-    let svc = service(cp, opts);
+    let svc = service(catalog, opts);
     tokio::pin!(shutdown);
     loop {
         let (stream, peer, guard) = tokio::select! {

@@ -18,6 +18,7 @@ pub mod backend;
 pub mod bucket;
 pub mod builder;
 pub mod calibrate;
+pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod conn_limit;

@@ -33,21 +33,7 @@ struct Rows {
     buckets: Vec<BucketRow>,
 }
 
-/// Why a bucket change asked for by an S3 client failed (the S3 endpoint turns each
-/// into S3's own error code).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BucketError {
-    #[error("a bucket named {0:?} already exists")]
-    Exists(String),
-    #[error("no bucket named {0:?}")]
-    NotFound(String),
-    #[error("bucket {0:?} is not empty: delete its objects and multipart uploads first")]
-    NotEmpty(String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{0}")]
-    Internal(String),
-}
+pub use crate::catalog::BucketError;
 
 impl From<BucketError> for ApiError {
     fn from(e: BucketError) -> ApiError {
@@ -188,6 +174,34 @@ impl S3State {
 }
 
 // ---- the catalog, as the S3 endpoint uses it ----
+
+impl crate::catalog::BucketCatalog for ControlPlane {
+    fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    fn secret(&self, access_key: &str) -> Option<(String, String)> {
+        self.s3_secret(access_key)
+    }
+
+    fn buckets(&self) -> Vec<(String, u64)> {
+        self.s3_bucket_list()
+    }
+
+    fn create_bucket(&self, name: &str) -> Result<(), BucketError> {
+        self.s3_create_bucket(name, None, None, "")
+            .map(|_| ())
+            .map_err(|e| match e.status {
+                409 => BucketError::Exists(name.to_string()),
+                400 => BucketError::Invalid(e.message),
+                _ => BucketError::Internal(e.message),
+            })
+    }
+
+    fn delete_bucket(&self, name: &str) -> Result<(), BucketError> {
+        self.s3_delete_bucket(name)
+    }
+}
 
 impl ControlPlane {
     /// The secret key and user name of an access key (Signature V4 verification).
