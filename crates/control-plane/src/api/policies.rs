@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::model::{self, code, ApiError};
+use super::model::{self, code, ApiError, PolicyRef};
 use super::query::{self, Query};
 use super::{db_err, svm_json, ControlPlane, Inner, PolicyRec, Reply, R};
 use crate::state::{new_uuid, PolicyRow};
@@ -23,8 +23,21 @@ pub(super) const POLICY_TOP: &[&str] = &[
     "scope",
 ];
 
+/// The QoS policy groups (`/api/storage/qos/policies`): one resource of the control
+/// plane ([`ControlPlane::policies`]).
+pub struct Policies<'a> {
+    cp: &'a ControlPlane,
+}
+
 impl ControlPlane {
-    pub(super) fn policy_json(&self, inner: &Inner, p: &PolicyRec) -> Value {
+    /// The QoS policy groups.
+    pub fn policies(&self) -> Policies<'_> {
+        Policies { cp: self }
+    }
+}
+
+impl Policies<'_> {
+    fn json(&self, inner: &Inner, p: &PolicyRec) -> Value {
         let mut m = Map::new();
         m.insert("uuid".into(), json!(p.row.uuid));
         m.insert("name".into(), json!(p.row.name));
@@ -56,31 +69,27 @@ impl ControlPlane {
         Value::Object(m)
     }
 
-    fn selected_policies(&self, inner: &Inner, q: &Query) -> R<Vec<Value>> {
-        let all: Vec<Value> = inner
-            .policies
-            .iter()
-            .map(|p| self.policy_json(inner, p))
-            .collect();
+    fn selected(&self, inner: &Inner, q: &Query) -> R<Vec<Value>> {
+        let all: Vec<Value> = inner.policies.iter().map(|p| self.json(inner, p)).collect();
         query::select(all, q, POLICY_TOP)
     }
 
-    pub fn list_policies(&self, q: &Query) -> R<Reply> {
-        let inner = self.lock();
-        let sel = self.selected_policies(&inner, q)?;
+    pub fn list(&self, q: &Query) -> R<Reply> {
+        let inner = self.cp.lock();
+        let sel = self.selected(&inner, q)?;
         Ok(Reply::ok(query::page(sel, q, POLICIES)?))
     }
 
-    pub fn get_policy(&self, uuid: &str, q: &Query) -> R<Reply> {
-        let inner = self.lock();
+    pub fn get(&self, uuid: &str, q: &Query) -> R<Reply> {
+        let inner = self.cp.lock();
         let p = &inner.policies[policy_index(&inner, uuid)?];
-        Ok(Reply::ok(super::single(self.policy_json(&inner, p), q)))
+        Ok(Reply::ok(super::single(self.json(&inner, p), q)))
     }
 
-    pub fn create_policy(&self, body: &[u8]) -> R<Reply> {
+    pub fn create(&self, body: &[u8]) -> R<Reply> {
         let m = model::parse_body(body)?;
         let np = model::new_policy(&m)?;
-        let mut inner = self.lock();
+        let mut inner = self.cp.lock();
         if inner.policies.iter().any(|p| p.row.name == np.name) {
             return Err(ApiError::conflict(
                 code::DUPLICATE,
@@ -99,12 +108,12 @@ impl ControlPlane {
             spec: Value::Object(model::policy_json(&np.policy)).to_string(),
         };
         inner.store.insert_policy(&row).map_err(db_err)?;
-        self.node.put_policy(&row.name, np.policy);
+        self.cp.node.put_policy(&row.name, np.policy);
         let rec = PolicyRec {
             row,
             policy: np.policy,
         };
-        let body = self.policy_json(&inner, &rec);
+        let body = self.json(&inner, &rec);
         let location = format!("{POLICIES}/{}", rec.row.uuid);
         inner.policies.push(rec);
         Ok(Reply {
@@ -115,7 +124,7 @@ impl ControlPlane {
     }
 
     /// Validate a PATCH body against policy `i` (nothing changes yet).
-    fn checked_policy_patch(
+    fn checked_patch(
         inner: &Inner,
         i: usize,
         m: &Map<String, Value>,
@@ -153,7 +162,7 @@ impl ControlPlane {
 
     /// Commit checked changes in one transaction, then put them in force (nothing
     /// changes on the node unless the commit succeeded).
-    fn apply_policy_patches(&self, inner: &mut Inner, changes: Vec<(usize, PolicyRec)>) -> R<()> {
+    fn apply_patches(&self, inner: &mut Inner, changes: Vec<(usize, PolicyRec)>) -> R<()> {
         let rows: Vec<PolicyRow> = changes.iter().map(|(_, p)| p.row.clone()).collect();
         let committed = if rows.len() == 1 {
             inner.store.update_policy(&rows[0])
@@ -164,44 +173,44 @@ impl ControlPlane {
         for (i, new) in changes {
             let old_name = inner.policies[i].row.name.clone();
             if new.row.name != old_name {
-                self.node.rename_policy(&old_name, &new.row.name);
+                self.cp.node.rename_policy(&old_name, &new.row.name);
             }
             // Recomputes every member volume: connected clients see the new limits at once.
-            self.node.put_policy(&new.row.name, new.policy);
+            self.cp.node.put_policy(&new.row.name, new.policy);
             inner.policies[i] = new;
         }
         Ok(())
     }
 
-    pub fn patch_policy(&self, uuid: &str, body: &[u8]) -> R<Reply> {
+    pub fn patch(&self, uuid: &str, body: &[u8]) -> R<Reply> {
         let m = model::parse_body(body)?;
-        let mut inner = self.lock();
+        let mut inner = self.cp.lock();
         let i = policy_index(&inner, uuid)?;
-        let new = Self::checked_policy_patch(&inner, i, &m, false)?;
-        self.apply_policy_patches(&mut inner, vec![(i, new)])?;
-        let body = self.policy_json(&inner, &inner.policies[i]);
+        let new = Self::checked_patch(&inner, i, &m, false)?;
+        self.apply_patches(&mut inner, vec![(i, new)])?;
+        let body = self.json(&inner, &inner.policies[i]);
         Ok(Reply::ok(body))
     }
 
     /// `PATCH /api/storage/qos/policies?QUERY`: every matching policy, all checked
     /// before any changes.
-    pub fn patch_policies(&self, q: &Query, body: &[u8]) -> R<Reply> {
+    pub fn patch_where(&self, q: &Query, body: &[u8]) -> R<Reply> {
         need_query(q, "PATCH")?;
         let m = model::parse_body(body)?;
-        let mut inner = self.lock();
-        let uuids = uuids_of(&self.selected_policies(&inner, q)?);
+        let mut inner = self.cp.lock();
+        let uuids = uuids_of(&self.selected(&inner, q)?);
         let mut changes = Vec::new();
         for u in &uuids {
             let i = policy_index(&inner, u)?;
-            changes.push((i, Self::checked_policy_patch(&inner, i, &m, true)?));
+            changes.push((i, Self::checked_patch(&inner, i, &m, true)?));
         }
         if !changes.is_empty() {
-            self.apply_policy_patches(&mut inner, changes)?;
+            self.apply_patches(&mut inner, changes)?;
         }
         Ok(Reply::ok(bulk_reply(&inner, &uuids)))
     }
 
-    fn check_policy_deletable(&self, inner: &Inner, i: usize) -> R<()> {
+    fn check_deletable(&self, inner: &Inner, i: usize) -> R<()> {
         let row = &inner.policies[i].row;
         if row.builtin {
             return Err(read_only_policy(&row.name));
@@ -213,7 +222,7 @@ impl ControlPlane {
             .map(|v| v.name.as_str())
             .collect();
         // Buckets under the policy hold it too (api/s3.rs).
-        let buckets = self.s3.buckets_using(&row.uuid);
+        let buckets = self.cp.s3.buckets_using(&row.uuid);
         users.extend(buckets.iter().map(|b| b.as_str()));
         if !users.is_empty() {
             return Err(ApiError::conflict(
@@ -232,7 +241,7 @@ impl ControlPlane {
     }
 
     /// Delete policies in one transaction, then take them off the node.
-    fn remove_policies(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
+    fn remove(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
         let committed = if uuids.len() == 1 {
             inner.store.delete_policy(&uuids[0])
         } else {
@@ -241,32 +250,32 @@ impl ControlPlane {
         committed.map_err(db_err)?;
         for u in uuids {
             let i = policy_index(inner, u)?;
-            self.node.remove_policy(&inner.policies[i].row.name);
+            self.cp.node.remove_policy(&inner.policies[i].row.name);
             inner.policies.remove(i);
         }
         Ok(())
     }
 
-    pub fn delete_policy(&self, uuid: &str) -> R<Reply> {
-        let mut inner = self.lock();
+    pub fn delete(&self, uuid: &str) -> R<Reply> {
+        let mut inner = self.cp.lock();
         let i = policy_index(&inner, uuid)?;
-        self.check_policy_deletable(&inner, i)?;
-        self.remove_policies(&mut inner, &[uuid.to_string()])?;
+        self.check_deletable(&inner, i)?;
+        self.remove(&mut inner, &[uuid.to_string()])?;
         Ok(Reply::ok(json!({})))
     }
 
     /// `DELETE /api/storage/qos/policies?QUERY`: refused as a whole if any match is
     /// built in or in use.
-    pub fn delete_policies(&self, q: &Query) -> R<Reply> {
+    pub fn delete_where(&self, q: &Query) -> R<Reply> {
         need_query(q, "DELETE")?;
-        let mut inner = self.lock();
-        let uuids = uuids_of(&self.selected_policies(&inner, q)?);
+        let mut inner = self.cp.lock();
+        let uuids = uuids_of(&self.selected(&inner, q)?);
         for u in &uuids {
-            self.check_policy_deletable(&inner, policy_index(&inner, u)?)?;
+            self.check_deletable(&inner, policy_index(&inner, u)?)?;
         }
         let body = bulk_reply(&inner, &uuids);
         if !uuids.is_empty() {
-            self.remove_policies(&mut inner, &uuids)?;
+            self.remove(&mut inner, &uuids)?;
         }
         Ok(Reply::ok(body))
     }
@@ -320,4 +329,38 @@ fn read_only_policy(name: &str) -> ApiError {
             "policy {name:?} is a built-in adaptive policy group and cannot be changed or deleted"
         ),
     )
+}
+
+/// The uuid of the policy a request names (by name, uuid or both).
+pub(super) fn resolve(inner: &Inner, r: &PolicyRef) -> R<String> {
+    let found = inner.policies.iter().find(|p| {
+        !matches!(&r.uuid, Some(u) if u != &p.row.uuid)
+            && !matches!(&r.name, Some(n) if n != &p.row.name)
+    });
+    match found {
+        Some(p) => Ok(p.row.uuid.clone()),
+        None => Err(ApiError::not_found(
+            "qos.policy",
+            format!(
+                "no QoS policy {}; GET /api/storage/qos/policies lists them",
+                match (&r.name, &r.uuid) {
+                    (Some(n), Some(u)) => format!("named {n:?} with uuid {u}"),
+                    (Some(n), None) => format!("named {n:?}"),
+                    (None, Some(u)) => format!("with uuid {u}"),
+                    (None, None) => String::new(),
+                }
+            ),
+        )),
+    }
+}
+
+/// The name of the policy with this uuid, if any.
+pub(super) fn name_of(inner: &Inner, uuid: &Option<String>) -> Option<String> {
+    uuid.as_ref().and_then(|u| {
+        inner
+            .policies
+            .iter()
+            .find(|p| &p.row.uuid == u)
+            .map(|p| p.row.name.clone())
+    })
 }

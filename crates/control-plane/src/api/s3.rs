@@ -303,7 +303,7 @@ impl ControlPlane {
         }
         let policy_uuid = match policy {
             None => None,
-            Some(r) => Some(Self::resolve_policy(&inner, r)?),
+            Some(r) => Some(super::policies::resolve(&inner, r)?),
         };
         // A directory of this name belongs to no bucket (a crash between a delete's
         // commit and its removal): clear it so the new bucket starts empty.
@@ -321,7 +321,7 @@ impl ControlPlane {
             created_ns: now_ns(),
         };
         inner.store.insert_bucket(&row).map_err(db_err)?;
-        let pname = Self::policy_name_of(&inner, &row.policy_uuid);
+        let pname = super::policies::name_of(&inner, &row.policy_uuid);
         let b = match self.node.open_bucket(&row.name, &row.uuid, row.size, pname) {
             Ok(b) => b,
             Err(e) => {

@@ -85,9 +85,22 @@ fn mismatch(msg: String) -> ApiError {
     ApiError::conflict(super::model::code::SVM_MISMATCH, "svm.uuid", msg)
 }
 
+/// The SVMs (`/api/svm/svms`): the default one and those policies and volumes name; one
+/// resource of the control plane ([`ControlPlane::svms`]).
+pub struct Svms<'a> {
+    cp: &'a ControlPlane,
+}
+
 impl ControlPlane {
-    fn svm_records(&self) -> Vec<Value> {
-        let inner = self.lock();
+    /// The SVMs.
+    pub fn svms(&self) -> Svms<'_> {
+        Svms { cp: self }
+    }
+}
+
+impl Svms<'_> {
+    fn records(&self) -> Vec<Value> {
+        let inner = self.cp.lock();
         let mut seen: Vec<(String, Option<String>)> = vec![(DEFAULT_SVM.to_string(), None)];
         let refs = inner
             .policies
@@ -119,14 +132,14 @@ impl ControlPlane {
             .collect()
     }
 
-    pub fn list_svms(&self, q: &Query) -> R<Reply> {
-        let sel = query::select(self.svm_records(), q, SVM_TOP)?;
+    pub fn list(&self, q: &Query) -> R<Reply> {
+        let sel = query::select(self.records(), q, SVM_TOP)?;
         Ok(Reply::ok(query::page(sel, q, SVMS)?))
     }
 
-    pub fn get_svm(&self, uuid: &str, q: &Query) -> R<Reply> {
+    pub fn get(&self, uuid: &str, q: &Query) -> R<Reply> {
         let rec = self
-            .svm_records()
+            .records()
             .into_iter()
             .find(|r| r["uuid"] == uuid)
             .ok_or_else(|| ApiError::not_found("uuid", format!("no SVM with uuid {uuid:?}")))?;

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::model::{self, code, ApiError, PolicyRef, VolumePatch};
+use super::model::{self, code, ApiError, VolumePatch};
 use super::nas::Storage;
-use super::policies::{need_query, uuids_of};
+use super::policies::{self, need_query, uuids_of};
 use super::query::{self, Query};
 use super::volume_files::{self, unchanged};
 use super::{db_unchanged, file_error, svm_json, ControlPlane, Inner, Reply, R};
@@ -40,13 +40,26 @@ pub(super) const VOLUME_TOP: &[&str] = &[
     "nfs",
 ];
 
+/// The volumes (`/api/storage/volumes`): one resource of the control plane
+/// ([`ControlPlane::volumes`]).
+pub struct Volumes<'a> {
+    cp: &'a ControlPlane,
+}
+
 impl ControlPlane {
-    pub(super) fn volume_json(&self, inner: &Inner, v: &VolumeRow) -> Value {
+    /// The volumes.
+    pub fn volumes(&self) -> Volumes<'_> {
+        Volumes { cp: self }
+    }
+}
+
+impl Volumes<'_> {
+    fn json(&self, inner: &Inner, v: &VolumeRow) -> Value {
         let mut m = Map::new();
         m.insert("uuid".into(), json!(v.uuid));
         m.insert("name".into(), json!(v.name));
         m.insert("svm".into(), svm_json(inner, &v.svm_name, &v.svm_uuid));
-        let live = self.node.volume(&v.name);
+        let live = self.cp.node.volume(&v.name);
         let space = live.as_ref().map(|l| l.space());
         let size = space.map(|s| s.size).unwrap_or(v.size);
         let used = space.map(|s| s.used).unwrap_or(0);
@@ -61,15 +74,15 @@ impl ControlPlane {
             }
         };
         m.insert("style".into(), json!("flexvol"));
-        match self.nas_json(inner, v) {
+        match self.cp.nas_json(inner, v) {
             Some(nas) => {
                 m.insert("nas".into(), nas);
-                if let Some(nfs) = self.nfs_json(v) {
+                if let Some(nfs) = self.cp.nfs_json(v) {
                     m.insert("nfs".into(), nfs);
                 }
             }
             None => {
-                if let Some(ep) = self.nbd.get() {
+                if let Some(ep) = self.cp.nbd.get() {
                     m.insert("nbd".into(), ep.volume_json(&v.name));
                 }
             }
@@ -111,15 +124,15 @@ impl ControlPlane {
                     "min_throughput_bytes_per_sec": lim.floor.bytes_per_sec,
                 }),
             );
-            let now = self.node.clock.now();
-            if let Some(b) = crate::credits::volume_credits(&self.node, l, now).json() {
+            let now = self.cp.node.clock.now();
+            if let Some(b) = crate::credits::volume_credits(&self.cp.node, l, now).json() {
                 m.insert("burst".into(), b);
             }
         }
         Value::Object(m)
     }
 
-    fn selected_volumes(&self, inner: &Inner, q: &Query) -> R<Vec<Value>> {
+    fn selected(&self, inner: &Inner, q: &Query) -> R<Vec<Value>> {
         // Only compute the expensive parts when something beyond uuid/name is asked for.
         let cheap = q.fields.is_empty()
             && q.order_by.iter().all(|(k, _)| k == "name" || k == "uuid")
@@ -131,60 +144,28 @@ impl ControlPlane {
                 if cheap {
                     json!({"uuid": v.uuid, "name": v.name})
                 } else {
-                    self.volume_json(inner, v)
+                    self.json(inner, v)
                 }
             })
             .collect();
         query::select(all, q, VOLUME_TOP)
     }
 
-    pub fn list_volumes(&self, q: &Query) -> R<Reply> {
-        let inner = self.lock();
-        let sel = self.selected_volumes(&inner, q)?;
+    pub fn list(&self, q: &Query) -> R<Reply> {
+        let inner = self.cp.lock();
+        let sel = self.selected(&inner, q)?;
         Ok(Reply::ok(query::page(sel, q, VOLUMES)?))
     }
 
-    pub fn get_volume(&self, uuid: &str, q: &Query) -> R<Reply> {
-        let inner = self.lock();
+    pub fn get(&self, uuid: &str, q: &Query) -> R<Reply> {
+        let inner = self.cp.lock();
         let v = &inner.volumes[volume_index(&inner, uuid)?];
-        Ok(Reply::ok(super::single(self.volume_json(&inner, v), q)))
-    }
-
-    pub(super) fn resolve_policy(inner: &Inner, r: &PolicyRef) -> R<String> {
-        let found = inner.policies.iter().find(|p| {
-            !matches!(&r.uuid, Some(u) if u != &p.row.uuid)
-                && !matches!(&r.name, Some(n) if n != &p.row.name)
-        });
-        match found {
-            Some(p) => Ok(p.row.uuid.clone()),
-            None => Err(ApiError::not_found(
-                "qos.policy",
-                format!(
-                    "no QoS policy {}; GET /api/storage/qos/policies lists them",
-                    match (&r.name, &r.uuid) {
-                        (Some(n), Some(u)) => format!("named {n:?} with uuid {u}"),
-                        (Some(n), None) => format!("named {n:?}"),
-                        (None, Some(u)) => format!("with uuid {u}"),
-                        (None, None) => String::new(),
-                    }
-                ),
-            )),
-        }
-    }
-
-    pub(super) fn policy_name_of(inner: &Inner, uuid: &Option<String>) -> Option<String> {
-        uuid.as_ref().and_then(|u| {
-            inner
-                .policies
-                .iter()
-                .find(|p| &p.row.uuid == u)
-                .map(|p| p.row.name.clone())
-        })
+        Ok(Reply::ok(super::single(self.json(&inner, v), q)))
     }
 
     /// Refuse a size the data directory's file system cannot hold in one file.
     fn check_size(&self, size: u64) -> R<()> {
-        match self.fs.max_file_size {
+        match self.cp.fs.max_file_size {
             Some(max) if size > max => Err(ApiError::bad(
                 code::OUT_OF_RANGE,
                 "size",
@@ -192,7 +173,7 @@ impl ControlPlane {
                     "size = {size} ({}) is more than the data directory's file system ({}) \
                      holds in one file: the largest volume here is {max} bytes ({})",
                     describe_size(size),
-                    self.fs.fs_type,
+                    self.cp.fs.fs_type,
                     describe_size(max)
                 ),
             )),
@@ -200,10 +181,10 @@ impl ControlPlane {
         }
     }
 
-    pub fn create_volume(&self, body: &[u8]) -> R<Reply> {
+    pub fn create(&self, body: &[u8]) -> R<Reply> {
         let m = model::parse_body(body)?;
         let nv = model::new_volume(&m)?;
-        let mut inner = self.lock();
+        let mut inner = self.cp.lock();
         if inner.volumes.iter().any(|v| v.name == nv.name) {
             return Err(ApiError::conflict(
                 code::DUPLICATE,
@@ -213,7 +194,7 @@ impl ControlPlane {
         }
         let policy_uuid = match &nv.policy {
             None => None,
-            Some(r) => Some(Self::resolve_policy(&inner, r)?),
+            Some(r) => Some(policies::resolve(&inner, r)?),
         };
         let export_policy = match &nv.nas {
             None => {
@@ -233,7 +214,7 @@ impl ControlPlane {
                     ));
                 }
                 Some(match &nas.export_policy {
-                    Some(r) => Self::resolve_export_policy(&inner, r)?,
+                    Some(r) => ControlPlane::resolve_export_policy(&inner, r)?,
                     None => crate::nas::DEFAULT_EXPORT_POLICY.to_string(),
                 })
             }
@@ -258,7 +239,7 @@ impl ControlPlane {
         let spec = self.spec_of(&inner, &row).map_err(ApiError::internal)?;
         // A file (or tree) of this name belongs to no volume (left by a crash between a
         // create's file and its commit): remove it, so the new volume starts empty.
-        let storage = Storage::of(&self.node, &row);
+        let storage = Storage::of(&self.cp.node, &row);
         let path = storage.path().to_path_buf();
         storage
             .remove_stale()
@@ -272,7 +253,7 @@ impl ControlPlane {
             storage.discard();
             return Err(db_unchanged(e));
         }
-        if let Err(e) = self.node.add_volume(&spec) {
+        if let Err(e) = self.cp.node.add_volume(&spec) {
             // Undo both; if the row cannot be removed the volume stays, offline.
             return Err(match inner.store.delete_volume(&row.uuid) {
                 Ok(()) => {
@@ -288,7 +269,7 @@ impl ControlPlane {
             });
         }
         let location = format!("{VOLUMES}/{}", row.uuid);
-        let body = self.volume_json(&inner, &row);
+        let body = self.json(&inner, &row);
         inner.volumes.push(row);
         Ok(Reply {
             status: 201,
@@ -314,7 +295,7 @@ impl ControlPlane {
             snapshot_reserve_percent: row.reserve_percent,
             read_only: row.read_only,
             description: row.comment.clone(),
-            policy: Self::policy_name_of(inner, &row.policy_uuid),
+            policy: policies::name_of(inner, &row.policy_uuid),
             nas: row.nas_path.as_ref().map(|p| crate::nas::NasSpec {
                 path: p.clone(),
                 export_policy: super::nas::export_policy_of(row),
@@ -324,14 +305,14 @@ impl ControlPlane {
     }
 
     /// Check a patch against volume `i` and return its new row (nothing changes yet).
-    fn checked_volume_patch(&self, inner: &Inner, i: usize, patch: &VolumePatch) -> R<VolumeRow> {
+    fn checked_patch(&self, inner: &Inner, i: usize, patch: &VolumePatch) -> R<VolumeRow> {
         let mut row = inner.volumes[i].clone();
         if let Some(s) = patch.size {
             // An offline volume may be set to any size its file's data fits in.
-            let (current, what) = match self.node.volume(&row.name) {
+            let (current, what) = match self.cp.node.volume(&row.name) {
                 Some(vol) => (vol.size(), "size"),
                 None => (
-                    std::fs::metadata(self.node.volume_path(&row.name)).map_or(0, |m| m.len()),
+                    std::fs::metadata(self.cp.node.volume_path(&row.name)).map_or(0, |m| m.len()),
                     "file's length",
                 ),
             };
@@ -362,7 +343,7 @@ impl ControlPlane {
         if let Some(p) = &patch.policy {
             row.policy_uuid = match p {
                 None => None,
-                Some(r) => Some(Self::resolve_policy(inner, r)?),
+                Some(r) => Some(policies::resolve(inner, r)?),
             };
         }
         if let Some(r) = &patch.export_policy {
@@ -376,7 +357,7 @@ impl ControlPlane {
                     ),
                 ));
             }
-            row.export_policy = Some(Self::resolve_export_policy(inner, r)?);
+            row.export_policy = Some(ControlPlane::resolve_export_policy(inner, r)?);
         }
         Ok(row)
     }
@@ -385,7 +366,7 @@ impl ControlPlane {
     /// every row in one transaction (undoing the grows if it fails), then put the
     /// changes in force; offline volumes that were given a size or `state: online` are
     /// then brought back ([`Self::bring_online`]).
-    fn apply_volume_patches(
+    fn apply_patches(
         &self,
         inner: &mut Inner,
         changes: Vec<(usize, VolumeRow)>,
@@ -400,11 +381,11 @@ impl ControlPlane {
             }
         };
         for (_, row) in &changes {
-            let Some(vol) = self.node.volume(&row.name) else {
+            let Some(vol) = self.cp.node.volume(&row.name) else {
                 continue;
             };
             if row.size != vol.size() && !vol.is_nas() {
-                let path = self.node.volume_path(&row.name);
+                let path = self.cp.node.volume_path(&row.name);
                 if let Err(e) = vol.backend.grow(row.size) {
                     undo(&grown);
                     return Err(file_error("growing the volume's file", &path, e));
@@ -427,7 +408,7 @@ impl ControlPlane {
             let old_size = inner.volumes[i].size;
             inner.volumes[i] = row;
             let row = &inner.volumes[i];
-            let Some(vol) = self.node.volume(&row.name) else {
+            let Some(vol) = self.cp.node.volume(&row.name) else {
                 if patch.online || patch.size.is_some() {
                     revive.push((i, old_size));
                 }
@@ -435,22 +416,22 @@ impl ControlPlane {
             };
             if row.size != vol.size() {
                 // The file already has its size: this only moves the clients' bound.
-                if let Err(e) = self.node.resize_volume(&vol, row.size) {
+                if let Err(e) = self.cp.node.resize_volume(&vol, row.size) {
                     tracing::error!(volume = %row.name, "resizing after the commit: {e}");
                 }
             }
             if patch.reserve_percent.is_some() {
-                self.node.set_snapshot_reserve(&vol, row.reserve_percent);
+                self.cp.node.set_snapshot_reserve(&vol, row.reserve_percent);
             }
             if patch.policy.is_some() {
-                let name = Self::policy_name_of(inner, &row.policy_uuid);
-                if let Err(e) = self.node.assign_policy(&vol, name) {
+                let name = policies::name_of(inner, &row.policy_uuid);
+                if let Err(e) = self.cp.node.assign_policy(&vol, name) {
                     tracing::error!(volume = %row.name, "assigning its policy: {e}");
                 }
             }
             if patch.export_policy.is_some() {
                 let name = super::nas::export_policy_of(row);
-                if let Err(e) = self.node.assign_export_policy(&vol, &name) {
+                if let Err(e) = self.cp.node.assign_export_policy(&vol, &name) {
                     tracing::error!(volume = %row.name, "assigning its export policy: {e}");
                 }
             }
@@ -479,20 +460,21 @@ impl ControlPlane {
     fn bring_online(&self, inner: &mut Inner, i: usize) -> Result<(), String> {
         let row = inner.volumes[i].clone();
         let checked = if row.nas_path.is_some() {
-            super::nas::reconcile_tree(&self.node, &row.uuid, &row.name)
+            super::nas::reconcile_tree(&self.cp.node, &row.uuid, &row.name)
         } else {
             volume_files::reconcile(
-                &self.node,
+                &self.cp.node,
                 &row.uuid,
                 &row.name,
                 row.size,
-                self.fs.max_file_size,
+                self.cp.fs.max_file_size,
             )
         };
         let r = checked
             .and_then(|()| self.spec_of(inner, &row))
             .and_then(|spec| {
-                self.node
+                self.cp
+                    .node
                     .add_volume(&spec)
                     .map(|_| ())
                     .map_err(|e| format!("opening its file: {e}"))
@@ -509,32 +491,32 @@ impl ControlPlane {
         r
     }
 
-    pub fn patch_volume(&self, uuid: &str, body: &[u8]) -> R<Reply> {
+    pub fn patch(&self, uuid: &str, body: &[u8]) -> R<Reply> {
         let m = model::parse_body(body)?;
         let patch = model::patch_volume(&m)?;
-        let mut inner = self.lock();
+        let mut inner = self.cp.lock();
         let i = volume_index(&inner, uuid)?;
-        let row = self.checked_volume_patch(&inner, i, &patch)?;
-        self.apply_volume_patches(&mut inner, vec![(i, row)], &patch)?;
-        let body = self.volume_json(&inner, &inner.volumes[i]);
+        let row = self.checked_patch(&inner, i, &patch)?;
+        self.apply_patches(&mut inner, vec![(i, row)], &patch)?;
+        let body = self.json(&inner, &inner.volumes[i]);
         Ok(Reply::ok(body))
     }
 
     /// `PATCH /api/storage/volumes?name=epic_*`: every matching volume, all checked
     /// before any changes, committed together.
-    pub fn patch_volumes(&self, q: &Query, body: &[u8]) -> R<Reply> {
+    pub fn patch_where(&self, q: &Query, body: &[u8]) -> R<Reply> {
         need_query(q, "PATCH")?;
         let m = model::parse_body(body)?;
         let patch = model::patch_volume(&m)?;
-        let mut inner = self.lock();
-        let uuids = uuids_of(&self.selected_volumes(&inner, q)?);
+        let mut inner = self.cp.lock();
+        let uuids = uuids_of(&self.selected(&inner, q)?);
         let mut rows = Vec::new();
         for u in &uuids {
             let i = volume_index(&inner, u)?;
-            rows.push((i, self.checked_volume_patch(&inner, i, &patch)?));
+            rows.push((i, self.checked_patch(&inner, i, &patch)?));
         }
         if !rows.is_empty() {
-            self.apply_volume_patches(&mut inner, rows, &patch)?;
+            self.apply_patches(&mut inner, rows, &patch)?;
         }
         Ok(Reply::ok(bulk_reply(&inner, &uuids)))
     }
@@ -542,7 +524,7 @@ impl ControlPlane {
     /// Delete volumes, all or nothing: their files are renamed to tombstones, the rows
     /// deleted in one transaction (the renames undone if that fails), then the volumes
     /// leave service and the tombstones are removed.
-    fn remove_volumes(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
+    fn remove(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
         let mut moved: Vec<(PathBuf, PathBuf)> = Vec::new();
         let undo = |moved: &[(PathBuf, PathBuf)]| {
             for (path, stone) in moved.iter().rev() {
@@ -553,7 +535,7 @@ impl ControlPlane {
         };
         for u in uuids {
             let i = volume_index(inner, u)?;
-            let storage = Storage::of(&self.node, &inner.volumes[i]);
+            let storage = Storage::of(&self.cp.node, &inner.volumes[i]);
             let path = storage.path().to_path_buf();
             let stone = storage.tombstone(u);
             match std::fs::rename(&path, &stone) {
@@ -584,7 +566,7 @@ impl ControlPlane {
             let i = volume_index(inner, u)?;
             let row = inner.volumes.remove(i);
             inner.offline.remove(u);
-            self.node.remove_volume(&row.name);
+            self.cp.node.remove_volume(&row.name);
         }
         for (_, stone) in moved {
             if let Err(e) = Storage::remove_tombstone(&stone) {
@@ -594,21 +576,21 @@ impl ControlPlane {
         Ok(())
     }
 
-    pub fn delete_volume(&self, uuid: &str) -> R<Reply> {
-        let mut inner = self.lock();
+    pub fn delete(&self, uuid: &str) -> R<Reply> {
+        let mut inner = self.cp.lock();
         volume_index(&inner, uuid)?;
-        self.remove_volumes(&mut inner, &[uuid.to_string()])?;
+        self.remove(&mut inner, &[uuid.to_string()])?;
         Ok(Reply::ok(json!({})))
     }
 
     /// `DELETE /api/storage/volumes?QUERY`.
-    pub fn delete_volumes(&self, q: &Query) -> R<Reply> {
+    pub fn delete_where(&self, q: &Query) -> R<Reply> {
         need_query(q, "DELETE")?;
-        let mut inner = self.lock();
-        let uuids = uuids_of(&self.selected_volumes(&inner, q)?);
+        let mut inner = self.cp.lock();
+        let uuids = uuids_of(&self.selected(&inner, q)?);
         let body = bulk_reply(&inner, &uuids);
         if !uuids.is_empty() {
-            self.remove_volumes(&mut inner, &uuids)?;
+            self.remove(&mut inner, &uuids)?;
         }
         Ok(Reply::ok(body))
     }

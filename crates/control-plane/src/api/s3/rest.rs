@@ -340,7 +340,7 @@ impl ControlPlane {
         if let Some(p) = &policy {
             row.policy_uuid = match p {
                 None => None,
-                Some(r) => Some(Self::resolve_policy(&inner, r)?),
+                Some(r) => Some(crate::api::policies::resolve(&inner, r)?),
             };
         }
         inner.store.update_bucket(&row).map_err(db_err)?;
@@ -349,7 +349,7 @@ impl ControlPlane {
                 self.node.resize_bucket(&b, row.size);
             }
             if policy.is_some() {
-                let pname = Self::policy_name_of(&inner, &row.policy_uuid);
+                let pname = crate::api::policies::name_of(&inner, &row.policy_uuid);
                 self.node
                     .assign_bucket_policy(&b, pname)
                     .map_err(|e| ApiError::internal(e.to_string()))?;
