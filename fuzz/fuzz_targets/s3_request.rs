@@ -48,7 +48,7 @@ fn env() -> &'static Env {
                 Arc::new(ServerStats::default()),
             )
             .expect("control plane");
-            cp.s3_ensure_user("fuzz", "AKIAFUZZFUZZFUZZFUZZ", "fuzzsecretfuzzsecretfuzzsecret00")
+            cp.s3().ensure_user("fuzz", "AKIAFUZZFUZZFUZZFUZZ", "fuzzsecretfuzzsecretfuzzsecret00")
                 .expect("user");
             s3_server::service(cp, s3_server::S3Options::default())
         });

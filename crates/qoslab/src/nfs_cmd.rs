@@ -136,7 +136,7 @@ pub fn start(
     let fe = nfs_server::NfsFrontEnd::bind(addr, node, s)
         .with_context(|| format!("listening for NFS on {addr}"))?
         .max_connections(max_connections);
-    cp.set_nfs_endpoint(fe.local_addr());
+    cp.nas().set_endpoint(fe.local_addr());
     let nas = node.volumes().into_iter().filter(|v| v.is_nas()).count();
     println!(
         "qoslab: nfs: {} ({nas} NAS volume(s); NFSv3 with MOUNT and the portmapper on this port; rtmax {} wtmax {})",

@@ -54,7 +54,8 @@ pub fn start(
         let text = std::fs::read_to_string(p)
             .with_context(|| format!("reading the S3 keys file {}", p.display()))?;
         for (i, (user, access, secret)) in parse_keys(p, &text)?.into_iter().enumerate() {
-            cp.s3_ensure_user(&user, &access, &secret)
+            cp.s3()
+                .ensure_user(&user, &access, &secret)
                 .map_err(|e| anyhow::anyhow!("{}: entry {}: {e}", p.display(), i + 1))?;
         }
     }
@@ -73,7 +74,7 @@ pub fn start(
     println!(
         "qoslab: s3: http://{} ({} bucket(s), region us-east-1, path-style)",
         s3.local_addr(),
-        cp.s3_bucket_list().len()
+        cp.s3().buckets().len()
     );
     Ok(Some(s3))
 }

@@ -387,8 +387,8 @@ async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -
             (_, Route::Volume(u)) => cp.volumes().get(&u, &query),
             (_, Route::Svm(u)) => cp.svms().get(&u, &query),
             (_, Route::Cluster) => cp.cluster(),
-            (m, Route::S3(r)) => cp.s3_dispatch(&m, r, &body, &query),
-            (m, Route::Nfs(r)) => cp.nfs_dispatch(&m, r, &body, &query),
+            (m, Route::S3(r)) => cp.s3().dispatch(&m, r, &body, &query),
+            (m, Route::Nfs(r)) => cp.nas().dispatch(&m, r, &body, &query),
             (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
         })
         .await

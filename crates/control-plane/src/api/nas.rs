@@ -126,9 +126,23 @@ pub(super) fn load(store: &mut Store, cfg: &NodeConfig) -> Result<Vec<ExportPoli
         .collect()
 }
 
+/// NAS (`/api/protocols/nfs/export-policies` and the NFS endpoint): export policies, and
+/// what a NAS volume's record shows of them; one resource of the control plane
+/// ([`ControlPlane::nas`]).
+pub struct Nas<'a> {
+    cp: &'a ControlPlane,
+}
+
 impl ControlPlane {
+    /// NAS: export policies and the NFS endpoint.
+    pub fn nas(&self) -> Nas<'_> {
+        Nas { cp: self }
+    }
+}
+
+impl Nas<'_> {
     /// Run one NFS REST request (the method is already checked against `allowed`).
-    pub fn nfs_dispatch(
+    pub fn dispatch(
         &self,
         method: &hyper::Method,
         route: NfsRoute,
@@ -137,15 +151,15 @@ impl ControlPlane {
     ) -> R<Reply> {
         use hyper::Method as M;
         match (method, route) {
-            (&M::POST, NfsRoute::Policies) => self.create_export_policy(body),
-            (_, NfsRoute::Policies) => self.list_export_policies(q),
-            (&M::PATCH, NfsRoute::Policy(id)) => self.patch_export_policy(&id, body),
-            (&M::DELETE, NfsRoute::Policy(id)) => self.delete_export_policy(&id),
-            (_, NfsRoute::Policy(id)) => self.get_export_policy(&id, q),
+            (&M::POST, NfsRoute::Policies) => self.create_policy(body),
+            (_, NfsRoute::Policies) => self.list_policies(q),
+            (&M::PATCH, NfsRoute::Policy(id)) => self.patch_policy(&id, body),
+            (&M::DELETE, NfsRoute::Policy(id)) => self.delete_policy(&id),
+            (_, NfsRoute::Policy(id)) => self.get_policy(&id, q),
         }
     }
 
-    fn export_policy_json(&self, inner: &Inner, p: &ExportPolicyRec) -> Value {
+    fn policy_json(&self, inner: &Inner, p: &ExportPolicyRec) -> Value {
         json!({
             "id": p.row.id,
             "name": p.row.name,
@@ -154,32 +168,32 @@ impl ControlPlane {
         })
     }
 
-    pub fn list_export_policies(&self, q: &Query) -> R<Reply> {
-        let inner = self.lock();
+    pub fn list_policies(&self, q: &Query) -> R<Reply> {
+        let inner = self.cp.lock();
         let all = inner
             .export_policies
             .iter()
-            .map(|p| self.export_policy_json(&inner, p))
+            .map(|p| self.policy_json(&inner, p))
             .collect();
         let sel = query::select(all, q, POLICY_TOP)?;
         Ok(Reply::ok(query::page(sel, q, EXPORT_POLICIES)?))
     }
 
-    pub fn get_export_policy(&self, id: &str, q: &Query) -> R<Reply> {
-        let inner = self.lock();
+    pub fn get_policy(&self, id: &str, q: &Query) -> R<Reply> {
+        let inner = self.cp.lock();
         let i = policy_index(&inner, id)?;
         Ok(Reply::ok(super::single(
-            self.export_policy_json(&inner, &inner.export_policies[i]),
+            self.policy_json(&inner, &inner.export_policies[i]),
             q,
         )))
     }
 
-    pub fn create_export_policy(&self, body: &[u8]) -> R<Reply> {
+    pub fn create_policy(&self, body: &[u8]) -> R<Reply> {
         let b = nas_model::export_policy(&model::parse_body(body)?)?;
         let name = b.name.ok_or_else(|| {
             ApiError::bad(code::MISSING_FIELD, "name", "field \"name\" is required")
         })?;
-        let mut inner = self.lock();
+        let mut inner = self.cp.lock();
         if inner.export_policies.iter().any(|p| p.row.name == name) {
             return Err(ApiError::conflict(
                 code::DUPLICATE,
@@ -202,8 +216,8 @@ impl ControlPlane {
             .insert_export_policy(&row)
             .map_err(super::db_err)?;
         let rec = ExportPolicyRec { row, rules };
-        self.node.put_export_policy(rec.policy());
-        let body = self.export_policy_json(&inner, &rec);
+        self.cp.node.put_export_policy(rec.policy());
+        let body = self.policy_json(&inner, &rec);
         let location = format!("{EXPORT_POLICIES}/{}", rec.row.id);
         inner.export_policies.push(rec);
         Ok(Reply {
@@ -214,7 +228,7 @@ impl ControlPlane {
     }
 
     /// A new name and/or new rules, in force for mounted clients at their next call.
-    pub fn patch_export_policy(&self, id: &str, body: &[u8]) -> R<Reply> {
+    pub fn patch_policy(&self, id: &str, body: &[u8]) -> R<Reply> {
         let b = nas_model::export_policy(&model::parse_body(body)?)?;
         if b.svm.is_some() {
             return Err(ApiError::bad(
@@ -223,7 +237,7 @@ impl ControlPlane {
                 "svm cannot be changed after the export policy is created",
             ));
         }
-        let mut inner = self.lock();
+        let mut inner = self.cp.lock();
         let i = policy_index(&inner, id)?;
         let old = inner.export_policies[i].row.name.clone();
         let mut row = inner.export_policies[i].row.clone();
@@ -270,22 +284,22 @@ impl ControlPlane {
         }
         let rec = ExportPolicyRec { row, rules };
         let policy = rec.policy();
-        self.node.put_export_policy(policy.clone());
+        self.cp.node.put_export_policy(policy.clone());
         if renamed {
-            for v in self.node.volumes() {
+            for v in self.cp.node.volumes() {
                 if v.nas.as_ref().is_some_and(|n| n.policy_name() == old) {
-                    let _ = self.node.assign_export_policy(&v, &policy.name);
+                    let _ = self.cp.node.assign_export_policy(&v, &policy.name);
                 }
             }
-            self.node.remove_export_policy(&old);
+            self.cp.node.remove_export_policy(&old);
         }
         inner.export_policies[i] = rec;
-        let body = self.export_policy_json(&inner, &inner.export_policies[i]);
+        let body = self.policy_json(&inner, &inner.export_policies[i]);
         Ok(Reply::ok(body))
     }
 
-    pub fn delete_export_policy(&self, id: &str) -> R<Reply> {
-        let mut inner = self.lock();
+    pub fn delete_policy(&self, id: &str) -> R<Reply> {
+        let mut inner = self.cp.lock();
         let i = policy_index(&inner, id)?;
         let name = inner.export_policies[i].row.name.clone();
         if name == DEFAULT_EXPORT_POLICY {
@@ -316,12 +330,12 @@ impl ControlPlane {
             .delete_export_policy(inner.export_policies[i].row.id)
             .map_err(super::db_err)?;
         inner.export_policies.remove(i);
-        self.node.remove_export_policy(&name);
+        self.cp.node.remove_export_policy(&name);
         Ok(Reply::ok(json!({})))
     }
 
     /// The name of the export policy `r` names.
-    pub(super) fn resolve_export_policy(inner: &Inner, r: &ExportPolicyRef) -> R<String> {
+    pub(super) fn resolve_policy(inner: &Inner, r: &ExportPolicyRef) -> R<String> {
         inner
             .export_policies
             .iter()
@@ -347,7 +361,7 @@ impl ControlPlane {
     }
 
     /// A NAS volume's `nas` block (`None` for a block volume).
-    pub(super) fn nas_json(&self, inner: &Inner, v: &VolumeRow) -> Option<Value> {
+    pub(super) fn volume_nas_json(&self, inner: &Inner, v: &VolumeRow) -> Option<Value> {
         let path = v.nas_path.as_ref()?;
         let name = export_policy_of(v);
         let id = inner
@@ -360,7 +374,7 @@ impl ControlPlane {
             "security_style": "unix",
             "export_policy": {"name": name, "id": id},
         });
-        if let Ok(m) = std::fs::metadata(self.node.nas_root(&v.name)) {
+        if let Ok(m) = std::fs::metadata(self.cp.node.nas_root(&v.name)) {
             use std::os::unix::fs::{MetadataExt, PermissionsExt};
             let mode = m.permissions().mode() & 0o7777;
             nas["unix_permissions"] = json!(format!("{mode:o}").parse::<u64>().unwrap_or(0));
@@ -371,9 +385,9 @@ impl ControlPlane {
     }
 
     /// A NAS volume's `nfs` block: where libnfs clients (fio's nfs engine) reach it.
-    pub(super) fn nfs_json(&self, v: &VolumeRow) -> Option<Value> {
+    pub(super) fn volume_nfs_json(&self, v: &VolumeRow) -> Option<Value> {
         let path = v.nas_path.as_ref()?;
-        let addr = self.nfs.get()?;
+        let addr = self.cp.nfs.get()?;
         Some(json!({
             "url": format!(
                 "nfs://{}{path}?nfsport={p}&mountport={p}",
@@ -385,8 +399,8 @@ impl ControlPlane {
     }
 
     /// Record where NFS clients reach the node (once, after the listener is bound).
-    pub fn set_nfs_endpoint(&self, addr: std::net::SocketAddr) {
-        let _ = self.nfs.set(addr);
+    pub fn set_endpoint(&self, addr: std::net::SocketAddr) {
+        let _ = self.cp.nfs.set(addr);
     }
 }
 

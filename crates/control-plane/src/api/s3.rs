@@ -181,15 +181,16 @@ impl crate::catalog::BucketCatalog for ControlPlane {
     }
 
     fn secret(&self, access_key: &str) -> Option<(String, String)> {
-        self.s3_secret(access_key)
+        self.s3().secret(access_key)
     }
 
     fn buckets(&self) -> Vec<(String, u64)> {
-        self.s3_bucket_list()
+        self.s3().buckets()
     }
 
     fn create_bucket(&self, name: &str) -> Result<(), BucketError> {
-        self.s3_create_bucket(name, None, None, "")
+        self.s3()
+            .create_bucket(name, None, None, "")
             .map(|_| ())
             .map_err(|e| match e.status {
                 409 => BucketError::Exists(name.to_string()),
@@ -199,14 +200,29 @@ impl crate::catalog::BucketCatalog for ControlPlane {
     }
 
     fn delete_bucket(&self, name: &str) -> Result<(), BucketError> {
-        self.s3_delete_bucket(name)
+        self.s3().delete_bucket(name)
     }
 }
 
+/// The node's S3 service (`/api/protocols/s3/services`): its users and buckets, and the
+/// catalog the S3 endpoint reads; one resource of the control plane
+/// ([`ControlPlane::s3`]).
+pub struct S3<'a> {
+    cp: &'a ControlPlane,
+}
+
 impl ControlPlane {
+    /// The S3 service.
+    pub fn s3(&self) -> S3<'_> {
+        S3 { cp: self }
+    }
+}
+
+impl S3<'_> {
     /// The secret key and user name of an access key (Signature V4 verification).
-    pub fn s3_secret(&self, access_key: &str) -> Option<(String, String)> {
-        self.s3
+    pub fn secret(&self, access_key: &str) -> Option<(String, String)> {
+        self.cp
+            .s3
             .keys
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -215,8 +231,9 @@ impl ControlPlane {
     }
 
     /// Buckets by name with their creation times (ns since the epoch), sorted by name.
-    pub fn s3_bucket_list(&self) -> Vec<(String, u64)> {
+    pub fn buckets(&self) -> Vec<(String, u64)> {
         let mut v: Vec<_> = self
+            .cp
             .s3
             .rows()
             .buckets
@@ -228,7 +245,7 @@ impl ControlPlane {
     }
 
     /// Add (or update the keys of) user `name`: the `serve --s3-keys-file` bootstrap.
-    pub fn s3_ensure_user(&self, name: &str, access: &str, secret: &str) -> Result<(), String> {
+    pub fn ensure_user(&self, name: &str, access: &str, secret: &str) -> Result<(), String> {
         if !valid_user_name(name) {
             return Err(format!(
                 "invalid S3 user name {name:?}: 1 to 64 of 0-9 A-Z a-z _ + = , . @ -"
@@ -239,8 +256,8 @@ impl ControlPlane {
                 "S3 user {name:?}: access and secret keys must be 16 to 128 printable characters without ':' or spaces"
             ));
         }
-        let inner = self.lock();
-        let mut rows = self.s3.rows();
+        let inner = self.cp.lock();
+        let mut rows = self.cp.s3.rows();
         if rows
             .users
             .iter()
@@ -278,12 +295,12 @@ impl ControlPlane {
                 rows.users.push(row);
             }
         }
-        self.s3.rebuild_keys(&rows.users);
+        self.cp.s3.rebuild_keys(&rows.users);
         Ok(())
     }
 
     /// Create a bucket (S3 CreateBucket, or the REST API with its extra fields).
-    pub fn s3_create_bucket(
+    pub fn create_bucket(
         &self,
         name: &str,
         size: Option<u64>,
@@ -296,8 +313,8 @@ impl ControlPlane {
             ))
             .into());
         }
-        let inner = self.lock();
-        let mut rows = self.s3.rows();
+        let inner = self.cp.lock();
+        let mut rows = self.cp.s3.rows();
         if rows.buckets.iter().any(|b| b.name == name) {
             return Err(BucketError::Exists(name.to_string()).into());
         }
@@ -307,7 +324,7 @@ impl ControlPlane {
         };
         // A directory of this name belongs to no bucket (a crash between a delete's
         // commit and its removal): clear it so the new bucket starts empty.
-        let dir = self.node.bucket_dir(name);
+        let dir = self.cp.node.bucket_dir(name);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)
                 .map_err(|e| BucketError::Internal(format!("{}: {e}", dir.display())))?;
@@ -322,7 +339,11 @@ impl ControlPlane {
         };
         inner.store.insert_bucket(&row).map_err(db_err)?;
         let pname = super::policies::name_of(&inner, &row.policy_uuid);
-        let b = match self.node.open_bucket(&row.name, &row.uuid, row.size, pname) {
+        let b = match self
+            .cp
+            .node
+            .open_bucket(&row.name, &row.uuid, row.size, pname)
+        {
             Ok(b) => b,
             Err(e) => {
                 let _ = inner.store.delete_bucket(&row.uuid);
@@ -334,15 +355,16 @@ impl ControlPlane {
     }
 
     /// Delete an empty bucket (S3 DeleteBucket, or the REST API).
-    pub fn s3_delete_bucket(&self, name: &str) -> Result<(), BucketError> {
-        let inner = self.lock();
-        let mut rows = self.s3.rows();
+    pub fn delete_bucket(&self, name: &str) -> Result<(), BucketError> {
+        let inner = self.cp.lock();
+        let mut rows = self.cp.s3.rows();
         let i = rows
             .buckets
             .iter()
             .position(|b| b.name == name)
             .ok_or_else(|| BucketError::NotFound(name.to_string()))?;
         let b = self
+            .cp
             .node
             .bucket(name)
             .ok_or_else(|| BucketError::NotFound(name.to_string()))?;
@@ -357,7 +379,7 @@ impl ControlPlane {
             return Err(BucketError::Internal(format!("state database: {e}")));
         }
         rows.buckets.remove(i);
-        self.node.remove_bucket(name);
+        self.cp.node.remove_bucket(name);
         if let Err(e) = b.store.destroy() {
             tracing::warn!(
                 bucket = name,

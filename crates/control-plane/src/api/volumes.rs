@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use super::model::{self, code, ApiError, VolumePatch};
-use super::nas::Storage;
+use super::nas::{Nas, Storage};
 use super::policies::{self, need_query, uuids_of};
 use super::query::{self, Query};
 use super::volume_files::{self, unchanged};
@@ -74,10 +74,10 @@ impl Volumes<'_> {
             }
         };
         m.insert("style".into(), json!("flexvol"));
-        match self.cp.nas_json(inner, v) {
+        match self.cp.nas().volume_nas_json(inner, v) {
             Some(nas) => {
                 m.insert("nas".into(), nas);
-                if let Some(nfs) = self.cp.nfs_json(v) {
+                if let Some(nfs) = self.cp.nas().volume_nfs_json(v) {
                     m.insert("nfs".into(), nfs);
                 }
             }
@@ -214,7 +214,7 @@ impl Volumes<'_> {
                     ));
                 }
                 Some(match &nas.export_policy {
-                    Some(r) => ControlPlane::resolve_export_policy(&inner, r)?,
+                    Some(r) => Nas::resolve_policy(&inner, r)?,
                     None => crate::nas::DEFAULT_EXPORT_POLICY.to_string(),
                 })
             }
@@ -357,7 +357,7 @@ impl Volumes<'_> {
                     ),
                 ));
             }
-            row.export_policy = Some(ControlPlane::resolve_export_policy(inner, r)?);
+            row.export_policy = Some(Nas::resolve_policy(inner, r)?);
         }
         Ok(row)
     }

@@ -53,7 +53,7 @@ impl EmbeddedS3 {
                 &dir,
                 Arc::new(ServerStats::default()),
             )?;
-            cp.s3_ensure_user("bench", &access, &secret)?;
+            cp.s3().ensure_user("bench", &access, &secret)?;
             let s3 = s3_server::S3FrontEnd::bind(
                 ([127, 0, 0, 1], 0).into(),
                 cp.clone(),

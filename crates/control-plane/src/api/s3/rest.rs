@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::super::model::{code, only, ApiError, PolicyRef};
 use super::super::query;
 use super::super::{db_err, single, ControlPlane, Query, Reply, R};
-use super::{new_keys, valid_key, valid_user_name};
+use super::{new_keys, valid_key, valid_user_name, S3};
 use crate::state::{BucketRow, S3UserRow};
 
 // ---- the REST API ----
@@ -161,9 +161,9 @@ fn s3_type(m: &Map<String, Value>) -> R<()> {
     }
 }
 
-impl ControlPlane {
+impl S3<'_> {
     fn svm_json(&self) -> Value {
-        json!({"name": self.s3.svm_name, "uuid": self.s3.svm_uuid})
+        json!({"name": self.cp.s3.svm_name, "uuid": self.cp.s3.svm_uuid})
     }
 
     fn bucket_json(&self, inner: &super::super::Inner, row: &BucketRow) -> Value {
@@ -174,7 +174,7 @@ impl ControlPlane {
         m.insert("type".into(), json!("s3"));
         m.insert("size".into(), json!(row.size));
         m.insert("comment".into(), json!(row.comment));
-        if let Some(b) = self.node.bucket(&row.name) {
+        if let Some(b) = self.cp.node.bucket(&row.name) {
             m.insert("logical_used_size".into(), json!(b.store.used()));
             m.insert("object_count".into(), json!(b.store.count()));
             let r = b.stats.rates();
@@ -210,9 +210,9 @@ impl ControlPlane {
     }
 
     /// GET /api/protocols/s3/services
-    pub fn s3_services(&self, q: &Query) -> R<Reply> {
+    pub fn services(&self, q: &Query) -> R<Reply> {
         list(
-            vec![self.s3_service_json()],
+            vec![self.service_json()],
             q,
             &[
                 "svm",
@@ -228,16 +228,16 @@ impl ControlPlane {
     }
 
     /// GET /api/protocols/s3/services/{svm.uuid}
-    pub fn s3_service(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
-        Ok(Reply::ok(single(self.s3_service_json(), q)))
+    pub fn service(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
+        Ok(Reply::ok(single(self.service_json(), q)))
     }
 
-    fn s3_service_json(&self) -> Value {
-        let rows = self.s3.rows();
+    fn service_json(&self) -> Value {
+        let rows = self.cp.s3.rows();
         json!({
             "svm": self.svm_json(),
-            "name": format!("{}-s3", self.s3.svm_name),
+            "name": format!("{}-s3", self.cp.s3.svm_name),
             "enabled": true,
             "is_http_enabled": true,
             "is_https_enabled": false,
@@ -246,10 +246,10 @@ impl ControlPlane {
         })
     }
 
-    pub fn list_s3_buckets(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
-        let inner = self.lock();
-        let rows = self.s3.rows();
+    pub fn list_buckets(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
+        let inner = self.cp.lock();
+        let rows = self.cp.s3.rows();
         let all = rows
             .buckets
             .iter()
@@ -263,23 +263,23 @@ impl ControlPlane {
         )
     }
 
-    pub fn get_s3_bucket(&self, svm_uuid: &str, uuid: &str, q: &Query) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
-        let inner = self.lock();
-        let rows = self.s3.rows();
+    pub fn get_bucket(&self, svm_uuid: &str, uuid: &str, q: &Query) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
+        let inner = self.cp.lock();
+        let rows = self.cp.s3.rows();
         let b = &rows.buckets[bucket_index(&rows.buckets, uuid)?];
         Ok(Reply::ok(single(self.bucket_json(&inner, b), q)))
     }
 
-    pub fn create_s3_bucket(&self, svm_uuid: &str, body: &[u8]) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
+    pub fn post_bucket(&self, svm_uuid: &str, body: &[u8]) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
         let m = super::super::model::parse_body(body)?;
         only(&m, "", BUCKET_FIELDS)?;
         s3_type(&m)?;
         if let Some(s) = m.get("svm") {
             let s = obj(s, "svm")?;
             only(s, "svm", &["name", "uuid"])?;
-            if text(s, "svm.uuid", "uuid")?.is_some_and(|u| u != self.s3.svm_uuid) {
+            if text(s, "svm.uuid", "uuid")?.is_some_and(|u| u != self.cp.s3.svm_uuid) {
                 return Err(ApiError::bad(
                     code::OUT_OF_RANGE,
                     "svm.uuid",
@@ -293,20 +293,20 @@ impl ControlPlane {
         let size = bucket_size(&m)?;
         let policy = qos_policy(&m)?.flatten();
         let comment = text(&m, "comment", "comment")?.unwrap_or("");
-        let (_, row) = self.s3_create_bucket(name, size, policy.as_ref(), comment)?;
-        let inner = self.lock();
+        let (_, row) = self.create_bucket(name, size, policy.as_ref(), comment)?;
+        let inner = self.cp.lock();
         Ok(Reply {
             status: 201,
             body: self.bucket_json(&inner, &row),
             location: Some(format!(
                 "/api/protocols/s3/services/{}/buckets/{}",
-                self.s3.svm_uuid, row.uuid
+                self.cp.s3.svm_uuid, row.uuid
             )),
         })
     }
 
-    pub fn patch_s3_bucket(&self, svm_uuid: &str, uuid: &str, body: &[u8]) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
+    pub fn patch_bucket(&self, svm_uuid: &str, uuid: &str, body: &[u8]) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
         let m = super::super::model::parse_body(body)?;
         only(&m, "", BUCKET_FIELDS)?;
         for k in [
@@ -327,8 +327,8 @@ impl ControlPlane {
         let size = bucket_size(&m)?;
         let policy = qos_policy(&m)?;
         let comment = text(&m, "comment", "comment")?;
-        let inner = self.lock();
-        let mut rows = self.s3.rows();
+        let inner = self.cp.lock();
+        let mut rows = self.cp.s3.rows();
         let i = bucket_index(&rows.buckets, uuid)?;
         let mut row = rows.buckets[i].clone();
         if let Some(s) = size {
@@ -344,13 +344,14 @@ impl ControlPlane {
             };
         }
         inner.store.update_bucket(&row).map_err(db_err)?;
-        if let Some(b) = self.node.bucket(&row.name) {
+        if let Some(b) = self.cp.node.bucket(&row.name) {
             if size.is_some() {
-                self.node.resize_bucket(&b, row.size);
+                self.cp.node.resize_bucket(&b, row.size);
             }
             if policy.is_some() {
                 let pname = crate::api::policies::name_of(&inner, &row.policy_uuid);
-                self.node
+                self.cp
+                    .node
                     .assign_bucket_policy(&b, pname)
                     .map_err(|e| ApiError::internal(e.to_string()))?;
             }
@@ -360,21 +361,22 @@ impl ControlPlane {
         Ok(Reply::ok(body))
     }
 
-    pub fn delete_s3_bucket_api(&self, svm_uuid: &str, uuid: &str) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
+    pub fn delete_bucket_api(&self, svm_uuid: &str, uuid: &str) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
         let name = {
-            let rows = self.s3.rows();
+            let rows = self.cp.s3.rows();
             rows.buckets[bucket_index(&rows.buckets, uuid)?]
                 .name
                 .clone()
         };
-        self.s3_delete_bucket(&name)?;
+        self.delete_bucket(&name)?;
         Ok(Reply::ok(json!({})))
     }
 
-    pub fn list_s3_users(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
+    pub fn list_users(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
         let all = self
+            .cp
             .s3
             .rows()
             .users
@@ -389,16 +391,16 @@ impl ControlPlane {
         )
     }
 
-    pub fn get_s3_user(&self, svm_uuid: &str, name: &str, q: &Query) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
-        let rows = self.s3.rows();
+    pub fn get_user(&self, svm_uuid: &str, name: &str, q: &Query) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
+        let rows = self.cp.s3.rows();
         let u = &rows.users[user_index(&rows.users, name)?];
         Ok(Reply::ok(single(self.user_json(u), q)))
     }
 
     /// POST: the reply carries the secret key, the only time it is shown.
-    pub fn create_s3_user(&self, svm_uuid: &str, body: &[u8]) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
+    pub fn create_user(&self, svm_uuid: &str, body: &[u8]) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
         let m = super::super::model::parse_body(body)?;
         only(
             &m,
@@ -427,8 +429,8 @@ impl ControlPlane {
                 ));
             }
         }
-        let inner = self.lock();
-        let mut rows = self.s3.rows();
+        let inner = self.cp.lock();
+        let mut rows = self.cp.s3.rows();
         if rows.users.iter().any(|u| u.name == name) {
             return Err(ApiError::conflict(
                 code::DUPLICATE,
@@ -451,7 +453,7 @@ impl ControlPlane {
         };
         inner.store.insert_s3_user(&row).map_err(db_err)?;
         rows.users.push(row.clone());
-        self.s3.rebuild_keys(&rows.users);
+        self.cp.s3.rebuild_keys(&rows.users);
         Ok(Reply {
             status: 201,
             body: json!({"num_records": 1, "records": [
@@ -459,20 +461,20 @@ impl ControlPlane {
             ]}),
             location: Some(format!(
                 "/api/protocols/s3/services/{}/users/{}",
-                self.s3.svm_uuid, row.name
+                self.cp.s3.svm_uuid, row.name
             )),
         })
     }
 
     /// PATCH: `comment`; with `regenerate_keys` new keys are made and returned.
-    pub fn patch_s3_user(
+    pub fn patch_user(
         &self,
         svm_uuid: &str,
         name: &str,
         body: &[u8],
         regenerate_keys: bool,
     ) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
+        check_svm(self.cp, svm_uuid)?;
         let m = if body.iter().all(u8::is_ascii_whitespace) && regenerate_keys {
             Map::new()
         } else {
@@ -480,8 +482,8 @@ impl ControlPlane {
         };
         only(&m, "", &["comment"])?;
         let comment = text(&m, "comment", "comment")?;
-        let inner = self.lock();
-        let mut rows = self.s3.rows();
+        let inner = self.cp.lock();
+        let mut rows = self.cp.s3.rows();
         let i = user_index(&rows.users, name)?;
         let mut row = rows.users[i].clone();
         if let Some(c) = comment {
@@ -494,7 +496,7 @@ impl ControlPlane {
         }
         inner.store.update_s3_user(&row).map_err(db_err)?;
         rows.users[i] = row.clone();
-        self.s3.rebuild_keys(&rows.users);
+        self.cp.s3.rebuild_keys(&rows.users);
         Ok(Reply::ok(if regenerate_keys {
             json!({"num_records": 1, "records": [
                 {"name": row.name, "access_key": row.access_key, "secret_key": row.secret_key}
@@ -504,14 +506,14 @@ impl ControlPlane {
         }))
     }
 
-    pub fn delete_s3_user(&self, svm_uuid: &str, name: &str) -> R<Reply> {
-        check_svm(self, svm_uuid)?;
-        let inner = self.lock();
-        let mut rows = self.s3.rows();
+    pub fn delete_user(&self, svm_uuid: &str, name: &str) -> R<Reply> {
+        check_svm(self.cp, svm_uuid)?;
+        let inner = self.cp.lock();
+        let mut rows = self.cp.s3.rows();
         let i = user_index(&rows.users, name)?;
         inner.store.delete_s3_user(name).map_err(db_err)?;
         rows.users.remove(i);
-        self.s3.rebuild_keys(&rows.users);
+        self.cp.s3.rebuild_keys(&rows.users);
         Ok(Reply::ok(json!({})))
     }
 }
@@ -576,9 +578,9 @@ impl S3Route {
     }
 }
 
-impl ControlPlane {
+impl S3<'_> {
     /// Run one S3 REST request (the method is already checked against `allowed`).
-    pub fn s3_dispatch(
+    pub fn dispatch(
         &self,
         method: &hyper::Method,
         route: S3Route,
@@ -587,24 +589,24 @@ impl ControlPlane {
     ) -> R<Reply> {
         use hyper::Method as M;
         match (method, route) {
-            (_, S3Route::Services) => self.s3_services(q),
-            (_, S3Route::Service(s)) => self.s3_service(&s, q),
-            (&M::POST, S3Route::Users(s)) => self.create_s3_user(&s, body),
-            (_, S3Route::Users(s)) => self.list_s3_users(&s, q),
+            (_, S3Route::Services) => self.services(q),
+            (_, S3Route::Service(s)) => self.service(&s, q),
+            (&M::POST, S3Route::Users(s)) => self.create_user(&s, body),
+            (_, S3Route::Users(s)) => self.list_users(&s, q),
             (&M::PATCH, S3Route::User(s, n)) => {
                 let regen = q
                     .filters
                     .iter()
                     .any(|(k, v)| k == "regenerate_keys" && v == "true");
-                self.patch_s3_user(&s, &n, body, regen)
+                self.patch_user(&s, &n, body, regen)
             }
-            (&M::DELETE, S3Route::User(s, n)) => self.delete_s3_user(&s, &n),
-            (_, S3Route::User(s, n)) => self.get_s3_user(&s, &n, q),
-            (&M::POST, S3Route::Buckets(s)) => self.create_s3_bucket(&s, body),
-            (_, S3Route::Buckets(s)) => self.list_s3_buckets(&s, q),
-            (&M::PATCH, S3Route::Bucket(s, u)) => self.patch_s3_bucket(&s, &u, body),
-            (&M::DELETE, S3Route::Bucket(s, u)) => self.delete_s3_bucket_api(&s, &u),
-            (_, S3Route::Bucket(s, u)) => self.get_s3_bucket(&s, &u, q),
+            (&M::DELETE, S3Route::User(s, n)) => self.delete_user(&s, &n),
+            (_, S3Route::User(s, n)) => self.get_user(&s, &n, q),
+            (&M::POST, S3Route::Buckets(s)) => self.post_bucket(&s, body),
+            (_, S3Route::Buckets(s)) => self.list_buckets(&s, q),
+            (&M::PATCH, S3Route::Bucket(s, u)) => self.patch_bucket(&s, &u, body),
+            (&M::DELETE, S3Route::Bucket(s, u)) => self.delete_bucket_api(&s, &u),
+            (_, S3Route::Bucket(s, u)) => self.get_bucket(&s, &u, q),
         }
     }
 }
