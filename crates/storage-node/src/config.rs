@@ -3,13 +3,12 @@
 //! Validation happens here, once, at the edge: everything past [`NodeConfig`] is trusted.
 //! Every error names the file, the line, the field and the value, and what is allowed.
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use qos_core::{
-    default_adaptive_groups, parse_iops_per_capacity, parse_size, parse_throughput, AdaptivePolicy,
-    Allocation, BlockSize, FixedPolicy, Policy,
+    parse_iops_per_capacity, parse_size, parse_throughput, AdaptivePolicy, Allocation, BlockSize,
+    FixedPolicy, Policy,
 };
 use serde::Deserialize;
 use toml::Spanned;
@@ -19,9 +18,10 @@ mod backend;
 mod burst;
 pub mod nfs;
 mod provisioned;
+mod sections;
 mod values;
 
-use values::{adaptive, fixed, volume_size, weight};
+use values::weight;
 
 use crate::backend::layers::LayerSpec;
 use crate::provisioned::FsSpec;
@@ -396,316 +396,40 @@ impl NodeConfig {
                 .unwrap_or_default();
             ConfigError(format!("{origin}{line}: {}", e.message()))
         })?;
+        let src = Src { text, origin };
         let mut cfg = NodeConfig::default();
-        let at = |offset: usize| format!("{origin}:{}", line_of(text, offset));
         if let Some(node) = raw.node {
-            let mut note = |key: &str, offset: usize| {
-                cfg.sources.insert(format!("node.{key}"), at(offset));
-            };
-            if let Some(d) = &node.data_dir {
-                note("data_dir", d.span().start);
-            }
-            if let Some(u) = &node.listen_unix {
-                note("listen_unix", u.span().start);
-            }
-            cfg.data_dir = node.data_dir.map(Spanned::into_inner);
-            cfg.listen_unix = node.listen_unix.map(Spanned::into_inner);
-            if let Some(t) = node.listen_tcp {
-                let addr = t.get_ref().parse::<SocketAddr>().map_err(|_| {
-                    ConfigError(format!(
-                        "{}: node.listen_tcp = {:?}: expected HOST:PORT with an IP address, e.g. 127.0.0.1:10809",
-                        at(t.span().start),
-                        t.get_ref()
-                    ))
-                })?;
-                cfg.sources
-                    .insert("node.listen_tcp".into(), at(t.span().start));
-                cfg.listen_tcp = Some(addr);
-            }
-            if let Some(t) = node.listen_http {
-                let addr = t.get_ref().parse::<SocketAddr>().map_err(|_| {
-                    ConfigError(format!(
-                        "{}: node.listen_http = {:?}: expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080",
-                        at(t.span().start),
-                        t.get_ref()
-                    ))
-                })?;
-                cfg.sources
-                    .insert("node.listen_http".into(), at(t.span().start));
-                cfg.listen_http = Some(addr);
-            }
-            if let Some(d) = &node.default_export {
-                cfg.sources
-                    .insert("node.default_export".into(), at(d.span().start));
-            }
-            cfg.default_export = node.default_export.map(Spanned::into_inner);
-            cfg.mmap_reads = node.mmap_reads.unwrap_or(false);
-            cfg.busy_poll_us = match &node.busy_poll_us {
-                None => DEFAULT_BUSY_POLL_US,
-                Some(v) if *v.get_ref() <= 10_000 => *v.get_ref(),
-                Some(v) => {
-                    return Err(ConfigError(format!(
-                        "{}: node.busy_poll_us = {}: allowed range is 0 (off) to 10000",
-                        at(v.span().start),
-                        v.get_ref()
-                    )))
-                }
-            };
-            if let Some(m) = &node.ceiling_mode {
-                cfg.ceiling_mode = m.get_ref().parse().map_err(|e| {
-                    ConfigError(format!("{}: node.ceiling_mode = {e}", at(m.span().start)))
-                })?;
-            }
+            sections::node(&src, node, &mut cfg)?;
         }
-
         if let Some(sb) = &raw.backend {
             let what = format!("{origin}:{}: backend", table_line(text, "backend"));
             cfg.layers = backend::parse(&what, sb)?;
         }
-
-        if let Some(sn) = &raw.nfs {
-            let what = format!("{origin}:{}: nfs", line_of(text, sn.span().start));
-            cfg.nfs = nfs::parse(&what, sn.get_ref())?;
-        }
-        let mut export_names = BTreeSet::from([crate::nas::DEFAULT_EXPORT_POLICY.to_string()]);
-        for se in &raw.export_policy {
-            let e = se.get_ref();
-            let what = format!(
-                "{origin}:{}: export_policy {:?}",
-                line_of(text, se.span().start),
-                e.name
-            );
-            if !valid_name(&e.name) {
-                return Err(ConfigError(format!(
-                    "{what}: invalid name; names are {NAME_RULE}"
-                )));
-            }
-            let spec = nfs::export_policy(&what, e)?;
-            if e.name == crate::nas::DEFAULT_EXPORT_POLICY {
-                // Declaring `default` replaces the built-in loopback rule.
-                cfg.export_policies.retain(|p| p.name() != e.name);
-            } else if !export_names.insert(e.name.clone()) {
-                return Err(ConfigError(format!("{what}: duplicate export policy name")));
-            }
-            cfg.export_policies.push(spec);
-        }
-
+        let export_names = sections::nfs(&src, raw.nfs.as_ref(), &raw.export_policy, &mut cfg)?;
         if let Some(sp) = &raw.provisioned {
             let what = format!("{origin}:{}: provisioned", table_line(text, "provisioned"));
             cfg.provisioned = Some(provisioned::parse(&what, sp)?);
         }
-
-        if let Some(mut c) = raw.capacity {
-            let what = format!("{origin}:{}: capacity", table_line(text, "capacity"));
-            cfg.array = array::parse(
-                &what,
-                array::RawArray {
-                    io_accounting: c.io_accounting.take(),
-                    mbps_ceiling_with_floor: c.mbps_ceiling_with_floor.take(),
-                    read: c.read.take(),
-                    write: c.write.take(),
-                    latency: c.latency.take(),
-                },
-            )?;
-            let c = &c;
-            let count = |field: &str, v: Option<i64>| match v {
-                Some(i) if i < 0 => Err(ConfigError(format!(
-                    "{what}.{field} = {i}: must be 0 (not limited) or positive"
-                ))),
-                v => Ok(v.unwrap_or(0) as u64),
-            };
-            let cap = Capacity {
-                iops: count("iops", c.iops)?,
-                mbps: count("mbps", c.mbps)?,
-                cost_unit: match &c.cost_unit {
-                    None => DEFAULT_COST_UNIT,
-                    Some(NumOrStr::Int(i)) if *i >= 0 => *i as u64,
-                    Some(NumOrStr::Str(s)) => parse_size(s)
-                        .map_err(|e| ConfigError(format!("{what}.cost_unit: {e}")))?,
-                    Some(v) => {
-                        return Err(ConfigError(format!(
-                            "{what}.cost_unit = {}: give bytes as an integer or a size such as \"32KiB\"",
-                            v.as_text()
-                        )))
-                    }
-                },
-                discipline: match &c.discipline {
-                    None => Discipline::Mclock,
-                    Some(d) => d
-                        .parse()
-                        .map_err(|e| ConfigError(format!("{what}.discipline = {e}")))?,
-                },
-            };
-            cap.validate(&what)?;
-            cfg.calibrate = c.calibrate.unwrap_or(false);
-            if cap.is_set() && cfg.calibrate {
-                return Err(ConfigError(format!(
-                    "{what}: give either iops/mbps or calibrate = true, not both"
-                )));
-            }
-            if cfg.array.model.is_some() && (cap.is_set() || cfg.calibrate) {
-                return Err(ConfigError(format!(
-                    "{what}: give either iops/mbps (a budget of ops and bytes), read/write (an \
-                     array's measured points) or calibrate = true, not two of them"
-                )));
-            }
-            if c.cost_unit.is_some() && !cfg.array.accounting.is_whole() {
-                return Err(ConfigError(format!(
-                    "{what}: cost_unit applies to io_accounting = \"whole\" only; with {} the \
-                     controller counts the same operations as ceilings and floors",
-                    cfg.array.accounting
-                )));
-            }
-            cfg.capacity = Some(cap);
+        if let Some(c) = raw.capacity {
+            sections::capacity(&src, c, &mut cfg)?;
         }
-
-        let mut names: BTreeSet<String> = default_adaptive_groups()
-            .into_iter()
-            .map(|(n, _)| n.to_string())
-            .collect();
-        for sp in &raw.policy {
-            let p = sp.get_ref();
-            let name = p.name.get_ref();
-            // Errors point at the key that is wrong: the name's line, or the kind's table.
-            let ctx_at = |offset: usize| {
-                let where_ = at(offset);
-                move |msg: String| ConfigError(format!("{where_}: policy {name:?}: {msg}"))
-            };
-            let ctx = ctx_at(p.name.span().start);
-            if !valid_name(name) {
-                return Err(ctx(format!("invalid name; names are {NAME_RULE}")));
-            }
-            if !names.insert(name.clone()) {
-                return Err(ctx(
-                    "duplicate policy name (extreme, performance and value are built in)".into(),
-                ));
-            }
-            let policy = match (&p.fixed, &p.adaptive, &p.provisioned) {
-                (Some(f), None, None) => {
-                    let ctx = ctx_at(key_offset(text, sp.span().start, "fixed"));
-                    let pol = Policy::Fixed(fixed(f).map_err(&ctx)?);
-                    pol.validate().map_err(|e| ctx(e.to_string()))?;
-                    pol
-                }
-                (None, Some(a), None) => {
-                    let ctx = ctx_at(key_offset(text, sp.span().start, "adaptive"));
-                    let pol = Policy::Adaptive(adaptive(a).map_err(&ctx)?);
-                    pol.validate().map_err(|e| ctx(e.to_string()))?;
-                    pol
-                }
-                (None, None, Some(v)) => {
-                    let ctx = ctx_at(key_offset(text, sp.span().start, "provisioned"));
-                    let pol = Policy::Provisioned(burst::provisioned(v).map_err(&ctx)?);
-                    pol.validate().map_err(|e| ctx(e.to_string()))?;
-                    pol
-                }
-                _ => {
-                    return Err(ctx_at(sp.span().start)(
-                        "exactly one of `fixed`, `adaptive` or `provisioned` must be given".into(),
-                    ))
-                }
-            };
-            cfg.policies.push(PolicySpec {
-                name: name.clone(),
-                policy,
-            });
-        }
-
-        let mut vol_names = BTreeSet::new();
-        for sv in &raw.volume {
-            let v = sv.get_ref();
-            let name = v.name.get_ref();
-            let ctx_at = |offset: usize| {
-                let where_ = at(offset);
-                move |msg: String| ConfigError(format!("{where_}: volume {name:?}: {msg}"))
-            };
-            let ctx = ctx_at(v.name.span().start);
-            if !valid_name(name) {
-                return Err(ctx(format!("invalid name; names are {NAME_RULE}")));
-            }
-            if !vol_names.insert(name.clone()) {
-                return Err(ctx("duplicate volume name".into()));
-            }
-            let size = volume_size(v.size.get_ref()).map_err(ctx_at(v.size.span().start))?;
-            let reserve = match &v.snapshot_reserve_percent {
-                None => 5,
-                Some(r) if (0..=90).contains(r.get_ref()) => *r.get_ref() as u8,
-                Some(r) => {
-                    return Err(ctx_at(r.span().start)(format!(
-                        "snapshot_reserve_percent = {}: allowed range is 0 to 90",
-                        r.get_ref()
-                    )))
-                }
-            };
-            if let Some(pn) = &v.policy {
-                if !names.contains(pn.get_ref()) {
-                    let known: Vec<&str> = names.iter().map(String::as_str).collect();
-                    return Err(ctx_at(pn.span().start)(format!(
-                        "policy = {:?} is not defined; defined policies: {}",
-                        pn.get_ref(),
-                        known.join(", ")
-                    )));
-                }
-            }
-            let nas = match (&v.nas_path, &v.export_policy) {
-                (None, None) => None,
-                (None, Some(_)) => {
-                    return Err(ctx(
-                        "export_policy applies to NAS volumes only: give nas_path too".into(),
-                    ))
-                }
-                (Some(p), e) => {
-                    crate::nas::valid_junction(p).map_err(|m| ctx(format!("nas_path: {m}")))?;
-                    if let Some(other) = cfg
-                        .volumes
-                        .iter()
-                        .find(|o| o.nas.as_ref().is_some_and(|n| &n.path == p))
-                    {
-                        return Err(ctx(format!(
-                            "nas_path = {p:?} is already volume {:?}'s junction path",
-                            other.name
-                        )));
-                    }
-                    let e = e
-                        .clone()
-                        .unwrap_or_else(|| crate::nas::DEFAULT_EXPORT_POLICY.to_string());
-                    if !export_names.contains(&e) {
-                        let known: Vec<&str> = export_names.iter().map(String::as_str).collect();
-                        return Err(ctx(format!(
-                            "export_policy = {e:?} is not defined; defined export policies: {}",
-                            known.join(", ")
-                        )));
-                    }
-                    Some(crate::nas::NasSpec {
-                        path: p.clone(),
-                        export_policy: e,
-                        export_id: None,
-                    })
-                }
-            };
-            cfg.volumes.push(VolumeSpec {
-                name: name.clone(),
-                size,
-                snapshot_reserve_percent: reserve,
-                read_only: v.read_only.unwrap_or(false),
-                description: v.description.clone().unwrap_or_default(),
-                policy: v.policy.as_ref().map(|p| p.get_ref().clone()),
-                nas,
-            });
-        }
-        if let Some(d) = &cfg.default_export {
-            if !vol_names.contains(d) {
-                let at = cfg
-                    .sources
-                    .get("node.default_export")
-                    .cloned()
-                    .unwrap_or_else(|| origin.to_string());
-                return Err(ConfigError(format!(
-                    "{at}: node.default_export = {d:?} is not a declared volume"
-                )));
-            }
-        }
+        let names = sections::policies(&src, &raw.policy, &mut cfg)?;
+        let vol_names = sections::volumes(&src, &raw.volume, &names, &export_names, &mut cfg)?;
+        sections::default_export(&src, &cfg, &vol_names)?;
         Ok(cfg)
+    }
+}
+
+/// A config's text and where it came from, for messages (`file:line`).
+struct Src<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Src<'_> {
+    /// `file:line` of a byte offset.
+    fn at(&self, offset: usize) -> String {
+        format!("{}:{}", self.origin, line_of(self.text, offset))
     }
 }
 
