@@ -12,12 +12,16 @@ use s3s::{s3_error, S3Result};
 use storage_node::admission::{Gate, Op, Started, Work};
 use storage_node::bucket::Bucket;
 use storage_node::catalog::BucketCatalog;
-use storage_node::stats::OpKind;
 
 use crate::{errors, S3Options};
 
 pub struct Endpoint {
     pub(crate) catalog: Arc<dyn BucketCatalog>,
+    /// One gate for the whole endpoint, not one per connection as NFS has: what a gate
+    /// per connection buys is the provisioned file system's single-flow limit, and objects
+    /// have no block identity, so it never applies to them ([`Endpoint::admit`]); a gate
+    /// per connection would only add a controller registration and a driver task for
+    /// each of them. Ceilings and floors are the bucket's flow's either way.
     gate: tokio::sync::OnceCell<Gate>,
     pub(crate) opts: S3Options,
 }
@@ -27,27 +31,26 @@ pub(crate) struct Admitted<'a> {
     pub bucket: Arc<Bucket>,
     gate: &'a Gate,
     started: Started,
+    /// What the core charged it: the books count the same.
+    work: Work,
 }
 
 impl Admitted<'_> {
     /// The request's work is done: wait out the rest of the emulated array's service
-    /// latency, then record it in the bucket's statistics (one operation).
-    pub async fn done(&self, kind: OpKind, bytes: u64) {
+    /// latency, then put it in the bucket's books as the core counted it
+    /// ([`Gate::record`]: a GET a read, a PUT or part a write, with their bytes and the
+    /// operations the node's I/O-size accounting charged; anything else one "other").
+    pub async fn done(&self) {
         let c = self.gate.finish(self.started).await;
-        c.record(
-            &self.bucket.stats,
-            kind,
-            bytes,
-            storage_node::admission::MILLI,
-        );
+        self.gate.record(&c, &self.bucket.stats, self.work);
     }
 
-    /// The request ended with `res`: `done` (as `kind`, `bytes`) when it is `Ok`,
-    /// `failed` when not; `res` is handed back.
-    pub async fn settle<T>(&self, res: S3Result<T>, kind: OpKind, bytes: u64) -> S3Result<T> {
+    /// The request ended with `res`: `done` when it is `Ok`, `failed` when not; `res` is
+    /// handed back.
+    pub async fn settle<T>(&self, res: S3Result<T>) -> S3Result<T> {
         match res {
             Ok(v) => {
-                self.done(kind, bytes).await;
+                self.done().await;
                 Ok(v)
             }
             Err(e) => {
@@ -96,6 +99,7 @@ impl Endpoint {
             bucket: b,
             gate,
             started,
+            work,
         })
     }
 

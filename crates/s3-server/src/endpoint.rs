@@ -13,7 +13,6 @@ use storage_node::catalog::BucketError;
 
 use crate::context::{timestamp, Endpoint};
 use crate::errors;
-use storage_node::stats::OpKind;
 
 #[async_trait::async_trait]
 impl S3 for Endpoint {
@@ -83,7 +82,7 @@ impl S3 for Endpoint {
         let a = self
             .admit(&req.input.bucket, Work::Meta(Direction::Read))
             .await?;
-        a.done(OpKind::Other, 0).await;
+        a.done().await;
         Ok(S3Response::new(HeadBucketOutput::default()))
     }
 

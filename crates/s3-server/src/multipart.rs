@@ -4,7 +4,6 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 use storage_node::admission::{Direction, Work};
 use storage_node::objstore::MAX_PART_NUMBER;
-use storage_node::stats::OpKind;
 
 use crate::body;
 use crate::context::{timestamp, Endpoint};
@@ -21,7 +20,7 @@ pub(crate) async fn create(
     let meta = object_meta!(i);
     let b = a.bucket.clone();
     let id = Endpoint::blocking(move || b.store.create_upload(&meta)).await?;
-    a.done(OpKind::Other, 0).await;
+    a.done().await;
     Ok(S3Response::new(CreateMultipartUploadOutput {
         bucket: Some(i.bucket),
         key: Some(i.key),
@@ -67,7 +66,7 @@ pub(crate) async fn upload_part(
         Ok::<_, s3s::S3Error>((info, sums))
     }
     .await;
-    let (info, sums) = a.settle(res, OpKind::Write, len).await?;
+    let (info, sums) = a.settle(res).await?;
     Ok(S3Response::new(with_checksums!(
         UploadPartOutput {
             e_tag: Some(etag(&info.etag)),
@@ -97,7 +96,7 @@ pub(crate) async fn complete(
     let b = a.bucket.clone();
     let (id, key) = (i.upload_id.clone(), i.key.clone());
     let info = Endpoint::blocking(move || b.store.complete_upload(&id, &key, &parts)).await;
-    let info = a.settle(info, OpKind::Other, 0).await?;
+    let info = a.settle(info).await?;
     Ok(S3Response::new(CompleteMultipartUploadOutput {
         bucket: Some(i.bucket.clone()),
         key: Some(i.key.clone()),
@@ -115,7 +114,7 @@ pub(crate) async fn abort(
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
     let b = a.bucket.clone();
     Endpoint::blocking(move || b.store.abort_upload(&i.upload_id)).await?;
-    a.done(OpKind::Other, 0).await;
+    a.done().await;
     Ok(S3Response::new(AbortMultipartUploadOutput::default()))
 }
 
@@ -139,7 +138,7 @@ pub(crate) async fn list_parts(
     let rest: Vec<_> = all.into_iter().filter(|p| p.number > after).collect();
     let truncated = rest.len() > max;
     let page: Vec<_> = rest.into_iter().take(max).collect();
-    a.done(OpKind::Other, 0).await;
+    a.done().await;
     Ok(S3Response::new(ListPartsOutput {
         bucket: Some(i.bucket),
         key: Some(i.key),
@@ -180,7 +179,7 @@ pub(crate) async fn list_uploads(
         .filter(|u| u.key.starts_with(&prefix))
         .collect();
     let truncated = sel.len() > max;
-    a.done(OpKind::Other, 0).await;
+    a.done().await;
     Ok(S3Response::new(ListMultipartUploadsOutput {
         bucket: Some(i.bucket),
         prefix: Some(prefix),

@@ -6,7 +6,6 @@ use storage_node::admission::{Direction, Work};
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 use storage_node::objstore::{ListQuery, ObjInfo};
-use storage_node::stats::OpKind;
 
 use crate::body;
 use crate::context::{timestamp, Endpoint};
@@ -95,7 +94,7 @@ pub(crate) async fn put_object(
         Ok::<_, S3Error>((info, sums))
     }
     .await;
-    let (info, sums) = a.settle(res, OpKind::Write, len).await?;
+    let (info, sums) = a.settle(res).await?;
     Ok(S3Response::new(with_checksums!(
         PutObjectOutput {
             e_tag: Some(etag(&info.etag)),
@@ -173,7 +172,7 @@ pub(crate) async fn get_object(
     };
     let a = ep.admit(&i.bucket, Work::Read(len)).await?;
     let body = body::object_body(r.clone(), start, len);
-    a.done(OpKind::Read, len).await;
+    a.done().await;
     Ok(S3Response::new(object_output!(
         GetObjectOutput {
             body: Some(body),
@@ -197,7 +196,7 @@ pub(crate) async fn head_object(
     let r = Endpoint::blocking(move || b.store.open_object(&key)).await?;
     let etag_s = r.fixed.etag();
     conditions(&etag_s, i.if_match.as_ref(), i.if_none_match.as_ref())?;
-    a.done(OpKind::Other, 0).await;
+    a.done().await;
     Ok(S3Response::new(object_output!(
         HeadObjectOutput {
             content_length: Some(r.size() as i64),
@@ -216,7 +215,7 @@ pub(crate) async fn delete_object(
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
     let b = a.bucket.clone();
     Endpoint::blocking(move || b.store.delete(&i.key)).await?;
-    a.done(OpKind::Other, 0).await;
+    a.done().await;
     Ok(S3Response::new(DeleteObjectOutput::default()))
 }
 
@@ -274,7 +273,7 @@ pub(crate) async fn delete_objects(
             }),
         }
     }
-    a.done(OpKind::Other, 0).await;
+    a.done().await;
     Ok(S3Response::new(DeleteObjectsOutput {
         deleted: Some(deleted),
         errors: (!errors.is_empty()).then_some(errors),
@@ -364,7 +363,7 @@ struct Page {
 async fn list_page(ep: &Endpoint, bucket: &str, q: &ListQuery<'_>, enc: &Enc) -> S3Result<Page> {
     let a = ep.admit(bucket, Work::Meta(Direction::Read)).await?;
     let page = a.bucket.store.list(q);
-    a.done(OpKind::Other, 0).await;
+    a.done().await;
     Ok(Page {
         contents: page
             .objects

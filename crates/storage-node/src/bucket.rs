@@ -1,6 +1,7 @@
 //! An S3 bucket on the node: its objects ([`ObjectStore`]) and, like a volume, a QoS
 //! policy, the effective limits it yields and a scheduler flow. Each S3 request on the
-//! bucket is one operation of that flow; its payload bytes count against MB/s.
+//! bucket is one request of that flow (counted as the node's I/O-size accounting counts
+//! it: one operation with the default `whole`); its payload bytes count against MB/s.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;

@@ -1,8 +1,9 @@
 //! [`Gate`]: an admission core for front ends that run each request in a task of its own
 //! (S3, NFS). One gate is one [`Admission`] (one controller registration, one
-//! single-flow limit: give each TCP connection its own) and one [`Driver`] in a task
-//! that wakes the waiting requests: `let s = gate.admit(op).await;` … the I/O …
-//! `gate.finish(s).await`, then [`Gate::record`].
+//! single-flow limit: give each TCP connection its own where that limit applies, as NFS
+//! does; S3's objects have no block identity and share one per endpoint) and one
+//! [`Driver`] in a task that wakes the waiting requests: `let s = gate.admit(op).await;`
+//! … the I/O … `gate.finish(s).await`, then [`Gate::record`].
 //!
 //! A request the gates let through returns from `admit` without leaving its task; one
 //! whose grant its own pump dispatched is handed it at once too. Only requests that must
