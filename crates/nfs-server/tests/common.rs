@@ -4,8 +4,7 @@
 #![allow(dead_code)]
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 use std::sync::Arc;
 
 use nfs_proto::nfs3::{self, proc_, StableHow};
@@ -14,28 +13,8 @@ use nfs_proto::xdr::{put_bool, put_opaque, put_u32, put_u64, Reader};
 use nfs_proto::{mount, record};
 use nfs_server::{Config, ExportSpec, Peer, Policy, Service};
 
-pub struct Dir(pub PathBuf);
-impl Dir {
-    pub fn new(tag: &str) -> Dir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "nfs-server-test-{}-{}-{tag}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+/// The workspace's one temp-dir guard (removed on drop, panics included).
+pub use test_support::TestDir as Dir;
 
 /// An export id for `junction`, the same for the life of the test process (as the control
 /// plane stores one per volume).

@@ -11,23 +11,15 @@ use control_plane::api::ControlPlane;
 use s3_server::{S3Options, HEADER_READ_TIMEOUT};
 use storage_node::front_end::ServerStats;
 use storage_node::NodeConfig;
+use test_support::TestDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-struct Dir(std::path::PathBuf);
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-async fn start(tag: &str, max_connections: usize) -> (SocketAddr, Dir) {
-    let dir =
-        Dir(std::env::temp_dir().join(format!("qoslab-s3bounds-{}-{tag}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
+async fn start(tag: &str, max_connections: usize) -> (SocketAddr, TestDir) {
+    let dir = TestDir::new(&format!("s3bounds-{tag}"));
     let cp = ControlPlane::open(
         &NodeConfig::default(),
-        &dir.0,
+        dir.path(),
         Arc::new(ServerStats::default()),
     )
     .unwrap();

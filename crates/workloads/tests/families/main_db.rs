@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use harness::store::Store;
 use report::Format;
+use test_support::TestDir;
 use workloads::export;
 
 fn fixtures() -> PathBuf {
@@ -17,20 +18,11 @@ fn fixtures() -> PathBuf {
 
 /// A private copy: opening a database may migrate it, and the fixture must stay as main
 /// wrote it. Its directory is removed when the guard drops (also when the test panics).
-fn copy_of_main_db() -> (PathBuf, RemoveOnDrop) {
-    let dir = std::env::temp_dir().join(format!("qoslab-main-db-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn copy_of_main_db() -> (PathBuf, TestDir) {
+    let dir = TestDir::new("main-db");
     let path = dir.join("results.db");
     std::fs::copy(fixtures().join("results.db"), &path).unwrap();
-    (path, RemoveOnDrop(dir))
-}
-
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    (path, dir)
 }
 
 #[test]

@@ -7,6 +7,7 @@ use harness::store::Store;
 use harness::target::Target;
 use harness::ui::Captured;
 use harness::{Options, Plan, PlanError, ProfileRequest};
+use test_support::TestDir;
 use workloads::provisioned::{ProvisionedPlan, Spec, KIND, NAME};
 use workloads::registry;
 
@@ -177,9 +178,7 @@ fn fio_json(name: &str, iops: f64, bs: u64) -> String {
 /// and says plainly what it could not measure (fake fio writes no logs, so no burst).
 #[test]
 fn a_run_on_a_foreign_target_judges_against_the_spec() {
-    let dir = std::env::temp_dir().join(format!("qoslab-prov-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let _cleanup = RemoveOnDrop(dir.clone());
+    let dir = TestDir::new("prov");
     let mut p = parse(
         "[provisioned]\nmodel = \"ebs-gp2\"\nsize = \"2000GiB\"\n[provisioned.run]\nruntime = \"1s\"\n",
     )
@@ -229,13 +228,4 @@ fn a_run_on_a_foreign_target_judges_against_the_spec() {
         "{v:?}"
     );
     assert!(ui.0.contains("FAIL 0/3"), "{}", ui.0);
-}
-
-/// Removes a test's directory when dropped (also when the test panics).
-struct RemoveOnDrop(std::path::PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
