@@ -54,6 +54,12 @@ pub trait Backend: Send + Sync + 'static {
     fn byte_len(&self) -> io::Result<u64>;
     /// Grow the backing store (sparse).
     fn grow(&self, size: u64) -> io::Result<()>;
+    /// Whether its reads and writes may block for longer than page-cache work (a delay
+    /// layer, a remote store): a front end then runs them on the blocking pool, never on
+    /// a runtime worker (nbdkit's plugins declare their thread model the same way).
+    fn blocks(&self) -> bool {
+        false
+    }
 }
 
 /// A sparse file: holes for never-written and trimmed ranges, page cache for speed,

@@ -11,6 +11,7 @@ use super::Conn;
 use crate::errors::nbd_errno;
 use crate::handshake::MAX_PAYLOAD;
 use storage_node::admission::{Started, Work};
+use storage_node::volume::Volume;
 
 /// Most extents returned by one BLOCK_STATUS.
 const MAX_EXTENTS: usize = 1024;
@@ -116,6 +117,9 @@ impl Conn {
     /// Do the I/O of a validated request the admission core let through, and reply (now,
     /// or when its service latency has passed).
     pub(super) fn execute(&mut self, req: Request, payload: &[u8], started: Started) {
+        if self.vol.backend.blocks() {
+            return self.blocking_io(req, payload, started);
+        }
         // A reply due now goes straight into the reply buffer; one the array holds gets a
         // buffer of its own.
         let direct = self.adm.done(&started, self.node.clock.now()).is_ok();
@@ -127,10 +131,7 @@ impl Conn {
         match self.io(&req, payload, &mut out) {
             Ok(replied) => {
                 let work = super::work(&req);
-                let fua = req.flags & CMD_FLAG_FUA != 0;
-                if req.command == CMD_FLUSH
-                    || (fua && matches!(req.command, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES))
-                {
+                if needs_sync(&req) {
                     self.put_back(out, direct);
                     self.blocking_sync(req.cookie, started, work);
                     return;
@@ -149,69 +150,53 @@ impl Conn {
         }
     }
 
-    /// The I/O itself; READ and BLOCK_STATUS append their replies to `out`. Returns
-    /// whether it replied.
+    /// The I/O itself ([`io`]).
     fn io(&self, req: &Request, payload: &[u8], out: &mut Vec<u8>) -> io::Result<bool> {
-        let vol = &self.vol;
-        let be = &vol.backend;
-        let (off, len) = (req.offset, u64::from(req.length));
-        match req.command {
-            // Zero bytes: nothing to send. A structured reply cannot carry an empty
-            // OFFSET_DATA chunk (its length must be at least 9), so it is just NONE+DONE.
-            CMD_READ if req.length == 0 => {
-                encode_ok(out, self.structured, req.cookie);
-                Ok(true)
-            }
-            CMD_READ => {
-                let mark = out.len();
-                if self.structured {
-                    encode_read_chunk_header(out, req.cookie, off, req.length);
-                } else {
-                    encode_simple_reply(out, req.cookie, 0);
+        io(
+            &self.vol,
+            self.structured,
+            self.meta_context,
+            req,
+            payload,
+            out,
+        )
+    }
+
+    /// A request on a backend whose calls may block
+    /// ([`Backend::blocks`](storage_node::backend::Backend::blocks): a delay layer):
+    /// its I/O, and the sync FUA or FLUSH asks for, run on the blocking pool, so neither
+    /// this connection's task nor the runtime worker it is on ever waits in one. The reply
+    /// comes back like a sync's ([`synced`](Self::synced)).
+    fn blocking_io(&mut self, req: Request, payload: &[u8], started: Started) {
+        let (vol, tx) = (self.vol.clone(), self.done_tx.clone());
+        let (structured, meta_context) = (self.structured, self.meta_context);
+        let payload = payload.to_vec();
+        self.in_blocking += 1;
+        tokio::task::spawn_blocking(move || {
+            let mut buf = Vec::new();
+            let r = io(&vol, structured, meta_context, &req, &payload, &mut buf);
+            let work = match r.and_then(|replied| {
+                if needs_sync(&req) {
+                    vol.backend.flush()?;
                 }
-                let r = be.read_append(out, off, req.length as usize);
-                if r.is_err() {
-                    out.truncate(mark);
+                Ok(replied)
+            }) {
+                Ok(replied) => {
+                    if !replied {
+                        encode_ok(&mut buf, structured, req.cookie);
+                    }
+                    Some(super::work(&req))
                 }
-                r.map(|_| true)
-            }
-            CMD_WRITE => {
-                vol.mark_dirty();
-                be.write_at(payload, off).map(|_| false)
-            }
-            CMD_TRIM => {
-                vol.mark_dirty();
-                be.trim(off, len).map(|_| false)
-            }
-            CMD_WRITE_ZEROES => {
-                vol.mark_dirty();
-                let may_trim = req.flags & CMD_FLAG_NO_HOLE == 0;
-                let fast = req.flags & CMD_FLAG_FAST_ZERO != 0;
-                be.zero(off, len, may_trim, fast).map(|_| false)
-            }
-            CMD_CACHE => be.cache(off, len).map(|_| false),
-            CMD_BLOCK_STATUS => {
-                let max = if req.flags & CMD_FLAG_REQ_ONE != 0 {
-                    1
-                } else {
-                    MAX_EXTENTS
-                };
-                let descs: Vec<(u32, u32)> = be
-                    .extents(off, len, max)?
-                    .iter()
-                    .map(|e| {
-                        let st = if e.hole { STATE_HOLE | STATE_ZERO } else { 0 };
-                        (e.length.min(u32::MAX as u64) as u32, st)
-                    })
-                    .collect();
-                let ctx = self.meta_context.unwrap_or(1);
-                encode_block_status(out, req.cookie, ctx, &descs);
-                Ok(true)
-            }
-            // FLUSH: the sync runs on the blocking pool.
-            CMD_FLUSH => Ok(false),
-            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
-        }
+                Err(e) => {
+                    vol.stats.errors.fetch_add(1, Relaxed);
+                    buf.clear();
+                    let msg = format!("{} failed: {e}", command_name(req.command));
+                    encode_error(&mut buf, structured, req.cookie, nbd_errno(&e), &msg);
+                    None
+                }
+            };
+            let _ = tx.send(Synced { buf, started, work });
+        });
     }
 
     /// A reply is complete: out now (recorded in the statistics), or held by the core
@@ -275,6 +260,84 @@ impl Conn {
             let _ = tx.send(Synced { buf, started, work });
         });
     }
+}
+
+/// A request's I/O on `vol`; READ and BLOCK_STATUS append their replies to `out`.
+/// Returns whether it replied.
+fn io(
+    vol: &Volume,
+    structured: bool,
+    meta_context: Option<u32>,
+    req: &Request,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<bool> {
+    let be = &vol.backend;
+    let (off, len) = (req.offset, u64::from(req.length));
+    match req.command {
+        // Zero bytes: nothing to send. A structured reply cannot carry an empty
+        // OFFSET_DATA chunk (its length must be at least 9), so it is just NONE+DONE.
+        CMD_READ if req.length == 0 => {
+            encode_ok(out, structured, req.cookie);
+            Ok(true)
+        }
+        CMD_READ => {
+            let mark = out.len();
+            if structured {
+                encode_read_chunk_header(out, req.cookie, off, req.length);
+            } else {
+                encode_simple_reply(out, req.cookie, 0);
+            }
+            let r = be.read_append(out, off, req.length as usize);
+            if r.is_err() {
+                out.truncate(mark);
+            }
+            r.map(|_| true)
+        }
+        CMD_WRITE => {
+            vol.mark_dirty();
+            be.write_at(payload, off).map(|_| false)
+        }
+        CMD_TRIM => {
+            vol.mark_dirty();
+            be.trim(off, len).map(|_| false)
+        }
+        CMD_WRITE_ZEROES => {
+            vol.mark_dirty();
+            let may_trim = req.flags & CMD_FLAG_NO_HOLE == 0;
+            let fast = req.flags & CMD_FLAG_FAST_ZERO != 0;
+            be.zero(off, len, may_trim, fast).map(|_| false)
+        }
+        CMD_CACHE => be.cache(off, len).map(|_| false),
+        CMD_BLOCK_STATUS => {
+            let max = if req.flags & CMD_FLAG_REQ_ONE != 0 {
+                1
+            } else {
+                MAX_EXTENTS
+            };
+            let descs: Vec<(u32, u32)> = be
+                .extents(off, len, max)?
+                .iter()
+                .map(|e| {
+                    let st = if e.hole { STATE_HOLE | STATE_ZERO } else { 0 };
+                    (e.length.min(u32::MAX as u64) as u32, st)
+                })
+                .collect();
+            let ctx = meta_context.unwrap_or(1);
+            encode_block_status(out, req.cookie, ctx, &descs);
+            Ok(true)
+        }
+        // FLUSH: the sync runs on the blocking pool.
+        CMD_FLUSH => Ok(false),
+        _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    }
+}
+
+/// FLUSH, or a write-like request with FUA: durable before its reply.
+fn needs_sync(req: &Request) -> bool {
+    let fua = req.flags & CMD_FLAG_FUA != 0;
+    req.command == CMD_FLUSH
+        || (fua && matches!(req.command, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES))
 }
 
 pub(super) fn encode_ok(out: &mut Vec<u8>, structured: bool, cookie: u64) {

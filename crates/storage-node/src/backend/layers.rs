@@ -9,6 +9,9 @@
 //! * [`Faults`] (nbdkit's `error` filter): operations touching a byte range fail with an
 //!   errno — how a media error reaches a client (tests).
 //!
+//! A layer that can keep a thread waiting says so ([`Backend::blocks`]): front ends run
+//! its calls on the blocking pool, so no runtime worker ever sleeps in one.
+//!
 //! What is *not* a layer: QoS. Ceilings, floors, burst credits, the controller, the
 //! provisioned file system and the array's service latency decide *when* a request may
 //! run and reply, without blocking a thread, in the admission core
@@ -86,6 +89,10 @@ impl Backend for Delay {
         Delay::wait(self.write);
         self.inner.zero(offset, len, may_trim, fast)
     }
+    /// It sleeps a thread: its calls belong on the blocking pool.
+    fn blocks(&self) -> bool {
+        !(self.read.is_zero() && self.write.is_zero()) || self.inner.blocks()
+    }
     pass_through!();
 }
 
@@ -133,6 +140,9 @@ impl Backend for Faults {
     fn zero(&self, offset: u64, len: u64, may_trim: bool, fast: bool) -> io::Result<()> {
         self.check(offset, len)?;
         self.inner.zero(offset, len, may_trim, fast)
+    }
+    fn blocks(&self) -> bool {
+        self.inner.blocks()
     }
     pass_through!();
 }
