@@ -29,12 +29,27 @@ pub struct Session {
 
 /// Transmission flags for a volume.
 pub fn transmission_flags(vol: &Volume, structured: bool) -> u16 {
-    let mut f =
-        FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_CAN_MULTI_CONN | FLAG_SEND_CACHE;
-    if vol.read_only {
+    let be = &vol.backend;
+    let mut f = FLAG_HAS_FLAGS | FLAG_CAN_MULTI_CONN;
+    if be.can_flush() {
+        f |= FLAG_SEND_FLUSH | FLAG_SEND_FUA;
+    }
+    if be.can_cache() {
+        f |= FLAG_SEND_CACHE;
+    }
+    if vol.read_only || !be.can_write() {
         f |= FLAG_READ_ONLY;
     } else {
-        f |= FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES | FLAG_SEND_FAST_ZERO;
+        // What the backend declares it can do (nbdkit's can_trim, can_zero, can_fast_zero).
+        if be.can_trim() {
+            f |= FLAG_SEND_TRIM;
+        }
+        if be.can_zero() {
+            f |= FLAG_SEND_WRITE_ZEROES;
+            if be.can_fast_zero() {
+                f |= FLAG_SEND_FAST_ZERO;
+            }
+        }
     }
     if structured {
         f |= FLAG_SEND_DF;
@@ -375,6 +390,86 @@ fn refused(msg: String) -> io::Error {
 
 #[cfg(test)]
 mod tests {
+    use std::io;
+    use std::sync::Arc;
+
+    use nbd_proto::*;
+    use storage_node::backend::{Backend, Extent, FileBackend};
+    use storage_node::volume::Volume;
+
+    /// A file that declares it cannot trim or zero fast (as an nbdkit plugin may).
+    struct NoTrim(FileBackend);
+
+    impl Backend for NoTrim {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.0.read_at(buf, offset)
+        }
+        fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+            self.0.write_at(buf, offset)
+        }
+        fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
+            self.0.trim(offset, len)
+        }
+        fn zero(&self, offset: u64, len: u64, may_trim: bool, fast: bool) -> io::Result<()> {
+            self.0.zero(offset, len, may_trim, fast)
+        }
+        fn flush(&self) -> io::Result<()> {
+            self.0.flush()
+        }
+        fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
+            self.0.cache(offset, len)
+        }
+        fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+            self.0.extents(offset, len, max)
+        }
+        fn allocated_bytes(&self) -> io::Result<u64> {
+            self.0.allocated_bytes()
+        }
+        fn byte_len(&self) -> io::Result<u64> {
+            self.0.byte_len()
+        }
+        fn grow(&self, size: u64) -> io::Result<()> {
+            self.0.grow(size)
+        }
+        fn can_trim(&self) -> bool {
+            false
+        }
+        fn can_fast_zero(&self) -> bool {
+            false
+        }
+    }
+
+    /// The transmission flags are what the volume's backend declares.
+    #[test]
+    fn flags_follow_the_backends_declarations() {
+        let d = test_support::TestDir::new("nbd-flags");
+        let file = |n: &str| FileBackend::open(&d.join(n), 1 << 20, false, false).unwrap();
+        let vol = |b: Arc<dyn Backend>, ro: bool| {
+            Volume::new("v".into(), String::new(), ro, 1 << 20, 0, b)
+        };
+        let all = FLAG_HAS_FLAGS
+            | FLAG_CAN_MULTI_CONN
+            | FLAG_SEND_FLUSH
+            | FLAG_SEND_FUA
+            | FLAG_SEND_CACHE
+            | FLAG_SEND_TRIM
+            | FLAG_SEND_WRITE_ZEROES
+            | FLAG_SEND_FAST_ZERO;
+        let f = super::transmission_flags(&vol(Arc::new(file("a")), false), false);
+        assert_eq!(f, all, "a file can do everything");
+        let f = super::transmission_flags(&vol(Arc::new(NoTrim(file("b"))), false), true);
+        assert_eq!(
+            f,
+            (all & !(FLAG_SEND_TRIM | FLAG_SEND_FAST_ZERO)) | FLAG_SEND_DF,
+            "no TRIM, no fast zero"
+        );
+        let f = super::transmission_flags(&vol(Arc::new(file("c")), true), false);
+        assert_eq!(
+            f & (FLAG_READ_ONLY | FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES),
+            FLAG_READ_ONLY
+        );
+    }
+
     #[test]
     fn client_input_is_quoted_short_and_escaped() {
         assert_eq!(super::quote(b"GET "), "\"GET \"");

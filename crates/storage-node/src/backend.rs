@@ -60,6 +60,30 @@ pub trait Backend: Send + Sync + 'static {
     fn blocks(&self) -> bool {
         false
     }
+    /// What it can do, declared as nbdkit's plugins declare it: a front end advertises and
+    /// accepts only these (NBD's transmission flags). All true unless a backend says not.
+    fn can_write(&self) -> bool {
+        true
+    }
+    fn can_trim(&self) -> bool {
+        true
+    }
+    fn can_zero(&self) -> bool {
+        true
+    }
+    /// Zeroing that fails at once rather than writing zeroes ([`zero`](Self::zero)'s `fast`).
+    fn can_fast_zero(&self) -> bool {
+        true
+    }
+    fn can_flush(&self) -> bool {
+        true
+    }
+    fn can_cache(&self) -> bool {
+        true
+    }
+    fn can_extents(&self) -> bool {
+        true
+    }
 }
 
 /// A sparse file: holes for never-written and trimmed ranges, page cache for speed,

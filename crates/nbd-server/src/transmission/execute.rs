@@ -64,15 +64,33 @@ impl Conn {
                 format!("{name}: unsupported flags 0x{:x}", req.flags),
             ));
         }
+        let be = &self.vol.backend;
         if cmd == CMD_FLUSH {
-            return Ok(());
+            return if be.can_flush() {
+                Ok(())
+            } else {
+                Err((EINVAL, self.undeclared(name)))
+            };
         }
         let writes = matches!(cmd, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES);
-        if writes && self.vol.read_only {
+        if writes && (self.vol.read_only || !be.can_write()) {
             return Err((
                 EPERM,
                 format!("{name}: volume {} is read-only", self.vol.name),
             ));
+        }
+        // Only what the transmission flags advertised (the backend's declarations).
+        let declared = match cmd {
+            CMD_TRIM => be.can_trim(),
+            CMD_WRITE_ZEROES => {
+                be.can_zero() && (req.flags & CMD_FLAG_FAST_ZERO == 0 || be.can_fast_zero())
+            }
+            CMD_CACHE => be.can_cache(),
+            CMD_BLOCK_STATUS => be.can_extents(),
+            _ => true,
+        };
+        if !declared {
+            return Err((EINVAL, self.undeclared(name)));
         }
         let size = self.vol.size();
         let end = req.offset.checked_add(req.length as u64);
@@ -112,6 +130,13 @@ impl Conn {
             )),
             _ => Ok(()),
         }
+    }
+
+    fn undeclared(&self, name: &str) -> String {
+        format!(
+            "{name}: volume {}'s storage does not offer it (not in the transmission flags)",
+            self.vol.name
+        )
     }
 
     /// Do the I/O of a validated request the admission core let through, and reply (now,

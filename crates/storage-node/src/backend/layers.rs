@@ -46,6 +46,27 @@ macro_rules! pass_through {
         fn grow(&self, size: u64) -> io::Result<()> {
             self.inner.grow(size)
         }
+        fn can_write(&self) -> bool {
+            self.inner.can_write()
+        }
+        fn can_trim(&self) -> bool {
+            self.inner.can_trim()
+        }
+        fn can_zero(&self) -> bool {
+            self.inner.can_zero()
+        }
+        fn can_fast_zero(&self) -> bool {
+            self.inner.can_fast_zero()
+        }
+        fn can_flush(&self) -> bool {
+            self.inner.can_flush()
+        }
+        fn can_cache(&self) -> bool {
+            self.inner.can_cache()
+        }
+        fn can_extents(&self) -> bool {
+            self.inner.can_extents()
+        }
     };
 }
 

@@ -244,6 +244,22 @@ impl Backend for NasStore {
     fn grow(&self, _: u64) -> io::Result<()> {
         Ok(())
     }
+    // A tree has no blocks: it declares so (and refuses the calls above if made).
+    fn can_write(&self) -> bool {
+        false
+    }
+    fn can_trim(&self) -> bool {
+        false
+    }
+    fn can_zero(&self) -> bool {
+        false
+    }
+    fn can_fast_zero(&self) -> bool {
+        false
+    }
+    fn can_extents(&self) -> bool {
+        false
+    }
 }
 
 /// What a volume's declaration says of its NAS side.
