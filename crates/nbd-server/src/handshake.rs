@@ -155,31 +155,78 @@ pub async fn options<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let no_zeroes = st.no_zeroes;
-    let mut out = Vec::with_capacity(256);
-    let mut structured = false;
-    // (export name, selected) from SET_META_CONTEXT.
-    let mut meta: Option<(String, bool)> = None;
+    let mut h = Haggle {
+        exports,
+        st,
+        structured: false,
+        meta: None,
+        out: Vec::with_capacity(256),
+    };
     loop {
-        let mut hdr = [0u8; OPTION_HEADER_LEN];
-        match stream.read_exact(&mut hdr).await {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Negotiated::Left),
-            Err(e) => return Err(e),
+        let Some((opt, data)) = read_option(stream).await? else {
+            return Ok(Negotiated::Left);
+        };
+        h.out.clear();
+        match h.answer(opt, &data)? {
+            None => stream.write_all(&h.out).await?,
+            Some(Negotiated::Left) => {
+                // ABORT: acknowledged if the client still listens.
+                let _ = stream.write_all(&h.out).await;
+                return Ok(Negotiated::Left);
+            }
+            Some(Negotiated::StartTls) => {
+                stream.write_all(&h.out).await?;
+                stream.flush().await?;
+                return Ok(Negotiated::StartTls);
+            }
+            Some(session) => {
+                stream.write_all(&h.out).await?;
+                return Ok(session);
+            }
         }
-        let h = decode_option_header(&hdr)
-            .map_err(|e| invalid(format!("{e}: client sent {}", quote(&hdr))))?;
-        if h.length > MAX_OPTION_LEN {
-            return Err(invalid(format!(
-                "option {} payload of {} bytes exceeds {MAX_OPTION_LEN}",
-                h.option, h.length
-            )));
-        }
-        let mut data = vec![0u8; h.length as usize];
-        stream.read_exact(&mut data).await?;
-        out.clear();
-        let opt = h.option;
-        if st.tls == TlsMode::Require && !st.tls_active {
+    }
+}
+
+/// The next option's code and payload; `None`: the client left (EOF).
+async fn read_option<S>(stream: &mut S) -> io::Result<Option<(u32, Vec<u8>)>>
+where
+    S: AsyncRead + Unpin,
+{
+    let mut hdr = [0u8; OPTION_HEADER_LEN];
+    match stream.read_exact(&mut hdr).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let h = decode_option_header(&hdr)
+        .map_err(|e| invalid(format!("{e}: client sent {}", quote(&hdr))))?;
+    if h.length > MAX_OPTION_LEN {
+        return Err(invalid(format!(
+            "option {} payload of {} bytes exceeds {MAX_OPTION_LEN}",
+            h.option, h.length
+        )));
+    }
+    let mut data = vec![0u8; h.length as usize];
+    stream.read_exact(&mut data).await?;
+    Ok(Some((h.option, data)))
+}
+
+/// The options phase's state: what the client negotiated so far, and the reply being
+/// built (sans-IO: [`options`] sends it).
+struct Haggle<'a> {
+    exports: &'a Exports,
+    st: OptionState,
+    structured: bool,
+    /// (export name, selected) from SET_META_CONTEXT.
+    meta: Option<(String, bool)>,
+    out: Vec<u8>,
+}
+
+impl Haggle<'_> {
+    /// Answer one option into `out`: `None`, send it and go on; `Some`, send it and the
+    /// options phase ends so. An error closes the connection.
+    fn answer(&mut self, opt: u32, data: &[u8]) -> io::Result<Option<Negotiated>> {
+        if self.st.tls == TlsMode::Require && !self.st.tls_active {
             match opt {
                 OPT_STARTTLS | OPT_ABORT => {}
                 OPT_EXPORT_NAME => {
@@ -190,185 +237,184 @@ where
                 }
                 _ => {
                     encode_option_error(
-                        &mut out,
+                        &mut self.out,
                         opt,
                         REP_ERR_TLS_REQD,
                         "this node requires TLS: send NBD_OPT_STARTTLS first (nbds:// URIs)",
                     );
-                    stream.write_all(&out).await?;
-                    continue;
+                    return Ok(None);
                 }
             }
         }
+        let out = &mut self.out;
         match opt {
-            OPT_EXPORT_NAME => {
-                let name = String::from_utf8_lossy(&data).into_owned();
-                let Some(vol) = exports
-                    .volume(&name)
-                    .filter(|_| !exports.node.is_shutting_down())
-                else {
-                    // The spec's only answer here is to close the connection.
-                    return Err(refused(format!(
-                        "EXPORT_NAME {}: no such volume",
-                        quote(&data)
-                    )));
-                };
-                let ctx = selected_context(&meta, &name, structured);
-                encode_export_name_reply(
-                    &mut out,
-                    vol.size(),
-                    transmission_flags(&vol, structured),
-                    no_zeroes,
-                );
-                stream.write_all(&out).await?;
-                return Ok(Negotiated::Session(Session {
-                    volume: vol,
-                    structured,
-                    meta_context: ctx,
-                }));
-            }
+            OPT_EXPORT_NAME => return self.export_name(data).map(Some),
             OPT_ABORT => {
-                encode_option_reply(&mut out, opt, REP_ACK, &[]);
-                let _ = stream.write_all(&out).await;
-                return Ok(Negotiated::Left);
+                encode_option_reply(out, opt, REP_ACK, &[]);
+                return Ok(Some(Negotiated::Left));
+            }
+            OPT_LIST if !data.is_empty() => {
+                encode_option_error(out, opt, REP_ERR_INVALID, "NBD_OPT_LIST takes no payload")
             }
             OPT_LIST => {
-                if !data.is_empty() {
-                    encode_option_error(
-                        &mut out,
-                        opt,
-                        REP_ERR_INVALID,
-                        "NBD_OPT_LIST takes no payload",
-                    );
-                } else {
-                    for v in exports.list() {
-                        encode_list_entry(&mut out, &v.name, &v.description);
-                    }
-                    encode_option_reply(&mut out, opt, REP_ACK, &[]);
+                for v in self.exports.list() {
+                    encode_list_entry(out, &v.name, &v.description);
                 }
+                encode_option_reply(out, opt, REP_ACK, &[]);
             }
+            OPT_STRUCTURED_REPLY if !data.is_empty() => encode_option_error(
+                out,
+                opt,
+                REP_ERR_INVALID,
+                "NBD_OPT_STRUCTURED_REPLY takes no payload",
+            ),
             OPT_STRUCTURED_REPLY => {
-                if !data.is_empty() {
-                    encode_option_error(
-                        &mut out,
-                        opt,
-                        REP_ERR_INVALID,
-                        "NBD_OPT_STRUCTURED_REPLY takes no payload",
-                    );
-                } else {
-                    structured = true;
-                    encode_option_reply(&mut out, opt, REP_ACK, &[]);
-                }
+                self.structured = true;
+                encode_option_reply(out, opt, REP_ACK, &[]);
             }
-            OPT_INFO | OPT_GO => match decode_info_request(&data) {
-                Err(e) => encode_option_error(&mut out, opt, REP_ERR_INVALID, &e.to_string()),
-                Ok(req) => {
-                    if exports.node.is_shutting_down() {
-                        encode_option_error(
-                            &mut out,
-                            opt,
-                            REP_ERR_SHUTDOWN,
-                            "node is shutting down",
-                        );
-                    } else if let Some(vol) = exports.volume(&req.name) {
-                        let flags = transmission_flags(&vol, structured);
-                        encode_info_export(&mut out, opt, vol.size(), flags);
-                        if req.requests.contains(&INFO_NAME) {
-                            encode_info_string(&mut out, opt, INFO_NAME, &vol.name);
-                        }
-                        if req.requests.contains(&INFO_DESCRIPTION) && !vol.description.is_empty() {
-                            encode_info_string(&mut out, opt, INFO_DESCRIPTION, &vol.description);
-                        }
-                        encode_info_block_size(
-                            &mut out,
-                            opt,
-                            MIN_BLOCK,
-                            PREFERRED_BLOCK,
-                            MAX_PAYLOAD,
-                        );
-                        encode_option_reply(&mut out, opt, REP_ACK, &[]);
-                        if opt == OPT_GO {
-                            stream.write_all(&out).await?;
-                            let ctx = selected_context(&meta, &req.name, structured);
-                            return Ok(Negotiated::Session(Session {
-                                volume: vol,
-                                structured,
-                                meta_context: ctx,
-                            }));
-                        }
-                    } else {
-                        let msg = format!(
-                            "no volume named {}; NBD_OPT_LIST shows the exports",
-                            quote(req.name.as_bytes())
-                        );
-                        encode_option_error(&mut out, opt, REP_ERR_UNKNOWN, &msg);
-                    }
-                }
-            },
-            OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => {
-                let set = opt == OPT_SET_META_CONTEXT;
-                match decode_meta_context_request(&data) {
-                    Err(e) => encode_option_error(&mut out, opt, REP_ERR_INVALID, &e.to_string()),
-                    Ok(_) if set && !structured => encode_option_error(
-                        &mut out,
-                        opt,
-                        REP_ERR_INVALID,
-                        "NBD_OPT_SET_META_CONTEXT needs NBD_OPT_STRUCTURED_REPLY first",
-                    ),
-                    Ok(req) if exports.volume(&req.export).is_none() => {
-                        let msg = format!("no volume named {}", quote(req.export.as_bytes()));
-                        encode_option_error(&mut out, opt, REP_ERR_UNKNOWN, &msg);
-                    }
-                    Ok(req) => {
-                        let wanted = if req.queries.is_empty() {
-                            !set
-                        } else {
-                            req.queries
-                                .iter()
-                                .any(|q| q == BASE_ALLOCATION || (!set && q == "base:"))
-                        };
-                        if wanted {
-                            encode_meta_context(&mut out, opt, BASE_ALLOCATION_ID, BASE_ALLOCATION);
-                        }
-                        if set {
-                            meta = Some((req.export.clone(), wanted));
-                        }
-                        encode_option_reply(&mut out, opt, REP_ACK, &[]);
-                    }
-                }
-            }
-            OPT_STARTTLS => match (st.tls, st.tls_active) {
-                (TlsMode::Off, _) => encode_option_error(
-                    &mut out,
-                    opt,
-                    REP_ERR_UNSUP,
-                    "TLS is off on this node (qoslab serve --nbd-tls on|require)",
-                ),
-                (_, true) => encode_option_error(
-                    &mut out,
-                    opt,
-                    REP_ERR_INVALID,
-                    "TLS is already running on this connection",
-                ),
-                _ if !data.is_empty() => encode_option_error(
-                    &mut out,
-                    opt,
-                    REP_ERR_INVALID,
-                    "NBD_OPT_STARTTLS takes no payload",
-                ),
-                _ => {
-                    encode_option_reply(&mut out, opt, REP_ACK, &[]);
-                    stream.write_all(&out).await?;
-                    stream.flush().await?;
-                    return Ok(Negotiated::StartTls);
-                }
-            },
+            OPT_INFO | OPT_GO => return Ok(self.info(opt, data)),
+            OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => self.meta_context(opt, data),
+            OPT_STARTTLS => return Ok(self.starttls(data)),
             _ => {
                 let msg = format!("option {opt} is not supported");
-                encode_option_error(&mut out, opt, REP_ERR_UNSUP, &msg);
+                encode_option_error(out, opt, REP_ERR_UNSUP, &msg);
             }
         }
-        stream.write_all(&out).await?;
+        Ok(None)
+    }
+
+    /// EXPORT_NAME: the volume, or the connection closes (the spec's only answer).
+    fn export_name(&mut self, data: &[u8]) -> io::Result<Negotiated> {
+        let exports = self.exports;
+        let name = String::from_utf8_lossy(data).into_owned();
+        let Some(vol) = exports
+            .volume(&name)
+            .filter(|_| !exports.node.is_shutting_down())
+        else {
+            return Err(refused(format!(
+                "EXPORT_NAME {}: no such volume",
+                quote(data)
+            )));
+        };
+        let ctx = selected_context(&self.meta, &name, self.structured);
+        encode_export_name_reply(
+            &mut self.out,
+            vol.size(),
+            transmission_flags(&vol, self.structured),
+            self.st.no_zeroes,
+        );
+        Ok(Negotiated::Session(Session {
+            volume: vol,
+            structured: self.structured,
+            meta_context: ctx,
+        }))
+    }
+
+    /// INFO and GO: the export's details; GO also enters transmission.
+    fn info(&mut self, opt: u32, data: &[u8]) -> Option<Negotiated> {
+        let out = &mut self.out;
+        let req = match decode_info_request(data) {
+            Err(e) => {
+                encode_option_error(out, opt, REP_ERR_INVALID, &e.to_string());
+                return None;
+            }
+            Ok(req) => req,
+        };
+        if self.exports.node.is_shutting_down() {
+            encode_option_error(out, opt, REP_ERR_SHUTDOWN, "node is shutting down");
+            return None;
+        }
+        let Some(vol) = self.exports.volume(&req.name) else {
+            let msg = format!(
+                "no volume named {}; NBD_OPT_LIST shows the exports",
+                quote(req.name.as_bytes())
+            );
+            encode_option_error(out, opt, REP_ERR_UNKNOWN, &msg);
+            return None;
+        };
+        let flags = transmission_flags(&vol, self.structured);
+        encode_info_export(out, opt, vol.size(), flags);
+        if req.requests.contains(&INFO_NAME) {
+            encode_info_string(out, opt, INFO_NAME, &vol.name);
+        }
+        if req.requests.contains(&INFO_DESCRIPTION) && !vol.description.is_empty() {
+            encode_info_string(out, opt, INFO_DESCRIPTION, &vol.description);
+        }
+        encode_info_block_size(out, opt, MIN_BLOCK, PREFERRED_BLOCK, MAX_PAYLOAD);
+        encode_option_reply(out, opt, REP_ACK, &[]);
+        (opt == OPT_GO).then(|| {
+            let ctx = selected_context(&self.meta, &req.name, self.structured);
+            Negotiated::Session(Session {
+                volume: vol,
+                structured: self.structured,
+                meta_context: ctx,
+            })
+        })
+    }
+
+    /// LIST_META_CONTEXT and SET_META_CONTEXT: `base:allocation` only.
+    fn meta_context(&mut self, opt: u32, data: &[u8]) {
+        let set = opt == OPT_SET_META_CONTEXT;
+        let out = &mut self.out;
+        match decode_meta_context_request(data) {
+            Err(e) => encode_option_error(out, opt, REP_ERR_INVALID, &e.to_string()),
+            Ok(_) if set && !self.structured => encode_option_error(
+                out,
+                opt,
+                REP_ERR_INVALID,
+                "NBD_OPT_SET_META_CONTEXT needs NBD_OPT_STRUCTURED_REPLY first",
+            ),
+            Ok(req) if self.exports.volume(&req.export).is_none() => {
+                let msg = format!("no volume named {}", quote(req.export.as_bytes()));
+                encode_option_error(out, opt, REP_ERR_UNKNOWN, &msg);
+            }
+            Ok(req) => {
+                let wanted = if req.queries.is_empty() {
+                    !set
+                } else {
+                    req.queries
+                        .iter()
+                        .any(|q| q == BASE_ALLOCATION || (!set && q == "base:"))
+                };
+                if wanted {
+                    encode_meta_context(out, opt, BASE_ALLOCATION_ID, BASE_ALLOCATION);
+                }
+                if set {
+                    self.meta = Some((req.export.clone(), wanted));
+                }
+                encode_option_reply(out, opt, REP_ACK, &[]);
+            }
+        }
+    }
+
+    /// STARTTLS: acknowledged when TLS is offered and not yet running.
+    fn starttls(&mut self, data: &[u8]) -> Option<Negotiated> {
+        let (out, opt) = (&mut self.out, OPT_STARTTLS);
+        match (self.st.tls, self.st.tls_active) {
+            (TlsMode::Off, _) => encode_option_error(
+                out,
+                opt,
+                REP_ERR_UNSUP,
+                "TLS is off on this node (qoslab serve --nbd-tls on|require)",
+            ),
+            (_, true) => encode_option_error(
+                out,
+                opt,
+                REP_ERR_INVALID,
+                "TLS is already running on this connection",
+            ),
+            _ if !data.is_empty() => encode_option_error(
+                out,
+                opt,
+                REP_ERR_INVALID,
+                "NBD_OPT_STARTTLS takes no payload",
+            ),
+            _ => {
+                encode_option_reply(out, opt, REP_ACK, &[]);
+                return Some(Negotiated::StartTls);
+            }
+        }
+        None
     }
 }
 
@@ -468,6 +514,139 @@ mod tests {
             f & (FLAG_READ_ONLY | FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES),
             FLAG_READ_ONLY
         );
+    }
+
+    /// Every option of the options phase, bad and good, in one pipelined batch: each gets
+    /// the spec's reply type, in order, and ABORT ends the phase (the answers clients such
+    /// as nbdinfo and qemu rely on; end to end in the e2e tier's protocol tests).
+    #[tokio::test]
+    async fn each_option_gets_its_reply() {
+        use storage_node::{Node, NodeConfig};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let d = test_support::TestDir::new("nbd-options");
+        let cfg = NodeConfig::parse(
+            "[[volume]]\nname = \"a\"\nsize = \"1MiB\"\ndescription = \"first\"\n\
+             [[volume]]\nname = \"b\"\nsize = \"2MiB\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let exports = crate::Exports::new(Node::open(&cfg, &d).unwrap(), None);
+        let opt = |out: &mut Vec<u8>, o: u32, data: &[u8]| {
+            out.extend_from_slice(&IHAVEOPT.to_be_bytes());
+            out.extend_from_slice(&o.to_be_bytes());
+            out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+            out.extend_from_slice(data);
+        };
+        // name length, name, then requests (count, INFO_NAME, INFO_DESCRIPTION).
+        let info = |name: &str| {
+            let mut v = (name.len() as u32).to_be_bytes().to_vec();
+            v.extend_from_slice(name.as_bytes());
+            v.extend_from_slice(&2u16.to_be_bytes());
+            v.extend_from_slice(&INFO_NAME.to_be_bytes());
+            v.extend_from_slice(&INFO_DESCRIPTION.to_be_bytes());
+            v
+        };
+        // export name, then no queries.
+        let meta = |name: &str| {
+            let mut v = (name.len() as u32).to_be_bytes().to_vec();
+            v.extend_from_slice(name.as_bytes());
+            v.extend_from_slice(&0u32.to_be_bytes());
+            v
+        };
+        let mut out = Vec::new();
+        opt(&mut out, OPT_LIST, b"x");
+        opt(&mut out, OPT_LIST, b"");
+        opt(&mut out, OPT_STRUCTURED_REPLY, b"x");
+        opt(&mut out, OPT_SET_META_CONTEXT, &meta("a"));
+        opt(&mut out, OPT_STRUCTURED_REPLY, b"");
+        opt(&mut out, OPT_STARTTLS, b"");
+        opt(&mut out, 99, b"");
+        opt(&mut out, OPT_INFO, &info("nope"));
+        opt(&mut out, OPT_INFO, &info("a"));
+        opt(&mut out, OPT_LIST_META_CONTEXT, &meta("a"));
+        opt(&mut out, OPT_ABORT, b"");
+        let (mut client, mut server) = tokio::io::duplex(1 << 16);
+        client.write_all(&out).await.unwrap();
+        let st = super::OptionState {
+            no_zeroes: true,
+            tls: super::TlsMode::Off,
+            tls_active: false,
+        };
+        let end = super::options(&mut server, &exports, st).await.unwrap();
+        assert!(matches!(end, super::Negotiated::Left), "ABORT ends it");
+        drop(server);
+        let mut replies = Vec::new();
+        client.read_to_end(&mut replies).await.unwrap();
+        let mut got = Vec::new();
+        let mut r = &replies[..];
+        while !r.is_empty() {
+            let o = u32::from_be_bytes(r[8..12].try_into().unwrap());
+            let ty = u32::from_be_bytes(r[12..16].try_into().unwrap());
+            let len = u32::from_be_bytes(r[16..20].try_into().unwrap()) as usize;
+            let data = &r[20..20 + len];
+            if ty == REP_INFO && data[..2] == INFO_EXPORT.to_be_bytes() {
+                assert_eq!(u64::from_be_bytes(data[2..10].try_into().unwrap()), 1 << 20);
+            }
+            got.push((o, ty));
+            r = &r[20 + len..];
+        }
+        assert_eq!(
+            got,
+            vec![
+                (OPT_LIST, REP_ERR_INVALID),
+                (OPT_LIST, REP_SERVER),
+                (OPT_LIST, REP_SERVER),
+                (OPT_LIST, REP_ACK),
+                (OPT_STRUCTURED_REPLY, REP_ERR_INVALID),
+                (OPT_SET_META_CONTEXT, REP_ERR_INVALID),
+                (OPT_STRUCTURED_REPLY, REP_ACK),
+                (OPT_STARTTLS, REP_ERR_UNSUP),
+                (99, REP_ERR_UNSUP),
+                (OPT_INFO, REP_ERR_UNKNOWN),
+                (OPT_INFO, REP_INFO),
+                (OPT_INFO, REP_INFO),
+                (OPT_INFO, REP_INFO),
+                (OPT_INFO, REP_INFO),
+                (OPT_INFO, REP_ACK),
+                (OPT_LIST_META_CONTEXT, REP_META_CONTEXT),
+                (OPT_LIST_META_CONTEXT, REP_ACK),
+                (OPT_ABORT, REP_ACK),
+            ]
+        );
+    }
+
+    /// A TLS-only node answers everything but STARTTLS and ABORT with TLS_REQD, then
+    /// acknowledges STARTTLS and hands the connection to the TLS handshake.
+    #[tokio::test]
+    async fn a_tls_only_node_wants_starttls_first() {
+        use storage_node::{Node, NodeConfig};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let d = test_support::TestDir::new("nbd-options-tls");
+        let cfg =
+            NodeConfig::parse("[[volume]]\nname = \"a\"\nsize = \"1MiB\"\n", "t.toml").unwrap();
+        let exports = crate::Exports::new(Node::open(&cfg, &d).unwrap(), None);
+        let mut out = Vec::new();
+        for o in [OPT_LIST, OPT_STARTTLS] {
+            out.extend_from_slice(&IHAVEOPT.to_be_bytes());
+            out.extend_from_slice(&o.to_be_bytes());
+            out.extend_from_slice(&0u32.to_be_bytes());
+        }
+        let (mut client, mut server) = tokio::io::duplex(1 << 16);
+        client.write_all(&out).await.unwrap();
+        let st = super::OptionState {
+            no_zeroes: true,
+            tls: super::TlsMode::Require,
+            tls_active: false,
+        };
+        let end = super::options(&mut server, &exports, st).await.unwrap();
+        assert!(matches!(end, super::Negotiated::StartTls));
+        drop(server);
+        let mut r = Vec::new();
+        client.read_to_end(&mut r).await.unwrap();
+        let ty = |at: usize| u32::from_be_bytes(r[at + 12..at + 16].try_into().unwrap());
+        let len = u32::from_be_bytes(r[16..20].try_into().unwrap()) as usize;
+        assert_eq!((ty(0), ty(20 + len)), (REP_ERR_TLS_REQD, REP_ACK));
+        assert_eq!(r.len(), 20 + len + 20, "nothing more");
     }
 
     #[test]
