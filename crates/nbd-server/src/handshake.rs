@@ -516,21 +516,37 @@ mod tests {
         );
     }
 
+    /// Run the options phase over `input` (pipelined options) against a node of `toml`:
+    /// how it ended, and every byte it answered.
+    async fn run_options(
+        toml: &str,
+        input: &[u8],
+        tls: super::TlsMode,
+    ) -> (super::Negotiated, Vec<u8>) {
+        use storage_node::{Node, NodeConfig};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let d = test_support::TestDir::new("nbd-options");
+        let cfg = NodeConfig::parse(toml, "t.toml").unwrap();
+        let exports = crate::Exports::new(Node::open(&cfg, &d).unwrap(), None);
+        let (mut client, mut server) = tokio::io::duplex(1 << 16);
+        client.write_all(input).await.unwrap();
+        let st = super::OptionState {
+            no_zeroes: true,
+            tls,
+            tls_active: false,
+        };
+        let end = super::options(&mut server, &exports, st).await.unwrap();
+        drop(server);
+        let mut replies = Vec::new();
+        client.read_to_end(&mut replies).await.unwrap();
+        (end, replies)
+    }
+
     /// Every option of the options phase, bad and good, in one pipelined batch: each gets
     /// the spec's reply type, in order, and ABORT ends the phase (the answers clients such
     /// as nbdinfo and qemu rely on; end to end in the e2e tier's protocol tests).
     #[tokio::test]
     async fn each_option_gets_its_reply() {
-        use storage_node::{Node, NodeConfig};
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let d = test_support::TestDir::new("nbd-options");
-        let cfg = NodeConfig::parse(
-            "[[volume]]\nname = \"a\"\nsize = \"1MiB\"\ndescription = \"first\"\n\
-             [[volume]]\nname = \"b\"\nsize = \"2MiB\"\n",
-            "t.toml",
-        )
-        .unwrap();
-        let exports = crate::Exports::new(Node::open(&cfg, &d).unwrap(), None);
         let opt = |out: &mut Vec<u8>, o: u32, data: &[u8]| {
             out.extend_from_slice(&IHAVEOPT.to_be_bytes());
             out.extend_from_slice(&o.to_be_bytes());
@@ -565,18 +581,10 @@ mod tests {
         opt(&mut out, OPT_INFO, &info("a"));
         opt(&mut out, OPT_LIST_META_CONTEXT, &meta("a"));
         opt(&mut out, OPT_ABORT, b"");
-        let (mut client, mut server) = tokio::io::duplex(1 << 16);
-        client.write_all(&out).await.unwrap();
-        let st = super::OptionState {
-            no_zeroes: true,
-            tls: super::TlsMode::Off,
-            tls_active: false,
-        };
-        let end = super::options(&mut server, &exports, st).await.unwrap();
+        let toml = "[[volume]]\nname = \"a\"\nsize = \"1MiB\"\ndescription = \"first\"\n\
+                    [[volume]]\nname = \"b\"\nsize = \"2MiB\"\n";
+        let (end, replies) = run_options(toml, &out, super::TlsMode::Off).await;
         assert!(matches!(end, super::Negotiated::Left), "ABORT ends it");
-        drop(server);
-        let mut replies = Vec::new();
-        client.read_to_end(&mut replies).await.unwrap();
         let mut got = Vec::new();
         let mut r = &replies[..];
         while !r.is_empty() {
@@ -619,30 +627,15 @@ mod tests {
     /// acknowledges STARTTLS and hands the connection to the TLS handshake.
     #[tokio::test]
     async fn a_tls_only_node_wants_starttls_first() {
-        use storage_node::{Node, NodeConfig};
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let d = test_support::TestDir::new("nbd-options-tls");
-        let cfg =
-            NodeConfig::parse("[[volume]]\nname = \"a\"\nsize = \"1MiB\"\n", "t.toml").unwrap();
-        let exports = crate::Exports::new(Node::open(&cfg, &d).unwrap(), None);
         let mut out = Vec::new();
         for o in [OPT_LIST, OPT_STARTTLS] {
             out.extend_from_slice(&IHAVEOPT.to_be_bytes());
             out.extend_from_slice(&o.to_be_bytes());
             out.extend_from_slice(&0u32.to_be_bytes());
         }
-        let (mut client, mut server) = tokio::io::duplex(1 << 16);
-        client.write_all(&out).await.unwrap();
-        let st = super::OptionState {
-            no_zeroes: true,
-            tls: super::TlsMode::Require,
-            tls_active: false,
-        };
-        let end = super::options(&mut server, &exports, st).await.unwrap();
+        let toml = "[[volume]]\nname = \"a\"\nsize = \"1MiB\"\n";
+        let (end, r) = run_options(toml, &out, super::TlsMode::Require).await;
         assert!(matches!(end, super::Negotiated::StartTls));
-        drop(server);
-        let mut r = Vec::new();
-        client.read_to_end(&mut r).await.unwrap();
         let ty = |at: usize| u32::from_be_bytes(r[at + 12..at + 16].try_into().unwrap());
         let len = u32::from_be_bytes(r[16..20].try_into().unwrap()) as usize;
         assert_eq!((ty(0), ty(20 + len)), (REP_ERR_TLS_REQD, REP_ACK));
