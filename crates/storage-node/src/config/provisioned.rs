@@ -89,6 +89,21 @@ fn ops_rate(what: &str, field: &str, v: &NumOrStr) -> Result<u64, ConfigError> {
 
 /// Parse `[provisioned]` (`what` names it in messages, e.g. `node.toml:30: provisioned`).
 pub(super) fn parse(what: &str, r: &RawFs) -> Result<FsSpec, ConfigError> {
+    let o = options(what, r)?;
+    let mut spec = base(what, r, &o)?;
+    resources(what, r, &o, &mut spec)?;
+    if let Some(v) = &r.memory_cache {
+        spec.memory_cache = size(what, "memory_cache", v)?;
+    }
+    if let Some(v) = &r.nvme_cache {
+        spec.nvme_cache = size(what, "nvme_cache", v)?;
+    }
+    Ok(spec)
+}
+
+/// What scales a preset: `scale`, `rate_scale`, `burst_duration`, `initial_percent`,
+/// `storage`, `ssd_iops`, `per_connection`, `cache_block`.
+fn options(what: &str, r: &RawFs) -> Result<PresetOptions, ConfigError> {
     let scale = factor(what, "scale", &r.scale)?;
     let rate_scale = factor(what, "rate_scale", &r.rate_scale)?;
     let burst_seconds = match &r.burst_duration {
@@ -147,8 +162,14 @@ pub(super) fn parse(what: &str, r: &RawFs) -> Result<FsSpec, ConfigError> {
             )));
         }
     }
-    let mut spec = match &r.preset {
-        Some(p) => FsSpec::preset(p, &o).ok_or_else(|| {
+    Ok(o)
+}
+
+/// The preset `preset` names, scaled by `o`, or a custom file system when `network` and
+/// `disk` are given instead.
+fn base(what: &str, r: &RawFs, o: &PresetOptions) -> Result<FsSpec, ConfigError> {
+    Ok(match &r.preset {
+        Some(p) => FsSpec::preset(p, o).ok_or_else(|| {
             ConfigError(format!(
                 "{what}.preset = {p:?}: allowed presets are {}",
                 preset_names().join(", ")
@@ -173,7 +194,17 @@ pub(super) fn parse(what: &str, r: &RawFs) -> Result<FsSpec, ConfigError> {
                 per_connection: o.per_connection.unwrap_or(0),
             }
         }
-    };
+    })
+}
+
+/// Explicit `network`, `disk` and `disk_iops` resources over the preset's.
+fn resources(
+    what: &str,
+    r: &RawFs,
+    o: &PresetOptions,
+    spec: &mut FsSpec,
+) -> Result<(), ConfigError> {
+    let (scale, burst_seconds, initial_percent) = (o.scale, o.burst_seconds, o.initial_percent);
     // Explicit resources replace the preset's; their buckets follow burst_duration and
     // scale like a preset's (rates are taken as given).
     let bucket = |base: u64, rate: u64| {
@@ -216,11 +247,5 @@ pub(super) fn parse(what: &str, r: &RawFs) -> Result<FsSpec, ConfigError> {
             burst,
         };
     }
-    if let Some(v) = &r.memory_cache {
-        spec.memory_cache = size(what, "memory_cache", v)?;
-    }
-    if let Some(v) = &r.nvme_cache {
-        spec.nvme_cache = size(what, "nvme_cache", v)?;
-    }
-    Ok(spec)
+    Ok(())
 }
