@@ -128,6 +128,107 @@ fn peer_closed(fd: i32) -> bool {
 /// A held call's reply and what it weighed on its connection.
 type Done = (Vec<u8>, usize);
 
+/// One connection's calls: replies of those answered at once gather in `out`; held ones
+/// (by QoS, or on the blocking pool) are tasks, within the connection's bounds.
+struct Calls {
+    sh: Arc<Shared>,
+    peer: Peer,
+    /// The connection's admission gate, on a node.
+    gate: Option<Arc<Gate>>,
+    pending: JoinSet<Done>,
+    /// Bytes of records this connection holds.
+    holding: usize,
+    /// A call that waits for the server-wide budget (its weight), and the permit once got.
+    wants: Option<u32>,
+    permit: Option<OwnedSemaphorePermit>,
+    out: Vec<u8>,
+}
+
+impl Calls {
+    /// Answer `rec` now, or hold it in a task of its own; `false`: a bound is reached and
+    /// it stays in the buffer (unread) until a held call finishes or the budget frees.
+    fn take(&mut self, rec: std::borrow::Cow<'_, [u8]>) -> bool {
+        let (sh, peer) = (self.sh.clone(), self.peer);
+        let d = sh.svc.decode(&rec);
+        let info = d.info;
+        // A counted call on a volume's handle: the node's books and gates.
+        let on_volume = match (&sh.link, &self.gate, info.export) {
+            (Some(l), Some(g), Some(ex)) if qos::counted(info.kind) => {
+                l.volume(ex).map(|v| (l.clone(), g.clone(), v))
+            }
+            _ => None,
+        };
+        let mut walks = false;
+        let out = &mut self.out;
+        let held_call = match &on_volume {
+            Some((l, g, vol)) => {
+                !qos::try_free(&sh.svc, &l.node, g, vol, &peer, &d, out, &mut walks)
+            }
+            None => info.lane == Lane::Blocking || !sh.svc.handle_decoded(&peer, &d, out, false),
+        };
+        if !held_call {
+            return true;
+        }
+        // Held: within this connection's bounds and the server's budget, or stop here
+        // until a held call finishes.
+        let lim = sh.limits;
+        if self.pending.len() >= lim.conn_calls
+            || (self.holding > 0 && self.holding + rec.len() > lim.conn_bytes)
+        {
+            return false;
+        }
+        let w = weight(rec.len());
+        let p = match self.permit.take() {
+            Some(p) if p.num_permits() == w as usize => p,
+            _ => match sh.held.clone().try_acquire_many_owned(w) {
+                Ok(p) => p,
+                Err(_) => {
+                    self.wants = Some(w);
+                    return false;
+                }
+            },
+        };
+        let svc = sh.svc.clone();
+        let bytes = rec.len();
+        match on_volume {
+            Some((_, g, vol)) => {
+                let inline = info.lane == Lane::Inline && !walks;
+                // Admitted, run and replied at once: no task, and the record was decoded
+                // once.
+                if let Some(stage) = qos::start(&svc, &g, &vol, &peer, &d, &mut self.out, inline) {
+                    self.holding += bytes;
+                    let rec = rec.into_owned();
+                    self.pending.spawn(async move {
+                        let reply = qos::resume(svc, g, vol, peer, rec, info, stage).await;
+                        drop(p);
+                        (reply, bytes)
+                    });
+                }
+            }
+            None => {
+                self.holding += bytes;
+                let rec = rec.into_owned();
+                self.pending.spawn_blocking(move || {
+                    let mut o = Vec::new();
+                    svc.handle(&peer, &rec, &mut o);
+                    drop(p);
+                    (o, bytes)
+                });
+            }
+        }
+        true
+    }
+
+    /// A held call finished: its reply joins `out`.
+    fn finished(&mut self, d: Result<Done, tokio::task::JoinError>) -> io::Result<()> {
+        let (reply, bytes) =
+            d.map_err(|e| io::Error::other(format!("NFS call task failed: {e}")))?;
+        self.holding -= bytes;
+        self.out.extend_from_slice(&reply);
+        Ok(())
+    }
+}
+
 /// Serve one connection until the client closes it, it breaks a bound, or `stop` turns
 /// true (then nothing more is read, calls in flight finish and are answered).
 pub async fn serve(
@@ -146,20 +247,23 @@ pub async fn serve(
     let lim = sh.limits;
     let read_cap = sh.max_record + 64 * 1024;
     let mut inbuf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let mut out: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let mut pending: JoinSet<Done> = JoinSet::new();
-    // Bytes of records this connection holds.
-    let mut holding = 0usize;
-    // A call that waits for the server-wide budget (its weight), and the permit once got.
-    let mut wants: Option<u32> = None;
-    let mut permit: Option<OwnedSemaphorePermit> = None;
+    let mut c = Calls {
+        sh: sh.clone(),
+        peer,
+        gate,
+        pending: JoinSet::new(),
+        holding: 0,
+        wants: None,
+        permit: None,
+        out: Vec::with_capacity(64 * 1024),
+    };
     let mut open = true;
     let mut seen_call = false;
     let mut last_call = Instant::now();
-    while open || !pending.is_empty() {
-        let stalled = wants.is_some() || pending.len() >= lim.conn_calls;
+    while open || !c.pending.is_empty() {
+        let stalled = c.wants.is_some() || c.pending.len() >= lim.conn_calls;
         let can_read = open && !stalled && inbuf.len() < read_cap;
-        let quiet = if !pending.is_empty() {
+        let quiet = if !c.pending.is_empty() {
             None
         } else if seen_call {
             Some(last_call + lim.idle)
@@ -179,25 +283,17 @@ pub async fn serve(
                     return Ok(());
                 }
             }
-            Some(done) = pending.join_next(), if !pending.is_empty() => {
-                let mut take = |d: Result<Done, tokio::task::JoinError>| match d {
-                    Ok((reply, bytes)) => {
-                        holding -= bytes;
-                        out.extend_from_slice(&reply);
-                        Ok(())
-                    }
-                    Err(e) => Err(io::Error::other(format!("NFS call task failed: {e}"))),
-                };
-                take(done)?;
-                while let Some(d) = pending.try_join_next() {
-                    take(d)?;
+            Some(done) = c.pending.join_next(), if !c.pending.is_empty() => {
+                c.finished(done)?;
+                while let Some(d) = c.pending.try_join_next() {
+                    c.finished(d)?;
                 }
                 // A reply is activity: the idle time counts from the last call or reply.
                 last_call = Instant::now();
             }
-            p = budget.acquire_many_owned(wants.unwrap_or(1)), if wants.is_some() => {
-                permit = p.ok();
-                wants = None;
+            p = budget.acquire_many_owned(c.wants.unwrap_or(1)), if c.wants.is_some() => {
+                c.permit = p.ok();
+                c.wants = None;
             }
             _ = async { let _ = stop.wait_for(|v| *v).await; }, if open => {
                 // The server stops: calls already read finish and are answered.
@@ -221,89 +317,23 @@ pub async fn serve(
         let mut used = 0;
         // Once stopping, nothing more is parsed (what was read stays unanswered).
         while open {
-            let rest = &inbuf[used..];
-            let (rec, n) = match record::next_record(rest, sh.max_record) {
+            let (rec, n) = match record::next_record(&inbuf[used..], sh.max_record) {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
-                    let _ = write_all(&mut wr, &out, lim.write).await;
+                    let _ = write_all(&mut wr, &c.out, lim.write).await;
                     return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
                 }
             };
-            let d = sh.svc.decode(&rec);
-            let info = d.info;
-            // A counted call on a volume's handle: the node's books and gates.
-            let on_volume = match (&sh.link, &gate, info.export) {
-                (Some(l), Some(g), Some(ex)) if qos::counted(info.kind) => {
-                    l.volume(ex).map(|v| (l.clone(), g.clone(), v))
-                }
-                _ => None,
-            };
-            let mut walks = false;
-            let held_call = match &on_volume {
-                Some((l, g, vol)) => {
-                    !qos::try_free(&sh.svc, &l.node, g, vol, &peer, &d, &mut out, &mut walks)
-                }
-                None => {
-                    info.lane == Lane::Blocking
-                        || !sh.svc.handle_decoded(&peer, &d, &mut out, false)
-                }
-            };
-            if held_call {
-                // Held: within this connection's bounds and the server's budget, or stop
-                // here (the record stays in the buffer) until a held call finishes.
-                if pending.len() >= lim.conn_calls
-                    || (holding > 0 && holding + rec.len() > lim.conn_bytes)
-                {
-                    break;
-                }
-                let w = weight(rec.len());
-                let p = match permit.take() {
-                    Some(p) if p.num_permits() == w as usize => p,
-                    _ => match sh.held.clone().try_acquire_many_owned(w) {
-                        Ok(p) => p,
-                        Err(_) => {
-                            wants = Some(w);
-                            break;
-                        }
-                    },
-                };
-                let svc = sh.svc.clone();
-                let bytes = rec.len();
-                match on_volume {
-                    Some((_, g, vol)) => {
-                        let inline = info.lane == Lane::Inline && !walks;
-                        // Admitted, run and replied at once: no task, and the record was
-                        // decoded once.
-                        if let Some(stage) = qos::start(&svc, &g, &vol, &peer, &d, &mut out, inline)
-                        {
-                            holding += bytes;
-                            let rec = rec.into_owned();
-                            pending.spawn(async move {
-                                let reply = qos::resume(svc, g, vol, peer, rec, info, stage).await;
-                                drop(p);
-                                (reply, bytes)
-                            });
-                        }
-                    }
-                    None => {
-                        holding += bytes;
-                        let rec = rec.into_owned();
-                        pending.spawn_blocking(move || {
-                            let mut o = Vec::new();
-                            svc.handle(&peer, &rec, &mut o);
-                            drop(p);
-                            (o, bytes)
-                        });
-                    }
-                }
+            if !c.take(rec) {
+                break;
             }
             used += n;
             seen_call = true;
             last_call = Instant::now();
-            if out.len() >= 256 * 1024 {
-                write_all(&mut wr, &out, lim.write).await?;
-                out.clear();
+            if c.out.len() >= 256 * 1024 {
+                write_all(&mut wr, &c.out, lim.write).await?;
+                c.out.clear();
             }
             if *stop.borrow() {
                 open = false;
@@ -312,9 +342,9 @@ pub async fn serve(
         if used > 0 {
             inbuf.drain(..used);
         }
-        if !out.is_empty() {
-            write_all(&mut wr, &out, lim.write).await?;
-            out.clear();
+        if !c.out.is_empty() {
+            write_all(&mut wr, &c.out, lim.write).await?;
+            c.out.clear();
         }
     }
     Ok(())
