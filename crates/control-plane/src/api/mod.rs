@@ -126,41 +126,12 @@ impl ControlPlane {
         data_dir: &Path,
         server_stats: Arc<ServerStats>,
     ) -> Result<Arc<ControlPlane>, String> {
-        crate::private::create_dir_all(data_dir)
-            .map_err(|e| format!("data directory {}: {e}", data_dir.display()))?;
         let db = data_dir.join("state.db");
-        // SQLite gives its -wal and -shm files the database file's mode.
-        crate::private::precreate(&db).map_err(|e| format!("{}: {e}", db.display()))?;
-        let (mut store, seeded) = Store::open(&db).map_err(|e| format!("{}: {e}", db.display()))?;
-        if !seeded {
-            let (p, v) = seed::seed_rows(cfg);
-            store
-                .seed(&p, &v)
-                .map_err(|e| format!("{}: seeding: {e}", db.display()))?;
-            tracing::info!(
-                policies = cfg.policies.len(),
-                volumes = cfg.volumes.len(),
-                "new state database seeded from the configuration"
-            );
-        }
-        seed::apply_changed_declarations(&mut store, cfg)
-            .map_err(|e| format!("{}: applying the configuration: {e}", db.display()))?;
-        let export_policies =
-            nas::load(&mut store, cfg).map_err(|e| format!("{}: {e}", db.display()))?;
-        let rows = store.policies().map_err(|e| e.to_string())?;
+        let in_db = |e: &dyn std::fmt::Display| format!("{}: {e}", db.display());
+        let mut store = open_store(cfg, data_dir, &db)?;
+        let export_policies = nas::load(&mut store, cfg).map_err(|e| in_db(&e))?;
+        let policies = load_policies(&store, &db)?;
         let volumes = store.volumes().map_err(|e| e.to_string())?;
-        let mut policies = Vec::new();
-        for row in rows {
-            let policy = model::stored_policy(&row.spec).map_err(|e| {
-                format!(
-                    "{}: policy {:?}: stored definition is invalid: {}",
-                    db.display(),
-                    row.name,
-                    e.message
-                )
-            })?;
-            policies.push(PolicyRec { row, policy });
-        }
         // Every NAS volume's export id, stored (assigned now for one that has none).
         let mut export_ids = std::collections::HashMap::new();
         for v in &volumes {
@@ -171,40 +142,16 @@ impl ControlPlane {
                 export_ids.insert(v.uuid.clone(), id);
             }
         }
-        store
-            .export_ids_stored()
-            .map_err(|e| format!("{}: {e}", db.display()))?;
+        store.export_ids_stored().map_err(|e| in_db(&e))?;
         let mut node_cfg = cfg.clone();
+        // Volumes are the stored ones, brought up below.
+        node_cfg.volumes = Vec::new();
         node_cfg.policies = policies
             .iter()
             .filter(|p| !p.row.builtin)
             .map(|p| PolicySpec {
                 name: p.row.name.clone(),
                 policy: p.policy,
-            })
-            .collect();
-        let policy_name = |uuid: &Option<String>| {
-            uuid.as_ref().and_then(|u| {
-                policies
-                    .iter()
-                    .find(|p| &p.row.uuid == u)
-                    .map(|p| p.row.name.clone())
-            })
-        };
-        node_cfg.volumes = volumes
-            .iter()
-            .map(|v| VolumeSpec {
-                name: v.name.clone(),
-                size: v.size,
-                snapshot_reserve_percent: v.reserve_percent,
-                read_only: v.read_only,
-                description: v.comment.clone(),
-                policy: policy_name(&v.policy_uuid),
-                nas: v.nas_path.as_ref().map(|p| crate::nas::NasSpec {
-                    path: p.clone(),
-                    export_policy: nas::export_policy_of(v),
-                    export_id: Some(export_ids[&v.uuid]),
-                }),
             })
             .collect();
         node_cfg.export_policies = export_policies
@@ -216,7 +163,7 @@ impl ControlPlane {
             .collect();
         // Volumes are brought up one by one below: one that cannot be served stays
         // offline with its reason, and never keeps the node from starting.
-        let specs = std::mem::take(&mut node_cfg.volumes);
+        let specs = volume_specs(&volumes, &policies, &export_ids);
         let node = Node::open(&node_cfg, data_dir).map_err(|e| e.to_string())?;
         let vol_dir = data_dir.join("volumes");
         let fs = crate::datadir::probe(&vol_dir).unwrap_or_else(|e| {
@@ -226,26 +173,7 @@ impl ControlPlane {
                 max_file_size: None,
             }
         });
-        let mut offline = std::collections::BTreeMap::new();
-        for (row, spec) in volumes.iter().zip(&specs) {
-            let checked = if row.nas_path.is_some() {
-                nas::reconcile_tree(&node, &row.uuid, &row.name)
-            } else {
-                volume_files::reconcile(&node, &row.uuid, &row.name, row.size, fs.max_file_size)
-            };
-            let up = checked.and_then(|()| {
-                node.add_volume(spec)
-                    .map(|_| ())
-                    .map_err(|e| format!("opening its file: {e}"))
-            });
-            if let Err(reason) = up {
-                tracing::error!(volume = %row.name, "volume is offline: {reason}");
-                offline.insert(row.uuid.clone(), reason);
-            }
-        }
-        let uuids: Vec<&str> = volumes.iter().map(|v| v.uuid.as_str()).collect();
-        volume_files::sweep_tombstones(&node, &uuids);
-        nas::sweep_tree_tombstones(&node, &uuids);
+        let offline = bring_up(&node, &volumes, &specs, &fs);
         let s3 = s3::S3State::load(&store, &node, &policies, None)
             .map_err(|e| format!("{}: S3 buckets: {e}", db.display()))?;
         Ok(Arc::new(ControlPlane {
@@ -376,8 +304,167 @@ fn rfc3339(secs: i64, micros: u32) -> String {
     )
 }
 
+/// The state database in `data_dir` (private modes), seeded from `cfg` when new, with the
+/// config's changed declarations applied.
+fn open_store(cfg: &NodeConfig, data_dir: &Path, db: &Path) -> Result<Store, String> {
+    crate::private::create_dir_all(data_dir)
+        .map_err(|e| format!("data directory {}: {e}", data_dir.display()))?;
+    // SQLite gives its -wal and -shm files the database file's mode.
+    crate::private::precreate(db).map_err(|e| format!("{}: {e}", db.display()))?;
+    let (mut store, seeded) = Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+    if !seeded {
+        let (p, v) = seed::seed_rows(cfg);
+        store
+            .seed(&p, &v)
+            .map_err(|e| format!("{}: seeding: {e}", db.display()))?;
+        tracing::info!(
+            policies = cfg.policies.len(),
+            volumes = cfg.volumes.len(),
+            "new state database seeded from the configuration"
+        );
+    }
+    seed::apply_changed_declarations(&mut store, cfg)
+        .map_err(|e| format!("{}: applying the configuration: {e}", db.display()))?;
+    Ok(store)
+}
+
+/// The stored policies, each definition checked again.
+fn load_policies(store: &Store, db: &Path) -> Result<Vec<PolicyRec>, String> {
+    let rows = store.policies().map_err(|e| e.to_string())?;
+    let mut policies = Vec::new();
+    for row in rows {
+        let policy = model::stored_policy(&row.spec).map_err(|e| {
+            format!(
+                "{}: policy {:?}: stored definition is invalid: {}",
+                db.display(),
+                row.name,
+                e.message
+            )
+        })?;
+        policies.push(PolicyRec { row, policy });
+    }
+    Ok(policies)
+}
+
+/// What the node is to serve of each stored volume.
+fn volume_specs(
+    volumes: &[VolumeRow],
+    policies: &[PolicyRec],
+    export_ids: &std::collections::HashMap<String, u32>,
+) -> Vec<VolumeSpec> {
+    let policy_name = |uuid: &Option<String>| {
+        uuid.as_ref().and_then(|u| {
+            policies
+                .iter()
+                .find(|p| &p.row.uuid == u)
+                .map(|p| p.row.name.clone())
+        })
+    };
+    volumes
+        .iter()
+        .map(|v| VolumeSpec {
+            name: v.name.clone(),
+            size: v.size,
+            snapshot_reserve_percent: v.reserve_percent,
+            read_only: v.read_only,
+            description: v.comment.clone(),
+            policy: policy_name(&v.policy_uuid),
+            nas: v.nas_path.as_ref().map(|p| crate::nas::NasSpec {
+                path: p.clone(),
+                export_policy: nas::export_policy_of(v),
+                export_id: Some(export_ids[&v.uuid]),
+            }),
+        })
+        .collect()
+}
+
+/// Bring every volume up after checking its file or tree against its row; returns those
+/// left offline (uuid → why). Then the leftovers of interrupted deletes are swept.
+fn bring_up(
+    node: &Arc<Node>,
+    volumes: &[VolumeRow],
+    specs: &[VolumeSpec],
+    fs: &crate::datadir::FsFacts,
+) -> std::collections::BTreeMap<String, String> {
+    let mut offline = std::collections::BTreeMap::new();
+    for (row, spec) in volumes.iter().zip(specs) {
+        let checked = if row.nas_path.is_some() {
+            nas::reconcile_tree(node, &row.uuid, &row.name)
+        } else {
+            volume_files::reconcile(node, &row.uuid, &row.name, row.size, fs.max_file_size)
+        };
+        let up = checked.and_then(|()| {
+            node.add_volume(spec)
+                .map(|_| ())
+                .map_err(|e| format!("opening its file: {e}"))
+        });
+        if let Err(reason) = up {
+            tracing::error!(volume = %row.name, "volume is offline: {reason}");
+            offline.insert(row.uuid.clone(), reason);
+        }
+    }
+    let uuids: Vec<&str> = volumes.iter().map(|v| v.uuid.as_str()).collect();
+    volume_files::sweep_tombstones(node, &uuids);
+    nas::sweep_tree_tombstones(node, &uuids);
+    offline
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use crate::NodeConfig;
+
+    /// A new data directory is seeded from the config (a policy, a block volume under it,
+    /// a NAS volume with its export id); opened again, the node is the stored state, not
+    /// the config's volume list.
+    #[test]
+    fn open_seeds_then_serves_the_stored_state() {
+        let d = test_support::TestDir::new("cp-open");
+        let cfg = NodeConfig::parse(
+            "[[policy]]\nname = \"p\"\nfixed.max_throughput = \"100iops\"\n\
+             [[volume]]\nname = \"blk\"\nsize = \"1MiB\"\npolicy = \"p\"\n\
+             [[volume]]\nname = \"tree\"\nsize = \"1GiB\"\nnas_path = \"/tree\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let check = |cp: &super::ControlPlane| {
+            assert!(
+                cp.offline_volumes().is_empty(),
+                "{:?}",
+                cp.offline_volumes()
+            );
+            let names: Vec<String> = cp.volume_uuids().into_iter().map(|(n, _)| n).collect();
+            assert_eq!(names.len(), 2, "{names:?}");
+            let blk = cp.node.volume("blk").expect("the block volume is up");
+            assert_eq!(blk.limits().ceiling.iops, 100, "under its policy");
+            let tree = cp.node.volume("tree").expect("the NAS volume is up");
+            assert!(tree.nas.as_ref().is_some_and(|n| n.path == "/tree"));
+        };
+        let cp = super::ControlPlane::open(&cfg, &d, Arc::default()).unwrap();
+        check(&cp);
+        let id = cp
+            .node
+            .volume("tree")
+            .unwrap()
+            .nas
+            .as_ref()
+            .unwrap()
+            .export_id;
+        drop(cp);
+        let cp = super::ControlPlane::open(&NodeConfig::default(), &d, Arc::default()).unwrap();
+        check(&cp);
+        let again = cp
+            .node
+            .volume("tree")
+            .unwrap()
+            .nas
+            .as_ref()
+            .unwrap()
+            .export_id;
+        assert_eq!(id, again, "export ids are stored, never reassigned");
+    }
+
     #[test]
     fn rfc3339_dates() {
         assert_eq!(super::rfc3339(0, 0), "1970-01-01T00:00:00.000000Z");
