@@ -309,37 +309,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             NbdTlsArg::On => TlsMode::On,
             NbdTlsArg::Require => TlsMode::Require,
         };
-        let mut nbd_settings = NbdSettings {
-            max_connections: args.max_connections as usize,
-            ..NbdSettings::from_config(&cfg)
-        };
-        if let Some(d) = &nbd_settings.default_export {
-            if node.volume(d).is_none() {
-                tracing::warn!(volume = %d, "default_export names no volume in the state database; ignored");
-                nbd_settings.default_export = None;
-            }
-        }
-        if let (Some(files), true) = (&tls, nbd_mode != TlsMode::Off) {
-            nbd_settings.tls = Some(NbdTls {
-                mode: nbd_mode,
-                acceptor: Arc::new(StreamTls::new(files)?),
-            });
-        }
-        let nbd = NbdFrontEnd::bind(unix.as_deref(), tcp, nbd_settings)
-            .map_err(|e| match e {
-                storage_node::errors::NodeError::Listen { addr, source } => {
-                    let (what, src, flag) = match (&unix_setting, &tcp_setting) {
-                        (Some(u), _) if u.value.display().to_string() == addr => {
-                            ("NBD (unix socket)", u.source.clone(), "--listen-unix PATH")
-                        }
-                        (_, Some(t)) => ("NBD (TCP)", t.source.clone(), "--listen-tcp ADDR"),
-                        _ => ("NBD", String::new(), "--listen-unix or --listen-tcp"),
-                    };
-                    crate::serve_start::listen_error(what, &addr, &src, flag, &source)
-                }
-                other => anyhow::Error::new(other),
-            })?
-            .with_stats(stats);
+        let nbd = nbd_front_end(
+            &cfg,
+            &cp,
+            NbdListen {
+                unix: &unix_setting,
+                tcp: &tcp_setting,
+                max_connections: args.max_connections as usize,
+            },
+            tls.as_ref()
+                .filter(|_| nbd_mode != TlsMode::Off)
+                .map(|f| (f, nbd_mode)),
+        )?
+        .with_stats(stats);
         if let Some(u) = &unix {
             guard.created(u);
         }
@@ -409,7 +391,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
             builder = builder.front_end(s3);
         }
-        if let Some(nfs) = crate::nfs_cmd::start(&node, &cfg.nfs, &cp, args.max_connections as usize)? {
+        if let Some(nfs) =
+            crate::nfs_cmd::start(&node, &cfg.nfs, &cp, args.max_connections as usize)?
+        {
             builder = builder.front_end(nfs);
         }
         let running = builder.spawn().await?;
@@ -423,6 +407,55 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         running.run_until(shutdown_signal()).await;
         sampler.abort();
         Ok(())
+    })
+}
+
+/// Where NBD listens, as decided (with each setting's source, for errors).
+struct NbdListen<'a> {
+    unix: &'a Option<crate::serve_start::Setting<std::path::PathBuf>>,
+    tcp: &'a Option<crate::serve_start::Setting<SocketAddr>>,
+    max_connections: usize,
+}
+
+/// The NBD front end: its settings from the config (a `default_export` the state database
+/// does not hold is ignored, with a warning), TLS when asked for, bound where `at` says (a
+/// bind error names the setting and its source).
+fn nbd_front_end(
+    cfg: &NodeConfig,
+    cp: &ControlPlane,
+    at: NbdListen<'_>,
+    tls: Option<(&control_plane::tls::TlsFiles, TlsMode)>,
+) -> anyhow::Result<NbdFrontEnd> {
+    let mut settings = NbdSettings {
+        max_connections: at.max_connections,
+        ..NbdSettings::from_config(cfg)
+    };
+    if let Some(d) = &settings.default_export {
+        if !cp.volume_uuids().iter().any(|(n, _)| n == d) {
+            tracing::warn!(volume = %d, "default_export names no volume in the state database; ignored");
+            settings.default_export = None;
+        }
+    }
+    if let Some((files, mode)) = tls {
+        settings.tls = Some(NbdTls {
+            mode,
+            acceptor: Arc::new(StreamTls::new(files)?),
+        });
+    }
+    let unix = at.unix.as_ref().map(|s| s.value.as_path());
+    let tcp = at.tcp.as_ref().map(|s| s.value);
+    NbdFrontEnd::bind(unix, tcp, settings).map_err(|e| match e {
+        storage_node::errors::NodeError::Listen { addr, source } => {
+            let (what, src, flag) = match (at.unix, at.tcp) {
+                (Some(u), _) if u.value.display().to_string() == addr => {
+                    ("NBD (unix socket)", u.source.clone(), "--listen-unix PATH")
+                }
+                (_, Some(t)) => ("NBD (TCP)", t.source.clone(), "--listen-tcp ADDR"),
+                _ => ("NBD", String::new(), "--listen-unix or --listen-tcp"),
+            };
+            crate::serve_start::listen_error(what, &addr, &src, flag, &source)
+        }
+        other => anyhow::Error::new(other),
     })
 }
 
