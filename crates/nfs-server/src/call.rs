@@ -116,18 +116,12 @@ fn classify(a: &Args<'_>, rtmax: u32) -> CallInfo {
         | Args::Commit { .. } => (OpKind::OtherWrite, 0, 0),
         _ => (OpKind::Other, 0, 0),
     };
+    // What syncs runs on the blocking pool: a stable WRITE, and every tree change (MKNOD
+    // is refused without touching the tree).
     let blocking = match *a {
         Args::Write { stable, .. } => stable != StableHow::Unstable,
-        Args::Commit { .. }
-        | Args::Create { .. }
-        | Args::Mkdir { .. }
-        | Args::Symlink { .. }
-        | Args::Remove { .. }
-        | Args::Rmdir { .. }
-        | Args::Rename { .. }
-        | Args::Link { .. }
-        | Args::SetAttr { .. } => true,
-        _ => false,
+        Args::Mknod { .. } => false,
+        _ => kind == OpKind::OtherWrite,
     };
     CallInfo {
         lane: if blocking {

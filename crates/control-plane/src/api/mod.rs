@@ -441,28 +441,15 @@ mod tests {
             let tree = cp.node.volume("tree").expect("the NAS volume is up");
             assert!(tree.nas.as_ref().is_some_and(|n| n.path == "/tree"));
         };
-        let cp = super::ControlPlane::open(&cfg, &d, Arc::default()).unwrap();
-        check(&cp);
-        let id = cp
-            .node
-            .volume("tree")
-            .unwrap()
-            .nas
-            .as_ref()
-            .unwrap()
-            .export_id;
-        drop(cp);
-        let cp = super::ControlPlane::open(&NodeConfig::default(), &d, Arc::default()).unwrap();
-        check(&cp);
-        let again = cp
-            .node
-            .volume("tree")
-            .unwrap()
-            .nas
-            .as_ref()
-            .unwrap()
-            .export_id;
-        assert_eq!(id, again, "export ids are stored, never reassigned");
+        let export_id = |cfg: &NodeConfig| {
+            let cp = super::ControlPlane::open(cfg, &d, Arc::default()).unwrap();
+            check(&cp);
+            let tree = cp.node.volume("tree").unwrap();
+            tree.nas.as_ref().unwrap().export_id
+        };
+        let first = export_id(&cfg);
+        let again = export_id(&NodeConfig::default());
+        assert_eq!(first, again, "export ids are stored, never reassigned");
     }
 
     #[test]
