@@ -6,21 +6,12 @@ use std::time::Duration;
 
 use nbd_proto::*;
 use nbd_server as server;
-use storage_node::{Node, NodeConfig};
+use storage_node::Node;
 
 mod common;
 use common::handshake;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
-
-fn node(toml: &str, tag: &str) -> Arc<Node> {
-    let dir = std::env::temp_dir().join(format!("qoslab-bvt-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    let n = Node::open(&cfg, &dir).expect("node");
-    let _ = std::fs::remove_dir_all(&dir);
-    n
-}
 
 /// One connection keeping `qd` requests (`cmd`, `bs` bytes, sequential over `span` bytes from
 /// `base`) in flight for `secs`; completions per second.
@@ -127,7 +118,7 @@ const GP2: &str = "[[policy]]\nname = \"p\"\nprovisioned = { model = \"ebs-gp2\"
 
 #[tokio::test(start_paused = true)]
 async fn gp2_preset_bursts_then_settles_through_the_server() {
-    let n = node(GP2, "gp2");
+    let (n, _dir) = common::load::node(GP2, "gp2");
     let vol = n.volume("v").unwrap();
     let (iops, _) = n.scheduler.credits(vol.flow(), n.clock.now());
     assert_eq!(iops.unwrap().balance, 5_400);
@@ -153,7 +144,7 @@ async fn gp2_preset_bursts_then_settles_through_the_server() {
 
 #[tokio::test(start_paused = true)]
 async fn gp2_preset_bursts_under_the_emulated_controller() {
-    let n = node(&format!("[capacity]\niops = 100000\n{GP2}"), "gp2-ctl");
+    let (n, _dir) = common::load::node(&format!("[capacity]\niops = 100000\n{GP2}"), "gp2-ctl");
     let per_sec = drive(&n, 1, CMD_READ, 16, 4096, 64 << 20, 8).await;
     near("burst (controller)", mean(&per_sec[0..2]), 3_000.0, 0.01);
     near("baseline (controller)", mean(&per_sec[3..]), 300.0, 0.01);
@@ -162,7 +153,7 @@ async fn gp2_preset_bursts_under_the_emulated_controller() {
 #[tokio::test(start_paused = true)]
 async fn ontap_ceiling_mode_allows_plus_50_percent_briefly() {
     let toml = "[node]\nceiling_mode = \"ontap\"\n[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 1000 }\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"p\"\n";
-    let n = node(toml, "ontap");
+    let (n, _dir) = common::load::node(toml, "ontap");
     let per_sec = drive(&n, 1, CMD_READ, 16, 4096, 32 << 20, 10).await;
     near("first second", per_sec[0] as f64, 1_500.0, 0.01);
     assert!(
@@ -171,7 +162,7 @@ async fn ontap_ceiling_mode_allows_plus_50_percent_briefly() {
     );
     near("after", mean(&per_sec[2..]), 1_000.0, 0.01);
     // Strict (default) mode: never above the ceiling.
-    let n = node(&toml.replace("ontap", "strict"), "strict");
+    let (n, _dir) = common::load::node(&toml.replace("ontap", "strict"), "strict");
     let per_sec = drive(&n, 1, CMD_READ, 16, 4096, 32 << 20, 4).await;
     assert!(
         per_sec.iter().all(|&x| x as f64 <= 1_000.0 * 1.01),
@@ -187,14 +178,14 @@ const FS: &str = "[provisioned]\nnetwork = { baseline = \"100MB/s\", burst = \"4
 async fn provisioned_fs_cache_hits_connections_and_burst() {
     const MIB: f64 = 1_048_576.0;
     // Writes cost disk: 10 MiB/s.
-    let n = node(FS, "fs-write");
+    let (n, _dir) = common::load::node(FS, "fs-write");
     let w = drive(&n, 1, CMD_WRITE, 4, 1 << 20, 4 << 20, 3).await;
     near("writes at the disk baseline", mean(&w[1..]), 10.0, 0.1);
     // Now 4 MiB are in memory: cached reads from one connection are held to 200 MiB/s.
     let r1 = drive(&n, 1, CMD_READ, 8, 1 << 20, 4 << 20, 1).await;
     near("1 connection, cached", r1[0] as f64, 200.0, 0.03);
     // Four connections: the network's burst (400) while credits last, then its baseline.
-    let n = node(FS, "fs-read4");
+    let (n, _dir) = common::load::node(FS, "fs-read4");
     drive(&n, 1, CMD_WRITE, 4, 1 << 20, 4 << 20, 1).await;
     tokio::time::sleep(Duration::from_secs(5)).await; // let the network bucket refill
     let r4 = drive(&n, 4, CMD_READ, 8, 1 << 20, 4 << 20, 6).await;
@@ -218,7 +209,7 @@ async fn provisioned_fs_cache_hits_connections_and_burst() {
             > 0
     );
     // Reads of a span larger than the cache miss and run at the disk's 10 MiB/s.
-    let n = node(FS, "fs-miss");
+    let (n, _dir) = common::load::node(FS, "fs-miss");
     let m = drive(&n, 2, CMD_READ, 4, 1 << 20, 64 << 20, 3).await;
     near("misses at the disk baseline", mean(&m[1..]), 10.0, 0.1);
     let _ = MIB;

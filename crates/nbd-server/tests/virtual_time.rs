@@ -5,19 +5,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nbd_server as server;
-use storage_node::{Node, NodeConfig};
+use storage_node::Node;
 
 mod common;
 use common::load::{assign_policy_after, load, Client};
 use common::{handshake, read_4k, TestDir};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// A node with volume `v` under policy `p` (declared by `policy_toml`).
 fn node(policy_toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
-    let dir = TestDir::new(&format!("vt-{tag}"));
     let text =
         format!("{policy_toml}\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"p\"\n");
-    let cfg = NodeConfig::parse(&text, "test.toml").expect("config");
-    (Node::open(&cfg, &dir).expect("node"), dir)
+    common::load::node(&text, &format!("vt-{tag}"))
 }
 
 /// Keep `qd` reads of `bs` bytes in flight on `v` for `secs` virtual seconds; return
