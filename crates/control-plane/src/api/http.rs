@@ -16,8 +16,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::auth::{self, Auth, Verdict};
 use super::model::{code, ApiError};
-use super::query::{parse_query, percent_decode};
-use super::{ControlPlane, Reply, POLICIES, SVMS, VOLUMES};
+use super::query::{parse_query, percent_decode, Query};
+use super::{ControlPlane, Reply, POLICIES, R, SVMS, VOLUMES};
 
 /// Largest request body accepted (larger: 413).
 pub const MAX_BODY: usize = 1 << 20;
@@ -292,28 +292,66 @@ async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -
     }
     let cp = shared.cp.clone();
     if matches!(route, Route::Metrics) {
-        let text = tokio::task::spawn_blocking(move || {
-            crate::metrics::render(&cp.node, &cp.volume_uuids(), &cp.server_stats)
-        })
-        .await
-        .unwrap_or_default();
-        let mut r = Response::new(Full::new(Bytes::from(text)));
-        r.headers_mut().insert(
-            CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-        );
-        return r;
+        return metrics_response(cp).await;
     }
     let mutating = !matches!(method, Method::GET | Method::HEAD);
-    let creds = auth::parse(
-        req.headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok()),
+    if let Err(r) = check_credentials(shared, req.headers(), ip, mutating).await {
+        return r;
+    }
+    let query = match parse_query(req.uri().query().unwrap_or("")) {
+        Ok(q) => q,
+        Err(e) => return error_response(&e),
+    };
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    // Handlers take the catalog lock, which a mutation holds across its SQLite commit
+    // (an fsync): run them all on the blocking pool so NBD's workers never wait on it.
+    let result: Result<Reply, ApiError> =
+        tokio::task::spawn_blocking(move || dispatch(&cp, method, route, &body, &query))
+            .await
+            .unwrap_or_else(|e| Err(ApiError::internal(format!("handler failed: {e}"))));
+    match result {
+        Ok(reply) => {
+            let mut r = json_response(reply.status, &reply.body);
+            if let Some(loc) = reply.location.and_then(|l| HeaderValue::from_str(&l).ok()) {
+                r.headers_mut().insert(LOCATION, loc);
+            }
+            r
+        }
+        Err(e) => error_response(&e),
+    }
+}
+
+/// `/metrics`: the Prometheus exposition, rendered on the blocking pool.
+async fn metrics_response(cp: Arc<ControlPlane>) -> Resp {
+    let text = tokio::task::spawn_blocking(move || {
+        crate::metrics::render(&cp.node, &cp.volume_uuids(), &cp.server_stats)
+    })
+    .await
+    .unwrap_or_default();
+    let mut r = Response::new(Full::new(Bytes::from(text)));
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
+    r
+}
+
+/// The request's credentials, checked (with the per-source back-off on failures); `Err`:
+/// the refusal to send.
+async fn check_credentials(
+    shared: &Shared,
+    headers: &hyper::HeaderMap,
+    ip: std::net::IpAddr,
+    mutating: bool,
+) -> Result<(), Resp> {
+    let creds = auth::parse(headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()));
     let sent = !matches!(creds, auth::Credentials::None);
     if sent {
         if let Err(wait) = shared.backoff.check(ip, std::time::Instant::now()) {
-            return locked_out(wait);
+            return Err(locked_out(wait));
         }
     }
     match authenticate(shared, &creds, mutating).await {
@@ -325,14 +363,15 @@ async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -
                     tracing::warn!(%ip, "repeated API authentication failures: locked out for {d:?}");
                 }
             }
-            return unauthorized_response(&e, &shared.cfg.auth);
+            return Err(unauthorized_response(&e, &shared.cfg.auth));
         }
-        Err(e) => return error_response(&e),
+        Err(e) => return Err(error_response(&e)),
     }
-    let query = match parse_query(req.uri().query().unwrap_or("")) {
-        Ok(q) => q,
-        Err(e) => return error_response(&e),
-    };
+    Ok(())
+}
+
+/// The request body, within [`MAX_BODY`]; `Err`: the 413 or 400 to send.
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, Resp> {
     let too_large = || {
         error_response(&ApiError::new(
             413,
@@ -348,60 +387,55 @@ async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -
         .and_then(|v| v.parse::<u64>().ok())
     {
         if len > MAX_BODY as u64 {
-            return too_large();
+            return Err(too_large());
         }
     }
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
+    match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
         Err(e) => {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                return too_large();
+                return Err(too_large());
             }
-            return error_response(&ApiError::bad(
+            Err(error_response(&ApiError::bad(
                 code::INVALID_JSON,
                 "",
                 format!("reading the request body: {e}"),
-            ));
+            )))
         }
-    };
-    // Handlers take the catalog lock, which a mutation holds across its SQLite commit
-    // (an fsync): run them all on the blocking pool so NBD's workers never wait on it.
-    let result: Result<Reply, ApiError> =
-        tokio::task::spawn_blocking(move || match (method, route) {
-            (Method::POST, Route::Policies) => cp.policies().create(&body),
-            (Method::POST, Route::Volumes) => cp.volumes().create(&body),
-            (Method::PATCH, Route::Policies) => cp.policies().patch_where(&query, &body),
-            (Method::PATCH, Route::Volumes) => cp.volumes().patch_where(&query, &body),
-            (Method::DELETE, Route::Policies) => cp.policies().delete_where(&query),
-            (Method::DELETE, Route::Volumes) => cp.volumes().delete_where(&query),
-            (Method::PATCH, Route::Policy(u)) => cp.policies().patch(&u, &body),
-            (Method::PATCH, Route::Volume(u)) => cp.volumes().patch(&u, &body),
-            (Method::DELETE, Route::Policy(u)) => cp.policies().delete(&u),
-            (Method::DELETE, Route::Volume(u)) => cp.volumes().delete(&u),
-            (_, Route::Policies) => cp.policies().list(&query),
-            (_, Route::Volumes) => cp.volumes().list(&query),
-            (_, Route::Svms) => cp.svms().list(&query),
-            (_, Route::Policy(u)) => cp.policies().get(&u, &query),
-            (_, Route::Volume(u)) => cp.volumes().get(&u, &query),
-            (_, Route::Svm(u)) => cp.svms().get(&u, &query),
-            (_, Route::Cluster) => cp.cluster(),
-            (m, Route::S3(r)) => cp.s3().dispatch(&m, r, &body, &query),
-            (m, Route::Nfs(r)) => cp.nas().dispatch(&m, r, &body, &query),
-            (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
-        })
-        .await
-        .unwrap_or_else(|e| Err(ApiError::internal(format!("handler failed: {e}"))));
-    match result {
-        Ok(reply) => {
-            let mut r = json_response(reply.status, &reply.body);
-            if let Some(loc) = reply.location.and_then(|l| HeaderValue::from_str(&l).ok()) {
-                r.headers_mut().insert(LOCATION, loc);
-            }
-            r
-        }
-        Err(e) => error_response(&e),
+    }
+}
+
+/// Run one request on its resource (on the blocking pool: handlers take the catalog lock).
+fn dispatch(
+    cp: &ControlPlane,
+    method: Method,
+    route: Route,
+    body: &[u8],
+    query: &Query,
+) -> R<Reply> {
+    match (method, route) {
+        (Method::POST, Route::Policies) => cp.policies().create(body),
+        (Method::POST, Route::Volumes) => cp.volumes().create(body),
+        (Method::PATCH, Route::Policies) => cp.policies().patch_where(query, body),
+        (Method::PATCH, Route::Volumes) => cp.volumes().patch_where(query, body),
+        (Method::DELETE, Route::Policies) => cp.policies().delete_where(query),
+        (Method::DELETE, Route::Volumes) => cp.volumes().delete_where(query),
+        (Method::PATCH, Route::Policy(u)) => cp.policies().patch(&u, body),
+        (Method::PATCH, Route::Volume(u)) => cp.volumes().patch(&u, body),
+        (Method::DELETE, Route::Policy(u)) => cp.policies().delete(&u),
+        (Method::DELETE, Route::Volume(u)) => cp.volumes().delete(&u),
+        (_, Route::Policies) => cp.policies().list(query),
+        (_, Route::Volumes) => cp.volumes().list(query),
+        (_, Route::Svms) => cp.svms().list(query),
+        (_, Route::Policy(u)) => cp.policies().get(&u, query),
+        (_, Route::Volume(u)) => cp.volumes().get(&u, query),
+        (_, Route::Svm(u)) => cp.svms().get(&u, query),
+        (_, Route::Cluster) => cp.cluster(),
+        (m, Route::S3(r)) => cp.s3().dispatch(&m, r, body, query),
+        (m, Route::Nfs(r)) => cp.nas().dispatch(&m, r, body, query),
+        (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
     }
 }
 
