@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::front_end::ServerStats;
 use crate::node::Node;
 use crate::stats::{OpKind, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
+use crate::volume::Volume;
 
 mod buckets;
 
@@ -123,8 +124,23 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         })
         .collect();
     let mut o = String::with_capacity(4096 + vols.len() * 4096);
+    connection_counts(&mut o, s);
+    controller(&mut o, node);
+    connection_errors(&mut o, s, vols.len());
+    volume_counts(&mut o, node, &vols);
+    volume_latency(&mut o, &vols);
+    volume_waits(&mut o, &vols);
+    volume_space(&mut o, &vols);
+    volume_nas(&mut o, &vols);
+    buckets::render(node, &mut o);
+    crate::credits::render_metrics(&mut o, node, &vols);
+    o
+}
+
+/// NBD's connection counters: accepted and open.
+fn connection_counts(o: &mut String, s: &ServerStats) {
     header(
-        &mut o,
+        o,
         "qoslab_connections_total",
         "counter",
         "NBD connections accepted.",
@@ -135,7 +151,7 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         s.connections_total.load(Relaxed)
     );
     header(
-        &mut o,
+        o,
         "qoslab_connections_open",
         "gauge",
         "NBD connections open now.",
@@ -145,6 +161,10 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         "qoslab_connections_open {}",
         s.connections_open.load(Relaxed)
     );
+}
+
+/// The emulated controller's capacity, floors and queue (when the node has one).
+fn controller(o: &mut String, node: &Node) {
     if let Some(c) = node.scheduler.status() {
         for (name, help, v) in [
             (
@@ -173,12 +193,16 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
                 c.queued as f64,
             ),
         ] {
-            header(&mut o, name, "gauge", help);
+            header(o, name, "gauge", help);
             let _ = writeln!(o, "{name} {v}");
         }
     }
+}
+
+/// NBD connections that ended with an error, and the volumes in service.
+fn connection_errors(o: &mut String, s: &ServerStats, volumes: usize) {
     header(
-        &mut o,
+        o,
         "qoslab_connection_errors_total",
         "counter",
         "NBD connections that ended with an error.",
@@ -188,9 +212,12 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         "qoslab_connection_errors_total {}",
         s.connection_errors.load(Relaxed)
     );
-    header(&mut o, "qoslab_volumes", "gauge", "Volumes in service.");
-    let _ = writeln!(o, "qoslab_volumes {}", vols.len());
+    header(o, "qoslab_volumes", "gauge", "Volumes in service.");
+    let _ = writeln!(o, "qoslab_volumes {}", volumes);
+}
 
+/// Per volume: operations (as the node's accounting counts them), requests, bytes, errors.
+fn volume_counts(o: &mut String, node: &Node, vols: &[(Arc<Volume>, String)]) {
     let accounting = node.scheduler.array().accounting.to_string();
     let ops = [
         ("op=\"read\"", OpKind::Read),
@@ -198,14 +225,14 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         ("op=\"other\"", OpKind::Other),
     ];
     family(
-        &mut o,
+        o,
         "qoslab_volume_ops_total",
         "counter",
         &format!(
             "Operations completed in the node's I/O-size accounting unit (io_accounting = \
              {accounting}), by direction (other: trim, zero, flush, cache, block status)."
         ),
-        &vols,
+        vols,
         |v| {
             ops.map(|(op, k)| {
                 (
@@ -216,19 +243,19 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         },
     );
     family(
-        &mut o,
+        o,
         "qoslab_volume_requests_total",
         "counter",
         "NBD requests completed, by direction (one each, whatever their size).",
-        &vols,
+        vols,
         |v| ops.map(|(op, k)| (op, v.stats.requests(k))),
     );
     family(
-        &mut o,
+        o,
         "qoslab_volume_bytes_total",
         "counter",
         "Bytes transferred, by direction.",
-        &vols,
+        vols,
         |v| {
             [
                 ("op=\"read\"", v.stats.read_bytes.load(Relaxed)),
@@ -237,20 +264,24 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         },
     );
     family(
-        &mut o,
+        o,
         "qoslab_volume_errors_total",
         "counter",
         "Requests that failed with an I/O error.",
-        &vols,
+        vols,
         |v| [("", v.stats.errors.load(Relaxed))],
     );
+}
+
+/// Per volume and direction: the latency histogram.
+fn volume_latency(o: &mut String, vols: &[(Arc<Volume>, String)]) {
     header(
-        &mut o,
+        o,
         "qoslab_volume_latency_seconds",
         "histogram",
         "Request latency from arrival to reply, including time queued by QoS.",
     );
-    for (v, l) in &vols {
+    for (v, l) in vols {
         for (i, op) in ["read", "write", "other"].iter().enumerate() {
             let h = &v.stats.latency[i];
             let counts = h.counts();
@@ -279,14 +310,18 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
             );
         }
     }
+}
+
+/// Per volume: time queued by QoS, and service overruns.
+fn volume_waits(o: &mut String, vols: &[(Arc<Volume>, String)]) {
     family(
-        &mut o,
+        o,
         "qoslab_volume_qos_wait_seconds_total",
         "counter",
         "Time requests spent queued by QoS: by the volume's ceiling (ONTAP \"QoS Max\") or \
          behind other volumes' floors (\"QoS Min\"), or for the provisioned file system's \
          resources (\"resource\").",
-        &vols,
+        vols,
         |v| {
             [
                 ("limit=\"ceiling\"", &v.stats.ceiling_wait_ns),
@@ -297,43 +332,51 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
         },
     );
     family(
-        &mut o,
+        o,
         "qoslab_volume_service_overruns_total",
         "counter",
         "Requests whose host I/O alone outlasted the emulated array's service latency: \
          their replies left when the I/O finished, late.",
-        &vols,
+        vols,
         |v| [("", v.stats.service_overruns.load(Relaxed))],
     );
     family(
-        &mut o,
+        o,
         "qoslab_volume_service_overrun_seconds_total",
         "counter",
         "How far those replies were late, in total.",
-        &vols,
+        vols,
         |v| [("", v.stats.service_overrun_ns.load(Relaxed) as f64 / 1e9)],
     );
-    limit_families(&mut o, "qoslab_volume", "IOPS", &vols, |v| v.limits());
+}
+
+/// Per volume: limits, size and used space.
+fn volume_space(o: &mut String, vols: &[(Arc<Volume>, String)]) {
+    limit_families(o, "qoslab_volume", "IOPS", vols, |v| v.limits());
     family(
-        &mut o,
+        o,
         "qoslab_volume_size_bytes",
         "gauge",
         "Volume size.",
-        &vols,
+        vols,
         |v| [("", v.size())],
     );
     family(
-        &mut o,
+        o,
         "qoslab_volume_used_bytes",
         "gauge",
         "Space actually allocated (written, not trimmed), refreshed while written.",
-        &vols,
+        vols,
         |v| [("", v.space().used)],
     );
+}
+
+/// NAS volumes' junction paths and export policies.
+fn volume_nas(o: &mut String, vols: &[(Arc<Volume>, String)]) {
     let nas: Vec<_> = vols.iter().filter(|(v, _)| v.is_nas()).collect();
     if !nas.is_empty() {
         header(
-            &mut o,
+            o,
             "qoslab_volume_nas_info",
             "gauge",
             "NAS volumes (served over NFS): junction path and export policy; always 1.",
@@ -349,7 +392,72 @@ pub fn render(node: &Node, uuids: &[(String, String)], s: &ServerStats) -> Strin
             }
         }
     }
-    buckets::render(node, &mut o);
-    crate::credits::render_metrics(&mut o, node, &vols);
-    o
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::front_end::ServerStats;
+    use crate::{Node, NodeConfig};
+
+    /// Every family, in order, with its type: what dashboards and alerts are written
+    /// against (a node with a controller, a block volume under a policy, a NAS volume).
+    #[test]
+    fn the_families_in_order() {
+        let d = test_support::TestDir::new("metrics");
+        let cfg = NodeConfig::parse(
+            "[capacity]\niops = 1000\n\
+             [[policy]]\nname = \"p\"\nfixed.max_throughput = \"100iops\"\n\
+             [[volume]]\nname = \"blk\"\nsize = \"1MiB\"\npolicy = \"p\"\n\
+             [[volume]]\nname = \"tree\"\nsize = \"1GiB\"\nnas_path = \"/tree\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let node = Node::open(&cfg, &d).unwrap();
+        let uuids = [("blk".to_string(), "u-1".to_string())];
+        let text = super::render(&node, &uuids, &Arc::new(ServerStats::default()));
+        let families: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .collect();
+        assert_eq!(
+            families,
+            [
+                "qoslab_connections_total counter",
+                "qoslab_connections_open gauge",
+                "qoslab_controller_capacity_iops gauge",
+                "qoslab_controller_capacity_bytes_per_second gauge",
+                "qoslab_controller_floors_iops gauge",
+                "qoslab_controller_floor_scale gauge",
+                "qoslab_controller_queued_requests gauge",
+                "qoslab_connection_errors_total counter",
+                "qoslab_volumes gauge",
+                "qoslab_volume_ops_total counter",
+                "qoslab_volume_requests_total counter",
+                "qoslab_volume_bytes_total counter",
+                "qoslab_volume_errors_total counter",
+                "qoslab_volume_latency_seconds histogram",
+                "qoslab_volume_qos_wait_seconds_total counter",
+                "qoslab_volume_service_overruns_total counter",
+                "qoslab_volume_service_overrun_seconds_total counter",
+                "qoslab_volume_limit_iops gauge",
+                "qoslab_volume_limit_bytes_per_second gauge",
+                "qoslab_volume_size_bytes gauge",
+                "qoslab_volume_used_bytes gauge",
+                "qoslab_volume_nas_info gauge",
+                "qoslab_buckets gauge",
+                "qoslab_bucket_ops_total counter",
+                "qoslab_bucket_bytes_total counter",
+                "qoslab_bucket_errors_total counter",
+                "qoslab_bucket_qos_wait_seconds_total counter",
+                "qoslab_bucket_limit_iops gauge",
+                "qoslab_bucket_limit_bytes_per_second gauge",
+                "qoslab_bucket_used_bytes gauge",
+                "qoslab_bucket_objects gauge",
+            ],
+            "{text}"
+        );
+        assert!(text.contains("volume=\"blk\",uuid=\"u-1\""), "{text}");
+    }
 }
