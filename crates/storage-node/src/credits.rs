@@ -177,9 +177,13 @@ pub fn render_metrics(o: &mut String, node: &Node, vols: &[(std::sync::Arc<Volum
             }
         }
     }
-    let Some(fs) = node.provisioned() else {
-        return;
-    };
+    if let Some(fs) = node.provisioned() {
+        fs_metrics(o, fs, now);
+    }
+}
+
+/// The provisioned file system's resources (rates, use, burst credits) and caches.
+fn fs_metrics(o: &mut String, fs: &crate::provisioned::ProvisionedFs, now: Nanos) {
     let st = fs.status(now);
     header(
         o,
@@ -279,4 +283,59 @@ pub fn render_metrics(o: &mut String, node: &Node, vols: &[(std::sync::Arc<Volum
         "qoslab_fs_cache_blocks{{cache=\"nvme\"}} {}",
         st.nvme_blocks.0
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::{Node, NodeConfig};
+
+    /// The burst families of a volume under a gp2 policy and of a provisioned file system,
+    /// in order, with their types.
+    #[test]
+    fn burst_and_file_system_families() {
+        let d = test_support::TestDir::new("credits-metrics");
+        let cfg = NodeConfig::parse(
+            "[provisioned]\npreset = \"fsx-ontap-128\"\n\
+             [[policy]]\nname = \"gp2\"\nprovisioned = { model = \"ebs-gp2\" }\n\
+             [[volume]]\nname = \"v\"\nsize = \"100GiB\"\npolicy = \"gp2\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let node = Node::open(&cfg, &d).unwrap();
+        let vols: Vec<(Arc<crate::volume::Volume>, String)> = node
+            .volumes()
+            .into_iter()
+            .map(|v| (v, "volume=\"v\"".to_string()))
+            .collect();
+        let mut text = String::new();
+        super::render_metrics(&mut text, &node, &vols);
+        let families: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .collect();
+        assert_eq!(
+            families,
+            [
+                "qoslab_volume_burst_balance gauge",
+                "qoslab_volume_burst_bucket gauge",
+                "qoslab_volume_burst_limit gauge",
+                "qoslab_volume_burst_seconds_to_empty gauge",
+                "qoslab_fs_resource_baseline gauge",
+                "qoslab_fs_resource_use gauge",
+                "qoslab_fs_resource_burst gauge",
+                "qoslab_fs_resource_balance gauge",
+                "qoslab_fs_resource_bucket gauge",
+                "qoslab_fs_resource_seconds_to_empty gauge",
+                "qoslab_fs_read_bytes_total counter",
+                "qoslab_fs_cache_blocks gauge",
+            ],
+            "{text}"
+        );
+        assert!(
+            text.contains("qoslab_volume_burst_balance{volume=\"v\",dim=\"iops\"}"),
+            "{text}"
+        );
+    }
 }
