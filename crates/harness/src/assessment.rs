@@ -25,8 +25,9 @@ pub fn devices(node: Option<&EmbeddedNode>, target: &Target) -> Vec<String> {
     }
 }
 
-/// The node's view of `volume` over the job: effective ceilings, and the mean latency and
-/// its ceiling/floor waits, weighted by each window's operations.
+/// The node's view of `volume` over the job: effective ceilings (and burst ceilings while
+/// its buckets had credits), and the mean latency and its ceiling/floor waits, weighted by
+/// each window's operations.
 pub fn node_figures(
     s: &JobSeries,
     volume: Option<&str>,
@@ -44,6 +45,13 @@ pub fn node_figures(
         .iter()
         .filter(|n| !matches!(volume, Some(v) if n.volume != v))
     {
+        // A burst bucket with credits in a window: its burst rate was a ceiling that applied.
+        let burst = |c: &Option<crate::series::CreditSample>| {
+            c.filter(|c| c.balance > 0.0 && c.burst > 0.0)
+                .map_or(0, |c| c.burst as u64)
+        };
+        f.burst_iops = f.burst_iops.max(burst(&n.iops_credits));
+        f.burst_bps = f.burst_bps.max(burst(&n.bytes_credits));
         let w = n.iops();
         ops += w;
         f.lat_mean_us += n.lat_mean_us * w;

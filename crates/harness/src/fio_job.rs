@@ -118,6 +118,9 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                 fio: &series.fio,
                 diagnosis: Some(&diagnosis),
                 io_error: failed,
+                node: &series.node,
+                volume: job.volume.as_deref(),
+                span_ms: (job.runtime * 1000.0) as u64,
             };
             let mut verdicts: Vec<Verdict> = job
                 .expect

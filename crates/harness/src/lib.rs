@@ -9,7 +9,8 @@
 //!   and summary; [`ui`]: where human output goes;
 //! - [`target`]: the embedded node, NBD URIs, paths, `--node` volumes ([`node_api`]);
 //!   [`target_files`]: what a run writes on a path target (default size, clean-up);
-//! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations;
+//! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations,
+//!   judged on a qoslab node's own counters where it keeps the promise ([`kept`]);
 //!   [`series`], [`recording`], [`node_sampler`]: time series; [`ops`]: per-operation
 //!   results of request/response drivers (S3); [`host`]: host facts.
 //!
@@ -21,6 +22,7 @@ pub mod context;
 pub mod family;
 pub mod fio_job;
 pub mod host;
+pub mod kept;
 pub mod local_node;
 pub mod nfs;
 pub mod node_api;

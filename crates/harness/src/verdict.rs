@@ -234,13 +234,19 @@ impl Verdict {
 }
 
 /// What a verdict is judged with besides fio's result: the job's 500 ms windows (for the
-/// `_steady` metrics) and its diagnosis (for inconclusive outcomes).
+/// `_steady` metrics), its diagnosis (for inconclusive outcomes), and the node's samples of
+/// its volume (a throughput check is then judged on them, [`crate::kept`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Evidence<'a> {
     pub fio: &'a [crate::series::FioSample],
     pub diagnosis: Option<&'a Diagnosis>,
     /// The job ended with an I/O error.
     pub io_error: bool,
+    /// The node's samples and the job's volume (empty: the target is not a qoslab node).
+    pub node: &'a [crate::series::NodeSample],
+    pub volume: Option<&'a str>,
+    /// The judged window on fio's clock (the job's runtime after its ramp), ms.
+    pub span_ms: u64,
 }
 
 fn err(text: &str, what: impl std::fmt::Display) -> ExpectError {
@@ -449,7 +455,82 @@ impl Expectation {
             target,
             io_error: ev.io_error,
         };
-        v.judged(&check, ev.diagnosis)
+        let show = |x: f64| shown(name, x);
+        let derived = self.factor != 1.0 || !matches!(self.operand, Operand::Number(_));
+        match self.node_side(ev) {
+            // Judged where the promise is kept: on the node's count, fio's as the cross-check.
+            Some(side) => {
+                let value = match self.metric {
+                    Metric::IopsSteady | Metric::BwSteady => side.median,
+                    _ => side.mean,
+                };
+                let on_node = judge(
+                    &self.text,
+                    name,
+                    value,
+                    self.op,
+                    target,
+                    self.tolerance,
+                    derived,
+                );
+                let client = assess::ClientSide {
+                    passed: v.passed,
+                    agreement: side.agreement,
+                };
+                let check = Check {
+                    passed: on_node.passed,
+                    measured: value,
+                    ..check
+                };
+                let j = assess::judge_kept(&check, Some(&client), ev.diagnosis, &show);
+                let detail = on_node.detail.replacen(
+                    ", want",
+                    &format!(" at the node (fio {}), want", show(measured)),
+                    1,
+                );
+                Verdict::new(self.text.clone(), value, on_node.bound, detail, j.outcome)
+                    .because(j.reason)
+            }
+            None => v.judged(&check, ev.diagnosis),
+        }
+    }
+
+    /// The node's side of a throughput check, when the evidence has the node's samples of
+    /// the job's volume over its window.
+    fn node_side(&self, ev: &Evidence) -> Option<crate::kept::NodeSide> {
+        use crate::kept::{client_rates, node_rates, node_side, Dir as KDir};
+        if self.metric.kind() == Kind::Lat || ev.node.is_empty() || ev.span_ms == 0 {
+            return None;
+        }
+        let dir = match self.dir {
+            Dir::Read => KDir::Read,
+            Dir::Write => KDir::Write,
+            Dir::Both => KDir::Both,
+        };
+        let bw = self.metric.kind() == Kind::Bw;
+        let node = node_rates(ev.node, ev.volume, dir, bw);
+        // One request in the rate's unit: a request's mean bytes for a bandwidth.
+        let quantum = if bw {
+            let ops: f64 = node_rates(ev.node, ev.volume, dir, false)
+                .iter()
+                .map(|x| x.1 * x.2)
+                .sum();
+            let bytes: f64 = node.iter().map(|x| x.1 * x.2).sum();
+            if ops > 0.0 {
+                bytes / ops
+            } else {
+                1.0
+            }
+        } else {
+            1.0
+        };
+        node_side(
+            &node,
+            &client_rates(ev.fio, dir, bw),
+            0,
+            ev.span_ms,
+            quantum,
+        )
     }
 }
 
@@ -573,8 +654,7 @@ pub fn judge(
     let t = tolerance;
     // Bandwidth metrics (bw, bw_mean, bw_burst, ...) are bytes per second: a person reads
     // them in MiB/s (or KiB/s), as fio prints them.
-    let bw = name.starts_with("bw");
-    let show = |v: f64| if bw { rate(v) } else { num(v) };
+    let show = |v: f64| shown(name, v);
     let (passed, bound) = match op {
         Op::Le => (
             measured <= target * (1.0 + t),
@@ -607,6 +687,16 @@ pub fn judge(
         }
     );
     Verdict::plain(text.to_string(), measured, bound, passed, detail)
+}
+
+/// A measured value of the metric `name` as verdicts word it: a bandwidth (`bw…`) in
+/// MiB/s, KiB/s or B/s, anything else as a plain number.
+pub fn shown(name: &str, v: f64) -> String {
+    if name.starts_with("bw") {
+        rate(v)
+    } else {
+        num(v)
+    }
 }
 
 /// Bytes per second for messages: MiB/s from 1 MiB/s up, else KiB/s, else B/s.

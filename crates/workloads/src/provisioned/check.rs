@@ -139,12 +139,17 @@ impl Check {
     /// lacks) fails, saying so. A failure the job's `diagnosis` explains is inconclusive
     /// (docs/DIAGNOSIS.md): a throughput that fell short, or a burst that lasted longer,
     /// while the client machine was the bottleneck.
+    ///
+    /// A rate the node also measured (`kept`: the steady, burst and after-credits rates on
+    /// a qoslab node) is judged on the node's figure, fio's being the cross-check
+    /// ([`assess::judge_kept`]).
     pub fn check(
         &self,
         measured: &BTreeMap<String, f64>,
         names: &dyn Fn(&str) -> Option<f64>,
         diagnosis: Option<&assess::Diagnosis>,
         io_error: bool,
+        kept: &BTreeMap<String, super::kept::Kept>,
     ) -> Verdict {
         let fail = |measured: f64, detail: String| {
             Verdict::plain(self.text.clone(), measured, String::new(), false, detail)
@@ -213,7 +218,38 @@ impl Check {
             target,
             io_error,
         };
-        v.judged(&check, diagnosis)
+        let both = kept
+            .get(self.metric)
+            .and_then(|k| Some((k.node, k.agreement()?)));
+        let Some((node, agreement)) = both else {
+            return v.judged(&check, diagnosis);
+        };
+        let on_node = judge(
+            &self.text,
+            self.metric,
+            node,
+            self.bound.op,
+            target,
+            self.bound.tolerance,
+            derived || self.bound.factor != 1.0,
+        );
+        let shown = |x: f64| harness::verdict::shown(self.metric, x);
+        let client = assess::ClientSide {
+            passed: v.passed,
+            agreement,
+        };
+        let check = assess::Check {
+            passed: on_node.passed,
+            measured: node,
+            ..check
+        };
+        let j = assess::judge_kept(&check, Some(&client), diagnosis, &shown);
+        let detail = on_node.detail.replacen(
+            ", want",
+            &format!(" at the node (fio {}), want", shown(m)),
+            1,
+        );
+        Verdict::new(self.text.clone(), node, on_node.bound, detail, j.outcome).because(j.reason)
     }
 }
 
@@ -248,7 +284,11 @@ mod tests {
             "step.mem-read-1.bw" => Some(6.2e8),
             _ => None,
         };
-        let v = |t: &str| Check::parse(t, &n).unwrap().check(&m, &vals, None, false);
+        let v = |t: &str| {
+            Check::parse(t, &n)
+                .unwrap()
+                .check(&m, &vals, None, false, &BTreeMap::new())
+        };
         assert!(v("burst_duration ~= spec.burst_seconds +-5%").passed);
         assert!(!v("burst_duration ~= spec.burst_seconds +-1%").passed);
         let x = v("bw_after_credits ~= spec.network.baseline +-3%");
@@ -280,7 +320,7 @@ mod tests {
             let d = b.map(d);
             Check::parse(t, &n)
                 .unwrap()
-                .check(&m, &vals, d.as_ref(), io_error)
+                .check(&m, &vals, d.as_ref(), io_error, &BTreeMap::new())
                 .outcome
         };
         use assess::{Bottleneck as B, Outcome as O};
