@@ -9,8 +9,10 @@
 //! hundred, apart) or after it stopped is not counted on one side only.
 
 use assess::crosscheck::{agreement, Agreement};
+use assess::Check;
 
 use crate::series::{FioSample, NodeSample, WINDOW_MS};
+use crate::verdict::{self, Evidence, Expectation, Kind, Metric, Operand, Verdict};
 
 /// Which requests a figure counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +119,88 @@ pub fn node_side(
     })
 }
 
+/// `e`'s verdict judged on the node's count of the job's volume, fio's verdict `client`
+/// (`check`: what it measured and against what) being the cross-check; None for a latency,
+/// or when the evidence holds no node samples of the volume over the window.
+pub fn judged_on_node(
+    e: &Expectation,
+    client: &Verdict,
+    check: &Check,
+    ev: &Evidence,
+) -> Option<Verdict> {
+    if e.metric.kind() == Kind::Lat || ev.node.is_empty() || ev.span_ms == 0 {
+        return None;
+    }
+    let dir = match e.dir {
+        verdict::Dir::Read => Dir::Read,
+        verdict::Dir::Write => Dir::Write,
+        verdict::Dir::Both => Dir::Both,
+    };
+    let bw = e.metric.kind() == Kind::Bw;
+    let node = node_rates(ev.node, ev.volume, dir, bw);
+    // One request in the rate's unit: a request's mean bytes for a bandwidth.
+    let quantum = if bw {
+        let ops: f64 = node_rates(ev.node, ev.volume, dir, false)
+            .iter()
+            .map(|x| x.1 * x.2)
+            .sum();
+        let bytes: f64 = node.iter().map(|x| x.1 * x.2).sum();
+        if ops > 0.0 {
+            bytes / ops
+        } else {
+            1.0
+        }
+    } else {
+        1.0
+    };
+    let side = node_side(
+        &node,
+        &client_rates(ev.fio, dir, bw),
+        0,
+        ev.span_ms,
+        quantum,
+    )?;
+    let value = match e.metric {
+        Metric::IopsSteady | Metric::BwSteady => side.median,
+        _ => side.mean,
+    };
+    let name = e
+        .text
+        .split(|c: char| c.is_whitespace() || "<>~=".contains(c))
+        .next()
+        .unwrap_or("");
+    let derived = e.factor != 1.0 || !matches!(e.operand, Operand::Number(_));
+    let on_node = verdict::judge(
+        &e.text,
+        name,
+        value,
+        e.op,
+        check.target,
+        e.tolerance,
+        derived,
+    );
+    let show = |x: f64| verdict::shown(name, x);
+    let j = assess::judge_kept(
+        &Check {
+            passed: on_node.passed,
+            measured: value,
+            ..*check
+        },
+        Some(&assess::ClientSide {
+            passed: client.passed,
+            agreement: side.agreement,
+        }),
+        ev.diagnosis,
+        &show,
+    );
+    let detail = on_node.detail.replacen(
+        ", want",
+        &format!(" at the node (fio {}), want", show(check.measured)),
+        1,
+    );
+    Some(Verdict::new(e.text.clone(), value, on_node.bound, detail, j.outcome).because(j.reason))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +261,76 @@ mod tests {
         assert_eq!(node_side(&rates, &client, 0, 1000, 1.0), None);
         let bw = node_rates(&ns, Some("v"), Dir::Both, true);
         assert_eq!(bw[1].1, 300.0 * 4096.0);
+    }
+
+    fn fio_windows(iops: &[f64]) -> Vec<FioSample> {
+        iops.iter()
+            .enumerate()
+            .map(|(k, v)| FioSample {
+                t_ms: (k as u64 + 1) * 500,
+                direction: "read".into(),
+                iops: *v,
+                bw_bytes: v * 4096.0,
+                lat_mean_ns: 0.0,
+                p50_ns: 0,
+                p99_ns: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_check_on_a_node_volume_is_judged_on_the_node_s_count() {
+        let e = Expectation::parse("iops >= policy.floor").unwrap();
+        let limits = crate::verdict::Limits {
+            floor_iops: 300,
+            ..Default::default()
+        };
+        let nodes: Vec<NodeSample> = (1..=10).map(|k| node(k * 500 + 20, 300.0)).collect();
+        let result = |iops: f64| fio::JobResult {
+            read: fio::DirStats {
+                iops,
+                total_ios: 100,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let judged = |fio_iops: f64, fio: &[FioSample]| {
+            e.check_with(
+                &result(fio_iops),
+                Some(&limits),
+                &Evidence {
+                    fio,
+                    node: &nodes,
+                    volume: Some("v"),
+                    span_ms: 5000,
+                    ..Default::default()
+                },
+            )
+        };
+        // fio 2% short of the floor the node served: the client lagged, inconclusive.
+        let v = judged(294.0, &fio_windows(&[294.0; 10]));
+        assert_eq!(v.outcome, assess::Outcome::Inconclusive, "{v:?}");
+        assert_eq!(v.measured, 300.0);
+        assert_eq!(
+            v.detail,
+            "iops = 300 at the node (fio 294), want >= 300 (from 300)"
+        );
+        assert!(v.reason.unwrap().contains("the client (fio) lagged"));
+        // Both at the floor: a pass, on the node's figure.
+        let v = judged(300.0, &fio_windows(&[300.0; 10]));
+        assert_eq!(v.outcome, assess::Outcome::Pass, "{v:?}");
+        // No node samples of this volume: fio's figure, as for any other target.
+        let v = e.check_with(
+            &result(294.0),
+            Some(&limits),
+            &Evidence {
+                fio: &fio_windows(&[294.0; 10]),
+                node: &nodes,
+                volume: Some("another"),
+                span_ms: 5000,
+                ..Default::default()
+            },
+        );
+        assert_eq!((v.outcome, v.measured), (assess::Outcome::Fail, 294.0));
     }
 }

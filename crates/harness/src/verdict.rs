@@ -455,82 +455,10 @@ impl Expectation {
             target,
             io_error: ev.io_error,
         };
-        let show = |x: f64| shown(name, x);
-        let derived = self.factor != 1.0 || !matches!(self.operand, Operand::Number(_));
-        match self.node_side(ev) {
-            // Judged where the promise is kept: on the node's count, fio's as the cross-check.
-            Some(side) => {
-                let value = match self.metric {
-                    Metric::IopsSteady | Metric::BwSteady => side.median,
-                    _ => side.mean,
-                };
-                let on_node = judge(
-                    &self.text,
-                    name,
-                    value,
-                    self.op,
-                    target,
-                    self.tolerance,
-                    derived,
-                );
-                let client = assess::ClientSide {
-                    passed: v.passed,
-                    agreement: side.agreement,
-                };
-                let check = Check {
-                    passed: on_node.passed,
-                    measured: value,
-                    ..check
-                };
-                let j = assess::judge_kept(&check, Some(&client), ev.diagnosis, &show);
-                let detail = on_node.detail.replacen(
-                    ", want",
-                    &format!(" at the node (fio {}), want", show(measured)),
-                    1,
-                );
-                Verdict::new(self.text.clone(), value, on_node.bound, detail, j.outcome)
-                    .because(j.reason)
-            }
+        match crate::kept::judged_on_node(self, &v, &check, ev) {
+            Some(on_node) => on_node,
             None => v.judged(&check, ev.diagnosis),
         }
-    }
-
-    /// The node's side of a throughput check, when the evidence has the node's samples of
-    /// the job's volume over its window.
-    fn node_side(&self, ev: &Evidence) -> Option<crate::kept::NodeSide> {
-        use crate::kept::{client_rates, node_rates, node_side, Dir as KDir};
-        if self.metric.kind() == Kind::Lat || ev.node.is_empty() || ev.span_ms == 0 {
-            return None;
-        }
-        let dir = match self.dir {
-            Dir::Read => KDir::Read,
-            Dir::Write => KDir::Write,
-            Dir::Both => KDir::Both,
-        };
-        let bw = self.metric.kind() == Kind::Bw;
-        let node = node_rates(ev.node, ev.volume, dir, bw);
-        // One request in the rate's unit: a request's mean bytes for a bandwidth.
-        let quantum = if bw {
-            let ops: f64 = node_rates(ev.node, ev.volume, dir, false)
-                .iter()
-                .map(|x| x.1 * x.2)
-                .sum();
-            let bytes: f64 = node.iter().map(|x| x.1 * x.2).sum();
-            if ops > 0.0 {
-                bytes / ops
-            } else {
-                1.0
-            }
-        } else {
-            1.0
-        };
-        node_side(
-            &node,
-            &client_rates(ev.fio, dir, bw),
-            0,
-            ev.span_ms,
-            quantum,
-        )
     }
 }
 
