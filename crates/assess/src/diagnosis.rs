@@ -199,6 +199,20 @@ pub struct Diagnosis {
     pub figures: Vec<Figure>,
 }
 
+impl Diagnosis {
+    /// The pressure figures it carries, as one phrase ("cpu pressure (some) local = 63.2 %
+    /// of the window, ..."); None without them (no PSI, or no host samples).
+    pub fn pressure_note(&self) -> Option<String> {
+        let v: Vec<String> = self
+            .figures
+            .iter()
+            .filter(|f| f.name.ends_with("pressure (some)"))
+            .map(Figure::describe)
+            .collect();
+        (!v.is_empty()).then(|| v.join(", "))
+    }
+}
+
 /// The node's view of the job's volume over its window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeFigures {

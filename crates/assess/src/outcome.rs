@@ -125,10 +125,22 @@ pub fn judge_kept(
                 } else {
                     ("fio's", "the node's")
                 };
+                // What the host was doing meanwhile (a starved host's pressure figures).
+                let host = diagnosis
+                    .map(|d| {
+                        let pressure = match d.pressure_note() {
+                            Some(p) if !d.reason.contains("pressure over the window") => {
+                                format!(" ({p})")
+                            }
+                            _ => String::new(),
+                        };
+                        format!("; meanwhile {}: {}{pressure}", d.bottleneck, d.reason)
+                    })
+                    .unwrap_or_default();
                 return Judged {
                     outcome: Outcome::Inconclusive,
                     reason: Some(format!(
-                        "{}: {} lagged; {yes} figure passes, {no} does not, so this check proves nothing",
+                        "{}: {} lagged; {yes} figure passes, {no} does not, so this check proves nothing{host}",
                         c.agreement.describe(show),
                         side.as_str()
                     )),

@@ -129,12 +129,20 @@ pub(crate) fn starved(i: &Inputs) -> Option<Diagnosis> {
     None
 }
 
-/// A diagnosis that discredits the measurement, with each host's pressure over the window
-/// in its figures and reason (so an inconclusive verdict shows them); others unchanged.
+/// The `starved-host` rule on one host's figures alone, with its pressure: for a
+/// real-time test that measured this machine outside the harness (its assertion's failure
+/// is inconclusive when this says the machine was starved).
+pub fn starvation(h: &HostFigures) -> Option<Diagnosis> {
+    let i = Inputs {
+        hosts: vec![h.clone()],
+        ..Inputs::default()
+    };
+    starved(&i).map(|d| with_pressure(d, &i))
+}
+
+/// Every diagnosis carries each host's pressure over the window in its figures; one that
+/// discredits the measurement also in its reason (so an inconclusive verdict shows them).
 pub(crate) fn with_pressure(mut d: Diagnosis, i: &Inputs) -> Diagnosis {
-    if !d.bottleneck.discredits_measurement() {
-        return d;
-    }
     let mut notes = Vec::new();
     for h in &i.hosts {
         let Some((p, whose)) = h.job_pressure() else {
@@ -157,7 +165,7 @@ pub(crate) fn with_pressure(mut d: Diagnosis, i: &Inputs) -> Diagnosis {
         }
         notes.push(format!("{whose}: {}; {}", p.describe(), run_queue(h)));
     }
-    if !notes.is_empty() {
+    if !notes.is_empty() && d.bottleneck.discredits_measurement() {
         d.reason = format!(
             "{} (pressure over the window, share of time some task waited: {})",
             d.reason,
