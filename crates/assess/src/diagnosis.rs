@@ -6,12 +6,12 @@
 //!
 //! | # | bottleneck | holds when |
 //! |---|---|---|
-//! | 1 | `qos-bound` | fio's mean rate (`iops_mean`, `bw_mean`) within 97%..103% of a ceiling that applied: the volume's effective ceiling, or its burst ceiling while it had credits (IOPS or bytes/s) |
-//! | 2 | `starved-host` | the kernel's pressure stall information over the window (of the job's own cgroups, else the host's): runnable tasks waited for a CPU ≥ 25% of the time while work not the job's took ≥ 20% of a core; or tasks stalled on memory ≥ 10%; or on I/O ≥ 25% while a device was ≥ 50% busy with less than half its bytes the job's |
-//! | 3 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples); in both, the job's processes moved at least half its bytes (when their I/O counters are known) |
-//! | 4 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node |
-//! | 5 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
-//! | 6 | `network-bound` | a NIC at ≥ 90% of its link speed |
+//! | 1 | `qos-bound` | the volume's rate within 97%..103% of a ceiling that applied: the effective ceiling, or its burst ceiling while its bucket had credits (IOPS or bytes/s; the node's own count when it has one, else fio's `iops_mean`/`bw_mean`) |
+//! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples); in both, the job's processes moved at least half its bytes (when their I/O counters are known) |
+//! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node |
+//! | 4 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
+//! | 5 | `network-bound` | a NIC at ≥ 90% of its link speed |
+//! | 6 | `starved-host` | the kernel's pressure stall information over the window (of the job's own cgroups, else the host's): runnable tasks waited for a CPU ≥ 25% of the time while work not the job's took ≥ 20% of a core; or tasks stalled on memory ≥ 10%; or on I/O ≥ 25% while a device was ≥ 50% busy with less than half its bytes the job's |
 //! | 7 | `noisy-host` | steal ≥ 5%; or other processes at ≥ 20% of a core on average; or, in one sample, others at ≥ 50% of a core while the host was < 10% idle |
 //! | 8 | `qos-bound` | the node held requests: ceiling and floor waits ≥ 50% of its mean latency (never for a figure above every ceiling) |
 //! | 9 | `unconstrained` | none of the above (the figures closest to a limit are shown) |
@@ -25,11 +25,12 @@
 //! `not-measured`, never `unconstrained`: nothing was looked at.
 //!
 //! Why this order: reaching the ceiling is the strongest evidence there is (the job got all
-//! the node allowed); the kernel saying the job's tasks waited on a resource others held
-//! comes next, since then nothing the job measured is the target's alone; a saturated
-//! device explains a busy CPU, not the other way round; CPU and noise come before the
-//! node's waits because a starved client still queues a full iodepth at the ceiling
-//! whenever it runs, so waits dominate even when the client was the limit.
+//! the node allowed); a saturated device explains a busy CPU, not the other way round; the
+//! specific limits (the job's device, the load generator's or the node's CPU, the network)
+//! come before the kernel's general word that the job waited on what others held
+//! (`starved-host`), and that before the process list's (`noisy-host`); CPU and noise come
+//! before the node's waits because a starved client still queues a full iodepth at the
+//! ceiling whenever it runs, so waits dominate even when the client was the limit.
 
 use serde::{Deserialize, Serialize};
 
@@ -230,6 +231,12 @@ pub struct NodeFigures {
     pub burst_iops: u64,
     #[serde(default)]
     pub burst_bps: u64,
+    /// The node's own count over the window: reads and writes per second, and bytes per
+    /// second (0: not counted; fio's figures then stand for the volume's rate).
+    #[serde(default)]
+    pub iops: f64,
+    #[serde(default)]
+    pub bps: f64,
 }
 
 /// What fio measured: the figures the job's verdicts judge.
@@ -266,16 +273,18 @@ fn ceilings(i: &Inputs) -> Vec<(Vec<(f64, &'static str)>, f64, &'static str, &'s
             .filter(|(v, _)| *v > 0.0)
             .collect::<Vec<_>>()
     };
+    // The volume's rate where the promise is kept: the node's count when it has one.
+    let rate = |node: f64, fio: f64| if node > 0.0 { node } else { fio };
     vec![
         (
             pick(n.ceiling_iops, n.burst_iops),
-            i.fio.iops,
+            rate(n.iops, i.fio.iops),
             "IOPS",
             "iops",
         ),
         (
             pick(n.ceiling_bps, n.burst_bps),
-            i.fio.bw_bytes,
+            rate(n.bps, i.fio.bw_bytes),
             "B/s",
             "bandwidth",
         ),
@@ -649,11 +658,11 @@ pub fn diagnose(i: &Inputs) -> Diagnosis {
         });
     }
     let rules: [fn(&Inputs) -> Option<Diagnosis>; 7] = [
-        crate::starved::starved,
         device,
         client_cpu,
         node_cpu,
         network,
+        crate::starved::starved,
         noisy,
         node_waits,
     ];

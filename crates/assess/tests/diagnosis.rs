@@ -76,6 +76,20 @@ fn each_rule_on_its_own_case() {
             "share of the effective ceiling",
         ),
         (
+            // fio counted less than the node served (a starved client's late windows):
+            // the node's own count says the ceiling held it.
+            "the node's count at the ceiling while fio lagged",
+            Box::new(|i| {
+                i.fio.iops = 452.0;
+                i.node = Some(NodeFigures {
+                    iops: 497.0,
+                    ..i.node.unwrap()
+                });
+            }),
+            Bottleneck::QosBound,
+            "share of the effective ceiling",
+        ),
+        (
             "up to 3% over the ceiling is the ceiling",
             Box::new(|i| i.fio.iops = 512.0),
             Bottleneck::QosBound,

@@ -16,7 +16,7 @@ fn fio_under_ceiling(policy: &str, limits: &str, size: &str, args: &[&str]) -> (
 #[test]
 fn iops_ceiling_holds_at_500() {
     let _g = heavy();
-    let rt = RealTime::start();
+    let mut rt = RealTime::start();
     let (node, r) = fio_under_ceiling(
         "p500",
         "max_throughput_iops = 500",
@@ -40,16 +40,17 @@ fn iops_ceiling_holds_at_500() {
     );
     // Reaching it needs the CPU: a starved host makes a shortfall inconclusive.
     if iops < 450.0 {
-        return rt.shortfall(format!(
+        rt.short(format!(
             "500-IOPS volume measured {iops:.1} IOPS (want >= 450)"
         ));
     }
+    rt.finish();
 }
 
 #[test]
 fn bandwidth_ceiling_holds_at_100_mib_s() {
     let _g = heavy();
-    let rt = RealTime::start();
+    let mut rt = RealTime::start();
     let (_node, r) = fio_under_ceiling(
         "p100m",
         "max_throughput_mbps = 100",
@@ -64,8 +65,9 @@ fn bandwidth_ceiling_holds_at_100_mib_s() {
         r.out
     );
     if mib_s < 90.0 {
-        return rt.shortfall(format!(
+        rt.short(format!(
             "100 MB/s volume measured {mib_s:.1} MiB/s (want >= 90)"
         ));
     }
+    rt.finish();
 }

@@ -16,10 +16,12 @@ use toolsets::{Roles, Sampler};
 /// test, named after it).
 pub const INCONCLUSIVE_DIR: &str = "QOSLAB_TEST_INCONCLUSIVE_DIR";
 
-/// The host's tool sets over a real-time test.
+/// The host's tool sets over a real-time test, and the bounds a starved host may break
+/// that it broke.
 pub struct RealTime {
     sampler: Option<Sampler>,
     started: Instant,
+    short: Vec<String>,
 }
 
 impl RealTime {
@@ -27,6 +29,7 @@ impl RealTime {
         RealTime {
             sampler: Some(Sampler::local(Roles::harness_only(None))),
             started: Instant::now(),
+            short: Vec::new(),
         }
     }
 
@@ -51,9 +54,20 @@ impl RealTime {
     }
 
     /// A bound a starved host may break failed (`failure` says which, with its figures):
-    /// inconclusive when the host was starved — printed, recorded for the stress script,
-    /// and the test ends green — else the test fails. Call it as `return rt.shortfall(..)`.
-    pub fn shortfall(mut self, failure: String) {
+    /// the test goes on (every other check still runs) and [`finish`](Self::finish)
+    /// decides.
+    pub fn short(&mut self, failure: String) {
+        self.short.push(failure);
+    }
+
+    /// The end of the test: nothing fell short, or what did is inconclusive because the
+    /// host was starved — printed, recorded for the stress script, and the test ends green
+    /// — else the test fails naming every shortfall.
+    pub fn finish(mut self) {
+        if self.short.is_empty() {
+            return;
+        }
+        let failure = self.short.join("; ");
         match self.starved() {
             Ok(cause) => {
                 let test = std::thread::current()

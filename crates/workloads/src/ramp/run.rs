@@ -434,7 +434,7 @@ fn diagnose(
             iops: row.total_iops,
             bw_bytes: row.total_iops * f64::from(s.block_size),
         },
-        node: harness::assessment::node_figures(series, volume, limits),
+        node: harness::assessment::node_figures(series, volume, limits, None),
         hosts: series
             .hosts
             .iter()
