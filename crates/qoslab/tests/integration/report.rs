@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::bench_util::{export, output_within, qoslab, text, Dir};
+use crate::realtime::RealTime;
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -119,11 +120,17 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     let _g = heavy();
     require_fio_nbd();
     require_tool("chromium");
+    let mut rt = RealTime::start();
     let d = Dir::new("report");
     d.write("p.toml", PLAN);
     let o = qoslab(&d, &["bench", "p.toml", "--db", "r.db"], LIMIT);
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    // Passed; or inconclusive (3) because the host was starved, which the run says.
+    match o.status.code() {
+        Some(0) => {}
+        Some(3) => rt.short(format!("the run was inconclusive:\n{out}")),
+        c => panic!("exit {c:?}\nstdout:\n{out}\nstderr:\n{err}"),
+    }
 
     // The time series are in the store: fio's windows and the node's samples sit on the
     // 500 IOPS ceiling.
@@ -140,10 +147,10 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     assert!(fio.len() >= 5, "3 s in 500 ms windows: {fio:?}");
     // The last window also holds the queue draining; the others are steady.
     for x in &fio[..fio.len() - 1] {
-        assert!(
-            (475.0..=525.0).contains(x),
-            "fio window {x} IOPS, ceiling 500: {fio:?}"
-        );
+        assert!(*x <= 525.0, "fio window {x} IOPS, ceiling 500: {fio:?}");
+    }
+    if fio[..fio.len() - 1].iter().any(|x| *x < 475.0) {
+        rt.short(format!("a fio window below 475 IOPS, ceiling 500: {fio:?}"));
     }
     let p99: Vec<u64> = s["fio"]
         .as_array()
@@ -161,10 +168,10 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
         .collect();
     assert!(node.len() >= 4, "{s}");
     for x in &node {
-        assert!(
-            (475.0..=525.0).contains(x),
-            "node sample {x} IOPS: {node:?}"
-        );
+        assert!(*x <= 525.0, "node sample {x} IOPS: {node:?}");
+    }
+    if node.iter().any(|x| *x < 475.0) {
+        rt.short(format!("a node sample below 475 IOPS: {node:?}"));
     }
 
     // The report.
@@ -270,6 +277,7 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("no run 7 in r.db"), "{err}");
+    rt.finish();
 }
 
 #[test]

@@ -199,6 +199,31 @@ impl ProvisionedPlan {
         out
     }
 
+    /// Whether the node's samples of step `i`'s volume show its burst bucket (in the step's
+    /// dimension) never ran out during the step's runtime: it never held less than one
+    /// second of its baseline. False when the step does not burst or the node reported no
+    /// bucket (then fio's windows alone tell).
+    fn credits_never_ran_out(
+        &self,
+        i: usize,
+        series: &harness::series::JobSeries,
+        volume: Option<&str>,
+    ) -> bool {
+        let step = &self.steps[i];
+        let (Some(_), Some(runtime)) = (step.burst, step.runtime) else {
+            return false;
+        };
+        let end_ms = (runtime * 1000.0).round() as u64;
+        let bw = step.unit == Unit::Bw;
+        let buckets: Vec<harness::series::CreditSample> = series
+            .node
+            .iter()
+            .filter(|n| volume.is_none_or(|v| n.volume == v) && n.t_ms <= end_ms)
+            .filter_map(|n| if bw { n.bytes_credits } else { n.iops_credits })
+            .collect();
+        !buckets.is_empty() && buckets.iter().all(|c| c.balance >= c.baseline)
+    }
+
     /// One step: wait for its bucket, run fio, measure, judge, store.
     fn step(&mut self, i: usize, ctx: &mut RunContext) -> Result<(), RunError> {
         let step = self.steps[i].clone();
@@ -251,7 +276,13 @@ impl ProvisionedPlan {
             }
         };
         let r = out.job(&step.name).cloned().unwrap_or_default();
-        let metrics = self.metrics(i, &r, &series);
+        let mut metrics = self.metrics(i, &r, &series);
+        // The node's bucket is the word on when credits ran out: a fall in fio's windows
+        // while the bucket still held credits (a starved client, not the baseline) is no
+        // transition, and nothing was measured "after credits".
+        if self.credits_never_ran_out(i, &series, volume.as_deref()) {
+            metrics.retain(|k, _| !k.ends_with("_after_credits") && k != "burst_duration");
+        }
         if let Some(bal) = self.balances.as_mut() {
             bal.spent(&r, elapsed);
         }
@@ -279,7 +310,8 @@ impl ProvisionedPlan {
         );
         let steady = assessment::steady_state(&series);
         let io_error = r.error != 0;
-        let kept = self.kept(i, &series, volume.as_deref());
+        let mut kept = self.kept(i, &series, volume.as_deref());
+        kept.retain(|k, _| metrics.contains_key(k));
         let mut verdicts: Vec<Verdict> = self.checks[i]
             .iter()
             .map(|c| c.check(&metrics, &names, Some(&diagnosis), io_error, &kept))
