@@ -36,6 +36,13 @@ impl Kept {
     }
 }
 
+/// Whether a burst bucket, sampled by the node over a step (`buckets`, in time order),
+/// never ran out: it never held less than one second of its baseline. An empty series
+/// says nothing (false): fio's windows alone then tell when the burst ended.
+pub fn never_ran_out(buckets: &[harness::series::CreditSample]) -> bool {
+    !buckets.is_empty() && buckets.iter().all(|c| c.balance >= c.baseline)
+}
+
 /// The windows a step's steady rate is the median of: all but the first (fio's start)
 /// when there are three or more.
 pub fn steady(windows: &[(u64, f64)]) -> &[(u64, f64)] {
@@ -107,6 +114,23 @@ mod tests {
 
     /// 5 s at 3,000 IOPS, then 300: fio counted its baseline 2% low (a starved client), the
     /// node the baseline.
+    #[test]
+    fn a_bucket_that_never_emptied_had_no_after_credits() {
+        use harness::series::CreditSample;
+        let at = |balance: f64| CreditSample::at_use(balance, 13_500.0, 300.0, 3_000.0, 2_000.0);
+        // A starved client spent 13,500 credits at 2,000 IOPS less 300 of refill a second:
+        // after 5 s 5,000 remain.
+        let starved: Vec<CreditSample> = (0..10).map(|k| at(13_500.0 - 850.0 * k as f64)).collect();
+        assert!(never_ran_out(&starved));
+        // At the burst rate it ran out (and stays at the refill's level after).
+        let spent: Vec<CreditSample> = [13_500.0, 8_000.0, 2_000.0, 150.0, 40.0]
+            .into_iter()
+            .map(at)
+            .collect();
+        assert!(!never_ran_out(&spent));
+        assert!(!never_ran_out(&[]));
+    }
+
     #[test]
     fn each_side_measures_its_own_windows_and_the_lagging_one_shows() {
         let flow = |after: f64| -> Vec<(u64, f64)> {

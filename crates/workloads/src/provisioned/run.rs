@@ -221,7 +221,7 @@ impl ProvisionedPlan {
             .filter(|n| volume.is_none_or(|v| n.volume == v) && n.t_ms <= end_ms)
             .filter_map(|n| if bw { n.bytes_credits } else { n.iops_credits })
             .collect();
-        !buckets.is_empty() && buckets.iter().all(|c| c.balance >= c.baseline)
+        super::kept::never_ran_out(&buckets)
     }
 
     /// One step: wait for its bucket, run fio, measure, judge, store.
