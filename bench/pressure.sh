@@ -16,9 +16,11 @@
 #   hog      one shell busy loop
 #   hogs-dd  two busy loops and a `dd bs=1M count=64 conv=fsync` loop
 #   qemu     a qemu TCG guest (Debian's kernel, a busybox init spinning) from QOSLAB_CACHE
-#   niced    two busy loops at nice -5 (above the node and fio) and the dd loop
+#   niced    two busy loops at nice -10 (above the node and fio) and the dd loop
 #
-# Pure measurement (the verdicts are reported, never asserted). Needs root for nice -5.
+# Pure measurement (the verdicts are reported, never asserted). Needs root for nice -10.
+# KEEP=DIR keeps each run's results database there (LOAD-ceiling.db, LOAD-gp2.db): the
+# recorded samples of crates/assess/tests/recorded.rs come from such runs.
 #   flock /work/wt/heavy.lock env QOSLAB=target/debug/qoslab bench/pressure.sh
 set -euo pipefail
 
@@ -44,8 +46,10 @@ stop_load() {
 }
 trap 'stop_load; cleanup' EXIT
 
-# Each load runs in its own process group (setsid), killed with it.
-spawn() { setsid "$@" >/dev/null 2>&1 & LOAD_PIDS+=($!); }
+# Each load runs in a process group of its own (timeout's), killed with it, but in this
+# script's session: Linux's autogroups share the CPUs fairly between sessions, so a hog
+# niced in a session of its own would not be above the node and fio.
+spawn() { timeout 3600 "$@" >/dev/null 2>&1 & LOAD_PIDS+=($!); }
 hog() { spawn nice -n "${1:-0}" sh -c 'while :; do :; done'; }
 writer() {
     spawn sh -c "while :; do dd if=/dev/zero of='$WORKDIR/fsync.dat' bs=1M count=64 conv=fsync 2>/dev/null; done"
@@ -69,7 +73,7 @@ start_load() {
         hog) hog ;;
         hogs-dd) hog; hog; writer ;;
         qemu) guest ;;
-        niced) hog -5; hog -5; writer ;;
+        niced) hog -10; hog -10; writer ;;
         *) die "unknown load $1 (quiet, hog, hogs-dd, qemu, niced)" ;;
     esac
     sleep 5
@@ -135,6 +139,11 @@ for load in "${loads[@]}"; do
     "$QOSLAB" bench --profile provisioned --model ebs-gp2 --volume-size 100GiB --scale 0.0025 \
         --db "$WORKDIR/g.db" >"$WORKDIR/$load-gp2.out" 2>&1 || true
     report "$load" gp2 "$WORKDIR/g.db"
+    if [[ -n "${KEEP:-}" ]]; then
+        mkdir -p "$KEEP"
+        cp "$WORKDIR/c.db" "$KEEP/$load-ceiling.db"
+        cp "$WORKDIR/g.db" "$KEEP/$load-gp2.db"
+    fi
     stop_load
     sleep 3
 done

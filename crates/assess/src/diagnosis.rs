@@ -265,7 +265,11 @@ pub(crate) fn decided(b: Bottleneck, reason: String, figures: Vec<Figure>) -> Op
 
 /// Each dimension's measured figure and the ceilings that applied to it (the effective
 /// ceiling, and the burst ceiling while credits lasted), non-zero ones only.
-fn ceilings(i: &Inputs) -> Vec<(Vec<(f64, &'static str)>, f64, &'static str, &'static str)> {
+/// One dimension's ceilings that applied (value, which), the rate measured, its unit and
+/// what it is.
+type Dimension = (Vec<(f64, &'static str)>, f64, &'static str, &'static str);
+
+fn ceilings(i: &Inputs) -> Vec<Dimension> {
     let Some(n) = i.node else { return Vec::new() };
     let pick = |c: u64, b: u64| {
         [(c as f64, "ceiling"), (b as f64, "burst ceiling")]

@@ -161,10 +161,7 @@ pub fn summary(rec: &RunRecord, db: &Path) -> String {
                 j.name,
                 v.expectation,
                 v.detail,
-                v.reason
-                    .as_ref()
-                    .map(|r| format!("; {r}"))
-                    .unwrap_or_default()
+                v.reason_note()
             ));
         }
     }

@@ -231,6 +231,14 @@ impl Verdict {
     pub fn label(&self) -> &'static str {
         self.outcome.label()
     }
+
+    /// "; REASON" after a detail, or nothing.
+    pub fn reason_note(&self) -> String {
+        self.reason
+            .as_ref()
+            .map(|r| format!("; {r}"))
+            .unwrap_or_default()
+    }
 }
 
 /// What a verdict is judged with besides fio's result: the job's 500 ms windows (for the

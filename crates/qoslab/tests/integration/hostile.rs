@@ -22,50 +22,18 @@ use serde_json::Value;
 use toolsets::testing::{Hostile, HostileSpec};
 
 use crate::bench_util::{qoslab, text, Dir};
-use crate::provisioned::{last_run, LIMIT};
+use crate::provisioned::{gp2_profile, last_run, GP2_NODE, LIMIT};
 use crate::util::{heavy, require_fio_nbd, Node};
-
-const GP2: &str = r#"
-[[policy]]
-name = "gp2"
-provisioned = { model = "ebs-gp2", bucket_scale = 0.0025 }
-
-[[volume]]
-name = "vol"
-size = "100GiB"
-snapshot_reserve_percent = 0
-policy = "gp2"
-"#;
 
 /// The gp2 profile on a running node beside `load`; the run, its summary and its report.
 fn gp2_beside(tag: &str, load: HostileSpec) -> (Value, String, String) {
-    let node = Node::start(GP2);
+    let node = Node::start(GP2_NODE);
     let d = Dir::new(tag);
     let url = node.api_url();
     let hostile = Hostile::run(load, 300).expect("the hostile load starts");
     // Let the load take hold (the guest boots, the writer's first fsync).
     std::thread::sleep(Duration::from_secs(3));
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            "--profile",
-            "provisioned",
-            "--model",
-            "ebs-gp2",
-            "--volume-size",
-            "100GiB",
-            "--scale",
-            "0.0025",
-            "--node",
-            &url,
-            "--volume",
-            "vol",
-            "--db",
-            "r.db",
-        ],
-        LIMIT,
-    );
+    let o = gp2_profile(&d, &url);
     drop(hostile);
     let (out, err) = text(&o);
     eprintln!("{out}");

@@ -521,10 +521,7 @@ impl FamilyPlan for S3Run {
                 v.label(),
                 v.expectation,
                 v.detail,
-                v.reason
-                    .as_ref()
-                    .map(|r| format!("; {r}"))
-                    .unwrap_or_default()
+                v.reason_note()
             ));
         }
         ctx.ui.print(&text);
