@@ -17,9 +17,12 @@
 #   hogs-dd  two busy loops and a `dd bs=1M count=64 conv=fsync` loop
 #   qemu     a qemu TCG guest (Debian's kernel, a busybox init spinning) from QOSLAB_CACHE
 #   niced    two busy loops at nice -10 (above the node and fio) and the dd loop
+#   dd       the dd loop alone
+#   hostile  scripts/stress-tests.sh --hostile's load: two busy loops, the dd loop and the
+#            TCG guest
 #
 # Pure measurement (the verdicts are reported, never asserted). Needs root for nice -10.
-# KEEP=DIR keeps each run's results database there (LOAD-ceiling.db, LOAD-gp2.db): the
+# KEEP=DIR keeps each run's results database there (N-LOAD-ceiling.db, N-LOAD-gp2.db): the
 # recorded samples of crates/assess/tests/recorded.rs come from such runs.
 #   flock /work/wt/heavy.lock env QOSLAB=target/debug/qoslab bench/pressure.sh
 set -euo pipefail
@@ -74,7 +77,9 @@ start_load() {
         hogs-dd) hog; hog; writer ;;
         qemu) guest ;;
         niced) hog -10; hog -10; writer ;;
-        *) die "unknown load $1 (quiet, hog, hogs-dd, qemu, niced)" ;;
+        dd) writer ;;
+        hostile) hog; hog; writer; guest ;;
+        *) die "unknown load $1 (quiet, hog, hogs-dd, qemu, niced, dd, hostile)" ;;
     esac
     sleep 5
 }
@@ -130,7 +135,9 @@ for j in run["jobs"]:
 
 log "machine: $(nproc) CPUs, kernel $(uname -r), $(git -C "$REPO_ROOT" rev-parse --short HEAD), load average $LOADAVG_START"
 IFS=, read -ra loads <<<"$LOADS"
+n=0
 for load in "${loads[@]}"; do
+    n=$((n + 1))
     log "load: $load"
     start_load "$load"
     rm -f "$WORKDIR"/c.db* "$WORKDIR"/g.db*
@@ -141,8 +148,8 @@ for load in "${loads[@]}"; do
     report "$load" gp2 "$WORKDIR/g.db"
     if [[ -n "${KEEP:-}" ]]; then
         mkdir -p "$KEEP"
-        cp "$WORKDIR/c.db" "$KEEP/$load-ceiling.db"
-        cp "$WORKDIR/g.db" "$KEEP/$load-gp2.db"
+        cp "$WORKDIR/c.db" "$KEEP/$n-$load-ceiling.db"
+        cp "$WORKDIR/g.db" "$KEEP/$n-$load-gp2.db"
     fi
     stop_load
     sleep 3

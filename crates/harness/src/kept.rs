@@ -55,7 +55,8 @@ pub fn node_rates(
         .collect()
 }
 
-/// fio's windows as (end in ms, rate), both directions summed per window for [`Dir::Both`].
+/// fio's windows as (end in ms, rate), both directions summed per window for [`Dir::Both`];
+/// each covers the time since the one before it.
 pub fn client_rates(fio: &[FioSample], dir: Dir, bw: bool) -> Vec<(u64, f64)> {
     let mut by_t: std::collections::BTreeMap<u64, f64> = std::collections::BTreeMap::new();
     for s in fio {
@@ -74,7 +75,8 @@ pub fn client_rates(fio: &[FioSample], dir: Dir, bw: bool) -> Vec<(u64, f64)> {
 /// The node's figure over a judged window and the cross-check with the client's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeSide {
-    /// The node's mean rate over the span (its windows weighted by the time they covered).
+    /// The node's mean rate over the span (its windows weighted by the time they covered;
+    /// the client's in `agreement` likewise).
     pub mean: f64,
     /// The median of its windows (a rate one late window cannot move: the `_steady`
     /// metrics).
@@ -100,18 +102,32 @@ pub fn node_side(
         .filter(|(t, _, secs)| inside(*t as f64 - secs * 500.0))
         .map(|(_, r, secs)| (*r, *secs))
         .collect();
-    let c: Vec<f64> = client
+    // fio stamps a window when it closes it, over the time since the one before (late on a
+    // starved client): each covers the gap to its predecessor.
+    let mut prev: Option<u64> = None;
+    let c: Vec<(f64, f64)> = client
         .iter()
-        .filter(|(t, _)| inside(*t as f64 - w / 2.0))
-        .map(|(_, r)| *r)
+        .map(|(t, r)| {
+            let secs = match prev {
+                Some(p) if *t > p => (*t - p) as f64 / 1000.0,
+                _ => w / 1000.0,
+            };
+            prev = Some(*t);
+            (*t, *r, secs)
+        })
+        .filter(|(t, _, secs)| inside(*t as f64 - secs * 500.0))
+        .map(|(_, r, secs)| (r, secs))
         .collect();
     if n.len() < 2 || c.len() < 2 {
         return None;
     }
-    let time: f64 = n.iter().map(|x| x.1).sum();
-    let mean = n.iter().map(|(r, s)| r * s).sum::<f64>() / time;
+    let weighted = |v: &[(f64, f64)]| {
+        v.iter().map(|(r, s)| r * s).sum::<f64>() / v.iter().map(|x| x.1).sum::<f64>()
+    };
+    let mean = weighted(&n);
     let rates: Vec<f64> = n.iter().map(|x| x.0).collect();
-    let client_mean = c.iter().sum::<f64>() / c.len() as f64;
+    let client_mean = weighted(&c);
+    let c: Vec<f64> = c.iter().map(|x| x.0).collect();
     Some(NodeSide {
         mean,
         median: assess::stats::median(&rates)?,
