@@ -417,22 +417,30 @@ impl Registry {
         self.get(name).and_then(|f| f.job_set())
     }
 
-    /// Read and parse a plan file.
-    pub fn load(&self, path: &Path) -> Result<Plan, PlanError> {
+    /// Read and parse a plan file; `any_fio_option`: its fio options may be any fio option
+    /// (`--allow-any-fio-option`; by default only the listed workload options).
+    pub fn load(&self, path: &Path, any_fio_option: bool) -> Result<Plan, PlanError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| PlanError(format!("{}: cannot read plan: {e}", path.display())))?;
-        self.parse(&text, &path.display().to_string())
+        let origin = path.display().to_string();
+        self.parse_source(&PlanSource::new(&text, &origin).allowing_any_fio_option(any_fio_option))
     }
 
     /// Parse a plan: the common part, then the tables of the one family they belong to.
+    /// Its fio options are the listed workload options only.
     pub fn parse(&self, text: &str, origin: &str) -> Result<Plan, PlanError> {
-        let src = PlanSource::new(text, origin);
+        self.parse_source(&PlanSource::new(text, origin))
+    }
+
+    /// Parse a plan from its source (see [`Registry::parse`]).
+    pub fn parse_source(&self, src: &PlanSource) -> Result<Plan, PlanError> {
+        let origin = src.origin;
         let owned: Vec<&str> = self
             .families
             .iter()
             .flat_map(|f| f.tables().iter().map(|t| table_key(t)))
             .collect();
-        let (common, keys) = parse_common(&src, &owned)?;
+        let (common, keys) = parse_common(src, &owned)?;
         // The families whose tables the plan holds, each with its first table's offset.
         let present: Vec<(&'static dyn Family, usize)> = self
             .families
@@ -462,7 +470,7 @@ impl Registry {
                 )))
             }
             [(f, _)] => Ok(Plan {
-                body: f.parse(&src, &common, self)?,
+                body: f.parse(src, &common, self)?,
                 common,
                 family: f.name(),
             }),

@@ -50,9 +50,13 @@ pub struct BenchArgs {
     /// A system suite (seed 002) on the hosts of --hosts, over ssh (`qoslab help bench suite`).
     #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
     suite: Option<String>,
-    /// Let the plan's fio options run programs (exec_prerun, ioengine=exec, ...): refused
-    /// by default, since a plan is data.
+    /// Let the plan set any fio option as written, also those that name a path or run a
+    /// program (filename, write_iolog, exec_prerun, ioengine=exec, ...). By default a plan
+    /// sets only the workload options qoslab knows (docs/BENCH.md): a plan is data.
     #[arg(long)]
+    allow_any_fio_option: bool,
+    /// Renamed --allow-any-fio-option (it allows every fio option, not only exec).
+    #[arg(long, hide = true)]
     allow_exec: bool,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes; a NAS volume is reached over NFS), an nbd:// or nbd+unix:// URI, an NFSv3
@@ -422,6 +426,12 @@ pub(crate) fn run_and_store(
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.allow_exec {
+        anyhow::bail!(
+            "--allow-exec is now --allow-any-fio-option: it lets a plan set any fio option, \
+             also those that name a path or run a program"
+        );
+    }
     let registry = workloads::registry();
     let matches = &args.families.0;
     let embedded = args.node.is_none() && matches!(args.target.as_deref(), None | Some("embedded"));
@@ -447,12 +457,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             plan
         }
-        (Some(p), None) => {
-            let plan = registry.load(p)?;
-            let src = harness::plan::PlanSource::new(&plan.common.text, &plan.common.origin);
-            harness::plan::exec::check(&src, args.allow_exec)?;
-            plan
-        }
+        (Some(p), None) => registry.load(p, args.allow_any_fio_option)?,
         (None, None) => anyhow::bail!(
             "nothing to run: give a plan file, --profile dbench or --suite NAME (see qoslab bench --help)"
         ),

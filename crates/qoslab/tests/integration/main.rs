@@ -17,6 +17,7 @@ mod auth_closed;
 mod bench_client_server;
 mod bench_node;
 mod bench_plan;
+mod bench_safety;
 mod bench_util;
 mod burst;
 mod client;
