@@ -124,6 +124,9 @@ pub struct Accepts {
     /// The family reads `--hosts` itself (the suites' hosts), so it does not name the
     /// `--client` load generators whose tool sets are sampled.
     pub own_hosts: bool,
+    /// A directory target is the family's to lay out (it makes a fresh directory of its
+    /// own there): the harness's `DIR/fiotest` rules do not apply.
+    pub own_directory: bool,
 }
 
 /// A named set of fio jobs, run by the generic `[[workload]]` family.
@@ -207,6 +210,14 @@ pub trait FamilyPlan: AsAny + std::fmt::Debug + Send {
     /// that wrote them (`plan.toml:12: workload "w"`), without target or time options:
     /// [`Plan::check_jobs`] has fio parse them before anything runs.
     fn job_files(&self) -> Vec<(String, fio::JobFile)> {
+        Vec::new()
+    }
+
+    /// Every fio job the plan runs on the target (one iteration), each with where the plan
+    /// asks for it (`plan.toml:7: workload "w"`) and its job file without the target's
+    /// options: what `--dry-run` prints and what the free-space check of a file target
+    /// sizes. Empty: the family lays out its target itself.
+    fn fio_jobs(&self) -> Vec<crate::fio_job::PlannedJob> {
         Vec::new()
     }
 }

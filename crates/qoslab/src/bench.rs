@@ -103,10 +103,22 @@ pub struct BenchArgs {
     /// Do not sample the hosts' tool sets (CPU, disks, NICs) while jobs run.
     #[arg(long)]
     no_tools: bool,
-    /// Keep the files the run wrote on a file or directory target (default: removed at the
-    /// end; files that were there before are never removed).
+    /// Keep the files the run created on a file or directory target (default: removed at
+    /// the end).
     #[arg(long)]
     keep_files: bool,
+    /// Write into an existing file or block device given as --target (its data is
+    /// destroyed); refused without it.
+    #[arg(long)]
+    overwrite: bool,
+    /// Make a --target path that does not exist (a new file, removed at the end); refused
+    /// without it, so a typo never becomes a file.
+    #[arg(long)]
+    create: bool,
+    /// Print the fio jobs and every path the run would write, then stop: nothing runs,
+    /// nothing is written or stored.
+    #[arg(long)]
+    dry_run: bool,
     /// Count inconclusive verdicts as failures (exit 1 instead of 3).
     #[arg(long)]
     strict: bool,
@@ -471,6 +483,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .get(plan.family)
         .map(|f| f.accepts())
         .unwrap_or_default();
+    let db = db_path(args.db.clone());
+    if let Some(n) = args.iterations {
+        plan.common.iterations = n;
+    }
+    plan.configure(&Options {
+        runtime: args.runtime,
+        ramp: args.ramp,
+        scale: args.scale,
+        clients: &args.clients,
+        no_step_lines: false,
+        until_steady: args.until_steady,
+        iterations: args.iterations,
+        args: Some(matches),
+    })?;
     let mut setup: Option<workloads::node_setup::NodeSetup> = None;
     let target = match (&args.node, &args.volume) {
         (Some(url), Some(vol)) => {
@@ -487,6 +513,25 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         (Some(url), None) if accepts.node_alone => {
             Target::Node(node_api(url.as_deref(), &args.conn, &args.token_file)?)
+        }
+        (Some(url), None) if args.dry_run => {
+            let wanted = plan.body.volumes_used();
+            let on = format!(
+                "node {} (volumes {}; the plan's missing policies and volumes made there when \
+                 the run starts, deleted after)",
+                url.as_deref().unwrap_or("of `qoslab login`"),
+                wanted.join(", ")
+            );
+            print!(
+                "{}",
+                crate::bench_target::dry_run(
+                    &plan,
+                    crate::bench_target::DryTarget::Described(on),
+                    None,
+                    &db
+                )
+            );
+            return Ok(());
         }
         (Some(url), None) => {
             let wanted = plan.body.volumes_used();
@@ -510,20 +555,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         _ => Target::parse(&target_s)?,
     };
-    let db = db_path(args.db.clone());
-    if let Some(n) = args.iterations {
-        plan.common.iterations = n;
-    }
-    plan.configure(&Options {
-        runtime: args.runtime,
-        ramp: args.ramp,
-        scale: args.scale,
-        clients: &args.clients,
-        no_step_lines: false,
-        until_steady: args.until_steady,
-        iterations: args.iterations,
-        args: Some(matches),
-    })?;
     check_jobs(&plan, &target, &args.clients)?;
     // --hosts names the suites' hosts, or, with --client, the load generators whose tool
     // sets are sampled over ssh beside this machine's.
@@ -542,8 +573,27 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         r
     };
-    if let Some(f) = target.written_file() {
-        harness::target_files::default_size(&f).map_err(anyhow::Error::msg)?;
+    crate::bench_target::admit(
+        &target,
+        accepts,
+        &plan,
+        crate::bench_target::Allow {
+            overwrite: args.overwrite,
+            create: args.create,
+        },
+    )?;
+    let written = crate::bench_target::written_file(&target, accepts);
+    if args.dry_run {
+        print!(
+            "{}",
+            crate::bench_target::dry_run(
+                &plan,
+                crate::bench_target::DryTarget::Resolved(&target),
+                written.as_deref(),
+                &db
+            )
+        );
+        return Ok(());
     }
     let not_applied = setup_not_applied(&plan, &target);
     if !args.json {
@@ -555,7 +605,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             println!("note: {n}");
         }
     }
-    let files = harness::target_files::WrittenFiles::track(target.written_file());
+    let files = harness::target_files::WrittenFiles::track(written);
     let mut ui = TerminalUi::new(args.json);
     let outcome = run_and_store(
         &mut plan,

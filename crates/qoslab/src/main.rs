@@ -2,6 +2,7 @@
 //! stats), and the benchmark harness (bench, results, demo).
 
 mod bench;
+mod bench_target;
 mod compare_cmd;
 mod context;
 mod demo;
