@@ -543,7 +543,7 @@ fn a_directory_target_is_cleaned_up_unless_keep_files_and_a_run_without_checks_i
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(
         out.contains(&format!(
-            "wrote {t}/fiotest (16.0 MiB): kept (--keep-files)"
+            "wrote {t}/fiotest (16.0 MiB): created by the run: kept (--keep-files)"
         )),
         "{out}"
     );

@@ -18,6 +18,7 @@ mod bench_client_server;
 mod bench_node;
 mod bench_plan;
 mod bench_safety;
+mod bench_targets;
 mod bench_util;
 mod burst;
 mod client;
