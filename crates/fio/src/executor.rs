@@ -112,12 +112,12 @@ fn write_jobfile(dir: &Path, job: &JobFile) -> Result<PathBuf, ExecError> {
     Ok(path)
 }
 
+/// fio dies with this process (SIGTERM: fio then stops its job processes, and fio's client
+/// tells its servers to stop).
+const ON_DEATH: lifecycle::children::OnParentDeath = lifecycle::children::OnParentDeath::Term;
+
 fn run_fio(mut cmd: Command) -> Result<FioOutput, ExecError> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
+    let out = lifecycle::children::output(cmd.stdin(Stdio::null()), ON_DEATH)
         .map_err(ExecError::Spawn)?;
     finish(
         out.status,
@@ -135,13 +135,11 @@ pub type LiveSink = std::sync::Arc<dyn Fn(f64) + Send + Sync>;
 /// nbd engine). Interim documents feed `live`; the last one is the result.
 fn run_fio_live(mut cmd: Command, live: &LiveSink) -> Result<FioOutput, ExecError> {
     use std::io::{BufRead, BufReader, Read};
-    let mut child = cmd
-        .arg("--status-interval=1")
+    cmd.arg("--status-interval=1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(ExecError::Spawn)?;
+        .stderr(Stdio::piped());
+    let mut child = lifecycle::children::spawn(&mut cmd, ON_DEATH).map_err(ExecError::Spawn)?;
     let stderr = child.stderr.take().map(|mut e| {
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -262,12 +260,14 @@ impl RealFio {
 /// `fio --parse-only JOBFILE` with `fio`: fio's complaint when it exits non-zero.
 fn parse_only_with(fio: &str, dir: &Path, job: &JobFile) -> Result<(), String> {
     let path = write_jobfile(dir, job).map_err(|e| e.to_string())?;
-    let out = Command::new(fio)
-        .arg("--parse-only")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("running fio --parse-only: {e} (is fio installed and on PATH?)"))?;
+    let out = lifecycle::children::output(
+        Command::new(fio)
+            .arg("--parse-only")
+            .arg(&path)
+            .stdin(Stdio::null()),
+        ON_DEATH,
+    )
+    .map_err(|e| format!("running fio --parse-only: {e} (is fio installed and on PATH?)"))?;
     let _ = std::fs::remove_file(&path);
     if out.status.success() {
         return Ok(());
@@ -377,13 +377,13 @@ impl Executor for FakeFio {
 
 /// `fio --version`, e.g. "fio-3.33" (empty if fio does not run).
 pub fn fio_version(fio: &str) -> String {
-    Command::new(fio)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default()
+    lifecycle::children::output(
+        Command::new(fio).arg("--version").stdin(Stdio::null()),
+        ON_DEATH,
+    )
+    .ok()
+    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -160,9 +160,9 @@ impl Host {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| self.err(ErrorKind::Spawn(self.program(), e)))?;
+        let mut child =
+            lifecycle::children::spawn(&mut cmd, lifecycle::children::OnParentDeath::Term)
+                .map_err(|e| self.err(ErrorKind::Spawn(self.program(), e)))?;
         if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
             let data = data.to_vec();
             // A thread, so a remote command that does not read its input cannot block us.
@@ -261,13 +261,14 @@ pub fn disconnect_all(hosts: &[Host]) {
 
 /// The hostname ssh would connect to for `dest` after applying its config (`ssh -G`).
 fn resolve_hostname(dest: &str, cfg: &SshConfig) -> Result<String, HostError> {
-    let out = Command::new(&cfg.ssh)
-        .args(&cfg.options)
-        .arg("-G")
-        .arg(dest)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| HostError::new(dest, ErrorKind::Spawn(cfg.ssh.clone(), e)))?;
+    let out = lifecycle::children::output(
+        Command::new(&cfg.ssh)
+            .args(&cfg.options)
+            .arg("-G")
+            .arg(dest),
+        lifecycle::children::OnParentDeath::Term,
+    )
+    .map_err(|e| HostError::new(dest, ErrorKind::Spawn(cfg.ssh.clone(), e)))?;
     if !out.status.success() {
         return Err(HostError::new(
             dest,

@@ -15,6 +15,7 @@ mod api_util;
 mod array;
 mod auth_closed;
 mod bench_client_server;
+mod bench_interrupted;
 mod bench_node;
 mod bench_plan;
 mod bench_safety;
