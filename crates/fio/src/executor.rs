@@ -113,8 +113,9 @@ fn write_jobfile(dir: &Path, job: &JobFile) -> Result<PathBuf, ExecError> {
 }
 
 /// fio dies with this process (SIGTERM: fio then stops its job processes, and fio's client
-/// tells its servers to stop).
-const ON_DEATH: lifecycle::children::OnParentDeath = lifecycle::children::OnParentDeath::Term;
+/// tells its servers to stop; SIGPIPE ignored, so its "terminating" line on the pipe our
+/// exit closed does not kill it before it has).
+const ON_DEATH: lifecycle::children::OnParentDeath = lifecycle::children::OnParentDeath::TermNoPipe;
 
 fn run_fio(mut cmd: Command) -> Result<FioOutput, ExecError> {
     let out = lifecycle::children::output(cmd.stdin(Stdio::null()), ON_DEATH)

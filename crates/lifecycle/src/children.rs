@@ -16,19 +16,24 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
 
-/// The signal a child gets when this process dies: SIGTERM lets fio stop its own job
-/// processes and fio's client tell its servers to stop; SIGKILL for programs that may
-/// ignore SIGTERM.
+/// What a child gets when this process dies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnParentDeath {
+    /// SIGTERM: the program stops in its own way (its children too).
     Term,
+    /// SIGTERM, with SIGPIPE ignored: for a program that writes to its stdout as it stops
+    /// and must not die of the pipe this process's exit closed before it has stopped its
+    /// own children. fio prints "terminating on signal 15" before it tells its job
+    /// processes to stop: killed by SIGPIPE there, it would leave them running.
+    TermNoPipe,
+    /// SIGKILL, for programs that may ignore SIGTERM.
     Kill,
 }
 
 impl OnParentDeath {
     fn signal(self) -> libc::c_int {
         match self {
-            OnParentDeath::Term => libc::SIGTERM,
+            OnParentDeath::Term | OnParentDeath::TermNoPipe => libc::SIGTERM,
             OnParentDeath::Kill => libc::SIGKILL,
         }
     }
@@ -62,9 +67,14 @@ fn spawner() -> &'static Mutex<Sender<Request>> {
 pub fn spawn(cmd: &mut Command, on_death: OnParentDeath) -> io::Result<Child> {
     let parent = std::process::id();
     let sig = on_death.signal();
-    // SAFETY: prctl, getppid and _exit are async-signal-safe; nothing is allocated.
+    let ignore_pipe = on_death == OnParentDeath::TermNoPipe;
+    // SAFETY: prctl, getppid, signal and _exit are async-signal-safe; nothing is
+    // allocated. (std has reset SIGPIPE to its default before these closures run.)
     unsafe {
         cmd.pre_exec(move || {
+            if ignore_pipe {
+                libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            }
             if libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }

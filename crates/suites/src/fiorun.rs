@@ -148,7 +148,7 @@ pub fn run(
         .iter()
         .map(|(i, _, _)| iostat::snapshot(&s.hosts[*i]))
         .collect::<Result<_, _>>()?;
-    let out = lifecycle::children::output(&mut cmd, lifecycle::children::OnParentDeath::Term)
+    let out = lifecycle::children::output(&mut cmd, lifecycle::children::OnParentDeath::TermNoPipe)
         .map_err(|e| SuiteError::Fio {
             clients: clients.join(", "),
             detail: format!("running fio: {e} (is fio installed on this machine?)"),

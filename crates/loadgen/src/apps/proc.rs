@@ -62,7 +62,7 @@ fn reader<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Str
 pub fn spawn_group(cmd: &mut Command) -> std::io::Result<(Child, mounts::children::Registered)> {
     let child = lifecycle::children::spawn(
         cmd.process_group(0).stdin(Stdio::null()),
-        lifecycle::children::OnParentDeath::Term,
+        lifecycle::children::OnParentDeath::TermNoPipe,
     )?;
     let reg = mounts::children::register(child.id());
     Ok((child, reg))
