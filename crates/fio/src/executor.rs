@@ -25,6 +25,11 @@ pub enum ExecError {
     /// the error): `stderr` is all it wrote there (its first lines in the message).
     #[error("fio exited with {status}: {}", first_lines(stderr, 3))]
     Failed { status: String, stderr: String },
+    /// fio reported no error, yet no job moved a byte and it said why on stderr (fio 3.33's
+    /// nfs engine: `Failed to open f: ... NFS3ERR_NOENT`, exit 0): an error, not a
+    /// measurement of zero.
+    #[error("fio did no I/O: {}", first_lines(stderr, 3))]
+    NoIo { stderr: String },
     #[error("{0}")]
     Parse(#[from] ParseError),
 }
@@ -48,6 +53,9 @@ impl ExecError {
         match self {
             ExecError::Failed { status, stderr } => {
                 format!("fio exited with {status}; fio said:\n{}", stderr.trim_end())
+            }
+            ExecError::NoIo { stderr } => {
+                format!("fio did no I/O; fio said:\n{}", stderr.trim_end())
             }
             other => other.to_string(),
         }
@@ -217,6 +225,18 @@ fn finish(
                 } else {
                     stderr.to_string()
                 },
+            })
+        }
+        // No job moved a byte, none carries an error, and fio said why: the reason.
+        Ok(o)
+            if !o.jobs.is_empty()
+                && o.jobs
+                    .iter()
+                    .all(|j| j.error == 0 && !j.read.active() && !j.write.active())
+                && !stderr.trim().is_empty() =>
+        {
+            Err(ExecError::NoIo {
+                stderr: stderr.to_string(),
             })
         }
         Ok(mut o) => {
@@ -458,8 +478,15 @@ mod live_tests {
         assert!(e.full_text().ends_with(
             "fio said:\nfio: nbd_connect_uri: nbd_connect_uri: connect: No such file or directory"
         ));
-        // The same report with exit 0 is a result.
+        // The same report with exit 0 is a result; with fio's reason on stderr (its nfs
+        // engine failing to open a file, exit 0) it is that error.
         assert!(finish(std::process::ExitStatus::from_raw(0), report, "").is_ok());
+        let nfs = "Failed to open f: open call failed with \"NFS: Lookup of /f failed with NFS3ERR_NOENT(-2)\"\n";
+        let e = finish(std::process::ExitStatus::from_raw(0), report, nfs).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "fio did no I/O: Failed to open f: open call failed with \"NFS: Lookup of /f failed with NFS3ERR_NOENT(-2)\""
+        );
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
     };
     if let Some(pre) = crate::nfs::prefill(&target_opts, &job.options) {
         ctx.ui.print(&format!(
-            "laying out the file {} reads over NFS first (fio's nfs engine cannot lay out a file it reads)\n",
+            "laying out the file {} uses over NFS first (fio's nfs engine makes a file only by writing it in order)\n",
             job.name
         ));
         if let Err(e) = ctx.exec.run(&pre) {

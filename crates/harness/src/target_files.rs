@@ -146,46 +146,99 @@ pub fn check_space(file: &Path, jobs: &[(String, Vec<(String, String)>)]) -> Res
     Ok(())
 }
 
+/// Where a file a run writes lives: this machine, or an NFS export (`--target nfs://`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    Local(PathBuf),
+    Nfs(crate::nfs_client::NfsFile),
+}
+
 /// A file's length and modification time: whether a run wrote it.
 type Stamp = (u64, Option<std::time::SystemTime>);
 
-fn stamp(f: &Path) -> Option<Stamp> {
-    std::fs::metadata(f)
-        .ok()
-        .map(|m| (m.len(), m.modified().ok()))
+impl Place {
+    /// Its stamp, `None` when it is not there (or cannot be seen: `Err`).
+    fn stamp(&self) -> Result<Option<Stamp>, String> {
+        match self {
+            Place::Local(f) => Ok(std::fs::metadata(f)
+                .ok()
+                .map(|m| (m.len(), m.modified().ok()))),
+            Place::Nfs(f) => Ok(f.attrs()?.map(|(len, (s, ns))| {
+                let t = std::time::UNIX_EPOCH + std::time::Duration::new(s.into(), ns);
+                (len, Some(t))
+            })),
+        }
+    }
+
+    fn remove(&self) -> Result<(), String> {
+        match self {
+            Place::Local(f) => std::fs::remove_file(f).map_err(|e| e.to_string()),
+            Place::Nfs(f) => f.remove(),
+        }
+    }
+
+    fn display(&self) -> String {
+        match self {
+            Place::Local(f) => f.display().to_string(),
+            Place::Nfs(f) => f.display(),
+        }
+    }
 }
 
-/// The files a run may write on a path target, noted before it starts.
+/// A file before the run: absent (the run creates it: removed after), there (written only
+/// with `--overwrite`, never removed), or not seen (never removed).
+#[derive(Debug, Clone, PartialEq)]
+enum Before {
+    Absent,
+    There(Stamp),
+    Unseen(String),
+}
+
+/// The files a run may write on its target, noted before it starts.
 pub struct WrittenFiles {
-    /// (file, its stamp when it was there before the run: then written only with
-    /// `--overwrite`, and never removed).
-    files: Vec<(PathBuf, Option<Stamp>)>,
+    files: Vec<(Place, Before)>,
     /// Files to remove on a signal (the ones that did not exist), emptied when kept.
-    on_signal: Arc<Mutex<Vec<PathBuf>>>,
+    on_signal: Arc<Mutex<Vec<Place>>>,
     _guard: Option<lifecycle::Guard>,
 }
 
 impl WrittenFiles {
     /// Note whether the file a run will write (`Target::written_file`) exists now.
     pub fn track(file: Option<PathBuf>) -> WrittenFiles {
-        let files: Vec<(PathBuf, Option<Stamp>)> = file
+        Self::track_places(file.map(Place::Local).into_iter().collect())
+    }
+
+    /// Note whether each of `places` exists now (one that cannot be seen counts as there:
+    /// it is never removed).
+    pub fn track_places(places: Vec<Place>) -> WrittenFiles {
+        let files: Vec<(Place, Before)> = places
             .into_iter()
-            .map(|f| {
-                let before = stamp(&f);
-                (f, before)
+            .map(|p| {
+                let before = match p.stamp() {
+                    Ok(None) => Before::Absent,
+                    Ok(Some(s)) => Before::There(s),
+                    Err(e) => Before::Unseen(e),
+                };
+                (p, before)
             })
             .collect();
-        let new: Vec<PathBuf> = files
+        let new: Vec<Place> = files
             .iter()
-            .filter(|(_, before)| before.is_none())
+            .filter(|(_, before)| *before == Before::Absent)
             .map(|(f, _)| f.clone())
             .collect();
         let on_signal = Arc::new(Mutex::new(new));
         let guard = (!files.is_empty()).then(|| {
             let list = on_signal.clone();
-            lifecycle::register(lifecycle::Phase::Local, move || {
+            let remote = files.iter().any(|(p, _)| matches!(p, Place::Nfs(_)));
+            let phase = if remote {
+                lifecycle::Phase::Remote
+            } else {
+                lifecycle::Phase::Local
+            };
+            lifecycle::register(phase, move || {
                 for f in list.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-                    let _ = std::fs::remove_file(f);
+                    let _ = f.remove();
                 }
             })
         });
@@ -201,17 +254,27 @@ impl WrittenFiles {
     pub fn finish(self, keep: bool) -> Vec<String> {
         let mut notes = Vec::new();
         for (f, before) in &self.files {
-            let Some(now) = stamp(f) else {
-                continue;
+            let now = match f.stamp() {
+                Ok(Some(now)) => now,
+                Ok(None) => continue,
+                // Not seen before either: nothing is known, nothing was removed.
+                Err(_) if matches!(before, Before::Unseen(_)) => continue,
+                Err(e) => {
+                    notes.push(format!("could not see {} after the run: {e}", f.display()));
+                    continue;
+                }
             };
             let size = human(now.0);
             let what = match before {
-                Some(b) if *b == now => continue,
-                Some(_) => "there before the run: written into (--overwrite), its former data \
-                            overwritten; left in place"
+                Before::There(b) if *b == now => continue,
+                Before::There(_) => "there before the run: written into (--overwrite), its \
+                                     former data overwritten; left in place"
                     .to_string(),
-                None if keep => "created by the run: kept (--keep-files)".to_string(),
-                None => match std::fs::remove_file(f) {
+                Before::Unseen(e) => {
+                    format!("left in place (whether it was there before is unknown: {e})")
+                }
+                Before::Absent if keep => "created by the run: kept (--keep-files)".to_string(),
+                Before::Absent => match f.remove() {
                     Ok(()) => "created by the run: removed (--keep-files keeps it)".to_string(),
                     Err(e) => format!("created by the run: could not remove it: {e}"),
                 },

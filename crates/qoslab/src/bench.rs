@@ -527,7 +527,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 crate::bench_target::dry_run(
                     &plan,
                     crate::bench_target::DryTarget::Described(on),
-                    None,
+                    &[],
                     &db
                 )
             );
@@ -582,14 +582,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             create: args.create,
         },
     )?;
-    let written = crate::bench_target::written_file(&target, accepts);
+    let written = crate::bench_target::written_places(&target, accepts);
     if args.dry_run {
         print!(
             "{}",
             crate::bench_target::dry_run(
                 &plan,
                 crate::bench_target::DryTarget::Resolved(&target),
-                written.as_deref(),
+                &written,
                 &db
             )
         );
@@ -605,7 +605,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             println!("note: {n}");
         }
     }
-    let files = harness::target_files::WrittenFiles::track(written);
+    let files = harness::target_files::WrittenFiles::track_places(written);
     let mut ui = TerminalUi::new(args.json);
     let outcome = run_and_store(
         &mut plan,

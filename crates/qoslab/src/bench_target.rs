@@ -11,8 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
+use harness::nfs_client::NfsFile;
 use harness::target::Target;
-use harness::target_files::{check_space, human};
+use harness::target_files::{check_space, human, Place};
 use harness::{Accepts, Plan};
 
 /// What the command line allows on a path target.
@@ -34,9 +35,53 @@ pub fn written_file(target: &Target, accepts: Accepts) -> Option<PathBuf> {
     }
 }
 
-/// Check a path target against the rules above (other targets pass).
+/// The files in NFS exports the run writes (fio's nfs engine: `fiotest` in each export's
+/// root), one per export URL the target reaches.
+pub fn nfs_files(target: &Target) -> Vec<NfsFile> {
+    let urls: Vec<String> = match target {
+        Target::Nfs(u) => vec![u.clone()],
+        Target::NodeVolume { uri, .. } => vec![uri.clone()],
+        Target::NodeVolumes { volumes, .. } => volumes.iter().map(|v| v.uri.clone()).collect(),
+        _ => Vec::new(),
+    };
+    urls.into_iter()
+        .filter(|u| u.starts_with("nfs://"))
+        .map(|url| NfsFile {
+            url,
+            name: harness::nfs::FILE.to_string(),
+        })
+        .collect()
+}
+
+/// Every file the run writes and tracks: [`written_file`] and [`nfs_files`].
+pub fn written_places(target: &Target, accepts: Accepts) -> Vec<Place> {
+    written_file(target, accepts)
+        .map(Place::Local)
+        .into_iter()
+        .chain(nfs_files(target).into_iter().map(Place::Nfs))
+        .collect()
+}
+
+/// Check a path target against the rules above; an export's `fiotest` follows the
+/// existing-file rule too (other targets pass).
 pub fn admit(target: &Target, accepts: Accepts, plan: &Plan, allow: Allow) -> anyhow::Result<()> {
     use std::os::unix::fs::FileTypeExt;
+    for f in nfs_files(target) {
+        match f.attrs() {
+            Ok(Some((len, _))) => refuse_existing(
+                Path::new(&f.display()),
+                len,
+                allow.overwrite,
+                " (in the export: the file fio's nfs engine writes)",
+            )?,
+            Ok(None) => {}
+            // Unseen: fio will say what is wrong with the export; it is never removed.
+            Err(e) => eprintln!(
+                "qoslab: cannot look for {} before the run: {e}",
+                f.display()
+            ),
+        }
+    }
     let Target::Path(p) = target else {
         return Ok(());
     };
@@ -137,7 +182,7 @@ pub enum DryTarget<'a> {
 
 /// `--dry-run`: the fio jobs the run would start (one iteration) and every path it would
 /// touch, printed; nothing runs, nothing is written.
-pub fn dry_run(plan: &Plan, target: DryTarget, written: Option<&Path>, db: &Path) -> String {
+pub fn dry_run(plan: &Plan, target: DryTarget, written: &[Place], db: &Path) -> String {
     let jobs = plan.body.fio_jobs();
     let tmp = std::env::temp_dir().display().to_string();
     let pid = std::process::id();
@@ -152,18 +197,26 @@ pub fn dry_run(plan: &Plan, target: DryTarget, written: Option<&Path>, db: &Path
         jobs.len(),
         plan.common.iterations
     );
-    if let Some(f) = written {
-        let what = match std::fs::metadata(f) {
-            Ok(m) => format!(
-                "an existing file ({}): written into, its data destroyed (--overwrite); left in place",
-                human(m.len())
-            ),
-            Err(_) => "a new file: created, removed at the end unless --keep-files".into(),
+    for place in written {
+        let len = match place {
+            Place::Local(f) => std::fs::metadata(f).ok().map(|m| m.len()),
+            Place::Nfs(f) => f.attrs().ok().flatten().map(|a| a.0),
         };
-        out.push_str(&format!("  {}  {what}\n", f.display()));
+        let what = match len {
+            Some(len) => format!(
+                "an existing file ({}): written into, its data destroyed (--overwrite); left in place",
+                human(len)
+            ),
+            None => "a new file: created, removed at the end unless --keep-files".into(),
+        };
+        let shown = match place {
+            Place::Local(f) => f.display().to_string(),
+            Place::Nfs(f) => f.display(),
+        };
+        out.push_str(&format!("  {shown}  {what}\n"));
     }
     if let DryTarget::Resolved(Target::Path(p)) = target {
-        if written.is_none() {
+        if written.is_empty() {
             out.push_str(&format!(
                 "  {}  the target itself, its data destroyed\n",
                 p.display()
