@@ -1,6 +1,6 @@
 //! Issue 23's smaller items: an SVM named with a uuid another object gave it otherwise is a
 //! 409 naming both, duplicate JSON keys are a 400, presigned URLs valid for more than 7
-//! days are refused as AWS refuses them (a plan's fio options: `bench_safety`).
+//! days are refused as AWS refuses them, SigV2 ones too (a plan's fio options: `bench_safety`).
 
 use std::time::Duration;
 
