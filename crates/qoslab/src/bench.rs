@@ -130,6 +130,10 @@ pub struct BenchArgs {
     /// changes against it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     iterations: Option<u32>,
+    /// Every option, the workload families and the exit status (`--help` shows the
+    /// common ones).
+    #[arg(long)]
+    help_all: bool,
     #[command(flatten)]
     families: FamilyArgs,
 }
