@@ -70,11 +70,14 @@ fn mark(conn: &Connection, run: i64) -> Result<()> {
     Ok(())
 }
 
+/// A `running` run's row: id, host, owner pid, start and boot.
+type RunningRow = (i64, String, Option<i64>, Option<i64>, Option<String>);
+
 /// Mark interrupted every `running` run of this machine whose owner is gone (a row from
 /// before schema 7 names no owner: its process is gone too, or it would have closed it).
 pub(crate) fn mark_abandoned(conn: &Connection) -> Result<Vec<i64>> {
     let me = host();
-    let rows: Vec<(i64, String, Option<i64>, Option<i64>, Option<String>)> = conn
+    let rows: Vec<RunningRow> = conn
         .prepare(
             "SELECT id, host, owner_pid, owner_start, owner_boot FROM runs WHERE status = 'running'",
         )?

@@ -139,14 +139,16 @@ fn fio_dies_with_qoslab_on_every_signal_and_the_run_is_stored_interrupted() {
     );
     let target = d.path().join("target");
     std::fs::create_dir(&target).unwrap();
-    let mut run = 0;
-    for (sig, code) in [
+    for (run, (sig, code)) in [
         (libc::SIGINT, Some(130)),
         (libc::SIGTERM, Some(143)),
         (libc::SIGHUP, Some(129)),
         (libc::SIGKILL, None),
-    ] {
-        run += 1;
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, x)| (i + 1, x))
+    {
         let (got, pid, err) = interrupt(&d, &target, sig);
         assert_eq!(got, code, "signal {sig}:\n{err}");
         if sig != libc::SIGKILL {

@@ -192,7 +192,7 @@ impl FioPlan {
                                         fmt::iops(s.iops_text())
                                     ));
                                 }
-                                format!("IOPS={v:.1} ({word})")
+                                format!("IOPS={} ({word})", fmt::sig(v))
                             }
                             None => format!("IOPS={}", fmt::iops(s.iops_text())),
                         };
@@ -209,9 +209,9 @@ impl FioPlan {
                             None => format!("BW={}", fmt::bw(s.bw_text())),
                         };
                         parts.push(format!(
-                            "{}: {iops}, {bw}, lat avg {} usec",
+                            "{}: {iops}, {bw}, lat avg {}",
                             if d == Dir::Read { "read" } else { "write" },
-                            fmt::usec(s.lat_mean_ns)
+                            fmt::lat(s.lat_mean_ns)
                         ));
                     }
                     text.push_str(&format!("{label} on {on}: {}\n", parts.join("; ")));
