@@ -27,7 +27,8 @@ use crate::ui::TerminalUi;
 EXAMPLES:
   qoslab bench plan.toml                              # a plan on the embedded node (docs/BENCH.md)
   qoslab bench --profile dbench --runtime 5s          # dbench on an unlimited embedded volume
-  qoslab bench --profile dbench --target /mnt/scratch # a directory: DIR/qoslab-fiotest, removed after
+  qoslab bench --profile dbench --target /mnt/scratch # a directory: DIR/fiotest, removed after
+  qoslab bench --profile dbench --target /dev/sdx --overwrite   # a device: its data destroyed
   qoslab bench plan.toml --node https://10.0.0.5:8080 # the plan's volumes on a running node
   qoslab bench --profile dbench --node --volume vol500  # a volume on the node of `qoslab login`
   qoslab bench plan.toml --client 10.0.0.2,8765 --client 10.0.0.3,8765   # fio client/server

@@ -65,7 +65,11 @@ pub fn options(
             ))
         })?;
         if let Err(r) = options::check(key, &value, src.any_fio_option) {
-            return Err(PlanError(format!("{at}: {}", refusal(&name, &value, &r))));
+            return Err(PlanError(format!(
+                "{at}: {}{}",
+                refusal(&name, &value, &r),
+                hint(key, &value, &r)
+            )));
         }
         if !fio::jobfile::valid_value(&value) {
             return Err(PlanError(format!(
@@ -92,6 +96,34 @@ pub fn options(
         )));
     }
     Ok(out)
+}
+
+/// The closest of `candidates` to `word`, if it is close (a typo, not another word).
+fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::jaro_winkler(word, c), c))
+        .filter(|(score, _)| *score > 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// "; did you mean X?" for a misspelt option name or word.
+fn hint(key: &str, value: &str, r: &Refusal) -> String {
+    let found = match r {
+        Refusal::Unlisted => closest(key, options::LISTED.iter().map(|o| o.name)),
+        Refusal::Value { .. } => {
+            let words: &[&str] = match options::listed(key).map(|o| o.value) {
+                Some(options::Value::OneOf(w)) => w,
+                Some(options::Value::RwMode) => options::values::RW_MODES,
+                _ => &[],
+            };
+            closest(value, words.iter().copied())
+        }
+        _ => None,
+    };
+    found
+        .map(|f| format!("; did you mean {f}?"))
+        .unwrap_or_default()
 }
 
 /// A refusal in words: what, why, and what to write instead.
@@ -208,6 +240,8 @@ mod tests {
             ("write_iolog = \"/any/path\"", "writes a file at a path"),
             ("read_iolog = \"/any/path\"", "reads a file"),
             ("cgroup = \"x\"", "cgroup"),
+            ("iodeth = 16", "did you mean iodepth?"),
+            ("rate_iosp = 16", "did you mean rate_iops?"),
             ("nice = 5", "not an option a plan may set"),
             (
                 "runtime = \"5s\"",
@@ -226,6 +260,12 @@ mod tests {
             assert!(e.contains(says), "{opt}: {e}");
         }
         assert!(err("[[workload]]\nfio = { bs = \"4k\" }\n").contains("needs rw"));
+        let e = err("[[workload]]\nfio = { rw = \"randwrit\" }\n");
+        assert!(
+            e.contains("fio.rw = \"randwrit\": expected one of read, write")
+                && e.ends_with("; did you mean randwrite?"),
+            "{e}"
+        );
         let ok = parse(
             "[[workload]]\nfio = { rw = \"randrw\", bs = \"4k\", rwmixread = 75, direct = true, size = 1048576, ioengine = \"io_uring\" }\n",
             false,
