@@ -82,7 +82,7 @@ pub fn claims(run: &RunRecord) -> Vec<Claim> {
 fn value(kind: Kind, v: f64) -> String {
     match kind {
         Kind::Iops => {
-            if (100.0..10_000.0).contains(&v) && (v - v.round()).abs() < 1e-9 {
+            if v.abs() < 10_000.0 && (v - v.round()).abs() < 1e-9 {
                 format!("{v:.0} IOPS")
             } else {
                 format!("{} IOPS", fio::fmt::sig(v))
