@@ -135,7 +135,8 @@ fn fio_dies_with_qoslab_on_every_signal_and_the_run_is_stored_interrupted() {
     d.write(
         "p.toml",
         "[bench]\nruntime = \"60s\"\nramp = \"0s\"\n\n[[workload]]\nname = \"w\"\n\
-         fio = { rw = \"randwrite\", bs = \"4k\", iodepth = 4, numjobs = 2, size = \"16M\" }\n",
+         fio = { rw = \"randwrite\", bs = \"4k\", iodepth = 4, numjobs = 2, size = \"16M\", \
+         rate_iops = 500 }\n",
     );
     let target = d.path().join("target");
     std::fs::create_dir(&target).unwrap();

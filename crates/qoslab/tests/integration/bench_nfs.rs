@@ -10,7 +10,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{bench_plan, Dir};
 use crate::nfs_node::{nfs_port, nfs_url};
 use crate::util::{require_tool, run, Node};
 
@@ -56,21 +56,8 @@ fn a_fresh_nas_volume_takes_the_docs_fio_and_a_bench_randwrite_and_is_left_clean
     // qoslab bench: a randwrite on the fresh volume, its file listed and removed.
     d.write("p.toml", PLAN);
     let url = nfs_url(&node, "/fresh");
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            "p.toml",
-            "--target",
-            &url,
-            "--db",
-            "r.db",
-            "--no-tools",
-        ],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let (code, out, err) = bench_plan(&d, &["--target", &url]);
+    assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("PASS iops >= 10"), "{out}");
     assert!(
         out.contains("wrote nfs://127.0.0.1/fresh/fiotest (16.0 MiB): created by the run: removed"),
@@ -81,20 +68,10 @@ fn a_fresh_nas_volume_takes_the_docs_fio_and_a_bench_randwrite_and_is_left_clean
     assert!(left.is_empty(), "{left:?}");
 
     // Kept, then refused: an export's existing fiotest is written only with --overwrite.
-    let args = [
-        "bench",
-        "p.toml",
-        "--target",
-        &url,
-        "--db",
-        "r.db",
-        "--no-tools",
-    ];
-    let o = qoslab(&d, &[&args[..], &["--keep-files"]].concat(), LIMIT);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
-    let o = qoslab(&d, &args, LIMIT);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    let (code, _, err) = bench_plan(&d, &["--target", &url, "--keep-files"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = bench_plan(&d, &["--target", &url]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
     assert!(
         err.contains("nfs://127.0.0.1/fresh/fiotest is an existing file (16.0 MiB)"),
         "{err}"
@@ -102,21 +79,8 @@ fn a_fresh_nas_volume_takes_the_docs_fio_and_a_bench_randwrite_and_is_left_clean
 
     // An export that is not there: fio does no I/O and says why: an error, exit 1.
     let nope = nfs_url(&node, "/nope");
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            "p.toml",
-            "--target",
-            &nope,
-            "--db",
-            "r.db",
-            "--no-tools",
-        ],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    let (code, out, err) = bench_plan(&d, &["--target", &nope]);
+    assert_eq!(code, Some(1), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("ERROR: w: fio did no I/O; fio said:"), "{out}");
     assert!(out.contains("MNT3ERR_NOENT"), "{out}");
     assert!(

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{bench_plan, qoslab, text, Dir};
 use crate::util::{require_tool, Node};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -20,7 +20,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 fn plan(options: &str, marker: &Path) -> String {
     format!(
         "[bench]\nruntime = \"1s\"\nramp = \"0s\"\n\n[[workload]]\nname = \"w\"\n\
-         fio = {{ rw = \"write\", bs = \"4k\", size = \"4M\", {} }}\n",
+         fio = {{ rw = \"write\", bs = \"4k\", size = \"4M\", rate_iops = 1000, {} }}\n",
         options.replace("{M}", &marker.display().to_string())
     )
 }
@@ -77,15 +77,8 @@ fn attacks() -> Vec<(&'static str, &'static str)> {
 
 fn refused(d: &Dir, text_: &str, extra: &[&str], want: &[&str], marker: &Path) {
     d.write("p.toml", text_);
-    let mut args = vec!["bench", "p.toml", "--db", "r.db", "--no-tools"];
-    args.extend_from_slice(extra);
-    let o = qoslab(d, &args, LIMIT);
-    let (out, err) = text(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{text_}\nstdout:\n{out}\nstderr:\n{err}"
-    );
+    let (code, out, err) = bench_plan(d, extra);
+    assert_eq!(code, Some(2), "{text_}\nstdout:\n{out}\nstderr:\n{err}");
     for w in want {
         assert!(err.contains(w), "{text_}\nwant {w:?} in:\n{err}");
     }
@@ -117,7 +110,7 @@ fn every_spelling_of_an_option_that_runs_or_writes_is_refused_at_its_line() {
         );
         // The same on a table of its own and as dotted keys (line 9 and 8).
         let as_table = p.replace(
-            "fio = { rw = \"write\", bs = \"4k\", size = \"4M\", ",
+            "fio = { rw = \"write\", bs = \"4k\", size = \"4M\", rate_iops = 1000, ",
             "[workload.fio]\nrw = \"write\"\n",
         );
         let as_table = as_table

@@ -7,36 +7,21 @@
 //! Cost: four 1 s fio jobs on 4-16 MiB files (~8 s); the refusals run no fio.
 
 use std::path::Path;
-use std::time::Duration;
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{bench_plan, Dir};
 use crate::small_fs::SmallFs;
 use crate::util::require_tool;
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 fn plan(size: &str) -> String {
     format!(
         "[bench]\nruntime = \"1s\"\nramp = \"0s\"\n\n[[workload]]\nname = \"w\"\n\
-         fio = {{ rw = \"randwrite\", bs = \"4k\", iodepth = 4, size = \"{size}\" }}\n"
+         fio = {{ rw = \"randwrite\", bs = \"4k\", iodepth = 4, size = \"{size}\", rate_iops = 1000 }}\n"
     )
 }
 
 fn bench(d: &Dir, target: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
     let t = target.display().to_string();
-    let mut args = vec![
-        "bench",
-        "p.toml",
-        "--target",
-        &t,
-        "--db",
-        "r.db",
-        "--no-tools",
-    ];
-    args.extend_from_slice(extra);
-    let o = qoslab(d, &args, LIMIT);
-    let (out, err) = text(&o);
-    (o.status.code(), out, err)
+    bench_plan(d, &[&["--target", t.as_str()][..], extra].concat())
 }
 
 fn names(dir: &Path) -> Vec<String> {
