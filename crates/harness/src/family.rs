@@ -319,6 +319,9 @@ pub struct Options<'a> {
     /// The parsed command line, for the family's own options ([`Family::cli`]); None
     /// outside the CLI.
     pub args: Option<&'a clap::ArgMatches>,
+    /// `--overwrite`, `--create`: what a family may do to paths of its own plan's (the
+    /// ramp's systems' targets; `--target` itself is the CLI's to check).
+    pub allow: crate::target_files::Allow,
 }
 
 /// What `--profile NAME` is given.

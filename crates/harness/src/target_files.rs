@@ -9,6 +9,53 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// What the command line allows on a path target: `--overwrite` (write into an existing
+/// file or a block device) and `--create` (make a path that does not exist).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allow {
+    pub overwrite: bool,
+    pub create: bool,
+}
+
+/// The rules for a path the run writes as a whole (a file, or a block device), checked
+/// before anything runs: a path that does not exist is made only with `--create`; an
+/// existing file or a block device is written only with `--overwrite` (its data is
+/// destroyed). `what` names the path in the message (`--target`, `system "s1": target`).
+pub fn admit_path(p: &Path, allow: Allow, what: &str) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let shown = p.display();
+    match std::fs::metadata(p) {
+        Err(_) if allow.create => Ok(()),
+        Err(_) => Err(format!(
+            "{what} {shown}: no such file or directory. Nothing was written. --create makes \
+             it a new file for the run (removed at the end unless --keep-files); to use a \
+             directory, make it first"
+        )),
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) if allow.overwrite => Ok(()),
+        Ok(m) if m.file_type().is_block_device() => Err(format!(
+            "{what} {shown}: a block device: the run writes to it and its data will be \
+             destroyed. Nothing was written. --overwrite allows that"
+        )),
+        Ok(m) if m.is_file() => Err(existing(p, m.len(), what, "")),
+        Ok(_) => Err(format!(
+            "{what} {shown}: not a file, a directory or a block device"
+        )),
+    }
+}
+
+/// The refusal of an existing file the run would write into (`why`: what it is to the
+/// run, or "").
+pub fn existing(f: &Path, len: u64, what: &str, why: &str) -> String {
+    format!(
+        "{what}: {} is an existing file ({}){why}: the run writes into it and its data will \
+         be destroyed. Nothing was written. --overwrite allows that; or give a directory (the \
+         run writes DIR/fiotest there and removes it) or a new path with --create",
+        f.display(),
+        human(len)
+    )
+}
+
 /// The most a default size takes: fio's files are laid out before the first I/O, so a
 /// default never costs more than this, nor more than half the free space.
 pub const DEFAULT_SIZE_CAP: u64 = 1 << 30;

@@ -501,6 +501,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         until_steady: args.until_steady,
         iterations: args.iterations,
         args: Some(matches),
+        allow: crate::bench_target::Allow {
+            overwrite: args.overwrite,
+            create: args.create,
+        },
     })?;
     let mut setup: Option<workloads::node_setup::NodeSetup> = None;
     let target = match (&args.node, &args.volume) {

@@ -16,14 +16,7 @@ use harness::target::Target;
 use harness::target_files::{check_space, human, Place};
 use harness::{Accepts, Plan};
 
-/// What the command line allows on a path target.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Allow {
-    /// `--overwrite`: write into an existing file or a block device.
-    pub overwrite: bool,
-    /// `--create`: make a path that does not exist (a new file).
-    pub create: bool,
-}
+pub use harness::target_files::Allow;
 
 /// The file the run writes on `target` and tracks (created: removed after; there before:
 /// written only with `--overwrite`). None: not a path target, a block device, or a
@@ -85,22 +78,9 @@ pub fn admit(target: &Target, accepts: Accepts, plan: &Plan, allow: Allow) -> an
     let Target::Path(p) = target else {
         return Ok(());
     };
-    let shown = p.display();
-    let meta = match std::fs::metadata(p) {
-        Err(_) if allow.create => None,
-        Err(_) => anyhow::bail!(
-            "--target {shown}: no such file or directory. Nothing was written. --create makes it \
-             a new file for the run (removed at the end unless --keep-files); to use a \
-             directory, make it first"
-        ),
-        Ok(m) => Some(m),
-    };
-    match &meta {
-        Some(m) if m.file_type().is_block_device() => {
-            device(p, allow.overwrite)?;
-        }
-        Some(m) if m.is_file() => refuse_existing(p, m.len(), allow.overwrite, "")?,
-        Some(m) if m.is_dir() => {
+    match std::fs::metadata(p) {
+        Ok(m) if m.file_type().is_block_device() => device(p, allow.overwrite)?,
+        Ok(m) if m.is_dir() => {
             if let Some(f) = written_file(target, accepts) {
                 if let Ok(fm) = std::fs::metadata(&f) {
                     refuse_existing(
@@ -113,11 +93,7 @@ pub fn admit(target: &Target, accepts: Accepts, plan: &Plan, allow: Allow) -> an
                 }
             }
         }
-        Some(_) => anyhow::bail!(
-            "--target {shown}: not a file, a directory or a block device (allowed: those, an \
-             nbd:// or nfs:// URI, or embedded)"
-        ),
-        None => {}
+        _ => harness::target_files::admit_path(p, allow, "--target").map_err(anyhow::Error::msg)?,
     }
     if let Some(f) = written_file(target, accepts) {
         let jobs: Vec<(String, Vec<(String, String)>)> = plan
@@ -138,13 +114,7 @@ fn refuse_existing(f: &Path, len: u64, overwrite: bool, why: &str) -> anyhow::Re
     if overwrite {
         return Ok(());
     }
-    anyhow::bail!(
-        "--target: {} is an existing file ({}){why}: the run writes into it and its data will \
-         be destroyed. Nothing was written. --overwrite allows that; or give a directory (the \
-         run writes DIR/fiotest there and removes it) or a new path with --create",
-        f.display(),
-        human(len)
-    )
+    anyhow::bail!(harness::target_files::existing(f, len, "--target", why))
 }
 
 /// A block device: never when mounted or swap; otherwise only with `overwrite`, naming

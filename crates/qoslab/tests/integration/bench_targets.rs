@@ -150,3 +150,28 @@ fn free_space_is_judged_by_the_plans_own_sizes_and_a_dry_run_writes_nothing() {
     assert!(names(&fs40.mnt).is_empty());
     assert!(!d.path().join("r.db").exists());
 }
+
+/// A ramp's `[[system]] target` is a plan's own path: the same rules (no I/O runs).
+#[test]
+fn a_ramp_systems_own_file_is_written_only_with_overwrite() {
+    let d = Dir::new("ramp-target");
+    let data = d.write("data.img", "the user's data");
+    d.write(
+        "p.toml",
+        &format!(
+            "[ramp]\nruns = 1\ncycle = \"1s\"\nruntime = \"1s\"\nspan = \"1MiB\"\n\n[[system]]\nname = \"s1\"\n\
+             target = \"{}\"\nmin_iops = 100\nmax_iops = 100\n",
+            data.display()
+        ),
+    );
+    let (code, out, err) = bench_plan(&d, &[]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert!(
+        err.contains(&format!(
+            "p.toml: system \"s1\": target: {} is an existing file (15 B): the run writes into it and its data will be destroyed",
+            data.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "the user's data");
+}

@@ -34,6 +34,8 @@ pub struct RampRun {
     /// Per system, its runs so far.
     rows: Vec<Vec<Row>>,
     seq: u32,
+    /// `--overwrite`/`--create`, for the systems' own target paths.
+    allow: harness::target_files::Allow,
 }
 
 impl std::fmt::Debug for RampRun {
@@ -59,6 +61,7 @@ impl RampRun {
             addrs: Vec::new(),
             rows: vec![Vec::new(); n],
             seq: 0,
+            allow: Default::default(),
         }
     }
 
@@ -122,6 +125,7 @@ impl FamilyPlan for RampRun {
             .apply(&overrides)
             .map_err(|m| PlanError(format!("{}: {m}", common.origin)))?;
         self.rows = vec![Vec::new(); self.plan.systems.len()];
+        self.allow = opts.allow;
         // summary.csv is the command line's: fail now, not after the ramp, when one cannot
         // be written.
         self.csv = match &args {
@@ -153,6 +157,17 @@ impl FamilyPlan for RampRun {
         let rp = &self.plan;
         let s = &rp.settings;
         let addrs = addresses(&ctx.common.origin, rp, ctx.target, ctx.node)?;
+        // A system's own path gets the --target rules: never damaged by surprise.
+        for s in rp.systems.iter().filter(|s| s.target.is_some()) {
+            if let Some(Target::Path(p)) = s.target.as_deref().and_then(|t| Target::parse(t).ok()) {
+                harness::target_files::admit_path(
+                    &p,
+                    self.allow,
+                    &format!("{}: system {:?}: target", ctx.common.origin, s.name),
+                )
+                .map_err(RunError::Plan)?;
+            }
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .thread_name(format!("{}-ramp", toolsets::GENERATOR_THREADS))
             .enable_all()
