@@ -127,6 +127,8 @@ pub struct Accepts {
     /// A directory target is the family's to lay out (it makes a fresh directory of its
     /// own there): the harness's `DIR/fiotest` rules do not apply.
     pub own_directory: bool,
+    /// The file the family writes in a directory target, when not fio's `fiotest`.
+    pub dir_file: Option<&'static str>,
 }
 
 /// A named set of fio jobs, run by the generic `[[workload]]` family.
@@ -322,6 +324,8 @@ pub struct Options<'a> {
     /// `--overwrite`, `--create`: what a family may do to paths of its own plan's (the
     /// ramp's systems' targets; `--target` itself is the CLI's to check).
     pub allow: crate::target_files::Allow,
+    /// `--dry-run`: nothing will run; a family writes nothing while configuring.
+    pub dry_run: bool,
 }
 
 /// What `--profile NAME` is given.

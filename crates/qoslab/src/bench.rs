@@ -505,6 +505,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             overwrite: args.overwrite,
             create: args.create,
         },
+        dry_run: args.dry_run,
     })?;
     let mut setup: Option<workloads::node_setup::NodeSetup> = None;
     let target = match (&args.node, &args.volume) {

@@ -22,9 +22,10 @@ pub use harness::target_files::Allow;
 /// written only with `--overwrite`). None: not a path target, a block device, or a
 /// directory the family lays out itself.
 pub fn written_file(target: &Target, accepts: Accepts) -> Option<PathBuf> {
-    match target {
-        Target::Path(p) if accepts.own_directory && p.is_dir() => None,
-        t => t.written_file(),
+    match (target, accepts.dir_file) {
+        (Target::Path(p), _) if accepts.own_directory && p.is_dir() => None,
+        (Target::Path(p), Some(name)) if p.is_dir() => Some(p.join(name)),
+        (t, _) => t.written_file(),
     }
 }
 
@@ -186,7 +187,13 @@ pub fn dry_run(plan: &Plan, target: DryTarget, written: &[Place], db: &Path) -> 
         out.push_str(&format!("  {shown}  {what}\n"));
     }
     if let DryTarget::Resolved(Target::Path(p)) = target {
-        if written.is_empty() {
+        if written.is_empty() && p.is_dir() {
+            out.push_str(&format!(
+                "  {}/  the {} family's own files, laid out and removed by it\n",
+                p.display().to_string().trim_end_matches('/'),
+                plan.family
+            ));
+        } else if written.is_empty() {
             out.push_str(&format!(
                 "  {}  the target itself, its data destroyed\n",
                 p.display()

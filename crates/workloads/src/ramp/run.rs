@@ -132,7 +132,7 @@ impl FamilyPlan for RampRun {
             Some(a) => csv_paths(a.summary_csv.as_deref(), &self.plan.systems),
             None => Vec::new(),
         };
-        for p in &self.csv {
+        for p in self.csv.iter().filter(|_| !opts.dry_run) {
             std::fs::write(p, format!("{CSV_HEADER}\n"))
                 .map_err(|e| PlanError(format!("--summary-csv: writing {}: {e}", p.display())))?;
         }
