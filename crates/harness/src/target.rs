@@ -400,9 +400,16 @@ impl EmbeddedNode {
             let _ = std::fs::remove_dir_all(&dir);
             TargetError::Node(e)
         };
-        // NAS volumes are served over NFS on a loopback port of its own.
+        // NAS volumes are served over NFS on a loopback port of its own. Run by a user
+        // other than root, the harness's own fio (libnfs) cannot bind a reserved port:
+        // MOUNT is not limited to them then (the node is this user's, on loopback).
         let (builder, nfs) = if cfg.volumes.iter().any(|v| v.nas.is_some()) {
-            let node = Node::open(cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
+            let mut cfg = cfg.clone();
+            // SAFETY: plain syscall.
+            if unsafe { libc::geteuid() } != 0 {
+                cfg.nfs.mount_rootonly = false;
+            }
+            let node = Node::open(&cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
             let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node)
                 .map_err(|e| fail(format!("NFS listener: {e}")))?;
             let addr = fe.local_addr();
