@@ -11,7 +11,7 @@
 //! never names a family.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fio::JobResult;
 
@@ -222,6 +222,13 @@ pub trait FamilyPlan: AsAny + std::fmt::Debug + Send {
     fn fio_jobs(&self) -> Vec<crate::fio_job::PlannedJob> {
         Vec::new()
     }
+
+    /// Files on this machine the plan names itself that the run writes (a ramp's
+    /// systems' own targets), admitted by `configure` under `--overwrite`/`--create`:
+    /// tracked, listed and removed like the target's file.
+    fn own_files(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
 }
 
 /// A plan: the common part and one family's work.
@@ -324,8 +331,6 @@ pub struct Options<'a> {
     /// `--overwrite`, `--create`: what a family may do to paths of its own plan's (the
     /// ramp's systems' targets; `--target` itself is the CLI's to check).
     pub allow: crate::target_files::Allow,
-    /// `--dry-run`: nothing will run; a family writes nothing while configuring.
-    pub dry_run: bool,
 }
 
 /// What `--profile NAME` is given.

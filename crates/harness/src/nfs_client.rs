@@ -3,8 +3,11 @@
 //! removing it (REMOVE). fio's nfs engine writes it through libnfs; libnfs's tools have
 //! no `rm`, so the harness speaks the protocol itself, over `nfs-proto`'s encoders.
 //! Ports come from the URL (`nfsport`, `mountport`), else the portmapper on port 111.
-//! AUTH_SYS with this process's uid and gid, from an unprivileged port (a server that
-//! insists on a reserved port answers MNT3ERR_ACCES, reported as such).
+//! AUTH_SYS with this process's uid and gid; run as root, from a reserved port (below
+//! 1024) as the kernel client and root's libnfs (fio's nfs engine) connect, since servers
+//! limit MOUNT to them by default (ONTAP's `-mount-rootonly`, nfsd's `secure`, the node's
+//! `mount_rootonly`); otherwise from a port the kernel picks (such a server then answers
+//! MNT3ERR_ACCES, reported as such).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -38,7 +41,12 @@ impl Conn {
             .map_err(|e| format!("{host}:{port}: {e}"))?
             .next()
             .ok_or_else(|| format!("{host}: no address"))?;
-        let s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("{addr}: {e}"))?;
+        // SAFETY: plain syscall.
+        let s = if unsafe { libc::geteuid() } == 0 {
+            connect_reserved(addr)?
+        } else {
+            TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("{addr}: {e}"))?
+        };
         s.set_read_timeout(Some(TIMEOUT))
             .map_err(|e| e.to_string())?;
         s.set_write_timeout(Some(TIMEOUT))
@@ -92,6 +100,42 @@ impl Conn {
             buf.extend_from_slice(&chunk[..n]);
         }
     }
+}
+
+/// A connection to `addr` from a reserved port, as root's NFS clients make: the ports
+/// 600..1023 from a start that differs per process (parallel runs rarely collide), the
+/// next on a port in use or still in TIME_WAIT towards `addr`.
+fn connect_reserved(addr: std::net::SocketAddr) -> Result<TcpStream, String> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let start = (std::process::id() % 424) as u16;
+    let mut last = String::from("no port tried");
+    for i in 0..424u16 {
+        let port = 600 + (start + i) % 424;
+        let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)
+            .map_err(|e| format!("a socket: {e}"))?;
+        let from = std::net::SocketAddr::new(
+            if addr.is_ipv4() {
+                std::net::Ipv4Addr::UNSPECIFIED.into()
+            } else {
+                std::net::Ipv6Addr::UNSPECIFIED.into()
+            },
+            port,
+        );
+        if let Err(e) = s.bind(&SockAddr::from(from)) {
+            last = format!("binding port {port}: {e}");
+            continue;
+        }
+        match s.connect_timeout(&SockAddr::from(addr), TIMEOUT) {
+            Ok(()) => return Ok(s.into()),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse
+                || e.raw_os_error() == Some(libc::EADDRNOTAVAIL) =>
+            {
+                last = format!("from port {port}: {e}");
+            }
+            Err(e) => return Err(format!("{addr} (from reserved port {port}): {e}")),
+        }
+    }
+    Err(format!("{addr}: no reserved port free ({last})"))
 }
 
 /// (host, export path, nfs port, mount port) of a URL; ports from the portmapper when the

@@ -304,10 +304,17 @@ impl WrittenFiles {
             let now = match f.stamp() {
                 Ok(Some(now)) => now,
                 Ok(None) => continue,
-                // Not seen before either: nothing is known, nothing was removed.
-                Err(_) if matches!(before, Before::Unseen(_)) => continue,
+                // Never silent: the run may have written it, and nothing was removed.
                 Err(e) => {
-                    notes.push(format!("could not see {} after the run: {e}", f.display()));
+                    let when = match before {
+                        Before::Unseen(_) => "before or after the run",
+                        _ => "after the run",
+                    };
+                    notes.push(format!(
+                        "could not see {} {when} ({e}): the run may have written it; \
+                         nothing removed",
+                        f.display()
+                    ));
                     continue;
                 }
             };
@@ -397,6 +404,23 @@ mod tests {
         );
         assert!(d.join("fiotest").exists());
         assert_eq!(human(3_900_000_000), "3.6 GiB");
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_seen_is_never_passed_over_in_silence() {
+        // An export nothing answers for (port 1 on loopback: refused at once).
+        let f = crate::nfs_client::NfsFile {
+            url: "nfs://127.0.0.1/gone?nfsport=1&mountport=1".into(),
+            name: "fiotest".into(),
+        };
+        let notes = WrittenFiles::track_places(vec![Place::Nfs(f)]).finish(false);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with(
+                "could not see nfs://127.0.0.1/gone/fiotest before or after the run ("
+            ) && notes[0].ends_with("): the run may have written it; nothing removed"),
+            "{notes:?}"
+        );
     }
 
     #[test]

@@ -505,7 +505,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             overwrite: args.overwrite,
             create: args.create,
         },
-        dry_run: args.dry_run,
     })?;
     let mut setup: Option<workloads::node_setup::NodeSetup> = None;
     let target = match (&args.node, &args.volume) {
@@ -537,7 +536,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 crate::bench_target::dry_run(
                     &plan,
                     crate::bench_target::DryTarget::Described(on),
-                    &[],
+                    &plan
+                        .body
+                        .own_files()
+                        .into_iter()
+                        .map(harness::target_files::Place::Local)
+                        .collect::<Vec<_>>(),
                     &db
                 )
             );
@@ -592,7 +596,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             create: args.create,
         },
     )?;
-    let written = crate::bench_target::written_places(&target, accepts);
+    let written = crate::bench_target::written_places(&target, accepts, &plan);
     if args.dry_run {
         print!(
             "{}",

@@ -47,13 +47,20 @@ pub fn nfs_files(target: &Target) -> Vec<NfsFile> {
         .collect()
 }
 
-/// Every file the run writes and tracks: [`written_file`] and [`nfs_files`].
-pub fn written_places(target: &Target, accepts: Accepts) -> Vec<Place> {
-    written_file(target, accepts)
+/// Every file the run writes and tracks: [`written_file`], [`nfs_files`] and the plan's
+/// own (`FamilyPlan::own_files`: a ramp's systems' targets).
+pub fn written_places(target: &Target, accepts: Accepts, plan: &Plan) -> Vec<Place> {
+    let mut places: Vec<Place> = written_file(target, accepts)
         .map(Place::Local)
         .into_iter()
         .chain(nfs_files(target).into_iter().map(Place::Nfs))
-        .collect()
+        .collect();
+    for f in plan.body.own_files().into_iter().map(Place::Local) {
+        if !places.contains(&f) {
+            places.push(f);
+        }
+    }
+    places
 }
 
 /// Check a path target against the rules above; an export's `fiotest` follows the

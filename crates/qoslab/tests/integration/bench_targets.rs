@@ -2,9 +2,10 @@
 //! `--overwrite` (and then never called "kept"); a path that does not exist is refused
 //! unless `--create`, and with a trailing `/` it must be a directory that exists; the
 //! free-space check uses the plan's own sizes (a 16 MiB plan fits a 20 MiB tmpfs, a 64 MiB
-//! plan does not fit 40 MiB); `--dry-run` prints the jobs and paths and writes nothing.
+//! plan does not fit 40 MiB); `--dry-run` prints the jobs and paths and writes nothing;
+//! docs/BENCH.md's refusals are the ones printed, word for word.
 //!
-//! Cost: four 1 s fio jobs on 4-16 MiB files (~8 s); the refusals run no fio.
+//! Cost: four 1 s fio jobs on 4-16 MiB files (~8 s); the refusals run no fio (~1 s).
 
 use std::path::Path;
 
@@ -151,19 +152,20 @@ fn free_space_is_judged_by_the_plans_own_sizes_and_a_dry_run_writes_nothing() {
     assert!(!d.path().join("r.db").exists());
 }
 
-/// A ramp's `[[system]] target` is a plan's own path: the same rules (no I/O runs).
+/// A ramp's `[[system]] target` is a plan's own path: the same rules, and its file is
+/// listed and removed like the target's.
 #[test]
 fn a_ramp_systems_own_file_is_written_only_with_overwrite() {
     let d = Dir::new("ramp-target");
     let data = d.write("data.img", "the user's data");
-    d.write(
-        "p.toml",
-        &format!(
+    let ramp = |target: &Path| {
+        format!(
             "[ramp]\nruns = 1\ncycle = \"1s\"\nruntime = \"1s\"\nspan = \"1MiB\"\n\n[[system]]\nname = \"s1\"\n\
              target = \"{}\"\nmin_iops = 100\nmax_iops = 100\n",
-            data.display()
-        ),
-    );
+            target.display()
+        )
+    };
+    d.write("p.toml", &ramp(&data));
     let (code, out, err) = bench_plan(&d, &[]);
     assert_eq!(code, Some(2), "{out}\n{err}");
     assert!(
@@ -174,4 +176,126 @@ fn a_ramp_systems_own_file_is_written_only_with_overwrite() {
         "{err}"
     );
     assert_eq!(std::fs::read_to_string(&data).unwrap(), "the user's data");
+    // A refused run and a dry run write nothing (no summary.csv, no store); the dry run
+    // names the file.
+    let (code, out, err) = bench_plan(&d, &["--overwrite", "--dry-run"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("Nothing ran and nothing was written."), "{out}");
+    assert!(
+        out.contains(&format!("{}  an existing file", data.display())),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "the user's data");
+    assert_eq!(names(d.path()), ["data.img", "p.toml"]);
+    // A directory holding the generator's file: the same rule for that file.
+    let dir = d.path().join("dir");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("qoslab-genio.dat"), "kept").unwrap();
+    d.write("p.toml", &ramp(&dir));
+    let (code, out, err) = bench_plan(&d, &[]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("qoslab-genio.dat is an existing file (4 B) (the generator's file in a directory)"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("qoslab-genio.dat")).unwrap(), "kept");
+    // --create: a new file, written, listed and removed.
+    let new = d.path().join("new.img");
+    d.write("p.toml", &ramp(&new));
+    let (code, out, err) = bench_plan(&d, &["--create", "--no-prefill"]);
+    assert!(matches!(code, Some(0) | Some(1)), "{out}\n{err}");
+    assert!(
+        out.contains(&format!("wrote {} (", new.display()))
+            && out.contains("created by the run: removed (--keep-files keeps it)"),
+        "{out}"
+    );
+    assert!(!new.exists());
+}
+
+const BENCH_MD: &str = include_str!("../../../../docs/BENCH.md");
+
+/// The refusals docs/BENCH.md prints (its plain fenced lines from "A plan says what to
+/// measure" to "Interrupted runs").
+fn documented_refusals() -> Vec<&'static str> {
+    let from = BENCH_MD
+        .find("**A plan says what to measure")
+        .expect("BENCH.md has the plan rules");
+    let to = BENCH_MD[from..]
+        .find("### Interrupted runs")
+        .expect("and the interrupted runs after them");
+    let mut inside = false;
+    let mut lines = Vec::new();
+    for l in BENCH_MD[from..from + to].lines().map(str::trim) {
+        if l.starts_with("```") {
+            inside = !inside;
+        } else if inside {
+            lines.push(l);
+        }
+    }
+    lines
+}
+
+/// docs/BENCH.md's refusals are what qoslab prints, word for word: each case run as the
+/// docs name it (relative paths, `p.toml`/`p64.toml`, a 40 MiB file system at `m40`).
+#[test]
+fn docs_bench_md_shows_the_refusals_as_printed() {
+    require_tool("fio");
+    let documented = documented_refusals();
+    assert!(documented.len() >= 7, "{documented:?}");
+    let d = Dir::new("docs-refusals");
+    std::fs::create_dir(d.path().join("scratch")).unwrap();
+    std::fs::write(d.path().join("data.img"), vec![7u8; 64 << 10]).unwrap();
+    let fs40 = SmallFs::tmpfs(40);
+    std::os::unix::fs::symlink(&fs40.mnt, d.path().join("m40")).unwrap();
+    let on_line_7 = |opt: &str| {
+        format!(
+            "[bench]\nruntime = \"1s\"\nramp = \"0s\"\n\n[[workload]]\nname = \"w\"\n\
+             fio = {{ rw = \"write\", bs = \"4k\", size = \"4M\", {opt} }}\n"
+        )
+    };
+    let mut printed = String::new();
+    let mut refuse = |plan_name: &str, plan: &str, target: &str| {
+        d.write(plan_name, plan);
+        let o = crate::bench_util::qoslab(
+            &d,
+            &["bench", plan_name, "--db", "r.db", "--no-tools", "--target", target],
+            std::time::Duration::from_secs(60),
+        );
+        let (out, err) = crate::bench_util::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{plan}\n{out}\n{err}");
+        printed.push_str(&err);
+    };
+    refuse(
+        "p.toml",
+        &on_line_7("\" exec_prerun\" = \"touch /tmp/x\""),
+        "scratch",
+    );
+    refuse(
+        "p.toml",
+        &on_line_7("write_iolog = \"/any/path\""),
+        "scratch",
+    );
+    refuse(
+        "p.toml",
+        &on_line_7("rate_iops = 1000").replace("\"4k\"", "\"4kk\""),
+        "scratch",
+    );
+    let ok = plan("4M");
+    refuse("p.toml", &ok, "data.img");
+    refuse("p.toml", &ok, "scratch/typo");
+    refuse("p.toml", &ok, "scratch/typo/");
+    // fio on line 6: no ramp key.
+    refuse("p64.toml", &plan("64M").replace("ramp = \"0s\"\n", ""), "m40");
+    for line in documented {
+        assert!(
+            printed.contains(line),
+            "docs/BENCH.md prints\n{line}\nqoslab printed\n{printed}"
+        );
+    }
+    assert_eq!(names(&d.path().join("scratch")), Vec::<String>::new());
+    assert!(names(&fs40.mnt).is_empty());
+    assert_eq!(
+        std::fs::read(d.path().join("data.img")).unwrap(),
+        vec![7u8; 64 << 10]
+    );
 }
