@@ -127,8 +127,9 @@ fn connect_reserved(addr: std::net::SocketAddr) -> Result<TcpStream, String> {
         }
         match s.connect_timeout(&SockAddr::from(addr), TIMEOUT) {
             Ok(()) => return Ok(s.into()),
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse
-                || e.raw_os_error() == Some(libc::EADDRNOTAVAIL) =>
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    || e.raw_os_error() == Some(libc::EADDRNOTAVAIL) =>
             {
                 last = format!("from port {port}: {e}");
             }

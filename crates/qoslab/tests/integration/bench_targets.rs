@@ -180,7 +180,10 @@ fn a_ramp_systems_own_file_is_written_only_with_overwrite() {
     // names the file.
     let (code, out, err) = bench_plan(&d, &["--overwrite", "--dry-run"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(out.contains("Nothing ran and nothing was written."), "{out}");
+    assert!(
+        out.contains("Nothing ran and nothing was written."),
+        "{out}"
+    );
     assert!(
         out.contains(&format!("{}  an existing file", data.display())),
         "{out}"
@@ -195,10 +198,15 @@ fn a_ramp_systems_own_file_is_written_only_with_overwrite() {
     let (code, out, err) = bench_plan(&d, &[]);
     assert_eq!(code, Some(2), "{out}\n{err}");
     assert!(
-        err.contains("qoslab-genio.dat is an existing file (4 B) (the generator's file in a directory)"),
+        err.contains(
+            "qoslab-genio.dat is an existing file (4 B) (the generator's file in a directory)"
+        ),
         "{err}"
     );
-    assert_eq!(std::fs::read_to_string(dir.join("qoslab-genio.dat")).unwrap(), "kept");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("qoslab-genio.dat")).unwrap(),
+        "kept"
+    );
     // --create: a new file, written, listed and removed.
     let new = d.path().join("new.img");
     d.write("p.toml", &ramp(&new));
@@ -258,7 +266,15 @@ fn docs_bench_md_shows_the_refusals_as_printed() {
         d.write(plan_name, plan);
         let o = crate::bench_util::qoslab(
             &d,
-            &["bench", plan_name, "--db", "r.db", "--no-tools", "--target", target],
+            &[
+                "bench",
+                plan_name,
+                "--db",
+                "r.db",
+                "--no-tools",
+                "--target",
+                target,
+            ],
             std::time::Duration::from_secs(60),
         );
         let (out, err) = crate::bench_util::text(&o);
@@ -285,7 +301,11 @@ fn docs_bench_md_shows_the_refusals_as_printed() {
     refuse("p.toml", &ok, "scratch/typo");
     refuse("p.toml", &ok, "scratch/typo/");
     // fio on line 6: no ramp key.
-    refuse("p64.toml", &plan("64M").replace("ramp = \"0s\"\n", ""), "m40");
+    refuse(
+        "p64.toml",
+        &plan("64M").replace("ramp = \"0s\"\n", ""),
+        "m40",
+    );
     for line in documented {
         assert!(
             printed.contains(line),
