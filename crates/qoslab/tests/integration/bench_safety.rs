@@ -9,12 +9,9 @@
 //! Cost: the refusals run no fio (~0.1 s each); the control runs one 1 s fio job on 4 MiB.
 
 use std::path::Path;
-use std::time::Duration;
 
-use crate::bench_util::{bench_plan, qoslab, text, Dir};
+use crate::bench_util::{bench_plan, Dir};
 use crate::util::{require_tool, Node};
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 /// A plan whose one workload sets `options` after rw, bs and size (`{M}`: the marker path).
 fn plan(options: &str, marker: &Path) -> String {
@@ -149,36 +146,14 @@ fn every_spelling_of_an_option_that_runs_or_writes_is_refused_at_its_line() {
     );
 
     // The old flag's name is not silently kept: it allows more than exec now.
-    let o = qoslab(
-        &d,
-        &["bench", "p.toml", "--allow-exec", "--target", &t],
-        LIMIT,
-    );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o).1.contains("--allow-any-fio-option"),
-        "{}",
-        text(&o).1
-    );
+    let (code, _, err) = bench_plan(&d, &["--allow-exec", "--target", &t]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--allow-any-fio-option"), "{err}");
 
     // The positive control: the flag passes a plainly written command, which runs.
     d.write("p.toml", &plan("exec_prerun = \"touch {M}\"", &marker));
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            "p.toml",
-            "--db",
-            "r.db",
-            "--no-tools",
-            "--target",
-            &t,
-            "--allow-any-fio-option",
-        ],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let (code, out, err) = bench_plan(&d, &["--target", &t, "--allow-any-fio-option"]);
+    assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(marker.exists(), "with the flag the plan's command runs");
 }
 
