@@ -7,7 +7,7 @@
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
-use storage_node::nas::export_policy::RuleText;
+use storage_node::nas::export_rule::RuleText;
 
 use crate::http_client::{
     print_json, print_records, print_table, text, ApiArgs, Client, ConnArgs, Output,

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use nfs_server::export::valid_junction;
 use nfs_server::{Config, ExportSpec, NfsServer, Service};
-use storage_node::nas::export_policy::{policy_from, RuleText};
+use storage_node::nas::export_rule::{policy_from, RuleText};
 
 #[derive(Args)]
 pub struct NfsArgs {

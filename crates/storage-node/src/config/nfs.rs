@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use serde::Deserialize;
 
 use super::ConfigError;
-use crate::nas::export_policy::{policy_from, Policy, RuleText};
+use crate::nas::export_policy::Policy;
+use crate::nas::export_rule::{policy_from, RuleText};
 
 /// ONTAP's default `-tcp-max-xfer-size`: what FSINFO advertises as rtmax/wtmax unless
 /// told otherwise, so a client's 128 KiB read is two READs.

@@ -9,8 +9,6 @@
 
 use std::net::IpAddr;
 
-pub use super::export_rule::{policy_from, RuleText};
-
 /// ONTAP's default anonymous user (`-anon 65534`, "nobody").
 pub const ANON_DEFAULT: u32 = 65534;
 /// ONTAP's special anonymous user: a call mapped to it is refused (AUTH_NONE, squashed root).
@@ -226,12 +224,6 @@ impl Rule {
 pub struct Policy {
     pub name: String,
     pub rules: Vec<Rule>,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        policy_from("default", &[RuleText::loopback()]).expect("the built-in rule is valid")
-    }
 }
 
 /// An AUTH_SYS identity (uid, primary gid, supplementary gids), as sent or as mapped.

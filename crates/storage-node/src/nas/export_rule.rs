@@ -165,6 +165,13 @@ impl RuleText {
 }
 
 /// A policy from its rules in order; an error names the rule (1-based, ONTAP's `index`).
+/// The built-in policy: the loopback rule (written here, beside the parser it goes through).
+impl Default for Policy {
+    fn default() -> Self {
+        policy_from("default", &[RuleText::loopback()]).expect("the built-in rule is valid")
+    }
+}
+
 pub fn policy_from(name: &str, rules: &[RuleText]) -> Result<Policy, String> {
     let rules = rules
         .iter()

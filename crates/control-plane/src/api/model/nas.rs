@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{boolean, code, object, only, string, wrong_type, ApiError, Svm, R};
-use crate::nas::export_policy::{policy_from, RuleText};
+use crate::nas::export_rule::{policy_from, RuleText};
 
 /// A reference to an export policy by name and/or id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
