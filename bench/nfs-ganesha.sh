@@ -18,16 +18,8 @@ QOSLAB=${QOSLAB:-target/release/qoslab}
 fio --enghelp=nfs >/dev/null 2>&1 || { echo "nfs-ganesha.sh: fio lacks the nfs ioengine: scripts/install-deps.sh" >&2; exit 2; }
 command -v ganesha.nfsd >/dev/null || { echo "nfs-ganesha.sh: nfs-ganesha missing: scripts/install-deps.sh" >&2; exit 2; }
 
-work=$(mktemp -d /tmp/qoslab-nfsbench.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/nfs-lib.sh
+. bench/nfs-lib.sh
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
 mkdir -p "$work/q" "$work/g"
@@ -35,26 +27,9 @@ echo "prefilling two ${SIZE} files" >&2
 head -c "$SIZE" /dev/urandom > "$work/q/f"
 cp "$work/q/f" "$work/g/f"
 
-if ! pgrep -x rpcbind >/dev/null; then
-  rpcbind -f & pids+=($!)
-  sleep 0.5
-fi
-gport=$(free_port); gmnt=$(free_port)
-cat > "$work/ganesha.conf" <<CONF
-NFS_CORE_PARAM { NFS_Port = $gport; MNT_Port = $gmnt; Enable_NLM = false; Enable_RQUOTA = false; Protocols = 3; }
-NFSV4 { Graceless = true; }
-EXPORT { Export_Id = 1; Path = $work/g; Pseudo = /g; Protocols = 3; Transports = TCP;
-         Access_Type = RW; Squash = No_Root_Squash; FSAL { Name = VFS; } }
-LOG { Default_Log_Level = EVENT; }
-CONF
-ganesha.nfsd -F -f "$work/ganesha.conf" -L "$work/ganesha.log" -p "$work/ganesha.pid" -N NIV_EVENT & gpid=$!; pids+=($gpid)
-"$QOSLAB" nfs serve --listen 127.0.0.1:0 --export "/q=$work/q" 2> "$work/qoslab.log" & qpid=$!; pids+=($qpid)
-for _ in $(seq 100); do
-  qport=$(sed -n 's/.*serving NFSv3 on [^:]*:\([0-9]*\).*/\1/p' "$work/qoslab.log")
-  [ -n "$qport" ] && nfs-ls "nfs://127.0.0.1$work/g?nfsport=$gport&mountport=$gmnt" >/dev/null 2>&1 && break
-  sleep 0.2
-done
-[ -n "${qport:-}" ] || { cat "$work/qoslab.log" >&2; exit 1; }
+start_rpcbind
+start_pair "EXPORT { Export_Id = 1; Path = $work/g; Pseudo = /g; Protocols = 3; Transports = TCP;
+         Access_Type = RW; Squash = No_Root_Squash; FSAL { Name = VFS; } }" "/q=$work/q" "$work/g"
 
 declare -A url=([qoslab]="nfs://127.0.0.1/q?nfsport=$qport&mountport=$qport" [ganesha]="nfs://127.0.0.1$work/g?nfsport=$gport&mountport=$gmnt")
 declare -A pid=([qoslab]=$qpid [ganesha]=$gpid)

@@ -9,7 +9,6 @@ use std::sync::{Arc, OnceLock};
 use libfuzzer_sys::fuzz_target;
 use nfs_proto::rpc::{self, AuthSys, Cred};
 use nfs_proto::xdr::put_opaque;
-use nfs_server::export::id_for;
 use nfs_server::{Config, ExportSpec, Peer, Policy, Service};
 
 struct World {
@@ -30,7 +29,7 @@ fn world() -> &'static World {
         std::fs::create_dir_all(dir.join("d")).unwrap();
         std::fs::write(dir.join("f"), vec![7u8; 10000]).unwrap();
         let svc = Arc::new(Service::new(Config::default()).unwrap());
-        let spec = ExportSpec { id: id_for("/vol"), path: "/vol".into(), root: dir.clone(), quota: Some(64 << 20), policy: Policy::default() };
+        let spec = ExportSpec { id: 1, path: "/vol".into(), root: dir.clone(), quota: Some(64 << 20), policy: Policy::default() };
         let ex = svc.add_export(spec).unwrap();
         let root = ex.tree.root_handle().encode().to_vec();
         let file = lookup_handle(&svc, &root, b"f");
@@ -43,7 +42,7 @@ fn call(svc: &Service, proc_: u32, args: &[u8]) -> Vec<u8> {
     let mut rec = Vec::new();
     rpc::encode_call(&mut rec, 1, 100003, 3, proc_, &cred, args);
     let mut out = Vec::new();
-    svc.handle(&Peer { addr: [127, 0, 0, 1].into(), conn: 1 }, &rec, &mut out);
+    svc.handle(&Peer { addr: [127, 0, 0, 1].into(), port: 700, conn: 1 }, &rec, &mut out);
     out
 }
 

@@ -8,7 +8,8 @@
 //!   as a step; [`outcome`]: the one rule from stored records to a run's status, exit code
 //!   and summary; [`ui`]: where human output goes;
 //! - [`target`]: the embedded node, NBD URIs, paths, `--node` volumes ([`node_api`]);
-//!   [`target_files`]: what a run writes on a path target (default size, clean-up);
+//!   [`target_files`]: what a run writes on a path or NFS target (sizes, clean-up;
+//!   [`nfs_client`] reaches an export's file);
 //! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations,
 //!   judged on a qoslab node's own counters where it keeps the promise ([`kept`]);
 //!   [`series`], [`recording`], [`node_sampler`]: time series; [`ops`]: per-operation
@@ -25,6 +26,7 @@ pub mod host;
 pub mod kept;
 pub mod local_node;
 pub mod nfs;
+pub mod nfs_client;
 pub mod node_api;
 pub mod node_sampler;
 pub mod ops;

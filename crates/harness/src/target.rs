@@ -111,6 +111,18 @@ impl Target {
             ));
         }
         let p = PathBuf::from(s);
+        if s.ends_with('/') && !p.is_dir() {
+            return Err(TargetError::Invalid(
+                s.into(),
+                if p.exists() {
+                    "not a directory (a trailing / names a directory that exists)".into()
+                } else {
+                    "no such directory (a trailing / names a directory that exists: make it \
+                     first, or drop the / and give --create for a new file)"
+                        .into()
+                },
+            ));
+        }
         let parent_ok = p
             .parent()
             .map(|d| d.as_os_str().is_empty() || d.is_dir())
@@ -388,9 +400,16 @@ impl EmbeddedNode {
             let _ = std::fs::remove_dir_all(&dir);
             TargetError::Node(e)
         };
-        // NAS volumes are served over NFS on a loopback port of its own.
+        // NAS volumes are served over NFS on a loopback port of its own. Run by a user
+        // other than root, the harness's own fio (libnfs) cannot bind a reserved port:
+        // MOUNT is not limited to them then (the node is this user's, on loopback).
         let (builder, nfs) = if cfg.volumes.iter().any(|v| v.nas.is_some()) {
-            let node = Node::open(cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
+            let mut cfg = cfg.clone();
+            // SAFETY: plain syscall.
+            if unsafe { libc::geteuid() } != 0 {
+                cfg.nfs.mount_rootonly = false;
+            }
+            let node = Node::open(&cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
             let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node)
                 .map_err(|e| fail(format!("NFS listener: {e}")))?;
             let addr = fe.local_addr();
@@ -511,6 +530,12 @@ mod tests {
             .to_string()
             .contains("allowed"));
         assert!(Target::parse("/no/such/dir/file").is_err());
+        let missing = d.join(format!("qoslab-no-such-{}/", std::process::id()));
+        let e = Target::parse(missing.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no such directory (a trailing / names"), "{e}");
+        assert!(Target::parse(&format!("{}/", d.display())).is_ok());
     }
 
     #[test]

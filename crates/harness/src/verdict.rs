@@ -158,8 +158,8 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The measured value for a person: bandwidth metrics in MiB/s (as the detail and the
-    /// bound say it), anything else with 2 decimals.
+    /// The measured value for a person: bandwidth metrics in IEC units (as the detail and
+    /// the bound say it), anything else to 4 significant digits.
     pub fn measured_text(&self) -> String {
         let name = self
             .expectation
@@ -169,7 +169,7 @@ impl Verdict {
         if name.starts_with("bw") {
             rate(self.measured)
         } else {
-            format!("{:.2}", self.measured)
+            fio::fmt::sig(self.measured)
         }
     }
 
@@ -635,24 +635,26 @@ pub fn shown(name: &str, v: f64) -> String {
     }
 }
 
-/// Bytes per second for messages: MiB/s from 1 MiB/s up, else KiB/s, else B/s.
+/// Bytes per second for messages: 4 significant digits in IEC units (fio::fmt).
 fn rate(v: f64) -> String {
-    if v >= 1048576.0 {
-        format!("{:.1} MiB/s", v / 1048576.0)
-    } else if v >= 1024.0 {
-        format!("{:.1} KiB/s", v / 1024.0)
-    } else {
-        format!("{} B/s", num(v))
-    }
+    fio::fmt::rate(v)
 }
 
-/// A number for messages: integers plainly, others with up to 2 decimals.
+/// A number for messages: integers below 10,000 plainly, others to 4 significant digits
+/// without trailing zeros (fio::fmt: 499.7, 3.42, 41.74k).
 fn num(v: f64) -> String {
-    if (v - v.round()).abs() < 1e-9 {
-        format!("{}", v.round() as i64)
-    } else {
-        format!("{v:.2}")
+    if (v - v.round()).abs() < 1e-9 && v.abs() < 10_000.0 {
+        return format!("{}", v.round() as i64);
     }
+    let s = fio::fmt::sig(v);
+    let unit = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let n = &s[..s.len() - unit.len()];
+    let n = if n.contains('.') {
+        n.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        n
+    };
+    format!("{n}{unit}")
 }
 
 /// A number with a unit that fits `kind`, in the kind's base unit (IOPS, bytes/s, µs,
@@ -785,10 +787,7 @@ mod tests {
         let v = judge(text, "burst_duration", 3.7, b.op, 3.6, b.tolerance, true);
         assert!(v.passed, "{v:?}");
         assert_eq!(v.bound, "3.42..3.78");
-        assert_eq!(
-            v.detail,
-            "burst_duration = 3.70, want 3.42..3.78 (from 3.60)"
-        );
+        assert_eq!(v.detail, "burst_duration = 3.7, want 3.42..3.78 (from 3.6)");
         let b = parse_bound("x", "<= 1500ms", Kind::Secs, &names, "").unwrap();
         assert_eq!(b.operand, BoundOperand::Number(1.5));
         let b = parse_bound("x", ">= spec.network.baseline * 2", Kind::Bw, &names, "").unwrap();

@@ -16,7 +16,10 @@
 //!    the process exits with **128 + the signal number** (130 for SIGINT, 143 for
 //!    SIGTERM, 129 for SIGHUP) — the one exit rule, whatever registered what.
 //!
-//! SIGKILL cannot be caught: that case is each resource's stale clean-up in the next run.
+//! SIGKILL cannot be caught: that case is each resource's stale clean-up in the next run,
+//! and for child processes their parent-death signal ([`children::spawn`]).
+
+pub mod children;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};

@@ -8,9 +8,10 @@
 //! Invariants:
 //! - Decoders never panic on any input: they return [`XdrError`] (the server answers
 //!   `GARBAGE_ARGS`) or, for record marking, "need more bytes".
-//! - Every variable-length item is bounded before it is taken (names 255 bytes, paths
-//!   1024, handles 64, data by the caller's limit); nothing is allocated from a length the
-//!   client wrote: decoded arguments borrow from the record.
+//! - Every variable-length item is bounded before it is taken (names and symlink targets
+//!   8 KiB — the server answers NAMETOOLONG past 255 and 4,095 —, MOUNT paths 1024,
+//!   handles 64, data by the caller's limit; a record's fragments 64); nothing is allocated
+//!   from a length the client wrote: decoded arguments borrow from the record.
 //! - Encoders append to a caller-owned `Vec<u8>`, so replies are built in place and
 //!   batched into one socket write.
 

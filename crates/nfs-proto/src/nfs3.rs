@@ -7,10 +7,15 @@ pub const VERSION: u32 = 3;
 
 /// Largest file handle (`NFS3_FHSIZE`).
 pub const FHSIZE: u32 = 64;
-/// Largest file name component we accept (`filename3`; Linux's NAME_MAX).
+/// Largest file name component a server accepts (Linux's NAME_MAX): a longer one is
+/// decoded and answered NFS3ERR_NAMETOOLONG, as RFC 1813 says.
 pub const MAX_NAME: u32 = 255;
-/// Largest path (`nfspath3`, a symlink's target; Linux's PATH_MAX is 4096, MOUNT's 1024).
-pub const MAX_PATH: u32 = 4096;
+/// Largest symlink target a server accepts (Linux's PATH_MAX less its NUL): a longer one
+/// is decoded and answered NFS3ERR_NAMETOOLONG.
+pub const MAX_PATH: u32 = 4095;
+/// Largest `filename3` or `nfspath3` decoded at all (XDR leaves them unbounded; anything
+/// longer is GARBAGE_ARGS).
+pub const MAX_DECODED: u32 = 8192;
 
 /// Procedure numbers (RFC 1813 §3.3).
 pub mod proc_ {
@@ -403,7 +408,7 @@ pub fn decode_args(proc_: u32, args: &[u8]) -> Result<Option<Args<'_>>, XdrError
         SYMLINK => {
             let (dir, name) = diropargs(r)?;
             let attr = sattr(r)?;
-            let target = r.opaque(MAX_PATH, "symlink target")?;
+            let target = r.opaque(MAX_DECODED, "symlink target")?;
             Args::Symlink {
                 dir,
                 name,
@@ -485,7 +490,7 @@ fn fh<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], XdrError> {
 }
 
 fn diropargs<'a>(r: &mut Reader<'a>) -> Result<(&'a [u8], &'a [u8]), XdrError> {
-    Ok((fh(r)?, r.opaque(MAX_NAME, "filename3")?))
+    Ok((fh(r)?, r.opaque(MAX_DECODED, "filename3")?))
 }
 
 fn verf8(r: &mut Reader<'_>) -> Result<[u8; 8], XdrError> {
@@ -688,8 +693,13 @@ mod tests {
         let mut a = Vec::new();
         put_opaque(&mut a, &[0; 65]);
         assert!(decode_args(proc_::GETATTR, &a).is_err());
+        // A name over NAME_MAX decodes (the server answers NAMETOOLONG); one over the
+        // decode bound is garbage.
         let mut a = Vec::new();
         encode_diropargs(&mut a, b"fh", &[b'x'; 256]);
+        assert!(decode_args(proc_::LOOKUP, &a).is_ok());
+        let mut a = Vec::new();
+        encode_diropargs(&mut a, b"fh", &[b'x'; MAX_DECODED as usize + 1]);
         assert!(decode_args(proc_::LOOKUP, &a).is_err());
         assert_eq!(decode_args(22, &[]).unwrap(), None);
         for p in 0..22 {

@@ -3,30 +3,93 @@
 //! (RPC matches them by xid).
 //!
 //! A call runs inline on the connection's task (page-cache work of microseconds) or on the
-//! blocking pool (anything that syncs). On a node ([`NodeLink`]), every call on a volume's
-//! handle first passes the node's admission core through this connection's own
-//! [`Gate`] (so each TCP connection is one flow of a provisioned file system's single-flow
-//! limit, and `nconnect` buys throughput as it does on FSx): such a call becomes a task of
-//! its own that waits for its gates, runs, waits out the emulated array's service latency
-//! and is recorded in its volume's statistics, counted as ONTAP counts NFS operations
-//! ([`crate::qos`]).
+//! blocking pool (anything that syncs, or walks the tree for a handle it does not know).
+//! On a node ([`NodeLink`]), every call on a volume's handle first passes the node's
+//! admission core through this connection's own [`Gate`] (so each TCP connection is one
+//! flow of a provisioned file system's single-flow limit, and `nconnect` buys throughput
+//! as it does on FSx): such a call becomes a task of its own that waits for its gates,
+//! runs, waits out the emulated array's service latency and is recorded in its volume's
+//! statistics, counted as ONTAP counts NFS operations ([`crate::qos`]).
+//!
+//! **Bounds** ([`Limits`]): a call held (by QoS, or on the blocking pool) keeps its record;
+//! a connection holds at most [`Limits::conn_calls`] calls and [`Limits::conn_bytes`] of
+//! records, and the whole server [`Limits::held_bytes`] ([`Held`]): past them the
+//! connection stops reading (TCP pushes back on the client). A connection must send a
+//! whole call within [`Limits::first_call`] and is closed after [`Limits::idle`] without
+//! one (a mounted kernel client reconnects when it next needs to). A connection that closes
+//! drops its held calls (their QoS bookings are given back when its gate goes); one whose
+//! client stopped reading replies is closed after [`Limits::write`].
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
+use std::time::Duration;
 
 use nfs_proto::record;
 use storage_node::admission::Gate;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 use crate::qos::{self, NodeLink};
 use crate::service::{Lane, Peer, Service};
 
-/// Calls of one connection in flight at once (running on the blocking pool or held by
-/// QoS); beyond it the connection stops reading until one completes (TCP pushes back).
-const MAX_IN_FLIGHT: usize = 256;
+/// The bounds every connection is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections served at once (more are closed on accept; clients no export admits
+    /// are closed before they count).
+    pub max_connections: usize,
+    /// A new connection's first whole call must arrive within this.
+    pub first_call: Duration,
+    /// A connection with no call in flight and none received for this long is closed.
+    pub idle: Duration,
+    /// A reply write that makes no progress for this long closes the connection.
+    pub write: Duration,
+    /// Calls one connection holds at once (waiting for QoS or running on the blocking pool).
+    pub conn_calls: usize,
+    /// Bytes of records one connection holds at once.
+    pub conn_bytes: usize,
+    /// Bytes of records held by all connections together (plus 1 KiB a call).
+    pub held_bytes: usize,
+    /// On stop: answers in flight get this long, then connections close (held calls are
+    /// dropped, unanswered: clients resend them to the next server).
+    pub drain: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: storage_node::conn_limit::DEFAULT_MAX_CONNECTIONS,
+            first_call: Duration::from_secs(10),
+            // Linux's own server closes idle TCP connections after 6 minutes.
+            idle: Duration::from_secs(360),
+            write: Duration::from_secs(60),
+            conn_calls: 128,
+            conn_bytes: 4 << 20,
+            held_bytes: 64 << 20,
+            drain: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The server-wide budget of held record bytes, in KiB (a call weighs its record plus
+/// 1 KiB).
+pub type Held = Arc<Semaphore>;
+
+/// A budget of `bytes`.
+pub fn held(bytes: usize) -> Held {
+    Arc::new(Semaphore::new(
+        (bytes / 1024).clamp(1, Semaphore::MAX_PERMITS),
+    ))
+}
+
+/// What a held call weighs in the budget (KiB).
+fn weight(record: usize) -> u32 {
+    (record / 1024 + 1).min(u32::MAX as usize) as u32
+}
 
 /// Largest record accepted: the larger transfer size plus room for the headers. A larger
 /// one cannot be skipped safely and ends the connection.
@@ -34,104 +97,223 @@ pub fn max_record(rtmax: u32, wtmax: u32) -> usize {
     rtmax.max(wtmax) as usize + 64 * 1024
 }
 
-/// Serve one connection until the client closes it (or `stop` turns true: then nothing
-/// more is read, calls in flight finish and are answered).
+/// What a connection is served with.
+pub struct Shared {
+    pub svc: Arc<Service>,
+    pub link: Option<Arc<NodeLink>>,
+    pub limits: Limits,
+    pub held: Held,
+    pub max_record: usize,
+}
+
+/// Whether the peer has closed its side (TCP state CLOSE_WAIT or CLOSE), whatever unread
+/// data is still queued: how a connection that stopped reading notices its client left.
+fn peer_closed(fd: i32) -> bool {
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: a tcp_info-sized buffer and its length.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    // linux/tcp.h: TCP_CLOSE = 7, TCP_CLOSE_WAIT = 8
+    r == 0 && matches!(info.tcpi_state, 7 | 8)
+}
+
+/// A held call's reply and what it weighed on its connection.
+type Done = (Vec<u8>, usize);
+
+/// Serve one connection until the client closes it, it breaks a bound, or `stop` turns
+/// true (then nothing more is read, calls in flight finish and are answered).
 pub async fn serve(
-    svc: Arc<Service>,
+    sh: Arc<Shared>,
     stream: TcpStream,
     peer: Peer,
-    max: usize,
-    link: Option<Arc<NodeLink>>,
-    mut stop: Option<watch::Receiver<bool>>,
+    mut stop: watch::Receiver<bool>,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
+    let fd = stream.as_raw_fd();
     let (mut rd, mut wr) = stream.into_split();
-    let gate = link
+    let gate = sh
+        .link
         .as_ref()
         .map(|l| Arc::new(Gate::new(l.node.gates(), l.node.clock)));
-    let mut inbuf: Vec<u8> = Vec::with_capacity(128 * 1024);
-    let mut out: Vec<u8> = Vec::with_capacity(128 * 1024);
-    let mut pending: JoinSet<Vec<u8>> = JoinSet::new();
+    let lim = sh.limits;
+    let read_cap = sh.max_record + 64 * 1024;
+    let mut inbuf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut out: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut pending: JoinSet<Done> = JoinSet::new();
+    // Bytes of records this connection holds.
+    let mut holding = 0usize;
+    // A call that waits for the server-wide budget (its weight), and the permit once got.
+    let mut wants: Option<u32> = None;
+    let mut permit: Option<OwnedSemaphorePermit> = None;
     let mut open = true;
+    let mut seen_call = false;
+    let mut last_call = Instant::now();
     while open || !pending.is_empty() {
-        let stopping = async {
-            match stop.as_mut() {
-                Some(s) => {
-                    let _ = s.wait_for(|v| *v).await;
-                }
-                None => std::future::pending().await,
-            }
+        let stalled = wants.is_some() || pending.len() >= lim.conn_calls;
+        let can_read = open && !stalled && inbuf.len() < read_cap;
+        let quiet = if !pending.is_empty() {
+            None
+        } else if seen_call {
+            Some(last_call + lim.idle)
+        } else {
+            Some(last_call + lim.first_call)
         };
+        let budget = sh.held.clone();
         tokio::select! {
-            r = rd.read_buf(&mut inbuf), if open && pending.len() < MAX_IN_FLIGHT => {
+            // Never more than `read_cap` in the buffer: one read does not take megabytes a
+            // client queued (and book them all at once ahead of every other connection).
+            r = async {
+                let room = read_cap.saturating_sub(inbuf.len()) as u64;
+                (&mut rd).take(room).read_buf(&mut inbuf).await
+            }, if can_read => {
                 if r? == 0 {
-                    open = false;
+                    // The client is gone: what it still has held is dropped unanswered.
+                    return Ok(());
                 }
             }
             Some(done) = pending.join_next(), if !pending.is_empty() => {
-                match done {
-                    Ok(reply) => out.extend_from_slice(&reply),
-                    Err(e) => return Err(io::Error::other(format!("NFS call task failed: {e}"))),
-                }
-                while let Some(done) = pending.try_join_next() {
-                    match done {
-                        Ok(reply) => out.extend_from_slice(&reply),
-                        Err(e) => return Err(io::Error::other(format!("NFS call task failed: {e}"))),
+                let mut take = |d: Result<Done, tokio::task::JoinError>| match d {
+                    Ok((reply, bytes)) => {
+                        holding -= bytes;
+                        out.extend_from_slice(&reply);
+                        Ok(())
                     }
+                    Err(e) => Err(io::Error::other(format!("NFS call task failed: {e}"))),
+                };
+                take(done)?;
+                while let Some(d) = pending.try_join_next() {
+                    take(d)?;
                 }
+                // A reply is activity: the idle time counts from the last call or reply.
+                last_call = Instant::now();
             }
-            _ = stopping, if open => {
-                // The node stops: calls already read finish and are answered.
+            p = budget.acquire_many_owned(wants.unwrap_or(1)), if wants.is_some() => {
+                permit = p.ok();
+                wants = None;
+            }
+            _ = async { let _ = stop.wait_for(|v| *v).await; }, if open => {
+                // The server stops: calls already read finish and are answered.
                 open = false;
-                stop = None;
+            }
+            _ = tokio::time::sleep_until(quiet.unwrap_or_else(Instant::now)), if quiet.is_some() && open => {
+                tracing::debug!(
+                    "nfs: closing {}:{}: {}",
+                    peer.addr,
+                    peer.port,
+                    if seen_call { "idle" } else { "no call since it connected" }
+                );
+                return Ok(());
+            }
+            _ = tokio::time::sleep(Duration::from_secs(1)), if open && !can_read => {
+                if peer_closed(fd) {
+                    return Ok(());
+                }
             }
         }
         let mut used = 0;
-        loop {
+        // Once stopping, nothing more is parsed (what was read stays unanswered).
+        while open {
             let rest = &inbuf[used..];
-            let (rec, n) = match record::next_record(rest, max) {
+            let (rec, n) = match record::next_record(rest, sh.max_record) {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
-                    wr.write_all(&out).await?;
+                    let _ = write_all(&mut wr, &out, lim.write).await;
                     return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
                 }
             };
-            let info = svc.peek(&rec);
-            let on_volume = match (&link, &gate, info.export) {
+            let info = sh.svc.peek(&rec);
+            let on_volume = match (&sh.link, &gate, info.export) {
                 (Some(l), Some(g), Some(ex)) => l.volume(ex).map(|v| (l.clone(), g.clone(), v)),
                 _ => None,
             };
-            match (on_volume, info.lane) {
-                (Some((l, g, vol)), lane) if qos::counted(info.kind) => {
-                    if !qos::try_inline(&svc, &l, &vol, &peer, &rec, &info, &mut out) {
-                        let (svc, rec) = (svc.clone(), rec.into_owned());
-                        pending.spawn(qos::call(svc, l, g, vol, peer, rec, info, lane));
-                    }
+            let held_call = match &on_volume {
+                Some((l, _, vol)) if qos::counted(info.kind) => {
+                    !qos::try_inline(&sh.svc, l, vol, &peer, &rec, &info, &mut out)
                 }
-                (_, Lane::Inline) => svc.handle(&peer, &rec, &mut out),
-                (_, Lane::Blocking) => {
-                    let (svc, rec) = (svc.clone(), rec.into_owned());
-                    pending.spawn_blocking(move || {
-                        let mut o = Vec::new();
-                        svc.handle(&peer, &rec, &mut o);
-                        o
-                    });
+                _ => info.lane == Lane::Blocking || !sh.svc.handle_inline(&peer, &rec, &mut out),
+            };
+            if held_call {
+                // Held: within this connection's bounds and the server's budget, or stop
+                // here (the record stays in the buffer) until a held call finishes.
+                if pending.len() >= lim.conn_calls
+                    || (holding > 0 && holding + rec.len() > lim.conn_bytes)
+                {
+                    break;
+                }
+                let w = weight(rec.len());
+                let p = match permit.take() {
+                    Some(p) if p.num_permits() == w as usize => p,
+                    _ => match sh.held.clone().try_acquire_many_owned(w) {
+                        Ok(p) => p,
+                        Err(_) => {
+                            wants = Some(w);
+                            break;
+                        }
+                    },
+                };
+                holding += rec.len();
+                let (svc, rec) = (sh.svc.clone(), rec.into_owned());
+                let bytes = rec.len();
+                match on_volume {
+                    Some((l, g, vol)) if qos::counted(info.kind) => {
+                        pending.spawn(async move {
+                            let reply = qos::call(svc, l, g, vol, peer, rec, info, info.lane).await;
+                            drop(p);
+                            (reply, bytes)
+                        });
+                    }
+                    _ => {
+                        pending.spawn_blocking(move || {
+                            let mut o = Vec::new();
+                            svc.handle(&peer, &rec, &mut o);
+                            drop(p);
+                            (o, bytes)
+                        });
+                    }
                 }
             }
             used += n;
+            seen_call = true;
+            last_call = Instant::now();
             if out.len() >= 256 * 1024 {
-                wr.write_all(&out).await?;
+                write_all(&mut wr, &out, lim.write).await?;
                 out.clear();
+            }
+            if *stop.borrow() {
+                open = false;
             }
         }
         if used > 0 {
             inbuf.drain(..used);
         }
         if !out.is_empty() {
-            wr.write_all(&out).await?;
+            write_all(&mut wr, &out, lim.write).await?;
             out.clear();
         }
     }
     Ok(())
+}
+
+/// Write `buf`, or fail when the client has not taken it within `limit`.
+async fn write_all(
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    buf: &[u8],
+    limit: Duration,
+) -> io::Result<()> {
+    match tokio::time::timeout(limit, wr.write_all(buf)).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the client took no reply for {limit:?}"),
+        )),
+    }
 }

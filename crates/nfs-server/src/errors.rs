@@ -27,6 +27,9 @@ pub fn status_of(e: &io::Error) -> Status {
         // a path that would cross a symlink
         Some(libc::ELOOP) => Status::Inval,
         Some(libc::EOPNOTSUPP) => Status::NotSupp,
+        // Out of descriptors (should not happen under the node's budget): try again later,
+        // as a client does on JUKEBOX, rather than fail the operation.
+        Some(libc::EMFILE) | Some(libc::ENFILE) => Status::Jukebox,
         _ => Status::Io,
     }
 }

@@ -4,13 +4,15 @@
 
 use std::path::PathBuf;
 
-pub use storage_node::nas::export_policy::{Access, ClientMatch, Policy, Rule};
+pub use storage_node::nas::export_policy::{ClientMatch, Flavours, Policy, Rule};
 
 /// One NAS volume exported at a junction path.
 #[derive(Debug, Clone)]
 pub struct ExportSpec {
-    /// The number file handles carry: stable for the life of the volume (a handle whose
-    /// export id is unknown is STALE).
+    /// The number file handles carry: assigned once and kept (the control plane stores
+    /// it; `qoslab nfs serve` takes it from the command line), never derived from the
+    /// junction path, never given to another export (a handle whose export id is unknown
+    /// is STALE).
     pub id: u32,
     /// The junction path clients mount (`/vol500`).
     pub path: String,
@@ -21,7 +23,7 @@ pub struct ExportSpec {
     pub policy: Policy,
 }
 
-pub use storage_node::nas::{export_id as id_for, valid_junction};
+pub use storage_node::nas::valid_junction;
 
 #[cfg(test)]
 mod tests {

@@ -5,19 +5,22 @@
 //! the reply leaves), and their export policies as they change.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use storage_node::builder::{FrontEnd, Serving, Stop};
-use storage_node::conn_limit::ConnLimit;
 use storage_node::node::VolumeEvent;
 use storage_node::volume::Volume;
 use storage_node::Node;
 
-use crate::export::{id_for, ExportSpec};
+use crate::conn::{self, Limits};
+use crate::export::ExportSpec;
 use crate::qos::NodeLink;
-use crate::service::{Peer, Service};
+use crate::service::Service;
 use crate::Config;
+
+/// The node's listeners that may each hold `max_connections` descriptors: NBD unix, NBD
+/// TCP, the REST API, S3 and NFS.
+const LISTENERS: usize = 5;
 
 /// The NFS front end of a node, bound and attached to it.
 pub struct NfsFrontEnd {
@@ -25,7 +28,7 @@ pub struct NfsFrontEnd {
     addr: SocketAddr,
     service: Arc<Service>,
     link: Arc<NodeLink>,
-    max_connections: usize,
+    limits: Limits,
 }
 
 impl NfsFrontEnd {
@@ -36,8 +39,14 @@ impl NfsFrontEnd {
         let cfg = Config {
             rtmax: s.rtmax,
             wtmax: s.wtmax,
+            mount_rootonly: s.mount_rootonly,
+            nfs_rootonly: s.nfs_rootonly,
         };
         let service = Arc::new(Service::new(cfg).map_err(std::io::Error::other)?);
+        service.set_fd_budget(storage_node::conn_limit::nfs_fd_budget(
+            LISTENERS,
+            storage_node::conn_limit::DEFAULT_MAX_CONNECTIONS,
+        ));
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -49,13 +58,23 @@ impl NfsFrontEnd {
             addr,
             service,
             link,
-            max_connections: 1024,
+            limits: Limits::default(),
         })
     }
 
-    /// Connections served at once (more are closed on accept).
+    /// Connections served at once by each of the node's listeners (more are closed on
+    /// accept); the exports' descriptor budget is what the process may open less all
+    /// listeners' connections ([`storage_node::conn_limit::nfs_fd_budget`]).
     pub fn max_connections(mut self, n: usize) -> NfsFrontEnd {
-        self.max_connections = n.max(1);
+        self.limits.max_connections = n.max(1);
+        self.service
+            .set_fd_budget(storage_node::conn_limit::nfs_fd_budget(LISTENERS, n.max(1)));
+        self
+    }
+
+    /// The bounds its connections are held to.
+    pub fn limits(mut self, limits: Limits) -> NfsFrontEnd {
+        self.limits = limits;
         self
     }
 
@@ -80,9 +99,8 @@ fn attach(node: &Arc<Node>, service: &Arc<Service>, link: &Arc<NodeLink>) {
             VolumeEvent::Added(v) => export(&svc, &link, v),
             VolumeEvent::Removed(v) => {
                 if let Some(n) = &v.nas {
-                    let id = id_for(&n.path);
-                    link.set(id, None);
-                    svc.remove_export(id);
+                    link.set(n.export_id, None);
+                    svc.remove_export(n.export_id);
                 }
             }
         }
@@ -96,7 +114,7 @@ fn attach(node: &Arc<Node>, service: &Arc<Service>, link: &Arc<NodeLink>) {
 /// and stays unexported (its clients get NOENT at MOUNT), never the front end down.
 fn export(svc: &Service, link: &NodeLink, v: &Arc<Volume>) {
     let Some(n) = &v.nas else { return };
-    let id = id_for(&n.path);
+    let id = n.export_id;
     let spec = ExportSpec {
         id,
         path: n.path.clone(),
@@ -121,16 +139,15 @@ impl FrontEnd for NfsFrontEnd {
         )
     }
 
-    fn serve(self: Box<Self>, _node: Arc<Node>, mut stop: Stop) -> Serving {
+    fn serve(self: Box<Self>, _node: Arc<Node>, stop: Stop) -> Serving {
         let NfsFrontEnd {
             listener,
             service,
             link,
-            max_connections,
+            limits,
             ..
         } = *self;
         Box::pin(async move {
-            static CONN_IDS: AtomicU64 = AtomicU64::new(1);
             let listener = match tokio::net::TcpListener::from_std(listener) {
                 Ok(l) => l,
                 Err(e) => {
@@ -139,36 +156,14 @@ impl FrontEnd for NfsFrontEnd {
                 }
             };
             let cfg = service.config();
-            let max = crate::conn::max_record(cfg.rtmax, cfg.wtmax);
-            let limit = ConnLimit::new("nfs", max_connections);
-            let mut conns = tokio::task::JoinSet::new();
-            loop {
-                tokio::select! {
-                    _ = async { let _ = stop.wait_for(|s| *s).await; } => break,
-                    r = listener.accept() => {
-                        let (stream, addr) = match r {
-                            Ok(x) => x,
-                            Err(e) => {
-                                tracing::warn!("nfs: accept: {e}");
-                                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                                continue;
-                            }
-                        };
-                        let Some(permit) = limit.admit() else { continue };
-                        let peer = Peer { addr: addr.ip(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
-                        let (svc, link, stop) = (service.clone(), link.clone(), stop.clone());
-                        conns.spawn(async move {
-                            let _permit = permit;
-                            if let Err(e) = crate::conn::serve(svc, stream, peer, max, Some(link), Some(stop)).await {
-                                tracing::debug!("nfs: connection from {addr} ended: {e}");
-                            }
-                        });
-                    }
-                    Some(_) = conns.join_next(), if !conns.is_empty() => {}
-                }
-            }
-            // Stop accepting; connections answer what they read and end.
-            while conns.join_next().await.is_some() {}
+            let sh = Arc::new(conn::Shared {
+                svc: service,
+                link: Some(link),
+                limits,
+                held: conn::held(limits.held_bytes),
+                max_record: conn::max_record(cfg.rtmax, cfg.wtmax),
+            });
+            crate::listen::serve(listener, sh, stop).await;
         })
     }
 }

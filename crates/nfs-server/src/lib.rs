@@ -16,6 +16,9 @@
 //!   namespace change fsyncs its directory. The write verifier changes on every start.
 //! - A malformed call gets GARBAGE_ARGS (or an RPC/auth error) and the connection goes
 //!   on; only an oversized or unframeable record ends it.
+//! - Every call is checked against owners and modes as the export policy maps its caller
+//!   ([`perm`]); every connection is bounded ([`conn::Limits`]); a runtime worker never
+//!   walks a tree (a call that needs a walk moves to the blocking pool).
 
 pub mod attr;
 pub mod conn;
@@ -23,7 +26,9 @@ pub mod errors;
 pub mod export;
 pub mod front_end;
 pub mod handle;
+pub mod listen;
 pub mod ops;
+pub mod perm;
 pub mod qos;
 pub mod service;
 mod sys;
@@ -31,12 +36,11 @@ pub mod tree;
 
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-pub use export::{Access, ClientMatch, ExportSpec, Policy, Rule};
+pub use export::{ClientMatch, ExportSpec, Flavours, Policy, Rule};
 pub use front_end::NfsFrontEnd;
 pub use service::{CallInfo, OpKind, Peer, Service};
 
@@ -45,11 +49,18 @@ pub const DEFAULT_XFER: u32 = 64 * 1024;
 /// The largest transfer size ONTAP allows (and we do).
 pub const MAX_XFER: u32 = 1024 * 1024;
 
-/// Transfer sizes FSINFO advertises; clients split larger requests themselves.
+/// Transfer sizes FSINFO advertises (clients split larger requests themselves), and
+/// ONTAP's reserved-port options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     pub rtmax: u32,
     pub wtmax: u32,
+    /// `-mount-rootonly` (ONTAP's default: enabled): MNT only from a source port below
+    /// 1024 (which only root binds); others get MNT3ERR_ACCES.
+    pub mount_rootonly: bool,
+    /// `-nfs-rootonly` (ONTAP's default: disabled): every NFS call but NULL only from a
+    /// port below 1024; others get AUTH_TOOWEAK.
+    pub nfs_rootonly: bool,
 }
 
 impl Default for Config {
@@ -57,6 +68,8 @@ impl Default for Config {
         Config {
             rtmax: DEFAULT_XFER,
             wtmax: DEFAULT_XFER,
+            mount_rootonly: true,
+            nfs_rootonly: false,
         }
     }
 }
@@ -73,50 +86,54 @@ impl Config {
     }
 }
 
-/// A listening NFS server.
+/// A listening NFS server (`qoslab nfs serve`: exports without QoS).
 pub struct NfsServer {
     pub service: Arc<Service>,
     listener: TcpListener,
+    limits: conn::Limits,
 }
 
 impl NfsServer {
     pub async fn bind(addr: &str, service: Arc<Service>) -> io::Result<NfsServer> {
         let listener = TcpListener::bind(addr).await?;
         service.set_port(listener.local_addr()?.port());
-        Ok(NfsServer { service, listener })
+        Ok(NfsServer {
+            service,
+            listener,
+            limits: conn::Limits::default(),
+        })
+    }
+
+    /// The bounds its connections are held to.
+    pub fn limits(mut self, limits: conn::Limits) -> NfsServer {
+        self.limits = limits;
+        self
     }
 
     pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
         self.listener.local_addr()
     }
 
-    /// Accepts connections until `shutdown` completes.
+    /// Accepts connections until `shutdown` completes, then drains
+    /// ([`conn::Limits::drain`]).
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
-        static CONN_IDS: AtomicU64 = AtomicU64::new(1);
         let cfg = self.service.config();
-        let max = conn::max_record(cfg.rtmax, cfg.wtmax);
+        let sh = Arc::new(conn::Shared {
+            svc: self.service,
+            link: None,
+            limits: self.limits,
+            held: conn::held(self.limits.held_bytes),
+            max_record: conn::max_record(cfg.rtmax, cfg.wtmax),
+        });
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let serving = listen::serve(self.listener, sh, rx);
+        tokio::pin!(serving);
         tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                _ = &mut shutdown => return Ok(()),
-                r = self.listener.accept() => {
-                    let (stream, addr) = match r {
-                        Ok(x) => x,
-                        Err(e) => {
-                            tracing::warn!("nfs: accept: {e}");
-                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                            continue;
-                        }
-                    };
-                    let peer = Peer { addr: addr.ip(), conn: CONN_IDS.fetch_add(1, Ordering::Relaxed) };
-                    let svc = self.service.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = conn::serve(svc, stream, peer, max, None, None).await {
-                            tracing::debug!("nfs: connection from {addr} ended: {e}");
-                        }
-                    });
-                }
-            }
-        }
+        tokio::select! {
+            _ = &mut serving => return Ok(()),
+            _ = &mut shutdown => tx.send_replace(true),
+        };
+        serving.await;
+        Ok(())
     }
 }

@@ -139,7 +139,9 @@ pub(crate) fn try_inline(
     }
     let clock = link.node.clock;
     let arrival = clock.now();
-    svc.handle(peer, rec, out);
+    if !svc.handle_inline(peer, rec, out) {
+        return false; // it must walk the tree: on the blocking pool
+    }
     let done = Completed {
         latency_ns: clock.now().saturating_sub(arrival),
         waits: Waits::default(),
@@ -164,19 +166,17 @@ pub(crate) async fn call(
     lane: Lane,
 ) -> Vec<u8> {
     let started = gate.admit(op(&vol, &info)).await;
-    let reply = match lane {
-        Lane::Inline => {
-            let mut o = Vec::new();
-            svc.handle(&peer, &rec, &mut o);
-            o
-        }
-        Lane::Blocking => tokio::task::spawn_blocking(move || {
+    let mut o = Vec::new();
+    let reply = if lane == Lane::Inline && svc.handle_inline(&peer, &rec, &mut o) {
+        o
+    } else {
+        tokio::task::spawn_blocking(move || {
             let mut o = Vec::new();
             svc.handle(&peer, &rec, &mut o);
             o
         })
         .await
-        .unwrap_or_default(),
+        .unwrap_or_default()
     };
     let done = gate.finish(started).await;
     record(&link.node, &vol, &info, &done);

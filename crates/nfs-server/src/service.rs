@@ -12,12 +12,13 @@ use nfs_proto::nfs3::{self, proc_, Args, StableHow, Status};
 use nfs_proto::rpc::{self, Accept, AuthStat, Cred, Message};
 use nfs_proto::{mount, portmap, record};
 
-use crate::attr::Caller;
-use crate::export::{Access, ExportSpec, Policy};
+use crate::export::{ExportSpec, Policy};
 use crate::handle::Handle;
 use crate::ops::{self, Ctx};
+use crate::perm::Caller;
 use crate::tree::Tree;
 use crate::Config;
+use storage_node::nas::export_policy::{Decision, Identity};
 
 /// An export: its tree, its (changeable) policy and what it served.
 pub struct Export {
@@ -81,8 +82,17 @@ pub enum Lane {
 #[derive(Debug, Clone, Copy)]
 pub struct Peer {
     pub addr: IpAddr,
+    /// The client's source port (below 1024: a reserved port, bound by root).
+    pub port: u16,
     /// The TCP connection (unique for the life of the server).
     pub conn: u64,
+}
+
+impl Peer {
+    /// Whether the client's port is reserved (only root binds ports below 1024).
+    pub fn reserved_port(&self) -> bool {
+        self.port < 1024
+    }
 }
 
 /// Calls seen, per NFSv3 procedure, and the malformed ones.
@@ -92,10 +102,14 @@ pub struct Counters {
     /// WRITEs asking DATA_SYNC or FILE_SYNC (the rest of WRITE are UNSTABLE).
     pub stable_writes: AtomicU64,
     pub garbage: AtomicU64,
+    /// Connections closed at accept: no export admits their address.
+    pub unadmitted: AtomicU64,
 }
 
 pub struct Service {
     cfg: Config,
+    /// Descriptors all exports' trees keep open together.
+    budget: Arc<crate::tree::FdBudget>,
     by_id: RwLock<HashMap<u32, Arc<Export>>>,
     verifier: [u8; 8],
     port: AtomicU32,
@@ -115,6 +129,7 @@ impl Service {
         let v = now ^ ((std::process::id() as u64) << 40);
         Ok(Service {
             cfg,
+            budget: crate::tree::FdBudget::new(default_fd_budget()),
             by_id: RwLock::new(HashMap::new()),
             verifier: v.to_be_bytes(),
             port: AtomicU32::new(0),
@@ -126,6 +141,17 @@ impl Service {
         self.cfg
     }
 
+    /// Set how many descriptors all exports' trees keep open together (the default is
+    /// [`default_fd_budget`]).
+    pub fn set_fd_budget(&self, n: usize) {
+        self.budget.set_cap(n);
+    }
+
+    /// The descriptor budget (its cap and use).
+    pub fn fd_budget(&self) -> &crate::tree::FdBudget {
+        &self.budget
+    }
+
     pub fn verifier(&self) -> [u8; 8] {
         self.verifier
     }
@@ -135,10 +161,11 @@ impl Service {
         self.port.store(port as u32, Ordering::Relaxed);
     }
 
-    /// Adds (or replaces) an export; walks its tree once.
+    /// Adds (or replaces: same id, same junction path) an export; walks its tree once. An
+    /// id or junction path another export has is refused.
     pub fn add_export(&self, spec: ExportSpec) -> io::Result<Arc<Export>> {
         let policy = Arc::new(RwLock::new(spec.policy.clone()));
-        let tree = Tree::open(spec)?;
+        let tree = Tree::open(spec, self.budget.clone())?;
         self.insert(tree, policy)
     }
 
@@ -150,7 +177,7 @@ impl Service {
         space: Arc<storage_node::nas::NasSpace>,
         policy: Arc<RwLock<Policy>>,
     ) -> io::Result<Arc<Export>> {
-        let tree = Tree::open_with(spec, space)?;
+        let tree = Tree::open_with(spec, space, self.budget.clone())?;
         self.insert(tree, policy)
     }
 
@@ -168,6 +195,19 @@ impl Service {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!("junction path {} is already exported", clash.tree.spec.path),
+            ));
+        }
+        if let Some(other) = map
+            .get(&ex.tree.spec.id)
+            .filter(|e| e.tree.spec.path != ex.tree.spec.path)
+        {
+            // Never replaced silently: its clients' handles would name the new export.
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "export id {} is already {}'s",
+                    ex.tree.spec.id, other.tree.spec.path
+                ),
             ));
         }
         map.insert(ex.tree.spec.id, ex.clone());
@@ -203,6 +243,16 @@ impl Service {
         v
     }
 
+    /// Whether any export's policy admits `addr` (a client no policy admits is refused at
+    /// accept, and gets no answer from MOUNT or the portmapper).
+    pub fn admits(&self, addr: IpAddr) -> bool {
+        self.by_id
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .any(|e| read(&e.policy).admits(addr))
+    }
+
     /// The export whose junction path is the longest whole-component prefix of `path`,
     /// and the rest of the path beneath it.
     fn by_path<'p>(&self, path: &'p [u8]) -> Option<(Arc<Export>, &'p [u8])> {
@@ -216,21 +266,32 @@ impl Service {
             .max_by_key(|(e, _)| e.tree.spec.path.len())
     }
 
-    /// MNT: the root handle of an export, or of a directory beneath it.
-    fn mnt(&self, peer: &Peer, path: &[u8]) -> Result<[u8; crate::handle::LEN], mount::MountStat> {
+    /// MNT: the root handle of an export, or of a directory beneath it, for a client whose
+    /// export policy grants its call (`cred`; `None`: AUTH_NONE) at least read access.
+    fn mnt(
+        &self,
+        peer: &Peer,
+        cred: Option<&Identity>,
+        path: &[u8],
+    ) -> Result<[u8; crate::handle::LEN], mount::MountStat> {
+        if self.cfg.mount_rootonly && !peer.reserved_port() {
+            tracing::debug!(
+                "nfs: MOUNT from {}:{} refused: not a reserved port (mount_rootonly)",
+                peer.addr,
+                peer.port
+            );
+            return Err(mount::MountStat::Acces);
+        }
         let trimmed = if path.len() > 1 {
             path.strip_suffix(b"/").unwrap_or(path)
         } else {
             path
         };
         let (ex, rest) = self.by_path(trimmed).ok_or(mount::MountStat::NoEnt)?;
-        if ex
-            .policy
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .access(peer.addr)
-            .is_none()
-        {
+        if !matches!(
+            read(&ex.policy).decide(peer.addr, cred),
+            Decision::Granted(_)
+        ) {
             return Err(mount::MountStat::Acces);
         }
         if rest.is_empty() {
@@ -241,6 +302,7 @@ impl Service {
             Status::NoEnt => mount::MountStat::NoEnt,
             Status::Inval => mount::MountStat::Inval,
             Status::Acces => mount::MountStat::Acces,
+            Status::NameTooLong => mount::MountStat::NameTooLong,
             _ => mount::MountStat::Io,
         })?;
         Ok(ex.tree.handle_of(&st).encode())
@@ -322,30 +384,52 @@ impl Service {
     /// Handles one record, appending one reply record to `out` (nothing for a record that
     /// is not a call or whose header is unreadable: there is no xid to answer).
     pub fn handle(&self, peer: &Peer, rec: &[u8], out: &mut Vec<u8>) {
+        self.handle_on(peer, rec, out, true);
+    }
+
+    /// [`handle`](Self::handle) on a runtime worker: a call that would walk the export's
+    /// tree (a handle the server does not know) is not answered — `false`, `out`
+    /// unchanged — and must be run again with [`handle`](Self::handle) on the blocking
+    /// pool.
+    pub fn handle_inline(&self, peer: &Peer, rec: &[u8], out: &mut Vec<u8>) -> bool {
+        self.handle_on(peer, rec, out, false)
+    }
+
+    fn handle_on(&self, peer: &Peer, rec: &[u8], out: &mut Vec<u8>, may_walk: bool) -> bool {
         let at = record::begin(out);
         match rpc::decode(rec) {
-            Message::Call(c) => self.call(peer, &c, out),
+            Message::Call(c) => {
+                if !self.call(peer, &c, out, may_walk) {
+                    out.truncate(at);
+                    return false;
+                }
+            }
             Message::RpcMismatch { xid } => rpc::rpc_mismatch(out, xid),
             Message::BadCred { xid } => rpc::auth_error(out, xid, AuthStat::BadCred),
             Message::NotACall { .. } | Message::Garbage(_) => {
                 self.counters.garbage.fetch_add(1, Ordering::Relaxed);
                 out.truncate(at);
-                return;
+                return true;
             }
         }
         record::finish(out, at);
+        true
     }
 
-    fn call(&self, peer: &Peer, c: &rpc::Call<'_>, out: &mut Vec<u8>) {
+    /// `false`: the call needs a walk `may_walk` does not allow (nothing counted).
+    fn call(&self, peer: &Peer, c: &rpc::Call<'_>, out: &mut Vec<u8>, may_walk: bool) -> bool {
         let versions = match c.prog {
             portmap::PROGRAM => (portmap::VERSION, portmap::VERSION),
             mount::PROGRAM => (mount::VERSION, mount::VERSION),
             nfs3::PROGRAM => (nfs3::VERSION, nfs3::VERSION),
-            _ => return rpc::accepted(out, c.xid, Accept::ProgUnavail),
+            _ => {
+                rpc::accepted(out, c.xid, Accept::ProgUnavail);
+                return true;
+            }
         };
         if c.vers != versions.0 {
             // NFSv4 (and v2) mounts are refused here: only version 3 is served.
-            return rpc::accepted(
+            rpc::accepted(
                 out,
                 c.xid,
                 Accept::ProgMismatch {
@@ -353,30 +437,34 @@ impl Service {
                     high: versions.1,
                 },
             );
+            return true;
         }
-        let caller = match &c.cred {
-            Cred::Sys(s) => Caller {
+        // AUTH_NONE has no identity (the export policy maps it to its anonymous user);
+        // other flavours only for NULL.
+        let cred = match &c.cred {
+            Cred::Sys(s) => Some(Identity {
                 uid: s.uid,
                 gid: s.gid,
                 gids: s.gids.clone(),
-            },
-            Cred::None => Caller {
-                uid: Caller::ANON,
-                gid: Caller::ANON,
-                gids: vec![],
-            },
-            Cred::Other(_) if c.proc_ == 0 => Caller {
-                uid: Caller::ANON,
-                gid: Caller::ANON,
-                gids: vec![],
-            },
-            Cred::Other(_) => return rpc::auth_error(out, c.xid, AuthStat::TooWeak),
+            }),
+            Cred::None => None,
+            Cred::Other(_) if c.proc_ == 0 => None,
+            Cred::Other(_) => {
+                rpc::auth_error(out, c.xid, AuthStat::TooWeak);
+                return true;
+            }
         };
+        if c.prog != nfs3::PROGRAM && c.proc_ != 0 && !self.admits(peer.addr) {
+            // MOUNT and the portmapper answer only clients some export admits.
+            rpc::auth_error(out, c.xid, AuthStat::TooWeak);
+            return true;
+        }
         match c.prog {
             portmap::PROGRAM => self.portmap(c, out),
-            mount::PROGRAM => self.mount(peer, c, out),
-            _ => self.nfs(peer, &caller, c, out),
+            mount::PROGRAM => self.mount(peer, cred.as_ref(), c, out),
+            _ => return self.nfs(peer, cred.as_ref(), c, out, may_walk),
         }
+        true
     }
 
     fn garbage(&self, out: &mut Vec<u8>, xid: u32) {
@@ -428,7 +516,7 @@ impl Service {
         }
     }
 
-    fn mount(&self, peer: &Peer, c: &rpc::Call<'_>, out: &mut Vec<u8>) {
+    fn mount(&self, peer: &Peer, cred: Option<&Identity>, c: &rpc::Call<'_>, out: &mut Vec<u8>) {
         let args = match mount::decode_args(c.proc_, c.args) {
             Ok(Some(a)) => a,
             Ok(None) => return rpc::accepted(out, c.xid, Accept::ProcUnavail),
@@ -439,14 +527,14 @@ impl Service {
             mount::Args::Null | mount::Args::Umnt { .. } | mount::Args::UmntAll => {}
             mount::Args::Dump => mount::put_empty_dump(out),
             mount::Args::Export => {
+                // Only the exports this client is admitted to.
                 let exports = self.exports();
                 let groups: Vec<(String, Vec<String>)> = exports
                     .iter()
-                    .map(|e| {
-                        (
-                            e.tree.spec.path.clone(),
-                            e.policy.read().unwrap_or_else(|p| p.into_inner()).groups(),
-                        )
+                    .filter_map(|e| {
+                        let p = read(&e.policy);
+                        p.admits(peer.addr)
+                            .then(|| (e.tree.spec.path.clone(), p.groups()))
                     })
                     .collect();
                 mount::put_exports(
@@ -456,75 +544,128 @@ impl Service {
                         .map(|(p, g)| (p.as_bytes(), g.iter().map(|s| s.as_bytes()).collect())),
                 );
             }
-            mount::Args::Mnt { path } => match self.mnt(peer, path) {
+            mount::Args::Mnt { path } => match self.mnt(peer, cred, path) {
                 Ok(fh) => mount::put_mnt_result(out, Ok((&fh, &[rpc::AUTH_SYS]))),
                 Err(e) => mount::put_mnt_result(out, Err(e)),
             },
         }
     }
 
-    fn nfs(&self, peer: &Peer, caller: &Caller, c: &rpc::Call<'_>, out: &mut Vec<u8>) {
+    /// `false`: the call needs a walk `may_walk` does not allow (nothing counted, nothing
+    /// written).
+    fn nfs(
+        &self,
+        peer: &Peer,
+        cred: Option<&Identity>,
+        c: &rpc::Call<'_>,
+        out: &mut Vec<u8>,
+        may_walk: bool,
+    ) -> bool {
         let args = match nfs3::decode_args(c.proc_, c.args) {
             Ok(Some(a)) => a,
-            Ok(None) => return rpc::accepted(out, c.xid, Accept::ProcUnavail),
-            Err(_) => return self.garbage(out, c.xid),
-        };
-        if let Some(n) = self.counters.nfs.get(c.proc_ as usize) {
-            n.fetch_add(1, Ordering::Relaxed);
-        }
-        if matches!(args, Args::Write { stable, .. } if stable != StableHow::Unstable) {
-            self.counters.stable_writes.fetch_add(1, Ordering::Relaxed);
-        }
-        rpc::accepted(out, c.xid, Accept::Success);
-        let Some(fh) = args.handle() else { return }; // NULL
-        let body = out.len();
-        let result = self.resolve(peer, fh).and_then(|(ex, read_only)| {
-            let st = &ex.stats;
-            match args {
-                Args::Read { count, .. } => {
-                    st.reads.fetch_add(1, Ordering::Relaxed);
-                    st.read_bytes
-                        .fetch_add(count.min(self.cfg.rtmax) as u64, Ordering::Relaxed);
-                }
-                Args::Write { data, .. } => {
-                    st.writes.fetch_add(1, Ordering::Relaxed);
-                    st.write_bytes
-                        .fetch_add(data.len() as u64, Ordering::Relaxed);
-                }
-                _ => {
-                    st.other.fetch_add(1, Ordering::Relaxed);
-                }
+            Ok(None) => {
+                rpc::accepted(out, c.xid, Accept::ProcUnavail);
+                return true;
             }
+            Err(_) => {
+                self.garbage(out, c.xid);
+                return true;
+            }
+        };
+        if self.cfg.nfs_rootonly && c.proc_ != 0 && !peer.reserved_port() {
+            rpc::auth_error(out, c.xid, AuthStat::TooWeak);
+            return true;
+        }
+        let start = out.len();
+        rpc::accepted(out, c.xid, Accept::Success);
+        let Some(fh) = args.handle() else {
+            self.count(&args, None, c.proc_);
+            return true; // NULL
+        };
+        let body = out.len();
+        let mut wants_walk = false;
+        let mut export = None;
+        let result = self.resolve(peer, cred, fh).and_then(|(ex, caller)| {
+            export = Some(ex.clone());
             let cx = Ctx {
                 tree: &ex.tree,
-                caller,
-                read_only,
+                caller: &caller,
                 cfg: &self.cfg,
                 verifier: &self.verifier,
+                may_walk,
+                wants_walk: std::cell::Cell::new(false),
             };
-            run(&cx, &args, out)
+            let r = run(&cx, &args, out);
+            wants_walk = cx.wants_walk.get();
+            r
         });
+        if wants_walk {
+            out.truncate(start);
+            return false;
+        }
+        self.count(&args, export.as_deref(), c.proc_);
         if let Err(status) = result {
             out.truncate(body);
             nfs3::put_status(out, status);
             fail_body(c.proc_, out);
         }
+        true
     }
 
-    /// The export a handle belongs to, and whether the caller may only read it.
-    fn resolve(&self, peer: &Peer, fh: &[u8]) -> Result<(Arc<Export>, bool), Status> {
-        let h = Handle::decode(fh).ok_or(Status::BadHandle)?;
-        let ex = self.export(h.export).ok_or(Status::Stale)?;
-        let access = ex
-            .policy
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .access(peer.addr);
-        match access {
-            None => Err(Status::Acces),
-            Some(a) => Ok((ex, a == Access::ReadOnly)),
+    /// Count a call answered: per procedure, and per export as ONTAP counts operations.
+    fn count(&self, args: &Args<'_>, ex: Option<&Export>, proc_: u32) {
+        if let Some(n) = self.counters.nfs.get(proc_ as usize) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+        if matches!(args, Args::Write { stable, .. } if *stable != StableHow::Unstable) {
+            self.counters.stable_writes.fetch_add(1, Ordering::Relaxed);
+        }
+        let Some(ex) = ex else { return };
+        let st = &ex.stats;
+        match args {
+            Args::Read { count, .. } => {
+                st.reads.fetch_add(1, Ordering::Relaxed);
+                st.read_bytes
+                    .fetch_add((*count).min(self.cfg.rtmax) as u64, Ordering::Relaxed);
+            }
+            Args::Write { data, .. } => {
+                st.writes.fetch_add(1, Ordering::Relaxed);
+                st.write_bytes
+                    .fetch_add(data.len() as u64, Ordering::Relaxed);
+            }
+            _ => {
+                st.other.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
+
+    /// The export a handle belongs to, and who the call acts as there (its policy's
+    /// decision for this client and credential: NFS3ERR_ACCES when it grants nothing).
+    fn resolve(
+        &self,
+        peer: &Peer,
+        cred: Option<&Identity>,
+        fh: &[u8],
+    ) -> Result<(Arc<Export>, Caller), Status> {
+        let h = Handle::decode(fh).ok_or(Status::BadHandle)?;
+        let ex = self.export(h.export).ok_or(Status::Stale)?;
+        let decision = read(&ex.policy).decide(peer.addr, cred);
+        match decision {
+            Decision::Granted(g) => Ok((ex, Caller::from_grant(g))),
+            Decision::Unmatched | Decision::Refused => Err(Status::Acces),
+        }
+    }
+}
+
+/// Half of what the process may open (its soft RLIMIT_NOFILE), at least 64: the rest is for
+/// connections, volumes and everything else. The node sets its own from its listeners'
+/// caps ([`Service::set_fd_budget`]).
+pub fn default_fd_budget() -> usize {
+    (storage_node::conn_limit::nofile() / 2).max(64) as usize
+}
+
+fn read(p: &RwLock<Policy>) -> std::sync::RwLockReadGuard<'_, Policy> {
+    p.read().unwrap_or_else(|p| p.into_inner())
 }
 
 fn run(cx: &Ctx, args: &Args<'_>, out: &mut Vec<u8>) -> Result<(), Status> {
@@ -566,15 +707,18 @@ fn run(cx: &Ctx, args: &Args<'_>, out: &mut Vec<u8>) -> Result<(), Status> {
         } => ops::rename(cx, from_dir, from_name, to_dir, to_name, out),
         Args::Link { fh, dir, name } => ops::link(cx, fh, dir, name, out),
         Args::ReadDir {
-            dir, cookie, count, ..
-        } => ops::readdir(cx, dir, cookie, count, None, out),
+            dir,
+            cookie,
+            verf,
+            count,
+        } => ops::readdir(cx, dir, cookie, verf, count, None, out),
         Args::ReadDirPlus {
             dir,
             cookie,
+            verf,
             dircount,
             maxcount,
-            ..
-        } => ops::readdir(cx, dir, cookie, maxcount, Some(dircount), out),
+        } => ops::readdir(cx, dir, cookie, verf, maxcount, Some(dircount), out),
         Args::FsStat { fh } => ops::fsstat(cx, fh, out),
         Args::FsInfo { fh } => ops::fsinfo(cx, fh, out),
         Args::PathConf { fh } => ops::pathconf(cx, fh, out),

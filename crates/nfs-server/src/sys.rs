@@ -287,43 +287,99 @@ pub fn next_hole(fd: RawFd, offset: u64) -> io::Result<u64> {
 pub struct Entry {
     pub name: Vec<u8>,
     pub ino: u64,
+    /// The file system's offset of the entry after this one (`telldir` after it): where a
+    /// listing resumes. Stable while entries are added and removed (ext4's hash, XFS's
+    /// and Btrfs's index, tmpfs's offset map).
+    pub next: u64,
+}
+
+/// A directory read from an offset with `getdents64`, through its own open file
+/// description (never the cached descriptor's offset, which concurrent listings share).
+pub struct DirReader {
+    fd: OwnedFd,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    done: bool,
+}
+
+impl DirReader {
+    /// Start reading `dir` after the entry whose [`Entry::next`] is `offset` (0: from the
+    /// start). `bytes`: how much to ask the kernel for at a time.
+    pub fn at(dir: RawFd, offset: u64, bytes: usize) -> io::Result<DirReader> {
+        let fd = open_beneath(dir, b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        if offset != 0 {
+            // SAFETY: plain syscall on our descriptor.
+            if unsafe { libc::lseek(fd.as_raw_fd(), offset as libc::off_t, libc::SEEK_SET) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(DirReader {
+            fd,
+            buf: vec![0u8; bytes.clamp(4096, 1 << 20)],
+            pos: 0,
+            len: 0,
+            done: false,
+        })
+    }
+
+    /// The next entry (`.` and `..` included), or `None` at the end.
+    pub fn next_entry(&mut self) -> io::Result<Option<Entry>> {
+        if self.pos >= self.len {
+            if self.done {
+                return Ok(None);
+            }
+            // SAFETY: the kernel writes at most buf.len() bytes of linux_dirent64 records.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_getdents64,
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr(),
+                    self.buf.len(),
+                )
+            };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if n == 0 {
+                self.done = true;
+                return Ok(None);
+            }
+            self.pos = 0;
+            self.len = n as usize;
+        }
+        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+        let rec = &self.buf[self.pos..self.len];
+        let u64_at = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&rec[i..i + 8]);
+            u64::from_ne_bytes(a)
+        };
+        let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
+        if reclen < 20 || reclen > rec.len() {
+            return Err(io::Error::other("getdents64 returned a malformed record"));
+        }
+        let name = &rec[19..reclen];
+        let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+        let e = Entry {
+            name: name.to_vec(),
+            ino: u64_at(0),
+            next: u64_at(8),
+        };
+        self.pos += reclen;
+        Ok(Some(e))
+    }
 }
 
 /// Every entry of the directory `fd` except `.` and `..`, in the file system's order.
-/// Reads through a new open file description (never `fd`'s own offset, which concurrent
-/// listings of the same directory share).
 pub fn list_dir(fd: RawFd) -> io::Result<Vec<Entry>> {
-    let own = open_beneath(fd, b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
-    let raw = std::os::fd::IntoRawFd::into_raw_fd(own);
-    // SAFETY: fdopendir takes over `raw`; closedir closes it.
-    let dir = unsafe { libc::fdopendir(raw) };
-    if dir.is_null() {
-        let e = io::Error::last_os_error();
-        unsafe { libc::close(raw) };
-        return Err(e);
-    }
-    unsafe { libc::rewinddir(dir) };
+    let mut r = DirReader::at(fd, 0, 64 * 1024)?;
     let mut out = Vec::new();
-    loop {
-        // SAFETY: readdir on an open DIR*; the entry is valid until the next call.
-        let ent = unsafe { libc::readdir64(dir) };
-        if ent.is_null() {
-            break;
-        }
-        let (name, ino) = unsafe {
-            let e = &*ent;
-            (
-                std::ffi::CStr::from_ptr(e.d_name.as_ptr())
-                    .to_bytes()
-                    .to_vec(),
-                e.d_ino,
-            )
-        };
-        if name != b"." && name != b".." {
-            out.push(Entry { name, ino });
+    while let Some(e) = r.next_entry()? {
+        if e.name != b"." && e.name != b".." {
+            out.push(e);
         }
     }
-    unsafe { libc::closedir(dir) };
     Ok(out)
 }
 

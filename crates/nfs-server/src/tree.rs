@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 
 use nfs_proto::nfs3::Status;
@@ -21,8 +22,53 @@ use crate::handle::Handle;
 use crate::sys::{self, Stat};
 use storage_node::nas::NasSpace;
 
-/// How many open descriptors a tree keeps (each is an open file of the node process).
-const FD_CACHE: usize = 4096;
+/// Descriptors the trees of one server keep open, all exports together: one budget below
+/// the process's limit (RLIMIT_NOFILE), so a node with many exports never runs out of
+/// descriptors for its connections, its volumes or a CREATE.
+#[derive(Debug)]
+pub struct FdBudget {
+    cap: AtomicUsize,
+    used: AtomicUsize,
+}
+
+impl FdBudget {
+    pub fn new(cap: usize) -> Arc<FdBudget> {
+        Arc::new(FdBudget {
+            cap: AtomicUsize::new(cap.max(1)),
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// Change the cap (descriptors kept beyond a lower one are given back as trees
+    /// replace them).
+    pub fn set_cap(&self, cap: usize) {
+        self.cap.store(cap.max(1), Relaxed);
+    }
+
+    /// Take one descriptor of the budget; `false` when it is spent.
+    fn take(&self) -> bool {
+        let cap = self.cap.load(Relaxed);
+        self.used
+            .fetch_update(Relaxed, Relaxed, |u| (u < cap).then_some(u + 1))
+            .is_ok()
+    }
+
+    /// Give `n` back.
+    fn give(&self, n: usize) {
+        let _ = self
+            .used
+            .fetch_update(Relaxed, Relaxed, |u| Some(u.saturating_sub(n)));
+    }
+
+    /// Descriptors kept now.
+    pub fn used(&self) -> usize {
+        self.used.load(Relaxed)
+    }
+
+    pub fn cap(&self) -> usize {
+        self.cap.load(Relaxed)
+    }
+}
 /// Deepest tree walked when building a path (a guard against a corrupt parent chain).
 const MAX_DEPTH: usize = 4096;
 /// Least time between two walks caused by unknown handles.
@@ -72,23 +118,37 @@ pub struct Tree {
     root_gen: u64,
     nodes: RwLock<HashMap<u64, Node>>,
     fds: Mutex<HashMap<u64, Arc<Obj>>>,
-    /// Serialises walks; holds when the last walk for a miss ended.
-    scan: Mutex<Option<std::time::Instant>>,
+    /// Serialises walks; holds when the last walk for a miss ended and how long it took.
+    scan: Mutex<Option<(std::time::Instant, std::time::Duration)>>,
     /// The quota and the bytes the tree allocates (shared with the node's volume).
     space: Arc<NasSpace>,
+    /// The server's descriptor budget, shared by its trees.
+    budget: Arc<FdBudget>,
+    /// Whole-tree walks done (at open and for unknown handles).
+    walks: std::sync::atomic::AtomicU64,
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        self.close_all();
+    }
 }
 
 impl Tree {
     /// Opens the export's root directory and walks its tree once (known objects and the
     /// space they allocate).
-    pub fn open(spec: ExportSpec) -> io::Result<Tree> {
+    pub fn open(spec: ExportSpec, budget: Arc<FdBudget>) -> io::Result<Tree> {
         let space = Arc::new(NasSpace::new(spec.quota));
-        Tree::open_with(spec, space)
+        Tree::open_with(spec, space, budget)
     }
 
     /// [`open`](Self::open) with the space shared with a node's NAS volume (the quota is
     /// the space's, `spec.quota` is not used).
-    pub fn open_with(spec: ExportSpec, space: Arc<NasSpace>) -> io::Result<Tree> {
+    pub fn open_with(
+        spec: ExportSpec,
+        space: Arc<NasSpace>,
+        budget: Arc<FdBudget>,
+    ) -> io::Result<Tree> {
         let root = sys::open_root(&spec.root)?;
         let st = sys::fstat(&root)?;
         if !st.is_dir() {
@@ -116,6 +176,8 @@ impl Tree {
             fds: Mutex::new(HashMap::new()),
             scan: Mutex::new(None),
             space,
+            budget,
+            walks: std::sync::atomic::AtomicU64::new(0),
         };
         tree.rescan()?;
         Ok(tree)
@@ -166,19 +228,34 @@ impl Tree {
     }
 
     /// A walk for a handle or name the map does not know (renamed or removed outside NFS),
-    /// at most one per [`MISS_RESCAN`]: a client sending unknown handles cannot make the
-    /// server walk its tree on every call. `Ok(false)`: not walked (too soon).
-    pub fn rescan_on_miss(&self) -> io::Result<bool> {
-        let mut last = self.scan.lock().unwrap_or_else(|p| p.into_inner());
-        if last.is_some_and(|t| t.elapsed() < MISS_RESCAN) {
-            return Ok(false);
+    /// rate-limited: at most one per [`MISS_RESCAN`], and at most a tenth of the time (the
+    /// next no sooner than ten times the last one took), so a client sending unknown
+    /// handles cannot make the server walk its tree on every call. `Ok(false)`: not walked
+    /// (too soon). Never on a runtime worker: `may_walk` false answers
+    /// [`Status::Jukebox`] and the call is run again on the blocking pool.
+    pub fn rescan_on_miss(&self, may_walk: bool) -> Result<bool, Status> {
+        if !may_walk {
+            return Err(Status::Jukebox);
         }
-        self.walk()?;
-        *last = Some(std::time::Instant::now());
+        let mut last = self.scan.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((ended, took)) = *last {
+            if ended.elapsed() < MISS_RESCAN.max(took * 10) {
+                return Ok(false);
+            }
+        }
+        let t0 = std::time::Instant::now();
+        self.walk().map_err(|e| status_of(&e))?;
+        *last = Some((std::time::Instant::now(), t0.elapsed()));
         Ok(true)
     }
 
+    /// Whole-tree walks done so far (at open and for unknown handles).
+    pub fn walks(&self) -> u64 {
+        self.walks.load(Relaxed)
+    }
+
     fn walk(&self) -> io::Result<()> {
+        self.walks.fetch_add(1, Relaxed);
         let root_st = sys::fstat(&self.root)?;
         let mut seen = HashSet::new();
         seen.insert(root_st.ino);
@@ -255,10 +332,15 @@ impl Tree {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&ino);
-        self.fds
+        if self
+            .fds
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&ino);
+            .remove(&ino)
+            .is_some()
+        {
+            self.budget.give(1);
+        }
     }
 
     /// The parent directory's inode of a known object (the root is its own parent).
@@ -297,9 +379,9 @@ impl Tree {
     }
 
     /// The open object a handle names: from the descriptor cache, else opened by its path
-    /// (after one rescan if the path is unknown). STALE when it is gone or is another
-    /// object now.
-    pub fn obj(&self, h: &Handle) -> Result<Arc<Obj>, Status> {
+    /// (after one rescan if the path is unknown, when `may_walk`; else
+    /// [`Status::Jukebox`]). STALE when it is gone or is another object now.
+    pub fn obj(&self, h: &Handle, may_walk: bool) -> Result<Arc<Obj>, Status> {
         if let Some(o) = self
             .fds
             .lock()
@@ -313,7 +395,7 @@ impl Tree {
         let path = match self.path_of(h.ino) {
             Some(p) => p,
             None => {
-                self.rescan_on_miss().map_err(|e| status_of(&e))?;
+                self.rescan_on_miss(may_walk)?;
                 self.path_of(h.ino).ok_or(Status::Stale)?
             }
         };
@@ -324,7 +406,7 @@ impl Tree {
                     || e.raw_os_error() == Some(libc::ELOOP) =>
             {
                 // renamed or replaced outside NFS: look once more from the top
-                if !self.rescan_on_miss().map_err(|e| status_of(&e))? {
+                if !self.rescan_on_miss(may_walk)? {
                     self.forget(h.ino);
                     return Err(Status::Stale);
                 }
@@ -343,9 +425,15 @@ impl Tree {
         };
         let obj = Arc::new(obj);
         let mut fds = self.fds.lock().unwrap_or_else(|p| p.into_inner());
-        if fds.len() >= FD_CACHE {
-            if let Some(k) = fds.keys().next().copied() {
-                fds.remove(&k);
+        if let Some(old) = fds.remove(&h.ino) {
+            drop(old); // another generation of the inode: its place is reused
+        } else if !self.budget.take() {
+            // The server's budget is spent: give up one of this tree's, or keep none.
+            match fds.keys().next().copied() {
+                Some(k) => {
+                    fds.remove(&k);
+                }
+                None => return Ok(obj),
             }
         }
         fds.insert(h.ino, obj.clone());
@@ -421,7 +509,14 @@ impl Tree {
 
     /// Drops every cached descriptor (a volume going offline, tests).
     pub fn close_all(&self) {
-        self.fds.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let mut fds = self.fds.lock().unwrap_or_else(|p| p.into_inner());
+        self.budget.give(fds.len());
+        fds.clear();
+    }
+
+    /// Descriptors this tree keeps open.
+    pub fn cached(&self) -> usize {
+        self.fds.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// `statvfs` of the file system holding the tree.

@@ -12,7 +12,6 @@ use nfs_proto::nfs3::{self, proc_, StableHow};
 use nfs_proto::rpc::{self, AuthSys, Cred};
 use nfs_proto::xdr::{put_bool, put_opaque, put_u32, put_u64, Reader};
 use nfs_proto::{mount, record};
-use nfs_server::export::id_for;
 use nfs_server::{Config, ExportSpec, Peer, Policy, Service};
 
 pub struct Dir(pub PathBuf);
@@ -38,9 +37,23 @@ impl Drop for Dir {
     }
 }
 
+/// An export id for `junction`, the same for the life of the test process (as the control
+/// plane stores one per volume).
+pub fn export_id(junction: &str) -> u32 {
+    static IDS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut ids = IDS.lock().unwrap();
+    match ids.iter().position(|j| j == junction) {
+        Some(i) => i as u32 + 1,
+        None => {
+            ids.push(junction.to_string());
+            ids.len() as u32
+        }
+    }
+}
+
 pub fn spec(junction: &str, root: &Path, quota: Option<u64>) -> ExportSpec {
     ExportSpec {
-        id: id_for(junction),
+        id: export_id(junction),
         path: junction.into(),
         root: root.to_path_buf(),
         quota,
@@ -123,7 +136,12 @@ impl Client {
         let addr: IpAddr = addr.parse().unwrap();
         Client {
             svc,
-            peer: Peer { addr, conn: 1 },
+            // a reserved port, as the kernel client's and root's libnfs
+            peer: Peer {
+                addr,
+                port: 700,
+                conn: 1,
+            },
             cred: root_cred(),
             xid: 0,
         }
@@ -156,10 +174,15 @@ impl Client {
         self.call(nfs3::PROGRAM, nfs3::VERSION, p, args)
     }
 
+    /// MNT: Ok(root handle), Err(mountstat), or Err(100 + reject_stat) when the call is
+    /// denied (`RPC_DENIED`: 101 is AUTH_ERROR).
     pub fn mnt(&mut self, path: &str) -> Result<Vec<u8>, u32> {
         let mut a = Vec::new();
         put_opaque(&mut a, path.as_bytes());
         let r = self.call(mount::PROGRAM, mount::VERSION, mount::MNT, &a);
+        if r.accept >= 100 {
+            return Err(r.accept);
+        }
         let mut rd = r.reader();
         match rd.u32("mountstat").unwrap() {
             0 => Ok(rd.opaque(64, "fh").unwrap().to_vec()),
@@ -306,50 +329,78 @@ impl Client {
 
     /// READDIR: the names, all pages.
     pub fn readdir(&mut self, dir: &[u8], plus: bool) -> Result<Vec<String>, u32> {
-        let mut names = Vec::new();
-        let mut cookie = 0u64;
+        let (mut names, mut cookie, mut verf) = (Vec::new(), 0u64, [0u8; 8]);
         loop {
-            let mut a = Vec::new();
-            put_opaque(&mut a, dir);
-            put_u64(&mut a, cookie);
-            a.extend_from_slice(&[0; 8]);
-            if plus {
-                put_u32(&mut a, 512);
-                put_u32(&mut a, 4096);
-            } else {
-                put_u32(&mut a, 1024);
-            }
-            let r = self.nfs(
-                if plus {
-                    proc_::READDIRPLUS
-                } else {
-                    proc_::READDIR
-                },
-                &a,
-            );
-            let mut rd = r.reader();
-            let st = rd.u32("status").unwrap();
-            if st != 0 {
-                return Err(st);
-            }
-            skip_post_op(&mut rd);
-            rd.fixed(8, "verf").unwrap();
-            while rd.bool("entry").unwrap() {
-                rd.u64("fileid").unwrap();
-                names.push(String::from_utf8(rd.opaque(255, "name").unwrap().to_vec()).unwrap());
-                cookie = rd.u64("cookie").unwrap();
-                if plus {
-                    skip_post_op(&mut rd);
-                    if rd.bool("fh").unwrap() {
-                        rd.opaque(64, "fh").unwrap();
-                    }
-                }
-            }
-            if rd.bool("eof").unwrap() {
+            let page =
+                self.readdir_page(dir, plus, cookie, verf, if plus { 4096 } else { 1024 })?;
+            names.extend(page.names);
+            (cookie, verf) = (page.cookie, page.verf);
+            if page.eof {
                 return Ok(names);
             }
         }
     }
+
+    /// One READDIR (READDIRPLUS: dircount 512, maxcount `count`) page from `cookie`.
+    pub fn readdir_page(
+        &mut self,
+        dir: &[u8],
+        plus: bool,
+        cookie: u64,
+        verf: [u8; 8],
+        count: u32,
+    ) -> Result<DirPage, u32> {
+        let mut a = Vec::new();
+        put_opaque(&mut a, dir);
+        put_u64(&mut a, cookie);
+        a.extend_from_slice(&verf);
+        if plus {
+            put_u32(&mut a, 512);
+        }
+        put_u32(&mut a, count);
+        let r = self.nfs(
+            if plus {
+                proc_::READDIRPLUS
+            } else {
+                proc_::READDIR
+            },
+            &a,
+        );
+        let mut rd = r.reader();
+        let st = rd.u32("status").unwrap();
+        if st != 0 {
+            return Err(st);
+        }
+        skip_post_op(&mut rd);
+        let mut page = DirPage {
+            names: Vec::new(),
+            cookie,
+            verf: rd.fixed(8, "verf").unwrap().try_into().unwrap(),
+            eof: false,
+        };
+        while rd.bool("entry").unwrap() {
+            rd.u64("fileid").unwrap();
+            page.names
+                .push(String::from_utf8(rd.opaque(255, "name").unwrap().to_vec()).unwrap());
+            page.cookie = rd.u64("cookie").unwrap();
+            if plus {
+                skip_post_op(&mut rd);
+                if rd.bool("fh").unwrap() {
+                    rd.opaque(64, "fh").unwrap();
+                }
+            }
+        }
+        page.eof = rd.bool("eof").unwrap();
+        Ok(page)
+    }
+}
+
+/// One page of a listing: its names, the cookie to go on from, the cookie verifier.
+pub struct DirPage {
+    pub names: Vec<String>,
+    pub cookie: u64,
+    pub verf: [u8; 8],
+    pub eof: bool,
 }
 
 pub fn sattr_mode(a: &mut Vec<u8>, mode: u32) {

@@ -86,6 +86,14 @@ impl Lane {
         self.tat = self.tat.saturating_add(inc);
     }
 
+    /// Nothing is reserved ahead any more: the horizon comes back to `now` if it was later.
+    fn forget_ahead(&mut self, now: Nanos) {
+        if self.rate == 0 {
+            return;
+        }
+        self.tat = self.tat.min(u128::from(now) * u128::from(self.rate));
+    }
+
     /// The theoretical arrival time in nanoseconds (rounded up), 0 if unlimited.
     fn tat_nanos(&self) -> Nanos {
         if self.rate == 0 {
@@ -230,6 +238,16 @@ impl Pacer {
         start
     }
 
+    /// Every request reserved ahead of `now` was given up (their clients went away, no
+    /// other request is waiting for its slot): the horizon comes back to `now`, so the next
+    /// request is not held behind requests that will never run. Burst credits they took
+    /// are not given back. Callers must know no live request still holds a later slot
+    /// (else the flow would exceed its ceiling).
+    pub fn forget_ahead(&mut self, now: Nanos) {
+        self.ops.forget_ahead(now);
+        self.bytes.forget_ahead(now);
+    }
+
     /// Reserves a request of `ops` and `bytes` starting at `start` (from [`Pacer::earliest`]
     /// or later).
     pub fn commit(&mut self, start: Nanos, ops: u64, bytes: u64) {
@@ -314,6 +332,29 @@ mod tests {
             last = p.admit(0, 1, 7_000_000_007);
         }
         assert_eq!(last, 100_000 * 1_000_000_000);
+    }
+
+    #[test]
+    fn forgotten_reservations_are_given_back_up_to_now() {
+        let mut p = Pacer::new(iops(2));
+        // a backlog of 100 requests: 50 s of reservations
+        for _ in 0..100 {
+            p.admit(0, 1, 0);
+        }
+        assert_eq!(p.reserved_until(), 50_000 * MS);
+        // all given up at 1 s (2 of them started)
+        p.forget_ahead(1_000 * MS);
+        assert_eq!(p.reserved_until(), 1_000 * MS);
+        assert_eq!(
+            p.admit(1_000 * MS, 1, 0),
+            1_000 * MS,
+            "the next waits for nothing"
+        );
+        assert_eq!(
+            p.admit(1_000 * MS, 1, 0),
+            1_500 * MS,
+            "then the ceiling's spacing"
+        );
     }
 
     #[test]

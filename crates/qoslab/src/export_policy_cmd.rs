@@ -7,7 +7,7 @@
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
-use storage_node::nas::export_policy::RuleText;
+use storage_node::nas::export_rule::RuleText;
 
 use crate::http_client::{
     print_json, print_records, print_table, text, ApiArgs, Client, ConnArgs, Output,
@@ -18,13 +18,17 @@ const POLICIES: &str = "/api/protocols/nfs/export-policies";
 #[derive(Args)]
 #[command(after_help = "\
 A policy is an ordered list of rules; the first rule whose clients match a client's address
-decides its access, and a client no rule matches is refused (MNT3ERR_ACCES at MOUNT,
-NFS3ERR_ACCES on every call). `default` (loopback only) always exists and is every NAS
-volume's policy until `qoslab volume modify NAME --export-policy POLICY`.
+decides its access, and a client no rule matches is refused (at connect; NFS3ERR_ACCES on
+every call). A rule also says who the client's users are: root is the anonymous user
+(--anon, 65534) unless --superuser sys (or any) keeps it, AUTH_NONE is always anonymous,
+and every call is checked against the files' owners and modes. `default` (loopback only,
+root kept) always exists and is every NAS volume's policy until `qoslab volume modify NAME
+--export-policy POLICY`.
 
 EXAMPLES:
-  qoslab export-policy create k8s --clients 10.244.0.0/16,127.0.0.1
+  qoslab export-policy create k8s --clients 10.244.0.0/16,127.0.0.1 --superuser sys
   qoslab export-policy create lab --clients 10.0.0.0/24 --ro-rule sys --rw-rule never
+  qoslab export-policy create guests --clients any --ro-rule none --rw-rule never --anon 1001
   qoslab export-policy rule add lab --clients 10.0.1.7 --index 1       # before the others
   qoslab export-policy rule delete lab --index 2
   qoslab volume modify nas500 --export-policy k8s
@@ -49,7 +53,7 @@ enum PolicyCmd {
         /// Export policy name.
         name: String,
         #[command(flatten)]
-        rule: RuleFlags,
+        rule: Box<RuleFlags>,
         /// SVM name to record with the policy.
         #[arg(long)]
         svm: Option<String>,
@@ -85,7 +89,7 @@ enum RuleCmd {
         /// Policy name or id.
         policy: String,
         #[command(flatten)]
-        rule: RuleFlags,
+        rule: Box<RuleFlags>,
         /// Where the rule goes, 1 = first (default: after the last).
         #[arg(long, value_name = "N")]
         index: Option<usize>,
@@ -106,15 +110,39 @@ struct RuleFlags {
     /// supported.
     #[arg(long, value_name = "MATCH,...")]
     clients: Option<String>,
-    /// Security flavours granted read access, comma-separated: any, sys or never (ONTAP's
-    /// -rorule; qoslab serves AUTH_SYS). `never` in both rules: the rule matches and
-    /// grants nothing.
+    /// Security flavours granted read access, comma-separated (ONTAP's -rorule): any, sys
+    /// (AUTH_SYS), none (any other flavour, AUTH_NONE included, as the anonymous user) or
+    /// never. `never` in both rules: the rule matches and grants nothing.
     #[arg(long, value_name = "FLAVOUR,...", default_value = "any")]
     ro_rule: String,
-    /// Security flavours granted write access (ONTAP's -rwrule): any, sys or never;
+    /// Security flavours granted write access (ONTAP's -rwrule): any, sys, none or never;
     /// `never` makes the rule read-only.
     #[arg(long, value_name = "FLAVOUR,...", default_value = "any")]
     rw_rule: String,
+    /// Flavours for which uid 0 stays root (ONTAP's -superuser): any or sys keep it; none
+    /// (ONTAP's default) maps root to the anonymous user.
+    #[arg(long, value_name = "FLAVOUR,...", default_value = "none")]
+    superuser: String,
+    /// The user id anonymous and squashed calls act as (ONTAP's -anon; 65535 refuses them).
+    #[arg(long, value_name = "UID", default_value = "65534")]
+    anon: String,
+    /// Honour setuid/setgid bits clients set (ONTAP's -allow-suid).
+    #[arg(long, value_name = "true|false", default_value = "true", action = clap::ArgAction::Set)]
+    allow_suid: bool,
+    /// Who may change a file's owner (ONTAP's -chown-mode): restricted (root only) or
+    /// unrestricted (also the file's owner).
+    #[arg(long, value_name = "MODE", default_value = "restricted")]
+    chown_mode: String,
+    /// ONTAP's -ntfs-unix-security-ops: fail or ignore (NTFS volumes only; stored).
+    #[arg(long, value_name = "fail|ignore", default_value = "fail")]
+    ntfs_unix_security: String,
+    /// Protocols the rule applies to (ONTAP's -protocol): any, nfs, nfs3 (a rule for nfs4
+    /// or cifs only never matches qoslab's NFSv3 clients).
+    #[arg(long, value_name = "PROTOCOL,...", default_value = "any")]
+    protocols: String,
+    /// ONTAP's -allow-dev (stored; qoslab never creates devices: MKNOD is not served).
+    #[arg(long, value_name = "true|false", default_value = "true", action = clap::ArgAction::Set)]
+    allow_device_creation: bool,
 }
 
 fn list(s: &str) -> Vec<String> {
@@ -135,23 +163,31 @@ impl RuleFlags {
             clients: list(clients),
             ro_rule: list(&self.ro_rule),
             rw_rule: list(&self.rw_rule),
+            superuser: list(&self.superuser),
+            anonymous_user: self.anon.clone(),
+            allow_suid: self.allow_suid,
+            chown_mode: self.chown_mode.clone(),
+            ntfs_unix_security: self.ntfs_unix_security.clone(),
+            protocols: list(&self.protocols),
+            allow_device_creation: self.allow_device_creation,
         };
         if let Err(e) = r.parse() {
-            let flag = if e.starts_with("clients") {
-                format!("--clients {clients:?}")
-            } else if e.starts_with("ro_rule") {
-                format!("--ro-rule {:?}", self.ro_rule)
-            } else {
-                format!("--rw-rule {:?}", self.rw_rule)
+            let (field, why) = e.split_once(": ").unwrap_or(("", &e));
+            let flag = match field {
+                "clients" => format!("--clients {clients:?}"),
+                "ro_rule" => format!("--ro-rule {:?}", self.ro_rule),
+                "rw_rule" => format!("--rw-rule {:?}", self.rw_rule),
+                "superuser" => format!("--superuser {:?}", self.superuser),
+                "anonymous_user" => format!("--anon {:?}", self.anon),
+                "chown_mode" => format!("--chown-mode {:?}", self.chown_mode),
+                "ntfs_unix_security" => {
+                    format!("--ntfs-unix-security {:?}", self.ntfs_unix_security)
+                }
+                _ => format!("--protocols {:?}", self.protocols),
             };
-            let why = e.split_once(": ").map(|(_, w)| w).unwrap_or(&e);
             bail!("{flag}: {why}");
         }
-        Ok(Some(json!({
-            "clients": r.clients.iter().map(|c| json!({"match": c})).collect::<Vec<_>>(),
-            "ro_rule": r.ro_rule,
-            "rw_rule": r.rw_rule,
-        })))
+        Ok(Some(control_plane::api::model::nas::rule_json(&r)))
     }
 }
 
@@ -167,7 +203,8 @@ fn find(c: &Client, key: &str) -> anyhow::Result<Value> {
     c.find_record(POLICIES, key, fields, "&fields=*", "export policy", list)
 }
 
-/// The rules of `p` as a PATCH takes them (the read-only fields the node adds dropped).
+/// The rules of `p` as a PATCH takes them: every field kept but `index` (the node
+/// numbers them).
 fn rules_of(p: &Value) -> Vec<Value> {
     p["rules"]
         .as_array()
@@ -175,11 +212,11 @@ fn rules_of(p: &Value) -> Vec<Value> {
         .unwrap_or_default()
         .iter()
         .map(|r| {
-            json!({
-                "clients": r["clients"],
-                "ro_rule": r["ro_rule"],
-                "rw_rule": r["rw_rule"],
-            })
+            let mut r = r.clone();
+            if let Some(o) = r.as_object_mut() {
+                o.remove("index");
+            }
+            r
         })
         .collect()
 }
@@ -205,20 +242,33 @@ fn clients_text(r: &Value) -> String {
         .join(",")
 }
 
-/// What a rule grants, in words (as the node decides it: read-write needs both rules).
-fn access_text(r: &Value) -> &'static str {
-    let grants = |v: &Value| {
-        let a: Vec<&str> = v
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        !a.is_empty() && !a.contains(&"never")
+/// What a rule grants, in words (as the node decides it: read-write needs both rules;
+/// `none` admits as the anonymous user; root is squashed unless `superuser` keeps it).
+fn access_text(r: &Value) -> String {
+    let words = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    match (grants(&r["ro_rule"]), grants(&r["rw_rule"])) {
+    let grants = |w: &[String]| !w.is_empty() && !w.iter().any(|x| x == "never");
+    let (ro, rw) = (words(&r["ro_rule"]), words(&r["rw_rule"]));
+    let level = match (grants(&ro), grants(&rw)) {
         (true, true) => "read-write",
         (true, false) => "read-only",
-        (false, _) => "no access",
-    }
+        (false, _) => return "no access".into(),
+    };
+    let su = words(&r["superuser"]);
+    let root = if su.iter().any(|x| x == "any" || x == "sys") {
+        "root kept"
+    } else {
+        "root squashed"
+    };
+    format!("{level}, {root}")
 }
 
 fn rules_text(p: &Value) -> String {
@@ -426,12 +476,25 @@ fn show(p: &Value, volumes: &[String], out: Output) {
                 clients_text(r),
                 strs(&r["ro_rule"]),
                 strs(&r["rw_rule"]),
-                access_text(r).to_string(),
+                strs(&r["superuser"]),
+                text(&r["anonymous_user"]),
+                access_text(r),
             ]
         })
         .collect();
     println!();
-    print_table(&["Index", "Clients", "RO Rule", "RW Rule", "Access"], &rows);
+    print_table(
+        &[
+            "Index",
+            "Clients",
+            "RO Rule",
+            "RW Rule",
+            "Superuser",
+            "Anon",
+            "Access",
+        ],
+        &rows,
+    );
 }
 
 #[cfg(test)]
@@ -443,6 +506,13 @@ mod tests {
             clients: Some(clients.into()),
             ro_rule: ro.into(),
             rw_rule: rw.into(),
+            superuser: "none".into(),
+            anon: "65534".into(),
+            allow_suid: true,
+            chown_mode: "restricted".into(),
+            ntfs_unix_security: "fail".into(),
+            protocols: "any".into(),
+            allow_device_creation: true,
         }
     }
 
@@ -455,9 +525,12 @@ mod tests {
         assert_eq!(
             r,
             json!({"clients": [{"match": "10.0.0.0/24"}, {"match": "127.0.0.1"}],
-                   "ro_rule": ["sys"], "rw_rule": ["never"]})
+                   "ro_rule": ["sys"], "rw_rule": ["never"], "superuser": ["none"],
+                   "anonymous_user": "65534", "allow_suid": true, "chown_mode": "restricted",
+                   "ntfs_unix_security": "fail", "protocols": ["any"],
+                   "allow_device_creation": true})
         );
-        assert_eq!(access_text(&r), "read-only");
+        assert_eq!(access_text(&r), "read-only, root squashed");
         assert_eq!(RuleFlags::default().rule().unwrap(), None);
         for (f, says) in [
             (
@@ -468,6 +541,27 @@ mod tests {
             (flags("any", "krb5", "any"), "--ro-rule \"krb5\""),
             (flags("any", "any", ""), "--rw-rule \"\""),
             (flags(",", "any", "any"), "--clients \",\""),
+            (
+                RuleFlags {
+                    superuser: "krb5".into(),
+                    ..flags("any", "any", "any")
+                },
+                "--superuser \"krb5\"",
+            ),
+            (
+                RuleFlags {
+                    anon: "pcuser".into(),
+                    ..flags("any", "any", "any")
+                },
+                "--anon \"pcuser\"",
+            ),
+            (
+                RuleFlags {
+                    chown_mode: "x".into(),
+                    ..flags("any", "any", "any")
+                },
+                "--chown-mode \"x\"",
+            ),
         ] {
             let e = f.rule().unwrap_err().to_string();
             assert!(e.contains(says), "{e}");
@@ -483,8 +577,16 @@ mod tests {
         ]});
         let r = rules_of(&p);
         assert_eq!(r.len(), 2);
-        assert!(r[0].get("index").is_none() && r[0].get("protocols").is_none());
-        assert_eq!(rules_text(&p), "#1 ::1 read-write; #2 any no access");
+        assert!(r[0].get("index").is_none(), "the node numbers rules");
+        assert_eq!(
+            r[0]["superuser"],
+            json!(["any"]),
+            "a PATCH keeps every other field"
+        );
+        assert_eq!(
+            rules_text(&p),
+            "#1 ::1 read-write, root kept; #2 any no access"
+        );
         assert_eq!(rules_text(&json!({"rules": []})), "(none: nobody)");
     }
 }

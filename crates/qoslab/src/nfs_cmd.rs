@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use nfs_server::export::{id_for, valid_junction};
-use nfs_server::{Access, ClientMatch, Config, ExportSpec, NfsServer, Policy, Rule, Service};
+use nfs_server::export::valid_junction;
+use nfs_server::{Config, ExportSpec, NfsServer, Service};
+use storage_node::nas::export_rule::{policy_from, RuleText};
 
 #[derive(Args)]
 pub struct NfsArgs {
@@ -29,24 +30,47 @@ EXAMPLES:
   mount -t nfs -o vers=3,proto=tcp,port=2049,mountport=2049,nolock 127.0.0.1:/vol1 /mnt
   nfs-ls 'nfs://127.0.0.1/vol1?nfsport=2049&mountport=2049'
 
-An export is JUNCTION=DIR[,size=SIZE][,ro][,clients=MATCH[+MATCH...]]: the junction path
-clients mount, the directory served, its quota (writes past it get NFS3ERR_NOSPC), read-only,
-and which clients may mount it (addresses or ADDR/PREFIX, `any`; default loopback only).
+An export is JUNCTION=DIR[,id=N][,size=SIZE][,ro][,clients=MATCH[+MATCH...]]
+[,superuser=any|sys|none][,anon=UID]: the junction path clients mount, the directory served,
+the export id its file handles carry (default: its place on the command line, 1, 2, ...:
+keep it, or handles from before a restart are STALE), its quota (writes past it get
+NFS3ERR_NOSPC), read-only, which clients may mount it (addresses or ADDR/PREFIX, `any`;
+default loopback only), whether root stays root (default: kept for the loopback default,
+squashed to the anonymous user for a clients= rule, as ONTAP's superuser `none`) and the
+anonymous user (default 65534). Permissions are enforced as a POSIX file server does.
 Only NFSv3 over TCP is served: an NFSv4 mount is refused (PROG_MISMATCH, versions 3..3).
 Without NLM, Linux clients mount with `nolock`. See docs/NFS.md.")]
 pub struct ServeArgs {
     /// Address for NFS, MOUNT and the portmapper.
     #[arg(long, default_value = "127.0.0.1:2049")]
     listen: String,
-    /// An export: JUNCTION=DIR[,size=SIZE][,ro][,clients=MATCH[+MATCH...]] (repeatable).
+    /// An export: JUNCTION=DIR[,id=N][,size=SIZE][,ro][,clients=MATCH[+MATCH...]]
+    /// [,superuser=any|sys|none][,anon=UID] (repeatable).
     #[arg(long = "export", required = true)]
     exports: Vec<String>,
+    /// ONTAP's -mount-rootonly: MOUNT only from a reserved source port (below 1024, bound
+    /// by root: the kernel client's and root's libnfs). `off` behind NAT (qemu's user
+    /// network) or for clients run by other users.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off, action = clap::ArgAction::Set)]
+    mount_rootonly: bool,
+    /// ONTAP's -nfs-rootonly: every NFS call only from a reserved port (a host shared
+    /// with untrusted users: only its root, i.e. its kernel client, may speak NFS).
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = on_off, action = clap::ArgAction::Set)]
+    nfs_rootonly: bool,
     /// Largest READ (FSINFO rtmax; ONTAP's default -tcp-max-xfer-size is 64KiB).
     #[arg(long, default_value = "64KiB")]
     rtmax: String,
     /// Largest WRITE (FSINFO wtmax).
     #[arg(long, default_value = "64KiB")]
     wtmax: String,
+}
+
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" | "enabled" => Ok(true),
+        "off" | "false" | "disabled" => Ok(false),
+        _ => Err(format!("{s:?}: give on or off")),
+    }
 }
 
 pub fn run(args: NfsArgs) -> anyhow::Result<()> {
@@ -61,8 +85,9 @@ pub fn run(args: NfsArgs) -> anyhow::Result<()> {
 pub struct NfsServeArgs {
     /// Serve the node's NAS volumes over NFSv3 on this address (MOUNT and the portmapper
     /// on the same port), e.g. 127.0.0.1:2049 (overrides [nfs] listen; default off).
-    /// Clients mount `HOST:/JUNCTION` with `vers=3,port=P,mountport=P,nolock`; see
-    /// docs/NFS.md.
+    /// Clients mount `HOST:/JUNCTION` with `vers=3,port=P,mountport=P,nolock`, from a
+    /// reserved port (root's; `[nfs] mount_rootonly = false` behind NAT); each volume's
+    /// export policy says who they are (root squashed unless `superuser`); see docs/NFS.md.
     #[arg(long, value_name = "ADDR")]
     listen_nfs: Option<std::net::SocketAddr>,
     /// Largest NFS READ the node advertises (FSINFO rtmax; default 64KiB, ONTAP's
@@ -127,8 +152,12 @@ fn xfer(name: &str, s: &str) -> anyhow::Result<u32> {
     u32::try_from(v).map_err(|_| anyhow::anyhow!("--{name} {s:?} is too large (at most 1MiB)"))
 }
 
-/// Parses `JUNCTION=DIR[,size=SIZE][,ro][,clients=MATCH[+MATCH...]]`.
-pub fn parse_export(s: &str) -> anyhow::Result<ExportSpec> {
+/// Parses `JUNCTION=DIR[,id=N][,size=SIZE][,ro][,clients=MATCH[+MATCH...]]
+/// [,superuser=...][,anon=UID]`; `place` is its 1-based place on the command line (its
+/// export id unless `id=` says).
+pub fn parse_export(s: &str, place: usize) -> anyhow::Result<ExportSpec> {
+    let known =
+        "id=N, size=SIZE, ro, rw, clients=MATCH[+MATCH...], superuser=any|sys|none, anon=UID";
     let mut parts = s.split(',');
     let head = parts.next().unwrap_or_default();
     let (junction, dir) = head.split_once('=').ok_or_else(|| {
@@ -136,32 +165,43 @@ pub fn parse_export(s: &str) -> anyhow::Result<ExportSpec> {
     })?;
     valid_junction(junction).map_err(|e| anyhow::anyhow!("--export {s:?}: {e}"))?;
     let mut quota = None;
-    let mut access = Access::ReadWrite;
-    let mut clients = None;
+    let mut id = u32::try_from(place).ok();
+    let mut ro = false;
+    let mut rule = RuleText::loopback();
+    let mut superuser = None;
     for opt in parts {
         match opt.split_once('=') {
             Some(("size", v)) => {
-                quota = Some(qos_core::units::parse_size(v).with_context(|| format!("--export {s:?}: size {v:?}"))?)
+                quota = Some(
+                    qos_core::units::parse_size(v)
+                        .with_context(|| format!("--export {s:?}: size {v:?}"))?,
+                )
+            }
+            Some(("id", v)) => {
+                id = Some(v.parse::<u32>().ok().filter(|i| *i > 0).ok_or_else(|| {
+                    anyhow::anyhow!("--export {s:?}: id {v:?} is not a number 1..4294967295")
+                })?)
             }
             Some(("clients", v)) => {
-                let mut m: Vec<ClientMatch> = Vec::new();
-                for c in v.split('+') {
-                    m.extend(ClientMatch::parse(c).map_err(|e| anyhow::anyhow!("--export {s:?}: {e}"))?);
-                }
-                clients = Some(m);
+                rule = RuleText::new(v.split('+').map(str::to_string).collect());
             }
-            None if opt == "ro" => access = Access::ReadOnly,
-            None if opt == "rw" => access = Access::ReadWrite,
-            _ => anyhow::bail!("--export {s:?}: unknown option {opt:?} (known: size=SIZE, ro, rw, clients=MATCH[+MATCH...])"),
+            Some(("superuser", v)) => superuser = Some(vec![v.to_string()]),
+            Some(("anon", v)) => rule.anonymous_user = v.to_string(),
+            None if opt == "ro" => ro = true,
+            None if opt == "rw" => ro = false,
+            _ => anyhow::bail!("--export {s:?}: unknown option {opt:?} (known: {known})"),
         }
     }
-    let mut policy = Policy::default();
-    match clients {
-        Some(c) => policy.rules = vec![Rule { clients: c, access }],
-        None => policy.rules[0].access = access,
+    if let Some(su) = superuser {
+        rule.superuser = su;
     }
+    if ro {
+        rule.rw_rule = vec!["never".into()];
+    }
+    let policy =
+        policy_from("export", &[rule]).map_err(|e| anyhow::anyhow!("--export {s:?}: {e}"))?;
     Ok(ExportSpec {
-        id: id_for(junction),
+        id: id.ok_or_else(|| anyhow::anyhow!("--export {s:?}: give id=N"))?,
         path: junction.to_string(),
         root: PathBuf::from(dir),
         quota,
@@ -173,10 +213,17 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     let cfg = Config {
         rtmax: xfer("rtmax", &a.rtmax)?,
         wtmax: xfer("wtmax", &a.wtmax)?,
+        mount_rootonly: a.mount_rootonly,
+        nfs_rootonly: a.nfs_rootonly,
     };
+    storage_node::conn_limit::raise_nofile();
     let svc = Arc::new(Service::new(cfg).map_err(anyhow::Error::msg)?);
-    for e in &a.exports {
-        let spec = parse_export(e)?;
+    svc.set_fd_budget(storage_node::conn_limit::nfs_fd_budget(
+        1,
+        nfs_server::conn::Limits::default().max_connections,
+    ));
+    for (i, e) in a.exports.iter().enumerate() {
+        let spec = parse_export(e, i + 1)?;
         let (path, root) = (spec.path.clone(), spec.root.clone());
         let ex = svc
             .add_export(spec)
@@ -236,19 +283,54 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reserved_port_options_take_on_and_off() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            a: ServeArgs,
+        }
+        let t = T::try_parse_from(["t", "--export", "/v=/d", "--mount-rootonly", "off"]).unwrap();
+        assert!(!t.a.mount_rootonly && !t.a.nfs_rootonly);
+        let t = T::try_parse_from(["t", "--export", "/v=/d", "--nfs-rootonly", "on"]).unwrap();
+        assert!(
+            t.a.mount_rootonly && t.a.nfs_rootonly,
+            "ONTAP's defaults otherwise"
+        );
+        assert!(T::try_parse_from(["t", "--export", "/v=/d", "--nfs-rootonly", "maybe"]).is_err());
+    }
+
+    #[test]
     fn export_syntax() {
-        let e = parse_export("/vol1=/srv/a,size=1GiB,ro").unwrap();
-        assert_eq!((e.path.as_str(), e.quota), ("/vol1", Some(1 << 30)));
-        assert_eq!(e.policy.rules[0].access, Access::ReadOnly);
-        let e = parse_export("/v=/d,clients=10.0.0.0/8+::1").unwrap();
-        assert_eq!(e.policy.rules[0].clients.len(), 2);
+        let e = parse_export("/vol1=/srv/a,size=1GiB,ro", 3).unwrap();
+        assert_eq!(
+            (e.path.as_str(), e.quota, e.id),
+            ("/vol1", Some(1 << 30), 3)
+        );
+        let r = &e.policy.rules[0];
+        assert!(
+            r.rw.never && r.superuser.any,
+            "read-only; loopback keeps root"
+        );
+        let e = parse_export("/v=/d,clients=10.0.0.0/8+::1,id=7,anon=1001", 1).unwrap();
+        let r = &e.policy.rules[0];
+        assert_eq!((r.clients.len(), e.id, r.anon), (2, 7, 1001));
+        assert!(
+            !r.superuser.any && !r.superuser.sys,
+            "a clients= rule squashes root"
+        );
+        let e = parse_export("/v=/d,clients=any,superuser=sys", 1).unwrap();
+        assert!(e.policy.rules[0].superuser.sys);
         for (bad, says) in [
             ("/v", "JUNCTION=DIR"),
             ("v=/d", "junction path"),
             ("/v=/d,zz", "unknown option"),
             ("/v=/d,size=lots", "size"),
+            ("/v=/d,id=0", "id \"0\""),
+            ("/v=/d,superuser=root", "superuser"),
+            ("/v=/d,anon=nobody", "anonymous_user"),
         ] {
-            let err = format!("{:#}", parse_export(bad).unwrap_err());
+            let err = format!("{:#}", parse_export(bad, 1).unwrap_err());
             assert!(err.contains(says), "{bad}: {err}");
         }
     }

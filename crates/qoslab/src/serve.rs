@@ -259,6 +259,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("the data directory ({})", data_dir_setting.source))?;
     let _lock = control_plane::datadir::ServeLock::take(&data_dir).map_err(anyhow::Error::msg)?;
     guard.arm();
+    // Descriptors are the node's budget for connections, volumes and NFS: all it may have.
+    storage_node::conn_limit::raise_nofile();
     apply_capacity_args(&args, &mut cfg, &data_dir)?;
     apply_burst_args(&args, &mut cfg)?;
     crate::nfs_cmd::apply(&args.nfs, &mut cfg)?;

@@ -180,10 +180,11 @@ fn mount(a: MountArgs) -> anyhow::Result<i32> {
         }
         // Its own process group: a signal to qoslab kills it (registered) before unmounting.
         use std::os::unix::process::CommandExt;
-        let mut child = c
-            .process_group(0)
-            .spawn()
-            .map_err(|e| anyhow::anyhow!("cannot run {prog}: {e}"))?;
+        let mut child = lifecycle::children::spawn(
+            c.process_group(0),
+            lifecycle::children::OnParentDeath::Term,
+        )
+        .map_err(|e| anyhow::anyhow!("cannot run {prog}: {e}"))?;
         let _reg = mounts::children::register(child.id());
         child.wait()?.code().unwrap_or(1)
     } else {

@@ -679,6 +679,7 @@ impl NodeConfig {
                     Some(crate::nas::NasSpec {
                         path: p.clone(),
                         export_policy: e,
+                        export_id: None,
                     })
                 }
             };

@@ -9,6 +9,55 @@ use std::time::{Duration, Instant};
 
 /// Connections each listener serves at once unless told otherwise (`--max-connections`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// The files this process may open (its soft RLIMIT_NOFILE; 1024 if unknown).
+pub fn nofile() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: an out pointer to an rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 1024;
+    }
+    r.rlim_cur
+}
+
+/// Raise the soft RLIMIT_NOFILE to the hard limit (at start: descriptors are the node's
+/// budget for connections, volumes and NFS); returns the soft limit now.
+pub fn raise_nofile() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: out and in pointers to an rlimit.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) != 0 {
+                tracing::warn!(
+                    "raising the open-file limit from {} to {}: {}",
+                    r.rlim_cur,
+                    r.rlim_max,
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+    }
+    nofile()
+}
+
+/// The descriptors NFS may keep open for its exports' trees: what the process may open
+/// less every listener's connections (`listeners` x `max_connections`) and 1024 for
+/// volumes, the state database and the rest; at least 64.
+pub fn nfs_fd_budget(listeners: usize, max_connections: usize) -> usize {
+    (nofile() as usize)
+        .saturating_sub(listeners * max_connections + 1024)
+        .max(64)
+}
 const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// The connections of one listener.

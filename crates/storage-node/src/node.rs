@@ -44,6 +44,8 @@ pub struct Node {
     nfs: crate::config::NfsSettings,
     /// Told of every volume added or removed (the NFS front end's exports follow).
     watchers: Mutex<Vec<VolumeWatcher>>,
+    /// The next export id the node gives a NAS volume declared without one.
+    next_export_id: std::sync::atomic::AtomicU32,
 }
 
 /// What happened to a volume ([`Node::watch_volumes`]).
@@ -103,6 +105,7 @@ impl Node {
             ),
             nfs: cfg.nfs,
             watchers: Mutex::new(Vec::new()),
+            next_export_id: std::sync::atomic::AtomicU32::new(1),
         });
         for v in &cfg.volumes {
             node.add_volume(v)?;
@@ -179,6 +182,7 @@ impl Node {
                 format!("junction path {} is volume {}'s", nas.path, other.name),
             )));
         }
+        let export_id = self.export_id_for(nas).map_err(err)?;
         let policy = self.export_policy(&nas.export_policy).ok_or_else(|| {
             NodeError::UnknownPolicy(format!("export policy {}", nas.export_policy))
         })?;
@@ -199,8 +203,36 @@ impl Node {
             v.snapshot_reserve_percent,
             store.clone(),
         )
-        .with_nas(NasVolume::new(nas.path.clone(), store, policy));
+        .with_nas(NasVolume::new(nas.path.clone(), export_id, store, policy));
         self.serve_volume(Arc::new(vol), v)
+    }
+
+    /// The export id of a NAS volume about to be served: the declared one (refused when
+    /// another volume's handles carry it), else the next one no volume uses.
+    fn export_id_for(&self, nas: &crate::nas::NasSpec) -> std::io::Result<u32> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let used: Vec<(u32, String)> = self
+            .volumes()
+            .iter()
+            .filter_map(|v| v.nas.as_ref())
+            .filter(|n| n.path != nas.path)
+            .map(|n| (n.export_id, n.path.clone()))
+            .collect();
+        if let Some(id) = nas.export_id {
+            if let Some((_, other)) = used.iter().find(|(u, _)| *u == id) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!("export id {id} is already {other}'s"),
+                ));
+            }
+            return Ok(id);
+        }
+        loop {
+            let id = self.next_export_id.fetch_add(1, Relaxed);
+            if id != 0 && !used.iter().any(|(u, _)| *u == id) {
+                return Ok(id);
+            }
+        }
     }
 
     /// Be told of every volume added or removed from now on (synchronously, in the call
@@ -212,6 +244,20 @@ impl Node {
     fn tell(&self, e: &VolumeEvent) {
         for w in lock(&self.watchers).iter() {
             w(e);
+        }
+    }
+
+    /// Count again the trees of NAS volumes that are due ([`crate::nas::RECOUNT_EVERY`]),
+    /// so used space (and used-space policies) follow files put in or removed outside NFS.
+    /// Blocking: run it on the blocking pool.
+    pub fn recount_nas_volumes(&self) {
+        for v in self.volumes() {
+            let Some(n) = &v.nas else { continue };
+            match n.store.recount_if_due() {
+                Ok(true) => v.mark_dirty(),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(volume = %v.name, "counting the NAS volume's tree: {e}"),
+            }
         }
     }
 

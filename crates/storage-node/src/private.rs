@@ -3,7 +3,9 @@
 //! left to the umask; `qoslab serve` also sets its umask to 077 for anything a library
 //! creates, such as SQLite's `-wal` and `-shm`, which take the database file's mode).
 //! At start, [`check`] warns when other users can reach the data directory and tightens
-//! files and directories inside it that an older version left readable.
+//! files and directories inside it that an older version left readable — the node's own
+//! files only: the trees that hold clients' files ([`CLIENT_TREES`]: NAS volumes, whose
+//! modes are what NFS clients set) are never entered.
 
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -56,6 +58,11 @@ pub fn precreate(file: &Path) -> io::Result<()> {
     }
 }
 
+/// Directories of the data directory whose contents are clients' files, modes included
+/// (`nas/NAME` is a NAS volume's tree): [`check`] tightens the directory itself (the
+/// node's) and never enters it.
+pub const CLIENT_TREES: &[&str] = &["nas"];
+
 /// What [`check`] found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Privacy {
@@ -67,7 +74,8 @@ pub struct Privacy {
 
 /// Check the data directory: report its mode when group or others have any access (the
 /// caller warns), and tighten the node's own files (0600) and directories (0700) below
-/// it. Symbolic links are not followed; entries owned by another user are left alone.
+/// it. Symbolic links are not followed; entries owned by another user are left alone;
+/// [`CLIENT_TREES`] are not entered (the node never rewrites its clients' modes).
 pub fn check(data_dir: &Path) -> io::Result<Privacy> {
     let meta = std::fs::metadata(data_dir)?;
     let mode = meta.permissions().mode() & 0o7777;
@@ -88,8 +96,14 @@ pub fn check(data_dir: &Path) -> io::Result<Privacy> {
             if m.uid() != uid {
                 continue;
             }
+            let client_tree = dir == data_dir
+                && CLIENT_TREES
+                    .iter()
+                    .any(|t| e.file_name() == std::ffi::OsStr::new(t));
             let want = if m.is_dir() {
-                stack.push(e.path());
+                if !client_tree {
+                    stack.push(e.path());
+                }
                 DIR_MODE
             } else if m.is_file() {
                 FILE_MODE
@@ -129,5 +143,38 @@ mod tests {
         assert_eq!(p.open_mode, Some(0o755));
         assert_eq!(p.tightened, 1);
         assert_eq!(mode("loose"), 0o600);
+    }
+
+    #[test]
+    fn check_never_enters_a_nas_tree() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = test_support::TestDir::new("private-nas");
+        let set = |p: &str, m: u32| {
+            std::fs::set_permissions(dir.join(p), std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        std::fs::create_dir_all(dir.join("nas/vol/d2775")).unwrap();
+        std::fs::create_dir_all(dir.join("nas/vol/d1777")).unwrap();
+        for f in ["nas/vol/f0644", "nas/vol/f4755", "nas/vol/f0444"] {
+            std::fs::write(dir.join(f), b"x").unwrap();
+        }
+        let modes = [
+            ("nas/vol", 0o755),
+            ("nas/vol/d2775", 0o2775),
+            ("nas/vol/d1777", 0o1777),
+            ("nas/vol/f0644", 0o644),
+            ("nas/vol/f4755", 0o4755),
+            ("nas/vol/f0444", 0o444),
+        ];
+        for (p, m) in modes {
+            set(p, m);
+        }
+        set("nas", 0o755);
+        let p = check(&dir).unwrap();
+        let mode = |p: &str| std::fs::metadata(dir.join(p)).unwrap().permissions().mode() & 0o7777;
+        for (p, m) in modes {
+            assert_eq!(mode(p), m, "{p} is a client's: its mode is never rewritten");
+        }
+        assert_eq!(mode("nas"), 0o700, "the node's own directory is tightened");
+        assert_eq!(p.tightened, 1);
     }
 }

@@ -98,6 +98,8 @@ pub struct ControllerStatus {
 /// The node-wide scheduler.
 pub struct Scheduler {
     pacers: Mutex<Vec<Option<Pacer>>>,
+    /// Ceilings-only mode: requests waiting for a reserved slot, by flow.
+    ahead: Mutex<HashMap<u32, usize>>,
     controller: Option<Arc<Controller>>,
     /// Accounting, cost model and service latency.
     array: ArraySpec,
@@ -190,6 +192,7 @@ impl Scheduler {
         });
         Scheduler {
             pacers: Mutex::new(Vec::new()),
+            ahead: Mutex::new(HashMap::new()),
             controller,
             array,
             capacity_iops,
@@ -368,6 +371,38 @@ impl Scheduler {
         match lock(&self.pacers).get_mut(flow as usize) {
             Some(Some(p)) => p.admit(now, milliops, bytes),
             _ => now,
+        }
+    }
+
+    /// Ceilings-only mode: a request of `flow` was reserved a slot ahead (it waits for it).
+    pub fn reserved_ahead(&self, flow: u32) {
+        if flow != NO_FLOW {
+            *lock(&self.ahead).entry(flow).or_insert(0) += 1;
+        }
+    }
+
+    /// Ceilings-only mode: a request reserved ahead started (`abandoned`: false) or will
+    /// never start (its client went away). When the last request waiting on the flow was
+    /// abandoned, nobody holds a later slot: the flow's horizon comes back to `now`, so
+    /// the next client is not held behind requests that will never run.
+    pub fn ahead_done(&self, flow: u32, now: Nanos, abandoned: bool) {
+        if flow == NO_FLOW {
+            return;
+        }
+        let left = {
+            let mut m = lock(&self.ahead);
+            let n = m.entry(flow).or_insert(0);
+            *n = n.saturating_sub(1);
+            let left = *n;
+            if left == 0 {
+                m.remove(&flow);
+            }
+            left
+        };
+        if abandoned && left == 0 {
+            if let Some(Some(p)) = lock(&self.pacers).get_mut(flow as usize) {
+                p.forget_ahead(now);
+            }
         }
     }
 

@@ -1,7 +1,10 @@
-//! Back-off for repeated authentication failures from one source address.
+//! Back-off for repeated authentication failures from one source.
 //!
-//! The rule (docs/SECURITY.md): a source (IP address) may fail [`FREE_FAILURES`] times in
-//! a row; after that every further failure locks it out for a delay that starts at
+//! A source is a network, not one address: an IPv4 address's /24 (IPv4-mapped IPv6
+//! addresses too) and an IPv6 address's /64 — what one attacker easily holds many
+//! addresses of (the 12 loopback addresses made 60 guesses in 1.7 s).
+//!
+//! The rule (docs/SECURITY.md): a source may fail [`FREE_FAILURES`] times in a row; after that every further failure locks it out for a delay that starts at
 //! [`FIRST_DELAY`] and doubles with each failure up to [`MAX_DELAY`]. While locked out,
 //! its requests with credentials are refused with 429 and `Retry-After` without checking
 //! them (no Argon2 run). A success clears the source's record; a record idle for
@@ -38,6 +41,18 @@ pub struct Backoff {
     sources: Mutex<HashMap<IpAddr, Record>>,
 }
 
+/// The source an address belongs to: its /24 (IPv4 or IPv4-mapped) or its /64 (IPv6).
+pub fn source(ip: IpAddr) -> IpAddr {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4((u32::from(v4) & 0xffff_ff00).into()),
+        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+    }
+}
+
 impl Backoff {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Record>> {
         self.sources.lock().unwrap_or_else(|p| p.into_inner())
@@ -45,7 +60,7 @@ impl Backoff {
 
     /// `Err(wait)` while `ip` is locked out.
     pub fn check(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
-        match self.lock().get(&ip).and_then(|r| r.until) {
+        match self.lock().get(&source(ip)).and_then(|r| r.until) {
             Some(until) if until > now => Err(until - now),
             _ => Ok(()),
         }
@@ -53,6 +68,7 @@ impl Backoff {
 
     /// Record a failure; returns the lockout it starts, if any.
     pub fn failure(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let ip = source(ip);
         let mut m = self.lock();
         if m.len() >= MAX_SOURCES {
             m.retain(|_, r| now.duration_since(r.last) < FORGET_AFTER);
@@ -85,7 +101,7 @@ impl Backoff {
 
     /// A success clears the source.
     pub fn success(&self, ip: IpAddr) {
-        self.lock().remove(&ip);
+        self.lock().remove(&source(ip));
     }
 }
 
@@ -97,7 +113,7 @@ mod tests {
     fn the_rule() {
         let b = Backoff::default();
         let ip: IpAddr = "192.0.2.7".parse().unwrap();
-        let other: IpAddr = "192.0.2.8".parse().unwrap();
+        let other: IpAddr = "198.51.100.8".parse().unwrap();
         let t0 = Instant::now();
         for _ in 0..FREE_FAILURES {
             assert_eq!(b.failure(ip, t0), None);
@@ -127,5 +143,27 @@ mod tests {
         }
         let later = t + FORGET_AFTER;
         assert_eq!(b.failure(other, later), None);
+    }
+
+    #[test]
+    fn a_source_is_a_24_or_a_64() {
+        let b = Backoff::default();
+        let t0 = Instant::now();
+        // 12 loopback addresses are one source, as are an IPv4 /24 and its mapped form.
+        for i in 0..FREE_FAILURES {
+            b.failure(format!("127.0.0.{}", i + 1).parse().unwrap(), t0);
+        }
+        assert!(b.failure("127.0.0.12".parse().unwrap(), t0).is_some());
+        assert!(b.check("::ffff:127.0.0.200".parse().unwrap(), t0).is_err());
+        assert!(b.check("127.0.1.1".parse().unwrap(), t0).is_ok());
+        for i in 0..=FREE_FAILURES {
+            b.failure(format!("2001:db8::{:x}", i + 1).parse().unwrap(), t0);
+        }
+        assert!(b.check("2001:db8::ffff:1".parse().unwrap(), t0).is_err());
+        assert!(b.check("2001:db8:0:1::1".parse().unwrap(), t0).is_ok());
+        assert_eq!(
+            source("10.1.2.3".parse().unwrap()),
+            "10.1.2.0".parse::<IpAddr>().unwrap()
+        );
     }
 }

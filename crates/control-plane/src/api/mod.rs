@@ -161,6 +161,19 @@ impl ControlPlane {
             })?;
             policies.push(PolicyRec { row, policy });
         }
+        // Every NAS volume's export id, stored (assigned now for one that has none).
+        let mut export_ids = std::collections::HashMap::new();
+        for v in &volumes {
+            if let Some(p) = &v.nas_path {
+                let id = store
+                    .export_id(&v.uuid, p)
+                    .map_err(|e| format!("{}: NFS export id of {:?}: {e}", db.display(), v.name))?;
+                export_ids.insert(v.uuid.clone(), id);
+            }
+        }
+        store
+            .export_ids_stored()
+            .map_err(|e| format!("{}: {e}", db.display()))?;
         let mut node_cfg = cfg.clone();
         node_cfg.policies = policies
             .iter()
@@ -190,6 +203,7 @@ impl ControlPlane {
                 nas: v.nas_path.as_ref().map(|p| crate::nas::NasSpec {
                     path: p.clone(),
                     export_policy: nas::export_policy_of(v),
+                    export_id: Some(export_ids[&v.uuid]),
                 }),
             })
             .collect();

@@ -253,6 +253,9 @@ impl ControlPlane {
             nas_path: nv.nas.as_ref().map(|n| n.path.clone()),
             export_policy,
         };
+        // A NAS volume's export id is assigned first (never reused, even if what follows
+        // fails).
+        let spec = self.spec_of(&inner, &row).map_err(ApiError::internal)?;
         // A file (or tree) of this name belongs to no volume (left by a crash between a
         // create's file and its commit): remove it, so the new volume starts empty.
         let storage = Storage::of(&self.node, &row);
@@ -269,7 +272,6 @@ impl ControlPlane {
             storage.discard();
             return Err(db_unchanged(e));
         }
-        let spec = self.spec_of(&inner, &row);
         if let Err(e) = self.node.add_volume(&spec) {
             // Undo both; if the row cannot be removed the volume stays, offline.
             return Err(match inner.store.delete_volume(&row.uuid) {
@@ -295,8 +297,18 @@ impl ControlPlane {
         })
     }
 
-    fn spec_of(&self, inner: &Inner, row: &VolumeRow) -> VolumeSpec {
-        VolumeSpec {
+    /// What the node serves for `row` (a NAS volume's export id read, or assigned now).
+    fn spec_of(&self, inner: &Inner, row: &VolumeRow) -> Result<VolumeSpec, String> {
+        let export_id = match &row.nas_path {
+            Some(p) => Some(
+                inner
+                    .store
+                    .export_id(&row.uuid, p)
+                    .map_err(|e| format!("its NFS export id: {e}"))?,
+            ),
+            None => None,
+        };
+        Ok(VolumeSpec {
             name: row.name.clone(),
             size: row.size,
             snapshot_reserve_percent: row.reserve_percent,
@@ -306,8 +318,9 @@ impl ControlPlane {
             nas: row.nas_path.as_ref().map(|p| crate::nas::NasSpec {
                 path: p.clone(),
                 export_policy: super::nas::export_policy_of(row),
+                export_id,
             }),
-        }
+        })
     }
 
     /// Check a patch against volume `i` and return its new row (nothing changes yet).
@@ -333,7 +346,11 @@ impl ControlPlane {
                     ),
                 ));
             }
-            self.check_size(s)?;
+            // A NAS volume is a tree, not one file: its size is a quota, limited as at
+            // creation (1 PiB), never by the file system's largest file.
+            if row.nas_path.is_none() {
+                self.check_size(s)?;
+            }
             row.size = s;
         }
         if let Some(r) = patch.reserve_percent {
@@ -472,12 +489,14 @@ impl ControlPlane {
                 self.fs.max_file_size,
             )
         };
-        let r = checked.and_then(|()| {
-            self.node
-                .add_volume(&self.spec_of(inner, &row))
-                .map(|_| ())
-                .map_err(|e| format!("opening its file: {e}"))
-        });
+        let r = checked
+            .and_then(|()| self.spec_of(inner, &row))
+            .and_then(|spec| {
+                self.node
+                    .add_volume(&spec)
+                    .map(|_| ())
+                    .map_err(|e| format!("opening its file: {e}"))
+            });
         match &r {
             Ok(()) => {
                 inner.offline.remove(&row.uuid);

@@ -4,9 +4,9 @@ use nfs_proto::nfs3::{self, NfsTime, Sattr, SetTime, StableHow, Status};
 use nfs_proto::xdr::{pad, put_bool, put_u32};
 
 use super::Ctx;
-use crate::attr::access_bits;
 use crate::errors::status_of;
-use crate::sys::{self, TimeSet};
+use crate::perm;
+use crate::sys::{self, Stat, TimeSet};
 use crate::tree::{Kind, Obj};
 
 pub fn getattr(cx: &Ctx, fh: &[u8], out: &mut Vec<u8>) -> Result<(), Status> {
@@ -24,28 +24,69 @@ fn time_set(t: SetTime) -> TimeSet {
     }
 }
 
-/// Applies `sattr3` to an open object (SETATTR, and CREATE/MKDIR's initial attributes).
-pub fn apply(cx: &Ctx, o: &Obj, a: &Sattr) -> Result<(), Status> {
-    let fd = o.raw();
-    if let Some(size) = a.size {
+/// Whether the caller may set the owner to `uid` and the group to `gid` (`None`:
+/// unchanged) of `st`: root; the owner keeping the owner and moving the group to one of
+/// their groups; with `chown_mode` unrestricted, the owner giving the file away.
+fn may_chown(cx: &Ctx, st: &Stat, uid: Option<u32>, gid: Option<u32>) -> bool {
+    let c = cx.caller;
+    if c.is_root() {
+        return true;
+    }
+    let uid_ok = match uid {
+        None => true,
+        Some(u) => c.owns(st) && (u == st.uid || c.chown_unrestricted),
+    };
+    let gid_ok = match gid {
+        None => true,
+        Some(g) => c.owns(st) && (g == st.gid || c.in_group(g) || c.chown_unrestricted),
+    };
+    uid_ok && gid_ok
+}
+
+/// Applies `sattr3` to an open object (SETATTR, and CREATE/MKDIR's initial attributes:
+/// `created`, the caller's new object, whose mode, size and times are theirs to set).
+/// Every permission is checked before anything changes: a truncation needs write
+/// permission (or ownership), a mode change ownership (or root), an owner or group change
+/// [`may_chown`], explicit times ownership, the server's time write permission.
+pub fn apply(cx: &Ctx, o: &Obj, st: &Stat, a: &Sattr, created: bool) -> Result<(), Status> {
+    let c = cx.caller;
+    let owner = created || c.is_root() || c.owns(st);
+    if a.size.is_some() {
         match o.kind {
-            Kind::File { writable: true } => {
-                let _g = o.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-                let before = o.stat()?.blocks;
-                sys::truncate_fd(fd, size).map_err(|e| status_of(&e))?;
-                let after = o.stat()?.blocks;
-                cx.tree.add_used((after as i64 - before as i64) * 512);
-            }
+            Kind::File { writable: true } => {}
             Kind::File { writable: false } => return Err(Status::Acces),
             Kind::Dir => return Err(Status::IsDir),
             Kind::Other => return Err(Status::Inval),
         }
+        Ctx::check(created || c.may_write_file(st))?;
     }
-    if let Some(mode) = a.mode {
-        if o.kind != Kind::Other {
-            sys::chmod_fd(fd, mode).map_err(|e| status_of(&e))?;
+    if (a.uid.is_some() || a.gid.is_some()) && !may_chown(cx, st, a.uid, a.gid) {
+        return Err(Status::Perm);
+    }
+    if a.mode.is_some() && !owner {
+        return Err(Status::Perm);
+    }
+    match (a.atime, a.mtime) {
+        (SetTime::Client(_), _) | (_, SetTime::Client(_)) if !owner => return Err(Status::Perm),
+        (SetTime::ServerTime, _) | (_, SetTime::ServerTime) => {
+            Ctx::check(owner || c.may(st, perm::W))?
+        }
+        _ => {}
+    }
+    let fd = o.raw();
+    if let Some(size) = a.size {
+        let _g = o.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let before = o.stat()?.blocks;
+        sys::truncate_fd(fd, size).map_err(|e| status_of(&e))?;
+        let after = o.stat()?;
+        cx.tree
+            .add_used((after.blocks as i64 - before as i64) * 512);
+        if let Some(m) = c.mode_after_write(&after) {
+            sys::chmod_fd(fd, m).map_err(|e| status_of(&e))?;
         }
     }
+    // The owner before the mode: a chown clears setuid bits the mode may set.
+    let mut now = *st;
     if a.uid.is_some() || a.gid.is_some() {
         sys::chown_at(
             fd,
@@ -54,6 +95,13 @@ pub fn apply(cx: &Ctx, o: &Obj, a: &Sattr) -> Result<(), Status> {
             a.gid.unwrap_or(u32::MAX),
         )
         .map_err(|e| status_of(&e))?;
+        now.uid = a.uid.unwrap_or(now.uid);
+        now.gid = a.gid.unwrap_or(now.gid);
+    }
+    if let Some(mode) = a.mode {
+        if o.kind != Kind::Other {
+            sys::chmod_fd(fd, c.settable_mode(&now, mode)).map_err(|e| status_of(&e))?;
+        }
     }
     let (at, mt) = (time_set(a.atime), time_set(a.mtime));
     if (at.is_some() || mt.is_some()) && o.kind != Kind::Other {
@@ -77,7 +125,7 @@ pub fn setattr(
             return Err(Status::NotSync);
         }
     }
-    apply(cx, &o, a)?;
+    apply(cx, &o, &before, a, false)?;
     let after = o.stat().ok();
     nfs3::put_status(out, Status::Ok);
     cx.put_wcc(out, Some(&before), after.as_ref());
@@ -88,7 +136,7 @@ pub fn access(cx: &Ctx, fh: &[u8], want: u32, out: &mut Vec<u8>) -> Result<(), S
     let st = cx.obj(fh)?.stat()?;
     nfs3::put_status(out, Status::Ok);
     cx.put_attr(out, Some(&st));
-    put_u32(out, access_bits(&st, cx.caller, want, cx.read_only));
+    put_u32(out, cx.caller.access_bits(&st, want));
     Ok(())
 }
 
@@ -117,6 +165,7 @@ pub fn read(cx: &Ctx, fh: &[u8], offset: u64, count: u32, out: &mut Vec<u8>) -> 
     let o = cx.obj(fh)?;
     file(&o)?;
     let st = o.stat()?;
+    Ctx::check(cx.caller.may_read_file(&st))?;
     let count = count.min(cx.cfg.rtmax) as usize;
     nfs3::put_status(out, Status::Ok);
     cx.put_attr(out, Some(&st));
@@ -168,6 +217,7 @@ pub fn write(
     let (before, after) = {
         let _g = o.write_lock.lock().unwrap_or_else(|p| p.into_inner());
         let before = o.stat()?;
+        Ctx::check(cx.caller.may_write_file(&before))?;
         let mut reserved = worst_case_allocation(offset, data.len() as u64);
         if !cx.tree.reserve(reserved) {
             // Over the quota unless the range is already allocated (an overwrite).
@@ -188,7 +238,13 @@ pub fn write(
             .unwrap_or(0);
         cx.tree.add_used(grown - reserved as i64);
         wrote.map_err(|e| status_of(&e))?;
-        (before, after?)
+        let mut after = after?;
+        if let Some(m) = cx.caller.mode_after_write(&after) {
+            // Written by someone other than root: setuid/setgid go, as on a local write.
+            sys::chmod_fd(o.raw(), m).map_err(|e| status_of(&e))?;
+            after = o.stat()?;
+        }
+        (before, after)
     };
     let after = match stable {
         StableHow::Unstable => after,

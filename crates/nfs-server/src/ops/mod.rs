@@ -12,12 +12,14 @@ pub use file::{access, commit, getattr, read, readlink, setattr, write};
 pub use fs::{fsinfo, fsstat, pathconf};
 pub use names::{create, link, lookup, mkdir, mknod, remove, rename, symlink};
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use nfs_proto::nfs3::{self, Status};
 
-use crate::attr::{self, Caller};
+use crate::attr;
 use crate::handle::Handle;
+use crate::perm::Caller;
 use crate::sys::Stat;
 use crate::tree::{Obj, Tree};
 use crate::Config;
@@ -26,9 +28,13 @@ use crate::Config;
 pub struct Ctx<'a> {
     pub tree: &'a Tree,
     pub caller: &'a Caller,
-    pub read_only: bool,
     pub cfg: &'a Config,
     pub verifier: &'a [u8; 8],
+    /// Whether this call may walk the tree to find an object the map does not know (not
+    /// on a runtime worker: the call is then run again on the blocking pool).
+    pub may_walk: bool,
+    /// Set when the call needed a walk it was not allowed.
+    pub wants_walk: Cell<bool>,
 }
 
 impl Ctx<'_> {
@@ -37,7 +43,16 @@ impl Ctx<'_> {
         if h.export != self.tree.spec.id {
             return Err(Status::Xdev);
         }
-        self.tree.obj(&h)
+        self.walked(self.tree.obj(&h, self.may_walk))
+    }
+
+    /// A tree answer, noting a walk that was needed and not allowed
+    /// ([`Status::Jukebox`] from the tree).
+    pub fn walked<T>(&self, r: Result<T, Status>) -> Result<T, Status> {
+        if r.as_ref().err() == Some(&Status::Jukebox) && !self.may_walk {
+            self.wants_walk.set(true);
+        }
+        r
     }
 
     pub fn dir(&self, fh: &[u8]) -> Result<Arc<Obj>, Status> {
@@ -48,11 +63,21 @@ impl Ctx<'_> {
         Ok(o)
     }
 
+    /// The export lets this caller change things (else NFS3ERR_ROFS).
     pub fn writable(&self) -> Result<(), Status> {
-        if self.read_only {
-            Err(Status::Rofs)
-        } else {
+        if self.caller.write {
             Ok(())
+        } else {
+            Err(Status::Rofs)
+        }
+    }
+
+    /// `Ok` when `allowed`, else NFS3ERR_ACCES.
+    pub fn check(allowed: bool) -> Result<(), Status> {
+        if allowed {
+            Ok(())
+        } else {
+            Err(Status::Acces)
         }
     }
 
@@ -75,10 +100,14 @@ impl Ctx<'_> {
     }
 }
 
-/// A component name clients may create or look up: not empty, no `/` or NUL.
+/// A component name clients may create or look up: not empty, no `/` or NUL, at most
+/// 255 bytes (NFS3ERR_NAMETOOLONG beyond).
 pub fn check_name(name: &[u8]) -> Result<(), Status> {
     if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
         return Err(Status::Inval);
+    }
+    if name.len() > nfs3::MAX_NAME as usize {
+        return Err(Status::NameTooLong);
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use nfs_proto::nfs3::{self, CreateHow, Sattr, Status};
 
 use super::{check_name, check_new_name, file::apply, Ctx};
 use crate::errors::status_of;
-use crate::handle::Handle;
+use crate::perm;
 use crate::sys::{self, Stat};
 use crate::tree::Obj;
 use std::sync::Arc;
@@ -16,10 +16,48 @@ fn root_process() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Gives a new object to the caller (when the node runs as root), as a local create would.
-fn own(cx: &Ctx, dir: &Obj, name: &[u8]) {
+/// The group a new object in `dir` gets: the directory's when it is setgid (BSD
+/// semantics, as Linux), else the caller's primary group.
+fn new_gid(cx: &Ctx, dir: &Stat) -> u32 {
+    if dir.mode & libc::S_ISGID != 0 {
+        dir.gid
+    } else {
+        cx.caller.who.gid
+    }
+}
+
+/// Gives a new object to the caller, as a local create would (when the node runs as root;
+/// an unprivileged node's objects stay its own user's: docs/NFS.md).
+fn own(cx: &Ctx, dir: &Obj, dst: &Stat, name: &[u8]) -> Result<(), Status> {
     if root_process() {
-        let _ = sys::chown_at(dir.raw(), name, cx.caller.uid, cx.caller.gid);
+        sys::chown_at(dir.raw(), name, cx.caller.uid(), new_gid(cx, dst))
+            .map_err(|e| status_of(&e))?;
+    }
+    Ok(())
+}
+
+/// The mode of a new object: as asked (less what the caller may not set), setgid for a
+/// directory made in a setgid directory.
+fn new_mode(cx: &Ctx, dir: &Stat, kind: u32, mode: u32) -> u32 {
+    let probe = Stat {
+        mode: kind | mode,
+        uid: cx.caller.uid(),
+        gid: new_gid(cx, dir),
+        ..*dir
+    };
+    let mut m = cx.caller.settable_mode(&probe, mode);
+    if kind == libc::S_IFDIR && dir.mode & libc::S_ISGID != 0 {
+        m |= libc::S_ISGID;
+    }
+    m
+}
+
+/// A sticky directory's rule for removing `victim` from `dir`: NFS3ERR_PERM, as Linux.
+fn sticky(cx: &Ctx, dir: &Stat, victim: &Stat) -> Result<(), Status> {
+    if cx.caller.sticky_allows(dir, victim) {
+        Ok(())
+    } else {
+        Err(Status::Perm)
     }
 }
 
@@ -40,6 +78,7 @@ pub fn lookup(cx: &Ctx, dirfh: &[u8], name: &[u8], out: &mut Vec<u8>) -> Result<
     let dir = cx.dir(dirfh)?;
     check_name(name)?;
     let dst = dir.stat()?;
+    Ctx::check(cx.caller.may(&dst, perm::X))?;
     let tree = cx.tree;
     let st = match name {
         b"." => dst,
@@ -49,7 +88,7 @@ pub fn lookup(cx: &Ctx, dirfh: &[u8], name: &[u8], out: &mut Vec<u8>) -> Result<
             let parent = match tree.parent_of(dir.ino) {
                 Some(p) => p,
                 None => {
-                    tree.rescan_on_miss().map_err(|e| status_of(&e))?;
+                    cx.walked(tree.rescan_on_miss(cx.may_walk))?;
                     tree.parent_of(dir.ino).ok_or(Status::Stale)?
                 }
             };
@@ -69,12 +108,14 @@ pub fn lookup(cx: &Ctx, dirfh: &[u8], name: &[u8], out: &mut Vec<u8>) -> Result<
 }
 
 /// What every procedure that adds a name starts with: the directory, a name that may be
-/// created, a writable export, and the directory's attributes before the change.
+/// created, a writable export, write and search permission on the directory, and its
+/// attributes before the change.
 fn begin_add(cx: &Ctx, dirfh: &[u8], name: &[u8]) -> Result<(Arc<Obj>, Stat), Status> {
     let dir = cx.dir(dirfh)?;
     check_new_name(name)?;
     cx.writable()?;
     let before = dir.stat()?;
+    Ctx::check(cx.caller.may_change_dir(&before))?;
     Ok((dir, before))
 }
 
@@ -90,7 +131,7 @@ pub fn create(
         CreateHow::Unchecked(a) | CreateHow::Guarded(a) => (*a, None),
         CreateHow::Exclusive(v) => (Sattr::default(), Some(*v)),
     };
-    let mode = attr.mode.unwrap_or(0o644) & 0o7777;
+    let mode = new_mode(cx, &before, libc::S_IFREG, attr.mode.unwrap_or(0o644));
     let excl = libc::O_CREAT | libc::O_EXCL | libc::O_RDWR;
     // Always O_EXCL first, so a new file is told from an existing one (only a new one is
     // given to the caller); UNCHECKED then opens the existing file.
@@ -120,7 +161,9 @@ pub fn create(
     let st = sys::fstat(&fd).map_err(|e| status_of(&e))?;
     cx.tree.learn(dir.ino, name, st.ino);
     if created {
-        own(cx, &dir, name);
+        own(cx, &dir, &before, name)?;
+        // exactly the mode asked (the node's umask narrowed it at open)
+        sys::chmod_fd(std::os::fd::AsRawFd::as_raw_fd(&fd), mode).map_err(|e| status_of(&e))?;
     }
     if let Some(v) = verf {
         // The verifier is kept in the times, as RFC 1813 suggests, so a resent EXCLUSIVE
@@ -133,21 +176,20 @@ pub fn create(
         )
         .map_err(|e| status_of(&e))?;
     }
-    let obj = cx.tree.obj(&cx.tree.handle_of(&st))?;
-    if created && attr.mode.is_some() {
-        // the umask narrowed the mode at open
-        sys::chmod_fd(obj.raw(), mode).map_err(|e| status_of(&e))?;
-    }
-    // (a new file allocates nothing; an existing one is already counted; a size in the
-    // attributes is counted by `apply`)
-    apply(
-        cx,
-        &obj,
-        &Sattr {
-            mode: if created { None } else { attr.mode },
-            ..attr
-        },
-    )?;
+    let obj = cx.walked(cx.tree.obj(&cx.tree.handle_of(&st), cx.may_walk))?;
+    let now = obj.stat()?;
+    // A new file takes the attributes asked (its mode is set); UNCHECKED on an existing
+    // one only its size, checked as a SETATTR (as Linux's server does). A new file
+    // allocates nothing; an existing one is already counted; `apply` counts a size.
+    let attr = if created {
+        Sattr { mode: None, ..attr }
+    } else {
+        Sattr {
+            size: attr.size,
+            ..Sattr::default()
+        }
+    };
+    apply(cx, &obj, &now, &attr, created)?;
     let st = obj.stat()?;
     sync_dir(&dir)?;
     put_created(cx, out, &st, &before, &dir);
@@ -169,27 +211,25 @@ pub fn mkdir(
     out: &mut Vec<u8>,
 ) -> Result<(), Status> {
     let (dir, before) = begin_add(cx, dirfh, name)?;
-    let mode = attr.mode.unwrap_or(0o755) & 0o7777;
+    let mode = new_mode(cx, &before, libc::S_IFDIR, attr.mode.unwrap_or(0o755));
     sys::mkdir_at(dir.raw(), name, mode).map_err(|e| status_of(&e))?;
     let st = sys::stat_at(dir.raw(), name).map_err(|e| status_of(&e))?;
     cx.tree.learn(dir.ino, name, st.ino);
-    own(cx, &dir, name);
-    let obj = cx.tree.obj(&Handle {
-        export: cx.tree.spec.id,
-        ino: st.ino,
-        gen: st.btime,
-    })?;
-    if attr.mode.is_some() {
-        sys::chmod_fd(obj.raw(), mode).map_err(|e| status_of(&e))?;
-    }
+    own(cx, &dir, &before, name)?;
+    let obj = cx.walked(cx.tree.obj(&cx.tree.handle_of(&st), cx.may_walk))?;
+    // exactly the mode asked (the node's umask narrowed it)
+    sys::chmod_fd(obj.raw(), mode).map_err(|e| status_of(&e))?;
+    let now = obj.stat()?;
     apply(
         cx,
         &obj,
+        &now,
         &Sattr {
             mode: None,
             size: None,
             ..*attr
         },
+        true,
     )?;
     let st = obj.stat()?;
     cx.tree.add_used((st.blocks * 512) as i64);
@@ -210,8 +250,11 @@ pub fn symlink(
         return Err(Status::Inval);
     }
     // The target is stored as text; the server never follows it (clients resolve it).
+    if target.len() > nfs3::MAX_PATH as usize {
+        return Err(Status::NameTooLong);
+    }
     sys::symlink_at(target, dir.raw(), name).map_err(|e| status_of(&e))?;
-    own(cx, &dir, name);
+    own(cx, &dir, &before, name)?;
     let st = sys::stat_at(dir.raw(), name).map_err(|e| status_of(&e))?;
     cx.tree.learn(dir.ino, name, st.ino);
     cx.tree.add_used((st.blocks * 512) as i64);
@@ -221,9 +264,7 @@ pub fn symlink(
 }
 
 pub fn mknod(cx: &Ctx, dirfh: &[u8], name: &[u8]) -> Result<(), Status> {
-    cx.dir(dirfh)?;
-    check_new_name(name)?;
-    cx.writable()?;
+    begin_add(cx, dirfh, name)?;
     Err(Status::NotSupp)
 }
 
@@ -245,7 +286,9 @@ pub fn remove(
     }
     cx.writable()?;
     let before = dir.stat()?;
+    Ctx::check(cx.caller.may_change_dir(&before))?;
     let st = sys::stat_at(dir.raw(), name).map_err(|e| status_of(&e))?;
+    sticky(cx, &before, &st)?;
     match (st.is_dir(), is_dir) {
         (true, false) => return Err(Status::IsDir),
         (false, true) => return Err(Status::NotDir),
@@ -277,10 +320,18 @@ pub fn rename(
     check_new_name(to_name).map_err(|_| Status::Inval)?;
     cx.writable()?;
     let (fbefore, tbefore) = (fdir.stat()?, tdir.stat()?);
+    let c = cx.caller;
+    Ctx::check(c.may_change_dir(&fbefore) && c.may_change_dir(&tbefore))?;
     let src = sys::stat_at(fdir.raw(), from_name).map_err(|e| status_of(&e))?;
+    sticky(cx, &fbefore, &src)?;
     let replaced = sys::stat_at(tdir.raw(), to_name)
         .ok()
         .filter(|t| t.ino != src.ino);
+    if let Some(t) = &replaced {
+        sticky(cx, &tbefore, t)?;
+    }
+    // A directory moved to another parent has its `..` rewritten: write permission on it.
+    Ctx::check(!src.is_dir() || tdir.ino == fdir.ino || c.may(&src, perm::W))?;
     sys::rename_at(fdir.raw(), from_name, tdir.raw(), to_name).map_err(|e| status_of(&e))?;
     cx.tree.moved(src.ino, tdir.ino, to_name);
     if let Some(t) = replaced {
@@ -315,6 +366,7 @@ pub fn link(
         return Err(Status::IsDir);
     }
     let before = dir.stat()?;
+    Ctx::check(cx.caller.may_change_dir(&before) && cx.caller.may_link(&obj.stat()?))?;
     cx.tree.link(obj.ino, dir.raw(), name)?;
     sync_dir(&dir)?;
     nfs3::put_status(out, Status::Ok);

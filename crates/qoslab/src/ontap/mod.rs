@@ -4,6 +4,7 @@
 //! (`vol` works: command words may be abbreviated), `vserver show`. With no words, an
 //! interactive `qoslab::>` prompt (or a script on standard input). docs/CLUSTERSHELL.md.
 
+mod export_policy;
 mod parse;
 mod qos;
 mod volume;

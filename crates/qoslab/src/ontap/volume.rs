@@ -290,7 +290,9 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
 
 /// `vserver show`: the SVMs the node knows.
 pub fn vserver(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
-    sub(w, &["show"], "vserver")?;
+    if sub(w, &["show", "export-policy"], "vserver")? == "export-policy" {
+        return super::export_policy::run(sh, &w[1..], out);
+    }
     let g = params(&w[1..], &[opt("vserver")])?;
     let mut q = String::from("/api/svm/svms?fields=*&order_by=name");
     if let Some(v) = g.get("vserver") {

@@ -133,3 +133,42 @@ fn unknown_users_cost_a_hash_and_repeated_failures_back_off() {
         401
     );
 }
+
+/// Failures count per source network, an IPv4 /24 (an IPv6 /64): six wrong passwords from
+/// six loopback addresses are one source's, and the next request, from a seventh address,
+/// waits (issue 32: per exact address, 12 loopback addresses made 60 guesses in 1.7 s).
+#[test]
+fn failures_from_one_24_back_off_together() {
+    use std::io::Read;
+    let (node, _, _) = node_with_admin();
+    let url = node.api_url();
+    let api: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let status_from = |from: &str, user: (&str, &str)| -> u16 {
+        let mut s = crate::nfs_util::connect_from(from.parse().unwrap(), api, false);
+        let auth = api_client::base64(format!("{}:{}", user.0, user.1).as_bytes());
+        write!(
+            s,
+            "GET {VOLUMES} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Basic {auth}\r\n\r\n"
+        )
+        .unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        r.split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+    };
+    for i in 0..6 {
+        let from = format!("127.0.0.{}", i + 2);
+        assert_eq!(status_from(&from, ("admin", "guess")), 401, "{from}");
+    }
+    assert_eq!(
+        status_from("127.0.0.99", ADMIN.unwrap()),
+        429,
+        "the /24 is locked out"
+    );
+}

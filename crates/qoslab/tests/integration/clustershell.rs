@@ -330,3 +330,69 @@ fn the_interactive_prompt_runs_a_script_from_stdin() {
         "{so}"
     );
 }
+
+/// ONTAP's export-policy commands with their rule parameters (`-superuser -anon
+/// -allow-suid -chown-mode ...`) reach the REST API's rules; `-instance` shows them back.
+#[test]
+fn vserver_export_policy_rules_with_ontaps_parameters() {
+    let node = https_node("", &[]);
+    ok(
+        &node,
+        "vserver export-policy create -vserver vs0 -policyname k8s",
+    );
+    ok(
+        &node,
+        "vserver export-policy rule create -vserver vs0 -policyname k8s -clientmatch 10.244.0.0/16 \
+         -rorule sys -rwrule sys -superuser sys -anon 1001 -allow-suid false -chown-mode unrestricted \
+         -protocol nfs3",
+    );
+    ok(
+        &node,
+        "vserver export-policy rule create -policyname k8s -clientmatch 127.0.0.1 -rorule any -rwrule never -ruleindex 1",
+    );
+    let shown = ok(&node, "vserver export-policy rule show -policyname k8s");
+    assert!(
+        shown.contains("127.0.0.1")
+            && shown.contains("10.244.0.0/16")
+            && shown.contains("2 entries"),
+        "{shown}"
+    );
+    let inst = ok(
+        &node,
+        "vserver export-policy rule show -policyname k8s -ruleindex 2 -instance",
+    );
+    for want in [
+        "Superuser Security Types: sys",
+        "User ID To Which Anonymous Users Are Mapped: 1001",
+        "Honor SetUID Bits in SETATTR: false",
+        "Change Ownership Mode: unrestricted",
+        "Access Protocol: nfs3",
+    ] {
+        assert!(inst.contains(want), "{want}:\n{inst}");
+    }
+    ok(
+        &node,
+        "vserver export-policy rule modify -policyname k8s -ruleindex 2 -superuser none",
+    );
+    let inst = ok(
+        &node,
+        "vserver export-policy rule show -policyname k8s -ruleindex 2 -instance",
+    );
+    assert!(inst.contains("Superuser Security Types: none"), "{inst}");
+    let e = fails(
+        &node,
+        "vserver export-policy rule create -policyname k8s -clientmatch any -rorule krb5 -rwrule sys",
+    );
+    assert!(e.contains("krb5"), "{e}");
+    ok(
+        &node,
+        "vserver export-policy rule delete -policyname k8s -ruleindex 1",
+    );
+    ok(
+        &node,
+        "vserver export-policy rename -policyname k8s -newpolicyname kube",
+    );
+    let p = ok(&node, "vserver export-policy show");
+    assert!(p.contains("kube") && p.contains("default"), "{p}");
+    ok(&node, "vserver export-policy delete -policyname kube");
+}

@@ -132,7 +132,16 @@ fio = { rw = "randwrite", bs = "4k", iodepth = 16 }
     let target = dev.path().display().to_string();
     let o = qoslab(
         &dir,
-        &["bench", "p.toml", "--target", &target, "--db", "r.db"],
+        // A block device is written only with --overwrite (issue 31).
+        &[
+            "bench",
+            "p.toml",
+            "--target",
+            &target,
+            "--overwrite",
+            "--db",
+            "r.db",
+        ],
         Duration::from_secs(120),
     );
     let name = dev.name();

@@ -345,7 +345,12 @@ fn a_nas_volume_over_the_api_with_libnfs() {
     );
     let ls = nfs_tool("nfs-ls", &[&nfs_url(&node, "/nas1")]).ok();
     assert!(ls.stdout.contains("one.bin"), "{ls}");
-    // Delete: the junction path is gone, and the tree with it.
+    // Delete: the junction path is gone, and the tree with it (another volume keeps
+    // loopback admitted: a node no export admits a client on closes its connections).
+    api.create(
+        "/api/storage/volumes",
+        r#"{"name": "nas2", "size": "8MiB", "nas": {"path": "/nas2"}}"#,
+    );
     let r = api.req("DELETE", &format!("/api/storage/volumes/{uuid}"), None);
     assert_eq!(r.status, 200, "{r:?}");
     let gone = nfs_tool("nfs-ls", &[&nfs_url(&node, "/nas1")]);

@@ -26,7 +26,12 @@ pub struct NfsProc {
 impl NfsProc {
     /// Starts with these `--export` values on an ephemeral port.
     pub fn start(exports: &[String]) -> NfsProc {
-        let mut args = Vec::new();
+        NfsProc::start_with(exports, &[])
+    }
+
+    /// [`start`](Self::start) with more options of `qoslab nfs serve`.
+    pub fn start_with(exports: &[String], more: &[&str]) -> NfsProc {
+        let mut args: Vec<String> = more.iter().map(|s| s.to_string()).collect();
         for e in exports {
             args.push("--export".to_string());
             args.push(e.clone());
@@ -123,22 +128,72 @@ impl Drop for NfsProc {
     }
 }
 
-/// A raw NFSv3 client on one TCP connection (AUTH_SYS root).
+/// A raw NFSv3 client on one TCP connection: AUTH_SYS root unless told otherwise
+/// ([`Wire::cred`]), from a reserved source port as the kernel client (and root's libnfs)
+/// connects, or from any port ([`Wire::connect_from`]).
 pub struct Wire {
     s: TcpStream,
     xid: u32,
     buf: Vec<u8>,
+    /// The credential calls carry (`Cred::None`: AUTH_NONE).
+    pub cred: Cred,
+}
+
+/// AUTH_SYS for `uid`, `gid` and supplementary `gids`.
+pub fn sys_cred(uid: u32, gid: u32, gids: &[u32]) -> Cred {
+    Cred::Sys(AuthSys {
+        stamp: 1,
+        machine: b"it".to_vec(),
+        uid,
+        gid,
+        gids: gids.to_vec(),
+    })
+}
+
+/// A TCP connection to `to` from `from`'s address; from a reserved port (below 1024,
+/// which needs root) when `reserved`, else from one the kernel picks.
+pub fn connect_from(from: std::net::IpAddr, to: std::net::SocketAddr, reserved: bool) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let ports: Vec<u16> = if reserved {
+        // a different start per process and call, so parallel tests rarely collide
+        let start = (std::process::id() as u16).wrapping_mul(31) % 400;
+        (0..400).map(|i| 600 + (start + i) % 400).collect()
+    } else {
+        vec![0]
+    };
+    let mut last = None;
+    for p in ports {
+        let s = Socket::new(Domain::for_address(to), Type::STREAM, None).expect("a socket");
+        s.set_reuse_address(true).unwrap();
+        if let Err(e) = s.bind(&std::net::SocketAddr::new(from, p).into()) {
+            last = Some(e);
+            continue;
+        }
+        match s.connect(&to.into()) {
+            Ok(()) => return s.into(),
+            Err(e) => last = Some(e),
+        }
+    }
+    panic!("connecting to {to} from {from} (reserved port: {reserved}): {last:?}")
 }
 
 impl Wire {
+    /// From a reserved port of 127.0.0.1, as root.
     pub fn connect(port: u16) -> Wire {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to the NFS server");
+        Wire::connect_from("127.0.0.1".parse().unwrap(), port, true)
+    }
+
+    /// From `from` (a loopback address), a reserved port or not, as root.
+    pub fn connect_from(from: std::net::IpAddr, port: u16, reserved: bool) -> Wire {
+        let to = std::net::SocketAddr::new("127.0.0.1".parse().unwrap(), port);
+        let s = connect_from(from, to, reserved);
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         s.set_nodelay(true).unwrap();
         Wire {
             s,
             xid: 0,
             buf: Vec::new(),
+            cred: sys_cred(0, 0, &[]),
         }
     }
 
@@ -147,14 +202,7 @@ impl Wire {
         self.xid += 1;
         let mut out = Vec::new();
         let at = record::begin(&mut out);
-        let cred = Cred::Sys(AuthSys {
-            stamp: 1,
-            machine: b"it".to_vec(),
-            uid: 0,
-            gid: 0,
-            gids: vec![],
-        });
-        rpc::encode_call(&mut out, self.xid, prog, vers, p, &cred, args);
+        rpc::encode_call(&mut out, self.xid, prog, vers, p, &self.cred, args);
         record::finish(&mut out, at);
         self.s.write_all(&out).expect("sending a call");
         self.xid
@@ -165,13 +213,41 @@ impl Wire {
         self.s.write_all(bytes).expect("sending bytes");
     }
 
+    /// Sends as much of `bytes` as the server takes within `limit` (a client pipelining
+    /// more than the server reads); returns how much went.
+    pub fn send_all_within(&mut self, bytes: &[u8], limit: Duration) -> usize {
+        let deadline = std::time::Instant::now() + limit;
+        let mut sent = 0;
+        while sent < bytes.len() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            self.s.set_write_timeout(Some(left)).unwrap();
+            match self.s.write(&bytes[sent..]) {
+                Ok(n) if n > 0 => sent += n,
+                _ => break,
+            }
+        }
+        self.s.set_write_timeout(None).unwrap();
+        sent
+    }
+
+    /// Close the connection with a reset (SO_LINGER 0): what the server sees of a client
+    /// host that went away, whatever the client had queued.
+    pub fn reset(self) {
+        socket2::SockRef::from(&self.s)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+    }
+
     /// Whether the server closed the connection (EOF within the read timeout).
     pub fn closed_by_server(&mut self) -> bool {
         let mut b = [0u8; 1];
         matches!(self.s.read(&mut b), Ok(0) | Err(_))
     }
 
-    /// The next reply: (xid, accept_stat, body).
+    /// The next reply: (xid, accept_stat or 100 + reject_stat, body).
     pub fn recv(&mut self) -> (u32, u32, Vec<u8>) {
         loop {
             if let Some((rec, used)) = record::next_record(&self.buf, 1 << 24).unwrap() {
@@ -180,7 +256,11 @@ impl Wire {
                 let mut r = Reader::new(&rec);
                 let xid = r.u32("xid").unwrap();
                 r.u32("mtype").unwrap();
-                assert_eq!(r.u32("reply_stat").unwrap(), 0, "call denied");
+                if r.u32("reply_stat").unwrap() != 0 {
+                    // MSG_DENIED: 100 + reject_stat (101: AUTH_ERROR), then its body
+                    let reject = r.u32("reject_stat").unwrap();
+                    return (xid, 100 + reject, r.remaining().to_vec());
+                }
                 r.u32("verf").unwrap();
                 r.opaque(400, "verf").unwrap();
                 let accept = r.u32("accept").unwrap();
@@ -198,6 +278,48 @@ impl Wire {
         let (rx, accept, body) = self.recv();
         assert_eq!((rx, accept), (xid, 0));
         body
+    }
+
+    /// NFSv3 procedure `p`: its status (Err: the call was not accepted, 100 + reject_stat
+    /// for a denied one) and the body after it.
+    pub fn nfs(&mut self, p: u32, args: &[u8]) -> Result<(u32, Vec<u8>), u32> {
+        let xid = self.send(nfs3::PROGRAM, 3, p, args);
+        let (rx, accept, body) = self.recv();
+        assert_eq!(rx, xid);
+        if accept != 0 {
+            return Err(accept);
+        }
+        let mut r = Reader::new(&body);
+        let st = r.u32("status").unwrap();
+        Ok((st, r.remaining().to_vec()))
+    }
+
+    /// LOOKUP: Ok(handle) or Err(status).
+    pub fn lookup(&mut self, dir: &[u8], name: &str) -> Result<Vec<u8>, u32> {
+        let mut a = Vec::new();
+        nfs3::encode_diropargs(&mut a, dir, name.as_bytes());
+        match self.nfs(proc_::LOOKUP, &a) {
+            Ok((0, body)) => Ok(Reader::new(&body).opaque(64, "fh").unwrap().to_vec()),
+            Ok((st, _)) => Err(st),
+            Err(a) => Err(a),
+        }
+    }
+
+    /// MNT: Ok(root handle) or Err(mountstat, or 100 + reject_stat when denied).
+    pub fn try_mount(&mut self, path: &str) -> Result<Vec<u8>, u32> {
+        let mut a = Vec::new();
+        put_opaque(&mut a, path.as_bytes());
+        let xid = self.send(mount::PROGRAM, mount::VERSION, mount::MNT, &a);
+        let (rx, accept, body) = self.recv();
+        assert_eq!(rx, xid);
+        if accept != 0 {
+            return Err(accept);
+        }
+        let mut r = Reader::new(&body);
+        match r.u32("mountstat").unwrap() {
+            0 => Ok(r.opaque(64, "fh").unwrap().to_vec()),
+            e => Err(e),
+        }
     }
 
     pub fn mount(&mut self, path: &str) -> Vec<u8> {
@@ -255,6 +377,24 @@ impl Wire {
         r.bool("eof").unwrap();
         (0, r.opaque(1 << 24, "data").unwrap().to_vec())
     }
+}
+
+/// A `sattr3`: the fields to set (`None`: unchanged), times unchanged.
+pub fn sattr(mode: Option<u32>, uid: Option<u32>, gid: Option<u32>, size: Option<u64>) -> Vec<u8> {
+    let mut a = Vec::new();
+    for v in [mode, uid, gid] {
+        put_u32(&mut a, v.is_some() as u32);
+        if let Some(v) = v {
+            put_u32(&mut a, v);
+        }
+    }
+    put_u32(&mut a, size.is_some() as u32);
+    if let Some(s) = size {
+        put_u64(&mut a, s);
+    }
+    put_u32(&mut a, 0); // atime: DONT_CHANGE
+    put_u32(&mut a, 0); // mtime: DONT_CHANGE
+    a
 }
 
 /// The status and (for WRITE/COMMIT) the verifier in a WRITE or COMMIT reply body.

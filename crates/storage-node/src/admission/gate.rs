@@ -39,6 +39,9 @@ pub struct Gate {
 impl Drop for Gate {
     fn drop(&mut self) {
         self.driver.abort();
+        // Its connection is gone: what its ceilings still held is given back.
+        let now = self.shared.clock.now();
+        self.shared.core().abandon(now);
     }
 }
 

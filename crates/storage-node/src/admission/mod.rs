@@ -278,6 +278,11 @@ impl<T, R> Drop for Admission<T, R> {
             // Its queued tickets go too: nobody waits for them.
             self.gates.scheduler.unregister(id);
         }
+        for d in self.deferred.drain() {
+            if d.item.waits.is_none() {
+                self.gates.scheduler.ahead_done(d.item.op.flow, 0, false);
+            }
+        }
     }
 }
 
@@ -354,6 +359,7 @@ impl<T, R> Admission<T, R> {
             return Submitted::Now(self.start(op, now, now, Waits::default(), 0));
         }
         self.seq += 1;
+        self.gates.scheduler.reserved_ahead(op.flow);
         self.deferred.push(Timed {
             at: start,
             seq: self.seq,
@@ -440,6 +446,9 @@ impl<T, R> Admission<T, R> {
             return None;
         }
         let p = self.deferred.pop()?.item;
+        if p.waits.is_none() {
+            self.gates.scheduler.ahead_done(p.op.flow, now, false);
+        }
         let total = now.saturating_sub(p.arrival);
         let resource_ns = now.saturating_sub(p.qos_until.max(p.arrival)).min(total);
         let waits = p.waits.unwrap_or(Waits {
@@ -538,12 +547,27 @@ impl<T, R> Admission<T, R> {
             && self.held.is_empty()
     }
 
+    /// The connection went away at `now`: requests held by a ceiling will never start and
+    /// are dropped; when they were the last ones waiting on their flow, its reservations
+    /// are given back (a client that pipelined a backlog and left does not hold back the
+    /// next one; while other connections still wait, their slots stand and nothing is).
+    pub fn abandon(&mut self, now: Nanos) {
+        for d in std::mem::take(&mut self.deferred).into_vec() {
+            if d.item.waits.is_none() {
+                self.gates.scheduler.ahead_done(d.item.op.flow, now, true);
+            }
+        }
+    }
+
     /// Give up every request that has not started (shutting down): their tokens, parked
     /// ones first; held replies stay (their I/O is done).
     pub fn give_up(&mut self) -> Vec<T> {
         let mut out: Vec<T> = self.parked.drain().map(|(_, p)| p.token).collect();
         out.extend(self.ready.drain(..).map(|r| r.token));
         while let Some(d) = self.deferred.pop() {
+            if d.item.waits.is_none() {
+                self.gates.scheduler.ahead_done(d.item.op.flow, 0, false);
+            }
             out.push(d.item.token);
         }
         out

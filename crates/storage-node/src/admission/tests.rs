@@ -512,3 +512,48 @@ fn service_counts_from_the_dispatch() {
     let (tok, c) = core.take_reply(970 * US).unwrap();
     assert_eq!((tok, c.latency_ns, c.overrun_ns), (1, 970 * US, None));
 }
+
+/// A connection that pipelined a backlog under a 2 IOPS ceiling and went away gives its
+/// reservations back: the next connection on the same volume is not held behind requests
+/// nobody waits for (issue 32: 19 connections' writes kept the volume busy for 42 min).
+/// While another connection still waits on the flow, its slots stand: nothing is given
+/// back (that would let the flow exceed its ceiling).
+#[test]
+fn an_abandoned_backlog_gives_its_reservations_back() {
+    let g = gates("");
+    let f = flow(&g, 2, 0);
+    let op = Op::new(f, Work::Write(65536));
+    let (mut gone, _) = Core::new(g.clone());
+    let (mut waiting, _) = Core::new(g.clone());
+    let mut last = Submitted::Now(Started::at_once(0));
+    for i in 0..256 {
+        last = gone.submit(op, i, 0);
+    }
+    assert!(
+        matches!(last, Submitted::At(t) if t >= 127 * SEC),
+        "256 requests at 2 IOPS reach 2 minutes out: {last:?}"
+    );
+    let behind = waiting.submit(op, 0, 0);
+    assert!(
+        matches!(behind, Submitted::At(t) if t == 128 * SEC),
+        "{behind:?}"
+    );
+    gone.abandon(SEC);
+    let (mut next, _) = Core::new(g.clone());
+    assert!(
+        matches!(next.submit(op, 0, SEC), Submitted::At(t) if t == 128 * SEC + 500 * MS),
+        "another connection still waits at 128 s: the schedule stands"
+    );
+    // Once nothing waits on the flow any more, the horizon comes back to now.
+    waiting.abandon(SEC);
+    next.abandon(SEC);
+    let (mut after, _) = Core::new(g);
+    assert!(
+        matches!(after.submit(op, 0, SEC), Submitted::Now(_)),
+        "the next client's first request waits for nothing"
+    );
+    match after.submit(op, 1, SEC) {
+        Submitted::At(t) => assert_eq!(t, SEC + 500 * MS, "then the ceiling's spacing"),
+        other => panic!("{other:?}"),
+    }
+}

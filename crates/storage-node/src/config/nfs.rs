@@ -1,12 +1,14 @@
-//! `[nfs]` (the NFS front end's address and transfer sizes) and `[[export_policy]]`
-//! (ONTAP's export policies: rules of client matches with ro_rule/rw_rule), validated here.
+//! `[nfs]` (the NFS front end's address, transfer sizes and ONTAP's reserved-port options)
+//! and `[[export_policy]]` (ONTAP's export policies: rules of client matches with
+//! ro_rule/rw_rule/superuser/anonymous_user...), validated here.
 
 use std::net::SocketAddr;
 
 use serde::Deserialize;
 
 use super::ConfigError;
-use crate::nas::export_policy::{policy_from, Policy, RuleText};
+use crate::nas::export_policy::Policy;
+use crate::nas::export_rule::{policy_from, RuleText};
 
 /// ONTAP's default `-tcp-max-xfer-size`: what FSINFO advertises as rtmax/wtmax unless
 /// told otherwise, so a client's 128 KiB read is two READs.
@@ -22,6 +24,11 @@ pub struct NfsSettings {
     /// FSINFO's rtmax/wtmax: clients split larger requests themselves.
     pub rtmax: u32,
     pub wtmax: u32,
+    /// ONTAP's `-mount-rootonly` (default enabled): MOUNT only from a reserved source port
+    /// (below 1024, which only root can bind).
+    pub mount_rootonly: bool,
+    /// ONTAP's `-nfs-rootonly` (default disabled): every NFS call only from a reserved port.
+    pub nfs_rootonly: bool,
 }
 
 impl Default for NfsSettings {
@@ -30,6 +37,8 @@ impl Default for NfsSettings {
             listen: None,
             rtmax: DEFAULT_XFER,
             wtmax: DEFAULT_XFER,
+            mount_rootonly: true,
+            nfs_rootonly: false,
         }
     }
 }
@@ -64,6 +73,8 @@ pub(super) struct RawNfs {
     listen: Option<String>,
     rtmax: Option<super::NumOrStr>,
     wtmax: Option<super::NumOrStr>,
+    mount_rootonly: Option<bool>,
+    nfs_rootonly: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +91,13 @@ struct RawRule {
     clients: Vec<String>,
     ro_rule: Option<Vec<String>>,
     rw_rule: Option<Vec<String>>,
+    superuser: Option<Vec<String>>,
+    anonymous_user: Option<super::NumOrStr>,
+    allow_suid: Option<bool>,
+    chown_mode: Option<String>,
+    ntfs_unix_security: Option<String>,
+    protocols: Option<Vec<String>>,
+    allow_device_creation: Option<bool>,
 }
 
 /// Validate `[nfs]`; `what` names the table (`node.toml:12: nfs`).
@@ -110,6 +128,8 @@ pub(super) fn parse(what: &str, raw: &RawNfs) -> Result<NfsSettings, ConfigError
         };
     s.rtmax = size("rtmax", &raw.rtmax, DEFAULT_XFER)?;
     s.wtmax = size("wtmax", &raw.wtmax, DEFAULT_XFER)?;
+    s.mount_rootonly = raw.mount_rootonly.unwrap_or(s.mount_rootonly);
+    s.nfs_rootonly = raw.nfs_rootonly.unwrap_or(s.nfs_rootonly);
     Ok(s)
 }
 
@@ -121,10 +141,24 @@ pub(super) fn export_policy(
     let rules: Vec<RuleText> = raw
         .rule
         .iter()
-        .map(|r| RuleText {
-            clients: r.clients.clone(),
-            ro_rule: r.ro_rule.clone().unwrap_or_else(|| vec!["any".into()]),
-            rw_rule: r.rw_rule.clone().unwrap_or_else(|| vec!["any".into()]),
+        .map(|r| {
+            let d = RuleText::new(r.clients.clone());
+            RuleText {
+                ro_rule: r.ro_rule.clone().unwrap_or(d.ro_rule),
+                rw_rule: r.rw_rule.clone().unwrap_or(d.rw_rule),
+                superuser: r.superuser.clone().unwrap_or(d.superuser),
+                anonymous_user: r
+                    .anonymous_user
+                    .as_ref()
+                    .map(|a| a.as_text())
+                    .unwrap_or(d.anonymous_user),
+                allow_suid: r.allow_suid.unwrap_or(d.allow_suid),
+                chown_mode: r.chown_mode.clone().unwrap_or(d.chown_mode),
+                ntfs_unix_security: r.ntfs_unix_security.clone().unwrap_or(d.ntfs_unix_security),
+                protocols: r.protocols.clone().unwrap_or(d.protocols),
+                allow_device_creation: r.allow_device_creation.unwrap_or(d.allow_device_creation),
+                clients: d.clients,
+            }
         })
         .collect();
     let policy = policy_from(&raw.name, &rules).map_err(|e| ConfigError(format!("{what}: {e}")))?;

@@ -1,27 +1,104 @@
-//! Export policies: which clients may use a NAS volume, read-only or read-write. The
-//! rules follow ONTAP's export policies in shape (an ordered list of rules, each a client
-//! match and an access level; the first rule that matches decides; no match, no access),
-//! reduced to what NFSv3 over AUTH_SYS needs. The node keeps them (`Node::export_policy`);
-//! the NFS front end checks them on every call.
+//! Export policies: which clients may use a NAS volume, how far, and as whom. ONTAP's export
+//! policies: an ordered list of rules; the first rule whose clients match a client's address
+//! decides (no match, no access). A rule grants by security flavour (`ro_rule`, `rw_rule`:
+//! `any`, `sys`, `none`, `never`), maps root (`superuser`) and unlisted flavours (`none`) to
+//! its anonymous user (`anonymous_user`, default 65534), and says whether setuid bits are
+//! honoured (`allow_suid`) and who may change owners (`chown_mode`). The node keeps the
+//! policies (`Node::export_policy`); the NFS front end decides every call with
+//! [`Policy::decide`]. The ONTAP words and their parsing are in [`super::export_rule`].
 
 use std::net::IpAddr;
 
-/// Access a rule grants.
+/// ONTAP's default anonymous user (`-anon 65534`, "nobody").
+pub const ANON_DEFAULT: u32 = 65534;
+/// ONTAP's special anonymous user: a call mapped to it is refused (AUTH_NONE, squashed root).
+pub const ANON_REFUSE: u32 = 65535;
+
+/// The security flavour of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    ReadOnly,
-    ReadWrite,
-    /// The rule matches and grants nothing (ONTAP's `never` in both ro_rule and rw_rule):
-    /// later rules are not consulted.
-    NoAccess,
+pub enum Flavour {
+    /// AUTH_NONE: no identity (always the anonymous user).
+    None,
+    /// AUTH_SYS: the uid, gid and groups the client says.
+    Sys,
 }
 
-/// A client match: an address with a prefix length (`10.0.0.0/8`, `127.0.0.1`,
-/// `::1`, `0.0.0.0/0` for every IPv4 client, `::/0` for every IPv6 one).
+/// The flavours one of `ro_rule`, `rw_rule` or `superuser` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flavours {
+    /// `any`: every flavour, as itself.
+    pub any: bool,
+    /// `sys`: AUTH_SYS, as itself.
+    pub sys: bool,
+    /// `none`: flavours not listed are admitted as the anonymous user.
+    pub none: bool,
+    /// `never`: nothing, whatever else is listed.
+    pub never: bool,
+}
+
+impl Flavours {
+    /// `any`.
+    pub const ANY: Flavours = Flavours {
+        any: true,
+        sys: false,
+        none: false,
+        never: false,
+    };
+    /// `none` (as `superuser`: root is always the anonymous user).
+    pub const NONE: Flavours = Flavours {
+        any: false,
+        sys: false,
+        none: true,
+        never: false,
+    };
+    /// `never`.
+    pub const NEVER: Flavours = Flavours {
+        any: false,
+        sys: false,
+        none: false,
+        never: true,
+    };
+
+    /// How a call of flavour `f` fares: `Some(false)` as itself, `Some(true)` as the
+    /// anonymous user, `None` refused. An AUTH_NONE call has no identity: admitted, it is
+    /// always the anonymous user.
+    pub fn admits(self, f: Flavour) -> Option<bool> {
+        if self.never {
+            return None;
+        }
+        if self.any || (f == Flavour::Sys && self.sys) {
+            return Some(f == Flavour::None);
+        }
+        self.none.then_some(true)
+    }
+
+    /// Whether any call at all is admitted.
+    pub fn admits_some(self) -> bool {
+        !self.never && (self.any || self.sys || self.none)
+    }
+
+    /// As `superuser`: does a root call of flavour `f` stay root?
+    pub fn keeps_root(self, f: Flavour) -> bool {
+        !self.never && (self.any || (f == Flavour::Sys && self.sys))
+    }
+}
+
+/// A client match: an address with a prefix length (`10.0.0.0/8`, `127.0.0.1`, `::1`,
+/// `0.0.0.0/0` for every IPv4 client, `::/0` for every IPv6 one). An IPv4-mapped IPv6
+/// match (`::ffff:10.0.0.0/104`) is its IPv4 match (`10.0.0.0/8`): clients are compared
+/// as IPv4 when they are IPv4 or IPv4-mapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientMatch {
     pub addr: IpAddr,
     pub prefix: u8,
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+pub fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
 }
 
 impl ClientMatch {
@@ -57,15 +134,26 @@ impl ClientMatch {
                 .filter(|p| *p <= max)
                 .ok_or_else(|| format!("client match {s:?}: prefix {p:?} is not 0..={max}"))?,
         };
+        let mapped = canonical(addr);
+        if mapped.is_ipv4() && addr.is_ipv6() {
+            // ::ffff:a.b.c.d/P is a.b.c.d/(P-96): clients are compared as IPv4.
+            if prefix < 96 {
+                return Err(format!(
+                    "client match {s:?}: an IPv4-mapped address needs a prefix of 96 to 128 \
+                     (it is matched as the IPv4 address {mapped}/{})",
+                    prefix.saturating_sub(96)
+                ));
+            }
+            return Ok(vec![ClientMatch {
+                addr: mapped,
+                prefix: prefix - 96,
+            }]);
+        }
         Ok(vec![ClientMatch { addr, prefix }])
     }
 
     pub fn matches(&self, client: IpAddr) -> bool {
-        let client = match client {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(client),
-            v4 => v4,
-        };
-        match (self.addr, client) {
+        match (self.addr, canonical(client)) {
             (IpAddr::V4(net), IpAddr::V4(c)) => masked(
                 u32::from(net) as u128,
                 u32::from(c) as u128,
@@ -88,131 +176,160 @@ fn masked(net: u128, c: u128, prefix: u8, bits: u32) -> bool {
     (net >> shift) == (c >> shift)
 }
 
+/// One rule, as it is enforced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub clients: Vec<ClientMatch>,
-    pub access: Access,
+    /// `ro_rule`: who may read (and be admitted at all).
+    pub ro: Flavours,
+    /// `rw_rule`: who may also write.
+    pub rw: Flavours,
+    /// `superuser`: for which flavours uid 0 stays root (else it is the anonymous user).
+    pub superuser: Flavours,
+    /// `anonymous_user`: the uid (and gid) of anonymous and squashed calls; 65535 refuses
+    /// them.
+    pub anon: u32,
+    /// `allow_suid`: honour setuid/setgid bits in modes set by clients.
+    pub allow_suid: bool,
+    /// `chown_mode` unrestricted: a file's owner may give it away (restricted: only root
+    /// changes owners).
+    pub chown_unrestricted: bool,
+    /// `protocols` admits NFSv3 (a rule for `nfs4` or `cifs` only never matches here).
+    pub nfs3: bool,
 }
 
-/// An ordered list of rules. The default is loopback only, read-write.
+impl Rule {
+    /// A rule for `clients` with `ro`/`rw` and ONTAP's defaults for the rest (root
+    /// squashed to 65534, setuid honoured, restricted chown).
+    pub fn new(clients: Vec<ClientMatch>, ro: Flavours, rw: Flavours) -> Rule {
+        Rule {
+            clients,
+            ro,
+            rw,
+            superuser: Flavours::NONE,
+            anon: ANON_DEFAULT,
+            allow_suid: true,
+            chown_unrestricted: false,
+            nfs3: true,
+        }
+    }
+
+    pub fn matches(&self, client: IpAddr) -> bool {
+        self.nfs3 && self.clients.iter().any(|m| m.matches(client))
+    }
+}
+
+/// An ordered list of rules. The default is loopback only, read-write, root kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     pub name: String,
     pub rules: Vec<Rule>,
 }
 
-impl Default for Policy {
-    fn default() -> Self {
-        let mut clients = ClientMatch::parse("127.0.0.0/8").expect("valid");
-        clients.extend(ClientMatch::parse("::1").expect("valid"));
-        Policy {
-            name: "default".into(),
-            rules: vec![Rule {
-                clients,
-                access: Access::ReadWrite,
-            }],
+/// An AUTH_SYS identity (uid, primary gid, supplementary gids), as sent or as mapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
+    pub gids: Vec<u32>,
+}
+
+impl Identity {
+    /// The anonymous user `uid` (its gid is the same number; no other groups).
+    pub fn anonymous(uid: u32) -> Identity {
+        Identity {
+            uid,
+            gid: uid,
+            gids: Vec::new(),
         }
+    }
+
+    /// Whether `gid` is one of the identity's groups.
+    pub fn in_group(&self, gid: u32) -> bool {
+        self.gid == gid || self.gids.contains(&gid)
     }
 }
 
+/// What a rule grants one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Who the call acts as (the anonymous user when mapped).
+    pub who: Identity,
+    /// Whether it was mapped to the anonymous user (AUTH_NONE, squashed root, `none`).
+    pub anonymous: bool,
+    /// Whether it may change anything (`rw_rule`).
+    pub write: bool,
+    pub allow_suid: bool,
+    pub chown_unrestricted: bool,
+}
+
+/// A policy's answer to one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// No rule matches the client's address.
+    Unmatched,
+    /// The first matching rule grants this call nothing.
+    Refused,
+    Granted(Grant),
+}
+
 impl Policy {
-    /// What the first matching rule grants, `None` when no rule matches.
-    pub fn access(&self, client: IpAddr) -> Option<Access> {
-        self.rules
-            .iter()
-            .find(|r| r.clients.iter().any(|m| m.matches(client)))
-            .map(|r| r.access)
-            .filter(|a| *a != Access::NoAccess)
+    /// The first rule that matches `client`.
+    pub fn rule_for(&self, client: IpAddr) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.matches(client))
+    }
+
+    /// Whether `client` is admitted at all (its rule grants some flavour something):
+    /// what a connection must be before it is served, and what MOUNT's EXPORT lists.
+    pub fn admits(&self, client: IpAddr) -> bool {
+        self.rule_for(client).is_some_and(|r| r.ro.admits_some())
+    }
+
+    /// What a call from `client` carrying `cred` (`None`: AUTH_NONE) gets.
+    pub fn decide(&self, client: IpAddr, cred: Option<&Identity>) -> Decision {
+        let Some(rule) = self.rule_for(client) else {
+            return Decision::Unmatched;
+        };
+        let f = if cred.is_some() {
+            Flavour::Sys
+        } else {
+            Flavour::None
+        };
+        let Some(ro_anon) = rule.ro.admits(f) else {
+            return Decision::Refused;
+        };
+        let rw = rule.rw.admits(f);
+        // One identity per call: mapped by either rule, it is anonymous for both.
+        let mut anonymous = ro_anon || rw == Some(true);
+        let who = match cred {
+            Some(c) if !anonymous && c.uid == 0 && !rule.superuser.keeps_root(f) => {
+                anonymous = true;
+                Identity::anonymous(rule.anon)
+            }
+            Some(c) if !anonymous => c.clone(),
+            _ => Identity::anonymous(rule.anon),
+        };
+        if anonymous && rule.anon == ANON_REFUSE {
+            return Decision::Refused;
+        }
+        Decision::Granted(Grant {
+            who,
+            anonymous,
+            write: rw.is_some(),
+            allow_suid: rule.allow_suid,
+            chown_unrestricted: rule.chown_unrestricted,
+        })
     }
 
     /// The client groups MOUNT's EXPORT procedure lists.
     pub fn groups(&self) -> Vec<String> {
         self.rules
             .iter()
+            .filter(|r| r.nfs3 && r.ro.admits_some())
             .flat_map(|r| r.clients.iter())
             .map(|m| format!("{}/{}", m.addr, m.prefix))
             .collect()
     }
-}
-
-/// An export rule as ONTAP writes it (`/api/protocols/nfs/export-policies`, and
-/// `[[export_policy]]` in node.toml): client matches and the security flavours granted
-/// read-only and read-write access.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleText {
-    pub clients: Vec<String>,
-    pub ro_rule: Vec<String>,
-    pub rw_rule: Vec<String>,
-}
-
-/// The security flavours a rule may name: qoslab serves AUTH_SYS (and AUTH_NONE), so
-/// `any` and `sys` grant, `never` denies; Kerberos, NTLM and `none` (anonymous mapping)
-/// are refused by name.
-const FLAVOURS: &str = "any, sys or never (qoslab serves AUTH_SYS only)";
-
-fn grants(field: &str, v: &[String]) -> Result<bool, String> {
-    if v.is_empty() {
-        return Err(format!("{field}: give at least one of {FLAVOURS}"));
-    }
-    let mut g = false;
-    for f in v {
-        match f.as_str() {
-            "any" | "sys" => g = true,
-            "never" => return Ok(false),
-            other => {
-                return Err(format!(
-                    "{field}: {other:?} is not supported; use {FLAVOURS}"
-                ))
-            }
-        }
-    }
-    Ok(g)
-}
-
-impl RuleText {
-    /// Loopback only, read-write: the rule of the built-in `default` policy.
-    pub fn loopback() -> RuleText {
-        RuleText {
-            clients: vec!["127.0.0.0/8".into(), "::1".into()],
-            ro_rule: vec!["any".into()],
-            rw_rule: vec!["any".into()],
-        }
-    }
-
-    /// The rule it means (read-write needs both rules to grant, as in ONTAP; a rule that
-    /// grants nothing still ends the search). Errors name the field and value.
-    pub fn parse(&self) -> Result<Rule, String> {
-        if self.clients.is_empty() {
-            return Err("clients: give at least one match (ADDR, ADDR/PREFIX, or 0.0.0.0/0 for every IPv4 client)".into());
-        }
-        let mut clients = Vec::new();
-        for c in &self.clients {
-            clients.extend(ClientMatch::parse(c).map_err(|e| {
-                format!("clients: {e} (host names, domains and netgroups are not supported)")
-            })?);
-        }
-        let ro = grants("ro_rule", &self.ro_rule)?;
-        let rw = grants("rw_rule", &self.rw_rule)?;
-        let access = match (ro, rw) {
-            (true, true) => Access::ReadWrite,
-            (true, false) => Access::ReadOnly,
-            (false, _) => Access::NoAccess,
-        };
-        Ok(Rule { clients, access })
-    }
-}
-
-/// A policy from its rules in order; an error names the rule (1-based, ONTAP's `index`).
-pub fn policy_from(name: &str, rules: &[RuleText]) -> Result<Policy, String> {
-    let rules = rules
-        .iter()
-        .enumerate()
-        .map(|(i, r)| r.parse().map_err(|e| format!("rule {}: {e}", i + 1)))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Policy {
-        name: name.to_string(),
-        rules,
-    })
 }
 
 #[cfg(test)]
@@ -223,76 +340,141 @@ mod tests {
         s.parse().unwrap()
     }
 
-    #[test]
-    fn default_is_loopback_only() {
-        let p = Policy::default();
-        assert_eq!(p.access(ip("127.0.0.1")), Some(Access::ReadWrite));
-        assert_eq!(p.access(ip("127.1.2.3")), Some(Access::ReadWrite));
-        assert_eq!(p.access(ip("::1")), Some(Access::ReadWrite));
-        assert_eq!(p.access(ip("::ffff:127.0.0.1")), Some(Access::ReadWrite));
-        assert_eq!(p.access(ip("10.0.0.1")), None);
-        assert_eq!(p.access(ip("::2")), None);
+    fn sys(uid: u32) -> Identity {
+        Identity {
+            uid,
+            gid: uid,
+            gids: vec![4],
+        }
     }
 
-    #[test]
-    fn first_rule_wins() {
-        let p = Policy {
-            name: "p".into(),
-            rules: vec![
-                Rule {
-                    clients: ClientMatch::parse("10.1.0.0/16").unwrap(),
-                    access: Access::ReadOnly,
-                },
-                Rule {
-                    clients: ClientMatch::parse("any").unwrap(),
-                    access: Access::ReadWrite,
-                },
-            ],
-        };
-        assert_eq!(p.access(ip("10.1.2.3")), Some(Access::ReadOnly));
-        assert_eq!(p.access(ip("10.2.0.1")), Some(Access::ReadWrite));
-        assert_eq!(p.access(ip("fe80::1")), Some(Access::ReadWrite));
-    }
-
-    #[test]
-    fn ontap_rules() {
-        let t = |c: &[&str], ro: &[&str], rw: &[&str]| RuleText {
-            clients: c.iter().map(|s| s.to_string()).collect(),
-            ro_rule: ro.iter().map(|s| s.to_string()).collect(),
-            rw_rule: rw.iter().map(|s| s.to_string()).collect(),
-        };
-        let p = policy_from(
-            "p",
-            &[
-                t(&["10.9.0.0/16"], &["never"], &["any"]),
-                t(&["10.0.0.0/8"], &["sys"], &["never"]),
-                t(&["0.0.0.0/0"], &["any"], &["sys"]),
-            ],
-        )
-        .unwrap();
-        assert_eq!(p.access(ip("10.9.1.1")), None, "never ends the search");
-        assert_eq!(p.access(ip("10.1.1.1")), Some(Access::ReadOnly));
-        assert_eq!(p.access(ip("192.0.2.1")), Some(Access::ReadWrite));
-        assert_eq!(
-            Policy::default(),
-            policy_from("default", &[RuleText::loopback()]).unwrap()
-        );
-        for (bad, says) in [
-            (t(&[], &["any"], &["any"]), "clients"),
-            (t(&["host.example"], &["any"], &["any"]), "host names"),
-            (
-                t(&["::1"], &["krb5"], &["any"]),
-                "\"krb5\" is not supported",
-            ),
-            (t(&["::1"], &["any"], &[]), "rw_rule"),
-        ] {
-            let e = policy_from("p", &[bad]).unwrap_err();
-            assert!(e.starts_with("rule 1: ") && e.contains(says), "{e}");
+    fn granted(d: Decision) -> Grant {
+        match d {
+            Decision::Granted(g) => g,
+            other => panic!("{other:?}"),
         }
     }
 
     #[test]
-    fn parse_errors_name_the_value() {
+    fn default_is_loopback_only_with_root_kept() {
+        let p = Policy::default();
+        for c in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
+            let g = granted(p.decide(ip(c), Some(&sys(0))));
+            assert_eq!((g.who.uid, g.write, g.anonymous), (0, true, false), "{c}");
+        }
+        for c in ["10.0.0.1", "::2"] {
+            assert_eq!(p.decide(ip(c), Some(&sys(0))), Decision::Unmatched, "{c}");
+            assert!(!p.admits(ip(c)));
+        }
+        // AUTH_NONE is the anonymous user, even on loopback.
+        let g = granted(p.decide(ip("127.0.0.1"), None));
+        assert_eq!((g.who, g.anonymous), (Identity::anonymous(65534), true));
+    }
+
+    #[test]
+    fn first_rule_wins_and_never_ends_the_search() {
+        let rules = vec![
+            Rule::new(
+                ClientMatch::parse("10.9.0.0/16").unwrap(),
+                Flavours::NEVER,
+                Flavours::ANY,
+            ),
+            Rule::new(
+                ClientMatch::parse("10.0.0.0/8").unwrap(),
+                Flavours::ANY,
+                Flavours::NEVER,
+            ),
+            Rule::new(
+                ClientMatch::parse("any").unwrap(),
+                Flavours::ANY,
+                Flavours::ANY,
+            ),
+        ];
+        let p = Policy {
+            name: "p".into(),
+            rules,
+        };
+        assert_eq!(p.decide(ip("10.9.1.1"), Some(&sys(5))), Decision::Refused);
+        assert!(!p.admits(ip("10.9.1.1")));
+        assert!(!granted(p.decide(ip("10.1.1.1"), Some(&sys(5)))).write);
+        assert!(granted(p.decide(ip("fe80::1"), Some(&sys(5)))).write);
+    }
+
+    #[test]
+    fn root_is_squashed_unless_superuser_grants_it() {
+        let mut r = Rule::new(
+            ClientMatch::parse("any").unwrap(),
+            Flavours::ANY,
+            Flavours::ANY,
+        );
+        let p = |r: &Rule| Policy {
+            name: "p".into(),
+            rules: vec![r.clone()],
+        };
+        let g = granted(p(&r).decide(ip("10.0.0.1"), Some(&sys(0))));
+        assert_eq!((g.who, g.anonymous), (Identity::anonymous(65534), true));
+        let g = granted(p(&r).decide(ip("10.0.0.1"), Some(&sys(1000))));
+        assert_eq!((g.who, g.anonymous), (sys(1000), false));
+        r.superuser = Flavours {
+            sys: true,
+            ..Flavours::default()
+        };
+        assert_eq!(
+            granted(p(&r).decide(ip("10.0.0.1"), Some(&sys(0)))).who,
+            sys(0)
+        );
+        // anonymous_user 65535 refuses what would be mapped to it
+        r.superuser = Flavours::NONE;
+        r.anon = ANON_REFUSE;
+        assert_eq!(
+            p(&r).decide(ip("10.0.0.1"), Some(&sys(0))),
+            Decision::Refused
+        );
+        assert_eq!(p(&r).decide(ip("10.0.0.1"), None), Decision::Refused);
+        assert!(granted(p(&r).decide(ip("10.0.0.1"), Some(&sys(7)))).write);
+    }
+
+    #[test]
+    fn flavours_decide_auth_none() {
+        let sys_only = Flavours {
+            sys: true,
+            ..Flavours::default()
+        };
+        // `sys` does not admit AUTH_NONE; `none` admits it as the anonymous user.
+        assert_eq!(sys_only.admits(Flavour::None), None);
+        assert_eq!(sys_only.admits(Flavour::Sys), Some(false));
+        let with_none = Flavours {
+            none: true,
+            ..sys_only
+        };
+        assert_eq!(with_none.admits(Flavour::None), Some(true));
+        assert_eq!(Flavours::NONE.admits(Flavour::Sys), Some(true));
+        assert_eq!(Flavours::ANY.admits(Flavour::None), Some(true));
+        let p = Policy {
+            name: "p".into(),
+            rules: vec![Rule::new(
+                ClientMatch::parse("any").unwrap(),
+                Flavours::NONE,
+                Flavours::NEVER,
+            )],
+        };
+        // ro none, rw never: everyone reads as anonymous, nobody writes.
+        let g = granted(p.decide(ip("192.0.2.1"), Some(&sys(1000))));
+        assert_eq!((g.who.uid, g.write), (65534, false));
+    }
+
+    #[test]
+    fn mapped_matches_are_ipv4_matches() {
+        let m = ClientMatch::parse("::ffff:10.1.0.0/112").unwrap();
+        assert_eq!(m, ClientMatch::parse("10.1.0.0/16").unwrap());
+        assert!(m[0].matches(ip("10.1.2.3")));
+        assert!(m[0].matches(ip("::ffff:10.1.2.3")));
+        assert!(!m[0].matches(ip("10.2.0.1")));
+        let one = ClientMatch::parse("::ffff:192.0.2.7").unwrap();
+        assert_eq!(one, ClientMatch::parse("192.0.2.7").unwrap());
+        assert!(ClientMatch::parse("::ffff:0.0.0.0/80")
+            .unwrap_err()
+            .contains("96 to 128"));
         assert!(ClientMatch::parse("10.0.0.0/33")
             .unwrap_err()
             .contains("0..=32"));

@@ -13,6 +13,7 @@
 //! inode once), so used-space adaptive policies follow what clients write.
 
 pub mod export_policy;
+pub mod export_rule;
 
 use std::collections::HashSet;
 use std::io;
@@ -98,7 +99,14 @@ impl NasSpace {
 pub struct NasStore {
     root: PathBuf,
     space: Arc<NasSpace>,
+    /// When the tree was last counted and how long that took.
+    counted: Mutex<(std::time::Instant, std::time::Duration)>,
 }
+
+/// How often a NAS volume's tree is counted again, so used space follows files put in or
+/// removed outside NFS: every 30 s, or twenty times as long as the last count took if
+/// that is longer (a count never takes more than a twentieth of a core).
+pub const RECOUNT_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl NasStore {
     /// Open the tree at `root` (creating the directory with [`DEFAULT_ROOT_MODE`] if
@@ -116,11 +124,28 @@ impl NasStore {
             Err(e) => return Err(e),
         }
         let space = Arc::new(NasSpace::new(Some(quota)));
+        let t0 = std::time::Instant::now();
         space.set_used(allocated_bytes(root)?);
         Ok(NasStore {
             root: root.to_path_buf(),
             space,
+            counted: Mutex::new((std::time::Instant::now(), t0.elapsed())),
         })
+    }
+
+    /// Count the tree again if it is due ([`RECOUNT_EVERY`]); `Ok(true)` when counted.
+    /// Blocking (a walk of the tree): not on a runtime worker.
+    pub fn recount_if_due(&self) -> io::Result<bool> {
+        let (at, took) = *self.counted.lock().unwrap_or_else(|p| p.into_inner());
+        if at.elapsed() < RECOUNT_EVERY.max(took * 20) {
+            return Ok(false);
+        }
+        let t0 = std::time::Instant::now();
+        let used = allocated_bytes(&self.root)?;
+        self.space.set_used(used);
+        *self.counted.lock().unwrap_or_else(|p| p.into_inner()) =
+            (std::time::Instant::now(), t0.elapsed());
+        Ok(true)
     }
 
     pub fn root(&self) -> &Path {
@@ -222,18 +247,35 @@ impl Backend for NasStore {
 }
 
 /// What a volume's declaration says of its NAS side.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct NasSpec {
     /// The junction path clients mount (`/vol500`).
     pub path: String,
     /// The export policy's name ([`DEFAULT_EXPORT_POLICY`] when not given).
     pub export_policy: String,
+    /// The export id its file handles carry: assigned once and stored by the control
+    /// plane (never derived from the name, never reused). `None`: the node assigns one for
+    /// the life of the process (a node without a state database: tests, tenants).
+    pub export_id: Option<u32>,
+}
+
+/// Written without `export_id`: the state database fingerprints declarations with this
+/// text, and a declaration made before export ids existed must keep its fingerprint.
+impl std::fmt::Debug for NasSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NasSpec")
+            .field("path", &self.path)
+            .field("export_policy", &self.export_policy)
+            .finish()
+    }
 }
 
 /// The NAS side of a served volume.
 pub struct NasVolume {
     /// The junction path.
     pub path: String,
+    /// The export id its file handles carry.
+    pub export_id: u32,
     pub store: Arc<NasStore>,
     /// The export policy's name.
     policy_name: Mutex<String>,
@@ -243,9 +285,15 @@ pub struct NasVolume {
 }
 
 impl NasVolume {
-    pub(crate) fn new(path: String, store: Arc<NasStore>, policy: export_policy::Policy) -> Self {
+    pub(crate) fn new(
+        path: String,
+        export_id: u32,
+        store: Arc<NasStore>,
+        policy: export_policy::Policy,
+    ) -> Self {
         NasVolume {
             path,
+            export_id,
             store,
             policy_name: Mutex::new(policy.name.clone()),
             rules: Arc::new(RwLock::new(policy)),
@@ -264,17 +312,6 @@ impl NasVolume {
         *self.policy_name.lock().unwrap_or_else(|p| p.into_inner()) = policy.name.clone();
         *self.rules.write().unwrap_or_else(|p| p.into_inner()) = policy;
     }
-}
-
-/// A stable export id from a junction path (FNV-1a): what the NFS front end's file handles
-/// carry, so they stay valid across restarts.
-pub fn export_id(path: &str) -> u32 {
-    let mut h: u32 = 0x811c9dc5;
-    for b in path.bytes() {
-        h ^= b as u32;
-        h = h.wrapping_mul(0x01000193);
-    }
-    h
 }
 
 /// A junction path must be absolute, normalised and printable: `/name[/name...]`.
@@ -329,6 +366,16 @@ mod tests {
         assert!(s.read_at(&mut [0u8; 1], 0).is_err());
         s.flush().unwrap();
         assert_eq!(s.byte_len().unwrap(), 1 << 30);
+        // Files put in outside NFS: counted at the next recount (due every 30 s).
+        assert!(!s.recount_if_due().unwrap(), "not due yet");
+        std::fs::write(root.join("outside"), vec![2u8; 256 << 10]).unwrap();
+        s.counted.lock().unwrap().0 -= RECOUNT_EVERY;
+        assert!(s.recount_if_due().unwrap());
+        assert!(
+            s.space().used() >= counted + (256 << 10),
+            "{}",
+            s.space().used()
+        );
         // A file where the tree should be is refused.
         std::fs::write(dir.join("f"), b"").unwrap();
         assert!(NasStore::open(&dir.join("f"), 1).is_err());

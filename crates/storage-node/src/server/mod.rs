@@ -123,9 +123,19 @@ pub(crate) async fn serve(
         let node = node.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(USED_SPACE_REFRESH);
+            let mut recount = tokio::time::interval(crate::nas::RECOUNT_EVERY / 2);
+            let mut counting: Option<tokio::task::JoinHandle<()>> = None;
             loop {
-                tick.tick().await;
-                node.refresh_used_space();
+                tokio::select! {
+                    _ = tick.tick() => node.refresh_used_space(),
+                    _ = recount.tick() => {
+                        // NAS trees changed outside NFS: one walk at a time, off the workers.
+                        if counting.as_ref().is_none_or(|c| c.is_finished()) {
+                            let n = node.clone();
+                            counting = Some(tokio::task::spawn_blocking(move || n.recount_nas_volumes()));
+                        }
+                    }
+                }
             }
         })
     };

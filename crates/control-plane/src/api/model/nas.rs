@@ -5,8 +5,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{code, object, only, string, wrong_type, ApiError, Svm, R};
-use crate::nas::export_policy::{policy_from, RuleText};
+use super::{boolean, code, object, only, string, wrong_type, ApiError, Svm, R};
+use crate::nas::export_rule::{policy_from, RuleText};
 
 /// A reference to an export policy by name and/or id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -152,6 +152,10 @@ const RULE_FIELDS: &[&str] = &[
     "protocols",
     "superuser",
     "anonymous_user",
+    "allow_suid",
+    "chown_mode",
+    "ntfs_unix_security",
+    "allow_device_creation",
 ];
 
 fn strings(o: &Map<String, Value>, t: &str, key: &str) -> R<Option<Vec<String>>> {
@@ -171,10 +175,8 @@ fn strings(o: &Map<String, Value>, t: &str, key: &str) -> R<Option<Vec<String>>>
     }
 }
 
-fn rule(v: &Value, t: &str) -> R<RuleText> {
-    let o = object(v, t)?;
-    only(o, t, RULE_FIELDS)?;
-    let clients = match o.get("clients") {
+fn clients(o: &Map<String, Value>, t: &str) -> R<Vec<String>> {
+    match o.get("clients") {
         Some(Value::Array(a)) => a
             .iter()
             .enumerate()
@@ -188,45 +190,64 @@ fn rule(v: &Value, t: &str) -> R<RuleText> {
                         ApiError::bad(code::MISSING_FIELD, &ct, format!("{ct}.match is required"))
                     })
             })
-            .collect::<R<Vec<_>>>()?,
+            .collect(),
+        Some(v) => Err(wrong_type(
+            &format!("{t}.clients"),
+            v,
+            "an array of {\"match\": ...}",
+        )),
+        None => Err(ApiError::bad(
+            code::MISSING_FIELD,
+            &format!("{t}.clients"),
+            format!("{t}.clients is required, e.g. [{{\"match\": \"10.0.0.0/8\"}}]"),
+        )),
+    }
+}
+
+/// One rule of a body: ONTAP's fields, ONTAP's defaults for those not given
+/// ([`RuleText::new`]), checked by the node's parser (an error targets the field).
+fn rule(v: &Value, t: &str) -> R<RuleText> {
+    let o = object(v, t)?;
+    only(o, t, RULE_FIELDS)?;
+    let d = RuleText::new(clients(o, t)?);
+    let anonymous_user = match o.get("anonymous_user") {
+        None => d.anonymous_user.clone(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
         Some(v) => {
             return Err(wrong_type(
-                &format!("{t}.clients"),
+                &format!("{t}.anonymous_user"),
                 v,
-                "an array of {\"match\": ...}",
-            ))
-        }
-        None => {
-            return Err(ApiError::bad(
-                code::MISSING_FIELD,
-                &format!("{t}.clients"),
-                format!("{t}.clients is required, e.g. [{{\"match\": \"10.0.0.0/8\"}}]"),
+                "a user id, e.g. \"65534\"",
             ))
         }
     };
-    // Accepted as ONTAP clients send them; qoslab serves NFSv3 over AUTH_SYS only and
-    // never squashes root, so only the values that agree are taken.
-    for (key, ok) in [
-        ("protocols", &["any", "nfs", "nfs3"][..]),
-        ("superuser", &["any", "sys"][..]),
-    ] {
-        if let Some(v) = strings(o, t, key)? {
-            if let Some(bad) = v.iter().find(|x| !ok.contains(&x.as_str())) {
-                return Err(ApiError::bad(
-                    code::OUT_OF_RANGE,
-                    &format!("{t}.{key}"),
-                    format!("{t}.{key} {bad:?} is not supported here (allowed: {}): qoslab serves NFSv3 over AUTH_SYS and does not squash root", ok.join(", ")),
-                ));
-            }
-        }
-    }
     let r = RuleText {
-        clients,
-        ro_rule: strings(o, t, "ro_rule")?.unwrap_or_else(|| vec!["any".into()]),
-        rw_rule: strings(o, t, "rw_rule")?.unwrap_or_else(|| vec!["any".into()]),
+        ro_rule: strings(o, t, "ro_rule")?.unwrap_or(d.ro_rule.clone()),
+        rw_rule: strings(o, t, "rw_rule")?.unwrap_or(d.rw_rule.clone()),
+        superuser: strings(o, t, "superuser")?.unwrap_or(d.superuser.clone()),
+        anonymous_user,
+        allow_suid: boolean(o, t, "allow_suid")?.unwrap_or(d.allow_suid),
+        chown_mode: string(o, t, "chown_mode")?
+            .map(str::to_string)
+            .unwrap_or(d.chown_mode.clone()),
+        ntfs_unix_security: string(o, t, "ntfs_unix_security")?
+            .map(str::to_string)
+            .unwrap_or(d.ntfs_unix_security.clone()),
+        protocols: strings(o, t, "protocols")?.unwrap_or(d.protocols.clone()),
+        allow_device_creation: boolean(o, t, "allow_device_creation")?
+            .unwrap_or(d.allow_device_creation),
+        clients: d.clients,
     };
-    r.parse()
-        .map_err(|e| ApiError::bad(code::OUT_OF_RANGE, t, format!("{t}: {e}")))?;
+    r.parse().map_err(|e| {
+        let field = e.split_once(':').map(|(f, _)| f).unwrap_or("");
+        let target = if RULE_FIELDS.contains(&field) && field != "clients" {
+            format!("{t}.{field}")
+        } else {
+            t.to_string()
+        };
+        ApiError::bad(code::OUT_OF_RANGE, &target, format!("{t}: {e}"))
+    })?;
     Ok(r)
 }
 
@@ -254,28 +275,41 @@ pub fn export_policy(m: &Map<String, Value>) -> R<ExportPolicyBody> {
     })
 }
 
-/// Rules as ONTAP renders them (index from 1).
+/// One rule as ONTAP writes it in a body, every field (no `index`).
+pub fn rule_json(r: &RuleText) -> Value {
+    json!({
+        "clients": r.clients.iter().map(|c| json!({"match": c})).collect::<Vec<_>>(),
+        "ro_rule": r.ro_rule,
+        "rw_rule": r.rw_rule,
+        "superuser": r.superuser,
+        "anonymous_user": r.anonymous_user,
+        "allow_suid": r.allow_suid,
+        "chown_mode": r.chown_mode,
+        "ntfs_unix_security": r.ntfs_unix_security,
+        "protocols": r.protocols,
+        "allow_device_creation": r.allow_device_creation,
+    })
+}
+
+/// Rules as ONTAP renders them (index from 1), every field.
 pub fn rules_json(rules: &[RuleText]) -> Value {
     Value::Array(
         rules
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                json!({
-                    "index": i + 1,
-                    "clients": r.clients.iter().map(|c| json!({"match": c})).collect::<Vec<_>>(),
-                    "ro_rule": r.ro_rule,
-                    "rw_rule": r.rw_rule,
-                    "protocols": ["nfs3"],
-                    "superuser": ["any"],
-                })
+                let mut v = rule_json(r);
+                v["index"] = json!(i + 1);
+                v
             })
             .collect(),
     )
 }
 
 /// Rules stored as [`rules_json`] wrote them, read back (the database's text was written
-/// by this code; a row that no longer parses is reported, not trusted).
+/// by this code; a row that no longer parses is reported, not trusted). Rules stored
+/// before `superuser` was enforced say `["any"]` (root was never squashed then): they keep
+/// that meaning.
 pub fn stored_rules(text: &str) -> Result<Vec<RuleText>, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let a = v.as_array().ok_or("not an array")?;
@@ -339,13 +373,38 @@ mod tests {
     #[test]
     fn policies_round_trip_and_errors_name_the_rule() {
         let p = export_policy(&body(
-            r#"{"name": "k8s", "rules": [{"clients": [{"match": "10.0.0.0/8"}], "ro_rule": ["sys"], "rw_rule": ["never"], "superuser": ["any"]}]}"#,
+            r#"{"name": "k8s", "rules": [{"clients": [{"match": "10.0.0.0/8"}], "ro_rule": ["sys"], "rw_rule": ["never"], "superuser": ["sys"], "anonymous_user": "1001", "allow_suid": false, "chown_mode": "unrestricted", "ntfs_unix_security": "ignore", "protocols": ["nfs3"], "allow_device_creation": false}]}"#,
         ))
         .unwrap();
         let rules = p.rules.unwrap();
-        assert_eq!(rules[0].ro_rule, vec!["sys"]);
+        let r = &rules[0];
+        assert_eq!(r.ro_rule, vec!["sys"]);
+        assert_eq!(
+            (r.superuser.clone(), r.anonymous_user.as_str()),
+            (vec!["sys".to_string()], "1001")
+        );
+        assert!(!r.allow_suid && !r.allow_device_creation);
+        assert_eq!(
+            (r.chown_mode.as_str(), r.ntfs_unix_security.as_str()),
+            ("unrestricted", "ignore")
+        );
         let text = rules_json(&rules).to_string();
         assert_eq!(stored_rules(&text).unwrap(), rules);
+        // ONTAP's defaults for what is not given; a number is a user id too.
+        let d = export_policy(&body(
+            r#"{"name": "d", "rules": [{"clients": [{"match": "::1"}], "anonymous_user": 65535}]}"#,
+        ))
+        .unwrap()
+        .rules
+        .unwrap();
+        assert_eq!(
+            d[0],
+            RuleText {
+                anonymous_user: "65535".into(),
+                ..RuleText::new(vec!["::1".into()])
+            }
+        );
+        assert_eq!(rules_json(&d)[0]["superuser"], json!(["none"]));
         for (b, target) in [
             (r#"{"name": "k", "rules": [{}]}"#, "rules[0].clients"),
             (
@@ -354,11 +413,23 @@ mod tests {
             ),
             (
                 r#"{"name": "k", "rules": [{"clients": [{"match": "::1"}], "rw_rule": ["krb5"]}]}"#,
-                "rules[0]",
+                "rules[0].rw_rule",
             ),
             (
-                r#"{"name": "k", "rules": [{"clients": [{"match": "::1"}], "superuser": ["none"]}]}"#,
+                r#"{"name": "k", "rules": [{"clients": [{"match": "::1"}], "superuser": ["ntlm"]}]}"#,
                 "rules[0].superuser",
+            ),
+            (
+                r#"{"name": "k", "rules": [{"clients": [{"match": "::1"}], "anonymous_user": "pcuser"}]}"#,
+                "rules[0].anonymous_user",
+            ),
+            (
+                r#"{"name": "k", "rules": [{"clients": [{"match": "::1"}], "chown_mode": "all"}]}"#,
+                "rules[0].chown_mode",
+            ),
+            (
+                r#"{"name": "k", "rules": [{"clients": [{"match": "::1"}], "allow_suid": "yes"}]}"#,
+                "rules[0].allow_suid",
             ),
             (r#"{"name": "k", "rules": 1}"#, "rules"),
         ] {
