@@ -36,6 +36,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::figures::HostFigures;
 
+pub mod starved;
+
 /// Rule thresholds (see the module table).
 pub mod limits {
     /// Measured ≥ this fraction of an effective ceiling: qos-bound.
@@ -666,7 +668,7 @@ pub fn diagnose(i: &Inputs) -> Diagnosis {
         client_cpu,
         node_cpu,
         network,
-        crate::starved::starved,
+        starved::starved,
         noisy,
         node_waits,
     ];
@@ -674,5 +676,5 @@ pub fn diagnose(i: &Inputs) -> Diagnosis {
         .iter()
         .find_map(|rule| rule(i))
         .unwrap_or_else(|| unconstrained(i));
-    crate::starved::with_pressure(d, i)
+    starved::with_pressure(d, i)
 }

@@ -17,11 +17,10 @@ pub mod crosscheck;
 pub mod diagnosis;
 pub mod figures;
 pub mod outcome;
-pub mod starved;
 pub mod stats;
 pub mod steady;
 
+pub use diagnosis::starved::{self, starvation};
 pub use diagnosis::{diagnose, Bottleneck, Diagnosis, Figure, FioFigures, Inputs, NodeFigures};
 pub use figures::HostFigures;
 pub use outcome::{judge, judge_kept, Check, ClientSide, Judged, Outcome, Quantity, Sense, Tally};
-pub use starved::starvation;

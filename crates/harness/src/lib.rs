@@ -23,7 +23,6 @@ pub mod context;
 pub mod family;
 pub mod fio_job;
 pub mod host;
-pub mod kept;
 pub mod local_node;
 pub mod nfs;
 pub mod nfs_client;
@@ -41,6 +40,7 @@ pub mod target_files;
 mod tempdirs;
 pub mod ui;
 pub mod verdict;
+pub use verdict::kept;
 
 pub use context::{Prepare, RunContext, RunError, RunHeader, Step};
 pub use family::{Accepts, Family, FamilyPlan, JobSet, Options, Plan, ProfileRequest, Registry};

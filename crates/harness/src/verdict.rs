@@ -28,6 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use fio::JobResult;
 
+pub mod kept;
+
 /// A volume's effective limits (0 = unlimited), as the harness records them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
@@ -463,7 +465,7 @@ impl Expectation {
             target,
             io_error: ev.io_error,
         };
-        match crate::kept::judged_on_node(self, &v, &check, ev) {
+        match kept::judged_on_node(self, &v, &check, ev) {
             Some(on_node) => on_node,
             None => v.judged(&check, ev.diagnosis),
         }

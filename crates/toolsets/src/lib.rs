@@ -22,6 +22,7 @@
 //! panic; a sample is a rate over the host's own clock (`/proc/uptime`, as iostat does); the
 //! sampler's own CPU is measured (`HostSeries::overhead`).
 
+pub mod cgroup;
 pub mod counters;
 pub mod device;
 pub mod listener;
@@ -34,10 +35,10 @@ pub mod source;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use pressure::{CgroupPressure, Pressure};
-pub use roles::{Roles, ThreadRule, GENERATOR_THREADS, NODE_THREADS};
+pub use pressure::Pressure;
+pub use roles::{Role, Roles, ThreadRule, GENERATOR_THREADS, NODE_THREADS};
 pub use sample::{
-    CpuPct, DiskRates, HostSample, HostSeries, NicRates, Overhead, ProcCpu, Role, RoleCpu,
+    CgroupPressure, CpuPct, DiskRates, HostSample, HostSeries, NicRates, Overhead, ProcCpu, RoleCpu,
 };
 pub use sampler::{HostSpec, Sampler, DEFAULT_PERIOD};
 pub use source::{HostConsts, JobFiles, LocalProc, ProcSource, RawSnapshot, SourceError};

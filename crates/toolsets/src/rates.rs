@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use procfs_core::CpuTime;
 
 use crate::counters::{Counters, ProcTimes};
-use crate::pressure::{CgroupPressure, Pressure};
+use crate::pressure::Pressure;
+use crate::roles::Role;
 use crate::roles::Roles;
-use crate::sample::{CpuPct, DiskRates, HostSample, NicRates, ProcCpu, Role, RoleCpu};
+use crate::sample::CgroupPressure;
+use crate::sample::{CpuPct, DiskRates, HostSample, NicRates, ProcCpu, RoleCpu};
 
 /// A counter's increase; a counter that went back (device removed and re-added, wrap) counts
 /// as no increase, as sysstat does.

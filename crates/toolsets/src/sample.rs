@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::pressure::{CgroupPressure, Pressure};
+use crate::pressure::Pressure;
+use crate::roles::Role;
 
 /// CPU time shares over the interval, percent of that CPU (or, for the host total, of all
 /// CPUs together: 100 = every CPU busy). `usr` includes nice; `irq` includes softirq.
@@ -80,23 +81,6 @@ impl NicRates {
             .filter(|s| *s > 0)
             .map(|s| bits / (s as f64 * 1e6) * 100.0)
     }
-}
-
-/// Whose CPU a process's time is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// The load generator: fio.
-    Fio,
-    /// The storage node (the harness's own process when the node is embedded).
-    Node,
-    /// The harness (qoslab bench) and its other children.
-    Harness,
-    /// Kernel threads (block and loop workers, writeback, softirq threads): work the I/O
-    /// itself causes, never counted as noise.
-    Kernel,
-    /// Everything else: the processes that make a host noisy.
-    Other,
 }
 
 impl Role {
@@ -348,6 +332,16 @@ pub struct HostSeries {
     pub overhead: Overhead,
     /// Read or parse errors (the first few; a failed read skips that one sample).
     pub errors: Vec<String>,
+}
+
+/// The pressure of a cgroup (v2) that holds processes of the job: fio's, the node's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CgroupPressure {
+    /// The cgroup's path in the v2 hierarchy ("/" is the root: the whole machine's).
+    pub path: String,
+    /// Whose processes it holds (fio, node).
+    pub roles: Vec<Role>,
+    pub pressure: Pressure,
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use crate::counters::{parse_stat_lines, Counters};
 use crate::rates;
+use crate::roles::Role;
 use crate::roles::Roles;
-use crate::sample::{HostSeries, Overhead, Role};
+use crate::sample::{HostSeries, Overhead};
 use crate::source::{LocalProc, ProcSource};
 
 /// pbench's and sar's usual period.

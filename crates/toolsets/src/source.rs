@@ -195,7 +195,7 @@ impl ProcSource for LocalProc {
             .cgroup2
             .get_or_insert_with(|| {
                 let raw = std::fs::read("/proc/self/mountinfo").ok()?;
-                crate::pressure::cgroup2_mount(&raw)
+                crate::cgroup::cgroup2_mount(&raw)
             })
             .clone();
         let mut out = JobFiles::default();
@@ -206,7 +206,7 @@ impl ProcSource for LocalProc {
             let Some(mount) = &mount else { continue };
             let Some(path) = std::fs::read(format!("/proc/{pid}/cgroup"))
                 .ok()
-                .and_then(|raw| crate::pressure::cgroup2_path(&raw))
+                .and_then(|raw| crate::cgroup::cgroup2_path(&raw))
             else {
                 continue;
             };
