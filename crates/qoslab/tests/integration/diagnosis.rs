@@ -8,6 +8,7 @@ use std::time::Duration;
 use toolsets::testing::{Burner, SlowDevice};
 
 use crate::bench_util::{export, plan_500, qoslab, text, Dir};
+use crate::realtime::RealTime;
 
 /// The stored run as JSON (`results export`).
 fn exported(dir: &Dir) -> serde_json::Value {
@@ -114,6 +115,11 @@ expect = ["iops >= 100000000"]
 #[test]
 fn a_saturated_loop_device_is_device_bound() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Saturating the device takes a load generator that runs: on a starved host fio may
+    // not keep 16 writes queued, the device then is not the limit, and the diagnosis says
+    // what was (seen beside two hogs, an fsync writer and a TCG guest: fio at 0.5% of a
+    // core, cpu pressure 93%). Another diagnosis is a failure unless the host was starved.
+    let mut rt = RealTime::start();
     let dir = Dir::new("diag-dev");
     let dev = SlowDevice::new(&dir.path().join("slow"), 64, 5)
         .expect("a slow loop device (needs root, nbdfuse and nbdkit, as CI has)");
@@ -149,12 +155,18 @@ fio = { rw = "randwrite", bs = "4k", iodepth = 16 }
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     let run = exported(&dir);
-    assert_eq!(bottleneck(&run, 0), "device-bound", "{}", run["jobs"][0]);
-    assert!(
-        run["jobs"][0]["diagnosis"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.starts_with(&name)),
-        "{}",
-        run["jobs"][0]["diagnosis"]
-    );
+    let d = &run["jobs"][0]["diagnosis"];
+    if bottleneck(&run, 0) == "device-bound" {
+        assert!(
+            d["reason"].as_str().is_some_and(|r| r.starts_with(&name)),
+            "{d}"
+        );
+    } else {
+        rt.short(format!(
+            "diagnosed {}, want device-bound: {}",
+            bottleneck(&run, 0),
+            d["reason"].as_str().unwrap_or("")
+        ));
+    }
+    rt.finish();
 }
