@@ -28,6 +28,12 @@ pub enum OnParentDeath {
     TermNoPipe,
     /// SIGKILL, for programs that may ignore SIGTERM.
     Kill,
+    /// No signal: the child outlives this process on purpose. For attachments a state file
+    /// records and the next run (or `qoslab tenants cleanup`) undoes in order: an nbdfuse
+    /// killed under a loop device and a mounted file system would leave a mount that fails
+    /// its I/O instead of one that can be taken down, and a command running inside such
+    /// mounts keeps them busy until the cleanup stops it.
+    Stay,
 }
 
 impl OnParentDeath {
@@ -35,6 +41,7 @@ impl OnParentDeath {
         match self {
             OnParentDeath::Term | OnParentDeath::TermNoPipe => libc::SIGTERM,
             OnParentDeath::Kill => libc::SIGKILL,
+            OnParentDeath::Stay => 0,
         }
     }
 }
@@ -74,6 +81,9 @@ pub fn spawn(cmd: &mut Command, on_death: OnParentDeath) -> io::Result<Child> {
         cmd.pre_exec(move || {
             if ignore_pipe {
                 libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            }
+            if sig == 0 {
+                return Ok(());
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
