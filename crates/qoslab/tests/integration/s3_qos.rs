@@ -55,6 +55,8 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
         &buckets,
         r#"{"name": "mibps-50", "qos_policy": {"name": "mb50"}}"#,
     );
+    // Made here (no policy), so it outlives its benchmark and /metrics still shows it.
+    api.create(&buckets, r#"{"name": "free"}"#);
     let dir = std::sync::Arc::new(Dir::new("s3qos"));
     dir.write("keys", &format!("root {ACCESS} {SECRET}\n"));
     // Three benchmark runs at once: each is a load generator of its own.
