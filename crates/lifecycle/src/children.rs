@@ -24,10 +24,19 @@ pub enum OnParentDeath {
     /// SIGTERM, with SIGPIPE ignored: for a program that writes to its stdout as it stops
     /// and must not die of the pipe this process's exit closed before it has stopped its
     /// own children. fio prints "terminating on signal 15" before it tells its job
-    /// processes to stop: killed by SIGPIPE there, it would leave them running.
+    /// processes to stop: killed by SIGPIPE there, it would leave them running. These are
+    /// the load generators (fio, applications): a caught signal's teardown sends them
+    /// SIGTERM first of all ([`stop_load_generators`]), so they stop at once rather than
+    /// when this process exits, after a teardown that may wait on a busy disk.
     TermNoPipe,
     /// SIGKILL, for programs that may ignore SIGTERM.
     Kill,
+    /// No signal: the child outlives this process on purpose. For attachments a state file
+    /// records and the next run (or `qoslab tenants cleanup`) undoes in order: an nbdfuse
+    /// killed under a loop device and a mounted file system would leave a mount that fails
+    /// its I/O instead of one that can be taken down, and a command running inside such
+    /// mounts keeps them busy until the cleanup stops it.
+    Stay,
 }
 
 impl OnParentDeath {
@@ -35,6 +44,7 @@ impl OnParentDeath {
         match self {
             OnParentDeath::Term | OnParentDeath::TermNoPipe => libc::SIGTERM,
             OnParentDeath::Kill => libc::SIGKILL,
+            OnParentDeath::Stay => 0,
         }
     }
 }
@@ -65,6 +75,12 @@ fn spawner() -> &'static Mutex<Sender<Request>> {
 /// Start `cmd` so that it gets `on_death`'s signal when this process dies (see the module
 /// docs). Like [`Command::spawn`]; `cmd` keeps its configuration.
 pub fn spawn(cmd: &mut Command, on_death: OnParentDeath) -> io::Result<Child> {
+    if let (OnParentDeath::TermNoPipe, Some(sig)) = (on_death, crate::received()) {
+        // The teardown has stopped the load generators: none starts after it.
+        return Err(io::Error::other(format!(
+            "not started: stopping on signal {sig}"
+        )));
+    }
     let parent = std::process::id();
     let sig = on_death.signal();
     let ignore_pipe = on_death == OnParentDeath::TermNoPipe;
@@ -74,6 +90,9 @@ pub fn spawn(cmd: &mut Command, on_death: OnParentDeath) -> io::Result<Child> {
         cmd.pre_exec(move || {
             if ignore_pipe {
                 libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            }
+            if sig == 0 {
+                return Ok(());
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
@@ -86,6 +105,20 @@ pub fn spawn(cmd: &mut Command, on_death: OnParentDeath) -> io::Result<Child> {
     }
     let (tx, rx) = channel();
     let owned = std::mem::replace(cmd, Command::new(""));
+    let result = spawn_on_spawner(cmd, owned, tx, rx);
+    if let (Ok(child), true) = (&result, ignore_pipe) {
+        track(child.id());
+    }
+    result
+}
+
+/// Hand `owned` to the spawner thread and take it back into `cmd`, with its result.
+fn spawn_on_spawner(
+    cmd: &mut Command,
+    owned: Command,
+    tx: Sender<(Command, io::Result<Child>)>,
+    rx: std::sync::mpsc::Receiver<(Command, io::Result<Child>)>,
+) -> io::Result<Child> {
     let sent = spawner()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -99,6 +132,47 @@ pub fn spawn(cmd: &mut Command, on_death: OnParentDeath) -> io::Result<Child> {
         .map_err(|_| io::Error::other("the child-spawning thread is gone"))?;
     *cmd = back;
     result
+}
+
+/// The load generators started with [`OnParentDeath::TermNoPipe`]: (pid, start time).
+/// A pid counts only while its start time matches, so a reaped and reused pid is never
+/// signalled; entries that no longer match are dropped at each new spawn.
+static LOAD_GENERATORS: Mutex<Vec<(u32, u64)>> = Mutex::new(Vec::new());
+
+/// A process's start time (clock ticks since boot, /proc/PID/stat's 22nd field), or None
+/// when it is gone or a zombie.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    if fields.first() == Some(&"Z") {
+        return None;
+    }
+    fields.get(19)?.parse().ok()
+}
+
+fn track(pid: u32) {
+    let Some(start) = start_time(pid) else {
+        return;
+    };
+    let mut live = LOAD_GENERATORS.lock().unwrap_or_else(|p| p.into_inner());
+    live.retain(|&(p, s)| start_time(p) == Some(s));
+    live.push((pid, start));
+}
+
+/// SIGTERM to every load generator still running (the first step of a caught signal's
+/// teardown): fio stops its job processes at their next I/O completion.
+pub fn stop_load_generators() -> usize {
+    let live = std::mem::take(&mut *LOAD_GENERATORS.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut n = 0;
+    for (pid, start) in live {
+        if start_time(pid) == Some(start) {
+            // SAFETY: a signal to our own child, checked alive by its start time.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            n += 1;
+        }
+    }
+    n
 }
 
 /// Like [`Command::output`] through [`spawn`]: stdin from /dev/null, stdout and stderr
@@ -147,5 +221,22 @@ mod tests {
         child.wait().unwrap();
         let e = spawn(&mut Command::new("/nonexistent/x"), OnParentDeath::Kill).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_caught_signals_teardown_stops_load_generators_first_and_only_them() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut gen = spawn(Command::new("sleep").arg("30"), OnParentDeath::TermNoPipe).unwrap();
+        let mut other = spawn(Command::new("sleep").arg("30"), OnParentDeath::Term).unwrap();
+        assert_eq!(stop_load_generators(), 1, "the one load generator");
+        assert_eq!(gen.wait().unwrap().signal(), Some(libc::SIGTERM));
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "other children are the phases'"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
+        // Reaped: its pid is never signalled again.
+        assert_eq!(stop_load_generators(), 0);
     }
 }

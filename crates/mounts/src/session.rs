@@ -322,7 +322,7 @@ impl Session {
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log2));
-        let child = lifecycle::children::spawn(&mut c, lifecycle::children::OnParentDeath::Term)
+        let child = lifecycle::children::spawn(&mut c, lifecycle::children::OnParentDeath::Stay)
             .map_err(|e| MountError::Command {
                 step: "export the volume as a file".into(),
                 command: format!("nbdfuse {} {}", rec.fuse_dir.display(), rec.nbd_uri),

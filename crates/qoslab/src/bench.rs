@@ -315,6 +315,7 @@ pub(crate) fn db_path(db: Option<PathBuf>) -> PathBuf {
 /// Exit with `code` after flushing stdout.
 pub(crate) fn exit_with(code: i32) -> ! {
     let _ = std::io::stdout().flush();
+    lifecycle::wait_for_teardown();
     std::process::exit(code)
 }
 

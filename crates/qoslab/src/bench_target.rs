@@ -86,6 +86,11 @@ pub fn admit(target: &Target, accepts: Accepts, plan: &Plan, allow: Allow) -> an
     let Target::Path(p) = target else {
         return Ok(());
     };
+    if accepts.own_directory && !p.is_dir() {
+        // A family that lays out a directory of its own writes nothing else: it refuses
+        // any other path itself, naming what it takes (an --overwrite would not help).
+        return Ok(());
+    }
     match std::fs::metadata(p) {
         Ok(m) if m.file_type().is_block_device() => device(p, allow.overwrite)?,
         Ok(m) if m.is_dir() => {

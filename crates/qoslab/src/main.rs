@@ -155,6 +155,7 @@ fn main() -> std::process::ExitCode {
         Command::Completions(args) => docs_cmd::completions(args, complete_command()),
         Command::Man(args) => docs_cmd::man(args, complete_command()),
     };
+    lifecycle::wait_for_teardown();
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

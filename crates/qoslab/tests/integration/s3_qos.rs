@@ -57,6 +57,8 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
         &buckets,
         r#"{"name": "mibps-50", "qos_policy": {"name": "mb50"}}"#,
     );
+    // Made here (no policy), so it outlives its benchmark and /metrics still shows it.
+    api.create(&buckets, r#"{"name": "free"}"#);
     let dir = std::sync::Arc::new(Dir::new("s3qos"));
     dir.write("keys", &format!("root {ACCESS} {SECRET}\n"));
     // Three benchmark runs at once: each is a load generator of its own.
@@ -149,9 +151,14 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
         }
     }
     assert_eq!(f["status"], "passed", "{f}");
-    if free_rate <= 3.0 * 200.0 {
+    // Not held to its neighbours' limits: faster than the 200 ops/s ceiling beside it
+    // (held to it, it would read at most 204), and below, never once queued by a policy.
+    // The rate is not asked to be a multiple of 200: it is what this shared machine's CPU
+    // gives three benchmark processes and the node at once (464 to over 1,000 GET/s seen);
+    // short of 1.25 x 200 on a starved host it is inconclusive.
+    if free_rate <= 1.25 * 200.0 {
         rt.short(format!(
-            "the unlimited bucket ran at {free_rate:.0} GET/s: not above its neighbours' limits (600)"
+            "the unlimited bucket ran at {free_rate:.0} GET/s: it must not be held to its neighbours' limits (250)"
         ));
     }
     // The TTFB of the held GETs is the wait.
@@ -175,6 +182,14 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
             && l.contains("limit=\"ceiling\"")
             && !l.ends_with(" 0")),
         "no ceiling wait for the 200 ops/s bucket in /metrics:\n{m}"
+    );
+    let free_waits: Vec<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("qoslab_bucket_qos_wait_seconds_total{bucket=\"free\""))
+        .collect();
+    assert!(
+        !free_waits.is_empty() && free_waits.iter().all(|l| l.ends_with(" 0")),
+        "the unlimited bucket waited in a QoS queue: {free_waits:?}"
     );
     // The benchmark removed its objects and kept the buckets it did not make.
     let listed = n.aws(&["s3api", "list-objects-v2", "--bucket", "iops-200"]);
