@@ -24,6 +24,26 @@ pub struct Kept {
 }
 
 impl Kept {
+    /// Whether the node's windows show credits earned back and spent: a burst bucket
+    /// refills while it serves less than its baseline (EBS gp2 earns credits below its
+    /// baseline), so after the credits ran out, requests served above `baseline` are
+    /// explained when the windows under it earned at least as many, plus the one second
+    /// of baseline a bucket may still hold when it counts as run out. Some((lowest window,
+    /// requests earned, requests spent above the baseline)) when explained.
+    pub fn earned_back(&self, baseline: f64) -> Option<(f64, f64, f64)> {
+        let w = WINDOW_MS as f64 / 1000.0;
+        let (mut low, mut earned, mut spent) = (f64::INFINITY, 0.0, 0.0);
+        for &r in &self.node_windows {
+            low = low.min(r);
+            if r < baseline {
+                earned += (baseline - r) * w;
+            } else {
+                spent += (r - baseline) * w;
+            }
+        }
+        (low < baseline && spent <= earned + baseline).then_some((low, earned, spent))
+    }
+
     pub fn agreement(&self) -> Option<Agreement> {
         agreement(
             self.node,
