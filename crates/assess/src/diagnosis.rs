@@ -6,32 +6,58 @@
 //!
 //! | # | bottleneck | holds when |
 //! |---|---|---|
-//! | 1 | `qos-bound` | fio's mean rate (`iops_mean`, `bw_mean`) ≥ 97% of the volume's effective ceiling (IOPS or bytes/s) |
-//! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples) |
+//! | 1 | `qos-bound` | the volume's rate within 97%..103% of a ceiling that applied: the effective ceiling, or its burst ceiling while its bucket had credits (IOPS or bytes/s; the node's own count when it has one, else fio's `iops_mean`/`bw_mean`) |
+//! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples); in both, the job's processes moved at least half its bytes (when their I/O counters are known) |
 //! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node |
 //! | 4 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
 //! | 5 | `network-bound` | a NIC at ≥ 90% of its link speed |
-//! | 6 | `noisy-host` | steal ≥ 5%; or other processes at ≥ 20% of a core on average; or, in one sample, others at ≥ 50% of a core while the host was < 10% idle |
-//! | 7 | `qos-bound` | the node held requests: ceiling and floor waits ≥ 50% of its mean latency |
-//! | 8 | `unconstrained` | none of the above (the figures closest to a limit are shown) |
+//! | 6 | `starved-host` | the kernel's pressure stall information over the window (of the job's own cgroups, else the host's): runnable tasks waited for a CPU ≥ 25% of the time while work not the job's took ≥ 20% of a core; or tasks stalled on memory ≥ 10%; or on I/O ≥ 25% while a device was ≥ 50% busy with less than half its bytes the job's |
+//! | 7 | `noisy-host` | steal ≥ 5%; or other processes at ≥ 20% of a core on average; or, in one sample, others at ≥ 50% of a core while the host was < 10% idle |
+//! | 8 | `qos-bound` | the node held requests: ceiling and floor waits ≥ 50% of its mean latency (never for a figure above every ceiling) |
+//! | 9 | `unconstrained` | none of the above (the figures closest to a limit are shown) |
 //!
-//! Without tool sets (`--no-tools`) only rules 1 and 7 can hold; otherwise the job is
+//! No rule calls a figure above the ceiling "held by the ceiling": past 103% of every
+//! ceiling that applied (a burst volume's burst ceiling included), the QoS policy did not
+//! hold it. A diagnosis that discredits the measurement (`starved-host`, `client-cpu-bound`,
+//! `noisy-host`) carries each host's pressure over the window in its reason and figures.
+//!
+//! Without tool sets (`--no-tools`) only rules 1 and 8 can hold; otherwise the job is
 //! `not-measured`, never `unconstrained`: nothing was looked at.
 //!
 //! Why this order: reaching the ceiling is the strongest evidence there is (the job got all
-//! the node allowed); a saturated device explains a busy CPU, not the other way round; CPU
-//! and noise come before the node's waits because a starved client still queues a full
-//! iodepth at the ceiling whenever it runs, so waits dominate even when the client was the
-//! limit.
+//! the node allowed); a saturated device explains a busy CPU, not the other way round; the
+//! specific limits (the job's device, the load generator's or the node's CPU, the network)
+//! come before the kernel's general word that the job waited on what others held
+//! (`starved-host`), and that before the process list's (`noisy-host`); CPU and noise come
+//! before the node's waits because a starved client still queues a full iodepth at the
+//! ceiling whenever it runs, so waits dominate even when the client was the limit.
 
 use serde::{Deserialize, Serialize};
 
 use crate::figures::HostFigures;
 
+pub mod starved;
+
 /// Rule thresholds (see the module table).
 pub mod limits {
     /// Measured ≥ this fraction of an effective ceiling: qos-bound.
     pub const QOS_NEAR_LIMIT: f64 = 0.97;
+    /// … and at most this fraction of it: past it the ceiling did not hold the figure (the
+    /// +3% the project's ceiling expectations allow).
+    pub const QOS_ABOVE_LIMIT: f64 = 1.03;
+    /// Starved host: some runnable task waited for a CPU this share of the window (percent;
+    /// the job's cgroups', else the host's PSI) …
+    pub const PSI_CPU_SOME_PCT: f64 = 25.0;
+    /// … while CPU the job did not use took at least this much of a core.
+    pub const STARVED_NOT_JOB_PCT: f64 = 20.0;
+    /// Or some task stalled on memory this share of the window.
+    pub const PSI_MEMORY_SOME_PCT: f64 = 10.0;
+    /// Or some task waited on I/O this share of the window while a device was at least
+    /// `DEVICE_AWAIT_MIN_UTIL_PCT` busy, less than `DEVICE_JOB_SHARE` of its bytes the job's.
+    pub const PSI_IO_SOME_PCT: f64 = 25.0;
+    /// The share of a device's bytes the job's processes must have moved for the device to
+    /// be the job's limit (when their I/O counters are known).
+    pub const DEVICE_JOB_SHARE: f64 = 0.5;
     /// Ceiling + floor wait ≥ this fraction of the node's mean latency: qos-bound.
     pub const QOS_WAIT_SHARE: f64 = 0.50;
     /// Mean %util of a device behind the target.
@@ -68,6 +94,9 @@ pub enum Bottleneck {
     NodeCpuBound,
     ClientCpuBound,
     NetworkBound,
+    /// The kernel's pressure stall information says the job's tasks waited on a CPU, I/O
+    /// or memory that work not the job's held.
+    StarvedHost,
     NoisyHost,
     Unconstrained,
     /// Tool sets were off and the node's counters did not decide it.
@@ -75,12 +104,13 @@ pub enum Bottleneck {
 }
 
 impl Bottleneck {
-    pub const ALL: [Bottleneck; 8] = [
+    pub const ALL: [Bottleneck; 9] = [
         Bottleneck::QosBound,
         Bottleneck::DeviceBound,
         Bottleneck::NodeCpuBound,
         Bottleneck::ClientCpuBound,
         Bottleneck::NetworkBound,
+        Bottleneck::StarvedHost,
         Bottleneck::NoisyHost,
         Bottleneck::Unconstrained,
         Bottleneck::NotMeasured,
@@ -93,6 +123,7 @@ impl Bottleneck {
             Bottleneck::NodeCpuBound => "node-cpu-bound",
             Bottleneck::ClientCpuBound => "client-cpu-bound",
             Bottleneck::NetworkBound => "network-bound",
+            Bottleneck::StarvedHost => "starved-host",
             Bottleneck::NoisyHost => "noisy-host",
             Bottleneck::Unconstrained => "unconstrained",
             Bottleneck::NotMeasured => "not-measured",
@@ -105,7 +136,10 @@ impl Bottleneck {
 
     /// The bottlenecks that say the measurement, not the target, was the limit.
     pub fn discredits_measurement(self) -> bool {
-        matches!(self, Bottleneck::ClientCpuBound | Bottleneck::NoisyHost)
+        matches!(
+            self,
+            Bottleneck::ClientCpuBound | Bottleneck::NoisyHost | Bottleneck::StarvedHost
+        )
     }
 }
 
@@ -130,7 +164,7 @@ pub struct Figure {
 }
 
 impl Figure {
-    fn new(name: &str, subject: &str, value: f64, unit: &str, limit: &str) -> Figure {
+    pub(crate) fn new(name: &str, subject: &str, value: f64, unit: &str, limit: &str) -> Figure {
         Figure {
             name: name.into(),
             subject: subject.into(),
@@ -168,6 +202,20 @@ pub struct Diagnosis {
     pub figures: Vec<Figure>,
 }
 
+impl Diagnosis {
+    /// The pressure figures it carries, as one phrase ("cpu pressure (some) local = 63.2 %
+    /// of the window, ..."); None without them (no PSI, or no host samples).
+    pub fn pressure_note(&self) -> Option<String> {
+        let v: Vec<String> = self
+            .figures
+            .iter()
+            .filter(|f| f.name.ends_with("pressure (some)"))
+            .map(Figure::describe)
+            .collect();
+        (!v.is_empty()).then(|| v.join(", "))
+    }
+}
+
 /// The node's view of the job's volume over its window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeFigures {
@@ -179,6 +227,18 @@ pub struct NodeFigures {
     pub lat_mean_us: f64,
     pub ceiling_wait_us: f64,
     pub floor_wait_us: f64,
+    /// The ceiling while credits last, for a volume with a burst bucket that had credits in
+    /// the window (0 = none): also a ceiling that applied.
+    #[serde(default)]
+    pub burst_iops: u64,
+    #[serde(default)]
+    pub burst_bps: u64,
+    /// The node's own count over the window: reads and writes per second, and bytes per
+    /// second (0: not counted; fio's figures then stand for the volume's rate).
+    #[serde(default)]
+    pub iops: f64,
+    #[serde(default)]
+    pub bps: f64,
 }
 
 /// What fio measured: the figures the job's verdicts judge.
@@ -197,7 +257,7 @@ pub struct Inputs {
     pub hosts: Vec<HostFigures>,
 }
 
-fn decided(b: Bottleneck, reason: String, figures: Vec<Figure>) -> Option<Diagnosis> {
+pub(crate) fn decided(b: Bottleneck, reason: String, figures: Vec<Figure>) -> Option<Diagnosis> {
     Some(Diagnosis {
         bottleneck: b,
         reason,
@@ -205,14 +265,53 @@ fn decided(b: Bottleneck, reason: String, figures: Vec<Figure>) -> Option<Diagno
     })
 }
 
+/// Each dimension's measured figure and the ceilings that applied to it (the effective
+/// ceiling, and the burst ceiling while credits lasted), non-zero ones only.
+/// One dimension's ceilings that applied (value, which), the rate measured, its unit and
+/// what it is.
+type Dimension = (Vec<(f64, &'static str)>, f64, &'static str, &'static str);
+
+fn ceilings(i: &Inputs) -> Vec<Dimension> {
+    let Some(n) = i.node else { return Vec::new() };
+    let pick = |c: u64, b: u64| {
+        [(c as f64, "ceiling"), (b as f64, "burst ceiling")]
+            .into_iter()
+            .filter(|(v, _)| *v > 0.0)
+            .collect::<Vec<_>>()
+    };
+    // The volume's rate where the promise is kept: the node's count when it has one.
+    let rate = |node: f64, fio: f64| if node > 0.0 { node } else { fio };
+    vec![
+        (
+            pick(n.ceiling_iops, n.burst_iops),
+            rate(n.iops, i.fio.iops),
+            "IOPS",
+            "iops",
+        ),
+        (
+            pick(n.ceiling_bps, n.burst_bps),
+            rate(n.bps, i.fio.bw_bytes),
+            "B/s",
+            "bandwidth",
+        ),
+    ]
+}
+
+/// The figure was above every ceiling that applied (by more than the 3% a ceiling allows):
+/// whatever limited it, the QoS policy did not.
+fn above_every_ceiling(i: &Inputs) -> bool {
+    ceilings(i).iter().any(|(limits, got, _, _)| {
+        let top = limits.iter().map(|l| l.0).fold(0.0, f64::max);
+        top > 0.0 && *got > QOS_ABOVE_LIMIT * top
+    })
+}
+
 fn near_limit(i: &Inputs) -> Option<Diagnosis> {
-    let n = i.node?;
-    let dims = [
-        (n.ceiling_iops as f64, i.fio.iops, "IOPS", "iops"),
-        (n.ceiling_bps as f64, i.fio.bw_bytes, "B/s", "bandwidth"),
-    ];
-    for (limit, got, unit, what) in dims {
-        if limit > 0.0 && got >= QOS_NEAR_LIMIT * limit {
+    for (limits, got, unit, what) in ceilings(i) {
+        let held = limits
+            .iter()
+            .find(|(l, _)| got >= QOS_NEAR_LIMIT * l && got <= QOS_ABOVE_LIMIT * l);
+        if let Some(&(limit, which)) = held {
             let pct = got / limit * 100.0;
             let shown = |v: f64| {
                 if unit == "B/s" {
@@ -224,18 +323,22 @@ fn near_limit(i: &Inputs) -> Option<Diagnosis> {
             return decided(
                 Bottleneck::QosBound,
                 format!(
-                    "measured {} is {pct:.1}% of the {} ceiling: the QoS policy held it",
+                    "measured {} is {pct:.1}% of the {} {which}: the QoS policy held it",
                     shown(got),
                     shown(limit)
                 ),
                 vec![
                     Figure::new(&format!("measured {what}"), "", got, unit, ""),
                     Figure::new(
-                        "share of the effective ceiling",
+                        &format!("share of the effective {which}"),
                         "",
                         pct,
                         "%",
-                        &format!(">= {:.0}", QOS_NEAR_LIMIT * 100.0),
+                        &format!(
+                            "{:.0}..{:.0}",
+                            QOS_NEAR_LIMIT * 100.0,
+                            QOS_ABOVE_LIMIT * 100.0
+                        ),
                     ),
                 ],
             );
@@ -244,9 +347,18 @@ fn near_limit(i: &Inputs) -> Option<Diagnosis> {
     None
 }
 
+/// Whether the job's processes moved at least [`DEVICE_JOB_SHARE`] of a device's bytes
+/// (true when their I/O counters are unknown: the device is then taken to be the job's).
+pub(crate) fn jobs_device(h: &HostFigures, d: &crate::figures::DiskFigures) -> bool {
+    match h.job_io_bytes_s {
+        Some(job) => job >= DEVICE_JOB_SHARE * d.mb_s * 1048576.0,
+        None => true,
+    }
+}
+
 fn device(i: &Inputs) -> Option<Diagnosis> {
     for h in &i.hosts {
-        for d in &h.disks {
+        for d in h.disks.iter().filter(|d| jobs_device(h, d)) {
             let subject = format!("{} on {}", d.name, h.host);
             if d.util_pct >= DEVICE_UTIL_PCT {
                 return decided(
@@ -451,6 +563,9 @@ fn noisy(i: &Inputs) -> Option<Diagnosis> {
 
 fn node_waits(i: &Inputs) -> Option<Diagnosis> {
     let n = i.node?;
+    if above_every_ceiling(i) {
+        return None;
+    }
     let held = n.ceiling_wait_us + n.floor_wait_us;
     if n.lat_mean_us > 0.0 && held >= QOS_WAIT_SHARE * n.lat_mean_us {
         let share = held / n.lat_mean_us * 100.0;
@@ -548,10 +663,18 @@ pub fn diagnose(i: &Inputs) -> Diagnosis {
             figures: Vec::new(),
         });
     }
-    let rules: [fn(&Inputs) -> Option<Diagnosis>; 6] =
-        [device, client_cpu, node_cpu, network, noisy, node_waits];
-    rules
+    let rules: [fn(&Inputs) -> Option<Diagnosis>; 7] = [
+        device,
+        client_cpu,
+        node_cpu,
+        network,
+        starved::starved,
+        noisy,
+        node_waits,
+    ];
+    let d = rules
         .iter()
         .find_map(|rule| rule(i))
-        .unwrap_or_else(|| unconstrained(i))
+        .unwrap_or_else(|| unconstrained(i));
+    starved::with_pressure(d, i)
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use toolsets::{HostSample, HostSeries, Role};
+use toolsets::{CgroupPressure, HostSample, HostSeries, Pressure, Role};
 
 use crate::stats::{linear_fit, mean};
 
@@ -63,6 +63,57 @@ pub struct HostFigures {
     /// Devices that matter (those given, or all that saw I/O), busiest first.
     pub disks: Vec<DiskFigures>,
     pub nics: Vec<NicFigures>,
+    /// Mean CPU of the harness's processes and of kernel threads, percent of one core.
+    #[serde(default)]
+    pub harness_pct: f64,
+    #[serde(default)]
+    pub kernel_pct: f64,
+    /// Runnable tasks (vmstat's r): mean and largest over the window.
+    #[serde(default)]
+    pub run_queue_mean: f64,
+    #[serde(default)]
+    pub run_queue_max: u32,
+    /// The host's pressure stall shares over the window: each sample's stalls summed over
+    /// their intervals summed (None: a kernel without PSI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<Pressure>,
+    /// The same for the cgroups (v2) that held fio and the node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<CgroupPressure>,
+    /// Mean bytes/s fio's and the node's processes moved to and from storage (None: the
+    /// source could not read their I/O counters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_io_bytes_s: Option<f64>,
+}
+
+impl HostFigures {
+    /// CPU the job (fio, the node, the harness) did not use, percent of one core: other
+    /// processes, kernel threads, interrupts, steal, and whatever this host's `/proc` does
+    /// not show (another container's processes).
+    pub fn not_the_jobs_pct(&self) -> f64 {
+        let busy = (100.0 - self.idle_pct).max(0.0) * self.ncpus.max(1) as f64;
+        (busy - self.fio_pct - self.node_pct - self.harness_pct).max(0.0)
+    }
+
+    /// The pressure the job itself felt: the highest of its own cgroups' (when they are
+    /// not the root, whose pressure is the host's), else the host's; with whose it is.
+    pub fn job_pressure(&self) -> Option<(Pressure, String)> {
+        let own = self
+            .cgroups
+            .iter()
+            .filter(|c| c.path != "/")
+            .max_by(|a, b| a.pressure.cpu_some.total_cmp(&b.pressure.cpu_some));
+        match own {
+            Some(c) => {
+                let who: Vec<&str> = c.roles.iter().map(|r| r.as_str()).collect();
+                Some((
+                    c.pressure,
+                    format!("{}'s cgroup {} on {}", who.join(" and "), c.path, self.host),
+                ))
+            }
+            None => self.pressure.map(|p| (p, self.host.clone())),
+        }
+    }
 }
 
 /// The samples of `series` that belong to the window [from_ms, to_ms] (sampler clock): those
@@ -177,6 +228,41 @@ pub fn summarize(series: &HostSeries, from_ms: u64, to_ms: u64, devices: &[Strin
         })
         .collect();
 
+    let pressure = Pressure::over(
+        &w.iter()
+            .filter_map(|s| Some((s.pressure?, s.interval_ms as f64)))
+            .collect::<Vec<_>>(),
+    );
+    let mut cgroups: Vec<CgroupPressure> = Vec::new();
+    let mut paths: Vec<&str> = Vec::new();
+    for s in &w {
+        for c in &s.cgroups {
+            if !paths.contains(&c.path.as_str()) {
+                paths.push(&c.path);
+            }
+        }
+    }
+    for path in paths {
+        let mut roles: Vec<Role> = Vec::new();
+        let mut parts = Vec::new();
+        for s in &w {
+            for c in s.cgroups.iter().filter(|c| c.path == path) {
+                roles.extend(&c.roles);
+                parts.push((c.pressure, s.interval_ms as f64));
+            }
+        }
+        roles.sort();
+        roles.dedup();
+        if let Some(p) = Pressure::over(&parts) {
+            cgroups.push(CgroupPressure {
+                path: path.to_string(),
+                roles,
+                pressure: p,
+            });
+        }
+    }
+    let job_io: Vec<f64> = w.iter().filter_map(|s| s.job_io_bytes_s()).collect();
+
     HostFigures {
         host: series.host.clone(),
         ncpus: series.ncpus,
@@ -197,5 +283,12 @@ pub fn summarize(series: &HostSeries, from_ms: u64, to_ms: u64, devices: &[Strin
         busiest_other: busiest(Role::Other),
         disks,
         nics,
+        harness_pct: avg(&|s| s.roles.harness),
+        kernel_pct: avg(&|s| s.roles.kernel),
+        run_queue_mean: avg(&|s| s.run_queue as f64),
+        run_queue_max: w.iter().map(|s| s.run_queue).max().unwrap_or(0),
+        pressure,
+        cgroups,
+        job_io_bytes_s: mean(&job_io),
     }
 }

@@ -9,9 +9,15 @@
 //!
 //! A ceiling exceeded, a latency below a bound, an I/O error: those a starved client cannot
 //! cause, so they stay failures. A pass stays a pass.
+//!
+//! A check judged on a qoslab node's own counters ([`judge_kept`]) carries the client's
+//! figure for the same window: when the two differ beyond the run's noise *and* would judge
+//! the check differently, it is inconclusive, naming the side that lagged
+//! ([`crate::crosscheck`]); otherwise the node's figure decides as above.
 
 use serde::{Deserialize, Serialize};
 
+use crate::crosscheck::Agreement;
 use crate::diagnosis::{Bottleneck, Diagnosis};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -95,6 +101,56 @@ pub struct Judged {
     pub reason: Option<String>,
 }
 
+/// The client's side of a check judged on the node's counters: whether the client's
+/// figure passes the same bound, and how it agrees with the node's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClientSide {
+    pub passed: bool,
+    pub agreement: Agreement,
+}
+
+/// The check's outcome, judged on the node's figure (`check`) with the client's figure as
+/// the cross-check (module docs).
+pub fn judge_kept(
+    check: &Check,
+    client: Option<&ClientSide>,
+    diagnosis: Option<&Diagnosis>,
+    show: &dyn Fn(f64) -> String,
+) -> Judged {
+    if let Some(c) = client {
+        if let Some(side) = c.agreement.lagging() {
+            if c.passed != check.passed && !check.io_error {
+                let (yes, no) = if check.passed {
+                    ("the node's", "fio's")
+                } else {
+                    ("fio's", "the node's")
+                };
+                // What the host was doing meanwhile (a starved host's pressure figures).
+                let host = diagnosis
+                    .map(|d| {
+                        let pressure = match d.pressure_note() {
+                            Some(p) if !d.reason.contains("pressure over the window") => {
+                                format!(" ({p})")
+                            }
+                            _ => String::new(),
+                        };
+                        format!("; meanwhile {}: {}{pressure}", d.bottleneck, d.reason)
+                    })
+                    .unwrap_or_default();
+                return Judged {
+                    outcome: Outcome::Inconclusive,
+                    reason: Some(format!(
+                        "{}: {} lagged; {yes} figure passes, {no} does not, so this check proves nothing{host}",
+                        c.agreement.describe(show),
+                        side.as_str()
+                    )),
+                };
+            }
+        }
+    }
+    judge(check, diagnosis)
+}
+
 /// The check's outcome given the job's diagnosis.
 pub fn judge(check: &Check, diagnosis: Option<&Diagnosis>) -> Judged {
     if check.passed {
@@ -133,6 +189,7 @@ pub fn judge(check: &Check, diagnosis: Option<&Diagnosis>) -> Judged {
     };
     let who = match d.bottleneck {
         Bottleneck::ClientCpuBound => "a load generator short of CPU",
+        Bottleneck::StarvedHost => "a starved host",
         _ => "a host shared with other work",
     };
     if explained {

@@ -1,7 +1,10 @@
 //! Verdict outcomes under each bottleneck, and the exit status of a run.
 
+use assess::crosscheck::{agreement, Side};
 use assess::outcome::{EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS};
-use assess::{judge, Bottleneck, Check, Diagnosis, Outcome, Quantity, Sense, Tally};
+use assess::{
+    judge, judge_kept, Bottleneck, Check, ClientSide, Diagnosis, Outcome, Quantity, Sense, Tally,
+};
 
 fn diag(b: Bottleneck) -> Diagnosis {
     Diagnosis {
@@ -47,6 +50,16 @@ fn failures_a_bottleneck_explains_are_inconclusive_and_only_those() {
             NoisyHost,
             check(false, Throughput, AtLeast, 80.0, 100.0),
             Inconclusive,
+        ),
+        (
+            StarvedHost,
+            check(false, Throughput, Around, 294.0, 300.0),
+            Inconclusive,
+        ),
+        (
+            StarvedHost,
+            check(false, Throughput, AtMost, 1495.0, 450.0),
+            Fail,
         ),
         (
             ClientCpuBound,
@@ -152,4 +165,58 @@ fn exit_status_0_1_3_and_strict() {
         serde_json::to_string(&Inconclusive).unwrap(),
         "\"inconclusive\""
     );
+}
+
+/// A check judged on the node's count with fio's as the cross-check: the sides' windows of a
+/// 300 IOPS baseline, 500 ms each.
+#[test]
+fn a_check_the_two_sides_judge_differently_is_inconclusive_only_beyond_the_noise() {
+    use Outcome::*;
+    let node = [300.0, 302.0, 298.0, 300.0, 300.0, 302.0, 298.0, 300.0];
+    let lagging: Vec<f64> = node.iter().map(|v| v * 0.98).collect();
+    let close: Vec<f64> = node.iter().map(|v| v - 1.0).collect();
+    let show = |v: f64| format!("{v:.1} IOPS");
+    // `iops_after_credits ~= spec.baseline +-1%`: 297..303.
+    let kept = |node_v: f64, client_v: f64, client_w: &[f64], d: Option<&Diagnosis>| {
+        let c = check(
+            (297.0..=303.0).contains(&node_v),
+            Quantity::Throughput,
+            Sense::Around,
+            node_v,
+            300.0,
+        );
+        let side = ClientSide {
+            passed: (297.0..=303.0).contains(&client_v),
+            agreement: agreement(node_v, client_v, &node, client_w, 0.5, 1.0).unwrap(),
+        };
+        judge_kept(&c, Some(&side), d, &show)
+    };
+    // The node served the baseline, fio counted 2% less: the client lagged.
+    let j = kept(300.0, 294.0, &lagging, None);
+    assert_eq!(j.outcome, Inconclusive, "{j:?}");
+    let r = j.reason.unwrap();
+    assert!(
+        r.starts_with("the node counted 300.0 IOPS, fio 294.0 IOPS over the same window (-2.0%")
+            && r.contains("the client (fio) lagged; the node's figure passes, fio's does not"),
+        "{r}"
+    );
+    // The other way round: the node's count fell behind fio's.
+    let j = kept(294.0, 300.0, &node, None);
+    assert_eq!(j.outcome, Inconclusive);
+    assert!(j
+        .reason
+        .unwrap()
+        .contains("the node lagged; fio's figure passes"));
+    // Within the noise the node's figure decides: pass, or fail.
+    assert_eq!(kept(297.5, 296.5, &close, None).outcome, Pass);
+    assert_eq!(kept(296.5, 297.5, &node, None).outcome, Fail);
+    // Both sides short, beyond the noise of each other or not: the node's shortfall, which
+    // a starved host excuses and nothing else does.
+    assert_eq!(kept(290.0, 284.0, &lagging, None).outcome, Fail);
+    let j = kept(290.0, 284.0, &lagging, Some(&diag(Bottleneck::StarvedHost)));
+    assert_eq!(j.outcome, Inconclusive);
+    assert!(j.reason.unwrap().starts_with("starved-host"));
+    // Agreement says which side lagged.
+    let a = agreement(300.0, 294.0, &node, &lagging, 0.5, 1.0).unwrap();
+    assert_eq!(a.lagging(), Some(Side::Client));
 }

@@ -25,6 +25,11 @@ pub enum ExecError {
     /// the error): `stderr` is all it wrote there (its first lines in the message).
     #[error("fio exited with {status}: {}", first_lines(stderr, 3))]
     Failed { status: String, stderr: String },
+    /// fio reported no error, yet no job moved a byte and it said why on stderr (fio 3.33's
+    /// nfs engine: `Failed to open f: ... NFS3ERR_NOENT`, exit 0): an error, not a
+    /// measurement of zero.
+    #[error("fio did no I/O: {}", first_lines(stderr, 3))]
+    NoIo { stderr: String },
     #[error("{0}")]
     Parse(#[from] ParseError),
 }
@@ -48,6 +53,9 @@ impl ExecError {
         match self {
             ExecError::Failed { status, stderr } => {
                 format!("fio exited with {status}; fio said:\n{}", stderr.trim_end())
+            }
+            ExecError::NoIo { stderr } => {
+                format!("fio did no I/O; fio said:\n{}", stderr.trim_end())
             }
             other => other.to_string(),
         }
@@ -112,12 +120,13 @@ fn write_jobfile(dir: &Path, job: &JobFile) -> Result<PathBuf, ExecError> {
     Ok(path)
 }
 
+/// fio dies with this process (SIGTERM: fio then stops its job processes, and fio's client
+/// tells its servers to stop; SIGPIPE ignored, so its "terminating" line on the pipe our
+/// exit closed does not kill it before it has).
+const ON_DEATH: lifecycle::children::OnParentDeath = lifecycle::children::OnParentDeath::TermNoPipe;
+
 fn run_fio(mut cmd: Command) -> Result<FioOutput, ExecError> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
+    let out = lifecycle::children::output(cmd.stdin(Stdio::null()), ON_DEATH)
         .map_err(ExecError::Spawn)?;
     finish(
         out.status,
@@ -135,13 +144,11 @@ pub type LiveSink = std::sync::Arc<dyn Fn(f64) + Send + Sync>;
 /// nbd engine). Interim documents feed `live`; the last one is the result.
 fn run_fio_live(mut cmd: Command, live: &LiveSink) -> Result<FioOutput, ExecError> {
     use std::io::{BufRead, BufReader, Read};
-    let mut child = cmd
-        .arg("--status-interval=1")
+    cmd.arg("--status-interval=1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(ExecError::Spawn)?;
+        .stderr(Stdio::piped());
+    let mut child = lifecycle::children::spawn(&mut cmd, ON_DEATH).map_err(ExecError::Spawn)?;
     let stderr = child.stderr.take().map(|mut e| {
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -220,6 +227,18 @@ fn finish(
                 },
             })
         }
+        // No job moved a byte, none carries an error, and fio said why: the reason.
+        Ok(o)
+            if !o.jobs.is_empty()
+                && o.jobs
+                    .iter()
+                    .all(|j| j.error == 0 && !j.read.active() && !j.write.active())
+                && !stderr.trim().is_empty() =>
+        {
+            Err(ExecError::NoIo {
+                stderr: stderr.to_string(),
+            })
+        }
         Ok(mut o) => {
             o.stderr = stderr.to_string();
             Ok(o)
@@ -262,12 +281,14 @@ impl RealFio {
 /// `fio --parse-only JOBFILE` with `fio`: fio's complaint when it exits non-zero.
 fn parse_only_with(fio: &str, dir: &Path, job: &JobFile) -> Result<(), String> {
     let path = write_jobfile(dir, job).map_err(|e| e.to_string())?;
-    let out = Command::new(fio)
-        .arg("--parse-only")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("running fio --parse-only: {e} (is fio installed and on PATH?)"))?;
+    let out = lifecycle::children::output(
+        Command::new(fio)
+            .arg("--parse-only")
+            .arg(&path)
+            .stdin(Stdio::null()),
+        ON_DEATH,
+    )
+    .map_err(|e| format!("running fio --parse-only: {e} (is fio installed and on PATH?)"))?;
     let _ = std::fs::remove_file(&path);
     if out.status.success() {
         return Ok(());
@@ -377,13 +398,13 @@ impl Executor for FakeFio {
 
 /// `fio --version`, e.g. "fio-3.33" (empty if fio does not run).
 pub fn fio_version(fio: &str) -> String {
-    Command::new(fio)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default()
+    lifecycle::children::output(
+        Command::new(fio).arg("--version").stdin(Stdio::null()),
+        ON_DEATH,
+    )
+    .ok()
+    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -457,8 +478,15 @@ mod live_tests {
         assert!(e.full_text().ends_with(
             "fio said:\nfio: nbd_connect_uri: nbd_connect_uri: connect: No such file or directory"
         ));
-        // The same report with exit 0 is a result.
+        // The same report with exit 0 is a result; with fio's reason on stderr (its nfs
+        // engine failing to open a file, exit 0) it is that error.
         assert!(finish(std::process::ExitStatus::from_raw(0), report, "").is_ok());
+        let nfs = "Failed to open f: open call failed with \"NFS: Lookup of /f failed with NFS3ERR_NOENT(-2)\"\n";
+        let e = finish(std::process::ExitStatus::from_raw(0), report, nfs).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "fio did no I/O: Failed to open f: open call failed with \"NFS: Lookup of /f failed with NFS3ERR_NOENT(-2)\""
+        );
     }
 
     #[test]

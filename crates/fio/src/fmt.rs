@@ -77,6 +77,67 @@ pub fn usec(ns: f64) -> String {
     format!("{:.2}", ns / 1000.0)
 }
 
+/// `v` to 4 significant digits, with k, M or G from 10,000 up (as fio switches at 4
+/// digits, 1500k as fio prints it): 7371, 499.7, 12.35, 89.44k, 15.00M. Not finite: as
+/// Rust prints it.
+pub fn sig(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let (mut x, mut i) = (v, 0);
+    const P: [&str; 5] = ["", "k", "M", "G", "T"];
+    while x.abs() >= 9999.5 && i + 1 < P.len() {
+        x /= 1000.0;
+        i += 1;
+    }
+    let digits = x.abs().log10().floor() as i32 + 1;
+    let decimals = (4 - digits).clamp(0, 3) as usize;
+    let s = format!("{x:.decimals$}");
+    // Rounding up to the next power of ten (999.95 -> "1000.0") keeps 4 digits.
+    let s = match s.split_once('.') {
+        Some((int, frac)) if int.trim_start_matches('-').len() + frac.len() > 4 => {
+            let keep = 4usize.saturating_sub(int.trim_start_matches('-').len());
+            if keep == 0 {
+                int.to_string()
+            } else {
+                format!("{int}.{}", &frac[..keep])
+            }
+        }
+        _ => s,
+    };
+    format!("{s}{}", P[i])
+}
+
+/// A latency (nanoseconds) in the unit that keeps it to 4 significant digits: 69.51 us,
+/// 131.7 ms, 2.500 s.
+pub fn lat(ns: f64) -> String {
+    let us = ns / 1000.0;
+    if us.abs() < 1000.0 {
+        format!("{} us", sig(us))
+    } else if us.abs() < 1_000_000.0 {
+        format!("{} ms", sig(us / 1000.0))
+    } else {
+        format!("{} s", sig(us / 1e6))
+    }
+}
+
+/// Bytes per second in IEC units to 4 significant digits: 31.40 MiB/s, 1.386 GiB/s.
+pub fn rate(bytes_per_sec: f64) -> String {
+    const U: [&str; 5] = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
+    let (mut x, mut i) = (bytes_per_sec, 0);
+    while x.abs() >= 1023.95 && i + 1 < U.len() {
+        x /= 1024.0;
+        i += 1;
+    }
+    if i == 0 && x == x.round() {
+        return format!("{x} B/s");
+    }
+    format!("{} {}", sig(x), U[i])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +170,31 @@ mod tests {
         assert_eq!(bw(2_047_345), "1999KiB/s");
         assert_eq!(bw(256 << 20), "256MiB/s");
         assert_eq!(bw(512), "512B/s");
+    }
+
+    #[test]
+    fn four_significant_digits_with_units() {
+        for (v, want) in [
+            (7371.0, "7371"),
+            (499.74, "499.7"),
+            (12.345, "12.35"),
+            (89442.5, "89.44k"),
+            (1_500_000.0, "1500k"),
+            (15_000_000.0, "15.00M"),
+            (0.5, "0.500"),
+            (0.0, "0"),
+            (999.96, "1000"),
+            (9999.6, "10.00k"),
+            (-42.0, "-42.00"),
+        ] {
+            assert_eq!(sig(v), want, "{v}");
+        }
+        assert_eq!(lat(131_685_870.0), "131.7 ms");
+        assert_eq!(lat(69_510.0), "69.51 us");
+        assert_eq!(lat(2_500_000_000.0), "2.500 s");
+        assert_eq!(rate(100.0 * 1048576.0), "100.0 MiB/s");
+        assert_eq!(rate(32_925_696.0), "31.40 MiB/s");
+        assert_eq!(rate(512.0), "512 B/s");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod executor;
 pub mod fmt;
 pub mod jobfile;
 pub mod logs;
+pub mod options;
 pub mod result;
 
 pub use executor::{ExecError, Executor, FakeFio, LiveSink, RealFio, RemoteFio};

@@ -25,12 +25,14 @@ pub fn devices(node: Option<&EmbeddedNode>, target: &Target) -> Vec<String> {
     }
 }
 
-/// The node's view of `volume` over the job: effective ceilings, and the mean latency and
-/// its ceiling/floor waits, weighted by each window's operations.
+/// The node's view of `volume` over the job: effective ceilings (and burst ceilings while
+/// its buckets had credits), the mean latency and its ceiling/floor waits, weighted by
+/// each window's operations, and (given the job's window, ms) its own rate over it.
 pub fn node_figures(
     s: &JobSeries,
     volume: Option<&str>,
     limits: Option<&Limits>,
+    window_ms: Option<u64>,
 ) -> Option<NodeFigures> {
     let l = limits?;
     let mut f = NodeFigures {
@@ -44,6 +46,13 @@ pub fn node_figures(
         .iter()
         .filter(|n| !matches!(volume, Some(v) if n.volume != v))
     {
+        // A burst bucket with credits in a window: its burst rate was a ceiling that applied.
+        let burst = |c: &Option<crate::series::CreditSample>| {
+            c.filter(|c| c.balance > 0.0 && c.burst > 0.0)
+                .map_or(0, |c| c.burst as u64)
+        };
+        f.burst_iops = f.burst_iops.max(burst(&n.iops_credits));
+        f.burst_bps = f.burst_bps.max(burst(&n.bytes_credits));
         let w = n.iops();
         ops += w;
         f.lat_mean_us += n.lat_mean_us * w;
@@ -54,6 +63,27 @@ pub fn node_figures(
         f.lat_mean_us /= ops;
         f.ceiling_wait_us /= ops;
         f.floor_wait_us /= ops;
+    }
+    // The node's own rate over the job's window (reads and writes, as fio counts them).
+    if let Some(to_ms) = window_ms {
+        use crate::kept::{node_rates, Dir};
+        let mean = |bw: bool| {
+            let w: Vec<(u64, f64, f64)> = node_rates(&s.node, volume, Dir::Both, bw)
+                .into_iter()
+                .filter(|(t, _, secs)| {
+                    let mid = *t as f64 - secs * 500.0;
+                    mid >= 0.0 && mid <= to_ms as f64
+                })
+                .collect();
+            let time: f64 = w.iter().map(|x| x.2).sum();
+            if time > 0.0 {
+                w.iter().map(|x| x.1 * x.2).sum::<f64>() / time
+            } else {
+                0.0
+            }
+        };
+        f.iops = mean(false);
+        f.bps = mean(true);
     }
     Some(f)
 }
@@ -81,7 +111,7 @@ pub fn diagnose(
     let to_ms = (runtime_s * 1000.0) as u64;
     assess::diagnose(&Inputs {
         fio: fio_figures(s, r),
-        node: node_figures(s, volume, limits),
+        node: node_figures(s, volume, limits, Some(to_ms)),
         hosts: s
             .hosts
             .iter()

@@ -11,7 +11,7 @@
 //! never names a family.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fio::JobResult;
 
@@ -124,6 +124,11 @@ pub struct Accepts {
     /// The family reads `--hosts` itself (the suites' hosts), so it does not name the
     /// `--client` load generators whose tool sets are sampled.
     pub own_hosts: bool,
+    /// A directory target is the family's to lay out (it makes a fresh directory of its
+    /// own there): the harness's `DIR/fiotest` rules do not apply.
+    pub own_directory: bool,
+    /// The file the family writes in a directory target, when not fio's `fiotest`.
+    pub dir_file: Option<&'static str>,
 }
 
 /// A named set of fio jobs, run by the generic `[[workload]]` family.
@@ -207,6 +212,21 @@ pub trait FamilyPlan: AsAny + std::fmt::Debug + Send {
     /// that wrote them (`plan.toml:12: workload "w"`), without target or time options:
     /// [`Plan::check_jobs`] has fio parse them before anything runs.
     fn job_files(&self) -> Vec<(String, fio::JobFile)> {
+        Vec::new()
+    }
+
+    /// Every fio job the plan runs on the target (one iteration), each with where the plan
+    /// asks for it (`plan.toml:7: workload "w"`) and its job file without the target's
+    /// options: what `--dry-run` prints and what the free-space check of a file target
+    /// sizes. Empty: the family lays out its target itself.
+    fn fio_jobs(&self) -> Vec<crate::fio_job::PlannedJob> {
+        Vec::new()
+    }
+
+    /// Files on this machine the plan names itself that the run writes (a ramp's
+    /// systems' own targets), admitted by `configure` under `--overwrite`/`--create`:
+    /// tracked, listed and removed like the target's file.
+    fn own_files(&self) -> Vec<PathBuf> {
         Vec::new()
     }
 }
@@ -308,6 +328,9 @@ pub struct Options<'a> {
     /// The parsed command line, for the family's own options ([`Family::cli`]); None
     /// outside the CLI.
     pub args: Option<&'a clap::ArgMatches>,
+    /// `--overwrite`, `--create`: what a family may do to paths of its own plan's (the
+    /// ramp's systems' targets; `--target` itself is the CLI's to check).
+    pub allow: crate::target_files::Allow,
 }
 
 /// What `--profile NAME` is given.
@@ -417,22 +440,30 @@ impl Registry {
         self.get(name).and_then(|f| f.job_set())
     }
 
-    /// Read and parse a plan file.
-    pub fn load(&self, path: &Path) -> Result<Plan, PlanError> {
+    /// Read and parse a plan file; `any_fio_option`: its fio options may be any fio option
+    /// (`--allow-any-fio-option`; by default only the listed workload options).
+    pub fn load(&self, path: &Path, any_fio_option: bool) -> Result<Plan, PlanError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| PlanError(format!("{}: cannot read plan: {e}", path.display())))?;
-        self.parse(&text, &path.display().to_string())
+        let origin = path.display().to_string();
+        self.parse_source(&PlanSource::new(&text, &origin).allowing_any_fio_option(any_fio_option))
     }
 
     /// Parse a plan: the common part, then the tables of the one family they belong to.
+    /// Its fio options are the listed workload options only.
     pub fn parse(&self, text: &str, origin: &str) -> Result<Plan, PlanError> {
-        let src = PlanSource::new(text, origin);
+        self.parse_source(&PlanSource::new(text, origin))
+    }
+
+    /// Parse a plan from its source (see [`Registry::parse`]).
+    pub fn parse_source(&self, src: &PlanSource) -> Result<Plan, PlanError> {
+        let origin = src.origin;
         let owned: Vec<&str> = self
             .families
             .iter()
             .flat_map(|f| f.tables().iter().map(|t| table_key(t)))
             .collect();
-        let (common, keys) = parse_common(&src, &owned)?;
+        let (common, keys) = parse_common(src, &owned)?;
         // The families whose tables the plan holds, each with its first table's offset.
         let present: Vec<(&'static dyn Family, usize)> = self
             .families
@@ -462,7 +493,7 @@ impl Registry {
                 )))
             }
             [(f, _)] => Ok(Plan {
-                body: f.parse(&src, &common, self)?,
+                body: f.parse(src, &common, self)?,
                 common,
                 family: f.name(),
             }),

@@ -30,6 +30,29 @@ impl FioJob {
     }
 }
 
+/// A fio job a plan will run, before it runs ([`crate::FamilyPlan::fio_jobs`]).
+#[derive(Debug, Clone)]
+pub struct PlannedJob {
+    /// Where the plan asks for it (`plan.toml:7: workload "w"`).
+    pub at: String,
+    /// The volume it runs on (None: the target's only one).
+    pub volume: Option<String>,
+    /// Its job file, without the target's options.
+    pub file: JobFile,
+}
+
+impl PlannedJob {
+    /// The job's own options (its sections', not the harness's globals).
+    pub fn options(&self) -> Vec<(String, String)> {
+        self.file
+            .jobs
+            .iter()
+            .flat_map(|s| &s.options)
+            .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
+            .collect()
+    }
+}
+
 /// The job file for one job on a target (`target_opts` from the target).
 pub fn job_file(job: &FioJob, target_opts: &[(String, String)]) -> JobFile {
     let mut f = JobFile::new();
@@ -73,7 +96,7 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
     };
     if let Some(pre) = crate::nfs::prefill(&target_opts, &job.options) {
         ctx.ui.print(&format!(
-            "laying out the file {} reads over NFS first (fio's nfs engine cannot lay out a file it reads)\n",
+            "laying out the file {} uses over NFS first (fio's nfs engine makes a file only by writing it in order)\n",
             job.name
         ));
         if let Err(e) = ctx.exec.run(&pre) {
@@ -118,6 +141,9 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                 fio: &series.fio,
                 diagnosis: Some(&diagnosis),
                 io_error: failed,
+                node: &series.node,
+                volume: job.volume.as_deref(),
+                span_ms: (job.runtime * 1000.0) as u64,
             };
             let mut verdicts: Vec<Verdict> = job
                 .expect

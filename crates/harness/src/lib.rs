@@ -8,8 +8,10 @@
 //!   as a step; [`outcome`]: the one rule from stored records to a run's status, exit code
 //!   and summary; [`ui`]: where human output goes;
 //! - [`target`]: the embedded node, NBD URIs, paths, `--node` volumes ([`node_api`]);
-//!   [`target_files`]: what a run writes on a path target (default size, clean-up);
-//! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations;
+//!   [`target_files`]: what a run writes on a path or NFS target (sizes, clean-up;
+//!   [`nfs_client`] reaches an export's file);
+//! - [`store`]: the SQLite results store and its record model; [`verdict`]: expectations,
+//!   judged on a qoslab node's own counters where it keeps the promise ([`kept`]);
 //!   [`series`], [`recording`], [`node_sampler`]: time series; [`ops`]: per-operation
 //!   results of request/response drivers (S3); [`host`]: host facts.
 //!
@@ -23,6 +25,7 @@ pub mod fio_job;
 pub mod host;
 pub mod local_node;
 pub mod nfs;
+pub mod nfs_client;
 pub mod node_api;
 pub mod node_sampler;
 pub mod ops;
@@ -37,6 +40,7 @@ pub mod target_files;
 mod tempdirs;
 pub mod ui;
 pub mod verdict;
+pub use verdict::kept;
 
 pub use context::{Prepare, RunContext, RunError, RunHeader, Step};
 pub use family::{Accepts, Family, FamilyPlan, JobSet, Options, Plan, ProfileRequest, Registry};

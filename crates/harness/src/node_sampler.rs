@@ -3,8 +3,16 @@
 //!
 //! - [`EmbeddedProbe`]: the in-process node's counters (exact deltas per window: operations
 //!   from the latency histograms, bytes, latency sums, time held by ceilings and floors).
-//! - [`RestProbe`]: a running node's REST API ([`NodeHandle`]), `GET /api/storage/volumes?fields=name,metric,burst`;
-//!   its `metric` block holds the node's own rates over its last second (ONTAP's shape).
+//! - [`RestProbe`]: a running node's REST API ([`NodeHandle`]),
+//!   `GET /api/storage/volumes?fields=name,metric,statistics,burst`: rates from the
+//!   `statistics` block's raw cumulative counters (ONTAP's `iops_raw`, `throughput_raw`,
+//!   `latency_raw`) between two polls, exact like the embedded probe's; the `metric` block
+//!   (the node's rates over its last second) for the ceiling and floor waits, and for the
+//!   rates when a node has no raw counters.
+//!
+//! Each sample is stamped with when it was taken (on fio's clock), not when it was due:
+//! a sampler that ran late on a busy host says so, and a window's rate is over the time it
+//! really covered.
 //!
 //! Both also read each volume's burst buckets (balance at the end of the window) and, on a
 //! node with an emulated provisioned file system, its resources ([`NodeProbe::poll_resources`]:
@@ -175,6 +183,30 @@ fn rest_credit(b: &serde_json::Value) -> Option<CreditSample> {
     })
 }
 
+/// A volume's raw counters as the REST API's `statistics` block gives them: operations
+/// (read, write, other), bytes (read, write), latency sums (µs), and when they were read.
+#[derive(Clone, Copy)]
+struct Raw {
+    at: Instant,
+    ops: [u64; 3],
+    bytes: [u64; 2],
+    lat_us: u64,
+}
+
+fn raw_counters(st: &serde_json::Value, at: Instant) -> Option<Raw> {
+    let u = |a: &str, b: &str| st[a][b].as_u64();
+    Some(Raw {
+        at,
+        ops: [
+            u("iops_raw", "read")?,
+            u("iops_raw", "write")?,
+            u("iops_raw", "other")?,
+        ],
+        bytes: [u("throughput_raw", "read")?, u("throughput_raw", "write")?],
+        lat_us: u("latency_raw", "total")?,
+    })
+}
+
 /// A running node's REST API (`--node URL`), through [`NodeHandle`].
 pub struct RestProbe {
     node: NodeHandle,
@@ -183,6 +215,8 @@ pub struct RestProbe {
     /// Whether the node has a provisioned file system (learnt from the first
     /// `GET /api/cluster`; a node without one is not asked again).
     has_fs: Option<bool>,
+    /// Each volume's raw counters at the previous poll.
+    prev: HashMap<String, Raw>,
 }
 
 impl RestProbe {
@@ -191,6 +225,7 @@ impl RestProbe {
             node,
             timeout: Duration::from_millis(400),
             has_fs: None,
+            prev: HashMap::new(),
         }
     }
 }
@@ -198,36 +233,59 @@ impl RestProbe {
 impl NodeProbe for RestProbe {
     fn poll(&mut self) -> Vec<NodeSample> {
         let Ok(v) = self.node.get(
-            "/api/storage/volumes?fields=name,metric,burst",
+            "/api/storage/volumes?fields=name,metric,statistics,burst",
             self.timeout,
         ) else {
             return Vec::new();
         };
+        let at = Instant::now();
         let f = |m: &serde_json::Value, a: &str, b: &str| m[a][b].as_f64().unwrap_or(0.0);
-        v["records"]
-            .as_array()
-            .map(|recs| {
-                recs.iter()
-                    .filter_map(|r| {
-                        let m = &r["metric"];
-                        Some(NodeSample {
-                            t_ms: 0,
-                            volume: r["name"].as_str()?.to_string(),
-                            read_iops: f(m, "iops", "read"),
-                            write_iops: f(m, "iops", "write"),
-                            other_iops: f(m, "iops", "other"),
-                            read_bps: f(m, "throughput", "read"),
-                            write_bps: f(m, "throughput", "write"),
-                            lat_mean_us: f(m, "latency", "total"),
-                            ceiling_wait_us: f(m, "qos_latency", "ceiling"),
-                            floor_wait_us: f(m, "qos_latency", "floor"),
-                            iops_credits: rest_credit(&r["burst"]["iops"]),
-                            bytes_credits: rest_credit(&r["burst"]["bytes"]),
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        let Some(recs) = v["records"].as_array() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for r in recs {
+            let Some(name) = r["name"].as_str() else {
+                continue;
+            };
+            let m = &r["metric"];
+            let mut s = NodeSample {
+                t_ms: 0,
+                volume: name.to_string(),
+                read_iops: f(m, "iops", "read"),
+                write_iops: f(m, "iops", "write"),
+                other_iops: f(m, "iops", "other"),
+                read_bps: f(m, "throughput", "read"),
+                write_bps: f(m, "throughput", "write"),
+                lat_mean_us: f(m, "latency", "total"),
+                ceiling_wait_us: f(m, "qos_latency", "ceiling"),
+                floor_wait_us: f(m, "qos_latency", "floor"),
+                iops_credits: rest_credit(&r["burst"]["iops"]),
+                bytes_credits: rest_credit(&r["burst"]["bytes"]),
+            };
+            // Exact rates between this poll's raw counters and the previous one's.
+            if let Some(now) = raw_counters(&r["statistics"], at) {
+                if let Some(p) = self.prev.insert(name.to_string(), now) {
+                    let secs = now.at.duration_since(p.at).as_secs_f64();
+                    if secs > 0.0 {
+                        let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
+                        let ops: f64 = (0..3).map(|i| d(now.ops[i], p.ops[i])).sum();
+                        s.read_iops = d(now.ops[0], p.ops[0]) / secs;
+                        s.write_iops = d(now.ops[1], p.ops[1]) / secs;
+                        s.other_iops = d(now.ops[2], p.ops[2]) / secs;
+                        s.read_bps = d(now.bytes[0], p.bytes[0]) / secs;
+                        s.write_bps = d(now.bytes[1], p.bytes[1]) / secs;
+                        s.lat_mean_us = if ops > 0.0 {
+                            d(now.lat_us, p.lat_us) / ops
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+            }
+            out.push(s);
+        }
+        out
     }
 
     fn poll_resources(&mut self) -> Vec<ResourceSample> {
@@ -287,10 +345,11 @@ pub fn start(mut probe: Box<dyn NodeProbe>, ramp_ms: u64) -> Sampling {
                 std::thread::sleep((due - now).min(Duration::from_millis(50)));
                 continue;
             }
-            let t = next;
             next += WINDOW_MS;
             let samples = probe.poll();
             let resources = probe.poll_resources();
+            // When the counters were read (late on a busy host), not when they were due.
+            let t = t0.elapsed().as_millis() as u64;
             if t < ramp_ms + WINDOW_MS {
                 continue;
             }
@@ -364,9 +423,15 @@ mod tests {
         let s = start(Box::new(Fake(0)), 500);
         std::thread::sleep(Duration::from_millis(1700));
         let out = s.finish();
-        // Ticks at 500 (inside the ramp: dropped), 1000 and 1500 -> t 500 and 1000.
+        // Ticks at 500 (inside the ramp: dropped), 1000 and 1500 -> t 500 and 1000, each
+        // stamped when it was taken: a few ms after it was due (up to the 1.7 s sleep on a
+        // busy host, which then leaves one of them out).
         let t: Vec<u64> = out.iter().map(|s| s.t_ms).collect();
-        assert_eq!(t, vec![500, 1000], "{out:?}");
+        assert!(!t.is_empty() && t.len() <= 2, "{out:?}");
+        assert!(
+            t[0] >= 500 && t.windows(2).all(|w| w[1] >= w[0] + 250),
+            "{t:?}"
+        );
         assert!(out.iter().all(|s| s.volume == "busy"));
     }
 
@@ -389,6 +454,61 @@ mod tests {
         assert_eq!((s[0].read_iops, s[0].write_iops), (500.0, 2.0));
         assert_eq!(s[0].ceiling_wait_us, 30000.0);
         assert_eq!(s[0].volume, "v");
+    }
+
+    /// A node API that answers each GET with the next of its bodies.
+    struct Sequence(std::sync::Mutex<Vec<serde_json::Value>>);
+    impl crate::node_api::NodeApi for Sequence {
+        fn get(&self, _path: &str, _t: Duration) -> Result<serde_json::Value, String> {
+            let mut v = self.0.lock().unwrap();
+            Ok(if v.len() > 1 {
+                v.remove(0)
+            } else {
+                v[0].clone()
+            })
+        }
+    }
+
+    #[test]
+    fn rest_probe_rates_are_exact_between_raw_counters() {
+        // The node's `metric` says 500 IOPS over its last second; its raw counters say 150
+        // reads, 10 writes and 5 flushes more, 600 KiB read, in the ~100 ms between polls.
+        let body = |reads: u64, writes: u64, other: u64, read_bytes: u64, lat: u64| {
+            serde_json::json!({"records": [{"name": "v",
+                "metric": {"iops": {"read": 500, "write": 0, "other": 0},
+                           "throughput": {"read": 2048000, "write": 0},
+                           "latency": {"total": 31000},
+                           "qos_latency": {"ceiling": 30000, "floor": 0}},
+                "statistics": {"iops_raw": {"read": reads, "write": writes, "other": other},
+                               "throughput_raw": {"read": read_bytes, "write": 0},
+                               "latency_raw": {"total": lat}}}]})
+        };
+        let api = Sequence(std::sync::Mutex::new(vec![
+            body(1000, 0, 0, 4_096_000, 100_000),
+            body(1150, 10, 5, 4_096_000 + 614_400, 100_000 + 165 * 200),
+        ]));
+        let mut p = RestProbe::new(NodeHandle::new("http://node", std::sync::Arc::new(api)));
+        p.timeout = Duration::from_secs(5);
+        let first = p.poll();
+        assert_eq!(
+            first[0].read_iops, 500.0,
+            "no earlier counters: the metric block"
+        );
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(100));
+        let s = p.poll();
+        let secs = t0.elapsed().as_secs_f64();
+        // Between 100 ms and however long the test took: the rate over what really passed.
+        let (lo, hi) = (150.0 / secs, 150.0 / 0.1);
+        assert!((lo * 0.9..=hi).contains(&s[0].read_iops), "{s:?}");
+        assert!(
+            (s[0].read_bps / s[0].read_iops - 4096.0).abs() < 1e-6,
+            "{s:?}"
+        );
+        assert!((s[0].write_iops / s[0].read_iops - 10.0 / 150.0).abs() < 1e-9);
+        assert!((s[0].other_iops / s[0].read_iops - 5.0 / 150.0).abs() < 1e-9);
+        assert!((s[0].lat_mean_us - 200.0).abs() < 1e-9, "{s:?}");
+        assert_eq!(s[0].ceiling_wait_us, 30000.0, "waits from the metric block");
     }
 
     /// A node API that answers by path prefix and counts the calls.
@@ -417,7 +537,7 @@ mod tests {
         let api = Routed(
             vec![
                 (
-                    "/api/storage/volumes?fields=name,metric,burst",
+                    "/api/storage/volumes?fields=name,metric,statistics,burst",
                     serde_json::from_str(vols).unwrap(),
                 ),
                 ("/api/cluster", serde_json::from_str(cluster).unwrap()),

@@ -4,8 +4,9 @@
 //! job of its choice) and the harness derives the rest from what was stored.
 //!
 //! The rule, over the run's jobs (superseded jobs left out: a re-run answers for them):
-//! 1. **error** when a job is in error: it did not run to the end (stored `failed`, or
-//!    still `running`), or its result reports an I/O error (fio's `error` ≠ 0);
+//! 1. **error** when a job is in error: it did not run to the end (stored `failed`,
+//!    `interrupted`, or still `running`), or its result reports an I/O error (fio's
+//!    `error` ≠ 0);
 //! 2. else **failed** when a verdict failed;
 //! 3. else **inconclusive** when a verdict is inconclusive (the job's bottleneck explains
 //!    its failure, docs/DIAGNOSIS.md);
@@ -61,7 +62,8 @@ pub struct RunTally {
 
 /// Whether a job is in error: it did not run to the end, or reported an I/O error.
 pub fn job_in_error(j: &JobRecord) -> bool {
-    j.status == "failed" || j.status == "running" || j.primary().is_some_and(|r| r.error != 0)
+    matches!(j.status.as_str(), "failed" | "running" | "interrupted")
+        || j.primary().is_some_and(|r| r.error != 0)
 }
 
 /// The message of a job in error, for the summary: its first line and the first lines of
@@ -80,6 +82,7 @@ fn job_error(j: &JobRecord) -> String {
         }
         (None, Some(r)) if r.error != 0 => format!("I/O error {}", r.error),
         _ if j.status == "running" => "never finished".into(),
+        _ if j.status == "interrupted" => "interrupted: the run was stopped".into(),
         _ => String::new(),
     }
 }
@@ -161,10 +164,7 @@ pub fn summary(rec: &RunRecord, db: &Path) -> String {
                 j.name,
                 v.expectation,
                 v.detail,
-                v.reason
-                    .as_ref()
-                    .map(|r| format!("; {r}"))
-                    .unwrap_or_default()
+                v.reason_note()
             ));
         }
     }

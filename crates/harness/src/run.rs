@@ -72,6 +72,15 @@ pub fn run(plan: &mut Plan, env: RunEnv) -> Result<Outcome, RunError> {
         ramp_s: header.ramp_s,
         env: &host,
     })?;
+    // SIGINT, SIGTERM, SIGHUP: the run is stored as interrupted (its own connection: the
+    // teardown runs beside this thread). A SIGKILL is seen at the next open (store::owner).
+    let _interrupted = store.path().map(|db| {
+        lifecycle::register(lifecycle::Phase::Local, move || {
+            if let Ok(s) = Store::open(&db) {
+                let _ = s.mark_interrupted(run);
+            }
+        })
+    });
     record_setup(store, run, node.as_ref(), common.node.as_ref(), target)?;
     let recorder = SeriesRecorder::with_tools(tools).with_remote(remote_tools);
     let steps = plan.body.steps();

@@ -111,6 +111,18 @@ impl Target {
             ));
         }
         let p = PathBuf::from(s);
+        if s.ends_with('/') && !p.is_dir() {
+            return Err(TargetError::Invalid(
+                s.into(),
+                if p.exists() {
+                    "not a directory (a trailing / names a directory that exists)".into()
+                } else {
+                    "no such directory (a trailing / names a directory that exists: make it \
+                     first, or drop the / and give --create for a new file)"
+                        .into()
+                },
+            ));
+        }
         let parent_ok = p
             .parent()
             .map(|d| d.as_os_str().is_empty() || d.is_dir())
@@ -524,6 +536,12 @@ mod tests {
             .to_string()
             .contains("allowed"));
         assert!(Target::parse("/no/such/dir/file").is_err());
+        let missing = d.join(format!("qoslab-no-such-{}/", std::process::id()));
+        let e = Target::parse(missing.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no such directory (a trailing / names"), "{e}");
+        assert!(Target::parse(&format!("{}/", d.display())).is_ok());
     }
 
     #[test]

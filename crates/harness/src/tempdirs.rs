@@ -1,16 +1,33 @@
 //! The harness's temporary directories (`qoslab-TAG-PID-N` under the system temp dir: the
 //! embedded node's data, fio's job files and logs, a family's scratch space). Each is
-//! removed by its owner when the run ends or fails; a run killed by a signal it cannot
-//! catch (SIGKILL, OOM) cannot, so the next run removes every such directory whose process
-//! is gone, once per process, before making its first. A directory with anything mounted
-//! below it is left alone (the tenants' clean-up owns mounts: `qoslab tenants cleanup`).
+//! removed by its owner when the run ends or fails, and by the signal teardown on SIGINT,
+//! SIGTERM or SIGHUP (the lifecycle's local phase: every directory this process made that
+//! is still there); a run killed by a signal it cannot catch (SIGKILL, OOM) cannot, so the
+//! next run removes every such directory whose process is gone, once per process, before
+//! making its first. A directory with anything mounted below it is left alone (the
+//! tenants' clean-up owns mounts: `qoslab tenants cleanup`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Once;
+use std::sync::{Mutex, Once, OnceLock};
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 static SWEPT: Once = Once::new();
+/// Every directory this process made, for the signal teardown.
+static MADE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static ON_SIGNAL: OnceLock<lifecycle::Guard> = OnceLock::new();
+
+/// The teardown's action: remove what this process made and still has (unless something
+/// is mounted below it).
+fn remove_made() {
+    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(|p| p.into_inner()));
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for d in made {
+        if d.exists() && !has_mounts_below(&d, &mountinfo) {
+            let _ = std::fs::remove_dir_all(&d);
+        }
+    }
+}
 
 /// A fresh directory `qoslab-TAG-PID-N` under the system temp dir.
 pub fn temp_dir(tag: &str) -> std::io::Result<PathBuf> {
@@ -27,6 +44,10 @@ pub fn temp_dir(tag: &str) -> std::io::Result<PathBuf> {
     let p = root.join(format!("qoslab-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&p);
     std::fs::create_dir_all(&p)?;
+    ON_SIGNAL.get_or_init(|| lifecycle::register(lifecycle::Phase::Local, remove_made));
+    MADE.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(p.clone());
     Ok(p)
 }
 

@@ -28,6 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use fio::JobResult;
 
+pub mod kept;
+
 /// A volume's effective limits (0 = unlimited), as the harness records them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
@@ -158,8 +160,8 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The measured value for a person: bandwidth metrics in MiB/s (as the detail and the
-    /// bound say it), anything else with 2 decimals.
+    /// The measured value for a person: bandwidth metrics in IEC units (as the detail and
+    /// the bound say it), anything else to 4 significant digits.
     pub fn measured_text(&self) -> String {
         let name = self
             .expectation
@@ -169,7 +171,7 @@ impl Verdict {
         if name.starts_with("bw") {
             rate(self.measured)
         } else {
-            format!("{:.2}", self.measured)
+            fio::fmt::sig(self.measured)
         }
     }
 
@@ -231,16 +233,30 @@ impl Verdict {
     pub fn label(&self) -> &'static str {
         self.outcome.label()
     }
+
+    /// "; REASON" after a detail, or nothing.
+    pub fn reason_note(&self) -> String {
+        self.reason
+            .as_ref()
+            .map(|r| format!("; {r}"))
+            .unwrap_or_default()
+    }
 }
 
 /// What a verdict is judged with besides fio's result: the job's 500 ms windows (for the
-/// `_steady` metrics) and its diagnosis (for inconclusive outcomes).
+/// `_steady` metrics), its diagnosis (for inconclusive outcomes), and the node's samples of
+/// its volume (a throughput check is then judged on them, [`crate::kept`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Evidence<'a> {
     pub fio: &'a [crate::series::FioSample],
     pub diagnosis: Option<&'a Diagnosis>,
     /// The job ended with an I/O error.
     pub io_error: bool,
+    /// The node's samples and the job's volume (empty: the target is not a qoslab node).
+    pub node: &'a [crate::series::NodeSample],
+    pub volume: Option<&'a str>,
+    /// The judged window on fio's clock (the job's runtime after its ramp), ms.
+    pub span_ms: u64,
 }
 
 fn err(text: &str, what: impl std::fmt::Display) -> ExpectError {
@@ -449,7 +465,10 @@ impl Expectation {
             target,
             io_error: ev.io_error,
         };
-        v.judged(&check, ev.diagnosis)
+        match kept::judged_on_node(self, &v, &check, ev) {
+            Some(on_node) => on_node,
+            None => v.judged(&check, ev.diagnosis),
+        }
     }
 }
 
@@ -573,8 +592,7 @@ pub fn judge(
     let t = tolerance;
     // Bandwidth metrics (bw, bw_mean, bw_burst, ...) are bytes per second: a person reads
     // them in MiB/s (or KiB/s), as fio prints them.
-    let bw = name.starts_with("bw");
-    let show = |v: f64| if bw { rate(v) } else { num(v) };
+    let show = |v: f64| shown(name, v);
     let (passed, bound) = match op {
         Op::Le => (
             measured <= target * (1.0 + t),
@@ -609,24 +627,36 @@ pub fn judge(
     Verdict::plain(text.to_string(), measured, bound, passed, detail)
 }
 
-/// Bytes per second for messages: MiB/s from 1 MiB/s up, else KiB/s, else B/s.
-fn rate(v: f64) -> String {
-    if v >= 1048576.0 {
-        format!("{:.1} MiB/s", v / 1048576.0)
-    } else if v >= 1024.0 {
-        format!("{:.1} KiB/s", v / 1024.0)
+/// A measured value of the metric `name` as verdicts word it: a bandwidth (`bw…`) in
+/// MiB/s, KiB/s or B/s, anything else as a plain number.
+pub fn shown(name: &str, v: f64) -> String {
+    if name.starts_with("bw") {
+        rate(v)
     } else {
-        format!("{} B/s", num(v))
+        num(v)
     }
 }
 
-/// A number for messages: integers plainly, others with up to 2 decimals.
+/// Bytes per second for messages: 4 significant digits in IEC units (fio::fmt).
+fn rate(v: f64) -> String {
+    fio::fmt::rate(v)
+}
+
+/// A number for messages: integers below 10,000 plainly, others to 4 significant digits
+/// without trailing zeros (fio::fmt: 499.7, 3.42, 41.74k).
 fn num(v: f64) -> String {
-    if (v - v.round()).abs() < 1e-9 {
-        format!("{}", v.round() as i64)
-    } else {
-        format!("{v:.2}")
+    if (v - v.round()).abs() < 1e-9 && v.abs() < 10_000.0 {
+        return format!("{}", v.round() as i64);
     }
+    let s = fio::fmt::sig(v);
+    let unit = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let n = &s[..s.len() - unit.len()];
+    let n = if n.contains('.') {
+        n.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        n
+    };
+    format!("{n}{unit}")
 }
 
 /// A number with a unit that fits `kind`, in the kind's base unit (IOPS, bytes/s, µs,
@@ -759,10 +789,7 @@ mod tests {
         let v = judge(text, "burst_duration", 3.7, b.op, 3.6, b.tolerance, true);
         assert!(v.passed, "{v:?}");
         assert_eq!(v.bound, "3.42..3.78");
-        assert_eq!(
-            v.detail,
-            "burst_duration = 3.70, want 3.42..3.78 (from 3.60)"
-        );
+        assert_eq!(v.detail, "burst_duration = 3.7, want 3.42..3.78 (from 3.6)");
         let b = parse_bound("x", "<= 1500ms", Kind::Secs, &names, "").unwrap();
         assert_eq!(b.operand, BoundOperand::Number(1.5));
         let b = parse_bound("x", ">= spec.network.baseline * 2", Kind::Bw, &names, "").unwrap();

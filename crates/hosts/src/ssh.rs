@@ -15,6 +15,76 @@ use std::time::Duration;
 
 use crate::error::{classify_ssh, ErrorKind, HostError};
 
+/// `ssh -o` options a plan file may set (case-insensitive): how to reach and authenticate
+/// to its hosts. Everything else is refused in a plan (`-o ProxyCommand=...` and
+/// `LocalCommand` run programs here, `ControlPath` and `UserKnownHostsFile` write paths):
+/// the command line's `--ssh-opt` is the user's own and takes any.
+pub const PLAN_SSH_OPTIONS: &[&str] = &[
+    "Port",
+    "User",
+    "IdentityFile",
+    "IdentitiesOnly",
+    "ConnectTimeout",
+    "ConnectionAttempts",
+    "ServerAliveInterval",
+    "ServerAliveCountMax",
+    "StrictHostKeyChecking",
+    "BatchMode",
+    "Compression",
+    "LogLevel",
+    "AddressFamily",
+    "TCPKeepAlive",
+    "HostKeyAlias",
+    "HostKeyAlgorithms",
+    "Ciphers",
+    "MACs",
+    "KexAlgorithms",
+    "PubkeyAcceptedAlgorithms",
+    "PreferredAuthentications",
+    "ProxyJump",
+];
+
+/// Whether ssh arguments from a plan file are all allowed: `-o KEY=VALUE` or `-oKEY=VALUE`
+/// with KEY in [`PLAN_SSH_OPTIONS`], `-p PORT`, `-l USER`, `-i FILE`, `-J JUMP`. `Err`
+/// names the first that is not, and why.
+pub fn check_plan_options(args: &[String]) -> Result<(), String> {
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.strip_prefix('-') {
+            Some(rest) if !rest.is_empty() => rest.split_at(1),
+            _ => return Err(format!("{a:?}: not an ssh option")),
+        };
+        let value = if inline.is_empty() {
+            it.next()
+                .ok_or_else(|| format!("{a:?}: its value is missing"))?
+                .as_str()
+        } else {
+            inline
+        };
+        match flag {
+            "p" | "l" | "i" | "J" => {}
+            "o" => {
+                let key = value.split(['=', ' ']).next().unwrap_or_default();
+                if !PLAN_SSH_OPTIONS.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+                    return Err(format!(
+                        "-o {value:?}: a plan may set only {} (ProxyCommand and LocalCommand \
+                         run programs here; give other options on the command line with \
+                         --ssh-opt)",
+                        PLAN_SSH_OPTIONS.join(", ")
+                    ));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "-{flag}: a plan may give -o KEY=VALUE, -p, -l, -i or -J (others on the \
+                     command line with --ssh-opt)"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How hosts are reached over ssh.
 #[derive(Debug, Clone)]
 pub struct SshConfig {
@@ -160,9 +230,9 @@ impl Host {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| self.err(ErrorKind::Spawn(self.program(), e)))?;
+        let mut child =
+            lifecycle::children::spawn(&mut cmd, lifecycle::children::OnParentDeath::Term)
+                .map_err(|e| self.err(ErrorKind::Spawn(self.program(), e)))?;
         if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
             let data = data.to_vec();
             // A thread, so a remote command that does not read its input cannot block us.
@@ -261,13 +331,14 @@ pub fn disconnect_all(hosts: &[Host]) {
 
 /// The hostname ssh would connect to for `dest` after applying its config (`ssh -G`).
 fn resolve_hostname(dest: &str, cfg: &SshConfig) -> Result<String, HostError> {
-    let out = Command::new(&cfg.ssh)
-        .args(&cfg.options)
-        .arg("-G")
-        .arg(dest)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| HostError::new(dest, ErrorKind::Spawn(cfg.ssh.clone(), e)))?;
+    let out = lifecycle::children::output(
+        Command::new(&cfg.ssh)
+            .args(&cfg.options)
+            .arg("-G")
+            .arg(dest),
+        lifecycle::children::OnParentDeath::Term,
+    )
+    .map_err(|e| HostError::new(dest, ErrorKind::Spawn(cfg.ssh.clone(), e)))?;
     if !out.status.success() {
         return Err(HostError::new(
             dest,
@@ -403,5 +474,41 @@ mod tests {
         assert!(parse_hosts(" , ", cfg.clone()).is_err());
         let e = parse_hosts("-oProxyCommand=x", cfg).unwrap_err();
         assert!(e.to_string().contains("not a host name"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod plan_option_tests {
+    use super::check_plan_options;
+
+    fn ok(a: &[&str]) -> bool {
+        check_plan_options(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>()).is_ok()
+    }
+
+    #[test]
+    fn a_plan_reaches_hosts_but_runs_nothing_here() {
+        assert!(ok(&[
+            "-oPort=2222",
+            "-o",
+            "User=lab",
+            "-i",
+            "key",
+            "-p",
+            "22",
+            "-J",
+            "jump"
+        ]));
+        assert!(ok(&["-o", "stricthostkeychecking=no"]));
+        for bad in [
+            &["-oProxyCommand=touch /tmp/x"][..],
+            &["-o", "ProxyCommand touch /tmp/x"],
+            &["-o", "LocalCommand=id", "-o", "PermitLocalCommand=yes"],
+            &["-oControlPath=/etc/x"],
+            &["-F", "cfg"],
+            &["-o"],
+            &["ProxyCommand=x"],
+        ] {
+            assert!(!ok(bad), "{bad:?}");
+        }
     }
 }

@@ -16,7 +16,10 @@
 //!    the process exits with **128 + the signal number** (130 for SIGINT, 143 for
 //!    SIGTERM, 129 for SIGHUP) — the one exit rule, whatever registered what.
 //!
-//! SIGKILL cannot be caught: that case is each resource's stale clean-up in the next run.
+//! SIGKILL cannot be caught: that case is each resource's stale clean-up in the next run,
+//! and for child processes their parent-death signal ([`children::spawn`]).
+
+pub mod children;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -71,6 +74,8 @@ pub struct Registry {
 static GLOBAL: Registry = Registry::new();
 static INSTALL: Once = Once::new();
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// Set by the signal thread before it tears down (it then exits the process itself).
+static TEARING_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The exit status after signal `sig`: 128 + its number.
 pub fn exit_status(sig: i32) -> i32 {
@@ -186,6 +191,19 @@ pub fn received() -> Option<i32> {
     }
 }
 
+/// Call before the process exits on its own: while a caught signal's teardown runs, the
+/// process is the signal thread's to end (with 128 + the signal, once every phase is
+/// done), so this never returns then. A command whose work stopped because the teardown
+/// stopped its children (fio) would otherwise exit first, with its own status, in the
+/// middle of the teardown.
+pub fn wait_for_teardown() {
+    if TEARING_DOWN.load(Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 /// Whether [`install`] ran in this process.
 pub fn installed() -> bool {
     INSTALL.is_completed()
@@ -193,6 +211,8 @@ pub fn installed() -> bool {
 
 /// Run the whole teardown now (the signal thread's work; tests).
 pub fn teardown(sig: i32) -> Report {
+    // Load generators first: they stop now, not when the process exits after the phases.
+    children::stop_load_generators();
     GLOBAL.teardown(|phase, n, done| {
         if done {
             eprintln!(
@@ -230,6 +250,7 @@ pub fn install() {
                         }
                         continue;
                     }
+                    TEARING_DOWN.store(true, Ordering::SeqCst);
                     eprintln!("qoslab: signal {sig}: tearing down");
                     teardown(sig);
                     eprintln!("qoslab: signal {sig}: exit {}", exit_status(sig));

@@ -29,13 +29,15 @@ pub fn run(
         command: line.clone(),
         detail,
     };
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| fail(format!("cannot start {program}: {e}")))?;
+    let mut child = lifecycle::children::spawn(
+        Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        lifecycle::children::OnParentDeath::Term,
+    )
+    .map_err(|e| fail(format!("cannot start {program}: {e}")))?;
     // Drain both pipes on threads so a chatty program never blocks on a full pipe.
     let mut out = child.stdout.take().expect("piped stdout");
     let mut err = child.stderr.take().expect("piped stderr");

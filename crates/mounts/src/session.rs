@@ -322,11 +322,12 @@ impl Session {
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log2));
-        let child = c.spawn().map_err(|e| MountError::Command {
-            step: "export the volume as a file".into(),
-            command: format!("nbdfuse {} {}", rec.fuse_dir.display(), rec.nbd_uri),
-            detail: format!("cannot start nbdfuse: {e}"),
-        })?;
+        let child = lifecycle::children::spawn(&mut c, lifecycle::children::OnParentDeath::Stay)
+            .map_err(|e| MountError::Command {
+                step: "export the volume as a file".into(),
+                command: format!("nbdfuse {} {}", rec.fuse_dir.display(), rec.nbd_uri),
+                detail: format!("cannot start nbdfuse: {e}"),
+            })?;
         let pid = child.id();
         rec.nbdfuse = Some((pid, sys::start_time(pid).unwrap_or(0)));
         let child = wait_ready(child, &pidfile, &logpath, rec)?;

@@ -27,7 +27,8 @@ use crate::ui::TerminalUi;
 EXAMPLES:
   qoslab bench plan.toml                              # a plan on the embedded node (docs/BENCH.md)
   qoslab bench --profile dbench --runtime 5s          # dbench on an unlimited embedded volume
-  qoslab bench --profile dbench --target /mnt/scratch # a directory: DIR/qoslab-fiotest, removed after
+  qoslab bench --profile dbench --target /mnt/scratch # a directory: DIR/fiotest, removed after
+  qoslab bench --profile dbench --target /dev/sdx --overwrite   # a device: its data destroyed
   qoslab bench plan.toml --node https://10.0.0.5:8080 # the plan's volumes on a running node
   qoslab bench --profile dbench --node --volume vol500  # a volume on the node of `qoslab login`
   qoslab bench plan.toml --client 10.0.0.2,8765 --client 10.0.0.3,8765   # fio client/server
@@ -50,9 +51,13 @@ pub struct BenchArgs {
     /// A system suite (seed 002) on the hosts of --hosts, over ssh (`qoslab help bench suite`).
     #[arg(long, value_parser = suite_names(), conflicts_with = "profile")]
     suite: Option<String>,
-    /// Let the plan's fio options run programs (exec_prerun, ioengine=exec, ...): refused
-    /// by default, since a plan is data.
+    /// Let the plan set any fio option as written, also those that name a path or run a
+    /// program (filename, write_iolog, exec_prerun, ioengine=exec, ...). By default a plan
+    /// sets only the workload options qoslab knows (docs/BENCH.md): a plan is data.
     #[arg(long)]
+    allow_any_fio_option: bool,
+    /// Renamed --allow-any-fio-option (it allows every fio option, not only exec).
+    #[arg(long, hide = true)]
     allow_exec: bool,
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes; a NAS volume is reached over NFS), an nbd:// or nbd+unix:// URI, an NFSv3
@@ -99,10 +104,22 @@ pub struct BenchArgs {
     /// Do not sample the hosts' tool sets (CPU, disks, NICs) while jobs run.
     #[arg(long)]
     no_tools: bool,
-    /// Keep the files the run wrote on a file or directory target (default: removed at the
-    /// end; files that were there before are never removed).
+    /// Keep the files the run created on a file or directory target (default: removed at
+    /// the end).
     #[arg(long)]
     keep_files: bool,
+    /// Write into an existing file or block device given as --target (its data is
+    /// destroyed); refused without it.
+    #[arg(long)]
+    overwrite: bool,
+    /// Make a --target path that does not exist (a new file, removed at the end); refused
+    /// without it, so a typo never becomes a file.
+    #[arg(long)]
+    create: bool,
+    /// Print the fio jobs and every path the run would write, then stop: nothing runs,
+    /// nothing is written or stored.
+    #[arg(long)]
+    dry_run: bool,
     /// Count inconclusive verdicts as failures (exit 1 instead of 3).
     #[arg(long)]
     strict: bool,
@@ -114,6 +131,10 @@ pub struct BenchArgs {
     /// changes against it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     iterations: Option<u32>,
+    /// Every option, the workload families and the exit status (`--help` shows the
+    /// common ones).
+    #[arg(long)]
+    help_all: bool,
     #[command(flatten)]
     families: FamilyArgs,
 }
@@ -294,6 +315,7 @@ pub(crate) fn db_path(db: Option<PathBuf>) -> PathBuf {
 /// Exit with `code` after flushing stdout.
 pub(crate) fn exit_with(code: i32) -> ! {
     let _ = std::io::stdout().flush();
+    lifecycle::wait_for_teardown();
     std::process::exit(code)
 }
 
@@ -422,6 +444,12 @@ pub(crate) fn run_and_store(
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.allow_exec {
+        anyhow::bail!(
+            "--allow-exec is now --allow-any-fio-option: it lets a plan set any fio option, \
+             also those that name a path or run a program"
+        );
+    }
     let registry = workloads::registry();
     let matches = &args.families.0;
     let embedded = args.node.is_none() && matches!(args.target.as_deref(), None | Some("embedded"));
@@ -447,12 +475,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             plan
         }
-        (Some(p), None) => {
-            let plan = registry.load(p)?;
-            let src = harness::plan::PlanSource::new(&plan.common.text, &plan.common.origin);
-            harness::plan::exec::check(&src, args.allow_exec)?;
-            plan
-        }
+        (Some(p), None) => registry.load(p, args.allow_any_fio_option)?,
         (None, None) => anyhow::bail!(
             "nothing to run: give a plan file, --profile dbench or --suite NAME (see qoslab bench --help)"
         ),
@@ -466,6 +489,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .get(plan.family)
         .map(|f| f.accepts())
         .unwrap_or_default();
+    let db = db_path(args.db.clone());
+    if let Some(n) = args.iterations {
+        plan.common.iterations = n;
+    }
+    plan.configure(&Options {
+        runtime: args.runtime,
+        ramp: args.ramp,
+        scale: args.scale,
+        clients: &args.clients,
+        no_step_lines: false,
+        until_steady: args.until_steady,
+        iterations: args.iterations,
+        args: Some(matches),
+        allow: crate::bench_target::Allow {
+            overwrite: args.overwrite,
+            create: args.create,
+        },
+    })?;
     let mut setup: Option<workloads::node_setup::NodeSetup> = None;
     let target = match (&args.node, &args.volume) {
         (Some(url), Some(vol)) => {
@@ -482,6 +523,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         (Some(url), None) if accepts.node_alone => {
             Target::Node(node_api(url.as_deref(), &args.conn, &args.token_file)?)
+        }
+        (Some(url), None) if args.dry_run => {
+            let wanted = plan.body.volumes_used();
+            let on = format!(
+                "node {} (volumes {}; the plan's missing policies and volumes made there when \
+                 the run starts, deleted after)",
+                url.as_deref().unwrap_or("of `qoslab login`"),
+                wanted.join(", ")
+            );
+            print!(
+                "{}",
+                crate::bench_target::dry_run(
+                    &plan,
+                    crate::bench_target::DryTarget::Described(on),
+                    &plan
+                        .body
+                        .own_files()
+                        .into_iter()
+                        .map(harness::target_files::Place::Local)
+                        .collect::<Vec<_>>(),
+                    &db
+                )
+            );
+            return Ok(());
         }
         (Some(url), None) => {
             let wanted = plan.body.volumes_used();
@@ -505,20 +570,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         _ => Target::parse(&target_s)?,
     };
-    let db = db_path(args.db.clone());
-    if let Some(n) = args.iterations {
-        plan.common.iterations = n;
-    }
-    plan.configure(&Options {
-        runtime: args.runtime,
-        ramp: args.ramp,
-        scale: args.scale,
-        clients: &args.clients,
-        no_step_lines: false,
-        until_steady: args.until_steady,
-        iterations: args.iterations,
-        args: Some(matches),
-    })?;
     check_jobs(&plan, &target, &args.clients)?;
     // --hosts names the suites' hosts, or, with --client, the load generators whose tool
     // sets are sampled over ssh beside this machine's.
@@ -537,8 +588,27 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         r
     };
-    if let Some(f) = target.written_file() {
-        harness::target_files::default_size(&f).map_err(anyhow::Error::msg)?;
+    crate::bench_target::admit(
+        &target,
+        accepts,
+        &plan,
+        crate::bench_target::Allow {
+            overwrite: args.overwrite,
+            create: args.create,
+        },
+    )?;
+    let written = crate::bench_target::written_places(&target, accepts, &plan);
+    if args.dry_run {
+        print!(
+            "{}",
+            crate::bench_target::dry_run(
+                &plan,
+                crate::bench_target::DryTarget::Resolved(&target),
+                &written,
+                &db
+            )
+        );
+        return Ok(());
     }
     let not_applied = setup_not_applied(&plan, &target);
     if !args.json {
@@ -550,7 +620,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             println!("note: {n}");
         }
     }
-    let files = harness::target_files::WrittenFiles::track(target.written_file());
+    let files = harness::target_files::WrittenFiles::track_places(written);
     let mut ui = TerminalUi::new(args.json);
     let outcome = run_and_store(
         &mut plan,

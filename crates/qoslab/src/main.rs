@@ -2,11 +2,13 @@
 //! stats), and the benchmark harness (bench, results, demo).
 
 mod bench;
+mod bench_target;
 mod compare_cmd;
 mod context;
 mod demo;
 mod docs_cmd;
 mod export_policy_cmd;
+mod help;
 mod http_client;
 mod login_cmd;
 mod nfs_cmd;
@@ -29,23 +31,9 @@ mod volume_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-/// Where to start, at the end of `qoslab --help`.
-const START_HERE: &str = "\
-START HERE:
-  qoslab demo                          seed 000's QoS ceilings and seed 001's floors on an embedded
-                                       node, with reports (~5 min): what qoslab proves, end to end
-  qoslab bench --profile dbench --target /mnt/scratch
-                                       dbench on your own storage (a directory, device or nbd:// URI)
-  qoslab serve --detach                a node in ./qoslab-data (NBD, REST API on https://127.0.0.1:8080);
-                                       then `qoslab user create`, `qoslab login`, `qoslab volume create`
-  qoslab bench PLAN.toml --node        a plan's policies and volumes on that node, fio, verdicts
-
-  `qoslab COMMAND --help` for each command; `qoslab help bench NAME` for a workload family;
-  README.md and docs/ for the rest.";
-
 /// qoslab — a storage QoS lab: volumes over NBD under ONTAP-style QoS policies.
 #[derive(Parser)]
-#[command(name = "qoslab", version, about, long_about = None, after_help = START_HERE)]
+#[command(name = "qoslab", version, about, long_about = None)]
 struct Cli {
     /// Log level: error, warn, info, debug, trace (default: info for serve, else warn).
     #[arg(long, global = true)]
@@ -111,10 +99,27 @@ fn main() -> std::process::ExitCode {
     lifecycle::install();
     let args: Vec<String> = std::env::args().collect();
     if let Some(page) = bench::family_help_request(&args) {
-        print!("{page}");
+        print!("{}", help::wrap(&page));
         return std::process::ExitCode::SUCCESS;
     }
-    let matches = full_command().get_matches();
+    if args.iter().any(|a| a == "bench") && args.iter().any(|a| a == "--help-all") {
+        let mut cmd = complete_command();
+        let page = cmd
+            .find_subcommand_mut("bench")
+            .map(|b| b.render_long_help().to_string())
+            .unwrap_or_default();
+        print!("{}", help::wrap(&page));
+        return std::process::ExitCode::SUCCESS;
+    }
+    let matches = match full_command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version: clap's page, wrapped.
+            print!("{}", help::wrap(&e.render().to_string()));
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     tracing_subscriber::fmt()
         .with_max_level(cli.log_level.unwrap_or(match cli.command {
@@ -147,9 +152,10 @@ fn main() -> std::process::ExitCode {
         Command::Login(args) => login_cmd::login(args),
         Command::Logout => login_cmd::logout(),
         Command::Nfs(args) => nfs_cmd::run(args),
-        Command::Completions(args) => docs_cmd::completions(args, full_command()),
-        Command::Man(args) => docs_cmd::man(args, full_command()),
+        Command::Completions(args) => docs_cmd::completions(args, complete_command()),
+        Command::Man(args) => docs_cmd::man(args, complete_command()),
     };
+    lifecycle::wait_for_teardown();
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -159,9 +165,17 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The whole command tree, as `--help`, completions and man pages show it.
-fn full_command() -> clap::Command {
+/// The whole command tree, every option shown: completions, man pages, `bench
+/// --help-all`.
+fn complete_command() -> clap::Command {
     bench::with_families_help(Cli::command())
+}
+
+/// The command tree as `--help` shows it: the commands in groups, bench's common options.
+fn full_command() -> clap::Command {
+    let cmd = complete_command().mut_subcommand("bench", help::bench_short);
+    let template = help::root_template(&cmd);
+    cmd.help_template(template)
 }
 
 /// `qoslab s3-driver`: serve the coordinator's commands over stdin and stdout.
@@ -183,7 +197,7 @@ mod tests {
     /// `qoslab bench --help` lists the families and `--profile`'s values from the registry.
     #[test]
     fn bench_help_comes_from_the_registry() {
-        let mut cmd = bench::with_families_help(Cli::command());
+        let mut cmd = complete_command();
         cmd.build();
         cmd.clone().debug_assert();
         let bench = cmd.find_subcommand_mut("bench").unwrap();
@@ -225,5 +239,48 @@ mod tests {
             .collect();
         assert_eq!(values, registry.suites());
         assert_eq!(values, ["network", "disks", "nfs", "iscsi", "block", "dir"]);
+    }
+
+    /// `qoslab --help` lists every command once, by group; `bench --help` fits a screen;
+    /// no help line is wider than help::WIDTH once wrapped.
+    #[test]
+    fn the_first_screens_are_grouped_and_short() {
+        let mut cmd = full_command();
+        cmd.build();
+        let mut listed: Vec<&str> = help::GROUPS
+            .iter()
+            .flat_map(|(_, n)| n.iter().copied())
+            .collect();
+        listed.sort();
+        let mut visible: Vec<&str> = cmd
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .map(|s| s.get_name())
+            .collect();
+        visible.sort();
+        assert_eq!(listed, visible);
+        let root = help::wrap(&cmd.render_help().to_string());
+        assert!(
+            root.find("FIRST STEPS:") < root.find("Start here:"),
+            "{root}"
+        );
+        let bench = help::wrap(
+            &cmd.find_subcommand_mut("bench")
+                .unwrap()
+                .render_help()
+                .to_string(),
+        );
+        assert!(bench.lines().count() <= 28, "{bench}");
+        for page in [&root, &bench] {
+            assert!(
+                page.lines().all(|l| l.chars().count() <= help::WIDTH),
+                "{page}"
+            );
+        }
+        assert!(
+            bench.contains("--help-all") && bench.contains("--dry-run"),
+            "{bench}"
+        );
+        assert!(!bench.contains("--client"), "{bench}");
     }
 }

@@ -178,12 +178,14 @@ fn mount(a: MountArgs) -> anyhow::Result<i32> {
         for (i, d) in dirs.iter().enumerate() {
             c.env(format!("QOSLAB_TENANT_{i}"), d);
         }
-        // Its own process group: a signal to qoslab kills it (registered) before unmounting.
+        // Its own process group: a signal to qoslab kills it (registered) before unmounting;
+        // after a SIGKILL it stays, with the mounts it keeps busy, for the next run's cleanup.
         use std::os::unix::process::CommandExt;
-        let mut child = c
-            .process_group(0)
-            .spawn()
-            .map_err(|e| anyhow::anyhow!("cannot run {prog}: {e}"))?;
+        let mut child = lifecycle::children::spawn(
+            c.process_group(0),
+            lifecycle::children::OnParentDeath::Stay,
+        )
+        .map_err(|e| anyhow::anyhow!("cannot run {prog}: {e}"))?;
         let _reg = mounts::children::register(child.id());
         child.wait()?.code().unwrap_or(1)
     } else {

@@ -16,6 +16,50 @@ pub struct Claim {
     pub text: String,
 }
 
+/// What a run without checks measured, a line per job (a job's headline figures as fio
+/// prints them, what limited it): the answer when nothing was judged.
+pub fn measured(run: &RunRecord) -> Vec<String> {
+    use fio::fmt;
+    run.jobs
+        .iter()
+        .filter(|j| j.status != SUPERSEDED)
+        .filter_map(|j| {
+            let r = j.primary()?;
+            let dirs: Vec<String> = [("read", &r.read), ("write", &r.write)]
+                .into_iter()
+                .filter(|(_, d)| d.active())
+                .map(|(dir, d)| {
+                    format!(
+                        "{dir} {} IOPS, {}, mean latency {}",
+                        fmt::iops(d.iops_text()),
+                        fmt::bw(d.bw_text()),
+                        fmt::lat(d.lat_mean_ns)
+                    )
+                })
+                .collect();
+            if dirs.is_empty() {
+                return None;
+            }
+            let on = j
+                .volume
+                .as_deref()
+                .map(|v| format!(" on {v}"))
+                .unwrap_or_default();
+            let limited = j
+                .diagnosis
+                .as_ref()
+                .map(|d| format!(" (limited by: {})", d.bottleneck.as_str()))
+                .unwrap_or_default();
+            Some(format!(
+                "{} / {}{on}: {}{limited}",
+                j.workload,
+                j.name,
+                dirs.join("; ")
+            ))
+        })
+        .collect()
+}
+
 /// Every counted verdict of `run` as a claim, those that did not pass first (run order
 /// within each group).
 pub fn claims(run: &RunRecord) -> Vec<Claim> {
@@ -38,17 +82,16 @@ pub fn claims(run: &RunRecord) -> Vec<Claim> {
 fn value(kind: Kind, v: f64) -> String {
     match kind {
         Kind::Iops => {
-            if v >= 100.0 && (v - v.round()).abs() < 1e-9 {
+            if v.abs() < 10_000.0 && (v - v.round()).abs() < 1e-9 {
                 format!("{v:.0} IOPS")
             } else {
-                format!("{v:.1} IOPS")
+                format!("{} IOPS", fio::fmt::sig(v))
             }
         }
-        Kind::Bw => format!("{:.1} MiB/s", v / 1048576.0),
-        Kind::Lat if v >= 1000.0 => format!("{:.2} ms", v / 1000.0),
-        Kind::Lat => format!("{v:.1} us"),
-        Kind::Secs => format!("{v:.2} s"),
-        Kind::Number => format!("{v:.2}"),
+        Kind::Bw => fio::fmt::rate(v),
+        Kind::Lat => fio::fmt::lat(v * 1000.0),
+        Kind::Secs => format!("{} s", fio::fmt::sig(v)),
+        Kind::Number => fio::fmt::sig(v),
     }
 }
 
@@ -212,7 +255,7 @@ mod tests {
             ("iops <= policy.ceiling +-3%", 612.0, Fail, "read_iops on vol500 went over its 500 IOPS ceiling (within 3%): 612 IOPS measured"),
             ("bw_steady ~= policy.ceiling +-3%", 104_857_600.0, Pass, "read_iops on vol500 held its 100.0 MiB/s ceiling (within 3%): 100.0 MiB/s measured (steady)"),
             ("iops >= policy.floor * 0.98", 150.0, Fail, "read_iops on vol500 fell below 98% of its 200 IOPS floor: 150 IOPS measured"),
-            ("lat_mean_us < 50ms", 8002.6, Pass, "read_iops on vol500: mean latency stayed at or under 50.00 ms: 8.00 ms measured"),
+            ("lat_mean_us < 50ms", 8002.6, Pass, "read_iops on vol500: mean latency stayed at or under 50.00 ms: 8.003 ms measured"),
             ("iops >= 1000", 800.0, Inconclusive, "read_iops on vol500: IOPS fell short of 1000 IOPS: 800 IOPS measured (inconclusive)"),
         ] {
             let (run, j, v) = run_with(expect, measured, outcome);

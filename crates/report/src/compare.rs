@@ -35,6 +35,7 @@ use serde::Serialize;
 use harness::store::{JobRecord, RunRecord};
 
 use crate::svg::esc;
+use fio::fmt;
 
 /// The noise when neither run has iterations (no spread measured): the smallest change
 /// flagged.
@@ -169,9 +170,38 @@ impl Comparison {
             .count()
     }
 
-    /// The closing line: what was flagged, what could not be judged and what to do.
+    /// The conclusion, first in every rendering: how many changes are beyond the noise and
+    /// which (the first five), what could not be judged and what to do.
     pub fn closing(&self) -> String {
-        let mut s = format!("{} change(s) beyond the noise.", self.flagged());
+        let flagged: Vec<String> = self
+            .jobs
+            .iter()
+            .flat_map(|j| j.metrics.iter().map(move |m| (j, m)))
+            .filter(|(_, m)| m.flagged)
+            .map(|(j, m)| {
+                let on = j
+                    .volume
+                    .as_deref()
+                    .map(|v| format!(" on {v}"))
+                    .unwrap_or_default();
+                format!(
+                    "{}/{}{on} {} {} ({})",
+                    j.workload,
+                    j.job,
+                    m.metric,
+                    pct(m.change),
+                    m.verdict
+                )
+            })
+            .collect();
+        let mut s = match flagged.len() {
+            0 => "No change beyond the noise: B measures as A did.".to_string(),
+            n => format!(
+                "{n} change(s) beyond the noise: {}{}.",
+                flagged[..n.min(5)].join("; "),
+                if n > 5 { "; ..." } else { "" }
+            ),
+        };
         let n = self.inconclusive();
         if n > 0 {
             s.push_str(&format!(
@@ -407,26 +437,26 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
     }
 }
 
+/// A metric's value for a person: 4 significant digits and its unit (fio::fmt).
 fn show(metric: &str, v: f64) -> String {
     match metric {
-        "iops" => format!("{v:.1}"),
-        "bw_bytes" => format!("{:.2} MiB/s", v / 1048576.0),
-        m if m.ends_with(" ops/s") => format!("{v:.1}"),
-        m if m.ends_with(" MiB/s") => format!("{v:.2} MiB/s"),
-        m if m.ends_with(" ms") => format!("{v:.3} ms"),
-        _ => format!("{v:.1} us"),
+        "iops" => fmt::sig(v),
+        "bw_bytes" => fmt::rate(v),
+        m if m.ends_with(" ops/s") => fmt::sig(v),
+        m if m.ends_with(" MiB/s") => fmt::rate(v * 1048576.0),
+        m if m.ends_with(" ms") => fmt::lat(v * 1e6),
+        _ => fmt::lat(v * 1e3),
     }
 }
 
 fn show_stat(metric: &str, s: &Stat) -> String {
     if s.n > 1 {
-        let sd = match metric {
-            "bw_bytes" => format!("{:.2}", s.stddev / 1048576.0),
-            m if m.ends_with(" MiB/s") => format!("{:.2}", s.stddev),
-            m if m.ends_with(" ms") => format!("{:.3}", s.stddev),
-            _ => format!("{:.1}", s.stddev),
-        };
-        format!("{} ± {sd} n={}", show(metric, s.mean), s.n)
+        format!(
+            "{} ± {} n={}",
+            show(metric, s.mean),
+            show(metric, s.stddev),
+            s.n
+        )
     } else {
         show(metric, s.mean)
     }
@@ -490,6 +520,7 @@ const HEAD: [&str; 7] = [
 /// A terminal table.
 pub fn text(c: &Comparison) -> String {
     let mut o = String::new();
+    let _ = writeln!(o, "{}", c.closing());
     let _ = writeln!(
         o,
         "A = run {} ({}, {}), B = run {} ({}, {})",
@@ -522,7 +553,6 @@ pub fn text(c: &Comparison) -> String {
     for k in &c.only_in_b {
         let _ = writeln!(o, "only in B: {k}");
     }
-    let _ = writeln!(o, "\n{}", c.closing());
     o
 }
 
@@ -548,9 +578,10 @@ tr.worse td{{background:#fdf0e8}}tr.better td{{background:#e8f6f0}}.worse{{color
     );
     let _ = write!(
         o,
-        "<h1>qoslab compare: run {} vs run {}</h1><p>A = run {} <b>{}</b> ({}, target {})<br>B = run {} <b>{}</b> ({}, target {})</p><p>{}. {}</p>",
+        "<h1>qoslab compare: run {} vs run {}</h1><p class=\"conclusion\"><b>{}</b></p><p>A = run {} <b>{}</b> ({}, target {})<br>B = run {} <b>{}</b> ({}, target {})</p><p>{}.</p>",
         c.a.id,
         c.b.id,
+        esc(&c.closing()),
         c.a.id,
         esc(&c.a.name),
         esc(&c.a.started_at),
@@ -560,7 +591,6 @@ tr.worse td{{background:#fdf0e8}}tr.better td{{background:#e8f6f0}}.worse{{color
         esc(&c.b.started_at),
         esc(&c.b.target),
         esc(&c.rule),
-        esc(&c.closing())
     );
     o.push_str("<table><thead><tr>");
     for h in HEAD {

@@ -466,7 +466,35 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     let mut o = String::new();
     let t = run.tally();
     let _ = writeln!(o, "# qoslab bench run {}: {}\n", run.id, run.name);
-    let _ = writeln!(o, "- status: **{}**; verdicts: {}", run.status, t.summary());
+    // The answer first: each claim in words (what did not pass first), or what a run
+    // without checks measured.
+    let _ = writeln!(
+        o,
+        "**{}**: verdicts {}\n",
+        run.status.to_uppercase(),
+        t.summary()
+    );
+    let claims = crate::claims::claims(run);
+    let lines: Vec<String> = if claims.is_empty() {
+        crate::claims::measured(run)
+            .into_iter()
+            .map(|m| format!("- measured: {m}"))
+            .collect()
+    } else {
+        claims
+            .iter()
+            .map(|c| format!("- {} {}", c.outcome.label(), c.text))
+            .collect()
+    };
+    for l in lines.iter().take(12) {
+        let _ = writeln!(o, "{}", l.replace('|', "/"));
+    }
+    if lines.len() > 12 {
+        let _ = writeln!(o, "- ... and {} more below", lines.len() - 12);
+    }
+    if !lines.is_empty() {
+        o.push('\n');
+    }
     let _ = writeln!(
         o,
         "- started {}, finished {}",
@@ -512,7 +540,7 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push('\n');
     }
-    o.push_str("## Results\n\n| # | job | volume | client | dir | IOPS | IOPS (steady) | BW | lat mean (usec) | p99 (usec) | verdict | limited by | steady state |\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---|---|\n");
+    o.push_str("## Results\n\n| # | job | volume | client | dir | IOPS | IOPS (steady) | BW | lat mean | p99 | verdict | limited by | steady state |\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---|---|\n");
     for j in &run.jobs {
         let mut any = false;
         for r in &j.results {
@@ -520,16 +548,16 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 any = true;
                 let _ = writeln!(
                     o,
-                    "| {} | {} | {} | {} | {dir} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {dir} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     j.seq,
                     j.name,
                     j.volume.as_deref().unwrap_or("-"),
                     r.client.as_deref().unwrap_or("-"),
                     fmt::iops(d.iops_text()),
-                    d.iops_mean,
+                    fmt::sig(d.iops_mean),
                     fmt::bw(d.bw_text()),
-                    fmt::usec(d.lat_mean_ns),
-                    fmt::usec(d.p99_ns as f64),
+                    fmt::lat(d.lat_mean_ns),
+                    fmt::lat(d.p99_ns as f64),
                     job_verdict(j),
                     j.diagnosis
                         .as_ref()
@@ -547,17 +575,17 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             any = true;
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} | {} | {:.1} ops/s | {:.1} | {} | {} | {} | {} | {} | - |",
+                "| {} | {} | {} | {} | {} | {} ops/s | {} | {} | {} | {} | {} | {} | - |",
                 j.seq,
                 j.name,
                 j.volume.as_deref().unwrap_or("-"),
                 if x.client.is_empty() { "-" } else { &x.client },
                 x.op,
-                x.ops_per_s,
-                x.segments.ops_median,
+                fmt::sig(x.ops_per_s),
+                fmt::sig(x.segments.ops_median),
                 fmt::bw(x.bytes_per_s as u64),
-                fmt::usec(x.lat.mean_ns),
-                fmt::usec(x.lat.p99_ns as f64),
+                fmt::lat(x.lat.mean_ns),
+                fmt::lat(x.lat.p99_ns as f64),
                 job_verdict(j),
                 j.diagnosis
                     .as_ref()
@@ -609,13 +637,13 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         for (name, s) in &spreads {
             let _ = writeln!(
                 o,
-                "| {name} | {} | {:.1} | {:.1} | {:.1}% | {:.1} | {:.1} |",
+                "| {name} | {} | {} | {} | {:.1}% | {} | {} |",
                 s.n,
-                s.mean,
-                s.stddev,
+                fmt::sig(s.mean),
+                fmt::sig(s.stddev),
                 s.cv_pct(),
-                s.min,
-                s.max
+                fmt::sig(s.min),
+                fmt::sig(s.max)
             );
         }
         o.push('\n');

@@ -181,8 +181,15 @@ fn answer(o: &mut String, run: &RunRecord, hooks: &[&dyn ReportHooks], n_charts:
     } else {
         t.outcome().label()
     };
-    let counts = if total == 0 {
-        "No checks: the run measured, nothing was judged.".to_string()
+    let measured = crate::claims::measured(run);
+    let counts = if total == 0 && measured.is_empty() {
+        "No checks: nothing was judged.".to_string()
+    } else if total == 0 {
+        format!(
+            "No checks, so nothing was judged; what {} job(s) measured is below (add \
+             <code>expect = [...]</code> to a plan's workload to judge it: docs/BENCH.md)",
+            measured.len()
+        )
     } else {
         format!(
             "<span class=\"PASS\">{} of {total} held</span> &middot; <span class=\"FAIL\">{} failed</span> &middot; \
@@ -201,6 +208,20 @@ fn answer(o: &mut String, run: &RunRecord, hooks: &[&dyn ReportHooks], n_charts:
         },
     );
     let claims = crate::claims::claims(run);
+    if claims.is_empty() && !measured.is_empty() {
+        o.push_str("<ul class=\"why\">");
+        for m in measured.iter().take(ANSWER_CLAIMS) {
+            let _ = write!(o, "<li>{}</li>", esc(m));
+        }
+        if measured.len() > ANSWER_CLAIMS {
+            let _ = write!(
+                o,
+                "<li>… and {} more in the results below</li>",
+                measured.len() - ANSWER_CLAIMS
+            );
+        }
+        o.push_str("</ul>");
+    }
     if !claims.is_empty() {
         o.push_str("<ul class=\"why\">");
         for c in claims.iter().take(ANSWER_CLAIMS) {
@@ -232,7 +253,7 @@ fn dir_row(o: &mut String, j: &JobRecord, client: Option<&str>, dir: &str, d: &D
     let _ = write!(
         o,
         "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{dir}</td>\
-         <td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
+         <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
         j.seq,
         j.seq,
         esc(&j.workload),
@@ -240,11 +261,11 @@ fn dir_row(o: &mut String, j: &JobRecord, client: Option<&str>, dir: &str, d: &D
         esc(j.volume.as_deref().unwrap_or("-")),
         esc(client.unwrap_or("-")),
         fmt::iops(d.iops_text()),
-        d.iops_mean,
+        fmt::sig(d.iops_mean),
         fmt::bw(d.bw_text()),
-        fmt::usec(d.lat_mean_ns),
-        fmt::usec(d.p99_ns as f64),
-        fmt::usec(d.p999_ns as f64),
+        fmt::lat(d.lat_mean_ns),
+        fmt::lat(d.p99_ns as f64),
+        fmt::lat(d.p999_ns as f64),
         v = verdict_word(j)
     );
 }
@@ -254,7 +275,7 @@ fn op_row(o: &mut String, j: &JobRecord, x: &harness::ops::OpResult) {
     let _ = write!(
         o,
         "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-         <td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
+         <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
         j.seq,
         j.seq,
         esc(&j.workload),
@@ -262,12 +283,12 @@ fn op_row(o: &mut String, j: &JobRecord, x: &harness::ops::OpResult) {
         esc(j.volume.as_deref().unwrap_or("-")),
         esc(if x.client.is_empty() { "-" } else { &x.client }),
         esc(&x.op),
-        x.ops_per_s,
-        x.segments.ops_median,
+        fmt::sig(x.ops_per_s),
+        fmt::sig(x.segments.ops_median),
         fmt::bw(x.bytes_per_s as u64),
-        fmt::usec(x.lat.mean_ns),
-        fmt::usec(x.lat.p99_ns as f64),
-        fmt::usec(x.lat.max_ns as f64),
+        fmt::lat(x.lat.mean_ns),
+        fmt::lat(x.lat.p99_ns as f64),
+        fmt::lat(x.lat.max_ns as f64),
         v = verdict_word(j)
     );
 }
@@ -435,7 +456,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     }
 
     // Results.
-    o.push_str("<h2 id=\"results\">Results</h2><table><thead><tr><th>#</th><th>workload</th><th>job</th><th>volume</th><th>client</th><th>dir</th><th>IOPS</th><th>IOPS (steady)</th><th>bandwidth</th><th>mean lat (usec)</th><th>p99 (usec)</th><th>p99.9 (usec)</th><th>verdict</th></tr></thead><tbody>");
+    o.push_str("<h2 id=\"results\">Results</h2><table><thead><tr><th>#</th><th>workload</th><th>job</th><th>volume</th><th>client</th><th>dir</th><th>IOPS</th><th>IOPS (steady)</th><th>bandwidth</th><th>mean lat</th><th>p99</th><th>p99.9</th><th>verdict</th></tr></thead><tbody>");
     for j in &run.jobs {
         let mut any = false;
         for r in &j.results {
@@ -485,14 +506,14 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         for (name, s) in &spreads {
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td></tr>",
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                 esc(name),
                 s.n,
-                s.mean,
-                s.stddev,
+                fmt::sig(s.mean),
+                fmt::sig(s.stddev),
                 s.cv_pct(),
-                s.min,
-                s.max
+                fmt::sig(s.min),
+                fmt::sig(s.max)
             );
         }
         o.push_str("</tbody></table><p class=\"meta\">The spread of a job's steady IOPS over the plan's iterations (sample standard deviation); <code>qoslab compare</code> flags a change only beyond twice the larger spread of the two runs.</p>");

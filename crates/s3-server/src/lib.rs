@@ -171,8 +171,8 @@ pub async fn serve(
             let _guard = guard;
             let svc = hyper::service::service_fn(move |req| {
                 let (expect, empty) = expect_continue(&req);
-                let refused =
-                    presign::refusal(req.uri().query()).or_else(|| presign::malformed_date(&req));
+                let refused = presign::refusal(req.uri().query(), unix_now())
+                    .or_else(|| presign::malformed_date(&req));
                 let fut = refused
                     .is_none()
                     .then(|| hyper::service::Service::call(&svc, req));
@@ -205,4 +205,12 @@ pub async fn serve(
             }
         });
     }
+}
+
+/// Seconds since the epoch (a presigned URL's expiry is checked against it).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }

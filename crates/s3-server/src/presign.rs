@@ -1,16 +1,33 @@
 //! Presigned URLs: AWS refuses an `X-Amz-Expires` above 604,800 s (7 days) with 400
 //! `AuthorizationQueryParametersError`; s3s checks the signature and whether the URL has
-//! expired, not the bound, so the endpoint checks it before s3s sees the request.
+//! expired, not the bound, so the endpoint checks it before s3s sees the request. A SigV2
+//! presigned URL (`AWSAccessKeyId`, `Expires`, `Signature`) names the moment it expires
+//! instead of a validity: it gets the same cap, counted from now, so no URL a node signed
+//! (or accepts) stays valid for more than 7 days.
 
 /// The longest validity AWS accepts for a presigned URL (SigV4), in seconds.
 pub const MAX_EXPIRES: u64 = 604_800;
 
-/// The refusal's message for a query string, or `None` when it passes.
-pub fn refusal(query: Option<&str>) -> Option<String> {
+/// The refusal's message for a query string at `now` (seconds since the epoch), or `None`
+/// when it passes.
+pub fn refusal(query: Option<&str>, now: u64) -> Option<String> {
     let q = query?;
-    let v = q
-        .split('&')
-        .find_map(|p| p.strip_prefix("X-Amz-Expires="))?;
+    let param = |name: &str| {
+        q.split('&')
+            .find_map(|p| p.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
+    };
+    if param("Signature").is_some() && param("AWSAccessKeyId").is_some() {
+        let v = param("Expires")?;
+        return Some(match v.parse::<u64>() {
+            Ok(at) if at > now.saturating_add(MAX_EXPIRES) => format!(
+                "Expires must be at most a week (in seconds) that is {MAX_EXPIRES} from now: \
+                 a SigV2 presigned URL gets the same cap as a SigV4 one"
+            ),
+            Ok(_) => return None,
+            Err(_) => "Expires should be a number of seconds since the epoch".to_string(),
+        });
+    }
+    let v = param("X-Amz-Expires")?;
     Some(match v.parse::<i64>() {
         Ok(n) if n < 0 => "X-Amz-Expires must be non-negative".to_string(),
         Ok(n) if n as u64 > MAX_EXPIRES => {
@@ -132,6 +149,7 @@ mod tests {
 
     #[test]
     fn aws_bounds() {
+        let refusal = |q| refusal(q, 1_700_000_000);
         assert_eq!(refusal(None), None);
         assert_eq!(refusal(Some("list-type=2")), None);
         assert_eq!(
@@ -149,6 +167,25 @@ mod tests {
         assert!(refusal(Some("X-Amz-Expires=1e9"))
             .unwrap()
             .contains("number"));
+    }
+
+    #[test]
+    fn sigv2_urls_get_the_same_seven_days() {
+        let now = 1_700_000_000u64;
+        let v2 = |expires: &str| format!("AWSAccessKeyId=AKID&Expires={expires}&Signature=abc%3D");
+        assert_eq!(refusal(Some(&v2(&(now + 604_800).to_string())), now), None);
+        assert_eq!(
+            refusal(Some(&v2(&(now - 10).to_string())), now),
+            None,
+            "expired: s3s says so"
+        );
+        // The issue's case: ten years.
+        let e = refusal(Some(&v2(&(now + 10 * 365 * 86_400).to_string())), now).unwrap();
+        assert!(e.contains("at most a week") && e.contains("604800"), "{e}");
+        assert!(refusal(Some(&v2(&(now + 604_801).to_string())), now).is_some());
+        assert!(refusal(Some(&v2("soon")), now).unwrap().contains("number"));
+        // An `Expires` that is not SigV2 query authentication is not ours to judge.
+        assert_eq!(refusal(Some("Expires=99999999999"), now), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `fio --client=HOST,PORT FILE ...` per run from the coordinator with each host's own job
 //! file, fio's JSON parsed by `bench`, and iostat per device around the run.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use std::path::Path;
 
@@ -148,11 +148,7 @@ pub fn run(
         .iter()
         .map(|(i, _, _)| iostat::snapshot(&s.hosts[*i]))
         .collect::<Result<_, _>>()?;
-    let out = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
+    let out = lifecycle::children::output(&mut cmd, lifecycle::children::OnParentDeath::TermNoPipe)
         .map_err(|e| SuiteError::Fio {
             clients: clients.join(", "),
             detail: format!("running fio: {e} (is fio installed on this machine?)"),

@@ -9,7 +9,8 @@ use procfs_core::{
     VmStat,
 };
 
-use crate::source::{HostConsts, RawSnapshot, SourceError};
+use crate::pressure::{CgroupTotals, Totals};
+use crate::source::{HostConsts, JobFiles, RawSnapshot, SourceError};
 
 /// A process's cumulative CPU, in clock ticks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +48,13 @@ pub struct Counters {
     /// The threads of the process [`crate::Roles::split_pid`] names (pid = thread id), when
     /// the source could read them.
     pub threads: Vec<ProcTimes>,
+    /// The host's pressure stall totals (None on a kernel without PSI).
+    pub pressure: Option<Totals>,
+    /// Bytes the job's processes caused to be read from and written to storage
+    /// (`/proc/PID/io` read_bytes, write_bytes less cancelled_write_bytes), by pid.
+    pub job_io: HashMap<i32, u64>,
+    /// The pressure totals of the job's processes' cgroups.
+    pub cgroups: Vec<CgroupTotals>,
 }
 
 /// `stat` lines (of processes, or of one process's threads) as [`ProcTimes`]. A line that
@@ -104,6 +112,7 @@ impl Counters {
             .map_err(|e| parse_err("/proc/net/dev", e))?
             .0;
         let procs = parse_stat_lines(&raw.processes, consts.page_size);
+        let pressure = Totals::parse("/proc/pressure", &raw.psi_cpu, &raw.psi_io, &raw.psi_memory)?;
         Ok(Counters {
             uptime_s: uptime.uptime,
             kernel,
@@ -116,6 +125,31 @@ impl Counters {
             nics,
             procs,
             threads: Vec::new(),
+            pressure,
+            job_io: HashMap::new(),
+            cgroups: Vec::new(),
         })
+    }
+
+    /// Adds what [`crate::ProcSource::job_files`] read. A file that does not parse costs
+    /// that process's or cgroup's figure, never the sample.
+    pub fn add_job_files(&mut self, files: &JobFiles) {
+        use procfs_core::FromRead;
+        for (pid, raw) in &files.io {
+            if let Ok(io) = procfs_core::process::Io::from_read(&raw[..]) {
+                let written = io.write_bytes.saturating_sub(io.cancelled_write_bytes);
+                self.job_io.insert(*pid, io.read_bytes + written);
+            }
+        }
+        for c in &files.cgroups {
+            let scope = format!("cgroup {}", c.path);
+            if let Ok(Some(totals)) = Totals::parse(&scope, &c.cpu, &c.io, &c.memory) {
+                self.cgroups.push(CgroupTotals {
+                    path: c.path.clone(),
+                    pids: c.pids.clone(),
+                    totals,
+                });
+            }
+        }
     }
 }

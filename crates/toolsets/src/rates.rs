@@ -6,8 +6,11 @@ use std::collections::HashMap;
 use procfs_core::CpuTime;
 
 use crate::counters::{Counters, ProcTimes};
+use crate::pressure::Pressure;
+use crate::roles::Role;
 use crate::roles::Roles;
-use crate::sample::{CpuPct, DiskRates, HostSample, NicRates, ProcCpu, Role, RoleCpu};
+use crate::sample::CgroupPressure;
+use crate::sample::{CpuPct, DiskRates, HostSample, NicRates, ProcCpu, RoleCpu};
 
 /// A counter's increase; a counter that went back (device removed and re-added, wrap) counts
 /// as no increase, as sysstat does.
@@ -275,9 +278,21 @@ pub fn sample(
                 cpu_pct: pct(t),
                 last_cpu,
                 rss_bytes: None,
+                io_bytes_s: None,
             });
         }
         ticks.insert(pid, whole - moved);
+    }
+    let io_rate = |pid: i32| match (cur.job_io.get(&pid), prev.job_io.get(&pid)) {
+        (Some(c), Some(p)) => Some(d(*c, *p) as f64 / secs),
+        _ => None,
+    };
+    // An embedded node's I/O is its (the harness's) process's: carried by its node part.
+    if let Some(part) = procs
+        .iter_mut()
+        .find(|p| p.role == Role::Node && Some(p.pid) == roles.node_pid)
+    {
+        part.io_bytes_s = io_rate(part.pid);
     }
     for p in &cur.procs {
         let t = ticks.get(&p.pid).copied().unwrap_or(0);
@@ -291,6 +306,9 @@ pub fn sample(
             cpu_pct: v,
             last_cpu: p.processor.and_then(|c| u32::try_from(c).ok()),
             rss_bytes: Some(p.rss_bytes),
+            io_bytes_s: matches!(role, Role::Fio | Role::Node)
+                .then(|| io_rate(p.pid))
+                .flatten(),
         };
         match role {
             Role::Fio | Role::Node => procs.push(pc),
@@ -301,6 +319,31 @@ pub fn sample(
     }
     others.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
     procs.extend(others.into_iter().take(3));
+
+    // The cgroups of the job's processes, each with whose they are.
+    let cgroups = cur
+        .cgroups
+        .iter()
+        .filter_map(|c| {
+            let p = prev.cgroups.iter().find(|p| p.path == c.path)?;
+            let mut who: Vec<Role> = c
+                .pids
+                .iter()
+                .map(|pid| match role_of.get(pid) {
+                    _ if Some(*pid) == roles.node_pid => Role::Node,
+                    Some(r) => *r,
+                    None => Role::Other,
+                })
+                .collect();
+            who.sort();
+            who.dedup();
+            Some(CgroupPressure {
+                path: c.path.clone(),
+                roles: who,
+                pressure: Pressure::between(&p.totals, &c.totals, secs),
+            })
+        })
+        .collect();
 
     let mem = &cur.mem;
     let available = mem
@@ -325,5 +368,10 @@ pub fn sample(
         nics,
         roles: role_cpu,
         procs,
+        pressure: match (&prev.pressure, &cur.pressure) {
+            (Some(p), Some(c)) => Some(Pressure::between(p, c, secs)),
+            _ => None,
+        },
+        cgroups,
     }
 }

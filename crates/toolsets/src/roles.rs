@@ -7,7 +7,23 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::ProcTimes;
-use crate::sample::Role;
+
+/// Whose CPU a process's time is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The load generator: fio.
+    Fio,
+    /// The storage node (the harness's own process when the node is embedded).
+    Node,
+    /// The harness (qoslab bench) and its other children.
+    Harness,
+    /// Kernel threads (block and loop workers, writeback, softirq threads): work the I/O
+    /// itself causes, never counted as noise.
+    Kernel,
+    /// Everything else: the processes that make a host noisy.
+    Other,
+}
 
 /// The name every thread of an embedded node starts with (its runtime's workers and
 /// blocking threads, and the thread that runs it): the harness names them so.

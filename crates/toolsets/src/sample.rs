@@ -5,6 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::pressure::Pressure;
+use crate::roles::Role;
+
 /// CPU time shares over the interval, percent of that CPU (or, for the host total, of all
 /// CPUs together: 100 = every CPU busy). `usr` includes nice; `irq` includes softirq.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -80,23 +83,6 @@ impl NicRates {
     }
 }
 
-/// Whose CPU a process's time is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// The load generator: fio.
-    Fio,
-    /// The storage node (the harness's own process when the node is embedded).
-    Node,
-    /// The harness (qoslab bench) and its other children.
-    Harness,
-    /// Kernel threads (block and loop workers, writeback, softirq threads): work the I/O
-    /// itself causes, never counted as noise.
-    Kernel,
-    /// Everything else: the processes that make a host noisy.
-    Other,
-}
-
 impl Role {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -123,6 +109,11 @@ pub struct ProcCpu {
     /// whose memory is its process's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
+    /// Bytes per second it caused to be read from or written to storage (pidstat -d's
+    /// kB_rd/s + kB_wr/s, from `/proc/PID/io`): read for fio's and the node's processes
+    /// when the source can (None otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_bytes_s: Option<f64>,
 }
 
 /// CPU per role, percent of one core. Each process counts its own time plus the time of
@@ -167,6 +158,12 @@ pub struct HostSample {
     pub roles: RoleCpu,
     /// fio's processes, the node, the harness, and the three busiest others.
     pub procs: Vec<ProcCpu>,
+    /// The host's pressure stall shares over the interval (None: a kernel without PSI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<Pressure>,
+    /// The pressure of the cgroups (v2) that hold fio's and the node's processes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<CgroupPressure>,
 }
 
 impl HostSample {
@@ -202,6 +199,18 @@ impl HostSample {
         } else {
             (!plain.is_empty()).then(|| plain.iter().sum::<f64>() / plain.len() as f64)
         }
+    }
+
+    /// Bytes per second the job's processes (fio's, the node's) moved to and from storage;
+    /// None when the source could not read their I/O counters.
+    pub fn job_io_bytes_s(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .procs
+            .iter()
+            .filter(|p| matches!(p.role, Role::Fio | Role::Node))
+            .filter_map(|p| p.io_bytes_s)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum())
     }
 
     /// The busiest process that is neither fio, the node, the harness nor a kernel thread.
@@ -270,6 +279,23 @@ impl HostSample {
         }
         for p in &self.procs {
             r.push(("proc_cpu_pct", format!("{}:{}", p.pid, p.name), p.cpu_pct));
+            if let Some(io) = p.io_bytes_s {
+                r.push(("proc_io_bytes_s", format!("{}:{}", p.pid, p.name), io));
+            }
+        }
+        let mut psi = |inst: String, p: &Pressure| {
+            r.push(("psi_cpu_some_pct", inst.clone(), p.cpu_some));
+            r.push(("psi_cpu_full_pct", inst.clone(), p.cpu_full));
+            r.push(("psi_io_some_pct", inst.clone(), p.io_some));
+            r.push(("psi_io_full_pct", inst.clone(), p.io_full));
+            r.push(("psi_memory_some_pct", inst.clone(), p.memory_some));
+            r.push(("psi_memory_full_pct", inst, p.memory_full));
+        };
+        if let Some(p) = &self.pressure {
+            psi(String::new(), p);
+        }
+        for c in &self.cgroups {
+            psi(format!("cgroup:{}", c.path), &c.pressure);
         }
         r
     }
@@ -308,6 +334,16 @@ pub struct HostSeries {
     pub errors: Vec<String>,
 }
 
+/// The pressure of a cgroup (v2) that holds processes of the job: fio's, the node's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CgroupPressure {
+    /// The cgroup's path in the v2 hierarchy ("/" is the root: the whole machine's).
+    pub path: String,
+    /// Whose processes it holds (fio, node).
+    pub roles: Vec<Role>,
+    pub pressure: Pressure,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,6 +367,8 @@ mod tests {
             nics: vec![],
             roles: RoleCpu::default(),
             procs,
+            pressure: None,
+            cgroups: vec![],
         }
     }
 
@@ -342,6 +380,7 @@ mod tests {
             cpu_pct,
             last_cpu: Some(last_cpu),
             rss_bytes: None,
+            io_bytes_s: None,
         }
     }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::counters::{parse_stat_lines, Counters};
 use crate::rates;
+use crate::roles::Role;
 use crate::roles::Roles;
 use crate::sample::{HostSeries, Overhead};
 use crate::source::{LocalProc, ProcSource};
@@ -145,6 +146,7 @@ fn run(mut h: HostSpec, period: Duration, origin: Instant, stop: StopFlag) -> Ho
     };
     let speeds: HashMap<String, u64> = h.source.nic_speeds();
     let split = h.roles.split_pid();
+    let roles = h.roles.clone();
     let read = |source: &mut dyn ProcSource| {
         source
             .snapshot()
@@ -156,6 +158,18 @@ fn run(mut h: HostSpec, period: Duration, origin: Instant, stop: StopFlag) -> Ho
                         c.threads = parse_stat_lines(&t, consts.page_size);
                     }
                 }
+                // The job's own processes: their I/O and their cgroups' pressure.
+                let mut job: Vec<i32> = roles
+                    .classify(&c.procs)
+                    .into_iter()
+                    .filter(|(_, r)| matches!(r, Role::Fio | Role::Node))
+                    .map(|(pid, _)| pid)
+                    .collect();
+                job.extend(roles.node_pid);
+                job.sort_unstable();
+                job.dedup();
+                let files = source.job_files(&job);
+                c.add_job_files(&files);
                 (c, Instant::now())
             })
     };

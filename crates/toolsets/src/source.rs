@@ -28,6 +28,32 @@ pub struct RawSnapshot {
     /// Every process's `/proc/PID/stat`, one line each (processes that vanish while being
     /// read are simply missing).
     pub processes: Vec<u8>,
+    /// `/proc/pressure/cpu`, `io`, `memory` (empty on a kernel without PSI).
+    pub psi_cpu: Vec<u8>,
+    pub psi_io: Vec<u8>,
+    pub psi_memory: Vec<u8>,
+}
+
+/// Files of the job's own processes (fio's, the node's), read right after a snapshot:
+/// their I/O counters and the pressure of the cgroups they are in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFiles {
+    /// `/proc/PID/io` of each process that could be read.
+    pub io: Vec<(i32, Vec<u8>)>,
+    /// Each distinct cgroup v2 of those processes.
+    pub cgroups: Vec<CgroupFiles>,
+}
+
+/// One cgroup v2 directory's pressure files and the job's processes in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CgroupFiles {
+    /// Its path in the hierarchy ("/" for the root).
+    pub path: String,
+    pub pids: Vec<i32>,
+    /// `cpu.pressure`, `io.pressure`, `memory.pressure`.
+    pub cpu: Vec<u8>,
+    pub io: Vec<u8>,
+    pub memory: Vec<u8>,
 }
 
 /// A host's constants, read once: clock ticks per second (`CLK_TCK`) and the page size.
@@ -70,6 +96,13 @@ pub trait ProcSource: Send {
     fn threads(&mut self, _pid: i32) -> Result<Vec<u8>, SourceError> {
         Ok(Vec::new())
     }
+    /// The I/O counters of `pids` (the job's fio and node processes) and the pressure of
+    /// their cgroups, read right after [`snapshot`](ProcSource::snapshot). Sources that
+    /// cannot read them return nothing: the job's share of a device's traffic and its
+    /// cgroups' pressure are then unknown.
+    fn job_files(&mut self, _pids: &[i32]) -> JobFiles {
+        JobFiles::default()
+    }
 }
 
 /// This machine.
@@ -77,6 +110,8 @@ pub trait ProcSource: Send {
 pub struct LocalProc {
     /// Reused across samples (the sampler runs for the length of a job).
     buf: Vec<u8>,
+    /// Where the cgroup v2 hierarchy is mounted (looked up once; None inside: none).
+    cgroup2: Option<Option<std::path::PathBuf>>,
 }
 
 impl LocalProc {
@@ -146,9 +181,50 @@ impl ProcSource for LocalProc {
             diskstats: read("/proc/diskstats")?,
             net_dev: read("/proc/net/dev")?,
             processes: procs.clone(),
+            // Absent on kernels without PSI: left empty.
+            psi_cpu: std::fs::read("/proc/pressure/cpu").unwrap_or_default(),
+            psi_io: std::fs::read("/proc/pressure/io").unwrap_or_default(),
+            psi_memory: std::fs::read("/proc/pressure/memory").unwrap_or_default(),
         };
         self.buf = procs;
         Ok(snap)
+    }
+
+    fn job_files(&mut self, pids: &[i32]) -> JobFiles {
+        let mount = self
+            .cgroup2
+            .get_or_insert_with(|| {
+                let raw = std::fs::read("/proc/self/mountinfo").ok()?;
+                crate::cgroup::cgroup2_mount(&raw)
+            })
+            .clone();
+        let mut out = JobFiles::default();
+        for &pid in pids {
+            if let Ok(io) = std::fs::read(format!("/proc/{pid}/io")) {
+                out.io.push((pid, io));
+            }
+            let Some(mount) = &mount else { continue };
+            let Some(path) = std::fs::read(format!("/proc/{pid}/cgroup"))
+                .ok()
+                .and_then(|raw| crate::cgroup::cgroup2_path(&raw))
+            else {
+                continue;
+            };
+            if let Some(c) = out.cgroups.iter_mut().find(|c| c.path == path) {
+                c.pids.push(pid);
+                continue;
+            }
+            let dir = mount.join(path.trim_start_matches('/'));
+            let file = |n: &str| std::fs::read(dir.join(n)).unwrap_or_default();
+            out.cgroups.push(CgroupFiles {
+                cpu: file("cpu.pressure"),
+                io: file("io.pressure"),
+                memory: file("memory.pressure"),
+                path,
+                pids: vec![pid],
+            });
+        }
+        out
     }
 
     fn threads(&mut self, pid: i32) -> Result<Vec<u8>, SourceError> {
@@ -200,7 +276,9 @@ fn parse_speed(s: &str) -> Option<u64> {
 /// give the output to [`RawSnapshot::from_framed`]).
 pub const SNAPSHOT_SCRIPT: &str =
     "cd /proc && for f in uptime stat meminfo vmstat diskstats net/dev; do \
-printf '@@qoslab %s\\n' \"$f\"; cat \"$f\"; done; printf '@@qoslab processes\\n'; \
+printf '@@qoslab %s\\n' \"$f\"; cat \"$f\"; done; \
+for f in pressure/cpu pressure/io pressure/memory; do \
+printf '@@qoslab %s\\n' \"$f\"; cat \"$f\" 2>/dev/null; done; printf '@@qoslab processes\\n'; \
 cat [0-9]*/stat 2>/dev/null; true";
 
 /// Prints `CLK_TCK` and the page size, one per line ([`HostConsts::parse`]).
@@ -262,6 +340,10 @@ impl RawSnapshot {
                     "diskstats" => &mut snap.diskstats,
                     "net/dev" => &mut snap.net_dev,
                     "processes" => &mut snap.processes,
+                    // Optional: a kernel without PSI prints them empty.
+                    "pressure/cpu" => &mut snap.psi_cpu,
+                    "pressure/io" => &mut snap.psi_io,
+                    "pressure/memory" => &mut snap.psi_memory,
                     other => {
                         return Err(SourceError::Malformed {
                             what: "framed /proc snapshot".into(),

@@ -1,5 +1,6 @@
 //! Test resources for the diagnosis's acceptance tests (feature `testing`): a CPU burner
-//! pinned to one CPU, a loop device that detaches itself, a temp directory removed on drop
+//! pinned to one CPU, a hostile neighbour ([`Hostile`]: CPU hogs niced above the test and
+//! an fsync writer), a loop device that detaches itself, a temp directory removed on drop
 //! ([`TestDir`]), and a slow device (a loop device
 //! over nbdkit's delay filter through nbdfuse) that a few requests saturate. All are torn
 //! down when dropped and none outlives the test process for long: the burner runs under
@@ -45,6 +46,168 @@ impl Drop for Burner {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A hostile neighbour for tests that must hold on a loaded machine (what
+/// `scripts/stress-tests.sh --hostile` runs beside the whole real-time set).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostileSpec {
+    /// Shell busy loops …
+    pub hogs: u32,
+    /// … at this niceness (negative: above the test's own processes; needs root).
+    pub nice: i32,
+    /// A writer looping `dd bs=1M count=64 conv=fsync` into a directory of its own (the
+    /// disk's queue and the kernel's writeback busy).
+    pub writer: bool,
+    /// A qemu TCG guest (Debian's kernel from `QOSLAB_CACHE`, a busybox init that spins):
+    /// one emulated CPU's worth of translation, timers and I/O threads.
+    pub guest: bool,
+}
+
+/// Running [`HostileSpec`] processes: each under `timeout max_secs` in its own process
+/// group, killed with its group when this is dropped.
+pub struct Hostile {
+    children: Vec<Child>,
+    _dir: TestDir,
+}
+
+/// A busybox initramfs whose init spins, for the TCG guest.
+fn spinning_initramfs(dir: &Path) -> io::Result<PathBuf> {
+    let root = dir.join("guest");
+    std::fs::create_dir_all(root.join("bin"))?;
+    let busybox = Command::new("sh")
+        .args(["-c", "command -v busybox"])
+        .output()?;
+    let busybox = String::from_utf8_lossy(&busybox.stdout).trim().to_string();
+    if busybox.is_empty() {
+        return Err(io::Error::other(
+            "busybox is not installed (scripts/install-deps.sh)",
+        ));
+    }
+    std::fs::copy(&busybox, root.join("bin/busybox"))?;
+    let init = root.join("init");
+    std::fs::write(&init, "#!/bin/busybox sh\nwhile :; do :; done\n")?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&init, std::fs::Permissions::from_mode(0o755))?;
+    let img = dir.join("guest.cpio");
+    let ok = Command::new("sh")
+        .current_dir(&root)
+        .arg("-c")
+        .arg(format!(
+            "find . | cpio -o -H newc --quiet > '{}'",
+            img.display()
+        ))
+        .status()?
+        .success();
+    if !ok {
+        return Err(io::Error::other(
+            "cpio could not pack the guest's initramfs",
+        ));
+    }
+    Ok(img)
+}
+
+impl Hostile {
+    /// The spec's processes, for at most `max_secs`.
+    pub fn run(spec: HostileSpec, max_secs: u32) -> io::Result<Hostile> {
+        let mut h = Hostile::start(spec.hogs, spec.nice, spec.writer, max_secs)?;
+        if spec.guest {
+            let cache = PathBuf::from(
+                std::env::var("QOSLAB_CACHE").unwrap_or_else(|_| "/var/cache/qoslab".into()),
+            );
+            let q = cache.join("qemu");
+            let kernel = std::fs::read_dir(cache.join("kernel/boot"))?
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
+                })
+                .ok_or_else(|| {
+                    io::Error::other("no kernel in QOSLAB_CACHE: scripts/install-deps.sh")
+                })?;
+            let img = spinning_initramfs(h._dir.path())?;
+            let child = Command::new("timeout")
+                .arg(max_secs.to_string())
+                .arg(q.join("usr/bin/qemu-system-x86_64"))
+                .arg("-L")
+                .arg(q.join("usr/share/seabios"))
+                .arg("-L")
+                .arg(q.join("usr/share/qemu"))
+                .args([
+                    "-accel",
+                    "tcg",
+                    "-m",
+                    "256",
+                    "-nographic",
+                    "-no-reboot",
+                    "-nic",
+                    "none",
+                ])
+                .arg("-kernel")
+                .arg(kernel)
+                .arg("-initrd")
+                .arg(img)
+                .args(["-append", "console=ttyS0 panic=-1 quiet"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?;
+            h.children.push(child);
+        }
+        Ok(h)
+    }
+
+    /// `hogs` busy loops at niceness `nice` and, with `writer`, the fsync writer.
+    pub fn start(hogs: u32, nice: i32, writer: bool, max_secs: u32) -> io::Result<Hostile> {
+        let dir = TestDir::new("hostile");
+        let mut children = Vec::new();
+        let spawn = |args: &[&str]| {
+            Command::new("timeout")
+                .arg(max_secs.to_string())
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+        };
+        let n = nice.to_string();
+        for _ in 0..hogs {
+            children.push(spawn(&[
+                "nice",
+                "-n",
+                &n,
+                "sh",
+                "-c",
+                "while :; do :; done",
+            ])?);
+        }
+        if writer {
+            let file = dir.path().join("fsync.dat");
+            let script = format!(
+                "while :; do dd if=/dev/zero of='{}' bs=1M count=64 conv=fsync 2>/dev/null; done",
+                file.display()
+            );
+            children.push(spawn(&["sh", "-c", &script])?);
+        }
+        Ok(Hostile {
+            children,
+            _dir: dir,
+        })
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            // SAFETY: kill(2) on the process group of a child this value owns (timeout's).
+            unsafe {
+                libc::kill(-(c.id() as i32), libc::SIGKILL);
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 

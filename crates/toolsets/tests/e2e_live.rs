@@ -57,6 +57,22 @@ impl Drop for Reaped {
     }
 }
 
+/// A runnable task's fair share of the CPUs over `samples`, percent of one core: all CPUs
+/// over the runnable tasks (vmstat's r), at most one core.
+fn fair_share(samples: &[toolsets::HostSample]) -> f64 {
+    let cpus = samples
+        .iter()
+        .map(|x| x.cpus.len())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let shares: Vec<f64> = samples
+        .iter()
+        .map(|x| (cpus * 100.0 / f64::from(x.run_queue.max(1))).min(100.0))
+        .collect();
+    shares.iter().sum::<f64>() / shares.len().max(1) as f64
+}
+
 #[test]
 fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -128,20 +144,29 @@ fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
         "{} samples in ~4.2 s",
         s.samples.len()
     );
-    // Samples are about a second apart.
-    for w in s.samples.windows(2) {
-        let gap = w[1].t_ms - w[0].t_ms;
-        assert!((700..=1600).contains(&gap), "gap {gap} ms");
-    }
+    // Samples are a second apart on average: a read a starved host made late is followed
+    // by a shorter gap to the next tick (the schedule never drifts), or skips one.
+    let span = s.samples.last().unwrap().t_ms - s.samples[0].t_ms;
+    let mean_gap = span / (s.samples.len() as u64 - 1);
+    assert!((700..=1600).contains(&mean_gap), "mean gap {mean_gap} ms");
     let mid = &s.samples[1..s.samples.len() - 1];
     let mean = |f: &dyn Fn(&toolsets::HostSample) -> f64| {
         mid.iter().map(f).sum::<f64>() / mid.len() as f64
     };
-    // Two busy loops on a shared machine: each gets a good share of a core.
+    // Two busy loops on a shared machine: each gets at least half its fair share of the
+    // CPUs (all CPUs over the runnable tasks: 100% of a core on a quiet 2-CPU machine, 20%
+    // beside two hogs, a writer and a TCG guest).
+    let fair = fair_share(mid);
     let fio_pct = mean(&|x| x.roles.fio);
     let other_pct = mean(&|x| x.roles.other);
-    assert!(fio_pct > 25.0, "fio {fio_pct:.0}% of a core");
-    assert!(other_pct > 25.0, "noise {other_pct:.0}% of a core");
+    assert!(
+        fio_pct > fair / 2.0,
+        "fio {fio_pct:.0}% of a core (fair {fair:.0}%)"
+    );
+    assert!(
+        other_pct > fair / 2.0,
+        "noise {other_pct:.0}% of a core (fair {fair:.0}%)"
+    );
     assert!(mid.iter().any(|x| x
         .procs
         .iter()
@@ -221,11 +246,12 @@ fn an_embedded_node_s_threads_are_the_node_and_the_rest_is_the_harness() {
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     let full: Vec<_> = s.samples.iter().filter(|x| x.interval_ms >= 900).collect();
     assert!(!full.is_empty(), "{s:?}");
-    // On a loaded machine a busy thread may get less than a core: generous bounds.
+    // On a loaded machine a busy thread gets its share of the CPUs: at least half of it.
+    let fair = fair_share(&full.iter().map(|x| (*x).clone()).collect::<Vec<_>>());
     let node_max = full.iter().map(|x| x.roles.node).fold(0.0, f64::max);
     assert!(
-        node_max > 40.0,
-        "the node's threads: {:?}",
+        node_max > (fair / 2.0).min(40.0),
+        "the node's threads (fair share {fair:.0}%): {:?}",
         full.iter().map(|x| x.roles).collect::<Vec<_>>()
     );
     for x in &full {

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use toolsets::counters::{parse_stat_lines, Counters};
 use toolsets::rates::sample;
 use toolsets::roles::{GENERATOR_THREADS, NODE_THREADS};
-use toolsets::{HostConsts, RawSnapshot, Role, Roles};
+use toolsets::source::CgroupFiles;
+use toolsets::{HostConsts, JobFiles, RawSnapshot, Role, Roles};
 
 const CONSTS: HostConsts = HostConsts {
     ticks_per_second: 100,
@@ -95,7 +96,27 @@ fn raw(s: &Snap) -> RawSnapshot {
         diskstats: diskstats.into_bytes(),
         net_dev: net_dev.into_bytes(),
         processes: procs.into_bytes(),
+        ..RawSnapshot::default()
     }
+}
+
+/// The three pressure files with these `some` totals (µs) and `full` at half of each.
+fn psi(cpu: u64, io: u64, memory: u64) -> [Vec<u8>; 3] {
+    [cpu, io, memory].map(|t| {
+        format!(
+            "some avg10=0.00 avg60=0.00 avg300=0.00 total={t}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total={}\n",
+            t / 2
+        )
+        .into_bytes()
+    })
+}
+
+/// `/proc/PID/io` with these storage bytes.
+fn proc_io(read: u64, write: u64, cancelled: u64) -> Vec<u8> {
+    format!(
+        "rchar: 1\nwchar: 1\nsyscr: 1\nsyscw: 1\nread_bytes: {read}\nwrite_bytes: {write}\ncancelled_write_bytes: {cancelled}\n"
+    )
+    .into_bytes()
 }
 
 fn counters(s: &Snap) -> Counters {
@@ -389,5 +410,99 @@ fn the_harness_process_is_split_by_its_threads() {
         close(s.roles.harness, 150.0) && s.roles.node == 0.0,
         "{:?}",
         s.roles
+    );
+}
+
+#[test]
+fn pressure_and_the_job_s_io_over_two_seconds() {
+    let snap = |uptime: f64| Snap {
+        uptime,
+        cpus: [[0; 8]; 2],
+        running: 3,
+        disk: [0; 8],
+        nic: [0; 6],
+        swap: [0, 0],
+        procs: vec![
+            (100, 1, "qoslab", 0, 0, 90_000),
+            (101, 100, "fio", 0, 0, 99_000),
+            (200, 1, "qoslab", 0, 0, 80_000),
+            (300, 1, "dd", 0, 0, 80_000),
+        ],
+    };
+    let with = |uptime: f64, p: [Vec<u8>; 3], fio_io: Vec<u8>, node_io: Vec<u8>, cg: u64| {
+        let mut r = raw(&snap(uptime));
+        [r.psi_cpu, r.psi_io, r.psi_memory] = p;
+        let mut c = Counters::parse(&r, CONSTS).unwrap();
+        let [cpu, io, memory] = psi(cg, 0, 0);
+        c.add_job_files(&JobFiles {
+            io: vec![(101, fio_io), (200, node_io), (999, b"garbage".to_vec())],
+            cgroups: vec![CgroupFiles {
+                path: "/qoslab.slice".into(),
+                pids: vec![101, 200],
+                cpu,
+                io,
+                memory,
+            }],
+        });
+        c
+    };
+    // 2 s: the host's CPU some +1.2 s (60%), io some +0.4 s (20%, full 10%), memory none;
+    // fio read 8 MiB, the node wrote 4 MiB of which 2 MiB were cancelled (truncated before
+    // writeback); the job's cgroup waited 0.5 s for a CPU.
+    let a = with(
+        1000.0,
+        psi(5_000_000, 1_000_000, 10),
+        proc_io(0, 0, 0),
+        proc_io(0, 0, 0),
+        100,
+    );
+    let b = with(
+        1002.0,
+        psi(6_200_000, 1_400_000, 10),
+        proc_io(8 << 20, 0, 0),
+        proc_io(0, 4 << 20, 2 << 20),
+        500_100,
+    );
+    let roles = Roles {
+        harness_pid: Some(100),
+        node_pid: Some(200),
+        threads: vec![],
+    };
+    let s = sample(&a, &b, 100, &roles, &HashMap::new(), 2000);
+    let p = s.pressure.expect("the host's pressure");
+    let close = |x: f64, y: f64| (x - y).abs() < 1e-9;
+    assert!(close(p.cpu_some, 60.0) && close(p.cpu_full, 30.0), "{p:?}");
+    assert!(close(p.io_some, 20.0) && close(p.io_full, 10.0), "{p:?}");
+    assert_eq!((p.memory_some, p.memory_full), (0.0, 0.0));
+    let io = |pid: i32| s.procs.iter().find(|x| x.pid == pid).unwrap().io_bytes_s;
+    assert_eq!(io(101), Some(4.0 * 1048576.0));
+    assert_eq!(io(200), Some(1048576.0));
+    assert_eq!(s.job_io_bytes_s(), Some(5.0 * 1048576.0));
+    assert_eq!(s.cgroups.len(), 1);
+    let cg = &s.cgroups[0];
+    assert_eq!(cg.path, "/qoslab.slice");
+    assert_eq!(cg.roles, vec![Role::Fio, Role::Node]);
+    assert!(close(cg.pressure.cpu_some, 25.0), "{cg:?}");
+    let rows = s.rows();
+    assert!(rows
+        .iter()
+        .any(|(m, i, v)| *m == "psi_cpu_some_pct" && i.is_empty() && close(*v, 60.0)));
+    assert!(rows.iter().any(|(m, i, v)| *m == "psi_cpu_some_pct"
+        && i == "cgroup:/qoslab.slice"
+        && close(*v, 25.0)));
+
+    // A kernel without PSI, a source without the job's files: none of it, and no error.
+    let plain = counters(&snap(1000.0));
+    let s = sample(
+        &plain,
+        &counters(&snap(1001.0)),
+        100,
+        &roles,
+        &HashMap::new(),
+        1000,
+    );
+    assert_eq!(
+        (s.pressure, s.cgroups.len(), s.job_io_bytes_s()),
+        (None, 0, None)
     );
 }

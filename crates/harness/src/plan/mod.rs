@@ -27,7 +27,7 @@
 //! ```
 
 mod duration;
-pub mod exec;
+pub mod fio_options;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -57,11 +57,27 @@ pub const COMMON_TABLES: [&str; 4] = ["bench", "policy", "volume", "capacity"];
 pub struct PlanSource<'a> {
     pub text: &'a str,
     pub origin: &'a str,
+    /// `qoslab bench --allow-any-fio-option`: the plan's fio options may be any fio option
+    /// (by default only the workload options of [`fio::options::LISTED`]).
+    pub any_fio_option: bool,
 }
 
 impl<'a> PlanSource<'a> {
     pub fn new(text: &'a str, origin: &'a str) -> PlanSource<'a> {
-        PlanSource { text, origin }
+        PlanSource {
+            text,
+            origin,
+            any_fio_option: false,
+        }
+    }
+
+    /// The same plan, its fio options allowed to be any fio option (they may name paths
+    /// and run programs: the user trusts the plan's author).
+    pub fn allowing_any_fio_option(self, any: bool) -> PlanSource<'a> {
+        PlanSource {
+            any_fio_option: any,
+            ..self
+        }
     }
 
     /// The 1-based line of byte `offset`.

@@ -12,6 +12,7 @@
 
 mod model;
 mod ops;
+mod owner;
 mod read;
 mod schema;
 
@@ -94,6 +95,7 @@ impl Store {
         }
         conn.execute_batch(schema::FILL)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        owner::mark_abandoned(&conn)?;
         Ok(Store { conn })
     }
 
@@ -117,10 +119,13 @@ impl Store {
     }
 
     pub fn begin_run(&self, r: &NewRun) -> Result<i64> {
+        let owner = owner::Owner::me();
         self.conn.execute(
             "INSERT INTO runs (name, started_at, status, plan_origin, plan_text, target, executor,
-               runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+               runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version,
+               owner_pid, owner_start, owner_boot)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+               ?14, ?15, ?16)",
             params![
                 r.name,
                 now_rfc3339(),
@@ -134,7 +139,10 @@ impl Store {
                 r.env.kernel,
                 r.env.cpu,
                 r.env.fio_version,
-                r.env.qoslab_version
+                r.env.qoslab_version,
+                owner.pid,
+                owner.start as i64,
+                owner.boot
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -424,9 +432,10 @@ impl Store {
         Ok(())
     }
 
+    /// Close a run with its status (one that a signal marked `interrupted` stays so).
     pub fn finish_run(&self, run: i64, status: &str) -> Result<()> {
         self.conn.execute(
-            "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",
+            "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1 AND status != 'interrupted'",
             params![run, status, now_rfc3339()],
         )?;
         Ok(())
@@ -478,7 +487,7 @@ mod tests {
     }
 
     /// A run begun in `s` with test values (an embedded node, the fake executor).
-    pub(super) fn new_run(s: &Store) -> i64 {
+    pub(crate) fn new_run(s: &Store) -> i64 {
         let env = Env::default();
         s.begin_run(&NewRun {
             name: "t",

@@ -1,13 +1,15 @@
-//! The results database's schema (`PRAGMA user_version` 6). Tables are created with
+//! The results database's schema (`PRAGMA user_version` 7). Tables are created with
 //! `IF NOT EXISTS`, so opening an older database adds the newer tables in place, and
 //! [`MIGRATIONS`] add the newer columns (schema 3: the series tables; schema 4: a job's
 //! diagnosis and steady state, a verdict's outcome and reason, the host tool-set tables;
 //! schema 5: each node sample's burst buckets, the provisioned file system's
 //! `resource_samples`; schema 6: the per-operation results of request/response drivers,
-//! `op_results` and `op_samples`, the S3 family: new tables only, so no column migration).
+//! `op_results` and `op_samples`, the S3 family: new tables only, so no column migration;
+//! schema 7: the process that writes a run, `runs.owner_*`, so a run its killed process
+//! left `running` is marked `interrupted`: `store::owner`).
 
 /// Schema version, in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Columns added after a table was first shipped: (table, column, definition). Added when
 /// missing; then `fill` sets what older rows imply.
@@ -27,6 +29,10 @@ pub(crate) const MIGRATIONS: &[(&str, &str, &str)] = &[
     ("node_samples", "bytes_baseline", "REAL"),
     ("node_samples", "bytes_burst", "REAL"),
     ("node_samples", "bytes_time_to_empty_s", "REAL"),
+    // Schema 7: the process writing a run (NULL: before schema 7).
+    ("runs", "owner_pid", "INTEGER"),
+    ("runs", "owner_start", "INTEGER"),
+    ("runs", "owner_boot", "TEXT"),
 ];
 
 /// Older verdicts were pass or fail.
@@ -39,7 +45,7 @@ CREATE TABLE IF NOT EXISTS runs (
   name TEXT NOT NULL,
   started_at TEXT NOT NULL,
   finished_at TEXT,
-  status TEXT NOT NULL,            -- running | passed | failed | error
+  status TEXT NOT NULL,            -- running | passed | failed | error | inconclusive | done | interrupted
   plan_origin TEXT NOT NULL,
   plan_text TEXT NOT NULL,
   target TEXT NOT NULL,
@@ -47,7 +53,9 @@ CREATE TABLE IF NOT EXISTS runs (
   runtime_s REAL NOT NULL,
   ramp_s REAL NOT NULL,
   host TEXT NOT NULL, kernel TEXT NOT NULL, cpu TEXT NOT NULL,
-  fio_version TEXT NOT NULL, qoslab_version TEXT NOT NULL
+  fio_version TEXT NOT NULL, qoslab_version TEXT NOT NULL,
+  -- schema 7: the process writing it (pid, its start in clock ticks, the boot id)
+  owner_pid INTEGER, owner_start INTEGER, owner_boot TEXT
 );
 CREATE TABLE IF NOT EXISTS policies (
   run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -66,7 +74,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   run_id INTEGER NOT NULL REFERENCES runs(id),
   seq INTEGER NOT NULL,
   workload TEXT NOT NULL, name TEXT NOT NULL, volume TEXT, iteration INTEGER NOT NULL,
-  status TEXT NOT NULL,            -- running | done | failed
+  status TEXT NOT NULL,            -- running | done | failed | superseded | interrupted
   started_at TEXT NOT NULL, finished_at TEXT,
   jobfile TEXT NOT NULL,
   raw_json TEXT,

@@ -144,8 +144,7 @@ fn git() -> Command {
 }
 
 fn output(step: &str, c: &mut Command) -> Result<String, Failure> {
-    let o = c
-        .output()
+    let o = lifecycle::children::output(c, lifecycle::children::OnParentDeath::Term)
         .map_err(|e| Failure::classify(step, format!("cannot run git: {e}")))?;
     if !o.status.success() {
         return Err(Failure::classify(

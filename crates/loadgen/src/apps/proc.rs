@@ -57,9 +57,13 @@ fn reader<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Str
 
 /// Start `cmd` in its own process group (so a terminal's Ctrl-C reaches only qoslab, and
 /// a teardown can kill the whole group), stdin from /dev/null, registered for the signal
-/// teardown while the registration lives.
+/// teardown while the registration lives; it gets SIGTERM if qoslab dies unseen (SIGKILL:
+/// `lifecycle::children`; fio then stops its own job processes).
 pub fn spawn_group(cmd: &mut Command) -> std::io::Result<(Child, mounts::children::Registered)> {
-    let child = cmd.process_group(0).stdin(Stdio::null()).spawn()?;
+    let child = lifecycle::children::spawn(
+        cmd.process_group(0).stdin(Stdio::null()),
+        lifecycle::children::OnParentDeath::TermNoPipe,
+    )?;
     let reg = mounts::children::register(child.id());
     Ok((child, reg))
 }

@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use super::{IoError, IoFuture, IoTarget};
 
+/// The file the generator makes in a directory target.
+pub const DIR_FILE: &str = "qoslab-genio.dat";
+
 const ALIGN: usize = 4096;
 const PATTERN: usize = 1 << 20;
 
@@ -49,7 +52,7 @@ impl FileTarget {
             IoError::Setup(format!("{}: {what}: {e}", path.display()))
         };
         let (path, ours) = if path.is_dir() {
-            (path.join("qoslab-genio.dat"), true)
+            (path.join(DIR_FILE), true)
         } else {
             (path.to_path_buf(), !path.exists())
         };

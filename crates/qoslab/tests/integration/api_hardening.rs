@@ -1,14 +1,12 @@
 //! Issue 23's smaller items: an SVM named with a uuid another object gave it otherwise is a
 //! 409 naming both, duplicate JSON keys are a 400, presigned URLs valid for more than 7
-//! days are refused as AWS refuses them, and a plan whose fio options run programs is
-//! refused unless `qoslab bench --allow-exec`.
+//! days are refused as AWS refuses them, SigV2 ones too (a plan's fio options: `bench_safety`).
 
-use std::process::Command;
 use std::time::Duration;
 
 use crate::api_util::{Api, POLICIES, VOLUMES};
 use crate::s3_util::{require_boto3, S3Node};
-use crate::util::{run, Node, TempDir, QOSLAB};
+use crate::util::Node;
 
 const A: &str = "2829ebfb-4d6a-11e8-a5dc-005056b08451";
 const B: &str = "11111111-2222-4333-8444-555555555555";
@@ -68,33 +66,4 @@ fn presigned_urls_over_seven_days_are_refused_as_aws_does() {
     let s3 = S3Node::start("", &[]);
     let out = s3.python("presign_expires.py", &[], Duration::from_secs(120));
     assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
-}
-
-#[test]
-fn plans_whose_fio_options_run_programs_are_refused_without_allow_exec() {
-    let dir = TempDir::new("exec-plan");
-    let marker = dir.join("pwned");
-    let plan = dir.join("plan.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            "[bench]\nname = \"x\"\nruntime = \"1s\"\nramp = \"0s\"\n\n[[volume]]\nname = \"v\"\nsize = \"16MiB\"\n\n\
-             [[workload]]\nname = \"w\"\nfio = {{ rw = \"read\", bs = \"4k\", exec_prerun = \"touch {}\" }}\n",
-            marker.display()
-        ),
-    )
-    .unwrap();
-    let out = run(
-        Command::new(QOSLAB)
-            .arg("bench")
-            .arg(&plan)
-            .arg("--db")
-            .arg(dir.join("r.db")),
-        Duration::from_secs(60),
-    );
-    assert!(!out.status.success(), "{}", out.stdout);
-    let want = format!("{}:12: workload[0].fio.exec_prerun", plan.display());
-    assert!(out.stderr.contains(&want), "{}", out.stderr);
-    assert!(out.stderr.contains("--allow-exec"), "{}", out.stderr);
-    assert!(!marker.exists(), "the command ran");
 }

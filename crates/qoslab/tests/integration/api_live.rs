@@ -4,6 +4,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::api_util::{Api, POLICIES, VOLUMES};
+use crate::realtime::RealTime;
 use crate::util::{fio_command, heavy, require_fio_nbd, Node};
 
 fn metric_iops(a: &Api, vol: &str) -> u64 {
@@ -40,6 +41,7 @@ fn settle(a: &Api, vol: &str, want: u64, limit: Duration) -> Result<Duration, Ve
 fn api_live_policy_change_reaches_connected_fio_within_2s() {
     require_fio_nbd();
     let _heavy = heavy();
+    let mut rt = RealTime::start();
     let node = Node::start(
         r#"
 [[policy]]
@@ -69,34 +71,43 @@ policy = "p"
     .stderr(Stdio::piped())
     .spawn()
     .expect("spawning fio");
+    // An error is (what, whether a starved host can explain it: a rate short of the
+    // ceiling, a change seen late; never fio reconnecting or a rate above the ceiling).
     let result = (|| {
         settle(&a, "vol", 5000, Duration::from_secs(6))
-            .map_err(|s| format!("never reached 5,000 IOPS: {s:?}"))
+            .map_err(|s| (format!("never reached 5,000 IOPS: {s:?}"), true))
             .map(|_| ())?;
         let conns = connections_total(&a);
         a.patch_ok(
             &format!("{POLICIES}/{pol}"),
             r#"{"fixed": {"max_throughput_iops": 1000}}"#,
         );
-        let took = settle(&a, "vol", 1000, Duration::from_secs(2))
-            .map_err(|s| format!("metric.iops.total not at 1,000 ±5% within 2 s: {s:?}"))?;
+        // Late, or short of the new ceiling: a starved node or sampler explains either.
+        let took = settle(&a, "vol", 1000, Duration::from_secs(2)).map_err(|s| {
+            (
+                format!("metric.iops.total not at 1,000 ±5% within 2 s: {s:?}"),
+                true,
+            )
+        })?;
         // Stays there.
         std::thread::sleep(Duration::from_millis(500));
         let later = metric_iops(&a, "vol");
         if !(950..=1050).contains(&later) {
-            return Err(format!("drifted to {later} IOPS"));
+            return Err((format!("drifted to {later} IOPS"), later < 950));
         }
         if connections_total(&a) != conns {
-            return Err("fio reconnected".into());
+            return Err(("fio reconnected".into(), false));
         }
         eprintln!("settled at 1,000 IOPS {took:?} after the PATCH");
         Ok(())
     })();
     let _ = vol;
-    if let Err(e) = result {
+    if let Err((e, excusable)) = result {
         let _ = fio.kill();
         let _ = fio.wait();
-        panic!("{e}");
+        assert!(excusable, "{e}");
+        rt.short(e);
+        return rt.finish();
     }
     let out = fio.wait_with_output().expect("fio");
     assert!(
@@ -104,4 +115,5 @@ policy = "p"
         "fio failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    rt.finish();
 }

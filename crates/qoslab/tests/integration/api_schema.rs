@@ -62,6 +62,10 @@ fn schemathesis_finds_no_server_error_and_every_response_conforms() {
                 "--request-timeout",
                 "20",
             ])
+            // The generator's own efficiency check (too many drawn examples filtered out
+            // for one path's parameters) is about hypothesis, not the API: it failed a
+            // clean-clone run once on DELETE .../buckets/{uuid} with every check passing.
+            .arg("--suppress-health-check=filter_too_much")
             .args(["--report", "junit", "--report-junit-path"])
             .arg(&report)
             .env("NO_COLOR", "1")

@@ -4,6 +4,7 @@
 //! the times are a few milliseconds), and
 //! ceilings that hold with it on, counted in NFS transfers (`transfer:64KiB`).
 
+use crate::realtime::RealTime;
 use crate::util::{fio, heavy, Node};
 
 const ARRAY: &str = r#"
@@ -51,6 +52,7 @@ fn p50_us(d: &crate::json::Json) -> f64 {
 #[test]
 fn service_latency_measured_by_fio_at_qd1_and_qd4() {
     let _g = heavy();
+    let mut rt = RealTime::start();
     let node = Node::start(ARRAY);
     // (rw, bs, configured service time in us): reads 5 ms; 64 KiB writes 4 ms + 64 x 16 us.
     for (rw, dir, bs, want_us) in [
@@ -70,32 +72,50 @@ fn service_latency_measured_by_fio_at_qd1_and_qd4() {
                  (configured {want_us} us), {iops:.0} IOPS"
             );
             // The median: the emulation's own accuracy (the node's and fio's wake-ups add
-            // tens of microseconds).
+            // tens of microseconds). Never shorter than configured (less 10%); longer only
+            // by what a starved host explains.
             assert!(
-                (p50_us - want_us).abs() <= want_us * 0.10,
-                "{rw} {bs} QD{qd}: median latency {p50_us:.0} us, configured {want_us} us (±10%)\n{}",
+                p50_us >= want_us * 0.90,
+                "{rw} {bs} QD{qd}: median latency {p50_us:.0} us, configured {want_us} us (-10%)\n{}",
                 r.out
             );
+            if p50_us > want_us * 1.10 {
+                rt.short(format!(
+                    "{rw} {bs} QD{qd}: median latency {p50_us:.0} us, configured {want_us} us (+10%)"
+                ));
+            }
             // The mean and the rate (QD requests in flight at once) also carry the
             // machine's scheduling delays, milliseconds at times when other builds run:
             // a generous bound.
             assert!(
-                mean_us >= want_us * 0.95 && mean_us <= want_us * 1.25,
+                mean_us >= want_us * 0.95,
                 "{rw} {bs} QD{qd}: mean latency {mean_us:.0} us, configured {want_us} us\n{}",
                 r.out
             );
+            if mean_us > want_us * 1.25 {
+                rt.short(format!(
+                    "{rw} {bs} QD{qd}: mean latency {mean_us:.0} us, configured {want_us} us (+25%)"
+                ));
+            }
             let want_iops = f64::from(qd) * 1e6 / want_us;
             assert!(
-                (want_iops * 0.75..=want_iops * 1.05).contains(&iops),
-                "{rw} {bs} QD{qd}: {iops:.0} IOPS, want {want_iops:.0} (-25%..+5%)"
+                iops <= want_iops * 1.05,
+                "{rw} {bs} QD{qd}: {iops:.0} IOPS, want {want_iops:.0} (+5%)"
             );
+            if iops < want_iops * 0.75 {
+                rt.short(format!(
+                    "{rw} {bs} QD{qd}: {iops:.0} IOPS, want {want_iops:.0} (-25%)"
+                ));
+            }
         }
     }
+    rt.finish();
 }
 
 #[test]
 fn ceilings_hold_with_the_array_on_counted_in_nfs_transfers() {
     let _g = heavy();
+    let mut rt = RealTime::start();
     let node = Node::start(ARRAY);
     // 4 KiB: one transfer each, 500 requests per second; 128 KiB: two, 250 (31.25 MiB/s,
     // seed 000's "BW: 31.4MiB/s" under 500 IOPS).
@@ -108,11 +128,17 @@ fn ceilings_hold_with_the_array_on_counted_in_nfs_transfers() {
             "500 IOPS, transfer:64KiB, 5 ms service latency, {bs}: fio measured {iops:.1} IOPS"
         );
         assert!(
-            (want_iops * 0.95..=want_iops * 1.01).contains(&iops),
-            "{bs} under 500 IOPS counted in 64 KiB transfers: {iops:.1} IOPS, want {want_iops} (-5%..+1%)\n{}",
+            iops <= want_iops * 1.01,
+            "{bs} under 500 IOPS counted in 64 KiB transfers: {iops:.1} IOPS, want {want_iops} (+1%)\n{}",
             r.out
         );
+        if iops < want_iops * 0.95 {
+            rt.short(format!(
+                "{bs} under 500 IOPS counted in 64 KiB transfers: {iops:.1} IOPS, want {want_iops} (-5%)"
+            ));
+        }
     }
+    rt.finish();
 }
 
 /// The service latency counts from admission and the host's I/O runs inside it. Here the
@@ -122,6 +148,7 @@ fn ceilings_hold_with_the_array_on_counted_in_nfs_transfers() {
 #[test]
 fn host_io_slower_than_the_service_time_completes_with_the_io_and_is_counted() {
     let _g = heavy();
+    let mut rt = RealTime::start();
     let node = Node::start(
         r#"
 [capacity]
@@ -146,8 +173,8 @@ size = "64MiB"
     // the I/O) would give 9 ms. Bound: 6 ms + 1.5 ms for the sleep's overshoot and the two
     // wake-ups on a loaded machine.
     assert!(
-        (6000.0..7500.0).contains(&p50_us),
-        "median {p50_us:.0} us, want 6,000..7,500\n{}",
+        p50_us >= 6000.0,
+        "median {p50_us:.0} us, want >= 6,000\n{}",
         r.out
     );
     let m = crate::api_util::Api::new(&node.api_url())
@@ -166,8 +193,13 @@ size = "64MiB"
     assert!(overruns >= reads, "{overruns} overruns for {reads} reads");
     // Each by the I/O's 6 ms less the 3 ms service time, plus the sleep's overshoot.
     let per = late / overruns * 1e6;
-    assert!(
-        (3000.0..4500.0).contains(&per),
-        "{per:.0} us late per overrun"
-    );
+    assert!(per >= 3000.0, "{per:.0} us late per overrun, want >= 3,000");
+    // The upper bounds are the machine's wake-up lateness: a starved host's to explain.
+    if p50_us >= 7500.0 {
+        rt.short(format!("median {p50_us:.0} us, want < 7,500"));
+    }
+    if per >= 4500.0 {
+        rt.short(format!("{per:.0} us late per overrun, want < 4,500"));
+    }
+    rt.finish();
 }

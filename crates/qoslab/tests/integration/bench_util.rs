@@ -102,6 +102,16 @@ pub fn text(o: &Output) -> (String, String) {
     )
 }
 
+/// `qoslab bench p.toml --db r.db --no-tools ARGS...` in `d` (a minute at most): its exit
+/// code, stdout and stderr.
+pub fn bench_plan(d: &Dir, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["bench", "p.toml", "--db", "r.db", "--no-tools"];
+    all.extend_from_slice(args);
+    let o = qoslab(d, &all, Duration::from_secs(60));
+    let (out, err) = text(&o);
+    (o.status.code(), out, err)
+}
+
 /// A `fio --server` on 127.0.0.1 and a free port, killed on drop.
 pub struct FioServer {
     pub port: u16,

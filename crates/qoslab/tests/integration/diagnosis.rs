@@ -8,6 +8,7 @@ use std::time::Duration;
 use toolsets::testing::{Burner, SlowDevice};
 
 use crate::bench_util::{export, plan_500, qoslab, text, Dir};
+use crate::realtime::RealTime;
 
 /// The stored run as JSON (`results export`).
 fn exported(dir: &Dir) -> serde_json::Value {
@@ -40,7 +41,7 @@ fn a_tight_ceiling_is_qos_bound() {
     let run = exported(&dir);
     let b = bottleneck(&run, 0);
     let v = &run["jobs"][0]["verdicts"][0];
-    if b == "noisy-host" || b == "client-cpu-bound" {
+    if ["noisy-host", "client-cpu-bound", "starved-host"].contains(&b.as_str()) {
         // Beside other work (a CPU hog, a build) the diagnosis's job is to say so: then a
         // miss of the ceiling is inconclusive (exit 3), never a failure, and a hit passes.
         assert!(matches!(o.status.code(), Some(0 | 3)), "{out}\n{err}");
@@ -114,6 +115,11 @@ expect = ["iops >= 100000000"]
 #[test]
 fn a_saturated_loop_device_is_device_bound() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Saturating the device takes a load generator that runs: on a starved host fio may
+    // not keep 16 writes queued, the device then is not the limit, and the diagnosis says
+    // what was (seen beside two hogs, an fsync writer and a TCG guest: fio at 0.5% of a
+    // core, cpu pressure 93%). Another diagnosis is a failure unless the host was starved.
+    let mut rt = RealTime::start();
     let dir = Dir::new("diag-dev");
     let dev = SlowDevice::new(&dir.path().join("slow"), 64, 5)
         .expect("a slow loop device (needs root, nbdfuse and nbdkit, as CI has)");
@@ -132,7 +138,16 @@ fio = { rw = "randwrite", bs = "4k", iodepth = 16 }
     let target = dev.path().display().to_string();
     let o = qoslab(
         &dir,
-        &["bench", "p.toml", "--target", &target, "--db", "r.db"],
+        // A block device is written only with --overwrite (issue 31).
+        &[
+            "bench",
+            "p.toml",
+            "--target",
+            &target,
+            "--overwrite",
+            "--db",
+            "r.db",
+        ],
         Duration::from_secs(120),
     );
     let name = dev.name();
@@ -140,12 +155,18 @@ fio = { rw = "randwrite", bs = "4k", iodepth = 16 }
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     let run = exported(&dir);
-    assert_eq!(bottleneck(&run, 0), "device-bound", "{}", run["jobs"][0]);
-    assert!(
-        run["jobs"][0]["diagnosis"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.starts_with(&name)),
-        "{}",
-        run["jobs"][0]["diagnosis"]
-    );
+    let d = &run["jobs"][0]["diagnosis"];
+    if bottleneck(&run, 0) == "device-bound" {
+        assert!(
+            d["reason"].as_str().is_some_and(|r| r.starts_with(&name)),
+            "{d}"
+        );
+    } else {
+        rt.short(format!(
+            "diagnosed {}, want device-bound: {}",
+            bottleneck(&run, 0),
+            d["reason"].as_str().unwrap_or("")
+        ));
+    }
+    rt.finish();
 }

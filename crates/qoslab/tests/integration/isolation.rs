@@ -15,6 +15,7 @@ use std::time::Duration;
 use crate::api_util::Api;
 use crate::bench_util::{export, qoslab, text, Dir};
 use crate::json::Json;
+use crate::realtime::RealTime;
 use crate::util::{heavy, require_fio_nbd, run, Node};
 
 const CONFIG: &str = r#"
@@ -89,6 +90,7 @@ fn contend(node: &Node) -> (f64, f64, f64) {
 #[test]
 fn floors_hold_against_a_qd64_bully_and_fall_without_them() {
     let _g = heavy();
+    let mut rt = RealTime::start();
     let node = Node::start(&CONFIG.replace("DISCIPLINE", "mclock"));
     assert!(
         node.ready_output().iter().any(
@@ -114,11 +116,13 @@ fn floors_hold_against_a_qd64_bully_and_fall_without_them() {
     let (fa, fb, fbully) = contend(&node);
     eprintln!("control (FIFO): a {fa:.0}, b {fb:.0}, bully {fbully:.0} IOPS");
 
+    // Holding a floor takes the CPU to serve it: a starved host's to explain.
     for (name, got) in [("a", a), ("b", b)] {
-        assert!(
-            got >= 2450.0,
-            "with floors, protected volume {name} held {got:.0} IOPS; want >= 2,450 (bully {bully:.0})"
-        );
+        if got < 2450.0 {
+            rt.short(format!(
+                "with floors, protected volume {name} held {got:.0} IOPS; want >= 2,450 (bully {bully:.0})"
+            ));
+        }
     }
     for (name, got) in [("a", fa), ("b", fb)] {
         assert!(
@@ -127,10 +131,9 @@ fn floors_hold_against_a_qd64_bully_and_fall_without_them() {
         );
     }
     let diff = a.min(b) - fa.max(fb);
-    assert!(
-        diff >= 250.0,
-        "floors made only {diff:.0} IOPS of difference"
-    );
+    if diff < 250.0 {
+        rt.short(format!("floors made only {diff:.0} IOPS of difference"));
+    }
     assert!(
         a + b + bully <= 10_000.0 * 1.03,
         "the emulated controller gave {:.0} IOPS, over its 10,000",
@@ -140,6 +143,7 @@ fn floors_hold_against_a_qd64_bully_and_fall_without_them() {
         floor_us.is_some(),
         "the bully's qos_latency.floor is reported: {vols}"
     );
+    rt.finish();
 }
 
 #[test]

@@ -12,6 +12,7 @@ use loadgen::apps::{App, FailureKind, TenantEnv};
 use mounts::{AttachOptions, FsType, Session};
 
 use crate::api_util::Api;
+use crate::realtime::RealTime;
 use crate::tenants_util::{processes_under, require_on_path};
 use crate::util::{heavy, run, Node, TempDir, QOSLAB};
 
@@ -364,6 +365,7 @@ fn fsyncd_writes_are_held_to_the_policy_and_pages_are_cached_once() {
     require_mount_tools();
     crate::util::require_fio_nbd();
     let _h = heavy();
+    let mut rt = RealTime::start();
     let node = Node::start(CONFIG);
     let api = Api::new(&node.api_url());
     let dir = TempDir::new("tenants-fsync");
@@ -420,10 +422,19 @@ fn fsyncd_writes_are_held_to_the_policy_and_pages_are_cached_once() {
     // 1 / round trip, which a CPU hog beside it stretches at will; what it proves in real
     // time is that the ceiling holds and every fsync'd write reaches the node (below).
     // The ceiling's precision is proven in virtual time (storage-node/tests/virtual_time.rs).
+    // Every fsync'd write reaches the node, starved or not.
     assert!(
-        app_wps > 10.0 && app_wps <= node_wps,
+        app_wps <= node_wps,
         "app {app_wps:.1}/s vs node {node_wps:.1}/s"
     );
+    // More than 10/s: the writer made progress (60-97/s beside a CPU hog, docs/TESTING.md).
+    // A starved host stretches each round trip at will: inconclusive (seen: 8.2/s beside two
+    // hogs, an fsync writer and a TCG guest).
+    if app_wps <= 10.0 {
+        rt.short(format!(
+            "fsync'd 4 KiB writes at {app_wps:.1}/s, want > 10/s (node {node_wps:.1}/s)"
+        ));
+    }
 
     // Cached once: drop the file's pages (the tenant's cache), re-read: all of it reaches
     // the node; read again without dropping: none of it does.
@@ -444,4 +455,5 @@ fn fsyncd_writes_are_held_to_the_policy_and_pages_are_cached_once() {
     );
     session.close().unwrap();
     assert_nothing_left(&dir.join("base"));
+    rt.finish();
 }

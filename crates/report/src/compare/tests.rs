@@ -171,7 +171,12 @@ fn changes_beyond_the_welch_noise_are_flagged() {
     );
     let t = text(&c);
     assert!(t.contains("FLAG worse"), "{t}");
-    assert!(t.contains("1050.0 ± 50.0 n=3"), "{t}");
+    assert!(t.contains("1050 ± 50.00 n=3"), "{t}");
+    // The conclusion leads.
+    assert!(
+        t.starts_with("1 change(s) beyond the noise: w/read on v lat_p99_us +100.0% (worse)."),
+        "{t}"
+    );
     assert!(t.contains("% (welch, df 4.0)"), "{t}");
     let j: serde_json::Value = serde_json::from_slice(&json(&c)).unwrap();
     assert_eq!(j["schema"], JSON_SCHEMA);
@@ -226,7 +231,7 @@ fn a_run_reports_the_spread_of_its_iterations() {
     assert!((s[0].1.stddev - 50.0).abs() < 1e-9);
     let md = String::from_utf8(crate::export::markdown(&a, &[])).unwrap();
     assert!(
-        md.contains("| w / read on v | 3 | 1050.0 | 50.0 | 4.8% | 1000.0 | 1100.0 |"),
+        md.contains("| w / read on v | 3 | 1050 | 50.00 | 4.8% | 1000 | 1100 |"),
         "{md}"
     );
     let h = String::from_utf8(crate::html::render(&a, &[])).unwrap();

@@ -9,10 +9,7 @@ use harness::plan::{Common, PlanError, PlanSource};
 use harness::{Family, FamilyPlan, Registry};
 use report::ReportHooks;
 
-pub use parse::{
-    fio_options, parse_expect, valid_job_name, Workload, WorkloadSpec, JOB_NAME_RULE,
-    TARGET_OPTIONS, TIME_OPTIONS,
-};
+pub use parse::{parse_expect, valid_job_name, Workload, WorkloadSpec, JOB_NAME_RULE};
 pub use plan::FioPlan;
 
 /// The family.

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use fio::jobfile::valid_value;
+use harness::plan::fio_options::{self, FioTable};
 use harness::plan::{parse_duration, Common, PlanError, PlanSource};
 use harness::verdict::Expectation;
 use harness::{JobSet, Registry};
@@ -23,21 +23,18 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// What a job's name (a workload's, a ramp system's) may be: it names files and rows.
-pub const JOB_NAME_RULE: &str = "allowed 1-64 of A-Z a-z 0-9 _ - .";
+pub const JOB_NAME_RULE: &str =
+    "allowed 1-64 of A-Z a-z 0-9 _ - ., not starting with \"global\" (fio reads such a section as [global])";
 
 /// Whether `name` follows [`JOB_NAME_RULE`].
 pub fn valid_job_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
+        && !name.starts_with("global")
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
 }
-
-/// fio options the harness owns: set by the target.
-pub const TARGET_OPTIONS: [&str; 5] = ["filename", "uri", "directory", "ioengine", "direct"];
-/// fio options the harness sets from `runtime`/`ramp`.
-pub const TIME_OPTIONS: [&str; 3] = ["runtime", "ramp_time", "time_based"];
 
 /// What a workload runs.
 #[derive(Clone)]
@@ -92,7 +89,9 @@ struct RawWorkload {
     name: Option<String>,
     volume: Option<String>,
     profile: Option<Spanned<String>>,
-    fio: Option<Spanned<toml::Table>>,
+    /// Not `Spanned`: toml cannot give a dotted table (`fio.rw = ...`) a span; each value
+    /// has its own.
+    fio: Option<FioTable>,
     runtime: Option<Spanned<toml::Value>>,
     ramp: Option<Spanned<toml::Value>>,
     job_runtime: Option<Spanned<toml::Table>>,
@@ -150,7 +149,11 @@ pub fn workloads(
             None => volumes.first().cloned(),
         };
         let what_at = match (&w.profile, &w.fio) {
-            (_, Some(t)) => at(t.span()),
+            (_, Some(t)) => t
+                .values()
+                .map(|v| v.span())
+                .min_by_key(|s| s.start)
+                .map_or_else(|| wat.clone(), at),
             (Some(p), _) => at(p.span()),
             _ => wat.clone(),
         };
@@ -168,7 +171,7 @@ pub fn workloads(
                     )));
                 }
             },
-            (None, Some(t)) => Workload::Fio(fio_options(t.get_ref(), &at(t.span()), &ctx)?),
+            (None, Some(t)) => Workload::Fio(fio_options::options(src, t, &ctx)?),
             _ => {
                 return Err(PlanError(format!(
                     "{wat}: {ctx}set exactly one of profile (allowed: {sets}) or fio (a table of fio job options)"
@@ -221,52 +224,6 @@ pub fn workloads(
         });
     }
     Ok(workloads)
-}
-
-/// A workload's `fio = { ... }` table as job options (values one line each; options the
-/// target or the plan's times own refused).
-pub fn fio_options(
-    t: &toml::Table,
-    at: &str,
-    ctx: &str,
-) -> Result<Vec<(String, String)>, PlanError> {
-    let mut out = Vec::new();
-    for (k, v) in t {
-        if TARGET_OPTIONS.contains(&k.as_str()) {
-            return Err(PlanError(format!(
-                "{at}: {ctx}fio.{k}: set by the target (--target or bench.target), not in a workload; options the target owns: {}",
-                TARGET_OPTIONS.join(", ")
-            )));
-        }
-        if TIME_OPTIONS.contains(&k.as_str()) {
-            return Err(PlanError(format!(
-                "{at}: {ctx}fio.{k}: use the workload's or [bench]'s runtime/ramp keys instead"
-            )));
-        }
-        let s = match v {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(f) => f.to_string(),
-            toml::Value::Boolean(b) => u8::from(*b).to_string(),
-            _ => {
-                return Err(PlanError(format!(
-                    "{at}: {ctx}fio.{k}: allowed values: a string, number or boolean"
-                )))
-            }
-        };
-        if !valid_value(k) || !valid_value(&s) || k.contains('=') || k.is_empty() {
-            return Err(PlanError(format!(
-                "{at}: {ctx}fio.{k} = {s:?}: must be one line without ';', '#' or a leading '['"
-            )));
-        }
-        out.push((k.clone(), s));
-    }
-    if !out.iter().any(|(k, _)| k == "rw" || k == "readwrite") {
-        return Err(PlanError(format!(
-            "{at}: {ctx}fio: needs rw (read, write, randread, randwrite, rw, randrw, ...)"
-        )));
-    }
-    Ok(out)
 }
 
 /// `expect = [...]` (every job) or `expect = { JOB = [...] }` (by fio job name, one of

@@ -192,7 +192,7 @@ impl FioPlan {
                                         fmt::iops(s.iops_text())
                                     ));
                                 }
-                                format!("IOPS={v:.1} ({word})")
+                                format!("IOPS={} ({word})", fmt::sig(v))
                             }
                             None => format!("IOPS={}", fmt::iops(s.iops_text())),
                         };
@@ -209,9 +209,9 @@ impl FioPlan {
                             None => format!("BW={}", fmt::bw(s.bw_text())),
                         };
                         parts.push(format!(
-                            "{}: {iops}, {bw}, lat avg {} usec",
+                            "{}: {iops}, {bw}, lat avg {}",
                             if d == Dir::Read { "read" } else { "write" },
-                            fmt::usec(s.lat_mean_ns)
+                            fmt::lat(s.lat_mean_ns)
                         ));
                     }
                     text.push_str(&format!("{label} on {on}: {}\n", parts.join("; ")));
@@ -323,6 +323,24 @@ impl FamilyPlan for FioPlan {
                 return Err(RunError::Plan(e));
             }
         }
+        // A plan's engine does I/O on a file: the target's own engine (nbd, nfs) reaches
+        // every other target, and another would open a file named after the job.
+        if !matches!(ctx.target, Target::Path(_)) {
+            for w in &self.workloads {
+                if let Workload::Fio(opts) = &w.workload {
+                    if let Some((k, v)) = opts.iter().find(|(k, _)| k == "ioengine") {
+                        return Err(RunError::Plan(format!(
+                            "{}: workload {:?}: fio.{k} = {v:?}: {} is reached through the \
+                             target's own engine; a plan's ioengine applies to a file, \
+                             directory or block-device target",
+                            w.at,
+                            w.name,
+                            ctx.target.short()
+                        )));
+                    }
+                }
+            }
+        }
         if ctx.target == &Target::Embedded && ctx.node.is_none() {
             return Err(RunError::Plan(format!(
                 "{}: the embedded node needs at least one [[volume]] in the plan (or pass --target URI|PATH)",
@@ -377,6 +395,27 @@ impl FamilyPlan for FioPlan {
                         format!("{}: workload {:?}", w.at, w.name),
                         harness::fio_job::job_file(j, &[]),
                     )
+                })
+            })
+            .collect()
+    }
+
+    fn fio_jobs(&self) -> Vec<harness::fio_job::PlannedJob> {
+        self.jobs
+            .iter()
+            .filter(|j| j.iteration == 1)
+            .filter_map(|j| {
+                let w = self.workloads.iter().find(|w| w.name == j.workload)?;
+                let what = match &w.workload {
+                    Workload::Fio(_) => format!("{}: workload {:?}", w.at, w.name),
+                    Workload::Set { .. } => {
+                        format!("{}: workload {:?}, job {}", w.at, w.name, j.name)
+                    }
+                };
+                Some(harness::fio_job::PlannedJob {
+                    at: what,
+                    volume: j.volume.clone(),
+                    file: harness::fio_job::job_file(j, &[]),
                 })
             })
             .collect()

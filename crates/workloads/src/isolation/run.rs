@@ -171,10 +171,15 @@ impl IsolationPlan {
                     .collect(),
             });
             let steady = harness::assessment::steady_state(&series[i]);
+            // The node's samples of every volume ride on the step's last recording: a
+            // floor is judged on the node's count of this volume (harness::kept).
             let ev = harness::verdict::Evidence {
                 fio: fio_windows,
                 diagnosis: Some(&diagnosis),
                 io_error: r.error != 0,
+                node: series.last().map(|s| &s.node[..]).unwrap_or(&[]),
+                volume: Some(name),
+                span_ms: (spec.runtime * 1000.0) as u64,
             };
             let mut verdicts = Vec::new();
             if protected {

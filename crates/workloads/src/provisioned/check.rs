@@ -139,12 +139,17 @@ impl Check {
     /// lacks) fails, saying so. A failure the job's `diagnosis` explains is inconclusive
     /// (docs/DIAGNOSIS.md): a throughput that fell short, or a burst that lasted longer,
     /// while the client machine was the bottleneck.
+    ///
+    /// A rate the node also measured (`kept`: the steady, burst and after-credits rates on
+    /// a qoslab node) is judged on the node's figure, fio's being the cross-check
+    /// ([`assess::judge_kept`]).
     pub fn check(
         &self,
         measured: &BTreeMap<String, f64>,
         names: &dyn Fn(&str) -> Option<f64>,
         diagnosis: Option<&assess::Diagnosis>,
         io_error: bool,
+        kept: &BTreeMap<String, super::kept::Kept>,
     ) -> Verdict {
         let fail = |measured: f64, detail: String| {
             Verdict::plain(self.text.clone(), measured, String::new(), false, detail)
@@ -213,8 +218,75 @@ impl Check {
             target,
             io_error,
         };
-        v.judged(&check, diagnosis)
+        let both = kept
+            .get(self.metric)
+            .and_then(|k| Some((k.node, k.agreement()?)));
+        let Some((node, agreement)) = both else {
+            return v.judged(&check, diagnosis);
+        };
+        let on_node = judge(
+            &self.text,
+            self.metric,
+            node,
+            self.bound.op,
+            target,
+            self.bound.tolerance,
+            derived || self.bound.factor != 1.0,
+        );
+        let shown = |x: f64| harness::verdict::shown(self.metric, x);
+        let client = assess::ClientSide {
+            passed: v.passed,
+            agreement,
+        };
+        let check = assess::Check {
+            passed: on_node.passed,
+            measured: node,
+            ..check
+        };
+        let mut j = assess::judge_kept(&check, Some(&client), diagnosis, &shown);
+        if let Some(reason) = earned_back(self.metric, node, target, &on_node, kept, &shown) {
+            if j.outcome == assess::Outcome::Fail {
+                j = assess::Judged {
+                    outcome: assess::Outcome::Inconclusive,
+                    reason: Some(reason),
+                };
+            }
+        }
+        let detail = on_node.detail.replacen(
+            ", want",
+            &format!(" at the node (fio {}), want", shown(m)),
+            1,
+        );
+        Verdict::new(self.text.clone(), node, on_node.bound, detail, j.outcome).because(j.reason)
     }
+}
+
+/// Why an after-credits rate above its bound proves nothing, when it does: the node's own
+/// windows in the span fell below the bound and earned at least the requests served above
+/// it (a burst bucket refills below its baseline: `Kept::earned_back`). Otherwise it is
+/// judged as measured.
+fn earned_back(
+    metric: &str,
+    node: f64,
+    target: f64,
+    on_node: &Verdict,
+    kept: &BTreeMap<String, super::kept::Kept>,
+    shown: &dyn Fn(f64) -> String,
+) -> Option<String> {
+    if !metric.ends_with("_after_credits") || on_node.passed || node <= target {
+        return None;
+    }
+    let (low, earned, spent) = kept.get(metric)?.earned_back(target)?;
+    Some(format!(
+        "credits earned back: the node served as little as {} in the span, below the \
+         baseline {}, earning {earned:.0} requests' credits, and spent {spent:.0} above it: \
+         a burst bucket refills below its baseline, so {} over the span is the bucket \
+         spending what it earned (a client that could not keep the volume busy), not a \
+         broken baseline",
+        shown(low),
+        shown(target),
+        shown(node)
+    ))
 }
 
 #[cfg(test)]
@@ -248,7 +320,11 @@ mod tests {
             "step.mem-read-1.bw" => Some(6.2e8),
             _ => None,
         };
-        let v = |t: &str| Check::parse(t, &n).unwrap().check(&m, &vals, None, false);
+        let v = |t: &str| {
+            Check::parse(t, &n)
+                .unwrap()
+                .check(&m, &vals, None, false, &BTreeMap::new())
+        };
         assert!(v("burst_duration ~= spec.burst_seconds +-5%").passed);
         assert!(!v("burst_duration ~= spec.burst_seconds +-1%").passed);
         let x = v("bw_after_credits ~= spec.network.baseline +-3%");
@@ -280,7 +356,7 @@ mod tests {
             let d = b.map(d);
             Check::parse(t, &n)
                 .unwrap()
-                .check(&m, &vals, d.as_ref(), io_error)
+                .check(&m, &vals, d.as_ref(), io_error, &BTreeMap::new())
                 .outcome
         };
         use assess::{Bottleneck as B, Outcome as O};
@@ -327,5 +403,47 @@ mod tests {
             let e = Check::parse(t, &n).unwrap_err().0;
             assert!(e.contains(want), "{t}: {e}");
         }
+    }
+
+    /// The hostile stress run's gp2 case: the node's after-credits rate above the baseline.
+    /// With a window under the baseline in the span the bucket earned credits back
+    /// (inconclusive, said why); without one the baseline was broken (a failure).
+    #[test]
+    fn an_after_credits_rate_above_the_baseline_is_a_failure_unless_credits_were_earned_back() {
+        let steps = Vec::new();
+        let n = names(&steps);
+        let flow = |after: &dyn Fn(u64) -> f64| -> Vec<(u64, f64)> {
+            (1..=30)
+                .map(|k| (k * 500, if k <= 10 { 3000.0 } else { after(k) }))
+                .collect()
+        };
+        let vals = |k: &str| (k == "spec.ssd_iops").then_some(300.0);
+        let judge = |node: &[(u64, f64)]| {
+            let kept = super::super::kept::kept("iops", node, node, Some((3000.0, 300.0)), 1.0);
+            let m: BTreeMap<String, f64> = [(
+                "iops_after_credits".to_string(),
+                kept["iops_after_credits"].client,
+            )]
+            .into();
+            Check::parse("iops_after_credits ~= spec.ssd_iops +-1%", &n)
+                .unwrap()
+                .check(&m, &vals, None, false, &kept)
+        };
+        let steady = judge(&flow(&|_| 364.0));
+        assert_eq!(steady.outcome, assess::Outcome::Fail, "{steady:?}");
+        // Dips to 100 earn 100 requests a window; peaks of 520 spend 110: explained.
+        let dipped = judge(&flow(&|k| if k % 2 == 0 { 100.0 } else { 520.0 }));
+        assert_eq!(dipped.outcome, assess::Outcome::Inconclusive, "{dipped:?}");
+        let why = dipped.reason.clone().unwrap_or_default();
+        assert!(
+            why.starts_with("credits earned back: the node served as little as 100"),
+            "{why}"
+        );
+        // Dips to 200 earn 50; peaks of 500 spend 100: more than was earned, a failure.
+        let overspent = judge(&flow(&|k| if k % 2 == 0 { 200.0 } else { 500.0 }));
+        assert_eq!(overspent.outcome, assess::Outcome::Fail, "{overspent:?}");
+        // Under the baseline it is judged as measured: a failure here (no diagnosis).
+        let low = judge(&flow(&|_| 250.0));
+        assert_eq!(low.outcome, assess::Outcome::Fail, "{low:?}");
     }
 }

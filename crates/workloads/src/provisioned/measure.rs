@@ -9,7 +9,7 @@ pub fn median(v: Vec<f64>) -> f64 {
 }
 
 /// A burst that ended during the step.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
     /// Median rate of the windows before the transition (the first window, which holds
     /// fio's start, left out when there are others). The median, so a window in which a
@@ -28,6 +28,10 @@ pub struct Transition {
     /// lies in the last window at or above the midpoint or in the first below it; each
     /// holds `(w − after) / (burst − after)` of its 500 ms at the burst rate.
     pub duration_s: f64,
+    /// The windows `burst_rate` and `after_rate` were taken over (the cross-check of a
+    /// node's figure with the client's weighs their spread: `assess::crosscheck`).
+    pub burst_windows: Vec<f64>,
+    pub after_windows: Vec<f64>,
 }
 
 /// Find where a rate that started at about `burst` fell to about `baseline` (the spec's
@@ -68,6 +72,8 @@ pub fn transition(windows: &[(u64, f64)], burst: f64, baseline: f64) -> Option<T
         burst_rate: p,
         after_rate: b,
         duration_s: start + window_s * (share(windows[k].1) + share(windows[i].1)),
+        burst_windows: before.iter().map(|w| w.1).collect(),
+        after_windows: after.iter().map(|w| w.1).collect(),
     })
 }
 

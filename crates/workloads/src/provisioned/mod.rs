@@ -41,6 +41,7 @@ mod balance;
 pub mod charts;
 pub mod check;
 mod cli;
+pub mod kept;
 mod measure;
 pub mod results;
 mod run;

@@ -153,6 +153,77 @@ impl ProvisionedPlan {
         m
     }
 
+    /// Step `i`'s rates on both sides (super::kept) when the node sampled its volume: the
+    /// steady rate of each dimension, and the burst and after-credits rates of the one it
+    /// bursts in; windows within the step's runtime on each side's clock.
+    fn kept(
+        &self,
+        i: usize,
+        series: &harness::series::JobSeries,
+        volume: Option<&str>,
+    ) -> BTreeMap<String, super::kept::Kept> {
+        use harness::kept::{client_rates, node_rates, Dir};
+        let step = &self.steps[i];
+        let mut out = BTreeMap::new();
+        let (Some(runtime), false) = (step.runtime, series.node.is_empty()) else {
+            return out;
+        };
+        let end_ms = (runtime * 1000.0).round() as u64;
+        let ops: Vec<(u64, f64, f64)> = node_rates(&series.node, volume, Dir::Both, false);
+        let done: f64 = ops.iter().map(|x| x.1 * x.2).sum();
+        for bw in [false, true] {
+            let client: Vec<(u64, f64)> = client_rates(&series.fio, Dir::Both, bw)
+                .into_iter()
+                .filter(|w| w.0 <= end_ms)
+                .collect();
+            let node: Vec<(u64, f64, f64)> = node_rates(&series.node, volume, Dir::Both, bw);
+            // One request: the mean request's bytes for a bandwidth.
+            let quantum = if bw && done > 0.0 {
+                node.iter().map(|x| x.1 * x.2).sum::<f64>() / done
+            } else {
+                1.0
+            };
+            let node: Vec<(u64, f64)> = node
+                .into_iter()
+                .filter(|w| w.0 <= end_ms)
+                .map(|w| (w.0, w.1))
+                .collect();
+            let bursts = step.unit == Unit::Bw;
+            let burst = match (step.burst, step.rate) {
+                (Some(b), Some(rate)) if bursts == bw => Some((rate, b.baseline)),
+                _ => None,
+            };
+            let p = if bw { "bw" } else { "iops" };
+            out.extend(super::kept::kept(p, &client, &node, burst, quantum));
+        }
+        out
+    }
+
+    /// Whether the node's samples of step `i`'s volume show its burst bucket (in the step's
+    /// dimension) never ran out during the step's runtime: it never held less than one
+    /// second of its baseline. False when the step does not burst or the node reported no
+    /// bucket (then fio's windows alone tell).
+    fn credits_never_ran_out(
+        &self,
+        i: usize,
+        series: &harness::series::JobSeries,
+        volume: Option<&str>,
+    ) -> bool {
+        let step = &self.steps[i];
+        let (Some(_), Some(runtime)) = (step.burst, step.runtime) else {
+            return false;
+        };
+        let end_ms = (runtime * 1000.0).round() as u64;
+        let bw = step.unit == Unit::Bw;
+        let buckets: Vec<harness::series::CreditSample> = series
+            .node
+            .iter()
+            .filter(|n| volume.is_none_or(|v| n.volume == v) && n.t_ms <= end_ms)
+            .filter_map(|n| if bw { n.bytes_credits } else { n.iops_credits })
+            .collect();
+        super::kept::never_ran_out(&buckets)
+    }
+
     /// One step: wait for its bucket, run fio, measure, judge, store.
     fn step(&mut self, i: usize, ctx: &mut RunContext) -> Result<(), RunError> {
         let step = self.steps[i].clone();
@@ -205,7 +276,13 @@ impl ProvisionedPlan {
             }
         };
         let r = out.job(&step.name).cloned().unwrap_or_default();
-        let metrics = self.metrics(i, &r, &series);
+        let mut metrics = self.metrics(i, &r, &series);
+        // The node's bucket is the word on when credits ran out: a fall in fio's windows
+        // while the bucket still held credits (a starved client, not the baseline) is no
+        // transition, and nothing was measured "after credits".
+        if self.credits_never_ran_out(i, &series, volume.as_deref()) {
+            metrics.retain(|k, _| !k.ends_with("_after_credits") && k != "burst_duration");
+        }
         if let Some(bal) = self.balances.as_mut() {
             bal.spent(&r, elapsed);
         }
@@ -233,9 +310,11 @@ impl ProvisionedPlan {
         );
         let steady = assessment::steady_state(&series);
         let io_error = r.error != 0;
+        let mut kept = self.kept(i, &series, volume.as_deref());
+        kept.retain(|k, _| metrics.contains_key(k));
         let mut verdicts: Vec<Verdict> = self.checks[i]
             .iter()
-            .map(|c| c.check(&metrics, &names, Some(&diagnosis), io_error))
+            .map(|c| c.check(&metrics, &names, Some(&diagnosis), io_error, &kept))
             .collect();
         if io_error {
             row.error = Some(format!("fio reported error {}", r.error));

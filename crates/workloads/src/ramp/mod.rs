@@ -57,6 +57,14 @@ const PROFILE_ORIGIN: &str = "--profile ramp";
 pub struct Ramp;
 
 impl Family for Ramp {
+    /// A directory target holds the generator's own file, not `DIR/fiotest`.
+    fn accepts(&self) -> harness::Accepts {
+        harness::Accepts {
+            dir_file: Some(loadgen::genio::file::DIR_FILE),
+            ..Default::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

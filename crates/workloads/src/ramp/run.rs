@@ -74,7 +74,34 @@ impl RampRun {
     }
 }
 
+impl RampRun {
+    /// The systems whose own target is a path on this machine, with it.
+    fn system_paths(&self) -> Vec<(&System, PathBuf)> {
+        self.plan
+            .systems
+            .iter()
+            .filter_map(|s| match s.target.as_deref().map(Target::parse) {
+                Some(Ok(Target::Path(p))) => Some((s, p)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 impl FamilyPlan for RampRun {
+    /// Each system's own file: the path itself, or the generator's file in a directory
+    /// (a block device: none).
+    fn own_files(&self) -> Vec<PathBuf> {
+        self.system_paths()
+            .into_iter()
+            .filter_map(|(_, p)| match std::fs::metadata(&p) {
+                Ok(m) if m.is_dir() => Some(p.join(genio::file::DIR_FILE)),
+                Ok(m) if !m.is_file() => None,
+                _ => Some(p),
+            })
+            .collect()
+    }
+
     fn volumes_used(&self) -> Vec<String> {
         let mut v: Vec<String> = Vec::new();
         for s in self.plan.systems.iter().filter(|s| s.target.is_none()) {
@@ -122,16 +149,30 @@ impl FamilyPlan for RampRun {
             .apply(&overrides)
             .map_err(|m| PlanError(format!("{}: {m}", common.origin)))?;
         self.rows = vec![Vec::new(); self.plan.systems.len()];
-        // summary.csv is the command line's: fail now, not after the ramp, when one cannot
-        // be written.
+        // A system's own path gets the --target rules (never damaged by surprise), checked
+        // before anything is opened or stored; a directory's generator file likewise.
+        for (s, p) in self.system_paths() {
+            let what = format!("{}: system {:?}: target", common.origin, s.name);
+            harness::target_files::admit_path(&p, opts.allow, &what).map_err(PlanError)?;
+            let file = p.join(genio::file::DIR_FILE);
+            match std::fs::metadata(&file) {
+                Ok(m) if p.is_dir() && !opts.allow.overwrite => {
+                    return Err(PlanError(harness::target_files::existing(
+                        &file,
+                        m.len(),
+                        &what,
+                        " (the generator's file in a directory)",
+                    )))
+                }
+                _ => {}
+            }
+        }
+        // summary.csv is the command line's, written (its header) once the run's targets
+        // are admitted: a refused or dry run leaves none.
         self.csv = match &args {
             Some(a) => csv_paths(a.summary_csv.as_deref(), &self.plan.systems),
             None => Vec::new(),
         };
-        for p in &self.csv {
-            std::fs::write(p, format!("{CSV_HEADER}\n"))
-                .map_err(|e| PlanError(format!("--summary-csv: writing {}: {e}", p.display())))?;
-        }
         Ok(())
     }
 
@@ -153,6 +194,12 @@ impl FamilyPlan for RampRun {
         let rp = &self.plan;
         let s = &rp.settings;
         let addrs = addresses(&ctx.common.origin, rp, ctx.target, ctx.node)?;
+        // Fail now, not after the ramp, when a summary.csv cannot be written.
+        for p in &self.csv {
+            std::fs::write(p, format!("{CSV_HEADER}\n")).map_err(|e| {
+                RunError::Plan(format!("--summary-csv: writing {}: {e}", p.display()))
+            })?;
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .thread_name(format!("{}-ramp", toolsets::GENERATOR_THREADS))
             .enable_all()
@@ -434,7 +481,7 @@ fn diagnose(
             iops: row.total_iops,
             bw_bytes: row.total_iops * f64::from(s.block_size),
         },
-        node: harness::assessment::node_figures(series, volume, limits),
+        node: harness::assessment::node_figures(series, volume, limits, None),
         hosts: series
             .hosts
             .iter()

@@ -96,6 +96,31 @@ impl Expect {
         })
     }
 
+    /// [`check`](Self::check), and a shortfall in the direction a starved host explains (a
+    /// rate too low, a latency too high) inconclusive when `starved` says the load
+    /// generator's host was (docs/DIAGNOSIS.md, `starved-host`). Failed requests never are.
+    pub fn check_on(&self, ops: &[&OpResult], starved: Option<&assess::Diagnosis>) -> Verdict {
+        let v = self.check(ops);
+        let quantity = match self.metric.as_str() {
+            "errors" => return v,
+            "ops_per_s" | "mib_per_s" => assess::Quantity::Throughput,
+            _ => assess::Quantity::Latency,
+        };
+        let check = assess::Check {
+            passed: v.passed,
+            quantity,
+            sense: match self.cmp {
+                Op::Le | Op::Lt => assess::Sense::AtMost,
+                Op::Ge | Op::Gt => assess::Sense::AtLeast,
+                Op::Approx => assess::Sense::Around,
+            },
+            measured: v.measured,
+            target: self.value,
+            io_error: false,
+        };
+        v.judged(&check, starved)
+    }
+
     /// Judge the merged results of a test.
     pub fn check(&self, ops: &[&OpResult]) -> Verdict {
         let Some(m) = self.measure(ops) else {

@@ -438,6 +438,8 @@ pub fn parse(src: &PlanSource) -> Result<S3Plan, PlanError> {
     let v: View = src.deserialize()?;
     let at = |off: usize| src.at(off);
     let raw = v.s3.get_ref();
+    hosts::ssh::check_plan_options(&raw.ssh_options)
+        .map_err(|e| PlanError(format!("{}: s3.ssh_options: {e}", at(v.s3.span().start))))?;
     let timeout_s = match &raw.timeout {
         None => DEFAULT_TIMEOUT_S,
         Some(t) => {

@@ -120,9 +120,9 @@ impl RemoteDriver {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("host {}: starting ssh: {e}", host.name))?;
+        let mut child =
+            lifecycle::children::spawn(&mut cmd, lifecycle::children::OnParentDeath::Term)
+                .map_err(|e| format!("host {}: starting ssh: {e}", host.name))?;
         let stdout = child.stdout.take();
         let stderr_pipe = child.stderr.take();
         let stderr: Arc<Mutex<VecDeque<String>>> = Arc::default();

@@ -403,6 +403,12 @@ impl FamilyPlan for S3Run {
                 }
             }
         }
+        // This machine's tool sets while the drivers run: a starved host makes a shortfall
+        // inconclusive, as for fio's jobs (docs/DIAGNOSIS.md).
+        let sampler = ctx
+            .recorder
+            .tools()
+            .then(|| toolsets::Sampler::local(toolsets::Roles::harness_only(None)));
         let out = coord::run(
             Iteration {
                 handles,
@@ -436,7 +442,16 @@ impl FamilyPlan for S3Run {
         described["window"] = serde_json::to_value(a.window).unwrap_or_default();
         let (ops, samples) = store_form(&a);
         let main = primary(&ops);
-        let mut verdicts: Vec<Verdict> = t.expect.iter().map(|e| e.check(&main)).collect();
+        let hosts = sampler.map(toolsets::Sampler::stop).unwrap_or_default();
+        let starved = hosts
+            .iter()
+            .filter(|h| !h.samples.is_empty())
+            .find_map(|h| assess::starvation(&assess::figures::summarize(h, 0, u64::MAX, &[])));
+        let mut verdicts: Vec<Verdict> = t
+            .expect
+            .iter()
+            .map(|e| e.check_on(&main, starved.as_ref()))
+            .collect();
         let errors: u64 = main.iter().map(|o| o.errors).sum();
         if errors > 0 {
             verdicts.push(Verdict::plain(
@@ -488,8 +503,12 @@ impl FamilyPlan for S3Run {
         ctx.add_series(&JobSeries {
             job_id: job,
             ops: samples,
+            hosts,
             ..JobSeries::default()
         })?;
+        if let Some(d) = &starved {
+            ctx.store.set_assessment(job, Some(d), None)?;
+        }
         for o in &ops {
             self.rows[ti].push(row(it, o));
         }
@@ -497,8 +516,12 @@ impl FamilyPlan for S3Run {
         let text = lines(&t.name, it, &main);
         for v in verdicts.iter().filter(|v| !v.passed) {
             ctx.ui.print(&format!(
-                "  {} #{it}: FAIL {}: {}\n",
-                t.name, v.expectation, v.detail
+                "  {} #{it}: {} {}: {}{}\n",
+                t.name,
+                v.label(),
+                v.expectation,
+                v.detail,
+                v.reason_note()
             ));
         }
         ctx.ui.print(&text);

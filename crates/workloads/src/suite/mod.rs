@@ -112,6 +112,18 @@ impl Family for Suites {
         _registry: &Registry,
     ) -> Result<Box<dyn FamilyPlan>, PlanError> {
         let v: View = src.deserialize()?;
+        // A plan reaches its hosts; it runs nothing here (the command line's --ssh-opt may).
+        hosts::ssh::check_plan_options(&v.suite.ssh_options)
+            .map_err(|e| PlanError(format!("{}: suite.ssh_options: {e}", src.origin)))?;
+        if let Some(c) = &v.suite.ssh_config {
+            return Err(PlanError(format!(
+                "{}: suite.ssh_config = {:?}: a plan cannot name an ssh config file (one can \
+                 run programs here: ProxyCommand, LocalCommand, Match exec); give --ssh-config \
+                 FILE on the command line",
+                src.origin,
+                c.display()
+            )));
+        }
         let mut s = v
             .suite
             .spec(v.host)

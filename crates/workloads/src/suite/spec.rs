@@ -11,8 +11,9 @@
 //!
 //! [suite]
 //! kind = "disks"           # network | disks | nfs | iscsi | block | dir
-//! ssh_config = "ssh_config"          # ssh -F FILE for every host
-//! ssh_options = ["-oPort=2222"]      # more ssh arguments, before qoslab's own
+//! ssh_options = ["-oPort=2222"]      # more ssh arguments, before qoslab's own (a plan's:
+//!                                    # hosts::ssh::check_plan_options; an ssh config file
+//!                                    # only on the command line, --ssh-config)
 //! destroy_data = ["/dev/sdc"]        # disks/block/iscsi: overwrite these although they hold data
 //! # network: rated_mbps, min_fraction (0.9), max_retransmits (100), base_port (30001)
 //! # fio suites: jobs, host_jobs, all_hosts, prepare (true), size, numjobs, iodepth,

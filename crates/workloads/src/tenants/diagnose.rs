@@ -44,6 +44,7 @@ pub fn class(p: &PointResult, class: &str, devices: &[String]) -> Diagnosis {
             lat_mean_us: per_op_us(vols.iter().map(|v| v.lat_ns).sum()),
             ceiling_wait_us: per_op_us(vols.iter().map(|v| v.ceiling_wait_ns).sum()),
             floor_wait_us: per_op_us(vols.iter().map(|v| v.floor_wait_ns).sum()),
+            ..NodeFigures::default()
         }),
         hosts: hosts(&p.hosts, p.secs, devices),
     })

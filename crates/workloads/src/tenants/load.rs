@@ -190,6 +190,7 @@ mod tests {
                     cpu_pct: node,
                     last_cpu: None,
                     rss_bytes: None,
+                    io_bytes_s: None,
                 },
                 ProcCpu {
                     pid: 7,
@@ -198,8 +199,11 @@ mod tests {
                     cpu_pct: apps,
                     last_cpu: None,
                     rss_bytes: Some(rss << 20),
+                    io_bytes_s: None,
                 },
             ],
+            pressure: None,
+            cgroups: vec![],
         }
     }
 

@@ -62,6 +62,7 @@ impl Family for Tenants {
         harness::Accepts {
             node_alone: true,
             devices: true,
+            own_directory: true,
             ..Default::default()
         }
     }

@@ -156,7 +156,7 @@ fn errors_name_file_line_key_and_allowed_values() {
         ("[[workload]]\nprofil = \"dbench\"\n", "p.toml:2: unknown field `profil`, expected one of"),
         ("[bench]\nruntime = \"3x\"\n[[workload]]\nprofile = \"dbench\"\n", "p.toml:2: bench.runtime: invalid duration \"3x\""),
         ("[bench]\niterations = 0\n[[workload]]\nprofile = \"dbench\"\n", "bench.iterations = 0: allowed 1 .. 1000"),
-        ("[[workload]]\nfio = { rw = \"read\", filename = \"/x\" }\n", "fio.filename: set by the target"),
+        ("[[workload]]\nfio = { rw = \"read\", filename = \"/x\" }\n", "fio.filename = \"/x\": it names what fio reads and writes: the target does (--target)"),
         ("[[workload]]\nfio = { bs = \"4k\" }\n", "needs rw"),
         ("[[workload]]\nprofile = \"dbench\"\nexpect = [\"iops <== 5\"]\n", "p.toml:3: workload \"workload1\": expect[0]: expectation \"iops <== 5\""),
         ("[[workload]]\nprofile = \"dbench\"\nexpect = { nope = [\"iops < 5\"] }\n", "expect.nope: no such job; allowed: read_iops, write_iops"),
@@ -204,7 +204,7 @@ fn the_example_plan_is_valid() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/bench-qos500.toml"
     );
-    let plan = registry().load(Path::new(p)).unwrap();
+    let plan = registry().load(Path::new(p), false).unwrap();
     assert_eq!(jobs(&plan).len(), 10);
     assert!(
         !plan.common.node.unwrap().mmap_reads,
@@ -219,7 +219,7 @@ fn the_seed000_nfs_plan_is_valid() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/seed000-nfs.toml"
     );
-    let plan = registry().load(Path::new(p)).unwrap();
+    let plan = registry().load(Path::new(p), false).unwrap();
     assert_eq!(jobs(&plan).len(), 27, "dbench's nine jobs on three volumes");
     let node = plan.common.node.unwrap();
     let nas: Vec<_> = node
@@ -287,7 +287,7 @@ fn runs_on_embedded_node_with_fake_fio_and_stores_everything() {
     );
     assert!(text.contains("runtime=2s\nramp_time=500ms\n"), "{text}");
     assert!(
-        text.contains("[read_iops]\nbs=4k\niodepth=64\nrw=randread\n"),
+        text.contains("[read_iops]\nrw=randread\nbs=4k\niodepth=64\n"),
         "{text}"
     );
 }

@@ -24,7 +24,7 @@ fn profile_plan(embedded: bool) -> Result<Plan, PlanError> {
 fn the_example_ramp_plans_are_valid() {
     let load = |f: &str| {
         let p = format!("{}/../../examples/{f}", env!("CARGO_MANIFEST_DIR"));
-        registry().load(std::path::Path::new(&p)).unwrap()
+        registry().load(std::path::Path::new(&p), false).unwrap()
     };
     let p = load("seed001-ramp.toml");
     let r = ramp_plan(&p).unwrap();

@@ -173,7 +173,7 @@ fn the_example_gosbench_plan_is_valid() {
         "{}/../../examples/s3-gosbench.toml",
         env!("CARGO_MANIFEST_DIR")
     );
-    let plan = registry().load(std::path::Path::new(&p)).unwrap();
+    let plan = registry().load(std::path::Path::new(&p), false).unwrap();
     let s3 = &plan.body_as::<S3Run>().unwrap().plan;
     assert_eq!(s3.tests.len(), 2);
     let w = &s3.tests[0];

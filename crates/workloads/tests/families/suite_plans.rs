@@ -18,7 +18,7 @@ fn the_example_suite_plan_is_valid() {
         "{}/../../examples/suite-disks.toml",
         env!("CARGO_MANIFEST_DIR")
     );
-    let mut p = registry().load(std::path::Path::new(&path)).unwrap();
+    let mut p = registry().load(std::path::Path::new(&path), false).unwrap();
     assert_eq!(p.family, NAME);
     p.configure(&Options::default()).unwrap();
     let s = spec(&p);
