@@ -1,5 +1,5 @@
 //! qoslab's own load generators, for the workloads fio cannot measure honestly
-//! (ARCHITECTURE.md says why for each): [`genio`], the GenIO-like generator behind the
+//! (docs/BENCH.md and docs/S3-BENCH.md say why): [`genio`], the GenIO-like generator behind the
 //! `ramp` family, [`apps`], the application drivers of the `tenants` family (git and redis
 //! on tenant file systems), and [`s3`], the S3 benchmark driver behind the `s3` family
 //! (Debian's fio has no http engine, and no S3 benchmark can be installed here).

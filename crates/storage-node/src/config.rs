@@ -149,7 +149,7 @@ pub struct NodeConfig {
     /// Export served when a client asks for the empty name.
     pub default_export: Option<String>,
     /// Serve reads from a shared read-only mapping of each volume file (default false:
-    /// pread). Faster only while the file is hot in the page cache; see ARCHITECTURE.md.
+    /// pread). Faster only while the file is hot in the page cache; see docs/BENCHMARKS.md.
     pub mmap_reads: bool,
     /// Microseconds a connection spins for its next request before parking (0: never).
     pub busy_poll_us: u64,

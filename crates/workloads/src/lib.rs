@@ -18,7 +18,7 @@
 //! [`node_setup`] puts a plan's policies and volumes on a running node (`--node`).
 //!
 //! [`registry`] lists them: adding a family is its folder, its `mod` line here and one line
-//! there (ARCHITECTURE.md walks through it).
+//! there (docs/CODEMAP.md walks through it).
 
 pub mod dbench;
 pub mod demo;

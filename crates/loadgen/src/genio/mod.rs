@@ -1,5 +1,5 @@
 //! GenIO: an Epic-like database load generator (the `ramp` profile's workload), built into
-//! qoslab because fio cannot express it honestly (ARCHITECTURE.md says why).
+//! qoslab because fio cannot express it honestly (docs/BENCH.md, "The ramp's generator", says why).
 //!
 //! One run of one "system" on one [`IoTarget`]:
 //!

@@ -12,10 +12,10 @@
 //!   owns its connection loop (NBD) puts [`Driver::wait`] in its `select!`; one that runs
 //!   each request in a task of its own (S3, NFS) uses [`Gate`], the same driver in a task.
 //!
-//! One core per front-end connection (an NBD connection, an NFS or S3 TCP connection),
-//! over the node's shared [`Gates`]: the scheduler (ceilings, burst credits, the emulated
-//! controller's mClock) and the provisioned file system (its resources and this
-//! connection's single-flow limit). It knows no protocol: a request is an [`Op`] (a flow,
+//! One core per NBD connection and per NFS TCP connection (S3: one for the endpoint;
+//! `s3-server`'s `Endpoint` says why), over the node's shared [`Gates`]: the scheduler
+//! (ceilings, burst credits, the emulated controller's mClock) and the provisioned file
+//! system (its resources and this connection's single-flow limit). It knows no protocol: a request is an [`Op`] (a flow,
 //! the [`Work`] it does, optionally where) and an opaque token of the front end's (`T`:
 //! whatever it needs to run the request later, e.g. NBD's header and payload). Its life:
 //!
