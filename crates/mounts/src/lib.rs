@@ -25,8 +25,6 @@ mod stale;
 pub mod state;
 pub mod sys;
 mod teardown;
-#[cfg(test)]
-mod test_dir;
 
 use std::path::{Path, PathBuf};
 

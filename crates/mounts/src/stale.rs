@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn a_dead_run_without_attachments_is_removed_and_a_live_one_is_left_alone() {
-        let base = crate::test_dir::RemoveOnDrop::new("stale");
+        let base = test_support::TestDir::new("mounts-stale");
         let dead = base.join("run-1-a");
         fs::create_dir_all(dead.join("t0.fs")).unwrap();
         fs::write(dead.join(LOCK_FILE), "").unwrap();

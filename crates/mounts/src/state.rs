@@ -107,8 +107,8 @@ pub fn load(dir: &Path) -> Option<RunState> {
 mod tests {
     use super::*;
 
-    fn tmpdir(tag: &str) -> crate::test_dir::RemoveOnDrop {
-        crate::test_dir::RemoveOnDrop::new(&format!("state-{tag}"))
+    fn tmpdir(tag: &str) -> test_support::TestDir {
+        test_support::TestDir::new(&format!("mounts-state-{tag}"))
     }
 
     #[test]

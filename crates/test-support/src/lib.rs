@@ -9,9 +9,14 @@ pub struct TestDir(PathBuf);
 
 impl TestDir {
     pub fn new(tag: &str) -> TestDir {
+        TestDir::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// The same under `base` (a tmpfs, a small file system a test mounted).
+    pub fn new_in(base: &Path, tag: &str) -> TestDir {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let n = SEQ.fetch_add(1, Ordering::SeqCst);
-        let p = std::env::temp_dir().join(format!("qoslab-{tag}-{}-{n}", std::process::id()));
+        let p = base.join(format!("qoslab-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("creating {}: {e}", p.display()));
         TestDir(p)
@@ -19,6 +24,13 @@ impl TestDir {
 
     pub fn path(&self) -> &Path {
         &self.0
+    }
+
+    /// Write `text` to the file `name` in it; its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
+        p
     }
 }
 
@@ -50,7 +62,9 @@ mod tests {
         let a = TestDir::new("ts");
         let b = TestDir::new("ts");
         assert_ne!(a.path(), b.path());
-        std::fs::write(a.join("f"), b"x").unwrap();
+        assert_eq!(std::fs::read(a.write("f", "x")).unwrap(), b"x");
+        let c = TestDir::new_in(b.path(), "in");
+        assert!(c.starts_with(b.path()) && c.is_dir());
         let p = a.path().to_path_buf();
         drop(a);
         assert!(!p.exists());

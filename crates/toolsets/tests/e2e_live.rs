@@ -14,15 +14,6 @@ use toolsets::{Role, Roles, Sampler};
 /// The tests sample this process and its children: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Removes a directory when dropped (also when the test panics).
-struct RemoveOnDrop(std::path::PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A busy loop reparented to init (its launcher exits), so it belongs to no one here.
 struct Orphan(i32);
 
@@ -76,9 +67,7 @@ fn fair_share(samples: &[toolsets::HostSample]) -> f64 {
 #[test]
 fn fio_noise_and_disk_writes_are_seen_for_what_they_are() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("toolsets-live-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let _cleanup = RemoveOnDrop(dir.clone());
+    let dir = test_support::TestDir::new("toolsets-live");
     let sampler = Sampler::local(Roles::harness_only(None));
     let fio = Reaped(
         Command::new("fio")

@@ -157,9 +157,7 @@ mod tests {
 
     #[test]
     fn users_and_buckets_round_trip() {
-        let dir = std::env::temp_dir().join(format!("qoslab-state-s3-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = test_support::TestDir::new("state-s3");
         let path = dir.join("state.db");
         let p = PolicyRow {
             uuid: new_uuid(),
@@ -209,6 +207,5 @@ mod tests {
         s.delete_s3_user("alice").unwrap();
         s.delete_bucket(&b.uuid).unwrap();
         assert!(s.s3_users().unwrap().is_empty() && s.buckets().unwrap().is_empty());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

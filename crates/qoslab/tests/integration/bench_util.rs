@@ -2,43 +2,13 @@
 //! a time limit, `fio --server` processes on free loopback ports).
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 pub const QOSLAB: &str = env!("CARGO_BIN_EXE_qoslab");
 
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-/// A fresh directory, removed on drop.
-pub struct Dir(pub PathBuf);
-
-impl Dir {
-    pub fn new(tag: &str) -> Dir {
-        let n = SEQ.fetch_add(1, Ordering::SeqCst);
-        let p = std::env::temp_dir().join(format!("qoslab-bt-{}-{n}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-
-    pub fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+/// The workspace's temporary-directory guard (test-support), under the name these tests use.
+pub use test_support::TestDir as Dir;
 
 /// Run qoslab in `dir` with `args`; fail the test if it takes longer than `limit`. Output
 /// is read while the child runs (a child writing more than a pipe holds would otherwise

@@ -293,7 +293,7 @@ fn a_tenant_on_a_volume_too_small_for_its_app_fails_with_enospc_and_the_other_pa
             .iter()
             .map(|t| {
                 let app = &app;
-                let scratch = dir.join(&format!("scratch-{}", t.name));
+                let scratch = dir.join(format!("scratch-{}", t.name));
                 s.spawn(move || {
                     let env = TenantEnv {
                         tenant: t.name.clone(),

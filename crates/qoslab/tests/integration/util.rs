@@ -5,7 +5,6 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -54,35 +53,8 @@ pub fn require_fio_nbd() {
     );
 }
 
-static COUNTER: AtomicU32 = AtomicU32::new(0);
-
-/// A fresh directory under the system temp dir, removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
-        TempDir::new_in(&std::env::temp_dir(), tag)
-    }
-
-    /// A fresh directory under `base` (e.g. a tmpfs), removed on drop.
-    pub fn new_in(base: &Path, tag: &str) -> TempDir {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let p = base.join(format!("qoslab-it-{}-{n}-{tag}", std::process::id()));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).unwrap_or_else(|e| panic!("creating {}: {e}", p.display()));
-        TempDir(p)
-    }
-
-    pub fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
+/// The workspace's temporary-directory guard (test-support), under the name these tests use.
+pub use test_support::TestDir as TempDir;
 
 /// A `qoslab serve` process on a unix socket in its own temp dir; killed and cleaned up
 /// on drop.
@@ -148,7 +120,7 @@ impl Node {
     }
 
     fn stderr_path(&self) -> PathBuf {
-        self.dir.join(&format!("stderr.{}.log", self.starts))
+        self.dir.join(format!("stderr.{}.log", self.starts))
     }
 
     fn spawn(&mut self) {

@@ -1,9 +1,7 @@
 use super::*;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qoslab-objstore-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    d
+fn tmpdir(name: &str) -> test_support::TestDir {
+    test_support::TestDir::new(&format!("objstore-{name}"))
 }
 
 fn put(s: &ObjectStore, key: &str, data: &[u8]) -> ObjInfo {

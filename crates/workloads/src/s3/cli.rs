@@ -286,8 +286,7 @@ mod tests {
 
     #[test]
     fn keys_come_from_the_command_line_the_plan_or_the_environment() {
-        let dir = std::env::temp_dir().join(format!("qoslab-s3keys-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = test_support::TestDir::new("s3keys");
         let f = dir.join("keys");
         std::fs::write(&f, "# users\nroot AKIA1 SECRET1\nbob AKIA2 SECRET2\n").unwrap();
         assert_eq!(
@@ -334,7 +333,6 @@ mod tests {
         let e = resolve(&Conn::default(), "http://x".into(), &none).unwrap_err();
         assert!(e.contains("AWS_ACCESS_KEY_ID"), "{e}");
         assert!(endpoint_url(&Conn::default(), &none).is_none());
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
