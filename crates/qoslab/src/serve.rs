@@ -189,6 +189,16 @@ pub enum NbdTlsArg {
     Require,
 }
 
+impl NbdTlsArg {
+    fn mode(self) -> TlsMode {
+        match self {
+            NbdTlsArg::Off => TlsMode::Off,
+            NbdTlsArg::On => TlsMode::On,
+            NbdTlsArg::Require => TlsMode::Require,
+        }
+    }
+}
+
 /// The TLS identity: the given files, or the one generated in DATA_DIR/tls/.
 fn tls_files(
     args: &ServeArgs,
@@ -205,7 +215,8 @@ fn tls_files(
     })
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+/// The node's configuration: the file's (or the defaults), then the command line's.
+fn config(args: &ServeArgs) -> anyhow::Result<NodeConfig> {
     let mut cfg = match &args.config {
         Some(p) => NodeConfig::load(p)?,
         None => NodeConfig::default(),
@@ -216,6 +227,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(us) = args.busy_poll_us {
         cfg.busy_poll_us = us;
     }
+    Ok(cfg)
+}
+
+/// The node's runtime (`--threads` workers, or one per core).
+fn runtime(args: &ServeArgs) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        builder.worker_threads(n as usize);
+    }
+    builder
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let mut cfg = config(&args)?;
     // Every place the node will use, with its source, decided before anything is created
     // (crate::serve_start: relative config paths are inside the data directory).
     let data_dir_setting = crate::serve_start::data_dir(args.data_dir.as_deref(), &cfg);
@@ -241,18 +269,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let http_setting = crate::serve_start::http_listener(args.listen_http.as_deref(), &cfg)?;
     let http: Option<SocketAddr> = http_setting.as_ref().map(|s| s.value);
-    let token = match &args.api_token_file {
-        None => None,
-        Some(p) => {
-            let t = std::fs::read_to_string(p)
-                .with_context(|| format!("reading the API token file {}", p.display()))?;
-            let t = t.trim().to_string();
-            if t.is_empty() {
-                anyhow::bail!("the API token file {} is empty", p.display());
-            }
-            Some(t)
-        }
-    };
+    let token = api_token(&args)?;
     // A start that fails from here on leaves the data directory as it found it.
     let mut guard = crate::serve_start::StartGuard::before_start(&data_dir);
     crate::serve_safety::private_data_dir(&data_dir)
@@ -270,18 +287,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     ));
     let users = control_plane::api::users::load(&data_dir)?.len();
     if let Some(a) = http {
-        if !a.ip().is_loopback() && token.is_none() && users == 0 && !args.insecure {
-            anyhow::bail!(
-                "refusing to serve the REST API on non-loopback address {a} with no API \
-                 users and no --api-token-file (anyone could change policies and delete \
-                 volumes); create a user (qoslab user create NAME --data-dir {}), give a \
-                 token file, or --insecure to do it anyway",
-                data_dir.display()
-            );
-        }
-        if !a.ip().is_loopback() && args.insecure_http {
-            tracing::warn!("--insecure-http on non-loopback address {a}: credentials and data cross the network in clear");
-        }
+        check_api_exposure(&args, a, token.is_some(), users, &data_dir)?;
     }
     let mut names: Vec<String> = http.iter().map(|a| a.ip().to_string()).collect();
     names.extend(tcp.iter().map(|a| a.ip().to_string()));
@@ -291,24 +297,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = args.threads {
-        builder.worker_threads(n as usize);
-    }
-    let rt = builder
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(async move {
+    runtime(&args)?.block_on(async move {
         let stats = Arc::new(ServerStats::default());
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
         let node = cp.node.clone();
         crate::serve_safety::print_data_dir(&cp, &data_dir);
-        let nbd_mode = match args.nbd_tls {
-            NbdTlsArg::Off => TlsMode::Off,
-            NbdTlsArg::On => TlsMode::On,
-            NbdTlsArg::Require => TlsMode::Require,
-        };
+        let nbd_mode = args.nbd_tls.mode();
         let nbd = nbd_front_end(
             &cfg,
             &cp,
@@ -326,19 +320,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             guard.created(u);
         }
         if let Some(files) = &tls {
-            println!(
-                "qoslab: tls: certificate {}{}; NBD TLS {}",
-                files.cert.display(),
-                match &files.ca {
-                    Some(ca) => format!(" (clients trust {})", ca.display()),
-                    None => String::new(),
-                },
-                match nbd_mode {
-                    TlsMode::Off => "off",
-                    TlsMode::On => "on (nbds:// or plain)",
-                    TlsMode::Require => "required (nbds:// only)",
-                }
-            );
+            print_tls(files, nbd_mode);
         }
         let tcp_addr = nbd.tcp_addr();
         cp.set_nbd_endpoints(control_plane::api::NbdEndpoints {
@@ -351,42 +333,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let sampler = control_plane::metrics::spawn_sampler(node.clone());
         let mut builder = Node::builder_for(node.clone()).front_end(nbd);
         if let Some(a) = http {
-            let server_tls = match (&tls, args.insecure_http) {
-                (Some(f), false) => Some(control_plane::tls::server_config(f, &[b"http/1.1"])?),
-                _ => None,
-            };
-            let cfg = api_http::HttpConfig {
+            let api = ApiListen {
+                addr: a,
+                source: http_setting.as_ref().map_or("", |s| s.source.as_str()),
+                tls: tls.as_ref().filter(|_| !args.insecure_http),
                 auth: auth.clone(),
-                tls: server_tls,
                 max_connections: args.max_connections as usize,
             };
-            let api = ApiFrontEnd::bind(a, cp.clone(), cfg).map_err(|e| {
-                let src = http_setting
-                    .as_ref()
-                    .map(|s| s.source.as_str())
-                    .unwrap_or("");
-                crate::serve_start::listen_error(
-                    "the REST API",
-                    &a.to_string(),
-                    src,
-                    "--listen-http ADDR (or off)",
-                    &e,
-                )
-            })?;
-            let who = match (users, token.is_some()) {
-                (0, false) => "open: no API users, no token".to_string(),
-                (0, true) => "changes need the bearer token".to_string(),
-                (n, t) => format!(
-                    "{n} API user(s){}: every request needs credentials",
-                    if t { " and the bearer token" } else { "" }
-                ),
-            };
-            println!(
-                "qoslab: api: {}://{} ({who})",
-                api.scheme(),
-                api.local_addr()
-            );
-            builder = builder.front_end(api);
+            builder = builder.front_end(api_front_end(api, &cp, users, token.is_some())?);
         }
         if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
             builder = builder.front_end(s3);
@@ -408,6 +362,113 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         sampler.abort();
         Ok(())
     })
+}
+
+/// The API token file's token, if one is given (never empty).
+fn api_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
+    let Some(p) = &args.api_token_file else {
+        return Ok(None);
+    };
+    let t = std::fs::read_to_string(p)
+        .with_context(|| format!("reading the API token file {}", p.display()))?;
+    let t = t.trim().to_string();
+    if t.is_empty() {
+        anyhow::bail!("the API token file {} is empty", p.display());
+    }
+    Ok(Some(t))
+}
+
+/// Refuse an open REST API beyond loopback (unless --insecure); warn of plain HTTP there.
+fn check_api_exposure(
+    args: &ServeArgs,
+    a: SocketAddr,
+    token: bool,
+    users: usize,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    if !a.ip().is_loopback() && !token && users == 0 && !args.insecure {
+        anyhow::bail!(
+            "refusing to serve the REST API on non-loopback address {a} with no API \
+             users and no --api-token-file (anyone could change policies and delete \
+             volumes); create a user (qoslab user create NAME --data-dir {}), give a \
+             token file, or --insecure to do it anyway",
+            data_dir.display()
+        );
+    }
+    if !a.ip().is_loopback() && args.insecure_http {
+        tracing::warn!("--insecure-http on non-loopback address {a}: credentials and data cross the network in clear");
+    }
+    Ok(())
+}
+
+/// The TLS identity's line at start.
+fn print_tls(files: &control_plane::tls::TlsFiles, nbd_mode: TlsMode) {
+    println!(
+        "qoslab: tls: certificate {}{}; NBD TLS {}",
+        files.cert.display(),
+        match &files.ca {
+            Some(ca) => format!(" (clients trust {})", ca.display()),
+            None => String::new(),
+        },
+        match nbd_mode {
+            TlsMode::Off => "off",
+            TlsMode::On => "on (nbds:// or plain)",
+            TlsMode::Require => "required (nbds:// only)",
+        }
+    );
+}
+
+/// Where and how the REST API listens, as decided.
+struct ApiListen<'a> {
+    addr: SocketAddr,
+    /// The listen address's source, for errors.
+    source: &'a str,
+    /// The TLS identity, unless the API is plain HTTP.
+    tls: Option<&'a control_plane::tls::TlsFiles>,
+    auth: Arc<control_plane::api::auth::Auth>,
+    max_connections: usize,
+}
+
+/// The REST API's front end, bound, with its line at start.
+fn api_front_end(
+    l: ApiListen<'_>,
+    cp: &Arc<ControlPlane>,
+    users: usize,
+    token: bool,
+) -> anyhow::Result<ApiFrontEnd> {
+    let server_tls = match l.tls {
+        Some(f) => Some(control_plane::tls::server_config(f, &[b"http/1.1"])?),
+        None => None,
+    };
+    let cfg = api_http::HttpConfig {
+        auth: l.auth,
+        tls: server_tls,
+        max_connections: l.max_connections,
+    };
+    let a = l.addr;
+    let api = ApiFrontEnd::bind(a, cp.clone(), cfg).map_err(|e| {
+        crate::serve_start::listen_error(
+            "the REST API",
+            &a.to_string(),
+            l.source,
+            "--listen-http ADDR (or off)",
+            &e,
+        )
+    })?;
+    let who = match (users, token) {
+        (0, false) => "open: no API users, no token".to_string(),
+        (0, true) => "changes need the bearer token".to_string(),
+        (n, t) => format!(
+            "{n} API user(s){}: every request needs credentials",
+            if t { " and the bearer token" } else { "" }
+        ),
+    };
+    println!(
+        "qoslab: api: {}://{} ({who})",
+        api.scheme(),
+        api.local_addr()
+    );
+    Ok(api)
 }
 
 /// Where NBD listens, as decided (with each setting's source, for errors).
