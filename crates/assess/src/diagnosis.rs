@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | 1 | `qos-bound` | the volume's rate within 97%..103% of a ceiling that applied: the effective ceiling, or its burst ceiling while its bucket had credits (IOPS or bytes/s; the node's own count when it has one, else fio's `iops_mean`/`bw_mean`) |
 //! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples); in both, the job's processes moved at least half its bytes (when their I/O counters are known) |
-//! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node and at least 25% of a core |
+//! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node |
 //! | 4 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
 //! | 5 | `network-bound` | a NIC at ≥ 90% of its link speed |
 //! | 6 | `starved-host` | the kernel's pressure stall information over the window (of the job's own cgroups, else the host's): runnable tasks waited for a CPU ≥ 25% of the time while work not the job's took ≥ 20% of a core; or tasks stalled on memory ≥ 10%; or on I/O ≥ 25% while a device was ≥ 50% busy with less than half its bytes the job's |
@@ -71,10 +71,6 @@ pub mod limits {
     pub const CLIENT_PROC_PCT: f64 = 90.0;
     /// Host idle below this (percent of all CPUs) makes the biggest consumer the limit.
     pub const HOST_IDLE_PCT: f64 = 5.0;
-    /// fio's processes at least this share of a core for busy CPUs to be fio's limit: a
-    /// fio that used less was waiting on its I/O, not short of CPU (busy CPUs are then
-    /// others' work: `starved-host`, `noisy-host`).
-    pub const CLIENT_MIN_PCT: f64 = 25.0;
     /// The node at this share of all its host's CPUs.
     pub const NODE_ALL_CPUS_SHARE: f64 = 0.90;
     /// A NIC's busier direction at this share of its link speed.
@@ -428,7 +424,7 @@ fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
             Some(v) => (v, "the CPUs fio ran on"),
             None => (h.idle_pct, "the host"),
         };
-        if idle < HOST_IDLE_PCT && h.fio_pct >= h.node_pct && h.fio_pct >= CLIENT_MIN_PCT {
+        if idle < HOST_IDLE_PCT && h.fio_pct >= h.node_pct {
             return decided(
                 Bottleneck::ClientCpuBound,
                 format!(
@@ -443,13 +439,7 @@ fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
                         "%",
                         &format!("< {HOST_IDLE_PCT:.0}"),
                     ),
-                    Figure::new(
-                        "fio cpu",
-                        &h.host,
-                        h.fio_pct,
-                        "% of a core",
-                        &format!(">= node cpu, >= {CLIENT_MIN_PCT:.0}"),
-                    ),
+                    Figure::new("fio cpu", &h.host, h.fio_pct, "% of a core", ">= node cpu"),
                     Figure::new("node cpu", &h.host, h.node_pct, "% of a core", ""),
                     Figure::new("other cpu", &h.host, h.other_pct, "% of a core", ""),
                 ],

@@ -214,22 +214,6 @@ fn each_rule_on_its_own_case() {
             "idle of the CPUs fio ran on",
         ),
         (
-            // Issue 35's hostile round 2: a fio at 0.5% of a core on a saturated loop device
-            // while hogs took the CPUs: fio waited on its device, it was not short of CPU.
-            "no idle, fio waiting on its device at 0.5% of a core",
-            Box::new(|i| {
-                let h = &mut i.hosts[0];
-                h.idle_pct = 1.0;
-                h.fio_cpus_idle_pct = Some(1.0);
-                h.fio_pct = 0.5;
-                h.fio_max_proc_pct = 0.5;
-                h.node_pct = 0.0;
-                h.other_pct = 190.0;
-            }),
-            Bottleneck::NoisyHost,
-            "other cpu",
-        ),
-        (
             "no per-CPU figures: the host's idle",
             Box::new(|i| {
                 let h = &mut i.hosts[0];
