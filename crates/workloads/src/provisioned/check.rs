@@ -134,6 +134,13 @@ impl Check {
         })
     }
 
+    /// Whether the check measures the fall from the burst (`burst_duration`, the
+    /// after-credits rates): what a fall that was the client's, not the bucket's, leaves
+    /// unmeasured.
+    pub fn after_the_fall(&self) -> bool {
+        self.metric == "burst_duration" || self.metric.ends_with("_after_credits")
+    }
+
     /// Judge a step: `measured` its metrics, `names` the values of the names it may use.
     /// A metric or name without a value (a burst that never ended, a figure the spec
     /// lacks) fails, saying so. A failure the job's `diagnosis` explains is inconclusive

@@ -199,29 +199,37 @@ impl ProvisionedPlan {
         out
     }
 
-    /// Whether the node's samples of step `i`'s volume show its burst bucket (in the step's
-    /// dimension) never ran out during the step's runtime: it never held less than one
-    /// second of its baseline. False when the step does not burst or the node reported no
-    /// bucket (then fio's windows alone tell).
-    fn credits_never_ran_out(
+    /// The node's samples of step `i`'s burst bucket (in the step's dimension) within the
+    /// step's runtime, as (end of window ms on the node's clock, bucket), and the end of the
+    /// node's first window with I/O on the volume (how far the node's clock may run ahead
+    /// of fio's: `super::kept::held_after_fall`). Empty when the step does not burst or the
+    /// node reported no bucket (then fio's windows alone tell).
+    fn buckets(
         &self,
         i: usize,
         series: &harness::series::JobSeries,
         volume: Option<&str>,
-    ) -> bool {
+    ) -> (Vec<(u64, harness::series::CreditSample)>, u64) {
         let step = &self.steps[i];
         let (Some(_), Some(runtime)) = (step.burst, step.runtime) else {
-            return false;
+            return (Vec::new(), 0);
         };
         let end_ms = (runtime * 1000.0).round() as u64;
         let bw = step.unit == Unit::Bw;
-        let buckets: Vec<harness::series::CreditSample> = series
-            .node
-            .iter()
-            .filter(|n| volume.is_none_or(|v| n.volume == v) && n.t_ms <= end_ms)
-            .filter_map(|n| if bw { n.bytes_credits } else { n.iops_credits })
+        let ours = || {
+            series
+                .node
+                .iter()
+                .filter(|n| volume.is_none_or(|v| n.volume == v))
+        };
+        let lead_ms = ours()
+            .find(|n| n.read_iops + n.write_iops + n.other_iops > 0.0)
+            .map_or(0, |n| n.t_ms);
+        let buckets = ours()
+            .filter(|n| n.t_ms <= end_ms)
+            .filter_map(|n| Some((n.t_ms, if bw { n.bytes_credits } else { n.iops_credits }?)))
             .collect();
-        super::kept::never_ran_out(&buckets)
+        (buckets, lead_ms)
     }
 
     /// One step: wait for its bucket, run fio, measure, judge, store.
@@ -279,10 +287,16 @@ impl ProvisionedPlan {
         let mut metrics = self.metrics(i, &r, &series);
         // The node's bucket is the word on when credits ran out: a fall in fio's windows
         // while the bucket still held credits (a starved client, not the baseline) is no
-        // transition, and nothing was measured "after credits".
-        if self.credits_never_ran_out(i, &series, volume.as_deref()) {
+        // transition, and nothing was measured "after credits". A bucket that never ran out
+        // measured nothing after credits; one that still held them after fio's rate fell
+        // makes what fio timed and measured after that fall inconclusive (below).
+        let (buckets, lead_ms) = self.buckets(i, &series, volume.as_deref());
+        if super::kept::never_ran_out(&buckets) {
             metrics.retain(|k, _| !k.ends_with("_after_credits") && k != "burst_duration");
         }
+        let early_fall = metrics
+            .get("burst_duration")
+            .and_then(|&fell| super::kept::clients_fall(&buckets, lead_ms, fell));
         if let Some(bal) = self.balances.as_mut() {
             bal.spent(&r, elapsed);
         }
@@ -316,6 +330,14 @@ impl ProvisionedPlan {
             .iter()
             .map(|c| c.check(&metrics, &names, Some(&diagnosis), io_error, &kept))
             .collect();
+        if let Some(reason) = &early_fall {
+            for (v, c) in verdicts.iter_mut().zip(&self.checks[i]) {
+                if c.after_the_fall() && v.outcome == assess::Outcome::Fail {
+                    v.outcome = assess::Outcome::Inconclusive;
+                    v.reason = Some(reason.clone());
+                }
+            }
+        }
         if io_error {
             row.error = Some(format!("fio reported error {}", r.error));
             for v in &mut verdicts {
