@@ -24,7 +24,12 @@ pub fn qoslab(dir: &Dir, args: &[&str], limit: Duration) -> Output {
 
 /// Run `cmd` (`what` names it in a failure) with no stdin and its output piped; fail the
 /// test if it takes longer than `limit`. Output is read while the child runs.
-pub fn output_within(mut cmd: Command, what: &str, limit: Duration) -> Output {
+pub fn output_within(cmd: Command, what: &str, limit: Duration) -> Output {
+    output_within_pid(cmd, what, limit).1
+}
+
+/// [`output_within`], with the child's process id (what names its per-run files).
+pub fn output_within_pid(mut cmd: Command, what: &str, limit: Duration) -> (u32, Output) {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -58,11 +63,13 @@ pub fn output_within(mut cmd: Command, what: &str, limit: Duration) -> Output {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    Output {
+    let pid = child.id();
+    let o = Output {
         status,
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
-    }
+    };
+    (pid, o)
 }
 
 pub fn text(o: &Output) -> (String, String) {

@@ -1,7 +1,8 @@
-//! Acceptance of the system suites (issue 17) through the real `qoslab` binary, on one set
-//! of namespace hosts shared by every step (built once: 3 hosts with 250 Mbit/s links,
-//! h0-h1 held to 50 Mbit/s, three 32 MiB loop devices each; torn down at the end, on
-//! failure too):
+//! Acceptance of the system suites (issue 17) through the real `qoslab` binary, on
+//! namespace hosts (3 hosts with 250 Mbit/s links, h0-h1 held to 50 Mbit/s, three 32 MiB
+//! loop devices each; torn down at the end of each test, on failure too), one test per
+//! suite so that only the one that measures the machine (network goodput against a shaped
+//! link) runs in the `heavy` group:
 //!
 //! - network: the matrix finds the throttled pair, and only it, below its threshold; the
 //!   other pairs within 10% of their 250 Mbit/s shaping; retransmits recorded;
@@ -11,7 +12,8 @@
 //! - block through fio client/server on 2 load generators: per-client and merged results;
 //!   nfs on a directory that is not on NFS refused;
 //! - every suite's report rendered by headless Chromium; results exported as CSV and JSON;
-//! - SIGTERM during a suite leaves no remote server, run directory or ssh control directory.
+//! - every run, refused ones too, removes its log, run and ssh control directories; SIGTERM
+//!   during a suite leaves no remote server, run directory or ssh control directory.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use testbed::{run, Spec, Testbed};
 
-use crate::bench_util::{qoslab, text, Dir, QOSLAB};
+use crate::bench_util::{output_within_pid, qoslab, text, Dir, QOSLAB};
 use crate::report::{by_id, console_errors, render};
 use crate::util::{heavy, require_tool};
 
@@ -29,15 +31,40 @@ fn sum(p: &Path) -> String {
     run("sha256sum", &[p.to_str().unwrap()]).unwrap()
 }
 
-/// `qoslab bench ARGS --ssh-config CFG --db r.db`: (exit code, stdout, stderr).
+/// `qoslab bench ARGS --ssh-config CFG --db r.db`: (exit code, stdout, stderr). The run,
+/// refused ones too, left none of its per-run directories in /tmp.
 pub fn bench(d: &Dir, bed: &Testbed, args: &[&str]) -> (Option<i32>, String, String) {
     let cfg = bed.ssh_config.display().to_string();
-    let mut all = vec!["bench"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--ssh-config", &cfg, "--db", "r.db"]);
-    let o = qoslab(d, &all, LIMIT);
+    let mut cmd = std::process::Command::new(QOSLAB);
+    cmd.args(["--log-level", "warn", "bench"])
+        .args(args)
+        .args(["--ssh-config", &cfg, "--db", "r.db"])
+        .current_dir(d.path())
+        .env_remove("QOSLAB_DB");
+    let (pid, o) = output_within_pid(cmd, &format!("qoslab bench {args:?}"), LIMIT);
     let (out, err) = text(&o);
+    let left = leftovers(pid);
+    assert!(
+        left.is_empty(),
+        "qoslab bench {args:?} left in /tmp: {left:?}"
+    );
     (o.status.code(), out, err)
+}
+
+/// What a qoslab process `pid` left in /tmp: a suite's fio log directory, its run
+/// directory on the (namespace) hosts, its ssh control directory.
+fn leftovers(pid: u32) -> Vec<String> {
+    let mine = [
+        format!("qoslab-suite-logs-{pid}-"),
+        format!("qoslab-run-{pid}-"),
+        format!("qoslab-ssh-{pid}"),
+    ];
+    std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| mine.iter().any(|m| n == m || n.starts_with(m.as_str())))
+        .collect()
 }
 
 /// The last run as exported JSON.
@@ -152,13 +179,12 @@ fn report_renders(d: &Dir, name: &str) -> String {
 const LINK_MBIT: u32 = 250;
 const SLOW_MBIT: u32 = 50;
 
-#[test]
-fn system_suites_through_the_binary_on_namespace_hosts() {
-    let _g = heavy();
+/// The namespace hosts every test here runs on.
+fn bed() -> Testbed {
     for t in ["chromium", "fio", "iperf3"] {
         require_tool(t);
     }
-    let bed = Testbed::build(&Spec {
+    Testbed::build(&Spec {
         hosts: 3,
         link_mbit: LINK_MBIT,
         slow_pairs: vec![(0, 1, SLOW_MBIT)],
@@ -166,29 +192,32 @@ fn system_suites_through_the_binary_on_namespace_hosts() {
         disk_bytes: 32 << 20,
         vm_hosts: 0,
     })
-    .unwrap();
-    let d = Dir::new("suites");
-    let before = leftovers();
-    disks(&d, &bed);
-    storage(&d, &bed);
-    signals(&d, &bed);
-    network(&d, &bed);
-    // Every run, refused ones too, removed its log directory and its ssh control directory.
-    let after: Vec<String> = leftovers()
-        .into_iter()
-        .filter(|n| !before.contains(n))
-        .collect();
-    assert!(after.is_empty(), "left in /tmp: {after:?}");
+    .unwrap()
 }
 
-/// qoslab's per-run directories in /tmp (fio logs of a suite, ssh control sockets).
-fn leftovers() -> Vec<String> {
-    std::fs::read_dir("/tmp")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("qoslab-suite-logs-") || n.starts_with("qoslab-ssh-"))
-        .collect()
+#[test]
+fn network_suite_finds_the_throttled_pair_and_draws_its_heat_map() {
+    let _g = heavy();
+    let bed = bed();
+    network(&Dir::new("suites-network"), &bed);
+}
+
+#[test]
+fn disks_suite_sizes_refuses_a_file_system_and_writes_only_the_given_devices() {
+    let bed = bed();
+    disks(&Dir::new("suites-disks"), &bed);
+}
+
+#[test]
+fn block_suite_merges_two_load_generators_and_nfs_refuses_a_local_directory() {
+    let bed = bed();
+    storage(&Dir::new("suites-block"), &bed);
+}
+
+#[test]
+fn sigterm_mid_suite_leaves_no_server_run_directory_or_ssh_directory() {
+    let bed = bed();
+    signals(&Dir::new("suites-signals"), &bed);
 }
 
 fn network(d: &Dir, bed: &Testbed) {
@@ -650,12 +679,23 @@ fn signals(d: &Dir, bed: &Testbed) {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .find(|n| n.starts_with(&format!("qoslab-run-{pid}-")))
     };
+    // iperf3 servers in this bed's namespaces only (other tests run their own beside it).
     let servers = || {
-        let o = std::process::Command::new("pgrep")
-            .args(["-f", "iperf3 -s -p 3000"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
+        let mut found = Vec::new();
+        for h in &bed.hosts {
+            let o = std::process::Command::new("ip")
+                .args(["netns", "pids", &h.ns])
+                .output()
+                .unwrap();
+            for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                if cmd.contains("iperf3 -s -p 3000") {
+                    found.push(format!("{}: {pid} {}", h.name, cmd.trim()));
+                }
+            }
+        }
+        found.join("; ")
     };
     let start = Instant::now();
     // The first pair is measuring once its client runs (servers started, run dir made).
@@ -676,9 +716,6 @@ fn signals(d: &Dir, bed: &Testbed) {
         !Path::new(&format!("/tmp/qoslab-ssh-{pid}")).exists(),
         "ssh control directory removed"
     );
-    let logs: Vec<String> = leftovers()
-        .into_iter()
-        .filter(|n| n.starts_with(&format!("qoslab-suite-logs-{pid}-")))
-        .collect();
+    let logs = leftovers(pid);
     assert!(logs.is_empty(), "local log directory removed: {logs:?}");
 }
