@@ -23,4 +23,6 @@ pub mod steady;
 pub use diagnosis::starved::{self, starvation};
 pub use diagnosis::{diagnose, Bottleneck, Diagnosis, Figure, FioFigures, Inputs, NodeFigures};
 pub use figures::HostFigures;
-pub use outcome::{judge, judge_kept, Check, ClientSide, Judged, Outcome, Quantity, Sense, Tally};
+pub use outcome::{
+    judge, judge_kept, meanwhile, Check, ClientSide, Judged, Outcome, Quantity, Sense, Tally,
+};

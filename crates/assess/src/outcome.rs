@@ -109,6 +109,21 @@ pub struct ClientSide {
     pub agreement: Agreement,
 }
 
+/// What the host was doing meanwhile, for a reason that names a side that lagged:
+/// "; meanwhile BOTTLENECK: WHY (PRESSURE)", the job's diagnosis with the host's pressure
+/// figures; empty without a diagnosis.
+pub fn meanwhile(diagnosis: Option<&Diagnosis>) -> String {
+    diagnosis
+        .map(|d| {
+            let pressure = match d.pressure_note() {
+                Some(p) if !d.reason.contains("pressure over the window") => format!(" ({p})"),
+                _ => String::new(),
+            };
+            format!("; meanwhile {}: {}{pressure}", d.bottleneck, d.reason)
+        })
+        .unwrap_or_default()
+}
+
 /// The check's outcome, judged on the node's figure (`check`) with the client's figure as
 /// the cross-check (module docs).
 pub fn judge_kept(
@@ -125,18 +140,7 @@ pub fn judge_kept(
                 } else {
                     ("fio's", "the node's")
                 };
-                // What the host was doing meanwhile (a starved host's pressure figures).
-                let host = diagnosis
-                    .map(|d| {
-                        let pressure = match d.pressure_note() {
-                            Some(p) if !d.reason.contains("pressure over the window") => {
-                                format!(" ({p})")
-                            }
-                            _ => String::new(),
-                        };
-                        format!("; meanwhile {}: {}{pressure}", d.bottleneck, d.reason)
-                    })
-                    .unwrap_or_default();
+                let host = meanwhile(diagnosis);
                 return Judged {
                     outcome: Outcome::Inconclusive,
                     reason: Some(format!(

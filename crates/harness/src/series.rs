@@ -33,6 +33,12 @@ pub struct CreditSample {
 }
 
 impl CreditSample {
+    /// Whether the bucket still holds one second of its baseline. One that holds less has
+    /// run out: within the next second it serves at its baseline.
+    pub fn holds_a_second(&self) -> bool {
+        self.balance >= self.baseline
+    }
+
     /// A bucket's state with the time to empty at `use_rate` (units per second).
     pub fn at_use(balance: f64, bucket: f64, baseline: f64, burst: f64, use_rate: f64) -> Self {
         let drain = use_rate.min(burst) - baseline;

@@ -137,7 +137,7 @@ impl Check {
     /// Whether the check measures the fall from the burst (`burst_duration`, the
     /// after-credits rates): what a fall that was the client's, not the bucket's, leaves
     /// unmeasured.
-    pub fn after_the_fall(&self) -> bool {
+    fn after_the_fall(&self) -> bool {
         self.metric == "burst_duration" || self.metric.ends_with("_after_credits")
     }
 
@@ -150,7 +150,33 @@ impl Check {
     /// A rate the node also measured (`kept`: the steady, burst and after-credits rates on
     /// a qoslab node) is judged on the node's figure, fio's being the cross-check
     /// ([`assess::judge_kept`]).
+    ///
+    /// `clients_fall`: why fio's fall from the burst rate was the client's, when the node's
+    /// bucket says so (`kept::clients_fall`: it still held credits after the fall). A
+    /// failed check on what follows the fall (the burst's duration, the after-credits
+    /// rates) then measured nothing, and is inconclusive for that reason, with what the
+    /// host was doing meanwhile (`assess::meanwhile`: the diagnosis and its pressure).
     pub fn check(
+        &self,
+        measured: &BTreeMap<String, f64>,
+        names: &dyn Fn(&str) -> Option<f64>,
+        diagnosis: Option<&assess::Diagnosis>,
+        io_error: bool,
+        kept: &BTreeMap<String, super::kept::Kept>,
+        clients_fall: Option<&str>,
+    ) -> Verdict {
+        let mut v = self.judged(measured, names, diagnosis, io_error, kept);
+        if let Some(reason) = clients_fall {
+            if self.after_the_fall() && v.outcome == assess::Outcome::Fail {
+                v.outcome = assess::Outcome::Inconclusive;
+                v.reason = Some(format!("{reason}{}", assess::meanwhile(diagnosis)));
+            }
+        }
+        v
+    }
+
+    /// [`Check::check`] before a client's fall is taken into account.
+    fn judged(
         &self,
         measured: &BTreeMap<String, f64>,
         names: &dyn Fn(&str) -> Option<f64>,
@@ -330,7 +356,7 @@ mod tests {
         let v = |t: &str| {
             Check::parse(t, &n)
                 .unwrap()
-                .check(&m, &vals, None, false, &BTreeMap::new())
+                .check(&m, &vals, None, false, &BTreeMap::new(), None)
         };
         assert!(v("burst_duration ~= spec.burst_seconds +-5%").passed);
         assert!(!v("burst_duration ~= spec.burst_seconds +-1%").passed);
@@ -363,7 +389,7 @@ mod tests {
             let d = b.map(d);
             Check::parse(t, &n)
                 .unwrap()
-                .check(&m, &vals, d.as_ref(), io_error, &BTreeMap::new())
+                .check(&m, &vals, d.as_ref(), io_error, &BTreeMap::new(), None)
                 .outcome
         };
         use assess::{Bottleneck as B, Outcome as O};
@@ -434,7 +460,7 @@ mod tests {
             .into();
             Check::parse("iops_after_credits ~= spec.ssd_iops +-1%", &n)
                 .unwrap()
-                .check(&m, &vals, None, false, &kept)
+                .check(&m, &vals, None, false, &kept, None)
         };
         let steady = judge(&flow(&|_| 364.0));
         assert_eq!(steady.outcome, assess::Outcome::Fail, "{steady:?}");
@@ -452,5 +478,65 @@ mod tests {
         // Under the baseline it is judged as measured: a failure here (no diagnosis).
         let low = judge(&flow(&|_| 250.0));
         assert_eq!(low.outcome, assess::Outcome::Fail, "{low:?}");
+    }
+
+    /// The CI-like gp2 failure: fio's rate fell at 3.86 s while the node's bucket still held
+    /// credits. With the node's word on the fall, the checks on what follows it are
+    /// inconclusive with that reason; the burst rate is judged as measured; without it
+    /// (a bucket that ran out) the same figures fail.
+    #[test]
+    fn a_fall_the_node_calls_the_clients_makes_only_what_follows_it_inconclusive() {
+        let steps = Vec::new();
+        let n = names(&steps);
+        let m: BTreeMap<String, f64> = [
+            ("burst_duration".to_string(), 3.86),
+            ("iops_after_credits".to_string(), 1010.0),
+            ("iops_burst".to_string(), 2400.0),
+        ]
+        .into();
+        let vals = |k: &str| match k {
+            "spec.burst_seconds" => Some(5.0),
+            "spec.ssd_iops" => Some(300.0),
+            _ => None,
+        };
+        let why = "fio's rate fell at 3.86 s, but the node's bucket still held 9000 credits \
+                   (66% of it) in a sample read at least 0.14 s after that: fio lagged; ...";
+        let judge = |t: &str, fall: Option<&str>| {
+            Check::parse(t, &n)
+                .unwrap()
+                .check(&m, &vals, None, false, &BTreeMap::new(), fall)
+        };
+        use assess::Outcome as O;
+        for t in [
+            "burst_duration ~= spec.burst_seconds +-5%",
+            "iops_after_credits ~= spec.ssd_iops +-1%",
+        ] {
+            let v = judge(t, Some(why));
+            assert_eq!(v.outcome, O::Inconclusive, "{t}: {v:?}");
+            assert_eq!(v.reason.as_deref(), Some(why), "{t}");
+            assert_eq!(judge(t, None).outcome, O::Fail, "{t}");
+        }
+        // With the job's diagnosis, what the host was doing meanwhile is said too.
+        let d = assess::Diagnosis {
+            bottleneck: assess::Bottleneck::StarvedHost,
+            reason: "runnable tasks waited for a CPU 79% of the window".into(),
+            figures: vec![],
+        };
+        let v = Check::parse("burst_duration ~= spec.burst_seconds +-5%", &n)
+            .unwrap()
+            .check(&m, &vals, Some(&d), false, &BTreeMap::new(), Some(why));
+        assert_eq!(v.outcome, O::Inconclusive, "{v:?}");
+        let r = v.reason.unwrap_or_default();
+        assert!(
+            r.starts_with(why) && r.contains("; meanwhile starved-host: runnable tasks waited"),
+            "{r}"
+        );
+        let burst = judge("iops_burst >= 2900", Some(why));
+        assert_eq!(
+            burst.outcome,
+            O::Fail,
+            "the burst rate is not after the fall"
+        );
+        assert!(judge("burst_duration ~= 3.9s +-5%", Some(why)).passed);
     }
 }

@@ -61,7 +61,7 @@ impl Kept {
 /// never ran out: it never held less than one second of its baseline. An empty series
 /// says nothing (false): fio's windows alone then tell when the burst ended.
 pub fn never_ran_out(buckets: &[(u64, CreditSample)]) -> bool {
-    !buckets.is_empty() && buckets.iter().all(|(_, c)| c.balance >= c.baseline)
+    !buckets.is_empty() && buckets.iter().all(|(_, c)| c.holds_a_second())
 }
 
 /// The node's sample that shows fio's rate fell while the volume's bucket still held credits,
@@ -83,7 +83,7 @@ pub fn held_after_fall(
     buckets
         .iter()
         .find(|(t, _)| *t >= from)
-        .filter(|(_, c)| c.balance >= c.baseline)
+        .filter(|(_, c)| c.holds_a_second())
         .cloned()
 }
 
@@ -93,9 +93,9 @@ pub fn clients_fall(buckets: &[(u64, CreditSample)], lead_ms: u64, fell_s: f64) 
     let (t, c) = held_after_fall(buckets, lead_ms, fell_s)?;
     Some(format!(
         "fio's rate fell at {fell_s:.2} s, but the node's bucket still held {:.0} credits \
-         ({:.0}% of it) in a sample read at least {:.2} s after that: a starved client's \
-         dip, not the end of the burst, so when credits ran out and the rate after them \
-         were not measured",
+         ({:.0}% of it) in a sample read at least {:.2} s after that: fio lagged; a starved \
+         client's dip, not the end of the burst, so when credits ran out and the rate after \
+         them were not measured",
         c.balance,
         c.percent(),
         (t.saturating_sub(lead_ms) as f64 / 1000.0 - fell_s).max(0.0),

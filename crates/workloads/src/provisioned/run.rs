@@ -289,7 +289,7 @@ impl ProvisionedPlan {
         // while the bucket still held credits (a starved client, not the baseline) is no
         // transition, and nothing was measured "after credits". A bucket that never ran out
         // measured nothing after credits; one that still held them after fio's rate fell
-        // makes what fio timed and measured after that fall inconclusive (below).
+        // makes what fio timed and measured after that fall inconclusive (`Check::check`).
         let (buckets, lead_ms) = self.buckets(i, &series, volume.as_deref());
         if super::kept::never_ran_out(&buckets) {
             metrics.retain(|k, _| !k.ends_with("_after_credits") && k != "burst_duration");
@@ -328,16 +328,11 @@ impl ProvisionedPlan {
         kept.retain(|k, _| metrics.contains_key(k));
         let mut verdicts: Vec<Verdict> = self.checks[i]
             .iter()
-            .map(|c| c.check(&metrics, &names, Some(&diagnosis), io_error, &kept))
+            .map(|c| {
+                let fall = early_fall.as_deref();
+                c.check(&metrics, &names, Some(&diagnosis), io_error, &kept, fall)
+            })
             .collect();
-        if let Some(reason) = &early_fall {
-            for (v, c) in verdicts.iter_mut().zip(&self.checks[i]) {
-                if c.after_the_fall() && v.outcome == assess::Outcome::Fail {
-                    v.outcome = assess::Outcome::Inconclusive;
-                    v.reason = Some(reason.clone());
-                }
-            }
-        }
         if io_error {
             row.error = Some(format!("fio reported error {}", r.error));
             for v in &mut verdicts {
