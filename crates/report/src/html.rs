@@ -297,6 +297,25 @@ fn op_row(o: &mut String, j: &JobRecord, x: &harness::ops::OpResult) {
 pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     let mut o = String::with_capacity(64 * 1024);
     let mut n_charts = 0usize;
+    header(&mut o, run);
+    o.push_str("<pre id=\"js-errors\" hidden></pre>\n");
+    answer(&mut o, run, hooks, &mut n_charts);
+    contents(&mut o, run);
+    verdicts(&mut o, run);
+    setup(&mut o, run);
+    results(&mut o, run, &mut n_charts);
+    summary_tables(&mut o, run, hooks, &mut n_charts);
+    series(&mut o, run, &mut n_charts);
+    let _ = write!(
+        o,
+        "<h2 id=\"plan\">Plan</h2><pre>{}</pre>\n<p class=\"meta noprint\">Charts drawn by this browser: <span id=\"charts-drawn\">0</span> of <span id=\"charts-expected\">{n_charts}</span>.</p>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        esc(&run.plan_text)
+    );
+    o.into_bytes()
+}
+
+/// The page's head and the run's header (title, status, verdict tally, when and where).
+fn header(o: &mut String, run: &RunRecord) {
     let tally = run.tally();
     let title = format!("qoslab run {}: {}", run.id, run.name);
     let _ = write!(
@@ -333,9 +352,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         esc(&run.env.fio_version),
         esc(&run.env.qoslab_version)
     );
-    o.push_str("<pre id=\"js-errors\" hidden></pre>\n");
-    answer(&mut o, run, hooks, &mut n_charts);
-    // Contents (screen only): sections, then every job with its verdict.
+}
+
+/// Contents (screen only): sections, then every job with its verdict.
+fn contents(o: &mut String, run: &RunRecord) {
     o.push_str("<nav><a href=\"#verdicts\">Verdicts</a> &middot; <a href=\"#setup\">Volumes and policies</a> &middot; <a href=\"#results\">Results</a>");
     if run.tables.len() > 1 {
         o.push_str(" &middot; <a href=\"#tables\">Summary tables</a>");
@@ -363,8 +383,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         o.push_str("</ol>");
     }
     o.push_str("</nav>\n");
+}
 
-    // Verdicts: failures first, each spelled out.
+/// Verdicts: failures first, each spelled out.
+fn verdicts(o: &mut String, run: &RunRecord) {
     let mut vs: Vec<(&JobRecord, &harness::verdict::Verdict)> = run
         .jobs
         .iter()
@@ -410,8 +432,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push_str("</tbody></table>");
     }
+}
 
-    // Setup: policies and volumes with their effective limits.
+/// Setup: policies and volumes with their effective limits.
+fn setup(o: &mut String, run: &RunRecord) {
     o.push_str("<h2 id=\"setup\">Volumes and policies</h2>");
     if run.volumes.is_empty() {
         o.push_str("<p>The target is not a qoslab node: no volumes or limits recorded.</p>");
@@ -454,8 +478,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push_str("</tbody></table>");
     }
+}
 
-    // Results.
+/// Results: a row per job, direction and client; the latency percentiles; iterations.
+fn results(o: &mut String, run: &RunRecord, n_charts: &mut usize) {
     o.push_str("<h2 id=\"results\">Results</h2><table><thead><tr><th>#</th><th>workload</th><th>job</th><th>volume</th><th>client</th><th>dir</th><th>IOPS</th><th>IOPS (steady)</th><th>bandwidth</th><th>mean lat</th><th>p99</th><th>p99.9</th><th>verdict</th></tr></thead><tbody>");
     for j in &run.jobs {
         let mut any = false;
@@ -463,13 +489,13 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             for (dir, d) in [("read", &r.read), ("write", &r.write)] {
                 if d.active() {
                     any = true;
-                    dir_row(&mut o, j, r.client.as_deref(), dir, d);
+                    dir_row(o, j, r.client.as_deref(), dir, d);
                 }
             }
         }
         for x in &j.ops {
             any = true;
-            op_row(&mut o, j, x);
+            op_row(o, j, x);
         }
         if !any {
             // A finished job without fio results measured something else (an iperf3 test,
@@ -498,7 +524,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     }
     o.push_str("</p>");
     if let Some(c) = latency_percentiles(run) {
-        figures(&mut o, &[c], &mut n_charts);
+        figures(o, &[c], n_charts);
     }
     let spreads = crate::export::iteration_spreads(run);
     if !spreads.is_empty() {
@@ -518,8 +544,15 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push_str("</tbody></table><p class=\"meta\">The spread of a job's steady IOPS over the plan's iterations (sample standard deviation); <code>qoslab compare</code> flags a change only beyond twice the larger spread of the two runs.</p>");
     }
+}
 
-    // Profile tables (the first is the answer's headline, at the top).
+/// Profile tables (the first is the answer's headline, at the top) and the hooks' sections.
+fn summary_tables(
+    o: &mut String,
+    run: &RunRecord,
+    hooks: &[&dyn ReportHooks],
+    n_charts: &mut usize,
+) {
     if run.tables.len() > 1 {
         o.push_str("<h2 id=\"tables\">Summary tables</h2>");
         for t in &run.tables[1..] {
@@ -529,7 +562,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 esc(&t.name),
                 esc(&t.kind)
             );
-            figures(&mut o, &table_charts(hooks, t), &mut n_charts);
+            figures(o, &table_charts(hooks, t), n_charts);
             o.push_str(&table_html(t));
         }
     }
@@ -537,11 +570,13 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         o.push_str(&h.html(run));
         for (heading, charts) in h.html_charts(run) {
             let _ = write!(o, "<h3>{}</h3>", esc(&heading));
-            figures(&mut o, &charts, &mut n_charts);
+            figures(o, &charts, n_charts);
         }
     }
+}
 
-    // Time series per job.
+/// Time series per job.
+fn series(o: &mut String, run: &RunRecord, n_charts: &mut usize) {
     o.push_str("<h2 id=\"series\">Over time, per job</h2>");
     if run.series.is_empty() {
         o.push_str("<p>No time series were recorded for this run.</p>");
@@ -569,13 +604,6 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 w => w,
             }
         );
-        figures(&mut o, &charts, &mut n_charts);
+        figures(o, &charts, n_charts);
     }
-
-    let _ = write!(
-        o,
-        "<h2 id=\"plan\">Plan</h2><pre>{}</pre>\n<p class=\"meta noprint\">Charts drawn by this browser: <span id=\"charts-drawn\">0</span> of <span id=\"charts-expected\">{n_charts}</span>.</p>\n<script>{SCRIPT}</script>\n</body></html>\n",
-        esc(&run.plan_text)
-    );
-    o.into_bytes()
 }
