@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use test_support::TestDir;
 
-use crate::backend::{Backend, FileBackend};
 use crate::{Node, NodeConfig};
 
 /// A node, the config it was opened from, and its data directory (removed on drop: keep
@@ -52,9 +51,5 @@ impl std::ops::Deref for TestNode {
     }
 }
 
-/// A 1 MiB file backend (`v.img`) in a fresh directory, for layer tests.
-pub fn file_backend(tag: &str) -> (TestDir, Arc<dyn Backend>) {
-    let d = TestDir::new(tag);
-    let b = FileBackend::open(&d.join("v.img"), 1 << 20, false, false).unwrap();
-    (d, Arc::new(b))
-}
+/// A 1 MiB file backend in a fresh directory, for layer tests.
+pub use crate::backend::scratch_file as file_backend;

@@ -189,7 +189,7 @@ impl LayerSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::file_backend as file;
+    use crate::backend::scratch_file as file;
 
     #[test]
     fn delay_passes_data_through_and_takes_its_time() {
