@@ -232,14 +232,19 @@ impl ProvisionedPlan {
         (buckets, lead_ms)
     }
 
-    /// One step: wait for its bucket, run fio, measure, judge, store.
-    fn step(&mut self, i: usize, ctx: &mut RunContext) -> Result<(), RunError> {
-        let step = self.steps[i].clone();
-        let volume = match (&self.node, ctx.target) {
+    /// The volume the steps run on: this plan's own node's, or a `--node` volume.
+    fn volume(&self, target: &Target) -> Option<String> {
+        match (&self.node, target) {
             (Some(_), _) => Some(self.spec.volume().to_string()),
             (None, Target::NodeVolume { volume, .. }) => Some(volume.clone()),
             _ => None,
-        };
+        }
+    }
+
+    /// One step: wait for its bucket, run fio, measure, judge, store.
+    fn step(&mut self, i: usize, ctx: &mut RunContext) -> Result<(), RunError> {
+        let step = self.steps[i].clone();
+        let volume = self.volume(ctx.target);
         let node = self.node.as_ref().map(|(n, _)| n);
         if let (Some(b), Some(bal)) = (step.burst, self.balances.as_mut()) {
             bal.wait_full(&b, node, ctx.target, volume.as_deref(), &mut *ctx.ui);
@@ -330,33 +335,16 @@ impl ProvisionedPlan {
             .iter()
             .map(|c| c.check(&metrics, &names, Some(&diagnosis), io_error, &kept))
             .collect();
-        if let Some(reason) = &early_fall {
-            for (v, c) in verdicts.iter_mut().zip(&self.checks[i]) {
-                if c.after_the_fall() && v.outcome == assess::Outcome::Fail {
-                    v.outcome = assess::Outcome::Inconclusive;
-                    v.reason = Some(reason.clone());
-                }
-            }
-        }
+        after_the_fall(&mut verdicts, &self.checks[i], early_fall.as_deref());
         if io_error {
             row.error = Some(format!("fio reported error {}", r.error));
-            for v in &mut verdicts {
-                v.passed = false;
-                v.outcome = assess::Outcome::Fail;
-                v.detail = format!("fio reported error {}; {}", r.error, v.detail);
-            }
+            fail_on_io_error(&mut verdicts, r.error);
         }
         let count = |o: assess::Outcome| verdicts.iter().filter(|v| v.outcome == o).count();
         row.checks = verdicts.len();
         row.passed = count(assess::Outcome::Pass);
         row.inconclusive = count(assess::Outcome::Inconclusive);
-        let key = if step.unit == Unit::Bw { "bw" } else { "iops" };
-        row.result = metrics.get(key).map(|v| v / div);
-        row.burst = metrics.get(&format!("{key}_burst")).map(|v| v / div);
-        row.after_credits = metrics
-            .get(&format!("{key}_after_credits"))
-            .map(|v| v / div);
-        row.burst_s = metrics.get("burst_duration").copied();
+        row.fill(&metrics, step.unit == Unit::Bw, div);
         if step
             .options
             .iter()
@@ -599,5 +587,26 @@ impl FamilyPlan for ProvisionedPlan {
             self.spec.describe(),
             render(&self.rows)
         ))
+    }
+}
+
+/// A failed check judged on what fio measured after its rate fell, while the node's bucket
+/// still held credits (`early_fall`: why), is inconclusive.
+fn after_the_fall(verdicts: &mut [Verdict], checks: &[Check], early_fall: Option<&str>) {
+    let Some(reason) = early_fall else { return };
+    for (v, c) in verdicts.iter_mut().zip(checks) {
+        if c.after_the_fall() && v.outcome == assess::Outcome::Fail {
+            v.outcome = assess::Outcome::Inconclusive;
+            v.reason = Some(reason.to_string());
+        }
+    }
+}
+
+/// Every check of a job fio reported an error for fails, the error named.
+fn fail_on_io_error(verdicts: &mut [Verdict], error: i64) {
+    for v in verdicts {
+        v.passed = false;
+        v.outcome = assess::Outcome::Fail;
+        v.detail = format!("fio reported error {error}; {}", v.detail);
     }
 }
