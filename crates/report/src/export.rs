@@ -92,6 +92,19 @@ fn csv_assessment(j: &JobRecord) -> String {
     format!("{b},{},{steady}", csv_field(why))
 }
 
+/// A spread's figures as the reports show them: iterations, mean, stddev, spread (% of
+/// the mean), min, max.
+pub fn spread_cells(s: &assess::stats::Spread) -> [String; 6] {
+    [
+        s.n.to_string(),
+        fmt::sig(s.mean),
+        fmt::sig(s.stddev),
+        format!("{:.1}%", s.cv_pct()),
+        fmt::sig(s.min),
+        fmt::sig(s.max),
+    ]
+}
+
 /// Jobs run more than once (`iterations = N`): per (workload, job, volume), the spread of
 /// fio's steady IOPS (`iops_mean`, directions added) over the iterations, in job order.
 pub fn iteration_spreads(run: &RunRecord) -> Vec<(String, assess::stats::Spread)> {
@@ -666,16 +679,7 @@ fn md_iterations(o: &mut String, run: &RunRecord) {
     if !spreads.is_empty() {
         o.push_str("## Iterations\n\n| job | iterations | IOPS (steady) mean | stddev | spread (stddev % of mean) | min | max |\n|---|---:|---:|---:|---:|---:|---:|\n");
         for (name, s) in &spreads {
-            let _ = writeln!(
-                o,
-                "| {name} | {} | {} | {} | {:.1}% | {} | {} |",
-                s.n,
-                fmt::sig(s.mean),
-                fmt::sig(s.stddev),
-                s.cv_pct(),
-                fmt::sig(s.min),
-                fmt::sig(s.max)
-            );
+            let _ = writeln!(o, "| {name} | {} |", spread_cells(s).join(" | "));
         }
         o.push('\n');
     }

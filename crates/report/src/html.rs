@@ -530,17 +530,11 @@ fn results(o: &mut String, run: &RunRecord, n_charts: &mut usize) {
     if !spreads.is_empty() {
         o.push_str("<h2 id=\"iterations\">Iterations</h2><table><thead><tr><th>job</th><th>iterations</th><th>IOPS (steady) mean</th><th>stddev</th><th>spread</th><th>min</th><th>max</th></tr></thead><tbody>");
         for (name, s) in &spreads {
-            let _ = write!(
-                o,
-                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                esc(name),
-                s.n,
-                fmt::sig(s.mean),
-                fmt::sig(s.stddev),
-                s.cv_pct(),
-                fmt::sig(s.min),
-                fmt::sig(s.max)
-            );
+            let _ = write!(o, "<tr><td>{}</td>", esc(name));
+            for c in crate::export::spread_cells(s) {
+                let _ = write!(o, "<td class=\"n\">{c}</td>");
+            }
+            o.push_str("</tr>");
         }
         o.push_str("</tbody></table><p class=\"meta\">The spread of a job's steady IOPS over the plan's iterations (sample standard deviation); <code>qoslab compare</code> flags a change only beyond twice the larger spread of the two runs.</p>");
     }

@@ -307,10 +307,7 @@ mod tests {
             .collect();
         let mut text = String::new();
         super::render_metrics(&mut text, &node, &vols);
-        let families: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("# TYPE "))
-            .collect();
+        let families = crate::testing::metric_families(&text);
         assert_eq!(
             families,
             [

@@ -53,3 +53,11 @@ impl std::ops::Deref for TestNode {
 
 /// A 1 MiB file backend in a fresh directory, for layer tests.
 pub use crate::backend::scratch_file as file_backend;
+
+/// The families of a Prometheus text exposition, in order, each with its type (its
+/// `# TYPE` lines): what dashboards and alerts are written against.
+pub fn metric_families(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .collect()
+}
