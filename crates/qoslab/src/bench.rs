@@ -504,7 +504,7 @@ fn resolve_target(
             print!(
                 "{}",
                 crate::bench_target::dry_run(
-                    &plan,
+                    plan,
                     crate::bench_target::DryTarget::Described(on),
                     &plan
                         .body

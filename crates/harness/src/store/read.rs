@@ -218,8 +218,7 @@ impl Store {
 
     /// The run's own row (its jobs, volumes, ... empty).
     fn load_run_row(&self, id: i64) -> Result<RunRecord> {
-        Ok(self
-            .conn
+        self.conn
             .query_row(
                 "SELECT id, name, started_at, finished_at, status, plan_origin, plan_text, target,
                    executor, runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version
@@ -254,7 +253,7 @@ impl Store {
                 },
             )
             .optional()?
-            .ok_or(StoreError::NoRun(id))?)
+            .ok_or(StoreError::NoRun(id))
     }
 
     fn load_policies(&self, id: i64) -> Result<Vec<PolicyRecord>> {
