@@ -250,47 +250,50 @@ fn answer(o: &mut String, run: &RunRecord, hooks: &[&dyn ReportHooks], n_charts:
 }
 
 fn dir_row(o: &mut String, j: &JobRecord, client: Option<&str>, dir: &str, d: &DirStats) {
-    let _ = write!(
-        o,
-        "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{dir}</td>\
-         <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
-        j.seq,
-        j.seq,
-        esc(&j.workload),
-        esc(&j.name),
-        esc(j.volume.as_deref().unwrap_or("-")),
-        esc(client.unwrap_or("-")),
+    let figures = [
         fmt::iops(d.iops_text()),
         fmt::sig(d.iops_mean),
         fmt::bw(d.bw_text()),
         fmt::lat(d.lat_mean_ns),
         fmt::lat(d.p99_ns as f64),
         fmt::lat(d.p999_ns as f64),
-        v = verdict_word(j)
-    );
+    ];
+    result_row(o, j, [client.unwrap_or("-"), dir], &figures);
 }
 
 /// A request/response driver's operation as a results row (IOPS = ops/s; p99.9 = max).
 fn op_row(o: &mut String, j: &JobRecord, x: &harness::ops::OpResult) {
-    let _ = write!(
-        o,
-        "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-         <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
-        j.seq,
-        j.seq,
-        esc(&j.workload),
-        esc(&j.name),
-        esc(j.volume.as_deref().unwrap_or("-")),
-        esc(if x.client.is_empty() { "-" } else { &x.client }),
-        esc(&x.op),
+    let figures = [
         fmt::sig(x.ops_per_s),
         fmt::sig(x.segments.ops_median),
         fmt::bw(x.bytes_per_s as u64),
         fmt::lat(x.lat.mean_ns),
         fmt::lat(x.lat.p99_ns as f64),
         fmt::lat(x.lat.max_ns as f64),
-        v = verdict_word(j)
+    ];
+    let client = if x.client.is_empty() { "-" } else { &x.client };
+    result_row(o, j, [client, &x.op], &figures);
+}
+
+/// One row of the results table: the job, its volume, `client` and `dir` (a direction or
+/// an operation), six figures (IOPS, steady IOPS, bandwidth, mean, p99, p99.9) and the
+/// job's verdict.
+fn result_row(o: &mut String, j: &JobRecord, [client, dir]: [&str; 2], figures: &[String; 6]) {
+    let _ = write!(
+        o,
+        "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+        j.seq,
+        j.seq,
+        esc(&j.workload),
+        esc(&j.name),
+        esc(j.volume.as_deref().unwrap_or("-")),
+        esc(client),
+        esc(dir),
     );
+    for f in figures {
+        let _ = write!(o, "<td class=\"n\">{f}</td>");
+    }
+    let _ = write!(o, "<td class=\"{v}\">{v}</td></tr>", v = verdict_word(j));
 }
 
 /// The whole report page; `hooks` are the workload families' report hooks, in registry order.
