@@ -166,9 +166,57 @@ pub fn summarize(series: &HostSeries, from_ms: u64, to_ms: u64, devices: &[Strin
         .iter()
         .max_by(|a, b| a.roles.other.total_cmp(&b.roles.other));
 
+    let disks = disk_figures(&w, devices);
+
+    let nics = nic_figures(&w);
+
+    let pressure = Pressure::over(
+        &w.iter()
+            .filter_map(|s| Some((s.pressure?, s.interval_ms as f64)))
+            .collect::<Vec<_>>(),
+    );
+    let cgroups = cgroup_figures(&w);
+    let job_io: Vec<f64> = w.iter().filter_map(|s| s.job_io_bytes_s()).collect();
+
+    HostFigures {
+        host: series.host.clone(),
+        ncpus: series.ncpus,
+        samples: n,
+        idle_pct: avg(&|s| s.cpu.idle + s.cpu.iowait),
+        steal_pct: avg(&|s| s.cpu.steal),
+        fio_pct: avg(&|s| s.roles.fio),
+        fio_max_proc_pct: busiest(Role::Fio).map(|b| b.1).unwrap_or(0.0),
+        fio_cpus_idle_pct: mean(
+            &w.iter()
+                .filter_map(|s| s.fio_cpus_idle_pct())
+                .collect::<Vec<_>>(),
+        ),
+        node_pct: avg(&|s| s.roles.node),
+        other_pct: avg(&|s| s.roles.other),
+        other_peak_pct: peak.map(|s| s.roles.other).unwrap_or(0.0),
+        other_peak_idle_pct: peak.map(|s| s.cpu.idle + s.cpu.iowait).unwrap_or(100.0),
+        busiest_other: busiest(Role::Other),
+        disks,
+        nics,
+        harness_pct: avg(&|s| s.roles.harness),
+        kernel_pct: avg(&|s| s.roles.kernel),
+        run_queue_mean: avg(&|s| s.run_queue as f64),
+        run_queue_max: w.iter().map(|s| s.run_queue).max().unwrap_or(0),
+        pressure,
+        cgroups,
+        job_io_bytes_s: mean(&job_io),
+    }
+}
+
+/// Each device's figures over the window (`devices`, or every device that saw I/O),
+/// busiest first.
+fn disk_figures(w: &[&HostSample], devices: &[String]) -> Vec<DiskFigures> {
+    let avg = |f: &dyn Fn(&HostSample) -> f64| {
+        mean(&w.iter().map(|s| f(s)).collect::<Vec<_>>()).unwrap_or(0.0)
+    };
     let mut names: Vec<String> = devices.to_vec();
     if names.is_empty() {
-        for s in &w {
+        for s in w {
             for d in &s.disks {
                 if !names.contains(&d.name) {
                     names.push(d.name.clone());
@@ -205,16 +253,23 @@ pub fn summarize(series: &HostSeries, from_ms: u64, to_ms: u64, devices: &[Strin
         })
         .collect();
     disks.sort_by(|a, b| b.util_pct.total_cmp(&a.util_pct));
+    disks
+}
 
+/// Each NIC's figures over the window.
+fn nic_figures(w: &[&HostSample]) -> Vec<NicFigures> {
+    let avg = |f: &dyn Fn(&HostSample) -> f64| {
+        mean(&w.iter().map(|s| f(s)).collect::<Vec<_>>()).unwrap_or(0.0)
+    };
     let mut nic_names: Vec<String> = Vec::new();
-    for s in &w {
+    for s in w {
         for x in &s.nics {
             if !nic_names.contains(&x.name) {
                 nic_names.push(x.name.clone());
             }
         }
     }
-    let nics = nic_names
+    nic_names
         .into_iter()
         .map(|name| {
             let of = |s: &HostSample| s.nics.iter().find(|x| x.name == name).cloned();
@@ -226,16 +281,14 @@ pub fn summarize(series: &HostSeries, from_ms: u64, to_ms: u64, devices: &[Strin
                 name,
             }
         })
-        .collect();
+        .collect()
+}
 
-    let pressure = Pressure::over(
-        &w.iter()
-            .filter_map(|s| Some((s.pressure?, s.interval_ms as f64)))
-            .collect::<Vec<_>>(),
-    );
+/// Each cgroup's pressure over the window, with whose processes it held.
+fn cgroup_figures(w: &[&HostSample]) -> Vec<CgroupPressure> {
     let mut cgroups: Vec<CgroupPressure> = Vec::new();
     let mut paths: Vec<&str> = Vec::new();
-    for s in &w {
+    for s in w {
         for c in &s.cgroups {
             if !paths.contains(&c.path.as_str()) {
                 paths.push(&c.path);
@@ -245,7 +298,7 @@ pub fn summarize(series: &HostSeries, from_ms: u64, to_ms: u64, devices: &[Strin
     for path in paths {
         let mut roles: Vec<Role> = Vec::new();
         let mut parts = Vec::new();
-        for s in &w {
+        for s in w {
             for c in s.cgroups.iter().filter(|c| c.path == path) {
                 roles.extend(&c.roles);
                 parts.push((c.pressure, s.interval_ms as f64));
@@ -261,34 +314,5 @@ pub fn summarize(series: &HostSeries, from_ms: u64, to_ms: u64, devices: &[Strin
             });
         }
     }
-    let job_io: Vec<f64> = w.iter().filter_map(|s| s.job_io_bytes_s()).collect();
-
-    HostFigures {
-        host: series.host.clone(),
-        ncpus: series.ncpus,
-        samples: n,
-        idle_pct: avg(&|s| s.cpu.idle + s.cpu.iowait),
-        steal_pct: avg(&|s| s.cpu.steal),
-        fio_pct: avg(&|s| s.roles.fio),
-        fio_max_proc_pct: busiest(Role::Fio).map(|b| b.1).unwrap_or(0.0),
-        fio_cpus_idle_pct: mean(
-            &w.iter()
-                .filter_map(|s| s.fio_cpus_idle_pct())
-                .collect::<Vec<_>>(),
-        ),
-        node_pct: avg(&|s| s.roles.node),
-        other_pct: avg(&|s| s.roles.other),
-        other_peak_pct: peak.map(|s| s.roles.other).unwrap_or(0.0),
-        other_peak_idle_pct: peak.map(|s| s.cpu.idle + s.cpu.iowait).unwrap_or(100.0),
-        busiest_other: busiest(Role::Other),
-        disks,
-        nics,
-        harness_pct: avg(&|s| s.roles.harness),
-        kernel_pct: avg(&|s| s.roles.kernel),
-        run_queue_mean: avg(&|s| s.run_queue as f64),
-        run_queue_max: w.iter().map(|s| s.run_queue).max().unwrap_or(0),
-        pressure,
-        cgroups,
-        job_io_bytes_s: mean(&job_io),
-    }
+    cgroups
 }

@@ -585,16 +585,7 @@ fn sample(t_ms: u64, idle: f64, fio: f64, other: f64, util: f64, await_ms: f64) 
             idle,
             ..CpuPct::default()
         },
-        cpus: vec![],
         run_queue: 1,
-        blocked: 0,
-        mem_used_bytes: 0,
-        mem_available_bytes: 0,
-        swap_used_bytes: 0,
-        swap_in_s: 0.0,
-        swap_out_s: 0.0,
-        page_in_kib_s: 0.0,
-        page_out_kib_s: 0.0,
         disks: vec![DiskRates {
             name: "loop7".into(),
             r_s: 100.0,
@@ -606,14 +597,11 @@ fn sample(t_ms: u64, idle: f64, fio: f64, other: f64, util: f64, await_ms: f64) 
             aqu_sz: 1.0,
             util_pct: util,
         }],
-        nics: vec![],
         roles: RoleCpu {
             fio,
             other,
             ..RoleCpu::default()
         },
-        pressure: None,
-        cgroups: vec![],
         procs: vec![
             ProcCpu {
                 pid: 10,
@@ -634,6 +622,7 @@ fn sample(t_ms: u64, idle: f64, fio: f64, other: f64, util: f64, await_ms: f64) 
                 io_bytes_s: None,
             },
         ],
+        ..HostSample::default()
     }
 }
 

@@ -399,28 +399,23 @@ mod tests {
     use std::sync::Arc;
 
     use crate::front_end::ServerStats;
-    use crate::{Node, NodeConfig};
+    use storage_node::testing::TestNode;
 
     /// Every family, in order, with its type: what dashboards and alerts are written
     /// against (a node with a controller, a block volume under a policy, a NAS volume).
     #[test]
     fn the_families_in_order() {
-        let d = test_support::TestDir::new("metrics");
-        let cfg = NodeConfig::parse(
+        let (node, _d) = TestNode::open(
             "[capacity]\niops = 1000\n\
              [[policy]]\nname = \"p\"\nfixed.max_throughput = \"100iops\"\n\
              [[volume]]\nname = \"blk\"\nsize = \"1MiB\"\npolicy = \"p\"\n\
              [[volume]]\nname = \"tree\"\nsize = \"1GiB\"\nnas_path = \"/tree\"\n",
-            "t.toml",
+            "metrics",
         )
-        .unwrap();
-        let node = Node::open(&cfg, &d).unwrap();
+        .split();
         let uuids = [("blk".to_string(), "u-1".to_string())];
         let text = super::render(&node, &uuids, &Arc::new(ServerStats::default()));
-        let families: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("# TYPE "))
-            .collect();
+        let families = storage_node::testing::metric_families(&text);
         assert_eq!(
             families,
             [

@@ -46,6 +46,17 @@ pub struct VolumeRow {
 
 pub type Result<T> = std::result::Result<T, rusqlite::Error>;
 
+/// Every row `sql` (no parameters) selects, each made by `row`.
+fn all_rows<T>(
+    conn: &Connection,
+    sql: &str,
+    row: impl FnMut(&rusqlite::Row<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut st = conn.prepare(sql)?;
+    let rows = st.query_map([], row)?;
+    rows.collect()
+}
+
 /// The state database.
 pub struct Store {
     conn: Connection,
@@ -152,43 +163,43 @@ impl Store {
     }
 
     pub fn policies(&self) -> Result<Vec<PolicyRow>> {
-        let mut st = self.conn.prepare(
+        all_rows(
+            &self.conn,
             "SELECT uuid, name, svm_name, svm_uuid, builtin, spec FROM policies ORDER BY seq",
-        )?;
-        let rows = st.query_map([], |r| {
-            Ok(PolicyRow {
-                uuid: r.get(0)?,
-                name: r.get(1)?,
-                svm_name: r.get(2)?,
-                svm_uuid: r.get(3)?,
-                builtin: r.get(4)?,
-                spec: r.get(5)?,
-            })
-        })?;
-        rows.collect()
+            |r| {
+                Ok(PolicyRow {
+                    uuid: r.get(0)?,
+                    name: r.get(1)?,
+                    svm_name: r.get(2)?,
+                    svm_uuid: r.get(3)?,
+                    builtin: r.get(4)?,
+                    spec: r.get(5)?,
+                })
+            },
+        )
     }
 
     pub fn volumes(&self) -> Result<Vec<VolumeRow>> {
-        let mut st = self.conn.prepare(
+        all_rows(
+            &self.conn,
             "SELECT uuid, name, size, reserve_percent, read_only, comment, svm_name, svm_uuid, \
              policy_uuid, nas_path, export_policy FROM volumes ORDER BY seq",
-        )?;
-        let rows = st.query_map([], |r| {
-            Ok(VolumeRow {
-                uuid: r.get(0)?,
-                name: r.get(1)?,
-                size: r.get::<_, i64>(2)? as u64,
-                reserve_percent: r.get::<_, i64>(3)? as u8,
-                read_only: r.get(4)?,
-                comment: r.get(5)?,
-                svm_name: r.get(6)?,
-                svm_uuid: r.get(7)?,
-                policy_uuid: r.get(8)?,
-                nas_path: r.get(9)?,
-                export_policy: r.get(10)?,
-            })
-        })?;
-        rows.collect()
+            |r| {
+                Ok(VolumeRow {
+                    uuid: r.get(0)?,
+                    name: r.get(1)?,
+                    size: r.get::<_, i64>(2)? as u64,
+                    reserve_percent: r.get::<_, i64>(3)? as u8,
+                    read_only: r.get(4)?,
+                    comment: r.get(5)?,
+                    svm_name: r.get(6)?,
+                    svm_uuid: r.get(7)?,
+                    policy_uuid: r.get(8)?,
+                    nas_path: r.get(9)?,
+                    export_policy: r.get(10)?,
+                })
+            },
+        )
     }
 
     pub fn insert_policy(&self, p: &PolicyRow) -> Result<()> {

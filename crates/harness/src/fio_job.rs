@@ -182,33 +182,41 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                 stderr: out.stderr.clone(),
             })
         }
-        Err(e) => {
-            let msg = e.to_string();
-            let stored = e.full_text();
-            let verdicts: Vec<Verdict> = job
-                .expect
-                .iter()
-                .map(|x| {
-                    Verdict::plain(
-                        x.text.clone(),
-                        0.0,
-                        String::new(),
-                        false,
-                        format!("the job failed: {msg}"),
-                    )
-                })
-                .collect();
-            ctx.finish_job(id, Err(&stored), &verdicts)?;
-            Ok(JobOutcome {
-                result: Err(msg),
-                verdicts,
-                failed: true,
-                diagnosis: None,
-                steady: None,
-                stderr: String::new(),
-            })
-        }
+        Err(e) => failed_run(ctx, id, job, &e),
     }
+}
+
+/// A job whose fio run failed: its expectations fail with the run's error.
+fn failed_run(
+    ctx: &mut RunContext,
+    id: i64,
+    job: &FioJob,
+    e: &fio::executor::ExecError,
+) -> Result<JobOutcome, RunError> {
+    let msg = e.to_string();
+    let stored = e.full_text();
+    let verdicts: Vec<Verdict> = job
+        .expect
+        .iter()
+        .map(|x| {
+            Verdict::plain(
+                x.text.clone(),
+                0.0,
+                String::new(),
+                false,
+                format!("the job failed: {msg}"),
+            )
+        })
+        .collect();
+    ctx.finish_job(id, Err(&stored), &verdicts)?;
+    Ok(JobOutcome {
+        result: Err(msg),
+        verdicts,
+        failed: true,
+        diagnosis: None,
+        steady: None,
+        stderr: String::new(),
+    })
 }
 
 /// A job fio ended with an error: the error's meaning and everything fio wrote to stderr.

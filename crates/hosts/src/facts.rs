@@ -210,6 +210,90 @@ pub(crate) fn kv(body: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// A block device's section (`body`), with its mounts and whether it is swap.
+fn disk(
+    name: &str,
+    body: &str,
+    mounts: &procfs_core::process::MountInfos,
+    swaps: &[String],
+) -> Disk {
+    let mut d = Disk {
+        name: name.to_string(),
+        path: format!("/dev/{name}"),
+        size_bytes: 0,
+        rotational: false,
+        read_only: false,
+        removable: false,
+        dev: String::new(),
+        model: String::new(),
+        partitions: Vec::new(),
+        holders: Vec::new(),
+        mounts: Vec::new(),
+        swap: false,
+    };
+    let mut devs = Vec::new();
+    for (k, v) in kv(body) {
+        match k {
+            "dev" => {
+                d.dev = v.to_string();
+                devs.push(v.to_string());
+            }
+            "size" => d.size_bytes = v.parse::<u64>().unwrap_or(0) * 512,
+            "rotational" => d.rotational = v == "1",
+            "ro" => d.read_only = v == "1",
+            "removable" => d.removable = v == "1",
+            "model" => d.model = v.to_string(),
+            "part" => {
+                let mut it = v.split_whitespace();
+                if let Some(p) = it.next() {
+                    d.partitions.push(p.to_string());
+                }
+                if let Some(dev) = it.next() {
+                    devs.push(dev.to_string());
+                }
+            }
+            "holder" => d.holders.push(v.to_string()),
+            _ => {}
+        }
+    }
+    for m in mounts.0.iter().filter(|m| devs.contains(&m.majmin)) {
+        d.mounts.push(m.mount_point.display().to_string());
+    }
+    let names: Vec<String> = std::iter::once(d.name.clone())
+        .chain(d.partitions.iter().cloned())
+        .map(|n| format!("/dev/{n}"))
+        .collect();
+    d.swap = swaps.iter().any(|s| names.contains(s));
+    d
+}
+
+/// A NIC's section (`body`), with its byte counters.
+fn nic(name: &str, body: &str, netdev: &procfs_core::net::InterfaceDeviceStatus) -> Nic {
+    let mut n = Nic {
+        name: name.to_string(),
+        speed_mbps: None,
+        operstate: String::new(),
+        mtu: 0,
+        address: String::new(),
+        rx_bytes: 0,
+        tx_bytes: 0,
+    };
+    for (k, v) in kv(body) {
+        match k {
+            "speed" => n.speed_mbps = v.parse::<i64>().ok().filter(|s| *s > 0).map(|s| s as u64),
+            "operstate" => n.operstate = v.to_string(),
+            "mtu" => n.mtu = v.parse().unwrap_or(0),
+            "address" => n.address = v.to_string(),
+            _ => {}
+        }
+    }
+    if let Some(st) = netdev.0.get(name) {
+        n.rx_bytes = st.recv_bytes;
+        n.tx_bytes = st.sent_bytes;
+    }
+    n
+}
+
 /// Parse the script's output (pure; unit-tested on captured output).
 pub fn parse(host: &str, out: &str) -> Result<HostFacts, String> {
     let s = sections(out);
@@ -237,80 +321,9 @@ pub fn parse(host: &str, out: &str) -> Result<HostFacts, String> {
     let mut nics = Vec::new();
     for (key, body) in &s {
         if let Some(name) = key.strip_prefix("block ") {
-            let mut d = Disk {
-                name: name.to_string(),
-                path: format!("/dev/{name}"),
-                size_bytes: 0,
-                rotational: false,
-                read_only: false,
-                removable: false,
-                dev: String::new(),
-                model: String::new(),
-                partitions: Vec::new(),
-                holders: Vec::new(),
-                mounts: Vec::new(),
-                swap: false,
-            };
-            let mut devs = Vec::new();
-            for (k, v) in kv(body) {
-                match k {
-                    "dev" => {
-                        d.dev = v.to_string();
-                        devs.push(v.to_string());
-                    }
-                    "size" => d.size_bytes = v.parse::<u64>().unwrap_or(0) * 512,
-                    "rotational" => d.rotational = v == "1",
-                    "ro" => d.read_only = v == "1",
-                    "removable" => d.removable = v == "1",
-                    "model" => d.model = v.to_string(),
-                    "part" => {
-                        let mut it = v.split_whitespace();
-                        if let Some(p) = it.next() {
-                            d.partitions.push(p.to_string());
-                        }
-                        if let Some(dev) = it.next() {
-                            devs.push(dev.to_string());
-                        }
-                    }
-                    "holder" => d.holders.push(v.to_string()),
-                    _ => {}
-                }
-            }
-            for m in mounts.0.iter().filter(|m| devs.contains(&m.majmin)) {
-                d.mounts.push(m.mount_point.display().to_string());
-            }
-            let names: Vec<String> = std::iter::once(d.name.clone())
-                .chain(d.partitions.iter().cloned())
-                .map(|n| format!("/dev/{n}"))
-                .collect();
-            d.swap = swaps.iter().any(|s| names.contains(s));
-            disks.push(d);
+            disks.push(disk(name, body, &mounts, &swaps));
         } else if let Some(name) = key.strip_prefix("net ") {
-            let mut n = Nic {
-                name: name.to_string(),
-                speed_mbps: None,
-                operstate: String::new(),
-                mtu: 0,
-                address: String::new(),
-                rx_bytes: 0,
-                tx_bytes: 0,
-            };
-            for (k, v) in kv(body) {
-                match k {
-                    "speed" => {
-                        n.speed_mbps = v.parse::<i64>().ok().filter(|s| *s > 0).map(|s| s as u64)
-                    }
-                    "operstate" => n.operstate = v.to_string(),
-                    "mtu" => n.mtu = v.parse().unwrap_or(0),
-                    "address" => n.address = v.to_string(),
-                    _ => {}
-                }
-            }
-            if let Some(st) = netdev.0.get(name) {
-                n.rx_bytes = st.recv_bytes;
-                n.tx_bytes = st.sent_bytes;
-            }
-            nics.push(n);
+            nics.push(nic(name, body, &netdev));
         }
     }
     let routes = match s.get("route") {

@@ -20,16 +20,9 @@ pub fn nbd_errno(e: &io::Error) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use storage_node::backend::layers::Faults;
-    use storage_node::backend::{Backend, FileBackend};
-    use test_support::TestDir;
-
-    fn file(tag: &str) -> (TestDir, Arc<dyn Backend>) {
-        let d = TestDir::new(tag);
-        let b = FileBackend::open(&d.join("v.img"), 1 << 20, false, false).unwrap();
-        (d, Arc::new(b))
-    }
+    use storage_node::backend::Backend;
+    use storage_node::testing::file_backend as file;
 
     /// How a media error reaches an NBD client: the faults layer's errno, mapped here.
     #[test]

@@ -2,28 +2,25 @@
 //! runtime worker: the connection runs such calls on the blocking pool. Real time, on a
 //! runtime of one thread, so a worker that slept in the layer would starve everything.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use storage_node::{Node, NodeConfig};
+use storage_node::testing::TestNode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 mod common;
-use common::{handshake, read_4k, TestDir};
+use common::{handshake, read_4k};
 
 /// The layer's delay on every read.
 const DELAY: Duration = Duration::from_millis(400);
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_delayed_read_leaves_the_runtime_free() {
-    let dir = TestDir::new("slow-backend");
-    let cfg = NodeConfig::parse(
+    let (node, _dir) = TestNode::open(
         "[backend]\ndelay = { read = \"400ms\" }\n[[volume]]\nname = \"v\"\nsize = \"16MiB\"\n",
-        "t.toml",
+        "slow-backend",
     )
-    .unwrap();
-    let node: Arc<Node> = Node::open(&cfg, &dir).unwrap();
+    .split();
     let (mut client, server_side) = tokio::io::duplex(1 << 20);
     tokio::spawn(nbd_server::connection(server_side, node, None));
     handshake(&mut client, "v").await;

@@ -15,6 +15,8 @@
 //! - Encoders append to a caller-owned `Vec<u8>`, so replies are built in place and
 //!   batched into one socket write.
 
+#[cfg(feature = "client")]
+pub mod client;
 pub mod fuzz;
 pub mod mount;
 pub mod nfs3;

@@ -348,55 +348,8 @@ pub fn decode_args(proc_: u32, args: &[u8]) -> Result<Option<Args<'_>>, XdrError
             offset: r.u64("offset")?,
             count: r.u32("count")?,
         },
-        WRITE => {
-            let fh = fh(r)?;
-            let offset = r.u64("offset")?;
-            let count = r.u32("count")?;
-            let stable = match r.u32("stable_how")? {
-                0 => StableHow::Unstable,
-                1 => StableHow::DataSync,
-                2 => StableHow::FileSync,
-                value => {
-                    return Err(XdrError::BadValue {
-                        what: "stable_how",
-                        value,
-                    })
-                }
-            };
-            let data = r.opaque(u32::MAX, "data")?;
-            if count as usize != data.len() {
-                return Err(XdrError::BadValue {
-                    what: "write count",
-                    value: count,
-                });
-            }
-            Args::Write {
-                fh,
-                offset,
-                stable,
-                data,
-            }
-        }
-        CREATE => {
-            let (dir, name) = diropargs(r)?;
-            let how = match r.u32("createmode")? {
-                0 => CreateHow::Unchecked(sattr(r)?),
-                1 => CreateHow::Guarded(sattr(r)?),
-                2 => {
-                    let v = r.fixed(8, "createverf")?;
-                    let mut verf = [0; 8];
-                    verf.copy_from_slice(v);
-                    CreateHow::Exclusive(verf)
-                }
-                value => {
-                    return Err(XdrError::BadValue {
-                        what: "createmode",
-                        value,
-                    })
-                }
-            };
-            Args::Create { dir, name, how }
-        }
+        WRITE => write_args(r)?,
+        CREATE => create_args(r)?,
         MKDIR => {
             let (dir, name) = diropargs(r)?;
             Args::Mkdir {
@@ -483,6 +436,59 @@ pub fn decode_args(proc_: u32, args: &[u8]) -> Result<Option<Args<'_>>, XdrError
         },
         _ => return Ok(None),
     }))
+}
+
+/// WRITE3args: the count must be the data's length.
+fn write_args<'a>(r: &mut Reader<'a>) -> Result<Args<'a>, XdrError> {
+    let fh = fh(r)?;
+    let offset = r.u64("offset")?;
+    let count = r.u32("count")?;
+    let stable = match r.u32("stable_how")? {
+        0 => StableHow::Unstable,
+        1 => StableHow::DataSync,
+        2 => StableHow::FileSync,
+        value => {
+            return Err(XdrError::BadValue {
+                what: "stable_how",
+                value,
+            })
+        }
+    };
+    let data = r.opaque(u32::MAX, "data")?;
+    if count as usize != data.len() {
+        return Err(XdrError::BadValue {
+            what: "write count",
+            value: count,
+        });
+    }
+    Ok(Args::Write {
+        fh,
+        offset,
+        stable,
+        data,
+    })
+}
+
+/// CREATE3args: UNCHECKED and GUARDED carry attributes, EXCLUSIVE a verifier.
+fn create_args<'a>(r: &mut Reader<'a>) -> Result<Args<'a>, XdrError> {
+    let (dir, name) = diropargs(r)?;
+    let how = match r.u32("createmode")? {
+        0 => CreateHow::Unchecked(sattr(r)?),
+        1 => CreateHow::Guarded(sattr(r)?),
+        2 => {
+            let v = r.fixed(8, "createverf")?;
+            let mut verf = [0; 8];
+            verf.copy_from_slice(v);
+            CreateHow::Exclusive(verf)
+        }
+        value => {
+            return Err(XdrError::BadValue {
+                what: "createmode",
+                value,
+            })
+        }
+    };
+    Ok(Args::Create { dir, name, how })
 }
 
 fn fh<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], XdrError> {

@@ -5,17 +5,16 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{parse_reply, root_cred, Client, Dir};
+use common::{parse_reply, root_cred, Client};
 use nfs_proto::nfs3::{self, proc_};
 use nfs_proto::xdr::put_opaque;
 use nfs_proto::{record, rpc};
 use nfs_server::NfsFrontEnd;
 use storage_node::front_end::FrontEnd;
 use storage_node::stats::OpKind;
-use storage_node::{Node, NodeConfig};
+use storage_node::testing::TestNode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -55,22 +54,21 @@ async fn getattrs(addr: std::net::SocketAddr, fh: &[u8], n: u32) {
     assert_eq!(xids, (1..=n).collect::<Vec<_>>());
 }
 
-/// A node from `toml` in `dir`, its NFS front end serving on loopback, and the root handles
-/// of `mounts`; stop it with the sender.
+/// The node fixture from `toml` (its directory tagged `tag`), its NFS front end serving on
+/// loopback, and the root handles of `mounts`; stop it with the sender.
 async fn serve(
-    dir: &Dir,
+    tag: &str,
     toml: &str,
     mounts: &[&str],
 ) -> (
-    Arc<Node>,
+    TestNode,
     std::net::SocketAddr,
     Vec<Vec<u8>>,
     watch::Sender<bool>,
     tokio::task::JoinHandle<()>,
 ) {
-    let cfg = NodeConfig::parse(toml, "t.toml").unwrap();
-    let node = Node::open(&cfg, dir.path()).unwrap();
-    let fe = NfsFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &node, &cfg.nfs).unwrap();
+    let node = TestNode::open(toml, tag);
+    let fe = NfsFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &node, &node.cfg.nfs).unwrap();
     let addr = fe.local_addr();
     let mut c = Client::new(fe.service().clone());
     let roots = mounts.iter().map(|m| c.mnt(m).unwrap()).collect();
@@ -84,9 +82,8 @@ async fn serve(
 /// controller, runs it, and the reply leaves 20 ms after admission at the earliest.
 #[tokio::test]
 async fn replies_wait_out_the_arrays_service_latency() {
-    let dir = Dir::new("node-latency");
     let (node, addr, roots, stop, serving) = serve(
-        &dir,
+        "node-latency",
         "[capacity]\nlatency = { read = { fixed = \"20ms\" }, write = { fixed = \"20ms\" } }\n\
          [[volume]]\nname = \"n\"\nsize = \"1GiB\"\nnas_path = \"/n\"\n",
         &["/n"],
@@ -113,9 +110,8 @@ async fn replies_wait_out_the_arrays_service_latency() {
 
 #[tokio::test]
 async fn calls_on_a_volume_pass_its_gate_and_land_in_its_books() {
-    let dir = Dir::new("node-gate");
     let (node, addr, roots, stop_tx, serving) = serve(
-        &dir,
+        "node-gate",
         "[[policy]]\nname = \"eight\"\nfixed.max_throughput = \"8iops\"\n\
          [[volume]]\nname = \"n\"\nsize = \"1GiB\"\npolicy = \"eight\"\nnas_path = \"/n\"\n\
          [[volume]]\nname = \"u\"\nsize = \"1GiB\"\nnas_path = \"/u\"\n",

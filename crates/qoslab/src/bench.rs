@@ -443,33 +443,18 @@ pub(crate) fn run_and_store(
     Ok(r?)
 }
 
-pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    if args.allow_exec {
-        anyhow::bail!(
-            "--allow-exec is now --allow-any-fio-option: it lets a plan set any fio option, \
-             also those that name a path or run a program"
-        );
-    }
-    let registry = workloads::registry();
-    let matches = &args.families.0;
-    let embedded = args.node.is_none() && matches!(args.target.as_deref(), None | Some("embedded"));
-    let request = || ProfileRequest {
-        embedded,
-        plan_file: args.plan.is_some(),
-        target: args.target.is_some(),
-        node: args.node.is_some(),
-        clients: !args.clients.is_empty(),
-        runtime: args.runtime,
-        ramp: args.ramp,
-        scale: args.scale,
-        args: Some(matches),
-    };
-    let mut plan = match (&args.plan, &args.profile) {
+/// The plan the arguments ask for: a suite's, a profile's or a plan file's.
+fn load_plan(
+    args: &BenchArgs,
+    registry: &harness::family::Registry,
+    request: &ProfileRequest,
+) -> anyhow::Result<Plan> {
+    Ok(match (&args.plan, &args.profile) {
         _ if args.suite.is_some() => {
-            registry.suite(args.suite.as_deref().unwrap_or_default(), &request())?
+            registry.suite(args.suite.as_deref().unwrap_or_default(), request)?
         }
         (file, Some(profile)) => {
-            let plan = registry.profile(profile, &request())?;
+            let plan = registry.profile(profile, request)?;
             if file.is_some() {
                 anyhow::bail!("give a plan file or --profile, not both");
             }
@@ -479,34 +464,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         (None, None) => anyhow::bail!(
             "nothing to run: give a plan file, --profile dbench or --suite NAME (see qoslab bench --help)"
         ),
-    };
-    let target_s = args
-        .target
-        .clone()
-        .or_else(|| plan.common.target.clone())
-        .unwrap_or_else(|| "embedded".into());
-    let accepts = registry
-        .get(plan.family)
-        .map(|f| f.accepts())
-        .unwrap_or_default();
-    let db = db_path(args.db.clone());
-    if let Some(n) = args.iterations {
-        plan.common.iterations = n;
-    }
-    plan.configure(&Options {
-        runtime: args.runtime,
-        ramp: args.ramp,
-        scale: args.scale,
-        clients: &args.clients,
-        no_step_lines: false,
-        until_steady: args.until_steady,
-        iterations: args.iterations,
-        args: Some(matches),
-        allow: crate::bench_target::Allow {
-            overwrite: args.overwrite,
-            create: args.create,
-        },
-    })?;
+    })
+}
+
+/// The target: a `--node` volume, the node itself, the plan's volumes made there (their
+/// setup returned, to undo after), devices, or a URI or path. None: a dry run was printed.
+fn resolve_target(
+    args: &BenchArgs,
+    plan: &Plan,
+    accepts: harness::family::Accepts,
+    target_s: &str,
+    db: &Path,
+) -> anyhow::Result<Option<(Target, Option<workloads::node_setup::NodeSetup>)>> {
     let mut setup: Option<workloads::node_setup::NodeSetup> = None;
     let target = match (&args.node, &args.volume) {
         (Some(url), Some(vol)) => {
@@ -535,7 +504,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             print!(
                 "{}",
                 crate::bench_target::dry_run(
-                    &plan,
+                    plan,
                     crate::bench_target::DryTarget::Described(on),
                     &plan
                         .body
@@ -543,10 +512,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                         .into_iter()
                         .map(harness::target_files::Place::Local)
                         .collect::<Vec<_>>(),
-                    &db
+                    db
                 )
             );
-            return Ok(());
+            return Ok(None);
         }
         (Some(url), None) => {
             let wanted = plan.body.volumes_used();
@@ -565,18 +534,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             setup = Some(s);
             t
         }
-        _ if accepts.devices && Target::names_devices(&target_s) => {
-            Target::parse_devices(&target_s)?
-        }
-        _ => Target::parse(&target_s)?,
+        _ if accepts.devices && Target::names_devices(target_s) => Target::parse_devices(target_s)?,
+        _ => Target::parse(target_s)?,
     };
-    check_jobs(&plan, &target, &args.clients)?;
-    // --hosts names the suites' hosts, or, with --client, the load generators whose tool
-    // sets are sampled over ssh beside this machine's.
-    let remote = if accepts.own_hosts {
+    Ok(Some((target, setup)))
+}
+
+/// --hosts names the suites' hosts, or, with --client, the load generators whose tool
+/// sets are sampled over ssh beside this machine's.
+fn remote_tools(
+    args: &BenchArgs,
+    accepts: harness::family::Accepts,
+) -> anyhow::Result<Option<workloads::suite::RemoteTools>> {
+    Ok(if accepts.own_hosts {
         None
     } else {
-        let r = workloads::remote_tools(matches)?;
+        let r = workloads::remote_tools(&args.families.0)?;
         if r.is_some() && args.clients.is_empty() {
             anyhow::bail!(
                 "--hosts without --suite names the load generators of --client HOST,PORT to sample \
@@ -587,16 +560,103 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             anyhow::bail!("--hosts samples the load generators' tool sets: not with --no-tools");
         }
         r
+    })
+}
+
+/// What the plan may do to its target, as the arguments allow.
+fn allow(args: &BenchArgs) -> crate::bench_target::Allow {
+    crate::bench_target::Allow {
+        overwrite: args.overwrite,
+        create: args.create,
+    }
+}
+
+/// The arguments' settings on the plan (runtime, ramp, scale, clients, iterations, ...).
+fn configure(args: &BenchArgs, plan: &mut Plan) -> anyhow::Result<()> {
+    if let Some(n) = args.iterations {
+        plan.common.iterations = n;
+    }
+    plan.configure(&Options {
+        runtime: args.runtime,
+        ramp: args.ramp,
+        scale: args.scale,
+        clients: &args.clients,
+        no_step_lines: false,
+        until_steady: args.until_steady,
+        iterations: args.iterations,
+        args: Some(&args.families.0),
+        allow: allow(args),
+    })?;
+    Ok(())
+}
+
+/// After a run (not `--json`): the files it wrote, the setup notes, what was undone on the
+/// node, and the summary.
+fn print_after(
+    written: &[String],
+    not_applied: Option<&str>,
+    undone: Option<&(Vec<String>, Vec<String>)>,
+    summary: &str,
+) {
+    for w in written {
+        println!("{w}");
+    }
+    if let Some(n) = not_applied {
+        println!("note: {n}");
+    }
+    if let Some((problems, gone)) = undone {
+        if !gone.is_empty() {
+            println!(
+                "deleted what the run created on the node: {}",
+                gone.join(", ")
+            );
+        }
+        for p in problems {
+            println!("note: {p}");
+        }
+    }
+    print!("{summary}");
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.allow_exec {
+        anyhow::bail!(
+            "--allow-exec is now --allow-any-fio-option: it lets a plan set any fio option, \
+             also those that name a path or run a program"
+        );
+    }
+    let registry = workloads::registry();
+    let matches = &args.families.0;
+    let embedded = args.node.is_none() && matches!(args.target.as_deref(), None | Some("embedded"));
+    let request = || ProfileRequest {
+        embedded,
+        plan_file: args.plan.is_some(),
+        target: args.target.is_some(),
+        node: args.node.is_some(),
+        clients: !args.clients.is_empty(),
+        runtime: args.runtime,
+        ramp: args.ramp,
+        scale: args.scale,
+        args: Some(matches),
     };
-    crate::bench_target::admit(
-        &target,
-        accepts,
-        &plan,
-        crate::bench_target::Allow {
-            overwrite: args.overwrite,
-            create: args.create,
-        },
-    )?;
+    let mut plan = load_plan(&args, registry, &request())?;
+    let target_s = args
+        .target
+        .clone()
+        .or_else(|| plan.common.target.clone())
+        .unwrap_or_else(|| "embedded".into());
+    let accepts = registry
+        .get(plan.family)
+        .map(|f| f.accepts())
+        .unwrap_or_default();
+    let db = db_path(args.db.clone());
+    configure(&args, &mut plan)?;
+    let Some((target, setup)) = resolve_target(&args, &plan, accepts, &target_s, &db)? else {
+        return Ok(());
+    };
+    check_jobs(&plan, &target, &args.clients)?;
+    let remote = remote_tools(&args, accepts)?;
+    crate::bench_target::admit(&target, accepts, &plan, allow(&args))?;
     let written = crate::bench_target::written_places(&target, accepts, &plan);
     if args.dry_run {
         print!(
@@ -639,24 +699,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.json {
         std::io::stdout().write_all(&workloads::export(&outcome.record, Format::Json))?;
     } else {
-        for w in &written {
-            println!("{w}");
-        }
-        if let Some(n) = &not_applied {
-            println!("note: {n}");
-        }
-        if let Some((problems, gone)) = &undone {
-            if !gone.is_empty() {
-                println!(
-                    "deleted what the run created on the node: {}",
-                    gone.join(", ")
-                );
-            }
-            for p in problems {
-                println!("note: {p}");
-            }
-        }
-        print!("{summary}");
+        print_after(&written, not_applied.as_deref(), undone.as_ref(), &summary);
     }
     let code = outcome.exit_code(args.strict);
     if code != 0 {

@@ -242,6 +242,24 @@ fn runtime(args: &ServeArgs) -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// The certificate and key, when HTTPS or NBD's TLS needs them (made for the listeners'
+/// addresses when none are given).
+fn tls_if_needed(
+    args: &ServeArgs,
+    data_dir: &std::path::Path,
+    http: Option<SocketAddr>,
+    tcp: Option<SocketAddr>,
+) -> anyhow::Result<Option<control_plane::tls::TlsFiles>> {
+    let mut names: Vec<String> = http.iter().map(|a| a.ip().to_string()).collect();
+    names.extend(tcp.iter().map(|a| a.ip().to_string()));
+    let need_tls = (http.is_some() && !args.insecure_http) || args.nbd_tls != NbdTlsArg::Off;
+    Ok(if need_tls {
+        Some(tls_files(args, data_dir, &names)?)
+    } else {
+        None
+    })
+}
+
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut cfg = config(&args)?;
     // Every place the node will use, with its source, decided before anything is created
@@ -289,14 +307,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(a) = http {
         check_api_exposure(&args, a, token.is_some(), users, &data_dir)?;
     }
-    let mut names: Vec<String> = http.iter().map(|a| a.ip().to_string()).collect();
-    names.extend(tcp.iter().map(|a| a.ip().to_string()));
-    let need_tls = (http.is_some() && !args.insecure_http) || args.nbd_tls != NbdTlsArg::Off;
-    let tls = if need_tls {
-        Some(tls_files(&args, &data_dir, &names)?)
-    } else {
-        None
-    };
+    let tls = tls_if_needed(&args, &data_dir, http, tcp)?;
     runtime(&args)?.block_on(async move {
         let stats = Arc::new(ServerStats::default());
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;

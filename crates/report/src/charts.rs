@@ -146,6 +146,23 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
         }
     }
     out.extend(resource_charts(s, &title));
+    let c = latency_chart(&title, s, &totals, &node_vols);
+    if c.has_data() {
+        out.push(c);
+    }
+    out.extend(op_charts(&title, s));
+    out.extend(host_charts(&title, s));
+    out
+}
+
+/// A job's latency over time: fio's mean, p50 and p99, and each volume's on the node (its
+/// mean, and the time its ceiling held requests when it did).
+fn latency_chart(
+    title: &str,
+    s: &harness::series::JobSeries,
+    totals: &[harness::series::FioSample],
+    node_vols: &[String],
+) -> Chart {
     let mut c = Chart::new(
         format!("{title}: latency"),
         "time (s, after ramp)",
@@ -185,12 +202,7 @@ pub fn job_charts(run: &RunRecord, job: &JobRecord) -> Vec<Chart> {
             c.line(format!("node: {v} held by ceiling"), held, 4 + 2 * i);
         }
     }
-    if c.has_data() {
-        out.push(c);
-    }
-    out.extend(op_charts(&title, s));
-    out.extend(host_charts(&title, s));
-    out
+    c
 }
 
 /// A request/response driver's 1 s segments (S3): ops/s and MiB/s per operation, latency

@@ -92,6 +92,19 @@ fn csv_assessment(j: &JobRecord) -> String {
     format!("{b},{},{steady}", csv_field(why))
 }
 
+/// A spread's figures as the reports show them: iterations, mean, stddev, spread (% of
+/// the mean), min, max.
+pub fn spread_cells(s: &assess::stats::Spread) -> [String; 6] {
+    [
+        s.n.to_string(),
+        fmt::sig(s.mean),
+        fmt::sig(s.stddev),
+        format!("{:.1}%", s.cv_pct()),
+        fmt::sig(s.min),
+        fmt::sig(s.max),
+    ]
+}
+
 /// Jobs run more than once (`iterations = N`): per (workload, job, volume), the spread of
 /// fio's steady IOPS (`iops_mean`, directions added) over the iterations, in job order.
 pub fn iteration_spreads(run: &RunRecord) -> Vec<(String, assess::stats::Spread)> {
@@ -464,10 +477,25 @@ pub fn job_verdict(j: &JobRecord) -> &'static str {
 /// each family's hooks add.
 pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     let mut o = String::new();
+    md_header(&mut o, run);
+    md_volumes(&mut o, run);
+    md_results(&mut o, run);
+    md_expectations(&mut o, run);
+    md_iterations(&mut o, run);
+    md_limits(&mut o, run);
+    md_tables(&mut o, run);
+    for h in hooks {
+        o.push_str(&h.markdown(run));
+    }
+    md_series(&mut o, run);
+    o.into_bytes()
+}
+
+/// The title, the answer first (each claim in words, what did not pass first, or what a
+/// run without checks measured), then when, what and where.
+fn md_header(o: &mut String, run: &RunRecord) {
     let t = run.tally();
     let _ = writeln!(o, "# qoslab bench run {}: {}\n", run.id, run.name);
-    // The answer first: each claim in words (what did not pass first), or what a run
-    // without checks measured.
     let _ = writeln!(
         o,
         "**{}**: verdicts {}\n",
@@ -513,6 +541,10 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         "- host {}, kernel {}, CPU {}, {}, qoslab {}\n",
         e.host, e.kernel, e.cpu, e.fio_version, e.qoslab_version
     );
+}
+
+/// The volumes and their effective limits.
+fn md_volumes(o: &mut String, run: &RunRecord) {
     if !run.volumes.is_empty() {
         o.push_str("## Volumes\n\n| volume | size (bytes) | reserve | policy | ceiling IOPS | ceiling BW | floor IOPS | floor BW |\n|---|---:|---:|---|---:|---:|---:|---:|\n");
         let iops = |x: u64| {
@@ -540,6 +572,10 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push('\n');
     }
+}
+
+/// A row per job, direction (or operation) and client.
+fn md_results(o: &mut String, run: &RunRecord) {
     o.push_str("## Results\n\n| # | job | volume | client | dir | IOPS | IOPS (steady) | BW | lat mean | p99 | verdict | limited by | steady state |\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---|---|\n");
     for j in &run.jobs {
         let mut any = false;
@@ -606,6 +642,10 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
     }
     o.push('\n');
+}
+
+/// Every verdict, spelled out.
+fn md_expectations(o: &mut String, run: &RunRecord) {
     let verdicts: Vec<_> = run
         .jobs
         .iter()
@@ -631,23 +671,22 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push('\n');
     }
+}
+
+/// The spread of each job's steady IOPS over the plan's iterations.
+fn md_iterations(o: &mut String, run: &RunRecord) {
     let spreads = iteration_spreads(run);
     if !spreads.is_empty() {
         o.push_str("## Iterations\n\n| job | iterations | IOPS (steady) mean | stddev | spread (stddev % of mean) | min | max |\n|---|---:|---:|---:|---:|---:|---:|\n");
         for (name, s) in &spreads {
-            let _ = writeln!(
-                o,
-                "| {name} | {} | {} | {} | {:.1}% | {} | {} |",
-                s.n,
-                fmt::sig(s.mean),
-                fmt::sig(s.stddev),
-                s.cv_pct(),
-                fmt::sig(s.min),
-                fmt::sig(s.max)
-            );
+            let _ = writeln!(o, "| {name} | {} |", spread_cells(s).join(" | "));
         }
         o.push('\n');
     }
+}
+
+/// What limited each diagnosed job.
+fn md_limits(o: &mut String, run: &RunRecord) {
     if run.jobs.iter().any(|j| j.diagnosis.is_some()) {
         o.push_str("## What limited each job\n\n");
         for j in &run.jobs {
@@ -676,6 +715,10 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push('\n');
     }
+}
+
+/// The profile tables.
+fn md_tables(o: &mut String, run: &RunRecord) {
     for t in &run.tables {
         let _ = writeln!(o, "## {} ({})\n", t.name, t.kind);
         let _ = writeln!(o, "| {} |", t.columns.join(" | "));
@@ -686,9 +729,10 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push('\n');
     }
-    for h in hooks {
-        o.push_str(&h.markdown(run));
-    }
+}
+
+/// How many time-series samples there are, and where to see them.
+fn md_series(o: &mut String, run: &RunRecord) {
     if !run.series.is_empty() {
         let n: usize = run
             .series
@@ -701,5 +745,4 @@ pub fn markdown(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             run.series.len()
         );
     }
-    o.into_bytes()
 }

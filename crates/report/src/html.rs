@@ -250,53 +250,75 @@ fn answer(o: &mut String, run: &RunRecord, hooks: &[&dyn ReportHooks], n_charts:
 }
 
 fn dir_row(o: &mut String, j: &JobRecord, client: Option<&str>, dir: &str, d: &DirStats) {
-    let _ = write!(
-        o,
-        "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{dir}</td>\
-         <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
-        j.seq,
-        j.seq,
-        esc(&j.workload),
-        esc(&j.name),
-        esc(j.volume.as_deref().unwrap_or("-")),
-        esc(client.unwrap_or("-")),
+    let figures = [
         fmt::iops(d.iops_text()),
         fmt::sig(d.iops_mean),
         fmt::bw(d.bw_text()),
         fmt::lat(d.lat_mean_ns),
         fmt::lat(d.p99_ns as f64),
         fmt::lat(d.p999_ns as f64),
-        v = verdict_word(j)
-    );
+    ];
+    result_row(o, j, [client.unwrap_or("-"), dir], &figures);
 }
 
 /// A request/response driver's operation as a results row (IOPS = ops/s; p99.9 = max).
 fn op_row(o: &mut String, j: &JobRecord, x: &harness::ops::OpResult) {
-    let _ = write!(
-        o,
-        "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-         <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{v}\">{v}</td></tr>",
-        j.seq,
-        j.seq,
-        esc(&j.workload),
-        esc(&j.name),
-        esc(j.volume.as_deref().unwrap_or("-")),
-        esc(if x.client.is_empty() { "-" } else { &x.client }),
-        esc(&x.op),
+    let figures = [
         fmt::sig(x.ops_per_s),
         fmt::sig(x.segments.ops_median),
         fmt::bw(x.bytes_per_s as u64),
         fmt::lat(x.lat.mean_ns),
         fmt::lat(x.lat.p99_ns as f64),
         fmt::lat(x.lat.max_ns as f64),
-        v = verdict_word(j)
+    ];
+    let client = if x.client.is_empty() { "-" } else { &x.client };
+    result_row(o, j, [client, &x.op], &figures);
+}
+
+/// One row of the results table: the job, its volume, `client` and `dir` (a direction or
+/// an operation), six figures (IOPS, steady IOPS, bandwidth, mean, p99, p99.9) and the
+/// job's verdict.
+fn result_row(o: &mut String, j: &JobRecord, [client, dir]: [&str; 2], figures: &[String; 6]) {
+    let _ = write!(
+        o,
+        "<tr><td class=\"n\"><a href=\"#job{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+        j.seq,
+        j.seq,
+        esc(&j.workload),
+        esc(&j.name),
+        esc(j.volume.as_deref().unwrap_or("-")),
+        esc(client),
+        esc(dir),
     );
+    for f in figures {
+        let _ = write!(o, "<td class=\"n\">{f}</td>");
+    }
+    let _ = write!(o, "<td class=\"{v}\">{v}</td></tr>", v = verdict_word(j));
 }
 
 /// The whole report page; `hooks` are the workload families' report hooks, in registry order.
 pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     let mut o = String::with_capacity(64 * 1024);
     let mut n_charts = 0usize;
+    header(&mut o, run);
+    o.push_str("<pre id=\"js-errors\" hidden></pre>\n");
+    answer(&mut o, run, hooks, &mut n_charts);
+    contents(&mut o, run);
+    verdicts(&mut o, run);
+    setup(&mut o, run);
+    results(&mut o, run, &mut n_charts);
+    summary_tables(&mut o, run, hooks, &mut n_charts);
+    series(&mut o, run, &mut n_charts);
+    let _ = write!(
+        o,
+        "<h2 id=\"plan\">Plan</h2><pre>{}</pre>\n<p class=\"meta noprint\">Charts drawn by this browser: <span id=\"charts-drawn\">0</span> of <span id=\"charts-expected\">{n_charts}</span>.</p>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        esc(&run.plan_text)
+    );
+    o.into_bytes()
+}
+
+/// The page's head and the run's header (title, status, verdict tally, when and where).
+fn header(o: &mut String, run: &RunRecord) {
     let tally = run.tally();
     let title = format!("qoslab run {}: {}", run.id, run.name);
     let _ = write!(
@@ -333,9 +355,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         esc(&run.env.fio_version),
         esc(&run.env.qoslab_version)
     );
-    o.push_str("<pre id=\"js-errors\" hidden></pre>\n");
-    answer(&mut o, run, hooks, &mut n_charts);
-    // Contents (screen only): sections, then every job with its verdict.
+}
+
+/// Contents (screen only): sections, then every job with its verdict.
+fn contents(o: &mut String, run: &RunRecord) {
     o.push_str("<nav><a href=\"#verdicts\">Verdicts</a> &middot; <a href=\"#setup\">Volumes and policies</a> &middot; <a href=\"#results\">Results</a>");
     if run.tables.len() > 1 {
         o.push_str(" &middot; <a href=\"#tables\">Summary tables</a>");
@@ -363,8 +386,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         o.push_str("</ol>");
     }
     o.push_str("</nav>\n");
+}
 
-    // Verdicts: failures first, each spelled out.
+/// Verdicts: failures first, each spelled out.
+fn verdicts(o: &mut String, run: &RunRecord) {
     let mut vs: Vec<(&JobRecord, &harness::verdict::Verdict)> = run
         .jobs
         .iter()
@@ -410,8 +435,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push_str("</tbody></table>");
     }
+}
 
-    // Setup: policies and volumes with their effective limits.
+/// Setup: policies and volumes with their effective limits.
+fn setup(o: &mut String, run: &RunRecord) {
     o.push_str("<h2 id=\"setup\">Volumes and policies</h2>");
     if run.volumes.is_empty() {
         o.push_str("<p>The target is not a qoslab node: no volumes or limits recorded.</p>");
@@ -454,8 +481,10 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         }
         o.push_str("</tbody></table>");
     }
+}
 
-    // Results.
+/// Results: a row per job, direction and client; the latency percentiles; iterations.
+fn results(o: &mut String, run: &RunRecord, n_charts: &mut usize) {
     o.push_str("<h2 id=\"results\">Results</h2><table><thead><tr><th>#</th><th>workload</th><th>job</th><th>volume</th><th>client</th><th>dir</th><th>IOPS</th><th>IOPS (steady)</th><th>bandwidth</th><th>mean lat</th><th>p99</th><th>p99.9</th><th>verdict</th></tr></thead><tbody>");
     for j in &run.jobs {
         let mut any = false;
@@ -463,13 +492,13 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
             for (dir, d) in [("read", &r.read), ("write", &r.write)] {
                 if d.active() {
                     any = true;
-                    dir_row(&mut o, j, r.client.as_deref(), dir, d);
+                    dir_row(o, j, r.client.as_deref(), dir, d);
                 }
             }
         }
         for x in &j.ops {
             any = true;
-            op_row(&mut o, j, x);
+            op_row(o, j, x);
         }
         if !any {
             // A finished job without fio results measured something else (an iperf3 test,
@@ -498,28 +527,29 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
     }
     o.push_str("</p>");
     if let Some(c) = latency_percentiles(run) {
-        figures(&mut o, &[c], &mut n_charts);
+        figures(o, &[c], n_charts);
     }
     let spreads = crate::export::iteration_spreads(run);
     if !spreads.is_empty() {
         o.push_str("<h2 id=\"iterations\">Iterations</h2><table><thead><tr><th>job</th><th>iterations</th><th>IOPS (steady) mean</th><th>stddev</th><th>spread</th><th>min</th><th>max</th></tr></thead><tbody>");
         for (name, s) in &spreads {
-            let _ = write!(
-                o,
-                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                esc(name),
-                s.n,
-                fmt::sig(s.mean),
-                fmt::sig(s.stddev),
-                s.cv_pct(),
-                fmt::sig(s.min),
-                fmt::sig(s.max)
-            );
+            let _ = write!(o, "<tr><td>{}</td>", esc(name));
+            for c in crate::export::spread_cells(s) {
+                let _ = write!(o, "<td class=\"n\">{c}</td>");
+            }
+            o.push_str("</tr>");
         }
         o.push_str("</tbody></table><p class=\"meta\">The spread of a job's steady IOPS over the plan's iterations (sample standard deviation); <code>qoslab compare</code> flags a change only beyond twice the larger spread of the two runs.</p>");
     }
+}
 
-    // Profile tables (the first is the answer's headline, at the top).
+/// Profile tables (the first is the answer's headline, at the top) and the hooks' sections.
+fn summary_tables(
+    o: &mut String,
+    run: &RunRecord,
+    hooks: &[&dyn ReportHooks],
+    n_charts: &mut usize,
+) {
     if run.tables.len() > 1 {
         o.push_str("<h2 id=\"tables\">Summary tables</h2>");
         for t in &run.tables[1..] {
@@ -529,7 +559,7 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 esc(&t.name),
                 esc(&t.kind)
             );
-            figures(&mut o, &table_charts(hooks, t), &mut n_charts);
+            figures(o, &table_charts(hooks, t), n_charts);
             o.push_str(&table_html(t));
         }
     }
@@ -537,11 +567,13 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
         o.push_str(&h.html(run));
         for (heading, charts) in h.html_charts(run) {
             let _ = write!(o, "<h3>{}</h3>", esc(&heading));
-            figures(&mut o, &charts, &mut n_charts);
+            figures(o, &charts, n_charts);
         }
     }
+}
 
-    // Time series per job.
+/// Time series per job.
+fn series(o: &mut String, run: &RunRecord, n_charts: &mut usize) {
     o.push_str("<h2 id=\"series\">Over time, per job</h2>");
     if run.series.is_empty() {
         o.push_str("<p>No time series were recorded for this run.</p>");
@@ -569,13 +601,6 @@ pub fn render(run: &RunRecord, hooks: &[&dyn ReportHooks]) -> Vec<u8> {
                 w => w,
             }
         );
-        figures(&mut o, &charts, &mut n_charts);
+        figures(o, &charts, n_charts);
     }
-
-    let _ = write!(
-        o,
-        "<h2 id=\"plan\">Plan</h2><pre>{}</pre>\n<p class=\"meta noprint\">Charts drawn by this browser: <span id=\"charts-drawn\">0</span> of <span id=\"charts-expected\">{n_charts}</span>.</p>\n<script>{SCRIPT}</script>\n</body></html>\n",
-        esc(&run.plan_text)
-    );
-    o.into_bytes()
 }

@@ -299,8 +299,41 @@ fn series(o: &mut String, l: &Line, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) ->
     }
 }
 
-/// Render `c` as an inline `<svg class="qchart">` element.
-pub fn render(c: &Chart) -> String {
+/// Where the plot sits in a chart: the data's x range and the y axes' tops, the plot's
+/// top edge and size, and the chart's height.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y_top: f64,
+    y_step: f64,
+    /// The right axis's top and tick step, when there is one.
+    y2: Option<(f64, f64)>,
+    top: f64,
+    hh: f64,
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn sx(&self, x: f64) -> f64 {
+        L + (x - self.x0) / (self.x1 - self.x0) * self.pw
+    }
+    fn sy(&self, y: f64) -> f64 {
+        self.top + self.ph - (y / self.y_top) * self.ph
+    }
+    fn sy_top(&self, y: f64, top2: f64) -> f64 {
+        self.top + self.ph - (y / top2) * self.ph
+    }
+}
+
+enum Legend {
+    Line(usize),
+    Pass,
+    Fail,
+}
+
+/// The data's x range and y maximum (lines, marks, references, categories).
+fn extent(c: &Chart) -> (f64, f64, f64) {
     let pts = c
         .lines
         .iter()
@@ -335,9 +368,12 @@ pub fn render(c: &Chart) -> String {
     if x1 - x0 <= 0.0 {
         x1 = x0 + 1.0;
     }
-    let (y_top, y_step) = axis_scale(y1, c.y_unit);
-    // The right axis: its top given, or round above its data.
-    let y2 = c.y2.as_ref().map(|a| {
+    (x0, x1, y1)
+}
+
+/// The right axis: its top given, or round above its data; and its tick step.
+fn right_scale(c: &Chart) -> Option<(f64, f64)> {
+    c.y2.as_ref().map(|a| {
         let max = a
             .lines
             .iter()
@@ -347,13 +383,11 @@ pub fn render(c: &Chart) -> String {
             Some(top) if top > 0.0 => (top, nice_step(top, 5.0)),
             _ => axis_scale(max, a.unit),
         }
-    });
-    let r = if y2.is_some() { R2 } else { R };
-    enum Legend {
-        Line(usize),
-        Pass,
-        Fail,
-    }
+    })
+}
+
+/// The legend's entries: the lines (left, then right axis), then pass and fail marks.
+fn legend_items(c: &Chart) -> Vec<(String, Legend)> {
     let mut legend: Vec<(String, Legend)> = c
         .lines
         .iter()
@@ -372,9 +406,15 @@ pub fn render(c: &Chart) -> String {
     if c.marks.iter().any(|m| !m.pass) {
         legend.push(("fail".into(), Legend::Fail));
     }
+    legend
+}
+
+/// Where each legend entry goes (rows wrap at the plot's right edge) and how many extra
+/// rows there are.
+fn legend_layout(legend: &[(String, Legend)], r: f64) -> (Vec<(f64, f64)>, usize) {
     let mut legend_pos = Vec::new();
     let (mut lx, mut row) = (L, 0usize);
-    for (label, _) in &legend {
+    for (label, _) in legend {
         let w = 40.0 + label.chars().count() as f64 * 6.6;
         if lx + w > W - r && lx > L {
             lx = L;
@@ -383,20 +423,55 @@ pub fn render(c: &Chart) -> String {
         legend_pos.push((lx, 32.0 + row as f64 * 15.0));
         lx += w;
     }
+    (legend_pos, row)
+}
+
+/// Render `c` as an inline `<svg class="qchart">` element.
+pub fn render(c: &Chart) -> String {
+    let (x0, x1, y1) = extent(c);
+    let (y_top, y_step) = axis_scale(y1, c.y_unit);
+    let y2 = right_scale(c);
+    let r = if y2.is_some() { R2 } else { R };
+    let legend = legend_items(c);
+    let (legend_pos, row) = legend_layout(&legend, r);
     // Each extra legend row makes the chart taller; the plot keeps its size.
     let extra = row as f64 * 15.0;
     let (top, hh) = (T + extra, H + extra);
-    let pw = W - L - r;
-    let ph = H - T - B;
-    let sx = |x: f64| L + (x - x0) / (x1 - x0) * pw;
-    let sy = |y: f64| top + ph - (y / y_top) * ph;
+    let f = Frame {
+        x0,
+        x1,
+        y_top,
+        y_step,
+        y2,
+        top,
+        hh,
+        pw: W - L - r,
+        ph: H - T - B,
+    };
+    let mut o = String::new();
+    open_chart(&mut o, c, &f);
+    y_axis(&mut o, c, &f);
+    x_axis(&mut o, c, &f);
+    axis_titles(&mut o, c, &f);
+    right_axis(&mut o, c, &f);
+    references(&mut o, c, &f);
+    data(&mut o, c, &f);
+    draw_legend(&mut o, &legend, &legend_pos);
+    o.push_str("</svg>");
+    o
+}
+
+/// The `<svg>` element's opening, the plot's frame and the chart's title.
+fn open_chart(o: &mut String, c: &Chart, f: &Frame) {
+    let Frame {
+        top, hh, pw, ph, ..
+    } = *f;
     let n_points: usize = c
         .lines
         .iter()
         .chain(c.lines2())
         .map(|l| l.points.len())
         .sum();
-    let mut o = String::new();
     let _ = write!(
         o,
         r#"<svg class="qchart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {hh}" role="img" aria-label="{}" data-points="{n_points}"><title>{}</title>"#,
@@ -412,7 +487,12 @@ pub fn render(c: &Chart) -> String {
         r#"<text x="{L}" y="16" class="ct">{}</text>"#,
         esc(&c.title)
     );
-    // y grid and ticks
+}
+
+/// The y grid and ticks.
+fn y_axis(o: &mut String, c: &Chart, f: &Frame) {
+    let (y_top, y_step) = (f.y_top, f.y_step);
+    let (pw, sy) = (f.pw, |y| f.sy(y));
     let mut y = 0.0;
     while y <= y_top + y_step * 0.01 {
         let py = sy(y);
@@ -426,7 +506,14 @@ pub fn render(c: &Chart) -> String {
         );
         y += y_step;
     }
-    // x ticks
+}
+
+/// The x ticks: numbers, or the categories' labels.
+fn x_axis(o: &mut String, c: &Chart, f: &Frame) {
+    let Frame {
+        x0, x1, top, ph, ..
+    } = *f;
+    let sx = |x| f.sx(x);
     if c.x_categories.is_empty() {
         let step = nice_step(x1 - x0, 5.0);
         let mut x = (x0 / step).ceil() * step;
@@ -455,6 +542,13 @@ pub fn render(c: &Chart) -> String {
             );
         }
     }
+}
+
+/// The x axis's title, and the y axis's (on two lines when too long for the plot).
+fn axis_titles(o: &mut String, c: &Chart, f: &Frame) {
+    let Frame {
+        top, hh, pw, ph, ..
+    } = *f;
     let _ = write!(
         o,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="al">{}</text>"#,
@@ -482,9 +576,15 @@ pub fn render(c: &Chart) -> String {
             );
         }
     }
-    // the right axis: ticks, labels and its title
+}
+
+/// The right axis: ticks, labels and its title.
+fn right_axis(o: &mut String, c: &Chart, f: &Frame) {
+    let Frame {
+        y2, top, pw, ph, ..
+    } = *f;
     if let (Some(a), Some((top2, step2))) = (&c.y2, y2) {
-        let sy2 = |y: f64| top + ph - (y / top2) * ph;
+        let sy2 = |y: f64| f.sy_top(y, top2);
         let _ = write!(
             o,
             r##"<line x1="{:.1}" y1="{top}" x2="{:.1}" y2="{:.1}" stroke="#999" stroke-width="0.5"/>"##,
@@ -514,9 +614,13 @@ pub fn render(c: &Chart) -> String {
             esc(&a.label)
         );
     }
-    // reference lines, labelled at the right end
+}
+
+/// Reference lines, labelled at the right end.
+fn references(o: &mut String, c: &Chart, f: &Frame) {
+    let pw = f.pw;
     for r in &c.refs {
-        let py = sy(r.y);
+        let py = f.sy(r.y);
         let _ = write!(
             o,
             r#"<line class="ref" x1="{L}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{}" stroke-width="2" stroke-dasharray="{}"/><text x="{:.1}" y="{:.1}" text-anchor="end" class="rl" fill="{}">{}</text>"#,
@@ -529,21 +633,28 @@ pub fn render(c: &Chart) -> String {
             esc(&r.label)
         );
     }
-    // data lines
+}
+
+/// The data lines (left, then right axis) and the pass/fail marks.
+fn data(o: &mut String, c: &Chart, f: &Frame) {
+    let (sx, sy) = (|x| f.sx(x), |y| f.sy(y));
     for l in &c.lines {
-        series(&mut o, l, &sx, &sy);
+        series(o, l, &sx, &sy);
     }
-    if let Some((top2, _)) = y2 {
-        let sy2 = |y: f64| top + ph - (y / top2) * ph;
+    if let Some((top2, _)) = f.y2 {
+        let sy2 = |y: f64| f.sy_top(y, top2);
         for l in c.lines2() {
-            series(&mut o, l, &sx, &sy2);
+            series(o, l, &sx, &sy2);
         }
     }
     for m in &c.marks {
-        pass_fail(&mut o, m.pass, sx(m.x), sy(m.y));
+        pass_fail(o, m.pass, sx(m.x), sy(m.y));
     }
-    // legend, above the plot (laid out before the plot, below)
-    for ((label, item), (lx, ly)) in legend.iter().zip(&legend_pos) {
+}
+
+/// The legend, above the plot (laid out before the plot, below).
+fn draw_legend(o: &mut String, legend: &[(String, Legend)], legend_pos: &[(f64, f64)]) {
+    for ((label, item), (lx, ly)) in legend.iter().zip(legend_pos) {
         let (lx, ly) = (*lx, *ly);
         match item {
             Legend::Line(i) => {
@@ -554,10 +665,10 @@ pub fn render(c: &Chart) -> String {
                     LINE_COLOURS[*i],
                     DASHES[*i]
                 );
-                marker(&mut o, MARKERS[*i], lx + 11.0, ly, LINE_COLOURS[*i]);
+                marker(o, MARKERS[*i], lx + 11.0, ly, LINE_COLOURS[*i]);
             }
-            Legend::Pass => pass_fail(&mut o, true, lx + 11.0, ly),
-            Legend::Fail => pass_fail(&mut o, false, lx + 11.0, ly),
+            Legend::Pass => pass_fail(o, true, lx + 11.0, ly),
+            Legend::Fail => pass_fail(o, false, lx + 11.0, ly),
         }
         let _ = write!(
             o,
@@ -567,141 +678,7 @@ pub fn render(c: &Chart) -> String {
             esc(label)
         );
     }
-    o.push_str("</svg>");
-    o
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ticks_and_steps() {
-        assert_eq!(nice_step(540.0, 5.0), 200.0);
-        assert_eq!(nice_step(10.0, 5.0), 2.0);
-        assert_eq!(nice_step(12.0, 5.0), 2.5);
-        assert_eq!(tick(500.0, Unit::Count), "500");
-        assert_eq!(tick(15_300.0, Unit::Count), "15.3k");
-        assert_eq!(tick(104_857_600.0, Unit::BytesPerSec), "100MiB/s");
-        assert_eq!(tick(2.5, Unit::Secs), "2.5s");
-        assert_eq!(tick(0.25, Unit::Secs), "0.25s");
-        assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
-    }
-
-    #[test]
-    fn a_line_on_its_ceiling_is_drawn_at_the_ceilings_height() {
-        let mut c = Chart::new("vol500 <IOPS>", "time", "IOPS");
-        c.line("fio", vec![(0.5, 500.0), (1.0, 500.0)], 0);
-        c.refs.push(RefLine {
-            label: "ceiling 500 IOPS".into(),
-            y: 500.0,
-            style: CEILING,
-        });
-        c.marks.push(Mark {
-            x: 1.0,
-            y: 500.0,
-            pass: false,
-        });
-        let s = render(&c);
-        assert!(s.starts_with("<svg class=\"qchart\""), "{s}");
-        assert!(s.contains("<title>vol500 &lt;IOPS&gt;</title>"));
-        assert!(s.contains(r#"data-points="2""#));
-        // The series path and the ceiling line share their y coordinate.
-        let path = s.split(r#"class="series" d="M"#).nth(1).unwrap();
-        let y = path
-            .split(['L', '"'])
-            .next()
-            .unwrap()
-            .split(' ')
-            .nth(1)
-            .unwrap();
-        assert!(s.contains(&format!(r#"y1="{y}""#)), "{y} in {s}");
-        assert!(s.contains("class=\"fail\"") && s.contains(">fail</text>"));
-        assert!(!Chart::new("e", "x", "y").has_data());
-    }
-
-    /// The y coordinates of a chart's series paths, in drawing order.
-    fn path_ys(s: &str) -> Vec<Vec<f64>> {
-        s.split(r#"class="series" d="M"#)
-            .skip(1)
-            .map(|p| {
-                p.split('"')
-                    .next()
-                    .unwrap()
-                    .split(['M', 'L'])
-                    .map(|xy| xy.split(' ').nth(1).unwrap().parse::<f64>().unwrap())
-                    .collect()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_y_title_longer_than_the_plot_is_drawn_on_two_lines() {
-        let short = Chart::new("cpu", "time (s)", "IOPS");
-        let one = render(&short);
-        assert!(one.contains(r#"rotate(-90)" text-anchor="middle" class="al">IOPS</text>"#));
-        let long = "% (of one core for processes; of all CPUs for idle and steal)";
-        let two = render(&Chart::new("cpu", "time (s)", long));
-        assert!(
-            two.contains(r#"<tspan x="0" dy="0">% (of one core for processes;</tspan><tspan x="0" dy="12">of all CPUs for idle and steal)</tspan>"#),
-            "{two}"
-        );
-        // Each line fits the plot's height.
-        let ph = H - T - B;
-        for l in [
-            "% (of one core for processes;",
-            "of all CPUs for idle and steal)",
-        ] {
-            assert!(l.len() as f64 * CHAR_W <= ph, "{l}");
-        }
-    }
-
-    #[test]
-    fn a_second_axis_has_its_own_scale_ticks_and_legend() {
-        let mut c = Chart::new("burst", "time", "IOPS");
-        c.line("fio", vec![(0.5, 3000.0), (1.0, 3000.0), (1.5, 300.0)], 0);
-        let without = render(&c);
-        c.y2 = Some(Axis2 {
-            label: "credit balance (% of bucket)".into(),
-            unit: Unit::Percent,
-            max: Some(100.0),
-            lines: vec![Line {
-                label: "balance".into(),
-                points: vec![(0.5, 100.0), (1.0, 50.0), (1.5, 0.0)],
-                style: 4,
-            }],
-        });
-        let with = render(&c);
-        assert!(!without.contains("right axis") && !without.contains("rotate(90)"));
-        assert!(with.contains(">balance (right axis)</text>"), "{with}");
-        assert!(with.contains(">credit balance (% of bucket)</text>"));
-        assert!(with.contains(">100%</text>") && with.contains(">40%</text>"));
-        assert!(with.contains(r#"data-points="6""#));
-        let ys = path_ys(&with);
-        assert_eq!(ys.len(), 2);
-        // The right axis: 100% at the plot's top, 0% at its bottom, 50% halfway.
-        let (top, bottom) = (T, T + (H - T - B));
-        assert_eq!(ys[1], vec![top, (top + bottom) / 2.0, bottom]);
-        // The left axis keeps its own scale (3,000 IOPS is below its round top).
-        assert!(ys[0][0] > top && ys[0][2] < bottom, "{:?}", ys[0]);
-        // The plot narrows for the right axis' labels: the x of the last point moves left.
-        let last_x = |s: &str| -> f64 {
-            let p = s.split(r#"class="series" d="M"#).nth(1).unwrap();
-            let p = p.split('"').next().unwrap();
-            p.rsplit('L')
-                .next()
-                .unwrap()
-                .split(' ')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap()
-        };
-        assert_eq!(last_x(&without), W - R);
-        assert_eq!(last_x(&with), W - R2);
-        // Without a fixed top the axis is round above its data.
-        c.y2.as_mut().unwrap().max = None;
-        assert!(render(&c).contains(">125%</text>"));
-        assert_eq!(tick(42.5, Unit::Percent), "42.5%");
-    }
-}
+mod tests;

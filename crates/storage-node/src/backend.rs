@@ -413,6 +413,15 @@ fn is_unsupported(e: &io::Error) -> bool {
     )
 }
 
+/// A 1 MiB file backend (`v.img`) in a fresh directory, for layer tests (here and in the
+/// front ends'; [`crate::testing`] re-exports it).
+#[cfg(any(test, feature = "testing"))]
+pub fn scratch_file(tag: &str) -> (test_support::TestDir, std::sync::Arc<dyn Backend>) {
+    let d = test_support::TestDir::new(tag);
+    let b = FileBackend::open(&d.join("v.img"), 1 << 20, false, false).unwrap();
+    (d, std::sync::Arc::new(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

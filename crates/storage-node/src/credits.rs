@@ -289,21 +289,17 @@ fn fs_metrics(o: &mut String, fs: &crate::provisioned::ProvisionedFs, now: Nanos
 mod tests {
     use std::sync::Arc;
 
-    use crate::{Node, NodeConfig};
-
     /// The burst families of a volume under a gp2 policy and of a provisioned file system,
     /// in order, with their types.
     #[test]
     fn burst_and_file_system_families() {
-        let d = test_support::TestDir::new("credits-metrics");
-        let cfg = NodeConfig::parse(
+        let (node, _d) = crate::testing::TestNode::open(
             "[provisioned]\npreset = \"fsx-ontap-128\"\n\
              [[policy]]\nname = \"gp2\"\nprovisioned = { model = \"ebs-gp2\" }\n\
              [[volume]]\nname = \"v\"\nsize = \"100GiB\"\npolicy = \"gp2\"\n",
-            "t.toml",
+            "credits-metrics",
         )
-        .unwrap();
-        let node = Node::open(&cfg, &d).unwrap();
+        .split();
         let vols: Vec<(Arc<crate::volume::Volume>, String)> = node
             .volumes()
             .into_iter()
@@ -311,10 +307,7 @@ mod tests {
             .collect();
         let mut text = String::new();
         super::render_metrics(&mut text, &node, &vols);
-        let families: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("# TYPE "))
-            .collect();
+        let families = crate::testing::metric_families(&text);
         assert_eq!(
             families,
             [

@@ -32,6 +32,8 @@ pub mod private;
 pub mod provisioned;
 pub mod scheduler;
 pub mod stats;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod timer;
 pub mod volume;
 

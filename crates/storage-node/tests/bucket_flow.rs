@@ -9,16 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use storage_node::admission::{Gate, Op, Work};
-use storage_node::{Node, NodeConfig};
+use storage_node::testing::TestNode;
+use storage_node::Node;
 use test_support::TestDir;
 use tokio::time::Instant;
 
-/// A node on a fresh data directory, removed when the returned `TestDir` drops (keep it
-/// alive as long as the node).
+/// The node fixture, its directory tagged `bflow-TAG`.
 fn node(toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
-    let dir = TestDir::new(&format!("bflow-{tag}"));
-    let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    (Node::open(&cfg, &dir).expect("node"), dir)
+    TestNode::open(toml, &format!("bflow-{tag}")).split()
 }
 
 struct Counted {

@@ -5,20 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use storage_node::admission::{Gate, Op, Work};
-use storage_node::{Node, NodeConfig};
-use test_support::TestDir;
+use storage_node::testing::TestNode;
 use tokio::time::Instant;
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_gate_gives_its_backlog_back() {
-    let dir = TestDir::new("gate-abandon");
-    let cfg = NodeConfig::parse(
+    let (n, _dir) = TestNode::open(
         "[[policy]]\nname = \"two\"\nfixed.max_throughput = \"2iops\"\n\
          [[volume]]\nname = \"v\"\nsize = \"1GiB\"\npolicy = \"two\"\n",
-        "t.toml",
+        "gate-abandon",
     )
-    .unwrap();
-    let n = Node::open(&cfg, &dir).unwrap();
+    .split();
     let flow = n.volume("v").unwrap().flow();
     let op = Op::new(flow, Work::Write(65536));
     let gone = Arc::new(Gate::new(n.gates(), n.clock));

@@ -191,35 +191,26 @@ fn thread_ticks(
     out
 }
 
-/// The sample for the interval from `prev` to `cur`. `speeds` are NIC link speeds (Mb/s).
-pub fn sample(
-    prev: &Counters,
-    cur: &Counters,
-    ticks_per_s: u64,
-    roles: &Roles,
-    speeds: &HashMap<String, u64>,
-    t_ms: u64,
-) -> HostSample {
-    let secs = (cur.uptime_s - prev.uptime_s).max(0.001);
-    let cpus = cur
-        .kernel
-        .cpu_time
-        .iter()
-        .zip(&prev.kernel.cpu_time)
-        .map(|(c, p)| cpu_pct(c, p))
-        .collect();
-
+/// The disks active over the interval, with their rates.
+fn disk_rates(prev: &Counters, cur: &Counters, secs: f64) -> Vec<DiskRates> {
     let prev_disks: HashMap<&str, &procfs_core::DiskStat> =
         prev.disks.iter().map(|x| (x.name.as_str(), x)).collect();
-    let disks = cur
-        .disks
+    cur.disks
         .iter()
         .filter_map(|c| {
             let p = prev_disks.get(c.name.as_str())?;
             disk_active(c, p).then(|| disk(c, p, secs))
         })
-        .collect();
+        .collect()
+}
 
+/// The NICs that moved packets (or dropped some) over the interval, by name.
+fn nic_rates(
+    prev: &Counters,
+    cur: &Counters,
+    secs: f64,
+    speeds: &HashMap<String, u64>,
+) -> Vec<NicRates> {
     let mut nics: Vec<NicRates> = cur
         .nics
         .values()
@@ -240,9 +231,19 @@ pub fn sample(
         })
         .collect();
     nics.sort_by(|a, b| a.name.cmp(&b.name));
+    nics
+}
 
+/// The CPU of each role, and the processes worth naming: the fio and node processes, the
+/// harness's (split by thread into its parts), and the three busiest others.
+fn proc_cpu(
+    prev: &Counters,
+    cur: &Counters,
+    (ticks_per_s, secs): (u64, f64),
+    roles: &Roles,
+    role_of: &HashMap<i32, Role>,
+) -> (RoleCpu, Vec<ProcCpu>) {
     let mut ticks = proc_ticks(prev, cur, ticks_per_s);
-    let role_of = roles.classify(&cur.procs);
     let pct = |t: u64| t as f64 / ticks_per_s as f64 / secs * 100.0;
     let mut role_cpu = RoleCpu::default();
     let add = |role_cpu: &mut RoleCpu, role: Role, v: f64| match role {
@@ -319,10 +320,18 @@ pub fn sample(
     }
     others.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
     procs.extend(others.into_iter().take(3));
+    (role_cpu, procs)
+}
 
-    // The cgroups of the job's processes, each with whose they are.
-    let cgroups = cur
-        .cgroups
+/// The cgroups of the job's processes, each with whose they are.
+fn cgroup_pressure(
+    prev: &Counters,
+    cur: &Counters,
+    secs: f64,
+    roles: &Roles,
+    role_of: &HashMap<i32, Role>,
+) -> Vec<CgroupPressure> {
+    cur.cgroups
         .iter()
         .filter_map(|c| {
             let p = prev.cgroups.iter().find(|p| p.path == c.path)?;
@@ -343,7 +352,35 @@ pub fn sample(
                 pressure: Pressure::between(&p.totals, &c.totals, secs),
             })
         })
+        .collect()
+}
+
+/// The sample for the interval from `prev` to `cur`. `speeds` are NIC link speeds (Mb/s).
+pub fn sample(
+    prev: &Counters,
+    cur: &Counters,
+    ticks_per_s: u64,
+    roles: &Roles,
+    speeds: &HashMap<String, u64>,
+    t_ms: u64,
+) -> HostSample {
+    let secs = (cur.uptime_s - prev.uptime_s).max(0.001);
+    let cpus = cur
+        .kernel
+        .cpu_time
+        .iter()
+        .zip(&prev.kernel.cpu_time)
+        .map(|(c, p)| cpu_pct(c, p))
         .collect();
+
+    let disks = disk_rates(prev, cur, secs);
+
+    let nics = nic_rates(prev, cur, secs, speeds);
+
+    let role_of = roles.classify(&cur.procs);
+    let (role_cpu, procs) = proc_cpu(prev, cur, (ticks_per_s, secs), roles, &role_of);
+
+    let cgroups = cgroup_pressure(prev, cur, secs, roles, &role_of);
 
     let mem = &cur.mem;
     let available = mem

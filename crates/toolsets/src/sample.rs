@@ -128,8 +128,8 @@ pub struct RoleCpu {
     pub other: f64,
 }
 
-/// One tool-set sample of one host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One tool-set sample of one host (`Default`: an empty interval, every figure 0).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostSample {
     /// End of the interval, ms since the sampler started.
     pub t_ms: u64,
@@ -352,23 +352,9 @@ mod tests {
         HostSample {
             t_ms: 1000,
             interval_ms: 1000,
-            cpu: CpuPct::default(),
             cpus,
-            run_queue: 0,
-            blocked: 0,
-            mem_used_bytes: 0,
-            mem_available_bytes: 0,
-            swap_used_bytes: 0,
-            swap_in_s: 0.0,
-            swap_out_s: 0.0,
-            page_in_kib_s: 0.0,
-            page_out_kib_s: 0.0,
-            disks: vec![],
-            nics: vec![],
-            roles: RoleCpu::default(),
             procs,
-            pressure: None,
-            cgroups: vec![],
+            ..HostSample::default()
         }
     }
 

@@ -7,7 +7,7 @@
 
 use rusqlite::{params, Connection};
 
-use super::{Result, Store};
+use super::{all_rows, Result, Store};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS nfs_export_policies (
@@ -147,19 +147,19 @@ impl Store {
     }
 
     pub fn export_policies(&self) -> Result<Vec<ExportPolicyRow>> {
-        let mut st = self.conn.prepare(
+        all_rows(
+            &self.conn,
             "SELECT id, name, svm_name, svm_uuid, rules FROM nfs_export_policies ORDER BY id",
-        )?;
-        let rows = st.query_map([], |r| {
-            Ok(ExportPolicyRow {
-                id: r.get::<_, i64>(0)? as u64,
-                name: r.get(1)?,
-                svm_name: r.get(2)?,
-                svm_uuid: r.get(3)?,
-                rules: r.get(4)?,
-            })
-        })?;
-        rows.collect()
+            |r| {
+                Ok(ExportPolicyRow {
+                    id: r.get::<_, i64>(0)? as u64,
+                    name: r.get(1)?,
+                    svm_name: r.get(2)?,
+                    svm_uuid: r.get(3)?,
+                    rules: r.get(4)?,
+                })
+            },
+        )
     }
 
     /// Insert a policy; returns its id.

@@ -5,7 +5,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{Result, Store};
+use super::{all_rows, Result, Store};
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS s3_users (
@@ -66,18 +66,18 @@ impl Store {
     }
 
     pub fn s3_users(&self) -> Result<Vec<S3UserRow>> {
-        let mut st = self
-            .conn
-            .prepare("SELECT name, access_key, secret_key, comment FROM s3_users ORDER BY seq")?;
-        let rows = st.query_map([], |r| {
-            Ok(S3UserRow {
-                name: r.get(0)?,
-                access_key: r.get(1)?,
-                secret_key: r.get(2)?,
-                comment: r.get(3)?,
-            })
-        })?;
-        rows.collect()
+        all_rows(
+            &self.conn,
+            "SELECT name, access_key, secret_key, comment FROM s3_users ORDER BY seq",
+            |r| {
+                Ok(S3UserRow {
+                    name: r.get(0)?,
+                    access_key: r.get(1)?,
+                    secret_key: r.get(2)?,
+                    comment: r.get(3)?,
+                })
+            },
+        )
     }
 
     pub fn insert_s3_user(&self, u: &S3UserRow) -> Result<()> {
@@ -103,10 +103,7 @@ impl Store {
     }
 
     pub fn buckets(&self) -> Result<Vec<BucketRow>> {
-        let mut st = self.conn.prepare(
-            "SELECT uuid, name, size, comment, policy_uuid, created_ns FROM s3_buckets ORDER BY seq",
-        )?;
-        let rows = st.query_map([], |r| {
+        all_rows(&self.conn, "SELECT uuid, name, size, comment, policy_uuid, created_ns FROM s3_buckets ORDER BY seq", |r| {
             Ok(BucketRow {
                 uuid: r.get(0)?,
                 name: r.get(1)?,
@@ -115,8 +112,7 @@ impl Store {
                 policy_uuid: r.get(4)?,
                 created_ns: r.get::<_, i64>(5)? as u64,
             })
-        })?;
-        rows.collect()
+        })
     }
 
     pub fn insert_bucket(&self, b: &BucketRow) -> Result<()> {

@@ -197,8 +197,28 @@ impl Store {
     }
 
     pub fn load_run(&self, id: i64) -> Result<RunRecord> {
-        let mut run = self
-            .conn
+        let mut run = self.load_run_row(id)?;
+        run.policies = self.load_policies(id)?;
+        run.volumes = self.load_volumes(id)?;
+        let mut jobs = self.load_jobs(id)?;
+        self.load_results_and_verdicts(&mut jobs)?;
+        for j in &mut jobs {
+            j.ops = self.load_ops(j.id)?;
+        }
+        for j in &jobs {
+            let s = self.load_series(j.id)?;
+            if !s.is_empty() {
+                run.series.push(s);
+            }
+        }
+        run.jobs = jobs;
+        run.tables = self.load_tables(id)?;
+        Ok(run)
+    }
+
+    /// The run's own row (its jobs, volumes, ... empty).
+    fn load_run_row(&self, id: i64) -> Result<RunRecord> {
+        self.conn
             .query_row(
                 "SELECT id, name, started_at, finished_at, status, plan_origin, plan_text, target,
                    executor, runtime_s, ramp_s, host, kernel, cpu, fio_version, qoslab_version
@@ -233,11 +253,14 @@ impl Store {
                 },
             )
             .optional()?
-            .ok_or(StoreError::NoRun(id))?;
+            .ok_or(StoreError::NoRun(id))
+    }
+
+    fn load_policies(&self, id: i64) -> Result<Vec<PolicyRecord>> {
         let mut st = self
             .conn
             .prepare("SELECT name, definition FROM policies WHERE run_id = ?1 ORDER BY rowid")?;
-        run.policies = st
+        let rows = st
             .query_map([id], |r| {
                 Ok(PolicyRecord {
                     name: r.get(0)?,
@@ -245,11 +268,15 @@ impl Store {
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    fn load_volumes(&self, id: i64) -> Result<Vec<VolumeRecord>> {
         let mut st = self.conn.prepare(
             "SELECT name, size, snapshot_reserve_percent, policy, ceiling_iops, ceiling_bps,
                floor_iops, floor_bps FROM volumes WHERE run_id = ?1 ORDER BY rowid",
         )?;
-        run.volumes = st
+        let rows = st
             .query_map([id], |r| {
                 Ok(VolumeRecord {
                     name: r.get(0)?,
@@ -265,12 +292,17 @@ impl Store {
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// The run's jobs, in order (their results, verdicts and operations empty).
+    fn load_jobs(&self, id: i64) -> Result<Vec<JobRecord>> {
         let mut st = self.conn.prepare(
             "SELECT id, seq, workload, name, volume, iteration, status, started_at, finished_at, error,
                diagnosis, steady
              FROM jobs WHERE run_id = ?1 ORDER BY seq",
         )?;
-        let mut jobs: Vec<JobRecord> = st
+        let rows = st
             .query_map([id], |r| {
                 Ok(JobRecord {
                     id: r.get(0)?,
@@ -295,6 +327,11 @@ impl Store {
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Each job's fio results (a row per client and direction) and verdicts.
+    fn load_results_and_verdicts(&self, jobs: &mut [JobRecord]) -> Result<()> {
         let mut res = self.conn.prepare(
             "SELECT client, direction, iops, iops_mean, bw_bytes, bw_mean_bytes, io_bytes, total_ios,
                runtime_ms, lat_mean_ns, clat_mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, error
@@ -304,7 +341,7 @@ impl Store {
             "SELECT expectation, measured, bound, passed, detail, outcome, reason
              FROM verdicts WHERE job_id = ?1 ORDER BY rowid",
         )?;
-        for j in &mut jobs {
+        for j in jobs {
             let rows = res.query_map([j.id], |r| {
                 let client: String = r.get(0)?;
                 let dir: String = r.get(1)?;
@@ -360,20 +397,14 @@ impl Store {
                 })?
                 .collect::<std::result::Result<_, _>>()?;
         }
-        for j in &mut jobs {
-            j.ops = self.load_ops(j.id)?;
-        }
-        for j in &jobs {
-            let s = self.load_series(j.id)?;
-            if !s.is_empty() {
-                run.series.push(s);
-            }
-        }
-        run.jobs = jobs;
+        Ok(())
+    }
+
+    fn load_tables(&self, id: i64) -> Result<Vec<SummaryTable>> {
         let mut st = self.conn.prepare(
             "SELECT kind, name, columns, rows FROM summary_tables WHERE run_id = ?1 ORDER BY seq",
         )?;
-        run.tables = st
+        let rows = st
             .query_map([id], |r| {
                 let cols: String = r.get(2)?;
                 let rows: String = r.get(3)?;
@@ -385,6 +416,6 @@ impl Store {
                 })
             })?
             .collect::<std::result::Result<_, _>>()?;
-        Ok(run)
+        Ok(rows)
     }
 }

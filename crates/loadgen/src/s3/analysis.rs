@@ -205,6 +205,25 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The spread of the whole segments inside the window (their ops/s and bytes/s).
+fn spread(mut in_ops: Vec<f64>, mut in_bps: Vec<f64>) -> SegSpread {
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    if in_ops.is_empty() {
+        SegSpread::default()
+    } else {
+        SegSpread {
+            n: in_ops.len() as u32,
+            ops_slowest: min(&in_ops),
+            ops_fastest: max(&in_ops),
+            bps_slowest: min(&in_bps),
+            bps_fastest: max(&in_bps),
+            ops_median: median(&mut in_ops),
+            bps_median: median(&mut in_bps),
+        }
+    }
+}
+
 /// Analyse one set of requests (one host, or all hosts) for one operation.
 fn one(
     host: &str,
@@ -302,21 +321,7 @@ fn one(
         }
         segments.push(s);
     }
-    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    let seg = if in_ops.is_empty() {
-        SegSpread::default()
-    } else {
-        SegSpread {
-            n: in_ops.len() as u32,
-            ops_slowest: min(&in_ops),
-            ops_fastest: max(&in_ops),
-            bps_slowest: min(&in_bps),
-            bps_fastest: max(&in_bps),
-            ops_median: median(&mut in_ops),
-            bps_median: median(&mut in_bps),
-        }
-    };
+    let seg = spread(in_ops, in_bps);
     OpSummary {
         host: host.to_string(),
         op,

@@ -7,22 +7,17 @@ use std::time::Duration;
 
 use nbd_proto::*;
 use nbd_server as server;
-use storage_node::{Node, NodeConfig};
+use storage_node::testing::TestNode;
+use storage_node::Node;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::{handshake, TestDir};
 
-/// A node from `toml` in its own data directory (removed when the `TestDir` drops). Waits
-/// use tokio's timer (`Scheduler::use_tokio_timers`): a service latency's precise timer
-/// would run on the real clock, and these tests run on tokio's paused one.
+/// The node fixture on tokio's timer (these tests run on tokio's paused clock).
 pub fn node(toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
-    let dir = TestDir::new(tag);
-    let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
-    let node = Node::open(&cfg, &dir).expect("node");
-    node.scheduler.use_tokio_timers();
-    (node, dir)
+    TestNode::on_tokio_timers(toml, tag).split()
 }
 
 /// Move volume `vol` to the policy `policy` after `after` (tokio's clock), from a task

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::api_util::{Api, POLICIES, SEED_POLICY_1, SEED_POLICY_2, VOLUMES};
-use crate::util::{require_tool, run, Node, TempDir, QOSLAB};
+use crate::util::{one_volume_config, require_tool, run, Node, TempDir, QOSLAB};
 
 fn api(node: &Node) -> Api {
     Api::new(&node.api_url())
@@ -95,18 +95,12 @@ fn api_seed_bodies_verbatim_and_listing_shape() {
 
 #[test]
 fn api_policy_errors() {
-    let node = Node::start(
-        r#"
-[[policy]]
-name = "gold"
-fixed = { max_throughput_iops = 5000 }
-
-[[volume]]
-name = "vol1"
-size = "16MiB"
-policy = "gold"
-"#,
-    );
+    let node = Node::start(&one_volume_config(
+        "gold",
+        "max_throughput_iops = 5000",
+        "vol1",
+        "16MiB",
+    ));
     let a = api(&node);
     let post = |body: &str| a.req("POST", POLICIES, Some(body));
     post(r#"{"name": "x", "fixed": {}, "colour": "red"}"#).error(400, "colour");

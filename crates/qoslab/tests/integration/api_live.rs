@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::api_util::{Api, POLICIES, VOLUMES};
 use crate::realtime::RealTime;
-use crate::util::{fio_command, heavy, require_fio_nbd, Node};
+use crate::util::{fio_command, heavy, one_volume_config, require_fio_nbd, Node};
 
 fn metric_iops(a: &Api, vol: &str) -> u64 {
     a.get_ok(&format!("{VOLUMES}?name={vol}&fields=metric"))["records"][0]["metric"]["iops"]
@@ -42,18 +42,12 @@ fn api_live_policy_change_reaches_connected_fio_within_2s() {
     require_fio_nbd();
     let _heavy = heavy();
     let mut rt = RealTime::start();
-    let node = Node::start(
-        r#"
-[[policy]]
-name = "p"
-fixed = { max_throughput_iops = 5000 }
-
-[[volume]]
-name = "vol"
-size = "256MiB"
-policy = "p"
-"#,
-    );
+    let node = Node::start(&one_volume_config(
+        "p",
+        "max_throughput_iops = 5000",
+        "vol",
+        "256MiB",
+    ));
     let a = Api::new(&node.api_url());
     let vol = a.uuid_of(VOLUMES, "vol");
     let pol = a.uuid_of(POLICIES, "p");

@@ -4,20 +4,14 @@
 use std::time::Duration;
 
 use crate::bench_util::{export, qoslab, text, Dir};
-use crate::util::{heavy, Node};
+use crate::util::{heavy, one_volume_config, Node};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-const NODE: &str = r#"
-[[policy]]
-name = "QoS_500iops"
-fixed = { max_throughput_iops = 500 }
-
-[[volume]]
-name = "vol500"
-size = "10GB"
-policy = "QoS_500iops"
-"#;
+/// The node: seed 000's `vol500` under `QoS_500iops`.
+fn node_config() -> String {
+    one_volume_config("QoS_500iops", "max_throughput_iops = 500", "vol500", "10GB")
+}
 
 fn plan(expect: &str) -> String {
     format!(
@@ -37,7 +31,7 @@ expect = ["{expect}"]
 #[test]
 fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
     let _g = heavy();
-    let node = Node::start(NODE);
+    let node = Node::start(&node_config());
     let url = node.api_url();
     let d = Dir::new("node");
     d.write("p.toml", &plan("iops_mean ~= policy.ceiling +-3%"));
@@ -75,7 +69,7 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
 #[test]
 fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
     let _g = heavy();
-    let node = Node::start_https(NODE, &[]);
+    let node = Node::start_https(&node_config(), &[]);
     crate::ontap_rest::create_user(&node, "admin", "Netapp1!");
     let url = node.api_url();
     assert!(url.starts_with("https://"), "{url}");
@@ -117,7 +111,7 @@ fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
 
 #[test]
 fn an_unknown_volume_or_a_plan_with_node_tables_is_refused() {
-    let node = Node::start(NODE);
+    let node = Node::start(&node_config());
     let url = node.api_url();
     let d = Dir::new("node-err");
     d.write("p.toml", &plan("iops > 0"));

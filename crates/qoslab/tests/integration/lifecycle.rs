@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use crate::client::{expect_closed, Client, CMD_FLAG_FUA, CMD_READ, CMD_WRITE};
 use crate::util::{
-    assert_same_bytes, fio_command, pattern, require_fio_nbd, run, Node, TempDir, QOSLAB,
+    assert_same_bytes, fio_command, one_volume_config, pattern, require_fio_nbd, run, Node,
+    TempDir, QOSLAB,
 };
 
 /// One invalid configuration: the text, the line the error must point at (the offending
@@ -151,18 +152,12 @@ fn sigint_and_sigterm_on_an_idle_node_exit_zero() {
 #[test]
 fn sigterm_during_fio_writes_exits_zero_within_10s() {
     require_fio_nbd();
-    let mut node = Node::start(
-        r#"
-[[policy]]
-name = "p200"
-fixed = { max_throughput_iops = 200 }
-
-[[volume]]
-name = "vol"
-size = "64MiB"
-policy = "p200"
-"#,
-    );
+    let mut node = Node::start(&one_volume_config(
+        "p200",
+        "max_throughput_iops = 200",
+        "vol",
+        "64MiB",
+    ));
     let mut fio = fio_command(
         &node.uri("vol"),
         &[
@@ -257,18 +252,12 @@ size = "64MiB"
 
 #[test]
 fn sigterm_lets_requests_parked_by_qos_finish() {
-    let mut node = Node::start(
-        r#"
-[[policy]]
-name = "p20"
-fixed = { max_throughput_iops = 20 }
-
-[[volume]]
-name = "vol"
-size = "16MiB"
-policy = "p20"
-"#,
-    );
+    let mut node = Node::start(&one_volume_config(
+        "p20",
+        "max_throughput_iops = 20",
+        "vol",
+        "16MiB",
+    ));
     let mut c = Client::open(node.socket(), "vol");
     // 40 reads at 20 IOPS: most of them wait in the node for up to ~2 s.
     let mut b = Vec::new();

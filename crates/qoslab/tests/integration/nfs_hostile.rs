@@ -20,7 +20,7 @@ use nfs_proto::{mount, portmap, record};
 use crate::api_util::Api;
 use crate::nfs_node::nfs_port;
 use crate::nfs_util::{connect_from, sattr, status_and_verifier, sys_cred, Wire};
-use crate::util::{heavy, Node};
+use crate::util::{heavy, one_volume_config, Node};
 
 const NFS: &[&str] = &["--listen-nfs", "127.0.0.1:0"];
 
@@ -104,20 +104,8 @@ fn a_flood_of_empty_fragments_is_cut_off() {
 #[test]
 fn a_held_write_flood_is_bounded_dropped_with_its_clients_and_drained() {
     let _g = heavy();
-    let mut node = Node::start_with(
-        r#"
-[[policy]]
-name = "two"
-fixed = { max_throughput_iops = 2 }
-
-[[volume]]
-name = "slow"
-size = "1GiB"
-policy = "two"
-nas_path = "/slow"
-"#,
-        NFS,
-    );
+    let config = one_volume_config("two", "max_throughput_iops = 2", "slow", "1GiB");
+    let mut node = Node::start_with(&format!("{config}nas_path = \"/slow\"\n"), NFS);
     let p = nfs_port(&node);
     let base = rss_mib(&node);
     let mut setup = Wire::connect(p);

@@ -1,17 +1,19 @@
-//! A running `qoslab nfs serve` (the [`NfsProc`] guard) and a raw NFSv3 client over TCP
-//! ([`Wire`]) for the NFS front end's end-to-end tests.
+//! A running `qoslab nfs serve` (the [`NfsProc`] guard) and the raw NFS test client over
+//! TCP ([`Wire`]) for the NFS front end's end-to-end tests.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::ops::{Deref, DerefMut};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use nfs_proto::nfs3::{self, proc_, StableHow};
-use nfs_proto::rpc::{self, AuthSys, Cred};
-use nfs_proto::xdr::{put_opaque, put_u32, put_u64, Reader};
-use nfs_proto::{mount, record};
+use nfs_proto::client::{self, Transport};
+use nfs_proto::nfs3::StableHow;
+use nfs_proto::record;
+use nfs_proto::rpc::Cred;
+use nfs_proto::xdr::Reader;
 
 use crate::util::QOSLAB;
 
@@ -128,26 +130,55 @@ impl Drop for NfsProc {
     }
 }
 
-/// A raw NFSv3 client on one TCP connection: AUTH_SYS root unless told otherwise
-/// ([`Wire::cred`]), from a reserved source port as the kernel client (and root's libnfs)
-/// connects, or from any port ([`Wire::connect_from`]).
-pub struct Wire {
+/// Call records over one TCP connection, framed (record marking) both ways.
+pub struct Tcp {
     s: TcpStream,
-    xid: u32,
     buf: Vec<u8>,
-    /// The credential calls carry (`Cred::None`: AUTH_NONE).
-    pub cred: Cred,
+}
+
+impl Transport for Tcp {
+    fn send(&mut self, rec: &[u8]) {
+        self.s
+            .write_all(&client::frame(rec))
+            .expect("sending a call");
+    }
+
+    fn recv(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if let Some((rec, used)) = record::next_record(&self.buf, 1 << 24).unwrap() {
+                let rec = rec.into_owned();
+                self.buf.drain(..used);
+                return Some(rec);
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.s.read(&mut chunk).expect("reading a reply");
+            assert!(n > 0, "the server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+/// The workspace's raw NFS client ([`nfs_proto::client::Client`]) on one TCP connection:
+/// AUTH_SYS root unless told otherwise (its `cred`), from a reserved source port as the
+/// kernel client (and root's libnfs) connects, or from any port ([`Wire::connect_from`]).
+pub struct Wire(client::Client<Tcp>);
+
+impl Deref for Wire {
+    type Target = client::Client<Tcp>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl DerefMut for Wire {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
 }
 
 /// AUTH_SYS for `uid`, `gid` and supplementary `gids`.
 pub fn sys_cred(uid: u32, gid: u32, gids: &[u32]) -> Cred {
-    Cred::Sys(AuthSys {
-        stamp: 1,
-        machine: b"it".to_vec(),
-        uid,
-        gid,
-        gids: gids.to_vec(),
-    })
+    client::sys_cred(b"it", uid, gid, gids)
 }
 
 /// A TCP connection to `to` from `from`'s address; from a reserved port (below 1024,
@@ -189,33 +220,19 @@ impl Wire {
         let s = connect_from(from, to, reserved);
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         s.set_nodelay(true).unwrap();
-        Wire {
-            s,
-            xid: 0,
-            buf: Vec::new(),
-            cred: sys_cred(0, 0, &[]),
-        }
-    }
-
-    /// Sends one call without waiting; returns its xid.
-    pub fn send(&mut self, prog: u32, vers: u32, p: u32, args: &[u8]) -> u32 {
-        self.xid += 1;
-        let mut out = Vec::new();
-        let at = record::begin(&mut out);
-        rpc::encode_call(&mut out, self.xid, prog, vers, p, &self.cred, args);
-        record::finish(&mut out, at);
-        self.s.write_all(&out).expect("sending a call");
-        self.xid
+        let tcp = Tcp { s, buf: Vec::new() };
+        Wire(client::Client::new(tcp, sys_cred(0, 0, &[])))
     }
 
     /// Sends raw bytes (framing included).
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        self.s.write_all(bytes).expect("sending bytes");
+        self.0.transport.s.write_all(bytes).expect("sending bytes");
     }
 
     /// Sends as much of `bytes` as the server takes within `limit` (a client pipelining
     /// more than the server reads); returns how much went.
     pub fn send_all_within(&mut self, bytes: &[u8], limit: Duration) -> usize {
+        let s = &mut self.0.transport.s;
         let deadline = std::time::Instant::now() + limit;
         let mut sent = 0;
         while sent < bytes.len() {
@@ -223,20 +240,20 @@ impl Wire {
             if left.is_zero() {
                 break;
             }
-            self.s.set_write_timeout(Some(left)).unwrap();
-            match self.s.write(&bytes[sent..]) {
+            s.set_write_timeout(Some(left)).unwrap();
+            match s.write(&bytes[sent..]) {
                 Ok(n) if n > 0 => sent += n,
                 _ => break,
             }
         }
-        self.s.set_write_timeout(None).unwrap();
+        s.set_write_timeout(None).unwrap();
         sent
     }
 
     /// Close the connection with a reset (SO_LINGER 0): what the server sees of a client
     /// host that went away, whatever the client had queued.
     pub fn reset(self) {
-        socket2::SockRef::from(&self.s)
+        socket2::SockRef::from(&self.0.transport.s)
             .set_linger(Some(Duration::ZERO))
             .unwrap();
     }
@@ -244,158 +261,63 @@ impl Wire {
     /// Whether the server closed the connection (EOF within the read timeout).
     pub fn closed_by_server(&mut self) -> bool {
         let mut b = [0u8; 1];
-        matches!(self.s.read(&mut b), Ok(0) | Err(_))
+        matches!(self.0.transport.s.read(&mut b), Ok(0) | Err(_))
     }
 
     /// The next reply: (xid, accept_stat or 100 + reject_stat, body).
     pub fn recv(&mut self) -> (u32, u32, Vec<u8>) {
-        loop {
-            if let Some((rec, used)) = record::next_record(&self.buf, 1 << 24).unwrap() {
-                let rec = rec.into_owned();
-                self.buf.drain(..used);
-                let mut r = Reader::new(&rec);
-                let xid = r.u32("xid").unwrap();
-                r.u32("mtype").unwrap();
-                if r.u32("reply_stat").unwrap() != 0 {
-                    // MSG_DENIED: 100 + reject_stat (101: AUTH_ERROR), then its body
-                    let reject = r.u32("reject_stat").unwrap();
-                    return (xid, 100 + reject, r.remaining().to_vec());
-                }
-                r.u32("verf").unwrap();
-                r.opaque(400, "verf").unwrap();
-                let accept = r.u32("accept").unwrap();
-                return (xid, accept, r.remaining().to_vec());
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.s.read(&mut chunk).expect("reading a reply");
-            assert!(n > 0, "the server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
+        let r = self.0.reply();
+        (r.xid, r.accept, r.body)
     }
 
+    /// One call, which must be accepted: its reply's body.
     pub fn call(&mut self, prog: u32, vers: u32, p: u32, args: &[u8]) -> Vec<u8> {
-        let xid = self.send(prog, vers, p, args);
-        let (rx, accept, body) = self.recv();
-        assert_eq!((rx, accept), (xid, 0));
-        body
+        let r = self.0.call(prog, vers, p, args);
+        assert_eq!(r.accept, 0);
+        r.body
     }
 
     /// NFSv3 procedure `p`: its status (Err: the call was not accepted, 100 + reject_stat
     /// for a denied one) and the body after it.
     pub fn nfs(&mut self, p: u32, args: &[u8]) -> Result<(u32, Vec<u8>), u32> {
-        let xid = self.send(nfs3::PROGRAM, 3, p, args);
-        let (rx, accept, body) = self.recv();
-        assert_eq!(rx, xid);
-        if accept != 0 {
-            return Err(accept);
+        let r = self.0.nfs(p, args);
+        if r.accept != 0 {
+            return Err(r.accept);
         }
-        let mut r = Reader::new(&body);
-        let st = r.u32("status").unwrap();
-        Ok((st, r.remaining().to_vec()))
-    }
-
-    /// LOOKUP: Ok(handle) or Err(status).
-    pub fn lookup(&mut self, dir: &[u8], name: &str) -> Result<Vec<u8>, u32> {
-        let mut a = Vec::new();
-        nfs3::encode_diropargs(&mut a, dir, name.as_bytes());
-        match self.nfs(proc_::LOOKUP, &a) {
-            Ok((0, body)) => Ok(Reader::new(&body).opaque(64, "fh").unwrap().to_vec()),
-            Ok((st, _)) => Err(st),
-            Err(a) => Err(a),
-        }
+        let mut rd = r.reader();
+        let st = rd.u32("status").unwrap();
+        Ok((st, rd.remaining().to_vec()))
     }
 
     /// MNT: Ok(root handle) or Err(mountstat, or 100 + reject_stat when denied).
     pub fn try_mount(&mut self, path: &str) -> Result<Vec<u8>, u32> {
-        let mut a = Vec::new();
-        put_opaque(&mut a, path.as_bytes());
-        let xid = self.send(mount::PROGRAM, mount::VERSION, mount::MNT, &a);
-        let (rx, accept, body) = self.recv();
-        assert_eq!(rx, xid);
-        if accept != 0 {
-            return Err(accept);
-        }
-        let mut r = Reader::new(&body);
-        match r.u32("mountstat").unwrap() {
-            0 => Ok(r.opaque(64, "fh").unwrap().to_vec()),
-            e => Err(e),
-        }
+        self.0.mnt(path)
     }
 
     pub fn mount(&mut self, path: &str) -> Vec<u8> {
-        let mut a = Vec::new();
-        put_opaque(&mut a, path.as_bytes());
-        let body = self.call(mount::PROGRAM, mount::VERSION, mount::MNT, &a);
-        let mut r = Reader::new(&body);
-        assert_eq!(r.u32("mountstat").unwrap(), 0, "MNT {path}");
-        r.opaque(64, "fh").unwrap().to_vec()
+        self.0
+            .mnt(path)
+            .unwrap_or_else(|e| panic!("MNT {path}: {e}"))
     }
 
+    /// CREATE (UNCHECKED, no attributes set): the new handle.
     pub fn create(&mut self, dir: &[u8], name: &str) -> Vec<u8> {
-        let mut a = Vec::new();
-        nfs3::encode_diropargs(&mut a, dir, name.as_bytes());
-        put_u32(&mut a, 0); // UNCHECKED
-        a.extend_from_slice(&[0; 16]); // no mode, uid, gid, size
-        a.extend_from_slice(&[0; 8]); // times unchanged
-        let body = self.call(nfs3::PROGRAM, 3, proc_::CREATE, &a);
-        let mut r = Reader::new(&body);
-        assert_eq!(r.u32("status").unwrap(), 0, "CREATE {name}");
-        assert!(r.bool("fh follows").unwrap());
-        r.opaque(64, "fh").unwrap().to_vec()
-    }
-
-    pub fn send_write(&mut self, fh: &[u8], offset: u64, stable: StableHow, data: &[u8]) -> u32 {
-        let mut a = Vec::new();
-        nfs3::encode_write(&mut a, fh, offset, stable, data);
-        self.send(nfs3::PROGRAM, 3, proc_::WRITE, &a)
-    }
-
-    pub fn send_commit(&mut self, fh: &[u8]) -> u32 {
-        let mut a = Vec::new();
-        put_opaque(&mut a, fh);
-        put_u64(&mut a, 0);
-        put_u32(&mut a, 0);
-        self.send(nfs3::PROGRAM, 3, proc_::COMMIT, &a)
+        let attrs = client::sattr(None, None, None, None);
+        self.0
+            .create_with(dir, name, 0, &attrs)
+            .unwrap_or_else(|e| panic!("CREATE {name}: {e}"))
     }
 
     /// READ: (status, data).
     pub fn read(&mut self, fh: &[u8], offset: u64, count: u32) -> (u32, Vec<u8>) {
-        let mut a = Vec::new();
-        put_opaque(&mut a, fh);
-        put_u64(&mut a, offset);
-        put_u32(&mut a, count);
-        let body = self.call(nfs3::PROGRAM, 3, proc_::READ, &a);
-        let mut r = Reader::new(&body);
-        let st = r.u32("status").unwrap();
-        if st != 0 {
-            return (st, Vec::new());
+        match self.0.read(fh, offset, count) {
+            Ok((data, _eof)) => (0, data),
+            Err(st) => (st, Vec::new()),
         }
-        if r.bool("attrs").unwrap() {
-            r.fixed(84, "fattr").unwrap();
-        }
-        r.u32("count").unwrap();
-        r.bool("eof").unwrap();
-        (0, r.opaque(1 << 24, "data").unwrap().to_vec())
     }
 }
 
-/// A `sattr3`: the fields to set (`None`: unchanged), times unchanged.
-pub fn sattr(mode: Option<u32>, uid: Option<u32>, gid: Option<u32>, size: Option<u64>) -> Vec<u8> {
-    let mut a = Vec::new();
-    for v in [mode, uid, gid] {
-        put_u32(&mut a, v.is_some() as u32);
-        if let Some(v) = v {
-            put_u32(&mut a, v);
-        }
-    }
-    put_u32(&mut a, size.is_some() as u32);
-    if let Some(s) = size {
-        put_u64(&mut a, s);
-    }
-    put_u32(&mut a, 0); // atime: DONT_CHANGE
-    put_u32(&mut a, 0); // mtime: DONT_CHANGE
-    a
-}
+pub use client::sattr;
 
 /// The status and (for WRITE/COMMIT) the verifier in a WRITE or COMMIT reply body.
 pub fn status_and_verifier(body: &[u8], write: bool) -> (u32, Option<[u8; 8]>) {
@@ -404,12 +326,7 @@ pub fn status_and_verifier(body: &[u8], write: bool) -> (u32, Option<[u8; 8]>) {
     if st != 0 {
         return (st, None);
     }
-    if r.bool("pre").unwrap() {
-        r.fixed(24, "wcc").unwrap();
-    }
-    if r.bool("post").unwrap() {
-        r.fixed(84, "fattr").unwrap();
-    }
+    client::skip_wcc(&mut r);
     if write {
         r.u32("count").unwrap();
         r.u32("committed").unwrap();

@@ -71,6 +71,20 @@ pub(crate) fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
     Some(&rest[start..start + end])
 }
 
+/// The charts a rendered report expects and the charts its script drew.
+pub(crate) fn charts_counts(dom: &str) -> (usize, usize) {
+    let count = |id: &str, what: &str| -> usize {
+        by_id(dom, id)
+            .unwrap_or_else(|| panic!("{what}: no #{id} in the page"))
+            .parse()
+            .unwrap()
+    };
+    (
+        count("charts-expected", "the report counts its charts"),
+        count("charts-drawn", "the page's script ran"),
+    )
+}
+
 /// Console errors Chromium logged for the page (`CONSOLE` lines, uncaught exceptions).
 pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
     stderr
@@ -201,11 +215,7 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     let started = Instant::now();
     let (dom, stderr, png) = render(d.path(), &html_path, "1280,4000");
     let render_time = started.elapsed();
-    let expected: usize = by_id(&dom, "charts-expected").unwrap().parse().unwrap();
-    let drawn: usize = by_id(&dom, "charts-drawn")
-        .expect("the page's script ran")
-        .parse()
-        .unwrap();
+    let (expected, drawn) = charts_counts(&dom);
     assert!(expected >= 3, "IOPS, latency, percentiles: {expected}");
     assert_eq!(drawn, expected, "charts drawn by Chromium");
     assert!(
@@ -441,11 +451,7 @@ fn the_report_of_an_s3_run_draws_its_charts_in_chromium() {
     );
     assert!(o.status.success(), "{:?}", text(&o));
     let (dom, stderr, _png) = render(d.path(), &html_path, "1280,3000");
-    let expected: usize = by_id(&dom, "charts-expected").unwrap().parse().unwrap();
-    let drawn: usize = by_id(&dom, "charts-drawn")
-        .expect("the page's script ran")
-        .parse()
-        .unwrap();
+    let (expected, drawn) = charts_counts(&dom);
     // Table: throughput and latency per operation; job: requests/s, throughput, latency.
     assert!(expected >= 5, "{expected}");
     assert_eq!(drawn, expected, "charts drawn by Chromium");

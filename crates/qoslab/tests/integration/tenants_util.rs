@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::bench_util::{cell, qoslab, table, text, Dir, QOSLAB};
-use crate::report::{by_id, console_errors, png_size, render};
+use crate::report::{by_id, charts_counts, console_errors, png_size, render};
 
 /// Fail (never skip) unless every program in `tools` is on PATH (scripts/install-deps.sh
 /// installs them).
@@ -200,14 +200,7 @@ pub fn report_draws_its_charts(dir: &Dir, titles: &[&str]) -> String {
     );
     assert!(o.status.success(), "{}", text(&o).1);
     let (dom, stderr, png) = render(dir.path(), &dir.path().join("report.html"), "1280,3000");
-    let expected: usize = by_id(&dom, "charts-expected")
-        .expect("the report counts its charts")
-        .parse()
-        .unwrap();
-    let drawn: usize = by_id(&dom, "charts-drawn")
-        .expect("the page's script ran")
-        .parse()
-        .unwrap();
+    let (expected, drawn) = charts_counts(&dom);
     assert!(expected >= titles.len(), "{expected} charts expected");
     assert_eq!(drawn, expected, "charts drawn by Chromium");
     assert!(

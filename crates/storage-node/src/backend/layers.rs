@@ -189,14 +189,7 @@ impl LayerSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::FileBackend;
-    use test_support::TestDir;
-
-    fn file(tag: &str) -> (TestDir, Arc<dyn Backend>) {
-        let d = TestDir::new(tag);
-        let b = FileBackend::open(&d.join("v.img"), 1 << 20, false, false).unwrap();
-        (d, Arc::new(b))
-    }
+    use crate::backend::scratch_file as file;
 
     #[test]
     fn delay_passes_data_through_and_takes_its_time() {

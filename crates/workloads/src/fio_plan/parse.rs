@@ -192,21 +192,7 @@ pub fn workloads(
             Workload::Set { set, .. } => set.jobs().into_iter().map(|(n, _)| n).collect(),
             Workload::Fio(_) => vec![name.clone()],
         };
-        let mut job_runtime = Vec::new();
-        if let Some(t) = &w.job_runtime {
-            let tat = at(t.span());
-            for (job, v) in t.get_ref() {
-                if !job_names.contains(job) {
-                    return Err(PlanError(format!(
-                        "{tat}: {ctx}job_runtime.{job}: no such job; jobs: {}",
-                        job_names.join(", ")
-                    )));
-                }
-                let d = parse_duration(v)
-                    .map_err(|m| PlanError(format!("{tat}: {ctx}job_runtime.{job}: {m}")))?;
-                job_runtime.push((job.clone(), d));
-            }
-        }
+        let job_runtime = job_runtime(src, w.job_runtime.as_ref(), &ctx, &job_names)?;
         let expect = match &w.expect {
             None => Vec::new(),
             Some(e) => parse_expect(e.get_ref(), &at(e.span()), &ctx, &job_names)?,
@@ -224,6 +210,31 @@ pub fn workloads(
         });
     }
     Ok(workloads)
+}
+
+/// `job_runtime = { JOB = DURATION }`: a runtime per fio job (one of `job_names`).
+fn job_runtime(
+    src: &PlanSource,
+    t: Option<&Spanned<toml::Table>>,
+    ctx: &str,
+    job_names: &[String],
+) -> Result<Vec<(String, f64)>, PlanError> {
+    let mut job_runtime = Vec::new();
+    if let Some(t) = t {
+        let tat = src.at(t.span().start);
+        for (job, v) in t.get_ref() {
+            if !job_names.contains(job) {
+                return Err(PlanError(format!(
+                    "{tat}: {ctx}job_runtime.{job}: no such job; jobs: {}",
+                    job_names.join(", ")
+                )));
+            }
+            let d = parse_duration(v)
+                .map_err(|m| PlanError(format!("{tat}: {ctx}job_runtime.{job}: {m}")))?;
+            job_runtime.push((job.clone(), d));
+        }
+    }
+    Ok(job_runtime)
 }
 
 /// `expect = [...]` (every job) or `expect = { JOB = [...] }` (by fio job name, one of

@@ -89,39 +89,15 @@ impl IsolationPlan {
         let file = spec.job_file(node, load, Some((ctx.recorder, first)));
         let text = file.render();
         let names: Vec<String> = file.jobs.iter().map(|s| s.name.clone()).collect();
-        let mut ids = Vec::new();
-        for name in &names {
-            self.seq += 1;
-            let id = ctx.begin_job(
-                self.seq,
-                &format!("isolation-{}", mode.as_str()),
-                &format!("{}/step{step}/{name}", mode.as_str()),
-                Some(name),
-                step,
-                &text,
-            )?;
-            ids.push(id);
-        }
+        let ids = begin_jobs(ctx, &mut self.seq, (mode, step), &names, &text)?;
         let before: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
-        // fio's logs for every job; the node's samples (every volume) with the bully's,
-        // so its chart shows protected vs bully over time.
-        let recordings: Vec<_> = (0..names.len())
-            .map(|i| {
-                if i + 1 == names.len() {
-                    ctx.recorder
-                        .start(first + i, Some(node), &Target::Embedded, spec.ramp, false)
-                } else {
-                    ctx.recorder.start_logs(first + i)
-                }
-            })
-            .collect();
+        let recordings = recordings(ctx.recorder, node, (first, names.len()), spec.ramp);
         let out = ctx.exec.run(&file);
         let after: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
         let mut series = Vec::new();
         for (rec, id) in recordings.into_iter().zip(&ids) {
-            let s = rec.finish(*id);
-            ctx.add_series(&s)?;
-            series.push(s);
+            series.push(rec.finish(*id));
+            ctx.add_series(series.last().expect("just pushed"))?;
         }
         // The tool sets were sampled once for the step (with the node's samples): every
         // job of the step is diagnosed against them.
@@ -130,13 +106,7 @@ impl IsolationPlan {
         let devices = harness::assessment::devices(Some(node), &Target::Embedded);
         let out = match out {
             Ok(o) => o,
-            Err(e) => {
-                let msg = e.to_string();
-                for id in ids {
-                    ctx.finish_job(id, Err(&msg), &[])?;
-                }
-                return Ok(());
-            }
+            Err(e) => return fail_jobs(ctx, &ids, &e.to_string()),
         };
         let mut step_rows = Vec::new();
         for (i, name) in names.iter().enumerate() {
@@ -147,28 +117,12 @@ impl IsolationPlan {
             } else {
                 spec.bully_iops(load)
             };
-            let d_ops = after[i].ops.saturating_sub(before[i].ops).max(1) as f64;
-            let ceiling_ms =
-                after[i].ceiling_ns.saturating_sub(before[i].ceiling_ns) as f64 / d_ops / 1e6;
-            let floor_ms =
-                after[i].floor_ns.saturating_sub(before[i].floor_ns) as f64 / d_ops / 1e6;
-            let node_lat_ms = after[i].lat_ns.saturating_sub(before[i].lat_ns) as f64 / d_ops / 1e6;
+            let (ceiling_ms, floor_ms, node_lat_ms) = waits_ms(&before[i], &after[i]);
             let fio_windows = &series[i].fio;
             let diagnosis = assess::diagnose(&assess::Inputs {
                 fio: harness::assessment::fio_figures(&series[i], &r),
-                node: Some(assess::NodeFigures {
-                    lat_mean_us: node_lat_ms * 1000.0,
-                    ceiling_wait_us: ceiling_ms * 1000.0,
-                    floor_wait_us: floor_ms * 1000.0,
-                    ..Default::default()
-                }),
-                hosts: hosts
-                    .iter()
-                    .filter(|h| !h.samples.is_empty())
-                    .map(|h| {
-                        assess::figures::summarize(h, 0, (spec.runtime * 1000.0) as u64, &devices)
-                    })
-                    .collect(),
+                node: Some(node_figures(ceiling_ms, floor_ms, node_lat_ms)),
+                hosts: host_figures(&hosts, spec.runtime, &devices),
             });
             let steady = harness::assessment::steady_state(&series[i]);
             // The node's samples of every volume ride on the step's last recording: a
@@ -181,28 +135,18 @@ impl IsolationPlan {
                 volume: Some(name),
                 span_ms: (spec.runtime * 1000.0) as u64,
             };
-            let mut verdicts = Vec::new();
-            if protected {
-                let mut exp = vec![format!("iops >= {} * 0.98", spec.floor_iops)];
-                match self.first_p99[i] {
-                    None => self.first_p99[i] = Some(p99_ns(&r)),
-                    Some(p) => {
-                        exp.push(format!("{P99_METRIC} <= {:.1}us", 2.0 * p as f64 / 1000.0))
-                    }
-                }
-                for e in exp {
-                    let v = Expectation::parse(&e)
-                        .map(|x| x.check_with(&r, None, &ev))
-                        .map_err(|e| RunError::Plan(e.to_string()))?;
-                    verdicts.push(v);
-                }
-                if mode == Mode::Control {
-                    let ratio = r.iops() / spec.floor_iops as f64;
-                    if self.control_worst.as_ref().is_none_or(|(w, _)| ratio < *w) {
-                        self.control_worst = Some((ratio, format!("{name} at step {step}")));
-                    }
-                }
-            }
+            let verdicts = if protected {
+                protected_verdicts(
+                    spec,
+                    mode,
+                    &mut self.first_p99[i],
+                    &mut self.control_worst,
+                    &format!("{name} at step {step}"),
+                    (&r, &ev),
+                )?
+            } else {
+                Vec::new()
+            };
             let pass = verdicts.iter().all(|v| v.passed) && r.error == 0;
             ctx.store
                 .set_assessment(ids[i], Some(&diagnosis), steady.as_ref())?;
@@ -227,32 +171,17 @@ impl IsolationPlan {
                 raw: out.raw.clone(),
                 stderr: out.stderr.clone(),
             };
-            // The control's per-step verdicts are what *would* have been judged: they go
-            // in the table, not in the run's verdicts (the control is meant to fail).
-            let stored: &[Verdict] = if mode == Mode::Floors { &verdicts } else { &[] };
-            if mode == Mode::Control && name == "bully" {
-                // Held back: the control's last job carries the control's verdict.
-                if let Some((id, prev)) = self.last_control_job.replace((ids[i], sub)) {
-                    ctx.finish_job(id, Ok(&prev), &[])?;
-                }
-            } else {
-                ctx.finish_job(ids[i], Ok(&sub), stored)?;
-            }
+            finish_job(
+                ctx,
+                &mut self.last_control_job,
+                (mode, name),
+                ids[i],
+                sub,
+                &verdicts,
+            )?;
             step_rows.push(row);
         }
-        let parts: Vec<String> = step_rows
-            .iter()
-            .map(|r| {
-                format!(
-                    "{} {:.0} IOPS p99 {:.2} ms{}",
-                    r.volume,
-                    r.iops,
-                    r.lat_p99_ms,
-                    if r.protected && !r.pass { " (!)" } else { "" }
-                )
-            })
-            .collect();
-        ctx.ui.print(&format!("{}\n", parts.join(", ")));
+        ctx.ui.print(&format!("{}\n", step_line(&step_rows)));
         self.rows.extend(step_rows);
         ctx.put_table(&table(&self.rows))?;
         Ok(())
@@ -407,4 +336,161 @@ fn counters(node: &EmbeddedNode, vol: &str) -> Counters {
 
 fn p99_ns(r: &JobResult) -> u64 {
     r.read.p99_ns.max(r.write.p99_ns)
+}
+
+/// The node's mean ceiling wait, floor wait and latency per operation (ms) between two
+/// readings of a volume's counters.
+fn waits_ms(before: &Counters, after: &Counters) -> (f64, f64, f64) {
+    let d_ops = after.ops.saturating_sub(before.ops).max(1) as f64;
+    let ceiling_ms = after.ceiling_ns.saturating_sub(before.ceiling_ns) as f64 / d_ops / 1e6;
+    let floor_ms = after.floor_ns.saturating_sub(before.floor_ns) as f64 / d_ops / 1e6;
+    let node_lat_ms = after.lat_ns.saturating_sub(before.lat_ns) as f64 / d_ops / 1e6;
+    (ceiling_ms, floor_ms, node_lat_ms)
+}
+
+/// The tool sets' figures over a step of `runtime` seconds.
+fn host_figures(
+    hosts: &[toolsets::HostSeries],
+    runtime: f64,
+    devices: &[String],
+) -> Vec<assess::figures::HostFigures> {
+    hosts
+        .iter()
+        .filter(|h| !h.samples.is_empty())
+        .map(|h| assess::figures::summarize(h, 0, (runtime * 1000.0) as u64, devices))
+        .collect()
+}
+
+/// A step's progress line: every volume's IOPS and p99, a protected miss marked.
+fn step_line(rows: &[Row]) -> String {
+    let parts: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {:.0} IOPS p99 {:.2} ms{}",
+                r.volume,
+                r.iops,
+                r.lat_p99_ms,
+                if r.protected && !r.pass { " (!)" } else { "" }
+            )
+        })
+        .collect();
+    parts.join(", ")
+}
+
+/// A protected volume's verdicts at a step: its floor, and its p99 against twice its
+/// first step's (kept in `first_p99`); under the control, the worst ratio to the floor
+/// so far (`at`: the volume and step).
+fn protected_verdicts(
+    spec: &IsolationSpec,
+    mode: Mode,
+    first_p99: &mut Option<u64>,
+    control_worst: &mut Option<(f64, String)>,
+    at: &str,
+    (r, ev): (&JobResult, &harness::verdict::Evidence<'_>),
+) -> Result<Vec<Verdict>, RunError> {
+    let mut verdicts = Vec::new();
+    let mut exp = vec![format!("iops >= {} * 0.98", spec.floor_iops)];
+    match *first_p99 {
+        None => *first_p99 = Some(p99_ns(r)),
+        Some(p) => exp.push(format!("{P99_METRIC} <= {:.1}us", 2.0 * p as f64 / 1000.0)),
+    }
+    for e in exp {
+        let v = Expectation::parse(&e)
+            .map(|x| x.check_with(r, None, ev))
+            .map_err(|e| RunError::Plan(e.to_string()))?;
+        verdicts.push(v);
+    }
+    if mode == Mode::Control {
+        let ratio = r.iops() / spec.floor_iops as f64;
+        if control_worst.as_ref().is_none_or(|(w, _)| ratio < *w) {
+            *control_worst = Some((ratio, at.to_string()));
+        }
+    }
+    Ok(verdicts)
+}
+
+/// Begins a job per name of step `step` of `mode` (numbered on from `seq`); their ids.
+fn begin_jobs(
+    ctx: &mut RunContext,
+    seq: &mut u32,
+    (mode, step): (Mode, u32),
+    names: &[String],
+    text: &str,
+) -> Result<Vec<i64>, RunError> {
+    let mut ids = Vec::new();
+    for name in names {
+        *seq += 1;
+        let id = ctx.begin_job(
+            *seq,
+            &format!("isolation-{}", mode.as_str()),
+            &format!("{}/step{step}/{name}", mode.as_str()),
+            Some(name),
+            step,
+            text,
+        )?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// The node's figures of a volume for the diagnosis (waits and latency per operation).
+fn node_figures(ceiling_ms: f64, floor_ms: f64, node_lat_ms: f64) -> assess::NodeFigures {
+    assess::NodeFigures {
+        lat_mean_us: node_lat_ms * 1000.0,
+        ceiling_wait_us: ceiling_ms * 1000.0,
+        floor_wait_us: floor_ms * 1000.0,
+        ..Default::default()
+    }
+}
+
+/// Stores a volume's job at a step. The control's per-step verdicts are what *would* have
+/// been judged: they go in the table, not in the run's verdicts (the control is meant to
+/// fail); its bully's job is held back (`last_control_job`): the control's last job
+/// carries the control's verdict.
+fn finish_job(
+    ctx: &mut RunContext,
+    last_control_job: &mut Option<(i64, FioOutput)>,
+    (mode, name): (Mode, &str),
+    id: i64,
+    sub: FioOutput,
+    verdicts: &[Verdict],
+) -> Result<(), RunError> {
+    let stored: &[Verdict] = if mode == Mode::Floors { verdicts } else { &[] };
+    if mode == Mode::Control && name == "bully" {
+        if let Some((id, prev)) = last_control_job.replace((id, sub)) {
+            ctx.finish_job(id, Ok(&prev), &[])?;
+        }
+    } else {
+        ctx.finish_job(id, Ok(&sub), stored)?;
+    }
+    Ok(())
+}
+
+/// The step's recordings: fio's logs for every job (numbered from `first`); the node's
+/// samples (every volume) with the bully's, the last, so its chart shows protected vs
+/// bully over time.
+fn recordings(
+    recorder: &harness::recording::SeriesRecorder,
+    node: &EmbeddedNode,
+    (first, n): (usize, usize),
+    ramp: f64,
+) -> Vec<harness::recording::JobRecording> {
+    (0..n)
+        .map(|i| {
+            if i + 1 == n {
+                recorder.start(first + i, Some(node), &Target::Embedded, ramp, false)
+            } else {
+                recorder.start_logs(first + i)
+            }
+        })
+        .collect()
+}
+
+/// Every job of a step whose fio run failed: finished with its error.
+fn fail_jobs(ctx: &mut RunContext, ids: &[i64], msg: &str) -> Result<(), RunError> {
+    for &id in ids {
+        ctx.finish_job(id, Err(msg), &[])?;
+    }
+    Ok(())
 }

@@ -63,6 +63,17 @@ pub struct Row {
 }
 
 impl Row {
+    /// The step's measured figures (`bw` or IOPS ones), in the row's unit (`div`).
+    pub fn fill(&mut self, metrics: &std::collections::BTreeMap<String, f64>, bw: bool, div: f64) {
+        let key = if bw { "bw" } else { "iops" };
+        self.result = metrics.get(key).map(|v| v / div);
+        self.burst = metrics.get(&format!("{key}_burst")).map(|v| v / div);
+        self.after_credits = metrics
+            .get(&format!("{key}_after_credits"))
+            .map(|v| v / div);
+        self.burst_s = metrics.get("burst_duration").copied();
+    }
+
     /// A row for `step` before its numbers are in.
     pub fn new(step: &StepDef, unit: &str) -> Row {
         Row {

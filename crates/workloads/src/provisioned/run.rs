@@ -232,14 +232,19 @@ impl ProvisionedPlan {
         (buckets, lead_ms)
     }
 
-    /// One step: wait for its bucket, run fio, measure, judge, store.
-    fn step(&mut self, i: usize, ctx: &mut RunContext) -> Result<(), RunError> {
-        let step = self.steps[i].clone();
-        let volume = match (&self.node, ctx.target) {
+    /// The volume the steps run on: this plan's own node's, or a `--node` volume.
+    fn volume(&self, target: &Target) -> Option<String> {
+        match (&self.node, target) {
             (Some(_), _) => Some(self.spec.volume().to_string()),
             (None, Target::NodeVolume { volume, .. }) => Some(volume.clone()),
             _ => None,
-        };
+        }
+    }
+
+    /// One step: wait for its bucket, run fio, measure, judge, store.
+    fn step(&mut self, i: usize, ctx: &mut RunContext) -> Result<(), RunError> {
+        let step = self.steps[i].clone();
+        let volume = self.volume(ctx.target);
         let node = self.node.as_ref().map(|(n, _)| n);
         if let (Some(b), Some(bal)) = (step.burst, self.balances.as_mut()) {
             bal.wait_full(&b, node, ctx.target, volume.as_deref(), &mut *ctx.ui);
@@ -335,23 +340,13 @@ impl ProvisionedPlan {
             .collect();
         if io_error {
             row.error = Some(format!("fio reported error {}", r.error));
-            for v in &mut verdicts {
-                v.passed = false;
-                v.outcome = assess::Outcome::Fail;
-                v.detail = format!("fio reported error {}; {}", r.error, v.detail);
-            }
+            fail_on_io_error(&mut verdicts, r.error);
         }
         let count = |o: assess::Outcome| verdicts.iter().filter(|v| v.outcome == o).count();
         row.checks = verdicts.len();
         row.passed = count(assess::Outcome::Pass);
         row.inconclusive = count(assess::Outcome::Inconclusive);
-        let key = if step.unit == Unit::Bw { "bw" } else { "iops" };
-        row.result = metrics.get(key).map(|v| v / div);
-        row.burst = metrics.get(&format!("{key}_burst")).map(|v| v / div);
-        row.after_credits = metrics
-            .get(&format!("{key}_after_credits"))
-            .map(|v| v / div);
-        row.burst_s = metrics.get("burst_duration").copied();
+        row.fill(&metrics, step.unit == Unit::Bw, div);
         if step
             .options
             .iter()
@@ -594,5 +589,14 @@ impl FamilyPlan for ProvisionedPlan {
             self.spec.describe(),
             render(&self.rows)
         ))
+    }
+}
+
+/// Every check of a job fio reported an error for fails, the error named.
+fn fail_on_io_error(verdicts: &mut [Verdict], error: i64) {
+    for v in verdicts {
+        v.passed = false;
+        v.outcome = assess::Outcome::Fail;
+        v.detail = format!("fio reported error {error}; {}", v.detail);
     }
 }

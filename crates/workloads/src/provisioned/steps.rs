@@ -5,6 +5,7 @@
 use harness::verdict::Kind;
 
 use super::spec::{FsTarget, Spec, VolumeModel};
+use storage_node::provisioned::FsSpec;
 
 const MIB: u64 = 1 << 20;
 
@@ -147,43 +148,42 @@ fn disk_text(f: &FsTarget) -> String {
     }
 }
 
-/// Seed 003's workshop on a file system; `n` is the multi-connection step's connections
-/// (`nconnect`), `runtime` the time-based steps' length, `nfs` whether fio reaches it with
-/// its nfs engine (a NAS volume, `nfs://`).
-pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<StepDef>, String> {
-    let s = &f.spec;
+/// The network's rate for `c` connections: its peak (burst or baseline), or each
+/// connection's own limit times `c` when that is lower.
+fn net_flow(s: &FsSpec, c: u32) -> f64 {
     let net = &s.network;
     let net_peak = net.burst.map_or(net.baseline, |b| b.rate) as f64;
-    let flow = |c: u32| {
-        if s.per_connection == 0 {
-            net_peak
-        } else {
-            net_peak.min(c as f64 * s.per_connection as f64)
-        }
-    };
-    let file = f.memory_file();
-    let per_job = (2 * file / u64::from(n)) / MIB * MIB;
-    if per_job < MIB {
-        return Err(format!(
-            "the in-memory data set (2 x {}) cannot give {n} connections 1 MiB each: the memory cache is {:.0} MB at this scale (raise --scale or lower --connections)",
-            mib(file),
-            s.memory_cache as f64 / 1e6
-        ));
+    if s.per_connection == 0 {
+        net_peak
+    } else {
+        net_peak.min(c as f64 * s.per_connection as f64)
     }
-    let burst_of = |rate: f64| {
-        net.burst.and_then(|b| {
-            (rate > net.baseline as f64).then(|| BurstStep {
-                bucket: Bucket::Resource("network"),
-                capacity: b.bucket as f64,
-                baseline: net.baseline as f64,
-                seconds: b.bucket as f64 / (rate - net.baseline as f64),
-            })
+}
+
+/// The network's burst at `rate` (None when it has none or `rate` is within its baseline).
+fn net_burst(s: &FsSpec, rate: f64) -> Option<BurstStep> {
+    let net = &s.network;
+    net.burst.and_then(|b| {
+        (rate > net.baseline as f64).then(|| BurstStep {
+            bucket: Bucket::Resource("network"),
+            capacity: b.bucket as f64,
+            baseline: net.baseline as f64,
+            seconds: b.bucket as f64 / (rate - net.baseline as f64),
         })
-    };
-    // The write that lays out a cache's data set (2 files of `size`): 1 MiB, 2 jobs x QD64,
-    // or QD1 over fio's nfs engine ([`fio::sized_job_depth`]).
+    })
+}
+
+/// The write that lays out a cache's data set (2 files of `size`): 1 MiB, 2 jobs x QD64,
+/// or QD1 over fio's nfs engine ([`fio::sized_job_depth`]).
+fn lay_out(
+    f: &FsTarget,
+    nfs: bool,
+    (name, section): (&str, &'static str),
+    why: &str,
+    size: u64,
+) -> StepDef {
     let lay_qd = fio::sized_job_depth(nfs, 64);
-    let lay_out = |name: &str, section: &'static str, why: &str, size: u64| StepDef {
+    StepDef {
         name: name.into(),
         section,
         test: format!(
@@ -199,23 +199,56 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<Ste
         burst: None,
         spec_text: disk_text(f),
         expect: Vec::new(),
-    };
-    let mem = "In-memory cache (throughput)";
-    let set = format!("2 x {}", mib(file));
-    let mut steps = vec![lay_out("mem-write", mem, "lays out the data set", file)];
-    // One connection: the single-flow limit (while credits last).
-    let one = flow(1);
+    }
+}
+
+const MEM: &str = "In-memory cache (throughput)";
+
+/// Seed 003's workshop on a file system; `n` is the multi-connection step's connections
+/// (`nconnect`), `runtime` the time-based steps' length, `nfs` whether fio reaches it with
+/// its nfs engine (a NAS volume, `nfs://`).
+pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<StepDef>, String> {
+    let s = &f.spec;
+    let file = f.memory_file();
+    let per_job = (2 * file / u64::from(n)) / MIB * MIB;
+    if per_job < MIB {
+        return Err(format!(
+            "the in-memory data set (2 x {}) cannot give {n} connections 1 MiB each: the memory cache is {:.0} MB at this scale (raise --scale or lower --connections)",
+            mib(file),
+            s.memory_cache as f64 / 1e6
+        ));
+    }
+    let mut steps = vec![lay_out(
+        f,
+        nfs,
+        ("mem-write", MEM),
+        "lays out the data set",
+        file,
+    )];
+    steps.push(mem_read_one(s, file, runtime));
+    steps.push(mem_read_many(s, n, (file, per_job), runtime));
+    if let Some(big) = f.nvme_file() {
+        steps.extend(nvme_steps(f, n, big, runtime, nfs));
+    }
+    Ok(steps)
+}
+
+/// One connection: the single-flow limit (while credits last).
+fn mem_read_one(s: &FsSpec, file: u64, runtime: f64) -> StepDef {
+    let net = &s.network;
+    let net_peak = net.burst.map_or(net.baseline, |b| b.rate) as f64;
+    let one = net_flow(s, 1);
     let mut expect = vec!["bw >= spec.disk.baseline".to_string()];
-    let lasts = burst_of(one).is_none_or(|b| b.seconds > runtime * 1.2);
+    let lasts = net_burst(s, one).is_none_or(|b| b.seconds > runtime * 1.2);
     if lasts {
         expect.push("bw ~= spec.rate +-5%".into());
     }
-    steps.push(StepDef {
+    StepDef {
         name: "mem-read-1".into(),
-        section: mem,
+        section: MEM,
         test: "1 MiB read, 1 connection, QD128".into(),
         connections: 1,
-        data_set: set.clone(),
+        data_set: format!("2 x {}", mib(file)),
         options: seq("read", "1M", 1, 128, 2 * file),
         runtime: Some(runtime),
         unit: Unit::Bw,
@@ -227,10 +260,15 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<Ste
             format!("network {}", mb(one))
         },
         expect,
-    });
-    // n connections until the credits run out: burst, then the baseline.
-    let many = flow(n);
-    let burst = burst_of(many);
+    }
+}
+
+/// n connections until the credits run out: burst, then the baseline.
+fn mem_read_many(s: &FsSpec, n: u32, (file, per_job): (u64, u64), runtime: f64) -> StepDef {
+    let net = &s.network;
+    let one = net_flow(s, 1);
+    let many = net_flow(s, n);
+    let burst = net_burst(s, many);
     let mut expect = vec!["bw >= spec.disk.baseline".to_string()];
     if many > one * 1.05 {
         expect.push("bw_burst > step.mem-read-1.bw".into());
@@ -263,12 +301,12 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<Ste
             )
         }
     };
-    steps.push(StepDef {
+    StepDef {
         name: format!("mem-read-{n}"),
-        section: mem,
+        section: MEM,
         test,
         connections: n,
-        data_set: set,
+        data_set: format!("2 x {}", mib(file)),
         options: seq("read", "1M", n, (128 / n).max(1), per_job),
         runtime: Some(runtime_n),
         unit: Unit::Bw,
@@ -276,19 +314,24 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<Ste
         burst,
         spec_text,
         expect,
-    });
-    let Some(big) = f.nvme_file() else {
-        return Ok(steps);
-    };
+    }
+}
+
+/// The NVMe cache's steps: its data set laid out (`big`, larger than the memory cache),
+/// read over `n` connections, then 4 KiB writes and reads against the SSD IOPS.
+fn nvme_steps(f: &FsTarget, n: u32, big: u64, runtime: f64, nfs: bool) -> Vec<StepDef> {
+    let s = &f.spec;
+    let net = &s.network;
     let nvme = "NVMe cache (throughput)";
     let set = format!("2 x {}", mib(big));
     let per_job = (2 * big / u64::from(n)) / MIB * MIB;
-    steps.push(lay_out(
-        "nvme-write",
-        nvme,
+    let mut steps = vec![lay_out(
+        f,
+        nfs,
+        ("nvme-write", nvme),
         "larger than the memory cache",
         big,
-    ));
+    )];
     steps.push(StepDef {
         name: "nvme-read".into(),
         section: nvme,
@@ -331,7 +374,7 @@ pub fn fs_steps(f: &FsTarget, n: u32, runtime: f64, nfs: bool) -> Result<Vec<Ste
             },
         });
     }
-    Ok(steps)
+    steps
 }
 
 /// A volume model: each bursting dimension from a full bucket until it is empty and on at

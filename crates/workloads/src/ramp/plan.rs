@@ -344,6 +344,34 @@ pub fn parse(src: &PlanSource, volumes: &[String]) -> Result<RampPlan, PlanError
     let view: View = src.deserialize()?;
     let (ramp, systems) = (view.ramp.as_ref(), &view.system[..]);
     let at = |o: usize| src.at(o);
+    let s = settings(src, ramp)?;
+    let rat = ramp.map(|r| at(r.span().start));
+    s.validate().map_err(|m| {
+        PlanError(format!(
+            "{}: ramp.{m}",
+            rat.clone().unwrap_or_else(|| at(0))
+        ))
+    })?;
+    if systems.is_empty() {
+        return Err(PlanError(format!(
+            "{}: [ramp] without any [[system]]: declare at least one (name, volume, min_iops, max_iops)",
+            rat.unwrap_or_else(|| at(0))
+        )));
+    }
+    let mut out = Vec::new();
+    for (i, sys) in systems.iter().enumerate() {
+        let system = system(src, (i, sys), volumes, &out)?;
+        out.push(system);
+    }
+    Ok(RampPlan {
+        settings: s,
+        systems: out,
+    })
+}
+
+/// `[ramp]` over the defaults (not yet validated as a whole).
+fn settings(src: &PlanSource, ramp: Option<&Spanned<RawRamp>>) -> Result<Settings, PlanError> {
+    let at = |o: usize| src.at(o);
     let mut s = Settings::default();
     let err = |span: std::ops::Range<usize>, key: &str, m: String| {
         PlanError(format!("{}: ramp.{key}: {m}", at(span.start)))
@@ -423,92 +451,83 @@ pub fn parse(src: &PlanSource, volumes: &[String]) -> Result<RampPlan, PlanError
             s.prefill = v;
         }
     }
-    let rat = ramp.map(|r| at(r.span().start));
-    s.validate().map_err(|m| {
-        PlanError(format!(
-            "{}: ramp.{m}",
-            rat.clone().unwrap_or_else(|| at(0))
-        ))
-    })?;
-    if systems.is_empty() {
+    Ok(s)
+}
+
+/// The `i`th `[[system]]` (`out`: those before it), checked against the plan's volumes.
+fn system(
+    src: &PlanSource,
+    (i, sys): (usize, &Spanned<RawSystem>),
+    volumes: &[String],
+    out: &[System],
+) -> Result<System, PlanError> {
+    let at = |o: usize| src.at(o);
+    let sat = at(sys.span().start);
+    let r = sys.get_ref();
+    let name = r.name.clone().unwrap_or_else(|| format!("system{}", i + 1));
+    if !valid_job_name(&name) {
         return Err(PlanError(format!(
-            "{}: [ramp] without any [[system]]: declare at least one (name, volume, min_iops, max_iops)",
-            rat.unwrap_or_else(|| at(0))
+            "{sat}: system.name = {name:?}: {JOB_NAME_RULE}"
         )));
     }
-    let mut out = Vec::new();
-    for (i, sys) in systems.iter().enumerate() {
-        let sat = at(sys.span().start);
-        let r = sys.get_ref();
-        let name = r.name.clone().unwrap_or_else(|| format!("system{}", i + 1));
-        if !valid_job_name(&name) {
-            return Err(PlanError(format!(
-                "{sat}: system.name = {name:?}: {JOB_NAME_RULE}"
-            )));
-        }
-        if out.iter().any(|s: &System| s.name == name) {
-            return Err(PlanError(format!(
-                "{sat}: system.name = {name:?} is used twice"
-            )));
-        }
-        let ctx = format!("system {name:?}: ");
-        if r.volume.is_some() && r.target.is_some() {
-            return Err(PlanError(format!(
-                "{sat}: {ctx}set volume (a volume of the embedded node) or target (a URI or path), not both"
-            )));
-        }
-        let volume = match &r.volume {
-            Some(v) if !volumes.contains(v) => {
-                return Err(PlanError(format!(
-                    "{sat}: {ctx}volume = {v:?} is not declared; declared volumes: {}",
-                    if volumes.is_empty() {
-                        "none".to_string()
-                    } else {
-                        volumes.join(", ")
-                    }
-                )));
-            }
-            Some(v) => Some(v.clone()),
-            None if r.target.is_none() && volumes.len() == 1 => volumes.first().cloned(),
-            None if r.target.is_none() && volumes.len() > 1 => {
-                return Err(PlanError(format!(
-                    "{sat}: {ctx}volume is required when the plan declares several volumes ({})",
-                    volumes.join(", ")
-                )));
-            }
-            None => None,
-        };
-        if let Some(t) = &r.target {
-            Target::parse(t).map_err(|e| PlanError(format!("{sat}: {ctx}{e}")))?;
-        }
-        let iops = |v: &Option<Spanned<i64>>, key: &str| -> Result<u64, PlanError> {
-            match v {
-                None => Err(PlanError(format!(
-                    "{sat}: {ctx}{key} is required (the target IOPS of the ramp's {} run)",
-                    if key == "min_iops" { "first" } else { "last" }
-                ))),
-                Some(x) if *x.get_ref() < 1 => Err(PlanError(format!(
-                    "{}: {ctx}{key} = {}: allowed 1 .. 100000000",
-                    at(x.span().start),
-                    x.get_ref()
-                ))),
-                Some(x) => Ok(*x.get_ref() as u64),
-            }
-        };
-        let system = System {
-            name: name.clone(),
-            volume,
-            target: r.target.clone(),
-            min_iops: iops(&r.min_iops, "min_iops")?,
-            max_iops: iops(&r.max_iops, "max_iops")?,
-        };
-        system
-            .validate()
-            .map_err(|m| PlanError(format!("{sat}: {m}")))?;
-        out.push(system);
+    if out.iter().any(|s: &System| s.name == name) {
+        return Err(PlanError(format!(
+            "{sat}: system.name = {name:?} is used twice"
+        )));
     }
-    Ok(RampPlan {
-        settings: s,
-        systems: out,
-    })
+    let ctx = format!("system {name:?}: ");
+    if r.volume.is_some() && r.target.is_some() {
+        return Err(PlanError(format!(
+            "{sat}: {ctx}set volume (a volume of the embedded node) or target (a URI or path), not both"
+        )));
+    }
+    let volume = match &r.volume {
+        Some(v) if !volumes.contains(v) => {
+            return Err(PlanError(format!(
+                "{sat}: {ctx}volume = {v:?} is not declared; declared volumes: {}",
+                if volumes.is_empty() {
+                    "none".to_string()
+                } else {
+                    volumes.join(", ")
+                }
+            )));
+        }
+        Some(v) => Some(v.clone()),
+        None if r.target.is_none() && volumes.len() == 1 => volumes.first().cloned(),
+        None if r.target.is_none() && volumes.len() > 1 => {
+            return Err(PlanError(format!(
+                "{sat}: {ctx}volume is required when the plan declares several volumes ({})",
+                volumes.join(", ")
+            )));
+        }
+        None => None,
+    };
+    if let Some(t) = &r.target {
+        Target::parse(t).map_err(|e| PlanError(format!("{sat}: {ctx}{e}")))?;
+    }
+    let iops = |v: &Option<Spanned<i64>>, key: &str| -> Result<u64, PlanError> {
+        match v {
+            None => Err(PlanError(format!(
+                "{sat}: {ctx}{key} is required (the target IOPS of the ramp's {} run)",
+                if key == "min_iops" { "first" } else { "last" }
+            ))),
+            Some(x) if *x.get_ref() < 1 => Err(PlanError(format!(
+                "{}: {ctx}{key} = {}: allowed 1 .. 100000000",
+                at(x.span().start),
+                x.get_ref()
+            ))),
+            Some(x) => Ok(*x.get_ref() as u64),
+        }
+    };
+    let system = System {
+        name: name.clone(),
+        volume,
+        target: r.target.clone(),
+        min_iops: iops(&r.min_iops, "min_iops")?,
+        max_iops: iops(&r.max_iops, "max_iops")?,
+    };
+    system
+        .validate()
+        .map_err(|m| PlanError(format!("{sat}: {m}")))?;
+    Ok(system)
 }

@@ -232,16 +232,7 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint) -> Outcome {
     let mut opened = vec![false; n];
     let error = (|| -> Result<(), String> {
         // Hello, then open.
-        for h in it.handles.iter_mut() {
-            match h.next(Duration::from_secs(60))? {
-                Event::Hello { pid, .. } => {
-                    if let Kind::Remote(Some(d)) = &mut h.kind {
-                        d.arm_cleanup(pid);
-                    }
-                }
-                e => return Err(format!("driver {}: {}", h.name(), unexpected(&e, "hello"))),
-            }
-        }
+        hello(&mut it)?;
         let specs = it.specs.clone();
         let targets = all(
             &mut it,
@@ -262,28 +253,7 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint) -> Outcome {
             r.target = t;
         }
         // Buckets.
-        if it.shared_buckets {
-            let names = specs[0].buckets.clone();
-            it.handles[0].send(&Command::CreateBuckets { names })?;
-            match it.handles[0].next(PHASE_TIMEOUT)? {
-                Event::Buckets { created: c, .. } => created.extend(c),
-                e => return Err(unexpected(&e, "buckets")),
-            }
-        } else {
-            for c in all(
-                &mut it,
-                PHASE_TIMEOUT,
-                |i| Command::CreateBuckets {
-                    names: specs[i].buckets.clone(),
-                },
-                |_, e| match e {
-                    Event::Buckets { created, .. } => Ok(created),
-                    e => Err(unexpected(&e, "buckets")),
-                },
-            )? {
-                created.extend(c);
-            }
-        }
+        created.extend(create_buckets(&mut it, &specs)?);
         let prepared = all(
             &mut it,
             PHASE_TIMEOUT,
@@ -321,32 +291,7 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint) -> Outcome {
     .err();
     // Clean up, whatever happened (on the drivers that opened the test).
     if it.clean_after && opened.iter().any(|o| *o) {
-        for (i, h) in it.handles.iter_mut().enumerate() {
-            if !opened[i] {
-                continue;
-            }
-            let r = h.send(&Command::Clean).and_then(|_| h.next(PHASE_TIMEOUT));
-            match r {
-                Ok(Event::Cleaned { deleted }) => reports[i].cleaned = deleted,
-                Ok(e) => cleanup_errors.push(unexpected(&e, "cleaned")),
-                Err(e) => cleanup_errors.push(e),
-            }
-        }
-        if !created.is_empty() {
-            if let Some(i) = opened.iter().position(|o| *o) {
-                let h = &mut it.handles[i];
-                let r = h
-                    .send(&Command::DeleteBuckets {
-                        names: created.clone(),
-                    })
-                    .and_then(|_| h.next(PHASE_TIMEOUT));
-                match r {
-                    Ok(Event::BucketsDeleted { errors }) => cleanup_errors.extend(errors),
-                    Ok(e) => cleanup_errors.push(unexpected(&e, "buckets_deleted")),
-                    Err(e) => cleanup_errors.push(e),
-                }
-            }
-        }
+        cleanup_errors = clean_up(&mut it, &opened, &created, &mut reports);
     }
     for (r, h) in reports.iter_mut().zip(&it.handles) {
         r.label = h.label.clone();
@@ -364,4 +309,86 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint) -> Outcome {
         cleanup_errors,
         records: records_of,
     }
+}
+
+/// Every driver's hello (a remote driver's cleanup armed with its pid).
+fn hello(it: &mut Iteration) -> Result<(), String> {
+    for h in it.handles.iter_mut() {
+        match h.next(Duration::from_secs(60))? {
+            Event::Hello { pid, .. } => {
+                if let Kind::Remote(Some(d)) = &mut h.kind {
+                    d.arm_cleanup(pid);
+                }
+            }
+            e => return Err(format!("driver {}: {}", h.name(), unexpected(&e, "hello"))),
+        }
+    }
+    Ok(())
+}
+
+/// The test's buckets: the shared ones by the first driver, else each driver's own; the
+/// names made.
+fn create_buckets(it: &mut Iteration, specs: &[TestSpec]) -> Result<Vec<String>, String> {
+    let mut created = Vec::new();
+    if it.shared_buckets {
+        let names = specs[0].buckets.clone();
+        it.handles[0].send(&Command::CreateBuckets { names })?;
+        match it.handles[0].next(PHASE_TIMEOUT)? {
+            Event::Buckets { created: c, .. } => created.extend(c),
+            e => return Err(unexpected(&e, "buckets")),
+        }
+    } else {
+        for c in all(
+            it,
+            PHASE_TIMEOUT,
+            |i| Command::CreateBuckets {
+                names: specs[i].buckets.clone(),
+            },
+            |_, e| match e {
+                Event::Buckets { created, .. } => Ok(created),
+                e => Err(unexpected(&e, "buckets")),
+            },
+        )? {
+            created.extend(c);
+        }
+    }
+    Ok(created)
+}
+
+/// Each opened driver cleans what it wrote, then the first deletes the buckets made for
+/// the test; the problems met.
+fn clean_up(
+    it: &mut Iteration,
+    opened: &[bool],
+    created: &[String],
+    reports: &mut [DriverReport],
+) -> Vec<String> {
+    let mut cleanup_errors = Vec::new();
+    for (i, h) in it.handles.iter_mut().enumerate() {
+        if !opened[i] {
+            continue;
+        }
+        let r = h.send(&Command::Clean).and_then(|_| h.next(PHASE_TIMEOUT));
+        match r {
+            Ok(Event::Cleaned { deleted }) => reports[i].cleaned = deleted,
+            Ok(e) => cleanup_errors.push(unexpected(&e, "cleaned")),
+            Err(e) => cleanup_errors.push(e),
+        }
+    }
+    if !created.is_empty() {
+        if let Some(i) = opened.iter().position(|o| *o) {
+            let h = &mut it.handles[i];
+            let r = h
+                .send(&Command::DeleteBuckets {
+                    names: created.to_vec(),
+                })
+                .and_then(|_| h.next(PHASE_TIMEOUT));
+            match r {
+                Ok(Event::BucketsDeleted { errors }) => cleanup_errors.extend(errors),
+                Ok(e) => cleanup_errors.push(unexpected(&e, "buckets_deleted")),
+                Err(e) => cleanup_errors.push(e),
+            }
+        }
+    }
+    cleanup_errors
 }

@@ -287,26 +287,9 @@ pub fn valid_bucket(name: &str) -> bool {
         && b[b.len() - 1].is_ascii_alphanumeric()
 }
 
-fn test(t: &RawTest, line: usize) -> Result<TestPlan, String> {
-    let mut p = TestPlan::new(&t.name);
-    p.line = line;
-    if t.name.trim().is_empty() || t.name.len() > 100 || t.name.contains(['\n', '/']) {
-        return Err(format!(
-            "name = {:?}: 1-100 characters, no '/' or newline",
-            t.name
-        ));
-    }
-    p.weights = Weights {
-        read: t.read_weight,
-        existing_read: t.existing_read_weight,
-        write: t.write_weight,
-        delete: t.delete_weight,
-        list: t.list_weight,
-        stat: t.stat_weight,
-    };
-    if p.weights.total() == 0 {
-        return Err("every weight is 0: give at least one of read_weight, existing_read_weight, write_weight, delete_weight, list_weight, stat_weight".into());
-    }
+/// A test's objects: their sizes (in `objects.unit`) and how many, checked against what
+/// its weights need.
+fn objects(t: &RawTest, p: &mut TestPlan) -> Result<(), String> {
     let o = t.objects.as_ref();
     let unit = match o.and_then(|o| o.unit.as_deref()) {
         Some(u) => unit_bytes(u)?,
@@ -344,7 +327,12 @@ fn test(t: &RawTest, line: usize) -> Result<TestPlan, String> {
     if max > 1_000_000 {
         return Err(format!("objects.number_max = {max}: allowed up to 1000000"));
     }
-    match (&t.bucket, &t.buckets) {
+    Ok(())
+}
+
+/// A test's buckets: one named bucket, or a count of prefixed ones.
+fn buckets(t: &RawTest) -> Result<Buckets, String> {
+    Ok(match (&t.bucket, &t.buckets) {
         (Some(_), Some(_)) => {
             return Err(
                 "bucket (one named bucket) and buckets (a count of prefixed ones): give one".into(),
@@ -356,7 +344,7 @@ fn test(t: &RawTest, line: usize) -> Result<TestPlan, String> {
                     "bucket = {b:?}: a bucket name is 3-63 characters of a-z, 0-9, '.', '-'"
                 ));
             }
-            p.buckets = Buckets::Named(b.clone());
+            Buckets::Named(b.clone())
         }
         (None, n) => {
             let n = n.as_ref();
@@ -383,9 +371,33 @@ fn test(t: &RawTest, line: usize) -> Result<TestPlan, String> {
                     "bucket_prefix = {prefix:?}: bucket names (prefix + number) must be 3-63 characters of a-z, 0-9, '.', '-'"
                 ));
             }
-            p.buckets = Buckets::Prefixed { prefix, count: c };
+            Buckets::Prefixed { prefix, count: c }
         }
+    })
+}
+
+fn test(t: &RawTest, line: usize) -> Result<TestPlan, String> {
+    let mut p = TestPlan::new(&t.name);
+    p.line = line;
+    if t.name.trim().is_empty() || t.name.len() > 100 || t.name.contains(['\n', '/']) {
+        return Err(format!(
+            "name = {:?}: 1-100 characters, no '/' or newline",
+            t.name
+        ));
     }
+    p.weights = Weights {
+        read: t.read_weight,
+        existing_read: t.existing_read_weight,
+        write: t.write_weight,
+        delete: t.delete_weight,
+        list: t.list_weight,
+        stat: t.stat_weight,
+    };
+    if p.weights.total() == 0 {
+        return Err("every weight is 0: give at least one of read_weight, existing_read_weight, write_weight, delete_weight, list_weight, stat_weight".into());
+    }
+    objects(t, &mut p)?;
+    p.buckets = buckets(t)?;
     if let Some(pre) = &t.prefix {
         if pre.len() > 200 || pre.contains('\n') {
             return Err(format!(

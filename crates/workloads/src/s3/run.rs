@@ -71,6 +71,45 @@ fn seed(test: &str, k: u32, driver: usize) -> u64 {
 }
 
 impl S3Run {
+    /// How long a test's drivers may run: its ramp and runtime, two request timeouts and
+    /// 30 s; a day for a count of operations.
+    fn run_bound(&self, t: &TestPlan) -> Duration {
+        if t.ops.is_some() {
+            Duration::from_secs(24 * 3600)
+        } else {
+            Duration::from_secs_f64(
+                self.ramp + self.runtime_of(t) + 2.0 * self.plan.conn.timeout_s + 30.0,
+            )
+        }
+    }
+
+    /// The test's `n` drivers: here, or one per load generator (its binary copied on the
+    /// first iteration); on an error, those started are closed.
+    fn handles(&self, n: usize, it: u32, lease: Duration) -> Result<Vec<Handle>, String> {
+        let mut handles = Vec::new();
+        for k in 0..n {
+            if self.hosts.is_empty() {
+                handles.push(Handle::local(if n == 1 {
+                    String::new()
+                } else {
+                    format!("local-{k}")
+                }));
+            } else {
+                let (bin, copied) = &self.bins[k];
+                match Handle::remote(&self.hosts[k], bin, *copied && it == 1, lease) {
+                    Ok(h) => handles.push(h),
+                    Err(e) => {
+                        for h in handles {
+                            h.close();
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(handles)
+    }
+
     pub fn new(plan: S3Plan) -> S3Run {
         let n = plan.tests.len();
         S3Run {
@@ -372,37 +411,16 @@ impl FamilyPlan for S3Run {
                 serde_json::to_string_pretty(&described).unwrap_or_default()
             ),
         )?;
-        let run_bound = if t.ops.is_some() {
-            Duration::from_secs(24 * 3600)
-        } else {
-            Duration::from_secs_f64(
-                self.ramp + self.runtime_of(&t) + 2.0 * self.plan.conn.timeout_s + 30.0,
-            )
-        };
+        let run_bound = self.run_bound(&t);
         let lease = run_bound + Duration::from_secs(1800);
-        let mut handles = Vec::new();
-        for k in 0..n {
-            if self.hosts.is_empty() {
-                handles.push(Handle::local(if n == 1 {
-                    String::new()
-                } else {
-                    format!("local-{k}")
-                }));
-            } else {
-                let (bin, copied) = &self.bins[k];
-                match Handle::remote(&self.hosts[k], bin, *copied && it == 1, lease) {
-                    Ok(h) => handles.push(h),
-                    Err(e) => {
-                        for h in handles {
-                            h.close();
-                        }
-                        ctx.finish_op_job(job, Err(&e), &[], &[])?;
-                        ctx.ui.print(&format!("  {} #{it}: ERROR {e}\n", t.name));
-                        return Ok(());
-                    }
-                }
+        let handles = match self.handles(n, it, lease) {
+            Ok(h) => h,
+            Err(e) => {
+                ctx.finish_op_job(job, Err(&e), &[], &[])?;
+                ctx.ui.print(&format!("  {} #{it}: ERROR {e}\n", t.name));
+                return Ok(());
             }
-        }
+        };
         // This machine's tool sets while the drivers run: a starved host makes a shortfall
         // inconclusive, as for fio's jobs (docs/DIAGNOSIS.md).
         let sampler = ctx
@@ -447,52 +465,7 @@ impl FamilyPlan for S3Run {
             .iter()
             .filter(|h| !h.samples.is_empty())
             .find_map(|h| assess::starvation(&assess::figures::summarize(h, 0, u64::MAX, &[])));
-        let mut verdicts: Vec<Verdict> = t
-            .expect
-            .iter()
-            .map(|e| e.check_on(&main, starved.as_ref()))
-            .collect();
-        let errors: u64 = main.iter().map(|o| o.errors).sum();
-        if errors > 0 {
-            verdicts.push(Verdict::plain(
-                "no failed requests".into(),
-                errors as f64,
-                "= 0".into(),
-                false,
-                format!(
-                    "{errors} request(s) failed: {}; first: {}",
-                    error_codes(&main),
-                    out.reports
-                        .iter()
-                        .flat_map(|r| r.outcome.first_errors.first())
-                        .next()
-                        .map(String::as_str)
-                        .unwrap_or("-")
-                ),
-            ));
-        }
-        if let Some(why) = out
-            .reports
-            .iter()
-            .find_map(|r| r.outcome.stopped_early.clone())
-        {
-            verdicts.push(Verdict::plain(
-                "every client ran to the end".into(),
-                0.0,
-                String::new(),
-                false,
-                why,
-            ));
-        }
-        if !out.cleanup_errors.is_empty() {
-            verdicts.push(Verdict::plain(
-                "clean_after removed everything the test wrote".into(),
-                out.cleanup_errors.len() as f64,
-                "= 0".into(),
-                false,
-                out.cleanup_errors.join("; "),
-            ));
-        }
+        let verdicts = test_verdicts(&t, &main, starved.as_ref(), &out);
         if !a.window.trimmed {
             ctx.ui.print(&format!(
                 "  {} #{it}: note: no moment when every client was running (too few requests); the whole test is measured\n",
@@ -515,14 +488,10 @@ impl FamilyPlan for S3Run {
         ctx.put_table(&table(&t.name, self.rows[ti].clone()))?;
         let text = lines(&t.name, it, &main);
         for v in verdicts.iter().filter(|v| !v.passed) {
-            ctx.ui.print(&format!(
-                "  {} #{it}: {} {}: {}{}\n",
-                t.name,
-                v.label(),
-                v.expectation,
-                v.detail,
-                v.reason_note()
-            ));
+            let (label, note) = (v.label(), v.reason_note());
+            let (e, d) = (&v.expectation, &v.detail);
+            ctx.ui
+                .print(&format!("  {} #{it}: {label} {e}: {d}{note}\n", t.name));
         }
         ctx.ui.print(&text);
         Ok(())
@@ -548,4 +517,57 @@ fn error_codes(ops: &[&OpResult]) -> String {
         .map(|(c, n)| format!("{c} {n}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A test's verdicts: its expectations on the primary operations, then no failed
+/// requests, every client to the end, and `clean_after` clean.
+fn test_verdicts(
+    t: &TestPlan,
+    main: &[&OpResult],
+    starved: Option<&assess::Diagnosis>,
+    out: &coord::Outcome,
+) -> Vec<Verdict> {
+    let mut verdicts: Vec<Verdict> = t.expect.iter().map(|e| e.check_on(main, starved)).collect();
+    let errors: u64 = main.iter().map(|o| o.errors).sum();
+    if errors > 0 {
+        verdicts.push(Verdict::plain(
+            "no failed requests".into(),
+            errors as f64,
+            "= 0".into(),
+            false,
+            format!(
+                "{errors} request(s) failed: {}; first: {}",
+                error_codes(main),
+                out.reports
+                    .iter()
+                    .flat_map(|r| r.outcome.first_errors.first())
+                    .next()
+                    .map(String::as_str)
+                    .unwrap_or("-")
+            ),
+        ));
+    }
+    if let Some(why) = out
+        .reports
+        .iter()
+        .find_map(|r| r.outcome.stopped_early.clone())
+    {
+        verdicts.push(Verdict::plain(
+            "every client ran to the end".into(),
+            0.0,
+            String::new(),
+            false,
+            why,
+        ));
+    }
+    if !out.cleanup_errors.is_empty() {
+        verdicts.push(Verdict::plain(
+            "clean_after removed everything the test wrote".into(),
+            out.cleanup_errors.len() as f64,
+            "= 0".into(),
+            false,
+            out.cleanup_errors.join("; "),
+        ));
+    }
+    verdicts
 }

@@ -115,8 +115,9 @@ fn by_host(list: &str, opt: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 impl SuiteArgs {
-    /// Apply what the command line gives onto `spec` (it wins over a plan's tables).
-    pub fn apply(&self, spec: &mut SuiteSpec) -> Result<(), String> {
+    /// `--hosts`, `--devices` and `--targets` onto `spec` (a plan's devices and target of a
+    /// host kept unless given again).
+    fn apply_hosts(&self, spec: &mut SuiteSpec) -> Result<(), String> {
         if let Some(list) = &self.hosts {
             let mut hosts = Vec::new();
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -185,6 +186,12 @@ impl SuiteArgs {
                 spec.hosts[i].target = Some(t);
             }
         }
+        Ok(())
+    }
+
+    /// Apply what the command line gives onto `spec` (it wins over a plan's tables).
+    pub fn apply(&self, spec: &mut SuiteSpec) -> Result<(), String> {
+        self.apply_hosts(spec)?;
         if self.ssh_config.is_some() {
             spec.ssh_config = self.ssh_config.clone();
         }

@@ -167,6 +167,85 @@ impl SuiteSpec {
         })
     }
 
+    /// The network suite's settings: two hosts at least, nothing to write.
+    fn validate_network(&self, with_devices: &[&str], with_target: &[&str]) -> Result<(), String> {
+        if self.hosts.len() < 2 {
+            return Err("--suite network: needs at least 2 hosts".into());
+        }
+        if !(self.min_fraction > 0.0 && self.min_fraction <= 1.0) {
+            return Err(format!(
+                "min_fraction {}: allowed (0, 1]",
+                self.min_fraction
+            ));
+        }
+        if self.rated_mbps == Some(0) {
+            return Err("rated_mbps 0: give the link speed in Mbit/s".into());
+        }
+        if usize::from(self.base_port) + self.hosts.len() > 65535 || self.base_port < 1024 {
+            return Err(format!(
+                "base_port {}: allowed 1024 .. 65535 - hosts",
+                self.base_port
+            ));
+        }
+        if let Some(h) = with_devices.first().or(with_target.first()) {
+            return Err(format!(
+                "--suite network: host {h} has devices or a target; the network suite writes nothing"
+            ));
+        }
+        Ok(())
+    }
+
+    /// A storage suite's targets: one per host, of its kind (an NFS export only for the
+    /// nfs suite).
+    fn validate_storage(&self, k: StorageKind, with_devices: &[&str]) -> Result<(), String> {
+        if let Some(h) = self.hosts.iter().find(|h| h.target.is_none()) {
+            return Err(format!(
+                "--suite {}: host {} has no target (give --targets HOST:{},... or target = ... in [[host]])",
+                k.name(),
+                h.name,
+                if matches!(k, StorageKind::Block | StorageKind::Iscsi) {
+                    "DEVICE"
+                } else {
+                    "DIR"
+                }
+            ));
+        }
+        if let Some(h) = with_devices.first() {
+            return Err(format!(
+                "--suite {}: host {h} has devices; give each load generator one target",
+                k.name()
+            ));
+        }
+        for h in &self.hosts {
+            let t = h.target.as_deref().unwrap_or("");
+            if suites::nfs_mount::is_mount_url(t) {
+                if k != StorageKind::Nfs {
+                    return Err(format!(
+                        "--suite {}: host {}: target {t:?} is an NFS export to kernel-mount; that is --suite nfs",
+                        k.name(),
+                        h.name
+                    ));
+                }
+                suites::nfs_mount::MountUrl::parse(t)
+                    .map_err(|e| format!("--targets: host {}: {t:?}: {e}", h.name))?;
+                continue;
+            }
+            if !suites::storage::is_nfs_url(t) {
+                continue;
+            }
+            if k != StorageKind::Nfs {
+                return Err(format!(
+                    "--suite {}: host {}: target {t:?} is an NFS export; fio's nfs engine runs in --suite nfs",
+                    k.name(),
+                    h.name
+                ));
+            }
+            harness::nfs::check_url(t)
+                .map_err(|e| format!("--targets: host {}: {t:?}: {e}", h.name))?;
+        }
+        Ok(())
+    }
+
     /// Everything checked once; messages name the option or plan key.
     pub fn validate(&self) -> Result<(), String> {
         let kind = self.kind.name();
@@ -212,31 +291,7 @@ impl SuiteSpec {
             .map(|h| h.name.as_str())
             .collect();
         match self.kind {
-            Kind::Network => {
-                if self.hosts.len() < 2 {
-                    return Err("--suite network: needs at least 2 hosts".into());
-                }
-                if !(self.min_fraction > 0.0 && self.min_fraction <= 1.0) {
-                    return Err(format!(
-                        "min_fraction {}: allowed (0, 1]",
-                        self.min_fraction
-                    ));
-                }
-                if self.rated_mbps == Some(0) {
-                    return Err("rated_mbps 0: give the link speed in Mbit/s".into());
-                }
-                if usize::from(self.base_port) + self.hosts.len() > 65535 || self.base_port < 1024 {
-                    return Err(format!(
-                        "base_port {}: allowed 1024 .. 65535 - hosts",
-                        self.base_port
-                    ));
-                }
-                if let Some(h) = with_devices.first().or(with_target.first()) {
-                    return Err(format!(
-                        "--suite network: host {h} has devices or a target; the network suite writes nothing"
-                    ));
-                }
-            }
+            Kind::Network => self.validate_network(&with_devices, &with_target)?,
             Kind::Disks => {
                 if with_devices.is_empty() {
                     return Err(
@@ -250,53 +305,7 @@ impl SuiteSpec {
                     ));
                 }
             }
-            Kind::Storage(k) => {
-                if let Some(h) = self.hosts.iter().find(|h| h.target.is_none()) {
-                    return Err(format!(
-                        "--suite {}: host {} has no target (give --targets HOST:{},... or target = ... in [[host]])",
-                        k.name(),
-                        h.name,
-                        if matches!(k, StorageKind::Block | StorageKind::Iscsi) {
-                            "DEVICE"
-                        } else {
-                            "DIR"
-                        }
-                    ));
-                }
-                if let Some(h) = with_devices.first() {
-                    return Err(format!(
-                        "--suite {}: host {h} has devices; give each load generator one target",
-                        k.name()
-                    ));
-                }
-                for h in &self.hosts {
-                    let t = h.target.as_deref().unwrap_or("");
-                    if suites::nfs_mount::is_mount_url(t) {
-                        if k != StorageKind::Nfs {
-                            return Err(format!(
-                                "--suite {}: host {}: target {t:?} is an NFS export to kernel-mount; that is --suite nfs",
-                                k.name(),
-                                h.name
-                            ));
-                        }
-                        suites::nfs_mount::MountUrl::parse(t)
-                            .map_err(|e| format!("--targets: host {}: {t:?}: {e}", h.name))?;
-                        continue;
-                    }
-                    if !suites::storage::is_nfs_url(t) {
-                        continue;
-                    }
-                    if k != StorageKind::Nfs {
-                        return Err(format!(
-                            "--suite {}: host {}: target {t:?} is an NFS export; fio's nfs engine runs in --suite nfs",
-                            k.name(),
-                            h.name
-                        ));
-                    }
-                    harness::nfs::check_url(t)
-                        .map_err(|e| format!("--targets: host {}: {t:?}: {e}", h.name))?;
-                }
-            }
+            Kind::Storage(k) => self.validate_storage(k, &with_devices)?,
         }
         if self.fio_port < 1024 {
             return Err(format!("fio_port {}: allowed 1024 .. 65535", self.fio_port));

@@ -1,11 +1,35 @@
-//! The `build = { ... }` and `broker = { ... }` tables of a `[[class]]` (the build and
-//! broker applications' parameters), read over their defaults and checked; every message
+//! The `git`, `redis`, `build` and `broker` tables of a `[[class]]` (the applications'
+//! parameters), read over their defaults and checked; every message
 //! names the class, the field and the allowed values. Also the size and range readers
 //! every class field uses.
 
 use loadgen::apps::broker::{activemq::Destination, BrokerSpec};
 use loadgen::apps::build::BuildSpec;
+use loadgen::apps::git::RepoSpec;
+use loadgen::apps::redis::RedisSpec;
 use serde::Deserialize;
+
+/// `git = { ... }` of a class (loadgen::apps::git::RepoSpec's fields).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGit {
+    pub files: Option<i64>,
+    pub bytes: Option<toml::Value>,
+    pub seed: Option<i64>,
+}
+
+/// `redis = { ... }` of a class (loadgen::apps::redis::RedisSpec's fields).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRedis {
+    pub records: Option<i64>,
+    pub operations: Option<i64>,
+    pub fields: Option<i64>,
+    pub field_len: Option<i64>,
+    pub read_proportion: Option<f64>,
+    pub threads: Option<i64>,
+    pub appendfsync: Option<String>,
+}
 
 /// `build = { ... }` of a class (loadgen::apps::build::BuildSpec's fields).
 #[derive(Debug, Clone, Deserialize)]
@@ -28,6 +52,55 @@ pub struct RawBroker {
     pub message_size: Option<toml::Value>,
     pub destination: Option<String>,
     pub heap_mib: Option<i64>,
+}
+
+/// A `git = { ... }` table over the defaults, checked.
+pub fn git_spec(r: Option<&RawGit>, at: &str) -> Result<RepoSpec, String> {
+    let mut spec = RepoSpec::default();
+    if let Some(g) = r {
+        if let Some(f) = g.files {
+            spec.files = in_range(f, 1, 10_000_000, &format!("{at}: git.files"))? as u32;
+        }
+        if let Some(b) = &g.bytes {
+            spec.bytes = parse_size(b, &format!("{at}: git.bytes"))?;
+        }
+        if let Some(s) = g.seed {
+            spec.seed = s as u64;
+        }
+    }
+    Ok(spec)
+}
+
+/// A `redis = { ... }` table over the defaults, checked.
+pub fn redis_spec(r: Option<&RawRedis>, at: &str) -> Result<RedisSpec, String> {
+    let mut spec = RedisSpec::default();
+    if let Some(x) = r {
+        let big = &format!("{at}: redis.");
+        if let Some(v) = x.records {
+            spec.records = in_range(v, 1, 100_000_000, &format!("{big}records"))? as u64;
+        }
+        if let Some(v) = x.operations {
+            spec.operations = in_range(v, 0, 1_000_000_000, &format!("{big}operations"))? as u64;
+        }
+        if let Some(v) = x.fields {
+            spec.fields = v.clamp(0, u32::MAX as i64) as u32;
+        }
+        if let Some(v) = x.field_len {
+            spec.field_len = v.clamp(0, u32::MAX as i64) as u32;
+        }
+        if let Some(v) = x.read_proportion {
+            spec.read_proportion = v;
+        }
+        if let Some(v) = x.threads {
+            spec.threads = v.clamp(0, u32::MAX as i64) as u32;
+        }
+        if let Some(v) = &x.appendfsync {
+            spec.appendfsync = v.clone();
+        }
+    }
+    spec.validate().map_err(|e| format!("{at}: {e}"))?;
+    spec.validate().map_err(|e| format!("{at}: {e}"))?;
+    Ok(spec)
 }
 
 /// A `build = { ... }` table over the defaults, checked.

@@ -79,63 +79,7 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
         m
     };
     for (metric, unit) in &metrics {
-        let title = match metric.as_str() {
-            "iops" => "IOPS per tenant vs tenants (median tenant; min and max dashed)".to_string(),
-            "run_ops_per_sec" => {
-                "redis run-phase ops/s per tenant vs tenants (median tenant)".to_string()
-            }
-            "time_s" => "git: seconds per iteration vs tenants (median tenant)".to_string(),
-            "build_s" => "build: seconds per build vs tenants (median tenant)".to_string(),
-            "in_msgs_per_sec" => {
-                "broker: persistent messages/s in per tenant vs tenants (median tenant)".to_string()
-            }
-            m => format!("{m} per tenant vs tenants"),
-        };
-        let mut c = Chart::new(title, "tenants per class", unit);
-        c.x_unit = Unit::Count;
-        c.y_unit = if unit == "s" { Unit::Secs } else { Unit::Count };
-        for (i, class) in cls.iter().enumerate() {
-            let of_metric = |r: &&Vec<Value>| {
-                s(columns, r, "class") == class && s(columns, r, "metric") == metric
-            };
-            let crows: Vec<Vec<Value>> = rows.iter().filter(of_metric).cloned().collect();
-            if crows.is_empty() {
-                continue;
-            }
-            c.lines.push(line(
-                columns,
-                &crows,
-                class,
-                "median",
-                format!("{class} (median)"),
-                i,
-            ));
-            if metric == "iops" {
-                c.lines.push(line(
-                    columns,
-                    &crows,
-                    class,
-                    "min",
-                    format!("{class} (min)"),
-                    i,
-                ));
-            }
-            let last = crows.last().expect("non-empty");
-            for (name, style, what) in [
-                ("floor_iops", FLOOR, "floor"),
-                ("ceiling_iops", CEILING, "ceiling"),
-            ] {
-                let v = f(columns, last, name).unwrap_or(0.0);
-                if metric == "iops" && v > 0.0 {
-                    c.refs.push(RefLine {
-                        label: format!("{class} {what} {v:.0}"),
-                        y: v,
-                        style,
-                    });
-                }
-            }
-        }
-        out.push(c);
+        out.push(metric_chart(columns, rows, &cls, metric, unit));
     }
     let simple = |title: &str, y: &str, y_label: &str, unit: Unit| {
         let mut c = Chart::new(title, "tenants per class", y_label);
@@ -159,6 +103,81 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
         "%",
         Unit::Count,
     ));
+    out.push(done_chart(columns, rows, &cls));
+    out.push(load_chart(columns, rows, &cls));
+    out.retain(|c| c.has_data());
+    out
+}
+
+/// One headline metric's chart: each class that reports it as a line (median; min too
+/// for IOPS), with its floor and ceiling.
+fn metric_chart(
+    columns: &[String],
+    rows: &[Vec<Value>],
+    cls: &[String],
+    metric: &str,
+    unit: &str,
+) -> Chart {
+    let title = match metric {
+        "iops" => "IOPS per tenant vs tenants (median tenant; min and max dashed)".to_string(),
+        "run_ops_per_sec" => {
+            "redis run-phase ops/s per tenant vs tenants (median tenant)".to_string()
+        }
+        "time_s" => "git: seconds per iteration vs tenants (median tenant)".to_string(),
+        "build_s" => "build: seconds per build vs tenants (median tenant)".to_string(),
+        "in_msgs_per_sec" => {
+            "broker: persistent messages/s in per tenant vs tenants (median tenant)".to_string()
+        }
+        m => format!("{m} per tenant vs tenants"),
+    };
+    let mut c = Chart::new(title, "tenants per class", unit);
+    c.x_unit = Unit::Count;
+    c.y_unit = if unit == "s" { Unit::Secs } else { Unit::Count };
+    for (i, class) in cls.iter().enumerate() {
+        let of_metric =
+            |r: &&Vec<Value>| s(columns, r, "class") == class && s(columns, r, "metric") == metric;
+        let crows: Vec<Vec<Value>> = rows.iter().filter(of_metric).cloned().collect();
+        if crows.is_empty() {
+            continue;
+        }
+        c.lines.push(line(
+            columns,
+            &crows,
+            class,
+            "median",
+            format!("{class} (median)"),
+            i,
+        ));
+        if metric == "iops" {
+            c.lines.push(line(
+                columns,
+                &crows,
+                class,
+                "min",
+                format!("{class} (min)"),
+                i,
+            ));
+        }
+        let last = crows.last().expect("non-empty");
+        for (name, style, what) in [
+            ("floor_iops", FLOOR, "floor"),
+            ("ceiling_iops", CEILING, "ceiling"),
+        ] {
+            let v = f(columns, last, name).unwrap_or(0.0);
+            if metric == "iops" && v > 0.0 {
+                c.refs.push(RefLine {
+                    label: format!("{class} {what} {v:.0}"),
+                    y: v,
+                    style,
+                });
+            }
+        }
+    }
+    c
+}
+
+/// When each class's first and last tenant finished, vs tenants.
+fn done_chart(columns: &[String], rows: &[Vec<Value>], cls: &[String]) -> Chart {
     let mut done = Chart::new(
         "First done / last done (s from the common start) vs tenants",
         "tenants per class",
@@ -184,7 +203,11 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
             i,
         ));
     }
-    out.push(done);
+    done
+}
+
+/// The node's, the applications' and the host's CPU vs tenants.
+fn load_chart(columns: &[String], rows: &[Vec<Value>], cls: &[String]) -> Chart {
     let mut load = Chart::new(
         "Load vs tenants: the node's and the applications' CPU (% of a core), host CPU busy (% of all CPUs)",
         "tenants per class",
@@ -210,9 +233,7 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
                 .push(line(columns, rows, first, col, (*label).into(), i));
         }
     }
-    out.push(load);
-    out.retain(|c| c.has_data());
-    out
+    load
 }
 
 #[cfg(test)]

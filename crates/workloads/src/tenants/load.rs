@@ -163,18 +163,9 @@ mod tests {
                 idle,
                 ..CpuPct::default()
             },
-            cpus: vec![],
             run_queue: 2,
-            blocked: 0,
             mem_used_bytes: 1 << 30,
             mem_available_bytes: 1 << 30,
-            swap_used_bytes: 0,
-            swap_in_s: 0.0,
-            swap_out_s: 0.0,
-            page_in_kib_s: 0.0,
-            page_out_kib_s: 0.0,
-            disks: vec![],
-            nics: vec![],
             roles: RoleCpu {
                 node,
                 harness: apps,
@@ -202,8 +193,7 @@ mod tests {
                     io_bytes_s: None,
                 },
             ],
-            pressure: None,
-            cgroups: vec![],
+            ..HostSample::default()
         }
     }
 

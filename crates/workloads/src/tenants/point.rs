@@ -15,7 +15,7 @@ use super::fio_group::FioGroup;
 use super::fio_mix::{MixOptions, MixTarget, MixTenant};
 use super::load::{LoadSample, LoadSampler};
 use super::runner::{run_point_with, GroupApp, TenantRun, TenantSpec};
-use super::spec::{AppSpec, TenantsSpec};
+use super::spec::{AppSpec, ClassSpec, TenantsSpec};
 use loadgen::apps::broker::BrokerApp;
 use loadgen::apps::build::{BuildApp, DepRepo, FailedBuilds};
 use loadgen::apps::git::{BareRepo, GitApp};
@@ -144,23 +144,23 @@ fn mount(
     t.map(|t| t.mount_dir).map_err(|e| e.to_string())
 }
 
-/// Run point `n` (tenants per class).
-pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
-    let timeout = Duration::from_secs_f64(spec.timeout);
-    // 1. Volumes and file systems.
-    struct Tenant {
-        class: usize,
-        name: String,
-        dir: Option<PathBuf>,
-        /// Where a fio tenant's I/O goes when it is not a directory (a volume's NBD URI, a
-        /// block device).
-        io: Option<MixTarget>,
-        /// Whether `dir` is a file system this point mounted.
-        mounted: bool,
-        /// The volume's effective (ceiling, floor) IOPS.
-        limits: (u64, u64),
-        setup: Option<Failure>,
-    }
+/// One tenant of a point: its class, name and where its storage went.
+struct Tenant {
+    class: usize,
+    name: String,
+    dir: Option<PathBuf>,
+    /// Where a fio tenant's I/O goes when it is not a directory (a volume's NBD URI, a
+    /// block device).
+    io: Option<MixTarget>,
+    /// Whether `dir` is a file system this point mounted.
+    mounted: bool,
+    /// The volume's effective (ceiling, floor) IOPS.
+    limits: (u64, u64),
+    setup: Option<Failure>,
+}
+
+/// Step 1: every class's `n` tenants claim their storage (volumes, file systems).
+fn place_tenants(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> Vec<Tenant> {
     let mut tenants = Vec::new();
     for (ci, c) in spec.classes.iter().enumerate() {
         for i in 0..n {
@@ -199,72 +199,78 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
             tenants.push(t);
         }
     }
-    // 2. Applications.
-    let mut owned_apps: Vec<Box<dyn App>> = Vec::new();
-    let mut app_of: Vec<Option<usize>> = Vec::new();
-    let mut fio = Vec::new();
-    let mut fio_classes = Vec::new();
-    let mut fio_size = 0;
-    for t in &tenants {
+    tenants
+}
+
+/// The application of a tenant of class `c` that is not a fio tenant (`setup`: its
+/// setup's failure, if it failed).
+fn app_of_class(c: &ClassSpec, setup: Option<&Failure>, env: &PointEnv<'_>) -> Box<dyn App> {
+    if let Some(f) = setup {
+        return match &c.app {
+            // Its builds count as failed (the seed counts every triggered build).
+            AppSpec::Build(b) => Box::new(FailedBuilds {
+                failure: f.clone(),
+                builds: b.builds,
+            }),
+            _ => Box::new(SetupFailed(f.clone())),
+        };
+    }
+    match &c.app {
+        AppSpec::Git(_) => match env.repos.get(&c.name) {
+            Some(r) => Box::new(GitApp { repo: r.clone() }),
+            None => Box::new(SetupFailed(Failure::classify(
+                "repository",
+                format!("no repository for class {}", c.name),
+            ))),
+        },
+        AppSpec::Redis(r) => Box::new(RedisApp { spec: r.clone() }),
+        AppSpec::Build(b) => match env.deps.get(&c.name) {
+            Some(d) => Box::new(BuildApp {
+                spec: *b,
+                deps: d.clone(),
+            }),
+            None => Box::new(FailedBuilds {
+                failure: Failure::classify(
+                    "dependencies",
+                    format!("no dependency repository for class {}", c.name),
+                ),
+                builds: b.builds,
+            }),
+        },
+        AppSpec::Broker(b) => Box::new(BrokerApp { spec: *b }),
+        AppSpec::Fio { .. } => unreachable!("fio tenants run as one group"),
+    }
+}
+
+/// Step 2: the applications. Every tenant's own (`app_of`: its index in `owned`), or its
+/// place in the fio classes' one group.
+struct Apps {
+    owned: Vec<Box<dyn App>>,
+    app_of: Vec<Option<usize>>,
+    fio: Vec<MixTenant>,
+    fio_classes: Vec<String>,
+    fio_size: u64,
+}
+
+fn apps(spec: &TenantsSpec, tenants: &[Tenant], env: &PointEnv<'_>) -> Apps {
+    let mut a = Apps {
+        owned: Vec::new(),
+        app_of: Vec::new(),
+        fio: Vec::new(),
+        fio_classes: Vec::new(),
+        fio_size: 0,
+    };
+    for t in tenants {
         let c = &spec.classes[t.class];
-        if let Some(f) = &t.setup {
-            owned_apps.push(match &c.app {
-                // Its builds count as failed (the seed counts every triggered build).
-                AppSpec::Build(b) => Box::new(FailedBuilds {
-                    failure: f.clone(),
-                    builds: b.builds,
-                }),
-                _ => Box::new(SetupFailed(f.clone())),
-            });
-            app_of.push(Some(owned_apps.len() - 1));
-            continue;
-        }
         match &c.app {
-            AppSpec::Git(_) => match env.repos.get(&c.name) {
-                Some(r) => {
-                    owned_apps.push(Box::new(GitApp { repo: r.clone() }));
-                    app_of.push(Some(owned_apps.len() - 1));
-                }
-                None => {
-                    owned_apps.push(Box::new(SetupFailed(Failure::classify(
-                        "repository",
-                        format!("no repository for class {}", c.name),
-                    ))));
-                    app_of.push(Some(owned_apps.len() - 1));
-                }
-            },
-            AppSpec::Redis(r) => {
-                owned_apps.push(Box::new(RedisApp { spec: r.clone() }));
-                app_of.push(Some(owned_apps.len() - 1));
-            }
-            AppSpec::Build(b) => {
-                owned_apps.push(match env.deps.get(&c.name) {
-                    Some(d) => Box::new(BuildApp {
-                        spec: *b,
-                        deps: d.clone(),
-                    }),
-                    None => Box::new(FailedBuilds {
-                        failure: Failure::classify(
-                            "dependencies",
-                            format!("no dependency repository for class {}", c.name),
-                        ),
-                        builds: b.builds,
-                    }),
-                });
-                app_of.push(Some(owned_apps.len() - 1));
-            }
-            AppSpec::Broker(b) => {
-                owned_apps.push(Box::new(BrokerApp { spec: *b }));
-                app_of.push(Some(owned_apps.len() - 1));
-            }
             AppSpec::Fio {
                 mix,
                 iodepth,
                 rate_iops,
                 size,
-            } => {
-                fio_size = fio_size.max(*size);
-                fio.push(MixTenant {
+            } if t.setup.is_none() => {
+                a.fio_size = a.fio_size.max(*size);
+                a.fio.push(MixTenant {
                     name: t.name.clone(),
                     target: match (&t.io, &t.dir) {
                         (Some(io), _) => io.clone(),
@@ -277,18 +283,102 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
                     iodepth: *iodepth,
                     rate_iops: *rate_iops,
                 });
-                fio_classes.push(c.name.clone());
-                app_of.push(None);
+                a.fio_classes.push(c.name.clone());
+                a.app_of.push(None);
+            }
+            _ => {
+                a.owned.push(app_of_class(c, t.setup.as_ref(), env));
+                a.app_of.push(Some(a.owned.len() - 1));
             }
         }
     }
+    a
+}
+
+/// The fio classes' tenants as one group (None when there are none).
+fn fio_group(
+    spec: &TenantsSpec,
+    n: usize,
+    env: &PointEnv<'_>,
+    apps: &mut Apps,
+    timeout: Duration,
+) -> Option<FioGroup> {
+    (!apps.fio.is_empty()).then(|| FioGroup {
+        classes: std::mem::take(&mut apps.fio_classes),
+        tenants: std::mem::take(&mut apps.fio),
+        opts: MixOptions {
+            runtime_secs: spec.runtime.ceil() as u32,
+            ramp_secs: spec.ramp.ceil() as u32,
+            size: apps.fio_size,
+            ..MixOptions::default()
+        },
+        scratch: env.scratch.join(format!("fio-n{n}")),
+        timeout: timeout.max(Duration::from_secs_f64(spec.runtime + spec.ramp + 120.0)),
+        last_output: std::sync::Mutex::new(None),
+    })
+}
+
+/// The node's counters of each tenant's volume over the point (`before`: at its start).
+fn volume_counters(
+    spec: &TenantsSpec,
+    env: &PointEnv<'_>,
+    tenants: &[Tenant],
+    before: Vec<Counters>,
+    node_samples: &[harness::series::NodeSample],
+) -> Vec<VolumeCounters> {
+    tenants
+        .iter()
+        .zip(before)
+        .map(|(t, b)| {
+            let a = env.backend.counters(&t.name, node_samples);
+            VolumeCounters {
+                tenant: t.name.clone(),
+                class: spec.classes[t.class].name.clone(),
+                ops: a.ops.saturating_sub(b.ops),
+                ceiling_wait_ns: a.ceiling_wait_ns.saturating_sub(b.ceiling_wait_ns),
+                floor_wait_ns: a.floor_wait_ns.saturating_sub(b.floor_wait_ns),
+                lat_ns: a.lat_ns.saturating_sub(b.lat_ns),
+                ceiling_iops: t.limits.0,
+                floor_iops: t.limits.1,
+            }
+        })
+        .collect()
+}
+
+/// Step 4: teardown, file systems then the storage; the problems met.
+fn teardown(env: &PointEnv<'_>, tenants: &[Tenant]) -> Vec<String> {
+    let mut teardown_errors = Vec::new();
+    for t in tenants.iter().filter(|t| t.mounted) {
+        if let Some(s) = env.session {
+            if let Err(e) = s.detach(&t.name) {
+                teardown_errors.push(e.to_string());
+            }
+        }
+    }
+    let names: Vec<String> = tenants
+        .iter()
+        .filter(|t| !matches!(&t.setup, Some(f) if f.step == env.backend.setup_step()))
+        .map(|t| t.name.clone())
+        .collect();
+    teardown_errors.extend(env.backend.remove(&names));
+    teardown_errors
+}
+
+/// Run point `n` (tenants per class).
+pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
+    let timeout = Duration::from_secs_f64(spec.timeout);
+    // 1. Volumes and file systems.
+    let tenants = place_tenants(spec, n, env);
+    // 2. Applications.
+    let mut apps = apps(spec, &tenants, env);
+    let group = fio_group(spec, n, env, &mut apps, timeout);
     let specs: Vec<TenantSpec> = tenants
         .iter()
-        .zip(&app_of)
+        .zip(&apps.app_of)
         .filter_map(|(t, a)| {
             a.map(|a| TenantSpec {
                 class: spec.classes[t.class].name.clone(),
-                app: owned_apps[a].as_ref(),
+                app: apps.owned[a].as_ref(),
                 env: TenantEnv {
                     tenant: t.name.clone(),
                     data_dir: t
@@ -301,19 +391,6 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
             })
         })
         .collect();
-    let group = (!fio.is_empty()).then(|| FioGroup {
-        classes: fio_classes,
-        tenants: fio,
-        opts: MixOptions {
-            runtime_secs: spec.runtime.ceil() as u32,
-            ramp_secs: spec.ramp.ceil() as u32,
-            size: fio_size,
-            ..MixOptions::default()
-        },
-        scratch: env.scratch.join(format!("fio-n{n}")),
-        timeout: timeout.max(Duration::from_secs_f64(spec.runtime + spec.ramp + 120.0)),
-        last_output: std::sync::Mutex::new(None),
-    });
     let groups: Vec<&dyn GroupApp> = group.iter().map(|g| g as &dyn GroupApp).collect();
     // 3. Run, with the node's counters and the load around it.
     let before: Vec<Counters> = tenants
@@ -333,41 +410,12 @@ pub fn run(spec: &TenantsSpec, n: usize, env: &PointEnv<'_>) -> PointResult {
     let (load, hosts) = sampler.stop();
     let enforced = env.backend.enforces();
     let volumes = if enforced {
-        tenants
-            .iter()
-            .zip(before)
-            .map(|(t, b)| {
-                let a = env.backend.counters(&t.name, &node_samples);
-                VolumeCounters {
-                    tenant: t.name.clone(),
-                    class: spec.classes[t.class].name.clone(),
-                    ops: a.ops.saturating_sub(b.ops),
-                    ceiling_wait_ns: a.ceiling_wait_ns.saturating_sub(b.ceiling_wait_ns),
-                    floor_wait_ns: a.floor_wait_ns.saturating_sub(b.floor_wait_ns),
-                    lat_ns: a.lat_ns.saturating_sub(b.lat_ns),
-                    ceiling_iops: t.limits.0,
-                    floor_iops: t.limits.1,
-                }
-            })
-            .collect()
+        volume_counters(spec, env, &tenants, before, &node_samples)
     } else {
         Vec::new()
     };
     // 4. Teardown: file systems, then the storage.
-    let mut teardown_errors = Vec::new();
-    for t in tenants.iter().filter(|t| t.mounted) {
-        if let Some(s) = env.session {
-            if let Err(e) = s.detach(&t.name) {
-                teardown_errors.push(e.to_string());
-            }
-        }
-    }
-    let names: Vec<String> = tenants
-        .iter()
-        .filter(|t| !matches!(&t.setup, Some(f) if f.step == env.backend.setup_step()))
-        .map(|t| t.name.clone())
-        .collect();
-    teardown_errors.extend(env.backend.remove(&names));
+    let teardown_errors = teardown(env, &tenants);
     let fio_output = group.as_ref().and_then(|g| {
         g.last_output
             .lock()

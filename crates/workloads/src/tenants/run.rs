@@ -106,24 +106,23 @@ impl TenantsPlan {
         }
     }
 
-    fn point(&mut self, index: usize, ctx: &mut RunContext) -> Result<(), RunError> {
-        let n = self.spec.points[index];
-        let Some(sweep) = &self.sweep else {
-            return Err(RunError::Plan("tenants: the sweep was not prepared".into()));
-        };
-        let backend = if let Some(d) = &self.run_dir {
+    /// Whether the tenants' storage is the embedded node's (no directory, devices or
+    /// `--node`).
+    fn embedded(&self) -> bool {
+        self.run_dir.is_none() && self.devices.is_empty() && self.remote.is_none()
+    }
+
+    /// Where the point's tenants get their storage: a directory, devices, a `--node`, or
+    /// the embedded node (this plan's own, or the run's: `ctx_node`).
+    fn backend<'s>(&'s self, ctx_node: Option<&'s EmbeddedNode>) -> Result<Backend<'s>, RunError> {
+        Ok(if let Some(d) = &self.run_dir {
             Backend::Dir(&d.0.path)
         } else if !self.devices.is_empty() {
             Backend::Block(&self.devices)
         } else if let Some(r) = &self.remote {
             Backend::Remote(&r.0)
         } else {
-            if index == 0 && ctx.node.is_none() {
-                if let (Some(node), Some(cfg)) = (&self.own_node, &self.own_cfg) {
-                    ctx.record_node(node, cfg)?;
-                }
-            }
-            let node = match (&self.own_node, ctx.node) {
+            let node = match (&self.own_node, ctx_node) {
                 (Some(n), _) | (None, Some(n)) => n,
                 (None, None) => return Err(RunError::Plan("tenants: no embedded node".into())),
             };
@@ -131,7 +130,53 @@ impl TenantsPlan {
                 node: node.node(),
                 socket: node.socket(),
             }
+        })
+    }
+
+    /// On the embedded node: the plan's policies checked, and a node of this plan's own
+    /// when the harness has none or the plan emulates a controller.
+    fn prepare_embedded(&mut self, ctx: &mut Prepare) -> Result<String, RunError> {
+        check_target(&self.spec, TargetKind::Volumes).map_err(RunError::Plan)?;
+        let names: Vec<String> = ctx
+            .common
+            .node
+            .as_ref()
+            .map(|n| n.policies.iter().map(|p| p.name.clone()).collect())
+            .unwrap_or_default();
+        self.spec.check_policies(&names).map_err(|e| {
+            RunError::Plan(format!(
+                "{e}; the embedded node has the plan's policies only (--node URL uses the node's too)"
+            ))
+        })?;
+        // The node the tenants' volumes go on: the harness's (the plan's
+        // policies), or our own when the plan declares none or asks for an
+        // emulated controller.
+        if ctx.node.is_none() || self.spec.capacity.is_some() {
+            let mut cfg = match ctx.common.node.clone() {
+                Some(c) => c,
+                None => {
+                    NodeConfig::parse("", "tenants").map_err(|e| RunError::Plan(e.to_string()))?
+                }
+            };
+            cfg.capacity = self.spec.capacity;
+            self.own_node = Some(EmbeddedNode::start(&cfg)?);
+            self.own_cfg = Some(cfg);
+        }
+        Ok("embedded node (tenants)".to_string())
+    }
+
+    fn point(&mut self, index: usize, ctx: &mut RunContext) -> Result<(), RunError> {
+        let n = self.spec.points[index];
+        let Some(sweep) = &self.sweep else {
+            return Err(RunError::Plan("tenants: the sweep was not prepared".into()));
         };
+        // The embedded node is recorded with the run before the first point.
+        if self.embedded() && index == 0 && ctx.node.is_none() {
+            if let (Some(node), Some(cfg)) = (&self.own_node, &self.own_cfg) {
+                ctx.record_node(node, cfg)?;
+            }
+        }
+        let backend = self.backend(ctx.node)?;
         ctx.ui.print(&format!("  {n} tenant(s) per class ... "));
         let p = sweep.0.point(n, &backend);
         // A job per class: its verdicts (none where qoslab enforces no policy: a
@@ -175,29 +220,7 @@ impl TenantsPlan {
                 1,
                 &jobfile,
             )?;
-            let vs: Vec<Verdict> = verdicts
-                .iter()
-                .filter(|v| v.class == c.name)
-                .map(|v| {
-                    let plain = Verdict::plain(
-                        format!("{} tenants of {} at {n}: {}", c.name, v.kind, v.expected),
-                        v.worst,
-                        v.expected.clone(),
-                        v.pass,
-                        format!(
-                            "worst tenant {} at {:.2} IOPS{}",
-                            v.worst_tenant,
-                            v.worst,
-                            if v.pass {
-                                ""
-                            } else {
-                                " (or a failed iteration)"
-                            }
-                        ),
-                    );
-                    super::diagnose::judged(plain, v, ceiling, &diagnosis)
-                })
-                .collect();
+            let vs = class_verdicts(c, n, &verdicts, ceiling, &diagnosis);
             self.failed_verdicts += vs
                 .iter()
                 .filter(|v| v.outcome == assess::Outcome::Fail)
@@ -206,30 +229,7 @@ impl TenantsPlan {
                 .iter()
                 .filter(|v| v.outcome == assess::Outcome::Inconclusive)
                 .count();
-            let prefix = format!("{}-n{n}-", c.name);
-            let parts: Vec<JobResult> = fio_out
-                .as_ref()
-                .map(|o| {
-                    o.jobs
-                        .iter()
-                        .filter(|j| j.jobname.starts_with(&prefix))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            let sub = FioOutput {
-                fio_version: fio_out
-                    .as_ref()
-                    .map(|o| o.fio_version.clone())
-                    .unwrap_or_default(),
-                jobs: if parts.is_empty() {
-                    vec![]
-                } else {
-                    vec![JobResult::merge(&parts)]
-                },
-                raw: String::new(),
-                stderr: String::new(),
-            };
+            let sub = class_output(fio_out.as_ref(), &c.name, n);
             ctx.finish_job(id, Ok(&sub), &vs)?;
             ctx.store.set_assessment(id, Some(&diagnosis), None)?;
             first_job.get_or_insert(id);
@@ -246,48 +246,12 @@ impl TenantsPlan {
         let summ = summarize(&p.runs);
         let failed: u64 = summ.iter().map(|s| s.failures.failed).sum();
         self.failed_iterations += failed;
-        let parts: Vec<String> = self
-            .spec
-            .classes
-            .iter()
-            .filter_map(|c| {
-                let s = summ.iter().find(|s| s.class == c.name)?;
-                let (metric, unit) = super::rows::main_metric(&c.app);
-                let d = if metric == "time_s" {
-                    s.time
-                } else {
-                    s.metrics.get(metric).copied()
-                };
-                Some(format!(
-                    "{} {}{} {unit} median{}",
-                    c.name,
-                    d.map(|d| format!("{:.1}", d.median)).unwrap_or("-".into()),
-                    "",
-                    if s.failures.failed > 0 {
-                        format!(", {} of {} failed", s.failures.failed, s.failures.total)
-                    } else {
-                        String::new()
-                    }
-                ))
-            })
-            .collect();
+        let parts = progress_parts(&self.spec, &summ);
         let line = format!("{n}: {}", parts.join("; "));
-        let l = &p.load;
         ctx.ui.print(&format!(
-            "{}\n    load: node {}, apps {:.0}%, host busy {:.0}% (peak {:.0}%), qoslab RSS {:.0} MiB\n",
+            "{}\n    load: {}\n",
             parts.join("; "),
-            if l.node_cpu_pct.is_finite() {
-                format!(
-                    "{:.0}% of a core (peak {:.0}%)",
-                    l.node_cpu_pct, l.node_cpu_peak_pct
-                )
-            } else {
-                "- (not on this host)".to_string()
-            },
-            l.apps_cpu_pct,
-            l.host_cpu_pct,
-            l.host_cpu_peak_pct,
-            l.rss_peak_mib
+            load_text(&p.load)
         ));
         for e in &p.teardown_errors {
             ctx.ui.print(&format!("    teardown: {e}\n"));
@@ -361,6 +325,113 @@ impl TenantsPlan {
             })
             .collect()
     }
+}
+
+/// A class's verdicts at point `n`: the point's checks of the class, judged against what
+/// limited it (`ceiling`: its volumes' ceiling).
+fn class_verdicts(
+    c: &super::spec::ClassSpec,
+    n: usize,
+    verdicts: &[super::verdicts::PointVerdict],
+    ceiling: f64,
+    diagnosis: &assess::Diagnosis,
+) -> Vec<Verdict> {
+    verdicts
+        .iter()
+        .filter(|v| v.class == c.name)
+        .map(|v| {
+            let plain = Verdict::plain(
+                format!("{} tenants of {} at {n}: {}", c.name, v.kind, v.expected),
+                v.worst,
+                v.expected.clone(),
+                v.pass,
+                format!(
+                    "worst tenant {} at {:.2} IOPS{}",
+                    v.worst_tenant,
+                    v.worst,
+                    if v.pass {
+                        ""
+                    } else {
+                        " (or a failed iteration)"
+                    }
+                ),
+            );
+            super::diagnose::judged(plain, v, ceiling, diagnosis)
+        })
+        .collect()
+}
+
+/// The fio classes' output for `class` at point `n`: its tenants' jobs merged in one.
+fn class_output(fio_out: Option<&FioOutput>, class: &str, n: usize) -> FioOutput {
+    let prefix = format!("{class}-n{n}-");
+    let parts: Vec<JobResult> = fio_out
+        .map(|o| {
+            o.jobs
+                .iter()
+                .filter(|j| j.jobname.starts_with(&prefix))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    FioOutput {
+        fio_version: fio_out
+            .as_ref()
+            .map(|o| o.fio_version.clone())
+            .unwrap_or_default(),
+        jobs: if parts.is_empty() {
+            vec![]
+        } else {
+            vec![JobResult::merge(&parts)]
+        },
+        raw: String::new(),
+        stderr: String::new(),
+    }
+}
+
+/// A point's progress line: each class's main metric (median) and its failed iterations.
+fn progress_parts(spec: &TenantsSpec, summ: &[super::runner::ClassSummary]) -> Vec<String> {
+    spec.classes
+        .iter()
+        .filter_map(|c| {
+            let s = summ.iter().find(|s| s.class == c.name)?;
+            let (metric, unit) = super::rows::main_metric(&c.app);
+            let d = if metric == "time_s" {
+                s.time
+            } else {
+                s.metrics.get(metric).copied()
+            };
+            Some(format!(
+                "{} {}{} {unit} median{}",
+                c.name,
+                d.map(|d| format!("{:.1}", d.median)).unwrap_or("-".into()),
+                "",
+                if s.failures.failed > 0 {
+                    format!(", {} of {} failed", s.failures.failed, s.failures.total)
+                } else {
+                    String::new()
+                }
+            ))
+        })
+        .collect()
+}
+
+/// A point's load, in words: the node's CPU, the applications', the host's, qoslab's RSS.
+fn load_text(l: &super::load::LoadSample) -> String {
+    format!(
+        "node {}, apps {:.0}%, host busy {:.0}% (peak {:.0}%), qoslab RSS {:.0} MiB",
+        if l.node_cpu_pct.is_finite() {
+            format!(
+                "{:.0}% of a core (peak {:.0}%)",
+                l.node_cpu_pct, l.node_cpu_peak_pct
+            )
+        } else {
+            "- (not on this host)".to_string()
+        },
+        l.apps_cpu_pct,
+        l.host_cpu_pct,
+        l.host_cpu_peak_pct,
+        l.rss_peak_mib
+    )
 }
 
 impl FamilyPlan for TenantsPlan {
@@ -437,34 +508,7 @@ impl FamilyPlan for TenantsPlan {
 
     fn prepare(&mut self, ctx: &mut Prepare) -> Result<RunHeader, RunError> {
         let header_target = match ctx.target {
-            Target::Embedded => {
-                check_target(&self.spec, TargetKind::Volumes).map_err(RunError::Plan)?;
-                let names: Vec<String> = ctx
-                    .common
-                    .node
-                    .as_ref()
-                    .map(|n| n.policies.iter().map(|p| p.name.clone()).collect())
-                    .unwrap_or_default();
-                self.spec.check_policies(&names).map_err(|e| {
-                    RunError::Plan(format!(
-                        "{e}; the embedded node has the plan's policies only (--node URL uses the node's too)"
-                    ))
-                })?;
-                // The node the tenants' volumes go on: the harness's (the plan's
-                // policies), or our own when the plan declares none or asks for an
-                // emulated controller.
-                if ctx.node.is_none() || self.spec.capacity.is_some() {
-                    let mut cfg = match ctx.common.node.clone() {
-                        Some(c) => c,
-                        None => NodeConfig::parse("", "tenants")
-                            .map_err(|e| RunError::Plan(e.to_string()))?,
-                    };
-                    cfg.capacity = self.spec.capacity;
-                    self.own_node = Some(EmbeddedNode::start(&cfg)?);
-                    self.own_cfg = Some(cfg);
-                }
-                "embedded node (tenants)".to_string()
-            }
+            Target::Embedded => self.prepare_embedded(ctx)?,
             Target::Node(api) => {
                 check_target(&self.spec, TargetKind::Volumes).map_err(RunError::Plan)?;
                 if self.spec.capacity.is_some() {

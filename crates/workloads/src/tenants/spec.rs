@@ -5,7 +5,10 @@
 
 use std::path::PathBuf;
 
-use super::app_spec::{broker_spec, build_spec, in_range, parse_size, RawBroker, RawBuild};
+use super::app_spec::{
+    broker_spec, build_spec, git_spec, in_range, parse_size, redis_spec, RawBroker, RawBuild,
+};
+pub use super::app_spec::{RawGit, RawRedis};
 use super::fio_mix::FioMix;
 use loadgen::apps::broker::BrokerSpec;
 use loadgen::apps::build::BuildSpec;
@@ -50,26 +53,6 @@ pub struct RawClass {
     pub broker: Option<RawBroker>,
     pub expect_floor: Option<f64>,
     pub expect_ceiling: Option<f64>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawGit {
-    pub files: Option<i64>,
-    pub bytes: Option<toml::Value>,
-    pub seed: Option<i64>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRedis {
-    pub records: Option<i64>,
-    pub operations: Option<i64>,
-    pub fields: Option<i64>,
-    pub field_len: Option<i64>,
-    pub read_proportion: Option<f64>,
-    pub threads: Option<i64>,
-    pub appendfsync: Option<String>,
 }
 
 /// A class's application.
@@ -236,52 +219,11 @@ impl ClassSpec {
         let app = match r.app.as_str() {
             "git" => {
                 others(&["git"])?;
-                let mut spec = RepoSpec::default();
-                if let Some(g) = &r.git {
-                    if let Some(f) = g.files {
-                        spec.files =
-                            in_range(f, 1, 10_000_000, &format!("{at}: git.files"))? as u32;
-                    }
-                    if let Some(b) = &g.bytes {
-                        spec.bytes = parse_size(b, &format!("{at}: git.bytes"))?;
-                    }
-                    if let Some(s) = g.seed {
-                        spec.seed = s as u64;
-                    }
-                }
-                AppSpec::Git(spec)
+                AppSpec::Git(git_spec(r.git.as_ref(), &at)?)
             }
             "redis" => {
                 others(&["redis"])?;
-                let mut spec = RedisSpec::default();
-                if let Some(x) = &r.redis {
-                    let big = &format!("{at}: redis.");
-                    if let Some(v) = x.records {
-                        spec.records =
-                            in_range(v, 1, 100_000_000, &format!("{big}records"))? as u64;
-                    }
-                    if let Some(v) = x.operations {
-                        spec.operations =
-                            in_range(v, 0, 1_000_000_000, &format!("{big}operations"))? as u64;
-                    }
-                    if let Some(v) = x.fields {
-                        spec.fields = v.clamp(0, u32::MAX as i64) as u32;
-                    }
-                    if let Some(v) = x.field_len {
-                        spec.field_len = v.clamp(0, u32::MAX as i64) as u32;
-                    }
-                    if let Some(v) = x.read_proportion {
-                        spec.read_proportion = v;
-                    }
-                    if let Some(v) = x.threads {
-                        spec.threads = v.clamp(0, u32::MAX as i64) as u32;
-                    }
-                    if let Some(v) = &x.appendfsync {
-                        spec.appendfsync = v.clone();
-                    }
-                }
-                spec.validate().map_err(|e| format!("{at}: {e}"))?;
-                AppSpec::Redis(spec)
+                AppSpec::Redis(redis_spec(r.redis.as_ref(), &at)?)
             }
             "build" => {
                 others(&["build"])?;
@@ -293,28 +235,7 @@ impl ClassSpec {
             }
             "fio" => {
                 others(&["fio"])?;
-                let mix = FioMix::parse(r.mix.as_deref().unwrap_or("random"))
-                    .map_err(|e| format!("{at}: mix: {e}"))?;
-                let fio_size = match &r.fio_size {
-                    Some(v) => parse_size(v, &format!("{at}: fio_size"))?,
-                    None => size.min(256 << 20),
-                };
-                if fio_size > size {
-                    return Err(format!(
-                        "{at}: fio_size {fio_size} is larger than the class's size {size}"
-                    ));
-                }
-                AppSpec::Fio {
-                    mix,
-                    iodepth: in_range(r.iodepth.unwrap_or(4), 1, 1024, &format!("{at}: iodepth"))?
-                        as u32,
-                    rate_iops: r
-                        .rate_iops
-                        .map(|v| in_range(v, 1, 10_000_000, &format!("{at}: rate_iops")))
-                        .transpose()?
-                        .map(|v| v as u32),
-                    size: fio_size,
-                }
+                fio_app(r, size, &at)?
             }
             other => {
                 return Err(format!(
@@ -362,6 +283,32 @@ impl ClassSpec {
             app,
         })
     }
+}
+
+/// A fio class's application: its mix, queue depth, rate and data set (`size`: the
+/// class's volume size, which the data set must fit).
+fn fio_app(r: &RawClass, size: u64, at: &str) -> Result<AppSpec, String> {
+    let mix = FioMix::parse(r.mix.as_deref().unwrap_or("random"))
+        .map_err(|e| format!("{at}: mix: {e}"))?;
+    let fio_size = match &r.fio_size {
+        Some(v) => parse_size(v, &format!("{at}: fio_size"))?,
+        None => size.min(256 << 20),
+    };
+    if fio_size > size {
+        return Err(format!(
+            "{at}: fio_size {fio_size} is larger than the class's size {size}"
+        ));
+    }
+    Ok(AppSpec::Fio {
+        mix,
+        iodepth: in_range(r.iodepth.unwrap_or(4), 1, 1024, &format!("{at}: iodepth"))? as u32,
+        rate_iops: r
+            .rate_iops
+            .map(|v| in_range(v, 1, 10_000_000, &format!("{at}: rate_iops")))
+            .transpose()?
+            .map(|v| v as u32),
+        size: fio_size,
+    })
 }
 
 #[cfg(test)]

@@ -230,18 +230,7 @@ impl BrokerTenant {
         };
         // Produce for `secs` (or until a tool or the broker fails).
         let end = (started + Duration::from_secs(spec.secs as u64)).min(deadline);
-        let mut early = None;
-        while Instant::now() < end {
-            if producer.exited() {
-                early = Some("producer");
-                break;
-            }
-            if consumer.exited() {
-                early = Some("consumer");
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let early = produce_until(&mut producer, &mut consumer, end);
         let stopped = Instant::now();
         let plog = producer.stop(GRACE);
         let producing = stopped.duration_since(started).as_secs_f64();
@@ -257,33 +246,8 @@ impl BrokerTenant {
         let prefix = plog.prefixes.first().cloned();
         // Drain: until every acknowledged message is in, or the consumer went quiet.
         let d0 = Instant::now();
-        let all_in = |c: &Client| {
-            let l = c.log();
-            let pid = prefix
-                .as_deref()
-                .and_then(|p| l.prefixes.iter().position(|x| x == p));
-            let got: std::collections::HashSet<u64> = l
-                .messages
-                .iter()
-                .filter(|m| Some(m.0 as usize) == pid)
-                .map(|m| m.1)
-                .collect();
-            sent.iter().all(|s| got.contains(s))
-        };
-        let mut last_count = 0;
-        let mut last_change = Instant::now();
-        while early.is_none() && Instant::now() < deadline && !consumer.exited() {
-            if all_in(&consumer) {
-                break;
-            }
-            let n = consumer.log().messages.len();
-            if n != last_count {
-                last_count = n;
-                last_change = Instant::now();
-            } else if last_change.elapsed() >= DRAIN_QUIET {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if early.is_none() {
+            drain(&mut consumer, (prefix.as_deref(), &sent), deadline);
         }
         let consumer_exited = consumer.exited();
         let clog = consumer.stop(GRACE);
@@ -337,6 +301,55 @@ impl BrokerTenant {
             ));
         }
         Ok(())
+    }
+}
+
+/// Produces until `end`, or until the producer or the consumer exits (which: the result).
+fn produce_until(
+    producer: &mut Client,
+    consumer: &mut Client,
+    end: Instant,
+) -> Option<&'static str> {
+    while Instant::now() < end {
+        if producer.exited() {
+            return Some("producer");
+        }
+        if consumer.exited() {
+            return Some("consumer");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// Waits until every acknowledged message (`sent`, under `prefix`) is in, the consumer
+/// went quiet for `DRAIN_QUIET` or exited, or the deadline.
+fn drain(consumer: &mut Client, (prefix, sent): (Option<&str>, &[u64]), deadline: Instant) {
+    let all_in = |c: &Client| {
+        let l = c.log();
+        let pid = prefix.and_then(|p| l.prefixes.iter().position(|x| x == p));
+        let got: std::collections::HashSet<u64> = l
+            .messages
+            .iter()
+            .filter(|m| Some(m.0 as usize) == pid)
+            .map(|m| m.1)
+            .collect();
+        sent.iter().all(|s| got.contains(s))
+    };
+    let mut last_count = 0;
+    let mut last_change = Instant::now();
+    while Instant::now() < deadline && !consumer.exited() {
+        if all_in(consumer) {
+            break;
+        }
+        let n = consumer.log().messages.len();
+        if n != last_count {
+            last_count = n;
+            last_change = Instant::now();
+        } else if last_change.elapsed() >= DRAIN_QUIET {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
