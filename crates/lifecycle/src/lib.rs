@@ -126,7 +126,9 @@ impl Registry {
             let n = list.len();
             progress(phase, n, false);
             for a in list {
-                a();
+                // One action that panics must not keep the others (or the exit) from
+                // running: the process is ending on a signal either way.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(a));
             }
             progress(phase, n, true);
             report.push((phase, n));
@@ -215,12 +217,20 @@ pub fn teardown(sig: i32) -> Report {
     children::stop_load_generators();
     GLOBAL.teardown(|phase, n, done| {
         if done {
-            eprintln!(
+            say(&format!(
                 "qoslab: signal {sig}: teardown: {} done ({n} action(s))",
                 phase.name()
-            );
+            ));
         }
     })
+}
+
+/// A line on stderr that never panics: the signal thread must reach its exit when stderr
+/// is a pipe nobody reads any more (its parent died: `eprintln!` would panic on EPIPE, and
+/// the main thread, waiting for the teardown, would wait for ever).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Install the process's one handler for SIGINT, SIGTERM and SIGHUP (idempotent; call in
@@ -231,7 +241,7 @@ pub fn install() {
         let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("qoslab: cannot install signal handlers ({e}): resources are undone on normal exit only");
+                say(&format!("qoslab: cannot install signal handlers ({e}): resources are undone on normal exit only"));
                 return;
             }
         };
@@ -244,21 +254,23 @@ pub fn install() {
                         .is_ok();
                     let stoppers = GLOBAL.stoppers();
                     if first && !stoppers.is_empty() {
-                        eprintln!("qoslab: signal {sig}: stopping (a second signal forces it)");
+                        say(&format!(
+                            "qoslab: signal {sig}: stopping (a second signal forces it)"
+                        ));
                         for s in stoppers {
                             s(sig);
                         }
                         continue;
                     }
                     TEARING_DOWN.store(true, Ordering::SeqCst);
-                    eprintln!("qoslab: signal {sig}: tearing down");
-                    teardown(sig);
-                    eprintln!("qoslab: signal {sig}: exit {}", exit_status(sig));
+                    say(&format!("qoslab: signal {sig}: tearing down"));
+                    let _ = std::panic::catch_unwind(|| teardown(sig));
+                    say(&format!("qoslab: signal {sig}: exit {}", exit_status(sig)));
                     std::process::exit(exit_status(sig));
                 }
             });
         if let Err(e) = spawned {
-            eprintln!("qoslab: cannot start the signal thread: {e}");
+            say(&format!("qoslab: cannot start the signal thread: {e}"));
         }
     });
 }

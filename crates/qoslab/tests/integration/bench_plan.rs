@@ -145,3 +145,53 @@ fn a_killed_runs_node_data_and_job_files_are_removed_by_the_next_run() {
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert_eq!(temp_dirs_of(pid), Vec::<String>::new(), "{left:?}");
 }
+
+/// A run whose parent went away (nobody reads its stdout or stderr any more) still ends on
+/// SIGTERM, its teardown done: was, the signal thread's `eprintln!` panicked on EPIPE, the
+/// teardown never ran, and the process waited for it for ever (found as a `qoslab bench`
+/// left behind by a killed test, holding its lock file open for 40 minutes).
+#[test]
+fn sigterm_with_nobody_reading_its_output_still_tears_down_and_exits_143() {
+    use std::process::{Command, Stdio};
+    let d = Dir::new("orphan");
+    d.write(
+        "p.toml",
+        &plan_500(&["iops <= 500 +-3%"]).replace("runtime = \"2s\"", "runtime = \"60s\""),
+    );
+    let mut child = Command::new(crate::bench_util::QOSLAB)
+        .args(["bench", "p.toml", "--db", "o.db"])
+        .current_dir(d.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = std::time::Instant::now();
+    // The embedded node's data and fio's job files exist once the job runs.
+    while temp_dirs_of(pid).len() < 2 {
+        assert!(start.elapsed() < LIMIT, "the run never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Its parent is gone, as far as its output goes.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let term = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    // The teardown stops fio and the node: seconds. 60 s is the run it cut short.
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(60) + LIMIT {
+            let _ = child.kill();
+            panic!("qoslab bench never exited after SIGTERM with its output unread");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_eq!(temp_dirs_of(pid), Vec::<String>::new(), "its teardown ran");
+}
