@@ -175,17 +175,7 @@ fn teardown(r: &Resources) {
     for pid in r.sshd.iter().chain(&r.vms) {
         unsafe_kill(*pid);
     }
-    for ns in &r.namespaces {
-        // Everything running in the namespace: sshd sessions, iperf3, fio servers.
-        for pid in ip(&["netns", "pids", ns])
-            .unwrap_or_default()
-            .split_whitespace()
-        {
-            if let Ok(p) = pid.parse() {
-                unsafe_kill(p);
-            }
-        }
-    }
+    stop_namespace_processes(&r.namespaces);
     for l in &r.loops {
         let _ = run("losetup", &["-d", l]);
     }
@@ -205,15 +195,79 @@ fn unsafe_kill(pid: u32) {
     let _ = run("kill", &["-KILL", &pid.to_string()]);
 }
 
+fn namespace_pids(namespaces: &[String]) -> Vec<String> {
+    namespaces
+        .iter()
+        .flat_map(|ns| {
+            ip(&["netns", "pids", ns])
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Everything running in the namespaces (sshd sessions, iperf3, fio servers): SIGTERM
+/// first, so a session's shell runs its exit traps (a shell killed outright can leave a
+/// lock file behind on the machine's shared file system), SIGKILL for what is left after
+/// two seconds.
+fn stop_namespace_processes(namespaces: &[String]) {
+    let pids = namespace_pids(namespaces);
+    if pids.is_empty() {
+        return;
+    }
+    let mut args = vec!["-TERM"];
+    args.extend(pids.iter().map(String::as_str));
+    let _ = run("kill", &args);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline && !namespace_pids(namespaces).is_empty() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for pid in namespace_pids(namespaces) {
+        if let Ok(p) = pid.parse() {
+            unsafe_kill(p);
+        }
+    }
+}
+
 /// Remove what killed runs left behind: namespaces, processes, loop devices, files of every
 /// tag whose owner process is gone. Returns the tags removed.
 pub fn clean_stale() -> Vec<String> {
+    match machine_lock() {
+        Ok(_lock) => clean_stale_locked(),
+        Err(e) => {
+            eprintln!("testbed: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// The machine-wide build lock (`/tmp/qoslab-testbed/.lock`): beds are built by several
+/// processes at once (nextest runs each test in its own), and one's stale-run sweep must
+/// never see another's bed half made (a directory without its owner file yet), nor two
+/// beds pick the same free subnet. Held from the sweep to the coordinator's address.
+fn machine_lock() -> Result<std::fs::File, String> {
+    std::fs::create_dir_all(BASE).map_err(|e| format!("{BASE}: {e}"))?;
+    let path = Path::new(BASE).join(".lock");
+    let f = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    f.lock().map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(f)
+}
+
+fn clean_stale_locked() -> Vec<String> {
     let mut removed = Vec::new();
     let namespaces = list_namespaces();
     let mut tags: Vec<String> = std::fs::read_dir(BASE)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
                 .collect()
         })
         .unwrap_or_default();
@@ -296,7 +350,8 @@ impl Testbed {
             }
         }
         let _lock = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-        clean_stale();
+        let machine = machine_lock()?;
+        clean_stale_locked();
         let pid = std::process::id();
         let tag = format!(
             "{}{}",
@@ -326,7 +381,8 @@ impl Testbed {
             vms: Vec::new(),
             _guard: Some(guard),
         };
-        bed.setup(spec, free_subnet(pid % 256)?)?;
+        let net = free_subnet(pid % 256)?;
+        bed.setup(spec, net, machine)?;
         Ok(bed)
     }
 
@@ -334,7 +390,7 @@ impl Testbed {
         f(&mut self.res.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
-    fn setup(&mut self, spec: &Spec, net: String) -> Result<(), String> {
+    fn setup(&mut self, spec: &Spec, net: String, machine: std::fs::File) -> Result<(), String> {
         let tag = self.tag.clone();
         let sw = format!("{NS_PREFIX}{tag}-sw");
         ip(&["netns", "add", &sw])?;
@@ -350,6 +406,8 @@ impl Testbed {
         self.note(|r| r.root_links.push(c.clone()));
         self.coordinator_addr = format!("{net}.1");
         ip(&["addr", "add", &format!("{net}.1/24"), "dev", &c])?;
+        // The subnet is taken: other beds may be built now.
+        drop(machine);
         ip(&["link", "set", &c, "up"])?;
         in_ns(&sw, "ip", &["link", "set", &cb, "master", br, "up"])?;
 
@@ -495,14 +553,20 @@ impl Testbed {
         let h = self.hosts[i].clone();
         let d = &self.dir;
         let s = |p: &str| d.join(p).display().to_string();
+        // The host's own home: its sessions never run this machine's dotfiles (root's
+        // ~/.bashrc, which bash sources for every ssh command: a pyenv init there cost
+        // 0.3 s a session, and 60 s once a killed session left pyenv's lock behind).
+        let home = d.join(format!("home-{}", h.name));
+        std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
         let cfg = format!(
             "Port 22\nListenAddress {}\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\nPermitRootLogin prohibit-password\n\
              PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n\
-             PrintMotd no\nLogLevel ERROR\nMaxSessions 64\nMaxStartups 64:30:128\n",
+             PrintMotd no\nLogLevel ERROR\nMaxSessions 64\nMaxStartups 64:30:128\nSetEnv HOME={}\n",
             h.addr,
             s("host_key"),
             s(&format!("sshd-{}.pid", h.name)),
-            s("authorized_keys")
+            s("authorized_keys"),
+            home.display()
         );
         let path = d.join(format!("sshd-{}.conf", h.name));
         std::fs::write(&path, cfg).map_err(|e| e.to_string())?;

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use testbed::{run, Spec, Testbed};
 
-/// One test at a time: a bed's start cleans stale beds, and another test's bed in the
-/// middle of being built looked stale to it (its directory removed under ssh-keygen).
+/// One test at a time: they count the machine's namespaces and loop devices before and
+/// after. (A bed half built by another process never looks stale to a sweep: the
+/// machine-wide build lock.)
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn namespaces() -> String {
@@ -61,9 +62,31 @@ fn built_reachable_and_gone_after_drop() {
         let out = h.run_ok("hostname; ip -4 -o addr show eth0").unwrap();
         assert!(out.starts_with(&format!("{}\n", b.name)), "{out}");
         assert!(out.contains(&format!("inet {}/24", b.addr)), "{out}");
+        // Its own home: the machine's dotfiles (root's ~/.bashrc) never run in a session.
+        let home = h.run_ok("echo $HOME").unwrap();
+        assert_eq!(
+            home.trim(),
+            bed.dir
+                .join(format!("home-{}", b.name))
+                .display()
+                .to_string()
+        );
     }
+    // A session still running at teardown is stopped with SIGTERM first: its shell runs
+    // its exit trap (a shell killed outright leaves its lock files on the shared disk).
+    let trapped = std::env::temp_dir().join(format!("qoslab-bed-trap-{}", std::process::id()));
+    let _ = std::fs::remove_file(&trapped);
+    let t = trapped.display();
+    hosts[0]
+        .run_ok(&format!(
+            "setsid bash -c 'trap \"touch {t}\" EXIT; touch {t}.set; sleep 600' </dev/null >/dev/null 2>&1 & \
+             while [ ! -e {t}.set ]; do sleep 0.05; done; rm {t}.set"
+        ))
+        .unwrap();
     let disks: Vec<String> = bed.hosts.iter().map(|h| h.disks[0].dev.clone()).collect();
     drop(bed);
+    assert!(trapped.exists(), "the session's exit trap did not run");
+    let _ = std::fs::remove_file(&trapped);
     let after = namespaces();
     for n in ns {
         assert!(!after.contains(&n), "{n} left behind: {after}");
