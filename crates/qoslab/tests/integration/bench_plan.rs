@@ -114,24 +114,31 @@ fn temp_dirs_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// `qoslab bench p.toml --db DB` in `d`, its stdout and stderr made by `out`, once its job
+/// runs (the embedded node's data and fio's job files exist).
+fn running(d: &Dir, db: &str, out: fn() -> std::process::Stdio) -> std::process::Child {
+    let child = std::process::Command::new(crate::bench_util::QOSLAB)
+        .args(["bench", "p.toml", "--db", db])
+        .current_dir(d.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(out())
+        .stderr(out())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while temp_dirs_of(child.id()).len() < 2 {
+        assert!(start.elapsed() < LIMIT, "the run never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
 #[test]
 fn a_killed_runs_node_data_and_job_files_are_removed_by_the_next_run() {
     let d = Dir::new("killed");
     d.write("p.toml", &plan_500(&["iops <= 500 +-3%"]));
-    let mut child = std::process::Command::new(crate::bench_util::QOSLAB)
-        .args(["bench", "p.toml", "--db", "k.db"])
-        .current_dir(d.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = running(&d, "k.db", std::process::Stdio::null);
     let pid = child.id();
-    let start = std::time::Instant::now();
-    // The embedded node's data and fio's job files exist once the job runs.
-    while temp_dirs_of(pid).len() < 2 {
-        assert!(start.elapsed() < LIMIT, "the run never started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
     let left = temp_dirs_of(pid);
     child.kill().unwrap(); // SIGKILL: nothing of the run can clean up
     child.wait().unwrap();
@@ -158,21 +165,9 @@ fn sigterm_with_nobody_reading_its_output_still_tears_down_and_exits_143() {
         "p.toml",
         &plan_500(&["iops <= 500 +-3%"]).replace("runtime = \"2s\"", "runtime = \"60s\""),
     );
-    let mut child = Command::new(crate::bench_util::QOSLAB)
-        .args(["bench", "p.toml", "--db", "o.db"])
-        .current_dir(d.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = running(&d, "o.db", Stdio::piped);
     let pid = child.id();
     let start = std::time::Instant::now();
-    // The embedded node's data and fio's job files exist once the job runs.
-    while temp_dirs_of(pid).len() < 2 {
-        assert!(start.elapsed() < LIMIT, "the run never started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
     // Its parent is gone, as far as its output goes.
     drop(child.stdout.take());
     drop(child.stderr.take());

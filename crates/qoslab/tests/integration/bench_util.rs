@@ -14,12 +14,17 @@ pub use test_support::TestDir as Dir;
 /// is read while the child runs (a child writing more than a pipe holds would otherwise
 /// block forever on a parent that waits first).
 pub fn qoslab(dir: &Dir, args: &[&str], limit: Duration) -> Output {
+    qoslab_pid(dir, args, limit).1
+}
+
+/// [`qoslab`], with the process's id (what names its per-run files).
+pub fn qoslab_pid(dir: &Dir, args: &[&str], limit: Duration) -> (u32, Output) {
     let mut cmd = Command::new(QOSLAB);
     cmd.args(["--log-level", "warn"])
         .args(args)
         .current_dir(dir.path())
         .env_remove("QOSLAB_DB");
-    output_within(cmd, &format!("qoslab {args:?}"), limit)
+    output_within_pid(cmd, &format!("qoslab {args:?}"), limit)
 }
 
 /// Run `cmd` (`what` names it in a failure) with no stdin and its output piped; fail the

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use testbed::{run, Spec, Testbed};
 
-use crate::bench_util::{output_within_pid, qoslab, text, Dir, QOSLAB};
+use crate::bench_util::{qoslab, qoslab_pid, text, Dir, QOSLAB};
 use crate::report::{by_id, console_errors, render};
 use crate::util::{heavy, require_tool};
 
@@ -35,13 +35,10 @@ fn sum(p: &Path) -> String {
 /// refused ones too, left none of its per-run directories in /tmp.
 pub fn bench(d: &Dir, bed: &Testbed, args: &[&str]) -> (Option<i32>, String, String) {
     let cfg = bed.ssh_config.display().to_string();
-    let mut cmd = std::process::Command::new(QOSLAB);
-    cmd.args(["--log-level", "warn", "bench"])
-        .args(args)
-        .args(["--ssh-config", &cfg, "--db", "r.db"])
-        .current_dir(d.path())
-        .env_remove("QOSLAB_DB");
-    let (pid, o) = output_within_pid(cmd, &format!("qoslab bench {args:?}"), LIMIT);
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--ssh-config", &cfg, "--db", "r.db"]);
+    let (pid, o) = qoslab_pid(d, &all, LIMIT);
     let (out, err) = text(&o);
     let left = leftovers(pid);
     assert!(
