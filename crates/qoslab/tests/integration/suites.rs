@@ -22,6 +22,7 @@ use serde_json::Value;
 use testbed::{run, Spec, Testbed};
 
 use crate::bench_util::{qoslab, qoslab_pid, text, Dir, QOSLAB};
+use crate::realtime::RealTime;
 use crate::report::{by_id, console_errors, render};
 use crate::util::{heavy, require_tool};
 
@@ -219,6 +220,10 @@ fn sigterm_mid_suite_leaves_no_server_run_directory_or_ssh_directory() {
 
 fn network(d: &Dir, bed: &Testbed) {
     let started = Instant::now();
+    // Goodput below a link's rate is what a starved machine produces (iperf3 and the
+    // shaping's softirqs wait for a CPU): those shortfalls are real-time bounds
+    // (docs/TESTING.md); a pair above its rate, or the slow pair passing, is not.
+    let mut rt = RealTime::start();
     // 5 s per test after a 1 s omit: a scheduling hiccup of a fraction of a second on a
     // shared 2-core machine does not decide a pair. veth reports 10000 Mb/s; the links are
     // shaped to LINK_MBIT.
@@ -270,24 +275,36 @@ fn network(d: &Dir, bed: &Testbed) {
         })
         .collect();
     failing.sort();
-    assert_eq!(failing, ["h0->h1", "h1->h0"], "{out}");
+    let slow_pair = ["h0->h1", "h1->h0"];
+    assert!(
+        slow_pair.iter().all(|p| failing.contains(&p.to_string())),
+        "the slow pair fails: {failing:?}\n{out}"
+    );
+    if failing != slow_pair {
+        rt.short(format!("failing pairs {failing:?}, want {slow_pair:?}"));
+    }
     for r in &conn {
         let g = r["goodput_mbps"].as_f64().unwrap();
-        let slow = failing.contains(&format!(
+        let pair = format!(
             "{}->{}",
             r["from"].as_str().unwrap(),
             r["to"].as_str().unwrap()
-        ));
-        if slow {
+        );
+        if slow_pair.contains(&pair.as_str()) {
             // Held by its SLOW_MBIT classes (and working).
             let slow = f64::from(SLOW_MBIT);
-            assert!(g <= slow * 1.1 && g > slow * 0.5, "{r:?}\n{out}");
+            assert!(g <= slow * 1.1, "{r:?}\n{out}");
+            if g <= slow * 0.5 {
+                rt.short(format!("{pair}: {g:.0} Mbit/s, want > {:.0}", slow * 0.5));
+            }
         } else {
             let link = f64::from(LINK_MBIT);
-            assert!(
-                (g - link).abs() <= link * 0.1,
-                "within 10% of {link} Mbit/s: {r:?}\n{out}"
-            );
+            assert!(g <= link * 1.1, "within 10% of {link} Mbit/s: {r:?}\n{out}");
+            if g < link * 0.9 {
+                rt.short(format!(
+                    "{pair}: {g:.0} Mbit/s, want within 10% of {link} Mbit/s"
+                ));
+            }
         }
         assert!(r["retransmits"].is_u64(), "retransmits recorded: {r:?}");
         assert!(r["rtt_mean_us"].as_f64().unwrap() > 0.0, "{r:?}");
@@ -368,14 +385,23 @@ fn network(d: &Dir, bed: &Testbed) {
     assert!(dom.contains("Network mesh"), "heat map section");
     assert_eq!(
         dom.matches(">BELOW 90%<").count(),
-        2,
-        "the two slow cells say so"
+        failing.len(),
+        "each failing cell says so (the two slow ones on an unstarved host)"
     );
+    let mesh = &dom[dom.find("Network mesh").unwrap()..];
+    let sentence = if failing == slow_pair {
+        "Failing: h0 → h1 (BELOW 90%), h1 → h0 (BELOW 90%).".to_string()
+    } else {
+        "Failing: ".to_string()
+    };
     assert!(
-        dom.contains("Failing: h0 → h1 (BELOW 90%), h1 → h0 (BELOW 90%)."),
+        mesh.contains(&sentence)
+            && mesh.contains("h0 → h1 (BELOW 90%)")
+            && mesh.contains("h1 → h0 (BELOW 90%)"),
         "{}",
-        &dom[dom.find("Network mesh").unwrap()..][..3000]
+        &mesh[..3000.min(mesh.len())]
     );
+    rt.finish();
 }
 
 fn disks(d: &Dir, bed: &Testbed) {
