@@ -246,7 +246,12 @@ pub async fn serve(
         .map(|l| Arc::new(Gate::new(l.node.gates(), l.node.clock)));
     let lim = sh.limits;
     let read_cap = sh.max_record + 64 * 1024;
+    // Received bytes: `inbuf[start..]` is not parsed yet. Parsed records are dropped by
+    // moving `start`, and the unparsed tail is moved to the front only once `start` passed
+    // half the read cap (or nothing is left): a partial record is not copied at every
+    // wake-up (that memmove was ~5% of a 64 KiB write's CPU).
     let mut inbuf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut start = 0;
     let mut c = Calls {
         sh: sh.clone(),
         peer,
@@ -262,7 +267,7 @@ pub async fn serve(
     let mut last_call = Instant::now();
     while open || !c.pending.is_empty() {
         let stalled = c.wants.is_some() || c.pending.len() >= lim.conn_calls;
-        let can_read = open && !stalled && inbuf.len() < read_cap;
+        let can_read = open && !stalled && inbuf.len() - start < read_cap;
         let quiet = if !c.pending.is_empty() {
             None
         } else if seen_call {
@@ -275,7 +280,7 @@ pub async fn serve(
             // Never more than `read_cap` in the buffer: one read does not take megabytes a
             // client queued (and book them all at once ahead of every other connection).
             r = async {
-                let room = read_cap.saturating_sub(inbuf.len()) as u64;
+                let room = read_cap.saturating_sub(inbuf.len() - start) as u64;
                 (&mut rd).take(room).read_buf(&mut inbuf).await
             }, if can_read => {
                 if r? == 0 {
@@ -314,7 +319,7 @@ pub async fn serve(
                 }
             }
         }
-        let mut used = 0;
+        let mut used = start;
         // Once stopping, nothing more is parsed (what was read stays unanswered).
         while open {
             let (rec, n) = match record::next_record(&inbuf[used..], sh.max_record) {
@@ -339,8 +344,13 @@ pub async fn serve(
                 open = false;
             }
         }
-        if used > 0 {
-            inbuf.drain(..used);
+        start = used;
+        if start == inbuf.len() {
+            inbuf.clear();
+            start = 0;
+        } else if start >= read_cap / 2 {
+            inbuf.drain(..start);
+            start = 0;
         }
         if !c.out.is_empty() {
             write_all(&mut wr, &c.out, lim.write).await?;

@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::bench_util::{qoslab, text, Dir, QOSLAB};
+use crate::realtime::RealTime;
 use crate::util::require_tool;
 
 /// (pid, start time) of `pid`'s running (not zombie) descendants, and their names.
@@ -74,8 +75,9 @@ fn temp_dirs_of(pid: u32) -> Vec<String> {
 }
 
 /// Start a 60 s run on `target`, wait for fio's job processes, signal qoslab alone with
-/// `sig`; return qoslab's exit code once fio is gone (asserted within 2 s).
-fn interrupt(d: &Dir, target: &Path, sig: i32) -> (Option<i32>, u32, String) {
+/// `sig`; return qoslab's exit code once fio is gone (within 2 s: a real-time bound, see
+/// below; within 30 s whatever the host).
+fn interrupt(d: &Dir, target: &Path, sig: i32, rt: &mut RealTime) -> (Option<i32>, u32, String) {
     let err_path = d.path().join("err.txt");
     let mut child = Command::new(QOSLAB)
         .args(["bench", "p.toml", "--db", "r.db", "--no-tools", "--target"])
@@ -113,13 +115,27 @@ fn interrupt(d: &Dir, target: &Path, sig: i32) -> (Option<i32>, u32, String) {
     let t0 = Instant::now();
     // Bound: the kernel sends fio SIGTERM as qoslab exits; fio stops its job processes
     // at their next I/O completion (milliseconds on a file); 2 s is the bound.
+    // Meeting it takes CPU time for qoslab's and fio's exit paths: on a starved host (a
+    // hostile neighbour's hogs and TCG guest beside this test) it is a real-time bound
+    // (inconclusive with the host's pressure); fio still running after 30 s never is.
+    let mut late = false;
     while fio.iter().any(|(p, s, _)| running(*p, *s)) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(2),
-            "signal {sig}: still running 2 s later: {:?}",
+        let still = || {
             fio.iter()
                 .filter(|(p, s, _)| running(*p, *s))
                 .collect::<Vec<_>>()
+        };
+        if !late && t0.elapsed() >= Duration::from_secs(2) {
+            late = true;
+            rt.short(format!(
+                "signal {sig}: fio still running 2 s later: {:?}",
+                still()
+            ));
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "signal {sig}: fio still running 30 s later: {:?}",
+            still()
         );
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -140,6 +156,7 @@ fn fio_dies_with_qoslab_on_every_signal_and_the_run_is_stored_interrupted() {
     );
     let target = d.path().join("target");
     std::fs::create_dir(&target).unwrap();
+    let mut rt = RealTime::start();
     for (run, (sig, code)) in [
         (libc::SIGINT, Some(130)),
         (libc::SIGTERM, Some(143)),
@@ -150,7 +167,7 @@ fn fio_dies_with_qoslab_on_every_signal_and_the_run_is_stored_interrupted() {
     .enumerate()
     .map(|(i, x)| (i + 1, x))
     {
-        let (got, pid, err) = interrupt(&d, &target, sig);
+        let (got, pid, err) = interrupt(&d, &target, sig, &mut rt);
         assert_eq!(got, code, "signal {sig}:\n{err}");
         if sig != libc::SIGKILL {
             assert!(temp_dirs_of(pid).is_empty(), "{:?}", temp_dirs_of(pid));
@@ -175,4 +192,5 @@ fn fio_dies_with_qoslab_on_every_signal_and_the_run_is_stored_interrupted() {
     // The SIGKILLed run's file stays (nothing could remove it); the next run sweeps its
     // temporary directories.
     let _ = std::fs::remove_file(target.join("fiotest"));
+    rt.finish();
 }
