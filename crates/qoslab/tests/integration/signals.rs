@@ -182,22 +182,18 @@ fn drill_child() {
         Duration::from_secs(600),
     )
     .unwrap();
-    let cfg = storage_node::NodeConfig::parse(
-        "[[volume]]\nname = \"t0\"\nsize = \"64MiB\"\n",
-        "drill.toml",
-    )
-    .unwrap();
     std::fs::create_dir_all(&base).unwrap();
-    let sock = base.join("nbd.sock");
-    let _node = storage_node::Node::builder(cfg, &base.join("node"))
-        .front_end(nbd_server::NbdFrontEnd::unix(&sock).unwrap())
-        .spawn_thread("drill-node", 1)
-        .unwrap();
+    // Its directory under the run's, which the parent test removes after the signal.
+    let node = nbd_server::testing::NbdTestNode::start_in(
+        &base,
+        "[[volume]]\nname = \"t0\"\nsize = \"64MiB\"\n",
+        "drill-node",
+    );
     let (session, _) = mounts::Session::open(&base, &[mounts::FsType::Ext4]).unwrap();
     let t = session
         .attach(
             "t0",
-            &format!("nbd+unix:///t0?socket={}", sock.display()),
+            &node.uri("t0"),
             &mounts::AttachOptions::new(mounts::FsType::Ext4),
         )
         .unwrap();
