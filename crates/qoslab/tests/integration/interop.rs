@@ -21,60 +21,41 @@ size = "64MiB"
 "#,
     );
     let uri = node.uri("vol");
-    let common = ["--verify=crc32c", "--iodepth=16"];
-    let job = |extra: &[&str]| {
-        let mut a: Vec<&str> = common.to_vec();
-        a.extend_from_slice(extra);
+    // One pass over [offset, offset + size) with crc32c headers in every block; `verify`:
+    // fio reads back and checks what it wrote in the same run.
+    let pass = |rw: &str, bs: &str, offset: &str, size: &str, verify: bool| {
+        let opts = [
+            format!("--rw={rw}"),
+            format!("--bs={bs}"),
+            format!("--offset={offset}"),
+            format!("--size={size}"),
+        ];
+        let mut a = vec!["--verify=crc32c", "--iodepth=16"];
+        a.extend(opts.iter().map(String::as_str));
+        if verify {
+            a.push("--do_verify=1");
+        }
         fio(&uri, &a)
     };
 
     // Sequential write of [0, 32M) with verification of what was written...
-    let r = job(&[
-        "--rw=write",
-        "--bs=64k",
-        "--offset=0",
-        "--size=32M",
-        "--do_verify=1",
-    ]);
-    assert!(r.iops("write") > 0.0, "seq write IOPS\n{}", r.out);
-    assert_eq!(r.ios("write"), 512, "seq write covered 32 MiB\n{}", r.out);
+    let r = pass("write", "64k", "0", "32M", true);
+    r.assert_ios("write", 512, "seq write covered 32 MiB");
     assert!(
         r.ios("read") >= 512,
         "verify pass read everything back\n{}",
         r.out
     );
     // ...then a separate sequential read pass verifying every block's crc32c header.
-    let r = job(&["--rw=read", "--bs=64k", "--offset=0", "--size=32M"]);
-    assert!(r.iops("read") > 0.0, "seq read IOPS\n{}", r.out);
-    assert_eq!(r.ios("read"), 512, "seq read\n{}", r.out);
+    pass("read", "64k", "0", "32M", false).assert_ios("read", 512, "seq read");
 
     // Random write of [32M, 48M) in 4k blocks, verified, then a separate random read verify.
-    let r = job(&[
-        "--rw=randwrite",
-        "--bs=4k",
-        "--offset=32M",
-        "--size=16M",
-        "--do_verify=1",
-    ]);
-    assert!(r.iops("write") > 0.0, "randwrite IOPS\n{}", r.out);
-    assert_eq!(
-        r.ios("write"),
-        4096,
-        "randwrite covered every block once\n{}",
-        r.out
-    );
-    let r = job(&["--rw=randread", "--bs=4k", "--offset=32M", "--size=16M"]);
-    assert!(r.iops("read") > 0.0, "randread IOPS\n{}", r.out);
-    assert_eq!(r.ios("read"), 4096, "randread\n{}", r.out);
+    let r = pass("randwrite", "4k", "32M", "16M", true);
+    r.assert_ios("write", 4096, "randwrite covered every block once");
+    pass("randread", "4k", "32M", "16M", false).assert_ios("read", 4096, "randread");
 
     // Mixed random read/write of [48M, 64M); fio verifies what it wrote.
-    let r = job(&[
-        "--rw=randrw",
-        "--bs=4k",
-        "--offset=48M",
-        "--size=16M",
-        "--do_verify=1",
-    ]);
+    let r = pass("randrw", "4k", "48M", "16M", true);
     assert!(
         r.iops("read") > 0.0 && r.iops("write") > 0.0,
         "randrw IOPS\n{}",
@@ -92,15 +73,14 @@ size = "64MiB"
             "--iodepth=16",
         ],
     );
-    assert!(r.iops("trim") > 0.0, "randtrim IOPS\n{}", r.out);
-    assert_eq!(r.ios("trim"), 256, "randtrim covered 16 MiB\n{}", r.out);
+    r.assert_ios("trim", 256, "randtrim covered 16 MiB");
     let mut c = Client::open(node.socket(), "vol");
     assert!(
         c.read(0, 16 << 20).iter().all(|&b| b == 0),
         "trimmed range must read as zeroes"
     );
     // The untrimmed half of the sequential data still verifies.
-    let r = job(&["--rw=read", "--bs=64k", "--offset=16M", "--size=16M"]);
+    let r = pass("read", "64k", "16M", "16M", false);
     assert_eq!(r.ios("read"), 256, "seq read verify after trim\n{}", r.out);
     c.disconnect();
 }

@@ -417,6 +417,12 @@ impl FioResult {
     pub fn ios(&self, dir: &str) -> u64 {
         self.job().at(dir).at("total_ios").u64()
     }
+    /// Direction `dir` ran (IOPS above 0) and completed exactly `ios` I/Os (`what` names
+    /// the pass in a failure).
+    pub fn assert_ios(&self, dir: &str, ios: u64, what: &str) {
+        assert!(self.iops(dir) > 0.0, "{what}: {dir} IOPS\n{}", self.out);
+        assert_eq!(self.ios(dir), ios, "{what}\n{}", self.out);
+    }
 }
 
 /// The common part of every fio command line: nbd engine, this URI, JSON to stdout.
