@@ -6,20 +6,14 @@ use std::time::Duration;
 
 use crate::client::Client;
 use crate::json::Json;
-use crate::util::{assert_same_bytes, fio, heavy, pattern, require_tool, run, Node};
+use crate::util::{assert_same_bytes, fio, heavy, pattern, require_tool, run, Node, VOL_64MIB};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[test]
 fn fio_workloads_with_crc32c_verify() {
     let _g = heavy();
-    let node = Node::start(
-        r#"
-[[volume]]
-name = "vol"
-size = "64MiB"
-"#,
-    );
+    let node = Node::start(VOL_64MIB);
     let uri = node.uri("vol");
     // One pass over [offset, offset + size) with crc32c headers in every block; `verify`:
     // fio reads back and checks what it wrote in the same run.
@@ -259,13 +253,7 @@ size = "16MiB"
 fn qemu_img_convert_round_trip() {
     require_tool("qemu-img");
     let _g = heavy();
-    let node = Node::start(
-        r#"
-[[volume]]
-name = "vol"
-size = "64MiB"
-"#,
-    );
+    let node = Node::start(VOL_64MIB);
     let src = node.scratch("src.img");
     let back = node.scratch("back.img");
     let data = pattern(11, 64 << 20);
@@ -312,13 +300,7 @@ size = "64MiB"
 fn nbdcopy_multi_conn_round_trip() {
     require_tool("nbdcopy");
     let _g = heavy();
-    let node = Node::start(
-        r#"
-[[volume]]
-name = "vol"
-size = "64MiB"
-"#,
-    );
+    let node = Node::start(VOL_64MIB);
     let uri = node.uri("vol");
     let nbdcopy = |from: &dyn AsRef<std::ffi::OsStr>, to: &dyn AsRef<std::ffi::OsStr>| {
         run(

@@ -504,6 +504,9 @@ pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A node config of one plain 64 MiB volume, `vol`.
+pub const VOL_64MIB: &str = "[[volume]]\nname = \"vol\"\nsize = \"64MiB\"\n";
+
 /// A node config of one volume, `volume` (`size`), under one fixed policy, `policy`
 /// (`limits`: its keys, as in `max_throughput_iops = 500`).
 pub fn one_volume_config(policy: &str, limits: &str, volume: &str, size: &str) -> String {
