@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{export, plan_500, qoslab, text, usage_error, Dir, FioServer};
+use crate::bench_util::{export, plan_500, qoslab, succeeded, text, usage_error, Dir, FioServer};
 
 #[test]
 fn two_fio_servers_per_client_and_merged_results_are_stored() {
@@ -29,8 +29,7 @@ fn two_fio_servers_per_client_and_merged_results_are_stored() {
         ],
         Duration::from_secs(60),
     );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    succeeded(&o);
     let o = export(&d, "last", "csv", Duration::from_secs(20));
     let (csv, _) = text(&o);
     for client in [

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{export, qoslab, text, usage_error, Dir};
+use crate::bench_util::{export, qoslab, succeeded, text, usage_error, Dir};
 use crate::util::{heavy, one_volume_config, Node};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -39,8 +39,7 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
         "bench", "p.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
     ];
     let o = qoslab(&d, &args, LIMIT);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let out = succeeded(&o);
     assert!(out.contains("volume vol500 on node"), "{out}");
     assert!(
         out.contains("PASS iops_mean ~= policy.ceiling +-3%"),

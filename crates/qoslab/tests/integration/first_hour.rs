@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bench_util::{export, qoslab, text, usage_error, Dir};
+use crate::bench_util::{export, qoslab, succeeded, text, usage_error, Dir};
 use crate::ontap_rest::{https_node, PASSWORD};
 use crate::util::{require_fio_nbd, require_tool, run, Node, Out, QOSLAB};
 
@@ -412,8 +412,7 @@ fn a_plan_runs_whole_on_a_node_its_missing_policies_and_volumes_created_then_del
         &["bench", "p.toml", "--node", &url, "--db", "r.db"],
         LIMIT,
     );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let out = succeeded(&o);
     assert!(out.contains("on volumes fh_a, fh_b, base on node"), "{out}");
     assert!(
         out.contains("verdicts: 2 pass, 0 fail, 0 inconclusive"),
@@ -547,8 +546,7 @@ fn a_directory_target_is_cleaned_up_unless_keep_files_and_a_run_without_checks_i
         &DIR_PLAN.replace("iodepth = 4 }", "iodepth = 4, size = \"16M\" }"),
     );
     let o = bench_on(&d, "small.toml", &t, &["--keep-files"]);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let out = succeeded(&o);
     assert!(
         out.contains(&format!(
             "wrote {t}/fiotest (16.0 MiB): created by the run: kept (--keep-files)"

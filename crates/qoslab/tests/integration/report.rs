@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bench_util::{export, output_within, qoslab, text, usage_error, Dir};
+use crate::bench_util::{export, output_within, qoslab, succeeded, text, usage_error, Dir};
 use crate::realtime::RealTime;
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
@@ -439,8 +439,7 @@ fn the_report_of_an_s3_run_draws_its_charts_in_chromium() {
         ],
         LIMIT,
     );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    succeeded(&o);
     let html_path = d.path().join("s3.html");
     let o = qoslab(
         &d,

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::TempDir;
+use crate::util::{require_on_path, TempDir};
 
 const READY: &str = "DRILL READY ";
 
@@ -47,15 +47,7 @@ fn netns() -> String {
 
 #[test]
 fn sigterm_mid_run_runs_every_phase_in_order_and_exits_143() {
-    for t in ["nbdfuse", "losetup", "mkfs.ext4", "sshd", "ip"] {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
-            .unwrap_or(false);
-        assert!(
-            found,
-            "`{t}` is not installed: run scripts/install-deps.sh (this test never skips)"
-        );
-    }
+    require_on_path(&["nbdfuse", "losetup", "mkfs.ext4", "sshd", "ip"]);
     let dir = TempDir::new("drill");
     let err_path = dir.join("child.err");
     let mut child = Command::new(std::env::current_exe().unwrap())

@@ -43,6 +43,20 @@ pub fn require_tool(tool: &str) {
     );
 }
 
+/// Fail (never skip) unless every program in `tools` is on PATH (scripts/install-deps.sh
+/// installs them).
+pub fn require_on_path(tools: &[&str]) {
+    for t in tools {
+        let found = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
+            .unwrap_or(false);
+        assert!(
+            found,
+            "`{t}` is not installed: run scripts/install-deps.sh (these tests never skip)"
+        );
+    }
+}
+
 /// Fail unless fio is installed and was built with the nbd ioengine.
 pub fn require_fio_nbd() {
     require_tool("fio");
