@@ -201,14 +201,7 @@ pub fn remove_rundir(host: &Host, rundir: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    }
+    use test_support::free_port;
 
     fn pids_of(pattern: &str) -> String {
         let o = std::process::Command::new("pgrep")

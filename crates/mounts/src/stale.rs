@@ -119,14 +119,8 @@ fn sweep(dir: &Path, u: &mut Undone) {
 /// Pids of nbdfuse processes whose command line names a path under `dir`.
 fn nbdfuse_serving(dir: &Path) -> Vec<u32> {
     let mut v = Vec::new();
-    let Ok(rd) = fs::read_dir("/proc") else {
-        return v;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(cmdline) = fs::read(e.path().join("cmdline")) else {
+    for (pid, base) in sys::processes() {
+        let Ok(cmdline) = fs::read(base.join("cmdline")) else {
             continue;
         };
         let mut args = cmdline.split(|b| *b == 0).map(String::from_utf8_lossy);

@@ -124,22 +124,29 @@ pub fn signal_if_same(pid: u32, start: u64, sig: i32) -> bool {
     unsafe { libc::kill(pid as i32, sig) == 0 }
 }
 
+/// Every process now: its pid and its `/proc/PID` directory (none when /proc cannot be
+/// read).
+pub(crate) fn processes() -> Vec<(u32, PathBuf)> {
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((pid, e.path()))
+        })
+        .collect()
+}
+
 /// Processes (other than this one) with their cwd, root, executable, an open file or a
 /// mapping at or beneath `prefix`: they keep a file system busy.
 pub fn users_of(prefix: &Path) -> Vec<u32> {
     let me = std::process::id();
     let mut v = Vec::new();
-    let Ok(rd) = fs::read_dir("/proc") else {
-        return v;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
+    for (pid, base) in processes() {
         if pid == me {
             continue;
         }
-        let base = e.path();
         let uses = |p: PathBuf| {
             fs::read_link(p)
                 .map(|t| is_under(&t, prefix))

@@ -21,6 +21,8 @@ mod listen;
 mod ratelimit;
 mod session;
 mod spin;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod transmission;
 
 use std::net::SocketAddr;

@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nbd_proto::*;
-use nbd_server as server;
 use storage_node::Node;
 
 mod common;
-use common::handshake;
+use common::connect;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
@@ -24,9 +23,7 @@ async fn conn(
     span: u64,
     secs: u64,
 ) -> Vec<u64> {
-    let (mut client, server_side) = tokio::io::duplex(8 << 20);
-    tokio::spawn(server::connection(server_side, node, None));
-    handshake(&mut client, "v").await;
+    let (mut client, _) = connect(&node, "v", 8 << 20).await;
     let start = Instant::now();
     let mut per_sec = vec![0u64; secs as usize];
     let mut n = 0u64;

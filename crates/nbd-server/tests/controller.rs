@@ -6,14 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use nbd_server as server;
 use storage_node::Node;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 mod common;
 use common::load::{assign_policy_after, load, node, Client, Load};
-use common::{handshake, read_4k};
+use common::{connect, reads_4k};
 
 const ISOLATION: &str = r#"
 [capacity]
@@ -223,17 +222,9 @@ async fn a_closed_connections_queued_requests_do_not_hold_back_the_next_client()
         "[capacity]\niops = 1000\n[[policy]]\nname = \"slow\"\nfixed = { max_throughput_iops = 10 }\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"slow\"\n",
         "closed",
     );
-    let read = |cookie: u64| {
-        let mut out = Vec::new();
-        read_4k(&mut out, cookie);
-        out
-    };
     // Client A queues 8 reads at 10 IOPS and goes away after the first reply.
-    let (mut a, server_a) = tokio::io::duplex(1 << 20);
-    let conn_a = tokio::spawn(server::connection(server_a, n.clone(), None));
-    handshake(&mut a, "v").await;
-    let batch: Vec<u8> = (1..=8).flat_map(read).collect();
-    a.write_all(&batch).await.unwrap();
+    let (mut a, conn_a) = connect(&n, "v", 1 << 20).await;
+    a.write_all(&reads_4k(1..=8)).await.unwrap();
     let mut reply = vec![0u8; 16 + 4096];
     a.read_exact(&mut reply).await.unwrap();
     drop(a);
@@ -244,11 +235,9 @@ async fn a_closed_connections_queued_requests_do_not_hold_back_the_next_client()
         "A's tickets left with it"
     );
     // Client B's read goes at the flow's next slot, not behind A's seven.
-    let (mut b, server_b) = tokio::io::duplex(1 << 20);
-    tokio::spawn(server::connection(server_b, n.clone(), None));
-    handshake(&mut b, "v").await;
+    let (mut b, _) = connect(&n, "v", 1 << 20).await;
     let start = Instant::now();
-    b.write_all(&read(1)).await.unwrap();
+    b.write_all(&reads_4k(1..=1)).await.unwrap();
     b.read_exact(&mut reply).await.unwrap();
     let waited = start.elapsed();
     assert!(

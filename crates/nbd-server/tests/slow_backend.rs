@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 mod common;
-use common::{handshake, read_4k};
+use common::{connect, read_4k};
 
 /// The layer's delay on every read.
 const DELAY: Duration = Duration::from_millis(400);
@@ -21,9 +21,7 @@ async fn a_delayed_read_leaves_the_runtime_free() {
         "slow-backend",
     )
     .split();
-    let (mut client, server_side) = tokio::io::duplex(1 << 20);
-    tokio::spawn(nbd_server::connection(server_side, node, None));
-    handshake(&mut client, "v").await;
+    let (mut client, _) = connect(&node, "v", 1 << 20).await;
 
     // A ticker on the same (only) thread: the longest it waited between two wake-ups.
     let (stop_tx, mut stop) = watch::channel(false);

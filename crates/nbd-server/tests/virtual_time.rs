@@ -4,12 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use nbd_server as server;
 use storage_node::Node;
 
 mod common;
 use common::load::{assign_policy_after, load, Client};
-use common::{handshake, read_4k, TestDir};
+use common::{connect, reads_4k, TestDir};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A node with volume `v` under policy `p` (declared by `policy_toml`).
@@ -101,14 +100,8 @@ async fn shutdown_finishes_in_flight_requests_then_closes() {
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 100 }",
         "shutdown",
     );
-    let (mut client, server_side) = tokio::io::duplex(1 << 20);
-    let conn = tokio::spawn(server::connection(server_side, n.clone(), None));
-    handshake(&mut client, "v").await;
-    let mut out = Vec::new();
-    for cookie in 1..=8u64 {
-        read_4k(&mut out, cookie);
-    }
-    client.write_all(&out).await.unwrap();
+    let (mut client, conn) = connect(&n, "v", 1 << 20).await;
+    client.write_all(&reads_4k(1..=8)).await.unwrap();
     // Let the server read the batch (they are QoS-delayed: 100 IOPS), then shut down.
     tokio::time::sleep(Duration::from_millis(5)).await;
     n.begin_shutdown();
@@ -185,29 +178,19 @@ async fn a_closed_connection_gives_its_backlog_back() {
         "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 2 }",
         "abandon",
     );
-    let (mut gone, server_side) = tokio::io::duplex(1 << 20);
-    let conn = tokio::spawn(server::connection(server_side, n.clone(), None));
-    handshake(&mut gone, "v").await;
-    let mut out = Vec::new();
-    for cookie in 1..=200u64 {
-        read_4k(&mut out, cookie);
-    }
-    gone.write_all(&out).await.unwrap();
+    let (mut gone, conn) = connect(&n, "v", 1 << 20).await;
+    gone.write_all(&reads_4k(1..=200)).await.unwrap();
     // The server reads the batch (one starts, 199 wait: 100 s of reservations), then the
     // client leaves without reading a reply.
     tokio::time::sleep(Duration::from_millis(10)).await;
     drop(gone);
     // Its connection ends at the client's EOF (nothing more can be replied).
     conn.await.unwrap().unwrap();
-    let (mut next, server_side) = tokio::io::duplex(1 << 20);
-    tokio::spawn(server::connection(server_side, n, None));
-    handshake(&mut next, "v").await;
+    let (mut next, _) = connect(&n, "v", 1 << 20).await;
     let t0 = tokio::time::Instant::now();
     let mut buf = vec![0u8; 16 + 4096];
     for cookie in 1..=2u64 {
-        out.clear();
-        read_4k(&mut out, cookie);
-        next.write_all(&out).await.unwrap();
+        next.write_all(&reads_4k(cookie..=cookie)).await.unwrap();
         next.read_exact(&mut buf).await.unwrap();
     }
     // Two reads at 2 IOPS behind the last one that started: at most 1 s (two spacings);

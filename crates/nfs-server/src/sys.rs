@@ -246,26 +246,32 @@ pub fn fdatasync(fd: RawFd) -> io::Result<()> {
     check(unsafe { libc::fdatasync(fd) }).map(drop)
 }
 
+/// A read or write syscall's byte count, the call repeated while a signal interrupts it.
+fn transferred(mut call: impl FnMut() -> isize) -> io::Result<usize> {
+    loop {
+        let n = call();
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 pub fn pwrite(fd: RawFd, data: &[u8], offset: u64) -> io::Result<()> {
     let mut done = 0;
     while done < data.len() {
         // SAFETY: reads within data.
-        let n = unsafe {
+        done += transferred(|| unsafe {
             libc::pwrite(
                 fd,
                 data[done..].as_ptr().cast(),
                 data.len() - done,
                 (offset + done as u64) as libc::off_t,
             )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        done += n as usize;
+        })?;
     }
     Ok(())
 }
@@ -392,25 +398,18 @@ pub fn pread_append(fd: RawFd, out: &mut Vec<u8>, count: usize, offset: u64) -> 
     while done < count {
         // SAFETY: the kernel writes at most `count - done` bytes into reserved capacity;
         // the length is set only over bytes it wrote.
-        let n = unsafe {
+        let n = transferred(|| unsafe {
             libc::pread(
                 fd,
                 out.as_mut_ptr().add(start + done).cast(),
                 count - done,
                 (offset + done as u64) as libc::off_t,
             )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        })?;
         if n == 0 {
             break;
         }
-        done += n as usize;
+        done += n;
     }
     // SAFETY: bytes start..start+done were written by pread.
     unsafe { out.set_len(start + done) };

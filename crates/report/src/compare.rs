@@ -131,6 +131,13 @@ pub struct JobDelta {
     pub discredited: Option<String>,
 }
 
+impl JobDelta {
+    /// The change of metric `name` (`"iops"`, `"lat_p99_us"`, ...), if the job has it.
+    pub fn metric(&self, name: &str) -> Option<&MetricDelta> {
+        self.metrics.iter().find(|m| m.metric == name)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRef {
     pub id: i64,

@@ -20,7 +20,13 @@ pub struct TestNode {
 impl TestNode {
     /// A node from the config text `toml` in a fresh directory `qoslab-TAG-...`.
     pub fn open(toml: &str, tag: &str) -> TestNode {
-        let dir = TestDir::new(tag);
+        TestNode::open_in(&std::env::temp_dir(), toml, tag)
+    }
+
+    /// The same, its directory under `base` (a run directory its caller removes, also on
+    /// a signal, when the process ends without unwinding).
+    pub fn open_in(base: &Path, toml: &str, tag: &str) -> TestNode {
+        let dir = TestDir::new_in(base, tag);
         let cfg = NodeConfig::parse(toml, "test.toml").expect("config");
         let node = Node::open(&cfg, &dir).expect("node");
         TestNode { node, cfg, dir }

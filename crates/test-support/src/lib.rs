@@ -1,4 +1,5 @@
-//! Helpers for the workspace's tests (a dev-dependency only; never in a shipped binary).
+//! Helpers for the workspace's tests (a dev-dependency only; never in a shipped binary):
+//! the temporary-directory guard and a free loopback port.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -51,6 +52,15 @@ impl Drop for TestDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (the OS's pick, released for the
+/// test's server to bind).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
 }
 
 #[cfg(test)]

@@ -140,6 +140,23 @@ pub fn run(prog: &str, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// A new ed25519 key pair without a passphrase at `path` (and `path.pub`).
+pub fn keygen(path: &Path) -> Result<(), String> {
+    let f = path.display().to_string();
+    let args = [
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-C",
+        "qoslab-testbed",
+        "-f",
+        &f,
+    ];
+    run("ssh-keygen", &args).map(|_| ())
+}
+
 fn ip(args: &[&str]) -> Result<String, String> {
     run("ip", args)
 }
@@ -507,20 +524,7 @@ impl Testbed {
         let d = &self.dir;
         let s = |p: &str| d.join(p).display().to_string();
         for k in ["host_key", "id_ed25519"] {
-            run(
-                "ssh-keygen",
-                &[
-                    "-q",
-                    "-t",
-                    "ed25519",
-                    "-N",
-                    "",
-                    "-C",
-                    "qoslab-testbed",
-                    "-f",
-                    &s(k),
-                ],
-            )?;
+            keygen(Path::new(&s(k)))?;
         }
         let host_pub =
             std::fs::read_to_string(d.join("host_key.pub")).map_err(|e| e.to_string())?;

@@ -25,6 +25,20 @@ fn loops() -> String {
     .unwrap_or_default()
 }
 
+/// Bed `tag` left nothing: none of its namespaces, none of its loop devices.
+fn assert_bed_gone(tag: &str) {
+    assert!(
+        !namespaces().contains(&format!("qltb-{tag}-")),
+        "{}",
+        namespaces()
+    );
+    assert!(
+        !loops().contains(&format!("/qoslab-testbed/{tag}/")),
+        "{}",
+        loops()
+    );
+}
+
 /// Start `testbed up ARGS` and read its description.
 fn spawn_bed(args: &[&str]) -> (std::process::Child, serde_json::Value) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_testbed"))
@@ -106,16 +120,7 @@ fn sigterm_tears_down() {
     run("kill", &["-TERM", &child.id().to_string()]).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());
-    assert!(
-        !namespaces().contains(&format!("qltb-{tag}-")),
-        "{}",
-        namespaces()
-    );
-    assert!(
-        !loops().contains(&format!("/qoslab-testbed/{tag}/")),
-        "{}",
-        loops()
-    );
+    assert_bed_gone(&tag);
     assert!(!std::path::Path::new(&format!("/tmp/qoslab-testbed/{tag}")).exists());
 }
 
@@ -134,16 +139,7 @@ fn a_killed_runs_leftovers_are_removed_by_the_next_run() {
     assert!(loops().contains(&format!("/qoslab-testbed/{tag}/")));
     let removed = testbed::clean_stale();
     assert!(removed.contains(&tag), "{removed:?}");
-    assert!(
-        !namespaces().contains(&format!("qltb-{tag}-")),
-        "{}",
-        namespaces()
-    );
-    assert!(
-        !loops().contains(&format!("/qoslab-testbed/{tag}/")),
-        "{}",
-        loops()
-    );
+    assert_bed_gone(&tag);
     assert!(!run("ip", &["link"]).unwrap().contains(&format!("qt{tag}c")));
     assert!(
         run("pgrep", &["-f", &format!("qoslab-testbed/{tag}/")]).is_err(),

@@ -45,19 +45,7 @@ fn facts_over_ssh_and_one_error_per_failing_host() {
 
     // A wrong key, an address nobody answers on, a missing tool: each named.
     let other_key = bed.dir.join("other_key");
-    run(
-        "ssh-keygen",
-        &[
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-f",
-            other_key.to_str().unwrap(),
-        ],
-    )
-    .unwrap();
+    testbed::keygen(&other_key).unwrap();
     let mut cfg_text = std::fs::read_to_string(&bed.ssh_config).unwrap();
     cfg_text = cfg_text.replace(
         &bed.dir.join("id_ed25519").display().to_string(),

@@ -120,17 +120,21 @@ impl Store {
         )?;
         let u = |r: &rusqlite::Row, i: usize| r.get::<_, i64>(i).map(|v| v as u64);
         let rows = st.query_map([job_id], |r| {
+            // Latency statistics in the seven columns from `at` (n first).
+            let lat = |at: usize| -> rusqlite::Result<OpLatency> {
+                Ok(OpLatency {
+                    n: u(r, at)?,
+                    mean_ns: r.get(at + 1)?,
+                    min_ns: u(r, at + 2)?,
+                    p50_ns: u(r, at + 3)?,
+                    p90_ns: u(r, at + 4)?,
+                    p99_ns: u(r, at + 5)?,
+                    max_ns: u(r, at + 6)?,
+                })
+            };
             let ttfb = match r.get::<_, Option<i64>>(15)? {
                 None => None,
-                Some(n) => Some(OpLatency {
-                    n: n as u64,
-                    mean_ns: r.get(16)?,
-                    min_ns: u(r, 17)?,
-                    p50_ns: u(r, 18)?,
-                    p90_ns: u(r, 19)?,
-                    p99_ns: u(r, 20)?,
-                    max_ns: u(r, 21)?,
-                }),
+                Some(_) => Some(lat(15)?),
             };
             let codes: String = r.get(31)?;
             Ok(OpResult {
@@ -142,15 +146,7 @@ impl Store {
                 window_ms: u(r, 5)?,
                 ops_per_s: r.get(6)?,
                 bytes_per_s: r.get(7)?,
-                lat: OpLatency {
-                    n: u(r, 8)?,
-                    mean_ns: r.get(9)?,
-                    min_ns: u(r, 10)?,
-                    p50_ns: u(r, 11)?,
-                    p90_ns: u(r, 12)?,
-                    p99_ns: u(r, 13)?,
-                    max_ns: u(r, 14)?,
-                },
+                lat: lat(8)?,
                 ttfb,
                 segments: SegmentSpread {
                     n: r.get(22)?,

@@ -416,47 +416,19 @@ async fn read_replies<R: AsyncRead + Unpin>(r: R, pending: &Mutex<Pending>) -> S
 mod tests {
     use super::*;
 
-    /// A real storage node serving `cfg` on a unix socket in `dir`, in `rt`; dropping the
-    /// sender stops it.
-    fn start_node(
-        rt: &tokio::runtime::Runtime,
-        cfg: &storage_node::NodeConfig,
-        dir: &std::path::Path,
-    ) -> (Arc<storage_node::Node>, String, oneshot::Sender<()>) {
-        let sock = dir.join("nbd.sock");
-        let running = rt
-            .block_on(
-                storage_node::Node::builder(cfg.clone(), &dir.join("data"))
-                    .front_end(nbd_server::NbdFrontEnd::unix(&sock).unwrap())
-                    .spawn(),
-            )
-            .unwrap();
-        let node = running.node.clone();
-        let (stop, stopped) = oneshot::channel::<()>();
-        rt.spawn(running.run_until(async {
-            let _ = stopped.await;
-        }));
-        (
-            node,
-            format!("nbd+unix:///v?socket={}", sock.display()),
-            stop,
-        )
-    }
-
     #[test]
     fn talks_to_the_embedded_node() {
-        let cfg = storage_node::NodeConfig::parse(
+        // A real storage node, served over NBD on a unix socket (the NBD node fixture).
+        let node = nbd_server::testing::NbdTestNode::start(
             "[[volume]]\nname = \"v\"\nsize = \"64MiB\"\n",
-            "t.toml",
-        )
-        .unwrap();
+            "loadgen-genio-nbd",
+        );
+        let uri = node.uri("v");
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
-        let dir = crate::test_dir("genio-nbd");
-        let (node, uri, stop) = start_node(&rt, &cfg, &dir);
         rt.block_on(async {
             let t = NbdTarget::connect(&uri).await.unwrap();
             assert_eq!(t.size(), 64 << 20);
@@ -510,8 +482,6 @@ mod tests {
             &[0u8; 8192][..],
             "the writes reached the volume"
         );
-        drop(stop);
-        drop(rt);
     }
 
     #[test]

@@ -42,6 +42,31 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(c: &mut S, export: &st
     }
 }
 
+/// A client of `node`'s export `export` over an in-process pipe of `buf` bytes, past the
+/// handshake, and its connection's task on the server.
+pub async fn connect(
+    node: &std::sync::Arc<storage_node::Node>,
+    export: &str,
+    buf: usize,
+) -> (
+    tokio::io::DuplexStream,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let (mut client, server_side) = tokio::io::duplex(buf);
+    let conn = tokio::spawn(nbd_server::connection(server_side, node.clone(), None));
+    handshake(&mut client, export).await;
+    (client, conn)
+}
+
+/// 4 KiB READs for every cookie in `cookies` (see [`read_4k`]), as one batch.
+pub fn reads_4k(cookies: std::ops::RangeInclusive<u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for cookie in cookies {
+        read_4k(&mut out, cookie);
+    }
+    out
+}
+
 /// Append a 4 KiB READ whose cookie is `cookie` and whose offset is `cookie` x 4 KiB.
 pub fn read_4k(out: &mut Vec<u8>, cookie: u64) {
     encode_request(

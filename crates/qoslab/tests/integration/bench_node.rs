@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{export, qoslab, text, Dir};
+use crate::bench_util::{export, qoslab, succeeded, text, usage_error, Dir};
 use crate::util::{heavy, one_volume_config, Node};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -39,8 +39,7 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
         "bench", "p.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
     ];
     let o = qoslab(&d, &args, LIMIT);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let out = succeeded(&o);
     assert!(out.contains("volume vol500 on node"), "{out}");
     assert!(
         out.contains("PASS iops_mean ~= policy.ceiling +-3%"),
@@ -93,9 +92,7 @@ fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
     // Without credentials the node answers 401, and the run does not start.
     let mut args = base.to_vec();
     args.extend(["--data-dir", &data]);
-    let o = qoslab(&d, &args, LIMIT);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    let err = usage_error(&d, &args, LIMIT);
     assert!(
         err.contains("401") || err.to_lowercase().contains("auth"),
         "{err}"
@@ -103,9 +100,7 @@ fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
     // Without trusting its certificate, the connection is refused as untrusted.
     let mut args = base.to_vec();
     args.extend(["-u", "admin:Netapp1!"]);
-    let o = qoslab(&d, &args, LIMIT);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = usage_error(&d, &args, LIMIT);
     assert!(err.to_lowercase().contains("certificate"), "{err}");
 }
 
@@ -118,9 +113,7 @@ fn an_unknown_volume_or_a_plan_with_node_tables_is_refused() {
     let args = [
         "bench", "p.toml", "--node", &url, "--volume", "nope", "--db", "r.db",
     ];
-    let o = qoslab(&d, &args, LIMIT);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = usage_error(&d, &args, LIMIT);
     assert!(err.contains("--volume \"nope\": no such volume"), "{err}");
 
     let with_tables = format!(
@@ -131,9 +124,7 @@ fn an_unknown_volume_or_a_plan_with_node_tables_is_refused() {
     let args = [
         "bench", "t.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
     ];
-    let o = qoslab(&d, &args, LIMIT);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = usage_error(&d, &args, LIMIT);
     // --volume and the plan's own tables: one way or the other, and the error says which.
     assert!(
         err.contains("the plan declares its own [[policy]]/[[volume]] tables; drop --volume"),

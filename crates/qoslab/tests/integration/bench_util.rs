@@ -1,7 +1,7 @@
 //! Helpers for the `qoslab bench` tests (self-contained: a temp dir, running the binary with
 //! a time limit, `fio --server` processes on free loopback ports).
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -84,6 +84,19 @@ pub fn text(o: &Output) -> (String, String) {
     )
 }
 
+/// `qoslab ARGS` in `dir` refused as a usage error (exit 2, nothing run, `limit` at most):
+/// its stderr, for the caller to check that it names what was wrong.
+pub fn usage_error(dir: &Dir, args: &[&str], limit: Duration) -> String {
+    let o = qoslab(dir, args, limit);
+    let (out, err) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "qoslab {args:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    err
+}
+
 /// `qoslab bench p.toml --db r.db --no-tools ARGS...` in `d` (a minute at most): its exit
 /// code, stdout and stderr.
 pub fn bench_plan(d: &Dir, args: &[&str]) -> (Option<i32>, String, String) {
@@ -102,11 +115,7 @@ pub struct FioServer {
 
 impl FioServer {
     pub fn start() -> FioServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = test_support::free_port();
         let child = Command::new("fio")
             .arg(format!("--server=ip:127.0.0.1,{port}"))
             .stdin(Stdio::null())

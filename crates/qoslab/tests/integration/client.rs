@@ -1,5 +1,6 @@
 //! A small raw NBD client (fixed newstyle) speaking bytes over a unix socket, written
-//! from the protocol document, independent of the server's own codec crate.
+//! from the protocol document, independent of the server's own codec (only the protocol's
+//! named numbers come from `nbd-proto`).
 
 #![allow(dead_code)]
 
@@ -9,73 +10,23 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
-pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
-pub const OPT_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
-pub const REQUEST_MAGIC: u32 = 0x2560_9513;
-pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
-pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
-
-pub const OPT_EXPORT_NAME: u32 = 1;
-pub const OPT_ABORT: u32 = 2;
-pub const OPT_LIST: u32 = 3;
-pub const OPT_STARTTLS: u32 = 5;
-pub const OPT_INFO: u32 = 6;
-pub const OPT_GO: u32 = 7;
-pub const OPT_STRUCTURED_REPLY: u32 = 8;
-pub const OPT_LIST_META_CONTEXT: u32 = 9;
-pub const OPT_SET_META_CONTEXT: u32 = 10;
-
-pub const REP_ACK: u32 = 1;
-pub const REP_SERVER: u32 = 2;
-pub const REP_INFO: u32 = 3;
-pub const REP_META_CONTEXT: u32 = 4;
-pub const REP_ERR_UNSUP: u32 = 0x8000_0001;
-pub const REP_ERR_INVALID: u32 = 0x8000_0003;
-pub const REP_ERR_UNKNOWN: u32 = 0x8000_0006;
-pub const REP_ERR_TLS_REQD: u32 = 0x8000_0005;
-
-pub const INFO_EXPORT: u16 = 0;
-pub const INFO_NAME: u16 = 1;
-pub const INFO_DESCRIPTION: u16 = 2;
-pub const INFO_BLOCK_SIZE: u16 = 3;
-
-pub const FLAG_HAS_FLAGS: u16 = 1 << 0;
-pub const FLAG_READ_ONLY: u16 = 1 << 1;
-pub const FLAG_SEND_FLUSH: u16 = 1 << 2;
-pub const FLAG_SEND_FUA: u16 = 1 << 3;
-pub const FLAG_SEND_TRIM: u16 = 1 << 5;
-pub const FLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
-pub const FLAG_SEND_DF: u16 = 1 << 7;
-pub const FLAG_CAN_MULTI_CONN: u16 = 1 << 8;
-pub const FLAG_SEND_CACHE: u16 = 1 << 10;
-pub const FLAG_SEND_FAST_ZERO: u16 = 1 << 11;
-
-pub const CMD_READ: u16 = 0;
-pub const CMD_WRITE: u16 = 1;
-pub const CMD_DISC: u16 = 2;
-pub const CMD_FLUSH: u16 = 3;
-pub const CMD_TRIM: u16 = 4;
-pub const CMD_CACHE: u16 = 5;
-pub const CMD_WRITE_ZEROES: u16 = 6;
-pub const CMD_BLOCK_STATUS: u16 = 7;
-
-pub const CMD_FLAG_FUA: u16 = 1 << 0;
-pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
-pub const CMD_FLAG_DF: u16 = 1 << 2;
-pub const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
-
-pub const REPLY_FLAG_DONE: u16 = 1;
-pub const REPLY_TYPE_NONE: u16 = 0;
-pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
-pub const REPLY_TYPE_OFFSET_HOLE: u16 = 2;
-pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
-pub const REPLY_TYPE_ERROR: u16 = 0x8001;
-
-pub const EPERM: u32 = 1;
-pub const EINVAL: u32 = 22;
-pub const ENOSPC: u32 = 28;
-pub const EOVERFLOW: u32 = 75;
+// The protocol's numbers, from the codec crate: the bytes this client writes and the
+// checks it makes are its own, and real clients (nbdinfo, qemu-img, nbdfuse, fio) check
+// the numbers against the server in the interop tests.
+/// The option reply magic (`REPLY_MAGIC` in the codec).
+pub use nbd_proto::REPLY_MAGIC as OPT_REPLY_MAGIC;
+pub use nbd_proto::{
+    CMD_BLOCK_STATUS, CMD_CACHE, CMD_DISC, CMD_FLAG_DF, CMD_FLAG_FUA, CMD_FLAG_NO_HOLE,
+    CMD_FLAG_REQ_ONE, CMD_FLUSH, CMD_READ, CMD_TRIM, CMD_WRITE, CMD_WRITE_ZEROES, EINVAL, ENOSPC,
+    EOVERFLOW, EPERM, FLAG_CAN_MULTI_CONN, FLAG_HAS_FLAGS, FLAG_READ_ONLY, FLAG_SEND_CACHE,
+    FLAG_SEND_DF, FLAG_SEND_FAST_ZERO, FLAG_SEND_FLUSH, FLAG_SEND_FUA, FLAG_SEND_TRIM,
+    FLAG_SEND_WRITE_ZEROES, IHAVEOPT, INFO_BLOCK_SIZE, INFO_DESCRIPTION, INFO_EXPORT, INFO_NAME,
+    NBDMAGIC, OPT_ABORT, OPT_EXPORT_NAME, OPT_GO, OPT_INFO, OPT_LIST, OPT_SET_META_CONTEXT,
+    OPT_STARTTLS, OPT_STRUCTURED_REPLY, REPLY_FLAG_DONE, REPLY_TYPE_BLOCK_STATUS, REPLY_TYPE_ERROR,
+    REPLY_TYPE_NONE, REPLY_TYPE_OFFSET_DATA, REPLY_TYPE_OFFSET_HOLE, REP_ACK, REP_ERR_INVALID,
+    REP_ERR_TLS_REQD, REP_ERR_UNKNOWN, REP_ERR_UNSUP, REP_INFO, REP_META_CONTEXT, REP_SERVER,
+    REQUEST_MAGIC, SIMPLE_REPLY_MAGIC, STRUCTURED_REPLY_MAGIC,
+};
 
 /// Socket read timeout: a server that stops answering fails the test instead of hanging it.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(30);

@@ -6,75 +6,50 @@ use std::time::Duration;
 
 use crate::client::Client;
 use crate::json::Json;
-use crate::util::{assert_same_bytes, fio, heavy, pattern, require_tool, run, Node};
+use crate::util::{assert_same_bytes, fio, heavy, pattern, require_tool, run, Node, VOL_64MIB};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[test]
 fn fio_workloads_with_crc32c_verify() {
     let _g = heavy();
-    let node = Node::start(
-        r#"
-[[volume]]
-name = "vol"
-size = "64MiB"
-"#,
-    );
+    let node = Node::start(VOL_64MIB);
     let uri = node.uri("vol");
-    let common = ["--verify=crc32c", "--iodepth=16"];
-    let job = |extra: &[&str]| {
-        let mut a: Vec<&str> = common.to_vec();
-        a.extend_from_slice(extra);
+    // One pass over [offset, offset + size) with crc32c headers in every block; `verify`:
+    // fio reads back and checks what it wrote in the same run.
+    let pass = |rw: &str, bs: &str, offset: &str, size: &str, verify: bool| {
+        let opts = [
+            format!("--rw={rw}"),
+            format!("--bs={bs}"),
+            format!("--offset={offset}"),
+            format!("--size={size}"),
+        ];
+        let mut a = vec!["--verify=crc32c", "--iodepth=16"];
+        a.extend(opts.iter().map(String::as_str));
+        if verify {
+            a.push("--do_verify=1");
+        }
         fio(&uri, &a)
     };
 
     // Sequential write of [0, 32M) with verification of what was written...
-    let r = job(&[
-        "--rw=write",
-        "--bs=64k",
-        "--offset=0",
-        "--size=32M",
-        "--do_verify=1",
-    ]);
-    assert!(r.iops("write") > 0.0, "seq write IOPS\n{}", r.out);
-    assert_eq!(r.ios("write"), 512, "seq write covered 32 MiB\n{}", r.out);
+    let r = pass("write", "64k", "0", "32M", true);
+    r.assert_ios("write", 512, "seq write covered 32 MiB");
     assert!(
         r.ios("read") >= 512,
         "verify pass read everything back\n{}",
         r.out
     );
     // ...then a separate sequential read pass verifying every block's crc32c header.
-    let r = job(&["--rw=read", "--bs=64k", "--offset=0", "--size=32M"]);
-    assert!(r.iops("read") > 0.0, "seq read IOPS\n{}", r.out);
-    assert_eq!(r.ios("read"), 512, "seq read\n{}", r.out);
+    pass("read", "64k", "0", "32M", false).assert_ios("read", 512, "seq read");
 
     // Random write of [32M, 48M) in 4k blocks, verified, then a separate random read verify.
-    let r = job(&[
-        "--rw=randwrite",
-        "--bs=4k",
-        "--offset=32M",
-        "--size=16M",
-        "--do_verify=1",
-    ]);
-    assert!(r.iops("write") > 0.0, "randwrite IOPS\n{}", r.out);
-    assert_eq!(
-        r.ios("write"),
-        4096,
-        "randwrite covered every block once\n{}",
-        r.out
-    );
-    let r = job(&["--rw=randread", "--bs=4k", "--offset=32M", "--size=16M"]);
-    assert!(r.iops("read") > 0.0, "randread IOPS\n{}", r.out);
-    assert_eq!(r.ios("read"), 4096, "randread\n{}", r.out);
+    let r = pass("randwrite", "4k", "32M", "16M", true);
+    r.assert_ios("write", 4096, "randwrite covered every block once");
+    pass("randread", "4k", "32M", "16M", false).assert_ios("read", 4096, "randread");
 
     // Mixed random read/write of [48M, 64M); fio verifies what it wrote.
-    let r = job(&[
-        "--rw=randrw",
-        "--bs=4k",
-        "--offset=48M",
-        "--size=16M",
-        "--do_verify=1",
-    ]);
+    let r = pass("randrw", "4k", "48M", "16M", true);
     assert!(
         r.iops("read") > 0.0 && r.iops("write") > 0.0,
         "randrw IOPS\n{}",
@@ -92,15 +67,14 @@ size = "64MiB"
             "--iodepth=16",
         ],
     );
-    assert!(r.iops("trim") > 0.0, "randtrim IOPS\n{}", r.out);
-    assert_eq!(r.ios("trim"), 256, "randtrim covered 16 MiB\n{}", r.out);
+    r.assert_ios("trim", 256, "randtrim covered 16 MiB");
     let mut c = Client::open(node.socket(), "vol");
     assert!(
         c.read(0, 16 << 20).iter().all(|&b| b == 0),
         "trimmed range must read as zeroes"
     );
     // The untrimmed half of the sequential data still verifies.
-    let r = job(&["--rw=read", "--bs=64k", "--offset=16M", "--size=16M"]);
+    let r = pass("read", "64k", "16M", "16M", false);
     assert_eq!(r.ios("read"), 256, "seq read verify after trim\n{}", r.out);
     c.disconnect();
 }
@@ -279,13 +253,7 @@ size = "16MiB"
 fn qemu_img_convert_round_trip() {
     require_tool("qemu-img");
     let _g = heavy();
-    let node = Node::start(
-        r#"
-[[volume]]
-name = "vol"
-size = "64MiB"
-"#,
-    );
+    let node = Node::start(VOL_64MIB);
     let src = node.scratch("src.img");
     let back = node.scratch("back.img");
     let data = pattern(11, 64 << 20);
@@ -332,13 +300,7 @@ size = "64MiB"
 fn nbdcopy_multi_conn_round_trip() {
     require_tool("nbdcopy");
     let _g = heavy();
-    let node = Node::start(
-        r#"
-[[volume]]
-name = "vol"
-size = "64MiB"
-"#,
-    );
+    let node = Node::start(VOL_64MIB);
     let uri = node.uri("vol");
     let nbdcopy = |from: &dyn AsRef<std::ffi::OsStr>, to: &dyn AsRef<std::ffi::OsStr>| {
         run(

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::client::{expect_closed, Client, CMD_FLAG_FUA, CMD_READ, CMD_WRITE};
 use crate::util::{
     assert_same_bytes, fio_command, one_volume_config, pattern, require_fio_nbd, run, Node,
-    TempDir, QOSLAB,
+    TempDir, QOSLAB, VOL_64MIB,
 };
 
 /// One invalid configuration: the text, the line the error must point at (the offending
@@ -209,13 +209,7 @@ fn sigterm_during_fio_writes_exits_zero_within_10s() {
 
 #[test]
 fn data_flushed_before_sigterm_survives_a_restart() {
-    let mut node = Node::start(
-        r#"
-[[volume]]
-name = "vol"
-size = "64MiB"
-"#,
-    );
+    let mut node = Node::start(VOL_64MIB);
     let big = pattern(21, 4 << 20);
     let small = pattern(22, 4096);
     let mut c = Client::open(node.socket(), "vol");

@@ -8,14 +8,16 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::client::*;
-use crate::util::{assert_same_bytes, pattern, require_tool, run, Node};
+use crate::util::{assert_same_bytes, pattern, require_tool, run, Node, VOL_64MIB};
 
 const LIMIT: Duration = Duration::from_secs(60);
-const CONFIG: &str = "[[volume]]\nname = \"vol\"\nsize = \"64MiB\"\n";
 
 /// A node serving NBD on a free TCP port and its unix socket with `--nbd-tls MODE`.
 fn tls_node(mode: &str) -> (Node, u16) {
-    let node = Node::start_with(CONFIG, &["--listen-tcp", "127.0.0.1:0", "--nbd-tls", mode]);
+    let node = Node::start_with(
+        VOL_64MIB,
+        &["--listen-tcp", "127.0.0.1:0", "--nbd-tls", mode],
+    );
     let port = node
         .ready_output()
         .iter()

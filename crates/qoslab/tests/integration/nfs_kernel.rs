@@ -259,11 +259,7 @@ mount_rootonly = false
 #[test]
 fn linux_kernel_client_removes_a_big_directory_is_refused_root_files_and_keeps_modes() {
     let t0 = Instant::now();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = test_support::free_port();
     let listen = format!("127.0.0.1:{port}");
     let cfg = "[[volume]]\nname = \"k\"\nsize = \"1GB\"\nnas_path = \"/k\"\n\n\
                # qemu's user network (NAT) loses the guest's reserved source port\n\

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::nfs_util::Wire;
 use crate::util::TempDir;
+use test_support::free_port;
 
 /// One ganesha export: its path (what NFSv3 clients mount) and whether root is squashed.
 pub struct GaneshaExport {
@@ -24,13 +25,6 @@ pub struct Ganesha {
     pub nfs_port: u16,
     pub mnt_port: u16,
     dir: TempDir,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn die_with_parent(cmd: &mut Command) {

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{qoslab, text, usage_error, Dir};
 use crate::json::Json;
 use crate::util::{heavy, Node};
+use test_support::free_port;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -82,16 +83,7 @@ fn column(t: &Json, name: &str) -> usize {
 fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
     let _g = heavy();
     let d = Dir::new("ramp-cycle");
-    let plan = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/ramp-cycle-2000.toml"
-    );
-    let o = qoslab(
-        &d,
-        &["bench", plan, "--db", "r.db", "--summary-csv", "s.csv"],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
+    let (o, out, err) = bench(&d, &example("ramp-cycle-2000.toml"), "s.csv");
     // The ceiling is the promise: 4000 writes at 2000 IOPS cannot finish before
     // (4000 - 10) / 2000 s (the pacer's 5 ms of idle credit is 10 writes at this rate).
     // The 2.2 s limit also counts the host's own write and FLUSH time, so on a busy host
@@ -170,14 +162,6 @@ fn a_write_cycle_of_4000_blocks_at_a_2000_iops_ceiling_lasts_two_seconds() {
     let series = &j.at("series").arr()[0];
     assert!(!series.at("hosts").arr().is_empty(), "tool sets recorded");
     assert!(!series.at("node").arr().is_empty(), "node samples recorded");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]
@@ -276,12 +260,10 @@ fn a_ramp_over_nbd_tcp_to_a_running_node_and_on_an_o_direct_file() {
 #[test]
 fn usage_and_plan_errors_name_the_flag_or_line() {
     let d = Dir::new("ramp-errors");
-    let o = qoslab(&d, &["bench", "--profile", "ramp"], LIMIT);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = usage_error(&d, &["bench", "--profile", "ramp"], LIMIT);
     assert!(err.contains("--profile ramp needs --min-iops"), "{err}");
 
-    let o = qoslab(
+    let err = usage_error(
         &d,
         &[
             "bench",
@@ -294,8 +276,6 @@ fn usage_and_plan_errors_name_the_flag_or_line() {
         ],
         LIMIT,
     );
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains("max_iops (--max-iops) = 50: allowed min_iops (100)"),
         "{err}"
@@ -305,9 +285,7 @@ fn usage_and_plan_errors_name_the_flag_or_line() {
         "bad.toml",
         "[[volume]]\nname = \"a\"\nsize = \"1GB\"\n\n[ramp]\nruns = 10\nscale = 0.05\n\n[[system]]\nname = \"s\"\nvolume = \"b\"\nmin_iops = 1\nmax_iops = 2\n",
     );
-    let o = qoslab(&d, &["bench", "bad.toml"], LIMIT);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = usage_error(&d, &["bench", "bad.toml"], LIMIT);
     assert!(
         err.contains(
             "bad.toml:9: system \"s\": volume = \"b\" is not declared; declared volumes: a"
@@ -360,25 +338,42 @@ fn run_ids(csv: &str) -> Vec<bool> {
     parse_csv(csv).into_iter().map(|(_, pass)| pass).collect()
 }
 
-#[test]
-fn a_ten_run_ramp_on_an_emulated_controller_passes_low_and_fails_once_it_saturates() {
-    let _g = heavy();
-    let d = Dir::new("ramp-controller");
-    let plan = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/ramp-controller.toml"
-    );
+/// The path of `examples/NAME` (the plans the docs teach).
+fn example(name: &str) -> String {
+    format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `qoslab bench PLAN` into `r.db`, its summary CSV(s) named after `csv`: the output and
+/// its text.
+fn bench(d: &Dir, plan: &str, csv: &str) -> (std::process::Output, String, String) {
     let o = qoslab(
-        &d,
-        &["bench", plan, "--db", "r.db", "--summary-csv", "s.csv"],
+        d,
+        &["bench", plan, "--db", "r.db", "--summary-csv", csv],
         LIMIT,
     );
     let (out, err) = text(&o);
-    // Some runs fail: exit 1 (3 when the misses are the machine's), everything stored.
+    (o, out, err)
+}
+
+/// Some runs fail: exit 1 (3 when the misses are the machine's), everything stored.
+fn assert_some_runs_failed(o: &std::process::Output, out: &str, err: &str) {
     assert!(
         matches!(o.status.code(), Some(1 | 3)),
         "stdout:\n{out}\nstderr:\n{err}"
     );
+}
+
+/// The pass column of system `system`'s summary CSV (`summary-SYSTEM.csv`).
+fn passes_of(d: &Dir, system: &str) -> Vec<bool> {
+    run_ids(&std::fs::read_to_string(d.path().join(format!("summary-{system}.csv"))).unwrap())
+}
+
+#[test]
+fn a_ten_run_ramp_on_an_emulated_controller_passes_low_and_fails_once_it_saturates() {
+    let _g = heavy();
+    let d = Dir::new("ramp-controller");
+    let (o, out, err) = bench(&d, &example("ramp-controller.toml"), "s.csv");
+    assert_some_runs_failed(&o, &out, &err);
     let pass = run_ids(&std::fs::read_to_string(d.path().join("s.csv")).unwrap());
     assert_eq!(pass.len(), 10, "{out}");
     // 500, 889, 1278 IOPS: far below the controller.
@@ -408,36 +403,14 @@ fn a_ten_run_ramp_on_an_emulated_controller_passes_low_and_fails_once_it_saturat
 fn seed_001_protected_systems_pass_every_run_while_the_bully_fails_its_upper_runs() {
     let _g = heavy();
     let d = Dir::new("ramp-seed001");
-    let plan = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/seed001-ramp.toml"
-    );
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            plan,
-            "--db",
-            "r.db",
-            "--summary-csv",
-            "summary.csv",
-        ],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert!(
-        matches!(o.status.code(), Some(1 | 3)),
-        "stdout:\n{out}\nstderr:\n{err}"
-    );
-    let csv = |s: &str| {
-        run_ids(&std::fs::read_to_string(d.path().join(format!("summary-{s}.csv"))).unwrap())
-    };
+    let (o, out, err) = bench(&d, &example("seed001-ramp.toml"), "summary.csv");
+    assert_some_runs_failed(&o, &out, &err);
     for protected in ["epic-rhel1", "epic-rhel2"] {
-        let p = csv(protected);
+        let p = passes_of(&d, protected);
         assert_eq!(p.len(), 10);
         assert!(p.iter().all(|x| *x), "{protected} failed a run:\n{out}");
     }
-    let bully = csv("epic-rhel3");
+    let bully = passes_of(&d, "epic-rhel3");
     assert!(
         bully[0],
         "the bully's first run (900 IOPS) should pass:\n{out}"
@@ -465,41 +438,17 @@ fn seed_001_without_floors_the_protected_systems_fail_with_the_bully() {
     // ignores floors. What protected the two systems above was the floors.
     let _g = heavy();
     let d = Dir::new("ramp-seed001-fifo");
-    let plan = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/seed001-ramp.toml"
-    ))
-    .unwrap();
+    let plan = std::fs::read_to_string(example("seed001-ramp.toml")).unwrap();
     assert!(
         plan.contains("\n[capacity]"),
         "the example has a [capacity] table"
     );
     let fifo = plan.replace("\n[capacity]", "\n[capacity]\ndiscipline = \"fifo\"");
     d.write("fifo.toml", &fifo);
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            "fifo.toml",
-            "--db",
-            "r.db",
-            "--summary-csv",
-            "summary.csv",
-        ],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert!(
-        matches!(o.status.code(), Some(1 | 3)),
-        "stdout:\n{out}\nstderr:\n{err}"
-    );
+    let (o, out, err) = bench(&d, "fifo.toml", "summary.csv");
+    assert_some_runs_failed(&o, &out, &err);
     assert_failed_or_inconclusive(o.status.code(), &export_json(&d), &out);
-    let failed = |s: &str| {
-        run_ids(&std::fs::read_to_string(d.path().join(format!("summary-{s}.csv"))).unwrap())
-            .iter()
-            .filter(|p| !**p)
-            .count()
-    };
+    let failed = |s: &str| passes_of(&d, s).iter().filter(|p| !**p).count();
     assert!(
         failed("epic-rhel1") + failed("epic-rhel2") > 0,
         "without floors a protected system should fail once the bully saturates the controller:\n{out}"

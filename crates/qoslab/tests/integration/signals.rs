@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::TempDir;
+use crate::util::{require_on_path, TempDir};
 
 const READY: &str = "DRILL READY ";
 
@@ -47,15 +47,7 @@ fn netns() -> String {
 
 #[test]
 fn sigterm_mid_run_runs_every_phase_in_order_and_exits_143() {
-    for t in ["nbdfuse", "losetup", "mkfs.ext4", "sshd", "ip"] {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
-            .unwrap_or(false);
-        assert!(
-            found,
-            "`{t}` is not installed: run scripts/install-deps.sh (this test never skips)"
-        );
-    }
+    require_on_path(&["nbdfuse", "losetup", "mkfs.ext4", "sshd", "ip"]);
     let dir = TempDir::new("drill");
     let err_path = dir.join("child.err");
     let mut child = Command::new(std::env::current_exe().unwrap())
@@ -182,22 +174,18 @@ fn drill_child() {
         Duration::from_secs(600),
     )
     .unwrap();
-    let cfg = storage_node::NodeConfig::parse(
-        "[[volume]]\nname = \"t0\"\nsize = \"64MiB\"\n",
-        "drill.toml",
-    )
-    .unwrap();
     std::fs::create_dir_all(&base).unwrap();
-    let sock = base.join("nbd.sock");
-    let _node = storage_node::Node::builder(cfg, &base.join("node"))
-        .front_end(nbd_server::NbdFrontEnd::unix(&sock).unwrap())
-        .spawn_thread("drill-node", 1)
-        .unwrap();
+    // Its directory under the run's, which the parent test removes after the signal.
+    let node = nbd_server::testing::NbdTestNode::start_in(
+        &base,
+        "[[volume]]\nname = \"t0\"\nsize = \"64MiB\"\n",
+        "drill-node",
+    );
     let (session, _) = mounts::Session::open(&base, &[mounts::FsType::Ext4]).unwrap();
     let t = session
         .attach(
             "t0",
-            &format!("nbd+unix:///t0?socket={}", sock.display()),
+            &node.uri("t0"),
             &mounts::AttachOptions::new(mounts::FsType::Ext4),
         )
         .unwrap();

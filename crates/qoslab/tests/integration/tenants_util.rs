@@ -10,20 +10,8 @@ use serde_json::Value;
 
 use crate::bench_util::{cell, qoslab, table, text, Dir, QOSLAB};
 use crate::report::{by_id, charts_counts, console_errors, png_size, render};
-
-/// Fail (never skip) unless every program in `tools` is on PATH (scripts/install-deps.sh
-/// installs them).
-pub fn require_on_path(tools: &[&str]) {
-    for t in tools {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
-            .unwrap_or(false);
-        assert!(
-            found,
-            "`{t}` is not installed: run scripts/install-deps.sh (these tests never skip)"
-        );
-    }
-}
+/// (Shared with the other suites: it lives in util.)
+pub use crate::util::require_on_path;
 
 /// The tools of the build and broker applications on mounted file systems, and ActiveMQ.
 pub fn require_app_tools() {

@@ -43,6 +43,20 @@ pub fn require_tool(tool: &str) {
     );
 }
 
+/// Fail (never skip) unless every program in `tools` is on PATH (scripts/install-deps.sh
+/// installs them).
+pub fn require_on_path(tools: &[&str]) {
+    for t in tools {
+        let found = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
+            .unwrap_or(false);
+        assert!(
+            found,
+            "`{t}` is not installed: run scripts/install-deps.sh (these tests never skip)"
+        );
+    }
+}
+
 /// Fail unless fio is installed and was built with the nbd ioengine.
 pub fn require_fio_nbd() {
     require_tool("fio");
@@ -417,6 +431,12 @@ impl FioResult {
     pub fn ios(&self, dir: &str) -> u64 {
         self.job().at(dir).at("total_ios").u64()
     }
+    /// Direction `dir` ran (IOPS above 0) and completed exactly `ios` I/Os (`what` names
+    /// the pass in a failure).
+    pub fn assert_ios(&self, dir: &str, ios: u64, what: &str) {
+        assert!(self.iops(dir) > 0.0, "{what}: {dir} IOPS\n{}", self.out);
+        assert_eq!(self.ios(dir), ios, "{what}\n{}", self.out);
+    }
 }
 
 /// The common part of every fio command line: nbd engine, this URI, JSON to stdout.
@@ -497,6 +517,9 @@ static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// A node config of one plain 64 MiB volume, `vol`.
+pub const VOL_64MIB: &str = "[[volume]]\nname = \"vol\"\nsize = \"64MiB\"\n";
 
 /// A node config of one volume, `volume` (`size`), under one fixed policy, `policy`
 /// (`limits`: its keys, as in `max_throughput_iops = 500`).

@@ -48,12 +48,7 @@ fn runs(iops: &[f64]) -> Vec<JobRecord> {
 
 fn iops_delta(a: &[f64], b: &[f64]) -> MetricDelta {
     let c = compare(&run(1, runs(a)), &run(2, runs(b)));
-    c.jobs[0]
-        .metrics
-        .iter()
-        .find(|m| m.metric == "iops")
-        .unwrap()
-        .clone()
+    c.jobs[0].metric("iops").unwrap().clone()
 }
 
 /// Two single runs whose own diagnoses discredited the job (noisy host, no steady
@@ -87,13 +82,9 @@ fn changes_on_jobs_the_runs_discredited_are_inconclusive() {
     let c = compare(&a, &b);
     let read = &c.jobs[0];
     assert_eq!(read.discredited.as_deref(), Some("A: noisy-host"));
-    let iops = read.metrics.iter().find(|m| m.metric == "iops").unwrap();
+    let iops = read.metric("iops").unwrap();
     assert_eq!((iops.flagged, iops.verdict), (false, "inconclusive"));
-    let clean = c.jobs[1]
-        .metrics
-        .iter()
-        .find(|m| m.metric == "iops")
-        .unwrap();
+    let clean = c.jobs[1].metric("iops").unwrap();
     assert_eq!((clean.flagged, clean.verdict), (true, "worse"));
     assert_eq!(
         c.inconclusive(),
@@ -114,11 +105,7 @@ fn changes_on_jobs_the_runs_discredited_are_inconclusive() {
         &run(1, its(&[1000.0, 1010.0, 990.0])),
         &run(2, its(&[800.0, 810.0, 790.0])),
     );
-    let iops = c.jobs[0]
-        .metrics
-        .iter()
-        .find(|m| m.metric == "iops")
-        .unwrap();
+    let iops = c.jobs[0].metric("iops").unwrap();
     assert_eq!((iops.flagged, iops.verdict), (true, "worse"));
 }
 
@@ -146,8 +133,8 @@ fn changes_beyond_the_welch_noise_are_flagged() {
     );
     let c = compare(&a, &b);
     assert_eq!(c.jobs.len(), 1);
-    let m = &c.jobs[0].metrics;
-    let iops = m.iter().find(|m| m.metric == "iops").unwrap();
+    let j = &c.jobs[0];
+    let iops = j.metric("iops").unwrap();
     assert_eq!((iops.a.n, iops.a.stddev), (3, 50.0));
     assert!((iops.b.stddev - 45.0).abs() < 1e-9, "{iops:?}");
     assert!((iops.change.unwrap() + 0.10).abs() < 1e-9, "{iops:?}");
@@ -159,7 +146,7 @@ fn changes_beyond_the_welch_noise_are_flagged() {
     assert_eq!(iops.t, Some(3.182));
     assert!((iops.noise - 3.182 * se / 1050.0).abs() < 1e-12, "{iops:?}");
     assert!(!iops.flagged && iops.verdict == "within noise");
-    let p99 = m.iter().find(|m| m.metric == "lat_p99_us").unwrap();
+    let p99 = j.metric("lat_p99_us").unwrap();
     assert!(p99.flagged && p99.verdict == "worse", "{p99:?}");
     assert_eq!(p99.noise, MIN_NOISE_MEASURED);
     assert_eq!(c.only_in_a, vec!["w/gone@v"]);

@@ -53,32 +53,23 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
             Some((v, trim_num(v)))
         })
         .collect();
-    let mut out = Vec::new();
-    let mut c = Chart::categorical(
-        format!("{}: measured vs target IOPS per run", t.name),
-        "run",
-        "IOPS",
-        categories(&cats),
-    );
-    c.line("Target IOPS", series("Target IOPS"), 4);
-    c.line("Total IOPS", series("Total IOPS"), 0);
-    c.line("Read IOPS", series("Read IOPS"), 1);
-    c.line("Write IOPS", series("Write IOPS"), 2);
-    c.marks = marks("Total IOPS");
-    out.push(c);
-    let mut c = Chart::categorical(
-        format!("{}: longest write cycle and WIJ time per run", t.name),
-        "run",
-        "seconds",
-        categories(&cats),
-    );
-    c.y_unit = Unit::Secs;
-    c.line(
-        "Longest write cycle",
-        series("Longest write cycle (sec)"),
-        0,
-    );
-    c.line("Longest WIJ time", series("Longest WIJ time (sec)"), 1);
+    // One chart: its title, y axis and unit, its lines (label, column, style), the limit
+    // drawn across it, and the column whose points carry the runs' pass/fail marks.
+    let chart = |title: &str,
+                 y: &str,
+                 unit: Unit,
+                 lines: &[(&str, &str, usize)],
+                 limit: Option<RefLine>,
+                 marked: &str| {
+        let mut c = Chart::categorical(format!("{}: {title}", t.name), "run", y, categories(&cats));
+        c.y_unit = unit;
+        for &(label, column, style) in lines {
+            c.line(label, series(column), style);
+        }
+        c.refs.extend(limit);
+        c.marks = marks(marked);
+        c
+    };
     // The criteria the run was judged by (scaled runs store theirs), else GenIO's.
     let limit = |name: &str, default: f64| {
         col(t, name)
@@ -87,33 +78,51 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
     };
     let cycle_limit = limit("Write cycle limit (sec)", GENIO_WRITE_CYCLE_S);
     let latency_limit = limit("Write latency limit (ms)", GENIO_WRITE_LATENCY_MS);
-    c.refs.push(RefLine {
-        label: format!("write cycle limit {} s", trim_num(cycle_limit)),
-        y: cycle_limit,
-        style: THRESHOLD,
-    });
-    c.marks = marks("Longest write cycle (sec)");
-    out.push(c);
-    let mut c = Chart::categorical(
-        format!("{}: write and read latency per run", t.name),
-        "run",
-        "latency (ms)",
-        categories(&cats),
-    );
-    c.y_unit = Unit::Ms;
-    c.line(
-        "Effective write latency",
-        series("Effective write latency (ms)"),
-        0,
-    );
-    c.line("Randread average", series("Randread average (ms)"), 1);
-    c.refs.push(RefLine {
-        label: format!("write latency limit {} ms", trim_num(latency_limit)),
-        y: latency_limit,
-        style: THRESHOLD,
-    });
-    c.marks = marks("Effective write latency (ms)");
-    out.push(c);
+    let mut out = vec![
+        chart(
+            "measured vs target IOPS per run",
+            "IOPS",
+            Unit::Count,
+            &[
+                ("Target IOPS", "Target IOPS", 4),
+                ("Total IOPS", "Total IOPS", 0),
+                ("Read IOPS", "Read IOPS", 1),
+                ("Write IOPS", "Write IOPS", 2),
+            ],
+            None,
+            "Total IOPS",
+        ),
+        chart(
+            "longest write cycle and WIJ time per run",
+            "seconds",
+            Unit::Secs,
+            &[
+                ("Longest write cycle", "Longest write cycle (sec)", 0),
+                ("Longest WIJ time", "Longest WIJ time (sec)", 1),
+            ],
+            Some(RefLine {
+                label: format!("write cycle limit {} s", trim_num(cycle_limit)),
+                y: cycle_limit,
+                style: THRESHOLD,
+            }),
+            "Longest write cycle (sec)",
+        ),
+        chart(
+            "write and read latency per run",
+            "latency (ms)",
+            Unit::Ms,
+            &[
+                ("Effective write latency", "Effective write latency (ms)", 0),
+                ("Randread average", "Randread average (ms)", 1),
+            ],
+            Some(RefLine {
+                label: format!("write latency limit {} ms", trim_num(latency_limit)),
+                y: latency_limit,
+                style: THRESHOLD,
+            }),
+            "Effective write latency (ms)",
+        ),
+    ];
     out.retain(Chart::has_data);
     out
 }

@@ -50,12 +50,7 @@ fn canned_run(store: &mut Store, iops: &[f64]) -> RunRecord {
 fn iops(a: &RunRecord, b: &RunRecord) -> MetricDelta {
     let c = compare(a, b);
     assert_eq!(c.jobs.len(), 1, "{c:?}");
-    c.jobs[0]
-        .metrics
-        .iter()
-        .find(|m| m.metric == "iops")
-        .unwrap()
-        .clone()
+    c.jobs[0].metric("iops").unwrap().clone()
 }
 
 #[test]
