@@ -11,7 +11,7 @@ use serde_json::Value;
 use testbed::{Spec, Testbed};
 
 use crate::api_util::Api;
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{qoslab, qoslab_pid, text, Dir};
 use crate::s3_util::{S3Node, ACCESS, SECRET};
 use crate::util::heavy;
 
@@ -71,7 +71,7 @@ fn two_load_generators_over_ssh_merge_per_host_and_all_hosts() {
     }
     let _cleanup = Cleanup;
     let cfg = bed.ssh_config.display().to_string();
-    let o = qoslab(
+    let (pid, o) = qoslab_pid(
         &dir,
         &[
             "bench",
@@ -108,6 +108,12 @@ fn two_load_generators_over_ssh_merge_per_host_and_all_hosts() {
     );
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
+    // The run closed its master connections and removed their control directory.
+    let control = format!("/tmp/qoslab-ssh-{pid}");
+    assert!(
+        !std::path::Path::new(&control).exists(),
+        "{control} left behind"
+    );
     assert!(
         out.contains("load generator h0: copied qoslab to /tmp/qoslab-driver-"),
         "{out}"

@@ -314,12 +314,14 @@ impl FamilyPlan for S3Run {
                 options: c.ssh_options.clone(),
                 ..SshConfig::default()
             });
-            let hosts = hosts::parse_hosts(&c.hosts.join(","), cfg)
+            // Held from here on, so that the run's drop closes their master connections
+            // and removes the control directory on every path (an error, a signal).
+            self.hosts = hosts::parse_hosts(&c.hosts.join(","), cfg)
                 .map_err(|e| RunError::Plan(format!("load generators: {e}")))?;
-            hosts::preflight(&hosts, &["timeout"])
+            hosts::preflight(&self.hosts, &["timeout"])
                 .map_err(|e| RunError::Plan(format!("load generators: {e}")))?;
             let (exe, digest) = remote::this_binary().map_err(RunError::Plan)?;
-            for h in &hosts {
+            for h in &self.hosts {
                 let b = remote::deploy(h, &exe, &digest).map_err(RunError::Plan)?;
                 ctx.ui.print(&format!(
                     "load generator {}: {} {}\n",
@@ -333,7 +335,6 @@ impl FamilyPlan for S3Run {
                 ));
                 self.bins.push(b);
             }
-            self.hosts = hosts;
         }
         let url = self
             .endpoint
@@ -499,10 +500,13 @@ impl FamilyPlan for S3Run {
 
     fn finish(&mut self, _ctx: &mut RunContext) -> Result<(), RunError> {
         self.embedded = None;
-        for h in &self.hosts {
-            h.disconnect();
-        }
         Ok(())
+    }
+}
+
+impl Drop for S3Run {
+    fn drop(&mut self) {
+        hosts::disconnect_all(&self.hosts);
     }
 }
 
