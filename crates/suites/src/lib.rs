@@ -28,6 +28,7 @@ pub mod schedule;
 pub mod session;
 pub mod sizing;
 pub mod spread;
+pub mod stall;
 pub mod storage;
 pub mod tools;
 

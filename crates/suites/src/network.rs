@@ -9,14 +9,16 @@
 //! Verdicts (thresholds overridable): a connectivity pair passes when its goodput is at
 //! least `min_fraction` x the rated speed (the lower of both ends') and its retransmits at
 //! most `max_retransmits`; under load, each host's cumulative out and in must each reach
-//! `min_fraction` x its rated speed, and every pair keeps to `max_retransmits`.
+//! `min_fraction` x its rated speed, and every pair keeps to `max_retransmits`. A figure
+//! missed while a host it ran on was starved (some task waited for a CPU at least the
+//! starved-host threshold of the test: [`crate::stall`]) is inconclusive, never a failure.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use crate::iperf::{self, IperfRun};
-use crate::{Session, SuiteError};
+use crate::{stall, Session, SuiteError};
 
 /// What to run.
 #[derive(Debug, Clone, Serialize)]
@@ -61,6 +63,9 @@ pub struct Pair {
     /// Goodput at or above the threshold (None: not judged: unknown rate, or under load).
     pub rate_ok: Option<bool>,
     pub retransmits_ok: bool,
+    /// The share of the test in which some task waited for a CPU on the sender and on the
+    /// receiver, percent (PSI; None: unknown there).
+    pub cpu_wait_pct: [Option<f64>; 2],
     /// The iperf3 command the sender ran.
     pub command: String,
     /// iperf3's JSON as printed.
@@ -72,8 +77,21 @@ impl Pair {
     pub fn goodput_mbps(&self) -> f64 {
         self.run.as_ref().map_or(0.0, |r| r.goodput_bps / 1e6)
     }
+    /// Every figure held.
     pub fn passed(&self) -> bool {
         self.error.is_none() && self.rate_ok != Some(false) && self.retransmits_ok
+    }
+    /// Why a missed figure says nothing about the network (a host of the pair starved).
+    pub fn starved(&self) -> Option<String> {
+        crate::stall::starved([
+            (self.from.as_str(), self.cpu_wait_pct[0]),
+            (self.to.as_str(), self.cpu_wait_pct[1]),
+        ])
+    }
+    /// A verdict failed: iperf3 did not run, or a figure missed on hosts that were not
+    /// starved (missed on a starved host, the pair is inconclusive).
+    pub fn failed(&self) -> bool {
+        self.error.is_some() || (!self.passed() && self.starved().is_none())
     }
 }
 
@@ -88,6 +106,18 @@ pub struct HostTotal {
     pub in_mbps: f64,
     pub out_ok: Option<bool>,
     pub in_ok: Option<bool>,
+    /// The share of the load in which some task waited for a CPU on this host, percent.
+    pub cpu_wait_pct: Option<f64>,
+    /// Why a missed total says nothing about the network: a host of the mesh (every one
+    /// sends to and receives from this one) starved during the load.
+    pub starved: Option<String>,
+}
+
+impl HostTotal {
+    /// A total missed on hosts that were not starved.
+    pub fn failed(&self) -> bool {
+        (self.out_ok == Some(false) || self.in_ok == Some(false)) && self.starved.is_none()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -113,10 +143,32 @@ impl NetworkResult {
                 .all(|t| t.out_ok != Some(false) && t.in_ok != Some(false))
     }
 
+    /// A verdict failed (not only missed on a starved host).
+    pub fn failed(&self) -> bool {
+        self.connectivity.iter().any(Pair::failed)
+            || self
+                .under_load
+                .iter()
+                .any(|p| p.error.is_some() || (!p.retransmits_ok && p.starved().is_none()))
+            || self.totals.iter().any(HostTotal::failed)
+    }
+
+    /// `PASS`, `FAIL`, or `INCONCLUSIVE` (a figure missed only on starved hosts).
+    pub fn verdict(&self) -> &'static str {
+        if self.passed() {
+            "PASS"
+        } else if self.failed() {
+            "FAIL"
+        } else {
+            "INCONCLUSIVE"
+        }
+    }
+
+    /// The connectivity pairs that failed a verdict (not those only inconclusive).
     pub fn failing_pairs(&self) -> Vec<(String, String)> {
         self.connectivity
             .iter()
-            .filter(|p| !p.passed())
+            .filter(|p| p.failed())
             .map(|p| (p.from.clone(), p.to.clone()))
             .collect()
     }
@@ -152,7 +204,7 @@ impl NetworkResult {
                             "{:.0} r{}{}",
                             p.goodput_mbps(),
                             p.run.as_ref().map_or(0, |r| r.retransmits),
-                            if p.passed() { "" } else { " !" }
+                            mark(p.passed(), p.failed())
                         ),
                     };
                     let _ = write!(s, " {cell:>16}");
@@ -163,15 +215,16 @@ impl NetworkResult {
         if !self.totals.is_empty() {
             let _ = writeln!(s, "per host under load (Mbit/s):");
             for t in &self.totals {
-                let mark = |ok: Option<bool>| if ok == Some(false) { " !" } else { "" };
+                let unexplained = t.starved.is_none();
+                let m = |ok: Option<bool>| mark(ok != Some(false), unexplained);
                 let _ = writeln!(
                     s,
                     "  {:10} out {:7.0}{}  in {:7.0}{}  rated {}",
                     t.host,
                     t.out_mbps,
-                    mark(t.out_ok),
+                    m(t.out_ok),
                     t.in_mbps,
-                    mark(t.in_ok),
+                    m(t.in_ok),
                     t.rated_mbps.map_or("?".into(), |r| r.to_string())
                 );
             }
@@ -179,16 +232,36 @@ impl NetworkResult {
         for p in self.connectivity.iter().chain(&self.under_load) {
             if let Some(e) = &p.error {
                 let _ = writeln!(s, "  {} -> {}: {e}", p.from, p.to);
+            } else if let (false, Some(why)) = (p.passed(), p.starved()) {
+                let _ = writeln!(s, "  {} -> {}: inconclusive, {why}", p.from, p.to);
+            }
+        }
+        for t in self.totals.iter().filter(|t| !t.failed()) {
+            if let (true, Some(why)) = (
+                t.out_ok == Some(false) || t.in_ok == Some(false),
+                &t.starved,
+            ) {
+                let _ = writeln!(s, "  {} under load: inconclusive, {why}", t.host);
             }
         }
         let _ = writeln!(
             s,
-            "verdict: {} (pair >= {:.0}% of rated, retransmits <= {})",
-            if self.passed() { "PASS" } else { "FAIL" },
+            "verdict: {} (pair >= {:.0}% of rated, retransmits <= {}; ! failed, ? missed on a starved host)",
+            self.verdict(),
             self.plan.min_fraction * 100.0,
             self.plan.max_retransmits
         );
         s
+    }
+}
+
+/// A matrix cell's mark: nothing when every figure held, `!` when a verdict failed, `?`
+/// when a figure missed only on a starved host.
+fn mark(passed: bool, failed: bool) -> &'static str {
+    match (passed, failed) {
+        (true, _) => "",
+        (false, true) => " !",
+        (false, false) => " ?",
     }
 }
 
@@ -275,6 +348,7 @@ impl Mesh {
         r: Result<IperfRun, String>,
         raw: String,
         rate: bool,
+        cpu_wait_pct: [Option<f64>; 2],
     ) -> Pair {
         let plan = &self.plan;
         let pr = match (self.rated[i].0, self.rated[j].0) {
@@ -300,6 +374,7 @@ impl Mesh {
             error,
             rate_ok,
             retransmits_ok,
+            cpu_wait_pct,
             command: self.command(s, i, j),
             raw,
         }
@@ -307,7 +382,10 @@ impl Mesh {
 
     /// The pair (i → j) alone.
     pub fn connectivity(&self, s: &Session, i: usize, j: usize) -> Result<Pair, SuiteError> {
+        let before = [stall::read(&s.hosts[i]), stall::read(&s.hosts[j])];
         let out = s.hosts[i].run(&self.command(s, i, j))?;
+        let after = [stall::read(&s.hosts[i]), stall::read(&s.hosts[j])];
+        let waits = [0, 1].map(|k| stall::wait_pct(before[k], after[k]));
         let r = iperf::parse(&out.stdout).map_err(|e| {
             if out.stderr.trim().is_empty() {
                 e
@@ -315,7 +393,7 @@ impl Mesh {
                 format!("{e}; stderr: {}", out.stderr.trim())
             }
         });
-        let p = self.judge(s, (i, j), r, out.stdout, true);
+        let p = self.judge(s, (i, j), r, out.stdout, true, waits);
         s.say(&format!(
             "network: {} -> {}: {:.0} Mbit/s, {} retransmits{}",
             p.from,
@@ -358,19 +436,40 @@ impl Mesh {
                 .map(|j| j.join().unwrap_or_else(|_| Ok(String::new())))
                 .collect()
         });
+        let mut sections = Vec::new();
+        for out in outputs {
+            sections.push(split_marked(&out?));
+        }
+        let section = |i: usize, key: &str| -> String {
+            sections[i]
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_default()
+        };
+        // Each host's wait over the load, read by its own script around its clients.
+        let waits: Vec<Option<f64>> = (0..n)
+            .map(|i| {
+                stall::wait_pct(
+                    stall::parse(&section(i, STALL_BEFORE)),
+                    stall::parse(&section(i, STALL_AFTER)),
+                )
+            })
+            .collect();
         let mut under_load = Vec::new();
-        for (i, out) in outputs.into_iter().enumerate() {
-            let out = out?;
-            let sections = split_marked(&out);
+        for i in 0..n {
             for j in (0..n).filter(|&j| j != i) {
-                let text = sections
-                    .iter()
-                    .find(|(k, _)| *k == j)
-                    .map(|(_, t)| t.clone())
-                    .unwrap_or_default();
-                under_load.push(self.judge(s, (i, j), iperf::parse(&text), text, false));
+                let text = section(i, &peer_key(j));
+                let r = iperf::parse(&text);
+                under_load.push(self.judge(s, (i, j), r, text, false, [waits[i], waits[j]]));
             }
         }
+        let starved = stall::starved(
+            s.hosts
+                .iter()
+                .map(|h| h.name.as_str())
+                .zip(waits.iter().copied()),
+        );
         let mut totals = Vec::new();
         for (i, h) in s.hosts.iter().enumerate() {
             let sum = |f: &dyn Fn(&Pair) -> bool| -> f64 {
@@ -392,6 +491,8 @@ impl Mesh {
                 in_mbps,
                 out_ok: ok(out_mbps),
                 in_ok: ok(in_mbps),
+                cpu_wait_pct: waits[i],
+                starved: starved.clone(),
             });
         }
         Ok((under_load, totals))
@@ -419,13 +520,24 @@ fn rated_of(s: &Session, i: usize, plan: &NetworkPlan) -> (Option<u64>, String) 
     }
 }
 
-const LOAD_MARK: &str = "@@qoslab-peer@@ ";
+/// What starts each section of a load script's output; the rest of the line is its key.
+const LOAD_MARK: &str = "@@qoslab@@ ";
+/// The sections holding the host's CPU pressure before and after its clients ran.
+const STALL_BEFORE: &str = "stall-before";
+const STALL_AFTER: &str = "stall-after";
 
-/// Host i's clients to every peer at once, each to its own server; outputs printed after.
+/// The section holding the output of the client to peer `j`.
+fn peer_key(j: usize) -> String {
+    format!("peer-{j}")
+}
+
+/// Host i's clients to every peer at once, each to its own server, between two readings
+/// of its CPU pressure; outputs printed after.
 fn load_script(s: &Session, i: usize, plan: &NetworkPlan, start_at: f64) -> String {
     let dir = hosts::quote(&s.rundir);
+    let read = stall::READ;
     let mut script = format!(
-        "mkdir -p {dir}\nsleep $(awk -v t={start_at:.3} -v n=\"$(date +%s.%N)\" 'BEGIN {{ d = t - n; if (d < 0 || d > 60) d = 0; printf \"%.3f\", d }}')\n"
+        "mkdir -p {dir}\nsleep $(awk -v t={start_at:.3} -v n=\"$(date +%s.%N)\" 'BEGIN {{ d = t - n; if (d < 0 || d > 60) d = 0; printf \"%.3f\", d }}')\n{read} > {dir}/stall-{i}-before\n"
     );
     let peers: Vec<usize> = (0..s.hosts.len()).filter(|&j| j != i).collect();
     for &j in &peers {
@@ -435,21 +547,27 @@ fn load_script(s: &Session, i: usize, plan: &NetworkPlan, start_at: f64) -> Stri
             client_cmd(&s.hosts[j].addr, plan.base_port + i as u16, plan)
         );
     }
-    script.push_str("wait\n");
+    let _ = writeln!(script, "wait\n{read} > {dir}/stall-{i}-after");
     for &j in &peers {
-        let _ = writeln!(script, "echo '{LOAD_MARK}{j}'; cat {dir}/load-{i}-{j}.json");
+        let _ = writeln!(
+            script,
+            "echo '{LOAD_MARK}{}'; cat {dir}/load-{i}-{j}.json",
+            peer_key(j)
+        );
+    }
+    for key in [STALL_BEFORE, STALL_AFTER] {
+        let file = key.replace("stall-", &format!("stall-{i}-"));
+        let _ = writeln!(script, "echo '{LOAD_MARK}{key}'; cat {dir}/{file}");
     }
     script
 }
 
-fn split_marked(out: &str) -> Vec<(usize, String)> {
-    let mut v: Vec<(usize, String)> = Vec::new();
+/// A load script's output, by section (key, text).
+fn split_marked(out: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = Vec::new();
     for line in out.lines() {
-        if let Some(j) = line
-            .strip_prefix(LOAD_MARK)
-            .and_then(|j| j.trim().parse().ok())
-        {
-            v.push((j, String::new()));
+        if let Some(key) = line.strip_prefix(LOAD_MARK) {
+            v.push((key.trim().to_string(), String::new()));
         } else if let Some((_, t)) = v.last_mut() {
             t.push_str(line);
             t.push('\n');
@@ -475,6 +593,7 @@ mod tests {
             error: None,
             rate_ok: Some(ok),
             retransmits_ok: true,
+            cpu_wait_pct: [Some(3.0), None],
             command: String::new(),
             raw: String::new(),
         }
@@ -497,12 +616,45 @@ mod tests {
     }
 
     #[test]
-    fn marked_outputs_split_per_peer() {
-        let out = format!("{LOAD_MARK}2\n{{\"a\":1}}\n{LOAD_MARK}0\n{{}}\n");
+    fn a_pair_missed_on_a_starved_host_is_inconclusive_not_failed() {
+        let mut starved = pair("b", "a", 190.0, false);
+        starved.cpu_wait_pct = [Some(12.0), Some(48.0)];
+        let r = NetworkResult {
+            plan: NetworkPlan::default(),
+            hosts: vec!["a".into(), "b".into()],
+            connectivity: vec![pair("a", "b", 950.0, true), starved],
+            under_load: Vec::new(),
+            totals: Vec::new(),
+        };
+        let t = r.render();
+        assert!(t.contains("190 r2 ?"), "{t}");
+        assert!(
+            t.contains("b -> a: inconclusive, starved-host: some task on a waited for a CPU 48%"),
+            "{t}"
+        );
+        assert!(t.contains("verdict: INCONCLUSIVE"), "{t}");
+        assert!(!r.passed() && !r.failed());
+        assert!(r.failing_pairs().is_empty());
+        // Below the threshold the miss is the network's.
+        let mut r = r;
+        r.connectivity[1].cpu_wait_pct = [Some(12.0), Some(24.0)];
+        assert_eq!(r.verdict(), "FAIL");
+        assert_eq!(r.failing_pairs(), vec![("b".to_string(), "a".to_string())]);
+    }
+
+    #[test]
+    fn marked_outputs_split_per_section() {
+        let out = format!(
+            "{LOAD_MARK}peer-2\n{{\"a\":1}}\n{LOAD_MARK}peer-0\n{{}}\n{LOAD_MARK}stall-before\n5000.00 9000.00\n"
+        );
         let v = split_marked(&out);
         assert_eq!(
             v,
-            vec![(2, "{\"a\":1}\n".to_string()), (0, "{}\n".to_string())]
+            vec![
+                ("peer-2".to_string(), "{\"a\":1}\n".to_string()),
+                ("peer-0".to_string(), "{}\n".to_string()),
+                ("stall-before".to_string(), "5000.00 9000.00\n".to_string())
+            ]
         );
     }
 }

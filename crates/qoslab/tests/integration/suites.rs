@@ -245,11 +245,16 @@ fn network(d: &Dir, bed: &Testbed) {
         ],
     );
     eprintln!("network suite: {:?}\n{out}", started.elapsed());
-    assert_eq!(
-        code,
-        Some(1),
-        "the slow pair fails its verdict\n{out}\n{err}"
-    );
+    // The slow pair fails its verdict (exit 1); measured while a host starved, the suite
+    // calls its miss inconclusive with the pressure figure (exit 3, when nothing else
+    // failed): a real-time outcome, which the test's own starved-host rule must confirm.
+    match code {
+        Some(1) => {}
+        Some(3) if out.contains("h0 -> h1") && out.contains("(inconclusive, starved-host: ") => {
+            rt.short("the slow pair was judged inconclusive: a host starved".into())
+        }
+        _ => panic!("the slow pair fails its verdict\n{out}\n{err}"),
+    }
     // The terminal matrix marks exactly the slow pair.
     assert!(out.contains("connectivity (one pair at a time)"), "{out}");
     assert!(

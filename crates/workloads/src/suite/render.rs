@@ -24,8 +24,12 @@ pub fn pair_line(p: &Pair) -> String {
         .rated_mbps
         .map(|m| format!(" ({:.0}% of {m})", (100.0 * g / m as f64).floor()))
         .unwrap_or_default();
+    let why = match (p.passed(), p.starved()) {
+        (false, Some(why)) => format!(" (inconclusive, {why})"),
+        _ => String::new(),
+    };
     format!(
-        "{} -> {}: {g:.0} Mbit/s{share}, {} retransmits, rtt {:.0} us{}{}",
+        "{} -> {}: {g:.0} Mbit/s{share}, {} retransmits, rtt {:.0} us{}{}{why}",
         p.from,
         p.to,
         r.retransmits,
@@ -54,10 +58,13 @@ pub fn load_lines(totals: &[HostTotal]) -> String {
             t.out_mbps,
             t.in_mbps,
             t.rated_mbps.map_or("?".into(), |r| r.to_string()),
-            if t.out_ok == Some(false) || t.in_ok == Some(false) {
-                "  BELOW THRESHOLD"
-            } else {
-                ""
+            match (
+                t.out_ok == Some(false) || t.in_ok == Some(false),
+                &t.starved
+            ) {
+                (false, _) => String::new(),
+                (true, None) => "  BELOW THRESHOLD".into(),
+                (true, Some(why)) => format!("  BELOW THRESHOLD (inconclusive, {why})"),
             }
         );
     }

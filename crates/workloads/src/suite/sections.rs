@@ -412,6 +412,7 @@ mod tests {
             error: None,
             rate_ok: Some(ok),
             retransmits_ok: true,
+            cpu_wait_pct: [None, None],
             command: String::new(),
             raw: String::new(),
         }

@@ -1,5 +1,7 @@
 //! The suites' verdicts, judged here without a diagnosis (the suites' figures are the
-//! measurement itself): steady state, connectivity and under-load rates, retransmits.
+//! measurement itself): steady state, connectivity and under-load rates, retransmits. A
+//! network figure missed while a host it ran on was starved is inconclusive with the
+//! pressure figure ([`suites::stall`]), never a failure.
 
 use assess::steady::SteadyState;
 use fio::FioOutput;
@@ -44,6 +46,16 @@ pub(super) fn iperf_output(p: &Pair) -> FioOutput {
     }
 }
 
+/// A verdict missed while `starved` names why the host, not the network, may have held
+/// it: inconclusive, with that reason.
+fn unless_starved(mut v: Verdict, starved: Option<&str>) -> Verdict {
+    if let (false, Some(why)) = (v.passed, starved) {
+        v.outcome = assess::Outcome::Inconclusive;
+        v.reason = Some(why.to_string());
+    }
+    v
+}
+
 /// A pair's verdicts: goodput against the rated speed (connectivity), retransmits.
 pub(super) fn pair_verdicts(p: &Pair, spec: &SuiteSpec, rate: bool) -> Vec<Verdict> {
     let Some(r) = &p.run else {
@@ -79,7 +91,10 @@ pub(super) fn pair_verdicts(p: &Pair, spec: &SuiteSpec, rate: bool) -> Vec<Verdi
             p.from, p.to, r.retransmits, r.seconds
         ),
     ));
-    v
+    let starved = p.starved();
+    v.into_iter()
+        .map(|v| unless_starved(v, starved.as_deref()))
+        .collect()
 }
 
 pub(super) fn total_verdicts(t: &HostTotal, min_fraction: f64) -> Vec<Verdict> {
@@ -90,7 +105,7 @@ pub(super) fn total_verdicts(t: &HostTotal, min_fraction: f64) -> Vec<Verdict> {
     [("out", t.out_mbps), ("in", t.in_mbps)]
         .into_iter()
         .map(|(dir, x)| {
-            Verdict::plain(
+            let v = Verdict::plain(
                 format!(
                     "cumulative {dir} under load >= {:.0}% of rated {rated} Mbit/s",
                     min_fraction * 100.0
@@ -104,7 +119,8 @@ pub(super) fn total_verdicts(t: &HostTotal, min_fraction: f64) -> Vec<Verdict> {
                     100.0 * x / rated as f64,
                     t.rated_from
                 ),
-            )
+            );
+            unless_starved(v, t.starved.as_deref())
         })
         .collect()
 }
@@ -124,5 +140,30 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Inconclusive);
         assert!(v.reason.unwrap().starts_with("not in steady state"));
         assert!(v.detail.starts_with("not steady"), "{}", v.detail);
+    }
+
+    #[test]
+    fn a_network_figure_missed_on_a_starved_host_is_inconclusive_with_its_pressure() {
+        let missed = || {
+            harness::verdict::Verdict::plain(
+                "goodput >= 90% of rated 200 Mbit/s".into(),
+                150.0,
+                ">= 180 Mbit/s".into(),
+                false,
+                "h0 -> h1: 150 Mbit/s".into(),
+            )
+        };
+        let why = "starved-host: some task on h1 waited for a CPU 48% of the test (>= 25%)";
+        let v = super::unless_starved(missed(), Some(why));
+        assert_eq!(v.outcome, Outcome::Inconclusive);
+        assert_eq!(v.reason.as_deref(), Some(why));
+        // Not starved: the miss is a failure; held: a pass whatever the host did.
+        assert_eq!(super::unless_starved(missed(), None).outcome, Outcome::Fail);
+        let mut held = missed();
+        (held.passed, held.outcome) = (true, Outcome::Pass);
+        assert_eq!(
+            super::unless_starved(held, Some(why)).outcome,
+            Outcome::Pass
+        );
     }
 }
