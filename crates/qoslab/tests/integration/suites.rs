@@ -385,24 +385,25 @@ fn network(d: &Dir, bed: &Testbed) {
         "{tcsv}"
     );
 
-    // The heat map marks the slow pair in words, not colour alone.
+    // The heat map marks the slow pair in words, not colour alone (missed on a starved
+    // host, the words add that it is inconclusive).
     let dom = report_renders(d, "network");
     assert!(dom.contains("Network mesh"), "heat map section");
     assert_eq!(
-        dom.matches(">BELOW 90%<").count(),
+        dom.matches(">BELOW 90%").count(),
         failing.len(),
         "each failing cell says so (the two slow ones on an unstarved host)"
     );
     let mesh = &dom[dom.find("Network mesh").unwrap()..];
-    let sentence = if failing == slow_pair {
+    let sentence = if failing == slow_pair && code == Some(1) {
         "Failing: h0 → h1 (BELOW 90%), h1 → h0 (BELOW 90%).".to_string()
     } else {
-        "Failing: ".to_string()
+        "h0 → h1 (BELOW 90%".to_string()
     };
     assert!(
         mesh.contains(&sentence)
-            && mesh.contains("h0 → h1 (BELOW 90%)")
-            && mesh.contains("h1 → h0 (BELOW 90%)"),
+            && mesh.contains("h0 → h1 (BELOW 90%")
+            && mesh.contains("h1 → h0 (BELOW 90%"),
         "{}",
         &mesh[..3000.min(mesh.len())]
     );

@@ -43,7 +43,7 @@ fn table(kind: &str, name: &str, columns: &[&str], rows: Vec<Vec<Value>>) -> Sum
     }
 }
 
-pub const PAIR_COLUMNS: [&str; 14] = [
+pub const PAIR_COLUMNS: [&str; 17] = [
     "from",
     "to",
     "goodput_mbps",
@@ -58,6 +58,9 @@ pub const PAIR_COLUMNS: [&str; 14] = [
     "threshold_mbps",
     "pass",
     "error",
+    "cpu_wait_from_pct",
+    "cpu_wait_to_pct",
+    "starved",
 ];
 
 /// One pairs table (connectivity: rate judged; under load: retransmits only).
@@ -85,6 +88,9 @@ pub fn pairs(name: &str, pairs: &[Pair], min_fraction: f64) -> SummaryTable {
                 threshold,
                 json!(p.passed()),
                 json!(p.error.clone().unwrap_or_default()),
+                p.cpu_wait_pct[0].map_or(Value::Null, r1),
+                p.cpu_wait_pct[1].map_or(Value::Null, r1),
+                json!(starved(p.passed(), p.starved())),
             ]
         })
         .collect();
@@ -104,6 +110,11 @@ pub fn hosts(totals: &[HostTotal], min_fraction: f64) -> SummaryTable {
                 t.rated_mbps
                     .map_or(Value::Null, |m| r1(min_fraction * m as f64)),
                 json!(t.out_ok != Some(false) && t.in_ok != Some(false)),
+                t.cpu_wait_pct.map_or(Value::Null, r1),
+                json!(starved(
+                    t.out_ok != Some(false) && t.in_ok != Some(false),
+                    t.starved.clone()
+                )),
             ]
         })
         .collect();
@@ -118,9 +129,21 @@ pub fn hosts(totals: &[HostTotal], min_fraction: f64) -> SummaryTable {
             "in_mbps",
             "threshold_mbps",
             "pass",
+            "cpu_wait_pct",
+            "starved",
         ],
         rows,
     )
+}
+
+/// The `starved` column: why a missed figure is inconclusive (empty when it held, or
+/// when its host was not starved).
+fn starved(held: bool, why: Option<String>) -> String {
+    if held {
+        String::new()
+    } else {
+        why.unwrap_or_default()
+    }
 }
 
 /// iperf3's per-second reports of every pair under load (a time series).

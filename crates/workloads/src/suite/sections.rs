@@ -20,6 +20,8 @@ struct Cell {
     retransmits: f64,
     pass: bool,
     error: String,
+    /// Why a miss is inconclusive (a host starved); empty otherwise.
+    starved: String,
 }
 
 /// A pairs table as (hosts in order, cell of (from, to)).
@@ -45,13 +47,14 @@ fn matrix(t: &SummaryTable) -> (Vec<String>, Vec<(String, String, Cell)>) {
                 retransmits: n("retransmits").unwrap_or(0.0),
                 pass: cell(t, r, "pass").is_some_and(truthy),
                 error: s("error"),
+                starved: s("starved"),
             },
         ));
     }
     (hosts, cells)
 }
 
-/// What a failing cell says, in words.
+/// What a failing cell says, in words (a miss on a starved host says it is inconclusive).
 fn failure_words(c: &Cell) -> Option<String> {
     if !c.error.is_empty() {
         return Some("ERROR".into());
@@ -59,9 +62,23 @@ fn failure_words(c: &Cell) -> Option<String> {
     if c.pass {
         return None;
     }
-    match (c.threshold, c.rated) {
-        (Some(t), Some(r)) if c.goodput < t => Some(format!("BELOW {:.0}%", 100.0 * t / r)),
-        _ => Some("TOO MANY RETRANSMITS".into()),
+    let miss = match (c.threshold, c.rated) {
+        (Some(t), Some(r)) if c.goodput < t => format!("BELOW {:.0}%", 100.0 * t / r),
+        _ => "TOO MANY RETRANSMITS".into(),
+    };
+    Some(if c.starved.is_empty() {
+        miss
+    } else {
+        format!("{miss}, INCONCLUSIVE: HOST STARVED")
+    })
+}
+
+/// The class a cell's words are shown in.
+fn words_class(c: &Cell) -> &'static str {
+    if c.starved.is_empty() {
+        "FAIL"
+    } else {
+        "INCONCLUSIVE"
     }
 }
 
@@ -96,11 +113,16 @@ pub fn heat_map(t: &SummaryTable) -> String {
             };
             let _ = write!(
                 o,
-                "<td class=\"n{}\" style=\"{style}\">{}<b>{:.0}</b> Mbit/s<br><span class=\"meta\">{}r {:.0}</span></td>",
+                "<td class=\"n{}\" style=\"{style}\"{}>{}<b>{:.0}</b> Mbit/s<br><span class=\"meta\">{}r {:.0}</span></td>",
                 if words.is_some() { " below" } else { "" },
+                if c.starved.is_empty() {
+                    String::new()
+                } else {
+                    format!(" title=\"{}\"", esc(&c.starved))
+                },
                 words
                     .as_deref()
-                    .map(|w| format!("<strong class=\"FAIL\">{}</strong><br>", esc(w)))
+                    .map(|w| format!("<strong class=\"{}\">{}</strong><br>", words_class(c), esc(w)))
                     .unwrap_or_default(),
                 c.goodput,
                 match (share, c.rated) {
@@ -130,28 +152,44 @@ pub fn html(run: &RunRecord) -> String {
     let mut o = String::from(
         "<h2 id=\"network-mesh\">Network mesh</h2><p class=\"meta\">Goodput per ordered pair: rows send, columns receive. \
          Shading deepens with the share of the pair's rated speed; a pair that fails its verdict is hatched, outlined and \
-         says why in words (BELOW n%: under the threshold; TOO MANY RETRANSMITS; ERROR). r = TCP retransmits.</p>",
+         says why in words (BELOW n%: under the threshold; TOO MANY RETRANSMITS; ERROR; INCONCLUSIVE: HOST STARVED when a host of the pair \
+         waited for a CPU too long to tell). r = TCP retransmits.</p>",
     );
     for t in tables {
-        let failing = matrix(t)
-            .1
-            .iter()
-            .filter(|(_, _, c)| failure_words(c).is_some())
-            .map(|(f, x, c)| format!("{f} &rarr; {x} ({})", failure_words(c).unwrap_or_default()))
-            .collect::<Vec<_>>();
+        let cells = matrix(t).1;
+        // The pairs not passed, failed ones and inconclusive ones apart.
+        let listed = |inconclusive: bool| {
+            cells
+                .iter()
+                .filter(|(_, _, c)| {
+                    failure_words(c).is_some() && c.starved.is_empty() != inconclusive
+                })
+                .map(|(f, x, c)| {
+                    format!("{f} &rarr; {x} ({})", failure_words(c).unwrap_or_default())
+                })
+                .collect::<Vec<_>>()
+        };
+        let (failing, inconclusive) = (listed(false), listed(true));
         let _ = write!(o, "<h3>{}</h3>{}", esc(&t.name), heat_map(t));
-        let _ = write!(
-            o,
-            "<p>{}</p>",
-            if failing.is_empty() && matrix(t).1.iter().all(|(_, _, c)| c.threshold.is_none()) {
-                "No pair exceeded the retransmit limit (all at once, the rate is judged per host: below)."
-                    .to_string()
-            } else if failing.is_empty() {
-                "Every pair passed.".to_string()
-            } else {
-                format!("Failing: {}.", failing.join(", "))
-            }
-        );
+        let mut summary = if !failing.is_empty() {
+            format!("Failing: {}.", failing.join(", "))
+        } else if !inconclusive.is_empty() {
+            String::new()
+        } else if cells.iter().all(|(_, _, c)| c.threshold.is_none()) {
+            "No pair exceeded the retransmit limit (all at once, the rate is judged per host: below)."
+                .to_string()
+        } else {
+            "Every pair passed.".to_string()
+        };
+        if !inconclusive.is_empty() {
+            let _ = write!(
+                summary,
+                "{}Inconclusive, measured while a host starved: {}.",
+                if summary.is_empty() { "" } else { " " },
+                inconclusive.join(", ")
+            );
+        }
+        let _ = write!(o, "<p>{summary}</p>");
     }
     if let Some(h) = run.tables.iter().find(|t| t.kind == results::HOSTS) {
         o.push_str("<p class=\"meta\">Per host under load (out = the sum of what it sent, in = of what it received):</p><ul>");
@@ -165,10 +203,15 @@ pub fn html(run: &RunRecord) -> String {
                 esc(&s("in_mbps")),
                 esc(&s("rated_mbps")),
                 esc(&s("rated_from")),
-                if cell(h, r, "pass").is_some_and(truthy) {
-                    ""
-                } else {
-                    " &mdash; <strong class=\"FAIL\">BELOW THRESHOLD</strong>"
+                match (cell(h, r, "pass").is_some_and(truthy), s("starved")) {
+                    (true, _) => String::new(),
+                    (false, why) if why.is_empty() => {
+                        " &mdash; <strong class=\"FAIL\">BELOW THRESHOLD</strong>".into()
+                    }
+                    (false, why) => format!(
+                        " &mdash; <strong class=\"INCONCLUSIVE\">BELOW THRESHOLD, INCONCLUSIVE</strong> ({})",
+                        esc(&why)
+                    ),
                 }
             );
         }
@@ -451,6 +494,37 @@ mod tests {
         assert!(
             md.contains("| a | - | 191 r3 **BELOW 90%** | 940 r3 |"),
             "{md}"
+        );
+    }
+
+    #[test]
+    fn a_pair_missed_on_a_starved_host_is_worded_inconclusive_not_failing() {
+        let mut starved = pair("a", "b", 191.0, false);
+        starved.cpu_wait_pct = [Some(62.0), Some(3.0)];
+        let t = results::pairs(
+            results::CONNECTIVITY,
+            &[starved, pair("b", "a", 950.0, true)],
+            0.9,
+        );
+        let h = heat_map(&t);
+        assert!(
+            h.contains(
+                "<strong class=\"INCONCLUSIVE\">BELOW 90%, INCONCLUSIVE: HOST STARVED</strong>"
+            ),
+            "{h}"
+        );
+        assert!(
+            h.contains("title=\"starved-host: some task on a waited for a CPU 62%"),
+            "{h}"
+        );
+        let page = html(&RunRecord {
+            tables: vec![t],
+            ..harness_run()
+        });
+        assert!(!page.contains("Failing:"), "{page}");
+        assert!(
+            page.contains("Inconclusive, measured while a host starved: a &rarr; b (BELOW 90%, INCONCLUSIVE: HOST STARVED)."),
+            "{page}"
         );
     }
 
