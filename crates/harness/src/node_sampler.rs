@@ -12,7 +12,9 @@
 //!
 //! Each sample is stamped with when it was taken (on fio's clock), not when it was due:
 //! a sampler that ran late on a busy host says so, and a window's rate is over the time it
-//! really covered.
+//! really covered. A REST rate is over the node's own interval between its two readings
+//! (`statistics.timestamp`, when it is finer than a second): the answer's trip back varies
+//! on a busy host, and its arrival time would stretch one window and shrink the next.
 //!
 //! Both also read each volume's burst buckets (balance at the end of the window) and, on a
 //! node with an emulated provisioned file system, its resources ([`NodeProbe::poll_resources`]:
@@ -21,7 +23,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use storage_node::credits::volume_credits;
 use storage_node::stats::OpKind;
@@ -187,7 +189,10 @@ fn rest_credit(b: &serde_json::Value) -> Option<CreditSample> {
 /// (read, write, other), bytes (read, write), latency sums (µs), and when they were read.
 #[derive(Clone, Copy)]
 struct Raw {
+    /// When the answer arrived (fio's clock).
     at: Instant,
+    /// When the node read them, by its clock (see [`node_time`]).
+    node_at: Option<SystemTime>,
     ops: [u64; 3],
     bytes: [u64; 2],
     lat_us: u64,
@@ -197,6 +202,7 @@ fn raw_counters(st: &serde_json::Value, at: Instant) -> Option<Raw> {
     let u = |a: &str, b: &str| st[a][b].as_u64();
     Some(Raw {
         at,
+        node_at: node_time(st["timestamp"].as_str()),
         ops: [
             u("iops_raw", "read")?,
             u("iops_raw", "write")?,
@@ -205,6 +211,25 @@ fn raw_counters(st: &serde_json::Value, at: Instant) -> Option<Raw> {
         bytes: [u("throughput_raw", "read")?, u("throughput_raw", "write")?],
         lat_us: u("latency_raw", "total")?,
     })
+}
+
+/// `statistics.timestamp` as a time, when it has a fraction of a second (qoslab's carry
+/// microseconds; ONTAP's whole seconds would blur a one-second window more than the
+/// answer's trip does).
+fn node_time(ts: Option<&str>) -> Option<SystemTime> {
+    ts.filter(|t| t.contains('.'))
+        .and_then(|t| humantime::parse_rfc3339(t).ok())
+}
+
+/// Seconds between two readings of raw counters: by the node's clock when both carry its
+/// time (and it moved forward), else by when the answers arrived.
+fn interval_s(now: &Raw, prev: &Raw) -> f64 {
+    now.node_at
+        .zip(prev.node_at)
+        .and_then(|(n, p)| n.duration_since(p).ok())
+        .map(|d| d.as_secs_f64())
+        .filter(|s| *s > 0.0)
+        .unwrap_or_else(|| now.at.duration_since(prev.at).as_secs_f64())
 }
 
 /// A running node's REST API (`--node URL`), through [`NodeHandle`].
@@ -266,7 +291,7 @@ impl NodeProbe for RestProbe {
             // Exact rates between this poll's raw counters and the previous one's.
             if let Some(now) = raw_counters(&r["statistics"], at) {
                 if let Some(p) = self.prev.insert(name.to_string(), now) {
-                    let secs = now.at.duration_since(p.at).as_secs_f64();
+                    let secs = interval_s(&now, &p);
                     if secs > 0.0 {
                         let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
                         let ops: f64 = (0..3).map(|i| d(now.ops[i], p.ops[i])).sum();
@@ -509,6 +534,33 @@ mod tests {
         assert!((s[0].other_iops / s[0].read_iops - 5.0 / 150.0).abs() < 1e-9);
         assert!((s[0].lat_mean_us - 200.0).abs() < 1e-9, "{s:?}");
         assert_eq!(s[0].ceiling_wait_us, 30000.0, "waits from the metric block");
+    }
+
+    #[test]
+    fn rest_rates_are_over_the_nodes_own_interval_when_it_gives_its_time() {
+        // The node read its counters 250 ms apart; the answers arrived nearly together
+        // (the first one held up on the way back, as on a starved host).
+        let body = |reads: u64, ts: &str| {
+            serde_json::json!({"records": [{"name": "v", "metric": {},
+                "statistics": {"timestamp": ts,
+                               "iops_raw": {"read": reads, "write": 0, "other": 0},
+                               "throughput_raw": {"read": reads * 4096, "write": 0},
+                               "latency_raw": {"total": 0}}}]})
+        };
+        let api = Sequence(std::sync::Mutex::new(vec![
+            body(1000, "2026-11-29T01:20:16.000000Z"),
+            body(1100, "2026-11-29T01:20:16.250000Z"),
+        ]));
+        let mut p = RestProbe::new(NodeHandle::new("http://node", std::sync::Arc::new(api)));
+        p.timeout = Duration::from_secs(5);
+        p.poll();
+        let s = p.poll();
+        assert!((s[0].read_iops - 400.0).abs() < 1e-6, "{s:?}");
+        assert!((s[0].read_bps - 400.0 * 4096.0).abs() < 1e-3, "{s:?}");
+        // Whole seconds (ONTAP's form) or no time: the answers' arrival.
+        assert_eq!(node_time(Some("2026-11-29T01:20:16Z")), None);
+        assert_eq!(node_time(None), None);
+        assert!(node_time(Some("2026-11-29T01:20:16.250000Z")).is_some());
     }
 
     /// A node API that answers by path prefix and counts the calls.
