@@ -197,8 +197,9 @@ impl HttpClient {
     }
 
     /// Send one request (once more on a fresh connection if a reused one was closed under
-    /// it: an idle keep-alive connection the server dropped is not the request's failure).
-    async fn send(
+    /// it: an idle keep-alive connection the server dropped is not the request's failure),
+    /// and turn a non-2xx reply into its error (body drained).
+    async fn ok(
         &mut self,
         method: Method,
         url: &Url,
@@ -209,7 +210,7 @@ impl HttpClient {
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_string(),
         };
-        loop {
+        let resp = loop {
             let mut b = Request::builder()
                 .method(method.clone())
                 .uri(target.as_str())
@@ -220,7 +221,7 @@ impl HttpClient {
             let req = b.body(Full::new(body.clone())).map_err(io)?;
             let (conn, reused) = self.connection().await?;
             match conn.send_request(req).await {
-                Ok(r) => return Ok(r),
+                Ok(r) => break r,
                 Err(e) => {
                     self.conn = None;
                     if !(reused && (e.is_canceled() || e.is_incomplete_message())) {
@@ -228,7 +229,12 @@ impl HttpClient {
                     }
                 }
             }
+        };
+        if resp.status().is_success() {
+            return Ok(resp);
         }
+        let (status, text) = self.text(resp).await?;
+        Err(error_of(status, &text))
     }
 
     /// Read a response's body: its length and when its first byte arrived.
@@ -274,22 +280,6 @@ impl HttpClient {
         })
         .await?;
         Ok((status, out))
-    }
-
-    /// Send, and turn a non-2xx reply into its error (body drained).
-    async fn ok(
-        &mut self,
-        method: Method,
-        url: &Url,
-        headers: &[(&str, &str)],
-        body: Bytes,
-    ) -> Result<Response<Incoming>, S3Error> {
-        let resp = self.send(method, url, headers, body).await?;
-        if resp.status().is_success() {
-            return Ok(resp);
-        }
-        let (status, text) = self.text(resp).await?;
-        Err(error_of(status, &text))
     }
 
     /// A request whose reply carries no payload (PUT, HEAD, DELETE), within the timeout:
