@@ -197,8 +197,9 @@ impl HttpClient {
     }
 
     /// Send one request (once more on a fresh connection if a reused one was closed under
-    /// it: an idle keep-alive connection the server dropped is not the request's failure).
-    async fn send(
+    /// it: an idle keep-alive connection the server dropped is not the request's failure),
+    /// and turn a non-2xx reply into its error (body drained).
+    async fn ok(
         &mut self,
         method: Method,
         url: &Url,
@@ -209,7 +210,7 @@ impl HttpClient {
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_string(),
         };
-        loop {
+        let resp = loop {
             let mut b = Request::builder()
                 .method(method.clone())
                 .uri(target.as_str())
@@ -220,7 +221,7 @@ impl HttpClient {
             let req = b.body(Full::new(body.clone())).map_err(io)?;
             let (conn, reused) = self.connection().await?;
             match conn.send_request(req).await {
-                Ok(r) => return Ok(r),
+                Ok(r) => break r,
                 Err(e) => {
                     self.conn = None;
                     if !(reused && (e.is_canceled() || e.is_incomplete_message())) {
@@ -228,56 +229,7 @@ impl HttpClient {
                     }
                 }
             }
-        }
-    }
-
-    /// Read a response's body: its length and when its first byte arrived.
-    async fn drain(&mut self, resp: Response<Incoming>) -> Result<(u64, Option<Instant>), S3Error> {
-        let mut body = resp.into_body();
-        let (mut n, mut first) = (0u64, None);
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| {
-                self.conn = None;
-                io(e)
-            })?;
-            if let Some(d) = frame.data_ref() {
-                if first.is_none() && !d.is_empty() {
-                    first = Some(Instant::now());
-                }
-                n += d.len() as u64;
-            }
-        }
-        Ok((n, first))
-    }
-
-    /// A response's body as text (bounded), for XML replies and errors.
-    async fn text(&mut self, resp: Response<Incoming>) -> Result<(StatusCode, Vec<u8>), S3Error> {
-        let status = resp.status();
-        let mut body = resp.into_body();
-        let mut out = Vec::new();
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| {
-                self.conn = None;
-                io(e)
-            })?;
-            if let Some(d) = frame.data_ref() {
-                if out.len() < MAX_ERROR_BODY || status.is_success() {
-                    out.extend_from_slice(d);
-                }
-            }
-        }
-        Ok((status, out))
-    }
-
-    /// Send, and turn a non-2xx reply into its error (body drained).
-    async fn ok(
-        &mut self,
-        method: Method,
-        url: &Url,
-        headers: &[(&str, &str)],
-        body: Bytes,
-    ) -> Result<Response<Incoming>, S3Error> {
-        let resp = self.send(method, url, headers, body).await?;
+        };
         if resp.status().is_success() {
             return Ok(resp);
         }
@@ -285,14 +237,66 @@ impl HttpClient {
         Err(error_of(status, &text))
     }
 
-    /// A request without a payload either way (HEAD, DELETE), within the timeout.
-    async fn no_payload(&mut self, method: Method, url: &Url) -> Result<Transfer, S3Error> {
+    /// Read a response's body: its length and when its first byte arrived.
+    async fn drain(&mut self, resp: Response<Incoming>) -> Result<(u64, Option<Instant>), S3Error> {
+        let (mut n, mut first) = (0u64, None);
+        self.each_data(resp.into_body(), |d| {
+            if first.is_none() && !d.is_empty() {
+                first = Some(Instant::now());
+            }
+            n += d.len() as u64;
+        })
+        .await?;
+        Ok((n, first))
+    }
+
+    /// Hand each data frame of a body to `each` as it arrives; a body that breaks off
+    /// takes its connection with it (it is not reused).
+    async fn each_data(
+        &mut self,
+        mut body: Incoming,
+        mut each: impl FnMut(&Bytes),
+    ) -> Result<(), S3Error> {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                self.conn = None;
+                io(e)
+            })?;
+            if let Some(d) = frame.data_ref() {
+                each(d);
+            }
+        }
+        Ok(())
+    }
+
+    /// A response's body as text (bounded), for XML replies and errors.
+    async fn text(&mut self, resp: Response<Incoming>) -> Result<(StatusCode, Vec<u8>), S3Error> {
+        let status = resp.status();
+        let mut out = Vec::new();
+        self.each_data(resp.into_body(), |d| {
+            if out.len() < MAX_ERROR_BODY || status.is_success() {
+                out.extend_from_slice(d);
+            }
+        })
+        .await?;
+        Ok((status, out))
+    }
+
+    /// A request whose reply carries no payload (PUT, HEAD, DELETE), within the timeout:
+    /// the bytes it moved are the body it sent.
+    async fn no_payload(
+        &mut self,
+        method: Method,
+        url: &Url,
+        body: Bytes,
+    ) -> Result<Transfer, S3Error> {
+        let len = body.len() as u64;
         let limit = self.t.timeout;
         within(limit, async {
-            let resp = self.ok(method, url, &[], Bytes::new()).await?;
+            let resp = self.ok(method, url, &[], body).await?;
             self.drain(resp).await?;
             Ok(Transfer {
-                bytes: 0,
+                bytes: len,
                 first_byte: None,
             })
         })
@@ -305,17 +309,7 @@ impl ObjectClient for HttpClient {
         Box::pin(async move {
             let b = self.bucket(bucket)?;
             let url = b.put_object(Some(&self.t.creds), key).sign(EXPIRY);
-            let len = body.len() as u64;
-            let limit = self.t.timeout;
-            within(limit, async {
-                let resp = self.ok(Method::PUT, &url, &[], body).await?;
-                self.drain(resp).await?;
-                Ok(Transfer {
-                    bytes: len,
-                    first_byte: None,
-                })
-            })
-            .await
+            self.no_payload(Method::PUT, &url, body).await
         })
     }
 
@@ -340,7 +334,7 @@ impl ObjectClient for HttpClient {
         Box::pin(async move {
             let b = self.bucket(bucket)?;
             let url = b.head_object(Some(&self.t.creds), key).sign(EXPIRY);
-            self.no_payload(Method::HEAD, &url).await
+            self.no_payload(Method::HEAD, &url, Bytes::new()).await
         })
     }
 
@@ -348,7 +342,7 @@ impl ObjectClient for HttpClient {
         Box::pin(async move {
             let b = self.bucket(bucket)?;
             let url = b.delete_object(Some(&self.t.creds), key).sign(EXPIRY);
-            self.no_payload(Method::DELETE, &url).await
+            self.no_payload(Method::DELETE, &url, Bytes::new()).await
         })
     }
 

@@ -125,6 +125,13 @@ impl Ceiling {
     }
 }
 
+/// Seed 000's one QoS_100MBps run (on the 100 GB volume), the seed's figures for both of
+/// qoslab's 100MBps volumes.
+const QOS100M_RUN: &str = "Random Read/Write IOPS: 16.4k/11.9k. BW: 100MiB/s / 100MiB/s
+Average Latency (usec) Read/Write: 781.33/701.97
+Sequential Read/Write: 100MiB/s / 101MiB/s
+Mixed Random Read/Write IOPS: 11.4k/3690";
+
 /// Seed 000's seven summaries (`/work/shared/seeds/000_*.txt`, sections B to E).
 pub const SEED: [SeedVolume; 7] = [
     SeedVolume {
@@ -158,10 +165,7 @@ Mixed Random Read/Write IOPS: 372/122",
         volume: "qos100m-100g",
         title: "QoS_100MBps, 100 GB",
         ceiling: Ceiling::MibS(100.0),
-        summary: "Random Read/Write IOPS: 16.4k/11.9k. BW: 100MiB/s / 100MiB/s
-Average Latency (usec) Read/Write: 781.33/701.97
-Sequential Read/Write: 100MiB/s / 101MiB/s
-Mixed Random Read/Write IOPS: 11.4k/3690",
+        summary: QOS100M_RUN,
     },
     SeedVolume {
         // The seed ran this policy once ("a bigger size volume ... would end up with the
@@ -169,10 +173,7 @@ Mixed Random Read/Write IOPS: 11.4k/3690",
         volume: "qos100m-200g",
         title: "QoS_100MBps, 200 GB (seed: the 100 GB run)",
         ceiling: Ceiling::MibS(100.0),
-        summary: "Random Read/Write IOPS: 16.4k/11.9k. BW: 100MiB/s / 100MiB/s
-Average Latency (usec) Read/Write: 781.33/701.97
-Sequential Read/Write: 100MiB/s / 101MiB/s
-Mixed Random Read/Write IOPS: 11.4k/3690",
+        summary: QOS100M_RUN,
     },
     SeedVolume {
         volume: "aqos-100g",
