@@ -65,7 +65,10 @@ pub async fn serve(
             shared.stats.login_failures.fetch_add(1, Ordering::Relaxed);
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                format!("login not finished within {:?}", shared.config.login_timeout),
+                format!(
+                    "login not finished within {:?}",
+                    shared.config.login_timeout
+                ),
             ));
         }
     };
@@ -74,7 +77,11 @@ pub async fn serve(
     let cid = est.cid;
     tracing::debug!(
         "iscsi: {peer}: {} session {} (cid {cid}) of {}",
-        if session.discovery { "discovery" } else { "normal" },
+        if session.discovery {
+            "discovery"
+        } else {
+            "normal"
+        },
         session.tsih,
         session.initiator
     );
@@ -97,7 +104,12 @@ pub async fn serve(
 }
 
 /// Reads until one whole PDU is in `inbuf`; returns its length (`None`: the peer closed).
-async fn fill(rd: &mut OwnedReadHalf, inbuf: &mut Vec<u8>, d: Digests, max: u32) -> io::Result<Option<usize>> {
+async fn fill(
+    rd: &mut OwnedReadHalf,
+    inbuf: &mut Vec<u8>,
+    d: Digests,
+    max: u32,
+) -> io::Result<Option<usize>> {
     loop {
         match next_pdu(inbuf, d, max) {
             Ok(Some((_, used))) => return Ok(Some(used)),
@@ -136,7 +148,12 @@ async fn login(
             };
             match Request::decode(&p) {
                 Ok(Request::Login(l)) => st.step(&l),
-                _ => return Err(protocol(format!("opcode 0x{:02x} during login", p.opcode()))),
+                _ => {
+                    return Err(protocol(format!(
+                        "opcode 0x{:02x} during login",
+                        p.opcode()
+                    )))
+                }
             }
         };
         inbuf.drain(..used);
@@ -225,7 +242,10 @@ impl Conn {
             max_data: est.conn.target_mrdsl,
             wire: Wire {
                 digests,
-                mrdsl: est.conn.initiator_mrdsl.min(shared.config.limits.max_recv_data_segment_length.max(8192)),
+                mrdsl: est
+                    .conn
+                    .initiator_mrdsl
+                    .min(shared.config.limits.max_recv_data_segment_length.max(8192)),
                 max_burst: s.max_burst_length.max(512),
             },
             transfer: Transfer {
@@ -492,7 +512,13 @@ impl Conn {
                 datasn: 0,
                 offset: 0,
             },
-            data: DataOut::new(c.itt, data_rx, self.tx.clone(), abort.clone(), if c.write { c.edtl } else { 0 }),
+            data: DataOut::new(
+                c.itt,
+                data_rx,
+                self.tx.clone(),
+                abort.clone(),
+                if c.write { c.edtl } else { 0 },
+            ),
             abort: abort.clone(),
         };
         tokio::spawn(task::run(ctx));
@@ -538,7 +564,9 @@ impl Conn {
         };
         let Some(w) = e.write.as_mut() else {
             self.reject(reject::PROTOCOL_ERROR, bhs);
-            return Err(protocol(format!("Data-Out for task 0x{itt:x}, which takes no data")));
+            return Err(protocol(format!(
+                "Data-Out for task 0x{itt:x}, which takes no data"
+            )));
         };
         if let Err(why) = w.data_out(&d) {
             self.reject(reject::PROTOCOL_ERROR, bhs);
@@ -549,8 +577,9 @@ impl Conn {
         self.send_r2ts(itt, lun, r2ts);
         if quiet {
             if let Some(a) = self.tasks.get_mut(&itt).and_then(|e| e.held.take()) {
+                self.release(itt);
                 self.answer(itt, a);
-                self.finish_task(itt);
+                self.resolve_tmfs(itt);
             }
         }
         Ok(())
@@ -593,11 +622,12 @@ impl Conn {
                             e.held = Some(a);
                             return Ok(());
                         }
+                        self.release(itt);
                         self.answer(itt, a);
                     }
-                    _ => {}
+                    _ => self.release(itt),
                 }
-                self.finish_task(itt);
+                self.resolve_tmfs(itt);
             }
         }
         Ok(())
@@ -639,13 +669,18 @@ impl Conn {
         self.statsn = self.statsn.wrapping_add(1);
     }
 
-    /// A task is gone (answered or aborted): the window opens, waiting TMFs may answer.
-    fn finish_task(&mut self, itt: u32) {
+    /// A task is gone (answered or aborted): its slot in the window opens before its
+    /// answer is encoded, so the answer already carries the wider MaxCmdSN.
+    fn release(&mut self, itt: u32) {
         if let Some(e) = self.tasks.remove(&itt) {
             if e.counted {
                 self.session.done();
             }
         }
+    }
+
+    /// Task management requests waiting for `itt` to end may answer now.
+    fn resolve_tmfs(&mut self, itt: u32) {
         let mut ready = Vec::new();
         self.tmfs.retain_mut(|t| {
             t.waiting.retain(|w| *w != itt);

@@ -10,8 +10,8 @@ use iscsi_proto::scsi::pr::{self, Refusal};
 use iscsi_proto::scsi::sense::{self, status, Sense};
 use iscsi_proto::scsi::{data, inquiry, mode, truncate};
 
-use crate::rw;
 use crate::lu::LogicalUnit;
+use crate::rw;
 use crate::task::{Aborted, TaskCtx};
 
 /// What a command produced.
@@ -36,10 +36,10 @@ pub(crate) fn check<T>(asc: sense::Asc) -> Result<T, Reply> {
     Err(Reply::Check(Sense::new(asc)))
 }
 
-/// The range check of SBC-3 §4.5: LBA OUT OF RANGE past the last block.
+/// The range check of SBC-3 §4.5: LBA OUT OF RANGE when the range ends past the
+/// capacity (so zero blocks at the capacity itself are in range, as UNMAP needs).
 pub(crate) fn in_range(lu: &LogicalUnit, lba: u64, blocks: u64) -> Result<(), Reply> {
-    let n = lu.unit.blocks;
-    if lba >= n || lba.saturating_add(blocks) > n {
+    if !lu.unit.in_range(lba, blocks) {
         return check(sense::LBA_OUT_OF_RANGE);
     }
     Ok(())
@@ -55,7 +55,11 @@ pub(crate) fn writable(lu: &LogicalUnit) -> Result<(), Reply> {
 }
 
 /// Runs `cmd` (its unit attention and reservation checks passed).
-pub async fn execute(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, cmd: Command) -> Result<Reply, Aborted> {
+pub async fn execute(
+    t: &mut TaskCtx,
+    lu: &Arc<LogicalUnit>,
+    cmd: Command,
+) -> Result<Reply, Aborted> {
     let r = match cmd {
         Command::Read(r) => rw::read(t, lu, r).await,
         Command::Write(r) | Command::WriteVerify(r) => rw::write(t, lu, r).await,
@@ -111,7 +115,12 @@ fn simple(t: &TaskCtx, lu: &Arc<LogicalUnit>, cmd: Command) -> Reply {
         Command::ReadCapacity16 { alloc } => Ok(truncate(data::read_capacity_16(u), alloc)),
         Command::PreFetch { lba, blocks } => in_range(lu, lba, blocks as u64).map(|_| Vec::new()),
         Command::ReportLuns { select, alloc } => {
-            let luns: Vec<u16> = t.session.luns(&*t.shared.target).iter().map(|(n, _)| *n).collect();
+            let luns: Vec<u16> = t
+                .session
+                .luns(&*t.shared.target)
+                .iter()
+                .map(|(n, _)| *n)
+                .collect();
             data::report_luns(&luns, select, alloc)
                 .map(|d| truncate(d, alloc))
                 .map_err(Reply::Check)
@@ -121,8 +130,16 @@ fn simple(t: &TaskCtx, lu: &Arc<LogicalUnit>, cmd: Command) -> Reply {
             .read(action, &|n| pr::iscsi_transport_id(n))
             .map(|d| truncate(d, alloc))
             .map_err(Reply::Check),
-        Command::Reserve => lu.pr().reserve_legacy(&t.session.nexus).map(|_| Vec::new()).map_err(refusal),
-        Command::Release => lu.pr().release_legacy(&t.session.nexus).map(|_| Vec::new()).map_err(refusal),
+        Command::Reserve => lu
+            .pr()
+            .reserve_legacy(&t.session.nexus)
+            .map(|_| Vec::new())
+            .map_err(refusal),
+        Command::Release => lu
+            .pr()
+            .release_legacy(&t.session.nexus)
+            .map(|_| Vec::new())
+            .map_err(refusal),
         Command::ReportSupportedOpcodes(r) => data::report_supported_opcodes(&r)
             .map(|d| truncate(d, r.alloc))
             .map_err(Reply::Check),
@@ -144,13 +161,23 @@ fn refusal(r: Refusal) -> Reply {
 
 /// PERSISTENT RESERVE OUT: the 24-byte parameter list, then the state machine; the unit
 /// attentions it causes are queued for their nexuses.
-async fn pr_out(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, p: iscsi_proto::scsi::cdb::PrOut) -> Result<Reply, Reply> {
+async fn pr_out(
+    t: &mut TaskCtx,
+    lu: &Arc<LogicalUnit>,
+    p: iscsi_proto::scsi::cdb::PrOut,
+) -> Result<Reply, Reply> {
     if p.len != 24 {
         return check(sense::PARAMETER_LIST_LENGTH_ERROR);
     }
-    let list = t.data.collect(24).await.map_err(|_| Reply::Status(status::TASK_ABORTED))?;
+    let list = t
+        .data
+        .collect(24)
+        .await
+        .map_err(|_| Reply::Status(status::TASK_ABORTED))?;
     let params = pr::out_params(&list).map_err(Reply::Check)?;
-    let r = lu.pr().out(&t.session.nexus, p.action, p.scope, p.kind, &params);
+    let r = lu
+        .pr()
+        .out(&t.session.nexus, p.action, p.scope, p.kind, &params);
     match r {
         Ok(uas) => {
             for (n, asc) in uas {

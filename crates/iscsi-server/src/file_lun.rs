@@ -28,7 +28,11 @@ pub enum FileLunError {
     #[error("{path}: block size {block_size} is not 512 or 4096")]
     BlockSize { path: PathBuf, block_size: u32 },
     #[error("{path}: size {size} is not a positive multiple of the {block_size}-byte block")]
-    Size { path: PathBuf, size: u64, block_size: u32 },
+    Size {
+        path: PathBuf,
+        size: u64,
+        block_size: u32,
+    },
     #[error("{path}: the file holds {len} bytes, more than the LUN's size {size} (a LUN never truncates data)")]
     Shrink { path: PathBuf, len: u64, size: u64 },
 }
@@ -176,7 +180,10 @@ impl FileLun {
 }
 
 fn unsupported(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS))
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
+    )
 }
 
 impl Lun for FileLun {

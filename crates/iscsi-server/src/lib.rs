@@ -24,11 +24,11 @@
 pub mod admission;
 pub mod conn;
 pub mod exec;
-pub mod rw;
 pub mod file_lun;
 pub mod login;
 pub mod lu;
 pub mod lun;
+pub mod rw;
 pub mod session;
 pub mod target;
 pub mod task;

@@ -135,7 +135,15 @@ impl LoginState {
         }
     }
 
-    fn respond(&mut self, req: &Login<'_>, transit: bool, nsg: u8, tsih: u16, status: (u8, u8), data: &[u8]) -> Vec<u8> {
+    fn respond(
+        &mut self,
+        req: &Login<'_>,
+        transit: bool,
+        nsg: u8,
+        tsih: u16,
+        status: (u8, u8),
+        data: &[u8],
+    ) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + data.len());
         login_response(
             &mut out,
@@ -164,10 +172,18 @@ impl LoginState {
     /// Handles one Login PDU.
     pub fn step(&mut self, req: &Login<'_>) -> Step {
         if self.first && (req.version_min > 0) {
-            return self.fail(req, st::UNSUPPORTED_VERSION, format!("version-min {}", req.version_min));
+            return self.fail(
+                req,
+                st::UNSUPPORTED_VERSION,
+                format!("version-min {}", req.version_min),
+            );
         }
         if self.text.len() + req.data.len() > MAX_TEXT {
-            return self.fail(req, st::OUT_OF_RESOURCES, format!("login text over {MAX_TEXT} bytes"));
+            return self.fail(
+                req,
+                st::OUT_OF_RESOURCES,
+                format!("login text over {MAX_TEXT} bytes"),
+            );
         }
         self.text.extend_from_slice(req.data);
         if req.cont {
@@ -181,10 +197,18 @@ impl LoginState {
             Err(e) => return self.fail(req, st::INITIATOR_ERROR, e.to_string()),
         };
         if req.csg == 2 || req.csg == FULL_FEATURE || req.csg < self.stage {
-            return self.fail(req, st::INITIATOR_ERROR, format!("login stage {} after {}", req.csg, self.stage));
+            return self.fail(
+                req,
+                st::INITIATOR_ERROR,
+                format!("login stage {} after {}", req.csg, self.stage),
+            );
         }
         if req.transit && (req.nsg == 2 || req.nsg <= req.csg) {
-            return self.fail(req, st::INITIATOR_ERROR, format!("transit from stage {} to {}", req.csg, req.nsg));
+            return self.fail(
+                req,
+                st::INITIATOR_ERROR,
+                format!("transit from stage {} to {}", req.csg, req.nsg),
+            );
         }
         if self.first {
             if let Err((status, why)) = self.first_pdu(req, &pairs) {
@@ -206,7 +230,10 @@ impl LoginState {
             }
         }
         if self.stage == OPERATIONAL {
-            let neg = self.neg.as_mut().expect("negotiation exists after the first PDU");
+            let neg = self
+                .neg
+                .as_mut()
+                .expect("negotiation exists after the first PDU");
             for (k, v) in neg.declarations() {
                 text::push(&mut out_text, k, &v);
             }
@@ -255,24 +282,39 @@ impl LoginState {
         }
     }
 
-    fn first_pdu(&mut self, req: &Login<'_>, pairs: &[(&str, &str)]) -> Result<(), ((u8, u8), String)> {
+    fn first_pdu(
+        &mut self,
+        req: &Login<'_>,
+        pairs: &[(&str, &str)],
+    ) -> Result<(), ((u8, u8), String)> {
         let get = |k: &str| pairs.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
         let Some(initiator) = get("InitiatorName") else {
             return Err((st::MISSING_PARAMETER, "no InitiatorName".into()));
         };
         if !valid_iscsi_name(initiator) {
-            return Err((st::INITIATOR_ERROR, format!("InitiatorName {initiator:?} is not an iSCSI name")));
+            return Err((
+                st::INITIATOR_ERROR,
+                format!("InitiatorName {initiator:?} is not an iSCSI name"),
+            ));
         }
         self.discovery = match get("SessionType").unwrap_or("Normal") {
             "Normal" => false,
             "Discovery" => true,
-            other => return Err((st::SESSION_TYPE_UNSUPPORTED, format!("SessionType {other:?}"))),
+            other => {
+                return Err((
+                    st::SESSION_TYPE_UNSUPPORTED,
+                    format!("SessionType {other:?}"),
+                ))
+            }
         };
         if !self.discovery {
             match get("TargetName") {
                 None => return Err((st::MISSING_PARAMETER, "no TargetName".into())),
                 Some(t) if !t.eq_ignore_ascii_case(&self.target.name()) => {
-                    return Err((st::NOT_FOUND, format!("TargetName {t:?} is not served here")))
+                    return Err((
+                        st::NOT_FOUND,
+                        format!("TargetName {t:?} is not served here"),
+                    ))
                 }
                 Some(_) => {}
             }
@@ -284,11 +326,18 @@ impl LoginState {
         self.cmdsn = req.cmdsn;
         if req.tsih != 0 {
             let s = self.sessions.get(req.tsih).filter(|s| {
-                s.isid == req.isid && s.initiator.eq_ignore_ascii_case(initiator) && s.discovery == self.discovery
+                s.isid == req.isid
+                    && s.initiator.eq_ignore_ascii_case(initiator)
+                    && s.discovery == self.discovery
             });
             match s {
                 Some(s) => self.joining = Some(s),
-                None => return Err((st::SESSION_DOES_NOT_EXIST, format!("no session with TSIH {}", req.tsih))),
+                None => {
+                    return Err((
+                        st::SESSION_DOES_NOT_EXIST,
+                        format!("no session with TSIH {}", req.tsih),
+                    ))
+                }
             }
         }
         self.neg = Some(Negotiation::new(self.config.limits, self.discovery));
@@ -304,7 +353,13 @@ impl LoginState {
         }
     }
 
-    fn key(&mut self, k: &str, v: &str, pairs: &[(&str, &str)], out: &mut Vec<u8>) -> Result<(), ((u8, u8), String)> {
+    fn key(
+        &mut self,
+        k: &str,
+        v: &str,
+        pairs: &[(&str, &str)],
+        out: &mut Vec<u8>,
+    ) -> Result<(), ((u8, u8), String)> {
         match k {
             "InitiatorName" | "SessionType" | "TargetName" | "InitiatorAlias" => Ok(()),
             "AuthMethod" => {
@@ -324,7 +379,10 @@ impl LoginState {
                     self.auth = AuthState::Passed;
                 } else {
                     text::push(out, k, REJECT);
-                    return Err((st::AUTH_FAILED, format!("AuthMethod={v} but no CHAP secret is configured")));
+                    return Err((
+                        st::AUTH_FAILED,
+                        format!("AuthMethod={v} but no CHAP secret is configured"),
+                    ));
                 }
                 Ok(())
             }
@@ -333,7 +391,10 @@ impl LoginState {
                     return Err((st::INITIATOR_ERROR, "CHAP_A before AuthMethod=CHAP".into()));
                 }
                 if !chap::offers_md5(v) {
-                    return Err((st::AUTH_FAILED, format!("CHAP_A={v}: only 5 (MD5) is supported")));
+                    return Err((
+                        st::AUTH_FAILED,
+                        format!("CHAP_A={v}: only 5 (MD5) is supported"),
+                    ));
                 }
                 let id = random::<1>()[0];
                 let challenge = random::<16>();
@@ -346,7 +407,10 @@ impl LoginState {
             "CHAP_N" | "CHAP_I" | "CHAP_C" => Ok(()), // read with CHAP_R
             "CHAP_R" => self.chap_response(v, pairs, out),
             _ => {
-                let neg = self.neg.as_mut().expect("negotiation exists after the first PDU");
+                let neg = self
+                    .neg
+                    .as_mut()
+                    .expect("negotiation exists after the first PDU");
                 match neg.offer(k, v) {
                     Ok(Some(answer)) => {
                         text::push(out, k, &answer);
@@ -359,7 +423,12 @@ impl LoginState {
         }
     }
 
-    fn chap_response(&mut self, r: &str, pairs: &[(&str, &str)], out: &mut Vec<u8>) -> Result<(), ((u8, u8), String)> {
+    fn chap_response(
+        &mut self,
+        r: &str,
+        pairs: &[(&str, &str)],
+        out: &mut Vec<u8>,
+    ) -> Result<(), ((u8, u8), String)> {
         let (AuthState::Challenged(id, challenge), Some(a)) = (&self.auth, &self.required) else {
             return Err((st::INITIATOR_ERROR, "CHAP_R before a challenge".into()));
         };
@@ -385,19 +454,32 @@ impl LoginState {
                 return fail("mutual CHAP reflects the target's challenge or secret");
             }
             text::push(out, "CHAP_N", &t.user);
-            text::push(out, "CHAP_R", &chap::encode_hex(&chap::response(their_id, &t.secret, &their)));
+            text::push(
+                out,
+                "CHAP_R",
+                &chap::encode_hex(&chap::response(their_id, &t.secret, &their)),
+            );
         }
         self.auth = AuthState::Passed;
         Ok(())
     }
 
     fn establish(&mut self) -> Result<(Arc<Session>, Params), ((u8, u8), String)> {
-        let neg = self.neg.as_ref().expect("negotiation exists after the first PDU");
+        let neg = self
+            .neg
+            .as_ref()
+            .expect("negotiation exists after the first PDU");
         let params = neg.finish();
         match &self.joining {
             Some(s) => {
                 if !s.add_conn(self.cid, self.kill.clone(), s.params.max_connections) {
-                    return Err((st::TOO_MANY_CONNECTIONS, format!("session {} has its {} connection(s)", s.tsih, s.params.max_connections)));
+                    return Err((
+                        st::TOO_MANY_CONNECTIONS,
+                        format!(
+                            "session {} has its {} connection(s)",
+                            s.tsih, s.params.max_connections
+                        ),
+                    ));
                 }
                 Ok((s.clone(), params))
             }
@@ -414,7 +496,11 @@ impl LoginState {
                 ));
                 s.add_conn(self.cid, self.kill.clone(), u16::MAX);
                 if let Some(old) = self.sessions.insert(s.clone()) {
-                    tracing::info!("iscsi: session {} of {} reinstated as {tsih}", old.tsih, self.initiator);
+                    tracing::info!(
+                        "iscsi: session {} of {} reinstated as {tsih}",
+                        old.tsih,
+                        self.initiator
+                    );
                 }
                 Ok((s, params))
             }

@@ -30,7 +30,10 @@ async fn blocking<T: Send + 'static>(
 }
 
 fn io_error(e: &std::io::Error, write: bool) -> Reply {
-    tracing::warn!("iscsi: LUN {} failed: {e}", if write { "write" } else { "read" });
+    tracing::warn!(
+        "iscsi: LUN {} failed: {e}",
+        if write { "write" } else { "read" }
+    );
     let asc = match e.raw_os_error() {
         Some(libc::ENOSPC) | Some(libc::EDQUOT) => sense::SPACE_ALLOCATION_FAILED,
         _ if write => sense::WRITE_ERROR,
@@ -72,7 +75,9 @@ pub async fn read(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Reply
         let mut bytes = Vec::with_capacity(n as usize + 128);
         let at = if lu.caps.inline_io {
             let lun = &lu.lun;
-            t.sink.encode(&mut bytes, n as u32, st, |o, b| lun.read(base + done + o as u64, b))
+            t.sink.encode(&mut bytes, n as u32, st, |o, b| {
+                lun.read(base + done + o as u64, b)
+            })
         } else {
             let lun = lu.lun.clone();
             let off = base + done;
@@ -82,15 +87,22 @@ pub async fn read(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Reply
             })
             .await
             .map_err(|e| io_error(&e, false))?;
-            t.sink.encode::<std::io::Error>(&mut bytes, n as u32, st, |o, b| {
-                b.copy_from_slice(&buf[o as usize..o as usize + b.len()]);
-                Ok(())
-            })
+            t.sink
+                .encode::<std::io::Error>(&mut bytes, n as u32, st, |o, b| {
+                    b.copy_from_slice(&buf[o as usize..o as usize + b.len()]);
+                    Ok(())
+                })
         };
         let at = at.map_err(|e| io_error(&e, false))?;
         done += n;
         match at {
-            Some(at) if last => return Ok(Reply::Tail { bytes, at, residual }),
+            Some(at) if last => {
+                return Ok(Reply::Tail {
+                    bytes,
+                    at,
+                    residual,
+                })
+            }
             _ => t.sink.send(bytes),
         }
     }
@@ -149,7 +161,9 @@ pub async fn write(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Repl
 
 async fn flush(lu: &Arc<LogicalUnit>) -> Result<(), Reply> {
     let lun = lu.lun.clone();
-    blocking(move || lun.flush()).await.map_err(|e| io_error(&e, true))
+    blocking(move || lun.flush())
+        .await
+        .map_err(|e| io_error(&e, true))
 }
 
 /// Reads `len` bytes at `off` (inline or on the blocking pool).
@@ -169,10 +183,18 @@ async fn read_buf(lu: &Arc<LogicalUnit>, off: u64, len: usize) -> Result<Vec<u8>
 }
 
 fn miscompare(at: u64) -> Reply {
-    Reply::Check(Sense::new(sense::MISCOMPARE_DURING_VERIFY).with_information(at.min(u32::MAX as u64) as u32))
+    Reply::Check(
+        Sense::new(sense::MISCOMPARE_DURING_VERIFY)
+            .with_information(at.min(u32::MAX as u64) as u32),
+    )
 }
 
-pub async fn verify(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, rw: Rw, bytchk: bool) -> Result<Reply, Reply> {
+pub async fn verify(
+    t: &mut TaskCtx,
+    lu: &Arc<LogicalUnit>,
+    rw: Rw,
+    bytchk: bool,
+) -> Result<Reply, Reply> {
     in_range(lu, rw.lba, rw.blocks as u64)?;
     let total = transfer(lu, rw.blocks, 7)?;
     if !bytchk {
@@ -201,7 +223,11 @@ pub async fn verify(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, rw: Rw, bytchk: bool
     Ok(Reply::Good(Vec::new()))
 }
 
-pub async fn write_same(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, ws: WriteSame) -> Result<Reply, Reply> {
+pub async fn write_same(
+    t: &mut TaskCtx,
+    lu: &Arc<LogicalUnit>,
+    ws: WriteSame,
+) -> Result<Reply, Reply> {
     writable(lu)?;
     // UNMAP needs a thin LU; ANCHOR (anchored blocks) is not supported (ANC_SUP=0).
     if (ws.unmap && !lu.caps.can_trim) || ws.anchor {
@@ -232,11 +258,11 @@ pub async fn write_same(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, ws: WriteSame) -
         b
     };
     let (off, len) = (ws.lba * bs as u64, blocks * bs as u64);
-    let zero = block.iter().all(|&b| b == 0);
     let _shared = lu.atomic.read().await;
     let lun = lu.lun.clone();
-    let r = if ws.unmap && zero {
-        // Deallocated blocks read as zeroes (LBPRZ), so the block is what they read.
+    let r = if ws.unmap {
+        // UNMAP=1 deallocates whatever the block holds (as Linux's LIO does; libiscsi's
+        // WriteSame10.UnmapUntilEnd expects it): the blocks then read as zeroes (LBPRZ).
         blocking(move || lun.unmap(off, len)).await
     } else {
         blocking(move || lun.write_same(off, len, &block, false)).await
@@ -245,7 +271,12 @@ pub async fn write_same(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, ws: WriteSame) -
     Ok(Reply::Good(Vec::new()))
 }
 
-pub async fn unmap(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, anchor: bool, len: u32) -> Result<Reply, Reply> {
+pub async fn unmap(
+    t: &mut TaskCtx,
+    lu: &Arc<LogicalUnit>,
+    anchor: bool,
+    len: u32,
+) -> Result<Reply, Reply> {
     if !lu.caps.can_trim {
         return check(sense::INVALID_OPCODE);
     }
@@ -257,7 +288,8 @@ pub async fn unmap(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, anchor: bool, len: u3
         return Ok(Reply::Good(Vec::new()));
     }
     let list = t.data.collect(len).await.map_err(aborted)?;
-    let ranges = data::unmap_list(&list, lu.unit.limits.max_unmap_descriptors).map_err(Reply::Check)?;
+    let ranges =
+        data::unmap_list(&list, lu.unit.limits.max_unmap_descriptors).map_err(Reply::Check)?;
     for r in &ranges {
         in_range(lu, r.lba, r.blocks as u64)?;
     }
@@ -275,9 +307,18 @@ pub async fn unmap(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, anchor: bool, len: u3
     Ok(Reply::Good(Vec::new()))
 }
 
-pub async fn compare_and_write(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Reply, Reply> {
+pub async fn compare_and_write(
+    t: &mut TaskCtx,
+    lu: &Arc<LogicalUnit>,
+    r: Rw,
+) -> Result<Reply, Reply> {
     writable(lu)?;
     if r.blocks == 0 {
+        // No blocks and no data is a no-op; data for no blocks is a malformed CDB (a
+        // length of 256 that does not fit the CDB's byte).
+        if t.data.available != 0 {
+            return Err(Reply::Check(Sense::cdb_field(13)));
+        }
         return Ok(Reply::Good(Vec::new()));
     }
     if r.blocks > lu.unit.limits.max_compare_and_write as u32 {
@@ -342,7 +383,11 @@ pub async fn lba_status(lu: &Arc<LogicalUnit>, lba: u64, alloc: u32) -> Result<R
         .collect();
     if descs.first().is_none_or(|d| d.0 != lba) {
         // No allocation information: one mapped extent from the LBA asked for.
-        descs = vec![(lba, (n - lba).min(u32::MAX as u64) as u32, Provisioning::Mapped)];
+        descs = vec![(
+            lba,
+            (n - lba).min(u32::MAX as u64) as u32,
+            Provisioning::Mapped,
+        )];
     }
     Ok(Reply::Good(truncate(data::lba_status(&descs), alloc)))
 }

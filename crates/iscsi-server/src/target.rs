@@ -18,7 +18,12 @@ pub struct ChapSecret {
 
 impl std::fmt::Debug for ChapSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ChapSecret {{ user: {:?}, secret: <{} bytes> }}", self.user, self.secret.len())
+        write!(
+            f,
+            "ChapSecret {{ user: {:?}, secret: <{} bytes> }}",
+            self.user,
+            self.secret.len()
+        )
     }
 }
 

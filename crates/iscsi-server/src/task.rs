@@ -140,7 +140,11 @@ impl Sink {
                 itt: self.itt,
                 final_,
                 status: if last { status.map(|s| s.0) } else { None },
-                residual: if last { status.map(|s| s.1).unwrap_or_default() } else { Residual::None },
+                residual: if last {
+                    status.map(|s| s.1).unwrap_or_default()
+                } else {
+                    Residual::None
+                },
                 datasn: self.datasn,
                 offset: self.offset,
                 seq: Seq { statsn: 0, ..seq },
@@ -324,7 +328,11 @@ async fn answer(t: &mut TaskCtx) -> Result<Answer, Aborted> {
 }
 
 /// Unit attention, reservations, then the command.
-async fn gate_and_run(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, cmd: Command) -> Result<Reply, Aborted> {
+async fn gate_and_run(
+    t: &mut TaskCtx,
+    lu: &Arc<LogicalUnit>,
+    cmd: Command,
+) -> Result<Reply, Aborted> {
     let nexus = t.session.nexus.clone();
     let exempt = matches!(
         cmd,
@@ -349,7 +357,9 @@ async fn gate_and_run(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, cmd: Command) -> R
 /// are there, everything else is LOGICAL UNIT NOT SUPPORTED.
 fn unmapped(t: &mut TaskCtx) -> Answer {
     match cdb::decode(&t.cdb) {
-        Ok(Command::Inquiry { evpd: false, alloc, .. }) => {
+        Ok(Command::Inquiry {
+            evpd: false, alloc, ..
+        }) => {
             let mut d = vec![0u8; 36];
             d[0] = 0x7f;
             d[2] = 0x06;
@@ -358,7 +368,12 @@ fn unmapped(t: &mut TaskCtx) -> Answer {
             good(t, data_truncated(d, alloc))
         }
         Ok(Command::ReportLuns { select, alloc }) => {
-            let luns: Vec<u16> = t.session.luns(&*t.shared.target).iter().map(|(n, _)| *n).collect();
+            let luns: Vec<u16> = t
+                .session
+                .luns(&*t.shared.target)
+                .iter()
+                .map(|(n, _)| *n)
+                .collect();
             match data::report_luns(&luns, select, alloc) {
                 Ok(d) => good(t, data_truncated(d, alloc)),
                 Err(s) => check(t, s),
@@ -386,10 +401,15 @@ fn finish(t: &mut TaskCtx, reply: Reply) -> Answer {
             let mut bytes = Vec::with_capacity(n as usize + 64);
             let at = t
                 .sink
-                .encode::<std::convert::Infallible>(&mut bytes, n, Some((status::GOOD, residual)), |o, b| {
-                    b.copy_from_slice(&d[o as usize..o as usize + b.len()]);
-                    Ok(())
-                })
+                .encode::<std::convert::Infallible>(
+                    &mut bytes,
+                    n,
+                    Some((status::GOOD, residual)),
+                    |o, b| {
+                        b.copy_from_slice(&d[o as usize..o as usize + b.len()]);
+                        Ok(())
+                    },
+                )
                 .unwrap_or(None);
             Answer {
                 bytes,
@@ -408,7 +428,11 @@ fn finish(t: &mut TaskCtx, reply: Reply) -> Answer {
             };
             response(t, status::GOOD, None, residual)
         }
-        Reply::Tail { bytes, at, residual } => Answer {
+        Reply::Tail {
+            bytes,
+            at,
+            residual,
+        } => Answer {
             bytes,
             collapsed_at: Some(at),
             status: status::GOOD,

@@ -59,7 +59,11 @@ pub struct WriteState {
 
 impl WriteState {
     /// The state of a command with the W bit; its immediate data is the first bytes.
-    pub fn new(cmd: &ScsiCommand<'_>, p: Transfer, tx: UnboundedSender<Chunk>) -> Result<WriteState, String> {
+    pub fn new(
+        cmd: &ScsiCommand<'_>,
+        p: Transfer,
+        tx: UnboundedSender<Chunk>,
+    ) -> Result<WriteState, String> {
         let imm = cmd.data.len() as u32;
         if imm > 0 && !p.immediate_data {
             return Err("immediate data with ImmediateData=No".into());
@@ -120,10 +124,16 @@ impl WriteState {
                 return Err("unsolicited Data-Out after the unsolicited data ended".into());
             }
             if d.datasn != self.unsol_datasn {
-                return Err(format!("DataSN {} where {} was due", d.datasn, self.unsol_datasn));
+                return Err(format!(
+                    "DataSN {} where {} was due",
+                    d.datasn, self.unsol_datasn
+                ));
             }
             if d.offset != self.unsol_total {
-                return Err(format!("buffer offset {} where {} was due", d.offset, self.unsol_total));
+                return Err(format!(
+                    "buffer offset {} where {} was due",
+                    d.offset, self.unsol_total
+                ));
             }
             if self.unsol_total + len > self.unsol_limit {
                 return Err(format!(
@@ -140,7 +150,10 @@ impl WriteState {
             return Ok(());
         }
         let Some(i) = self.outstanding.iter().position(|b| b.ttt == d.ttt) else {
-            return Err(format!("Data-Out with target transfer tag 0x{:x} of no R2T", d.ttt));
+            return Err(format!(
+                "Data-Out with target transfer tag 0x{:x} of no R2T",
+                d.ttt
+            ));
         };
         let b = &mut self.outstanding[i];
         if d.datasn != b.datasn {
@@ -151,7 +164,11 @@ impl WriteState {
             return Err(format!("buffer offset {} where {at} was due", d.offset));
         }
         if b.got.len() as u32 + len > b.len {
-            return Err(format!("{} bytes past the R2T's {}", b.got.len() as u32 + len - b.len, b.len));
+            return Err(format!(
+                "{} bytes past the R2T's {}",
+                b.got.len() as u32 + len - b.len,
+                b.len
+            ));
         }
         b.got.extend_from_slice(d.data);
         b.datasn += 1;
@@ -273,12 +290,24 @@ mod tests {
             next_ttt += 1;
             next_ttt
         };
-        assert!(w.ready(5120, &mut ttt).is_empty(), "unsolicited data still open");
-        w.data_out(&out(RESERVED_TAG, 0, 512, true, &[2; 512])).unwrap();
+        assert!(
+            w.ready(5120, &mut ttt).is_empty(),
+            "unsolicited data still open"
+        );
+        w.data_out(&out(RESERVED_TAG, 0, 512, true, &[2; 512]))
+            .unwrap();
         let c = rx.try_recv().unwrap();
         assert_eq!((c.offset, c.data.len(), c.solicited), (0, 1024, false));
         let r = w.issue(&mut ttt);
-        assert_eq!(r, [R2tReq { ttt: 101, r2tsn: 0, offset: 1024, len: 2048 }]);
+        assert_eq!(
+            r,
+            [R2tReq {
+                ttt: 101,
+                r2tsn: 0,
+                offset: 1024,
+                len: 2048
+            }]
+        );
         w.data_out(&out(101, 0, 1024, false, &[3; 1024])).unwrap();
         w.data_out(&out(101, 1, 2048, true, &[3; 1024])).unwrap();
         assert_eq!(rx.try_recv().unwrap().offset, 1024);
@@ -293,16 +322,40 @@ mod tests {
     fn sequence_errors_end_the_connection() {
         let (tx, _rx) = mpsc::unbounded_channel();
         let mut w = WriteState::new(&cmd(2048, false, &[]), P, tx.clone()).unwrap();
-        assert!(w.data_out(&out(RESERVED_TAG, 1, 0, false, &[0; 512])).is_err(), "DataSN 1 first");
+        assert!(
+            w.data_out(&out(RESERVED_TAG, 1, 0, false, &[0; 512]))
+                .is_err(),
+            "DataSN 1 first"
+        );
         let mut w = WriteState::new(&cmd(2048, false, &[]), P, tx.clone()).unwrap();
-        w.data_out(&out(RESERVED_TAG, 0, 0, false, &[0; 512])).unwrap();
-        assert!(w.data_out(&out(RESERVED_TAG, 0, 512, false, &[0; 512])).is_err(), "DataSN repeated");
+        w.data_out(&out(RESERVED_TAG, 0, 0, false, &[0; 512]))
+            .unwrap();
+        assert!(
+            w.data_out(&out(RESERVED_TAG, 0, 512, false, &[0; 512]))
+                .is_err(),
+            "DataSN repeated"
+        );
         let mut w = WriteState::new(&cmd(2048, false, &[]), P, tx.clone()).unwrap();
-        assert!(w.data_out(&out(RESERVED_TAG, 0, 0, false, &[0; 1536])).is_err(), "past FirstBurstLength");
+        assert!(
+            w.data_out(&out(RESERVED_TAG, 0, 0, false, &[0; 1536]))
+                .is_err(),
+            "past FirstBurstLength"
+        );
         let mut w = WriteState::new(&cmd(2048, true, &[]), P, tx.clone()).unwrap();
-        assert!(w.data_out(&out(RESERVED_TAG, 0, 0, true, &[0; 512])).is_err(), "F=1 on the command");
-        assert!(w.data_out(&out(7, 0, 0, true, &[0; 512])).is_err(), "no such R2T");
-        let strict = Transfer { initial_r2t: true, immediate_data: false, ..P };
+        assert!(
+            w.data_out(&out(RESERVED_TAG, 0, 0, true, &[0; 512]))
+                .is_err(),
+            "F=1 on the command"
+        );
+        assert!(
+            w.data_out(&out(7, 0, 0, true, &[0; 512])).is_err(),
+            "no such R2T"
+        );
+        let strict = Transfer {
+            initial_r2t: true,
+            immediate_data: false,
+            ..P
+        };
         assert!(WriteState::new(&cmd(512, true, &[0; 512]), strict, tx.clone()).is_err());
         assert!(WriteState::new(&cmd(512, false, &[]), strict, tx).is_err());
     }

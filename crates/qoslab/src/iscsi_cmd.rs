@@ -6,7 +6,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use iscsi_server::target::valid_iscsi_name;
-use iscsi_server::{Auth, ChapSecret, Config, FileLun, LogicalUnit, Server, StaticLun, StaticTarget};
+use iscsi_server::{
+    Auth, ChapSecret, Config, FileLun, LogicalUnit, Server, StaticLun, StaticTarget,
+};
 
 #[derive(Args)]
 pub struct IscsiArgs {
@@ -86,7 +88,10 @@ struct LunSpec {
 fn parse_lun(s: &str) -> anyhow::Result<LunSpec> {
     let mut parts = s.split(',');
     let path = parts.next().unwrap_or_default();
-    anyhow::ensure!(!path.is_empty(), "--lun {s:?}: expected PATH[,size=SIZE][,lun=N][,bs=512|4096][,ro][,initiators=IQN+...]");
+    anyhow::ensure!(
+        !path.is_empty(),
+        "--lun {s:?}: expected PATH[,size=SIZE][,lun=N][,bs=512|4096][,ro][,initiators=IQN+...]"
+    );
     let mut spec = LunSpec {
         path: PathBuf::from(path),
         size: None,
@@ -130,8 +135,12 @@ fn parse_lun(s: &str) -> anyhow::Result<LunSpec> {
 }
 
 fn read_chap(path: &PathBuf) -> anyhow::Result<ChapSecret> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
     let mut w = line.split_whitespace();
     let (Some(user), Some(secret), None) = (w.next(), w.next(), w.next()) else {
         anyhow::bail!("{}: expected one line `USER SECRET`", path.display());
@@ -150,7 +159,11 @@ fn read_chap(path: &PathBuf) -> anyhow::Result<ChapSecret> {
 }
 
 fn build_target(a: &ServeArgs) -> anyhow::Result<StaticTarget> {
-    anyhow::ensure!(valid_iscsi_name(&a.iqn), "--iqn {:?} is not an iSCSI name (iqn.YYYY-MM.reversed.domain[:id])", a.iqn);
+    anyhow::ensure!(
+        valid_iscsi_name(&a.iqn),
+        "--iqn {:?} is not an iSCSI name (iqn.YYYY-MM.reversed.domain[:id])",
+        a.iqn
+    );
     let mut luns: Vec<StaticLun> = Vec::new();
     let mut next = 0u16;
     for s in &a.luns {
@@ -164,7 +177,10 @@ fn build_target(a: &ServeArgs) -> anyhow::Result<StaticTarget> {
                 next
             }
         };
-        anyhow::ensure!(!luns.iter().any(|l| l.number == number), "--lun {s:?}: LUN {number} is given twice");
+        anyhow::ensure!(
+            !luns.iter().any(|l| l.number == number),
+            "--lun {s:?}: LUN {number} is given twice"
+        );
         let lun = FileLun::open(&spec.path, spec.size, spec.block_size, spec.read_only)?;
         luns.push(StaticLun {
             number,
@@ -192,14 +208,22 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     let summary: Vec<String> = target
         .luns
         .iter()
-        .map(|l| format!("LUN {} = {} bytes", l.number, l.lu.unit().blocks * l.lu.unit().block_size as u64))
+        .map(|l| {
+            format!(
+                "LUN {} = {} bytes",
+                l.number,
+                l.lu.unit().blocks * l.lu.unit().block_size as u64
+            )
+        })
         .collect();
     let config = Config {
         max_connections: a.max_connections.max(1),
         portal: a.portal.clone(),
         ..Config::default()
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let server = Server::bind(&a.listen, Arc::new(target), config)
             .await
@@ -211,7 +235,11 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             lifecycle::graceful(move |_| stop.notify_one())
         };
         let shared = server.shared.clone();
-        eprintln!("qoslab iscsi: serving {} on {addr} ({})", a.iqn, summary.join(", "));
+        eprintln!(
+            "qoslab iscsi: serving {} on {addr} ({})",
+            a.iqn,
+            summary.join(", ")
+        );
         server.run(async move { stop.notified().await }).await?;
         use std::sync::atomic::Ordering::Relaxed;
         eprintln!(
@@ -231,7 +259,8 @@ mod tests {
 
     #[test]
     fn lun_syntax() {
-        let l = parse_lun("/srv/a.img,size=1GiB,lun=3,bs=4096,ro,initiators=iqn.a:b+iqn.c:d").unwrap();
+        let l =
+            parse_lun("/srv/a.img,size=1GiB,lun=3,bs=4096,ro,initiators=iqn.a:b+iqn.c:d").unwrap();
         assert_eq!(
             l,
             LunSpec {

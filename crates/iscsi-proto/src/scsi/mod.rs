@@ -65,13 +65,11 @@ impl Unit {
         1 << self.lbppbe
     }
 
-    /// Whether `blocks` blocks from `lba` lie within the unit (SBC-3 §4.5: the LBA must
-    /// not exceed the last one, nor LBA plus length the capacity).
+    /// Whether `blocks` blocks from `lba` lie within the unit (SBC-3 §4.5: LBA plus
+    /// length must not exceed the capacity; zero blocks at the capacity are in range).
     pub fn in_range(&self, lba: u64, blocks: u64) -> bool {
-        lba < self.blocks
-            && lba
-                .checked_add(blocks)
-                .is_some_and(|end| end <= self.blocks)
+        lba.checked_add(blocks)
+            .is_some_and(|end| end <= self.blocks)
     }
 }
 

@@ -29,22 +29,30 @@ impl Conn {
         let Some(counted) = self.arrive(n.immediate, n.cmdsn) else {
             return;
         };
-        let echo = &n.data[..n.data.len().min(self.wire.mrdsl as usize)];
-        let seq = self.seq();
-        tpdu::nop_in(&mut self.out, self.digests, n.lun, n.itt, RESERVED_TAG, seq, echo);
-        self.statsn = self.statsn.wrapping_add(1);
         if counted {
             self.session.done();
         }
+        let echo = &n.data[..n.data.len().min(self.wire.mrdsl as usize)];
+        let seq = self.seq();
+        tpdu::nop_in(
+            &mut self.out,
+            self.digests,
+            n.lun,
+            n.itt,
+            RESERVED_TAG,
+            seq,
+            echo,
+        );
+        self.statsn = self.statsn.wrapping_add(1);
     }
 
     pub(super) fn tmf_response(&mut self, itt: u32, response: u8, counted: bool) {
-        let seq = self.seq();
-        tpdu::tmf_response(&mut self.out, self.digests, itt, response, seq);
-        self.statsn = self.statsn.wrapping_add(1);
         if counted {
             self.session.done();
         }
+        let seq = self.seq();
+        tpdu::tmf_response(&mut self.out, self.digests, itt, response, seq);
+        self.statsn = self.statsn.wrapping_add(1);
     }
 
     /// Aborts this connection's tasks that `pick` selects; returns their tags.
@@ -114,14 +122,24 @@ impl Conn {
             return Err(protocol(format!("text request over {MAX_TEXT} bytes")));
         }
         self.text.extend_from_slice(t.data);
+        if counted {
+            self.session.done();
+        }
         let seq = self.seq();
         if t.cont {
             // More text follows: an empty response with a transfer tag asks for it.
-            tpdu::text_response(&mut self.out, self.digests, false, false, t.lun, t.itt, 1, seq, &[]);
+            tpdu::text_response(
+                &mut self.out,
+                self.digests,
+                false,
+                false,
+                t.lun,
+                t.itt,
+                1,
+                seq,
+                &[],
+            );
             self.statsn = self.statsn.wrapping_add(1);
-            if counted {
-                self.session.done();
-            }
             return Ok(());
         }
         let req = std::mem::take(&mut self.text);
@@ -141,21 +159,35 @@ impl Conn {
                 return Err(protocol(e.to_string()));
             }
         }
-        tpdu::text_response(&mut self.out, self.digests, true, false, t.lun, t.itt, RESERVED_TAG, seq, &resp);
+        tpdu::text_response(
+            &mut self.out,
+            self.digests,
+            true,
+            false,
+            t.lun,
+            t.itt,
+            RESERVED_TAG,
+            seq,
+            &resp,
+        );
         self.statsn = self.statsn.wrapping_add(1);
-        if counted {
-            self.session.done();
-        }
         Ok(())
     }
 
     fn send_targets(&self, v: &str, out: &mut Vec<u8>) {
         let name = self.shared.target.name();
-        let ours = v == "All" || v.eq_ignore_ascii_case(&name) || (v.is_empty() && !self.session.discovery);
+        let ours = v == "All"
+            || v.eq_ignore_ascii_case(&name)
+            || (v.is_empty() && !self.session.discovery);
         if !ours {
             return;
         }
-        let addr = self.shared.config.portal.clone().unwrap_or_else(|| portal(self.local));
+        let addr = self
+            .shared
+            .config
+            .portal
+            .clone()
+            .unwrap_or_else(|| portal(self.local));
         text::push(out, "TargetName", &name);
         text::push(out, "TargetAddress", &format!("{addr},1"));
     }
