@@ -16,6 +16,9 @@ use crate::session::{Session, Sessions};
 use crate::target::{valid_iscsi_name, Auth, Target};
 use crate::Config;
 
+/// A login refused: the status class and detail, and why (for the log).
+type Refused = ((u8, u8), String);
+
 const SECURITY: u8 = 0;
 const OPERATIONAL: u8 = 1;
 const FULL_FEATURE: u8 = 3;
@@ -282,11 +285,7 @@ impl LoginState {
         }
     }
 
-    fn first_pdu(
-        &mut self,
-        req: &Login<'_>,
-        pairs: &[(&str, &str)],
-    ) -> Result<(), ((u8, u8), String)> {
+    fn first_pdu(&mut self, req: &Login<'_>, pairs: &[(&str, &str)]) -> Result<(), Refused> {
         let get = |k: &str| pairs.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
         let Some(initiator) = get("InitiatorName") else {
             return Err((st::MISSING_PARAMETER, "no InitiatorName".into()));
@@ -359,7 +358,7 @@ impl LoginState {
         v: &str,
         pairs: &[(&str, &str)],
         out: &mut Vec<u8>,
-    ) -> Result<(), ((u8, u8), String)> {
+    ) -> Result<(), Refused> {
         match k {
             "InitiatorName" | "SessionType" | "TargetName" | "InitiatorAlias" => Ok(()),
             "AuthMethod" => {
@@ -428,7 +427,7 @@ impl LoginState {
         r: &str,
         pairs: &[(&str, &str)],
         out: &mut Vec<u8>,
-    ) -> Result<(), ((u8, u8), String)> {
+    ) -> Result<(), Refused> {
         let (AuthState::Challenged(id, challenge), Some(a)) = (&self.auth, &self.required) else {
             return Err((st::INITIATOR_ERROR, "CHAP_R before a challenge".into()));
         };
@@ -464,7 +463,7 @@ impl LoginState {
         Ok(())
     }
 
-    fn establish(&mut self) -> Result<(Arc<Session>, Params), ((u8, u8), String)> {
+    fn establish(&mut self) -> Result<(Arc<Session>, Params), Refused> {
         let neg = self
             .neg
             .as_ref()

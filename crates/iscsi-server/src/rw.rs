@@ -113,7 +113,7 @@ pub async fn read(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Reply
 fn data_out_want(t: &TaskCtx, lu: &LogicalUnit, total: u64) -> Result<u64, Reply> {
     let bs = lu.unit.block_size as u64;
     let avail = t.data.available as u64;
-    if avail < total && avail % bs != 0 {
+    if avail < total && !avail.is_multiple_of(bs) {
         return check(sense::INVALID_FIELD_IN_INFORMATION_UNIT);
     }
     Ok(total.min(avail) / bs * bs)

@@ -75,7 +75,7 @@ impl Conn {
         let mapped = lun::decode(t.lun).and_then(|n| self.session.lu(&*self.shared.target, n));
         let waiting = match t.function {
             tmf::ABORT_TASK => {
-                if !self.tasks.get(&t.rtt).is_some_and(|e| !e.aborted) {
+                if self.tasks.get(&t.rtt).is_none_or(|e| e.aborted) {
                     return self.tmf_response(t.itt, tmf_response::NO_TASK, counted);
                 }
                 self.abort_tasks(|itt, _| itt == t.rtt)
