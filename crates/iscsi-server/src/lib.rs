@@ -22,6 +22,7 @@
 //!   or offset) ends the connection; the initiator recovers by logging in again.
 
 pub mod admission;
+pub mod client;
 pub mod conn;
 pub mod exec;
 pub mod file_lun;

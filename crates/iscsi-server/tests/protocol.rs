@@ -32,20 +32,23 @@ async fn negotiated_bursts_digests_and_r2ts_move_data_both_ways() {
     let dir = TestDir::new("iscsi-bursts");
     let t = one_lun(&dir);
     let srv = start(dir, t, Config::default()).await;
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let st = c
-        .login(&[
-            ("HeaderDigest", "CRC32C,None"),
-            ("DataDigest", "CRC32C,None"),
-            ("InitialR2T", "No"),
-            ("ImmediateData", "Yes"),
-            ("FirstBurstLength", "4096"),
-            ("MaxBurstLength", "8192"),
-            ("MaxRecvDataSegmentLength", "4096"),
-            ("MaxOutstandingR2T", "1"),
-            ("ErrorRecoveryLevel", "2"),
-            ("X-com.example.Unknown", "1"),
-        ])
+        .login(
+            TARGET,
+            &[
+                ("HeaderDigest", "CRC32C,None"),
+                ("DataDigest", "CRC32C,None"),
+                ("InitialR2T", "No"),
+                ("ImmediateData", "Yes"),
+                ("FirstBurstLength", "4096"),
+                ("MaxBurstLength", "8192"),
+                ("MaxRecvDataSegmentLength", "4096"),
+                ("MaxOutstandingR2T", "1"),
+                ("ErrorRecoveryLevel", "2"),
+                ("X-com.example.Unknown", "1"),
+            ],
+        )
         .await;
     assert_eq!(st, (0, 0));
     assert_ne!(c.tsih, 0);
@@ -89,7 +92,7 @@ async fn login_refusals_name_the_problem() {
     let dir = TestDir::new("iscsi-refusals");
     let t = one_lun(&dir);
     let srv = start(dir, t, Config::default()).await;
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let r = c
         .login_pdu(
             1,
@@ -100,12 +103,16 @@ async fn login_refusals_name_the_problem() {
                 ("TargetName", "iqn.2026-01.lab.qoslab:other"),
             ],
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(r.reply().login_status(), (2, 3), "target not found");
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
-    let r = c.login_pdu(1, 3, true, &[("TargetName", TARGET)]).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    let r = c
+        .login_pdu(1, 3, true, &[("TargetName", TARGET)])
+        .await
+        .unwrap();
     assert_eq!(r.reply().login_status(), (2, 7), "missing InitiatorName");
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let r = c
         .login_pdu(
             1,
@@ -118,9 +125,10 @@ async fn login_refusals_name_the_problem() {
                 ("MaxBurstLength", "1024"),
             ],
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(r.reply().login_status(), (2, 0), "a key offered twice");
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     c.tsih = 999;
     let r = c
         .login_pdu(
@@ -129,7 +137,8 @@ async fn login_refusals_name_the_problem() {
             true,
             &[("InitiatorName", INITIATOR), ("TargetName", TARGET)],
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(
         r.reply().login_status(),
         (2, 0x0a),
@@ -144,7 +153,7 @@ async fn discovery_lists_the_target_and_its_portal() {
     let dir = TestDir::new("iscsi-discovery");
     let t = one_lun(&dir);
     let srv = start(dir, t, Config::default()).await;
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let r = c
         .login_pdu(
             1,
@@ -156,7 +165,8 @@ async fn discovery_lists_the_target_and_its_portal() {
                 ("MaxBurstLength", "1024"),
             ],
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(c.finish_login(&r), (0, 0));
     assert_eq!(
         c.keys.get("MaxBurstLength").map(String::as_str),
@@ -181,7 +191,7 @@ async fn discovery_lists_the_target_and_its_portal() {
             data: &data,
         },
     );
-    c.send(&out).await;
+    c.send(&out).await.unwrap();
     let p = c.recv().await.unwrap();
     assert_eq!(p.opcode(), op::TEXT_RSP);
     let got = String::from_utf8(p.data.clone()).unwrap();
@@ -190,7 +200,7 @@ async fn discovery_lists_the_target_and_its_portal() {
         format!("TargetName={TARGET}\0TargetAddress={},1\0", srv.addr)
     );
     // A SCSI command in a discovery session ends the connection.
-    let itt = c.send_command(0, &[0; 6], 0, &[], false).await;
+    let itt = c.send_command(0, &[0; 6], 0, &[], false).await.unwrap();
     let p = c.recv().await.expect("a Reject");
     assert_eq!(
         (p.opcode(), p.reply().response()),
@@ -230,13 +240,14 @@ async fn chap_login(c: &mut Client, secret: &[u8], mutual: Option<(u8, &[u8])>) 
                 ("AuthMethod", "CHAP,None"),
             ],
         )
-        .await;
+        .await
+        .unwrap();
     // The first response also carries the portal group tag (RFC 7143 §13.9).
     assert_eq!(
         text::parse(&r.data).unwrap(),
         [("AuthMethod", "CHAP"), ("TargetPortalGroupTag", "1")]
     );
-    let r = c.login_pdu(0, 1, false, &[("CHAP_A", "5")]).await;
+    let r = c.login_pdu(0, 1, false, &[("CHAP_A", "5")]).await.unwrap();
     let keys: std::collections::HashMap<&str, &str> =
         text::parse(&r.data).unwrap().into_iter().collect();
     let id: u8 = keys["CHAP_I"].parse().unwrap();
@@ -249,7 +260,7 @@ async fn chap_login(c: &mut Client, secret: &[u8], mutual: Option<(u8, &[u8])>) 
         answer.push(("CHAP_C", chap::encode_hex(c2)));
     }
     let kv: Vec<(&str, &str)> = answer.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let r = c.login_pdu(0, 3, true, &kv).await;
+    let r = c.login_pdu(0, 3, true, &kv).await.unwrap();
     c.finish_login(&r)
 }
 
@@ -258,14 +269,14 @@ async fn chap_admits_the_secret_refuses_others_and_proves_the_target() {
     let dir = TestDir::new("iscsi-chap");
     let t = chap_target(&dir, true);
     let srv = start(dir, t, Config::default()).await;
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     assert_eq!(chap_login(&mut c, b"wrong-secret-000", None).await, (2, 1));
     assert!(c.recv().await.is_none(), "closed after a failed login");
     // Without authentication at all: refused.
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(c.login(&[]).await, (2, 1));
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(c.login(TARGET, &[]).await, (2, 1));
     // The right secret, and a mutual challenge the target answers with its own.
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let mine = [9u8; 16];
     assert_eq!(
         chap_login(&mut c, b"initiator-secret-1", Some((7, &mine))).await,
@@ -307,8 +318,8 @@ async fn an_initiator_sees_only_the_luns_mapped_to_it() {
         auth: None,
     };
     let srv = start(dir, t, Config::default()).await;
-    let mut a = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(a.login(&[]).await, (0, 0));
+    let mut a = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(a.login(TARGET, &[]).await, (0, 0));
     assert_eq!(a.keys.get("TargetAlias").map(String::as_str), Some("lab"));
     let r = a.command(0, &report_luns(64), 64, &[]).await;
     assert_eq!(&r.data[..4], &[0, 0, 0, 16]);
@@ -316,8 +327,10 @@ async fn an_initiator_sees_only_the_luns_mapped_to_it() {
         (&r.data[8..10], &r.data[16..18]),
         (&[0u8, 0][..], &[0u8, 5][..])
     );
-    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b").await;
-    assert_eq!(b.login(&[]).await, (0, 0));
+    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b")
+        .await
+        .unwrap();
+    assert_eq!(b.login(TARGET, &[]).await, (0, 0));
     let r = b.command(0, &report_luns(64), 64, &[]).await;
     assert_eq!(
         (&r.data[..4], &r.data[8..10]),
@@ -394,9 +407,9 @@ async fn admission_sees_each_command_once_and_may_hold_it_until_an_abort() {
         hold: |op| op.kind == OpKind::Write,
     };
     let srv = start(dir, t, Config::default()).await;
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     assert_eq!(
-        c.login(&[("InitialR2T", "Yes"), ("ImmediateData", "No")])
+        c.login(TARGET, &[("InitialR2T", "Yes"), ("ImmediateData", "No")])
             .await,
         (0, 0)
     );
@@ -405,7 +418,8 @@ async fn admission_sees_each_command_once_and_may_hold_it_until_an_abort() {
     let data = pattern(4096, 1);
     let held = c
         .send_command(0, &write10(8, 8, false), 4096, &data, false)
-        .await;
+        .await
+        .unwrap();
     let p = c.nop().await.expect("the NOP answer comes first");
     assert_eq!(p.opcode(), op::NOP_IN);
     gate.add_permits(1);
@@ -432,7 +446,8 @@ async fn admission_sees_each_command_once_and_may_hold_it_until_an_abort() {
     // Held again, then aborted: the TMF answers, the command never does.
     let held = c
         .send_command(0, &write10(8, 8, false), 4096, &data, false)
-        .await;
+        .await
+        .unwrap();
     let mut out = Vec::new();
     initiator::task_mgmt(
         &mut out,
@@ -449,7 +464,7 @@ async fn admission_sees_each_command_once_and_may_hold_it_until_an_abort() {
             exp_datasn: 0,
         },
     );
-    c.send(&out).await;
+    c.send(&out).await.unwrap();
     let p = c.recv().await.unwrap();
     assert_eq!(
         (p.opcode(), p.reply().itt(), p.reply().response()),
@@ -474,7 +489,7 @@ async fn admission_sees_each_command_once_and_may_hold_it_until_an_abort() {
             exp_datasn: 0,
         },
     );
-    c.send(&out).await;
+    c.send(&out).await.unwrap();
     assert_eq!(
         c.recv().await.unwrap().reply().response(),
         1,
@@ -496,14 +511,14 @@ async fn commands_outside_the_window_are_ignored() {
         },
     )
     .await;
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(c.login(&[]).await, (0, 0));
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(c.login(TARGET, &[]).await, (0, 0));
     assert_eq!(c.max_cmdsn, c.cmdsn + 3, "a window of 4");
     let good = c.cmdsn;
     c.cmdsn = c.max_cmdsn + 1;
-    c.send_command(0, &[0; 6], 0, &[], false).await; // too high
+    c.send_command(0, &[0; 6], 0, &[], false).await.unwrap(); // too high
     c.cmdsn = good.wrapping_sub(1);
-    c.send_command(0, &[0; 6], 0, &[], false).await; // too low
+    c.send_command(0, &[0; 6], 0, &[], false).await.unwrap(); // too low
     c.cmdsn = good;
     let p = c.nop().await.unwrap();
     assert_eq!(p.opcode(), op::NOP_IN, "neither command was answered");
@@ -516,19 +531,22 @@ async fn a_protocol_error_ends_only_its_own_connection() {
     let dir = TestDir::new("iscsi-errors");
     let t = one_lun(&dir);
     let srv = start(dir, t, Config::default()).await;
-    let mut healthy = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(healthy.login(&[]).await, (0, 0));
+    let mut healthy = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(healthy.login(TARGET, &[]).await, (0, 0));
     // A Data-Out out of sequence (DataSN 3 first).
-    let mut c = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:bad").await;
+    let mut c = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:bad")
+        .await
+        .unwrap();
     assert_eq!(
-        c.login(&[("InitialR2T", "No"), ("ImmediateData", "No")])
+        c.login(TARGET, &[("InitialR2T", "No"), ("ImmediateData", "No")])
             .await,
         (0, 0)
     );
     c.keys.insert("FirstBurstLength".into(), "0".into());
     let itt = c
         .send_command(0, &write10(0, 1, false), 512, &[], false)
-        .await;
+        .await
+        .unwrap();
     let r2t = c.recv().await.unwrap();
     assert_eq!(r2t.opcode(), op::R2T);
     let ttt = r2t.reply().ttt();
@@ -547,15 +565,15 @@ async fn a_protocol_error_ends_only_its_own_connection() {
             data: &[0; 512],
         },
     );
-    c.send(&out).await;
+    c.send(&out).await.unwrap();
     let p = c.recv().await.expect("a Reject");
     assert_eq!((p.opcode(), p.reply().response()), (op::REJECT, 0x04));
     assert!(c.recv().await.is_none(), "then the connection ends");
     // Garbage: a header whose data segment is over every limit.
-    let mut g = Client::connect(srv.addr, INITIATOR).await;
+    let mut g = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let mut junk = vec![0x43u8; 48];
     junk[5..8].copy_from_slice(&[0xff, 0xff, 0xff]);
-    g.send(&junk).await;
+    g.send(&junk).await.unwrap();
     assert!(g.recv().await.is_none());
     // The first client is served throughout.
     assert_eq!(healthy.command(0, &[0; 6], 0, &[]).await.status, 0);
@@ -574,12 +592,12 @@ async fn silent_connections_time_out_in_login_and_after_a_ping() {
         ..Config::default()
     };
     let srv = start(dir, t, cfg).await;
-    let mut idle = Client::connect(srv.addr, INITIATOR).await;
+    let mut idle = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let t0 = tokio::time::Instant::now();
     assert!(idle.recv().await.is_none(), "closed without a login");
     assert!(t0.elapsed() >= Duration::from_secs(15));
-    let mut c = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(c.login(&[]).await, (0, 0));
+    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(c.login(TARGET, &[]).await, (0, 0));
     let t0 = tokio::time::Instant::now();
     let p = c.recv().await.expect("a ping");
     assert_eq!((p.opcode(), p.reply().itt()), (op::NOP_IN, RESERVED_TAG));
@@ -594,10 +612,12 @@ async fn lun_reset_releases_reserve6_and_tells_the_other_nexus() {
     let dir = TestDir::new("iscsi-reset");
     let t = one_lun(&dir);
     let srv = start(dir, t, Config::default()).await;
-    let mut a = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(a.login(&[]).await, (0, 0));
-    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b").await;
-    assert_eq!(b.login(&[]).await, (0, 0));
+    let mut a = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(a.login(TARGET, &[]).await, (0, 0));
+    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b")
+        .await
+        .unwrap();
+    assert_eq!(b.login(TARGET, &[]).await, (0, 0));
     assert_eq!(b.command(0, &[0; 6], 0, &[]).await.status, 0);
     assert_eq!(
         a.command(0, &[0x16, 0, 0, 0, 0, 0], 0, &[]).await.status,
@@ -625,7 +645,7 @@ async fn lun_reset_releases_reserve6_and_tells_the_other_nexus() {
             exp_datasn: 0,
         },
     );
-    a.send(&out).await;
+    a.send(&out).await.unwrap();
     assert_eq!(a.recv().await.unwrap().reply().response(), 0);
     let r = b.command(0, &read10(0, 1), 512, &[]).await;
     assert_eq!(r.asc(), (6, 0x29, 0x03), "UNIT ATTENTION: LUN reset");
@@ -642,23 +662,23 @@ async fn sessions_take_several_connections_and_a_new_login_reinstates() {
     let dir = TestDir::new("iscsi-sessions");
     let t = one_lun(&dir);
     let srv = start(dir, t, Config::default()).await;
-    let mut c1 = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(c1.login(&[("MaxConnections", "2")]).await, (0, 0));
-    let mut c2 = Client::connect(srv.addr, INITIATOR).await;
+    let mut c1 = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(c1.login(TARGET, &[("MaxConnections", "2")]).await, (0, 0));
+    let mut c2 = Client::connect(srv.addr, INITIATOR).await.unwrap();
     c2.tsih = c1.tsih;
     c2.cid = 2;
     c2.cmdsn = c1.cmdsn;
-    assert_eq!(c2.login(&[]).await, (0, 0));
+    assert_eq!(c2.login(TARGET, &[]).await, (0, 0));
     assert_eq!(c2.tsih, c1.tsih);
     // One window for both: c2's command takes the next CmdSN, then c1's the one after.
     assert_eq!(c2.command(0, &[0; 6], 0, &[]).await.status, 0);
     c1.cmdsn = c2.cmdsn;
     assert_eq!(c1.command(0, &[0; 6], 0, &[]).await.status, 0);
     // A third connection is over MaxConnections=2.
-    let mut c3 = Client::connect(srv.addr, INITIATOR).await;
+    let mut c3 = Client::connect(srv.addr, INITIATOR).await.unwrap();
     c3.tsih = c1.tsih;
     c3.cid = 3;
-    assert_eq!(c3.login(&[]).await, (2, 6));
+    assert_eq!(c3.login(TARGET, &[]).await, (2, 6));
     // Logging out c2 alone leaves c1 working.
     c2.cmdsn = c1.cmdsn;
     let mut out = Vec::new();
@@ -674,13 +694,13 @@ async fn sessions_take_several_connections_and_a_new_login_reinstates() {
             exp_statsn: c2.exp_statsn,
         },
     );
-    c2.send(&out).await;
+    c2.send(&out).await.unwrap();
     assert_eq!(c2.recv().await.unwrap().opcode(), op::LOGOUT_RSP);
     assert!(c2.recv().await.is_none());
     assert_eq!(c1.command(0, &[0; 6], 0, &[]).await.status, 0);
     // The same initiator and ISID logging in anew ends the old session.
-    let mut again = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(again.login(&[]).await, (0, 0));
+    let mut again = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(again.login(TARGET, &[]).await, (0, 0));
     assert_ne!(again.tsih, c1.tsih);
     assert!(
         c1.recv().await.is_none(),
@@ -703,12 +723,16 @@ async fn connections_past_the_limit_are_closed_on_accept() {
         },
     )
     .await;
-    let mut a = Client::connect(srv.addr, INITIATOR).await;
-    assert_eq!(a.login(&[]).await, (0, 0));
-    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b").await;
-    assert_eq!(b.login(&[]).await, (0, 0));
-    let mut c = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-c").await;
-    c.send(&[0u8; 48]).await;
+    let mut a = Client::connect(srv.addr, INITIATOR).await.unwrap();
+    assert_eq!(a.login(TARGET, &[]).await, (0, 0));
+    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b")
+        .await
+        .unwrap();
+    assert_eq!(b.login(TARGET, &[]).await, (0, 0));
+    let mut c = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-c")
+        .await
+        .unwrap();
+    c.send(&[0u8; 48]).await.unwrap();
     assert!(c.recv().await.is_none());
     let seen = AtomicUsize::new(srv.shared.stats.connections.load(Ordering::Relaxed));
     assert_eq!(seen.load(Ordering::Relaxed), 2);
