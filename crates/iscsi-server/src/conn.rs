@@ -161,7 +161,7 @@ async fn login(
             Step::Continue(b) => wr.write_all(&b).await?,
             Step::Fail(b, why) => {
                 shared.stats.login_failures.fetch_add(1, Ordering::Relaxed);
-                tracing::info!("iscsi: {peer}: login refused: {why}");
+                tracing::warn!("iscsi: {peer}: login refused: {why}");
                 wr.write_all(&b).await?;
                 return Ok(None);
             }

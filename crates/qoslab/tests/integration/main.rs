@@ -26,6 +26,7 @@ mod data_safety;
 mod diagnosis;
 mod first_hour;
 mod interop;
+mod iscsi;
 mod isolation;
 mod json;
 mod lifecycle;
