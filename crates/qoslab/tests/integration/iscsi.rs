@@ -242,7 +242,7 @@ fn acknowledged_fua_writes_and_synchronize_cache_survive_kill9() {
                     // Even rounds: four FUA writes. Odd rounds: four plain writes, then
                     // SYNCHRONIZE CACHE. Either way a round is acknowledged when its
                     // last answer is GOOD.
-                    let fua = round % 2 == 0;
+                    let fua = round.is_multiple_of(2);
                     for i in 0..4 {
                         let o = off + i * BLOCK;
                         let lba = (o / 512) as u32;
