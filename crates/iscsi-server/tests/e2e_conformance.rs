@@ -152,8 +152,9 @@ fn tgtadm(control: &str, args: &[&str]) {
 }
 
 fn start_tgt(dir: &Path, port: u16) -> Tgt {
-    // A control port of our own (tgtd's socket is per port), unlikely to meet another's.
-    let control = (20_000 + std::process::id() % 20_000).to_string();
+    // A control port of our own (tgtd's socket is per port), unlikely to meet another's
+    // (tgtadm takes at most 32767).
+    let control = (20_000 + std::process::id() % 10_000).to_string();
     let mut cmd = Command::new("/usr/sbin/tgtd");
     cmd.args([
         "-f",
