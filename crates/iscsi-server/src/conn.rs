@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use crate::login::{Established, LoginState, Step};
 use crate::session::{Admit, Session};
 use crate::target::ConnInfo;
-use crate::task::{self, Abort, Answer, DataOut, End, Event, Sink, TaskCtx, Wire};
+use crate::task::{Abort, Answer, DataOut, End, Event, Sink, TaskCtx, Wire};
 use crate::writes::{R2tReq, Transfer, WriteState};
 use crate::{Admission, Shared};
 
@@ -521,7 +521,7 @@ impl Conn {
             ),
             abort: abort.clone(),
         };
-        tokio::spawn(task::run(ctx));
+        tokio::spawn(crate::dispatch::run(ctx));
         self.tasks.insert(
             c.itt,
             Entry {

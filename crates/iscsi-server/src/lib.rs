@@ -24,11 +24,13 @@
 pub mod admission;
 pub mod client;
 pub mod conn;
+pub mod dispatch;
 pub mod exec;
 pub mod file_lun;
 pub mod login;
 pub mod lu;
 pub mod lun;
+pub mod reply;
 pub mod rw;
 pub mod session;
 pub mod target;

@@ -13,8 +13,8 @@ use iscsi_proto::scsi::data::{self, Provisioning};
 use iscsi_proto::scsi::sense::{self, status, Sense};
 use iscsi_proto::scsi::truncate;
 
-use crate::exec::{check, in_range, writable, Reply};
 use crate::lu::{LogicalUnit, MAX_TRANSFER_BYTES};
+use crate::reply::{check, in_range, writable, Reply};
 use crate::task::{Aborted, TaskCtx};
 
 /// Largest piece of a read read (and sent) at once.
