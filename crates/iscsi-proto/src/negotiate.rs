@@ -172,28 +172,7 @@ impl Negotiation {
         let p = &mut self.params;
         let num = |lo: u64, hi: u64| parse_number(value).filter(|n| (lo..=hi).contains(n));
         let answer = match key {
-            "HeaderDigest" | "DataDigest" => {
-                let allow = if key == "HeaderDigest" {
-                    l.crc32c_header
-                } else {
-                    l.crc32c_data
-                };
-                let pick = value
-                    .split(',')
-                    .find(|v| *v == "None" || (*v == "CRC32C" && allow));
-                match pick {
-                    Some(v) => {
-                        let on = v == "CRC32C";
-                        if key == "HeaderDigest" {
-                            p.header_digest = on;
-                        } else {
-                            p.data_digest = on;
-                        }
-                        v.to_string()
-                    }
-                    None => REJECT.into(),
-                }
-            }
+            "HeaderDigest" | "DataDigest" => digest(p, &l, key, value),
             "MaxConnections" => match num(1, 65535) {
                 Some(n) => {
                     p.max_connections = (n as u16).min(l.max_connections);
@@ -311,6 +290,31 @@ impl Negotiation {
         let mut p = self.params;
         p.first_burst_length = p.first_burst_length.min(p.max_burst_length);
         p
+    }
+}
+
+/// A digest key: the first of the initiator's list the target allows (CRC32C only when
+/// `limits` enable it for that digest), else Reject.
+fn digest(p: &mut Params, l: &TargetLimits, key: &str, value: &str) -> String {
+    let allow = if key == "HeaderDigest" {
+        l.crc32c_header
+    } else {
+        l.crc32c_data
+    };
+    let pick = value
+        .split(',')
+        .find(|v| *v == "None" || (*v == "CRC32C" && allow));
+    match pick {
+        Some(v) => {
+            let on = v == "CRC32C";
+            if key == "HeaderDigest" {
+                p.header_digest = on;
+            } else {
+                p.data_digest = on;
+            }
+            v.to_string()
+        }
+        None => REJECT.into(),
     }
 }
 

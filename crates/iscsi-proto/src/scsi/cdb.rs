@@ -209,79 +209,48 @@ pub fn decode(cdb: &[u8; 16]) -> Result<Command, Sense> {
     if control & 0x04 != 0 {
         return Err(field(cdb_len(op) as u16 - 1));
     }
-    let u16_at = |i: usize| be::u16(&cdb[i..i + 2]) as u32;
-    let u32_at = |i: usize| be::u32(&cdb[i..i + 4]);
-    let u64_at = |i: usize| be::u64(&cdb[i..i + 8]);
-    // RDPROTECT/WRPROTECT/VRPROTECT (byte 1, bits 7-5): no protection information.
-    let no_protect = || {
-        if cdb[1] & 0xe0 != 0 {
-            Err(field(1))
-        } else {
-            Ok(())
-        }
-    };
-    let rw = |lba: u64, blocks: u32| Rw {
+    match op {
+        READ_6 | WRITE_6 | READ_10 | READ_12 | READ_16 | WRITE_10 | WRITE_12 | WRITE_16
+        | WRITE_VERIFY_10 | WRITE_VERIFY_12 | WRITE_VERIFY_16 | VERIFY_10 | VERIFY_12
+        | VERIFY_16 | WRITE_SAME_10 | WRITE_SAME_16 | COMPARE_AND_WRITE => decode_io(op, cdb),
+        _ => decode_other(op, cdb),
+    }
+}
+
+fn u16_at(cdb: &[u8; 16], i: usize) -> u32 {
+    be::u16(&cdb[i..i + 2]) as u32
+}
+
+fn u32_at(cdb: &[u8; 16], i: usize) -> u32 {
+    be::u32(&cdb[i..i + 4])
+}
+
+fn u64_at(cdb: &[u8; 16], i: usize) -> u64 {
+    be::u64(&cdb[i..i + 8])
+}
+
+/// RDPROTECT/WRPROTECT/VRPROTECT (byte 1, bits 7-5): no protection information.
+fn no_protect(cdb: &[u8; 16]) -> Result<(), Sense> {
+    if cdb[1] & 0xe0 != 0 {
+        Err(field(1))
+    } else {
+        Ok(())
+    }
+}
+
+fn rw(cdb: &[u8; 16], lba: u64, blocks: u32) -> Rw {
+    Rw {
         lba,
         blocks,
         fua: cdb[1] & 0x08 != 0,
         dpo: cdb[1] & 0x10 != 0,
-    };
+    }
+}
+
+/// The commands that move blocks: READ, WRITE, WRITE AND VERIFY, VERIFY, WRITE SAME,
+/// COMPARE AND WRITE.
+fn decode_io(op: u8, cdb: &[u8; 16]) -> Result<Command, Sense> {
     Ok(match op {
-        TEST_UNIT_READY => Command::TestUnitReady,
-        REQUEST_SENSE => Command::RequestSense {
-            desc: cdb[1] & 1 != 0,
-            alloc: cdb[4] as u32,
-        },
-        INQUIRY => {
-            let evpd = cdb[1] & 1 != 0;
-            if cdb[1] & 0x02 != 0 {
-                return Err(field(1)); // CMDDT (obsolete)
-            }
-            if !evpd && cdb[2] != 0 {
-                return Err(field(2));
-            }
-            Command::Inquiry {
-                evpd,
-                page: cdb[2],
-                alloc: u16_at(3),
-            }
-        }
-        MODE_SENSE_6 | MODE_SENSE_10 => {
-            let ten = op == MODE_SENSE_10;
-            Command::ModeSense(ModeSense {
-                ten,
-                dbd: cdb[1] & 0x08 != 0,
-                llbaa: ten && cdb[1] & 0x10 != 0,
-                pc: cdb[2] >> 6,
-                page: cdb[2] & 0x3f,
-                subpage: cdb[3],
-                alloc: if ten { u16_at(7) } else { cdb[4] as u32 },
-            })
-        }
-        MODE_SELECT_6 | MODE_SELECT_10 => {
-            let ten = op == MODE_SELECT_10;
-            Command::ModeSelect {
-                ten,
-                pf: cdb[1] & 0x10 != 0,
-                sp: cdb[1] & 0x01 != 0,
-                len: if ten { u16_at(7) } else { cdb[4] as u32 },
-            }
-        }
-        READ_CAPACITY_10 => {
-            // PMI (byte 8 bit 0) is obsolete; an LBA without it is invalid.
-            if cdb[8] & 1 == 0 && u32_at(2) != 0 {
-                return Err(field(2));
-            }
-            Command::ReadCapacity10
-        }
-        SERVICE_ACTION_IN_16 => match cdb[1] & 0x1f {
-            SA_READ_CAPACITY_16 => Command::ReadCapacity16 { alloc: u32_at(10) },
-            SA_GET_LBA_STATUS => Command::GetLbaStatus {
-                lba: u64_at(2),
-                alloc: u32_at(10),
-            },
-            _ => return Err(field(1)),
-        },
         READ_6 | WRITE_6 => {
             let lba = (be::u24(&cdb[1..4]) & 0x1f_ffff) as u64;
             // A transfer length of 0 means 256 blocks.
@@ -300,13 +269,17 @@ pub fn decode(cdb: &[u8; 16]) -> Result<Command, Sense> {
         }
         READ_10 | READ_12 | READ_16 | WRITE_10 | WRITE_12 | WRITE_16 | WRITE_VERIFY_10
         | WRITE_VERIFY_12 | WRITE_VERIFY_16 | VERIFY_10 | VERIFY_12 | VERIFY_16 => {
-            no_protect()?;
+            no_protect(cdb)?;
             let (lba, blocks) = match op {
-                READ_10 | WRITE_10 | WRITE_VERIFY_10 | VERIFY_10 => (u32_at(2) as u64, u16_at(7)),
-                READ_12 | WRITE_12 | WRITE_VERIFY_12 | VERIFY_12 => (u32_at(2) as u64, u32_at(6)),
-                _ => (u64_at(2), u32_at(10)),
+                READ_10 | WRITE_10 | WRITE_VERIFY_10 | VERIFY_10 => {
+                    (u32_at(cdb, 2) as u64, u16_at(cdb, 7))
+                }
+                READ_12 | WRITE_12 | WRITE_VERIFY_12 | VERIFY_12 => {
+                    (u32_at(cdb, 2) as u64, u32_at(cdb, 6))
+                }
+                _ => (u64_at(cdb, 2), u32_at(cdb, 10)),
             };
-            let r = rw(lba, blocks);
+            let r = rw(cdb, lba, blocks);
             match op {
                 READ_10 | READ_12 | READ_16 => Command::Read(r),
                 WRITE_10 | WRITE_12 | WRITE_16 => Command::Write(r),
@@ -331,72 +304,140 @@ pub fn decode(cdb: &[u8; 16]) -> Result<Command, Sense> {
             }
         }
         WRITE_SAME_10 | WRITE_SAME_16 => {
-            no_protect()?;
+            no_protect(cdb)?;
             let ten = op == WRITE_SAME_10;
             // PBDATA/LBDATA (bits 2-1): no physical/logical block data substitution.
             if cdb[1] & 0x06 != 0 {
                 return Err(field(1));
             }
             let ws = WriteSame {
-                lba: if ten { u32_at(2) as u64 } else { u64_at(2) },
-                blocks: if ten { u16_at(7) } else { u32_at(10) },
+                lba: if ten {
+                    u32_at(cdb, 2) as u64
+                } else {
+                    u64_at(cdb, 2)
+                },
+                blocks: if ten { u16_at(cdb, 7) } else { u32_at(cdb, 10) },
                 unmap: cdb[1] & 0x08 != 0,
                 anchor: cdb[1] & 0x10 != 0,
                 ndob: !ten && cdb[1] & 0x01 != 0,
             };
             Command::WriteSame(ws)
         }
+        COMPARE_AND_WRITE => {
+            no_protect(cdb)?;
+            Command::CompareAndWrite(rw(cdb, u64_at(cdb, 2), cdb[13] as u32))
+        }
+        _ => return Err(Sense::new(INVALID_OPCODE)),
+    })
+}
+
+/// RESERVE and RELEASE (6 and 10): third-party and extent reservations are not supported.
+fn reserve_release(op: u8, cdb: &[u8; 16]) -> Result<Command, Sense> {
+    if cdb[1] & 0x13 != 0 {
+        return Err(field(1));
+    }
+    Ok(if matches!(op, RESERVE_6 | RESERVE_10) {
+        Command::Reserve
+    } else {
+        Command::Release
+    })
+}
+
+/// Every other command: SPC-4's primary commands and SBC's non-data ones.
+fn decode_other(op: u8, cdb: &[u8; 16]) -> Result<Command, Sense> {
+    Ok(match op {
+        TEST_UNIT_READY => Command::TestUnitReady,
+        REQUEST_SENSE => Command::RequestSense {
+            desc: cdb[1] & 1 != 0,
+            alloc: cdb[4] as u32,
+        },
+        INQUIRY => {
+            let evpd = cdb[1] & 1 != 0;
+            if cdb[1] & 0x02 != 0 {
+                return Err(field(1)); // CMDDT (obsolete)
+            }
+            if !evpd && cdb[2] != 0 {
+                return Err(field(2));
+            }
+            Command::Inquiry {
+                evpd,
+                page: cdb[2],
+                alloc: u16_at(cdb, 3),
+            }
+        }
+        MODE_SENSE_6 | MODE_SENSE_10 => {
+            let ten = op == MODE_SENSE_10;
+            Command::ModeSense(ModeSense {
+                ten,
+                dbd: cdb[1] & 0x08 != 0,
+                llbaa: ten && cdb[1] & 0x10 != 0,
+                pc: cdb[2] >> 6,
+                page: cdb[2] & 0x3f,
+                subpage: cdb[3],
+                alloc: if ten { u16_at(cdb, 7) } else { cdb[4] as u32 },
+            })
+        }
+        MODE_SELECT_6 | MODE_SELECT_10 => {
+            let ten = op == MODE_SELECT_10;
+            Command::ModeSelect {
+                ten,
+                pf: cdb[1] & 0x10 != 0,
+                sp: cdb[1] & 0x01 != 0,
+                len: if ten { u16_at(cdb, 7) } else { cdb[4] as u32 },
+            }
+        }
+        READ_CAPACITY_10 => {
+            // PMI (byte 8 bit 0) is obsolete; an LBA without it is invalid.
+            if cdb[8] & 1 == 0 && u32_at(cdb, 2) != 0 {
+                return Err(field(2));
+            }
+            Command::ReadCapacity10
+        }
+        SERVICE_ACTION_IN_16 => match cdb[1] & 0x1f {
+            SA_READ_CAPACITY_16 => Command::ReadCapacity16 {
+                alloc: u32_at(cdb, 10),
+            },
+            SA_GET_LBA_STATUS => Command::GetLbaStatus {
+                lba: u64_at(cdb, 2),
+                alloc: u32_at(cdb, 10),
+            },
+            _ => return Err(field(1)),
+        },
         UNMAP => Command::Unmap {
             anchor: cdb[1] & 1 != 0,
-            len: u16_at(7),
+            len: u16_at(cdb, 7),
         },
         SYNCHRONIZE_CACHE_10 => Command::SynchronizeCache {
-            lba: u32_at(2) as u64,
-            blocks: u16_at(7),
+            lba: u32_at(cdb, 2) as u64,
+            blocks: u16_at(cdb, 7),
         },
         SYNCHRONIZE_CACHE_16 => Command::SynchronizeCache {
-            lba: u64_at(2),
-            blocks: u32_at(10),
+            lba: u64_at(cdb, 2),
+            blocks: u32_at(cdb, 10),
         },
         PRE_FETCH_10 => Command::PreFetch {
-            lba: u32_at(2) as u64,
-            blocks: u16_at(7),
+            lba: u32_at(cdb, 2) as u64,
+            blocks: u16_at(cdb, 7),
         },
         PRE_FETCH_16 => Command::PreFetch {
-            lba: u64_at(2),
-            blocks: u32_at(10),
+            lba: u64_at(cdb, 2),
+            blocks: u32_at(cdb, 10),
         },
-        COMPARE_AND_WRITE => {
-            no_protect()?;
-            Command::CompareAndWrite(rw(u64_at(2), cdb[13] as u32))
-        }
         REPORT_LUNS => Command::ReportLuns {
             select: cdb[2],
-            alloc: u32_at(6),
+            alloc: u32_at(cdb, 6),
         },
         PERSISTENT_RESERVE_IN => Command::PersistentReserveIn {
             action: cdb[1] & 0x1f,
-            alloc: u16_at(7),
+            alloc: u16_at(cdb, 7),
         },
         PERSISTENT_RESERVE_OUT => Command::PersistentReserveOut(PrOut {
             action: cdb[1] & 0x1f,
             scope: cdb[2] >> 4,
             kind: cdb[2] & 0x0f,
-            len: u32_at(5),
+            len: u32_at(cdb, 5),
         }),
-        RESERVE_6 | RESERVE_10 => {
-            // Third-party and extent reservations are not supported.
-            if cdb[1] & 0x13 != 0 {
-                return Err(field(1));
-            }
-            Command::Reserve
-        }
-        RELEASE_6 | RELEASE_10 => {
-            if cdb[1] & 0x13 != 0 {
-                return Err(field(1));
-            }
-            Command::Release
-        }
+        RESERVE_6 | RESERVE_10 | RELEASE_6 | RELEASE_10 => reserve_release(op, cdb)?,
         START_STOP_UNIT => Command::StartStopUnit,
         PREVENT_ALLOW => Command::PreventAllow {
             prevent: cdb[4] & 3,
@@ -406,8 +447,8 @@ pub fn decode(cdb: &[u8; 16]) -> Result<Command, Sense> {
                 rctd: cdb[2] & 0x80 != 0,
                 options: cdb[2] & 0x07,
                 opcode: cdb[3],
-                sa: u16_at(4) as u16,
-                alloc: u32_at(6),
+                sa: u16_at(cdb, 4) as u16,
+                alloc: u32_at(cdb, 6),
             })
         }
         _ => return Err(Sense::new(INVALID_OPCODE)),
