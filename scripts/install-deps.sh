@@ -9,7 +9,7 @@
 #     (redis-server is run by the tests, never as a service)
 #   - system suites and their namespace test hosts: iperf3, OpenSSH client and server,
 #     iproute2 (netns, veth, bridge, tc), util-linux (wipefs, setsid), procps, coreutils
-#   - NFS: libnfs-utils, fio rebuilt from Debian's source with its nfs ioengine, nfs-ganesha
+#   - NFS: libnfs-utils, fio rebuilt from Debian's source with its nfs and libiscsi ioengines, nfs-ganesha
 #     (VFS FSAL, rpcbind) as the peer, and a Linux kernel NFS client: Debian's kernel and
 #     qemu-system-x86_64 unpacked into QOSLAB_CACHE (default /var/cache/qoslab), busybox
 #     and cpio (also the test bed's qemu guest hosts: sshd and fio copied in with their libraries)
@@ -71,6 +71,12 @@ declare -A apt_pkg_of=(
   [pgrep]=procps
   [timeout]=coreutils
   [sha256sum]=coreutils
+  # iSCSI: libiscsi's clients and conformance suite, tgt as the peer target
+  [iscsi-ls]=libiscsi-bin
+  [iscsi-test-cu]=libiscsi-bin
+  [iscsi-perf]=libiscsi-bin
+  [/usr/sbin/tgtd]=tgt
+  [tgtadm]=tgt
 )
 
 apt_install() {
@@ -152,13 +158,13 @@ fi
 QOSLAB_CACHE=${QOSLAB_CACHE:-/var/cache/qoslab}
 nfs_pkgs=()
 for p in libnfs-utils libnfs-dev nfs-ganesha nfs-ganesha-vfs rpcbind busybox-static cpio \
-         libaio-dev libnbd-dev zlib1g-dev pkg-config make gcc dpkg-dev \
+         libaio-dev libnbd-dev libiscsi-dev zlib1g-dev pkg-config make gcc dpkg-dev \
          libcapstone4 libfdt1 libslirp0 libvdeplug2; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || nfs_pkgs+=("$p")
 done
 [ ${#nfs_pkgs[@]} -eq 0 ] || apt_install "${nfs_pkgs[@]}"
 $SUDO mkdir -p "$QOSLAB_CACHE"
-if ! fio --enghelp=nfs >/dev/null 2>&1; then
+if ! fio --enghelp=nfs >/dev/null 2>&1 || ! fio --enghelp=libiscsi >/dev/null 2>&1; then
   start=$(date +%s)
   src="$QOSLAB_CACHE/fio-src"
   $SUDO mkdir -p "$src/lists"
@@ -171,13 +177,13 @@ if ! fio --enghelp=nfs >/dev/null 2>&1; then
   dsc=$(ls "$src"/fio_*.dsc | head -1)
   ver=$(basename "$dsc" .dsc | sed 's/^fio_//; s/-[^-]*$//')
   [ -d "$src/fio-$ver" ] || (cd "$src" && $SUDO dpkg-source -x "$dsc" "fio-$ver" >/dev/null)
-  say "building fio $ver with the nfs ioengine"
-  (cd "$src/fio-$ver" && $SUDO ./configure --disable-native --prefix=/usr/local --enable-libnbd --enable-libnfs >/dev/null \
+  say "building fio $ver with the nfs and libiscsi ioengines"
+  (cd "$src/fio-$ver" && $SUDO ./configure --disable-native --prefix=/usr/local --enable-libnbd --enable-libnfs --enable-libiscsi >/dev/null \
     && $SUDO make -j"$(nproc)" >/dev/null 2>&1 && $SUDO make install >/dev/null 2>&1)
   hash -r
-  say "fio $ver with nfs built and installed in $(( $(date +%s) - start )) s"
+  say "fio $ver with nfs and libiscsi built and installed in $(( $(date +%s) - start )) s"
 fi
-for engine in nfs nbd libaio; do
+for engine in nfs nbd libaio libiscsi; do
   fio --enghelp="$engine" >/dev/null 2>&1 || { say "$(command -v fio) lacks the $engine ioengine"; exit 1; }
 done
 if [ ! -x "$QOSLAB_CACHE/qemu/usr/bin/qemu-system-x86_64" ] || [ ! -d "$QOSLAB_CACHE/kernel/lib/modules" ]; then

@@ -10,6 +10,7 @@ mod docs_cmd;
 mod export_policy_cmd;
 mod help;
 mod http_client;
+mod iscsi_cmd;
 mod login_cmd;
 mod nfs_cmd;
 mod ontap;
@@ -87,6 +88,8 @@ enum Command {
     Logout,
     /// NFSv3 on its own: serve directories as exports (no QoS; docs/NFS.md).
     Nfs(nfs_cmd::NfsArgs),
+    /// iSCSI on its own: serve files as LUNs of one target (no QoS; docs/ISCSI.md).
+    Iscsi(iscsi_cmd::IscsiArgs),
     /// Shell completions (bash, zsh, fish, ...) on standard output.
     Completions(docs_cmd::CompletionsArgs),
     /// Man pages for every command, written to a directory.
@@ -152,6 +155,7 @@ fn main() -> std::process::ExitCode {
         Command::Login(args) => login_cmd::login(args),
         Command::Logout => login_cmd::logout(),
         Command::Nfs(args) => nfs_cmd::run(args),
+        Command::Iscsi(args) => iscsi_cmd::run(args),
         Command::Completions(args) => docs_cmd::completions(args, complete_command()),
         Command::Man(args) => docs_cmd::man(args, complete_command()),
     };

@@ -31,6 +31,7 @@ mod diagnosis;
 mod first_hour;
 mod hostile;
 mod interop;
+mod iscsi;
 mod isolation;
 mod json;
 mod lifecycle;

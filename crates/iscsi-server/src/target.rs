@@ -1,0 +1,135 @@
+//! The target seam: what the server asks of whoever owns the LUNs (the standalone
+//! [`StaticTarget`], or a node in phase 2): the target's name, the LUNs an initiator may
+//! see (LUN masking, as ONTAP's igroups and LUN maps decide it), CHAP secrets, and the
+//! admission hook of each connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::admission::{Admission, Unlimited};
+use crate::lu::LogicalUnit;
+
+/// A CHAP user name and secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ChapSecret {
+    pub user: String,
+    pub secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for ChapSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ChapSecret {{ user: {:?}, secret: <{} bytes> }}",
+            self.user,
+            self.secret.len()
+        )
+    }
+}
+
+/// Authentication an initiator must pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Auth {
+    /// What the initiator proves (inbound CHAP).
+    pub initiator: ChapSecret,
+    /// What the target proves when the initiator asks (mutual, outbound CHAP).
+    pub target: Option<ChapSecret>,
+}
+
+/// A connection as the target sees it at login.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnInfo {
+    pub initiator: String,
+    pub isid: [u8; 6],
+    pub tsih: u16,
+    pub cid: u16,
+    pub peer: SocketAddr,
+}
+
+/// A LUN mapped to an initiator: its number there, and the logical unit.
+pub type Mapped = (u16, Arc<LogicalUnit>);
+
+/// Everything the server needs from the owner of the LUNs.
+pub trait Target: Send + Sync + 'static {
+    /// The target's IQN.
+    fn name(&self) -> String;
+    /// Its alias (TargetAlias), if any.
+    fn alias(&self) -> Option<String> {
+        None
+    }
+    /// The LUNs `initiator` may see, sorted by number. An initiator with none still logs
+    /// in (and sees no disks), as on ONTAP.
+    fn luns(&self, initiator: &str) -> Vec<Mapped>;
+    /// Changes whenever any mapping changes; sessions then re-read [`Target::luns`] and
+    /// report REPORTED LUNS DATA HAS CHANGED.
+    fn generation(&self) -> u64 {
+        0
+    }
+    /// The CHAP an initiator must pass, or `None` for no authentication.
+    fn auth(&self, initiator: &str) -> Option<Auth> {
+        let _ = initiator;
+        None
+    }
+    /// The admission hook of one connection, called once per SCSI command.
+    fn admission(&self, conn: &ConnInfo) -> Arc<dyn Admission> {
+        let _ = conn;
+        Arc::new(Unlimited)
+    }
+}
+
+/// A fixed set of LUNs, each visible to every initiator or to a list of them: what
+/// `qoslab iscsi serve` serves.
+pub struct StaticTarget {
+    pub name: String,
+    pub alias: Option<String>,
+    pub luns: Vec<StaticLun>,
+    pub auth: Option<Auth>,
+}
+
+/// One LUN of a [`StaticTarget`].
+pub struct StaticLun {
+    pub number: u16,
+    pub lu: Arc<LogicalUnit>,
+    /// Initiator IQNs that see it; `None`: every initiator.
+    pub initiators: Option<Vec<String>>,
+}
+
+impl Target for StaticTarget {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn alias(&self) -> Option<String> {
+        self.alias.clone()
+    }
+
+    fn luns(&self, initiator: &str) -> Vec<Mapped> {
+        let mut v: Vec<Mapped> = self
+            .luns
+            .iter()
+            .filter(|l| {
+                l.initiators
+                    .as_ref()
+                    .is_none_or(|list| list.iter().any(|i| i.eq_ignore_ascii_case(initiator)))
+            })
+            .map(|l| (l.number, l.lu.clone()))
+            .collect();
+        v.sort_by_key(|(n, _)| *n);
+        v
+    }
+
+    fn auth(&self, _initiator: &str) -> Option<Auth> {
+        self.auth.clone()
+    }
+}
+
+/// Whether `name` is an iSCSI name this target accepts (RFC 7143 §4.2.7: `iqn.`,
+/// `eui.` or `naa.`, at most 223 bytes, no spaces or control characters).
+pub fn valid_iscsi_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (lower.starts_with("iqn.") || lower.starts_with("eui.") || lower.starts_with("naa."))
+        && name.len() <= 223
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b".-:".contains(&c))
+}

@@ -1,0 +1,287 @@
+//! `qoslab iscsi serve`: files as iSCSI LUNs (no QoS), the iSCSI target on its own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use iscsi_server::target::valid_iscsi_name;
+use iscsi_server::{
+    Auth, ChapSecret, Config, FileLun, LogicalUnit, Server, StaticLun, StaticTarget,
+};
+
+#[derive(Args)]
+pub struct IscsiArgs {
+    #[command(subcommand)]
+    command: IscsiCommand,
+}
+
+#[derive(Subcommand)]
+enum IscsiCommand {
+    /// Serve files as LUNs of one iSCSI target, without QoS: the node's iSCSI front end
+    /// on its own.
+    Serve(ServeArgs),
+}
+
+/// The default target name.
+const DEFAULT_IQN: &str = "iqn.2026-01.lab.qoslab:target0";
+
+#[derive(Args)]
+#[command(after_help = "\
+EXAMPLES:
+  qoslab iscsi serve --lun /srv/lun0.img,size=10GiB --listen 127.0.0.1:3260
+  qoslab iscsi serve --lun a.img,size=1GiB --lun b.img,size=1GiB,lun=1,initiators=iqn.1993-08.org.debian:01:host1
+  iscsi-ls -s iscsi://127.0.0.1:3260
+  iscsi-test-cu --dataloss iscsi://127.0.0.1:3260/iqn.2026-01.lab.qoslab:target0/0
+  iscsiadm -m discovery -t st -p 127.0.0.1:3260 && iscsiadm -m node --login
+
+A LUN is PATH[,size=SIZE][,lun=N][,bs=512|4096][,ro][,initiators=IQN[+IQN...]]: the file
+(created sparse when size= is given and it is missing; grown sparse when smaller; never
+shrunk), its size, its LUN number (default: the next free one from 0), its logical block
+size (default 512), read-only, and the initiators that see it (default: every initiator).
+CHAP: --chap-file holds `USER SECRET` on one line (kept out of the process table).
+See docs/ISCSI.md for what is served and what is refused.")]
+pub struct ServeArgs {
+    /// Address to listen on (iSCSI's port is 3260).
+    #[arg(long, default_value = "127.0.0.1:3260")]
+    listen: String,
+    /// The target's iSCSI name.
+    #[arg(long, default_value = DEFAULT_IQN)]
+    iqn: String,
+    /// The target's alias (TargetAlias).
+    #[arg(long)]
+    alias: Option<String>,
+    /// A LUN: PATH[,size=SIZE][,lun=N][,bs=512|4096][,ro][,initiators=IQN[+IQN...]] (repeatable).
+    #[arg(long = "lun", required = true)]
+    luns: Vec<String>,
+    /// CHAP the initiators must pass: a file with `USER SECRET`.
+    #[arg(long, value_name = "FILE")]
+    chap_file: Option<PathBuf>,
+    /// Mutual CHAP: what the target answers when an initiator challenges it (`USER SECRET`).
+    #[arg(long, value_name = "FILE", requires = "chap_file")]
+    mutual_chap_file: Option<PathBuf>,
+    /// Connections served at once; more are closed on accept.
+    #[arg(long, default_value_t = 256)]
+    max_connections: usize,
+    /// The address SendTargets reports (default: the address the initiator reached).
+    #[arg(long, value_name = "IP:PORT")]
+    portal: Option<String>,
+}
+
+pub fn run(args: IscsiArgs) -> anyhow::Result<()> {
+    match args.command {
+        IscsiCommand::Serve(a) => serve(a),
+    }
+}
+
+/// One `--lun` argument.
+#[derive(Debug, PartialEq)]
+struct LunSpec {
+    path: PathBuf,
+    size: Option<u64>,
+    number: Option<u16>,
+    block_size: u32,
+    read_only: bool,
+    initiators: Option<Vec<String>>,
+}
+
+fn parse_lun(s: &str) -> anyhow::Result<LunSpec> {
+    let mut parts = s.split(',');
+    let path = parts.next().unwrap_or_default();
+    anyhow::ensure!(
+        !path.is_empty(),
+        "--lun {s:?}: expected PATH[,size=SIZE][,lun=N][,bs=512|4096][,ro][,initiators=IQN+...]"
+    );
+    let mut spec = LunSpec {
+        path: PathBuf::from(path),
+        size: None,
+        number: None,
+        block_size: 512,
+        read_only: false,
+        initiators: None,
+    };
+    for opt in parts {
+        match opt.split_once('=') {
+            Some(("size", v)) => {
+                spec.size = Some(qos_core::units::parse_size(v).with_context(|| format!("--lun {s:?}: size {v:?}"))?)
+            }
+            Some(("lun", v)) => {
+                let n: u16 = v.parse().ok().filter(|n| *n <= 16383).with_context(|| {
+                    format!("--lun {s:?}: lun={v:?} is not a LUN number 0..16383")
+                })?;
+                spec.number = Some(n);
+            }
+            Some(("bs", v)) => {
+                spec.block_size = match v {
+                    "512" => 512,
+                    "4096" | "4k" | "4K" => 4096,
+                    _ => anyhow::bail!("--lun {s:?}: bs={v:?} (allowed: 512, 4096)"),
+                }
+            }
+            Some(("initiators", v)) => {
+                let list: Vec<String> = v.split('+').map(str::to_string).collect();
+                for i in &list {
+                    anyhow::ensure!(valid_iscsi_name(i), "--lun {s:?}: {i:?} is not an iSCSI name (iqn./eui./naa.)");
+                }
+                spec.initiators = Some(list);
+            }
+            None if opt == "ro" => spec.read_only = true,
+            _ => anyhow::bail!(
+                "--lun {s:?}: unknown option {opt:?} (known: size=SIZE, lun=N, bs=512|4096, ro, initiators=IQN+IQN)"
+            ),
+        }
+    }
+    Ok(spec)
+}
+
+fn read_chap(path: &PathBuf) -> anyhow::Result<ChapSecret> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    let mut w = line.split_whitespace();
+    let (Some(user), Some(secret), None) = (w.next(), w.next(), w.next()) else {
+        anyhow::bail!("{}: expected one line `USER SECRET`", path.display());
+    };
+    // RFC 7143 §12.1.3: secrets of at least 12 bytes; iscsiadm refuses shorter ones too.
+    anyhow::ensure!(
+        (12..=255).contains(&secret.len()),
+        "{}: the CHAP secret has {} bytes; it must have 12 to 255",
+        path.display(),
+        secret.len()
+    );
+    Ok(ChapSecret {
+        user: user.to_string(),
+        secret: secret.as_bytes().to_vec(),
+    })
+}
+
+fn build_target(a: &ServeArgs) -> anyhow::Result<StaticTarget> {
+    anyhow::ensure!(
+        valid_iscsi_name(&a.iqn),
+        "--iqn {:?} is not an iSCSI name (iqn.YYYY-MM.reversed.domain[:id])",
+        a.iqn
+    );
+    let mut luns: Vec<StaticLun> = Vec::new();
+    let mut next = 0u16;
+    for s in &a.luns {
+        let spec = parse_lun(s)?;
+        let number = match spec.number {
+            Some(n) => n,
+            None => {
+                while luns.iter().any(|l| l.number == next) {
+                    next += 1;
+                }
+                next
+            }
+        };
+        anyhow::ensure!(
+            !luns.iter().any(|l| l.number == number),
+            "--lun {s:?}: LUN {number} is given twice"
+        );
+        let lun = FileLun::open(&spec.path, spec.size, spec.block_size, spec.read_only)?;
+        luns.push(StaticLun {
+            number,
+            lu: LogicalUnit::new(Arc::new(lun)),
+            initiators: spec.initiators,
+        });
+    }
+    let auth = match &a.chap_file {
+        Some(f) => Some(Auth {
+            initiator: read_chap(f)?,
+            target: a.mutual_chap_file.as_ref().map(read_chap).transpose()?,
+        }),
+        None => None,
+    };
+    Ok(StaticTarget {
+        name: a.iqn.clone(),
+        alias: a.alias.clone(),
+        luns,
+        auth,
+    })
+}
+
+fn serve(a: ServeArgs) -> anyhow::Result<()> {
+    let target = build_target(&a)?;
+    let summary: Vec<String> = target
+        .luns
+        .iter()
+        .map(|l| {
+            format!(
+                "LUN {} = {} bytes",
+                l.number,
+                l.lu.unit().blocks * l.lu.unit().block_size as u64
+            )
+        })
+        .collect();
+    let config = Config {
+        max_connections: a.max_connections.max(1),
+        portal: a.portal.clone(),
+        ..Config::default()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let server = Server::bind(&a.listen, Arc::new(target), config)
+            .await
+            .with_context(|| format!("listening on {}", a.listen))?;
+        let addr = server.local_addr()?;
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let _graceful = {
+            let stop = stop.clone();
+            lifecycle::graceful(move |_| stop.notify_one())
+        };
+        let shared = server.shared.clone();
+        eprintln!(
+            "qoslab iscsi: serving {} on {addr} ({})",
+            a.iqn,
+            summary.join(", ")
+        );
+        server.run(async move { stop.notified().await }).await?;
+        use std::sync::atomic::Ordering::Relaxed;
+        eprintln!(
+            "qoslab iscsi: stopped; logins={} login_failures={} commands={} protocol_errors={}",
+            shared.stats.logins.load(Relaxed),
+            shared.stats.login_failures.load(Relaxed),
+            shared.stats.commands.load(Relaxed),
+            shared.stats.protocol_errors.load(Relaxed)
+        );
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lun_syntax() {
+        let l =
+            parse_lun("/srv/a.img,size=1GiB,lun=3,bs=4096,ro,initiators=iqn.a:b+iqn.c:d").unwrap();
+        assert_eq!(
+            l,
+            LunSpec {
+                path: "/srv/a.img".into(),
+                size: Some(1 << 30),
+                number: Some(3),
+                block_size: 4096,
+                read_only: true,
+                initiators: Some(vec!["iqn.a:b".into(), "iqn.c:d".into()]),
+            }
+        );
+        for (bad, says) in [
+            ("", "expected PATH"),
+            ("a,size=lots", "size"),
+            ("a,lun=16384", "0..16383"),
+            ("a,bs=1024", "allowed: 512, 4096"),
+            ("a,initiators=host1", "not an iSCSI name"),
+            ("a,zz", "unknown option"),
+        ] {
+            let err = format!("{:#}", parse_lun(bad).unwrap_err());
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+}
