@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{export, qoslab, succeeded, text, usage_error, Dir};
+use crate::bench_util::{export, qoslab, text, usage_error, Dir};
+use crate::realtime::RealTime;
 use crate::util::{heavy, one_volume_config, Node};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -31,6 +32,23 @@ expect = ["{expect}"]
 #[test]
 fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
     let _g = heavy();
+    // Both verdicts are taken in real time: on a starved host the product calls a
+    // shortfall inconclusive (exit 3, `starved-host` named), which the test's own
+    // starved-host rule must confirm (docs/TESTING.md).
+    let mut rt = RealTime::start();
+    let mut judged = |o: &std::process::Output, want: (i32, &str), check: &str| -> String {
+        let (out, err) = text(o);
+        let code = o.status.code();
+        let inconclusive = format!("INCONCLUSIVE {check}");
+        if code == Some(want.0) {
+            assert!(out.contains(&format!("{} {check}", want.1)), "{out}");
+        } else if code == Some(3) && out.contains(&inconclusive) && out.contains("starved-host") {
+            rt.short(format!("{check}: inconclusive, the host starved"));
+        } else {
+            panic!("want exit {} and {} {check}\n{out}\n{err}", want.0, want.1);
+        }
+        out
+    };
     let node = Node::start(&node_config());
     let url = node.api_url();
     let d = Dir::new("node");
@@ -39,12 +57,8 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
         "bench", "p.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
     ];
     let o = qoslab(&d, &args, LIMIT);
-    let out = succeeded(&o);
+    let out = judged(&o, (0, "PASS"), "iops_mean ~= policy.ceiling +-3%");
     assert!(out.contains("volume vol500 on node"), "{out}");
-    assert!(
-        out.contains("PASS iops_mean ~= policy.ceiling +-3%"),
-        "{out}"
-    );
 
     // The stored run knows the node's limits for the volume.
     let o = export(&d, "1", "json", LIMIT);
@@ -57,12 +71,8 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
         "bench", "bad.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
     ];
     let o = qoslab(&d, &args, LIMIT);
-    let (out, _) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(
-        out.contains("FAIL iops_mean >= policy.ceiling * 2"),
-        "{out}"
-    );
+    judged(&o, (1, "FAIL"), "iops_mean >= policy.ceiling * 2");
+    rt.finish();
 }
 
 #[test]

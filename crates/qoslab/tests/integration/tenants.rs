@@ -63,15 +63,29 @@ fn leftovers(base: &Path) -> (Vec<PathBuf>, Vec<(String, PathBuf)>, usize) {
 }
 
 fn assert_nothing_left(base: &Path) {
+    assert_nothing_left_after(base, None);
+}
+
+/// [`assert_nothing_left`] after the mount command that wrote `log` (its stdout; its
+/// stderr beside it), whose words a failure shows.
+fn assert_nothing_left_after(base: &Path, log: Option<&Path>) {
+    let said = log.map_or_else(String::new, |l| {
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        format!(
+            "\nthe mount command's stdout:\n{}\nits stderr:\n{}",
+            read(l),
+            read(&l.with_extension("err"))
+        )
+    });
     let (m, l, n) = leftovers(base);
     assert!(
         m.is_empty() && l.is_empty() && n == 0,
-        "left behind: mounts {m:?}, loops {l:?}, nbdfuse {n}"
+        "left behind: mounts {m:?}, loops {l:?}, nbdfuse {n}{said}"
     );
     let runs: Vec<_> = std::fs::read_dir(base)
         .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
-    assert!(runs.is_empty(), "run directories left: {runs:?}");
+    assert!(runs.is_empty(), "run directories left: {runs:?}{said}");
 }
 
 /// `qoslab tenants mount ... -- sh -c SCRIPT` in the background; returns once it printed
@@ -171,7 +185,7 @@ fn sigterm_tears_everything_down_and_sigkill_leftovers_are_cleaned_by_the_next_r
     unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
     let st = wait(c, Duration::from_secs(60));
     assert_eq!(st.code(), Some(143), "exit status after SIGTERM");
-    assert_nothing_left(&base);
+    assert_nothing_left_after(&base, Some(&dir.join("term.log")));
 
     // SIGKILL: everything stays (mounts, loops, nbdfuse, the busy process)...
     let c = spawn_mount(&base, &uris, busy, &dir.join("kill1.log"));
