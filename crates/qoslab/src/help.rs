@@ -10,7 +10,7 @@ pub const WIDTH: usize = 100;
 /// The command groups of `qoslab --help`, in order; every visible command is in one.
 pub const GROUPS: &[(&str, &[&str])] = &[
     ("Start here", &["demo", "login", "logout"]),
-    ("The node", &["serve", "stats", "nfs", "tenants"]),
+    ("The node", &["serve", "stats", "nfs", "iscsi", "tenants"]),
     ("Benchmarks", &["bench"]),
     ("Results", &["results", "report", "compare"]),
     (
