@@ -245,14 +245,15 @@ fn network(d: &Dir, bed: &Testbed) {
         ],
     );
     eprintln!("network suite: {:?}\n{out}", started.elapsed());
-    // The slow pair fails its verdict (exit 1); measured while a host starved, the suite
-    // calls its miss inconclusive with the pressure figure (exit 3, when nothing else
-    // failed): a real-time outcome, which the test's own starved-host rule must confirm.
+    // The slow pair fails its verdict (exit 1); measured while a host of the pair waited
+    // for a CPU at least 25% of the test (the bed's hosts share this machine's two CPUs
+    // with the test beside this one), the suite calls its miss inconclusive and names the
+    // figure instead (exit 3, when nothing else failed). Both are the product's rule
+    // (unit-tested in suites::stall and suites::network); which one applies is the
+    // machine's doing.
     match code {
         Some(1) => {}
-        Some(3) if out.contains("h0 -> h1") && out.contains("(inconclusive, starved-host: ") => {
-            rt.short("the slow pair was judged inconclusive: a host starved".into())
-        }
+        Some(3) if out.contains("h0 -> h1") && out.contains("(inconclusive, starved-host: ") => {}
         _ => panic!("the slow pair fails its verdict\n{out}\n{err}"),
     }
     // The terminal matrix marks exactly the slow pair.
@@ -395,7 +396,16 @@ fn network(d: &Dir, bed: &Testbed) {
         "each failing cell says so (the two slow ones on an unstarved host)"
     );
     let mesh = &dom[dom.find("Network mesh").unwrap()..];
-    let sentence = if failing == slow_pair && code == Some(1) {
+    // A pair missed on a starved host is listed apart from the failing ones.
+    let starved_slow = conn.iter().any(|r| {
+        let pair = format!(
+            "{}->{}",
+            r["from"].as_str().unwrap(),
+            r["to"].as_str().unwrap()
+        );
+        slow_pair.contains(&pair.as_str()) && !r["starved"].as_str().unwrap_or_default().is_empty()
+    });
+    let sentence = if failing == slow_pair && !starved_slow {
         "Failing: h0 → h1 (BELOW 90%), h1 → h0 (BELOW 90%).".to_string()
     } else {
         "h0 → h1 (BELOW 90%".to_string()
