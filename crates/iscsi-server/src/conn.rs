@@ -36,6 +36,13 @@ const COPY_LIMIT: usize = 64 * 1024;
 /// Immediate SCSI commands one connection may have running (they are outside the
 /// CmdSN window).
 const MAX_IMMEDIATE: usize = 16;
+/// After a protocol error the target stops serving, sends FIN and reads and discards
+/// what the initiator still sends, for at most this long or [`LINGER_BYTES`], before it
+/// closes. Closing with unread data would send a reset instead, and an initiator writing
+/// its next PDU then gets EPIPE (libiscsi's tools die of SIGPIPE) rather than an orderly
+/// end it can recover from.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+const LINGER_BYTES: usize = 16 << 20;
 
 /// Why a connection ends early.
 type Close = io::Error;
@@ -60,7 +67,12 @@ pub async fn serve(
     let est = match tokio::time::timeout(shared.config.login_timeout, login).await {
         Ok(Ok(Some(e))) => e,
         Ok(Ok(None)) => return Ok(()),
-        Ok(Err(e)) => return Err(e),
+        Ok(Err(e)) => {
+            if e.kind() == io::ErrorKind::InvalidData {
+                close_gently(&mut rd, &mut wr, stop).await;
+            }
+            return Err(e);
+        }
         Err(_) => {
             shared.stats.login_failures.fetch_add(1, Ordering::Relaxed);
             return Err(io::Error::new(
@@ -86,7 +98,9 @@ pub async fn serve(
         session.initiator
     );
     let mut c = Conn::new(shared.clone(), est, local, peer);
-    let r = c.run(&mut rd, &mut wr, &mut inbuf, stop, kill_rx).await;
+    let r = c
+        .run(&mut rd, &mut wr, &mut inbuf, stop.clone(), kill_rx)
+        .await;
     c.end();
     if session.remove_conn(cid) {
         shared.sessions.remove(session.tsih);
@@ -98,9 +112,38 @@ pub async fn serve(
         if e.kind() == io::ErrorKind::InvalidData {
             shared.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
             tracing::warn!("iscsi: {peer}: {} ended: {e}", session.initiator);
+            close_gently(&mut rd, &mut wr, stop).await;
         }
     }
     r
+}
+
+/// Ends a connection without a reset: FIN, then what arrives is read and dropped until
+/// the initiator closes, [`LINGER`] passes, [`LINGER_BYTES`] have come or the target
+/// stops.
+async fn close_gently(
+    rd: &mut OwnedReadHalf,
+    wr: &mut OwnedWriteHalf,
+    mut stop: watch::Receiver<bool>,
+) {
+    let _ = wr.shutdown().await;
+    let mut sink = vec![0u8; 64 * 1024];
+    let drain = async {
+        let mut total = 0;
+        while total < LINGER_BYTES {
+            match rd.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    };
+    if *stop.borrow() {
+        return;
+    }
+    tokio::select! {
+        _ = tokio::time::timeout(LINGER, drain) => {}
+        _ = stop.changed() => {}
+    }
 }
 
 /// Reads until one whole PDU is in `inbuf`; returns its length (`None`: the peer closed).

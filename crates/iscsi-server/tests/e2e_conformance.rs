@@ -110,7 +110,8 @@ fn run_suite(family: &str, url: &str) -> String {
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(
         text.contains("Run Summary"),
-        "iscsi-test-cu against {url} did not finish:\n{text}"
+        "iscsi-test-cu against {url} did not finish ({}):\n{text}",
+        out.status
     );
     text
 }

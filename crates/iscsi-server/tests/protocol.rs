@@ -565,10 +565,21 @@ async fn a_protocol_error_ends_only_its_own_connection() {
             data: &[0; 512],
         },
     );
+    // More follows that the target never parses (as an initiator's pipelined PDUs do),
+    // more than the target reads in one go: its end must still be an orderly one (FIN),
+    // not a reset that makes the initiator's next write fail with EPIPE.
+    out.extend(std::iter::repeat_n(0u8, 1 << 20));
     c.send(&out).await.unwrap();
     let p = c.recv().await.expect("a Reject");
     assert_eq!((p.opcode(), p.reply().response()), (op::REJECT, 0x04));
-    assert!(c.recv().await.is_none(), "then the connection ends");
+    let mut rest = [0u8; 64];
+    match tokio::io::AsyncReadExt::read(&mut c.stream, &mut rest).await {
+        Ok(0) => {}
+        other => panic!("the connection should end with FIN, got {other:?}"),
+    }
+    c.send(&[0u8; 48])
+        .await
+        .expect("a write after the target's FIN is not refused with a reset");
     // Garbage: a header whose data segment is over every limit.
     let mut g = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let mut junk = vec![0x43u8; 48];
