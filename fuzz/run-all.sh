@@ -12,7 +12,7 @@ runs=${1:-10000000}
 max=${2:-3600}
 shift 2 2>/dev/null || shift $#
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(nbd_decoders node_config api_body nbd_session s3_request nfs_rpc nfs_session)
+[ ${#targets[@]} -eq 0 ] && targets=(nbd_decoders node_config api_body nbd_session s3_request nfs_rpc nfs_session iscsi_pdu)
 jobs=${JOBS:-1}
 mkdir -p logs
 cargo fuzz build --sanitizer none >logs/build.log 2>&1 || { echo "build failed: fuzz/logs/build.log"; exit 1; }
