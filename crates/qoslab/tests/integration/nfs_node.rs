@@ -75,7 +75,7 @@ pub fn prefill(url: &str, file: &str, size: &str) {
 
 /// `got` within `pct` of `want`: above it fails the test (a limit exceeded); below it is a
 /// shortfall a starved host may explain (`rt` decides at the test's end).
-fn within(rt: &mut RealTime, what: &str, got: f64, want: f64, pct: f64) {
+pub fn within(rt: &mut RealTime, what: &str, got: f64, want: f64, pct: f64) {
     assert!(
         got <= want * (1.0 + pct / 100.0),
         "{what}: {got:.2}, want {want} +-{pct}%"
@@ -242,7 +242,7 @@ fn seed000_qos_rows_hold_over_nfs() {
     rt.finish();
 }
 
-fn read_ops(api: &Api, vol: &str) -> u64 {
+pub fn read_ops(api: &Api, vol: &str) -> u64 {
     let v = api.get_ok(&format!(
         "/api/storage/volumes?name={vol}&fields=statistics"
     ));
