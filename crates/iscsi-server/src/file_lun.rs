@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::lun::{fnv, Caps, Extent, Identity, Lun};
+use crate::lun::{fnv, page_exponent, Caps, Extent, Identity, Lun};
 
 /// A file-backed LUN.
 pub struct FileLun {
@@ -83,7 +83,11 @@ impl FileLun {
         if len < size {
             file.set_len(size).map_err(io_err)?;
         }
-        let h = fnv(meta.dev().to_le_bytes().into_iter().chain(meta.ino().to_le_bytes()));
+        let h = fnv(meta
+            .dev()
+            .to_le_bytes()
+            .into_iter()
+            .chain(meta.ino().to_le_bytes()));
         Ok(FileLun {
             file,
             path: path.to_path_buf(),
@@ -180,12 +184,7 @@ impl Lun for FileLun {
     }
 
     fn physical_exponent(&self) -> u8 {
-        // Page-sized physical blocks: 8 logical blocks of 512 bytes.
-        if self.block_size == 512 {
-            3
-        } else {
-            0
-        }
+        page_exponent(self.block_size)
     }
 
     fn caps(&self) -> Caps {

@@ -121,12 +121,15 @@ pub struct NodeTarget {
     alias: Option<String>,
 }
 
+/// A LUN's volume and the logical unit made for it.
+type Unit = (Arc<Volume>, Arc<LogicalUnit>);
+
 struct NodeLuns {
     node: Arc<Node>,
     iqn: String,
     specs: Vec<LunSpec>,
     /// The logical unit of each LUN number, with the volume it was made for.
-    units: RwLock<HashMap<u16, (Arc<Volume>, Arc<LogicalUnit>)>>,
+    units: RwLock<HashMap<u16, Unit>>,
     /// Bumped when a LUN's volume comes or goes (sessions re-read their LUNs).
     generation: AtomicU64,
 }

@@ -61,6 +61,16 @@ impl Identity {
     }
 }
 
+/// log2 of the logical blocks in a 4 KiB page, the unit a file system under a LUN
+/// allocates and deallocates in: 3 for 512-byte blocks, 0 for 4096.
+pub fn page_exponent(block_size: u32) -> u8 {
+    if block_size == 512 {
+        3
+    } else {
+        0
+    }
+}
+
 /// FNV-1a: a stable hash for a LUN's identity (the same across restarts).
 pub fn fnv(bytes: impl IntoIterator<Item = u8>) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;

@@ -166,10 +166,22 @@ mod tests {
         for (name, cdb, want) in [
             ("INQUIRY", &[0x12u8, 0, 0, 0, 36, 0][..], R),
             ("TEST UNIT READY", &[0; 6][..], R),
-            ("READ CAPACITY(10)", &[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0][..], R),
-            ("REPORT LUNS", &[0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0][..], R),
+            (
+                "READ CAPACITY(10)",
+                &[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0][..],
+                R,
+            ),
+            (
+                "REPORT LUNS",
+                &[0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0][..],
+                R,
+            ),
             ("VERIFY(10)", &[0x2f, 0, 0, 0, 0, 0, 0, 0, 8, 0][..], R),
-            ("SYNCHRONIZE CACHE(10)", &[0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0][..], W),
+            (
+                "SYNCHRONIZE CACHE(10)",
+                &[0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0][..],
+                W,
+            ),
             ("UNMAP", &[0x42, 0, 0, 0, 0, 0, 0, 0, 24, 0][..], W),
             (
                 "WRITE SAME(16) of 1 GiB with UNMAP",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use storage_node::volume::Volume;
 
-use crate::lun::{fnv, Caps, Extent, Identity, Lun};
+use crate::lun::{fnv, page_exponent, Caps, Extent, Identity, Lun};
 
 /// A block volume served as a LUN.
 pub struct VolumeLun {
@@ -62,12 +62,7 @@ impl Lun for VolumeLun {
     }
 
     fn physical_exponent(&self) -> u8 {
-        // The file system under the volume allocates and deallocates in 4 KiB pages.
-        if self.block_size == 512 {
-            3
-        } else {
-            0
-        }
+        page_exponent(self.block_size)
     }
 
     fn caps(&self) -> Caps {

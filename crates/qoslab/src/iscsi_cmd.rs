@@ -25,7 +25,6 @@ enum IscsiCommand {
     Serve(ServeArgs),
 }
 
-
 #[derive(Args)]
 #[command(after_help = "\
 EXAMPLES:

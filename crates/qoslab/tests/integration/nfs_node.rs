@@ -37,15 +37,20 @@ const NFS: &[&str] = &["--listen-nfs", "127.0.0.1:0"];
 /// fio's nfs engine on `url` (JSON report, every job's error checked); `args` are job
 /// options. Jobs report as a group.
 pub fn fio_nfs(url: &str, args: &[&str]) -> Json {
+    fio_json(&["--ioengine=nfs", &format!("--nfs_url={url}")], args)
+}
+
+/// fio with `target` (its engine and what it reaches) and job options `args`: its JSON
+/// report, fio's exit status and every job's error checked. Jobs report as a group.
+pub fn fio_json(target: &[&str], args: &[&str]) -> Json {
     let mut c = Command::new("fio");
     c.args([
         "--name=job",
-        "--ioengine=nfs",
         "--output-format=json",
         "--group_reporting",
         "--verify_state_save=0",
     ])
-    .arg(format!("--nfs_url={url}"))
+    .args(target)
     .args(args)
     .current_dir(std::env::temp_dir());
     let out = run(&mut c, Duration::from_secs(180));

@@ -182,7 +182,12 @@ fn luns(
             Some(b) if matches!(b.get_ref(), 512 | 4096) => *b.get_ref() as u32,
             Some(b) => {
                 let msg = "allowed values are 512 and 4096".to_string();
-                return Err(err(b.span().start, "block_size", b.get_ref().to_string(), msg));
+                return Err(err(
+                    b.span().start,
+                    "block_size",
+                    b.get_ref().to_string(),
+                    msg,
+                ));
             }
         };
         if !vol.size.is_multiple_of(block_size as u64) {
@@ -319,7 +324,10 @@ initiators = ["iqn.1993-08.org.debian:01:host1", "IQN.1993-08.org.debian:01:host
                 (l.number, l.volume.as_str(), l.block_size, n)
             })
             .collect();
-        assert_eq!(got, [(0, "db", 512, 0), (1, "logs", 512, 0), (2, "odd", 512, 2)]);
+        assert_eq!(
+            got,
+            [(0, "db", 512, 0), (1, "logs", 512, 0), (2, "odd", 512, 2)]
+        );
         // `[[iscsi.lun]]` alone: no listener (the command line may give it), the default name.
         let cfg = parse("[[iscsi.lun]]\nvolume = \"db\"\n").unwrap();
         assert_eq!(cfg.iscsi.listen, None);
