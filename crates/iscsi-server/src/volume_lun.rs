@@ -155,9 +155,17 @@ mod tests {
         let mut back = [0u8; 4096];
         vol.backend.read_at(&mut back, 4096).unwrap();
         assert_eq!(back, [7u8; 4096]);
+        // The volume's used space follows (adaptive policies allocate by it).
+        assert!(
+            vol.refresh_used(),
+            "a write marks the used space for a refresh"
+        );
+        assert!(vol.space().used >= 4096, "{:?}", vol.space());
         lun.unmap(4096, 4096).unwrap();
         lun.read(4096, &mut back).unwrap();
         assert_eq!(back, [0u8; 4096]);
+        assert!(vol.refresh_used(), "so does an UNMAP");
+        assert_eq!(vol.space().used, 0);
         // The same name gives the same identity; another target's does not.
         let again = VolumeLun::new(vol.clone(), 512, "iqn.2026-01.lab.qoslab:t");
         let other = VolumeLun::new(vol.clone(), 512, "iqn.2026-01.lab.qoslab:u");
