@@ -14,13 +14,20 @@ use std::sync::Arc;
 /// A boxed future, for the hook's waits.
 pub type Wait<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// What a command does, for its QoS accounting.
+/// What a command does, for its QoS accounting (ONTAP's SAN counters: reads, writes and
+/// "other").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpKind {
+    /// READ (6, 10, 12, 16): its transfer length toward MB/s.
     Read,
+    /// WRITE (6, 10, 12, 16), WRITE AND VERIFY, COMPARE AND WRITE: their transfer length.
     Write,
-    /// Everything else (INQUIRY, TEST UNIT READY, SYNCHRONIZE CACHE, UNMAP, ...).
+    /// Any other command that leaves the medium as it is (INQUIRY, TEST UNIT READY, READ
+    /// CAPACITY, MODE SENSE, REPORT LUNS, VERIFY, GET LBA STATUS, ...): no bytes.
     Other,
+    /// Any other command that may change the medium or the LU's state (UNMAP, WRITE SAME,
+    /// SYNCHRONIZE CACHE, MODE SELECT, PERSISTENT RESERVE OUT, ...): no bytes.
+    OtherWrite,
 }
 
 /// One SCSI command as admission sees it.
@@ -29,8 +36,11 @@ pub struct Op {
     /// The LUN number the initiator addressed (its mapping decides the LU).
     pub lun: u16,
     pub kind: OpKind,
-    /// Bytes moved to or from the medium (a read's or write's transfer length).
+    /// Bytes moved to or from the medium (a read's or write's transfer length; 0 for
+    /// the others).
     pub bytes: u64,
+    /// Where a read or write starts on the LU, in bytes (0 for the others).
+    pub offset: u64,
 }
 
 /// How a command ended.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use iscsi_proto::pdu::target::Residual;
 use iscsi_proto::scsi::cdb::{self, Command, Dir};
-use iscsi_proto::scsi::pr::Refusal;
+use iscsi_proto::scsi::pr::{Access, Refusal};
 use iscsi_proto::scsi::sense::{self, status, Sense};
 use iscsi_proto::scsi::{data, inquiry, lun as lunfmt};
 
@@ -16,18 +16,26 @@ use crate::lu::LogicalUnit;
 use crate::reply::Reply;
 use crate::task::{Aborted, Answer, End, Event, TaskCtx};
 
-fn op_of(cmd: &Command, lun: u16, block_size: u32) -> Op {
+/// What a command counts for (one operation each): a READ's or a WRITE's transfer length
+/// toward MB/s, every other command as "other" (WRITE SAME and VERIFY too: like NBD's
+/// WRITE_ZEROES, a 1 GiB zeroing would otherwise spend a MB/s ceiling's whole minute).
+pub fn op_of(cmd: &Command, lun: u16, block_size: u32) -> Op {
     let bs = block_size as u64;
-    let (kind, bytes) = match cmd {
-        Command::Read(r) => (OpKind::Read, r.blocks as u64 * bs),
+    let (kind, r) = match cmd {
+        Command::Read(r) => (OpKind::Read, Some(r)),
         Command::Write(r) | Command::WriteVerify(r) | Command::CompareAndWrite(r) => {
-            (OpKind::Write, r.blocks as u64 * bs)
+            (OpKind::Write, Some(r))
         }
-        Command::WriteSame(ws) => (OpKind::Write, ws.blocks as u64 * bs),
-        Command::Verify { rw, .. } => (OpKind::Read, rw.blocks as u64 * bs),
-        _ => (OpKind::Other, 0),
+        Command::PersistentReserveOut(_) => (OpKind::OtherWrite, None),
+        c if matches!(c.access(), Access::Write | Access::Legacy) => (OpKind::OtherWrite, None),
+        _ => (OpKind::Other, None),
     };
-    Op { lun, kind, bytes }
+    Op {
+        lun,
+        kind,
+        bytes: r.map_or(0, |r| r.blocks as u64 * bs),
+        offset: r.map_or(0, |r| r.lba.saturating_mul(bs)),
+    }
 }
 
 /// Runs one command to its end and tells the connection.
@@ -55,6 +63,7 @@ async fn answer(t: &mut TaskCtx) -> Result<Answer, Aborted> {
             lun: t.lun,
             kind: OpKind::Other,
             bytes: 0,
+            offset: 0,
         },
     };
     let grant = tokio::select! {

@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::lun::{Caps, Extent, Identity, Lun};
+use crate::lun::{fnv, page_exponent, Caps, Extent, Identity, Lun};
 
 /// A file-backed LUN.
 pub struct FileLun {
@@ -35,18 +35,6 @@ pub enum FileLunError {
     },
     #[error("{path}: the file holds {len} bytes, more than the LUN's size {size} (a LUN never truncates data)")]
     Shrink { path: PathBuf, len: u64, size: u64 },
-}
-
-/// FNV-1a, for a stable serial number from the file's identity.
-fn fnv(parts: &[u64]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for p in parts {
-        for b in p.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
 }
 
 impl FileLun {
@@ -95,18 +83,18 @@ impl FileLun {
         if len < size {
             file.set_len(size).map_err(io_err)?;
         }
-        let h = fnv(&[meta.dev(), meta.ino()]);
+        let h = fnv(meta
+            .dev()
+            .to_le_bytes()
+            .into_iter()
+            .chain(meta.ino().to_le_bytes()));
         Ok(FileLun {
             file,
             path: path.to_path_buf(),
             size,
             block_size,
             read_only,
-            identity: Identity {
-                serial: format!("qoslab{h:016x}"),
-                naa_id: h & ((1 << 60) - 1),
-                product: "LUN".into(),
-            },
+            identity: Identity::of_hash(h),
         })
     }
 
@@ -196,12 +184,7 @@ impl Lun for FileLun {
     }
 
     fn physical_exponent(&self) -> u8 {
-        // Page-sized physical blocks: 8 logical blocks of 512 bytes.
-        if self.block_size == 512 {
-            3
-        } else {
-            0
-        }
+        page_exponent(self.block_size)
     }
 
     fn caps(&self) -> Caps {

@@ -6,10 +6,12 @@
 //! management, logout); [`task`] runs one SCSI command (admission, then [`exec`]) as a
 //! task of its own; [`Server`] accepts connections.
 //!
-//! Seams for the node ([`Target`], [`Lun`], [`Admission`]): the target asks a [`Target`]
-//! for its name, the LUNs an initiator may see (LUN masking) and CHAP secrets; each LUN's
-//! storage is a [`Lun`] with declared capabilities; each SCSI command passes the
-//! connection's [`Admission`] hook once, before its I/O.
+//! Seams ([`Target`], [`Lun`], [`Admission`]): the target asks a [`Target`] for its name,
+//! the LUNs an initiator may see (LUN masking) and CHAP secrets; each LUN's storage is a
+//! [`Lun`] with declared capabilities; each SCSI command passes the connection's
+//! [`Admission`] hook once, before its I/O. The standalone target (`qoslab iscsi serve`)
+//! fills them with files and no QoS; the node's front end ([`IscsiFrontEnd`]) with its
+//! block volumes ([`volume_lun`]) and its one admission core ([`qos`]).
 //!
 //! Invariants:
 //! - A malformed or hostile client ends only its own connection: decoders never panic,
@@ -27,14 +29,17 @@ pub mod conn;
 pub mod dispatch;
 pub mod exec;
 pub mod file_lun;
+pub mod front_end;
 pub mod login;
 pub mod lu;
 pub mod lun;
+pub mod qos;
 pub mod reply;
 pub mod rw;
 pub mod session;
 pub mod target;
 pub mod task;
+pub mod volume_lun;
 mod writes;
 
 use std::future::Future;
@@ -50,6 +55,7 @@ use tokio::sync::watch;
 
 pub use admission::{Admission, Admitted, Grant, Op, OpKind, Outcome, Unlimited};
 pub use file_lun::FileLun;
+pub use front_end::IscsiFrontEnd;
 pub use lu::LogicalUnit;
 pub use lun::{Caps, Extent, Identity, Lun};
 pub use target::{Auth, ChapSecret, ConnInfo, StaticLun, StaticTarget, Target};
@@ -115,7 +121,13 @@ pub struct Server {
 impl Server {
     pub async fn bind(addr: &str, target: Arc<dyn Target>, config: Config) -> io::Result<Server> {
         let listener = TcpListener::bind(addr).await?;
-        Ok(Server {
+        Ok(Server::on(listener, target, config))
+    }
+
+    /// A target on a listener already bound (the node's front end binds before the node
+    /// runs).
+    pub fn on(listener: TcpListener, target: Arc<dyn Target>, config: Config) -> Server {
+        Server {
             listener,
             shared: Arc::new(Shared {
                 target,
@@ -123,7 +135,7 @@ impl Server {
                 sessions: Arc::new(session::Sessions::default()),
                 stats: Stats::default(),
             }),
-        })
+        }
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {

@@ -49,6 +49,38 @@ pub struct Identity {
     pub product: String,
 }
 
+impl Identity {
+    /// The identity of a LUN whose stable hash is `h` (of its file, or its volume's name):
+    /// the serial `qoslab` + 16 hex digits, the NAA designator its low 60 bits.
+    pub fn of_hash(h: u64) -> Identity {
+        Identity {
+            serial: format!("qoslab{h:016x}"),
+            naa_id: h & ((1 << 60) - 1),
+            product: "LUN".into(),
+        }
+    }
+}
+
+/// log2 of the logical blocks in a 4 KiB page, the unit a file system under a LUN
+/// allocates and deallocates in: 3 for 512-byte blocks, 0 for 4096.
+pub fn page_exponent(block_size: u32) -> u8 {
+    if block_size == 512 {
+        3
+    } else {
+        0
+    }
+}
+
+/// FNV-1a: a stable hash for a LUN's identity (the same across restarts).
+pub fn fnv(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 /// A LUN's storage.
 pub trait Lun: Send + Sync + 'static {
     /// Size in bytes (a multiple of the block size).

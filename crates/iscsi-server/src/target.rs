@@ -107,11 +107,7 @@ impl Target for StaticTarget {
         let mut v: Vec<Mapped> = self
             .luns
             .iter()
-            .filter(|l| {
-                l.initiators
-                    .as_ref()
-                    .is_none_or(|list| list.iter().any(|i| i.eq_ignore_ascii_case(initiator)))
-            })
+            .filter(|l| sees(l.initiators.as_deref(), initiator))
             .map(|l| (l.number, l.lu.clone()))
             .collect();
         v.sort_by_key(|(n, _)| *n);
@@ -123,13 +119,11 @@ impl Target for StaticTarget {
     }
 }
 
-/// Whether `name` is an iSCSI name this target accepts (RFC 7143 §4.2.7: `iqn.`,
-/// `eui.` or `naa.`, at most 223 bytes, no spaces or control characters).
-pub fn valid_iscsi_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    (lower.starts_with("iqn.") || lower.starts_with("eui.") || lower.starts_with("naa."))
-        && name.len() <= 223
-        && name
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b".-:".contains(&c))
+/// Whether `initiator` sees a LUN visible to `initiators` (`None`: to every initiator).
+/// iSCSI names compare without regard to case (RFC 7143 §4.2.7.1).
+pub fn sees(initiators: Option<&[String]>, initiator: &str) -> bool {
+    initiators.is_none_or(|list| list.iter().any(|i| i.eq_ignore_ascii_case(initiator)))
 }
+
+/// Whether `name` is an iSCSI name (the node's config checks names with the same rule).
+pub use storage_node::config::iscsi::valid_iscsi_name;

@@ -433,12 +433,14 @@ async fn admission_sees_each_command_once_and_may_hold_it_until_an_abort() {
                 Op {
                     lun: 0,
                     kind: OpKind::Read,
-                    bytes: 4096
+                    bytes: 4096,
+                    offset: 0,
                 },
                 Op {
                     lun: 0,
                     kind: OpKind::Write,
-                    bytes: 4096
+                    bytes: 4096,
+                    offset: 4096,
                 }
             ]
         );

@@ -20,8 +20,8 @@ use crate::service::Service;
 use crate::Config;
 
 /// The node's listeners that may each hold `max_connections` descriptors: NBD unix, NBD
-/// TCP, the REST API, S3 and NFS.
-const LISTENERS: usize = 5;
+/// TCP, the REST API, S3, NFS and iSCSI.
+const LISTENERS: usize = 6;
 
 /// The NFS front end of a node, bound and attached to it.
 pub struct NfsFrontEnd {

@@ -1,4 +1,5 @@
-//! `qoslab iscsi serve`: files as iSCSI LUNs (no QoS), the iSCSI target on its own.
+//! `qoslab iscsi serve`: files as iSCSI LUNs (no QoS), the iSCSI target on its own; and
+//! `qoslab serve`'s iSCSI options (the node's front end, its LUNs from node.toml).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use iscsi_server::target::valid_iscsi_name;
 use iscsi_server::{
     Auth, ChapSecret, Config, FileLun, LogicalUnit, Server, StaticLun, StaticTarget,
 };
+use storage_node::config::iscsi::DEFAULT_IQN;
 
 #[derive(Args)]
 pub struct IscsiArgs {
@@ -22,9 +24,6 @@ enum IscsiCommand {
     /// on its own.
     Serve(ServeArgs),
 }
-
-/// The default target name.
-const DEFAULT_IQN: &str = "iqn.2026-01.lab.qoslab:target0";
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -72,6 +71,52 @@ pub fn run(args: IscsiArgs) -> anyhow::Result<()> {
     match args.command {
         IscsiCommand::Serve(a) => serve(a),
     }
+}
+
+/// `qoslab serve`'s iSCSI option: the node's iSCSI front end (off unless --listen-iscsi or
+/// `[iscsi] listen`).
+#[derive(Args, Debug, Default)]
+pub struct IscsiServeArgs {
+    /// Serve node.toml's `[[iscsi.lun]]` (block volumes, each under its volume's QoS
+    /// policy) over iSCSI on this address, e.g. 127.0.0.1:3260 (overrides [iscsi] listen;
+    /// default off). Initiators log in to `[iscsi] iqn` (default
+    /// iqn.2026-01.lab.qoslab:target0); see docs/ISCSI.md.
+    #[arg(long, value_name = "ADDR")]
+    listen_iscsi: Option<std::net::SocketAddr>,
+}
+
+/// The command line over the config's `[iscsi]`.
+pub fn apply(args: &IscsiServeArgs, cfg: &mut storage_node::NodeConfig) {
+    if let Some(a) = args.listen_iscsi {
+        cfg.iscsi.listen = Some(a);
+    }
+}
+
+/// Bind the node's iSCSI front end when asked for (the node's builder runs it), and say
+/// where it listens.
+pub fn start(
+    s: &storage_node::config::IscsiSettings,
+    max_connections: usize,
+) -> anyhow::Result<Option<iscsi_server::IscsiFrontEnd>> {
+    let Some(addr) = s.listen else {
+        return Ok(None);
+    };
+    if !addr.ip().is_loopback() {
+        tracing::warn!(
+            "iSCSI on non-loopback address {addr}: no CHAP on the node's target yet; \
+             [[iscsi.lun]] initiators = [...] decides who sees each LUN"
+        );
+    }
+    let fe = iscsi_server::IscsiFrontEnd::bind(addr, s)
+        .with_context(|| format!("listening for iSCSI on {addr}"))?
+        .max_connections(max_connections);
+    println!(
+        "qoslab: iscsi: {} (target {}; {})",
+        fe.local_addr(),
+        s.iqn,
+        fe.summary()
+    );
+    Ok(Some(fe))
 }
 
 /// One `--lun` argument.

@@ -117,8 +117,10 @@ pub struct ServeArgs {
     s3: crate::s3_cmd::S3ServeArgs,
     #[command(flatten)]
     nfs: crate::nfs_cmd::NfsServeArgs,
-    /// Connections each listener (NBD unix, NBD TCP, REST API, S3) serves at once; more
-    /// are closed on accept, with a log line when the cap is reached.
+    #[command(flatten)]
+    iscsi: crate::iscsi_cmd::IscsiServeArgs,
+    /// Connections each listener (NBD unix, NBD TCP, REST API, S3, NFS, iSCSI) serves at
+    /// once; more are closed on accept, with a log line when the cap is reached.
     #[arg(long, value_name = "N", default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: u32,
@@ -299,6 +301,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     apply_capacity_args(&args, &mut cfg, &data_dir)?;
     apply_burst_args(&args, &mut cfg)?;
     crate::nfs_cmd::apply(&args.nfs, &mut cfg)?;
+    crate::iscsi_cmd::apply(&args.iscsi, &mut cfg);
     let auth = Arc::new(control_plane::api::auth::Auth::new(
         token.clone(),
         Some(data_dir.clone()),
@@ -360,6 +363,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             crate::nfs_cmd::start(&node, &cfg.nfs, &cp, args.max_connections as usize)?
         {
             builder = builder.front_end(nfs);
+        }
+        if let Some(iscsi) = crate::iscsi_cmd::start(&cfg.iscsi, args.max_connections as usize)? {
+            builder = builder.front_end(iscsi);
         }
         let running = builder.spawn().await?;
         guard.started();

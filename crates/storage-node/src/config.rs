@@ -16,6 +16,7 @@ use toml::Spanned;
 pub mod array;
 mod backend;
 mod burst;
+pub mod iscsi;
 pub mod nfs;
 mod provisioned;
 mod sections;
@@ -27,6 +28,7 @@ use crate::backend::layers::LayerSpec;
 use crate::provisioned::FsSpec;
 pub use array::{ArraySpec, MbpsCeilingWithFloor};
 pub use burst::CeilingMode;
+pub use iscsi::{IscsiSettings, LunSpec};
 pub use nfs::{ExportPolicySpec, NfsSettings};
 
 /// Default busy-poll budget per connection, microseconds.
@@ -175,6 +177,8 @@ pub struct NodeConfig {
     pub nfs: NfsSettings,
     /// Export policies (`[[export_policy]]`; `default`, loopback only, is built in).
     pub export_policies: Vec<ExportPolicySpec>,
+    /// The iSCSI front end (`[iscsi]`): address, target name, LUNs.
+    pub iscsi: IscsiSettings,
 }
 
 impl Default for NodeConfig {
@@ -198,6 +202,7 @@ impl Default for NodeConfig {
             sources: Default::default(),
             nfs: NfsSettings::default(),
             export_policies: Vec::new(),
+            iscsi: IscsiSettings::default(),
         }
     }
 }
@@ -260,6 +265,8 @@ struct RawConfig {
     nfs: Option<Spanned<nfs::RawNfs>>,
     #[serde(default)]
     export_policy: Vec<Spanned<nfs::RawExportPolicy>>,
+    // Not `Spanned`: `[[iscsi.lun]]` alone makes the table implicitly (its keys are).
+    iscsi: Option<iscsi::RawIscsi>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
@@ -416,6 +423,9 @@ impl NodeConfig {
         let names = sections::policies(&src, &raw.policy, &mut cfg)?;
         let vol_names = sections::volumes(&src, &raw.volume, &names, &export_names, &mut cfg)?;
         sections::default_export(&src, &cfg, &vol_names)?;
+        if let Some(r) = &raw.iscsi {
+            cfg.iscsi = iscsi::parse(&src, r, &cfg.volumes)?;
+        }
         Ok(cfg)
     }
 }

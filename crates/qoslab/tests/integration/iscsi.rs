@@ -203,7 +203,7 @@ fn chap_logs_in_with_the_secret_and_refuses_others() {
     assert!(srv.log().contains("login refused"), "{}", srv.log());
 }
 
-fn require_libiscsi() {
+pub fn require_libiscsi() {
     for t in ["iscsi-ls", "iscsi-inq"] {
         assert!(
             Command::new("which")

@@ -32,6 +32,7 @@ mod first_hour;
 mod hostile;
 mod interop;
 mod iscsi;
+mod iscsi_node;
 mod isolation;
 mod json;
 mod lifecycle;

@@ -37,15 +37,20 @@ const NFS: &[&str] = &["--listen-nfs", "127.0.0.1:0"];
 /// fio's nfs engine on `url` (JSON report, every job's error checked); `args` are job
 /// options. Jobs report as a group.
 pub fn fio_nfs(url: &str, args: &[&str]) -> Json {
+    fio_json(&["--ioengine=nfs", &format!("--nfs_url={url}")], args)
+}
+
+/// fio with `target` (its engine and what it reaches) and job options `args`: its JSON
+/// report, fio's exit status and every job's error checked. Jobs report as a group.
+pub fn fio_json(target: &[&str], args: &[&str]) -> Json {
     let mut c = Command::new("fio");
     c.args([
         "--name=job",
-        "--ioengine=nfs",
         "--output-format=json",
         "--group_reporting",
         "--verify_state_save=0",
     ])
-    .arg(format!("--nfs_url={url}"))
+    .args(target)
     .args(args)
     .current_dir(std::env::temp_dir());
     let out = run(&mut c, Duration::from_secs(180));
@@ -75,7 +80,7 @@ pub fn prefill(url: &str, file: &str, size: &str) {
 
 /// `got` within `pct` of `want`: above it fails the test (a limit exceeded); below it is a
 /// shortfall a starved host may explain (`rt` decides at the test's end).
-fn within(rt: &mut RealTime, what: &str, got: f64, want: f64, pct: f64) {
+pub fn within(rt: &mut RealTime, what: &str, got: f64, want: f64, pct: f64) {
     assert!(
         got <= want * (1.0 + pct / 100.0),
         "{what}: {got:.2}, want {want} +-{pct}%"
@@ -242,7 +247,7 @@ fn seed000_qos_rows_hold_over_nfs() {
     rt.finish();
 }
 
-fn read_ops(api: &Api, vol: &str) -> u64 {
+pub fn read_ops(api: &Api, vol: &str) -> u64 {
     let v = api.get_ok(&format!(
         "/api/storage/volumes?name={vol}&fields=statistics"
     ));

@@ -1,0 +1,226 @@
+//! The node's iSCSI front end ([`FrontEnd`]): one target on one TCP address, serving the
+//! LUNs of node.toml's `[[iscsi.lun]]`, each a block volume of the node
+//! ([`VolumeLun`]), every SCSI command through the node's admission core ([`crate::qos`]).
+//!
+//! LUNs follow their volumes: a LUN is there while its volume is (a volume deleted
+//! through the API takes its LUN with it, and sessions are told REPORTED LUNS DATA HAS
+//! CHANGED), and each LUN is one logical unit shared by every session (one set of
+//! reservations).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use storage_node::builder::{FrontEnd, Serving, Stop};
+use storage_node::config::{IscsiSettings, LunSpec};
+use storage_node::node::VolumeEvent;
+use storage_node::volume::Volume;
+use storage_node::Node;
+
+use crate::admission::Admission;
+use crate::lu::LogicalUnit;
+use crate::qos::{NodeAdmission, Volumes};
+use crate::target::{sees, ConnInfo, Mapped, Target};
+use crate::volume_lun::VolumeLun;
+use crate::{Config, Server};
+
+/// The iSCSI front end of a node, bound.
+pub struct IscsiFrontEnd {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    settings: IscsiSettings,
+    config: Config,
+}
+
+impl IscsiFrontEnd {
+    /// Listen on `addr` (port 0: any free port) for the target of `[iscsi]`.
+    pub fn bind(addr: SocketAddr, settings: &IscsiSettings) -> std::io::Result<IscsiFrontEnd> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        Ok(IscsiFrontEnd {
+            listener,
+            addr,
+            settings: settings.clone(),
+            config: Config::default(),
+        })
+    }
+
+    /// Connections served at once (more are closed on accept).
+    pub fn max_connections(mut self, n: usize) -> IscsiFrontEnd {
+        self.config.max_connections = n.max(1);
+        self
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The LUNs as one line: `LUN 0 = volume db, LUN 1 = volume logs (2 initiators)`.
+    pub fn summary(&self) -> String {
+        if self.settings.luns.is_empty() {
+            return "no LUNs".into();
+        }
+        let luns: Vec<String> = self
+            .settings
+            .luns
+            .iter()
+            .map(|l| {
+                let masked = match &l.initiators {
+                    Some(i) => format!(" ({} initiator(s))", i.len()),
+                    None => String::new(),
+                };
+                format!("LUN {} = volume {}{masked}", l.number, l.volume)
+            })
+            .collect();
+        luns.join(", ")
+    }
+}
+
+impl FrontEnd for IscsiFrontEnd {
+    fn describe(&self) -> String {
+        format!(
+            "iscsi: {} (target {}; {})",
+            self.addr,
+            self.settings.iqn,
+            self.summary()
+        )
+    }
+
+    fn serve(self: Box<Self>, node: Arc<Node>, mut stop: Stop) -> Serving {
+        let IscsiFrontEnd {
+            listener,
+            settings,
+            config,
+            ..
+        } = *self;
+        Box::pin(async move {
+            let listener = match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!("iscsi: listener: {e}");
+                    return;
+                }
+            };
+            let target = Arc::new(NodeTarget::new(node, &settings));
+            let server = Server::on(listener, target, config);
+            let stopped = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            if let Err(e) = server.run(stopped).await {
+                tracing::error!("iscsi: {e}");
+            }
+        })
+    }
+}
+
+/// The node's LUNs, as the target sees them.
+pub struct NodeTarget {
+    luns: Arc<NodeLuns>,
+    alias: Option<String>,
+}
+
+/// A LUN's volume and the logical unit made for it.
+type Unit = (Arc<Volume>, Arc<LogicalUnit>);
+
+struct NodeLuns {
+    node: Arc<Node>,
+    iqn: String,
+    specs: Vec<LunSpec>,
+    /// The logical unit of each LUN number, with the volume it was made for.
+    units: RwLock<HashMap<u16, Unit>>,
+    /// Bumped when a LUN's volume comes or goes (sessions re-read their LUNs).
+    generation: AtomicU64,
+}
+
+impl NodeTarget {
+    /// The target of `settings` over `node`'s volumes (following them as they change).
+    pub fn new(node: Arc<Node>, settings: &IscsiSettings) -> NodeTarget {
+        let luns = Arc::new(NodeLuns {
+            node: node.clone(),
+            iqn: settings.iqn.clone(),
+            specs: settings.luns.clone(),
+            units: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+        });
+        let weak = Arc::downgrade(&luns);
+        node.watch_volumes(Box::new(move |e| {
+            let Some(l) = weak.upgrade() else { return };
+            let (VolumeEvent::Added(v) | VolumeEvent::Removed(v)) = e;
+            if l.specs.iter().any(|s| s.volume == v.name) {
+                l.generation.fetch_add(1, Ordering::Release);
+            }
+        }));
+        NodeTarget {
+            luns,
+            alias: settings.alias.clone(),
+        }
+    }
+}
+
+impl NodeLuns {
+    /// LUN `spec`'s volume and logical unit, while the volume is there.
+    fn unit(&self, spec: &LunSpec) -> Option<Arc<LogicalUnit>> {
+        let vol = self.node.block_volume(&spec.volume)?;
+        let mut units = self.units.write().unwrap_or_else(|p| p.into_inner());
+        let bs = spec.block_size as u64;
+        if let Some((v, lu)) = units.get(&spec.number) {
+            // The same volume at the same size (a grown volume is a new unit for the
+            // sessions that log in after it grew).
+            if Arc::ptr_eq(v, &vol) && lu.unit().blocks == vol.size() / bs {
+                return Some(lu.clone());
+            }
+        }
+        let lun = VolumeLun::new(vol.clone(), spec.block_size, &self.iqn);
+        let lu = LogicalUnit::new(Arc::new(lun));
+        units.insert(spec.number, (vol, lu.clone()));
+        Some(lu)
+    }
+}
+
+impl Volumes for NodeLuns {
+    fn volume(&self, initiator: &str, lun: u16) -> Option<Arc<Volume>> {
+        let spec = self.specs.iter().find(|s| s.number == lun)?;
+        if !sees(spec.initiators.as_deref(), initiator) {
+            return None;
+        }
+        let units = self.units.read().unwrap_or_else(|p| p.into_inner());
+        units
+            .get(&lun)
+            .map(|(v, _)| v.clone())
+            .filter(|v| !v.is_removed())
+    }
+}
+
+impl Target for NodeTarget {
+    fn name(&self) -> String {
+        self.luns.iqn.clone()
+    }
+
+    fn alias(&self) -> Option<String> {
+        self.alias.clone()
+    }
+
+    fn luns(&self, initiator: &str) -> Vec<Mapped> {
+        // `specs` is sorted by number (the config sorts it).
+        self.luns
+            .specs
+            .iter()
+            .filter(|s| sees(s.initiators.as_deref(), initiator))
+            .filter_map(|s| Some((s.number, self.luns.unit(s)?)))
+            .collect()
+    }
+
+    fn generation(&self) -> u64 {
+        self.luns.generation.load(Ordering::Acquire)
+    }
+
+    fn admission(&self, conn: &ConnInfo) -> Arc<dyn Admission> {
+        Arc::new(NodeAdmission::new(
+            &self.luns.node,
+            self.luns.clone(),
+            conn.initiator.clone(),
+        ))
+    }
+}

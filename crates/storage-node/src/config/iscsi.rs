@@ -1,0 +1,397 @@
+//! `[iscsi]` and `[[iscsi.lun]]`: the node's iSCSI target (its address, name and LUNs),
+//! validated here.
+//!
+//! A LUN is a block volume of this file served as a SCSI logical unit: its blocks, its
+//! size and its QoS policy are the volume's (one storage layer under every protocol), so
+//! a policy's ceilings, floors, burst and adaptive rules hold a LUN as they hold the
+//! volume over NBD.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{ConfigError, Src, VolumeSpec};
+
+/// The target's name unless `[iscsi] iqn` says otherwise (also `qoslab iscsi serve`'s).
+pub const DEFAULT_IQN: &str = "iqn.2026-01.lab.qoslab:target0";
+/// The largest LUN number (SAM's flat space addressing: 14 bits).
+pub const MAX_LUN: u16 = 16383;
+
+/// The iSCSI front end's settings (`[iscsi]`, `serve --listen-iscsi`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IscsiSettings {
+    /// Where the target listens (`None`: iSCSI is off).
+    pub listen: Option<SocketAddr>,
+    /// The target's iSCSI name.
+    pub iqn: String,
+    /// Its alias (TargetAlias), if any.
+    pub alias: Option<String>,
+    /// The LUNs, sorted by number.
+    pub luns: Vec<LunSpec>,
+}
+
+impl Default for IscsiSettings {
+    fn default() -> Self {
+        IscsiSettings {
+            listen: None,
+            iqn: DEFAULT_IQN.into(),
+            alias: None,
+            luns: Vec::new(),
+        }
+    }
+}
+
+/// One `[[iscsi.lun]]`: a block volume served as a LUN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LunSpec {
+    /// Its LUN number (0..=16383).
+    pub number: u16,
+    /// The block volume whose blocks, size and policy it has.
+    pub volume: String,
+    /// Its logical block size: 512 or 4096.
+    pub block_size: u32,
+    /// The initiators that see it (LUN masking); `None`: every initiator.
+    pub initiators: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawIscsi {
+    listen: Option<Spanned<String>>,
+    iqn: Option<Spanned<String>>,
+    alias: Option<Spanned<String>>,
+    #[serde(default)]
+    lun: Vec<Spanned<RawLun>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLun {
+    volume: Spanned<String>,
+    lun: Option<Spanned<i64>>,
+    block_size: Option<Spanned<i64>>,
+    initiators: Option<Spanned<Vec<String>>>,
+}
+
+/// Whether `name` is an iSCSI name (RFC 7143 §4.2.7: `iqn.`, `eui.` or `naa.`, at most
+/// 223 bytes, no spaces or control characters).
+pub fn valid_iscsi_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (lower.starts_with("iqn.") || lower.starts_with("eui.") || lower.starts_with("naa."))
+        && name.len() <= 223
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b".-:".contains(&c))
+}
+
+const NAME_RULE: &str = "an iSCSI name is iqn.YYYY-MM.reversed.domain[:id] (or eui./naa.), \
+                         at most 223 characters of A-Z a-z 0-9 . - :";
+
+/// Validate `[iscsi]` against the file's volumes (`volumes`, already validated).
+pub(super) fn parse(
+    src: &Src,
+    raw: &RawIscsi,
+    volumes: &[VolumeSpec],
+) -> Result<IscsiSettings, ConfigError> {
+    let at = |s: usize, field: &str, shown: &str, msg: String| {
+        ConfigError(format!("{}: iscsi.{field} = {shown}: {msg}", src.at(s)))
+    };
+    let mut s = IscsiSettings::default();
+    if let Some(l) = &raw.listen {
+        s.listen = Some(l.get_ref().parse().map_err(|_| {
+            at(
+                l.span().start,
+                "listen",
+                &format!("{:?}", l.get_ref()),
+                "expected HOST:PORT with an IP address, e.g. 127.0.0.1:3260".into(),
+            )
+        })?);
+    }
+    if let Some(n) = &raw.iqn {
+        if !valid_iscsi_name(n.get_ref()) {
+            let shown = format!("{:?}", n.get_ref());
+            return Err(at(n.span().start, "iqn", &shown, NAME_RULE.into()));
+        }
+        s.iqn = n.get_ref().clone();
+    }
+    if let Some(a) = &raw.alias {
+        let t = a.get_ref();
+        if t.is_empty() || t.len() > 255 || t.chars().any(|c| c.is_control()) {
+            let shown = format!("{t:?}");
+            let msg = "an alias is 1 to 255 characters, none of them control characters";
+            return Err(at(a.span().start, "alias", &shown, msg.into()));
+        }
+        s.alias = Some(t.clone());
+    }
+    s.luns = luns(src, &raw.lun, volumes)?;
+    Ok(s)
+}
+
+/// The `[[iscsi.lun]]` entries: explicit numbers first, then the others take the next
+/// free numbers from 0 in the order written.
+fn luns(
+    src: &Src,
+    raw: &[Spanned<RawLun>],
+    volumes: &[VolumeSpec],
+) -> Result<Vec<LunSpec>, ConfigError> {
+    let mut by_number: BTreeMap<u16, String> = BTreeMap::new();
+    let mut by_volume: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out: Vec<(Option<u16>, LunSpec)> = Vec::new();
+    for (i, sl) in raw.iter().enumerate() {
+        let l = sl.get_ref();
+        let name = l.volume.get_ref();
+        let err = |s: usize, field: &str, shown: String, msg: String| {
+            ConfigError(format!(
+                "{}: iscsi.lun[{i}] (volume {name:?}): {field} = {shown}: {msg}",
+                src.at(s)
+            ))
+        };
+        let vs = l.volume.span().start;
+        let vol = volumes.iter().find(|v| &v.name == name).ok_or_else(|| {
+            let declared: Vec<&str> = volumes
+                .iter()
+                .filter(|v| v.nas.is_none())
+                .map(|v| v.name.as_str())
+                .collect();
+            err(
+                vs,
+                "volume",
+                format!("{name:?}"),
+                format!(
+                    "not a [[volume]] of this file (its block volumes: {})",
+                    if declared.is_empty() {
+                        "none".to_string()
+                    } else {
+                        declared.join(", ")
+                    }
+                ),
+            )
+        })?;
+        if vol.nas.is_some() {
+            let msg = "a NAS volume (nas_path); a LUN is a block volume".to_string();
+            return Err(err(vs, "volume", format!("{name:?}"), msg));
+        }
+        if let Some(first) = by_volume.insert(name.clone(), i) {
+            let msg = format!("iscsi.lun[{first}] serves this volume already (one LUN a volume)");
+            return Err(err(vs, "volume", format!("{name:?}"), msg));
+        }
+        let block_size = match &l.block_size {
+            None => 512,
+            Some(b) if matches!(b.get_ref(), 512 | 4096) => *b.get_ref() as u32,
+            Some(b) => {
+                let msg = "allowed values are 512 and 4096".to_string();
+                return Err(err(
+                    b.span().start,
+                    "block_size",
+                    b.get_ref().to_string(),
+                    msg,
+                ));
+            }
+        };
+        if !vol.size.is_multiple_of(block_size as u64) {
+            let at = l.block_size.as_ref().map_or(vs, |b| b.span().start);
+            let msg = format!(
+                "the volume's size, {} bytes, is not a multiple of the {block_size}-byte block",
+                vol.size
+            );
+            return Err(err(at, "block_size", block_size.to_string(), msg));
+        }
+        let initiators = match &l.initiators {
+            None => None,
+            Some(list) => {
+                let shown = format!("{:?}", list.get_ref());
+                if list.get_ref().is_empty() {
+                    let msg = "give at least one initiator, or leave the key out (every initiator sees the LUN)";
+                    return Err(err(list.span().start, "initiators", shown, msg.into()));
+                }
+                if let Some(bad) = list.get_ref().iter().find(|n| !valid_iscsi_name(n)) {
+                    let msg = format!("{bad:?} is not an iSCSI name: {NAME_RULE}");
+                    return Err(err(list.span().start, "initiators", shown, msg));
+                }
+                Some(list.get_ref().clone())
+            }
+        };
+        let number = match &l.lun {
+            None => None,
+            Some(n) => {
+                let v = *n.get_ref();
+                let Some(num) = u16::try_from(v).ok().filter(|x| *x <= MAX_LUN) else {
+                    let msg = format!("allowed range is 0 to {MAX_LUN}");
+                    return Err(err(n.span().start, "lun", v.to_string(), msg));
+                };
+                if let Some(other) = by_number.insert(num, name.clone()) {
+                    let msg = format!("LUN {num} is volume {other:?}'s already");
+                    return Err(err(n.span().start, "lun", v.to_string(), msg));
+                }
+                Some(num)
+            }
+        };
+        out.push((
+            number,
+            LunSpec {
+                number: number.unwrap_or(0),
+                volume: name.clone(),
+                block_size,
+                initiators,
+            },
+        ));
+    }
+    let mut next = 0u16;
+    for (explicit, spec) in &mut out {
+        if explicit.is_none() {
+            while by_number.contains_key(&next) {
+                next += 1;
+            }
+            if next > MAX_LUN {
+                return Err(ConfigError(format!(
+                    "{}: iscsi.lun: more than {} LUNs",
+                    src.origin,
+                    MAX_LUN as u32 + 1
+                )));
+            }
+            spec.number = next;
+            by_number.insert(next, spec.volume.clone());
+        }
+    }
+    let mut luns: Vec<LunSpec> = out.into_iter().map(|(_, s)| s).collect();
+    luns.sort_by_key(|l| l.number);
+    Ok(luns)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::NodeConfig;
+
+    const VOLUMES: &str = r#"
+[[volume]]
+name = "db"
+size = "1GiB"
+[[volume]]
+name = "logs"
+size = "64MiB"
+[[volume]]
+name = "odd"
+size = 6144
+[[volume]]
+name = "home"
+size = "1GiB"
+nas_path = "/home"
+"#;
+
+    fn parse(iscsi: &str) -> Result<NodeConfig, String> {
+        NodeConfig::parse(&format!("{VOLUMES}{iscsi}"), "node.toml").map_err(|e| e.to_string())
+    }
+
+    #[track_caller]
+    fn refused(iscsi: &str, want: &str) {
+        let err = parse(iscsi).expect_err("should be refused");
+        assert_eq!(err, want, "\n{iscsi}");
+    }
+
+    #[test]
+    fn luns_take_explicit_numbers_then_the_next_free_ones() {
+        let cfg = parse(
+            r#"
+[iscsi]
+listen = "127.0.0.1:3260"
+iqn = "iqn.2026-01.lab.example:db"
+alias = "db target"
+[[iscsi.lun]]
+volume = "logs"
+[[iscsi.lun]]
+volume = "db"
+lun = 0
+[[iscsi.lun]]
+volume = "odd"
+block_size = 512
+initiators = ["iqn.1993-08.org.debian:01:host1", "IQN.1993-08.org.debian:01:host2"]
+"#,
+        )
+        .unwrap();
+        let s = &cfg.iscsi;
+        assert_eq!(s.listen, Some("127.0.0.1:3260".parse().unwrap()));
+        assert_eq!(
+            (s.iqn.as_str(), s.alias.as_deref()),
+            ("iqn.2026-01.lab.example:db", Some("db target"))
+        );
+        let got: Vec<(u16, &str, u32, usize)> = s
+            .luns
+            .iter()
+            .map(|l| {
+                let n = l.initiators.as_ref().map_or(0, Vec::len);
+                (l.number, l.volume.as_str(), l.block_size, n)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [(0, "db", 512, 0), (1, "logs", 512, 0), (2, "odd", 512, 2)]
+        );
+        // `[[iscsi.lun]]` alone: no listener (the command line may give it), the default name.
+        let cfg = parse("[[iscsi.lun]]\nvolume = \"db\"\n").unwrap();
+        assert_eq!(cfg.iscsi.listen, None);
+        assert_eq!(cfg.iscsi.iqn, super::DEFAULT_IQN);
+        assert_eq!(cfg.iscsi.luns.len(), 1);
+        assert_eq!(NodeConfig::parse(VOLUMES, "n").unwrap().iscsi.luns, []);
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_line_field_and_value() {
+        // VOLUMES is 14 lines; the snippets start on line 15.
+        refused(
+            "[iscsi]\nlisten = \"nowhere\"\n",
+            "node.toml:16: iscsi.listen = \"nowhere\": expected HOST:PORT with an IP address, e.g. 127.0.0.1:3260",
+        );
+        refused(
+            "[iscsi]\niqn = \"target0\"\n",
+            "node.toml:16: iscsi.iqn = \"target0\": an iSCSI name is iqn.YYYY-MM.reversed.domain[:id] (or eui./naa.), at most 223 characters of A-Z a-z 0-9 . - :",
+        );
+        refused(
+            "[iscsi]\nalias = \"\"\n",
+            "node.toml:16: iscsi.alias = \"\": an alias is 1 to 255 characters, none of them control characters",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"nope\"\n",
+            "node.toml:16: iscsi.lun[0] (volume \"nope\"): volume = \"nope\": not a [[volume]] of this file (its block volumes: db, logs, odd)",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"home\"\n",
+            "node.toml:16: iscsi.lun[0] (volume \"home\"): volume = \"home\": a NAS volume (nas_path); a LUN is a block volume",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"db\"\n[[iscsi.lun]]\nvolume = \"db\"\n",
+            "node.toml:18: iscsi.lun[1] (volume \"db\"): volume = \"db\": iscsi.lun[0] serves this volume already (one LUN a volume)",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"db\"\nlun = 16384\n",
+            "node.toml:17: iscsi.lun[0] (volume \"db\"): lun = 16384: allowed range is 0 to 16383",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"db\"\nlun = 2\n[[iscsi.lun]]\nvolume = \"logs\"\nlun = 2\n",
+            "node.toml:20: iscsi.lun[1] (volume \"logs\"): lun = 2: LUN 2 is volume \"db\"'s already",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"db\"\nblock_size = 1024\n",
+            "node.toml:17: iscsi.lun[0] (volume \"db\"): block_size = 1024: allowed values are 512 and 4096",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"odd\"\nblock_size = 4096\n",
+            "node.toml:17: iscsi.lun[0] (volume \"odd\"): block_size = 4096: the volume's size, 6144 bytes, is not a multiple of the 4096-byte block",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"db\"\ninitiators = [\"host1\"]\n",
+            "node.toml:17: iscsi.lun[0] (volume \"db\"): initiators = [\"host1\"]: \"host1\" is not an iSCSI name: an iSCSI name is iqn.YYYY-MM.reversed.domain[:id] (or eui./naa.), at most 223 characters of A-Z a-z 0-9 . - :",
+        );
+        refused(
+            "[[iscsi.lun]]\nvolume = \"db\"\ninitiators = []\n",
+            "node.toml:17: iscsi.lun[0] (volume \"db\"): initiators = []: give at least one initiator, or leave the key out (every initiator sees the LUN)",
+        );
+        // Unknown keys: toml's own message, with the line.
+        let err = parse("[[iscsi.lun]]\nvolume = \"db\"\nsize = \"1GiB\"\n").unwrap_err();
+        assert!(
+            err.starts_with("node.toml:17: unknown field `size`"),
+            "{err}"
+        );
+    }
+}
