@@ -120,12 +120,7 @@ fn unmapped(t: &mut TaskCtx) -> Answer {
             good(t, data_truncated(d, alloc))
         }
         Ok(Command::ReportLuns { select, alloc }) => {
-            let luns: Vec<u16> = t
-                .session
-                .luns(&*t.shared.target)
-                .iter()
-                .map(|(n, _)| *n)
-                .collect();
+            let luns = t.session.lun_numbers(&*t.shared.target);
             match data::report_luns(&luns, select, alloc) {
                 Ok(d) => good(t, data_truncated(d, alloc)),
                 Err(s) => check(t, s),

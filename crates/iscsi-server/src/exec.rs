@@ -75,12 +75,7 @@ fn simple(t: &TaskCtx, lu: &Arc<LogicalUnit>, cmd: Command) -> Reply {
         Command::ReadCapacity16 { alloc } => Ok(truncate(data::read_capacity_16(u), alloc)),
         Command::PreFetch { lba, blocks } => in_range(lu, lba, blocks as u64).map(|_| Vec::new()),
         Command::ReportLuns { select, alloc } => {
-            let luns: Vec<u16> = t
-                .session
-                .luns(&*t.shared.target)
-                .iter()
-                .map(|(n, _)| *n)
-                .collect();
+            let luns = t.session.lun_numbers(&*t.shared.target);
             data::report_luns(&luns, select, alloc)
                 .map(|d| truncate(d, alloc))
                 .map_err(Reply::Check)

@@ -213,6 +213,11 @@ impl Session {
         l.1.clone()
     }
 
+    /// The numbers of the LUNs this session sees (REPORT LUNS).
+    pub fn lun_numbers(&self, target: &dyn Target) -> Vec<u16> {
+        self.luns(target).iter().map(|(n, _)| *n).collect()
+    }
+
     pub fn lu(&self, target: &dyn Target, lun: u16) -> Option<Arc<LogicalUnit>> {
         self.luns(target)
             .iter()

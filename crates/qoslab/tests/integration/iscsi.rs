@@ -3,104 +3,26 @@
 //! in the middle of FUA writes and SYNCHRONIZE CACHEs (the in-process protocol tests
 //! and the conformance suite are in crates/iscsi-server/tests).
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use iscsi_server::client::Client;
 
-use crate::util::{first_difference, pattern, require_tool, run, TempDir, QOSLAB};
+use crate::nfs_util::ServeProc;
+use crate::util::{first_difference, pattern, require_tool, run, TempDir};
 
 const IQN: &str = "iqn.2026-01.lab.qoslab:e2e";
 const OTHER_INITIATOR: &str = "iqn.2026-01.lab.qoslab:not-mapped";
 
-/// `qoslab iscsi serve` on a loopback port; killed on drop.
-struct IscsiProc {
-    child: Option<Child>,
-    port: u16,
-    args: Vec<String>,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl IscsiProc {
-    fn start(args: &[String]) -> IscsiProc {
-        let mut p = IscsiProc {
-            child: None,
-            port: 0,
-            args: args.to_vec(),
-            log: Arc::default(),
-        };
-        p.spawn("127.0.0.1:0");
-        p
-    }
-
-    fn spawn(&mut self, listen: &str) {
-        let mut cmd = Command::new(QOSLAB);
-        cmd.args(["iscsi", "serve", "--iqn", IQN, "--listen", listen])
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        // SAFETY: prctl in the child before exec: the target dies with the test's thread.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().expect("starting qoslab iscsi serve");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let log = self.log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line
-                    .split(" on ")
-                    .nth(1)
-                    .filter(|_| line.contains("serving"))
-                {
-                    let port = rest
-                        .split_whitespace()
-                        .next()
-                        .and_then(|a| a.rsplit(':').next())
-                        .and_then(|p| p.parse::<u16>().ok());
-                    let _ = tx.send(port);
-                }
-                log.lock().unwrap().push(line);
-            }
-        });
-        self.child = Some(child);
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(Some(port)) => self.port = port,
-            _ => panic!("qoslab iscsi serve did not start; its log:\n{}", self.log()),
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn restart(&mut self) {
-        self.kill9();
-        let listen = format!("127.0.0.1:{}", self.port);
-        self.spawn(&listen);
-    }
-}
-
-impl Drop for IscsiProc {
-    fn drop(&mut self) {
-        self.kill9();
-    }
+/// `qoslab iscsi serve` on a loopback port with these options; killed on drop.
+fn iscsi_serve(args: &[String]) -> ServeProc {
+    ServeProc::start_serve(
+        &["iscsi", "serve", "--iqn", IQN],
+        "qoslab iscsi: serving",
+        args.to_vec(),
+    )
 }
 
 fn iscsi_ls(args: &[&str]) -> crate::util::Out {
@@ -112,7 +34,7 @@ fn libiscsi_discovers_logs_in_and_sees_only_its_luns() {
     require_tool("fio");
     require_libiscsi();
     let dir = TempDir::new("iscsi-libiscsi");
-    let srv = IscsiProc::start(&[
+    let srv = iscsi_serve(&[
         "--lun".into(),
         format!("{},size=64MiB", dir.join("shared.img").display()),
         "--lun".into(),
@@ -181,7 +103,7 @@ fn chap_logs_in_with_the_secret_and_refuses_others() {
     let dir = TempDir::new("iscsi-chap");
     let chap = dir.join("chap");
     std::fs::write(&chap, "alice s3cret-s3cret\n").unwrap();
-    let srv = IscsiProc::start(&[
+    let srv = iscsi_serve(&[
         "--lun".into(),
         format!("{},size=16MiB", dir.join("lun.img").display()),
         "--chap-file".into(),
@@ -219,7 +141,7 @@ pub fn require_libiscsi() {
 fn acknowledged_fua_writes_and_synchronize_cache_survive_kill9() {
     let dir = TempDir::new("iscsi-kill9");
     let img = dir.join("lun.img");
-    let mut srv = IscsiProc::start(&["--lun".into(), format!("{},size=64MiB", img.display())]);
+    let mut srv = iscsi_serve(&["--lun".into(), format!("{},size=64MiB", img.display())]);
     const BLOCK: usize = 64 << 10;
     let data = Arc::new(pattern(34, 48 << 20));
     let acked = Arc::new(AtomicU64::new(0));

@@ -1,5 +1,5 @@
-//! A running `qoslab nfs serve` (the [`NfsProc`] guard) and the raw NFS test client over
-//! TCP ([`Wire`]) for the NFS front end's end-to-end tests.
+//! A running `qoslab nfs serve` or `qoslab iscsi serve` (the [`ServeProc`] guard) and the
+//! raw NFS test client over TCP ([`Wire`]) for the front ends' end-to-end tests.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -17,15 +17,37 @@ use nfs_proto::xdr::Reader;
 
 use crate::util::QOSLAB;
 
-/// `qoslab nfs serve` on a loopback port; killed on drop.
-pub struct NfsProc {
+/// `qoslab PROTOCOL serve` on a loopback port; killed on drop.
+pub struct ServeProc {
     child: Option<Child>,
     pub port: u16,
+    /// The subcommand and its fixed options (`nfs serve`, `iscsi serve --iqn ...`).
+    serve: Vec<String>,
+    /// What its ready line says just before ` on ADDR`.
+    ready: &'static str,
     args: Vec<String>,
     log: Arc<Mutex<Vec<String>>>,
 }
 
-impl NfsProc {
+/// The NFS server's guard (its `url` is NFS's).
+pub type NfsProc = ServeProc;
+
+impl ServeProc {
+    /// `qoslab SERVE... ARGS... --listen 127.0.0.1:0`, ready when a stderr line holds
+    /// `ready` followed by ` on ADDR`.
+    pub fn start_serve(serve: &[&str], ready: &'static str, args: Vec<String>) -> ServeProc {
+        let mut p = ServeProc {
+            child: None,
+            port: 0,
+            serve: serve.iter().map(|s| s.to_string()).collect(),
+            ready,
+            args,
+            log: Arc::default(),
+        };
+        p.spawn("127.0.0.1:0");
+        p
+    }
+
     /// Starts with these `--export` values on an ephemeral port.
     pub fn start(exports: &[String]) -> NfsProc {
         NfsProc::start_with(exports, &[])
@@ -38,19 +60,13 @@ impl NfsProc {
             args.push("--export".to_string());
             args.push(e.clone());
         }
-        let mut p = NfsProc {
-            child: None,
-            port: 0,
-            args,
-            log: Arc::default(),
-        };
-        p.spawn("127.0.0.1:0");
-        p
+        ServeProc::start_serve(&["nfs", "serve"], "serving NFSv3", args)
     }
 
     fn spawn(&mut self, listen: &str) {
         let mut cmd = Command::new(QOSLAB);
-        cmd.args(["nfs", "serve", "--listen", listen])
+        cmd.args(&self.serve)
+            .args(["--listen", listen])
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -62,13 +78,18 @@ impl NfsProc {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn().expect("starting qoslab nfs serve");
+        let what = format!("qoslab {}", self.serve[..2].join(" "));
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {what}: {e}"));
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = mpsc::channel();
         let log = self.log.clone();
+        let ready = self.ready;
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.split("serving NFSv3 on ").nth(1) {
+                let after = line.split_once(ready).map(|(_, rest)| rest);
+                if let Some(addr) = after.and_then(|r| r.split(" on ").nth(1)) {
                     let port = addr
                         .split_whitespace()
                         .next()
@@ -82,7 +103,7 @@ impl NfsProc {
         self.child = Some(child);
         match rx.recv_timeout(Duration::from_secs(20)) {
             Ok(Some(port)) => self.port = port,
-            _ => panic!("qoslab nfs serve did not start; its log:\n{}", self.log()),
+            _ => panic!("{what} did not start; its log:\n{}", self.log()),
         }
     }
 
@@ -124,7 +145,7 @@ impl NfsProc {
     }
 }
 
-impl Drop for NfsProc {
+impl Drop for ServeProc {
     fn drop(&mut self) {
         self.kill9();
     }
