@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::api_util::{Api, POLICIES, SEED_POLICY_1, SEED_POLICY_2, VOLUMES};
+use crate::realtime::RealTime;
 use crate::util::{one_volume_config, require_tool, run, Node, TempDir, QOSLAB};
 
 fn api(node: &Node) -> Api {
@@ -435,19 +436,27 @@ fn api_lists_1000_volumes_in_under_a_second() {
     }
     let node = Node::start(&cfg);
     let a = api(&node);
+    // Wall-clock bounds (a quiet host lists them in tens of ms): a miss on a starved host
+    // (light tests run beside hostile ones) is inconclusive; on one that was not, it fails.
+    let mut rt = RealTime::start();
     let t = Instant::now();
     let l = a.get_ok(VOLUMES);
     let plain = t.elapsed();
     assert_eq!(l["num_records"], 1000);
     assert_eq!(l["records"].as_array().unwrap().len(), 1000);
-    assert!(plain < Duration::from_secs(1), "listing took {plain:?}");
+    if plain >= Duration::from_secs(1) {
+        rt.short(format!("listing 1,000 volumes took {plain:?} (bound 1 s)"));
+    }
     let t = Instant::now();
     let l = a.get_ok(&format!("{VOLUMES}?fields=*"));
     let full = t.elapsed();
     assert_eq!(l["num_records"], 1000);
     assert_eq!(l["records"][999]["qos"]["policy"]["name"], "p");
-    assert!(full < Duration::from_secs(1), "full listing took {full:?}");
+    if full >= Duration::from_secs(1) {
+        rt.short(format!("the full listing took {full:?} (bound 1 s)"));
+    }
     eprintln!("1,000 volumes: default listing {plain:?}, fields=* {full:?}");
+    rt.finish();
 }
 
 /// Value of the first series in a Prometheus exposition whose line starts with `prefix`.
