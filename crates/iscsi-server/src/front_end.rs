@@ -21,7 +21,7 @@ use storage_node::Node;
 use crate::admission::Admission;
 use crate::lu::LogicalUnit;
 use crate::qos::{NodeAdmission, Volumes};
-use crate::target::{sees, ConnInfo, Mapped, Target};
+use crate::target::{sees, Access, ConnInfo, Credentials, Mapped, Target};
 use crate::volume_lun::VolumeLun;
 use crate::{Config, Server};
 
@@ -31,6 +31,7 @@ pub struct IscsiFrontEnd {
     addr: SocketAddr,
     settings: IscsiSettings,
     config: Config,
+    credentials: Credentials,
 }
 
 impl IscsiFrontEnd {
@@ -44,7 +45,15 @@ impl IscsiFrontEnd {
             addr,
             settings: settings.clone(),
             config: Config::default(),
+            credentials: Credentials::default(),
         })
+    }
+
+    /// How each initiator logs in (default: every initiator without a secret); the
+    /// secrets of `[[iscsi.credentials]]`, read from their files by the caller.
+    pub fn credentials(mut self, c: Credentials) -> IscsiFrontEnd {
+        self.credentials = c;
+        self
     }
 
     /// Connections served at once (more are closed on accept).
@@ -57,7 +66,8 @@ impl IscsiFrontEnd {
         self.addr
     }
 
-    /// The LUNs as one line: `LUN 0 = volume db, LUN 1 = volume logs (2 initiators)`.
+    /// The LUNs and logins as one line: `LUN 0 = volume db, LUN 1 = volume logs (2
+    /// initiator(s)); logins: default chap, 1 initiator(s) their own`.
     pub fn summary(&self) -> String {
         if self.settings.luns.is_empty() {
             return "no LUNs".into();
@@ -74,7 +84,17 @@ impl IscsiFrontEnd {
                 format!("LUN {} = volume {}{masked}", l.number, l.volume)
             })
             .collect();
-        luns.join(", ")
+        let creds = &self.settings.credentials;
+        let default = creds
+            .iter()
+            .find(|c| c.initiator.is_none())
+            .map_or("none", |c| c.auth.as_str());
+        let own = creds.iter().filter(|c| c.initiator.is_some()).count();
+        let own = match own {
+            0 => String::new(),
+            n => format!(", {n} initiator(s) their own"),
+        };
+        format!("{}; logins: default {default}{own}", luns.join(", "))
     }
 }
 
@@ -93,6 +113,7 @@ impl FrontEnd for IscsiFrontEnd {
             listener,
             settings,
             config,
+            credentials,
             ..
         } = *self;
         Box::pin(async move {
@@ -103,7 +124,7 @@ impl FrontEnd for IscsiFrontEnd {
                     return;
                 }
             };
-            let target = Arc::new(NodeTarget::new(node, &settings));
+            let target = Arc::new(NodeTarget::new(node, &settings, credentials));
             let server = Server::on(listener, target, config);
             let stopped = async move {
                 let _ = stop.wait_for(|s| *s).await;
@@ -119,6 +140,7 @@ impl FrontEnd for IscsiFrontEnd {
 pub struct NodeTarget {
     luns: Arc<NodeLuns>,
     alias: Option<String>,
+    credentials: Credentials,
 }
 
 /// A LUN's volume and the logical unit made for it.
@@ -135,8 +157,9 @@ struct NodeLuns {
 }
 
 impl NodeTarget {
-    /// The target of `settings` over `node`'s volumes (following them as they change).
-    pub fn new(node: Arc<Node>, settings: &IscsiSettings) -> NodeTarget {
+    /// The target of `settings` over `node`'s volumes (following them as they change),
+    /// its initiators logging in as `credentials` say.
+    pub fn new(node: Arc<Node>, settings: &IscsiSettings, credentials: Credentials) -> NodeTarget {
         let luns = Arc::new(NodeLuns {
             node: node.clone(),
             iqn: settings.iqn.clone(),
@@ -155,6 +178,7 @@ impl NodeTarget {
         NodeTarget {
             luns,
             alias: settings.alias.clone(),
+            credentials,
         }
     }
 }
@@ -214,6 +238,10 @@ impl Target for NodeTarget {
 
     fn generation(&self) -> u64 {
         self.luns.generation.load(Ordering::Acquire)
+    }
+
+    fn access(&self, initiator: &str) -> Access {
+        self.credentials.access(initiator)
     }
 
     fn admission(&self, conn: &ConnInfo) -> Arc<dyn Admission> {

@@ -58,7 +58,9 @@ pub use file_lun::FileLun;
 pub use front_end::IscsiFrontEnd;
 pub use lu::LogicalUnit;
 pub use lun::{Caps, Extent, Identity, Lun};
-pub use target::{Auth, ChapSecret, ConnInfo, StaticLun, StaticTarget, Target};
+pub use target::{
+    Access, Auth, ChapSecret, ConnInfo, Credentials, StaticLun, StaticTarget, Target,
+};
 
 /// The target's limits and time-outs.
 #[derive(Debug, Clone)]

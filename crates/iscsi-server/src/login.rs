@@ -13,7 +13,7 @@ use iscsi_proto::pdu::Login;
 use iscsi_proto::text::{self, MAX_TEXT, REJECT};
 
 use crate::session::{Session, Sessions};
-use crate::target::{valid_iscsi_name, Auth, Target};
+use crate::target::{valid_iscsi_name, Access, Auth, Target};
 use crate::Config;
 
 /// A login refused: the status class and detail, and why (for the log).
@@ -339,8 +339,17 @@ impl LoginState {
                 }
             }
         }
+        self.required = match self.target.access(initiator) {
+            Access::Open => None,
+            Access::Chap(a) => Some(a),
+            Access::Deny => {
+                return Err((
+                    st::NOT_AUTHORIZED,
+                    format!("initiator {initiator:?} is denied (its credentials say deny)"),
+                ))
+            }
+        };
         self.neg = Some(Negotiation::new(self.config.limits, self.discovery));
-        self.required = self.target.auth(initiator);
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! The target seam: what the server asks of whoever owns the LUNs (the standalone
 //! [`StaticTarget`], or a node in phase 2): the target's name, the LUNs an initiator may
-//! see (LUN masking, as ONTAP's igroups and LUN maps decide it), CHAP secrets, and the
-//! admission hook of each connection.
+//! see (LUN masking, as ONTAP's igroups and LUN maps decide it), how each initiator
+//! authenticates (none, CHAP or deny), and the admission hook of each connection.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -36,6 +36,47 @@ pub struct Auth {
     pub target: Option<ChapSecret>,
 }
 
+/// What an initiator must do to log in (ONTAP's authentication types: none, chap, deny).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// Log in without a secret.
+    Open,
+    /// Prove a CHAP secret first.
+    Chap(Auth),
+    /// Refused at login (Login Response: initiator error, not authorized).
+    Deny,
+}
+
+/// Each initiator's [`Access`]: its own entry, else the default (the node's
+/// `[[iscsi.credentials]]`, secrets read from their files).
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    /// For initiators without an entry of their own.
+    pub default: Access,
+    /// Initiator name (compared without regard to case) and its access.
+    pub initiators: Vec<(String, Access)>,
+}
+
+impl Default for Credentials {
+    fn default() -> Self {
+        Credentials {
+            default: Access::Open,
+            initiators: Vec::new(),
+        }
+    }
+}
+
+impl Credentials {
+    /// What `initiator` must do to log in.
+    pub fn access(&self, initiator: &str) -> Access {
+        self.initiators
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(initiator))
+            .map_or(&self.default, |(_, a)| a)
+            .clone()
+    }
+}
+
 /// A connection as the target sees it at login.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnInfo {
@@ -65,10 +106,11 @@ pub trait Target: Send + Sync + 'static {
     fn generation(&self) -> u64 {
         0
     }
-    /// The CHAP an initiator must pass, or `None` for no authentication.
-    fn auth(&self, initiator: &str) -> Option<Auth> {
+    /// What `initiator` must do to log in (asked at its first login PDU, for discovery
+    /// and normal sessions alike).
+    fn access(&self, initiator: &str) -> Access {
         let _ = initiator;
-        None
+        Access::Open
     }
     /// The admission hook of one connection, called once per SCSI command.
     fn admission(&self, conn: &ConnInfo) -> Arc<dyn Admission> {
@@ -114,8 +156,11 @@ impl Target for StaticTarget {
         v
     }
 
-    fn auth(&self, _initiator: &str) -> Option<Auth> {
-        self.auth.clone()
+    fn access(&self, _initiator: &str) -> Access {
+        match &self.auth {
+            Some(a) => Access::Chap(a.clone()),
+            None => Access::Open,
+        }
     }
 }
 
@@ -127,3 +172,33 @@ pub fn sees(initiators: Option<&[String]>, initiator: &str) -> bool {
 
 /// Whether `name` is an iSCSI name (the node's config checks names with the same rule).
 pub use storage_node::config::iscsi::valid_iscsi_name;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chap(user: &str) -> Access {
+        Access::Chap(Auth {
+            initiator: ChapSecret {
+                user: user.into(),
+                secret: b"twelve-bytes".to_vec(),
+            },
+            target: None,
+        })
+    }
+
+    #[test]
+    fn an_initiator_takes_its_own_entry_else_the_default() {
+        let c = Credentials {
+            default: Access::Deny,
+            initiators: vec![
+                ("iqn.2026-01.lab.example:a".into(), chap("alice")),
+                ("iqn.2026-01.lab.example:b".into(), Access::Open),
+            ],
+        };
+        assert_eq!(c.access("IQN.2026-01.lab.example:A"), chap("alice"));
+        assert_eq!(c.access("iqn.2026-01.lab.example:b"), Access::Open);
+        assert_eq!(c.access("iqn.2026-01.lab.example:c"), Access::Deny);
+        assert_eq!(Credentials::default().access("iqn.x"), Access::Open);
+    }
+}

@@ -1,16 +1,19 @@
 //! `qoslab iscsi serve`: files as iSCSI LUNs (no QoS), the iSCSI target on its own; and
 //! `qoslab serve`'s iSCSI options (the node's front end, its LUNs from node.toml).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use iscsi_server::target::valid_iscsi_name;
 use iscsi_server::{
-    Auth, ChapSecret, Config, FileLun, LogicalUnit, Server, StaticLun, StaticTarget,
+    Access, Auth, ChapSecret, Config, Credentials, FileLun, LogicalUnit, Server, StaticLun,
+    StaticTarget,
 };
 use storage_node::config::iscsi::DEFAULT_IQN;
+use storage_node::config::iscsi_auth::AuthType;
+use storage_node::config::IscsiSettings;
 
 #[derive(Args)]
 pub struct IscsiArgs {
@@ -73,16 +76,21 @@ pub fn run(args: IscsiArgs) -> anyhow::Result<()> {
     }
 }
 
-/// `qoslab serve`'s iSCSI option: the node's iSCSI front end (off unless --listen-iscsi or
+/// `qoslab serve`'s iSCSI options (the node's front end: off unless --listen-iscsi or
 /// `[iscsi] listen`).
 #[derive(Args, Debug, Default)]
 pub struct IscsiServeArgs {
     /// Serve node.toml's `[[iscsi.lun]]` (block volumes, each under its volume's QoS
     /// policy) over iSCSI on this address, e.g. 127.0.0.1:3260 (overrides [iscsi] listen;
     /// default off). Initiators log in to `[iscsi] iqn` (default
-    /// iqn.2026-01.lab.qoslab:target0); see docs/ISCSI.md.
+    /// iqn.2026-01.lab.qoslab:target0) as `[[iscsi.credentials]]` says; beyond loopback
+    /// every LUN must name its initiators and each of them must use CHAP. See docs/ISCSI.md.
     #[arg(long, value_name = "ADDR")]
     listen_iscsi: Option<std::net::SocketAddr>,
+    /// Serve iSCSI beyond loopback even where a LUN is open to every initiator or an
+    /// initiator that sees one logs in without CHAP (a lab network you trust).
+    #[arg(long)]
+    insecure_iscsi: bool,
 }
 
 /// The command line over the config's `[iscsi]`.
@@ -92,24 +100,89 @@ pub fn apply(args: &IscsiServeArgs, cfg: &mut storage_node::NodeConfig) {
     }
 }
 
-/// Bind the node's iSCSI front end when asked for (the node's builder runs it), and say
-/// where it listens.
-pub fn start(
-    s: &storage_node::config::IscsiSettings,
-    max_connections: usize,
-) -> anyhow::Result<Option<iscsi_server::IscsiFrontEnd>> {
+/// Everything the node's iSCSI front end needs checked before the node starts: the
+/// exposure rule beyond loopback, and the CHAP secrets of `[[iscsi.credentials]]` read
+/// from their files (relative paths are inside `data_dir`). `None`: iSCSI is off.
+pub fn prepare(
+    args: &IscsiServeArgs,
+    s: &IscsiSettings,
+    data_dir: &Path,
+) -> anyhow::Result<Option<Credentials>> {
     let Some(addr) = s.listen else {
         return Ok(None);
     };
-    if !addr.ip().is_loopback() {
-        tracing::warn!(
-            "iSCSI on non-loopback address {addr}: no CHAP on the node's target yet; \
-             [[iscsi.lun]] initiators = [...] decides who sees each LUN"
-        );
+    let problems = storage_node::config::iscsi_auth::exposure_problems(s);
+    if !addr.ip().is_loopback() && !problems.is_empty() {
+        if !args.insecure_iscsi {
+            anyhow::bail!(
+                "refusing to serve iSCSI on non-loopback address {addr}: an initiator's name \
+                 is only what it claims, so beyond loopback every LUN names its initiators and \
+                 each of them proves a CHAP secret:\n  {}\nfix node.toml (docs/ISCSI.md, \
+                 \"Logins\"), or pass --insecure-iscsi on a network you trust",
+                problems.join("\n  ")
+            );
+        }
+        for p in &problems {
+            tracing::warn!("--insecure-iscsi on non-loopback address {addr}: {p}");
+        }
     }
+    credentials(s, data_dir).map(Some)
+}
+
+/// The secrets of `[[iscsi.credentials]]`, read from their files.
+fn credentials(s: &IscsiSettings, data_dir: &Path) -> anyhow::Result<Credentials> {
+    let mut out = Credentials::default();
+    for c in &s.credentials {
+        let what = format!("iscsi.credentials (initiator {:?}) at {}", c.name(), c.at);
+        let read = |f: &Option<PathBuf>, field: &str| -> anyhow::Result<Option<ChapSecret>> {
+            let Some(f) = f else { return Ok(None) };
+            let path = data_dir.join(f);
+            read_chap(&path)
+                .map(Some)
+                .with_context(|| format!("{what}: {field} = {:?}", f.display().to_string()))
+        };
+        let access = match c.auth {
+            AuthType::None => Access::Open,
+            AuthType::Deny => Access::Deny,
+            AuthType::Chap => {
+                let initiator = read(&c.chap_file, "chap_file")?
+                    .with_context(|| format!("{what}: chap needs chap_file"))?;
+                let target = read(&c.outbound_chap_file, "outbound_chap_file")?;
+                if target
+                    .as_ref()
+                    .is_some_and(|t| t.secret == initiator.secret)
+                {
+                    anyhow::bail!(
+                        "{what}: outbound_chap_file holds the same secret as chap_file; mutual \
+                         CHAP needs two secrets (an initiator refuses a target that answers \
+                         with its own)"
+                    );
+                }
+                Access::Chap(Auth { initiator, target })
+            }
+        };
+        match &c.initiator {
+            None => out.default = access,
+            Some(i) => out.initiators.push((i.clone(), access)),
+        }
+    }
+    Ok(out)
+}
+
+/// Bind the node's iSCSI front end when asked for (the node's builder runs it), and say
+/// where it listens.
+pub fn start(
+    s: &IscsiSettings,
+    credentials: Option<Credentials>,
+    max_connections: usize,
+) -> anyhow::Result<Option<iscsi_server::IscsiFrontEnd>> {
+    let (Some(addr), Some(credentials)) = (s.listen, credentials) else {
+        return Ok(None);
+    };
     let fe = iscsi_server::IscsiFrontEnd::bind(addr, s)
         .with_context(|| format!("listening for iSCSI on {addr}"))?
-        .max_connections(max_connections);
+        .max_connections(max_connections)
+        .credentials(credentials);
     println!(
         "qoslab: iscsi: {} (target {}; {})",
         fe.local_addr(),
@@ -179,7 +252,7 @@ fn parse_lun(s: &str) -> anyhow::Result<LunSpec> {
     Ok(spec)
 }
 
-fn read_chap(path: &PathBuf) -> anyhow::Result<ChapSecret> {
+fn read_chap(path: &Path) -> anyhow::Result<ChapSecret> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let line = text
@@ -197,6 +270,16 @@ fn read_chap(path: &PathBuf) -> anyhow::Result<ChapSecret> {
         path.display(),
         secret.len()
     );
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = std::fs::metadata(path) {
+        if m.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(
+                "{}: the CHAP secret is readable by other users (mode {:o}): chmod 600 it",
+                path.display(),
+                m.permissions().mode() & 0o7777
+            );
+        }
+    }
     Ok(ChapSecret {
         user: user.to_string(),
         secret: secret.as_bytes().to_vec(),
@@ -236,7 +319,7 @@ fn build_target(a: &ServeArgs) -> anyhow::Result<StaticTarget> {
     let auth = match &a.chap_file {
         Some(f) => Some(Auth {
             initiator: read_chap(f)?,
-            target: a.mutual_chap_file.as_ref().map(read_chap).transpose()?,
+            target: a.mutual_chap_file.as_deref().map(read_chap).transpose()?,
         }),
         None => None,
     };
@@ -328,5 +411,101 @@ mod tests {
             let err = format!("{:#}", parse_lun(bad).unwrap_err());
             assert!(err.contains(says), "{bad}: {err}");
         }
+    }
+
+    /// The node's checks before it starts: beyond loopback, an open LUN or an initiator
+    /// without CHAP is refused (unless --insecure-iscsi); CHAP files are read, relative
+    /// ones inside the data directory, and a broken one names its entry.
+    #[test]
+    fn prepare_checks_exposure_and_reads_secrets() {
+        let dir = test_support::TestDir::new("iscsi-prepare");
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("a.chap"), "alice alice-secret-1\n").unwrap();
+        std::fs::write(dir.join("t.chap"), "target target-secret-2\n").unwrap();
+        std::fs::write(dir.join("same.chap"), "target alice-secret-1\n").unwrap();
+        let a = "iqn.2026-01.lab.example:a";
+        let cfg = |listen: &str, creds: &str| {
+            let text = format!(
+                "[[volume]]\nname = \"db\"\nsize = \"1MiB\"\n\
+                 [iscsi]\nlisten = \"{listen}\"\n\
+                 [[iscsi.lun]]\nvolume = \"db\"\ninitiators = [\"{a}\"]\n{creds}"
+            );
+            storage_node::NodeConfig::parse(&text, "node.toml")
+                .unwrap()
+                .iscsi
+        };
+        let chap_a = |outbound: &str| {
+            format!(
+                "[[iscsi.credentials]]\ninitiator = \"default\"\nauthentication_type = \"deny\"\n\
+                 [[iscsi.credentials]]\ninitiator = \"{a}\"\nauthentication_type = \"chap\"\n\
+                 chap_file = \"a.chap\"\n{outbound}"
+            )
+        };
+        let strict = IscsiServeArgs::default();
+        let insecure = IscsiServeArgs {
+            insecure_iscsi: true,
+            ..Default::default()
+        };
+        // Loopback: open logins are fine.
+        let c = prepare(&strict, &cfg("127.0.0.1:3260", ""), &data)
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.access(a), Access::Open);
+        // Beyond loopback: refused, naming the initiator and the way out.
+        let err = format!(
+            "{:#}",
+            prepare(&strict, &cfg("0.0.0.0:3260", ""), &data).unwrap_err()
+        );
+        assert!(
+            err.starts_with("refusing to serve iSCSI on non-loopback address 0.0.0.0:3260")
+                && err.contains(&format!(
+                    "initiator \"{a}\" sees LUN 0 (volume \"db\") without CHAP"
+                ))
+                && err.contains("--insecure-iscsi"),
+            "{err}"
+        );
+        assert!(prepare(&insecure, &cfg("0.0.0.0:3260", ""), &data).is_ok());
+        // CHAP for the one initiator that sees the LUN: served; the secrets are read.
+        let out = format!(
+            "outbound_chap_file = \"{}\"\n",
+            dir.join("t.chap").display()
+        );
+        let c = prepare(&strict, &cfg("0.0.0.0:3260", &chap_a(&out)), &data)
+            .unwrap()
+            .unwrap();
+        let Access::Chap(auth) = c.access(&a.to_uppercase()) else {
+            panic!("{c:?}")
+        };
+        assert_eq!(auth.initiator.user, "alice");
+        assert_eq!(auth.initiator.secret, b"alice-secret-1");
+        assert_eq!(auth.target.map(|t| t.user).as_deref(), Some("target"));
+        assert_eq!(c.access("iqn.2026-01.lab.example:z"), Access::Deny);
+        // A missing file, and mutual CHAP with the initiator's own secret: named errors.
+        std::fs::remove_file(data.join("a.chap")).unwrap();
+        let err = format!(
+            "{:#}",
+            prepare(&strict, &cfg("127.0.0.1:3260", &chap_a("")), &data).unwrap_err()
+        );
+        assert!(
+            err.starts_with(&format!(
+                "iscsi.credentials (initiator \"{a}\") at node.toml:12: chap_file = \"a.chap\": reading {}",
+                data.join("a.chap").display()
+            )),
+            "{err}"
+        );
+        std::fs::write(data.join("a.chap"), "alice alice-secret-1\n").unwrap();
+        let same = format!(
+            "outbound_chap_file = \"{}\"\n",
+            dir.join("same.chap").display()
+        );
+        let err = format!(
+            "{:#}",
+            prepare(&strict, &cfg("127.0.0.1:3260", &chap_a(&same)), &data).unwrap_err()
+        );
+        assert!(err.contains("holds the same secret as chap_file"), "{err}");
+        // No listener: nothing to check or read.
+        let off = storage_node::config::IscsiSettings::default();
+        assert!(prepare(&strict, &off, &data).unwrap().is_none());
     }
 }

@@ -290,6 +290,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let http_setting = crate::serve_start::http_listener(args.listen_http.as_deref(), &cfg)?;
     let http: Option<SocketAddr> = http_setting.as_ref().map(|s| s.value);
     let token = api_token(&args)?;
+    crate::iscsi_cmd::apply(&args.iscsi, &mut cfg);
+    let iscsi_credentials = crate::iscsi_cmd::prepare(&args.iscsi, &cfg.iscsi, &data_dir)?;
     // A start that fails from here on leaves the data directory as it found it.
     let mut guard = crate::serve_start::StartGuard::before_start(&data_dir);
     crate::serve_safety::private_data_dir(&data_dir)
@@ -301,7 +303,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     apply_capacity_args(&args, &mut cfg, &data_dir)?;
     apply_burst_args(&args, &mut cfg)?;
     crate::nfs_cmd::apply(&args.nfs, &mut cfg)?;
-    crate::iscsi_cmd::apply(&args.iscsi, &mut cfg);
     let auth = Arc::new(control_plane::api::auth::Auth::new(
         token.clone(),
         Some(data_dir.clone()),
@@ -364,7 +365,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         {
             builder = builder.front_end(nfs);
         }
-        if let Some(iscsi) = crate::iscsi_cmd::start(&cfg.iscsi, args.max_connections as usize)? {
+        if let Some(iscsi) =
+            crate::iscsi_cmd::start(&cfg.iscsi, iscsi_credentials, args.max_connections as usize)?
+        {
             builder = builder.front_end(iscsi);
         }
         let running = builder.spawn().await?;

@@ -15,7 +15,7 @@ use crate::iscsi::require_libiscsi;
 use crate::json::Json;
 use crate::nfs_node::{fio_json, read_ops, within};
 use crate::realtime::RealTime;
-use crate::util::{first_difference, heavy, pattern, require_tool, run, Node};
+use crate::util::{first_difference, heavy, pattern, require_tool, run, Node, TempDir, QOSLAB};
 
 const IQN: &str = "iqn.2026-01.lab.qoslab:e2e-node";
 const ISCSI: &[&str] = &["--listen-iscsi", "127.0.0.1:0"];
@@ -184,4 +184,116 @@ fn a_luns_ceiling_holds_for_fio_over_libiscsi() {
     );
     within(&mut rt, "64 KiB random writes, MiB/s", mib, 8.0, 2.0);
     rt.finish();
+}
+
+/// `[[iscsi.credentials]]` on the node, as ONTAP's iSCSI security: alice proves her CHAP
+/// secret (libiscsi's iscsi-ls sees her LUN with it, nothing without it or with a wrong
+/// one), bob's entry says none, and every other initiator is denied at login (Login
+/// Response 2/2, not authorized) by the `default` entry. Beyond loopback the node refuses
+/// to start with a LUN open to every initiator, naming it, before it creates anything
+/// (the rule's other cases, and a start that passes it, are unit tests of
+/// `iscsi_cmd::prepare`: no test listens beyond loopback). Cost: ~3 s.
+#[test]
+fn initiators_log_in_as_their_credentials_say_and_an_open_lun_is_refused_beyond_loopback() {
+    require_libiscsi();
+    const ALICE: &str = "iqn.2026-01.lab.qoslab:alice";
+    const BOB: &str = "iqn.2026-01.lab.qoslab:bob";
+    let dir = TempDir::new("iscsi-node-chap");
+    let secret = dir.join("alice.chap");
+    std::fs::write(&secret, "alice alice-secret-1\n").unwrap();
+    let creds = format!(
+        "[[iscsi.credentials]]\ninitiator = \"default\"\nauthentication_type = \"deny\"\n\
+         [[iscsi.credentials]]\ninitiator = \"{ALICE}\"\nauthentication_type = \"chap\"\n\
+         chap_file = \"{}\"\n\
+         [[iscsi.credentials]]\ninitiator = \"{BOB}\"\nauthentication_type = \"none\"\n",
+        secret.display()
+    );
+    let node = Node::start_with(
+        &config(
+            "[[volume]]\nname = \"db\"\nsize = \"4MiB\"\n",
+            &format!(
+                "[[iscsi.lun]]\nvolume = \"db\"\ninitiators = [\"{ALICE}\", \"{BOB}\"]\n{creds}"
+            ),
+        ),
+        ISCSI,
+    );
+    let ready = node.ready_output().join("\n");
+    assert!(
+        ready.contains("logins: default deny, 2 initiator(s) their own"),
+        "{ready}"
+    );
+    let port = iscsi_port(&node);
+    let ls = |initiator: &str, user: &str| {
+        let portal = format!("iscsi://{user}127.0.0.1:{port}");
+        run(
+            Command::new("iscsi-ls").args(["-i", initiator, "-s", &portal]),
+            Duration::from_secs(30),
+        )
+    };
+    let alice = ls(ALICE, "alice%alice-secret-1@");
+    assert!(alice.stdout.contains("Lun:0"), "{alice}");
+    for user in ["", "alice%wrong-secret-2@"] {
+        let refused = ls(ALICE, user);
+        assert!(
+            !refused.stdout.contains("Lun:"),
+            "alice as {user:?}: {refused}"
+        );
+    }
+    let bob = ls(BOB, "");
+    assert!(bob.stdout.contains("Lun:0"), "{bob}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let carol = rt.block_on(async {
+        let addr = format!("127.0.0.1:{port}").parse().unwrap();
+        let mut c = Client::connect(addr, "iqn.2026-01.lab.qoslab:carol")
+            .await
+            .unwrap();
+        c.login(IQN, &[]).await
+    });
+    assert_eq!(
+        carol,
+        (2, 2),
+        "carol's login: want initiator error, not authorized"
+    );
+    let log = node.stderr();
+    assert!(
+        log.contains("login refused: initiator \"iqn.2026-01.lab.qoslab:carol\" is denied"),
+        "{log}"
+    );
+
+    // Beyond loopback: an open LUN is refused before anything is created.
+    let serve = |toml: &str, tag: &str| {
+        let d = dir.join(tag);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("node.toml"), toml).unwrap();
+        let mut cmd = Command::new(QOSLAB);
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(d.join("node.toml"))
+            .arg("--data-dir")
+            .arg(d.join("data"))
+            .arg("--listen-unix")
+            .arg(d.join("s.sock"))
+            .args(["--listen-http", "off", "--listen-iscsi", "0.0.0.0:0"]);
+        (cmd, d.join("data"))
+    };
+    let open = config(
+        "[[volume]]\nname = \"db\"\nsize = \"4MiB\"\n",
+        &format!("[[iscsi.lun]]\nvolume = \"db\"\n{creds}"),
+    );
+    let (mut cmd, data) = serve(&open, "open");
+    let out = run(&mut cmd, Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(2), "{out}");
+    assert!(
+        out.stderr
+            .contains("refusing to serve iSCSI on non-loopback address 0.0.0.0:0")
+            && out
+                .stderr
+                .contains("LUN 0 (volume \"db\") is open to every initiator")
+            && out.stderr.contains("--insecure-iscsi"),
+        "{out}"
+    );
+    assert!(!data.exists(), "a refused start created {}", data.display());
 }

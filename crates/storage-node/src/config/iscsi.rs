@@ -1,5 +1,5 @@
 //! `[iscsi]` and `[[iscsi.lun]]`: the node's iSCSI target (its address, name and LUNs),
-//! validated here.
+//! validated here (`[[iscsi.credentials]]`, who logs in how, in [`super::iscsi_auth`]).
 //!
 //! A LUN is a block volume of this file served as a SCSI logical unit: its blocks, its
 //! size and its QoS policy are the volume's (one storage layer under every protocol), so
@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::iscsi_auth::{CredentialSpec, RawCredential};
 use super::{ConfigError, Src, VolumeSpec};
 
 /// The target's name unless `[iscsi] iqn` says otherwise (also `qoslab iscsi serve`'s).
@@ -30,6 +31,8 @@ pub struct IscsiSettings {
     pub alias: Option<String>,
     /// The LUNs, sorted by number.
     pub luns: Vec<LunSpec>,
+    /// How initiators authenticate (`[[iscsi.credentials]]`; none: without a secret).
+    pub credentials: Vec<CredentialSpec>,
 }
 
 impl Default for IscsiSettings {
@@ -39,6 +42,7 @@ impl Default for IscsiSettings {
             iqn: DEFAULT_IQN.into(),
             alias: None,
             luns: Vec::new(),
+            credentials: Vec::new(),
         }
     }
 }
@@ -64,6 +68,8 @@ pub(super) struct RawIscsi {
     alias: Option<Spanned<String>>,
     #[serde(default)]
     lun: Vec<Spanned<RawLun>>,
+    #[serde(default)]
+    credentials: Vec<Spanned<RawCredential>>,
 }
 
 #[derive(Deserialize)]
@@ -126,6 +132,7 @@ pub(super) fn parse(
         s.alias = Some(t.clone());
     }
     s.luns = luns(src, &raw.lun, volumes)?;
+    s.credentials = super::iscsi_auth::parse(src, &raw.credentials)?;
     Ok(s)
 }
 
