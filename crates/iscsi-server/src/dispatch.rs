@@ -58,7 +58,7 @@ async fn answer(t: &mut TaskCtx) -> Result<Answer, Aborted> {
     }
     let decoded = cdb::decode(&t.cdb);
     let op = match &decoded {
-        Ok(c) => op_of(c, t.lun, lu.unit.block_size),
+        Ok(c) => op_of(c, t.lun, lu.block_size),
         Err(_) => Op {
             lun: t.lun,
             kind: OpKind::Other,
@@ -86,6 +86,7 @@ async fn gate_and_run(
     cmd: Command,
 ) -> Result<Reply, Aborted> {
     let nexus = t.session.nexus.clone();
+    lu.follow_size();
     let exempt = matches!(
         cmd,
         Command::Inquiry { .. } | Command::ReportLuns { .. } | Command::RequestSense { .. }
@@ -210,7 +211,7 @@ fn good(t: &mut TaskCtx, d: Vec<u8>) -> Answer {
 /// The residual by what the CDB asked to move: a data-out command's data, a read's
 /// blocks; nothing for the rest.
 fn expected_residual(t: &TaskCtx) -> Residual {
-    let bs = t.lu.as_ref().map(|l| l.unit.block_size).unwrap_or(512) as u64;
+    let bs = t.lu.as_ref().map(|l| l.block_size).unwrap_or(512) as u64;
     let wanted = match cdb::decode(&t.cdb) {
         Ok(c) if c.dir(bs as u32) == Dir::Out => c.data_out_len(bs as u32),
         Ok(Command::Read(r)) => r.blocks as u64 * bs,
@@ -232,7 +233,7 @@ fn response(t: &TaskCtx, status: u8, sense: Option<Sense>, residual: Residual) -
 
 /// The standard INQUIRY of a mapped LU (used by [`exec`] too).
 pub fn standard_inquiry(lu: &LogicalUnit) -> Vec<u8> {
-    inquiry::standard(&lu.unit)
+    inquiry::standard(&lu.unit())
 }
 
 /// The LUN field of a LUN number.

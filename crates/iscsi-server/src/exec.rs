@@ -44,7 +44,8 @@ pub async fn execute(
 
 /// Commands without Data-Out and without I/O.
 fn simple(t: &TaskCtx, lu: &Arc<LogicalUnit>, cmd: Command) -> Reply {
-    let u = &lu.unit;
+    let unit = lu.unit();
+    let u = &*unit;
     let res: Result<Vec<u8>, Reply> = match cmd {
         Command::TestUnitReady | Command::StartStopUnit | Command::PreventAllow { .. } => {
             Ok(Vec::new())

@@ -188,11 +188,10 @@ impl NodeLuns {
     fn unit(&self, spec: &LunSpec) -> Option<Arc<LogicalUnit>> {
         let vol = self.node.block_volume(&spec.volume)?;
         let mut units = self.units.write().unwrap_or_else(|p| p.into_inner());
-        let bs = spec.block_size as u64;
         if let Some((v, lu)) = units.get(&spec.number) {
-            // The same volume at the same size (a grown volume is a new unit for the
-            // sessions that log in after it grew).
-            if Arc::ptr_eq(v, &vol) && lu.unit().blocks == vol.size() / bs {
+            // The same volume: the same unit (it follows the volume's size, telling the
+            // sessions that use it CAPACITY DATA HAS CHANGED).
+            if Arc::ptr_eq(v, &vol) {
                 return Some(lu.clone());
             }
         }

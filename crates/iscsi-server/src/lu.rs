@@ -4,10 +4,10 @@
 //! atomic.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use iscsi_proto::scsi::pr::Reservations;
-use iscsi_proto::scsi::sense::Asc;
+use iscsi_proto::scsi::sense::{Asc, CAPACITY_DATA_CHANGED};
 use iscsi_proto::scsi::{Limits, Unit};
 
 use crate::lun::{Caps, Lun};
@@ -29,7 +29,11 @@ pub const MAX_WRITE_SAME_BYTES: u64 = 1 << 30;
 /// that may see the LUN, so they share its reservations.
 pub struct LogicalUnit {
     pub(crate) lun: Arc<dyn Lun>,
-    pub(crate) unit: Unit,
+    /// The description; replaced (its block count) when the storage grows.
+    unit: RwLock<Arc<Unit>>,
+    /// The logical block size and the limits (the unit's, which never change).
+    pub(crate) block_size: u32,
+    pub(crate) limits: Limits,
     pub(crate) caps: Caps,
     pr: Mutex<Reservations<Nexus>>,
     uas: Mutex<HashMap<Nexus, VecDeque<Asc>>>,
@@ -71,7 +75,9 @@ impl LogicalUnit {
         };
         Arc::new(LogicalUnit {
             lun,
-            unit,
+            block_size: unit.block_size,
+            limits: unit.limits,
+            unit: RwLock::new(Arc::new(unit)),
             caps,
             pr: Mutex::new(Reservations::default()),
             uas: Mutex::new(HashMap::new()),
@@ -79,9 +85,37 @@ impl LogicalUnit {
         })
     }
 
-    /// The unit as INQUIRY and READ CAPACITY describe it.
-    pub fn unit(&self) -> &Unit {
-        &self.unit
+    /// The unit as INQUIRY and READ CAPACITY describe it now.
+    pub fn unit(&self) -> Arc<Unit> {
+        self.unit.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The number of logical blocks now.
+    pub(crate) fn blocks(&self) -> u64 {
+        self.unit.read().unwrap_or_else(|p| p.into_inner()).blocks
+    }
+
+    /// Follows the storage's size (a volume grown through the API): a new block count
+    /// is the unit's from the next command on, and every nexus that used this LU is told
+    /// CAPACITY DATA HAS CHANGED (SBC-4 §4.6), as an array tells its hosts, so
+    /// initiators already logged in re-read the capacity (Linux rescans the disk).
+    pub(crate) fn follow_size(&self) {
+        let now = self.lun.size() / self.lun.block_size() as u64;
+        if self.blocks() == now {
+            return;
+        }
+        let mut unit = self.unit.write().unwrap_or_else(|p| p.into_inner());
+        if unit.blocks == now {
+            return; // another command's check got here first
+        }
+        let mut grown = Unit::clone(&unit);
+        grown.blocks = now;
+        *unit = Arc::new(grown);
+        drop(unit);
+        let seen: Vec<Nexus> = lock(&self.uas).keys().cloned().collect();
+        for n in seen {
+            self.attention(&n, CAPACITY_DATA_CHANGED);
+        }
     }
 
     pub(crate) fn pr(&self) -> MutexGuard<'_, Reservations<Nexus>> {

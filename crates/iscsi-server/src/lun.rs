@@ -83,7 +83,8 @@ pub fn fnv(bytes: impl IntoIterator<Item = u8>) -> u64 {
 
 /// A LUN's storage.
 pub trait Lun: Send + Sync + 'static {
-    /// Size in bytes (a multiple of the block size).
+    /// Size in bytes (a multiple of the block size), now: it may grow (the logical unit
+    /// follows it and tells its initiators).
     fn size(&self) -> u64;
     /// Logical block size: 512 or 4096.
     fn block_size(&self) -> u32;

@@ -31,7 +31,7 @@ pub(crate) fn check<T>(asc: sense::Asc) -> Result<T, Reply> {
 /// The range check of SBC-3 §4.5: LBA OUT OF RANGE when the range ends past the
 /// capacity (so zero blocks at the capacity itself are in range, as UNMAP needs).
 pub(crate) fn in_range(lu: &LogicalUnit, lba: u64, blocks: u64) -> Result<(), Reply> {
-    if !lu.unit.in_range(lba, blocks) {
+    if !lu.unit().in_range(lba, blocks) {
         return check(sense::LBA_OUT_OF_RANGE);
     }
     Ok(())

@@ -48,7 +48,7 @@ fn aborted(_: Aborted) -> Reply {
 
 /// Bytes of `blocks` blocks, refused above the transfer limit (Block Limits VPD).
 fn transfer(lu: &LogicalUnit, blocks: u32, len_byte: u16) -> Result<u64, Reply> {
-    let bytes = blocks as u64 * lu.unit.block_size as u64;
+    let bytes = blocks as u64 * lu.block_size as u64;
     if bytes > MAX_TRANSFER_BYTES {
         return Err(Reply::Check(Sense::cdb_field(len_byte)));
     }
@@ -63,7 +63,7 @@ pub async fn read(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Reply
     if send == 0 {
         return Ok(Reply::Streamed);
     }
-    let base = r.lba * lu.unit.block_size as u64;
+    let base = r.lba * lu.block_size as u64;
     let mut done = 0u64;
     loop {
         if t.abort.is_set() {
@@ -111,7 +111,7 @@ pub async fn read(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Reply
 /// How much of a data-out transfer to take: all of it, or (when the initiator's EDTL is
 /// shorter) whole blocks of what it sends; a partial block is an error.
 fn data_out_want(t: &TaskCtx, lu: &LogicalUnit, total: u64) -> Result<u64, Reply> {
-    let bs = lu.unit.block_size as u64;
+    let bs = lu.block_size as u64;
     let avail = t.data.available as u64;
     if avail < total && !avail.is_multiple_of(bs) {
         return check(sense::INVALID_FIELD_IN_INFORMATION_UNIT);
@@ -126,7 +126,7 @@ pub async fn write(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Repl
     let want = data_out_want(t, lu, total)?;
     let _shared = lu.atomic.read().await;
     let want = t.data.start(want as u32) as u64;
-    let base = r.lba * lu.unit.block_size as u64;
+    let base = r.lba * lu.block_size as u64;
     let fua = r.fua && lu.caps.can_fua;
     let mut got = 0u64;
     while got < want {
@@ -203,7 +203,7 @@ pub async fn verify(
     }
     let want = data_out_want(t, lu, total)?;
     let want = t.data.start(want as u32) as u64;
-    let base = rw.lba * lu.unit.block_size as u64;
+    let base = rw.lba * lu.block_size as u64;
     let mut got = 0u64;
     while got < want {
         let Some(c) = t.data.next().await.map_err(aborted)? else {
@@ -233,7 +233,7 @@ pub async fn write_same(
     if (ws.unmap && !lu.caps.can_trim) || ws.anchor {
         return Err(Reply::Check(Sense::cdb_field(1)));
     }
-    let n = lu.unit.blocks;
+    let n = lu.blocks();
     let blocks = match ws.blocks {
         // WSNZ=0: zero blocks means through the last block.
         0 if ws.lba < n => n - ws.lba,
@@ -241,10 +241,10 @@ pub async fn write_same(
         b => b as u64,
     };
     in_range(lu, ws.lba, blocks)?;
-    if blocks > lu.unit.limits.max_write_same {
+    if blocks > lu.limits.max_write_same {
         return Err(Reply::Check(Sense::cdb_field(10)));
     }
-    let bs = lu.unit.block_size as usize;
+    let bs = lu.block_size as usize;
     let block = if ws.ndob {
         vec![0u8; bs]
     } else {
@@ -288,12 +288,11 @@ pub async fn unmap(
         return Ok(Reply::Good(Vec::new()));
     }
     let list = t.data.collect(len).await.map_err(aborted)?;
-    let ranges =
-        data::unmap_list(&list, lu.unit.limits.max_unmap_descriptors).map_err(Reply::Check)?;
+    let ranges = data::unmap_list(&list, lu.limits.max_unmap_descriptors).map_err(Reply::Check)?;
     for r in &ranges {
         in_range(lu, r.lba, r.blocks as u64)?;
     }
-    let bs = lu.unit.block_size as u64;
+    let bs = lu.block_size as u64;
     let _shared = lu.atomic.read().await;
     let lun = lu.lun.clone();
     blocking(move || {
@@ -321,11 +320,11 @@ pub async fn compare_and_write(
         }
         return Ok(Reply::Good(Vec::new()));
     }
-    if r.blocks > lu.unit.limits.max_compare_and_write as u32 {
+    if r.blocks > lu.limits.max_compare_and_write as u32 {
         return Err(Reply::Check(Sense::cdb_field(13)));
     }
     in_range(lu, r.lba, r.blocks as u64)?;
-    let half = r.blocks as usize * lu.unit.block_size as usize;
+    let half = r.blocks as usize * lu.block_size as usize;
     if t.data.available as usize != 2 * half {
         return check(sense::INVALID_FIELD_IN_INFORMATION_UNIT);
     }
@@ -333,7 +332,7 @@ pub async fn compare_and_write(
     if buf.len() != 2 * half {
         return check(sense::WRITE_ERROR);
     }
-    let off = r.lba * lu.unit.block_size as u64;
+    let off = r.lba * lu.block_size as u64;
     // Exclusive: no other write to the LU between the compare and the write.
     let _exclusive = lu.atomic.write().await;
     let medium = read_buf(lu, off, half).await?;
@@ -355,11 +354,11 @@ pub async fn synchronize(lu: &Arc<LogicalUnit>, lba: u64, blocks: u32) -> Result
 }
 
 pub async fn lba_status(lu: &Arc<LogicalUnit>, lba: u64, alloc: u32) -> Result<Reply, Reply> {
-    let n = lu.unit.blocks;
+    let n = lu.blocks();
     if lba >= n {
         return check(sense::LBA_OUT_OF_RANGE);
     }
-    let bs = lu.unit.block_size as u64;
+    let bs = lu.block_size as u64;
     let max = ((alloc.saturating_sub(8)) / 16).clamp(1, 64) as usize;
     let extents = if lu.caps.can_extents {
         let lun = lu.lun.clone();

@@ -15,23 +15,19 @@ use crate::lun::{fnv, page_exponent, Caps, Extent, Identity, Lun};
 /// A block volume served as a LUN.
 pub struct VolumeLun {
     vol: Arc<Volume>,
-    size: u64,
     block_size: u32,
     identity: Identity,
 }
 
 impl VolumeLun {
     /// `vol` with logical blocks of `block_size` (512 or 4096; the config checked that the
-    /// volume's size is a multiple of it). Its size is the volume's now; its serial and
-    /// NAA designator come from the target's name and the volume's, so they are the same
-    /// after a restart.
+    /// volume's size is a multiple of it). Its size is the volume's, as it grows; its
+    /// serial and NAA designator come from the target's name and the volume's, so they
+    /// are the same after a restart.
     pub fn new(vol: Arc<Volume>, block_size: u32, target: &str) -> VolumeLun {
-        let bs = block_size as u64;
-        let size = vol.size() / bs * bs;
         let h = fnv(target.bytes().chain([0]).chain(vol.name.bytes()));
         VolumeLun {
             vol,
-            size,
             block_size,
             identity: Identity::of_hash(h),
         }
@@ -54,7 +50,8 @@ impl VolumeLun {
 
 impl Lun for VolumeLun {
     fn size(&self) -> u64 {
-        self.size
+        let bs = self.block_size as u64;
+        self.vol.size() / bs * bs
     }
 
     fn block_size(&self) -> u32 {

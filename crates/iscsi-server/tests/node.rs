@@ -186,3 +186,55 @@ initiators = ["iqn.2026-01.lab.qoslab:host1"]
     let _ = c.command(0, &TEST_UNIT_READY, 0, &[]).await;
     assert_eq!(luns(&c.command(0, &REPORT_LUNS, 256, &[]).await.data), [0]);
 }
+
+/// A volume grown through the node (as `PATCH /api/storage/volumes` grows it) reaches
+/// the sessions already logged in: the next command of each nexus that used the LUN gets
+/// CAPACITY DATA HAS CHANGED (unit attention 2Ah/09h, as an array tells its hosts), READ
+/// CAPACITY then reports the new size, and the blocks past the old end are written and
+/// read. A session that logs in after the growth sees the new size with no attention.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grown_volume_reaches_the_sessions_already_logged_in() {
+    // Boxed: three sessions' futures outgrow the test thread's stack in a debug build.
+    Box::pin(grown_volume()).await
+}
+
+async fn grown_volume() {
+    let (n, addr, _stop) = start(
+        "[[volume]]\nname = \"db\"\nsize = \"1MiB\"\n[[iscsi.lun]]\nvolume = \"db\"\n",
+        "iscsi-node-grow",
+    );
+    let vol = n.block_volume("db").unwrap();
+    let last_lba = |d: &[u8]| u32::from_be_bytes([d[0], d[1], d[2], d[3]]);
+    let mut a = login(addr, INITIATOR).await;
+    let mut b = login(addr, "iqn.2026-01.lab.qoslab:host2").await;
+    for c in [&mut a, &mut b] {
+        let cap = c.command(0, &READ_CAPACITY_10, 8, &[]).await;
+        assert_eq!(last_lba(&cap.data), 2047);
+    }
+    let past = a.command(0, &read10(2048, 8), 4096, &[]).await;
+    assert_eq!(
+        (past.status, past.asc()),
+        (2, (5, 0x21, 0)),
+        "LBA out of range"
+    );
+
+    n.node.resize_volume(&vol, 2 << 20).unwrap();
+    for c in [&mut a, &mut b] {
+        let r = c.command(0, &TEST_UNIT_READY, 0, &[]).await;
+        assert_eq!((r.status, r.asc()), (2, (6, 0x2a, 0x09)), "{:?}", r.sense);
+        let r = c.command(0, &TEST_UNIT_READY, 0, &[]).await;
+        assert_eq!(r.status, 0, "the attention is reported once");
+        let cap = c.command(0, &READ_CAPACITY_10, 8, &[]).await;
+        assert_eq!(last_lba(&cap.data), 4095);
+    }
+    let data: Vec<u8> = (0..4096u32).map(|i| (i % 241) as u8).collect();
+    let w = a.command(0, &write10(2048, 8, false), 4096, &data).await;
+    assert_eq!(w.status, 0);
+    let r = b.command(0, &read10(2048, 8), 4096, &[]).await;
+    assert_eq!((r.status, &r.data[..]), (0, &data[..]));
+
+    let mut late = login(addr, "iqn.2026-01.lab.qoslab:host3").await;
+    assert_eq!(late.command(0, &TEST_UNIT_READY, 0, &[]).await.status, 0);
+    let cap = late.command(0, &READ_CAPACITY_10, 8, &[]).await;
+    assert_eq!(last_lba(&cap.data), 4095);
+}
