@@ -42,6 +42,7 @@ A LUN is PATH[,size=SIZE][,lun=N][,bs=512|4096][,ro][,initiators=IQN[+IQN...]]: 
 shrunk), its size, its LUN number (default: the next free one from 0), its logical block
 size (default 512), read-only, and the initiators that see it (default: every initiator).
 CHAP: --chap-file holds `USER SECRET` on one line (kept out of the process table).
+Beyond loopback, --chap-file and initiators= on every LUN are required (or --insecure).
 See docs/ISCSI.md for what is served and what is refused.")]
 pub struct ServeArgs {
     /// Address to listen on (iSCSI's port is 3260).
@@ -68,6 +69,10 @@ pub struct ServeArgs {
     /// The address SendTargets reports (default: the address the initiator reached).
     #[arg(long, value_name = "IP:PORT")]
     portal: Option<String>,
+    /// Serve beyond loopback without --chap-file, or with a LUN open to every initiator
+    /// (a lab network you trust).
+    #[arg(long)]
+    insecure: bool,
 }
 
 pub fn run(args: IscsiArgs) -> anyhow::Result<()> {
@@ -331,7 +336,48 @@ fn build_target(a: &ServeArgs) -> anyhow::Result<StaticTarget> {
     })
 }
 
+/// What keeps the standalone target from serving beyond loopback (empty: nothing), the
+/// node's rule for one secret shared by every initiator: CHAP, and every LUN masked.
+/// Checked before any LUN file is opened or made.
+fn standalone_exposure(a: &ServeArgs) -> anyhow::Result<Vec<String>> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<std::net::SocketAddr> = a
+        .listen
+        .to_socket_addrs()
+        .with_context(|| format!("--listen {:?}: expected HOST:PORT", a.listen))?
+        .collect();
+    if addrs.iter().all(|addr| addr.ip().is_loopback()) {
+        return Ok(Vec::new());
+    }
+    let mut problems = Vec::new();
+    if a.chap_file.is_none() {
+        problems.push("no --chap-file: every initiator logs in without a secret".to_string());
+    }
+    for l in &a.luns {
+        if parse_lun(l)?.initiators.is_none() {
+            problems.push(format!(
+                "--lun {l:?} is open to every initiator: give it initiators=IQN[+IQN...]"
+            ));
+        }
+    }
+    Ok(problems)
+}
+
 fn serve(a: ServeArgs) -> anyhow::Result<()> {
+    let problems = standalone_exposure(&a)?;
+    if !problems.is_empty() {
+        anyhow::ensure!(
+            a.insecure,
+            "refusing to serve iSCSI on non-loopback address {}: an initiator's name is only \
+             what it claims:\n  {}\ngive --chap-file and initiators= on every LUN, or pass \
+             --insecure on a network you trust",
+            a.listen,
+            problems.join("\n  ")
+        );
+        for p in &problems {
+            tracing::warn!("--insecure on non-loopback address {}: {p}", a.listen);
+        }
+    }
     let target = build_target(&a)?;
     let summary: Vec<String> = target
         .luns
@@ -507,5 +553,52 @@ mod tests {
         // No listener: nothing to check or read.
         let off = storage_node::config::IscsiSettings::default();
         assert!(prepare(&strict, &off, &data).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_standalone_target_beyond_loopback_needs_chap_and_masked_luns() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let args = |extra: &[&str]| {
+            let mut v = vec!["x"];
+            v.extend(extra);
+            Cli::parse_from(v).serve
+        };
+        let masked = "a.img,size=1MiB,initiators=iqn.2026-01.lab.example:a";
+        // Loopback (the default): nothing to check.
+        assert!(standalone_exposure(&args(&["--lun", "a.img"]))
+            .unwrap()
+            .is_empty());
+        let open = standalone_exposure(&args(&[
+            "--listen",
+            "0.0.0.0:3260",
+            "--lun",
+            "a.img",
+            "--lun",
+            masked,
+        ]))
+        .unwrap();
+        assert_eq!(
+            open,
+            [
+                "no --chap-file: every initiator logs in without a secret",
+                "--lun \"a.img\" is open to every initiator: give it initiators=IQN[+IQN...]",
+            ]
+        );
+        let closed = args(&[
+            "--listen",
+            "0.0.0.0:3260",
+            "--lun",
+            masked,
+            "--chap-file",
+            "c",
+        ]);
+        assert!(standalone_exposure(&closed).unwrap().is_empty());
+        let err = standalone_exposure(&args(&["--listen", "nowhere", "--lun", masked]));
+        assert!(format!("{:#}", err.unwrap_err()).starts_with("--listen \"nowhere\""));
     }
 }

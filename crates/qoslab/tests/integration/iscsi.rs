@@ -249,3 +249,27 @@ fn acknowledged_fua_writes_and_synchronize_cache_survive_kill9() {
         first_difference(&got, &data[..acked])
     );
 }
+
+/// Beyond loopback the standalone target needs `--chap-file` and `initiators=` on every
+/// LUN: without them it refuses to start, naming each, before it makes any LUN file.
+#[test]
+fn beyond_loopback_the_standalone_target_refuses_to_serve_open_luns() {
+    let dir = TempDir::new("iscsi-open");
+    let img = dir.join("lun.img");
+    let out = run(
+        Command::new(crate::util::QOSLAB)
+            .args(["iscsi", "serve", "--listen", "0.0.0.0:0", "--lun"])
+            .arg(format!("{},size=1MiB", img.display())),
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(2), "{out}");
+    assert!(
+        out.stderr
+            .contains("refusing to serve iSCSI on non-loopback address 0.0.0.0:0")
+            && out.stderr.contains("no --chap-file")
+            && out.stderr.contains("is open to every initiator")
+            && out.stderr.contains("--insecure"),
+        "{out}"
+    );
+    assert!(!img.exists(), "a refused start made {}", img.display());
+}
