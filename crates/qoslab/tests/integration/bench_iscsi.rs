@@ -2,11 +2,13 @@
 //! engine against a LUN, here a node's under a fixed 400 IOPS ceiling, masked to the
 //! harness's initiator name (so the run sees it only by logging in as
 //! `iqn.2026-01.lab.qoslab:bench`). A plan that writes is refused without `--overwrite`
-//! (exit 2, the LUN named as docs/BENCH.md prints it, no write reaches the volume); a
-//! 4 KiB random-read plan runs without it, at or under the ceiling, and the node's
+//! (exit 2, the LUN named as docs/BENCH.md prints it, no write reaches the volume) and
+//! runs with it; CHAP in the URL is refused without echoing the secret; a 4 KiB
+//! random-read plan runs without `--overwrite`, at or under the ceiling, and the node's
 //! process (found by its iSCSI port) is sampled as the node.
 //!
-//! Cost: ~7 s (one 3 s fio job after a 1 s ramp; heavy group: it times fio).
+//! Cost: ~9 s (a 1 s write job; a 3 s read job after a 1 s ramp; heavy group: it times
+//! fio).
 
 use std::time::{Duration, Instant};
 
@@ -66,10 +68,7 @@ fn a_lun_is_benched_under_its_ceiling_and_written_only_with_overwrite() {
     // A plan that writes: refused before anything runs, the LUN named, nothing written.
     d.write(
         "p.toml",
-        &plan(
-            "rw = \"randwrite\", bs = \"4k\", iodepth = 4",
-            "iops <= 400",
-        ),
+        &plan("rw = \"randwrite\", bs = \"4k\", iodepth = 4", "iops >= 1"),
     );
     let (code, out, err) = bench(&["--no-tools"]);
     assert_eq!(code, Some(2), "stdout:\n{out}\nstderr:\n{err}");
@@ -85,6 +84,28 @@ fn a_lun_is_benched_under_its_ceiling_and_written_only_with_overwrite() {
     );
     assert!(!d.path().join("r.db").exists(), "nothing is stored");
     assert_eq!(ops(&api, "write"), 0, "no write reached the volume");
+    // With --overwrite it runs, and its writes reach the volume.
+    let (code, out, err) = bench(&[
+        "--no-tools",
+        "--overwrite",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+    ]);
+    assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(ops(&api, "write") > 0, "the writes reached the volume");
+    std::fs::remove_file(d.path().join("r.db")).unwrap();
+
+    // CHAP in the URL: refused, its secret never echoed.
+    let chap = format!("iscsi://user%s3cret@127.0.0.1:{port}/{IQN}/0");
+    let o = qoslab(&d, &["bench", "p.toml", "--target", &chap], LIMIT);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("CHAP from the harness is not supported yet") && !err.contains("s3cret"),
+        "{err}"
+    );
 
     // 4 KiB random reads: no --overwrite needed; held to the LUN's ceiling.
     d.write(
@@ -94,6 +115,16 @@ fn a_lun_is_benched_under_its_ceiling_and_written_only_with_overwrite() {
             "iops_mean <= 400 +-2%",
         ),
     );
+    let (code, out, err) = bench(&["--dry-run"]);
+    assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    for line in [
+        format!("  {url}  the LUN: only read, nothing written"),
+        "initiator=iqn.2026-01.lab.qoslab:bench".into(),
+        format!("filename=iscsi\\://127.0.0.1\\:{port}/iqn.2026-01.lab.qoslab\\:e2e-bench/0"),
+    ] {
+        assert!(out.contains(&line), "{line}\n{out}");
+    }
+    let reads_before = ops(&api, "read");
     let started = Instant::now();
     let (code, out, err) = bench(&["--ramp", "1s"]);
     let wall = started.elapsed();
@@ -122,10 +153,9 @@ fn a_lun_is_benched_under_its_ceiling_and_written_only_with_overwrite() {
         rt.short(format!("iops_mean {mean:.1}, ceiling 400 (want >= 380)"));
     }
     assert!(
-        ops(&api, "read") >= r["total_ios"].as_u64().unwrap_or(u64::MAX),
+        ops(&api, "read") - reads_before >= r["total_ios"].as_u64().unwrap_or(u64::MAX),
         "the node counted every read fio made: {r}"
     );
-    assert_eq!(ops(&api, "write"), 0, "a read plan writes nothing");
     // The node's process, found by its iSCSI port, is sampled as the node (not as noise).
     let node_pid = i64::from(node.pid());
     let as_node = run["series"][0]["hosts"][0]["samples"]
