@@ -51,6 +51,25 @@ impl PlannedJob {
             .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
             .collect()
     }
+
+    /// Whether the job writes (or trims) its target: any `rw` mode but `read` and
+    /// `randread` (fio's default is `read`; the last `rw`/`readwrite` set wins, the job's
+    /// own over the file's globals).
+    pub fn writes(&self) -> bool {
+        let global = self
+            .file
+            .global
+            .options
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.clone()?)));
+        let mode = global
+            .chain(self.options())
+            .rfind(|(k, _)| k == "rw" || k == "readwrite")
+            .map(|(_, v)| v);
+        let mode = mode.as_deref().unwrap_or("read");
+        let mode = mode.split(':').next().unwrap_or(mode).trim();
+        !matches!(mode, "read" | "randread")
+    }
 }
 
 /// The job file for one job on a target (`target_opts` from the target).
@@ -249,5 +268,42 @@ mod tests {
             super::fio_error_text(5, ""),
             "fio reported error 5 (Input/output error)"
         );
+    }
+
+    #[test]
+    fn a_job_writes_unless_it_only_reads() {
+        let job = |global: &[(&str, &str)], own: &[(&str, &str)]| {
+            let mut file = fio::JobFile::new();
+            for (k, v) in global {
+                file.global.set(k, *v);
+            }
+            let mut s = fio::Section::new("j");
+            for (k, v) in own {
+                s.set(k, *v);
+            }
+            file.jobs.push(s);
+            super::PlannedJob {
+                at: "p.toml:5".into(),
+                volume: None,
+                file,
+            }
+        };
+        for reads in [
+            job(&[], &[]),
+            job(&[], &[("rw", "randread")]),
+            job(&[], &[("readwrite", "read:8")]),
+            job(&[("rw", "write")], &[("rw", "randread")]),
+        ] {
+            assert!(!reads.writes(), "{:?}", reads.file.render());
+        }
+        for writes in [
+            job(&[], &[("rw", "randwrite")]),
+            job(&[], &[("rw", "randrw"), ("rwmixread", "90")]),
+            job(&[], &[("rw", "trim")]),
+            job(&[], &[("rw", "read"), ("readwrite", "rw")]),
+            job(&[("rw", "write")], &[("bs", "4k")]),
+        ] {
+            assert!(writes.writes(), "{:?}", writes.file.render());
+        }
     }
 }

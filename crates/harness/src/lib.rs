@@ -23,6 +23,7 @@ pub mod context;
 pub mod family;
 pub mod fio_job;
 pub mod host;
+pub mod iscsi;
 pub mod local_node;
 pub mod nfs;
 pub mod nfs_client;

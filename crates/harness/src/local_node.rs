@@ -1,5 +1,6 @@
 //! The node's process when it runs on this machine but outside the harness (`qoslab serve`
-//! given with `--node`, or any NBD server behind an `nbd://`/`nbd+unix://` target): found by
+//! given with `--node`, or any NBD, NFS or iSCSI server behind an `nbd://`/`nbd+unix://`,
+//! `nfs://` or `iscsi://` target): found by
 //! the socket it listens on (`toolsets::listener`), so the tool sets count its CPU as the
 //! node's, not as noise. A node on another machine is never matched: only this machine's
 //! addresses are looked up.
@@ -16,13 +17,15 @@ pub enum Endpoint {
     Unix(PathBuf),
 }
 
-/// The endpoint of an `http(s)://` API URL or an `nbd[s]://`, `nbd[s]+unix://` URI.
+/// The endpoint of an `http(s)://` API URL, an `nbd[s]://`, `nbd[s]+unix://` URI, or an
+/// `nfs://` or `iscsi://` URL.
 pub fn endpoint(url: &str) -> Option<Endpoint> {
     let (scheme, rest) = url.split_once("://")?;
     let default_port = match scheme {
         "https" => 443,
         "http" => 80,
         "nbd" | "nbds" => 10809,
+        "iscsi" => crate::iscsi::DEFAULT_PORT,
         // libnfs URLs carry the NFS port in the query (`nfsport=`); 2049 otherwise.
         "nfs" => rest
             .split_once('?')
@@ -66,12 +69,13 @@ pub fn server_pid(url: &str) -> Option<i32> {
 }
 
 /// The node's process for `target` when it runs here as a process of its own: a `--node`
-/// (its API's listener, else its volume's NBD listener) or the server of an NBD URI. None
+/// (its API's listener, else its volume's NBD listener) or the server of an NBD URI, an
+/// NFS export or an iSCSI LUN. None
 /// for the embedded node (it is the harness), paths, and anything served elsewhere.
 pub fn node_pid(target: &Target) -> Option<i32> {
     match target {
         Target::NodeVolume { node, uri, .. } => server_pid(node.url()).or_else(|| server_pid(uri)),
-        Target::Nbd(uri) | Target::Nfs(uri) => server_pid(uri),
+        Target::Nbd(uri) | Target::Nfs(uri) | Target::Iscsi(uri) => server_pid(uri),
         Target::Node(node) => server_pid(node.url()),
         Target::NodeVolumes { node, volumes } => {
             server_pid(node.url()).or_else(|| volumes.first().and_then(|v| server_pid(&v.uri)))
@@ -112,6 +116,15 @@ mod tests {
             Some(Endpoint::Unix("/run/q/nbd.sock".into()))
         );
         assert_eq!(endpoint("nbd+unix:///v"), None);
+        assert_eq!(
+            endpoint("iscsi://127.0.0.1:3261/iqn.2026-01.lab.qoslab:n/0"),
+            tcp("127.0.0.1", 3261)
+        );
+        assert_eq!(
+            endpoint("iscsi://array.example/iqn.1992-08.com.netapp:sn.1/3"),
+            tcp("array.example", 3260)
+        );
+        assert_eq!(endpoint("iscsi://[::1]/naa.60a0/0"), tcp("::1", 3260));
         assert_eq!(endpoint("/dev/sdb"), None);
         assert_eq!(endpoint("ftp://x"), None);
     }
@@ -123,6 +136,12 @@ mod tests {
         let me = Some(std::process::id() as i32);
         assert_eq!(server_pid(&format!("http://127.0.0.1:{port}")), me);
         assert_eq!(server_pid(&format!("nbd://localhost:{port}/v")), me);
+        assert_eq!(
+            node_pid(&Target::Iscsi(format!(
+                "iscsi://127.0.0.1:{port}/iqn.2026-01.lab.qoslab:n/0"
+            ))),
+            me
+        );
         assert_eq!(
             node_pid(&Target::Nbd(format!("nbd://127.0.0.1:{port}/v"))),
             me

@@ -3,6 +3,8 @@
 //! - the embedded node (default): a storage node started in-process for the run, on a unix
 //!   socket in a fresh temporary data directory, stopped (and the directory removed) after;
 //! - an `nbd://` or `nbd+unix://` URI: fio's nbd engine;
+//! - an `nfs://` URL: fio's nfs engine ([`crate::nfs`]);
+//! - an `iscsi://HOST[:PORT]/IQN/LUN` URL: fio's libiscsi engine ([`crate::iscsi`]);
 //! - a file, directory (`DIR/fiotest`, as dbench does) or block device: libaio, direct=1.
 //!
 //! - a volume on a running qoslab node (`--node URL --volume NAME`): [`node_volume`] reads
@@ -35,6 +37,8 @@ pub enum Target {
     Nbd(String),
     /// An NFSv3 export through fio's nfs engine (libnfs): `nfs://HOST/PATH[?...]`.
     Nfs(String),
+    /// A LUN through fio's libiscsi engine: `iscsi://HOST[:PORT]/IQN/LUN`.
+    Iscsi(String),
     Path(PathBuf),
     /// A volume on a running qoslab node, resolved through its REST API: its NBD URI and
     /// the effective limits expectations like `policy.ceiling` refer to.
@@ -85,7 +89,7 @@ impl Target {
         }
     }
 
-    /// "embedded", an `nbd://`/`nbd+unix://` URI, or a path (which must exist, except a
+    /// "embedded", an `nbd://`/`nbd+unix://` URI, an `nfs://` or `iscsi://` URL, or a path (which must exist, except a
     /// file in an existing directory, which fio creates).
     pub fn parse(s: &str) -> Result<Target, TargetError> {
         if s == "embedded" {
@@ -104,10 +108,15 @@ impl Target {
             crate::nfs::check_url(s).map_err(|e| TargetError::Invalid(s.into(), e))?;
             return Ok(Target::Nfs(s.into()));
         }
+        if s.starts_with("iscsi://") {
+            crate::iscsi::check_url(s)
+                .map_err(|e| TargetError::Invalid(crate::iscsi::shown(s), e))?;
+            return Ok(Target::Iscsi(s.into()));
+        }
         if s.contains("://") {
             return Err(TargetError::Invalid(
                 s.into(),
-                "allowed: embedded, nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, nfs://HOST/PATH[?nfsport=P&mountport=P], or a file, directory or block device path".into(),
+                "allowed: embedded, nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, nfs://HOST/PATH[?nfsport=P&mountport=P], iscsi://HOST[:PORT]/IQN/LUN, or a file, directory or block device path".into(),
             ));
         }
         let p = PathBuf::from(s);
@@ -176,7 +185,7 @@ impl Target {
     pub fn describe(&self) -> String {
         match self {
             Target::Embedded => "embedded node".into(),
-            Target::Nbd(u) | Target::Nfs(u) => u.clone(),
+            Target::Nbd(u) | Target::Nfs(u) | Target::Iscsi(u) => u.clone(),
             Target::Path(p) => p.display().to_string(),
             Target::NodeVolume {
                 node, volume, uri, ..
@@ -208,7 +217,7 @@ impl Target {
     pub fn short(&self) -> String {
         match self {
             Target::Embedded => "the embedded node".into(),
-            Target::Nbd(u) | Target::Nfs(u) => u.clone(),
+            Target::Nbd(u) | Target::Nfs(u) | Target::Iscsi(u) => u.clone(),
             Target::Path(p) => p.display().to_string(),
             Target::NodeVolume { volume, .. } => volume.clone(),
             Target::Node(n) | Target::NodeVolumes { node: n, .. } => n.url().to_string(),
@@ -266,6 +275,7 @@ impl Target {
                 crate::nfs::options(u)
             }
             Target::Nfs(u) => crate::nfs::options(u),
+            Target::Iscsi(u) => crate::iscsi::options(u),
             Target::NodeVolumes { .. } => self
                 .volume_on_node(None)
                 .map(|v| {
@@ -536,6 +546,32 @@ mod tests {
             .to_string()
             .contains("allowed"));
         assert!(Target::parse("/no/such/dir/file").is_err());
+        let lun = "iscsi://127.0.0.1:3261/iqn.2026-01.lab.qoslab:n/0";
+        let t = Target::parse(lun).unwrap();
+        assert_eq!(t, Target::Iscsi(lun.into()));
+        assert_eq!((t.describe(), t.short()), (lun.into(), lun.into()));
+        assert_eq!(t.options(), crate::iscsi::options(lun));
+        assert_eq!(t.options_for(Some("v")), crate::iscsi::options(lun));
+        let e = Target::parse("iscsi://127.0.0.1/iqn.2026-01.lab.qoslab:n/99999")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "target \"iscsi://127.0.0.1/iqn.2026-01.lab.qoslab:n/99999\": \
+             iscsi://HOST[:PORT]/IQN/LUN: LUN \"99999\" is not a number from 0 to 16383"
+        );
+        let e = Target::parse("iscsi://u%pw@h/iqn.2026-01.lab.qoslab:n/0")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "target \"iscsi://(hidden)@h/iqn.2026-01.lab.qoslab:n/0\": a user and secret"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("pw"), "{e}");
+        let e = Target::parse("iscsci://h/x").unwrap_err().to_string();
+        assert!(e.contains("iscsi://HOST[:PORT]/IQN/LUN"), "{e}");
         let missing = d.join(format!("qoslab-no-such-{}/", std::process::id()));
         let e = Target::parse(missing.to_str().unwrap())
             .unwrap_err()

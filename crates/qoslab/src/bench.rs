@@ -62,6 +62,8 @@ pub struct BenchArgs {
     /// Where the I/O goes: `embedded` (default: a node started for the run from the plan's
     /// volumes; a NAS volume is reached over NFS), an nbd:// or nbd+unix:// URI, an NFSv3
     /// export nfs://HOST/PATH[?nfsport=P&mountport=P] (fio's nfs engine, libnfs; docs/NFS.md),
+    /// an iSCSI LUN iscsi://HOST[:PORT]/IQN/LUN (fio's libiscsi engine, initiator
+    /// iqn.2026-01.lab.qoslab:bench; a plan that writes needs --overwrite; no CHAP yet),
     /// or a file, directory or block device (a kernel NFS mount is a directory). The
     /// tenants family takes a directory (a subdirectory per tenant) or block devices
     /// /dev/X,/dev/Y (one per tenant: fio on it, applications on a file system made on it);
@@ -108,8 +110,8 @@ pub struct BenchArgs {
     /// the end).
     #[arg(long)]
     keep_files: bool,
-    /// Write into an existing file or block device given as --target (its data is
-    /// destroyed); refused without it.
+    /// Write into an existing file, block device or iSCSI LUN given as --target (its data
+    /// is destroyed); refused without it.
     #[arg(long)]
     overwrite: bool,
     /// Make a --target path that does not exist (a new file, removed at the end); refused

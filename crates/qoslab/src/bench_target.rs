@@ -7,6 +7,8 @@
 //! - an existing file, and `DIR/fiotest` in a directory target, is refused unless
 //!   `--overwrite`: the run writes into it and its data is destroyed;
 //! - a block device is refused unless `--overwrite` (mounted or swap: always);
+//! - an iSCSI LUN is refused unless `--overwrite` when the plan writes (a plan whose fio
+//!   jobs only read runs without it);
 //! - the bytes the plan's own jobs lay out must fit the file system's free space.
 
 use std::path::{Path, PathBuf};
@@ -67,6 +69,9 @@ pub fn written_places(target: &Target, accepts: Accepts, plan: &Plan) -> Vec<Pla
 /// existing-file rule too (other targets pass).
 pub fn admit(target: &Target, accepts: Accepts, plan: &Plan, allow: Allow) -> anyhow::Result<()> {
     use std::os::unix::fs::FileTypeExt;
+    if let Target::Iscsi(url) = target {
+        return lun(url, plan, allow.overwrite);
+    }
     for f in nfs_files(target) {
         match f.attrs() {
             Ok(Some((len, _))) => refuse_existing(
@@ -156,6 +161,36 @@ fn device(p: &Path, overwrite: bool) -> anyhow::Result<()> {
     )
 }
 
+/// What the plan writes, when it writes: the first of its fio jobs that writes (where the
+/// plan asks for it), or its family's own work (a family that starts no fio jobs of its
+/// own cannot be told read-only before it runs). None: every job only reads.
+fn plan_writes(plan: &Plan) -> Option<String> {
+    let jobs = plan.body.fio_jobs();
+    if jobs.is_empty() {
+        return Some(format!("the {} family's work", plan.family));
+    }
+    jobs.into_iter().find(|j| j.writes()).map(|j| j.at)
+}
+
+/// An iSCSI LUN: it holds a user's blocks like a block device, so a plan that writes to
+/// it runs only with `overwrite`; a plan that only reads runs without it.
+fn lun(url: &str, plan: &Plan, overwrite: bool) -> anyhow::Result<()> {
+    let Some(writer) = plan_writes(plan) else {
+        return Ok(());
+    };
+    if overwrite {
+        return Ok(());
+    }
+    let what = harness::iscsi::IscsiUrl::parse(url)
+        .map(|u| u.describe())
+        .unwrap_or_else(|_| "a LUN".into());
+    anyhow::bail!(
+        "--target {url}: an iSCSI LUN ({what}): the run writes to it ({writer}) and its data \
+         will be destroyed. Nothing was written. --overwrite allows that; a plan that only \
+         reads runs without it"
+    )
+}
+
 /// Where a dry run's jobs would go: a resolved target, or a description of one that
 /// is made only when the run starts (the plan's volumes on `--node`).
 pub enum DryTarget<'a> {
@@ -197,6 +232,14 @@ pub fn dry_run(plan: &Plan, target: DryTarget, written: &[Place], db: &Path) -> 
             Place::Nfs(f) => f.display(),
         };
         out.push_str(&format!("  {shown}  {what}\n"));
+    }
+    if let DryTarget::Resolved(Target::Iscsi(url)) = target {
+        match plan_writes(plan) {
+            Some(w) => out.push_str(&format!(
+                "  {url}  the LUN itself, written to ({w}): its data destroyed (--overwrite)\n"
+            )),
+            None => out.push_str(&format!("  {url}  the LUN: only read, nothing written\n")),
+        }
     }
     if let DryTarget::Resolved(Target::Path(p)) = target {
         if written.is_empty() && p.is_dir() {

@@ -113,13 +113,13 @@ pub const BENCH_SHORT: &[(&str, &str)] = &[
     ("profile", "A built-in profile (`qoslab help bench NAME`)"),
     (
         "target",
-        "Where the I/O goes: embedded (default), an nbd:// or nfs:// URI, a directory, file or block device",
+        "Where the I/O goes: embedded (default), an nbd://, nfs:// or iscsi:// URI, a directory, file or block device",
     ),
     ("node", "A running node (default: `qoslab login`'s) ..."),
     ("volume", "... and its volume to run on"),
     ("runtime", "Runtime per job, e.g. 5s (default: the plan's, else 15s)"),
     ("dry_run", "Print the fio jobs and every path they would write; run nothing"),
-    ("overwrite", "Write into an existing file or block device (its data is destroyed)"),
+    ("overwrite", "Write into an existing file, block device or iSCSI LUN (its data is destroyed)"),
     ("create", "Make a --target path that does not exist (a new file, removed after)"),
     ("help_all", "Every option, the workload families and the exit status"),
 ];

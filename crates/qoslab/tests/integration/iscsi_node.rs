@@ -21,7 +21,7 @@ const IQN: &str = "iqn.2026-01.lab.qoslab:e2e-node";
 const ISCSI: &[&str] = &["--listen-iscsi", "127.0.0.1:0"];
 
 /// The node's iSCSI port, from its `qoslab: iscsi: ADDR` line.
-fn iscsi_port(n: &Node) -> u16 {
+pub fn iscsi_port(n: &Node) -> u16 {
     n.ready_output()
         .iter()
         .find_map(|l| l.strip_prefix("qoslab: iscsi: "))

@@ -16,6 +16,7 @@ mod array;
 mod auth_closed;
 mod bench_client_server;
 mod bench_interrupted;
+mod bench_iscsi;
 mod bench_nfs;
 mod bench_node;
 mod bench_plan;

@@ -503,7 +503,13 @@ fn system(
         None => None,
     };
     if let Some(t) = &r.target {
-        Target::parse(t).map_err(|e| PlanError(format!("{sat}: {ctx}{e}")))?;
+        let parsed = Target::parse(t).map_err(|e| PlanError(format!("{sat}: {ctx}{e}")))?;
+        if matches!(parsed, Target::Nfs(_) | Target::Iscsi(_)) {
+            return Err(PlanError(format!(
+                "{sat}: {ctx}target = {t:?}: the ramp's generator speaks NBD and files, not NFS \
+                 or iSCSI (give an nbd:// URI, or a file, directory or block device)"
+            )));
+        }
     }
     let iops = |v: &Option<Spanned<i64>>, key: &str| -> Result<u64, PlanError> {
         match v {

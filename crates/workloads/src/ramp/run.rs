@@ -529,6 +529,11 @@ fn addresses(
                     "{origin}: --target {u}: the ramp's generator speaks NBD and files, not NFS (mount the export and give --target DIR)"
                 )))
             }
+            (None, Target::Iscsi(u), _) => {
+                return Err(RunError::Plan(format!(
+                    "{origin}: --target {u}: the ramp's generator speaks NBD and files, not iSCSI (log in with the kernel's initiator and give --target /dev/sdX)"
+                )))
+            }
             (None, Target::Devices(_), _) => {
                 return Err(RunError::Plan(format!(
                     "{}: a ramp takes one target (give each [[system]] its own target = PATH)",

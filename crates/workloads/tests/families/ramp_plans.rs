@@ -52,6 +52,7 @@ fn plan_errors_name_the_line_and_key() {
         (format!("{v}[ramp]\nrunz = 3\n"), "unknown field `runz`"),
         (format!("{v}[[system]]\nmin_iops = 1\nmax_iops = 5\n[[workload]]\nfio = {{ rw = \"read\" }}\n"), "not both"),
         (format!("{v}[[system]]\nvolume = \"a\"\ntarget = \"/tmp\"\nmin_iops = 1\nmax_iops = 5\n"), "not both"),
+        (format!("{v}[[system]]\nname = \"s\"\ntarget = \"iscsi://h/iqn.2026-01.lab.qoslab:n/0\"\nmin_iops = 1\nmax_iops = 5\n"), "p.toml:4: system \"s\": target = \"iscsi://h/iqn.2026-01.lab.qoslab:n/0\": the ramp's generator speaks NBD and files, not NFS or iSCSI"),
     ] {
         let got = e(&bad);
         assert!(got.contains(want), "for:\n{bad}\ngot: {got}\nwant: {want}");
