@@ -120,27 +120,11 @@ pub fn next_pdu(
 /// AHS), the header digest, the data parts, padding and the data digest.
 pub fn put(out: &mut Vec<u8>, bhs: &[u8; BHS_LEN], data: &[&[u8]], digests: Digests) {
     let len: usize = data.iter().map(|d| d.len()).sum();
-    let start = out.len();
-    out.extend_from_slice(bhs);
-    out[start + 4] = 0;
-    let l = (len as u32).to_be_bytes();
-    out[start + 5..start + 8].copy_from_slice(&l[1..4]);
-    if digests.header {
-        let crc = crc32c(&[&out[start..start + BHS_LEN]]);
-        out.extend_from_slice(&wire(crc));
-    }
-    if len == 0 {
-        return;
-    }
-    let data_start = out.len();
+    let data_start = put_deferred(out, bhs, len, digests);
     for d in data {
         out.extend_from_slice(d);
     }
-    out.extend_from_slice(&[0u8; 3][..pad4(len)]);
-    if digests.data {
-        let crc = crc32c(&[&out[data_start..]]);
-        out.extend_from_slice(&wire(crc));
-    }
+    finish_deferred(out, data_start, digests);
 }
 
 /// Appends a PDU whose data the caller writes straight into `out` after this returns
