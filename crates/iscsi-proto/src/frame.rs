@@ -160,6 +160,12 @@ pub fn finish_deferred(out: &mut Vec<u8>, data_start: usize, digests: Digests) {
 mod tests {
     use super::*;
 
+    /// Header and data digests both negotiated.
+    const BOTH: Digests = Digests {
+        header: true,
+        data: true,
+    };
+
     fn bhs(op: u8) -> [u8; BHS_LEN] {
         let mut b = [0u8; BHS_LEN];
         b[0] = op;
@@ -171,10 +177,7 @@ mod tests {
     fn round_trip_with_and_without_digests() {
         for d in [
             Digests::default(),
-            Digests {
-                header: true,
-                data: true,
-            },
+            BOTH,
             Digests {
                 header: true,
                 data: false,
@@ -197,10 +200,7 @@ mod tests {
 
     #[test]
     fn deferred_equals_put() {
-        let d = Digests {
-            header: true,
-            data: true,
-        };
+        let d = BOTH;
         let mut a = Vec::new();
         put(&mut a, &bhs(0x25), &[b"hello"], d);
         let mut b = Vec::new();
@@ -212,10 +212,7 @@ mod tests {
 
     #[test]
     fn digest_errors_and_limits() {
-        let d = Digests {
-            header: true,
-            data: true,
-        };
+        let d = BOTH;
         let mut out = Vec::new();
         put(&mut out, &bhs(0x01), &[b"data"], d);
         let mut bad = out.clone();
