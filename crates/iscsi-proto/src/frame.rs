@@ -120,27 +120,11 @@ pub fn next_pdu(
 /// AHS), the header digest, the data parts, padding and the data digest.
 pub fn put(out: &mut Vec<u8>, bhs: &[u8; BHS_LEN], data: &[&[u8]], digests: Digests) {
     let len: usize = data.iter().map(|d| d.len()).sum();
-    let start = out.len();
-    out.extend_from_slice(bhs);
-    out[start + 4] = 0;
-    let l = (len as u32).to_be_bytes();
-    out[start + 5..start + 8].copy_from_slice(&l[1..4]);
-    if digests.header {
-        let crc = crc32c(&[&out[start..start + BHS_LEN]]);
-        out.extend_from_slice(&wire(crc));
-    }
-    if len == 0 {
-        return;
-    }
-    let data_start = out.len();
+    let data_start = put_deferred(out, bhs, len, digests);
     for d in data {
         out.extend_from_slice(d);
     }
-    out.extend_from_slice(&[0u8; 3][..pad4(len)]);
-    if digests.data {
-        let crc = crc32c(&[&out[data_start..]]);
-        out.extend_from_slice(&wire(crc));
-    }
+    finish_deferred(out, data_start, digests);
 }
 
 /// Appends a PDU whose data the caller writes straight into `out` after this returns
@@ -176,6 +160,12 @@ pub fn finish_deferred(out: &mut Vec<u8>, data_start: usize, digests: Digests) {
 mod tests {
     use super::*;
 
+    /// Header and data digests both negotiated.
+    const BOTH: Digests = Digests {
+        header: true,
+        data: true,
+    };
+
     fn bhs(op: u8) -> [u8; BHS_LEN] {
         let mut b = [0u8; BHS_LEN];
         b[0] = op;
@@ -187,10 +177,7 @@ mod tests {
     fn round_trip_with_and_without_digests() {
         for d in [
             Digests::default(),
-            Digests {
-                header: true,
-                data: true,
-            },
+            BOTH,
             Digests {
                 header: true,
                 data: false,
@@ -213,10 +200,7 @@ mod tests {
 
     #[test]
     fn deferred_equals_put() {
-        let d = Digests {
-            header: true,
-            data: true,
-        };
+        let d = BOTH;
         let mut a = Vec::new();
         put(&mut a, &bhs(0x25), &[b"hello"], d);
         let mut b = Vec::new();
@@ -228,10 +212,7 @@ mod tests {
 
     #[test]
     fn digest_errors_and_limits() {
-        let d = Digests {
-            header: true,
-            data: true,
-        };
+        let d = BOTH;
         let mut out = Vec::new();
         put(&mut out, &bhs(0x01), &[b"data"], d);
         let mut bad = out.clone();

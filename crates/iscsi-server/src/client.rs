@@ -259,18 +259,36 @@ impl Client {
             },
         );
         self.cmdsn = self.cmdsn.wrapping_add(1);
-        let mut at = imm;
+        self.data_outs(&mut out, lun, itt, RESERVED_TAG, write, imm..unsol_end);
+        self.send(&out).await?;
+        Ok(itt)
+    }
+
+    /// Appends to `out` the Data-Out PDUs that carry `write[range]` for task `itt` (`ttt`:
+    /// the R2T's tag, or the reserved tag for unsolicited data) in pieces of at most the
+    /// target's MaxRecvDataSegmentLength: DataSN from 0, F on the last.
+    fn data_outs(
+        &self,
+        out: &mut Vec<u8>,
+        lun: u16,
+        itt: u32,
+        ttt: u32,
+        write: &[u8],
+        range: std::ops::Range<usize>,
+    ) {
+        let mrdsl = self.key_num("MaxRecvDataSegmentLength", 8192) as usize;
+        let mut at = range.start;
         let mut datasn = 0;
-        while at < unsol_end {
-            let n = (unsol_end - at).min(mrdsl);
+        while at < range.end {
+            let n = (range.end - at).min(mrdsl);
             initiator::data_out(
-                &mut out,
+                out,
                 self.digests,
                 &DataOut {
-                    final_: at + n == unsol_end,
+                    final_: at + n == range.end,
                     lun: iscsi_proto::scsi::lun::encode(lun),
                     itt,
-                    ttt: RESERVED_TAG,
+                    ttt,
                     exp_statsn: self.exp_statsn,
                     datasn,
                     offset: at as u32,
@@ -280,13 +298,10 @@ impl Client {
             datasn += 1;
             at += n;
         }
-        self.send(&out).await?;
-        Ok(itt)
     }
 
     /// Answers R2Ts and collects Data-In until the command's status arrives.
     pub async fn complete(&mut self, itt: u32, lun: u16, write: &[u8]) -> Option<Resp> {
-        let mrdsl = self.key_num("MaxRecvDataSegmentLength", 8192) as usize;
         let mut resp = Resp::default();
         loop {
             let p = self.recv().await?;
@@ -297,27 +312,7 @@ impl Client {
                     resp.r2ts += 1;
                     let (off, len) = (r.offset() as usize, r.word44() as usize);
                     let mut out = Vec::new();
-                    let mut at = off;
-                    let mut datasn = 0;
-                    while at < off + len {
-                        let n = (off + len - at).min(mrdsl);
-                        initiator::data_out(
-                            &mut out,
-                            self.digests,
-                            &DataOut {
-                                final_: at + n == off + len,
-                                lun: iscsi_proto::scsi::lun::encode(lun),
-                                itt,
-                                ttt: r.ttt(),
-                                exp_statsn: self.exp_statsn,
-                                datasn,
-                                offset: at as u32,
-                                data: &write[at..at + n],
-                            },
-                        );
-                        datasn += 1;
-                        at += n;
-                    }
+                    self.data_outs(&mut out, lun, itt, r.ttt(), write, off..off + len);
                     self.send(&out).await.ok()?;
                 }
                 op::DATA_IN => {

@@ -123,18 +123,8 @@ impl FileLun {
     }
 
     fn seek(&self, offset: u64, whence: i32) -> io::Result<Option<u64>> {
-        // SAFETY: lseek only moves the descriptor's position, which no I/O here uses
-        // (every read and write is positional).
-        let r = unsafe { libc::lseek(self.file.as_raw_fd(), offset as i64, whence) };
-        if r >= 0 {
-            return Ok(Some(r as u64));
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ENXIO) {
-            Ok(None)
-        } else {
-            Err(e)
-        }
+        // Every read and write here is positional: the moved position is never used.
+        storage_node::backend::seek_data_or_hole(&self.file, offset, whence)
     }
 
     fn write_dsync(&self, offset: u64, mut data: &[u8]) -> io::Result<()> {

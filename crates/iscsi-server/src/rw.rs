@@ -119,6 +119,25 @@ fn data_out_want(t: &TaskCtx, lu: &LogicalUnit, total: u64) -> Result<u64, Reply
     Ok(total.min(avail) / bs * bs)
 }
 
+/// The next Data-Out chunk that starts inside the first `want` bytes of the transfer
+/// (chunks past it are skipped): its offset and its data, cut at `want`. `None` when the
+/// transfer ended (the connection went away).
+async fn next_within(t: &mut TaskCtx, want: u64) -> Result<Option<(u64, Vec<u8>)>, Reply> {
+    loop {
+        let Some(c) = t.data.next().await.map_err(aborted)? else {
+            return Ok(None);
+        };
+        let off = c.offset as u64;
+        if off >= want {
+            continue;
+        }
+        let n = (c.data.len() as u64).min(want - off) as usize;
+        let mut data = c.data;
+        data.truncate(n);
+        return Ok(Some((off, data)));
+    }
+}
+
 pub async fn write(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Reply, Reply> {
     writable(lu)?;
     in_range(lu, r.lba, r.blocks as u64)?;
@@ -130,20 +149,14 @@ pub async fn write(t: &mut TaskCtx, lu: &Arc<LogicalUnit>, r: Rw) -> Result<Repl
     let fua = r.fua && lu.caps.can_fua;
     let mut got = 0u64;
     while got < want {
-        let Some(c) = t.data.next().await.map_err(aborted)? else {
+        let Some((off, data)) = next_within(t, want).await? else {
             break;
         };
-        let off = c.offset as u64;
-        if off >= want {
-            continue;
-        }
-        let n = (c.data.len() as u64).min(want - off) as usize;
+        let n = data.len();
         let res = if lu.caps.inline_io && !fua {
-            lu.lun.write(base + off, &c.data[..n], false)
+            lu.lun.write(base + off, &data, false)
         } else {
             let lun = lu.lun.clone();
-            let mut data = c.data;
-            data.truncate(n);
             blocking(move || lun.write(base + off, &data, fua)).await
         };
         res.map_err(|e| io_error(&e, true))?;
@@ -206,16 +219,12 @@ pub async fn verify(
     let base = rw.lba * lu.block_size as u64;
     let mut got = 0u64;
     while got < want {
-        let Some(c) = t.data.next().await.map_err(aborted)? else {
+        let Some((off, data)) = next_within(t, want).await? else {
             break;
         };
-        let off = c.offset as u64;
-        if off >= want {
-            continue;
-        }
-        let n = (c.data.len() as u64).min(want - off) as usize;
+        let n = data.len();
         let medium = read_buf(lu, base + off, n).await?;
-        if let Some(i) = medium.iter().zip(&c.data[..n]).position(|(a, b)| a != b) {
+        if let Some(i) = medium.iter().zip(&data).position(|(a, b)| a != b) {
             return Err(miscompare(off + i as u64));
         }
         got = got.max(off + n as u64);

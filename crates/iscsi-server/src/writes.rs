@@ -321,13 +321,14 @@ mod tests {
     #[test]
     fn sequence_errors_end_the_connection() {
         let (tx, _rx) = mpsc::unbounded_channel();
-        let mut w = WriteState::new(&cmd(2048, false, &[]), P, tx.clone()).unwrap();
+        let fresh = |final_| WriteState::new(&cmd(2048, final_, &[]), P, tx.clone()).unwrap();
+        let mut w = fresh(false);
         assert!(
             w.data_out(&out(RESERVED_TAG, 1, 0, false, &[0; 512]))
                 .is_err(),
             "DataSN 1 first"
         );
-        let mut w = WriteState::new(&cmd(2048, false, &[]), P, tx.clone()).unwrap();
+        let mut w = fresh(false);
         w.data_out(&out(RESERVED_TAG, 0, 0, false, &[0; 512]))
             .unwrap();
         assert!(
@@ -335,13 +336,13 @@ mod tests {
                 .is_err(),
             "DataSN repeated"
         );
-        let mut w = WriteState::new(&cmd(2048, false, &[]), P, tx.clone()).unwrap();
+        let mut w = fresh(false);
         assert!(
             w.data_out(&out(RESERVED_TAG, 0, 0, false, &[0; 1536]))
                 .is_err(),
             "past FirstBurstLength"
         );
-        let mut w = WriteState::new(&cmd(2048, true, &[]), P, tx.clone()).unwrap();
+        let mut w = fresh(true);
         assert!(
             w.data_out(&out(RESERVED_TAG, 0, 0, true, &[0; 512]))
                 .is_err(),

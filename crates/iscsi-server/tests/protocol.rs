@@ -29,9 +29,7 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 
 #[tokio::test]
 async fn negotiated_bursts_digests_and_r2ts_move_data_both_ways() {
-    let dir = TestDir::new("iscsi-bursts");
-    let t = one_lun(&dir);
-    let srv = start(dir, t, Config::default()).await;
+    let srv = served("iscsi-bursts", Config::default()).await;
     let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let st = c
         .login(
@@ -89,56 +87,39 @@ async fn negotiated_bursts_digests_and_r2ts_move_data_both_ways() {
 
 #[tokio::test]
 async fn login_refusals_name_the_problem() {
-    let dir = TestDir::new("iscsi-refusals");
-    let t = one_lun(&dir);
-    let srv = start(dir, t, Config::default()).await;
+    let srv = served("iscsi-refusals", Config::default()).await;
     let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    let r = c
-        .login_pdu(
-            1,
-            3,
-            true,
-            &[
-                ("InitiatorName", INITIATOR),
-                ("TargetName", "iqn.2026-01.lab.qoslab:other"),
-            ],
-        )
-        .await
-        .unwrap();
+    let r = login_straight(
+        &mut c,
+        &[
+            ("InitiatorName", INITIATOR),
+            ("TargetName", "iqn.2026-01.lab.qoslab:other"),
+        ],
+    )
+    .await;
     assert_eq!(r.reply().login_status(), (2, 3), "target not found");
     let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    let r = c
-        .login_pdu(1, 3, true, &[("TargetName", TARGET)])
-        .await
-        .unwrap();
+    let r = login_straight(&mut c, &[("TargetName", TARGET)]).await;
     assert_eq!(r.reply().login_status(), (2, 7), "missing InitiatorName");
     let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    let r = c
-        .login_pdu(
-            1,
-            3,
-            true,
-            &[
-                ("InitiatorName", INITIATOR),
-                ("TargetName", TARGET),
-                ("MaxBurstLength", "512"),
-                ("MaxBurstLength", "1024"),
-            ],
-        )
-        .await
-        .unwrap();
+    let r = login_straight(
+        &mut c,
+        &[
+            ("InitiatorName", INITIATOR),
+            ("TargetName", TARGET),
+            ("MaxBurstLength", "512"),
+            ("MaxBurstLength", "1024"),
+        ],
+    )
+    .await;
     assert_eq!(r.reply().login_status(), (2, 0), "a key offered twice");
     let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
     c.tsih = 999;
-    let r = c
-        .login_pdu(
-            1,
-            3,
-            true,
-            &[("InitiatorName", INITIATOR), ("TargetName", TARGET)],
-        )
-        .await
-        .unwrap();
+    let r = login_straight(
+        &mut c,
+        &[("InitiatorName", INITIATOR), ("TargetName", TARGET)],
+    )
+    .await;
     assert_eq!(
         r.reply().login_status(),
         (2, 0x0a),
@@ -150,23 +131,17 @@ async fn login_refusals_name_the_problem() {
 
 #[tokio::test]
 async fn discovery_lists_the_target_and_its_portal() {
-    let dir = TestDir::new("iscsi-discovery");
-    let t = one_lun(&dir);
-    let srv = start(dir, t, Config::default()).await;
+    let srv = served("iscsi-discovery", Config::default()).await;
     let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    let r = c
-        .login_pdu(
-            1,
-            3,
-            true,
-            &[
-                ("InitiatorName", INITIATOR),
-                ("SessionType", "Discovery"),
-                ("MaxBurstLength", "1024"),
-            ],
-        )
-        .await
-        .unwrap();
+    let r = login_straight(
+        &mut c,
+        &[
+            ("InitiatorName", INITIATOR),
+            ("SessionType", "Discovery"),
+            ("MaxBurstLength", "1024"),
+        ],
+    )
+    .await;
     assert_eq!(c.finish_login(&r), (0, 0));
     assert_eq!(
         c.keys.get("MaxBurstLength").map(String::as_str),
@@ -318,8 +293,7 @@ async fn an_initiator_sees_only_the_luns_mapped_to_it() {
         auth: None,
     };
     let srv = start(dir, t, Config::default()).await;
-    let mut a = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    assert_eq!(a.login(TARGET, &[]).await, (0, 0));
+    let mut a = logged_in(&srv, INITIATOR).await;
     assert_eq!(a.keys.get("TargetAlias").map(String::as_str), Some("lab"));
     let r = a.command(0, &report_luns(64), 64, &[]).await;
     assert_eq!(&r.data[..4], &[0, 0, 0, 16]);
@@ -327,10 +301,7 @@ async fn an_initiator_sees_only_the_luns_mapped_to_it() {
         (&r.data[8..10], &r.data[16..18]),
         (&[0u8, 0][..], &[0u8, 5][..])
     );
-    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b")
-        .await
-        .unwrap();
-    assert_eq!(b.login(TARGET, &[]).await, (0, 0));
+    let mut b = logged_in(&srv, "iqn.2026-01.lab.qoslab:initiator-b").await;
     let r = b.command(0, &report_luns(64), 64, &[]).await;
     assert_eq!(
         (&r.data[..4], &r.data[8..10]),
@@ -502,19 +473,15 @@ async fn admission_sees_each_command_once_and_may_hold_it_until_an_abort() {
 
 #[tokio::test]
 async fn commands_outside_the_window_are_ignored() {
-    let dir = TestDir::new("iscsi-window");
-    let t = one_lun(&dir);
-    let srv = start(
-        dir,
-        t,
+    let srv = served(
+        "iscsi-window",
         Config {
             cmd_window: 4,
             ..Config::default()
         },
     )
     .await;
-    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    assert_eq!(c.login(TARGET, &[]).await, (0, 0));
+    let mut c = logged_in(&srv, INITIATOR).await;
     assert_eq!(c.max_cmdsn, c.cmdsn + 3, "a window of 4");
     let good = c.cmdsn;
     c.cmdsn = c.max_cmdsn + 1;
@@ -530,11 +497,8 @@ async fn commands_outside_the_window_are_ignored() {
 
 #[tokio::test]
 async fn a_protocol_error_ends_only_its_own_connection() {
-    let dir = TestDir::new("iscsi-errors");
-    let t = one_lun(&dir);
-    let srv = start(dir, t, Config::default()).await;
-    let mut healthy = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    assert_eq!(healthy.login(TARGET, &[]).await, (0, 0));
+    let srv = served("iscsi-errors", Config::default()).await;
+    let mut healthy = logged_in(&srv, INITIATOR).await;
     // A Data-Out out of sequence (DataSN 3 first).
     let mut c = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:bad")
         .await
@@ -596,21 +560,18 @@ async fn a_protocol_error_ends_only_its_own_connection() {
 
 #[tokio::test(start_paused = true)]
 async fn silent_connections_time_out_in_login_and_after_a_ping() {
-    let dir = TestDir::new("iscsi-timeouts");
-    let t = one_lun(&dir);
     let cfg = Config {
         login_timeout: Duration::from_secs(15),
         nop_interval: Duration::from_secs(30),
         nop_timeout: Duration::from_secs(30),
         ..Config::default()
     };
-    let srv = start(dir, t, cfg).await;
+    let srv = served("iscsi-timeouts", cfg).await;
     let mut idle = Client::connect(srv.addr, INITIATOR).await.unwrap();
     let t0 = tokio::time::Instant::now();
     assert!(idle.recv().await.is_none(), "closed without a login");
     assert!(t0.elapsed() >= Duration::from_secs(15));
-    let mut c = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    assert_eq!(c.login(TARGET, &[]).await, (0, 0));
+    let mut c = logged_in(&srv, INITIATOR).await;
     let t0 = tokio::time::Instant::now();
     let p = c.recv().await.expect("a ping");
     assert_eq!((p.opcode(), p.reply().itt()), (op::NOP_IN, RESERVED_TAG));
@@ -622,15 +583,9 @@ async fn silent_connections_time_out_in_login_and_after_a_ping() {
 
 #[tokio::test]
 async fn lun_reset_releases_reserve6_and_tells_the_other_nexus() {
-    let dir = TestDir::new("iscsi-reset");
-    let t = one_lun(&dir);
-    let srv = start(dir, t, Config::default()).await;
-    let mut a = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    assert_eq!(a.login(TARGET, &[]).await, (0, 0));
-    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b")
-        .await
-        .unwrap();
-    assert_eq!(b.login(TARGET, &[]).await, (0, 0));
+    let srv = served("iscsi-reset", Config::default()).await;
+    let mut a = logged_in(&srv, INITIATOR).await;
+    let mut b = logged_in(&srv, "iqn.2026-01.lab.qoslab:initiator-b").await;
     assert_eq!(b.command(0, &[0; 6], 0, &[]).await.status, 0);
     assert_eq!(
         a.command(0, &[0x16, 0, 0, 0, 0, 0], 0, &[]).await.status,
@@ -672,9 +627,7 @@ async fn lun_reset_releases_reserve6_and_tells_the_other_nexus() {
 
 #[tokio::test]
 async fn sessions_take_several_connections_and_a_new_login_reinstates() {
-    let dir = TestDir::new("iscsi-sessions");
-    let t = one_lun(&dir);
-    let srv = start(dir, t, Config::default()).await;
+    let srv = served("iscsi-sessions", Config::default()).await;
     let mut c1 = Client::connect(srv.addr, INITIATOR).await.unwrap();
     assert_eq!(c1.login(TARGET, &[("MaxConnections", "2")]).await, (0, 0));
     let mut c2 = Client::connect(srv.addr, INITIATOR).await.unwrap();
@@ -712,8 +665,7 @@ async fn sessions_take_several_connections_and_a_new_login_reinstates() {
     assert!(c2.recv().await.is_none());
     assert_eq!(c1.command(0, &[0; 6], 0, &[]).await.status, 0);
     // The same initiator and ISID logging in anew ends the old session.
-    let mut again = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    assert_eq!(again.login(TARGET, &[]).await, (0, 0));
+    let mut again = logged_in(&srv, INITIATOR).await;
     assert_ne!(again.tsih, c1.tsih);
     assert!(
         c1.recv().await.is_none(),
@@ -725,23 +677,16 @@ async fn sessions_take_several_connections_and_a_new_login_reinstates() {
 
 #[tokio::test]
 async fn connections_past_the_limit_are_closed_on_accept() {
-    let dir = TestDir::new("iscsi-limit");
-    let t = one_lun(&dir);
-    let srv = start(
-        dir,
-        t,
+    let srv = served(
+        "iscsi-limit",
         Config {
             max_connections: 2,
             ..Config::default()
         },
     )
     .await;
-    let mut a = Client::connect(srv.addr, INITIATOR).await.unwrap();
-    assert_eq!(a.login(TARGET, &[]).await, (0, 0));
-    let mut b = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-b")
-        .await
-        .unwrap();
-    assert_eq!(b.login(TARGET, &[]).await, (0, 0));
+    let _a = logged_in(&srv, INITIATOR).await;
+    let _b = logged_in(&srv, "iqn.2026-01.lab.qoslab:initiator-b").await;
     let mut c = Client::connect(srv.addr, "iqn.2026-01.lab.qoslab:initiator-c")
         .await
         .unwrap();

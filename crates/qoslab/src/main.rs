@@ -197,6 +197,17 @@ fn s3_driver() -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// The values `cmd`'s argument `id` accepts, in order.
+    fn possible_values(cmd: &clap::Command, id: &str) -> Vec<String> {
+        cmd.get_arguments()
+            .find(|a| a.get_id() == id)
+            .unwrap()
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect()
+    }
+
     /// Every family's options fit together (clap checks ids, names and groups), and
     /// `qoslab bench --help` lists the families and `--profile`'s values from the registry.
     #[test]
@@ -211,15 +222,7 @@ mod tests {
         for f in registry.families() {
             assert!(help.contains(f.about()), "{}: {help}", f.name());
         }
-        let profile = bench
-            .get_arguments()
-            .find(|a| a.get_id() == "profile")
-            .unwrap();
-        let values: Vec<String> = profile
-            .get_possible_values()
-            .iter()
-            .map(|v| v.get_name().to_string())
-            .collect();
+        let values = possible_values(bench, "profile");
         assert_eq!(values, registry.profiles());
         assert_eq!(
             values,
@@ -232,15 +235,7 @@ mod tests {
                 "provisioned"
             ]
         );
-        let suite = bench
-            .get_arguments()
-            .find(|a| a.get_id() == "suite")
-            .unwrap();
-        let values: Vec<String> = suite
-            .get_possible_values()
-            .iter()
-            .map(|v| v.get_name().to_string())
-            .collect();
+        let values = possible_values(bench, "suite");
         assert_eq!(values, registry.suites());
         assert_eq!(values, ["network", "disks", "nfs", "iscsi", "block", "dir"]);
     }

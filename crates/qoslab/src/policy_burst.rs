@@ -55,9 +55,7 @@ impl BurstFlags {
         }
         let mut b = Map::new();
         if let Some(s) = &self.burst_throughput {
-            let t = parse_throughput(s).map_err(|e| anyhow!("--burst-throughput: {e}"))?;
-            b.insert("max_throughput_iops".into(), json!(t.iops));
-            b.insert("max_throughput_mbps".into(), json!(t.mbps));
+            put_throughput(&mut b, "max_throughput", "burst-throughput", s)?;
         }
         if let Some(n) = self.burst_bucket_iops {
             b.insert("bucket_iops".into(), json!(n));
@@ -149,6 +147,20 @@ pub fn provisioned_text(p: &Value) -> String {
         p["bucket_scale"],
         p["initial_percent"]
     )
+}
+
+/// The value of `--FLAG` (a throughput: `500iops`, `100MB/s`, or both) into `m` as
+/// `KEY_iops` and `KEY_mbps`.
+pub fn put_throughput(
+    m: &mut Map<String, Value>,
+    key: &str,
+    flag: &str,
+    s: &str,
+) -> anyhow::Result<()> {
+    let t = parse_throughput(s).map_err(|e| anyhow!("--{flag}: {e}"))?;
+    m.insert(format!("{key}_iops"), json!(t.iops));
+    m.insert(format!("{key}_mbps"), json!(t.mbps));
+    Ok(())
 }
 
 #[cfg(test)]

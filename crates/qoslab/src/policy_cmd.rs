@@ -3,11 +3,11 @@
 
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
-use qos_core::{parse_iops_per_capacity, parse_throughput, Allocation, BlockSize};
+use qos_core::{parse_iops_per_capacity, Allocation, BlockSize};
 use serde_json::{json, Map, Value};
 
 use crate::http_client::{print_json, print_records, text, ApiArgs, Client, ConnArgs, Output};
-use crate::policy_burst::{burst_text, provisioned_text, BurstFlags};
+use crate::policy_burst::{burst_text, provisioned_text, put_throughput, BurstFlags};
 
 const POLICIES: &str = "/api/storage/qos/policies";
 
@@ -107,14 +107,10 @@ impl Spec {
     fn to_json_for(&self, kind: Option<&str>) -> anyhow::Result<Map<String, Value>> {
         let mut fixed = Map::new();
         if let Some(s) = &self.max_throughput {
-            let t = parse_throughput(s).map_err(|e| anyhow!("--max-throughput: {e}"))?;
-            fixed.insert("max_throughput_iops".into(), json!(t.iops));
-            fixed.insert("max_throughput_mbps".into(), json!(t.mbps));
+            put_throughput(&mut fixed, "max_throughput", "max-throughput", s)?;
         }
         if let Some(s) = &self.min_throughput {
-            let t = parse_throughput(s).map_err(|e| anyhow!("--min-throughput: {e}"))?;
-            fixed.insert("min_throughput_iops".into(), json!(t.iops));
-            fixed.insert("min_throughput_mbps".into(), json!(t.mbps));
+            put_throughput(&mut fixed, "min_throughput", "min-throughput", s)?;
         }
         if let Some(b) = self.is_shared {
             fixed.insert("capacity_shared".into(), json!(b));

@@ -207,18 +207,24 @@ impl FileBackend {
     }
 
     fn seek(&self, offset: u64, whence: i32) -> io::Result<Option<u64>> {
-        // SAFETY: lseek with SEEK_DATA/SEEK_HOLE; we only use its return value, and all
-        // data I/O uses pread/pwrite, so the shared file position does not matter.
-        let r = unsafe { libc::lseek(self.fd(), offset as i64, whence) };
-        if r >= 0 {
-            return Ok(Some(r as u64));
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ENXIO) {
-            Ok(None)
-        } else {
-            Err(e)
-        }
+        seek_data_or_hole(&self.file, offset, whence)
+    }
+}
+
+/// `lseek(file, offset, whence)` with SEEK_DATA or SEEK_HOLE: the offset found, or `None`
+/// when there is no more data past `offset` (ENXIO). It moves the descriptor's shared
+/// position, which is harmless to callers whose data I/O is positional (pread/pwrite).
+pub fn seek_data_or_hole(file: &File, offset: u64, whence: i32) -> io::Result<Option<u64>> {
+    // SAFETY: lseek on a descriptor the File owns; we only use its return value.
+    let r = unsafe { libc::lseek(file.as_raw_fd(), offset as i64, whence) };
+    if r >= 0 {
+        return Ok(Some(r as u64));
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENXIO) {
+        Ok(None)
+    } else {
+        Err(e)
     }
 }
 

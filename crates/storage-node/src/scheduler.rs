@@ -498,7 +498,8 @@ impl Scheduler {
     }
 
     /// Controller mode: `true` to the first caller only, who then runs the dispatcher
-    /// (pumps at each [`deadline`](Self::deadline) until the scheduler is dropped).
+    /// (pumps at each deadline [`dispatch`](Self::dispatch) returns until the scheduler is
+    /// dropped).
     pub fn claim_dispatcher(&self) -> bool {
         self.controller
             .as_ref()

@@ -207,7 +207,7 @@ impl Policies<'_> {
         if !changes.is_empty() {
             self.apply_patches(&mut inner, changes)?;
         }
-        Ok(Reply::ok(bulk_reply(&inner, &uuids)))
+        Ok(Reply::ok(policies_reply(&inner, &uuids)))
     }
 
     fn check_deletable(&self, inner: &Inner, i: usize) -> R<()> {
@@ -273,7 +273,7 @@ impl Policies<'_> {
         for u in &uuids {
             self.check_deletable(&inner, policy_index(&inner, u)?)?;
         }
-        let body = bulk_reply(&inner, &uuids);
+        let body = policies_reply(&inner, &uuids);
         if !uuids.is_empty() {
             self.remove(&mut inner, &uuids)?;
         }
@@ -303,14 +303,24 @@ pub(super) fn uuids_of(records: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// ONTAP's synchronous reply to an operation on a collection: what it applied to.
-fn bulk_reply(inner: &Inner, uuids: &[String]) -> Value {
+/// ONTAP's synchronous reply to an operation on a collection: what it applied to, the
+/// `rows` of `uuids` (`id`: a row's uuid and name).
+pub(super) fn bulk_reply<T>(
+    rows: &[T],
+    id: impl Fn(&T) -> (&str, &str),
+    uuids: &[String],
+) -> Value {
     let records: Vec<Value> = uuids
         .iter()
-        .filter_map(|u| inner.policies.iter().find(|p| &p.row.uuid == u))
-        .map(|p| json!({"uuid": p.row.uuid, "name": p.row.name}))
+        .filter_map(|u| rows.iter().map(&id).find(|(uuid, _)| *uuid == u.as_str()))
+        .map(|(uuid, name)| json!({"uuid": uuid, "name": name}))
         .collect();
     json!({"num_records": records.len(), "records": records})
+}
+
+/// [`bulk_reply`] on the QoS policies.
+fn policies_reply(inner: &Inner, uuids: &[String]) -> Value {
+    bulk_reply(&inner.policies, |p| (&p.row.uuid, &p.row.name), uuids)
 }
 
 pub(super) fn policy_index(inner: &Inner, uuid: &str) -> R<usize> {

@@ -518,7 +518,7 @@ impl Volumes<'_> {
         if !rows.is_empty() {
             self.apply_patches(&mut inner, rows, &patch)?;
         }
-        Ok(Reply::ok(bulk_reply(&inner, &uuids)))
+        Ok(Reply::ok(volumes_reply(&inner, &uuids)))
     }
 
     /// Delete volumes, all or nothing: their files are renamed to tombstones, the rows
@@ -588,7 +588,7 @@ impl Volumes<'_> {
         need_query(q, "DELETE")?;
         let mut inner = self.cp.lock();
         let uuids = uuids_of(&self.selected(&inner, q)?);
-        let body = bulk_reply(&inner, &uuids);
+        let body = volumes_reply(&inner, &uuids);
         if !uuids.is_empty() {
             self.remove(&mut inner, &uuids)?;
         }
@@ -596,13 +596,9 @@ impl Volumes<'_> {
     }
 }
 
-fn bulk_reply(inner: &Inner, uuids: &[String]) -> Value {
-    let records: Vec<Value> = uuids
-        .iter()
-        .filter_map(|u| inner.volumes.iter().find(|v| &v.uuid == u))
-        .map(|v| json!({"uuid": v.uuid, "name": v.name}))
-        .collect();
-    json!({"num_records": records.len(), "records": records})
+/// [`bulk_reply`](policies::bulk_reply) on the volumes.
+fn volumes_reply(inner: &Inner, uuids: &[String]) -> Value {
+    policies::bulk_reply(&inner.volumes, |v| (&v.uuid, &v.name), uuids)
 }
 
 pub(super) fn volume_index(inner: &Inner, uuid: &str) -> R<usize> {

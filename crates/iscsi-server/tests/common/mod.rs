@@ -68,3 +68,23 @@ pub async fn start(dir: TestDir, target: impl Target, config: Config) -> Running
         dir,
     }
 }
+
+/// A target with [`one_lun`] in a fresh test directory named `name`, served with `config`.
+pub async fn served(name: &str, config: Config) -> Running {
+    let dir = TestDir::new(name);
+    let t = one_lun(&dir);
+    start(dir, t, config).await
+}
+
+/// A client from `initiator` connected to `srv` and logged in to [`TARGET`] with no keys.
+pub async fn logged_in(srv: &Running, initiator: &str) -> Client {
+    let mut c = Client::connect(srv.addr, initiator).await.unwrap();
+    assert_eq!(c.login(TARGET, &[]).await, (0, 0));
+    c
+}
+
+/// One Login request with `keys` straight from operational negotiation to full feature
+/// phase (CSG 1, NSG 3, transit); the target's answer.
+pub async fn login_straight(c: &mut Client, keys: &[(&str, &str)]) -> Pdu {
+    c.login_pdu(1, 3, true, keys).await.unwrap()
+}

@@ -208,32 +208,36 @@ fn modify(sh: &Shell, args: &[String], out: &mut dyn Write, adaptive: bool) -> R
         return err("nothing to modify: give the limits to change");
     }
     let body = json!({ kind(adaptive): m });
-    let r = sh.call(
-        "PATCH",
-        &format!("{POLICIES}?{}", selector(&g, adaptive)),
-        Some(&body),
-    )?;
-    let n = r["num_records"].as_u64().unwrap_or(0) as usize;
-    if n == 0 {
-        return Err(no_match());
-    }
-    entries(out, n, "modified");
-    Ok(())
+    on_selected(sh, "PATCH", Some(&body), &g, adaptive, out, "modified")
 }
 
 fn delete(sh: &Shell, args: &[String], out: &mut dyn Write, adaptive: bool) -> R<()> {
     let spec = [req("policy-group"), opt("vserver"), opt("force")];
     let g = params(args, &spec)?;
+    on_selected(sh, "DELETE", None, &g, adaptive, out, "deleted")
+}
+
+/// `method` (with `body`) on the policy groups `g` selects, then ONTAP's "N entries were
+/// VERB" (its no-match error when none were).
+fn on_selected(
+    sh: &Shell,
+    method: &str,
+    body: Option<&Value>,
+    g: &Given,
+    adaptive: bool,
+    out: &mut dyn Write,
+    verb: &str,
+) -> R<()> {
     let r = sh.call(
-        "DELETE",
-        &format!("{POLICIES}?{}", selector(&g, adaptive)),
-        None,
+        method,
+        &format!("{POLICIES}?{}", selector(g, adaptive)),
+        body,
     )?;
     let n = r["num_records"].as_u64().unwrap_or(0) as usize;
     if n == 0 {
         return Err(no_match());
     }
-    entries(out, n, "deleted");
+    entries(out, n, verb);
     Ok(())
 }
 

@@ -39,11 +39,18 @@ pub(super) fn run(id: i64, jobs: Vec<JobRecord>) -> RunRecord {
     }
 }
 
-fn runs(iops: &[f64]) -> Vec<JobRecord> {
+/// Iterations 1, 2, ... of job "read" (seq 1, 2, ...) at `iops`, with p99 `p99_us`, then
+/// the `others`.
+fn reads_then(iops: &[f64], p99_us: u64, others: Vec<JobRecord>) -> Vec<JobRecord> {
     iops.iter()
         .enumerate()
-        .map(|(i, x)| job(i as u32 + 1, "read", i as u32 + 1, *x, 500))
+        .map(|(i, x)| job(i as u32 + 1, "read", i as u32 + 1, *x, p99_us))
+        .chain(others)
         .collect()
+}
+
+fn runs(iops: &[f64]) -> Vec<JobRecord> {
+    reads_then(iops, 500, Vec::new())
 }
 
 fn iops_delta(a: &[f64], b: &[f64]) -> MetricDelta {
@@ -95,12 +102,7 @@ fn changes_on_jobs_the_runs_discredited_are_inconclusive() {
     assert!(t.contains("inconclusive (A: noisy-host)"), "{t}");
     assert!(t.contains("--iterations 3"), "{t}");
     // With a measured spread the t-test decides, discredited or not.
-    let its = |x: &[f64]| -> Vec<JobRecord> {
-        x.iter()
-            .enumerate()
-            .map(|(i, v)| noisy(job(i as u32 + 1, "read", i as u32 + 1, *v, 500)))
-            .collect()
-    };
+    let its = |x: &[f64]| -> Vec<JobRecord> { runs(x).into_iter().map(noisy).collect() };
     let c = compare(
         &run(1, its(&[1000.0, 1010.0, 990.0])),
         &run(2, its(&[800.0, 810.0, 790.0])),
@@ -114,22 +116,20 @@ fn changes_beyond_the_welch_noise_are_flagged() {
     // A: 1000, 1100, 1050 IOPS (sd 50); B: 900, 990, 945 (sd 45): -10%.
     let a = run(
         1,
-        vec![
-            job(1, "read", 1, 1000.0, 500),
-            job(2, "read", 2, 1100.0, 500),
-            job(3, "read", 3, 1050.0, 500),
-            job(4, "gone", 1, 10.0, 1),
-        ],
+        reads_then(
+            &[1000.0, 1100.0, 1050.0],
+            500,
+            vec![job(4, "gone", 1, 10.0, 1)],
+        ),
     );
     // p99 doubled with no spread on either side: beyond the 1% floor, worse.
     let b = run(
         2,
-        vec![
-            job(1, "read", 1, 900.0, 1000),
-            job(2, "read", 2, 990.0, 1000),
-            job(3, "read", 3, 945.0, 1000),
-            job(4, "new", 1, 10.0, 1),
-        ],
+        reads_then(
+            &[900.0, 990.0, 945.0],
+            1000,
+            vec![job(4, "new", 1, 10.0, 1)],
+        ),
     );
     let c = compare(&a, &b);
     assert_eq!(c.jobs.len(), 1);
@@ -204,12 +204,11 @@ fn tight_iterations_see_small_changes_and_noisy_ones_hide_large_ones() {
 fn a_run_reports_the_spread_of_its_iterations() {
     let a = run(
         1,
-        vec![
-            job(1, "read", 1, 1000.0, 500),
-            job(2, "read", 2, 1100.0, 500),
-            job(3, "read", 3, 1050.0, 500),
-            job(4, "once", 1, 10.0, 1),
-        ],
+        reads_then(
+            &[1000.0, 1100.0, 1050.0],
+            500,
+            vec![job(4, "once", 1, 10.0, 1)],
+        ),
     );
     let s = crate::export::iteration_spreads(&a);
     assert_eq!(s.len(), 1, "single-iteration jobs have no spread");

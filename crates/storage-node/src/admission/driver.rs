@@ -115,17 +115,20 @@ impl Driver {
                 None => std::future::pending().await,
             }
         };
-        let sleep = async {
-            match sleep_at {
-                Some(at) => tokio::time::sleep_until(clock.instant(at)).await,
-                None => std::future::pending().await,
-            }
-        };
+        let sleep = sleep_until_or_never(clock, sleep_at);
         tokio::select! {
             _ = grant => {}
             _ = sleep => {}
             _ = timer.wait_until(clock, reply.unwrap_or(0)), if reply.is_some() => {}
         }
+    }
+}
+
+/// Sleeps until `at` on `clock` (tokio's timer); without a deadline, forever.
+async fn sleep_until_or_never(clock: Clock, at: Option<Nanos>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(clock.instant(at)).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -146,12 +149,7 @@ async fn dispatcher(s: Weak<Scheduler>, clock: Clock) {
             Some(s) => s.poll_rearm(cx),
             None => Poll::Ready(()),
         });
-        let sleep = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(clock.instant(at)).await,
-                None => std::future::pending().await,
-            }
-        };
+        let sleep = sleep_until_or_never(clock, deadline);
         tokio::select! {
             _ = rearm => {}
             _ = sleep => {}

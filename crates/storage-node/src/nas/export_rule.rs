@@ -1,7 +1,7 @@
 //! Export rules as ONTAP writes them (`/api/protocols/nfs/export-policies` rules, the
 //! `[[export_policy]]` tables of node.toml, `qoslab export-policy` flags): the words, their
-//! defaults, and what they mean ([`RuleText::parse`] into an enforced
-//! [`Rule`](super::export_policy::Rule)). Errors name the field and the value.
+//! defaults, and what they mean ([`RuleText::parse`] into an enforced [`Rule`]). Errors
+//! name the field and the value.
 
 use super::export_policy::{ClientMatch, Flavours, Policy, Rule, ANON_DEFAULT};
 

@@ -14,6 +14,15 @@ fn col(t: &SummaryTable, name: &str) -> Option<usize> {
     t.column(name)
 }
 
+/// A pass/fail limit line: `NAME VALUE UNIT` at `y`.
+fn limit_line(name: &str, y: f64, unit: &str) -> RefLine {
+    RefLine {
+        label: format!("{name} {} {unit}", trim_num(y)),
+        y,
+        style: THRESHOLD,
+    }
+}
+
 /// GenIO ramp (one table per system): IOPS vs target per run with pass/fail marks; the
 /// write-cycle and WIJ times against the 45 s limit; write latency against 1 ms.
 pub fn charts(t: &SummaryTable) -> Vec<Chart> {
@@ -100,11 +109,7 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
                 ("Longest write cycle", "Longest write cycle (sec)", 0),
                 ("Longest WIJ time", "Longest WIJ time (sec)", 1),
             ],
-            Some(RefLine {
-                label: format!("write cycle limit {} s", trim_num(cycle_limit)),
-                y: cycle_limit,
-                style: THRESHOLD,
-            }),
+            Some(limit_line("write cycle limit", cycle_limit, "s")),
             "Longest write cycle (sec)",
         ),
         chart(
@@ -115,11 +120,7 @@ pub fn charts(t: &SummaryTable) -> Vec<Chart> {
                 ("Effective write latency", "Effective write latency (ms)", 0),
                 ("Randread average", "Randread average (ms)", 1),
             ],
-            Some(RefLine {
-                label: format!("write latency limit {} ms", trim_num(latency_limit)),
-                y: latency_limit,
-                style: THRESHOLD,
-            }),
+            Some(limit_line("write latency limit", latency_limit, "ms")),
             "Effective write latency (ms)",
         ),
     ];

@@ -254,6 +254,17 @@ mod tests {
     use super::super::spec::Kind;
     use super::*;
 
+    /// `[--hosts HOSTS] --targets TARGETS` applied to `spec`.
+    fn apply_targets(spec: &mut SuiteSpec, hosts: Option<&str>, targets: &str) {
+        SuiteArgs {
+            hosts: hosts.map(str::to_string),
+            targets: Some(targets.to_string()),
+            ..SuiteArgs::default()
+        }
+        .apply(spec)
+        .unwrap();
+    }
+
     #[test]
     fn the_command_line_builds_a_spec() {
         let args = SuiteArgs {
@@ -292,51 +303,24 @@ mod tests {
         // One export for every load generator, or one per host.
         let url = "nfs://10.0.0.1/nas?nfsport=2049&mountport=2049";
         let mut nfs = SuiteSpec::new(Kind::Storage(suites::storage::StorageKind::Nfs));
-        SuiteArgs {
-            hosts: Some("h0,h1".into()),
-            targets: Some(url.into()),
-            ..SuiteArgs::default()
-        }
-        .apply(&mut nfs)
-        .unwrap();
+        apply_targets(&mut nfs, Some("h0,h1"), url);
         assert!(nfs.hosts.iter().all(|h| h.target.as_deref() == Some(url)));
         nfs.validate().unwrap();
-        SuiteArgs {
-            targets: Some(format!("h0:{url},h1:/mnt/nfs")),
-            ..SuiteArgs::default()
-        }
-        .apply(&mut nfs)
-        .unwrap();
+        apply_targets(&mut nfs, None, &format!("h0:{url},h1:/mnt/nfs"));
         assert_eq!(nfs.hosts[0].target.as_deref(), Some(url));
         assert_eq!(nfs.hosts[1].target.as_deref(), Some("/mnt/nfs"));
         // A kernel-mounted export: for every host (its options' commas included), or per host.
         let m = "mount+nfs://10.0.0.1/nas?nfsport=2049&options=nconnect=4,rsize=65536";
-        SuiteArgs {
-            targets: Some(m.into()),
-            ..SuiteArgs::default()
-        }
-        .apply(&mut nfs)
-        .unwrap();
+        apply_targets(&mut nfs, None, m);
         assert!(nfs.hosts.iter().all(|h| h.target.as_deref() == Some(m)));
         nfs.validate().unwrap();
-        SuiteArgs {
-            targets: Some(format!("h0:{m},h1:{url}")),
-            ..SuiteArgs::default()
-        }
-        .apply(&mut nfs)
-        .unwrap();
+        apply_targets(&mut nfs, None, &format!("h0:{m},h1:{url}"));
         assert_eq!(nfs.hosts[0].target.as_deref(), Some(m));
         assert_eq!(nfs.hosts[1].target.as_deref(), Some(url));
         nfs.hosts[0].target = Some("mount+nfs://10.0.0.1/nas?port=1".into());
         assert!(nfs.validate().unwrap_err().contains("\"port\": unknown"));
         let mut dir = SuiteSpec::new(Kind::Storage(suites::storage::StorageKind::Dir));
-        SuiteArgs {
-            hosts: Some("h0".into()),
-            targets: Some(m.into()),
-            ..SuiteArgs::default()
-        }
-        .apply(&mut dir)
-        .unwrap();
+        apply_targets(&mut dir, Some("h0"), m);
         assert!(dir.validate().unwrap_err().contains("that is --suite nfs"));
         // The plan the spec stores reads back to the same spec.
         let text = s.describe();

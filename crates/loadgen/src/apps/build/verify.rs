@@ -36,6 +36,35 @@ fn within(len: u64, off: u64, size: u64) -> bool {
     off.checked_add(size).is_some_and(|end| end <= len)
 }
 
+/// `n` `what` headers of `entsize` bytes (at least `min`) at `off`: all within the file's
+/// `len` bytes.
+fn header_table(
+    len: u64,
+    what: &str,
+    off: u64,
+    entsize: u64,
+    n: u64,
+    min: u64,
+) -> Result<(), String> {
+    if entsize < min || !within(len, off, entsize * n) {
+        return Err(format!(
+            "truncated: {n} {what} headers at {off} end past the file's {len} bytes"
+        ));
+    }
+    Ok(())
+}
+
+/// The bytes of `what` `i` (a segment or a section), `size` at `off`: within the file's
+/// `len` bytes.
+fn contents(len: u64, what: &str, i: u64, off: u64, size: u64) -> Result<(), String> {
+    if !within(len, off, size) {
+        return Err(format!(
+            "truncated: {what} {i} ({size} bytes at {off}) ends past the file's {len} bytes"
+        ));
+    }
+    Ok(())
+}
+
 /// Check that `b` is a whole 64-bit little-endian ELF file.
 pub fn elf(b: &[u8]) -> Result<(), String> {
     if b.len() < 64 {
@@ -51,41 +80,25 @@ pub fn elf(b: &[u8]) -> Result<(), String> {
     let (phoff, phentsize, phnum) = (u64_at(b, 0x20), u16_at(b, 0x36), u16_at(b, 0x38));
     let (shoff, shentsize, shnum) = (u64_at(b, 0x28), u16_at(b, 0x3A), u16_at(b, 0x3C));
     if phnum > 0 {
-        if phentsize < 56 || !within(len, phoff, phentsize * phnum) {
-            return Err(format!(
-                "truncated: {phnum} program headers at {phoff} end past the file's {len} bytes"
-            ));
-        }
+        header_table(len, "program", phoff, phentsize, phnum, 56)?;
         for i in 0..phnum {
             let h = (phoff + i * phentsize) as usize;
             let (off, filesz) = (u64_at(b, h + 8), u64_at(b, h + 0x20));
-            if !within(len, off, filesz) {
-                return Err(format!(
-                    "truncated: segment {i} ({filesz} bytes at {off}) ends past the file's {len} bytes"
-                ));
-            }
+            contents(len, "segment", i, off, filesz)?;
         }
     }
     if shnum == 0 && phnum == 0 {
         return Err("an ELF file with neither sections nor segments".into());
     }
     if shnum > 0 {
-        if shentsize < 64 || !within(len, shoff, shentsize * shnum) {
-            return Err(format!(
-                "truncated: {shnum} section headers at {shoff} end past the file's {len} bytes"
-            ));
-        }
+        header_table(len, "section", shoff, shentsize, shnum, 64)?;
         for i in 0..shnum {
             let h = (shoff + i * shentsize) as usize;
             if u32_at(b, h + 4) == SHT_NOBITS as u64 {
                 continue;
             }
             let (off, size) = (u64_at(b, h + 0x18), u64_at(b, h + 0x20));
-            if !within(len, off, size) {
-                return Err(format!(
-                    "truncated: section {i} ({size} bytes at {off}) ends past the file's {len} bytes"
-                ));
-            }
+            contents(len, "section", i, off, size)?;
         }
     }
     Ok(())
