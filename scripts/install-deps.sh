@@ -77,6 +77,10 @@ declare -A apt_pkg_of=(
   [iscsi-perf]=libiscsi-bin
   [/usr/sbin/tgtd]=tgt
   [tgtadm]=tgt
+  # the Linux kernel initiator's user space (iscsid, iscsiadm), copied into the qemu
+  # guests the tests boot (its service on this machine is not used)
+  [/usr/sbin/iscsiadm]=open-iscsi
+  [/usr/sbin/iscsid]=open-iscsi
 )
 
 apt_install() {

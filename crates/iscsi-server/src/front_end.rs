@@ -40,11 +40,17 @@ impl IscsiFrontEnd {
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        let portal = settings
+            .portal
+            .map(|(ip, port)| SocketAddr::new(ip, port.unwrap_or(addr.port())).to_string());
         Ok(IscsiFrontEnd {
             listener,
             addr,
             settings: settings.clone(),
-            config: Config::default(),
+            config: Config {
+                portal,
+                ..Config::default()
+            },
             credentials: Credentials::default(),
         })
     }

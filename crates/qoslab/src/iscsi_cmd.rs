@@ -11,8 +11,8 @@ use iscsi_server::{
     Access, Auth, ChapSecret, Config, Credentials, FileLun, LogicalUnit, Server, StaticLun,
     StaticTarget,
 };
+use storage_node::config::iscsi::auth::AuthType;
 use storage_node::config::iscsi::DEFAULT_IQN;
-use storage_node::config::iscsi_auth::AuthType;
 use storage_node::config::IscsiSettings;
 
 #[derive(Args)]
@@ -116,7 +116,7 @@ pub fn prepare(
     let Some(addr) = s.listen else {
         return Ok(None);
     };
-    let problems = storage_node::config::iscsi_auth::exposure_problems(s);
+    let problems = storage_node::config::iscsi::auth::exposure_problems(s);
     if !addr.ip().is_loopback() && !problems.is_empty() {
         if !args.insecure_iscsi {
             anyhow::bail!(

@@ -17,7 +17,6 @@ pub mod array;
 mod backend;
 mod burst;
 pub mod iscsi;
-pub mod iscsi_auth;
 pub mod nfs;
 mod provisioned;
 mod sections;

@@ -12,7 +12,8 @@
 //!
 //! The initramfs carries this machine's own `sshd` and `fio` with every library `ldd`
 //! names (same paths as here), static busybox for the shell and its tools, and the kernel
-//! modules of the NFS client and the NIC. One image per bed, shared by its guests: each
+//! modules of the NFS client and the NIC (a test that attaches iSCSI LUNs adds the
+//! initiator's: [`ISCSI_MODULES`], [`ISCSI_PROGRAMS`]). One image per bed, shared by its guests: each
 //! guest reads its name and address from the kernel command line. The qemu process lives
 //! in the switch namespace (its tap is there), so the bed's teardown kills it with the
 //! namespace's other processes; it also dies with the thread that built the bed (parent
@@ -36,6 +37,34 @@ const MODULES: [&str; 9] = [
 
 /// Programs copied into the guest with their libraries (`ldd`), at the same paths.
 const PROGRAMS: [&str; 2] = ["sshd", "fio"];
+
+/// The Linux iSCSI initiator's kernel side (the transport, libiscsi, iscsi_tcp), the SCSI
+/// disk with its integrity helpers, and ext4 with its journal, in load order: what a
+/// guest adds ([`add_modules`]) to log in with open-iscsi and make a file system on a LUN.
+pub const ISCSI_MODULES: [&str; 19] = [
+    "crct10dif_common",
+    "crct10dif_generic",
+    "crc-t10dif",
+    "crc64",
+    "crc64_rocksoft_generic",
+    "crc64-rocksoft",
+    "t10-pi",
+    "scsi_common",
+    "scsi_mod",
+    "sd_mod",
+    "scsi_transport_iscsi",
+    "libiscsi",
+    "libiscsi_tcp",
+    "iscsi_tcp",
+    "crc16",
+    "mbcache",
+    "jbd2",
+    "crc32c_generic",
+    "ext4",
+];
+
+/// open-iscsi's daemon and tool, mkfs.ext4 and fio: the initiator's user space.
+pub const ISCSI_PROGRAMS: [&str; 4] = ["iscsid", "iscsiadm", "mkfs.ext4", "fio"];
 
 /// Guest RAM, MiB: the initramfs (~70 MiB, most of it fio's and sshd's libraries) is
 /// unpacked into it, and fio's buffers and the NFS client's page cache live beside it.
@@ -206,18 +235,52 @@ fn set_mode(p: &Path, mode: u32) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", p.display()))
 }
 
+/// Copy `programs` (found on PATH or in /usr/sbin, /sbin) into the guest root `root` with
+/// every library `ldd` names, at the same paths.
+pub fn add_programs(root: &Path, programs: &[&str]) -> Result<(), String> {
+    for prog in programs {
+        let path = crate::which(prog)
+            .or_else(|| {
+                ["/usr/sbin", "/sbin"]
+                    .iter()
+                    .map(|d| format!("{d}/{prog}"))
+                    .find(|p| Path::new(p).is_file())
+            })
+            .ok_or_else(|| format!("{prog} not found on this machine: {HINT}"))?;
+        copy(Path::new(&path), root)?;
+        for lib in libraries(&path)? {
+            copy(&lib, root)?;
+        }
+    }
+    Ok(())
+}
+
+/// Add `modules` (after [`guest_root`]'s own) to the guest root `root`: copied from
+/// Debian's kernel and appended to `/modules/order`, which `/init` loads in order.
+pub fn add_modules(root: &Path, modules: &[&str]) -> Result<(), String> {
+    let (_, dir) = kernel()?;
+    for m in modules {
+        let src = find_module(&dir, m)
+            .ok_or_else(|| format!("module {m}.ko not in {}: {HINT}", dir.display()))?;
+        std::fs::copy(&src, root.join(format!("modules/{m}.ko")))
+            .map_err(|e| format!("{}: {e}", src.display()))?;
+    }
+    let order = root.join("modules/order");
+    let mut all =
+        std::fs::read_to_string(&order).map_err(|e| format!("{}: {e}", order.display()))?;
+    for m in modules {
+        all.push('\n');
+        all.push_str(m);
+    }
+    write(&order, &all)
+}
+
 /// Build the guests' initramfs in `dir` from the bed's keys (`dir/host_key`,
 /// `dir/authorized_keys`); returns the image.
 pub fn initramfs(dir: &Path) -> Result<PathBuf, String> {
     let root = dir.join("guest-root");
     guest_root(&root, INIT)?;
-    for prog in PROGRAMS {
-        let path = crate::which(prog).ok_or_else(|| format!("{prog} not found on this machine"))?;
-        copy(Path::new(&path), &root)?;
-        for lib in libraries(&path)? {
-            copy(&lib, &root)?;
-        }
-    }
+    add_programs(&root, &PROGRAMS)?;
     // sshd finds users through NSS; glibc loads libnss_files for /etc/passwd.
     let nss = Path::new("/lib/x86_64-linux-gnu/libnss_files.so.2");
     if nss.exists() {

@@ -33,6 +33,7 @@ mod first_hour;
 mod hostile;
 mod interop;
 mod iscsi;
+mod iscsi_kernel;
 mod iscsi_node;
 mod isolation;
 mod json;

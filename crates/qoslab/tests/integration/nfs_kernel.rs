@@ -22,7 +22,21 @@ fn boot(dir: &Path, script: &str, limit: Duration) -> String {
 
 /// [`boot`], calling `seen` with every console line as it comes (the host can act while
 /// the guest runs: restart the node it mounts).
-fn boot_watching(dir: &Path, script: &str, limit: Duration, mut seen: impl FnMut(&str)) -> String {
+fn boot_watching(dir: &Path, script: &str, limit: Duration, seen: impl FnMut(&str)) -> String {
+    boot_with(dir, script, limit, &[], &[], seen)
+}
+
+/// [`boot_watching`] with more kernel modules (loaded after the NFS client's, in order) and
+/// programs (with their libraries) in the guest: the iSCSI initiator's
+/// (`testbed::vm::ISCSI_MODULES`, `ISCSI_PROGRAMS`).
+pub fn boot_with(
+    dir: &Path,
+    script: &str,
+    limit: Duration,
+    modules: &[&str],
+    programs: &[&str],
+    mut seen: impl FnMut(&str),
+) -> String {
     use std::io::BufRead;
     let init = format!(
         "#!/bin/busybox sh\n/bin/busybox --install -s /bin\nexport PATH=/bin\n\
@@ -34,6 +48,8 @@ fn boot_watching(dir: &Path, script: &str, limit: Duration, mut seen: impl FnMut
     let img = dir.join("initrd.cpio");
     let root = dir.join("initramfs");
     vm::guest_root(&root, &init)
+        .and_then(|()| vm::add_modules(&root, modules))
+        .and_then(|()| vm::add_programs(&root, programs))
         .and_then(|()| vm::pack(&root, &img))
         .unwrap_or_else(|e| panic!("{e}"));
     let (qemu, args) =
@@ -73,7 +89,7 @@ fn boot_watching(dir: &Path, script: &str, limit: Duration, mut seen: impl FnMut
     console
 }
 
-fn marker<'a>(console: &'a str, tag: &str) -> Vec<&'a str> {
+pub fn marker<'a>(console: &'a str, tag: &str) -> Vec<&'a str> {
     // a line may start with the firmware's terminal escapes
     console
         .lines()

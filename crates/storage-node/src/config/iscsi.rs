@@ -1,5 +1,5 @@
 //! `[iscsi]` and `[[iscsi.lun]]`: the node's iSCSI target (its address, name and LUNs),
-//! validated here (`[[iscsi.credentials]]`, who logs in how, in [`super::iscsi_auth`]).
+//! validated here (`[[iscsi.credentials]]`, who logs in how, in [`auth`]).
 //!
 //! A LUN is a block volume of this file served as a SCSI logical unit: its blocks, its
 //! size and its QoS policy are the volume's (one storage layer under every protocol), so
@@ -12,8 +12,10 @@ use std::net::SocketAddr;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::iscsi_auth::{CredentialSpec, RawCredential};
+pub mod auth;
+
 use super::{ConfigError, Src, VolumeSpec};
+use auth::{CredentialSpec, RawCredential};
 
 /// The target's name unless `[iscsi] iqn` says otherwise (also `qoslab iscsi serve`'s).
 pub const DEFAULT_IQN: &str = "iqn.2026-01.lab.qoslab:target0";
@@ -29,6 +31,10 @@ pub struct IscsiSettings {
     pub iqn: String,
     /// Its alias (TargetAlias), if any.
     pub alias: Option<String>,
+    /// The address SendTargets reports (ONTAP's iSCSI LIF), when initiators reach the
+    /// target through NAT or a forwarded port; its port `None`: the listener's. `None`:
+    /// the address each discovery connection reached.
+    pub portal: Option<(std::net::IpAddr, Option<u16>)>,
     /// The LUNs, sorted by number.
     pub luns: Vec<LunSpec>,
     /// How initiators authenticate (`[[iscsi.credentials]]`; none: without a secret).
@@ -41,6 +47,7 @@ impl Default for IscsiSettings {
             listen: None,
             iqn: DEFAULT_IQN.into(),
             alias: None,
+            portal: None,
             luns: Vec::new(),
             credentials: Vec::new(),
         }
@@ -66,6 +73,7 @@ pub(super) struct RawIscsi {
     listen: Option<Spanned<String>>,
     iqn: Option<Spanned<String>>,
     alias: Option<Spanned<String>>,
+    portal: Option<Spanned<String>>,
     #[serde(default)]
     lun: Vec<Spanned<RawLun>>,
     #[serde(default)]
@@ -131,9 +139,30 @@ pub(super) fn parse(
         }
         s.alias = Some(t.clone());
     }
+    if let Some(p) = &raw.portal {
+        s.portal = Some(parse_portal(p.get_ref()).ok_or_else(|| {
+            at(
+                p.span().start,
+                "portal",
+                &format!("{:?}", p.get_ref()),
+                "expected an IP address, with :PORT or without (the listener's port), \
+                 e.g. 192.0.2.10 or 192.0.2.10:3260 ([v6] with a port)"
+                    .into(),
+            )
+        })?);
+    }
     s.luns = luns(src, &raw.lun, volumes)?;
-    s.credentials = super::iscsi_auth::parse(src, &raw.credentials)?;
+    s.credentials = auth::parse(src, &raw.credentials)?;
     Ok(s)
+}
+
+/// `IP`, `IP:PORT` or `[IPv6]:PORT`.
+fn parse_portal(t: &str) -> Option<(std::net::IpAddr, Option<u16>)> {
+    if let Ok(ip) = t.parse() {
+        return Some((ip, None));
+    }
+    let a: SocketAddr = t.parse().ok()?;
+    (a.port() != 0).then_some((a.ip(), Some(a.port())))
 }
 
 /// The `[[iscsi.lun]]` entries: explicit numbers first, then the others take the next
@@ -335,6 +364,17 @@ initiators = ["iqn.1993-08.org.debian:01:host1", "IQN.1993-08.org.debian:01:host
             got,
             [(0, "db", 512, 0), (1, "logs", 512, 0), (2, "odd", 512, 2)]
         );
+        assert_eq!(s.portal, None);
+        let portal =
+            |t: &str| parse(&format!("[iscsi]\nportal = \"{t}\"\n")).map(|c| c.iscsi.portal);
+        assert_eq!(
+            portal("10.0.2.2").unwrap(),
+            Some(("10.0.2.2".parse().unwrap(), None))
+        );
+        assert_eq!(
+            portal("[::1]:3261").unwrap(),
+            Some(("::1".parse().unwrap(), Some(3261)))
+        );
         // `[[iscsi.lun]]` alone: no listener (the command line may give it), the default name.
         let cfg = parse("[[iscsi.lun]]\nvolume = \"db\"\n").unwrap();
         assert_eq!(cfg.iscsi.listen, None);
@@ -353,6 +393,10 @@ initiators = ["iqn.1993-08.org.debian:01:host1", "IQN.1993-08.org.debian:01:host
         refused(
             "[iscsi]\niqn = \"target0\"\n",
             "node.toml:16: iscsi.iqn = \"target0\": an iSCSI name is iqn.YYYY-MM.reversed.domain[:id] (or eui./naa.), at most 223 characters of A-Z a-z 0-9 . - :",
+        );
+        refused(
+            "[iscsi]\nportal = \"nas01:3260\"\n",
+            "node.toml:16: iscsi.portal = \"nas01:3260\": expected an IP address, with :PORT or without (the listener's port), e.g. 192.0.2.10 or 192.0.2.10:3260 ([v6] with a port)",
         );
         refused(
             "[iscsi]\nalias = \"\"\n",

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::iscsi::{valid_iscsi_name, IscsiSettings};
-use super::{ConfigError, Src};
+use super::{valid_iscsi_name, IscsiSettings};
+use crate::config::{ConfigError, Src};
 
 /// How an initiator authenticates (ONTAP's `-auth-type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
