@@ -116,8 +116,8 @@ nas_path = "/vol100m"
 /// random reads at 31.25 MiB/s with `whole` accounting (the client splits each at the
 /// node's 64 KiB rtmax: 500 READs/s of 64 KiB), and QoS_100MBps at 100 MiB/s.
 ///
-/// Bounds: the pacer spaces a backlogged flow exactly, so fio's 10 s window counts the
-/// rate's completions within one request at each edge (1/5000 at 500 IOPS), plus the
+/// Bounds: the pacer spaces a backlogged flow exactly, so fio's 6 s window counts the
+/// rate's completions within one request at each edge (1/3000 at 500 IOPS), plus the
 /// pacer's 5 ms of burst after the ramp (0.05%). The one thing that can lose rate is the
 /// backlog running dry: the pacer keeps no credit for an idle flow beyond 5 ms, so a
 /// client that stalls longer than the queue it keeps ahead loses that time. At QD64 the
@@ -137,7 +137,7 @@ fn seed000_qos_rows_hold_over_nfs() {
     let reads_before = read_ops(&api, "vol500");
     let timed = [
         "--time_based",
-        "--runtime=10",
+        "--runtime=6",
         "--ramp_time=1",
         "--iodepth=64",
     ];
@@ -153,7 +153,7 @@ fn seed000_qos_rows_hold_over_nfs() {
     let stats = {
         let url = node.api_url();
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_secs(5));
+            std::thread::sleep(Duration::from_secs(4));
             let out = run(
                 Command::new(QOSLAB)
                     .args(["stats", "--iterations", "1", "--output", "json", "--url"])
