@@ -134,6 +134,28 @@ pub fn prepare(
     credentials(s, data_dir).map(Some)
 }
 
+/// The LUN maps made through the API, checked at start as node.toml's LUNs are: beyond
+/// loopback every initiator a LUN is mapped to logs in with CHAP (a map made under
+/// --insecure-iscsi, or before node.toml's credentials changed, stops the start).
+pub fn check_san_maps(
+    args: &IscsiServeArgs,
+    cp: &control_plane::api::ControlPlane,
+) -> anyhow::Result<()> {
+    cp.san().set_insecure_iscsi(args.insecure_iscsi);
+    let problems = cp.san().exposure_problems();
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "refusing to serve iSCSI: the LUN maps in the state database expose LUNs \
+             without CHAP:\n  {}\ngive those initiators CHAP in node.toml's \
+             [[iscsi.credentials]] (docs/ISCSI.md, \"Logins\"), unmap them (start with \
+             --listen-iscsi 127.0.0.1:PORT to reach the API), or pass --insecure-iscsi on a \
+             network you trust",
+            problems.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
 /// The secrets of `[[iscsi.credentials]]`, read from their files.
 fn credentials(s: &IscsiSettings, data_dir: &Path) -> anyhow::Result<Credentials> {
     let mut out = Credentials::default();

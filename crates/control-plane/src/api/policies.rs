@@ -224,12 +224,15 @@ impl Policies<'_> {
         // Buckets under the policy hold it too (api/s3.rs).
         let buckets = self.cp.s3.buckets_using(&row.uuid);
         users.extend(buckets.iter().map(|b| b.as_str()));
+        // LUNs under the policy of their own too (api/san).
+        let luns = super::san::luns_using_policy(inner, &row.uuid);
+        users.extend(luns.iter().map(|l| l.as_str()));
         if !users.is_empty() {
             return Err(ApiError::conflict(
                 code::IN_USE,
                 "uuid",
                 format!(
-                    "policy {:?} is in use by {} volume(s) or bucket(s): {}; move them to \
+                    "policy {:?} is in use by {} volume(s), bucket(s) or LUN(s): {}; move them to \
                      another policy (or none) first",
                     row.name,
                     users.len(),

@@ -428,6 +428,7 @@ impl Volumes<'_> {
                 if let Err(e) = self.cp.node.assign_policy(&vol, name) {
                     tracing::error!(volume = %row.name, "assigning its policy: {e}");
                 }
+                super::san::follow_volume_policy(&self.cp.node, inner, row);
             }
             if patch.export_policy.is_some() {
                 let name = super::nas::export_policy_of(row);
@@ -525,6 +526,18 @@ impl Volumes<'_> {
     /// deleted in one transaction (the renames undone if that fails), then the volumes
     /// leave service and the tombstones are removed.
     fn remove(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
+        let luns = super::san::luns_in(inner, uuids);
+        if !luns.is_empty() {
+            return Err(ApiError::conflict(
+                code::IN_USE,
+                "uuid",
+                format!(
+                    "the volume holds LUN(s) {}: delete them first (DELETE \
+                     /api/storage/luns/UUID, or `lun delete`)",
+                    luns.join(", ")
+                ),
+            ));
+        }
         let mut moved: Vec<(PathBuf, PathBuf)> = Vec::new();
         let undo = |moved: &[(PathBuf, PathBuf)]| {
             for (path, stone) in moved.iter().rev() {

@@ -1,12 +1,14 @@
 //! `qoslab ontap`: ONTAP clustershell commands against a node's REST API, so that the
 //! seeds' `::>` lines run as written: `qos policy-group ...`, `qos adaptive-policy-group
 //! ...`, `qos statistics volume performance show`, `volume create|modify|show|delete`
-//! (`vol` works: command words may be abbreviated), `vserver show`. With no words, an
+//! (`vol` works: command words may be abbreviated), `vserver show`, and SAN: `lun
+//! create|show|map|unmap|mapping show`, `igroup create|add|show`, `vserver iscsi show`. With no words, an
 //! interactive `qoslab::>` prompt (or a script on standard input). docs/CLUSTERSHELL.md.
 
 mod export_policy;
 mod parse;
 mod qos;
+mod san;
 mod volume;
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -75,11 +77,13 @@ impl Shell {
         let Some(first) = words.first() else {
             return Ok(());
         };
-        let top = pick(first, &["qos", "volume", "vserver"], "")?;
+        let top = pick(first, &["qos", "volume", "vserver", "lun", "igroup"], "")?;
         let rest = &words[1..];
         match top {
             "qos" => qos::run(self, rest, out),
             "volume" => volume::run(self, rest, out),
+            "lun" => san::lun(self, rest, out),
+            "igroup" => san::igroup(self, rest, out),
             _ => volume::vserver(self, rest, out),
         }
     }
