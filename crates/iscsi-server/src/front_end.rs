@@ -1,6 +1,7 @@
 //! The node's iSCSI front end ([`FrontEnd`]): one target on one TCP address, serving the
-//! LUNs of node.toml's `[[iscsi.lun]]`, each a block volume of the node
-//! ([`VolumeLun`]), every SCSI command through the node's admission core ([`crate::qos`]).
+//! LUNs of node.toml's `[[iscsi.lun]]` and those the control plane maps to igroups (the
+//! node's SAN maps, read live), each a block volume of the node ([`VolumeLun`]), every
+//! SCSI command through the node's admission core ([`crate::qos`]).
 //!
 //! LUNs follow their volumes: a LUN is there while its volume is (a volume deleted
 //! through the API takes its LUN with it, and sessions are told REPORTED LUNS DATA HAS
@@ -76,7 +77,7 @@ impl IscsiFrontEnd {
     /// initiator(s)); logins: default chap, 1 initiator(s) their own`.
     pub fn summary(&self) -> String {
         if self.settings.luns.is_empty() {
-            return "no LUNs".into();
+            return "no LUNs in node.toml; LUNs mapped through the API follow".into();
         }
         let luns: Vec<String> = self
             .settings

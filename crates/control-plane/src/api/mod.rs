@@ -236,13 +236,23 @@ impl ControlPlane {
         &self.fs
     }
 
-    /// uuid → name of every volume (for metrics labels).
+    /// (name, uuid) of every volume the node serves (for metrics labels): the volumes,
+    /// and each LUN's block volume (`VOLUME:LUN`) with the LUN's uuid.
     pub fn volume_uuids(&self) -> Vec<(String, String)> {
-        self.lock()
+        let inner = self.lock();
+        let mut v: Vec<(String, String)> = inner
             .volumes
             .iter()
             .map(|v| (v.name.clone(), v.uuid.clone()))
-            .collect()
+            .collect();
+        v.extend(
+            inner
+                .san
+                .luns
+                .iter()
+                .map(|l| (san::lun_node_name(&inner, l), l.uuid.clone())),
+        );
+        v
     }
 }
 

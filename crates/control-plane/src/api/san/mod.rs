@@ -295,17 +295,6 @@ pub(super) fn luns_in(inner: &Inner, volume_uuids: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The LUNs under policy `uuid` of their own, by path (the policy cannot be deleted).
-pub(super) fn luns_using_policy(inner: &Inner, uuid: &str) -> Vec<String> {
-    inner
-        .san
-        .luns
-        .iter()
-        .filter(|l| l.policy_uuid.as_deref() == Some(uuid))
-        .map(|l| lun_path(inner, l))
-        .collect()
-}
-
 /// Put the LUNs of volume `v` that have no policy of their own under the volume's (after
 /// its policy changed).
 pub(super) fn follow_volume_policy(node: &Node, inner: &Inner, v: &VolumeRow) {

@@ -192,3 +192,72 @@ fn numbers_never_clash_with_node_toml_luns_or_other_igroups_and_state_survives_r
         "the LUNs are served"
     );
 }
+
+#[test]
+fn a_lun_is_held_by_its_own_policy_or_else_its_volumes() {
+    let d = test_support::TestDir::new("san-qos");
+    let cp = open(&d, "");
+    for (name, iops) in [("p", 100), ("q", 200)] {
+        let body = format!(r#"{{"name": "{name}", "fixed": {{"max_throughput_iops": {iops}}}}}"#);
+        cp.policies()
+            .create(body.as_bytes())
+            .map_err(|e| e.message)
+            .unwrap();
+    }
+    let db = cp
+        .lock()
+        .volumes
+        .iter()
+        .find(|v| v.name == "db")
+        .unwrap()
+        .uuid
+        .clone();
+    let set_volume = |p: &str| {
+        let body = format!(r#"{{"qos": {{"policy": {{"name": "{p}"}}}}}}"#);
+        cp.volumes()
+            .patch(&db, body.as_bytes())
+            .map_err(|e| e.message)
+            .unwrap();
+    };
+    set_volume("p");
+    lun_and_igroup(&cp, A);
+    let ceiling = || cp.node.volume("db:l1").unwrap().limits().ceiling.iops;
+    assert_eq!(ceiling(), 100, "the volume's policy");
+    let lun = cp.lock().san.luns[0].uuid.clone();
+    let patch = |body: &str| {
+        cp.san()
+            .patch_lun(&lun, body.as_bytes())
+            .map(|r| r.body)
+            .map_err(|e| (e.status, e.target, e.message))
+    };
+    let r = patch(r#"{"qos_policy": {"name": "q"}}"#).unwrap();
+    assert_eq!(r["qos_policy"]["name"], "q");
+    assert_eq!(r["qos_policy"]["inherited_from_volume"], false);
+    assert_eq!(ceiling(), 200, "its own policy");
+    set_volume("none");
+    assert_eq!(ceiling(), 200, "its own policy, whatever its volume's");
+    // A policy a LUN holds cannot be deleted.
+    let q = cp
+        .lock()
+        .policies
+        .iter()
+        .find(|p| p.row.name == "q")
+        .unwrap()
+        .row
+        .uuid
+        .clone();
+    let e = cp.policies().delete(&q).map(|_| ()).unwrap_err();
+    assert_eq!(e.status, 409);
+    assert!(e.message.contains("/vol/db/l1"), "{}", e.message);
+    let r = patch(r#"{"qos_policy": null}"#).unwrap();
+    assert_eq!(r["qos_policy"], serde_json::json!({}));
+    assert_eq!(ceiling(), 0, "its volume's: none");
+    set_volume("p");
+    assert_eq!(ceiling(), 100, "it follows its volume's policy");
+    // Grow; shrinking is refused naming the field.
+    let r = patch(r#"{"space": {"size": 2097152}}"#).unwrap();
+    assert_eq!(r["space"]["size"], 2097152);
+    assert_eq!(cp.node.volume("db:l1").unwrap().size(), 2097152);
+    let (status, target, msg) = patch(r#"{"space": {"size": 1048576}}"#).unwrap_err();
+    assert_eq!((status, target.as_str()), (400, "space.size"), "{msg}");
+}
