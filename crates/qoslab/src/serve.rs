@@ -369,6 +369,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(iscsi) =
             crate::iscsi_cmd::start(&cfg.iscsi, iscsi_credentials, args.max_connections as usize)?
         {
+            cp.san().set_iscsi_endpoint(iscsi.local_addr());
             builder = builder.front_end(iscsi);
         }
         let running = builder.spawn().await?;

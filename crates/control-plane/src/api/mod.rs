@@ -203,6 +203,7 @@ impl ControlPlane {
             iscsi: san::IscsiInfo {
                 settings: cfg.iscsi.clone(),
                 insecure: Default::default(),
+                bound: Default::default(),
             },
         }))
     }

@@ -204,8 +204,14 @@ fn luns_igroups_and_maps_over_rest_and_the_clustershell_are_live_on_the_target()
     );
     let svc = ontap_ok(&node, "vserver iscsi show");
     assert!(svc.contains(IQN) && svc.contains("up"), "{svc}");
-    let svc = api.get_ok("/api/protocols/san/iscsi/services?fields=target,enabled");
+    let svc = api.get_ok("/api/protocols/san/iscsi/services?fields=target,enabled,listen");
     assert_eq!(svc["records"][0]["target"]["name"], IQN);
+    assert_eq!(svc["records"][0]["enabled"], true);
+    assert_eq!(
+        svc["records"][0]["listen"].as_str(),
+        Some(format!("127.0.0.1:{port}").as_str()),
+        "{svc}"
+    );
 
     // Errors name the field and the value.
     let bad = |method: &str, path: &str, body: &str, status: u16, target: &str, says: &str| {

@@ -17,7 +17,7 @@ use crate::config::iscsi::MAX_LUN;
 use crate::state::MapRow;
 
 const MAP_TOP: &[&str] = &["lun", "igroup", "logical_unit_number", "svm"];
-const SERVICE_TOP: &[&str] = &["svm", "enabled", "target"];
+const SERVICE_TOP: &[&str] = &["svm", "enabled", "target", "listen"];
 
 impl San<'_> {
     fn map_json(&self, inner: &Inner, m: &MapRow) -> Value {
@@ -210,7 +210,7 @@ impl San<'_> {
             "svm": super::svm(inner, &None, &None),
             "enabled": s.listen.is_some(),
             "target": target,
-            "listen": s.listen.map(|a| a.to_string()),
+            "listen": self.cp.iscsi.bound.get().copied().or(s.listen).map(|a| a.to_string()),
         })
     }
 

@@ -46,6 +46,8 @@ pub(super) struct SanState {
 pub(super) struct IscsiInfo {
     pub settings: IscsiSettings,
     pub insecure: AtomicBool,
+    /// Where the target listens, once bound (port 0 resolved).
+    pub bound: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
 /// A SAN REST path.
@@ -169,6 +171,11 @@ impl San<'_> {
     /// loopback without CHAP (`serve --insecure-iscsi`); set once at start.
     pub fn set_insecure_iscsi(&self, insecure: bool) {
         self.cp.iscsi.insecure.store(insecure, Ordering::Relaxed);
+    }
+
+    /// Record where the iSCSI target listens (once, after it is bound).
+    pub fn set_iscsi_endpoint(&self, addr: std::net::SocketAddr) {
+        let _ = self.cp.iscsi.bound.set(addr);
     }
 
     /// Why the maps would expose a LUN beyond loopback to an initiator that logs in
