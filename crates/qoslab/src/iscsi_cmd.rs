@@ -93,7 +93,8 @@ pub struct IscsiServeArgs {
     #[arg(long, value_name = "ADDR")]
     listen_iscsi: Option<std::net::SocketAddr>,
     /// Serve iSCSI beyond loopback even where a LUN is open to every initiator or an
-    /// initiator that sees one logs in without CHAP (a lab network you trust).
+    /// initiator that sees one logs in without CHAP (a lab network you trust); also lets
+    /// the REST API map LUNs to such initiators.
     #[arg(long)]
     insecure_iscsi: bool,
 }

@@ -28,6 +28,9 @@ EXAMPLES (seed 000 and seed 001):
   qoslab ontap vol modify -vserver epic -volume epic_rhel1_* -qos-adaptive-policy-group AqosEpicProd
   qoslab ontap qos policy-group create -policy-group pg500 -vserver vs1 -max-throughput 500iops
   qoslab ontap qos statistics volume performance show -iterations 1
+  qoslab ontap lun create -vserver qoslab -path /vol/db/lun1 -size 10g -ostype linux
+  qoslab ontap igroup create -igroup hosts -protocol iscsi -ostype linux -initiator iqn.1993-08.org.debian:01:h1
+  qoslab ontap lun map -path /vol/db/lun1 -igroup hosts -lun-id 0
   qoslab ontap                          # interactive: qoslab::> prompt (exit to leave)
 
 Options of qoslab itself (--url, --data-dir, -u, -k) go before the command words.

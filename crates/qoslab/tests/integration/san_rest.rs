@@ -305,6 +305,32 @@ fn luns_igroups_and_maps_over_rest_and_the_clustershell_are_live_on_the_target()
         "{out}"
     );
 
+    // An igroup made in the clustershell: host-b sees lun3 at the next free number.
+    let out = ontap(
+        &node,
+        &format!("igroup create -igroup fc -protocol fcp -ostype linux -initiator {HOST_B}"),
+    );
+    assert!(
+        !out.status.success() && out.stderr.contains("iSCSI only"),
+        "{out}"
+    );
+    ontap_ok(
+        &node,
+        &format!("igroup create -vserver qoslab -igroup others -protocol iscsi -ostype linux -initiator {HOST_B}"),
+    );
+    let out = ontap_ok(&node, "lun map -path /vol/db/lun3 -igroup others");
+    assert!(out.contains("with LUN ID 0"), "{out}");
+    assert_eq!(lun_numbers(port, HOST_B), [0]);
+    assert_eq!(capacity(port, HOST_B, 0).ok().stdout.trim(), "4096");
+    let out = ontap(&node, "lun delete -path /vol/db/lun3");
+    assert!(
+        !out.status.success() && out.stderr.contains("unmap it first"),
+        "{out}"
+    );
+    ontap_ok(&node, "lun unmap -path /vol/db/lun3 -igroup others");
+    assert!(lun_numbers(port, HOST_B).is_empty());
+    ontap_ok(&node, "lun delete -path /vol/db/lun3");
+
     // Unmap lun2 through the clustershell: gone at once.
     ontap_ok(
         &node,
@@ -342,11 +368,6 @@ fn luns_igroups_and_maps_over_rest_and_the_clustershell_are_live_on_the_target()
     assert!(lun_numbers(port, HOST_A).is_empty());
     let r = api.req("DELETE", &format!("{LUNS}/{lun_uuid}"), None);
     assert_eq!(r.status, 200, "{r:?}");
-    let lun3 = api.uuid_of(LUNS, "/vol/db/lun3");
-    assert_eq!(
-        api.req("DELETE", &format!("{LUNS}/{lun3}"), None).status,
-        200
-    );
     assert_eq!(
         api.req("DELETE", &format!("{VOLUMES}/{db}"), None).status,
         200
