@@ -43,6 +43,7 @@ impl San<'_> {
             .iter()
             .map(|m| self.map_json(&inner, m))
             .collect();
+        let q = &super::default_fields(q, &["lun", "igroup", "logical_unit_number", "svm"]);
         let sel = query::select(all, q, MAP_TOP)?;
         Ok(Reply::ok(query::page(sel, q, LUN_MAPS)?))
     }
@@ -218,6 +219,7 @@ impl San<'_> {
     pub fn list_services(&self, q: &Query) -> R<Reply> {
         let inner = self.cp.lock();
         let all = vec![self.service_json(&inner)];
+        let q = &super::default_fields(q, &["svm", "target", "enabled"]);
         let sel = query::select(all, q, SERVICE_TOP)?;
         Ok(Reply::ok(query::page(sel, q, ISCSI_SERVICES)?))
     }

@@ -443,6 +443,16 @@ fn check_numbers(
     Ok(())
 }
 
+/// `q`, listing `default` when it asks for no fields: objects without a `uuid` and `name`
+/// of their own (a LUN map, the iSCSI service) show their keys, as ONTAP lists them.
+fn default_fields(q: &Query, default: &[&str]) -> Query {
+    let mut q = q.clone();
+    if q.fields.is_empty() {
+        q.fields = default.iter().map(|f| f.to_string()).collect();
+    }
+    q
+}
+
 /// `svm {name, uuid}` of an object stored with these columns.
 fn svm(inner: &Inner, name: &Option<String>, uuid: &Option<String>) -> Value {
     super::svm_json(inner, name, uuid)

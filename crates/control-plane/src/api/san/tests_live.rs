@@ -180,6 +180,13 @@ fn numbers_never_clash_with_node_toml_luns_or_other_igroups_and_state_survives_r
         [(1, "db:l1".to_string()), (2, "db:l2".to_string())]
     );
     assert_eq!(seen(B), [(2, "db:l2".to_string())]);
+    // A map list shows its keys without fields= (a map has no uuid or name of its own).
+    let q = crate::api::query::parse_query("").unwrap();
+    let list = cp.san().list_maps(&q).map_err(|e| e.message).unwrap().body;
+    assert_eq!(list["num_records"], 2, "{list}");
+    assert_eq!(list["records"][0]["logical_unit_number"], 1, "{list}");
+    assert_eq!(list["records"][0]["lun"]["name"], "/vol/db/l1", "{list}");
+    assert_eq!(list["records"][1]["igroup"]["name"], "g2", "{list}");
     drop(cp);
     let cp = open(&d, &iscsi);
     assert_eq!(
