@@ -24,6 +24,7 @@ mod svms;
 pub mod users;
 mod volume_files;
 mod volumes;
+mod workload_stats;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -345,6 +345,15 @@ fn luns_igroups_and_maps_over_rest_and_the_clustershell_are_live_on_the_target()
         got[..data.len()] == data[..],
         "read back before the restart"
     );
+    // The LUN is a workload of its own: its books count what the initiator did.
+    let stats = api.get_ok(&format!("{LUNS}/{lun_uuid}?fields=statistics"));
+    let st = &stats["statistics"];
+    assert!(st["iops_raw"]["write"].as_u64().unwrap() >= 1, "{stats}");
+    assert!(
+        st["throughput_raw"]["write"].as_u64().unwrap() >= 64 << 10,
+        "{stats}"
+    );
+    assert!(st["iops_raw"]["read"].as_u64().unwrap() >= 1, "{stats}");
     node.stop();
     node.start_again();
     let port = iscsi_port(&node);

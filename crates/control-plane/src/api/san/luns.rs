@@ -25,6 +25,8 @@ const LUN_TOP: &[&str] = &[
     "lun_maps",
     "enabled",
     "class",
+    "metric",
+    "statistics",
 ];
 
 /// The serial number characters (ONTAP's: 12 printable characters).
@@ -87,9 +89,15 @@ impl San<'_> {
             }),
             None => json!({}),
         };
+        let stats = live.as_ref().map(|v| {
+            (
+                super::super::workload_stats::metric_json(v),
+                super::super::workload_stats::statistics_json(v),
+            )
+        });
         let (svm_name, svm_uuid) =
             vol.map_or((None, None), |v| (v.svm_name.clone(), v.svm_uuid.clone()));
-        json!({
+        let mut j = json!({
             "uuid": l.uuid,
             "name": lun_path(inner, l),
             "location": {
@@ -110,7 +118,12 @@ impl San<'_> {
             "status": state,
             "lun_maps": maps,
             "svm": super::svm(inner, &svm_name, &svm_uuid),
-        })
+        });
+        if let Some((metric, statistics)) = stats {
+            j["metric"] = metric;
+            j["statistics"] = statistics;
+        }
+        j
     }
 
     pub fn list_luns(&self, q: &Query) -> R<Reply> {
