@@ -170,7 +170,13 @@ impl San<'_> {
     fn replace_igroup(&self, inner: &mut Inner, i: usize, row: IgroupRow, target: &str) -> R<()> {
         let mut igroups = inner.san.igroups.clone();
         igroups[i] = row.clone();
-        check_numbers(self.cp, inner, &igroups, &inner.san.maps, target)?;
+        check_numbers(
+            self.cp,
+            inner,
+            (&igroups, &row.uuid),
+            &inner.san.maps,
+            target,
+        )?;
         check_exposure(self.cp, inner, &igroups, &inner.san.maps, target)?;
         inner.store.update_igroup(&row).map_err(db_err)?;
         inner.san.igroups[i] = row;

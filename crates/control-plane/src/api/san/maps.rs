@@ -147,7 +147,13 @@ impl San<'_> {
         } else {
             "igroup"
         };
-        check_numbers(self.cp, &inner, &inner.san.igroups, &maps, target)?;
+        check_numbers(
+            self.cp,
+            &inner,
+            (&inner.san.igroups, &igroup.uuid),
+            &maps,
+            target,
+        )?;
         check_exposure(self.cp, &inner, &inner.san.igroups, &maps, "igroup")?;
         inner.store.insert_lun_map(&row).map_err(db_err)?;
         inner.san.maps.push(row.clone());
@@ -178,7 +184,7 @@ impl San<'_> {
                 igroup_uuid: igroup.to_string(),
                 number: n,
             });
-            if check_numbers(self.cp, inner, &inner.san.igroups, &maps, "").is_ok() {
+            if check_numbers(self.cp, inner, (&inner.san.igroups, igroup), &maps, "").is_ok() {
                 return Ok(n);
             }
         }

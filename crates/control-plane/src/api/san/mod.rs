@@ -383,18 +383,21 @@ fn check_exposure(
     ))
 }
 
-/// The LUN numbers each initiator would see under `igroups` and `maps` together with
-/// node.toml's LUNs; `Err`: the first initiator that would see two LUNs at one number.
+/// The LUN numbers each initiator of igroup `changed` would see under `igroups` and
+/// `maps` together with node.toml's LUNs; `Err`: the first that would see two LUNs at one
+/// number. (Only the changed igroup's initiators: a clash elsewhere, e.g. from a node.toml
+/// edit, never blocks an unrelated change.)
 fn check_numbers(
     cp: &ControlPlane,
     inner: &Inner,
-    igroups: &[IgroupRow],
+    (igroups, changed): (&[IgroupRow], &str),
     maps: &[MapRow],
     target: &str,
 ) -> R<()> {
     let cfg = &cp.iscsi.settings.luns;
     let mut names: Vec<&str> = igroups
         .iter()
+        .filter(|g| g.uuid == changed)
         .flat_map(|g| g.initiators.iter().map(String::as_str))
         .collect();
     names.sort_by_key(|n| n.to_ascii_lowercase());
