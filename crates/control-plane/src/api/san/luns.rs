@@ -251,12 +251,19 @@ impl San<'_> {
             return Err(db_unchanged(e));
         }
         if let Err(e) = self.cp.node.add_volume(&spec) {
-            let why = format!("opening its file: {e}");
-            inner.san.offline.insert(row.uuid.clone(), why.clone());
-            inner.san.luns.push(row);
-            return Err(ApiError::internal(format!(
-                "LUN {path} was created but is offline: {why}"
-            )));
+            // Undo both; if the row cannot be removed the LUN stays, offline.
+            return Err(match inner.store.delete_lun(&row.uuid) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(&file);
+                    ApiError::internal(volume_files::unchanged("serving the LUN", e))
+                }
+                Err(db) => {
+                    let why = format!("serving it failed ({e}) and undoing failed ({db})");
+                    inner.san.offline.insert(row.uuid.clone(), why.clone());
+                    inner.san.luns.push(row);
+                    ApiError::internal(format!("LUN {path} was created but is offline: {why}"))
+                }
+            });
         }
         let body = self.lun_json(&inner, &row);
         let location = format!("{LUNS}/{}", row.uuid);
