@@ -11,8 +11,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 mod nfs;
 mod s3;
+mod san;
 pub use nfs::ExportPolicyRow;
 pub use s3::{BucketRow, S3UserRow};
+pub use san::{IgroupRow, LunRow, MapRow};
 
 /// A stored policy. `spec` is the policy's ONTAP JSON (`{"fixed": {...}}` or
 /// `{"adaptive": {...}}`).
@@ -99,6 +101,7 @@ impl Store {
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(s3::SCHEMA)?;
         nfs::migrate(&conn)?;
+        san::migrate(&conn)?;
         let seeded: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key = 'seeded'", [], |r| {
                 r.get(0)

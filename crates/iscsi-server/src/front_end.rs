@@ -1,6 +1,7 @@
 //! The node's iSCSI front end ([`FrontEnd`]): one target on one TCP address, serving the
-//! LUNs of node.toml's `[[iscsi.lun]]`, each a block volume of the node
-//! ([`VolumeLun`]), every SCSI command through the node's admission core ([`crate::qos`]).
+//! LUNs of node.toml's `[[iscsi.lun]]` and those the control plane maps to igroups (the
+//! node's SAN maps, read live), each a block volume of the node ([`VolumeLun`]), every
+//! SCSI command through the node's admission core ([`crate::qos`]).
 //!
 //! LUNs follow their volumes: a LUN is there while its volume is (a volume deleted
 //! through the API takes its LUN with it, and sessions are told REPORTED LUNS DATA HAS
@@ -76,7 +77,7 @@ impl IscsiFrontEnd {
     /// initiator(s)); logins: default chap, 1 initiator(s) their own`.
     pub fn summary(&self) -> String {
         if self.settings.luns.is_empty() {
-            return "no LUNs".into();
+            return "no LUNs in node.toml; LUNs mapped through the API follow".into();
         }
         let luns: Vec<String> = self
             .settings
@@ -142,7 +143,8 @@ impl FrontEnd for IscsiFrontEnd {
     }
 }
 
-/// The node's LUNs, as the target sees them.
+/// The node's LUNs, as the target sees them: node.toml's `[[iscsi.lun]]` and the SAN
+/// maps the control plane keeps on the node ([`storage_node::san`]), read live.
 pub struct NodeTarget {
     luns: Arc<NodeLuns>,
     alias: Option<String>,
@@ -156,10 +158,21 @@ struct NodeLuns {
     node: Arc<Node>,
     iqn: String,
     specs: Vec<LunSpec>,
-    /// The logical unit of each LUN number, with the volume it was made for.
-    units: RwLock<HashMap<u16, Unit>>,
+    /// The logical unit of each volume served as a LUN (one per volume, whatever number
+    /// each initiator sees it at: one set of reservations), with the volume it was made
+    /// for.
+    units: RwLock<HashMap<String, Unit>>,
     /// Bumped when a LUN's volume comes or goes (sessions re-read their LUNs).
     generation: AtomicU64,
+}
+
+/// One LUN as one initiator sees it.
+struct Seen {
+    number: u16,
+    volume: String,
+    block_size: u32,
+    /// The serial number the API reports (a mapped LUN's); `None`: derived from names.
+    serial: Option<String>,
 }
 
 impl NodeTarget {
@@ -177,7 +190,7 @@ impl NodeTarget {
         node.watch_volumes(Box::new(move |e| {
             let Some(l) = weak.upgrade() else { return };
             let (VolumeEvent::Added(v) | VolumeEvent::Removed(v)) = e;
-            if l.specs.iter().any(|s| s.volume == v.name) {
+            if l.specs.iter().any(|s| s.volume == v.name) || l.node.san().serves(&v.name) {
                 l.generation.fetch_add(1, Ordering::Release);
             }
         }));
@@ -190,33 +203,76 @@ impl NodeTarget {
 }
 
 impl NodeLuns {
-    /// LUN `spec`'s volume and logical unit, while the volume is there.
-    fn unit(&self, spec: &LunSpec) -> Option<Arc<LogicalUnit>> {
-        let vol = self.node.block_volume(&spec.volume)?;
+    /// The LUNs `initiator` sees, by number: node.toml's, then the SAN maps' (a number
+    /// node.toml gives this initiator stays node.toml's; the control plane refuses such
+    /// maps).
+    fn seen(&self, initiator: &str) -> Vec<Seen> {
+        let mut out: Vec<Seen> = self
+            .specs
+            .iter()
+            .filter(|s| sees(s.initiators.as_deref(), initiator))
+            .map(|s| Seen {
+                number: s.number,
+                volume: s.volume.clone(),
+                block_size: s.block_size,
+                serial: None,
+            })
+            .collect();
+        for m in self.node.san().visible(initiator) {
+            if !out.iter().any(|s| s.number == m.number) {
+                out.push(Seen {
+                    number: m.number,
+                    volume: m.volume,
+                    block_size: 512,
+                    serial: Some(m.serial),
+                });
+            }
+        }
+        out.sort_by_key(|s| s.number);
+        out
+    }
+
+    /// The volume and logical unit of a LUN, while the volume is there.
+    fn unit(&self, seen: &Seen) -> Option<Arc<LogicalUnit>> {
+        let vol = self.node.block_volume(&seen.volume)?;
         let mut units = self.units.write().unwrap_or_else(|p| p.into_inner());
-        if let Some((v, lu)) = units.get(&spec.number) {
+        if let Some((v, lu)) = units.get(&seen.volume) {
             // The same volume: the same unit (it follows the volume's size, telling the
             // sessions that use it CAPACITY DATA HAS CHANGED).
             if Arc::ptr_eq(v, &vol) {
                 return Some(lu.clone());
             }
         }
-        let lun = VolumeLun::new(vol.clone(), spec.block_size, &self.iqn);
+        let mut lun = VolumeLun::new(vol.clone(), seen.block_size, &self.iqn);
+        if let Some(s) = &seen.serial {
+            lun = lun.with_serial(s);
+        }
         let lu = LogicalUnit::new(Arc::new(lun));
-        units.insert(spec.number, (vol, lu.clone()));
+        units.insert(seen.volume.clone(), (vol, lu.clone()));
         Some(lu)
     }
 }
 
 impl Volumes for NodeLuns {
+    /// Every command asks: the LUN's volume for this initiator, without allocating (the
+    /// same precedence as [`NodeLuns::seen`]: node.toml's number first).
     fn volume(&self, initiator: &str, lun: u16) -> Option<Arc<Volume>> {
-        let spec = self.specs.iter().find(|s| s.number == lun)?;
-        if !sees(spec.initiators.as_deref(), initiator) {
-            return None;
-        }
+        let maps = self.node.san().all();
+        let name = match self
+            .specs
+            .iter()
+            .find(|s| s.number == lun && sees(s.initiators.as_deref(), initiator))
+        {
+            Some(s) => s.volume.as_str(),
+            None => maps
+                .iter()
+                .find(|m| m.number == lun && sees(Some(&m.initiators), initiator))?
+                .volume
+                .as_str(),
+        };
         let units = self.units.read().unwrap_or_else(|p| p.into_inner());
         units
-            .get(&lun)
+            .get(name)
             .map(|(v, _)| v.clone())
             .filter(|v| !v.is_removed())
     }
@@ -232,17 +288,16 @@ impl Target for NodeTarget {
     }
 
     fn luns(&self, initiator: &str) -> Vec<Mapped> {
-        // `specs` is sorted by number (the config sorts it).
         self.luns
-            .specs
+            .seen(initiator)
             .iter()
-            .filter(|s| sees(s.initiators.as_deref(), initiator))
             .filter_map(|s| Some((s.number, self.luns.unit(s)?)))
             .collect()
     }
 
     fn generation(&self) -> u64 {
-        self.luns.generation.load(Ordering::Acquire)
+        // Both counters only grow: their sum moves whenever either does.
+        self.luns.generation.load(Ordering::Acquire) + self.luns.node.san().generation()
     }
 
     fn access(&self, initiator: &str) -> Access {

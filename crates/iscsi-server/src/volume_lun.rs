@@ -33,6 +33,13 @@ impl VolumeLun {
         }
     }
 
+    /// The same, reporting `serial` as its unit serial number (VPD page 0x80): a LUN made
+    /// through the API reports the serial number the API shows.
+    pub fn with_serial(mut self, serial: &str) -> VolumeLun {
+        self.identity.serial = serial.to_string();
+        self
+    }
+
     pub fn volume(&self) -> &Arc<Volume> {
         &self.vol
     }

@@ -238,3 +238,82 @@ async fn grown_volume() {
     let cap = late.command(0, &READ_CAPACITY_10, 8, &[]).await;
     assert_eq!(last_lba(&cap.data), 4095);
 }
+
+/// LUNs mapped on the node (the control plane's SAN maps, `Node::san`) reach the sessions
+/// already logged in: the next command gets REPORTED LUNS DATA HAS CHANGED (unit
+/// attention 3Fh/0Eh), REPORT LUNS then lists the map's number for the igroup's
+/// initiators only, INQUIRY's serial page is the map's serial, and unmapping takes it away
+/// again. A number node.toml gives an initiator stays node.toml's.
+#[test]
+fn luns_mapped_on_the_node_reach_sessions_already_logged_in() {
+    // On a thread of its own with a larger stack: this test's futures together overflow
+    // a debug build's 2 MiB test-thread stack.
+    std::thread::Builder::new()
+        .stack_size(16 << 20)
+        .spawn(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(mapped_luns())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+async fn mapped_luns() {
+    use storage_node::san::SanMap;
+    let (n, addr, _stop) = start(
+        r#"
+[[volume]]
+name = "a"
+size = "1MiB"
+[[volume]]
+name = "c"
+size = "2MiB"
+[[iscsi.lun]]
+volume = "a"
+"#,
+        "iscsi-node-san",
+    );
+    let luns = |d: &[u8]| -> Vec<u8> { d.chunks(8).skip(1).map(|e| e[1]).collect() };
+    let mut c = login(addr, INITIATOR).await;
+    let mut other = login(addr, "iqn.2026-01.lab.qoslab:host2").await;
+    assert_eq!(luns(&c.command(0, &REPORT_LUNS, 256, &[]).await.data), [0]);
+    let map = |number: u16| SanMap {
+        volume: "c".into(),
+        number,
+        initiators: vec![INITIATOR.to_ascii_uppercase()],
+        serial: "Ab3dEf6hIj9L".into(),
+    };
+    // Number 0 is node.toml's: the map at 0 is not served; at 3 it is.
+    n.node.san().set(vec![map(0), map(3)]);
+    let r = c.command(0, &TEST_UNIT_READY, 0, &[]).await;
+    assert_eq!((r.status, r.asc()), (2, (6, 0x3f, 0x0e)), "{:?}", r.sense);
+    assert_eq!(
+        luns(&c.command(0, &REPORT_LUNS, 256, &[]).await.data),
+        [0, 3]
+    );
+    // The new LUN holds the attention for this nexus too (SPC: every LU the nexus sees).
+    let r = c.command(3, &TEST_UNIT_READY, 0, &[]).await;
+    assert_eq!(r.asc(), (6, 0x3f, 0x0e));
+    let cap = c.command(3, &READ_CAPACITY_10, 8, &[]).await;
+    assert_eq!(cap.status, 0, "{:?}", cap.asc());
+    assert_eq!(u32::from_be_bytes(cap.data[0..4].try_into().unwrap()), 4095);
+    let serial = c.command(3, &[0x12, 1, 0x80, 0, 64, 0], 64, &[]).await;
+    assert_eq!(&serial.data[4..16], b"Ab3dEf6hIj9L");
+    let _ = other.command(0, &TEST_UNIT_READY, 0, &[]).await;
+    assert_eq!(
+        luns(&other.command(0, &REPORT_LUNS, 256, &[]).await.data),
+        [0]
+    );
+    assert_ne!(other.command(3, &TEST_UNIT_READY, 0, &[]).await.status, 0);
+    // Unmapped: gone from the session that saw it.
+    n.node.san().set(Vec::new());
+    let r = c.command(0, &TEST_UNIT_READY, 0, &[]).await;
+    assert_eq!(r.asc(), (6, 0x3f, 0x0e));
+    assert_eq!(luns(&c.command(0, &REPORT_LUNS, 256, &[]).await.data), [0]);
+    assert_ne!(c.command(3, &TEST_UNIT_READY, 0, &[]).await.status, 0);
+}

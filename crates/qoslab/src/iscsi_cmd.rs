@@ -93,7 +93,8 @@ pub struct IscsiServeArgs {
     #[arg(long, value_name = "ADDR")]
     listen_iscsi: Option<std::net::SocketAddr>,
     /// Serve iSCSI beyond loopback even where a LUN is open to every initiator or an
-    /// initiator that sees one logs in without CHAP (a lab network you trust).
+    /// initiator that sees one logs in without CHAP (a lab network you trust); also lets
+    /// the REST API map LUNs to such initiators.
     #[arg(long)]
     insecure_iscsi: bool,
 }
@@ -132,6 +133,28 @@ pub fn prepare(
         }
     }
     credentials(s, data_dir).map(Some)
+}
+
+/// The LUN maps made through the API, checked at start as node.toml's LUNs are: beyond
+/// loopback every initiator a LUN is mapped to logs in with CHAP (a map made under
+/// --insecure-iscsi, or before node.toml's credentials changed, stops the start).
+pub fn check_san_maps(
+    args: &IscsiServeArgs,
+    cp: &control_plane::api::ControlPlane,
+) -> anyhow::Result<()> {
+    cp.san().set_insecure_iscsi(args.insecure_iscsi);
+    let problems = cp.san().exposure_problems();
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "refusing to serve iSCSI: the LUN maps in the state database expose LUNs \
+             without CHAP:\n  {}\ngive those initiators CHAP in node.toml's \
+             [[iscsi.credentials]] (docs/ISCSI.md, \"Logins\"), unmap them (start with \
+             --listen-iscsi 127.0.0.1:PORT to reach the API), or pass --insecure-iscsi on a \
+             network you trust",
+            problems.join("\n  ")
+        );
+    }
+    Ok(())
 }
 
 /// The secrets of `[[iscsi.credentials]]`, read from their files.

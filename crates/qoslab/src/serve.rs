@@ -315,6 +315,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     runtime(&args)?.block_on(async move {
         let stats = Arc::new(ServerStats::default());
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
+        crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp)?;
         let node = cp.node.clone();
         crate::serve_safety::print_data_dir(&cp, &data_dir);
         let nbd_mode = args.nbd_tls.mode();
@@ -368,6 +369,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(iscsi) =
             crate::iscsi_cmd::start(&cfg.iscsi, iscsi_credentials, args.max_connections as usize)?
         {
+            cp.san().set_iscsi_endpoint(iscsi.local_addr());
             builder = builder.front_end(iscsi);
         }
         let running = builder.spawn().await?;

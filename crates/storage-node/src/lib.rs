@@ -30,6 +30,7 @@ pub mod node;
 pub mod objstore;
 pub mod private;
 pub mod provisioned;
+pub mod san;
 pub mod scheduler;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]

@@ -42,6 +42,8 @@ pub struct Node {
     watchers: Mutex<Vec<VolumeWatcher>>,
     /// The next export id the node gives a NAS volume declared without one.
     next_export_id: std::sync::atomic::AtomicU32,
+    /// Block volumes served as LUNs by map (the control plane's; the iSCSI target's).
+    san: crate::san::SanMaps,
 }
 
 /// What happened to a volume ([`Node::watch_volumes`]).
@@ -95,6 +97,7 @@ impl Node {
             ),
             watchers: Mutex::new(Vec::new()),
             next_export_id: std::sync::atomic::AtomicU32::new(1),
+            san: crate::san::SanMaps::default(),
         });
         for v in &cfg.volumes {
             node.add_volume(v)?;
@@ -222,6 +225,11 @@ impl Node {
                 return Ok(id);
             }
         }
+    }
+
+    /// The SAN maps: block volumes served as LUNs to igroups' initiators.
+    pub fn san(&self) -> &crate::san::SanMaps {
+        &self.san
     }
 
     /// Be told of every volume added or removed from now on (synchronously, in the call

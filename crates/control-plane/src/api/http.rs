@@ -211,6 +211,7 @@ enum Route {
     Metrics,
     S3(super::s3::S3Route),
     Nfs(super::nas::NfsRoute),
+    San(super::san::SanRoute),
 }
 
 impl Route {
@@ -221,6 +222,7 @@ impl Route {
             Route::Svms | Route::Svm(_) | Route::Metrics | Route::Cluster => "GET",
             Route::S3(r) => r.allowed(),
             Route::Nfs(r) => r.allowed(),
+            Route::San(r) => r.allowed(),
         }
     }
 }
@@ -238,6 +240,9 @@ fn route(path: &str) -> Option<Route> {
     }
     if let Some(r) = super::nas::route(p, percent_decode) {
         return Some(Route::Nfs(r));
+    }
+    if let Some(r) = super::san::route(p, percent_decode) {
+        return Some(Route::San(r));
     }
     match p {
         "/metrics" => Some(Route::Metrics),
@@ -276,7 +281,10 @@ async fn handle(req: Request<Incoming>, shared: &Shared, ip: std::net::IpAddr) -
                 "no such endpoint {path}; endpoints: /api/cluster, {POLICIES}[/UUID], \
                  {VOLUMES}[/UUID], {SVMS}[/UUID], \
                  /api/protocols/s3/services[/SVM_UUID[/users[/NAME]|/buckets[/UUID]]], \
-                 /api/protocols/nfs/export-policies[/ID], /metrics"
+                 /api/protocols/nfs/export-policies[/ID], /api/storage/luns[/UUID], \
+                 /api/protocols/san/igroups[/UUID[/initiators[/NAME]]], \
+                 /api/protocols/san/lun-maps[/LUN_UUID/IGROUP_UUID], \
+                 /api/protocols/san/iscsi/services[/SVM_UUID], /metrics"
             ),
         ));
     };
@@ -435,6 +443,7 @@ fn dispatch(
         (_, Route::Cluster) => cp.cluster(),
         (m, Route::S3(r)) => cp.s3().dispatch(&m, r, body, query),
         (m, Route::Nfs(r)) => cp.nas().dispatch(&m, r, body, query),
+        (m, Route::San(r)) => cp.san().dispatch(&m, r, body, query),
         (_, Route::Metrics) => Err(ApiError::internal("unroutable request")),
     }
 }

@@ -17,12 +17,14 @@ pub mod nas;
 mod policies;
 pub mod query;
 pub mod s3;
+pub mod san;
 mod seed;
 mod strict_json;
 mod svms;
 pub mod users;
 mod volume_files;
 mod volumes;
+mod workload_stats;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -57,6 +59,8 @@ struct Inner {
     offline: std::collections::BTreeMap<String, String>,
     /// NFS export policies (api/nas.rs).
     export_policies: Vec<nas::ExportPolicyRec>,
+    /// LUNs, igroups and LUN maps (api/san).
+    san: san::SanState,
 }
 
 /// The node's control plane (REST resources, durable state, metrics).
@@ -72,6 +76,8 @@ pub struct ControlPlane {
     s3: s3::S3State,
     /// The data directory's file system (its largest file bounds a volume's size).
     fs: crate::datadir::FsFacts,
+    /// The node's iSCSI target, as LUN maps are checked against it (api/san).
+    iscsi: san::IscsiInfo,
 }
 
 /// The node's NBD listening addresses, reported in each volume's `nbd` block so that
@@ -176,20 +182,30 @@ impl ControlPlane {
         let offline = bring_up(&node, &volumes, &specs, &fs);
         let s3 = s3::S3State::load(&store, &node, &policies, None)
             .map_err(|e| format!("{}: S3 buckets: {e}", db.display()))?;
+        let san_state = san::load(&store, &node, &volumes, fs.max_file_size)
+            .map_err(|e| format!("{}: SAN objects: {e}", db.display()))?;
+        let mut inner = Inner {
+            store,
+            policies,
+            volumes,
+            offline,
+            export_policies,
+            san: san_state,
+        };
+        san::bring_up(&node, &mut inner);
         Ok(Arc::new(ControlPlane {
             node,
             server_stats,
-            inner: Mutex::new(Inner {
-                store,
-                policies,
-                volumes,
-                offline,
-                export_policies,
-            }),
+            inner: Mutex::new(inner),
             nbd: std::sync::OnceLock::new(),
             nfs: std::sync::OnceLock::new(),
             s3,
             fs,
+            iscsi: san::IscsiInfo {
+                settings: cfg.iscsi.clone(),
+                insecure: Default::default(),
+                bound: Default::default(),
+            },
         }))
     }
 
@@ -222,13 +238,23 @@ impl ControlPlane {
         &self.fs
     }
 
-    /// uuid → name of every volume (for metrics labels).
+    /// (name, uuid) of every volume the node serves (for metrics labels): the volumes,
+    /// and each LUN's block volume (`VOLUME:LUN`) with the LUN's uuid.
     pub fn volume_uuids(&self) -> Vec<(String, String)> {
-        self.lock()
+        let inner = self.lock();
+        let mut v: Vec<(String, String)> = inner
             .volumes
             .iter()
             .map(|v| (v.name.clone(), v.uuid.clone()))
-            .collect()
+            .collect();
+        v.extend(
+            inner
+                .san
+                .luns
+                .iter()
+                .map(|l| (san::lun_node_name(&inner, l), l.uuid.clone())),
+        );
+        v
     }
 }
 

@@ -774,6 +774,7 @@ pub fn patch_volume(m: &Map<String, Value>) -> R<VolumePatch> {
 
 mod burst;
 pub mod nas;
+pub mod san;
 
 #[cfg(test)]
 mod tests;

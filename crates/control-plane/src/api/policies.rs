@@ -224,12 +224,24 @@ impl Policies<'_> {
         // Buckets under the policy hold it too (api/s3.rs).
         let buckets = self.cp.s3.buckets_using(&row.uuid);
         users.extend(buckets.iter().map(|b| b.as_str()));
+        // LUNs under the policy of their own too (api/san), by path.
+        let luns: Vec<String> = inner
+            .san
+            .luns
+            .iter()
+            .filter(|l| l.policy_uuid.as_deref() == Some(row.uuid.as_str()))
+            .map(|l| {
+                let vol = inner.volumes.iter().find(|v| v.uuid == l.volume_uuid);
+                format!("/vol/{}/{}", vol.map_or("?", |v| v.name.as_str()), l.name)
+            })
+            .collect();
+        users.extend(luns.iter().map(|l| l.as_str()));
         if !users.is_empty() {
             return Err(ApiError::conflict(
                 code::IN_USE,
                 "uuid",
                 format!(
-                    "policy {:?} is in use by {} volume(s) or bucket(s): {}; move them to \
+                    "policy {:?} is in use by {} volume(s), bucket(s) or LUN(s): {}; move them to \
                      another policy (or none) first",
                     row.name,
                     users.len(),

@@ -14,8 +14,6 @@ use super::{db_unchanged, file_error, svm_json, ControlPlane, Inner, Reply, R};
 use crate::config::VolumeSpec;
 use crate::datadir::describe_size;
 use crate::state::{new_uuid, VolumeRow};
-use crate::stats::OpKind;
-use crate::volume::Volume;
 
 pub const VOLUMES: &str = "/api/storage/volumes";
 
@@ -112,8 +110,11 @@ impl Volumes<'_> {
             },
         );
         if let Some(l) = &live {
-            m.insert("metric".into(), metric_json(l));
-            m.insert("statistics".into(), statistics_json(l));
+            m.insert("metric".into(), super::workload_stats::metric_json(l));
+            m.insert(
+                "statistics".into(),
+                super::workload_stats::statistics_json(l),
+            );
             let lim = l.limits();
             m.insert(
                 "limits".into(),
@@ -428,6 +429,7 @@ impl Volumes<'_> {
                 if let Err(e) = self.cp.node.assign_policy(&vol, name) {
                     tracing::error!(volume = %row.name, "assigning its policy: {e}");
                 }
+                super::san::follow_volume_policy(&self.cp.node, inner, row);
             }
             if patch.export_policy.is_some() {
                 let name = super::nas::export_policy_of(row);
@@ -525,6 +527,18 @@ impl Volumes<'_> {
     /// deleted in one transaction (the renames undone if that fails), then the volumes
     /// leave service and the tombstones are removed.
     fn remove(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
+        let luns = super::san::luns_in(inner, uuids);
+        if !luns.is_empty() {
+            return Err(ApiError::conflict(
+                code::IN_USE,
+                "uuid",
+                format!(
+                    "the volume holds LUN(s) {}: delete them first (DELETE \
+                     /api/storage/luns/UUID, or `lun delete`)",
+                    luns.join(", ")
+                ),
+            ));
+        }
         let mut moved: Vec<(PathBuf, PathBuf)> = Vec::new();
         let undo = |moved: &[(PathBuf, PathBuf)]| {
             for (path, stone) in moved.iter().rev() {
@@ -607,63 +621,4 @@ pub(super) fn volume_index(inner: &Inner, uuid: &str) -> R<usize> {
         .iter()
         .position(|v| v.uuid == uuid)
         .ok_or_else(|| ApiError::not_found("uuid", format!("no volume with uuid {uuid:?}")))
-}
-
-/// Rates over the last second. ONTAP's `metric` also carries `duration`, whose values
-/// (PT15S, PT4M, ...) name windows of 15 s and longer; qoslab's window is 1 s, which has
-/// no name in that set, so `duration` is omitted rather than misstated (docs/API.md).
-fn metric_json(v: &Volume) -> Value {
-    let r = v.stats.rates();
-    let round = |x: f64| x.round() as u64;
-    json!({
-        "status": "ok",
-        "iops": {
-            "read": round(r.iops[0]),
-            "write": round(r.iops[1]),
-            "other": round(r.iops[2]),
-            "total": round(r.total_iops()),
-        },
-        "throughput": {
-            "read": round(r.throughput[0]),
-            "write": round(r.throughput[1]),
-            "other": 0,
-            "total": round(r.throughput[0] + r.throughput[1]),
-        },
-        "latency": {
-            "read": round(r.latency_us[0]),
-            "write": round(r.latency_us[1]),
-            "other": round(r.latency_us[2]),
-            "total": round(r.latency_us[3]),
-        },
-        "qos_latency": {
-            "ceiling": round(r.qos_latency_us[0]),
-            "floor": round(r.qos_latency_us[1]),
-        },
-    })
-}
-
-/// ONTAP's raw cumulative counters (`statistics`): operations, bytes and latency sums in
-/// microseconds since the node started, with the time they were read. Two readings give
-/// rates over any interval.
-fn statistics_json(v: &Volume) -> Value {
-    let s = &v.stats;
-    let ops = [OpKind::Read, OpKind::Write, OpKind::Other].map(|k| s.ops(k));
-    let lat_us = [0, 1, 2].map(|i| s.latency[i].sum_ns() / 1000);
-    let read = s.read_bytes.load(std::sync::atomic::Ordering::Relaxed);
-    let write = s.write_bytes.load(std::sync::atomic::Ordering::Relaxed);
-    json!({
-        "timestamp": super::rfc3339_now(),
-        "status": "ok",
-        "iops_raw": {
-            "read": ops[0], "write": ops[1], "other": ops[2],
-            "total": ops.iter().sum::<u64>(),
-        },
-        "latency_raw": {
-            "read": lat_us[0], "write": lat_us[1], "other": lat_us[2],
-            "total": lat_us.iter().sum::<u64>(),
-        },
-        "throughput_raw": {
-            "read": read, "write": write, "other": 0, "total": read + write,
-        },
-    })
 }

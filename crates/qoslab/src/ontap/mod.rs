@@ -1,12 +1,14 @@
 //! `qoslab ontap`: ONTAP clustershell commands against a node's REST API, so that the
 //! seeds' `::>` lines run as written: `qos policy-group ...`, `qos adaptive-policy-group
 //! ...`, `qos statistics volume performance show`, `volume create|modify|show|delete`
-//! (`vol` works: command words may be abbreviated), `vserver show`. With no words, an
+//! (`vol` works: command words may be abbreviated), `vserver show`, and SAN: `lun
+//! create|show|map|unmap|mapping show`, `igroup create|add|show`, `vserver iscsi show`. With no words, an
 //! interactive `qoslab::>` prompt (or a script on standard input). docs/CLUSTERSHELL.md.
 
 mod export_policy;
 mod parse;
 mod qos;
+mod san;
 mod volume;
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -26,6 +28,9 @@ EXAMPLES (seed 000 and seed 001):
   qoslab ontap vol modify -vserver epic -volume epic_rhel1_* -qos-adaptive-policy-group AqosEpicProd
   qoslab ontap qos policy-group create -policy-group pg500 -vserver vs1 -max-throughput 500iops
   qoslab ontap qos statistics volume performance show -iterations 1
+  qoslab ontap lun create -vserver qoslab -path /vol/db/lun1 -size 10g -ostype linux
+  qoslab ontap igroup create -igroup hosts -protocol iscsi -ostype linux -initiator iqn.1993-08.org.debian:01:h1
+  qoslab ontap lun map -path /vol/db/lun1 -igroup hosts -lun-id 0
   qoslab ontap                          # interactive: qoslab::> prompt (exit to leave)
 
 Options of qoslab itself (--url, --data-dir, -u, -k) go before the command words.
@@ -75,11 +80,13 @@ impl Shell {
         let Some(first) = words.first() else {
             return Ok(());
         };
-        let top = pick(first, &["qos", "volume", "vserver"], "")?;
+        let top = pick(first, &["qos", "volume", "vserver", "lun", "igroup"], "")?;
         let rest = &words[1..];
         match top {
             "qos" => qos::run(self, rest, out),
             "volume" => volume::run(self, rest, out),
+            "lun" => san::lun(self, rest, out),
+            "igroup" => san::igroup(self, rest, out),
             _ => volume::vserver(self, rest, out),
         }
     }

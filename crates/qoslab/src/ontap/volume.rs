@@ -290,8 +290,10 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
 
 /// `vserver show`: the SVMs the node knows.
 pub fn vserver(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
-    if sub(w, &["show", "export-policy"], "vserver")? == "export-policy" {
-        return super::export_policy::run(sh, &w[1..], out);
+    match sub(w, &["show", "export-policy", "iscsi"], "vserver")? {
+        "export-policy" => return super::export_policy::run(sh, &w[1..], out),
+        "iscsi" => return super::san::iscsi_show(sh, &w[1..], out),
+        _ => {}
     }
     let g = params(&w[1..], &[opt("vserver")])?;
     let mut q = String::from("/api/svm/svms?fields=*&order_by=name");
