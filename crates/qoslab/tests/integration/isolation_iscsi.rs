@@ -10,7 +10,7 @@
 //! builds running). A 3,000 IOPS controller is about half of that: two protected LUNs at
 //! a 750 IOPS floor, a bully offered 1,500 then 3,000 IOPS.
 //!
-//! Cost: ~20 s for the profile (2 modes x 2 steps x 4 s, node starts), ~5 s for the plan
+//! Cost: ~15 s for the profile (2 modes x 2 steps x 3 s, node starts), ~8 s for the plan
 //! (heavy group: both time fio).
 
 use std::time::Duration;
@@ -72,7 +72,7 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
             "--steps",
             "2",
             "--runtime",
-            "3s",
+            "2s",
             "--ramp",
             "1s",
             "--db",
@@ -109,8 +109,8 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
     assert_libiscsi(&job_files(&d));
 
     // The harness's verdicts: each protected LUN's floor at both steps holds, or is
-    // inconclusive naming this machine (the diagnosis: the load generator's CPU or
-    // other work), never failed; the control's own verdict says the bully hurt.
+    // inconclusive naming this machine (the diagnosis: the load generator's CPU, other
+    // work, a starved host), never failed; the control's own verdict says the bully hurt.
     let jobs = run["jobs"].as_array().expect("jobs");
     assert_eq!(jobs.len(), 12, "2 modes x 2 steps x 3 LUNs: {run}");
     let verdicts: Vec<&serde_json::Value> = jobs
@@ -125,9 +125,11 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
     assert_eq!(floors.len(), 4, "{run}");
     for v in &floors {
         let host = v["outcome"] == "inconclusive"
-            && v["reason"]
-                .as_str()
-                .is_some_and(|r| r.starts_with("client-cpu-bound") || r.starts_with("noisy-host"));
+            && v["reason"].as_str().is_some_and(|r| {
+                ["client-cpu-bound", "noisy-host", "starved-host"]
+                    .iter()
+                    .any(|h| r.starts_with(h))
+            });
         assert!(
             v["outcome"] == "pass" || host,
             "a protected LUN's floor failed over iSCSI: {v}\n{out}"
