@@ -124,6 +124,7 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
         .collect();
     assert_eq!(floors.len(), 4, "{run}");
     for v in &floors {
+        eprintln!("floor verdict: {} {}", v["outcome"], v["detail"]);
         let host = v["outcome"] == "inconclusive"
             && v["reason"].as_str().is_some_and(|r| {
                 ["client-cpu-bound", "noisy-host", "starved-host"]
