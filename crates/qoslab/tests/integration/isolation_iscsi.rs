@@ -217,7 +217,13 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
         _ => 1,
     };
     assert_eq!(code, Some(want), "exit status vs verdicts\n{out}");
-    if control[0]["passed"] != true {
+    if control[0]["passed"] == true {
+        let detail = control[0]["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains("(a LUN over iSCSI) at step"),
+            "the control's verdict names what was measured: {detail}"
+        );
+    } else {
         rt.short(format!("the control's own verdict failed: {}", control[0]));
     }
     rt.finish();

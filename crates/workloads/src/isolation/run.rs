@@ -14,7 +14,7 @@ use storage_node::NodeConfig;
 
 use super::render::render;
 use super::results::{table, Row, P99_METRIC};
-use super::spec::{IsolationSpec, Mode};
+use super::spec::{IsolationSpec, Mode, Protocol};
 
 /// The scenario as steps, and what it has measured so far.
 #[derive(Debug)]
@@ -143,7 +143,10 @@ impl IsolationPlan {
                     mode,
                     &mut self.first_p99[i],
                     &mut self.control_worst,
-                    &format!("{name} at step {step}"),
+                    &match spec.protocol {
+                        Protocol::Nbd => format!("{name} at step {step}"),
+                        Protocol::Iscsi => format!("{name} (a LUN over iSCSI) at step {step}"),
+                    },
                     (&r, &ev),
                 )?
             } else {
