@@ -20,8 +20,8 @@ pub struct IsolationSpec {
     /// fio iodepth of the bully.
     pub bully_qd: u32,
     /// fio jobs (processes, each with its own NBD connection or iSCSI session) per
-    /// protected volume and for the bully; each runs at its share of the volume's rate and at the volume's
-    /// iodepth. [`jobs_for`] is what a rate needs.
+    /// protected volume and for the bully; each runs at its share of the volume's rate
+    /// and at the volume's iodepth. [`jobs_for`] is what a rate needs.
     pub protected_jobs: u32,
     pub bully_jobs: u32,
     /// Number of steps from 1x to `max_load` x the remaining capacity.
