@@ -2,9 +2,9 @@
 //! Errors name the file, the line, the key and what is allowed.
 //!
 //! This module parses what every plan shares: `[bench]` (name, runtime, ramp, iterations,
-//! target, mmap_reads) and the embedded node's `[[policy]]`, `[[volume]]`, `[capacity]` and
-//! `[[iscsi.lun]]` (by the node's own config parser, with the plan's line numbers). Every other top-level
-//! table belongs to a workload family (`[[workload]]`, `[ramp]`, `[[system]]`, ...), which
+//! target, mmap_reads) and the embedded node's `[[policy]]`, `[[volume]]`, `[capacity]`
+//! and `[[iscsi.lun]]` (by the node's own config parser, with the plan's line numbers).
+//! Every other top-level table belongs to a workload family (`[[workload]]`, `[ramp]`, `[[system]]`, ...), which
 //! parses it itself from the same text ([`PlanSource`]); [`crate::family::Registry::parse`]
 //! puts the two together.
 //!

@@ -24,8 +24,9 @@ pub struct IsolationArgs {
     /// fio iodepth of the bully.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub bully_qd: u32,
-    /// fio jobs (processes, each with its own NBD connection or iSCSI session) per protected volume, each
-    /// at its share of the floor (default: what the floor needs, one per 60,000 IOPS).
+    /// fio jobs (processes, each with its own NBD connection or iSCSI session) per
+    /// protected volume, each at its share of the floor (default: what the floor needs,
+    /// one per 60,000 IOPS).
     #[arg(long, value_name = "N")]
     pub protected_jobs: Option<u32>,
     /// fio jobs for the bully, each at its share of the step's rate (default: what the
