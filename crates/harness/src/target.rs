@@ -390,6 +390,10 @@ pub struct EmbeddedNode {
     socket: PathBuf,
     /// Where its NFS front end listens, when it has NAS volumes.
     nfs: Option<std::net::SocketAddr>,
+    /// Where its iSCSI target listens (loopback, a port of its own) and its name, when it
+    /// has LUNs (`[[iscsi.lun]]`); the LUNs' numbers by volume.
+    iscsi: Option<(std::net::SocketAddr, String)>,
+    luns: Vec<(String, u16)>,
     node: Arc<Node>,
     running: Option<NodeThread>,
     /// Its directory goes on a signal too (the lifecycle's local phase).
@@ -427,6 +431,17 @@ impl EmbeddedNode {
         } else {
             (Node::builder(cfg.clone(), &dir.join("data")), None)
         };
+        // LUNs are served over iSCSI on a loopback port of their own, every initiator
+        // logging in without a secret (the node is this user's, on loopback); a LUN's
+        // masking (`initiators`) holds as on any node.
+        let (builder, iscsi) = if cfg.iscsi.luns.is_empty() {
+            (builder, None)
+        } else {
+            let fe = iscsi_server::IscsiFrontEnd::bind(([127, 0, 0, 1], 0).into(), &cfg.iscsi)
+                .map_err(|e| fail(format!("iSCSI listener: {e}")))?;
+            let at = (fe.local_addr(), cfg.iscsi.iqn.clone());
+            (builder.front_end(fe), Some(at))
+        };
         // Every thread of the node is named toolsets::NODE_THREADS: the tool sets count
         // them as the node, the rest of this process as the harness.
         let nbd = nbd_server::NbdFrontEnd::bind(
@@ -443,6 +458,13 @@ impl EmbeddedNode {
             dir,
             socket,
             nfs,
+            iscsi,
+            luns: cfg
+                .iscsi
+                .luns
+                .iter()
+                .map(|l| (l.volume.clone(), l.number))
+                .collect(),
             node: running.node().clone(),
             running: Some(running),
             _on_signal: on_signal,
@@ -479,10 +501,22 @@ impl EmbeddedNode {
         ))
     }
 
-    /// fio options reaching `volume` (fio's nfs engine for a NAS volume).
+    /// The libiscsi URL of the LUN serving `volume` (`None`: the volume is no LUN):
+    /// `iscsi://127.0.0.1:PORT/IQN/LUN`.
+    pub fn iscsi_url(&self, volume: &str) -> Option<String> {
+        let (addr, iqn) = self.iscsi.as_ref()?;
+        let (_, lun) = self.luns.iter().find(|(v, _)| v == volume)?;
+        Some(format!("iscsi://{addr}/{iqn}/{lun}"))
+    }
+
+    /// fio options reaching `volume`: fio's nfs engine for a NAS volume, its libiscsi
+    /// engine for a LUN, else its nbd engine.
     pub fn options(&self, volume: &str) -> Vec<(String, String)> {
         if let Some(url) = self.nfs_url(volume) {
             return crate::nfs::options(&url);
+        }
+        if let Some(url) = self.iscsi_url(volume) {
+            return crate::iscsi::options(&url);
         }
         vec![
             ("ioengine".into(), "nbd".into()),
@@ -595,5 +629,53 @@ mod tests {
         let dir = n.dir.clone();
         n.stop();
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn an_embedded_nodes_luns_are_served_on_loopback_each_command_one_op() {
+        let cfg = NodeConfig::parse(
+            "[[volume]]\nname = \"db\"\nsize = \"64MiB\"\n\
+             [[volume]]\nname = \"logs\"\nsize = \"64MiB\"\n\
+             [[volume]]\nname = \"plain\"\nsize = \"64MiB\"\n\
+             [[iscsi.lun]]\nvolume = \"logs\"\nlun = 3\n\
+             [[iscsi.lun]]\nvolume = \"db\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let n = EmbeddedNode::start(&cfg).unwrap();
+        let url = n.iscsi_url("logs").unwrap();
+        let u = crate::iscsi::IscsiUrl::parse(&url).unwrap();
+        assert_eq!((u.host.as_str(), u.lun), ("127.0.0.1", 3), "{url}");
+        assert_eq!(u.iqn, storage_node::config::iscsi::DEFAULT_IQN);
+        assert_eq!(
+            n.iscsi_url("db").unwrap(),
+            format!("iscsi://{}/{}/0", u.portal(), u.iqn)
+        );
+        assert_eq!(n.iscsi_url("plain"), None);
+        assert_eq!(
+            n.options("db"),
+            crate::iscsi::options(&n.iscsi_url("db").unwrap())
+        );
+        assert_eq!(n.options("plain")[0].1, "nbd");
+        // The harness's initiator logs in and reads a block of LUN 3: one operation in
+        // the books of volume logs, none in db's.
+        let addr: std::net::SocketAddr = u.portal().parse().unwrap();
+        let ops = |v: &str| n.node().volume(v).unwrap().stats.total_ops();
+        let before = (ops("logs"), ops("db"));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let resp = rt.block_on(async {
+            let mut c = iscsi_server::client::Client::connect(addr, crate::iscsi::INITIATOR)
+                .await
+                .unwrap();
+            assert_eq!(c.login(&u.iqn, &[]).await, (0, 0));
+            c.command(3, &iscsi_server::client::read10(0, 1), 512, &[])
+                .await
+        });
+        assert_eq!((resp.status, resp.data.len()), (0, 512));
+        assert_eq!((ops("logs"), ops("db")), (before.0 + 1, before.1));
+        n.stop();
     }
 }

@@ -285,10 +285,20 @@ pub fn dry_run(plan: &Plan, target: DryTarget, written: &[Place], db: &Path) -> 
     for mut j in jobs {
         let reach = match &target {
             DryTarget::Resolved(Target::Embedded) => {
-                format!(
-                    "# on volume {} of the embedded node (made for the run)\n",
-                    j.volume.as_deref().unwrap_or("bench")
-                )
+                let vol = j.volume.as_deref().unwrap_or("bench");
+                let lun = plan
+                    .common
+                    .node
+                    .as_ref()
+                    .and_then(|n| n.iscsi.luns.iter().find(|l| l.volume == vol));
+                match lun {
+                    Some(l) => format!(
+                        "# on volume {vol} of the embedded node (made for the run), its LUN {} \
+                         over iSCSI (fio's libiscsi engine)\n",
+                        l.number
+                    ),
+                    None => format!("# on volume {vol} of the embedded node (made for the run)\n"),
+                }
             }
             DryTarget::Resolved(t) => {
                 for (k, v) in t.options_for(j.volume.as_deref()) {

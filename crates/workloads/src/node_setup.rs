@@ -77,6 +77,9 @@ impl NodeSetup {
         wanted: &[String],
     ) -> Result<NodeSetup, String> {
         let url = api.url().to_string();
+        if let Some(e) = lun_refusal(plan, wanted, &url) {
+            return Err(e);
+        }
         let (created, guard) = created_with_teardown(api, "--node");
         let mut setup = NodeSetup {
             api: api.clone(),
@@ -323,9 +326,43 @@ pub(crate) fn ensure_policy(
     Ok(true)
 }
 
+/// A plan's volume declared a LUN (`[[iscsi.lun]]`) cannot run on `--node` yet: a running
+/// node's LUNs are its own node.toml's, neither looked up nor made over its API, and the
+/// job would silently go over NBD. The refusal, naming the first such volume.
+fn lun_refusal(plan: Option<&NodeConfig>, wanted: &[String], url: &str) -> Option<String> {
+    let luns = &plan?.iscsi.luns;
+    let l = luns.iter().find(|l| wanted.contains(&l.volume))?;
+    Some(format!(
+        "volume {:?} is a LUN in the plan's [[iscsi.lun]]: on --node {url} a LUN is the \
+         node's own (its node.toml's [[iscsi.lun]]), not made or looked up by a plan yet; \
+         reach it with --target iscsi://HOST:PORT/IQN/LUN, or drop the plan's [[iscsi.lun]] \
+         to run the volume over NBD",
+        l.volume
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plans_lun_is_refused_on_a_running_node() {
+        let cfg = NodeConfig::parse(
+            "[[volume]]\nname = \"db\"\nsize = \"1GiB\"\n[[volume]]\nname = \"logs\"\nsize = \"1GiB\"\n\
+             [[iscsi.lun]]\nvolume = \"db\"\n",
+            "p.toml",
+        )
+        .unwrap();
+        let url = "https://127.0.0.1:8080";
+        let e = lun_refusal(Some(&cfg), &["logs".into(), "db".into()], url).unwrap();
+        assert!(
+            e.starts_with("volume \"db\" is a LUN in the plan's [[iscsi.lun]]: on --node https://127.0.0.1:8080"),
+            "{e}"
+        );
+        // Work on the plain volume only, or a plan without LUNs: nothing to refuse.
+        assert_eq!(lun_refusal(Some(&cfg), &["logs".into()], url), None);
+        assert_eq!(lun_refusal(None, &["db".into()], url), None);
+    }
 
     #[test]
     fn only_a_gone_run_of_this_boot_is_stale() {

@@ -2,9 +2,9 @@
 //! Errors name the file, the line, the key and what is allowed.
 //!
 //! This module parses what every plan shares: `[bench]` (name, runtime, ramp, iterations,
-//! target, mmap_reads) and the embedded node's `[[policy]]`, `[[volume]]` and `[capacity]`
-//! (by the node's own config parser, with the plan's line numbers). Every other top-level
-//! table belongs to a workload family (`[[workload]]`, `[ramp]`, `[[system]]`, ...), which
+//! target, mmap_reads) and the embedded node's `[[policy]]`, `[[volume]]`, `[capacity]`
+//! and `[[iscsi.lun]]` (by the node's own config parser, with the plan's line numbers).
+//! Every other top-level table belongs to a workload family (`[[workload]]`, `[ramp]`, `[[system]]`, ...), which
 //! parses it itself from the same text ([`PlanSource`]); [`crate::family::Registry::parse`]
 //! puts the two together.
 //!
@@ -24,6 +24,9 @@
 //! name = "vol500"
 //! size = "100GB"
 //! policy = "QoS_500iops"
+//!
+//! [[iscsi.lun]]           # node.toml's too: the volume is a LUN, fio reaches it over iSCSI
+//! volume = "vol500"       # (its libiscsi engine; the node listens on a loopback port)
 //! ```
 
 mod duration;
@@ -49,7 +52,7 @@ pub const DEFAULT_RUNTIME: f64 = 15.0;
 pub const DEFAULT_RAMP: f64 = 2.0;
 
 /// The top-level tables every plan may hold, whatever its family.
-pub const COMMON_TABLES: [&str; 4] = ["bench", "policy", "volume", "capacity"];
+pub const COMMON_TABLES: [&str; 5] = ["bench", "policy", "volume", "capacity", "iscsi"];
 
 /// A plan's text and where it came from: what a family parses its tables from, and how
 /// its errors name a line.
@@ -162,6 +165,28 @@ struct RawCommon {
     /// The embedded node's emulated controller (node.toml's `[capacity]`); read by the
     /// node's own config parser.
     capacity: Option<toml::Value>,
+    /// The embedded node's LUNs (node.toml's `[iscsi]`, `[[iscsi.lun]]`); read by the
+    /// node's own config parser, the keys a plan may not set checked here.
+    iscsi: Option<RawPlanIscsi>,
+}
+
+/// What a plan's `[iscsi]` is checked for beyond node.toml's rules: the embedded node
+/// listens on a loopback port of its own and fio logs in as [`crate::iscsi::INITIATOR`]
+/// without a secret.
+#[derive(Deserialize)]
+struct RawPlanIscsi {
+    listen: Option<Spanned<toml::Value>>,
+    portal: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    credentials: Vec<Spanned<toml::Value>>,
+    #[serde(default)]
+    lun: Vec<RawPlanLun>,
+}
+
+#[derive(Deserialize)]
+struct RawPlanLun {
+    volume: Option<toml::Value>,
+    initiators: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -201,7 +226,7 @@ fn node_section_text(text: &str) -> String {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
                 .collect();
-            keep = root == "policy" || root == "volume" || root == "capacity";
+            keep = matches!(root.as_str(), "policy" | "volume" | "capacity" | "iscsi");
         }
         if keep {
             out.push_str(line);
@@ -268,7 +293,10 @@ pub fn parse_common(
             "{origin}: [capacity] sets up the embedded node's emulated controller, which needs at least one [[volume]]"
         )));
     }
-    let node = if raw.volume.is_empty() && raw.policy.is_empty() {
+    if let Some(i) = &raw.iscsi {
+        check_plan_iscsi(src, i)?;
+    }
+    let node = if raw.volume.is_empty() && raw.policy.is_empty() && raw.iscsi.is_none() {
         None
     } else {
         let mut cfg = NodeConfig::parse(&node_section_text(src.text), origin)
@@ -294,6 +322,68 @@ pub fn parse_common(
         node,
     };
     Ok((common, keys))
+}
+
+/// A plan's `[iscsi]`: node.toml's, but the embedded node's target listens on a loopback
+/// port of its own (no `listen`, `portal`) and fio logs in without a secret as
+/// [`crate::iscsi::INITIATOR`] (no `[[iscsi.credentials]]`; a LUN's `initiators` name it).
+fn check_plan_iscsi(src: &PlanSource, i: &RawPlanIscsi) -> Result<(), PlanError> {
+    let own_port = "a plan's embedded node serves its LUNs on a loopback port of its own \
+                    (a plan's [iscsi] may set iqn, alias and [[iscsi.lun]])";
+    for (key, v) in [("listen", &i.listen), ("portal", &i.portal)] {
+        if let Some(v) = v {
+            return Err(PlanError(format!(
+                "{}: iscsi.{key} = {}: {own_port}",
+                src.at(v.span().start),
+                shown(v.get_ref())
+            )));
+        }
+    }
+    if let Some(c) = i.credentials.first() {
+        return Err(PlanError(format!(
+            "{}: iscsi.credentials: fio logs in to the embedded node as {} without a secret; \
+             a plan takes no [[iscsi.credentials]] (CHAP is a running node's: `qoslab serve`)",
+            src.at(c.span().start),
+            crate::iscsi::INITIATOR
+        )));
+    }
+    for (n, l) in i.lun.iter().enumerate() {
+        let Some(list) = &l.initiators else { continue };
+        let names = list.get_ref().as_array();
+        let sees = names.is_some_and(|a| {
+            a.iter().any(|x| {
+                x.as_str()
+                    .is_some_and(|s| s.eq_ignore_ascii_case(crate::iscsi::INITIATOR))
+            })
+        });
+        // A list of something else is the node's parser's to name.
+        if names.is_some() && !sees {
+            let vol = l.volume.as_ref().map_or("?".to_string(), shown);
+            return Err(PlanError(format!(
+                "{}: iscsi.lun[{n}] (volume {vol}): initiators = {}: fio logs in as {}, which \
+                 this list leaves out (it would see no LUN); add it, or leave the key out",
+                src.at(list.span().start),
+                shown(list.get_ref()),
+                crate::iscsi::INITIATOR
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A TOML value as the plan wrote it (strings quoted, arrays bracketed).
+fn shown(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("{s:?}"),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Array(a) => {
+            let items: Vec<String> = a.iter().map(shown).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => format!("{other:?}"),
+    }
 }
 
 #[cfg(test)]
@@ -328,7 +418,7 @@ mod tests {
     fn unknown_keys_read_like_serdes() {
         assert_eq!(
             err("[bench]\nname = \"x\"\n\n[node]\ndata_dir = \"x\"\n"),
-            "p.toml:4: unknown field `node`, expected one of `bench`, `policy`, `volume`, `capacity`, `workload` (a plan's top-level keys)"
+            "p.toml:4: unknown field `node`, expected one of `bench`, `policy`, `volume`, `capacity`, `iscsi`, `workload` (a plan's top-level keys)"
         );
         assert_eq!(
             unknown_key("x", &["a", "b"]),
@@ -339,5 +429,82 @@ mod tests {
         assert!(err("[bench\n").starts_with("p.toml:1: "));
         assert!(err("[bench]\nruntime = \"0s\"\n").contains("bench.runtime must be more than 0 s"));
         assert!(err("[capacity]\niops = 5\n").contains("needs at least one [[volume]]"));
+    }
+
+    #[test]
+    fn a_plans_volume_may_be_a_lun() {
+        let text = "[[volume]]\nname = \"db\"\nsize = \"1GiB\"\n\n[[volume]]\nname = \"logs\"\nsize = \"1GiB\"\n\n\
+                    [[iscsi.lun]]\nvolume = \"db\"\nblock_size = 4096\n\n[[workload]]\nfio = {}\n";
+        let (c, _) = parse_common(&PlanSource::new(text, "p.toml"), &["workload"]).unwrap();
+        let node = c.node.unwrap();
+        assert_eq!(node.iscsi.luns.len(), 1);
+        let l = &node.iscsi.luns[0];
+        assert_eq!((l.volume.as_str(), l.number, l.block_size), ("db", 0, 4096));
+        assert_eq!(node.iscsi.listen, None);
+        // [iscsi] alone (iqn) is the node's too.
+        let (c, _) = parse_common(
+            &PlanSource::new(
+                "[[volume]]\nname = \"db\"\nsize = \"1GiB\"\n[iscsi]\niqn = \"iqn.2026-01.lab.qoslab:plan\"\n[[iscsi.lun]]\nvolume = \"db\"\ninitiators = [\"iqn.2026-01.lab.qoslab:bench\"]\n",
+                "p.toml",
+            ),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.node.unwrap().iscsi.iqn, "iqn.2026-01.lab.qoslab:plan");
+    }
+
+    #[test]
+    fn a_plans_luns_are_refused_with_file_line_field_and_value() {
+        let vol = "[[volume]]\nname = \"db\"\nsize = \"1GiB\"\n\n";
+        // The node's own rules, at the plan's lines.
+        let e = err(&format!("{vol}[[iscsi.lun]]\nvolume = \"dbx\"\n"));
+        assert!(
+            e.starts_with("p.toml:6: iscsi.lun[0] (volume \"dbx\"): volume = \"dbx\": not a [[volume]] of this file (its block volumes: db)"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{vol}[[iscsi.lun]]\nvolume = \"db\"\nblock_size = 1024\n"
+        ));
+        assert!(
+            e.starts_with("p.toml:7: iscsi.lun[0] (volume \"db\"): block_size = 1024: allowed values are 512 and 4096"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{vol}[[iscsi.lun]]\nvolume = \"db\"\nlun_id = 1\n"
+        ));
+        assert!(e.contains("p.toml:") && e.contains("lun_id"), "{e}");
+        let e = err("[[iscsi.lun]]\nvolume = \"db\"\n");
+        assert!(
+            e.contains("not a [[volume]] of this file (its block volumes: none)"),
+            "{e}"
+        );
+        // What the embedded node decides itself.
+        let e = err(&format!("{vol}[iscsi]\nlisten = \"0.0.0.0:3260\"\n"));
+        assert_eq!(
+            e,
+            "p.toml:6: iscsi.listen = \"0.0.0.0:3260\": a plan's embedded node serves its LUNs \
+             on a loopback port of its own (a plan's [iscsi] may set iqn, alias and [[iscsi.lun]])"
+        );
+        let e = err(&format!("{vol}[iscsi]\nportal = \"192.0.2.1\"\n"));
+        assert!(
+            e.starts_with("p.toml:6: iscsi.portal = \"192.0.2.1\": "),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{vol}[[iscsi.credentials]]\ninitiator = \"default\"\nauthentication_type = \"deny\"\n"
+        ));
+        assert!(
+            e.starts_with("p.toml:5: iscsi.credentials: fio logs in to the embedded node as iqn.2026-01.lab.qoslab:bench without a secret"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{vol}[[iscsi.lun]]\nvolume = \"db\"\ninitiators = [\"iqn.1993-08.org.debian:01:host\"]\n"
+        ));
+        assert_eq!(
+            e,
+            "p.toml:7: iscsi.lun[0] (volume \"db\"): initiators = [\"iqn.1993-08.org.debian:01:host\"]: \
+             fio logs in as iqn.2026-01.lab.qoslab:bench, which this list leaves out (it would see \
+             no LUN); add it, or leave the key out"
+        );
     }
 }

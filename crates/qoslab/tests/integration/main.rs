@@ -36,6 +36,7 @@ mod iscsi;
 mod iscsi_kernel;
 mod iscsi_node;
 mod isolation;
+mod isolation_iscsi;
 mod json;
 mod lifecycle;
 mod listener_caps;

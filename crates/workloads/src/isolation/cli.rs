@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use super::spec::IsolationSpec;
+use super::spec::{IsolationSpec, Protocol};
 
 /// Options of the isolation profile (ignored by other profiles).
 #[derive(Args, Debug, Clone)]
@@ -24,8 +24,9 @@ pub struct IsolationArgs {
     /// fio iodepth of the bully.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub bully_qd: u32,
-    /// fio jobs (processes, each with its own NBD connection) per protected volume, each
-    /// at its share of the floor (default: what the floor needs, one per 60,000 IOPS).
+    /// fio jobs (processes, each with its own NBD connection or iSCSI session) per
+    /// protected volume, each at its share of the floor (default: what the floor needs,
+    /// one per 60,000 IOPS).
     #[arg(long, value_name = "N")]
     pub protected_jobs: Option<u32>,
     /// fio jobs for the bully, each at its share of the step's rate (default: what the
@@ -47,6 +48,11 @@ pub struct IsolationArgs {
     /// Skip the control run (the same scenario with floors disabled).
     #[arg(long)]
     pub no_control: bool,
+    /// How fio reaches the volumes: nbd (fio's nbd engine), or iscsi (the embedded node
+    /// serves each volume as a LUN on a loopback port; fio's libiscsi engine, every SCSI
+    /// command one operation, as ONTAP counts SAN operations).
+    #[arg(long, value_name = "PROTOCOL", value_enum, default_value_t = Protocol::Nbd)]
+    pub protocol: Protocol,
 }
 
 impl IsolationArgs {
@@ -69,6 +75,7 @@ impl IsolationArgs {
             runtime: runtime.unwrap_or(5.0),
             ramp: ramp.unwrap_or(1.0),
             control: !self.no_control,
+            protocol: self.protocol,
             ..IsolationSpec::default()
         };
         spec.protected_jobs = self

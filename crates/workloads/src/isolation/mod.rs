@@ -34,7 +34,7 @@ pub use cli::IsolationArgs;
 pub use render::render;
 pub use results::{floors_held, table, Row, COLUMNS, KIND, P99_METRIC};
 pub use run::IsolationPlan;
-pub use spec::{IsolationSpec, Mode};
+pub use spec::{IsolationSpec, Mode, Protocol};
 
 /// The family's name (`--profile isolation`).
 pub const NAME: &str = "isolation";
@@ -144,7 +144,10 @@ mod tests {
         let cfg =
             NodeConfig::parse(&IsolationSpec::default().node_toml(Mode::Floors), "t").unwrap();
         let node = harness::target::EmbeddedNode::start(&cfg).unwrap();
-        let plain = IsolationSpec::default().job_file(&node, 2.0, None).render();
+        let plain = IsolationSpec::default()
+            .job_file(&node, 2.0, None)
+            .unwrap()
+            .render();
         assert!(
             !plain.contains("numjobs") && !plain.contains("group_reporting"),
             "{plain}"
@@ -155,7 +158,7 @@ mod tests {
             protected_jobs: 2,
             ..IsolationSpec::default()
         };
-        let f = many.job_file(&node, 2.0, None).render();
+        let f = many.job_file(&node, 2.0, None).unwrap().render();
         assert!(f.contains("group_reporting=1"), "{f}");
         assert_eq!(f.matches("new_group=1").count(), 3, "{f}");
         // 20,000 IOPS over 3 jobs: 6,667 each; a 5,000 IOPS floor over 2: 2,500 each.
@@ -177,6 +180,63 @@ mod tests {
             .validate()
             .unwrap_err()
             .contains("bully jobs 0: allowed 1 to 64"));
+    }
+
+    #[test]
+    fn over_iscsi_every_volume_is_a_lun_driven_by_libiscsi() {
+        let spec = IsolationSpec {
+            protocol: Protocol::Iscsi,
+            ..IsolationSpec::default()
+        };
+        let cfg = NodeConfig::parse(&spec.node_toml(Mode::Floors), "t").unwrap();
+        let luns: Vec<(&str, u16)> = cfg
+            .iscsi
+            .luns
+            .iter()
+            .map(|l| (l.volume.as_str(), l.number))
+            .collect();
+        assert_eq!(luns, [("protected-1", 0), ("protected-2", 1), ("bully", 2)]);
+        assert!(spec.describe().contains("over iSCSI (each volume a LUN"));
+        let node = harness::target::EmbeddedNode::start(&cfg).unwrap();
+        let f = spec.job_file(&node, 1.0, None).unwrap().render();
+        assert!(f.contains("ioengine=libiscsi"), "{f}");
+        assert!(
+            f.contains(&format!("initiator={}", harness::iscsi::INITIATOR)),
+            "{f}"
+        );
+        assert!(!f.contains("uri="), "{f}");
+        // fio splits filename at ':': the URL's colons are escaped.
+        let lun2 = node.iscsi_url("bully").unwrap().replace(':', "\\:");
+        assert!(f.contains(&format!("filename={lun2}")), "{f}");
+        assert!(lun2.ends_with("/2"), "{lun2}");
+        node.stop();
+        // A node whose volumes are no LUNs: the job file says which.
+        let plain =
+            NodeConfig::parse(&IsolationSpec::default().node_toml(Mode::Floors), "t").unwrap();
+        let node = harness::target::EmbeddedNode::start(&plain).unwrap();
+        let e = spec.job_file(&node, 1.0, None).unwrap_err();
+        assert!(e.contains("volume \"protected-1\" is no LUN"), "{e}");
+        node.stop();
+        // The command line: NBD unless --protocol iscsi; anything else is refused.
+        let cmd = <IsolationArgs as clap::Args>::augment_args(clap::Command::new("t"));
+        let args = |a: &[&str]| {
+            let m = cmd
+                .clone()
+                .try_get_matches_from([&["t"], a].concat())
+                .map_err(|e| e.to_string())?;
+            IsolationArgs::from_arg_matches(&m).map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            args(&[]).unwrap().spec(None, None).unwrap().protocol,
+            Protocol::Nbd
+        );
+        let s = args(&["--protocol", "iscsi"])
+            .unwrap()
+            .spec(None, None)
+            .unwrap();
+        assert_eq!(s.protocol, Protocol::Iscsi);
+        let e = args(&["--protocol", "nfs"]).unwrap_err();
+        assert!(e.contains("[possible values: nbd, iscsi]"), "{e}");
     }
 
     #[test]
@@ -210,7 +270,7 @@ mod tests {
             row(Mode::Control, 2, "protected-1", 3900.0, 5.0, false),
             row(Mode::Control, 2, "bully", 16000.0, 3.0, true),
         ];
-        let t = table(&rows);
+        let t = table(&rows, Protocol::Nbd);
         assert_eq!(t.columns.len(), COLUMNS.len());
         assert_eq!(t.rows.len(), rows.len());
         let at = |r: usize, c: &str| t.rows[r][t.column(c).unwrap()].clone();
@@ -219,9 +279,16 @@ mod tests {
         assert_eq!(at(6, "iops"), 3900.0);
         assert_eq!(at(6, "pass"), false);
         assert_eq!(at(7, "role"), "bully");
-        let text = render(&rows);
+        assert_eq!(at(7, "protocol"), "nbd");
+        assert_eq!(
+            table(&rows, Protocol::Iscsi).rows[0][t.column("protocol").unwrap()],
+            "iscsi"
+        );
+        assert!(render(&rows, Protocol::Iscsi)
+            .starts_with("Protected LUNs over iSCSI (target 5000 IOPS each)"));
+        let text = render(&rows, Protocol::Nbd);
         let expected = "\
-Protected volumes (target 5000 IOPS each): worst of them per step
+Protected volumes over NBD (target 5000 IOPS each): worst of them per step
 Step    Bully load |       IOPS    p99 ms bully q ms bully IOPS |       IOPS    p99 ms bully q ms bully IOPS
                    |            with floors (mClock)             |          control: no floors (FIFO)
 1      1.00x 10000 |       4999      0.30       3.50      10000 |       4990      1.00       3.50      10000

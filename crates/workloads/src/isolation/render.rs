@@ -1,11 +1,11 @@
 //! The terminal side: the side-by-side table (with floors, and the control without).
 
 use super::results::Row;
-use super::spec::Mode;
+use super::spec::{Mode, Protocol};
 
 /// The side-by-side table: per step, the protected volumes' worst IOPS and p99 with and
-/// without floors, and the bully's IOPS.
-pub fn render(rows: &[Row]) -> String {
+/// without floors, and the bully's IOPS; its title says the protocol measured.
+pub fn render(rows: &[Row], protocol: Protocol) -> String {
     let mut steps: Vec<(u32, f64)> = rows.iter().map(|r| (r.step, r.bully_load)).collect();
     steps.sort_by_key(|s| s.0);
     steps.dedup_by_key(|s| s.0);
@@ -19,8 +19,13 @@ pub fn render(rows: &[Row]) -> String {
         .iter()
         .find(|r| r.protected)
         .map_or(0, |r| r.target_iops);
+    let units = match protocol {
+        Protocol::Nbd => "volumes",
+        Protocol::Iscsi => "LUNs",
+    };
     out.push_str(&format!(
-        "Protected volumes (target {target} IOPS each): worst of them per step\n"
+        "Protected {units} over {} (target {target} IOPS each): worst of them per step\n",
+        protocol.shown()
     ));
     let head = if has_control {
         format!(
@@ -84,7 +89,7 @@ pub fn render(rows: &[Row]) -> String {
             lat.iter().copied().reduce(f64::max),
         ) {
             out.push_str(&format!(
-                "Protected volumes' mean latency at the node, {}: {lo:.0}-{hi:.0} us per step\n",
+                "Protected {units}' mean latency at the node, {}: {lo:.0}-{hi:.0} us per step\n",
                 match mode {
                     Mode::Floors => "with floors",
                     Mode::Control => "control",

@@ -5,7 +5,7 @@ use harness::store::SummaryTable;
 use harness::Outcome;
 use serde_json::json;
 
-use super::spec::Mode;
+use super::spec::{Mode, Protocol};
 
 /// One volume in one step.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,8 +35,9 @@ pub struct Row {
 /// The summary table's `kind` in the results store.
 pub const KIND: &str = "isolation";
 
-/// Columns of the stored summary table (`kind = "isolation"`).
-pub const COLUMNS: [&str; 13] = [
+/// Columns of the stored summary table (`kind = "isolation"`); `protocol` is how fio
+/// reached the volumes (`nbd`, `iscsi`), the same on every row of a run.
+pub const COLUMNS: [&str; 14] = [
     "mode",
     "step",
     "bully_load",
@@ -50,13 +51,14 @@ pub const COLUMNS: [&str; 13] = [
     "floor_wait_ms",
     "pass",
     "node_lat_ms",
+    "protocol",
 ];
 
 /// The metric of the per-step p99 verdicts.
 pub const P99_METRIC: &str = "lat_p99_us";
 
-/// The stored summary table.
-pub fn table(rows: &[Row]) -> SummaryTable {
+/// The stored summary table of a run over `protocol`.
+pub fn table(rows: &[Row], protocol: Protocol) -> SummaryTable {
     let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
     SummaryTable {
         kind: KIND.into(),
@@ -79,6 +81,7 @@ pub fn table(rows: &[Row]) -> SummaryTable {
                     json!(r3(r.floor_wait_ms)),
                     json!(r.pass),
                     json!(r3(r.node_lat_ms)),
+                    json!(protocol.as_str()),
                 ]
             })
             .collect(),

@@ -14,7 +14,7 @@ use storage_node::NodeConfig;
 
 use super::render::render;
 use super::results::{table, Row, P99_METRIC};
-use super::spec::{IsolationSpec, Mode};
+use super::spec::{IsolationSpec, Mode, Protocol};
 
 /// The scenario as steps, and what it has measured so far.
 #[derive(Debug)]
@@ -86,7 +86,9 @@ impl IsolationPlan {
             loads.len()
         ));
         let first = self.seq as usize + 1;
-        let file = spec.job_file(node, load, Some((ctx.recorder, first)));
+        let file = spec
+            .job_file(node, load, Some((ctx.recorder, first)))
+            .map_err(RunError::Plan)?;
         let text = file.render();
         let names: Vec<String> = file.jobs.iter().map(|s| s.name.clone()).collect();
         let ids = begin_jobs(ctx, &mut self.seq, (mode, step), &names, &text)?;
@@ -141,7 +143,10 @@ impl IsolationPlan {
                     mode,
                     &mut self.first_p99[i],
                     &mut self.control_worst,
-                    &format!("{name} at step {step}"),
+                    &match spec.protocol {
+                        Protocol::Nbd => format!("{name} at step {step}"),
+                        Protocol::Iscsi => format!("{name} (a LUN over iSCSI) at step {step}"),
+                    },
                     (&r, &ev),
                 )?
             } else {
@@ -183,7 +188,7 @@ impl IsolationPlan {
         }
         ctx.ui.print(&format!("{}\n", step_line(&step_rows)));
         self.rows.extend(step_rows);
-        ctx.put_table(&table(&self.rows))?;
+        ctx.put_table(&table(&self.rows, spec.protocol))?;
         Ok(())
     }
 
@@ -233,8 +238,10 @@ impl FamilyPlan for IsolationPlan {
         let spec = &self.spec;
         let per_mode = spec.steps as f64 * (spec.runtime + spec.ramp + 1.0);
         format!(
-            "qoslab bench: isolation: {} protected volume(s) at a {} IOPS floor, bully {}x..{}x of the remaining {} IOPS, controller {} IOPS (~{:.0} s); results: {}",
+            "qoslab bench: isolation over {}: {} protected {} at a {} IOPS floor, bully {}x..{}x of the remaining {} IOPS, controller {} IOPS (~{:.0} s); results: {}",
+            spec.protocol.shown(),
             spec.protected,
+            spec.protocol.units(),
             spec.floor_iops,
             spec.loads()[0],
             spec.max_load,
@@ -254,8 +261,9 @@ impl FamilyPlan for IsolationPlan {
         self.spec.validate().map_err(RunError::Plan)?;
         Ok(RunHeader {
             target: format!(
-                "embedded node, emulated controller {} IOPS",
-                self.spec.capacity_iops
+                "embedded node, emulated controller {} IOPS, over {}",
+                self.spec.capacity_iops,
+                self.spec.protocol.path()
             ),
             executor: ctx.exec.describe(),
             runtime_s: self.spec.runtime,
@@ -300,12 +308,12 @@ impl FamilyPlan for IsolationPlan {
             let v = self.control_verdict();
             ctx.finish_job(id, Ok(&sub), std::slice::from_ref(&v))?;
         }
-        ctx.put_table(&table(&self.rows))?;
+        ctx.put_table(&table(&self.rows, self.spec.protocol))?;
         Ok(())
     }
 
     fn summary(&self, _outcome: &Outcome) -> Result<String, RunError> {
-        let mut out = format!("\n{}\n", render(&self.rows));
+        let mut out = format!("\n{}\n", render(&self.rows, self.spec.protocol));
         if let Some(s) = super::results::generator_capped(&self.rows, self.spec.capacity_iops) {
             out.push_str(&format!("{s}\n"));
         }

@@ -19,9 +19,9 @@ pub struct IsolationSpec {
     pub protected_qd: u32,
     /// fio iodepth of the bully.
     pub bully_qd: u32,
-    /// fio jobs (processes, each with its own NBD connection) per protected volume and
-    /// for the bully; each runs at its share of the volume's rate and at the volume's
-    /// iodepth. [`jobs_for`] is what a rate needs.
+    /// fio jobs (processes, each with its own NBD connection or iSCSI session) per
+    /// protected volume and for the bully; each runs at its share of the volume's rate
+    /// and at the volume's iodepth. [`jobs_for`] is what a rate needs.
     pub protected_jobs: u32,
     pub bully_jobs: u32,
     /// Number of steps from 1x to `max_load` x the remaining capacity.
@@ -35,6 +35,52 @@ pub struct IsolationSpec {
     pub ramp: f64,
     /// Also run the control (FIFO, no floors).
     pub control: bool,
+    /// How fio reaches the volumes: NBD, or each volume a LUN over iSCSI.
+    pub protocol: Protocol,
+}
+
+/// How fio reaches the embedded node's volumes (`--protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Protocol {
+    /// fio's nbd engine on the node's unix socket.
+    #[default]
+    Nbd,
+    /// Each volume a LUN (`[[iscsi.lun]]`) of the node's target on a loopback TCP port,
+    /// fio's libiscsi engine (a session per job); every SCSI command one operation.
+    Iscsi,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Nbd => "nbd",
+            Protocol::Iscsi => "iscsi",
+        }
+    }
+
+    /// "NBD" or "iSCSI", for people.
+    pub fn shown(self) -> &'static str {
+        match self {
+            Protocol::Nbd => "NBD",
+            Protocol::Iscsi => "iSCSI",
+        }
+    }
+
+    /// What a volume is called over it, one or more ("volume(s)", "LUN(s)").
+    pub fn units(self) -> &'static str {
+        match self {
+            Protocol::Nbd => "volume(s)",
+            Protocol::Iscsi => "LUN(s)",
+        }
+    }
+
+    /// How fio reaches the volumes, for the run's header and plan text.
+    pub fn path(self) -> &'static str {
+        match self {
+            Protocol::Nbd => "NBD (fio's nbd engine, unix socket)",
+            Protocol::Iscsi => "iSCSI (each volume a LUN; fio's libiscsi engine, loopback TCP)",
+        }
+    }
 }
 
 impl Default for IsolationSpec {
@@ -54,6 +100,7 @@ impl Default for IsolationSpec {
             runtime: 5.0,
             ramp: 1.0,
             control: true,
+            protocol: Protocol::Nbd,
         }
     }
 }
@@ -196,6 +243,16 @@ impl IsolationSpec {
         t.push_str(
             "\n[[volume]]\nname = \"bully\"\nsize = \"10GB\"\nsnapshot_reserve_percent = 0\n",
         );
+        if self.protocol == Protocol::Iscsi {
+            // LUN 0, 1, ... for the protected volumes, the bully last.
+            for v in self
+                .protected_names()
+                .iter()
+                .chain(["bully".to_string()].iter())
+            {
+                t.push_str(&format!("\n[[iscsi.lun]]\nvolume = \"{v}\"\n"));
+            }
+        }
         t
     }
 
@@ -204,7 +261,7 @@ impl IsolationSpec {
         format!(
             "# qoslab bench --profile isolation\n# {} protected volume(s) at a {} IOPS floor (driven at that rate, iodepth {}), \
              a bully (no policy, iodepth {}) offered {}..{} IOPS in {} step(s) ({:.2}x..{:.2}x the remaining {} IOPS), \
-             {} {} B, {} s per step (+{} s ramp), emulated controller {} IOPS; control run (FIFO): {}\n\n{}",
+             {} {} B, {} s per step (+{} s ramp), emulated controller {} IOPS, over {}; control run (FIFO): {}\n\n{}",
             self.protected,
             self.floor_iops,
             self.protected_qd,
@@ -220,6 +277,7 @@ impl IsolationSpec {
             self.runtime,
             self.ramp,
             self.capacity_iops,
+            self.protocol.path(),
             if self.control { "yes" } else { "no" },
             self.node_toml(Mode::Floors)
         )
@@ -231,22 +289,38 @@ impl IsolationSpec {
     }
 
     /// The fio job file of one step (`logs`: ask each job for its time-series logs,
-    /// numbered from `first_seq`).
+    /// numbered from `first_seq`). Over iSCSI, every volume must be a LUN of `node` (the
+    /// node of [`Self::node_toml`]); the error names the one that is not.
     pub fn job_file(
         &self,
         node: &EmbeddedNode,
         load: f64,
         logs: Option<(&SeriesRecorder, usize)>,
-    ) -> JobFile {
+    ) -> Result<JobFile, String> {
         let mut f = JobFile::new();
         let many = self.protected_jobs > 1 || self.bully_jobs > 1;
         if many {
             // One result per volume: each section its own group, its jobs reported as one.
             f.global.set("group_reporting", "1");
         }
-        let section = |name: String, uri: String, qd: u32, iops: u64, jobs: u32| {
+        // Each volume's own option: its NBD URI, or its LUN's (escaped) libiscsi URL.
+        let target = |v: &str| -> Result<(String, String), String> {
+            match self.protocol {
+                Protocol::Nbd => Ok(("uri".into(), node.uri(v))),
+                Protocol::Iscsi => {
+                    let url = node.iscsi_url(v).ok_or_else(|| {
+                        format!("isolation over iSCSI: volume {v:?} is no LUN of the node")
+                    })?;
+                    harness::iscsi::options(&url)
+                        .into_iter()
+                        .find(|(k, _)| k == "filename")
+                        .ok_or_else(|| format!("isolation over iSCSI: no filename for {url}"))
+                }
+            }
+        };
+        let section = |name: String, opt: (String, String), qd: u32, iops: u64, jobs: u32| {
             let mut s = Section::new(name);
-            s.set("uri", uri);
+            s.set(&opt.0, opt.1);
             s.set("iodepth", qd.to_string());
             // fio's rate_iops is per job: each job drives its share.
             s.set("rate_iops", iops.div_ceil(jobs as u64).to_string());
@@ -256,7 +330,15 @@ impl IsolationSpec {
             }
             s
         };
-        f.global.set("ioengine", "nbd");
+        match self.protocol {
+            Protocol::Nbd => {
+                f.global.set("ioengine", "nbd");
+            }
+            Protocol::Iscsi => {
+                f.global.set("ioengine", "libiscsi");
+                f.global.set("initiator", harness::iscsi::INITIATOR);
+            }
+        }
         f.global.set("rw", self.rw.clone());
         f.global.set("bs", self.bs.to_string());
         f.global.set("time_based", "1");
@@ -265,10 +347,10 @@ impl IsolationSpec {
             f.global.set("ramp_time", fio_time(self.ramp));
         }
         for v in self.protected_names() {
-            let uri = node.uri(&v);
+            let opt = target(&v)?;
             f.jobs.push(section(
                 v,
-                uri,
+                opt,
                 self.protected_qd,
                 self.floor_iops,
                 self.protected_jobs,
@@ -276,7 +358,7 @@ impl IsolationSpec {
         }
         f.jobs.push(section(
             "bully".into(),
-            node.uri("bully"),
+            target("bully")?,
             self.bully_qd,
             self.bully_iops(load),
             self.bully_jobs,
@@ -286,6 +368,6 @@ impl IsolationSpec {
                 rec.add_section_log_options(first + i, s);
             }
         }
-        f
+        Ok(f)
     }
 }

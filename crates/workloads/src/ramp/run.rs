@@ -509,6 +509,14 @@ fn addresses(
                         origin, s.name
                     ))
                 })?;
+                if n.iscsi_url(v).is_some() {
+                    return Err(RunError::Plan(format!(
+                        "{origin}: system {:?}: volume {v:?} is a LUN ([[iscsi.lun]]): the ramp's \
+                         generator speaks NBD and files, not iSCSI (drop the LUN, or run the \
+                         volume's work as a [[workload]])",
+                        s.name
+                    )));
+                }
                 n.uri(v)
             }
             (None, Target::Nbd(u), _) | (None, Target::NodeVolume { uri: u, .. }, _) => u.clone(),
