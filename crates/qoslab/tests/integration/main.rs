@@ -65,6 +65,7 @@ mod s3_util;
 mod signals;
 mod small_fs;
 mod suites;
+mod suites_iscsi_kernel;
 mod suites_nfs;
 mod suites_nfs_kernel;
 mod tenants;
