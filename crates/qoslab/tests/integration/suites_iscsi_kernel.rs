@@ -14,13 +14,13 @@
 //! - the shared LUN's 200 IOPS ceiling is one budget for both guests: "All clients" is the
 //!   ceiling, +10% at most;
 //! - afterwards no session, interface or iscsid the run started is left on a guest, and no
-//!   connection on the node.
+//!   connection on the node; nor after a SIGTERM while fio runs.
 
 use std::time::{Duration, Instant};
 
 use testbed::{Spec, Testbed};
 
-use crate::bench_util::Dir;
+use crate::bench_util::{Dir, QOSLAB};
 use crate::iscsi_node::iscsi_port;
 use crate::realtime::RealTime;
 use crate::suites::{bench, last_run, per_client};
@@ -31,6 +31,8 @@ const IQN: &str = "iqn.2026-01.lab.qoslab:suite";
 const INITIATOR: &str = "iqn.2026-01.lab.qoslab:lg-{host}";
 /// The shared LUN's ceiling (both guests together).
 const CEILING: f64 = 200.0;
+/// How long a logged-out session's connection may take to close on the node.
+const SETTLE: Duration = Duration::from_secs(5);
 
 /// LUN 0: 256 MiB under the ceiling, seen by both guests; LUN 1: seen by h0 only.
 fn node_config() -> String {
@@ -65,9 +67,9 @@ fn left_on(bed: &Testbed, h: &str) -> String {
 }
 
 /// The node's established iSCSI connections (on its listening `port`), once they have had
-/// up to 5 s to close after a logout.
-fn node_connections(port: u16) -> String {
-    let deadline = Instant::now() + Duration::from_secs(5);
+/// up to `settle` to close after a logout.
+fn node_connections(port: u16, settle: Duration) -> String {
+    let deadline = Instant::now() + settle;
     loop {
         let o = run(
             std::process::Command::new("ss").args([
@@ -160,7 +162,11 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
         let left = left_on(&bed, h);
         assert_eq!(left, "sessions 0\nifaces 0\niscsid 0\n", "{h}");
     }
-    assert_eq!(node_connections(port), "", "connections left on the node");
+    assert_eq!(
+        node_connections(port, SETTLE),
+        "",
+        "connections left on the node"
+    );
 
     let shared = url(0, "");
     let mut rt = RealTime::start();
@@ -229,8 +235,80 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
         let left = left_on(&bed, h);
         assert_eq!(left, "sessions 0\nifaces 0\niscsid 0\n", "{h}");
     }
-    assert_eq!(node_connections(port), "", "connections left on the node");
+    assert_eq!(
+        node_connections(port, SETTLE),
+        "",
+        "connections left on the node"
+    );
     rt.finish();
+
+    // SIGTERM while both guests are logged in and fio runs a measured job (no prepare
+    // step): the sessions are logged out.
+    let cfg = bed.ssh_config.display().to_string();
+    let mut a = args(&shared, "60s");
+    a.extend(["--skip-prepare", "--ssh-config", &cfg, "--db", "sig.db"].map(str::to_string));
+    let mut child = std::process::Command::new(QOSLAB)
+        .arg("bench")
+        .args(&a)
+        .current_dir(d.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while ["h0", "h1"]
+        .iter()
+        .any(|h| !left_on(&bed, h).starts_with("sessions 1\n"))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "the guests never logged in"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let during = node_connections(port, Duration::ZERO);
+    assert_eq!(
+        during.lines().count(),
+        2,
+        "one connection a guest: {during}"
+    );
+    // fio's client (the suite's child) drives the guests: a measured job is running.
+    let pid = child.id().to_string();
+    while !run(
+        std::process::Command::new("pgrep").args(["-P", &pid, "-x", "fio"]),
+        Duration::from_secs(10),
+    )
+    .status
+    .success()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "fio never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let kill = run(
+        std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]),
+        Duration::from_secs(10),
+    );
+    assert!(kill.status.success(), "{kill}");
+    let status = child.wait().unwrap();
+    eprintln!("SIGTERM mid-suite: {status} after {:?}", start.elapsed());
+    assert!(!status.success(), "{status}");
+    for h in ["h0", "h1"] {
+        let left = left_on(&bed, h);
+        assert_eq!(
+            left, "sessions 0\nifaces 0\niscsid 0\n",
+            "{h} after SIGTERM"
+        );
+    }
+    assert_eq!(
+        node_connections(port, SETTLE),
+        "",
+        "connections left on the node after SIGTERM"
+    );
     drop(node);
     drop(bed);
     eprintln!(
