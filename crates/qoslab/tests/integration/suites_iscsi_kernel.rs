@@ -8,9 +8,10 @@
 //!
 //! - `--targets login+iscsi://ADDR:PORT/IQN/LUN?initiator=...{host}`: every guest starts
 //!   iscsid, makes the run's own interface with its own initiator name, discovers, logs
-//!   in, finds the LUN's disk in sysfs; a LUN masked from one guest fails the suite before
-//!   any load, naming that guest, the step and the LUN, and the other guest's session is
-//!   logged out too;
+//!   in, finds the LUN's disk in sysfs; a LUN holding ext4 is refused without
+//!   `--destroy-data URL` and taken with it; a LUN masked from one guest fails the suite
+//!   before any load, naming that guest, the step and the LUN, and the other guest's
+//!   session is logged out too;
 //! - the shared LUN's 200 IOPS ceiling is one budget for both guests: "All clients" is the
 //!   ceiling, +10% at most;
 //! - afterwards no session, interface or iscsid the run started is left on a guest, and no
@@ -141,10 +142,37 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
         bench(&d, &bed, &a)
     };
 
-    // LUN 1 is masked from h1: h0 attaches it, h1 logs in and finds no disk for it. The
-    // suite stops before any load, naming h1, the step and the LUN; h0 is logged out too.
+    // LUN 1 holds an ext4 file system, and is masked from h1. h0 attaches it and is refused
+    // to write it without consent, naming the URL to give --destroy-data; h1 logs in and
+    // finds no disk for it. The suite stops before any load, naming both; h0 is logged out.
+    let mkfs = run(
+        std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F"])
+            .arg(node.volume_file("h0only")),
+        Duration::from_secs(60),
+    );
+    assert!(mkfs.status.success(), "{mkfs}");
     let masked = url(1, "&wait=3");
     let (code, out, err) = bench_with(&args(&masked, "1s"));
+    assert_eq!(code, Some(2), "{out}{err}");
+    eprintln!("LUN 1 with ext4, masked from h1: {}", err.trim());
+    assert!(
+        err.contains(&format!(
+            "host h0: refusing to write {masked}: attached as /dev/sd"
+        )) && err.contains(&format!(
+            "ext4 signature at offset 0x438 (name it in --destroy-data {masked} to overwrite it)"
+        )),
+        "h0 refused to write the ext4 LUN: {err}"
+    );
+    assert!(err.contains("2 target(s) not usable"), "{err}");
+    for h in ["h0", "h1"] {
+        let left = left_on(&bed, h);
+        assert_eq!(left, "sessions 0\nifaces 0\niscsid 0\n", "{h}");
+    }
+    // With consent (the URL as given), h0 takes the LUN; h1 still has none.
+    let mut consent = args(&masked, "1s");
+    consent.extend(["--destroy-data".to_string(), masked.clone()]);
+    let (code, out, err) = bench_with(&consent);
     assert_eq!(code, Some(2), "{out}{err}");
     eprintln!("LUN 1 masked from h1: {}", err.trim());
     let h1_name = INITIATOR.replace("{host}", "h1");
