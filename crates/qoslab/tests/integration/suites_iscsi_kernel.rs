@@ -9,9 +9,9 @@
 //! - `--targets login+iscsi://ADDR:PORT/IQN/LUN?initiator=...{host}`: every guest starts
 //!   iscsid, makes the run's own interface with its own initiator name, discovers, logs
 //!   in, finds the LUN's disk in sysfs; a LUN holding ext4 is refused without
-//!   `--destroy-data URL` and taken with it; a LUN masked from one guest fails the suite
-//!   before any load, naming that guest, the step and the LUN, and the other guest's
-//!   session is logged out too;
+//!   `--destroy-data URL` (and taken with it: the measured run's); a LUN masked from one
+//!   guest fails the suite before any load, naming that guest, the step and the LUN, and
+//!   the other guest's session is logged out too;
 //! - the shared LUN's 200 IOPS ceiling is one budget for both guests: "All clients" is the
 //!   ceiling, +10% at most;
 //! - afterwards no session, interface or iscsid the run started is left on a guest, and no
@@ -142,20 +142,24 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
         bench(&d, &bed, &a)
     };
 
-    // LUN 1 holds an ext4 file system, and is masked from h1. h0 attaches it and is refused
-    // to write it without consent, naming the URL to give --destroy-data; h1 logs in and
-    // finds no disk for it. The suite stops before any load, naming both; h0 is logged out.
-    let mkfs = run(
-        std::process::Command::new("mkfs.ext4")
-            .args(["-q", "-F"])
-            .arg(node.volume_file("h0only")),
-        Duration::from_secs(60),
-    );
-    assert!(mkfs.status.success(), "{mkfs}");
+    // Both LUNs hold an ext4 file system (made on the volumes' files on this host).
+    for vol in ["h0only", "shared"] {
+        let mkfs = run(
+            std::process::Command::new("mkfs.ext4")
+                .args(["-q", "-F"])
+                .arg(node.volume_file(vol)),
+            Duration::from_secs(60),
+        );
+        assert!(mkfs.status.success(), "{mkfs}");
+    }
+    // LUN 1 is masked from h1. h0 attaches it and is refused to write it without consent,
+    // naming the URL to give --destroy-data; h1 logs in and finds no disk for it. The
+    // suite stops before any load, naming both, the step and the LUN; h0 is logged out.
     let masked = url(1, "&wait=3");
     let (code, out, err) = bench_with(&args(&masked, "1s"));
     assert_eq!(code, Some(2), "{out}{err}");
     eprintln!("LUN 1 with ext4, masked from h1: {}", err.trim());
+    assert!(err.contains("2 target(s) not usable"), "{err}");
     assert!(
         err.contains(&format!(
             "host h0: refusing to write {masked}: attached as /dev/sd"
@@ -164,27 +168,12 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
         )),
         "h0 refused to write the ext4 LUN: {err}"
     );
-    assert!(err.contains("2 target(s) not usable"), "{err}");
-    for h in ["h0", "h1"] {
-        let left = left_on(&bed, h);
-        assert_eq!(left, "sessions 0\nifaces 0\niscsid 0\n", "{h}");
-    }
-    // With consent (the URL as given), h0 takes the LUN; h1 still has none.
-    let mut consent = args(&masked, "1s");
-    consent.extend(["--destroy-data".to_string(), masked.clone()]);
-    let (code, out, err) = bench_with(&consent);
-    assert_eq!(code, Some(2), "{out}{err}");
-    eprintln!("LUN 1 masked from h1: {}", err.trim());
     let h1_name = INITIATOR.replace("{host}", "h1");
     assert!(
         err.contains(&format!(
             "h1: {masked}: no LUN 1: logged in to {IQN} as {h1_name}, no disk for LUN 1 after 3 s"
         )),
         "h1 refused at its LUN: {err}"
-    );
-    assert!(
-        err.contains("1 target(s) not usable"),
-        "h0 attached LUN 1: {err}"
     );
     for h in ["h0", "h1"] {
         let left = left_on(&bed, h);
@@ -199,7 +188,10 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
     let shared = url(0, "");
     let mut rt = RealTime::start();
     let started = Instant::now();
-    let (code, out, err) = bench_with(&args(&shared, "6s"));
+    // LUN 0's ext4 is overwritten with consent: the URL as given.
+    let mut measured_args = args(&shared, "6s");
+    measured_args.extend(["--destroy-data".to_string(), shared.clone()]);
+    let (code, out, err) = bench_with(&measured_args);
     eprintln!(
         "iscsi suite on 2 qemu guests (kernel initiators): {:?} (boot {booted:?})\n{out}",
         started.elapsed()
@@ -274,7 +266,18 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
     // step): the sessions are logged out.
     let cfg = bed.ssh_config.display().to_string();
     let mut a = args(&shared, "60s");
-    a.extend(["--skip-prepare", "--ssh-config", &cfg, "--db", "sig.db"].map(str::to_string));
+    a.extend(
+        [
+            "--skip-prepare",
+            "--destroy-data",
+            &shared,
+            "--ssh-config",
+            &cfg,
+            "--db",
+            "sig.db",
+        ]
+        .map(str::to_string),
+    );
     let mut child = std::process::Command::new(QOSLAB)
         .arg("bench")
         .args(&a)
