@@ -414,80 +414,90 @@ impl Attached {
         let guard = lifecycle::register(lifecycle::Phase::Remote, move || {
             let _ = h2.run(&c2);
         });
-        let undo = || {
-            let _ = h.run(&cleanup);
-        };
-        let step = |name: &str, script: &str| -> Result<String, SuiteError> {
-            let o = h.run(script)?;
-            if o.code != 0 {
-                undo();
-                return Err(fail(name, &format!("{}{}", o.stdout, o.stderr)));
+        match steps(h, &u, iface, initiator.as_deref(), before, &fail) {
+            Ok((disk, initiator)) => Ok(Attached {
+                host: h.clone(),
+                cleanup,
+                device: format!("/dev/{disk}"),
+                initiator,
+                _guard: guard,
+            }),
+            Err(e) => {
+                // Whichever step failed (its host unreachable too), undo what was done.
+                let _ = h.run(&cleanup);
+                Err(e)
             }
-            Ok(o.stdout)
-        };
-        if !before.iscsid {
-            step("starting iscsid failed", &start_iscsid_script())?;
         }
-        let made = step(
-            "the initiator's interface",
-            &iface_script(iface, initiator.as_deref()),
-        )?;
-        let initiator = made
-            .lines()
-            .find_map(|l| l.strip_prefix("initiator "))
-            .unwrap_or_default()
-            .to_string();
-        let disc = step(
-            &format!("discovery at {} refused", u.portal()),
-            &discovery_command(&u, iface),
-        )?;
-        let portal = portal_of(&disc, &u.iqn).map_err(|e| {
-            undo();
-            fail(&format!("discovery at {}", u.portal()), &e)
-        })?;
-        step(
-            &format!("login to {} at {portal} as {initiator} failed", u.iqn),
-            &login_command(&u.iqn, &portal, iface),
-        )?;
-        let o = h.run(&find_disk_script(&u.iqn, iface, u.lun, u.wait_s))?;
-        let disk = o
+    }
+}
+
+/// [`Attached::attach`]'s steps after the probe: iscsid, the interface, discovery, login,
+/// the disk; the disk's name and the initiator name logged in with.
+fn steps(
+    h: &hosts::Host,
+    u: &LoginUrl,
+    iface: &str,
+    initiator: Option<&str>,
+    before: Before,
+    fail: &dyn Fn(&str, &str) -> SuiteError,
+) -> Result<(String, String), SuiteError> {
+    let step = |name: &str, script: &str| -> Result<String, SuiteError> {
+        let o = h.run(script)?;
+        if o.code != 0 {
+            return Err(fail(name, &format!("{}{}", o.stdout, o.stderr)));
+        }
+        Ok(o.stdout)
+    };
+    if !before.iscsid {
+        step("starting iscsid failed", &start_iscsid_script())?;
+    }
+    let made = step("the initiator's interface", &iface_script(iface, initiator))?;
+    let initiator = made
+        .lines()
+        .find_map(|l| l.strip_prefix("initiator "))
+        .unwrap_or_default()
+        .to_string();
+    let disc = step(
+        &format!("discovery at {} refused", u.portal()),
+        &discovery_command(u, iface),
+    )?;
+    let portal =
+        portal_of(&disc, &u.iqn).map_err(|e| fail(&format!("discovery at {}", u.portal()), &e))?;
+    step(
+        &format!("login to {} at {portal} as {initiator} failed", u.iqn),
+        &login_command(&u.iqn, &portal, iface),
+    )?;
+    let o = h.run(&find_disk_script(&u.iqn, iface, u.lun, u.wait_s))?;
+    let disk = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("disk "))
+        .filter(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_alphanumeric()));
+    let Some(disk) = disk else {
+        let seen = o
             .stdout
             .lines()
-            .find_map(|l| l.strip_prefix("disk "))
-            .filter(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_alphanumeric()));
-        let Some(disk) = disk else {
-            undo();
-            let seen = o
-                .stdout
-                .lines()
-                .find_map(|l| l.strip_prefix("luns"))
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .map(|l| format!("the session's LUNs: {}", l.replace(' ', ", ")))
-                .unwrap_or_else(|| "the session has no LUN this initiator may see".into());
-            return Err(fail(
-                &format!("no LUN {}", u.lun),
-                &format!(
-                    "logged in to {} as {initiator}, no disk for LUN {} after {} s ({seen}){}",
-                    u.iqn,
-                    u.lun,
-                    u.wait_s,
-                    if o.stderr.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", o.stderr.trim())
-                    }
-                ),
-            ));
-        };
-        Ok(Attached {
-            host: h.clone(),
-            cleanup,
-            device: format!("/dev/{disk}"),
-            initiator,
-            _guard: guard,
-        })
-    }
+            .find_map(|l| l.strip_prefix("luns"))
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|l| format!("the session's LUNs: {}", l.replace(' ', ", ")))
+            .unwrap_or_else(|| "the session has no LUN this initiator may see".into());
+        return Err(fail(
+            &format!("no LUN {}", u.lun),
+            &format!(
+                "logged in to {} as {initiator}, no disk for LUN {} after {} s ({seen}){}",
+                u.iqn,
+                u.lun,
+                u.wait_s,
+                if o.stderr.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", o.stderr.trim())
+                }
+            ),
+        ));
+    };
+    Ok((disk.to_string(), initiator))
 }
 
 impl Drop for Attached {
