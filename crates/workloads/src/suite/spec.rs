@@ -27,7 +27,9 @@
 //!                          # nfs: or an export, "nfs://SERVER/PATH?nfsport=P&mountport=P"
 //!                          # (fio's nfs engine on the host, no kernel mount), or
 //!                          # "mount+nfs://SERVER/PATH?nfsport=P&mountport=P&options=..."
-//!                          # (the suite kernel-mounts it on the host: mount -t nfs)
+//!                          # (the suite kernel-mounts it on the host: mount -t nfs);
+//!                          # block/iscsi: or a LUN the suite logs in to on the host,
+//!                          # "login+iscsi://HOST:PORT/IQN/LUN?initiator=NAME" (iscsiadm)
 //! ```
 
 use std::path::PathBuf;
