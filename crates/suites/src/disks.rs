@@ -204,6 +204,7 @@ pub fn prepare(
             unit_secs: f64::from(plan.timing.runtime_s + plan.timing.ramp_s),
             servers,
             mounts: Vec::new(),
+            logins: Vec::new(),
         },
     ))
 }

@@ -11,7 +11,8 @@
 //!   ([`iostat`]); a device with anything on it is refused unless named in `destroy_data`.
 //! - [`storage`]: the same job set through fio client/server from every load generator on
 //!   its own NFS mount, iSCSI/block device or directory, "All clients" merged, after the
-//!   seed's prepare step.
+//!   seed's prepare step; an NFS export the suite kernel-mounts ([`nfs_mount`]) or an
+//!   iSCSI LUN it logs in to with the kernel's initiator ([`iscsi_login`]) on each.
 //!
 //! [`tools`] samples issue 12's tool sets on every host over its ssh transport. fio runs
 //! through `bench`'s client/server executor and JSON parsing (`fio --server` on
@@ -21,6 +22,7 @@ pub mod disks;
 pub mod fiorun;
 pub mod iostat;
 pub mod iperf;
+pub mod iscsi_login;
 pub mod jobs;
 pub mod network;
 pub mod nfs_mount;

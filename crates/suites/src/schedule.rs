@@ -119,6 +119,8 @@ pub struct Prepared {
     pub servers: Servers,
     /// Exports the suite kernel-mounted (after `servers`: fio stops before they unmount).
     pub mounts: Vec<crate::nfs_mount::Mounted>,
+    /// LUNs the suite logged in to (after `servers`: fio stops before they log out).
+    pub logins: Vec<crate::iscsi_login::Attached>,
 }
 
 impl Prepared {

@@ -13,11 +13,16 @@
 //! kernel mount, and the check is a MOUNT of the export from that load generator. Or a
 //! kernel-mounted export (`mount+nfs://...`, [`crate::nfs_mount`]): the suite mounts it on
 //! each load generator before the checks (`mount -t nfs`), fio runs on the mounted
-//! directory, and the mounts are undone when the suite ends.
+//! directory, and the mounts are undone when the suite ends. An `iscsi` or `block` target
+//! may be a LUN to log in to (`login+iscsi://...`, [`crate::iscsi_login`]): each load
+//! generator's kernel initiator attaches it before the checks, the disk found is the
+//! target (the same safety check; `--destroy-data` may name the URL), and the sessions are
+//! logged out when the suite ends.
 
 use serde::Serialize;
 
 use crate::fiorun;
+use crate::iscsi_login::{self, Attached};
 use crate::jobs::{self, SeedJob, Target, Timing};
 use crate::nfs_mount::{self, Mounted};
 use crate::schedule::{Prepared, Unit, UnitKind};
@@ -110,6 +115,9 @@ pub struct TargetInfo {
     pub capacity_bytes: Option<u64>,
     /// The `mount+nfs://` export the suite kernel-mounted at `path`.
     pub mounted_from: Option<String>,
+    /// The `login+iscsi://` LUN the suite attached as `path`, and the initiator name its
+    /// session logged in with.
+    pub attached_from: Option<(String, String)>,
 }
 
 /// An `nfs` target given as an export URL rather than a mounted directory.
@@ -145,7 +153,21 @@ fn check_nfs_url(h: &hosts::Host, host: &str, url: &str) -> Result<TargetInfo, S
         fs_type: "nfs3 (fio's nfs engine, libnfs)".into(),
         capacity_bytes: None,
         mounted_from: None,
+        attached_from: None,
     })
+}
+
+/// What the suite attached on the load generators (undone on drop).
+#[derive(Default)]
+struct Attachments {
+    mounts: Vec<Mounted>,
+    logins: Vec<Attached>,
+}
+
+/// The open-iscsi interface of this run (`qoslab-<run id>`).
+fn iface_of(s: &Session) -> String {
+    let id = s.rundir.rsplit("qoslab-run-").next().unwrap_or("run");
+    format!("qoslab-{id}")
 }
 
 fn check_target(
@@ -153,7 +175,7 @@ fn check_target(
     plan: &StoragePlan,
     host: &str,
     path: &str,
-    mounts: &mut Vec<Mounted>,
+    att: &mut Attachments,
 ) -> Result<TargetInfo, SuiteError> {
     let (_, h) = s.host(host).ok_or_else(|| {
         SuiteError::Invalid(format!("target for {host}, which is not one of the hosts"))
@@ -166,9 +188,36 @@ fn check_target(
         }
         let m = Mounted::mount(h, host, path, &format!("{}.nfs", s.rundir))?;
         let dir = m.dir.clone();
-        mounts.push(m);
-        let mut info = check_target(s, plan, host, &dir, mounts)?;
+        att.mounts.push(m);
+        let mut info = check_target(s, plan, host, &dir, att)?;
         info.mounted_from = Some(path.to_string());
+        return Ok(info);
+    }
+    if iscsi_login::is_login_url(path) {
+        if !plan.kind.is_block() {
+            return Err(SuiteError::Invalid(format!(
+                "{host}: {path}: a LUN to log in to is a target of --suite iscsi or block"
+            )));
+        }
+        let a = Attached::attach(h, host, path, &iface_of(s))?;
+        let (dev, initiator) = (a.device.clone(), a.initiator.clone());
+        att.logins.push(a);
+        // Consent to overwrite the LUN may name it by its URL: the device is known only now.
+        let mut consent = plan.clone();
+        if plan.destroy_data.iter().any(|d| d == path) {
+            consent.destroy_data.push(dev.clone());
+        }
+        let mut info = check_target(s, &consent, host, &dev, att).map_err(|e| match e {
+            SuiteError::Refused(mut r) => {
+                for x in &mut r {
+                    x.device = path.to_string();
+                    x.reasons.insert(0, format!("attached as {dev}"));
+                }
+                SuiteError::Refused(r)
+            }
+            e => e,
+        })?;
+        info.attached_from = Some((path.to_string(), initiator));
         return Ok(info);
     }
     if plan.kind.is_block() {
@@ -194,6 +243,7 @@ fn check_target(
             fs_type: "block".into(),
             capacity_bytes: Some(st.size_bytes),
             mounted_from: None,
+            attached_from: None,
         });
     }
     if plan.kind == StorageKind::Nfs && is_nfs_url(path) {
@@ -229,6 +279,7 @@ fn check_target(
         fs_type,
         capacity_bytes,
         mounted_from: None,
+        attached_from: None,
     })
 }
 
@@ -245,10 +296,10 @@ pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prep
     }
     let mut infos = Vec::new();
     let mut errors = Vec::new();
-    // Kernel mounts made here live as long as the prepared units (undone on drop).
-    let mut mounts = Vec::new();
+    // Kernel mounts and logins made here live as long as the prepared units (undone on drop).
+    let mut att = Attachments::default();
     for (h, p) in &plan.targets {
-        match check_target(s, plan, h, p, &mut mounts) {
+        match check_target(s, plan, h, p, &mut att) {
             Ok(t) => infos.push(t),
             // One "invalid suite input:" prefix, on the whole list.
             Err(SuiteError::Invalid(m)) => errors.push(m),
@@ -345,7 +396,8 @@ pub fn prepare(s: &Session, plan: &StoragePlan) -> Result<(Vec<TargetInfo>, Prep
             units,
             unit_secs: f64::from(plan.timing.runtime_s + plan.timing.ramp_s),
             servers,
-            mounts,
+            mounts: att.mounts,
+            logins: att.logins,
         },
     ))
 }

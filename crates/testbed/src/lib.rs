@@ -47,6 +47,9 @@ pub struct Spec {
     /// its NFS client, sshd and fio ([`vm`]). Their link is shaped toward the guest only
     /// (on its tap); no slow pairs or disks.
     pub vm_hosts: usize,
+    /// The guests also carry the Linux iSCSI initiator (`vm::ISCSI_MODULES`,
+    /// `vm::ISCSI_PROGRAMS`: iscsid, iscsiadm), for suites that log in to LUNs.
+    pub vm_iscsi: bool,
 }
 
 impl Default for Spec {
@@ -58,6 +61,7 @@ impl Default for Spec {
             disks_per_host: 0,
             disk_bytes: 128 << 20,
             vm_hosts: 0,
+            vm_iscsi: false,
         }
     }
 }
@@ -496,7 +500,7 @@ impl Testbed {
         if spec.vm_hosts == 0 {
             return Ok(());
         }
-        let initrd = vm::initramfs(&self.dir)?;
+        let initrd = vm::initramfs(&self.dir, spec.vm_iscsi)?;
         for k in 0..spec.vm_hosts {
             let i = spec.hosts + k;
             let (name, addr) = (format!("h{i}"), format!("{net}.{}", 10 + i));

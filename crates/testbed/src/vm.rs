@@ -13,7 +13,8 @@
 //! The initramfs carries this machine's own `sshd` and `fio` with every library `ldd`
 //! names (same paths as here), static busybox for the shell and its tools, and the kernel
 //! modules of the NFS client and the NIC (a test that attaches iSCSI LUNs adds the
-//! initiator's: [`ISCSI_MODULES`], [`ISCSI_PROGRAMS`]). One image per bed, shared by its guests: each
+//! initiator's: [`ISCSI_MODULES`], [`ISCSI_PROGRAMS`]; a bed's guests carry them and
+//! `wipefs` with `Spec::vm_iscsi`). One image per bed, shared by its guests: each
 //! guest reads its name and address from the kernel command line. The qemu process lives
 //! in the switch namespace (its tap is there), so the bed's teardown kills it with the
 //! namespace's other processes; it also dies with the thread that built the bed (parent
@@ -276,11 +277,17 @@ pub fn add_modules(root: &Path, modules: &[&str]) -> Result<(), String> {
 }
 
 /// Build the guests' initramfs in `dir` from the bed's keys (`dir/host_key`,
-/// `dir/authorized_keys`); returns the image.
-pub fn initramfs(dir: &Path) -> Result<PathBuf, String> {
+/// `dir/authorized_keys`), with the iSCSI initiator if `iscsi`; returns the image.
+pub fn initramfs(dir: &Path, iscsi: bool) -> Result<PathBuf, String> {
     let root = dir.join("guest-root");
     guest_root(&root, INIT)?;
     add_programs(&root, &PROGRAMS)?;
+    if iscsi {
+        add_modules(&root, &ISCSI_MODULES)?;
+        add_programs(&root, &ISCSI_PROGRAMS)?;
+        // The block suites' device check reads signatures with it (hosts::devices).
+        add_programs(&root, &["wipefs"])?;
+    }
     // sshd finds users through NSS; glibc loads libnss_files for /etc/passwd.
     let nss = Path::new("/lib/x86_64-linux-gnu/libnss_files.so.2");
     if nss.exists() {

@@ -67,6 +67,7 @@ mod san_rest;
 mod signals;
 mod small_fs;
 mod suites;
+mod suites_iscsi_kernel;
 mod suites_nfs;
 mod suites_nfs_kernel;
 mod tenants;

@@ -189,6 +189,7 @@ fn bed() -> Testbed {
         disks_per_host: 3,
         disk_bytes: 32 << 20,
         vm_hosts: 0,
+        vm_iscsi: false,
     })
     .unwrap()
 }

@@ -163,6 +163,7 @@ fn seed002_nfs_suite_on_namespace_hosts_against_a_nas_volume() {
         disks_per_host: 0,
         disk_bytes: 0,
         vm_hosts: 0,
+        vm_iscsi: false,
     })
     .unwrap();
     let addr = bed.coordinator_addr.clone();

@@ -1,5 +1,6 @@
-//! `testbed up [--hosts N] [--vms V] [--link-mbit M] [--slow A-B=MBIT ...] [--disks K] [--disk-mib S]`:
-//! build namespace hosts (and V qemu guest hosts with a kernel NFS client after them), print their description (JSON) and "ready", keep them until stdin
+//! `testbed up [--hosts N] [--vms V] [--vm-iscsi 1] [--link-mbit M] [--slow A-B=MBIT ...] [--disks K] [--disk-mib S]`:
+//! build namespace hosts (and V qemu guest hosts with a kernel NFS client after them, and
+//! open-iscsi's initiator with `--vm-iscsi 1`), print their description (JSON) and "ready", keep them until stdin
 //! closes or a signal arrives, then tear them down.
 //! `testbed clean`: remove what killed runs left behind.
 //!
@@ -10,7 +11,7 @@ use std::io::Read;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: testbed up [--hosts N] [--vms V] [--link-mbit M] [--slow A-B=MBIT]... [--disks K] [--disk-mib S]\n       testbed clean"
+        "usage: testbed up [--hosts N] [--vms V] [--vm-iscsi 0|1] [--link-mbit M] [--slow A-B=MBIT]... [--disks K] [--disk-mib S]\n       testbed clean"
     );
     std::process::exit(2)
 }
@@ -43,6 +44,7 @@ fn up(args: &[String]) {
         match a.as_str() {
             "--hosts" => spec.hosts = num(v) as usize,
             "--vms" => spec.vm_hosts = num(v) as usize,
+            "--vm-iscsi" => spec.vm_iscsi = num(v) != 0,
             "--link-mbit" => spec.link_mbit = num(v) as u32,
             "--disks" => spec.disks_per_host = num(v) as usize,
             "--disk-mib" => spec.disk_bytes = num(v) << 20,

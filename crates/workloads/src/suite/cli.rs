@@ -35,7 +35,14 @@ pub struct SuiteArgs {
     /// HOST:nfs://... per host; or one the suite kernel-mounts on every load generator
     /// (mount -t nfs -o vers=3,...; unmounted at the end):
     /// mount+nfs://SERVER/PATH?nfsport=P&mountport=P[&options=nconnect=4,...].
-    #[arg(long, value_name = "HOST:PATH,...|nfs://...|mount+nfs://...")]
+    /// iscsi, block also take a LUN each load generator's kernel initiator logs in to
+    /// (iscsiadm discovery and login; logged out at the end), for all hosts or HOST:... each:
+    /// login+iscsi://HOST[:PORT]/IQN/LUN[?initiator=NAME&wait=SECONDS] ({host} in NAME:
+    /// the load generator's name; default: its /etc/iscsi/initiatorname.iscsi).
+    #[arg(
+        long,
+        value_name = "HOST:PATH,...|nfs://...|mount+nfs://...|login+iscsi://..."
+    )]
     pub targets: Option<String>,
     /// Overwrite DEVICE although it holds a partition table, a file system or other data
     /// (repeatable). Without it such a device is refused before anything runs.
@@ -163,7 +170,8 @@ impl SuiteArgs {
             // nfs:// URL alone, or a mount+nfs:// one (its mount options may hold commas).
             let l = list.trim_start();
             let one_export = (l.starts_with("nfs://") && !list.contains(','))
-                || suites::nfs_mount::is_mount_url(l);
+                || suites::nfs_mount::is_mount_url(l)
+                || (suites::iscsi_login::is_login_url(l) && !list.contains(','));
             let pairs = if one_export {
                 let url = list.trim().to_string();
                 spec.hosts
@@ -263,6 +271,56 @@ mod tests {
         }
         .apply(spec)
         .unwrap();
+    }
+
+    #[test]
+    fn a_lun_to_log_in_to_is_a_target_of_the_block_suites() {
+        use suites::storage::StorageKind;
+        let iqn = "iqn.2026-01.lab.qoslab:target0";
+        // One LUN for every load generator, each logging in with its own name.
+        let one = format!("login+iscsi://10.0.0.1:3260/{iqn}/0?initiator=iqn.2026-01.lab:{{host}}");
+        let mut s = SuiteSpec::new(Kind::Storage(StorageKind::Iscsi));
+        apply_targets(&mut s, Some("h0,h1"), &one);
+        assert!(s.hosts.iter().all(|h| h.target.as_deref() == Some(&one)));
+        s.validate().unwrap();
+        // ... or each host's own LUN.
+        let (l0, l1) = (
+            format!("login+iscsi://10.0.0.1/{iqn}/0?initiator=iqn.2026-01.lab:a"),
+            format!("login+iscsi://10.0.0.1/{iqn}/1?initiator=iqn.2026-01.lab:b"),
+        );
+        apply_targets(&mut s, None, &format!("h0:{l0},h1:{l1}"));
+        assert_eq!(s.hosts[0].target.as_deref(), Some(l0.as_str()));
+        assert_eq!(s.hosts[1].target.as_deref(), Some(l1.as_str()));
+        s.validate().unwrap();
+        let mut block = SuiteSpec::new(Kind::Storage(StorageKind::Block));
+        apply_targets(&mut block, Some("h0,h1"), &format!("h0:{l0},h1:/dev/sdb"));
+        block.validate().unwrap();
+        // One fixed name for two hosts: their sessions would replace each other.
+        apply_targets(&mut s, None, &l0);
+        let e = s.validate().unwrap_err();
+        assert!(
+            e.contains("is given to 2 hosts with one initiator name") && e.contains("{host}"),
+            "{e}"
+        );
+        // A bad URL, a host name that makes no iSCSI name, the wrong suite: named.
+        apply_targets(&mut s, None, &format!("login+iscsi://10.0.0.1:0/{iqn}/0"));
+        let e = s.validate().unwrap_err();
+        assert!(
+            e.starts_with("--targets: host h0: ") && e.contains("port \"0\""),
+            "{e}"
+        );
+        apply_targets(&mut s, Some("lg_1"), &one);
+        let e = s.validate().unwrap_err();
+        assert!(
+            e.contains("\"iqn.2026-01.lab:lg_1\", not an iSCSI name"),
+            "{e}"
+        );
+        let mut nfs = SuiteSpec::new(Kind::Storage(StorageKind::Nfs));
+        apply_targets(&mut nfs, Some("h0"), &one);
+        assert!(nfs
+            .validate()
+            .unwrap_err()
+            .contains("that is --suite iscsi or block"));
     }
 
     #[test]

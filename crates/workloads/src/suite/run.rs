@@ -512,13 +512,17 @@ impl FamilyPlan for SuitePlan {
                         .map_err(plan_err)?;
                 for t in &targets {
                     self.notes.push(format!(
-                        "{}: {} on {} ({})",
+                        "{}: {} on {} ({}){}",
                         t.host,
                         t.path,
                         t.fs_type,
                         t.capacity_bytes
                             .map(|b| format!("{} available", suites::sizing::human(b)))
-                            .unwrap_or_else(|| "capacity unknown".into())
+                            .unwrap_or_else(|| "capacity unknown".into()),
+                        t.attached_from
+                            .as_ref()
+                            .map(|(url, i)| format!(", logged in to {url} as {i}"))
+                            .unwrap_or_default()
                     ));
                 }
                 self.sizing = prepared.sizing.clone();

@@ -27,7 +27,9 @@
 //!                          # nfs: or an export, "nfs://SERVER/PATH?nfsport=P&mountport=P"
 //!                          # (fio's nfs engine on the host, no kernel mount), or
 //!                          # "mount+nfs://SERVER/PATH?nfsport=P&mountport=P&options=..."
-//!                          # (the suite kernel-mounts it on the host: mount -t nfs)
+//!                          # (the suite kernel-mounts it on the host: mount -t nfs);
+//!                          # block/iscsi: or a LUN the suite logs in to on the host,
+//!                          # "login+iscsi://HOST:PORT/IQN/LUN?initiator=NAME" (iscsiadm)
 //! ```
 
 use std::path::PathBuf;
@@ -218,6 +220,34 @@ impl SuiteSpec {
         }
         for h in &self.hosts {
             let t = h.target.as_deref().unwrap_or("");
+            if suites::iscsi_login::is_login_url(t) {
+                if !matches!(k, StorageKind::Iscsi | StorageKind::Block) {
+                    return Err(format!(
+                        "--suite {}: host {}: target {t:?} is an iSCSI LUN to log in to; that is --suite iscsi or block",
+                        k.name(),
+                        h.name
+                    ));
+                }
+                let u = suites::iscsi_login::LoginUrl::parse(t)
+                    .map_err(|e| format!("--targets: host {}: {t:?}: {e}", h.name))?;
+                u.initiator_for(&h.name)
+                    .map_err(|e| format!("--targets: host {}: {e}", h.name))?;
+                // Two sessions with one initiator name replace each other at the target.
+                let sharing = self
+                    .hosts
+                    .iter()
+                    .filter(|o| o.target.as_deref() == Some(t))
+                    .count();
+                if sharing > 1 && !u.names_each_host() {
+                    return Err(format!(
+                        "--targets: {t:?} is given to {sharing} hosts with one initiator name: \
+                         a target ends a session when another logs in with its name; put {} in \
+                         initiator= (each host's name), or give each host its own target",
+                        suites::iscsi_login::HOST_PLACEHOLDER
+                    ));
+                }
+                continue;
+            }
             if suites::nfs_mount::is_mount_url(t) {
                 if k != StorageKind::Nfs {
                     return Err(format!(
