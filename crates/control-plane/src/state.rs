@@ -142,6 +142,13 @@ impl Store {
         Ok(())
     }
 
+    /// Forget the fingerprint recorded under `key` (the declaration counts as never applied).
+    pub fn forget_applied(&self, key: &str) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM meta WHERE key = ?1", [key])?;
+        Ok(())
+    }
+
     /// Apply config declarations in one transaction: upsert the given rows (an existing
     /// row with the same uuid is updated, keeping its uuid) and record the fingerprints.
     pub fn apply_declarations(

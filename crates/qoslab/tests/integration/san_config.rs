@@ -3,7 +3,11 @@
 //! mapped initiator sees the LUN at its number (libiscsi's iscsi-ls with `-i`), another
 //! does not; GET /api/storage/luns lists it; `qoslab lun create|map|unmap|delete` and
 //! `qoslab igroup create|add|remove|delete` change what iscsi-ls sees at once; a restart
-//! with the same file keeps the API's changes, an edited file applies the edit.
+//! with the same file keeps the API's changes, an edited file applies the edit; beyond
+//! loopback a map to an initiator without CHAP stops the start.
+
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -12,7 +16,7 @@ use crate::api_util::Api;
 use crate::iscsi::require_libiscsi;
 use crate::iscsi_node::iscsi_port;
 use crate::san_rest::lun_numbers;
-use crate::util::Node;
+use crate::util::{run, Node, TempDir, QOSLAB};
 
 const IQN: &str = "iqn.2026-01.lab.qoslab:san-config";
 const HOST_A: &str = "iqn.2026-01.lab.example:cfg-a";
@@ -189,4 +193,36 @@ fn node_toml_san_objects_are_served_and_qoslab_lun_and_igroup_drive_the_target()
     node.start_again();
     let port = iscsi_port(&node);
     assert_eq!(lun_numbers(port, HOST_A), [3], "the edited map number");
+}
+
+/// Beyond loopback, node.toml's map of a LUN to an initiator without CHAP stops the start
+/// as the same map over REST is refused: exit 2, naming the declaration's line and the
+/// fix, before any listener is bound; a new data directory is removed again. Cost: ~0.3 s.
+#[test]
+fn beyond_loopback_a_node_toml_map_without_chap_stops_the_start() {
+    let dir = TempDir::new("san-config-chap");
+    std::fs::write(dir.join("node.toml"), config(2)).unwrap();
+    let data = dir.join("data");
+    let out = run(
+        Command::new(QOSLAB)
+            .arg("serve")
+            .arg("--config")
+            .arg(dir.join("node.toml"))
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--listen-unix")
+            .arg(dir.join("s.sock"))
+            .args(["--listen-http", "off", "--listen-iscsi", "0.0.0.0:0"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(2), "{out}");
+    assert!(
+        out.stderr.contains(&format!(
+            "node.toml:19: lun_map (\"/vol/db/lun1\" to igroup \"dbhosts\"): refused: \
+             initiator {HOST_A:?} of igroup \"dbhosts\" would see LUN /vol/db/lun1 without CHAP \
+             on non-loopback iSCSI listener 0.0.0.0:0"
+        )) && out.stderr.contains("--insecure-iscsi"),
+        "{out}"
+    );
+    assert!(!data.exists(), "a refused start left {}", data.display());
 }

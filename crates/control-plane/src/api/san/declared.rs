@@ -4,6 +4,9 @@
 //! checks as a REST request (sizes, policies, LUN numbers, CHAP beyond loopback); an
 //! unchanged one leaves the stored object alone, so changes made through the API survive
 //! a restart with the same file. Objects the file does not declare are never touched.
+//! A declaration refused stops the start, and the objects this start created are deleted
+//! again (edits it applied to existing objects stay; they are applied again, to the same
+//! effect, at the next start).
 
 use serde_json::{json, Value};
 
@@ -11,11 +14,48 @@ use super::super::model::ApiError;
 use super::{lun_path, San};
 use crate::config::san::SanDecls;
 
+/// What a start made, to be undone if a later declaration is refused.
+#[derive(Debug)]
+enum Undo {
+    Map(String, String),
+    Igroup(String),
+    Lun(String),
+    /// The fingerprint recorded under this key.
+    Fingerprint(String),
+}
+
 impl San<'_> {
     /// Apply the new or edited declarations of `d`; returns how many were applied. An
     /// error names the declaration (`node.toml:12: lun "/vol/db/lun1": ...`); what was
     /// applied before it stays (each is committed on its own, as a REST call is).
     pub fn apply_declarations(&self, d: &SanDecls) -> Result<usize, String> {
+        let mut undo = Vec::new();
+        let r = self.apply_all(d, &mut undo);
+        if r.is_err() {
+            self.undo(undo);
+        }
+        r
+    }
+
+    /// Delete what this start created, newest first, and forget its fingerprints.
+    fn undo(&self, undo: Vec<Undo>) {
+        for u in undo.into_iter().rev() {
+            let r = match &u {
+                Undo::Map(l, g) => self.delete_map(l, g).map(|_| ()),
+                Undo::Igroup(g) => self.delete_igroup(g).map(|_| ()),
+                Undo::Lun(l) => self.delete_lun(l).map(|_| ()),
+                Undo::Fingerprint(k) => {
+                    let inner = self.cp.lock();
+                    inner.store.forget_applied(k).map_err(super::super::db_err)
+                }
+            };
+            if let Err(e) = r {
+                tracing::error!("undoing {u:?} after a refused declaration: {}", e.message);
+            }
+        }
+    }
+
+    fn apply_all(&self, d: &SanDecls, undo: &mut Vec<Undo>) -> Result<usize, String> {
         let mut applied = 0;
         for l in &d.luns {
             let path = l.path();
@@ -44,10 +84,14 @@ impl San<'_> {
                         b["qos_policy"] = policy;
                     }
                     self.create_lun(b.to_string().as_bytes()).map_err(ctx)?;
+                    if let Some((uuid, _)) = self.lun_by_path(&path) {
+                        undo.push(Undo::Lun(uuid));
+                    }
                 }
             }
             tracing::info!(lun = %path, "applied the configuration's declaration");
             self.set_applied(&key, &fp)?;
+            undo.push(Undo::Fingerprint(key));
             applied += 1;
         }
         for g in &d.igroups {
@@ -83,10 +127,14 @@ impl San<'_> {
                     let b = json!({"name": g.name, "protocol": "iscsi", "os_type": g.os_type,
                                    "initiators": initiators});
                     self.create_igroup(b.to_string().as_bytes()).map_err(ctx)?;
+                    if let Some((uuid, _)) = self.igroup_by_name(&g.name) {
+                        undo.push(Undo::Igroup(uuid));
+                    }
                 }
             }
             tracing::info!(igroup = %g.name, "applied the configuration's declaration");
             self.set_applied(&key, &fp)?;
+            undo.push(Undo::Fingerprint(key));
             applied += 1;
         }
         for m in &d.maps {
@@ -116,9 +164,15 @@ impl San<'_> {
                     b["logical_unit_number"] = json!(n);
                 }
                 self.create_map(b.to_string().as_bytes()).map_err(ctx)?;
+                if existing.is_none() {
+                    if let Some((l, g, _)) = self.map_of(&m.lun, &m.igroup) {
+                        undo.push(Undo::Map(l, g));
+                    }
+                }
             }
             tracing::info!(lun = %m.lun, igroup = %m.igroup, "applied the configuration's declaration");
             self.set_applied(&key, &fp)?;
+            undo.push(Undo::Fingerprint(key));
             applied += 1;
         }
         Ok(applied)

@@ -118,8 +118,13 @@ fn beyond_loopback_a_node_toml_map_without_chap_stops_the_start_naming_its_line(
         "{e}"
     );
     assert!(seen(&cp, A).is_empty(), "nothing was mapped");
-    // --insecure-iscsi: the map is made (the LUN and igroup were applied already).
+    // The LUN and igroup this start made are gone again, their file too.
+    assert_eq!(luns(&cp)["num_records"], 0);
+    assert!(cp.lock().san.igroups.is_empty());
+    assert!(!d.join("volumes/db:lun1.img").exists());
+    // --insecure-iscsi: all three are made.
     cp.san().set_insecure_iscsi(true);
-    assert_eq!(cp.san().apply_declarations(&cfg.san), Ok(1));
+    assert_eq!(cp.san().apply_declarations(&cfg.san), Ok(3));
     assert_eq!(seen(&cp, A), [(0, "db:lun1".to_string())]);
+    assert!(d.join("volumes/db:lun1.img").exists());
 }
