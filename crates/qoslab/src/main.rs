@@ -68,11 +68,9 @@ enum Command {
     /// NFS export policies on a running node (REST API): which clients may mount a NAS
     /// volume, read-only or read-write.
     ExportPolicy(export_policy_cmd::ExportPolicyArgs),
-    /// LUNs on a running node (REST API): create, list, show, modify, delete, map to an
-    /// igroup, unmap; served over iSCSI.
+    /// LUNs on a running node (REST API), served over iSCSI: create, map to igroups, ...
     Lun(lun_cmd::LunArgs),
-    /// iSCSI initiator groups on a running node (REST API): create, list, show, add and
-    /// remove initiators, delete.
+    /// iSCSI initiator groups on a running node (REST API): who sees which LUNs.
     Igroup(igroup_cmd::IgroupArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
