@@ -178,8 +178,25 @@ pub(super) fn parse(
     volumes: &[VolumeSpec],
     policies: &BTreeSet<String>,
 ) -> Result<SanDecls, ConfigError> {
-    let mut out = SanDecls::default();
-    for (i, sl) in raw.luns.iter().enumerate() {
+    let luns = luns(src, raw.luns, volumes, policies)?;
+    let igroups = igroups(src, raw.igroups)?;
+    let maps = maps(src, raw.maps, &luns, &igroups)?;
+    Ok(SanDecls {
+        luns,
+        igroups,
+        maps,
+    })
+}
+
+/// `[[lun]]`: a path in a block volume of this file, a size, an os_type, a policy.
+fn luns(
+    src: &Src,
+    raw: &[Spanned<RawLun>],
+    volumes: &[VolumeSpec],
+    policies: &BTreeSet<String>,
+) -> Result<Vec<SanLunSpec>, ConfigError> {
+    let mut out: Vec<SanLunSpec> = Vec::new();
+    for (i, sl) in raw.iter().enumerate() {
         let l = sl.get_ref();
         let p = l.path.get_ref();
         let sect = format!("lun[{i}] ({p:?})");
@@ -224,7 +241,7 @@ pub(super) fn parse(
                 return Err(e(po, "path", format!("{p:?}"), why));
             }
         }
-        if out.luns.iter().any(|o| o.volume == vol && o.name == name) {
+        if out.iter().any(|o| o.volume == vol && o.name == name) {
             let why = "declared twice (a path names one LUN)".to_string();
             return Err(e(po, "path", format!("{p:?}"), why));
         }
@@ -263,7 +280,7 @@ pub(super) fn parse(
                 ));
             }
         }
-        out.luns.push(SanLunSpec {
+        out.push(SanLunSpec {
             volume: vol,
             name,
             size,
@@ -272,7 +289,13 @@ pub(super) fn parse(
             at: src.at(po),
         });
     }
-    for (i, sg) in raw.igroups.iter().enumerate() {
+    Ok(out)
+}
+
+/// `[[igroup]]`: a name, an os_type, iSCSI initiators.
+fn igroups(src: &Src, raw: &[Spanned<RawIgroup>]) -> Result<Vec<IgroupSpec>, ConfigError> {
+    let mut out: Vec<IgroupSpec> = Vec::new();
+    for (i, sg) in raw.iter().enumerate() {
         let g = sg.get_ref();
         let n = g.name.get_ref();
         let sect = format!("igroup[{i}] ({n:?})");
@@ -287,7 +310,7 @@ pub(super) fn parse(
                 format!("names are {NAME_RULE}"),
             ));
         }
-        if out.igroups.iter().any(|o| &o.name == n) {
+        if out.iter().any(|o| &o.name == n) {
             let why = "declared twice".to_string();
             return Err(e(no, "name", format!("{n:?}"), why));
         }
@@ -326,22 +349,33 @@ pub(super) fn parse(
             }
             initiators.push(name.clone());
         }
-        out.igroups.push(IgroupSpec {
+        out.push(IgroupSpec {
             name: n.clone(),
             os_type,
             initiators,
             at: src.at(no),
         });
     }
-    for (i, sm) in raw.maps.iter().enumerate() {
+    Ok(out)
+}
+
+/// `[[lun_map]]`: a `[[lun]]` to an `[[igroup]]` of this file, at a number or the next free.
+fn maps(
+    src: &Src,
+    raw: &[Spanned<RawLunMap>],
+    luns: &[SanLunSpec],
+    igroups: &[IgroupSpec],
+) -> Result<Vec<LunMapSpec>, ConfigError> {
+    let mut out: Vec<LunMapSpec> = Vec::new();
+    for (i, sm) in raw.iter().enumerate() {
         let m = sm.get_ref();
         let (lun, igroup) = (m.lun.get_ref(), m.igroup.get_ref());
         let sect = format!("lun_map[{i}] ({lun:?} to {igroup:?})");
         let e =
             |off, field: &str, shown: String, why: String| err(src, off, &sect, field, shown, why);
         let lo = m.lun.span().start;
-        if !out.luns.iter().any(|l| &l.path() == lun) {
-            let known: Vec<String> = out.luns.iter().map(SanLunSpec::path).collect();
+        if !luns.iter().any(|l| &l.path() == lun) {
+            let known: Vec<String> = luns.iter().map(SanLunSpec::path).collect();
             let why = format!(
                 "not a [[lun]] of this file (its LUNs: {})",
                 if known.is_empty() {
@@ -352,8 +386,8 @@ pub(super) fn parse(
             );
             return Err(e(lo, "lun", format!("{lun:?}"), why));
         }
-        if !out.igroups.iter().any(|g| &g.name == igroup) {
-            let known: Vec<&str> = out.igroups.iter().map(|g| g.name.as_str()).collect();
+        if !igroups.iter().any(|g| &g.name == igroup) {
+            let known: Vec<&str> = igroups.iter().map(|g| g.name.as_str()).collect();
             let why = format!(
                 "not an [[igroup]] of this file (its igroups: {})",
                 if known.is_empty() {
@@ -369,11 +403,7 @@ pub(super) fn parse(
                 why,
             ));
         }
-        if out
-            .maps
-            .iter()
-            .any(|o| &o.lun == lun && &o.igroup == igroup)
-        {
+        if out.iter().any(|o| &o.lun == lun && &o.igroup == igroup) {
             let why = format!("this LUN is mapped to igroup {igroup:?} already");
             return Err(e(lo, "lun", format!("{lun:?}"), why));
         }
@@ -382,7 +412,6 @@ pub(super) fn parse(
             Some(n) if (0..=i64::from(MAX_LUN)).contains(n.get_ref()) => {
                 let num = *n.get_ref() as u16;
                 if let Some(o) = out
-                    .maps
                     .iter()
                     .find(|o| &o.igroup == igroup && o.number == Some(num))
                 {
@@ -409,7 +438,7 @@ pub(super) fn parse(
                 ));
             }
         };
-        out.maps.push(LunMapSpec {
+        out.push(LunMapSpec {
             lun: lun.clone(),
             igroup: igroup.clone(),
             number,

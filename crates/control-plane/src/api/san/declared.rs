@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::super::model::ApiError;
 use super::{lun_path, San};
-use crate::config::san::SanDecls;
+use crate::config::san::{IgroupSpec, LunMapSpec, SanDecls, SanLunSpec};
 
 /// What a start made, to be undone if a later declaration is refused.
 #[derive(Debug)]
@@ -56,8 +56,15 @@ impl San<'_> {
     }
 
     fn apply_all(&self, d: &SanDecls, undo: &mut Vec<Undo>) -> Result<usize, String> {
+        Ok(self.apply_luns(&d.luns, undo)?
+            + self.apply_igroups(&d.igroups, undo)?
+            + self.apply_maps(&d.maps, undo)?)
+    }
+
+    /// `[[lun]]`: created, or grown and put under its policy.
+    fn apply_luns(&self, luns: &[SanLunSpec], undo: &mut Vec<Undo>) -> Result<usize, String> {
         let mut applied = 0;
-        for l in &d.luns {
+        for l in luns {
             let path = l.path();
             let (key, fp) = (format!("config.lun.{path}"), l.fingerprint());
             if self.applied(&key)?.as_deref() == Some(fp.as_str()) {
@@ -94,7 +101,13 @@ impl San<'_> {
             undo.push(Undo::Fingerprint(key));
             applied += 1;
         }
-        for g in &d.igroups {
+        Ok(applied)
+    }
+
+    /// `[[igroup]]`: created, or its os_type and initiators made the file's.
+    fn apply_igroups(&self, igroups: &[IgroupSpec], undo: &mut Vec<Undo>) -> Result<usize, String> {
+        let mut applied = 0;
+        for g in igroups {
             let (key, fp) = (format!("config.igroup.{}", g.name), g.fingerprint());
             if self.applied(&key)?.as_deref() == Some(fp.as_str()) {
                 continue;
@@ -137,7 +150,13 @@ impl San<'_> {
             undo.push(Undo::Fingerprint(key));
             applied += 1;
         }
-        for m in &d.maps {
+        Ok(applied)
+    }
+
+    /// `[[lun_map]]`: made, or moved to its number.
+    fn apply_maps(&self, maps: &[LunMapSpec], undo: &mut Vec<Undo>) -> Result<usize, String> {
+        let mut applied = 0;
+        for m in maps {
             let key = format!("config.lun_map.{}.{}", m.lun, m.igroup);
             let fp = m.fingerprint();
             if self.applied(&key)?.as_deref() == Some(fp.as_str()) {
