@@ -133,6 +133,22 @@ impl Store {
             .optional()
     }
 
+    /// Record `fp` as the fingerprint of the config declaration applied under `key`.
+    pub fn set_applied(&self, key: &str, fp: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+            params![key, fp],
+        )?;
+        Ok(())
+    }
+
+    /// Forget the fingerprint recorded under `key` (the declaration counts as never applied).
+    pub fn forget_applied(&self, key: &str) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM meta WHERE key = ?1", [key])?;
+        Ok(())
+    }
+
     /// Apply config declarations in one transaction: upsert the given rows (an existing
     /// row with the same uuid is updated, keeping its uuid) and record the fingerprints.
     pub fn apply_declarations(

@@ -77,7 +77,7 @@ impl IscsiFrontEnd {
     /// initiator(s)); logins: default chap, 1 initiator(s) their own`.
     pub fn summary(&self) -> String {
         if self.settings.luns.is_empty() {
-            return "no LUNs in node.toml; LUNs mapped through the API follow".into();
+            return "no [[iscsi.lun]] in node.toml; LUN maps ([[lun_map]], the API) follow".into();
         }
         let luns: Vec<String> = self
             .settings

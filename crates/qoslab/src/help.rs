@@ -15,7 +15,16 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Results", &["results", "report", "compare"]),
     (
         "ONTAP-style administration (a running node's REST API)",
-        &["policy", "volume", "export-policy", "s3", "user", "ontap"],
+        &[
+            "policy",
+            "volume",
+            "export-policy",
+            "lun",
+            "igroup",
+            "s3",
+            "user",
+            "ontap",
+        ],
     ),
     ("Other", &["completions", "man", "help"]),
 ];

@@ -135,14 +135,20 @@ pub fn prepare(
     credentials(s, data_dir).map(Some)
 }
 
-/// The LUN maps made through the API, checked at start as node.toml's LUNs are: beyond
-/// loopback every initiator a LUN is mapped to logs in with CHAP (a map made under
-/// --insecure-iscsi, or before node.toml's credentials changed, stops the start).
+/// node.toml's `[[lun]]`, `[[igroup]]` and `[[lun_map]]` applied when new or edited (under
+/// the same rules as REST requests), then the LUN maps in the state database checked at
+/// start as node.toml's `[[iscsi.lun]]` are: beyond loopback every initiator a LUN is
+/// mapped to logs in with CHAP (a map made under --insecure-iscsi, or before node.toml's
+/// credentials changed, stops the start).
 pub fn check_san_maps(
     args: &IscsiServeArgs,
     cp: &control_plane::api::ControlPlane,
+    declared: &storage_node::config::san::SanDecls,
 ) -> anyhow::Result<()> {
     cp.san().set_insecure_iscsi(args.insecure_iscsi);
+    cp.san()
+        .apply_declarations(declared)
+        .map_err(anyhow::Error::msg)?;
     let problems = cp.san().exposure_problems();
     if !problems.is_empty() {
         anyhow::bail!(

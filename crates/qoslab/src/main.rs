@@ -10,8 +10,10 @@ mod docs_cmd;
 mod export_policy_cmd;
 mod help;
 mod http_client;
+mod igroup_cmd;
 mod iscsi_cmd;
 mod login_cmd;
+mod lun_cmd;
 mod nfs_cmd;
 mod ontap;
 mod policy_burst;
@@ -66,6 +68,10 @@ enum Command {
     /// NFS export policies on a running node (REST API): which clients may mount a NAS
     /// volume, read-only or read-write.
     ExportPolicy(export_policy_cmd::ExportPolicyArgs),
+    /// LUNs on a running node (REST API), served over iSCSI: create, map to igroups, ...
+    Lun(lun_cmd::LunArgs),
+    /// iSCSI initiator groups on a running node (REST API): who sees which LUNs.
+    Igroup(igroup_cmd::IgroupArgs),
     /// Live per-volume IOPS, throughput and latency, busiest first (REST API).
     Stats(stats_cmd::StatsArgs),
     /// S3 users (access keys) and buckets under QoS policies on a running node (REST API).
@@ -143,6 +149,8 @@ fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy_cmd::run(args),
         Command::Volume(args) => volume_cmd::run(args),
         Command::ExportPolicy(args) => export_policy_cmd::run(args),
+        Command::Lun(args) => lun_cmd::run(args),
+        Command::Igroup(args) => igroup_cmd::run(args),
         Command::Stats(args) => stats_cmd::run(args),
         Command::S3(args) => s3_admin::run(args),
         Command::S3Driver => s3_driver(),

@@ -315,7 +315,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     runtime(&args)?.block_on(async move {
         let stats = Arc::new(ServerStats::default());
         let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
-        crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp)?;
+        crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp, &cfg.san)?;
         let node = cp.node.clone();
         crate::serve_safety::print_data_dir(&cp, &data_dir);
         let nbd_mode = args.nbd_tls.mode();

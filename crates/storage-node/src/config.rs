@@ -19,6 +19,7 @@ mod burst;
 pub mod iscsi;
 pub mod nfs;
 mod provisioned;
+pub mod san;
 mod sections;
 mod values;
 
@@ -179,6 +180,9 @@ pub struct NodeConfig {
     pub export_policies: Vec<ExportPolicySpec>,
     /// The iSCSI front end (`[iscsi]`): address, target name, LUNs.
     pub iscsi: IscsiSettings,
+    /// ONTAP's SAN objects (`[[lun]]`, `[[igroup]]`, `[[lun_map]]`), applied by the
+    /// control plane at start when new or edited.
+    pub san: san::SanDecls,
 }
 
 impl Default for NodeConfig {
@@ -203,6 +207,7 @@ impl Default for NodeConfig {
             nfs: NfsSettings::default(),
             export_policies: Vec::new(),
             iscsi: IscsiSettings::default(),
+            san: san::SanDecls::default(),
         }
     }
 }
@@ -271,6 +276,12 @@ struct RawConfig {
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
     volume: Vec<Spanned<RawVolume>>,
+    #[serde(default)]
+    lun: Vec<Spanned<san::RawLun>>,
+    #[serde(default)]
+    igroup: Vec<Spanned<san::RawIgroup>>,
+    #[serde(default)]
+    lun_map: Vec<Spanned<san::RawLunMap>>,
 }
 
 #[derive(Deserialize)]
@@ -426,6 +437,12 @@ impl NodeConfig {
         if let Some(r) = &raw.iscsi {
             cfg.iscsi = iscsi::parse(&src, r, &cfg.volumes)?;
         }
+        let raw_san = san::RawSan {
+            luns: &raw.lun,
+            igroups: &raw.igroup,
+            maps: &raw.lun_map,
+        };
+        cfg.san = san::parse(&src, raw_san, &cfg.volumes, &names)?;
         Ok(cfg)
     }
 }
@@ -484,3 +501,5 @@ fn table_line(text: &str, name: &str) -> usize {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_san;

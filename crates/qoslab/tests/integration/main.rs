@@ -63,6 +63,7 @@ mod s3_hosts;
 mod s3_interop;
 mod s3_qos;
 mod s3_util;
+mod san_config;
 mod san_rest;
 mod signals;
 mod small_fs;

@@ -36,7 +36,7 @@ fn ls(port: u16, initiator: &str) -> String {
 }
 
 /// The LUN numbers iscsi-ls lists for `initiator`.
-fn lun_numbers(port: u16, initiator: &str) -> Vec<u16> {
+pub fn lun_numbers(port: u16, initiator: &str) -> Vec<u16> {
     ls(port, initiator)
         .lines()
         .filter_map(|l| l.trim().strip_prefix("Lun:"))

@@ -11,34 +11,10 @@ use super::{code, object, only, string, svm, uint, wrong_type, ApiError, PolicyR
 use crate::config::iscsi::{valid_iscsi_name, MAX_LUN};
 use crate::config::valid_name;
 
-/// ONTAP's LUN `os_type` values.
-pub const LUN_OS_TYPES: &[&str] = &[
-    "aix",
-    "hpux",
-    "hyper_v",
-    "linux",
-    "netware",
-    "openvms",
-    "solaris",
-    "solaris_efi",
-    "vmware",
-    "windows",
-    "windows_2008",
-    "windows_gpt",
-    "xen",
-];
-
-/// ONTAP's igroup `os_type` values.
-pub const IGROUP_OS_TYPES: &[&str] = &[
-    "aix", "hpux", "hyper_v", "linux", "netware", "openvms", "solaris", "vmware", "windows", "xen",
-];
-
-/// The smallest LUN (ONTAP's smallest is 4 KiB) and the logical block every LUN size
-/// is a multiple of.
-pub const MIN_LUN_SIZE: u64 = 4096;
-pub const LUN_BLOCK: u64 = 512;
-/// The largest LUN (ONTAP's: 128 TiB).
-pub const MAX_LUN_SIZE: u64 = 128 << 40;
+// The allowed values are node.toml's too (`[[lun]]`, `[[igroup]]`): one list each.
+pub use crate::config::san::{
+    IGROUP_OS_TYPES, LUN_BLOCK, LUN_OS_TYPES, MAX_LUN_SIZE, MIN_LUN_SIZE,
+};
 
 const NAME_RULE: &str =
     "names are 1 to 128 characters from A-Z a-z 0-9 _ - . (not starting with - or .)";

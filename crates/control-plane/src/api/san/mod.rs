@@ -9,6 +9,7 @@
 //! whole, which the iSCSI target reads live (sessions see REPORTED LUNS DATA HAS
 //! CHANGED).
 
+mod declared;
 mod igroups;
 mod luns;
 mod maps;
@@ -507,5 +508,7 @@ mod tests {
     }
 }
 
+#[cfg(test)]
+mod tests_declared;
 #[cfg(test)]
 mod tests_live;
