@@ -1,21 +1,53 @@
-//! Seed 002's block suite over iSCSI the seed's way: each load generator attaches the LUN
+//! Seed 002's block suite over iSCSI the seed's way: the load generator attaches the LUN
 //! with its kernel initiator ("mount the iSCSI device to each load generator") and fio runs
 //! on the disk with `libaio direct=1`, driven over ssh and fio's client/server mode. The
-//! load generators are qemu guests of the test bed with open-iscsi (`Spec::vm_iscsi`:
+//! load generator is a qemu guest of the test bed with open-iscsi (`Spec::vm_iscsi`:
 //! Debian's kernel with its initiator, this machine's iscsid, iscsiadm, sshd and fio), on
 //! the bed's bridge beside the coordinator, where the node's iSCSI target listens; this
 //! machine's kernel has no initiator.
 //!
-//! - `--targets login+iscsi://ADDR:PORT/IQN/LUN?initiator=...{host}`: every guest starts
-//!   iscsid, makes the run's own interface with its own initiator name, discovers, logs
-//!   in, finds the LUN's disk in sysfs; a LUN holding ext4 is refused without
-//!   `--destroy-data URL` (and taken with it: the measured run's); a LUN masked from one
-//!   guest fails the suite before any load, naming that guest, the step and the LUN, and
-//!   the other guest's session is logged out too;
-//! - the shared LUN's 200 IOPS ceiling is one budget for both guests: "All clients" is the
-//!   ceiling, +10% at most;
-//! - afterwards no session, interface or iscsid the run started is left on a guest, and no
-//!   connection on the node; nor after a SIGTERM while fio runs.
+//! - `--targets login+iscsi://ADDR:PORT/IQN/LUN?initiator=...{host}`: the guest starts
+//!   iscsid, makes the run's own interface with its own initiator name (`{host}` made
+//!   `h0`), discovers, logs in, finds the LUN's disk in sysfs;
+//! - a LUN hidden from the guest (masked to another initiator) stops the suite before any
+//!   load, naming the host, the step and the LUN, and the guest is logged out after;
+//! - a LUN holding ext4 is refused without `--destroy-data URL`, naming the URL to give
+//!   it, and taken with it (the measured run's);
+//! - fio on the attached disk is held to the LUN's 200 IOPS ceiling: at most +3% (a
+//!   ceiling: a neighbour's load cannot push a rate above it); more than 10% under it is a
+//!   shortfall the starved-host rule judges (`RealTime`: inconclusive on a starved host,
+//!   never a failure for a neighbour's load);
+//! - afterwards no session, interface or iscsid the run started is left on the guest, and
+//!   no connection on the node; nor after a SIGTERM while fio runs.
+//!
+//! One guest, so it is one CPU hog's worth of load and runs in the `light` group, beside
+//! the heavy group's measurements, as `iscsi_kernel`'s guest does (docs/TESTING.md). A
+//! neighbour's load can only make it slower: the rate's shortfall, and the suite's own
+//! real-time limit that a starved guest may miss (its fio server listening within 10 s),
+//! are judged by the starved-host rule (inconclusive on a starved host); the other limits
+//! give minutes to what takes seconds (the boot 180 s, a run 240 s).
+//!
+//! What only a second guest checked moved or went: the merge of several load generators
+//! into "All clients" is checked by
+//! `suites::block_suite_merges_two_load_generators_and_nfs_refuses_a_local_directory`; a
+//! volume's ceiling as one budget for several load generators by `suites_nfs` (the QoS is
+//! the volume's, whatever the protocol); `{host}` giving each host its own initiator name
+//! by `suites`' unit tests (`iscsi_login_tests.rs`; here h0 logs in as `lg-h0`). Two hosts'
+//! refusals listed in one error, with the other host logged out, are no longer checked end
+//! to end: the guest's logout after a refusal is, for both kinds (no disk; refused after
+//! login).
+//!
+//! Cost (29 Nov 2026, this 2-core machine, `flock /work/wt/heavy.lock cargo nextest run
+//! --features e2e -p qoslab --test integration -E 'test(/suites_iscsi_kernel/)'`): 46.8 s,
+//! 48.2 s and 48.2 s wall, 188.5, 192.4 and 190.8 IOPS, other helpers' builds at times
+//! beside it; of it the guest's boot 13-15 s, the masked LUN's run 6 s, the refusal's 5 s,
+//! the measured run 11 s, the SIGTERM run 9 s. Beside a CPU hog (`sh -c 'while :; do :;
+//! done'` in the same session): 60.3 s, 179.1 IOPS, inconclusive (starved-host: runnable
+//! tasks waited for a CPU 63% of the window); beside a `nice -n -10` one: 47.8 s, 192.5
+//! IOPS. An earlier `nice -n -10` run, while two other sessions built (their own
+//! autogroups), starved the guest 9-fold (boot 127 s) until its fio server missed its
+//! 10 s and the run failed: that is now a shortfall the starved-host rule judges (not
+//! re-run under that load). Two guests, in the heavy group, took 81-92 s.
 
 use std::time::{Duration, Instant};
 
@@ -24,46 +56,46 @@ use testbed::{Spec, Testbed};
 use crate::bench_util::{Dir, QOSLAB};
 use crate::iscsi_node::iscsi_port;
 use crate::realtime::RealTime;
-use crate::suites::{bench, last_run, per_client};
+use crate::suites::{bench, last_run};
 use crate::util::{heavy, run, Node};
 
 const IQN: &str = "iqn.2026-01.lab.qoslab:suite";
-/// The guests' initiator names: `{host}` is each guest's name (h0, h1).
+/// The guest's initiator name: `{host}` is the guest's name (h0).
 const INITIATOR: &str = "iqn.2026-01.lab.qoslab:lg-{host}";
-/// The shared LUN's ceiling (both guests together).
+/// The only initiator LUN 1 is mapped to: not the guest.
+const OTHER: &str = "iqn.2026-01.lab.qoslab:lg-other";
+/// LUN 0's ceiling.
 const CEILING: f64 = 200.0;
 /// How long a logged-out session's connection may take to close on the node.
 const SETTLE: Duration = Duration::from_secs(5);
+/// The measured job's fio runtime (`--runtime`), in seconds, and its ramp (`--ramp`):
+/// none, the bound below needs none.
+const RUNTIME_S: f64 = 3.0;
+const RAMP: &str = "0s";
 
-/// LUN 0: 256 MiB under the ceiling, seen by both guests; LUN 1: seen by h0 only.
+/// LUN 0: 256 MiB under the ceiling, seen by h0; LUN 1: seen by another initiator only.
 fn node_config() -> String {
-    let name = |h: &str| INITIATOR.replace("{host}", h);
     format!(
         "[[policy]]\nname = \"lun200\"\nfixed = {{ max_throughput_iops = {CEILING} }}\n\
-         [[volume]]\nname = \"shared\"\nsize = \"256MiB\"\npolicy = \"lun200\"\n\
-         [[volume]]\nname = \"h0only\"\nsize = \"64MiB\"\n\
+         [[volume]]\nname = \"lun0\"\nsize = \"256MiB\"\npolicy = \"lun200\"\n\
+         [[volume]]\nname = \"hidden\"\nsize = \"16MiB\"\n\
          [iscsi]\niqn = \"{IQN}\"\n\
-         [[iscsi.lun]]\nvolume = \"shared\"\ninitiators = [\"{}\", \"{}\"]\n\
-         [[iscsi.lun]]\nvolume = \"h0only\"\ninitiators = [\"{}\"]\n",
-        name("h0"),
-        name("h1"),
-        name("h0")
+         [[iscsi.lun]]\nvolume = \"lun0\"\ninitiators = [\"{}\"]\n\
+         [[iscsi.lun]]\nvolume = \"hidden\"\ninitiators = [\"{OTHER}\"]\n",
+        INITIATOR.replace("{host}", "h0"),
     )
 }
 
-/// What the run left on guest `h`: its iSCSI sessions, qoslab interfaces and iscsid.
-fn left_on(bed: &Testbed, h: &str) -> String {
-    let o = run(
-        std::process::Command::new("ssh")
-            .args(bed.ssh_options())
-            .args([
-                h,
-                "echo sessions $(ls /sys/class/iscsi_session | wc -l); \
-                 echo ifaces $(ls /etc/iscsi/ifaces 2>/dev/null | grep -c qoslab); \
-                 echo iscsid $(pidof iscsid | wc -w)",
-            ]),
-        Duration::from_secs(30),
-    );
+/// What the run left on guest `h`: its iSCSI sessions, qoslab interfaces and iscsid (over
+/// the bed's multiplexed ssh: one connection for all the checks).
+fn left_on(h: &hosts::Host) -> String {
+    let o = h
+        .run(
+            "echo sessions $(ls /sys/class/iscsi_session | wc -l); \
+             echo ifaces $(ls /etc/iscsi/ifaces 2>/dev/null | grep -c qoslab); \
+             echo iscsid $(pidof iscsid | wc -w)",
+        )
+        .unwrap_or_else(|e| panic!("ssh {}: {e}", h.name));
     format!("{}{}", o.stdout, o.stderr)
 }
 
@@ -88,19 +120,96 @@ fn node_connections(port: u16, settle: Duration) -> String {
     }
 }
 
+/// Nothing of the run is left on the guest or the node (`when`: after what).
+fn nothing_left(h0: &hosts::Host, port: u16, when: &str) {
+    let left = left_on(h0);
+    assert_eq!(left, "sessions 0\nifaces 0\niscsid 0\n", "h0 {when}");
+    assert_eq!(
+        node_connections(port, SETTLE),
+        "",
+        "connections left on the node {when}"
+    );
+}
+
+/// A real-time bound of the suite's own that a starved guest breaks: `fio --server` must
+/// listen within 10 s of its start (`hosts::remote`), which a TCG guest starved by a
+/// neighbour may miss. Such a failure (the run failed with that message) is returned, for
+/// the starved-host rule to judge; any other outcome is the test's to check.
+fn starved_guest(code: Option<i32>, err: &str) -> Option<String> {
+    (!matches!(code, Some(0 | 3)) && err.contains("did not listen on port"))
+        .then(|| err.trim().to_string())
+}
+
+/// The measured run (`out`: its report) attached `lun0` on h0 with h0's own name, and its
+/// one job on h0 was held to the ceiling.
+fn held_to_the_ceiling(d: &Dir, out: &str, lun0: &str, rt: &mut RealTime) {
+    let h0_name = INITIATOR.replace("{host}", "h0");
+    // The guest attached the LUN with its own name and checked the disk as a block target
+    // of an iSCSI session, at the volume's size.
+    assert!(
+        out.lines().any(|l| l.starts_with("h0: /dev/sd")
+            && l.ends_with(&format!(
+                " on block (256.0 MiB available), logged in to {lun0} as {h0_name}"
+            ))),
+        "h0 attached the LUN: {out}"
+    );
+    // One load generator: fio's client reports it alone (no merged "All clients").
+    let run_json = last_run(d);
+    let jobs: Vec<&serde_json::Value> = run_json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["workload"] == "iscsi")
+        .collect();
+    assert_eq!(jobs.len(), 1, "{}", run_json["jobs"]);
+    let res = jobs[0]["results"].as_array().unwrap();
+    assert_eq!(res.len(), 1, "{res:?}");
+    assert!(
+        res[0]["client"].as_str().unwrap().starts_with("h0:"),
+        "{res:?}"
+    );
+    let iops = res[0]["write"]["iops"].as_f64().unwrap();
+    assert_eq!(res[0]["read"]["iops"].as_f64(), Some(0.0), "{res:?}");
+    eprintln!(
+        "4k randwrite on h0: {iops:.1} IOPS (ceiling {CEILING}, fio {RUNTIME_S} s after {RAMP})"
+    );
+    // The bound. The pacer spaces the LUN's requests exactly, 5 ms apart at 200 IOPS: over
+    // fio's 3 s it completes 600, plus the pacer's 5 ms of burst (1 request) and one at
+    // each edge of the window: at most 602 / 3 s = 200.7 IOPS (+0.3%), with or without a
+    // ramp (a ramp only lets the queue fill first, which the pacer makes no faster). Above
+    // +3% (the issue's bound, iscsi_kernel's too) the ceiling leaked: a plain failure, a
+    // neighbour's load cannot push a rate above a ceiling. Below it: fio's runtime also
+    // counts draining its 32 queued writes at the end (160 ms at 200 IOPS) without
+    // counting them, so the figure reads 200 x 3 / 3.16 = 190 (-5%; measured 186-193).
+    // Rate is lost beyond that only when the queue runs dry: a TCG guest spends CPU per
+    // request, and one stalled more than the 32 requests' 160 ms by a neighbour (the light
+    // group runs beside the heavy one) falls short. More than 10% short is a shortfall the
+    // starved-host rule judges (`RealTime`): inconclusive on a starved host, else a failure.
+    assert!(
+        iops <= CEILING * 1.03,
+        "{iops:.1} IOPS above the {CEILING} IOPS ceiling (+3%)\n{out}"
+    );
+    if iops < CEILING * 0.90 {
+        rt.short(format!(
+            "{iops:.1} IOPS, more than 10% under the {CEILING} IOPS ceiling"
+        ));
+    }
+}
+
 #[test]
 fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
     let _g = heavy();
     let t0 = Instant::now();
     let bed = Testbed::build(&Spec {
         hosts: 0,
-        vm_hosts: 2,
+        vm_hosts: 1,
         vm_iscsi: true,
         ..Spec::default()
     })
     .unwrap();
     let booted = t0.elapsed();
     assert!(bed.hosts.iter().all(|h| h.qemu), "{:?}", bed.hosts);
+    let h0 = bed.suite_hosts().unwrap().remove(0);
     let addr = bed.coordinator_addr.clone();
     // Beyond loopback the node asks every initiator for CHAP, which the suite does not
     // log in with yet: the bed's bridge is a /24 of this machine's own, a network we trust.
@@ -113,12 +222,13 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
         format!("login+iscsi://{addr}:{port}/{IQN}/{lun}?initiator={INITIATOR}{wait}")
     };
     let d = Dir::new("suites-iscsi-kernel");
-    let args = |target: &str, runtime: &'static str| -> Vec<String> {
+    let runtime = format!("{RUNTIME_S}s");
+    let args = |target: &str, runtime: &str| -> Vec<String> {
         [
             "--suite",
             "iscsi",
             "--hosts",
-            "h0,h1",
+            "h0",
             "--targets",
             target,
             "--iterations",
@@ -127,12 +237,10 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
             "1",
             "--size",
             "8MiB",
-            "--jobs",
-            "fio.read.random,fio.write.random",
             "--runtime",
             runtime,
             "--ramp",
-            "2s",
+            RAMP,
         ]
         .map(str::to_string)
         .to_vec()
@@ -141,136 +249,101 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
         bench(&d, &bed, &a)
     };
+    let h0_name = INITIATOR.replace("{host}", "h0");
 
-    // Both LUNs hold an ext4 file system (made on the volumes' files on this host).
-    for vol in ["h0only", "shared"] {
-        let mkfs = run(
-            std::process::Command::new("mkfs.ext4")
-                .args(["-q", "-F"])
-                .arg(node.volume_file(vol)),
-            Duration::from_secs(60),
-        );
-        assert!(mkfs.status.success(), "{mkfs}");
-    }
-    // LUN 1 is masked from h1. h0 attaches it and is refused to write it without consent,
-    // naming the URL to give --destroy-data; h1 logs in and finds no disk for it. The
-    // suite stops before any load, naming both, the step and the LUN; h0 is logged out.
-    let masked = url(1, "&wait=3");
+    // LUN 1 is masked to another initiator: h0 logs in and finds no disk for it. The suite
+    // stops before any load, naming the host, the step and the LUN; h0 is logged out.
+    let phase = Instant::now();
+    let masked = url(1, "&wait=1");
     let (code, out, err) = bench_with(&args(&masked, "1s"));
     assert_eq!(code, Some(2), "{out}{err}");
-    eprintln!("LUN 1 with ext4, masked from h1: {}", err.trim());
-    assert!(err.contains("2 target(s) not usable"), "{err}");
+    eprintln!(
+        "LUN 1, masked from h0 ({:?}): {}",
+        phase.elapsed(),
+        err.trim()
+    );
+    assert!(err.contains("1 target(s) not usable"), "{err}");
     assert!(
         err.contains(&format!(
-            "host h0: refusing to write {masked}: attached as /dev/sd"
+            "h0: {masked}: no LUN 1: logged in to {IQN} as {h0_name}, no disk for LUN 1 after 1 s"
+        )),
+        "h0 refused at its LUN: {err}"
+    );
+    nothing_left(&h0, port, "after the masked LUN");
+
+    // LUN 0 holds an ext4 file system (made on the volume's file on this host): h0
+    // attaches it and is refused to write it without consent, naming the URL to give
+    // --destroy-data. The suite stops before any load; h0 is logged out.
+    let mkfs = run(
+        std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F"])
+            .arg(node.volume_file("lun0")),
+        Duration::from_secs(60),
+    );
+    assert!(mkfs.status.success(), "{mkfs}");
+    let phase = Instant::now();
+    let lun0 = url(0, "");
+    let (code, out, err) = bench_with(&args(&lun0, "1s"));
+    assert_eq!(code, Some(2), "{out}{err}");
+    eprintln!("LUN 0 with ext4 ({:?}): {}", phase.elapsed(), err.trim());
+    assert!(err.contains("1 target(s) not usable"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "host h0: refusing to write {lun0}: attached as /dev/sd"
         )) && err.contains(&format!(
-            "ext4 signature at offset 0x438 (name it in --destroy-data {masked} to overwrite it)"
+            "ext4 signature at offset 0x438 (name it in --destroy-data {lun0} to overwrite it)"
         )),
         "h0 refused to write the ext4 LUN: {err}"
     );
-    let h1_name = INITIATOR.replace("{host}", "h1");
-    assert!(
-        err.contains(&format!(
-            "h1: {masked}: no LUN 1: logged in to {IQN} as {h1_name}, no disk for LUN 1 after 3 s"
-        )),
-        "h1 refused at its LUN: {err}"
-    );
-    for h in ["h0", "h1"] {
-        let left = left_on(&bed, h);
-        assert_eq!(left, "sessions 0\nifaces 0\niscsid 0\n", "{h}");
-    }
-    assert_eq!(
-        node_connections(port, SETTLE),
-        "",
-        "connections left on the node"
-    );
+    nothing_left(&h0, port, "after the refusal");
 
-    let shared = url(0, "");
     let mut rt = RealTime::start();
-    let started = Instant::now();
+    let phase = Instant::now();
     // LUN 0's ext4 is overwritten with consent: the URL as given.
-    let mut measured_args = args(&shared, "6s");
-    measured_args.extend(["--destroy-data".to_string(), shared.clone()]);
-    let (code, out, err) = bench_with(&measured_args);
-    eprintln!(
-        "iscsi suite on 2 qemu guests (kernel initiators): {:?} (boot {booted:?})\n{out}",
-        started.elapsed()
-    );
-    // 0: every verdict held; 3: a steady-state verdict inconclusive.
-    assert!(
-        matches!(code, Some(0 | 3)),
-        "{out}{err}\n--- node ---\n{}",
-        node.stderr()
-    );
-    // Each guest attached the LUN with its own name and checked the disk as a block target
-    // of an iSCSI session, at the volume's size.
-    for h in ["h0", "h1"] {
-        let name = INITIATOR.replace("{host}", h);
-        assert!(
-            out.lines().any(|l| l.starts_with(&format!("{h}: /dev/sd"))
-                && l.ends_with(&format!(
-                    " on block (256.0 MiB available), logged in to {shared} as {name}"
-                ))),
-            "{h} attached the LUN: {out}"
-        );
-    }
-    let run_json = last_run(&d);
-    let measured = per_client(&run_json, "iscsi", &["h0", "h1"]);
-    assert_eq!(measured.len(), 2, "{}", run_json["jobs"]);
-    let iops = |x: &serde_json::Value| {
-        x["read"]["iops"].as_f64().unwrap() + x["write"]["iops"].as_f64().unwrap()
-    };
-    for (j, res) in measured {
-        for x in res {
-            assert!(iops(x) > 0.0, "{}: {x}", j["name"]);
-        }
-        let all = iops(res.iter().find(|x| x["client"] == "All clients").unwrap());
-        eprintln!(
-            "{}: All clients {all:.1} IOPS (ceiling {CEILING})",
-            j["name"]
-        );
-        // One ceiling for both guests. The pacer spaces the volume's requests exactly, and
-        // 2 x 32 requests queued are 320 ms of backlog at 200 IOPS, so the guests complete
-        // the ceiling's 200 a second all through fio's 6 s. fio's libaio runtime also
-        // counts draining that queue at the end (~0.32 s at 100 a second per guest), so
-        // "All clients" reads 200 x 6 / 6.32 = 190 (-5%). Each fio's window starts and
-        // ends within a request or two (1%); the pacer's 5 ms of burst after the ramp is
-        // 1 request. Above +10% the ceiling leaked: a plain failure. Below -10% a guest
-        // could not keep its queue full (a TCG guest spends CPU per request; 2 cores for
-        // 2 guests, the node and whatever else runs): the starved-host rule decides.
-        assert!(
-            all <= CEILING * 1.10,
-            "{}: All clients {all:.1} IOPS above the {CEILING} IOPS ceiling (+10%)",
-            j["name"]
-        );
-        if all < CEILING * 0.90 {
-            rt.short(format!(
-                "{}: All clients {all:.1} IOPS, more than 10% under the {CEILING} IOPS ceiling",
-                j["name"]
-            ));
-        }
-    }
-    // Logged out, the interface and iscsid gone: the guests are as the suite found them.
-    for h in ["h0", "h1"] {
-        let left = left_on(&bed, h);
-        assert_eq!(left, "sessions 0\nifaces 0\niscsid 0\n", "{h}");
-    }
-    assert_eq!(
-        node_connections(port, SETTLE),
-        "",
-        "connections left on the node"
-    );
-    rt.finish();
-
-    // SIGTERM while both guests are logged in and fio runs a measured job (no prepare
-    // step): the sessions are logged out.
-    let cfg = bed.ssh_config.display().to_string();
-    let mut a = args(&shared, "60s");
-    a.extend(
+    // One job, random writes (they overwrite the ext4: consent taken), and no prepare step:
+    // a block device needs no file laid out, and the ceiling needs one run to be checked.
+    let mut measured_args = args(&lun0, &runtime);
+    measured_args.extend(
         [
+            "--jobs",
+            "fio.write.random",
             "--skip-prepare",
             "--destroy-data",
-            &shared,
+            &lun0,
+        ]
+        .map(str::to_string),
+    );
+    let (code, out, err) = bench_with(&measured_args);
+    eprintln!(
+        "iscsi suite on a qemu guest (kernel initiator): {:?} (boot {booted:?})\n{out}",
+        phase.elapsed()
+    );
+    if let Some(timeout) = starved_guest(code, &err) {
+        rt.short(format!("the measured run: {timeout}"));
+    } else {
+        // 0: every verdict held; 3: a steady-state verdict inconclusive.
+        assert!(
+            matches!(code, Some(0 | 3)),
+            "{out}{err}\n--- node ---\n{}",
+            node.stderr()
+        );
+        held_to_the_ceiling(&d, &out, &lun0, &mut rt);
+    }
+    // Logged out, the interface and iscsid gone: the guest is as the suite found it.
+    nothing_left(&h0, port, "after the measured run");
+    rt.finish();
+
+    // SIGTERM while the guest is logged in and fio runs a measured job (no prepare step):
+    // the session is logged out.
+    let cfg = bed.ssh_config.display().to_string();
+    let mut a = args(&lun0, "60s");
+    a.extend(
+        [
+            "--jobs",
+            "fio.write.random",
+            "--skip-prepare",
+            "--destroy-data",
+            &lun0,
             "--ssh-config",
             &cfg,
             "--db",
@@ -278,68 +351,72 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
         ]
         .map(str::to_string),
     );
+    // Its stderr, for the one way it may end by itself: a starved guest's fio server late.
+    let err_path = d.path().join("sig.err");
     let mut child = std::process::Command::new(QOSLAB)
         .arg("bench")
         .args(&a)
         .current_dir(d.path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()
         .unwrap();
+    let mut rt = RealTime::start();
     let start = Instant::now();
-    while ["h0", "h1"]
-        .iter()
-        .any(|h| !left_on(&bed, h).starts_with("sessions 1\n"))
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "the guests never logged in"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    let during = node_connections(port, Duration::ZERO);
-    assert_eq!(
-        during.lines().count(),
-        2,
-        "one connection a guest: {during}"
-    );
-    // fio's client (the suite's child) drives the guests: a measured job is running.
-    let pid = child.id().to_string();
-    while !run(
-        std::process::Command::new("pgrep").args(["-P", &pid, "-x", "fio"]),
-        Duration::from_secs(10),
-    )
-    .status
-    .success()
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "fio never started"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_secs(2));
-    let kill = run(
-        std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]),
-        Duration::from_secs(10),
-    );
-    assert!(kill.status.success(), "{kill}");
-    let status = child.wait().unwrap();
-    eprintln!("SIGTERM mid-suite: {status} after {:?}", start.elapsed());
-    assert!(!status.success(), "{status}");
-    for h in ["h0", "h1"] {
-        let left = left_on(&bed, h);
+    // Whether the run ended by itself before it was signalled: only a starved guest's
+    // late fio server may end it (a shortfall the starved-host rule judges).
+    let ended = |child: &mut std::process::Child, rt: &mut RealTime| -> bool {
+        let Some(status) = child.try_wait().unwrap() else {
+            return false;
+        };
+        let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+        let timeout = starved_guest(status.code(), &err)
+            .unwrap_or_else(|| panic!("the run ended before SIGTERM: {status}\n{err}"));
+        rt.short(format!("the SIGTERM run, before fio ran: {timeout}"));
+        true
+    };
+    // A loaded machine makes these slow; only a hang reaches the bench helper's limit.
+    let limit = Duration::from_secs(240);
+    let mut signalled = false;
+    while !ended(&mut child, &mut rt) {
+        if !left_on(&h0).starts_with("sessions 1\n") {
+            assert!(start.elapsed() < limit, "the guest never logged in");
+            std::thread::sleep(Duration::from_millis(300));
+            continue;
+        }
+        let during = node_connections(port, Duration::ZERO);
         assert_eq!(
-            left, "sessions 0\nifaces 0\niscsid 0\n",
-            "{h} after SIGTERM"
+            during.lines().count(),
+            1,
+            "the guest's connection: {during}"
         );
+        // fio's client (the suite's child) drives the guest: a measured job is running.
+        let pid = child.id().to_string();
+        let fio = run(
+            std::process::Command::new("pgrep").args(["-P", &pid, "-x", "fio"]),
+            Duration::from_secs(10),
+        );
+        if !fio.status.success() {
+            assert!(start.elapsed() < limit, "fio never started");
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        let kill = run(
+            std::process::Command::new("kill").args(["-TERM", &pid]),
+            Duration::from_secs(10),
+        );
+        assert!(kill.status.success(), "{kill}");
+        let status = child.wait().unwrap();
+        eprintln!("SIGTERM mid-suite: {status} after {:?}", start.elapsed());
+        assert!(!status.success(), "{status}");
+        signalled = true;
+        break;
     }
-    assert_eq!(
-        node_connections(port, SETTLE),
-        "",
-        "connections left on the node after SIGTERM"
-    );
+    eprintln!("SIGTERM sent while fio ran: {signalled}");
+    nothing_left(&h0, port, "after SIGTERM");
+    rt.finish();
     drop(node);
     drop(bed);
     eprintln!(
