@@ -378,7 +378,10 @@ fn setup_not_applied(plan: &Plan, target: &Target) -> Option<String> {
     if node.volumes.is_empty()
         || matches!(
             target,
-            Target::Embedded | Target::Node(_) | Target::NodeVolume { .. }
+            Target::Embedded
+                | Target::Node(_)
+                | Target::NodeVolume { .. }
+                | Target::NodeVolumes { .. }
         )
     {
         return None;
