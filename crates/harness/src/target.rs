@@ -78,7 +78,7 @@ pub struct VolumeOnNode {
     pub snapshot_reserve_percent: u8,
     pub policy: Option<String>,
     /// The LUN of this volume fio drives over iSCSI instead of its NBD export (a plan's
-    /// `[[iscsi.lun]]` volume on `--node`: `workloads::node_lun`).
+    /// `[[iscsi.lun]]` volume on `--node`: `workloads::node_setup::lun`).
     pub lun: Option<LunOnNode>,
 }
 

@@ -24,7 +24,6 @@ pub mod dbench;
 pub mod demo;
 pub mod fio_plan;
 pub mod isolation;
-pub mod node_lun;
 pub mod node_setup;
 pub mod provisioned;
 pub mod ramp;

@@ -7,7 +7,7 @@
 //! host leaves volumes the next run on the same node deletes, never a live run's (the
 //! tenants family's volumes carry the same kind of mark: [`run_marker`], [`stale`]).
 //! A plan's volume declared a LUN (`[[iscsi.lun]]`) is reached over the node's iSCSI
-//! target, through a LUN inside it ([`crate::node_lun`]).
+//! target, through a LUN inside it ([`lun`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,6 +15,8 @@ use std::time::Duration;
 use harness::node_api::{query_value as enc, NodeHandle};
 use harness::target::{lookup_volume, Target, VolumeOnNode};
 use storage_node::NodeConfig;
+
+pub mod lun;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -57,7 +59,7 @@ pub(crate) struct Created {
     pub(crate) volumes: Vec<String>,
     pub(crate) policies: Vec<String>,
     /// LUNs as (uuid, path), igroups as (uuid, name), maps as (LUN uuid, igroup uuid,
-    /// what, for messages): [`crate::node_lun`]'s.
+    /// what, for messages): [`lun`]'s.
     pub(crate) luns: Vec<(String, String)>,
     pub(crate) igroups: Vec<(String, String)>,
     pub(crate) maps: Vec<(String, String, String)>,
@@ -94,7 +96,7 @@ impl NodeSetup {
                 let svc = api
                     .get("/api/protocols/san/iscsi/services?fields=*", TIMEOUT)
                     .map_err(|e| format!("--node {url}: {e}"))?;
-                Some(crate::node_lun::target_of(&svc, &url, v)?)
+                Some(lun::target_of(&svc, &url, v)?)
             }
             None => None,
         };
@@ -107,7 +109,7 @@ impl NodeSetup {
             _guard: guard,
         };
         let marker = run_marker();
-        let mut cleaned = crate::node_lun::clean_stale(api, &marker, MARK)?;
+        let mut cleaned = lun::clean_stale(api, &marker, MARK)?;
         cleaned.extend(
             clean_stale(api, &marker, MARK)?
                 .into_iter()
@@ -158,7 +160,7 @@ impl NodeSetup {
         // The LUN volumes: each one's LUN, mapped to the harness's initiator.
         let mut made_san = Vec::new();
         if let Some(target) = target {
-            let mut reach = crate::node_lun::Reach {
+            let mut reach = lun::Reach {
                 target,
                 igroup: None,
                 marker: marker.clone(),
@@ -172,7 +174,7 @@ impl NodeSetup {
                 let size = plan
                     .and_then(|p| p.volumes.iter().find(|s| s.name == v.name))
                     .map_or(v.size, |s| s.size);
-                v.lun = Some(crate::node_lun::ensure(
+                v.lun = Some(lun::ensure(
                     api,
                     &setup.created,
                     &mut reach,
@@ -319,7 +321,7 @@ pub fn delete_volume(api: &NodeHandle, name: &str) -> Result<(), String> {
 /// policies; the errors.
 pub(crate) fn delete_all(api: &NodeHandle, created: &Mutex<Created>) -> Vec<String> {
     let mut c = created.lock().unwrap_or_else(|p| p.into_inner());
-    let mut errors = crate::node_lun::delete_made(api, &mut c);
+    let mut errors = lun::delete_made(api, &mut c);
     for v in std::mem::take(&mut c.volumes) {
         if let Err(e) = delete_volume(api, &v) {
             errors.push(e);

@@ -1,6 +1,6 @@
 //! A plan's volume declared a LUN (`[[iscsi.lun]] volume = "VOL"`) on a running node
 //! (`qoslab bench PLAN --node URL`): the volume is made or used as any plan volume
-//! ([`crate::node_setup`]), and fio reaches LUN `/vol/VOL/bench` inside it over the node's
+//! ([`super`]), and fio reaches LUN `/vol/VOL/bench` inside it over the node's
 //! iSCSI target, as the harness's initiator ([`harness::iscsi::INITIATOR`]):
 //!
 //! - the target's address is `/api/protocols/san/iscsi/services`' `listen` (a node started
@@ -12,7 +12,7 @@
 //!   igroup of that initiator (`qoslab_bench_PID_START`) and maps the LUN to it at the
 //!   smallest free number;
 //! - what the run made (map, LUN, igroup) carries the run's mark like its volumes and is
-//!   deleted at the end and on signals ([`crate::node_setup`]'s teardown), and by the next
+//!   deleted at the end and on signals ([`super`]'s teardown), and by the next
 //!   run on the same node when this one was killed.
 //!
 //! The node serves the LUN as block volume `VOL:bench`, with its own books: the samples
@@ -26,7 +26,7 @@ use harness::node_api::{query_value as enc, NodeHandle};
 use harness::target::LunOnNode;
 use serde_json::{json, Value};
 
-use crate::node_setup::Created;
+use super::Created;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -277,7 +277,7 @@ pub(crate) fn clean_stale(
     let stale = |r: &Value| {
         r["comment"]
             .as_str()
-            .is_some_and(|c| crate::node_setup::stale(c, mark, boot))
+            .is_some_and(|c| super::stale(c, mark, boot))
     };
     let mut out = Vec::new();
     let unmap = |lun: &str, igroup: &str| {
