@@ -500,11 +500,29 @@ fn resolve_target(
         }
         (Some(url), None) if args.dry_run => {
             let wanted = plan.body.volumes_used();
+            let luns: Vec<String> = wanted
+                .iter()
+                .filter(|w| {
+                    plan.common
+                        .node
+                        .as_ref()
+                        .is_some_and(|n| n.iscsi.luns.iter().any(|l| &l.volume == *w))
+                })
+                .map(|w| {
+                    format!(
+                        "; {w} over the node's iSCSI target: its LUN {} (made and mapped to \
+                         {} when missing)",
+                        workloads::node_setup::lun::lun_path(w),
+                        harness::iscsi::INITIATOR
+                    )
+                })
+                .collect();
             let on = format!(
                 "node {} (volumes {}; the plan's missing policies and volumes made there when \
-                 the run starts, deleted after)",
+                 the run starts, deleted after{})",
                 url.as_deref().unwrap_or("of `qoslab login`"),
-                wanted.join(", ")
+                wanted.join(", "),
+                luns.concat()
             );
             print!(
                 "{}",

@@ -3,10 +3,11 @@
 //! harness's initiator and the map over the node's REST API, drives the LUN with fio's
 //! libiscsi engine at the node's iSCSI listener (`--listen-iscsi`), judges the plan's
 //! 400 IOPS ceiling on the node's samples of the LUN's block volume (`db:bench`), and
-//! deletes what it made while the node's own LUN, igroup and map stay. A node without
-//! iSCSI is refused before anything is made.
+//! deletes what it made while the node's own LUN, igroup and map stay, on SIGTERM too. A
+//! node without iSCSI is refused before anything is made; the node's own LUN at the
+//! plan's path is written only with `--overwrite`.
 //!
-//! Cost: ~6 s (a 2 s job after a 1 s ramp). Light group: its timed checks are the
+//! Cost: ~8 s (a 2 s job after a 1 s ramp; a run stopped 1.5 s into its job). Light group: its timed checks are the
 //! ceiling, an upper bound a neighbour cannot break, and a shortfall, a real-time bound a
 //! starved host makes inconclusive (`RealTime`); 400 IOPS of fio and the node are less
 //! than the CPU hog every measuring test survives (as bench_iscsi).
@@ -83,6 +84,36 @@ fn one_column(db: &std::path::Path, sql: &str) -> Vec<String> {
     rows
 }
 
+/// `qoslab bench p.toml --node URL` for 60 s in the background, once it has mapped its LUN.
+fn started_and_mapped(d: &Dir, url: &str, api: &Api) -> std::process::Child {
+    let mut child = std::process::Command::new(crate::util::QOSLAB)
+        .args([
+            "--log-level",
+            "warn",
+            "bench",
+            "p.toml",
+            "--node",
+            url,
+            "--db",
+            "r3.db",
+        ])
+        .args(["--runtime", "60s", "--ramp", "0s"])
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("qoslab bench");
+    let since = std::time::Instant::now();
+    while names(api, MAPS, &["lun", "name"]).len() < 2 {
+        if since.elapsed() > LIMIT || child.try_wait().ok().flatten().is_some() {
+            let _ = child.kill();
+            panic!("the run never mapped its LUN");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
 #[test]
 fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() {
     require_tool("fio");
@@ -141,6 +172,28 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
         "/api/protocols/san/lun-maps",
         r#"{"lun": {"name": "/vol/keep/l0"}, "igroup": {"name": "hosts"}}"#,
     );
+
+    // The dry run says how the volume is reached; nothing is made.
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            "p.toml",
+            "--node",
+            &url,
+            "--dry-run",
+            "--db",
+            "r.db",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("; db over the node's iSCSI target: its LUN /vol/db/bench (made and mapped to iqn.2026-01.lab.qoslab:bench when missing))"),
+        "{out}"
+    );
+    assert_eq!(names(&api, LUNS, &["name"]), ["/vol/keep/l0"]);
 
     // The run writes to the LUN it made: no --overwrite is needed.
     let o = qoslab(
@@ -205,6 +258,70 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
         names(&api, "/api/storage/volumes?fields=name", &["name"]),
         ["keep"]
     );
+    assert_eq!(policies(&api), policies_before);
+
+    // SIGTERM while fio drives the LUN: the run's map, LUN and igroup are deleted too.
+    let mut child = started_and_mapped(&d, &url, &api);
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let since = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if since.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("qoslab bench still running {LIMIT:?} after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_eq!(names(&api, LUNS, &["name"]), ["/vol/keep/l0"]);
+    assert_eq!(names(&api, IGROUPS, &["name"]), ["hosts"]);
+    assert_eq!(names(&api, MAPS, &["lun", "name"]), ["/vol/keep/l0"]);
+    assert_eq!(
+        names(&api, "/api/storage/volumes?fields=name", &["name"]),
+        ["keep"]
+    );
+
+    // SIGKILL leaves them; the next run on the node deletes them first (their comments
+    // name a run of this boot whose process is gone).
+    let mut child = started_and_mapped(&d, &url, &api);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    assert_eq!(
+        names(&api, LUNS, &["name"]),
+        ["/vol/db/bench", "/vol/keep/l0"]
+    );
+    assert_eq!(names(&api, IGROUPS, &["name"]).len(), 2);
+    let o = qoslab(
+        &d,
+        &[
+            "bench",
+            "p.toml",
+            "--node",
+            &url,
+            "--db",
+            "r4.db",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+        ],
+        LIMIT,
+    );
+    let (out, err) = text(&o);
+    assert!(
+        out.contains("deleted LUN /vol/db/bench, igroup qoslab_bench_")
+            && out.contains(", volume db a killed run left on"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert_eq!(names(&api, LUNS, &["name"]), ["/vol/keep/l0"]);
+    assert_eq!(names(&api, IGROUPS, &["name"]), ["hosts"]);
+    assert_eq!(names(&api, MAPS, &["lun", "name"]), ["/vol/keep/l0"]);
+    // A killed run's policies are not marked: its policy stays, deleted here.
+    api.req("DELETE", "/api/storage/qos/policies?name=iops400", None);
     assert_eq!(policies(&api), policies_before);
 
     // The node's own LUN at the plan volume's path is used as it is: a plan that writes to
