@@ -290,12 +290,14 @@ pub(crate) fn clean_stale(
         .map(|_| ())
         .map_err(|e| format!("--node {url}: unmapping a killed run's LUN: {e}"))
     };
-    let luns = api
-        .get(
-            "/api/storage/luns?fields=uuid,name,comment,lun_maps",
-            TIMEOUT,
-        )
-        .map_err(|e| format!("--node {url}: {e}"))?;
+    // A node without SAN objects (an older qoslab) has none to clean: its volumes' clean-up
+    // says what is wrong when the node is unreachable.
+    let Ok(luns) = api.get(
+        "/api/storage/luns?fields=uuid,name,comment,lun_maps",
+        TIMEOUT,
+    ) else {
+        return Ok(out);
+    };
     for l in luns["records"]
         .as_array()
         .into_iter()
@@ -315,12 +317,12 @@ pub(crate) fn clean_stale(
         .map_err(|e| format!("--node {url}: deleting a killed run's LUN: {e}"))?;
         out.push(format!("LUN {}", l["name"].as_str().unwrap_or(uuid)));
     }
-    let groups = api
-        .get(
-            "/api/protocols/san/igroups?fields=uuid,name,comment,lun_maps",
-            TIMEOUT,
-        )
-        .map_err(|e| format!("--node {url}: {e}"))?;
+    let Ok(groups) = api.get(
+        "/api/protocols/san/igroups?fields=uuid,name,comment,lun_maps",
+        TIMEOUT,
+    ) else {
+        return Ok(out);
+    };
     for g in groups["records"]
         .as_array()
         .into_iter()
