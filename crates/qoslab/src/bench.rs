@@ -72,7 +72,8 @@ pub struct BenchArgs {
     target: Option<String>,
     /// A running qoslab node (its REST API; alone: $QOSLAB_URL or `qoslab login`'s): each
     /// workload's volume is looked up there, the plan's missing policies and volumes are
-    /// created there and deleted after.
+    /// created there and deleted after; a volume the plan declares a LUN is reached over
+    /// the node's iSCSI target (LUN /vol/VOL/bench, made and mapped when missing).
     #[arg(long, value_name = "URL", num_args = 0..=1)]
     node: Option<Option<String>>,
     /// Run on this existing volume of --node (a plan without volumes, or a profile).
