@@ -146,10 +146,12 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
         Ok(out) => {
             let primary = out.job(&job.name).cloned().unwrap_or_default();
             let devices = assessment::devices(ctx.node, ctx.target);
+            // The node's samples of the job's volume: its LUN's when it ran over iSCSI.
+            let sampled = ctx.target.sampled_volume(job.volume.as_deref());
             let diagnosis = assessment::diagnose(
                 &series,
                 &primary,
-                job.volume.as_deref(),
+                sampled,
                 limits.as_ref(),
                 &devices,
                 job.runtime,
@@ -161,7 +163,7 @@ pub fn run_job(ctx: &mut RunContext, seq: u32, job: &FioJob) -> Result<JobOutcom
                 diagnosis: Some(&diagnosis),
                 io_error: failed,
                 node: &series.node,
-                volume: job.volume.as_deref(),
+                volume: sampled,
                 span_ms: (job.runtime * 1000.0) as u64,
             };
             let mut verdicts: Vec<Verdict> = job

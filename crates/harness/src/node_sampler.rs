@@ -242,6 +242,8 @@ pub struct RestProbe {
     has_fs: Option<bool>,
     /// Each volume's raw counters at the previous poll.
     prev: HashMap<String, Raw>,
+    /// The LUNs sampled too, as (path, block volume name).
+    luns: Vec<(String, String)>,
 }
 
 impl RestProbe {
@@ -251,7 +253,59 @@ impl RestProbe {
             timeout: Duration::from_millis(400),
             has_fs: None,
             prev: HashMap::new(),
+            luns: Vec::new(),
         }
+    }
+}
+
+impl RestProbe {
+    /// Sample these LUNs too (`(path, block volume name)`): each one's samples carry the
+    /// node's name of its block volume (`VOL:LUN`), from `GET /api/storage/luns` (a LUN's
+    /// own books, which `/api/storage/volumes` does not list).
+    pub fn with_luns(mut self, luns: Vec<(String, String)>) -> RestProbe {
+        self.luns = luns;
+        self
+    }
+
+    /// The sample of one record (a volume's or a LUN's) named `name`.
+    fn sample(&mut self, r: &serde_json::Value, name: &str, at: Instant) -> NodeSample {
+        let f = |m: &serde_json::Value, a: &str, b: &str| m[a][b].as_f64().unwrap_or(0.0);
+        let m = &r["metric"];
+        let mut s = NodeSample {
+            t_ms: 0,
+            volume: name.to_string(),
+            read_iops: f(m, "iops", "read"),
+            write_iops: f(m, "iops", "write"),
+            other_iops: f(m, "iops", "other"),
+            read_bps: f(m, "throughput", "read"),
+            write_bps: f(m, "throughput", "write"),
+            lat_mean_us: f(m, "latency", "total"),
+            ceiling_wait_us: f(m, "qos_latency", "ceiling"),
+            floor_wait_us: f(m, "qos_latency", "floor"),
+            iops_credits: rest_credit(&r["burst"]["iops"]),
+            bytes_credits: rest_credit(&r["burst"]["bytes"]),
+        };
+        // Exact rates between this poll's raw counters and the previous one's.
+        if let Some(now) = raw_counters(&r["statistics"], at) {
+            if let Some(p) = self.prev.insert(name.to_string(), now) {
+                let secs = interval_s(&now, &p);
+                if secs > 0.0 {
+                    let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
+                    let ops: f64 = (0..3).map(|i| d(now.ops[i], p.ops[i])).sum();
+                    s.read_iops = d(now.ops[0], p.ops[0]) / secs;
+                    s.write_iops = d(now.ops[1], p.ops[1]) / secs;
+                    s.other_iops = d(now.ops[2], p.ops[2]) / secs;
+                    s.read_bps = d(now.bytes[0], p.bytes[0]) / secs;
+                    s.write_bps = d(now.bytes[1], p.bytes[1]) / secs;
+                    s.lat_mean_us = if ops > 0.0 {
+                        d(now.lat_us, p.lat_us) / ops
+                    } else {
+                        0.0
+                    };
+                }
+            }
+        }
+        s
     }
 }
 
@@ -264,51 +318,31 @@ impl NodeProbe for RestProbe {
             return Vec::new();
         };
         let at = Instant::now();
-        let f = |m: &serde_json::Value, a: &str, b: &str| m[a][b].as_f64().unwrap_or(0.0);
         let Some(recs) = v["records"].as_array() else {
             return Vec::new();
         };
         let mut out = Vec::new();
         for r in recs {
-            let Some(name) = r["name"].as_str() else {
-                continue;
-            };
-            let m = &r["metric"];
-            let mut s = NodeSample {
-                t_ms: 0,
-                volume: name.to_string(),
-                read_iops: f(m, "iops", "read"),
-                write_iops: f(m, "iops", "write"),
-                other_iops: f(m, "iops", "other"),
-                read_bps: f(m, "throughput", "read"),
-                write_bps: f(m, "throughput", "write"),
-                lat_mean_us: f(m, "latency", "total"),
-                ceiling_wait_us: f(m, "qos_latency", "ceiling"),
-                floor_wait_us: f(m, "qos_latency", "floor"),
-                iops_credits: rest_credit(&r["burst"]["iops"]),
-                bytes_credits: rest_credit(&r["burst"]["bytes"]),
-            };
-            // Exact rates between this poll's raw counters and the previous one's.
-            if let Some(now) = raw_counters(&r["statistics"], at) {
-                if let Some(p) = self.prev.insert(name.to_string(), now) {
-                    let secs = interval_s(&now, &p);
-                    if secs > 0.0 {
-                        let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
-                        let ops: f64 = (0..3).map(|i| d(now.ops[i], p.ops[i])).sum();
-                        s.read_iops = d(now.ops[0], p.ops[0]) / secs;
-                        s.write_iops = d(now.ops[1], p.ops[1]) / secs;
-                        s.other_iops = d(now.ops[2], p.ops[2]) / secs;
-                        s.read_bps = d(now.bytes[0], p.bytes[0]) / secs;
-                        s.write_bps = d(now.bytes[1], p.bytes[1]) / secs;
-                        s.lat_mean_us = if ops > 0.0 {
-                            d(now.lat_us, p.lat_us) / ops
-                        } else {
-                            0.0
-                        };
-                    }
-                }
+            if let Some(name) = r["name"].as_str() {
+                out.push(self.sample(r, name, at));
             }
-            out.push(s);
+        }
+        if self.luns.is_empty() {
+            return out;
+        }
+        let Ok(v) = self.node.get(
+            "/api/storage/luns?fields=name,metric,statistics",
+            self.timeout,
+        ) else {
+            return out;
+        };
+        let at = Instant::now();
+        let luns = self.luns.clone();
+        for r in v["records"].as_array().into_iter().flatten() {
+            let path = r["name"].as_str().unwrap_or_default();
+            if let Some((_, name)) = luns.iter().find(|(p, _)| p == path) {
+                out.push(self.sample(r, name, at));
+            }
         }
         out
     }
@@ -577,6 +611,31 @@ mod tests {
                 .map(|(_, v)| v.clone())
                 .ok_or_else(|| format!("{path}: 404"))
         }
+    }
+
+    #[test]
+    fn a_luns_samples_carry_its_block_volumes_name() {
+        let vols = r#"{"records":[{"name":"db","metric":{"iops":{"read":7}}}]}"#;
+        let luns = r#"{"records":[
+            {"name":"/vol/db/bench","metric":{"iops":{"read":400,"write":0,"other":0}}},
+            {"name":"/vol/db/other","metric":{"iops":{"read":9}}}]}"#;
+        let routes = || {
+            vec![
+                ("/api/storage/volumes?", serde_json::from_str(vols).unwrap()),
+                ("/api/storage/luns?", serde_json::from_str(luns).unwrap()),
+            ]
+        };
+        let api = std::sync::Arc::new(Routed(routes(), Default::default()));
+        let mut p = RestProbe::new(NodeHandle::new("http://node", api))
+            .with_luns(vec![("/vol/db/bench".into(), "db:bench".into())]);
+        let s = p.poll();
+        let got: Vec<(&str, f64)> = s.iter().map(|s| (s.volume.as_str(), s.read_iops)).collect();
+        assert_eq!(got, vec![("db", 7.0), ("db:bench", 400.0)]);
+        // Without LUNs to sample, /api/storage/luns is never asked.
+        let api = std::sync::Arc::new(Routed(routes(), Default::default()));
+        let mut p = RestProbe::new(NodeHandle::new("http://node", api.clone()));
+        assert_eq!(p.poll().len(), 1);
+        assert_eq!(*api.1.lock().unwrap(), 1);
     }
 
     #[test]

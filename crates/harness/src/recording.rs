@@ -110,7 +110,15 @@ impl SeriesRecorder {
                 Target::NodeVolume { node: api, .. }
                 | Target::Node(api)
                 | Target::NodeVolumes { node: api, .. },
-            ) => Some(Box::new(RestProbe::new(api.clone()))),
+            ) => Some(Box::new(
+                RestProbe::new(api.clone()).with_luns(
+                    target
+                        .luns_on_node()
+                        .into_iter()
+                        .map(|l| (l.path, l.node_name))
+                        .collect(),
+                ),
+            )),
             _ => None,
         };
         // This machine runs fio; it is the node's host too when the node is embedded (its

@@ -77,6 +77,23 @@ pub struct VolumeOnNode {
     pub size: u64,
     pub snapshot_reserve_percent: u8,
     pub policy: Option<String>,
+    /// The LUN of this volume fio drives over iSCSI instead of its NBD export (a plan's
+    /// `[[iscsi.lun]]` volume on `--node`: `workloads::node_setup::lun`).
+    pub lun: Option<LunOnNode>,
+}
+
+/// A LUN of a running node a plan's volume is driven through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LunOnNode {
+    /// Its path, `/vol/VOL/LUN`.
+    pub path: String,
+    /// The node's block volume serving it, `VOL:LUN`: the name of its samples.
+    pub node_name: String,
+    /// fio's libiscsi URL, `iscsi://HOST:PORT/IQN/NUMBER`.
+    pub url: String,
+    /// The node had it before the run (its data is someone's: written only with
+    /// `--overwrite`); else the run made it.
+    pub existing: bool,
 }
 
 impl Target {
@@ -255,10 +272,30 @@ impl Target {
         }
     }
 
-    /// fio options reaching `volume` (a job's volume) on this target: a node volume's URI,
-    /// else [`options`](Self::options).
+    /// The name the node's samples of `volume` (a job's volume) carry: its LUN's block
+    /// volume (`VOL:LUN`) when the job reaches it over iSCSI, else the volume's own.
+    pub fn sampled_volume<'a>(&'a self, volume: Option<&'a str>) -> Option<&'a str> {
+        match self.volume_on_node(volume).and_then(|v| v.lun.as_ref()) {
+            Some(l) => Some(&l.node_name),
+            None => volume,
+        }
+    }
+
+    /// The LUNs the target's volumes are driven through.
+    pub fn luns_on_node(&self) -> Vec<LunOnNode> {
+        match self {
+            Target::NodeVolumes { volumes, .. } => {
+                volumes.iter().filter_map(|v| v.lun.clone()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// fio options reaching `volume` (a job's volume) on this target: a node volume's LUN
+    /// (fio's libiscsi engine) or URI, else [`options`](Self::options).
     pub fn options_for(&self, volume: Option<&str>) -> Vec<(String, String)> {
         match self.volume_on_node(volume) {
+            Some(VolumeOnNode { lun: Some(l), .. }) => crate::iscsi::options(&l.url),
             Some(v) => vec![
                 ("ioengine".into(), "nbd".into()),
                 ("uri".into(), v.uri.clone()),
@@ -276,15 +313,10 @@ impl Target {
             }
             Target::Nfs(u) => crate::nfs::options(u),
             Target::Iscsi(u) => crate::iscsi::options(u),
-            Target::NodeVolumes { .. } => self
-                .volume_on_node(None)
-                .map(|v| {
-                    vec![
-                        ("ioengine".into(), "nbd".into()),
-                        ("uri".into(), v.uri.clone()),
-                    ]
-                })
-                .unwrap_or_default(),
+            Target::NodeVolumes { .. } => match self.volume_on_node(None) {
+                Some(_) => self.options_for(None),
+                None => Vec::new(),
+            },
             Target::Nbd(u) | Target::NodeVolume { uri: u, .. } => {
                 vec![("ioengine".into(), "nbd".into()), ("uri".into(), u.clone())]
             }
@@ -379,6 +411,7 @@ pub fn lookup_volume(node: &NodeHandle, volume: &str) -> Result<Option<VolumeOnN
             .unwrap_or(0)
             .min(100) as u8,
         policy: rec["qos"]["policy"]["name"].as_str().map(str::to_string),
+        lun: None,
     }))
 }
 
@@ -612,6 +645,52 @@ mod tests {
             .to_string();
         assert!(e.contains("no such directory (a trailing / names"), "{e}");
         assert!(Target::parse(&format!("{}/", d.display())).is_ok());
+    }
+
+    #[test]
+    fn a_node_volume_with_a_lun_is_driven_over_iscsi_and_sampled_as_its_block_volume() {
+        struct NoApi;
+        impl crate::node_api::NodeApi for NoApi {
+            fn get(&self, p: &str, _: std::time::Duration) -> Result<serde_json::Value, String> {
+                Err(p.into())
+            }
+        }
+        let url = "iscsi://127.0.0.1:3261/iqn.2026-01.lab.qoslab:n/2";
+        let vol = |name: &str, lun: bool| VolumeOnNode {
+            name: name.into(),
+            uri: format!("nbd://127.0.0.1:10809/{name}"),
+            limits: Limits::default(),
+            size: 1 << 30,
+            snapshot_reserve_percent: 0,
+            policy: None,
+            lun: lun.then(|| LunOnNode {
+                path: format!("/vol/{name}/bench"),
+                node_name: format!("{name}:bench"),
+                url: url.into(),
+                existing: false,
+            }),
+        };
+        let t = Target::NodeVolumes {
+            node: NodeHandle::new("http://n", Arc::new(NoApi)),
+            volumes: vec![vol("db", true), vol("logs", false)],
+        };
+        assert_eq!(t.options_for(Some("db")), crate::iscsi::options(url));
+        assert_eq!(t.options_for(Some("logs"))[0].1, "nbd");
+        assert_eq!(t.sampled_volume(Some("db")), Some("db:bench"));
+        assert_eq!(t.sampled_volume(Some("logs")), Some("logs"));
+        assert_eq!(t.sampled_volume(None), None);
+        let luns = t.luns_on_node();
+        assert_eq!(luns.len(), 1);
+        assert_eq!(
+            (luns[0].path.as_str(), luns[0].node_name.as_str()),
+            ("/vol/db/bench", "db:bench")
+        );
+        // One volume alone: its LUN's options without naming it.
+        let one = Target::NodeVolumes {
+            node: NodeHandle::new("http://n", Arc::new(NoApi)),
+            volumes: vec![vol("db", true)],
+        };
+        assert_eq!(one.options(), crate::iscsi::options(url));
     }
 
     #[test]

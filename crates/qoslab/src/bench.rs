@@ -72,7 +72,8 @@ pub struct BenchArgs {
     target: Option<String>,
     /// A running qoslab node (its REST API; alone: $QOSLAB_URL or `qoslab login`'s): each
     /// workload's volume is looked up there, the plan's missing policies and volumes are
-    /// created there and deleted after.
+    /// created there and deleted after; a volume the plan declares a LUN is reached over
+    /// the node's iSCSI target (LUN /vol/VOL/bench, made and mapped when missing).
     #[arg(long, value_name = "URL", num_args = 0..=1)]
     node: Option<Option<String>>,
     /// Run on this existing volume of --node (a plan without volumes, or a profile).
@@ -378,7 +379,10 @@ fn setup_not_applied(plan: &Plan, target: &Target) -> Option<String> {
     if node.volumes.is_empty()
         || matches!(
             target,
-            Target::Embedded | Target::Node(_) | Target::NodeVolume { .. }
+            Target::Embedded
+                | Target::Node(_)
+                | Target::NodeVolume { .. }
+                | Target::NodeVolumes { .. }
         )
     {
         return None;
@@ -497,11 +501,29 @@ fn resolve_target(
         }
         (Some(url), None) if args.dry_run => {
             let wanted = plan.body.volumes_used();
+            let luns: Vec<String> = wanted
+                .iter()
+                .filter(|w| {
+                    plan.common
+                        .node
+                        .as_ref()
+                        .is_some_and(|n| n.iscsi.luns.iter().any(|l| &l.volume == *w))
+                })
+                .map(|w| {
+                    format!(
+                        "; {w} over the node's iSCSI target: its LUN {} (made and mapped to \
+                         {} when missing)",
+                        workloads::node_setup::lun::lun_path(w),
+                        harness::iscsi::INITIATOR
+                    )
+                })
+                .collect();
             let on = format!(
                 "node {} (volumes {}; the plan's missing policies and volumes made there when \
-                 the run starts, deleted after)",
+                 the run starts, deleted after{})",
                 url.as_deref().unwrap_or("of `qoslab login`"),
-                wanted.join(", ")
+                wanted.join(", "),
+                luns.concat()
             );
             print!(
                 "{}",

@@ -72,6 +72,13 @@ pub fn admit(target: &Target, accepts: Accepts, plan: &Plan, allow: Allow) -> an
     if let Target::Iscsi(url) = target {
         return lun(url, plan, allow.overwrite);
     }
+    if let Target::NodeVolumes { volumes, .. } = target {
+        for v in volumes {
+            if let Some(l) = v.lun.as_ref().filter(|l| l.existing) {
+                node_lun(v, l, plan, allow.overwrite)?;
+            }
+        }
+    }
     for f in nfs_files(target) {
         match f.attrs() {
             Ok(Some((len, _))) => refuse_existing(
@@ -188,6 +195,40 @@ fn lun(url: &str, plan: &Plan, overwrite: bool) -> anyhow::Result<()> {
         "--target {url}: an iSCSI LUN ({what}): the run writes to it ({writer}) and its data \
          will be destroyed. Nothing was written. --overwrite allows that; a plan that only \
          reads runs without it"
+    )
+}
+
+/// A running node's own LUN a plan's volume is driven through (`--node`): like any LUN,
+/// written only with `overwrite` (a LUN the run made is new, and is not checked).
+fn node_lun(
+    v: &harness::target::VolumeOnNode,
+    l: &harness::target::LunOnNode,
+    plan: &Plan,
+    overwrite: bool,
+) -> anyhow::Result<()> {
+    if overwrite {
+        return Ok(());
+    }
+    let jobs = plan.body.fio_jobs();
+    let writer = if jobs.is_empty() {
+        Some(format!("the {} family's work", plan.family))
+    } else {
+        jobs.into_iter()
+            .find(|j| j.volume.as_deref() == Some(v.name.as_str()) && j.writes())
+            .map(|j| j.at)
+    };
+    let Some(writer) = writer else {
+        return Ok(());
+    };
+    anyhow::bail!(
+        "volume {:?}: the node's own LUN {} ({}): the run writes to it ({writer}) and its data \
+         will be destroyed. Nothing was written (what the run made on the node is deleted). \
+         --overwrite allows that; a plan that only reads runs without it",
+        v.name,
+        l.path,
+        harness::iscsi::IscsiUrl::parse(&l.url)
+            .map(|u| u.describe())
+            .unwrap_or_else(|_| l.url.clone())
     )
 }
 

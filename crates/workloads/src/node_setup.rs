@@ -6,6 +6,8 @@
 //! comment names the run (`qoslab bench run BOOT_ID:PID:START`): a run SIGKILL'ed on this
 //! host leaves volumes the next run on the same node deletes, never a live run's (the
 //! tenants family's volumes carry the same kind of mark: [`run_marker`], [`stale`]).
+//! A plan's volume declared a LUN (`[[iscsi.lun]]`) is reached over the node's iSCSI
+//! target, through a LUN inside it ([`lun`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +15,8 @@ use std::time::Duration;
 use harness::node_api::{query_value as enc, NodeHandle};
 use harness::target::{lookup_volume, Target, VolumeOnNode};
 use storage_node::NodeConfig;
+
+pub mod lun;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -54,6 +58,11 @@ pub fn stale(comment: &str, mark: &str, boot: &str) -> bool {
 pub(crate) struct Created {
     pub(crate) volumes: Vec<String>,
     pub(crate) policies: Vec<String>,
+    /// LUNs as (uuid, path), igroups as (uuid, name), maps as (LUN uuid, igroup uuid,
+    /// what, for messages): [`lun`]'s.
+    pub(crate) luns: Vec<(String, String)>,
+    pub(crate) igroups: Vec<(String, String)>,
+    pub(crate) maps: Vec<(String, String, String)>,
 }
 
 /// The plan's setup on a node, undone on drop.
@@ -77,9 +86,20 @@ impl NodeSetup {
         wanted: &[String],
     ) -> Result<NodeSetup, String> {
         let url = api.url().to_string();
-        if let Some(e) = lun_refusal(plan, wanted, &url) {
-            return Err(e);
-        }
+        let lun_volumes: Vec<&String> = wanted
+            .iter()
+            .filter(|w| plan.is_some_and(|p| p.iscsi.luns.iter().any(|l| &l.volume == *w)))
+            .collect();
+        // The node's iSCSI target, before anything is made (none: refused).
+        let target = match lun_volumes.first() {
+            Some(v) => {
+                let svc = api
+                    .get("/api/protocols/san/iscsi/services?fields=*", TIMEOUT)
+                    .map_err(|e| format!("--node {url}: {e}"))?;
+                Some(lun::target_of(&svc, &url, v)?)
+            }
+            None => None,
+        };
         let (created, guard) = created_with_teardown(api, "--node");
         let mut setup = NodeSetup {
             api: api.clone(),
@@ -89,10 +109,15 @@ impl NodeSetup {
             _guard: guard,
         };
         let marker = run_marker();
-        let cleaned = clean_stale(api, &marker, MARK)?;
+        let mut cleaned = lun::clean_stale(api, &marker, MARK)?;
+        cleaned.extend(
+            clean_stale(api, &marker, MARK)?
+                .into_iter()
+                .map(|v| format!("volume {v}")),
+        );
         if !cleaned.is_empty() {
             setup.notes.push(format!(
-                "deleted volume(s) {} a killed run left on {url}",
+                "deleted {} a killed run left on {url}",
                 cleaned.join(", ")
             ));
         }
@@ -132,19 +157,50 @@ impl NodeSetup {
                 .ok_or_else(|| format!("--node {url}: volume {name:?} vanished after creation"))?;
             setup.volumes.push(v);
         }
+        // The LUN volumes: each one's LUN, mapped to the harness's initiator.
+        let mut made_san = Vec::new();
+        if let Some(target) = target {
+            let mut reach = lun::Reach {
+                target,
+                igroup: None,
+                marker: marker.clone(),
+                mark: MARK,
+            };
+            for v in setup
+                .volumes
+                .iter_mut()
+                .filter(|v| lun_volumes.contains(&&v.name))
+            {
+                let size = plan
+                    .and_then(|p| p.volumes.iter().find(|s| s.name == v.name))
+                    .map_or(v.size, |s| s.size);
+                v.lun = Some(lun::ensure(
+                    api,
+                    &setup.created,
+                    &mut reach,
+                    &v.name,
+                    size,
+                    v.policy.as_deref(),
+                    &mut made_san,
+                )?);
+            }
+        }
         // The plan's other policies are part of its setup too.
         for p in plan.map(|p| p.policies.as_slice()).unwrap_or_default() {
             if !made_p.contains(&p.name) && setup.ensure_policy(&p.name, plan)? {
                 made_p.push(p.name.clone());
             }
         }
-        if !made_p.is_empty() || !made_v.is_empty() {
+        if !made_p.is_empty() || !made_v.is_empty() || !made_san.is_empty() {
             let mut what = Vec::new();
             if !made_p.is_empty() {
                 what.push(format!("policies {}", made_p.join(", ")));
             }
             if !made_v.is_empty() {
                 what.push(format!("volumes {}", made_v.join(", ")));
+            }
+            if !made_san.is_empty() {
+                what.push(made_san.join(", "));
             }
             setup.notes.push(format!(
                 "created on {url} for this run (deleted at its end): {}",
@@ -156,6 +212,21 @@ impl NodeSetup {
                 "used as the node has them: volumes {}",
                 used.join(", ")
             ));
+        }
+        for v in &setup.volumes {
+            if let Some(l) = &v.lun {
+                setup.notes.push(format!(
+                    "volume {} is reached over iSCSI: LUN {} ({}{}), its samples the node's \
+                     block volume {}",
+                    v.name,
+                    l.path,
+                    harness::iscsi::IscsiUrl::parse(&l.url)
+                        .map(|u| u.describe())
+                        .unwrap_or_else(|_| l.url.clone()),
+                    if l.existing { ", the node's own" } else { "" },
+                    l.node_name
+                ));
+            }
         }
         Ok(setup)
     }
@@ -178,14 +249,18 @@ impl NodeSetup {
         }
     }
 
-    /// Delete what this run created (volumes, then policies); one line per problem, and
+    /// Delete what this run created (LUN maps, LUNs, igroups, volumes, then policies); one
+    /// line per problem, and
     /// what was deleted.
     pub fn close(self) -> (Vec<String>, Vec<String>) {
         let gone = {
             let c = self.lock();
-            c.volumes
+            c.maps
                 .iter()
-                .map(|v| format!("volume {v}"))
+                .map(|m| format!("map of {}", m.2))
+                .chain(c.luns.iter().map(|l| format!("LUN {}", l.1)))
+                .chain(c.igroups.iter().map(|g| format!("igroup {}", g.1)))
+                .chain(c.volumes.iter().map(|v| format!("volume {v}")))
                 .chain(c.policies.iter().map(|p| format!("policy {p}")))
                 .collect()
         };
@@ -242,10 +317,11 @@ pub fn delete_volume(api: &NodeHandle, name: &str) -> Result<(), String> {
     .map_err(|e| format!("deleting volume {name} on {}: {e}", api.url()))
 }
 
-/// Delete what a run created: its volumes, then its policies; the errors.
+/// Delete what a run created: its LUN maps, LUNs and igroups, its volumes, then its
+/// policies; the errors.
 pub(crate) fn delete_all(api: &NodeHandle, created: &Mutex<Created>) -> Vec<String> {
     let mut c = created.lock().unwrap_or_else(|p| p.into_inner());
-    let mut errors = Vec::new();
+    let mut errors = lun::delete_made(api, &mut c);
     for v in std::mem::take(&mut c.volumes) {
         if let Err(e) = delete_volume(api, &v) {
             errors.push(e);
@@ -326,43 +402,9 @@ pub(crate) fn ensure_policy(
     Ok(true)
 }
 
-/// A plan's volume declared a LUN (`[[iscsi.lun]]`) cannot run on `--node` yet: a running
-/// node's LUNs are its own node.toml's, neither looked up nor made over its API, and the
-/// job would silently go over NBD. The refusal, naming the first such volume.
-fn lun_refusal(plan: Option<&NodeConfig>, wanted: &[String], url: &str) -> Option<String> {
-    let luns = &plan?.iscsi.luns;
-    let l = luns.iter().find(|l| wanted.contains(&l.volume))?;
-    Some(format!(
-        "volume {:?} is a LUN in the plan's [[iscsi.lun]]: on --node {url} a LUN is the \
-         node's own (its node.toml's [[iscsi.lun]]), not made or looked up by a plan yet; \
-         reach it with --target iscsi://HOST:PORT/IQN/LUN, or drop the plan's [[iscsi.lun]] \
-         to run the volume over NBD",
-        l.volume
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_plans_lun_is_refused_on_a_running_node() {
-        let cfg = NodeConfig::parse(
-            "[[volume]]\nname = \"db\"\nsize = \"1GiB\"\n[[volume]]\nname = \"logs\"\nsize = \"1GiB\"\n\
-             [[iscsi.lun]]\nvolume = \"db\"\n",
-            "p.toml",
-        )
-        .unwrap();
-        let url = "https://127.0.0.1:8080";
-        let e = lun_refusal(Some(&cfg), &["logs".into(), "db".into()], url).unwrap();
-        assert!(
-            e.starts_with("volume \"db\" is a LUN in the plan's [[iscsi.lun]]: on --node https://127.0.0.1:8080"),
-            "{e}"
-        );
-        // Work on the plain volume only, or a plan without LUNs: nothing to refuse.
-        assert_eq!(lun_refusal(Some(&cfg), &["logs".into()], url), None);
-        assert_eq!(lun_refusal(None, &["db".into()], url), None);
-    }
 
     #[test]
     fn only_a_gone_run_of_this_boot_is_stale() {

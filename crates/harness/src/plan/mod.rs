@@ -26,7 +26,8 @@
 //! policy = "QoS_500iops"
 //!
 //! [[iscsi.lun]]           # node.toml's too: the volume is a LUN, fio reaches it over iSCSI
-//! volume = "vol500"       # (its libiscsi engine; the node listens on a loopback port)
+//! volume = "vol500"       # (its libiscsi engine; the embedded node listens on a loopback
+//!                         # port; on --node, LUN /vol/vol500/bench at the node's listener)
 //! ```
 
 mod duration;

@@ -19,6 +19,7 @@ mod bench_interrupted;
 mod bench_iscsi;
 mod bench_nfs;
 mod bench_node;
+mod bench_node_lun;
 mod bench_plan;
 mod bench_safety;
 mod bench_targets;

@@ -1,0 +1,463 @@
+//! A plan's volume declared a LUN (`[[iscsi.lun]] volume = "VOL"`) on a running node
+//! (`qoslab bench PLAN --node URL`): the volume is made or used as any plan volume
+//! ([`super`]), and fio reaches LUN `/vol/VOL/bench` inside it over the node's
+//! iSCSI target, as the harness's initiator ([`harness::iscsi::INITIATOR`]):
+//!
+//! - the target's address is `/api/protocols/san/iscsi/services`' `listen` (a node started
+//!   without `--listen-iscsi` is refused, naming the volume);
+//! - the LUN is the node's when it has one at that path (used as it is, never changed or
+//!   deleted; written only with `--overwrite`, as any LUN), else made for the run, thin, of
+//!   the plan volume's size, without a policy of its own (it takes its volume's);
+//! - when no igroup of the node shows the LUN to the harness's initiator, the run makes an
+//!   igroup of that initiator (`qoslab_bench_PID_START`) and maps the LUN to it at the
+//!   smallest free number;
+//! - what the run made (map, LUN, igroup) carries the run's mark like its volumes and is
+//!   deleted at the end and on signals ([`super`]'s teardown), and by the next
+//!   run on the same node when this one was killed.
+//!
+//! The node serves the LUN as block volume `VOL:bench`, with its own books: the samples
+//! judged for the jobs on VOL are that block volume's (`harness::target::LunOnNode`).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use harness::iscsi::{IscsiUrl, INITIATOR};
+use harness::node_api::{query_value as enc, NodeHandle};
+use harness::target::LunOnNode;
+use serde_json::{json, Value};
+
+use super::Created;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The LUN's name inside a plan's volume.
+pub const LUN_NAME: &str = "bench";
+
+/// The path of a plan volume's LUN: `/vol/VOL/bench`.
+pub fn lun_path(volume: &str) -> String {
+    format!("/vol/{volume}/{LUN_NAME}")
+}
+
+/// The node's block volume serving it (the name of its samples): `VOL:bench`.
+pub fn node_name(volume: &str) -> String {
+    format!("{volume}:{LUN_NAME}")
+}
+
+/// The igroup a run makes for the harness's initiator, named after the run's marker
+/// (`BOOT:PID:START`): `qoslab_bench_PID_START`.
+pub fn igroup_name(marker: &str) -> String {
+    let mut f = marker.split(':').skip(1);
+    let pid = f.next().unwrap_or("0");
+    let start = f.next().unwrap_or("0");
+    let keep = |s: &str| -> String { s.chars().filter(char::is_ascii_alphanumeric).collect() };
+    format!("qoslab_bench_{}_{}", keep(pid), keep(start))
+}
+
+/// A LUN's size for a plan volume of `size` bytes: a multiple of 512, at least 4 KiB (the
+/// node's rule for `space.size`).
+pub fn lun_size(size: u64) -> u64 {
+    (size / 512 * 512).max(4096)
+}
+
+/// The node's iSCSI target from `GET /api/protocols/san/iscsi/services?fields=*`: the
+/// portal fio connects to (`HOST:PORT`) and the target's name. A listener bound to every
+/// address (`0.0.0.0`, `::`) is reached at the API URL's host. `volume` names the plan's
+/// volume in the error of a node without iSCSI.
+pub fn target_of(
+    services: &Value,
+    api_url: &str,
+    volume: &str,
+) -> Result<(String, String), String> {
+    let rec = services["records"].as_array().and_then(|r| r.first());
+    let listen = rec
+        .filter(|r| r["enabled"].as_bool() == Some(true))
+        .and_then(|r| r["listen"].as_str());
+    let Some(listen) = listen else {
+        return Err(format!(
+            "volume {volume:?} is a LUN in the plan's [[iscsi.lun]], and --node {api_url} serves \
+             no iSCSI (its /api/protocols/san/iscsi/services is not enabled): start the node \
+             with --listen-iscsi ADDRESS:PORT (e.g. --listen-iscsi 127.0.0.1:3260), or drop \
+             the plan's [[iscsi.lun]] to run the volume over NBD"
+        ));
+    };
+    let iqn = rec
+        .and_then(|r| r["target"]["name"].as_str())
+        .ok_or_else(|| {
+            format!("--node {api_url}: its iSCSI service names no target (target.name)")
+        })?;
+    let addr: std::net::SocketAddr = listen.parse().map_err(|_| {
+        format!("--node {api_url}: its iSCSI service's listen = {listen:?} is not an address:port")
+    })?;
+    let host = if addr.ip().is_unspecified() {
+        api_host(api_url)
+            .ok_or_else(|| format!("--node {api_url}: no host in the URL to reach {listen} at"))?
+    } else {
+        addr.ip().to_string()
+    };
+    let portal = if host.contains(':') {
+        format!("[{host}]:{}", addr.port())
+    } else {
+        format!("{host}:{}", addr.port())
+    };
+    Ok((portal, iqn.to_string()))
+}
+
+/// The host of an API URL (`https://HOST[:PORT]/...`), an IPv6 address without brackets.
+fn api_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.0,
+        None => authority.split(':').next()?,
+    };
+    (!host.is_empty()).then(|| host.to_string())
+}
+
+/// The number at which an igroup of the node (`GET /api/protocols/san/igroups` records
+/// with `initiators` and `lun_maps`) shows LUN `path` to the harness's initiator.
+pub fn seen_at(igroups: &Value, path: &str) -> Option<u16> {
+    igroups["records"]
+        .as_array()?
+        .iter()
+        .filter(|g| {
+            g["initiators"].as_array().into_iter().flatten().any(|i| {
+                i["name"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(INITIATOR))
+            })
+        })
+        .flat_map(|g| g["lun_maps"].as_array().into_iter().flatten())
+        .find(|m| m["lun"]["name"].as_str() == Some(path))
+        .and_then(|m| m["logical_unit_number"].as_u64())
+        .and_then(|n| u16::try_from(n).ok())
+}
+
+/// What the run needs to reach a plan volume's LUN, found once per run.
+pub(crate) struct Reach {
+    /// The portal and the target's name.
+    pub(crate) target: (String, String),
+    /// The igroup this run made for the harness's initiator: (name, uuid).
+    pub(crate) igroup: Option<(String, String)>,
+    pub(crate) marker: String,
+    pub(crate) mark: &'static str,
+}
+
+/// Ensure LUN `/vol/VOLUME/bench` (of the plan volume's `size`) and its map to the
+/// harness's initiator: what the run makes is recorded in `created`; `made` gets a line
+/// per object made. `volume_policy`: the volume's policy as the node reports it (a LUN of
+/// the node's own under another policy is refused: its limits would not be the volume's).
+pub(crate) fn ensure(
+    api: &NodeHandle,
+    created: &Mutex<Created>,
+    reach: &mut Reach,
+    volume: &str,
+    size: u64,
+    volume_policy: Option<&str>,
+    made: &mut Vec<String>,
+) -> Result<LunOnNode, String> {
+    let url = api.url().to_string();
+    let lock = || created.lock().unwrap_or_else(|p| p.into_inner());
+    let path = lun_path(volume);
+    let found = api
+        .get(
+            &format!(
+                "/api/storage/luns?name={}&fields=uuid,name,qos_policy",
+                enc(&path)
+            ),
+            TIMEOUT,
+        )
+        .map_err(|e| format!("--node {url}: looking up LUN {path}: {e}"))?;
+    let existing = match found["records"].as_array().and_then(|r| r.first()) {
+        Some(l) => {
+            let own = l["qos_policy"]["name"].as_str();
+            if own.is_some() && own != volume_policy {
+                return Err(format!(
+                    "--node {url}: LUN {path} (the node's own, used for the plan's volume \
+                     {volume:?}) is under policy {:?}, not its volume's ({}): the run judges a \
+                     volume's limits; remove its policy or use another volume name",
+                    own.unwrap_or_default(),
+                    volume_policy.unwrap_or("none")
+                ));
+            }
+            true
+        }
+        None => {
+            let body = json!({
+                "name": path,
+                "os_type": "linux",
+                "space": {"size": lun_size(size)},
+                "comment": format!("{}{}; deleted when the run ends", reach.mark, reach.marker),
+            });
+            let r = api
+                .send("POST", "/api/storage/luns", Some(&body), TIMEOUT)
+                .map_err(|e| format!("--node {url}: creating LUN {path}: {e}"))?;
+            let uuid = r["uuid"]
+                .as_str()
+                .ok_or_else(|| format!("--node {url}: creating LUN {path}: no uuid in {r}"))?;
+            lock().luns.push((uuid.to_string(), path.clone()));
+            made.push(format!("LUN {path}"));
+            false
+        }
+    };
+    let groups = api
+        .get(
+            "/api/protocols/san/igroups?fields=uuid,name,initiators,lun_maps",
+            TIMEOUT,
+        )
+        .map_err(|e| format!("--node {url}: listing igroups: {e}"))?;
+    let number = match seen_at(&groups, &path) {
+        Some(n) => n,
+        None => {
+            let (gname, _) = match &reach.igroup {
+                Some(g) => g.clone(),
+                None => {
+                    let name = igroup_name(&reach.marker);
+                    let body = json!({
+                        "name": name,
+                        "protocol": "iscsi",
+                        "os_type": "linux",
+                        "initiators": [{"name": INITIATOR}],
+                        "comment": format!("{}{}; deleted when the run ends", reach.mark, reach.marker),
+                    });
+                    let r = api
+                        .send("POST", "/api/protocols/san/igroups", Some(&body), TIMEOUT)
+                        .map_err(|e| format!("--node {url}: creating igroup {name}: {e}"))?;
+                    let uuid = r["uuid"].as_str().ok_or_else(|| {
+                        format!("--node {url}: creating igroup {name}: no uuid in {r}")
+                    })?;
+                    lock().igroups.push((uuid.to_string(), name.clone()));
+                    made.push(format!("igroup {name} ({INITIATOR})"));
+                    reach.igroup = Some((name.clone(), uuid.to_string()));
+                    (name, uuid.to_string())
+                }
+            };
+            let body = json!({"lun": {"name": path}, "igroup": {"name": gname}});
+            let r = api
+                .send("POST", "/api/protocols/san/lun-maps", Some(&body), TIMEOUT)
+                .map_err(|e| format!("--node {url}: mapping LUN {path} to igroup {gname}: {e}"))?;
+            let (Some(lu), Some(gu), Some(n)) = (
+                r["lun"]["uuid"].as_str(),
+                r["igroup"]["uuid"].as_str(),
+                r["logical_unit_number"]
+                    .as_u64()
+                    .and_then(|n| u16::try_from(n).ok()),
+            ) else {
+                return Err(format!(
+                    "--node {url}: mapping LUN {path}: no lun, igroup or number in {r}"
+                ));
+            };
+            lock()
+                .maps
+                .push((lu.to_string(), gu.to_string(), format!("{path} to {gname}")));
+            made.push(format!("map of {path} to {gname} at LUN {n}"));
+            n
+        }
+    };
+    let (portal, iqn) = &reach.target;
+    let lun_url = format!("iscsi://{portal}/{iqn}/{number}");
+    IscsiUrl::parse(&lun_url).map_err(|e| format!("--node {url}: LUN {path}: {e}"))?;
+    Ok(LunOnNode {
+        path,
+        node_name: node_name(volume),
+        url: lun_url,
+        existing,
+    })
+}
+
+/// Delete the LUNs and igroups (and their maps) of runs on this host whose comments start
+/// with `mark` and whose process is gone; their names.
+pub(crate) fn clean_stale(
+    api: &NodeHandle,
+    marker: &str,
+    mark: &str,
+) -> Result<Vec<String>, String> {
+    let url = api.url();
+    let boot = marker.split(':').next().unwrap_or("");
+    let stale = |r: &Value| {
+        r["comment"]
+            .as_str()
+            .is_some_and(|c| super::stale(c, mark, boot))
+    };
+    let mut out = Vec::new();
+    let unmap = |lun: &str, igroup: &str| {
+        api.send(
+            "DELETE",
+            &format!("/api/protocols/san/lun-maps/{lun}/{igroup}"),
+            None,
+            TIMEOUT,
+        )
+        .map(|_| ())
+        .map_err(|e| format!("--node {url}: unmapping a killed run's LUN: {e}"))
+    };
+    // A node without SAN objects (an older qoslab) has none to clean: its volumes' clean-up
+    // says what is wrong when the node is unreachable.
+    let Ok(luns) = api.get(
+        "/api/storage/luns?fields=uuid,name,comment,lun_maps",
+        TIMEOUT,
+    ) else {
+        return Ok(out);
+    };
+    for l in luns["records"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|l| stale(l))
+    {
+        let uuid = l["uuid"].as_str().unwrap_or_default();
+        for m in l["lun_maps"].as_array().into_iter().flatten() {
+            unmap(uuid, m["igroup"]["uuid"].as_str().unwrap_or_default())?;
+        }
+        api.send(
+            "DELETE",
+            &format!("/api/storage/luns/{uuid}"),
+            None,
+            TIMEOUT,
+        )
+        .map_err(|e| format!("--node {url}: deleting a killed run's LUN: {e}"))?;
+        out.push(format!("LUN {}", l["name"].as_str().unwrap_or(uuid)));
+    }
+    let Ok(groups) = api.get(
+        "/api/protocols/san/igroups?fields=uuid,name,comment,lun_maps",
+        TIMEOUT,
+    ) else {
+        return Ok(out);
+    };
+    for g in groups["records"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| stale(g))
+    {
+        let uuid = g["uuid"].as_str().unwrap_or_default();
+        for m in g["lun_maps"].as_array().into_iter().flatten() {
+            unmap(m["lun"]["uuid"].as_str().unwrap_or_default(), uuid)?;
+        }
+        api.send(
+            "DELETE",
+            &format!("/api/protocols/san/igroups/{uuid}"),
+            None,
+            TIMEOUT,
+        )
+        .map_err(|e| format!("--node {url}: deleting a killed run's igroup: {e}"))?;
+        out.push(format!("igroup {}", g["name"].as_str().unwrap_or(uuid)));
+    }
+    Ok(out)
+}
+
+/// Delete what a run made on the node's SAN side, maps first; the errors.
+pub(crate) fn delete_made(api: &NodeHandle, c: &mut Created) -> Vec<String> {
+    let url = api.url();
+    let mut errors = Vec::new();
+    for (lun, igroup, what) in std::mem::take(&mut c.maps) {
+        if let Err(e) = api.send(
+            "DELETE",
+            &format!("/api/protocols/san/lun-maps/{lun}/{igroup}"),
+            None,
+            TIMEOUT,
+        ) {
+            errors.push(format!("unmapping {what} on {url}: {e}"));
+        }
+    }
+    for (uuid, path) in std::mem::take(&mut c.luns) {
+        if let Err(e) = api.send(
+            "DELETE",
+            &format!("/api/storage/luns/{uuid}"),
+            None,
+            TIMEOUT,
+        ) {
+            errors.push(format!("deleting LUN {path} on {url}: {e}"));
+        }
+    }
+    for (uuid, name) in std::mem::take(&mut c.igroups) {
+        if let Err(e) = api.send(
+            "DELETE",
+            &format!("/api/protocols/san/igroups/{uuid}"),
+            None,
+            TIMEOUT,
+        ) {
+            errors.push(format!("deleting igroup {name} on {url}: {e}"));
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_volumes_lun_is_bench_inside_it_served_as_vol_colon_bench() {
+        assert_eq!(lun_path("db"), "/vol/db/bench");
+        assert_eq!(node_name("db"), "db:bench");
+        assert_eq!(
+            igroup_name("0f3a-boot:4242:987654"),
+            "qoslab_bench_4242_987654"
+        );
+        // A stand-in marker still gives a valid name (letters, digits, _).
+        assert_eq!(igroup_name("?:17:?"), "qoslab_bench_17_");
+        assert_eq!(lun_size(1 << 30), 1 << 30);
+        assert_eq!(lun_size(1000), 4096);
+        assert_eq!(lun_size(10_000_000), 9_999_872);
+    }
+
+    #[test]
+    fn the_target_is_the_services_listener_else_a_clear_refusal() {
+        let svc = |enabled: bool, listen: Option<&str>| {
+            json!({"records": [{"enabled": enabled, "listen": listen,
+                "target": {"name": "iqn.2026-01.lab.qoslab:n0"}}]})
+        };
+        let api = "https://node.example:8443";
+        assert_eq!(
+            target_of(&svc(true, Some("127.0.0.1:3261")), api, "db").unwrap(),
+            ("127.0.0.1:3261".into(), "iqn.2026-01.lab.qoslab:n0".into())
+        );
+        // Bound to every address: reached at the API's host.
+        assert_eq!(
+            target_of(&svc(true, Some("0.0.0.0:3260")), api, "db")
+                .unwrap()
+                .0,
+            "node.example:3260"
+        );
+        assert_eq!(
+            target_of(&svc(true, Some("[::]:3260")), "http://[fd00::5]:80/", "db")
+                .unwrap()
+                .0,
+            "[fd00::5]:3260"
+        );
+        assert_eq!(
+            target_of(&svc(true, Some("[::1]:3260")), api, "db")
+                .unwrap()
+                .0,
+            "[::1]:3260"
+        );
+        for off in [svc(false, None), svc(true, None), json!({"records": []})] {
+            let e = target_of(&off, api, "db").unwrap_err();
+            assert!(
+                e.starts_with("volume \"db\" is a LUN in the plan's [[iscsi.lun]], and --node https://node.example:8443 serves no iSCSI")
+                    && e.contains("start the node with --listen-iscsi"),
+                "{e}"
+            );
+        }
+        let e = target_of(&svc(true, Some("nowhere")), api, "db").unwrap_err();
+        assert!(
+            e.contains("listen = \"nowhere\" is not an address:port"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_lun_is_seen_only_through_an_igroup_of_the_bench_initiator() {
+        let groups = json!({"records": [
+            {"name": "hosts", "initiators": [{"name": "iqn.1993-08.org.debian:01:h"}],
+             "lun_maps": [{"lun": {"name": "/vol/db/bench"}, "logical_unit_number": 0}]},
+            {"name": "bench", "initiators": [{"name": "IQN.2026-01.lab.qoslab:BENCH"}],
+             "lun_maps": [{"lun": {"name": "/vol/logs/bench"}, "logical_unit_number": 2},
+                          {"lun": {"name": "/vol/db/bench"}, "logical_unit_number": 5}]}
+        ]});
+        assert_eq!(seen_at(&groups, "/vol/db/bench"), Some(5));
+        assert_eq!(seen_at(&groups, "/vol/logs/bench"), Some(2));
+        assert_eq!(seen_at(&groups, "/vol/other/bench"), None);
+        assert_eq!(seen_at(&json!({}), "/vol/db/bench"), None);
+    }
+}
