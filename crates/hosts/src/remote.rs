@@ -24,11 +24,13 @@ pub struct RemoteProc {
     _guard: lifecycle::Guard,
 }
 
-/// The script that stops process group `pid` (TERM, then KILL after ~2 s).
+/// The script that stops process group `pid`: TERM, KILL after ~2 s, and it waits (up to
+/// ~12 s) until the group is gone, so a caller that checks right after finds nothing.
 fn stop_script(pid: u32) -> String {
     format!(
         "kill -TERM -{pid} 2>/dev/null || exit 0; i=0; while kill -0 -{pid} 2>/dev/null; do \
-         i=$((i+1)); [ $i -ge 20 ] && {{ kill -KILL -{pid} 2>/dev/null; break; }}; sleep 0.1; done; true"
+         i=$((i+1)); [ $i -eq 20 ] && kill -KILL -{pid} 2>/dev/null; [ $i -ge 120 ] && break; \
+         sleep 0.1; done; true"
     )
 }
 

@@ -96,6 +96,14 @@ struct Resources {
     vms: Vec<u32>,
 }
 
+/// Shell lines that lazily unmount, in a namespace host's own mount namespace, the copies
+/// of every mount under /tmp (deepest first): other tests' file systems, which a namespace
+/// host never uses (its run directories are plain directories, and what it mounts itself
+/// it mounts later, in its own namespace).
+pub const DROP_TMP_MOUNTS: &str =
+    "awk '$5 ~ \"^/tmp/\" {print $5}' /proc/self/mountinfo | sort -r | \
+     while read -r m; do umount -l \"$(printf '%b' \"$m\")\" 2>/dev/null; done;";
+
 /// A running bed; dropped = gone.
 pub struct Testbed {
     pub tag: String,
@@ -581,11 +589,16 @@ impl Testbed {
         let sshd = which("sshd").ok_or("sshd not found (install openssh-server)")?;
         // Its own UTS namespace, so `hostname` on the host says hN; normal priority, as a
         // real host's sshd (and what runs under it: iperf3, fio) would have, whatever
-        // niceness the test runner has (`nice cargo test`).
+        // niceness the test runner has (`nice cargo test`). `ip netns exec` gives it a
+        // mount namespace of its own, a copy of this machine's mounts at that moment; on a
+        // machine whose mounts are private, an unmount here never reaches the copy, so a
+        // file system another test mounted under /tmp (ext4 on a loop device over
+        // nbdfuse) would stay alive, and its loop device busy, until this host's sshd
+        // exits. It drops those copies first ([`DROP_TMP_MOUNTS`]).
         let child = Command::new("ip")
             .args(["netns", "exec", &h.ns, "unshare", "--uts", "sh", "-c"])
             .arg(format!(
-                "renice -n 0 -p $$ >/dev/null 2>&1; hostname {} && exec {} -D -e -f {}",
+                "{DROP_TMP_MOUNTS} renice -n 0 -p $$ >/dev/null 2>&1; hostname {} && exec {} -D -e -f {}",
                 h.name,
                 sshd,
                 path.display()
