@@ -96,14 +96,6 @@ struct Resources {
     vms: Vec<u32>,
 }
 
-/// Shell lines that lazily unmount, in a namespace host's own mount namespace, the copies
-/// of every mount under /tmp (deepest first): other tests' file systems, which a namespace
-/// host never uses (its run directories are plain directories, and what it mounts itself
-/// it mounts later, in its own namespace).
-pub const DROP_TMP_MOUNTS: &str =
-    "awk '$5 ~ \"^/tmp/\" {print $5}' /proc/self/mountinfo | sort -r | \
-     while read -r m; do umount -l \"$(printf '%b' \"$m\")\" 2>/dev/null; done;";
-
 /// A running bed; dropped = gone.
 pub struct Testbed {
     pub tag: String,
@@ -177,6 +169,25 @@ fn in_ns(ns: &str, prog: &str, args: &[&str]) -> Result<String, String> {
     let mut a = vec!["netns", "exec", ns, prog];
     a.extend_from_slice(args);
     ip(&a)
+}
+
+/// `ip netns exec NS PROG ...` for a process that outlives the call (a host's sshd, a
+/// guest's qemu); the caller adds PROG's arguments. `ip netns exec` gives it a mount
+/// namespace of its own, a copy of this machine's mounts at that moment; where mounts are
+/// private (no `shared:` in /proc/self/mountinfo), an unmount never reaches the copy, so a
+/// file system another test mounted under /tmp (ext4 on a loop device over nbdfuse) would
+/// stay alive, and its loop device busy past that test's teardown, until this process
+/// exits. So the copies of the mounts under /tmp are lazily unmounted first (deepest
+/// first): a bed's process never uses them (its run directories are plain directories,
+/// and what it mounts later it mounts in its own namespace).
+pub(crate) fn in_ns_daemon(ns: &str, prog: impl AsRef<std::ffi::OsStr>) -> Command {
+    const DROP_TMP_MOUNTS: &str = "awk '$5 ~ \"^/tmp/\" {print $5}' /proc/self/mountinfo \
+        | sort -r | while read -r m; do umount -l \"$(printf '%b' \"$m\")\" 2>/dev/null; done;";
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, "sh", "-c"])
+        .arg(format!("{DROP_TMP_MOUNTS} exec \"$0\" \"$@\""))
+        .arg(prog);
+    c
 }
 
 /// `pid starttime` of a process (start time in clock ticks since boot, field 22 of stat).
@@ -589,16 +600,11 @@ impl Testbed {
         let sshd = which("sshd").ok_or("sshd not found (install openssh-server)")?;
         // Its own UTS namespace, so `hostname` on the host says hN; normal priority, as a
         // real host's sshd (and what runs under it: iperf3, fio) would have, whatever
-        // niceness the test runner has (`nice cargo test`). `ip netns exec` gives it a
-        // mount namespace of its own, a copy of this machine's mounts at that moment; on a
-        // machine whose mounts are private, an unmount here never reaches the copy, so a
-        // file system another test mounted under /tmp (ext4 on a loop device over
-        // nbdfuse) would stay alive, and its loop device busy, until this host's sshd
-        // exits. It drops those copies first ([`DROP_TMP_MOUNTS`]).
-        let child = Command::new("ip")
-            .args(["netns", "exec", &h.ns, "unshare", "--uts", "sh", "-c"])
+        // niceness the test runner has (`nice cargo test`).
+        let child = in_ns_daemon(&h.ns, "unshare")
+            .args(["--uts", "sh", "-c"])
             .arg(format!(
-                "{DROP_TMP_MOUNTS} renice -n 0 -p $$ >/dev/null 2>&1; hostname {} && exec {} -D -e -f {}",
+                "renice -n 0 -p $$ >/dev/null 2>&1; hostname {} && exec {} -D -e -f {}",
                 h.name,
                 sshd,
                 path.display()

@@ -388,8 +388,8 @@ pub fn boot(
         &format!("tap,ifname={tap},script=no,downscript=no"),
         &format!(",mac={mac}"),
     )?;
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", sw]).arg(bin).args(args);
+    let mut cmd = crate::in_ns_daemon(sw, bin);
+    cmd.args(args);
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
         std::fs::File::create(console.with_extension("qemu.log"))
             .map_err(|e| format!("{}: {e}", console.display()))?,

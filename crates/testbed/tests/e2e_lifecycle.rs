@@ -146,3 +146,51 @@ fn a_killed_runs_leftovers_are_removed_by_the_next_run() {
         "its sshd processes are gone"
     );
 }
+
+/// A host's sshd runs in a mount namespace of its own (`ip netns exec`), a copy of the
+/// machine's mounts when it started. Where mounts are private, an unmount never reaches
+/// that copy: a file system another test had mounted under /tmp would stay alive (and its
+/// loop device busy past that test's teardown) until the bed is gone. The bed's processes
+/// drop those copies; here a tmpfs mounted before the bed is absent from every one of its
+/// host's processes' mount tables.
+#[test]
+fn a_hosts_processes_hold_no_copy_of_a_tmp_mount_made_before_the_bed() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("qoslab-bed-mount-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display().to_string();
+    struct Unmount(String);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = run("umount", &[&self.0]);
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    run(
+        "mount",
+        &["-t", "tmpfs", "-o", "size=1m", "qoslab-bed-copy", &d],
+    )
+    .unwrap();
+    let _m = Unmount(d.clone());
+    let bed = Testbed::build(&Spec {
+        hosts: 1,
+        ..Spec::default()
+    })
+    .unwrap();
+    let pids = run("ip", &["netns", "pids", &bed.hosts[0].ns]).unwrap();
+    let pids: Vec<&str> = pids.split_whitespace().collect();
+    assert!(!pids.is_empty(), "the host's sshd runs in its namespace");
+    for pid in pids {
+        let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")) else {
+            continue; // gone meanwhile
+        };
+        let held: Vec<&str> = table
+            .lines()
+            .filter(|l| l.split(' ').nth(4) == Some(d.as_str()))
+            .collect();
+        assert!(
+            held.is_empty(),
+            "process {pid} holds a copy of {d}: {held:?}"
+        );
+    }
+}
