@@ -88,30 +88,17 @@ pub fn target_of(
     let addr: std::net::SocketAddr = listen.parse().map_err(|_| {
         format!("--node {api_url}: its iSCSI service's listen = {listen:?} is not an address:port")
     })?;
-    let host = if addr.ip().is_unspecified() {
-        api_host(api_url)
-            .ok_or_else(|| format!("--node {api_url}: no host in the URL to reach {listen} at"))?
-    } else {
-        addr.ip().to_string()
-    };
-    let portal = if host.contains(':') {
-        format!("[{host}]:{}", addr.port())
-    } else {
+    let portal = if addr.ip().is_unspecified() {
+        // `url`'s host prints an IPv6 address in brackets, ready for `:PORT`.
+        let host = url::Url::parse(api_url)
+            .ok()
+            .and_then(|u| u.host().map(|h| h.to_string()))
+            .ok_or_else(|| format!("--node {api_url}: no host in the URL to reach {listen} at"))?;
         format!("{host}:{}", addr.port())
+    } else {
+        addr.to_string()
     };
     Ok((portal, iqn.to_string()))
-}
-
-/// The host of an API URL (`https://HOST[:PORT]/...`), an IPv6 address without brackets.
-fn api_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split('/').next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split_once(']')?.0,
-        None => authority.split(':').next()?,
-    };
-    (!host.is_empty()).then(|| host.to_string())
 }
 
 /// The number at which an igroup of the node (`GET /api/protocols/san/igroups` records
@@ -265,6 +252,13 @@ pub(crate) fn ensure(
     })
 }
 
+/// `DELETE path` on the node; `what` names the object in the error.
+fn delete(api: &NodeHandle, path: &str, what: &str) -> Result<(), String> {
+    api.send("DELETE", path, None, TIMEOUT)
+        .map(|_| ())
+        .map_err(|e| format!("{what} on {}: {e}", api.url()))
+}
+
 /// Delete the LUNs and igroups (and their maps) of runs on this host whose comments start
 /// with `mark` and whose process is gone; their names.
 pub(crate) fn clean_stale(
@@ -272,24 +266,18 @@ pub(crate) fn clean_stale(
     marker: &str,
     mark: &str,
 ) -> Result<Vec<String>, String> {
-    let url = api.url();
     let boot = marker.split(':').next().unwrap_or("");
-    let stale = |r: &Value| {
+    let stale = |r: &&Value| {
         r["comment"]
             .as_str()
             .is_some_and(|c| super::stale(c, mark, boot))
     };
-    let mut out = Vec::new();
     let unmap = |lun: &str, igroup: &str| {
-        api.send(
-            "DELETE",
-            &format!("/api/protocols/san/lun-maps/{lun}/{igroup}"),
-            None,
-            TIMEOUT,
-        )
-        .map(|_| ())
-        .map_err(|e| format!("--node {url}: unmapping a killed run's LUN: {e}"))
+        let path = format!("/api/protocols/san/lun-maps/{lun}/{igroup}");
+        delete(api, &path, "unmapping a killed run's LUN")
     };
+    let records = |v: &Value| v["records"].as_array().cloned().unwrap_or_default();
+    let mut out = Vec::new();
     // A node without SAN objects (an older qoslab) has none to clean: its volumes' clean-up
     // says what is wrong when the node is unreachable.
     let Ok(luns) = api.get(
@@ -298,23 +286,13 @@ pub(crate) fn clean_stale(
     ) else {
         return Ok(out);
     };
-    for l in luns["records"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|l| stale(l))
-    {
+    for l in records(&luns).iter().filter(stale) {
         let uuid = l["uuid"].as_str().unwrap_or_default();
         for m in l["lun_maps"].as_array().into_iter().flatten() {
             unmap(uuid, m["igroup"]["uuid"].as_str().unwrap_or_default())?;
         }
-        api.send(
-            "DELETE",
-            &format!("/api/storage/luns/{uuid}"),
-            None,
-            TIMEOUT,
-        )
-        .map_err(|e| format!("--node {url}: deleting a killed run's LUN: {e}"))?;
+        let path = format!("/api/storage/luns/{uuid}");
+        delete(api, &path, "deleting a killed run's LUN")?;
         out.push(format!("LUN {}", l["name"].as_str().unwrap_or(uuid)));
     }
     let Ok(groups) = api.get(
@@ -323,61 +301,33 @@ pub(crate) fn clean_stale(
     ) else {
         return Ok(out);
     };
-    for g in groups["records"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|g| stale(g))
-    {
+    for g in records(&groups).iter().filter(stale) {
         let uuid = g["uuid"].as_str().unwrap_or_default();
         for m in g["lun_maps"].as_array().into_iter().flatten() {
             unmap(m["lun"]["uuid"].as_str().unwrap_or_default(), uuid)?;
         }
-        api.send(
-            "DELETE",
-            &format!("/api/protocols/san/igroups/{uuid}"),
-            None,
-            TIMEOUT,
-        )
-        .map_err(|e| format!("--node {url}: deleting a killed run's igroup: {e}"))?;
+        let path = format!("/api/protocols/san/igroups/{uuid}");
+        delete(api, &path, "deleting a killed run's igroup")?;
         out.push(format!("igroup {}", g["name"].as_str().unwrap_or(uuid)));
     }
     Ok(out)
 }
 
-/// Delete what a run made on the node's SAN side, maps first; the errors.
+/// Delete what a run made on the node's SAN side, maps first (a LUN or igroup still
+/// mapped is refused); the errors.
 pub(crate) fn delete_made(api: &NodeHandle, c: &mut Created) -> Vec<String> {
-    let url = api.url();
     let mut errors = Vec::new();
     for (lun, igroup, what) in std::mem::take(&mut c.maps) {
-        if let Err(e) = api.send(
-            "DELETE",
-            &format!("/api/protocols/san/lun-maps/{lun}/{igroup}"),
-            None,
-            TIMEOUT,
-        ) {
-            errors.push(format!("unmapping {what} on {url}: {e}"));
-        }
+        let path = format!("/api/protocols/san/lun-maps/{lun}/{igroup}");
+        errors.extend(delete(api, &path, &format!("unmapping {what}")).err());
     }
     for (uuid, path) in std::mem::take(&mut c.luns) {
-        if let Err(e) = api.send(
-            "DELETE",
-            &format!("/api/storage/luns/{uuid}"),
-            None,
-            TIMEOUT,
-        ) {
-            errors.push(format!("deleting LUN {path} on {url}: {e}"));
-        }
+        let p = format!("/api/storage/luns/{uuid}");
+        errors.extend(delete(api, &p, &format!("deleting LUN {path}")).err());
     }
     for (uuid, name) in std::mem::take(&mut c.igroups) {
-        if let Err(e) = api.send(
-            "DELETE",
-            &format!("/api/protocols/san/igroups/{uuid}"),
-            None,
-            TIMEOUT,
-        ) {
-            errors.push(format!("deleting igroup {name} on {url}: {e}"));
-        }
+        let p = format!("/api/protocols/san/igroups/{uuid}");
+        errors.extend(delete(api, &p, &format!("deleting igroup {name}")).err());
     }
     errors
 }
