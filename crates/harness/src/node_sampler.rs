@@ -266,47 +266,53 @@ impl RestProbe {
         self.luns = luns;
         self
     }
+}
 
-    /// The sample of one record (a volume's or a LUN's) named `name`.
-    fn sample(&mut self, r: &serde_json::Value, name: &str, at: Instant) -> NodeSample {
-        let f = |m: &serde_json::Value, a: &str, b: &str| m[a][b].as_f64().unwrap_or(0.0);
-        let m = &r["metric"];
-        let mut s = NodeSample {
-            t_ms: 0,
-            volume: name.to_string(),
-            read_iops: f(m, "iops", "read"),
-            write_iops: f(m, "iops", "write"),
-            other_iops: f(m, "iops", "other"),
-            read_bps: f(m, "throughput", "read"),
-            write_bps: f(m, "throughput", "write"),
-            lat_mean_us: f(m, "latency", "total"),
-            ceiling_wait_us: f(m, "qos_latency", "ceiling"),
-            floor_wait_us: f(m, "qos_latency", "floor"),
-            iops_credits: rest_credit(&r["burst"]["iops"]),
-            bytes_credits: rest_credit(&r["burst"]["bytes"]),
-        };
-        // Exact rates between this poll's raw counters and the previous one's.
-        if let Some(now) = raw_counters(&r["statistics"], at) {
-            if let Some(p) = self.prev.insert(name.to_string(), now) {
-                let secs = interval_s(&now, &p);
-                if secs > 0.0 {
-                    let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
-                    let ops: f64 = (0..3).map(|i| d(now.ops[i], p.ops[i])).sum();
-                    s.read_iops = d(now.ops[0], p.ops[0]) / secs;
-                    s.write_iops = d(now.ops[1], p.ops[1]) / secs;
-                    s.other_iops = d(now.ops[2], p.ops[2]) / secs;
-                    s.read_bps = d(now.bytes[0], p.bytes[0]) / secs;
-                    s.write_bps = d(now.bytes[1], p.bytes[1]) / secs;
-                    s.lat_mean_us = if ops > 0.0 {
-                        d(now.lat_us, p.lat_us) / ops
-                    } else {
-                        0.0
-                    };
-                }
+/// The sample of one record (a volume's or a LUN's) named `name`; `prev` holds each
+/// name's raw counters at the previous poll.
+fn sample(
+    prev: &mut HashMap<String, Raw>,
+    r: &serde_json::Value,
+    name: &str,
+    at: Instant,
+) -> NodeSample {
+    let f = |m: &serde_json::Value, a: &str, b: &str| m[a][b].as_f64().unwrap_or(0.0);
+    let m = &r["metric"];
+    let mut s = NodeSample {
+        t_ms: 0,
+        volume: name.to_string(),
+        read_iops: f(m, "iops", "read"),
+        write_iops: f(m, "iops", "write"),
+        other_iops: f(m, "iops", "other"),
+        read_bps: f(m, "throughput", "read"),
+        write_bps: f(m, "throughput", "write"),
+        lat_mean_us: f(m, "latency", "total"),
+        ceiling_wait_us: f(m, "qos_latency", "ceiling"),
+        floor_wait_us: f(m, "qos_latency", "floor"),
+        iops_credits: rest_credit(&r["burst"]["iops"]),
+        bytes_credits: rest_credit(&r["burst"]["bytes"]),
+    };
+    // Exact rates between this poll's raw counters and the previous one's.
+    if let Some(now) = raw_counters(&r["statistics"], at) {
+        if let Some(p) = prev.insert(name.to_string(), now) {
+            let secs = interval_s(&now, &p);
+            if secs > 0.0 {
+                let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
+                let ops: f64 = (0..3).map(|i| d(now.ops[i], p.ops[i])).sum();
+                s.read_iops = d(now.ops[0], p.ops[0]) / secs;
+                s.write_iops = d(now.ops[1], p.ops[1]) / secs;
+                s.other_iops = d(now.ops[2], p.ops[2]) / secs;
+                s.read_bps = d(now.bytes[0], p.bytes[0]) / secs;
+                s.write_bps = d(now.bytes[1], p.bytes[1]) / secs;
+                s.lat_mean_us = if ops > 0.0 {
+                    d(now.lat_us, p.lat_us) / ops
+                } else {
+                    0.0
+                };
             }
         }
-        s
     }
+    s
 }
 
 impl NodeProbe for RestProbe {
@@ -324,7 +330,7 @@ impl NodeProbe for RestProbe {
         let mut out = Vec::new();
         for r in recs {
             if let Some(name) = r["name"].as_str() {
-                out.push(self.sample(r, name, at));
+                out.push(sample(&mut self.prev, r, name, at));
             }
         }
         if self.luns.is_empty() {
@@ -337,11 +343,10 @@ impl NodeProbe for RestProbe {
             return out;
         };
         let at = Instant::now();
-        let luns = self.luns.clone();
         for r in v["records"].as_array().into_iter().flatten() {
             let path = r["name"].as_str().unwrap_or_default();
-            if let Some((_, name)) = luns.iter().find(|(p, _)| p == path) {
-                out.push(self.sample(r, name, at));
+            if let Some((_, name)) = self.luns.iter().find(|(p, _)| p == path) {
+                out.push(sample(&mut self.prev, r, name, at));
             }
         }
         out
