@@ -257,18 +257,21 @@ impl Volumes for NodeLuns {
     /// Every command asks: the LUN's volume for this initiator, without allocating (the
     /// same precedence as [`NodeLuns::seen`]: node.toml's number first).
     fn volume(&self, initiator: &str, lun: u16) -> Option<Arc<Volume>> {
-        let maps = self.node.san().all();
+        // node.toml's LUNs first; the REST maps' table (a read lock) only when none matches.
+        let maps;
         let name = match self
             .specs
             .iter()
             .find(|s| s.number == lun && sees(s.initiators.as_deref(), initiator))
         {
             Some(s) => s.volume.as_str(),
-            None => maps
-                .iter()
-                .find(|m| m.number == lun && sees(Some(&m.initiators), initiator))?
-                .volume
-                .as_str(),
+            None => {
+                maps = self.node.san().all();
+                maps.iter()
+                    .find(|m| m.number == lun && sees(Some(&m.initiators), initiator))?
+                    .volume
+                    .as_str()
+            }
         };
         let units = self.units.read().unwrap_or_else(|p| p.into_inner());
         units
