@@ -8,23 +8,17 @@
 //! allow. CHAP is not taken from the URL yet: a secret on the command line is visible in
 //! the process table.
 
-use std::net::Ipv6Addr;
-
-use storage_node::config::iscsi::valid_iscsi_name;
+use iscsi_proto::url::LunAddress;
+/// The iSCSI port when the URL gives none (RFC 7143); the highest LUN number a URL may name.
+pub use iscsi_proto::url::{DEFAULT_PORT, MAX_LUN};
 
 /// The allowed form, for messages.
 pub const FORM: &str = "iscsi://HOST[:PORT]/IQN/LUN";
-
-/// The iSCSI port when the URL gives none (RFC 7143).
-pub const DEFAULT_PORT: u16 = 3260;
 
 /// The initiator name fio's libiscsi engine logs in with (fio's own default,
 /// `iqn.2019-04.org.fio:fio`, names no one in particular): allow it in a target's LUN
 /// masking to let `qoslab bench` see a LUN.
 pub const INITIATOR: &str = "iqn.2026-01.lab.qoslab:bench";
-
-/// The highest LUN number a URL may name (the flat addressing of SAM: 14 bits).
-pub const MAX_LUN: u16 = 16383;
 
 /// An iSCSI target URL, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,13 +31,14 @@ pub struct IscsiUrl {
 }
 
 impl IscsiUrl {
-    /// Parse `iscsi://HOST[:PORT]/IQN/LUN`; the error names what is wrong and the form.
+    /// Parse `iscsi://HOST[:PORT]/IQN/LUN` ([`LunAddress::parse`] after the harness's own
+    /// refusals); the error names what is wrong and the form.
     pub fn parse(url: &str) -> Result<IscsiUrl, String> {
         let bad = |what: String| format!("{FORM}: {what}");
         let rest = url
             .strip_prefix("iscsi://")
             .ok_or_else(|| format!("an iSCSI target is {FORM}"))?;
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (authority, _) = rest.split_once('/').unwrap_or((rest, ""));
         if authority.contains('@') {
             return Err(format!(
                 "a user and secret in the URL (USER%SECRET@HOST): CHAP from the harness is not \
@@ -57,85 +52,23 @@ impl IscsiUrl {
         if !fio::jobfile::valid_value(url) {
             return Err(bad("must be one line without ';' or '#'".into()));
         }
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (h, tail) = v6
-                .split_once(']')
-                .ok_or_else(|| bad(format!("{authority:?}: an IPv6 address's ] is missing")))?;
-            if h.parse::<Ipv6Addr>().is_err() {
-                return Err(bad(format!("[{h}] is not an IPv6 address")));
-            }
-            let port =
-                match tail {
-                    "" => None,
-                    t => Some(t.strip_prefix(':').ok_or_else(|| {
-                        bad(format!("{tail:?} after [{h}] (want [ADDRESS]:PORT)"))
-                    })?),
-                };
-            (h, port)
-        } else {
-            match authority.split_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (authority, None),
-            }
-        };
-        if host.is_empty() {
-            return Err(bad("the host is missing".into()));
-        }
-        if !authority.starts_with('[')
-            && !host
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
-        {
-            return Err(bad(format!("{host:?} is not a host name or address")));
-        }
-        let port = match port {
-            None => None,
-            Some(p) => Some(
-                p.parse::<u16>()
-                    .ok()
-                    .filter(|n| *n != 0 && p.bytes().all(|c| c.is_ascii_digit()))
-                    .ok_or_else(|| bad(format!("port {p:?} is not a number from 1 to 65535")))?,
-            ),
-        };
-        let mut parts = path.splitn(3, '/');
-        let iqn = parts.next().unwrap_or_default();
-        if iqn.is_empty() {
-            return Err(bad("the target's name (IQN) is missing".into()));
-        }
-        if !valid_iscsi_name(iqn) {
-            return Err(bad(format!(
-                "{iqn:?} is not an iSCSI name (iqn.YYYY-MM.reversed.domain[:id], or eui./naa.: \
-                 at most 223 characters of A-Z a-z 0-9 . - :)"
-            )));
-        }
-        let lun = parts.next().unwrap_or_default();
-        if lun.is_empty() {
-            return Err(bad("the LUN number is missing".into()));
-        }
-        let lun = lun
-            .parse::<u16>()
-            .ok()
-            .filter(|n| *n <= MAX_LUN && lun.bytes().all(|c| c.is_ascii_digit()))
-            .ok_or_else(|| bad(format!("LUN {lun:?} is not a number from 0 to {MAX_LUN}")))?;
-        if let Some(more) = parts.next() {
-            return Err(bad(format!("{:?} after the LUN", format!("/{more}"))));
-        }
-        Ok(IscsiUrl {
-            host: host.to_string(),
+        let LunAddress {
+            host,
             port,
-            iqn: iqn.to_string(),
+            iqn,
+            lun,
+        } = LunAddress::parse(rest).map_err(|e| bad(e.to_string()))?;
+        Ok(IscsiUrl {
+            host,
+            port,
+            iqn,
             lun,
         })
     }
 
     /// `HOST:PORT` (the default port when the URL gives none).
     pub fn portal(&self) -> String {
-        let port = self.port.unwrap_or(DEFAULT_PORT);
-        if self.host.contains(':') {
-            format!("[{}]:{port}", self.host)
-        } else {
-            format!("{}:{port}", self.host)
-        }
+        iscsi_proto::url::portal(&self.host, self.port.unwrap_or(DEFAULT_PORT))
     }
 
     /// "LUN 0 of iqn.... at HOST:PORT", for messages.
@@ -174,6 +107,7 @@ pub fn options(url: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iscsi_proto::url::valid_iscsi_name;
 
     #[test]
     fn urls_that_name_a_lun_parse() {

@@ -14,6 +14,8 @@
 //! - [`scsi`]: CDB decoding, fixed-format sense data, and the payloads a target returns
 //!   (INQUIRY and its VPD pages, READ CAPACITY, MODE SENSE, REPORT LUNS, GET LBA STATUS,
 //!   PERSISTENT RESERVE IN) plus the persistent-reservation rules as a pure state machine.
+//! - [`url`]: iSCSI names' rule and the `HOST[:PORT]/IQN/LUN` of an iSCSI LUN's URL, for
+//!   every crate that checks one (node config, harness, suites).
 //!
 //! Invariants:
 //! - Decoders never panic on any input; they return an error or "need more bytes".
@@ -31,6 +33,7 @@ pub mod negotiate;
 pub mod pdu;
 pub mod scsi;
 pub mod text;
+pub mod url;
 
 pub use frame::{next_pdu, Digests, FrameError, RawPdu};
 pub use pdu::{DecodeError, Request};

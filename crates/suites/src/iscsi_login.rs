@@ -30,10 +30,11 @@ use crate::SuiteError;
 pub const SCHEME: &str = "login+iscsi://";
 /// The allowed form, for messages.
 pub const FORM: &str = "login+iscsi://HOST[:PORT]/IQN/LUN[?initiator=NAME&wait=SECONDS]";
-/// The iSCSI port when the URL gives none (RFC 7143).
-pub const DEFAULT_PORT: u16 = 3260;
-/// The highest LUN number (SAM's flat space addressing: 14 bits).
-pub const MAX_LUN: u16 = 16383;
+/// The iSCSI port when the URL gives none (RFC 7143); the highest LUN number (SAM's flat
+/// space addressing: 14 bits); whether a name is an iSCSI name: the one rule of the node,
+/// the harness and the suites.
+pub use iscsi_proto::url::{valid_iscsi_name, DEFAULT_PORT, MAX_LUN};
+use iscsi_proto::url::{AddressError, LunAddress, NAME_RULE};
 /// Seconds to wait for the LUN's disk after login, unless `wait=` says.
 pub const DEFAULT_WAIT_S: u32 = 30;
 /// The placeholder of `initiator=` replaced by the load generator's name.
@@ -43,21 +44,6 @@ pub const HOST_PLACEHOLDER: &str = "{host}";
 pub fn is_login_url(t: &str) -> bool {
     t.starts_with(SCHEME)
 }
-
-/// Whether `name` is an iSCSI name (RFC 7143 §4.2.7: `iqn.`, `eui.` or `naa.`, at most 223
-/// bytes of A-Z a-z 0-9 . - :): the node's rule (`storage_node::config::iscsi`), which this
-/// library does not link.
-pub fn valid_iscsi_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    (lower.starts_with("iqn.") || lower.starts_with("eui.") || lower.starts_with("naa."))
-        && name.len() <= 223
-        && name
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b".-:".contains(&c))
-}
-
-const NAME_RULE: &str = "iqn.YYYY-MM.reversed.domain[:id], or eui./naa.: at most 223 \
-                         characters of A-Z a-z 0-9 . - :";
 
 /// A parsed `login+iscsi://` target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,73 +66,20 @@ impl LoginUrl {
             .strip_prefix(SCHEME)
             .ok_or_else(|| format!("a kernel-attached LUN is {FORM}"))?;
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (h, tail) = v6
-                .split_once(']')
-                .ok_or_else(|| bad(format!("{authority:?}: an IPv6 address's ] is missing")))?;
-            if h.parse::<std::net::Ipv6Addr>().is_err() {
-                return Err(bad(format!("[{h}] is not an IPv6 address")));
-            }
-            let port =
-                match tail {
-                    "" => None,
-                    t => Some(t.strip_prefix(':').ok_or_else(|| {
-                        bad(format!("{tail:?} after [{h}] (want [ADDRESS]:PORT)"))
-                    })?),
-                };
-            (h, port)
-        } else {
-            match authority.split_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (authority, None),
-            }
-        };
-        if host.is_empty() {
-            return Err(bad("the portal's host is missing".into()));
-        }
-        if !authority.starts_with('[')
-            && !host
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
-        {
-            return Err(bad(format!("{host:?} is not a host name or address")));
-        }
-        let port = match port {
-            None => DEFAULT_PORT,
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|n| *n != 0 && p.bytes().all(|c| c.is_ascii_digit()))
-                .ok_or_else(|| bad(format!("port {p:?} is not a number from 1 to 65535")))?,
-        };
-        let mut parts = path.splitn(3, '/');
-        let iqn = parts.next().unwrap_or_default();
-        if iqn.is_empty() {
-            return Err(bad("the target's name (IQN) is missing".into()));
-        }
-        if !valid_iscsi_name(iqn) {
-            return Err(bad(format!(
-                "target {iqn:?} is not an iSCSI name: {NAME_RULE}"
-            )));
-        }
-        let lun = parts.next().unwrap_or_default();
-        if lun.is_empty() {
-            return Err(bad("the LUN number is missing".into()));
-        }
-        let lun = lun
-            .parse::<u16>()
-            .ok()
-            .filter(|n| *n <= MAX_LUN && lun.bytes().all(|c| c.is_ascii_digit()))
-            .ok_or_else(|| bad(format!("LUN {lun:?} is not a number from 0 to {MAX_LUN}")))?;
-        if let Some(more) = parts.next() {
-            return Err(bad(format!("{:?} after the LUN", format!("/{more}"))));
-        }
+        let a = LunAddress::parse(rest).map_err(|e| {
+            bad(match e {
+                AddressError::NoHost => "the portal's host is missing".into(),
+                AddressError::BadIqn(iqn) => {
+                    format!("target {iqn:?} is not an iSCSI name: {NAME_RULE}")
+                }
+                e => e.to_string(),
+            })
+        })?;
         let mut u = LoginUrl {
-            host: host.to_string(),
-            port,
-            iqn: iqn.to_string(),
-            lun,
+            host: a.host,
+            port: a.port.unwrap_or(DEFAULT_PORT),
+            iqn: a.iqn,
+            lun: a.lun,
             initiator: None,
             wait_s: DEFAULT_WAIT_S,
         };
@@ -182,11 +115,7 @@ impl LoginUrl {
 
     /// `HOST:PORT`, as iscsiadm's `-p` takes it.
     pub fn portal(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        iscsi_proto::url::portal(&self.host, self.port)
     }
 
     /// The initiator name load generator `host` logs in with (`{host}` replaced), or None:

@@ -14,6 +14,8 @@ pub type Progress = Box<dyn Fn(&str) + Send + Sync>;
 pub struct Session {
     pub hosts: Vec<Host>,
     pub facts: Vec<HostFacts>,
+    /// The run's id (`<pid>-<ms since the epoch>`), in the names of what it makes on hosts.
+    pub id: String,
     /// On every host: where remote logs and scratch files go (removed at the end).
     pub rundir: String,
     /// On the coordinator: where job files are written.
@@ -83,6 +85,7 @@ impl Session {
         Ok(Session {
             hosts,
             facts,
+            id,
             rundir,
             workdir,
             progress,

@@ -164,12 +164,6 @@ struct Attachments {
     logins: Vec<Attached>,
 }
 
-/// The open-iscsi interface of this run (`qoslab-<run id>`).
-fn iface_of(s: &Session) -> String {
-    let id = s.rundir.rsplit("qoslab-run-").next().unwrap_or("run");
-    format!("qoslab-{id}")
-}
-
 fn check_target(
     s: &Session,
     plan: &StoragePlan,
@@ -199,7 +193,7 @@ fn check_target(
                 "{host}: {path}: a LUN to log in to is a target of --suite iscsi or block"
             )));
         }
-        let a = Attached::attach(h, host, path, &iface_of(s))?;
+        let a = Attached::attach(h, host, path, &format!("qoslab-{}", s.id))?;
         let (dev, initiator) = (a.device.clone(), a.initiator.clone());
         att.logins.push(a);
         // Consent to overwrite the LUN may name it by its URL: the device is known only now.

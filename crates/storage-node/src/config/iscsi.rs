@@ -20,7 +20,7 @@ use auth::{CredentialSpec, RawCredential};
 /// The target's name unless `[iscsi] iqn` says otherwise (also `qoslab iscsi serve`'s).
 pub const DEFAULT_IQN: &str = "iqn.2026-01.lab.qoslab:target0";
 /// The largest LUN number (SAM's flat space addressing: 14 bits).
-pub const MAX_LUN: u16 = 16383;
+pub use iscsi_proto::url::MAX_LUN;
 
 /// The iSCSI front end's settings (`[iscsi]`, `serve --listen-iscsi`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,15 +90,9 @@ struct RawLun {
 }
 
 /// Whether `name` is an iSCSI name (RFC 7143 §4.2.7: `iqn.`, `eui.` or `naa.`, at most
-/// 223 bytes, no spaces or control characters).
-pub fn valid_iscsi_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    (lower.starts_with("iqn.") || lower.starts_with("eui.") || lower.starts_with("naa."))
-        && name.len() <= 223
-        && name
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b".-:".contains(&c))
-}
+/// 223 bytes, no spaces or control characters): the one rule of the node, the harness and
+/// the suites.
+pub use iscsi_proto::url::valid_iscsi_name;
 
 const NAME_RULE: &str = "an iSCSI name is iqn.YYYY-MM.reversed.domain[:id] (or eui./naa.), \
                          at most 223 characters of A-Z a-z 0-9 . - :";
