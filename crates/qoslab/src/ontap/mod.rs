@@ -139,6 +139,22 @@ fn table(out: &mut dyn Write, headers: &[&str], rows: &[Vec<String>]) {
     entries(out, rows.len(), "displayed");
 }
 
+/// A size as ONTAP shows it: `100GB`, `1.50KB` (powers of 1024).
+fn size_text(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut x = b as f64;
+    let mut i = 0;
+    while x >= 1024.0 && i < U.len() - 1 {
+        x /= 1024.0;
+        i += 1;
+    }
+    if x.fract() == 0.0 {
+        format!("{x}{}", U[i])
+    } else {
+        format!("{x:.2}{}", U[i])
+    }
+}
+
 /// `-fields a,b` (ONTAP's): the key columns, then the fields asked for, headed by their
 /// field names. `rows` hold each record's fields by name; `known` are the command's fields.
 fn fields_table(
@@ -236,4 +252,13 @@ pub fn run(args: OntapArgs) -> anyhow::Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes() {
+        assert_eq!(super::size_text(100 << 30), "100GB");
+        assert_eq!(super::size_text(1536), "1.50KB");
+    }
 }

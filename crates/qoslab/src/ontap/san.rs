@@ -8,7 +8,7 @@ use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
 use super::parse::{err, opt, params, req, Given, Param, ShellError};
-use super::{sub, table, Shell, R};
+use super::{size_text, sub, table, Shell, R};
 use crate::http_client::enc;
 
 const LUNS: &str = "/api/storage/luns";
@@ -193,21 +193,6 @@ fn delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
         g.get("path").unwrap_or_default()
     );
     Ok(())
-}
-
-fn size_text(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut x = b as f64;
-    let mut i = 0;
-    while x >= 1024.0 && i < U.len() - 1 {
-        x /= 1024.0;
-        i += 1;
-    }
-    if x.fract() == 0.0 {
-        format!("{x}{}", U[i])
-    } else {
-        format!("{x:.2}{}", U[i])
-    }
 }
 
 fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {

@@ -6,7 +6,7 @@ use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
 use super::parse::{err, opt, params, req, Given, Param, ShellError};
-use super::{entries, sub, table, Shell, R};
+use super::{entries, size_text, sub, table, Shell, R};
 use crate::http_client::enc;
 
 const VOLUMES: &str = "/api/storage/volumes";
@@ -193,21 +193,6 @@ fn delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     Ok(())
 }
 
-fn size_text(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut x = b as f64;
-    let mut i = 0;
-    while x >= 1024.0 && i < U.len() - 1 {
-        x /= 1024.0;
-        i += 1;
-    }
-    if x.fract() == 0.0 {
-        format!("{x}{}", U[i])
-    } else {
-        format!("{x:.2}{}", U[i])
-    }
-}
-
 /// The fields `volume show -fields` knows, in the default table's column order.
 const FIELDS: &[&str] = &[
     "vserver",
@@ -322,13 +307,4 @@ pub fn vserver(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
         &rows,
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn sizes() {
-        assert_eq!(super::size_text(100 << 30), "100GB");
-        assert_eq!(super::size_text(1536), "1.50KB");
-    }
 }
