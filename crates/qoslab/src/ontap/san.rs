@@ -83,29 +83,16 @@ fn qos_arg(b: &mut Map<String, Value>, g: &Given) {
     }
 }
 
-/// The uuid of the LUN at `path` (the vserver, when given, must be its).
+/// The uuid of the LUN at `-path` (the vserver, when given, must be its).
 fn lun_uuid(sh: &Shell, g: &Given) -> R<String> {
     let path = g.get("path").unwrap_or_default();
-    let mut q = format!("{LUNS}?name={}", enc(path));
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    match recs.first().and_then(|r| r["uuid"].as_str()) {
-        Some(u) => Ok(u.to_string()),
-        None => err(format!("command failed: LUN \"{path}\" does not exist")),
-    }
+    sh.uuid_named(LUNS, "LUN", path, g.get("vserver"))
 }
 
+/// The uuid of the igroup `-igroup` names.
 fn igroup_uuid(sh: &Shell, g: &Given) -> R<String> {
     let name = g.get("igroup").unwrap_or_default();
-    let recs = sh.records(&format!("{IGROUPS}?name={}", enc(name)))?;
-    match recs.first().and_then(|r| r["uuid"].as_str()) {
-        Some(u) => Ok(u.to_string()),
-        None => err(format!(
-            "command failed: initiator group \"{name}\" does not exist"
-        )),
-    }
+    sh.uuid_named(IGROUPS, "initiator group", name, None)
 }
 
 fn create(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
@@ -197,17 +184,8 @@ fn delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
 
 fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let g = params(args, &[VSERVER, opt("path")])?;
-    let mut q = format!("{LUNS}?fields=*&order_by=name");
-    if let Some(p) = g.get("path") {
-        q.push_str(&format!("&name={}", enc(p)));
-    }
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    if recs.is_empty() {
-        return err("There are no entries matching your query.");
-    }
+    let filters = [("name", g.get("path")), ("svm.name", g.get("vserver"))];
+    let recs = sh.show_records(LUNS, "name", &filters)?;
     let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     let rows: Vec<Vec<String>> = recs
         .iter()
@@ -283,20 +261,12 @@ fn unmap(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
 
 fn mapping_show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let g = params(args, &[VSERVER, opt("path"), opt("igroup")])?;
-    let mut q = format!("{LUN_MAPS}?fields=*&order_by=lun.name");
-    if let Some(p) = g.get("path") {
-        q.push_str(&format!("&lun.name={}", enc(p)));
-    }
-    if let Some(i) = g.get("igroup") {
-        q.push_str(&format!("&igroup.name={}", enc(i)));
-    }
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    if recs.is_empty() {
-        return err("There are no entries matching your query.");
-    }
+    let filters = [
+        ("lun.name", g.get("path")),
+        ("igroup.name", g.get("igroup")),
+        ("svm.name", g.get("vserver")),
+    ];
+    let recs = sh.show_records(LUN_MAPS, "lun.name", &filters)?;
     let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     let rows: Vec<Vec<String>> = recs
         .iter()
@@ -408,17 +378,8 @@ fn igroup_delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
 
 fn igroup_show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let g = params(args, &[VSERVER, opt("igroup")])?;
-    let mut q = format!("{IGROUPS}?fields=*&order_by=name");
-    if let Some(i) = g.get("igroup") {
-        q.push_str(&format!("&name={}", enc(i)));
-    }
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    if recs.is_empty() {
-        return err("There are no entries matching your query.");
-    }
+    let filters = [("name", g.get("igroup")), ("svm.name", g.get("vserver"))];
+    let recs = sh.show_records(IGROUPS, "name", &filters)?;
     let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     let rows: Vec<Vec<String>> = recs
         .iter()
