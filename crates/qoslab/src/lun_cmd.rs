@@ -2,14 +2,14 @@
 //! (`/api/storage/luns`, `/api/protocols/san/lun-maps`): ONTAP's LUNs, each a block file
 //! of its own inside a volume, served over iSCSI to the igroups it is mapped to.
 
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 use clap::{Args, Subcommand};
-use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
 use crate::http_client::{
     print_done, print_json, print_records, text, ApiArgs, Client, ConnArgs, Output,
 };
+use crate::volume_cmd::size_bytes;
 
 pub const LUNS: &str = "/api/storage/luns";
 pub const IGROUPS: &str = "/api/protocols/san/igroups";
@@ -92,10 +92,6 @@ enum LunCmd {
     },
     /// Unmap a LUN from an igroup: its initiators lose it at once.
     Unmap { lun: String, igroup: String },
-}
-
-fn size_bytes(s: &str) -> anyhow::Result<u64> {
-    parse_size(s).map_err(|e| anyhow!("--size {s:?}: {e}"))
 }
 
 /// The uuid of the LUN whose path (or uuid) is `key`.
