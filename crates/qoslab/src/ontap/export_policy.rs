@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::parse::{err, opt, params, req, Given, Param};
 use super::{no_match, sub, table, Shell, R};
+use crate::http_client::text;
 
 const POLICIES: &str = "/api/protocols/nfs/export-policies";
 
@@ -317,14 +318,6 @@ fn index(v: &str, max: usize) -> R<usize> {
         _ => err(format!(
             "\"{v}\" is not a valid value for \"-ruleindex\" (1 to {max})"
         )),
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::parse::{err, opt, params, req, Given, Param, ShellError};
 use super::{size_text, sub, table, Shell, R};
-use crate::http_client::enc;
+use crate::http_client::{enc, text};
 
 const LUNS: &str = "/api/storage/luns";
 const IGROUPS: &str = "/api/protocols/san/igroups";
@@ -186,20 +186,19 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let g = params(args, &[VSERVER, opt("path")])?;
     let filters = [("name", g.get("path")), ("svm.name", g.get("vserver"))];
     let recs = sh.show_records(LUNS, "name", &filters)?;
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|l| {
             let mapped = l["status"]["mapped"].as_bool().unwrap_or(false);
             vec![
-                s(&l["svm"]["name"]),
-                s(&l["name"]),
-                s(&l["status"]["state"]),
+                text(&l["svm"]["name"]),
+                text(&l["name"]),
+                text(&l["status"]["state"]),
                 if mapped { "mapped" } else { "unmapped" }.into(),
-                s(&l["os_type"]),
+                text(&l["os_type"]),
                 size_text(l["space"]["size"].as_u64().unwrap_or(0)),
-                s(&l["serial_number"]),
-                s(&l["qos_policy"]["name"]),
+                text(&l["serial_number"]),
+                text(&l["qos_policy"]["name"]),
             ]
         })
         .collect();
@@ -267,14 +266,13 @@ fn mapping_show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
         ("svm.name", g.get("vserver")),
     ];
     let recs = sh.show_records(LUN_MAPS, "lun.name", &filters)?;
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|m| {
             vec![
-                s(&m["svm"]["name"]),
-                s(&m["lun"]["name"]),
-                s(&m["igroup"]["name"]),
+                text(&m["svm"]["name"]),
+                text(&m["lun"]["name"]),
+                text(&m["igroup"]["name"]),
                 m["logical_unit_number"].to_string(),
                 "iscsi".into(),
             ]
@@ -380,7 +378,6 @@ fn igroup_show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let g = params(args, &[VSERVER, opt("igroup")])?;
     let filters = [("name", g.get("igroup")), ("svm.name", g.get("vserver"))];
     let recs = sh.show_records(IGROUPS, "name", &filters)?;
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|i| {
@@ -388,13 +385,13 @@ fn igroup_show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|n| s(&n["name"]))
+                .map(|n| text(&n["name"]))
                 .collect();
             vec![
-                s(&i["svm"]["name"]),
-                s(&i["name"]),
-                s(&i["protocol"]),
-                s(&i["os_type"]),
+                text(&i["svm"]["name"]),
+                text(&i["name"]),
+                text(&i["protocol"]),
+                text(&i["os_type"]),
                 if names.is_empty() {
                     "-".into()
                 } else {
@@ -416,15 +413,14 @@ pub fn iscsi_show(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
     sub(w, &["show"], "vserver iscsi")?;
     params(&w[1..], &[VSERVER])?;
     let recs = sh.records("/api/protocols/san/iscsi/services?fields=*")?;
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|r| {
             let up = r["enabled"].as_bool().unwrap_or(false);
             vec![
-                s(&r["svm"]["name"]),
-                s(&r["target"]["name"]),
-                s(&r["target"]["alias"]),
+                text(&r["svm"]["name"]),
+                text(&r["target"]["name"]),
+                text(&r["target"]["alias"]),
                 if up { "up" } else { "down" }.into(),
             ]
         })
