@@ -166,11 +166,11 @@ impl Client {
         out: Output,
     ) -> anyhow::Result<()> {
         self.call("DELETE", &format!("{collection}/{uuid}"), None)?;
-        if out == Output::Json {
-            print_json(&serde_json::json!({}));
-        } else {
-            println!("deleted {what} {key}");
-        }
+        print_done(
+            out,
+            &serde_json::json!({}),
+            &format!("deleted {what} {key}"),
+        );
         Ok(())
     }
 }
@@ -258,6 +258,15 @@ pub fn print_records(
         .collect();
     print_table(headers, &rows);
     Ok(())
+}
+
+/// What a command did: `reply` (the node's answer) for `--output json`, else `said`.
+pub fn print_done(out: Output, reply: &Value, said: &str) {
+    if out == Output::Json {
+        print_json(reply);
+    } else {
+        println!("{said}");
+    }
 }
 
 pub fn print_json(v: &Value) {

@@ -5,8 +5,10 @@
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::http_client::{enc, print_json, print_records, text, ApiArgs, Client, ConnArgs, Output};
-use crate::lun_cmd::{resolve_igroup, IGROUPS};
+use crate::http_client::{
+    enc, print_done, print_json, print_records, text, ApiArgs, Client, ConnArgs, Output,
+};
+use crate::lun_cmd::{list_text, maps_text, resolve_igroup, IGROUPS};
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -99,7 +101,7 @@ pub fn run(args: IgroupArgs) -> anyhow::Result<()> {
                     text(&v["protocol"]),
                     text(&v["os_type"]),
                     initiators(v),
-                    luns(v),
+                    maps_text(v, "lun"),
                     text(&v["uuid"]),
                 ]
             },
@@ -113,11 +115,8 @@ pub fn run(args: IgroupArgs) -> anyhow::Result<()> {
             let u = resolve_igroup(&c, &igroup)?;
             let b = json!({ "records": names(&initiators) });
             let r = c.call("POST", &format!("{IGROUPS}/{u}/initiators"), Some(&b))?;
-            if out == Output::Json {
-                print_json(&r);
-            } else {
-                println!("added to igroup {igroup}: {}", initiators.join(", "));
-            }
+            let said = format!("added to igroup {igroup}: {}", initiators.join(", "));
+            print_done(out, &r, &said);
         }
         IgroupCmd::Remove { igroup, initiators } => {
             let u = resolve_igroup(&c, &igroup)?;
@@ -128,11 +127,8 @@ pub fn run(args: IgroupArgs) -> anyhow::Result<()> {
                     None,
                 )?;
             }
-            if out == Output::Json {
-                print_json(&json!({}));
-            } else {
-                println!("removed from igroup {igroup}: {}", initiators.join(", "));
-            }
+            let said = format!("removed from igroup {igroup}: {}", initiators.join(", "));
+            print_done(out, &json!({}), &said);
         }
         IgroupCmd::Delete { igroup } => {
             let u = resolve_igroup(&c, &igroup)?;
@@ -151,40 +147,15 @@ fn names(list: &[String]) -> Vec<Value> {
         .collect()
 }
 
+/// The initiators' names, comma-separated; `-` without any.
 fn initiators(v: &Value) -> String {
-    let l: Vec<String> = v["initiators"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|i| text(&i["name"]))
-        .collect();
-    if l.is_empty() {
-        "-".into()
-    } else {
-        l.join(",")
-    }
-}
-
-fn luns(v: &Value) -> String {
-    let l: Vec<String> = v["lun_maps"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
-            format!(
-                "{}={}",
-                text(&m["lun"]["name"]),
-                text(&m["logical_unit_number"])
-            )
-        })
-        .collect();
-    if l.is_empty() {
-        "-".into()
-    } else {
-        l.join(",")
-    }
+    list_text(
+        v["initiators"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| text(&i["name"])),
+    )
 }
 
 fn show(v: &Value, out: Output) {
@@ -202,5 +173,5 @@ fn show(v: &Value, out: Output) {
     println!("    Protocol: {}", text(&v["protocol"]));
     println!("     OS Type: {}", text(&v["os_type"]));
     println!("  Initiators: {}", initiators(v));
-    println!("  LUNs (map): {}", luns(v));
+    println!("  LUNs (map): {}", maps_text(v, "lun"));
 }

@@ -2,12 +2,14 @@
 //! (`/api/storage/luns`, `/api/protocols/san/lun-maps`): ONTAP's LUNs, each a block file
 //! of its own inside a volume, served over iSCSI to the igroups it is mapped to.
 
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 use clap::{Args, Subcommand};
-use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
-use crate::http_client::{print_json, print_records, text, ApiArgs, Client, ConnArgs, Output};
+use crate::http_client::{
+    print_done, print_json, print_records, text, ApiArgs, Client, ConnArgs, Output,
+};
+use crate::volume_cmd::size_bytes;
 
 pub const LUNS: &str = "/api/storage/luns";
 pub const IGROUPS: &str = "/api/protocols/san/igroups";
@@ -92,10 +94,6 @@ enum LunCmd {
     Unmap { lun: String, igroup: String },
 }
 
-fn size_bytes(s: &str) -> anyhow::Result<u64> {
-    parse_size(s).map_err(|e| anyhow!("--size {s:?}: {e}"))
-}
-
 /// The uuid of the LUN whose path (or uuid) is `key`.
 pub fn resolve_lun(c: &Client, key: &str) -> anyhow::Result<String> {
     c.resolve(LUNS, key, "LUN", "qoslab lun list")
@@ -143,7 +141,7 @@ pub fn run(args: LunArgs) -> anyhow::Result<()> {
                     text(&v["space"]["size"]),
                     text(&v["os_type"]),
                     policy(v),
-                    maps(v),
+                    maps_text(v, "igroup"),
                     text(&v["status"]["state"]),
                     text(&v["serial_number"]),
                 ]
@@ -193,27 +191,24 @@ pub fn run(args: LunArgs) -> anyhow::Result<()> {
                 b["logical_unit_number"] = json!(n);
             }
             let r = c.call("POST", LUN_MAPS, Some(&b))?;
-            if out == Output::Json {
-                print_json(&r);
-            } else {
-                let r = r["records"].get(0).unwrap_or(&r);
-                println!(
-                    "mapped LUN {} to igroup {} at LUN number {}",
-                    text(&r["lun"]["name"]),
-                    text(&r["igroup"]["name"]),
-                    text(&r["logical_unit_number"])
-                );
-            }
+            let m = r["records"].get(0).unwrap_or(&r);
+            let said = format!(
+                "mapped LUN {} to igroup {} at LUN number {}",
+                text(&m["lun"]["name"]),
+                text(&m["igroup"]["name"]),
+                text(&m["logical_unit_number"])
+            );
+            print_done(out, &r, &said);
         }
         LunCmd::Unmap { lun, igroup } => {
             let l = resolve_lun(&c, &lun)?;
             let g = resolve_igroup(&c, &igroup)?;
             c.call("DELETE", &format!("{LUN_MAPS}/{l}/{g}"), None)?;
-            if out == Output::Json {
-                print_json(&json!({}));
-            } else {
-                println!("unmapped LUN {lun} from igroup {igroup}");
-            }
+            print_done(
+                out,
+                &json!({}),
+                &format!("unmapped LUN {lun} from igroup {igroup}"),
+            );
         }
     }
     Ok(())
@@ -229,25 +224,25 @@ fn policy(v: &Value) -> String {
     }
 }
 
-/// `igroup=N,...`, `-` when unmapped.
-fn maps(v: &Value) -> String {
-    let m: Vec<String> = v["lun_maps"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
-            format!(
-                "{}={}",
-                text(&m["igroup"]["name"]),
-                text(&m["logical_unit_number"])
-            )
-        })
-        .collect();
-    if m.is_empty() {
+/// `v`'s `lun_maps` as `NAME=N,...`, NAME the map's `other` end (`igroup` for a LUN,
+/// `lun` for an igroup); `-` when unmapped.
+pub fn maps_text(v: &Value, other: &str) -> String {
+    list_text(v["lun_maps"].as_array().into_iter().flatten().map(|m| {
+        format!(
+            "{}={}",
+            text(&m[other]["name"]),
+            text(&m["logical_unit_number"])
+        )
+    }))
+}
+
+/// `items` comma-separated, `-` when there are none.
+pub fn list_text(items: impl Iterator<Item = String>) -> String {
+    let l: Vec<String> = items.collect();
+    if l.is_empty() {
         "-".into()
     } else {
-        m.join(",")
+        l.join(",")
     }
 }
 
@@ -267,7 +262,7 @@ fn show(v: &Value, out: Output) {
     println!("     QoS Policy: {}", policy(v));
     println!("  Serial Number: {}", s(&v["serial_number"]));
     println!("          State: {}", s(&v["status"]["state"]));
-    println!("         Mapped: {}", maps(v));
+    println!("         Mapped: {}", maps_text(v, "igroup"));
     if let Some(c) = v["comment"].as_str().filter(|c| !c.is_empty()) {
         println!("        Comment: {c}");
     }

@@ -88,7 +88,8 @@ struct Fields {
     comment: Option<String>,
 }
 
-fn size_bytes(s: &str) -> anyhow::Result<u64> {
+/// A `--size` value in bytes (the error names the flag and the value).
+pub(crate) fn size_bytes(s: &str) -> anyhow::Result<u64> {
     parse_size(s).map_err(|e| anyhow!("--size: {e}"))
 }
 

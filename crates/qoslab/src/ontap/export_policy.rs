@@ -9,8 +9,8 @@ use std::io::Write;
 use serde_json::{json, Map, Value};
 
 use super::parse::{err, opt, params, req, Given, Param};
-use super::{sub, table, Shell, R};
-use crate::http_client::enc;
+use super::{no_match, sub, table, Shell, R};
+use crate::http_client::text;
 
 const POLICIES: &str = "/api/protocols/nfs/export-policies";
 
@@ -160,7 +160,7 @@ fn rule(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
                 }
             }
             if shown == 0 {
-                return err("There are no entries matching your query.");
+                return Err(no_match());
             }
             if !rows.is_empty() {
                 table(
@@ -273,14 +273,11 @@ fn set_fields(r: &mut Map<String, Value>, g: &Given) -> R<()> {
 
 /// The policies `-vserver`/`-policyname` select (all fields).
 fn policies(sh: &Shell, g: &Given) -> R<Vec<Value>> {
-    let mut q = format!("{POLICIES}?fields=*&order_by=name");
-    if let Some(p) = g.get("policyname") {
-        q.push_str(&format!("&name={}", enc(p)));
-    }
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    sh.records(&q)
+    let filters = [
+        ("name", g.get("policyname")),
+        ("svm.name", g.get("vserver")),
+    ];
+    sh.select(POLICIES, "name", &filters)
 }
 
 /// The one policy `-policyname` names.
@@ -321,14 +318,6 @@ fn index(v: &str, max: usize) -> R<usize> {
         _ => err(format!(
             "\"{v}\" is not a valid value for \"-ruleindex\" (1 to {max})"
         )),
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
     }
 }
 

@@ -16,7 +16,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use clap::Args;
 use serde_json::Value;
 
-use crate::http_client::{ApiArgs, Client, ConnArgs};
+use crate::http_client::{enc, ApiArgs, Client, ConnArgs};
 use parse::{err, pick, ShellError};
 
 #[derive(Args)]
@@ -75,6 +75,57 @@ impl Shell {
             .unwrap_or_default())
     }
 
+    /// The records of `collection`, all fields, ordered by `order_by`, whose fields have
+    /// the values `filters` give (a filter without a value selects on nothing).
+    fn select(
+        &self,
+        collection: &str,
+        order_by: &str,
+        filters: &[(&str, Option<&str>)],
+    ) -> R<Vec<Value>> {
+        let mut q = format!("{collection}?fields=*&order_by={order_by}");
+        for (field, value) in filters {
+            if let Some(v) = value {
+                q.push_str(&format!("&{field}={}", enc(v)));
+            }
+        }
+        self.records(&q)
+    }
+
+    /// [`Shell::select`] for a `show`: ONTAP's error when nothing matches.
+    fn show_records(
+        &self,
+        collection: &str,
+        order_by: &str,
+        filters: &[(&str, Option<&str>)],
+    ) -> R<Vec<Value>> {
+        let recs = self.select(collection, order_by, filters)?;
+        if recs.is_empty() {
+            return Err(no_match());
+        }
+        Ok(recs)
+    }
+
+    /// The uuid of the `what` ("LUN") named `name` in `collection` (in `vserver`, when
+    /// given).
+    fn uuid_named(
+        &self,
+        collection: &str,
+        what: &str,
+        name: &str,
+        vserver: Option<&str>,
+    ) -> R<String> {
+        let recs = self.select(
+            collection,
+            "name",
+            &[("name", Some(name)), ("svm.name", vserver)],
+        )?;
+        match recs.first().and_then(|r| r["uuid"].as_str()) {
+            Some(u) => Ok(u.to_string()),
+            None => err(format!("command failed: {what} \"{name}\" does not exist")),
+        }
+    }
+
     /// Run one command line (already split into words).
     pub fn run(&self, words: &[String], out: &mut dyn Write) -> R<()> {
         let Some(first) = words.first() else {
@@ -101,6 +152,11 @@ fn sub<'a>(words: &[String], choices: &[&'a str], context: &str) -> R<&'a str> {
         )),
         Some(w) => pick(w, choices, &format!(" under \"{context}\"")),
     }
+}
+
+/// ONTAP's error for a query that matches nothing.
+fn no_match() -> ShellError {
+    ShellError("There are no entries matching your query.".into())
 }
 
 /// "N entries were <verb>." after a command that touched several objects, and the empty
@@ -137,6 +193,22 @@ fn table(out: &mut dyn Write, headers: &[&str], rows: &[Vec<String>]) {
         let _ = writeln!(out, "{}", line(r.clone()));
     }
     entries(out, rows.len(), "displayed");
+}
+
+/// A size as ONTAP shows it: `100GB`, `1.50KB` (powers of 1024).
+fn size_text(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut x = b as f64;
+    let mut i = 0;
+    while x >= 1024.0 && i < U.len() - 1 {
+        x /= 1024.0;
+        i += 1;
+    }
+    if x.fract() == 0.0 {
+        format!("{x}{}", U[i])
+    } else {
+        format!("{x:.2}{}", U[i])
+    }
 }
 
 /// `-fields a,b` (ONTAP's): the key columns, then the fields asked for, headed by their
@@ -236,4 +308,13 @@ pub fn run(args: OntapArgs) -> anyhow::Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes() {
+        assert_eq!(super::size_text(100 << 30), "100GB");
+        assert_eq!(super::size_text(1536), "1.50KB");
+    }
 }

@@ -7,7 +7,7 @@ use qos_core::{parse_iops_per_capacity, parse_throughput};
 use serde_json::{json, Map, Value};
 
 use super::parse::{err, opt, params, req, Given, Param, ShellError};
-use super::{entries, sub, table, Shell, R};
+use super::{entries, no_match, sub, table, Shell, R};
 use crate::http_client::enc;
 
 const POLICIES: &str = "/api/storage/qos/policies";
@@ -195,10 +195,6 @@ fn selector(g: &Given, adaptive: bool) -> String {
         q.push_str(&format!("&svm.name={}", enc(v)));
     }
     q
-}
-
-fn no_match() -> ShellError {
-    ShellError("There are no entries matching your query.".into())
 }
 
 fn modify(sh: &Shell, args: &[String], out: &mut dyn Write, adaptive: bool) -> R<()> {

@@ -8,8 +8,8 @@ use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
 use super::parse::{err, opt, params, req, Given, Param, ShellError};
-use super::{sub, table, Shell, R};
-use crate::http_client::enc;
+use super::{size_text, sub, table, Shell, R};
+use crate::http_client::{enc, text};
 
 const LUNS: &str = "/api/storage/luns";
 const IGROUPS: &str = "/api/protocols/san/igroups";
@@ -83,29 +83,16 @@ fn qos_arg(b: &mut Map<String, Value>, g: &Given) {
     }
 }
 
-/// The uuid of the LUN at `path` (the vserver, when given, must be its).
+/// The uuid of the LUN at `-path` (the vserver, when given, must be its).
 fn lun_uuid(sh: &Shell, g: &Given) -> R<String> {
     let path = g.get("path").unwrap_or_default();
-    let mut q = format!("{LUNS}?name={}", enc(path));
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    match recs.first().and_then(|r| r["uuid"].as_str()) {
-        Some(u) => Ok(u.to_string()),
-        None => err(format!("command failed: LUN \"{path}\" does not exist")),
-    }
+    sh.uuid_named(LUNS, "LUN", path, g.get("vserver"))
 }
 
+/// The uuid of the igroup `-igroup` names.
 fn igroup_uuid(sh: &Shell, g: &Given) -> R<String> {
     let name = g.get("igroup").unwrap_or_default();
-    let recs = sh.records(&format!("{IGROUPS}?name={}", enc(name)))?;
-    match recs.first().and_then(|r| r["uuid"].as_str()) {
-        Some(u) => Ok(u.to_string()),
-        None => err(format!(
-            "command failed: initiator group \"{name}\" does not exist"
-        )),
-    }
+    sh.uuid_named(IGROUPS, "initiator group", name, None)
 }
 
 fn create(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
@@ -195,48 +182,23 @@ fn delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     Ok(())
 }
 
-fn size_text(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut x = b as f64;
-    let mut i = 0;
-    while x >= 1024.0 && i < U.len() - 1 {
-        x /= 1024.0;
-        i += 1;
-    }
-    if x.fract() == 0.0 {
-        format!("{x}{}", U[i])
-    } else {
-        format!("{x:.2}{}", U[i])
-    }
-}
-
 fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let g = params(args, &[VSERVER, opt("path")])?;
-    let mut q = format!("{LUNS}?fields=*&order_by=name");
-    if let Some(p) = g.get("path") {
-        q.push_str(&format!("&name={}", enc(p)));
-    }
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    if recs.is_empty() {
-        return err("There are no entries matching your query.");
-    }
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    let filters = [("name", g.get("path")), ("svm.name", g.get("vserver"))];
+    let recs = sh.show_records(LUNS, "name", &filters)?;
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|l| {
             let mapped = l["status"]["mapped"].as_bool().unwrap_or(false);
             vec![
-                s(&l["svm"]["name"]),
-                s(&l["name"]),
-                s(&l["status"]["state"]),
+                text(&l["svm"]["name"]),
+                text(&l["name"]),
+                text(&l["status"]["state"]),
                 if mapped { "mapped" } else { "unmapped" }.into(),
-                s(&l["os_type"]),
+                text(&l["os_type"]),
                 size_text(l["space"]["size"].as_u64().unwrap_or(0)),
-                s(&l["serial_number"]),
-                s(&l["qos_policy"]["name"]),
+                text(&l["serial_number"]),
+                text(&l["qos_policy"]["name"]),
             ]
         })
         .collect();
@@ -298,28 +260,19 @@ fn unmap(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
 
 fn mapping_show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let g = params(args, &[VSERVER, opt("path"), opt("igroup")])?;
-    let mut q = format!("{LUN_MAPS}?fields=*&order_by=lun.name");
-    if let Some(p) = g.get("path") {
-        q.push_str(&format!("&lun.name={}", enc(p)));
-    }
-    if let Some(i) = g.get("igroup") {
-        q.push_str(&format!("&igroup.name={}", enc(i)));
-    }
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    if recs.is_empty() {
-        return err("There are no entries matching your query.");
-    }
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    let filters = [
+        ("lun.name", g.get("path")),
+        ("igroup.name", g.get("igroup")),
+        ("svm.name", g.get("vserver")),
+    ];
+    let recs = sh.show_records(LUN_MAPS, "lun.name", &filters)?;
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|m| {
             vec![
-                s(&m["svm"]["name"]),
-                s(&m["lun"]["name"]),
-                s(&m["igroup"]["name"]),
+                text(&m["svm"]["name"]),
+                text(&m["lun"]["name"]),
+                text(&m["igroup"]["name"]),
                 m["logical_unit_number"].to_string(),
                 "iscsi".into(),
             ]
@@ -423,18 +376,8 @@ fn igroup_delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
 
 fn igroup_show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let g = params(args, &[VSERVER, opt("igroup")])?;
-    let mut q = format!("{IGROUPS}?fields=*&order_by=name");
-    if let Some(i) = g.get("igroup") {
-        q.push_str(&format!("&name={}", enc(i)));
-    }
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&svm.name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    if recs.is_empty() {
-        return err("There are no entries matching your query.");
-    }
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    let filters = [("name", g.get("igroup")), ("svm.name", g.get("vserver"))];
+    let recs = sh.show_records(IGROUPS, "name", &filters)?;
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|i| {
@@ -442,13 +385,13 @@ fn igroup_show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|n| s(&n["name"]))
+                .map(|n| text(&n["name"]))
                 .collect();
             vec![
-                s(&i["svm"]["name"]),
-                s(&i["name"]),
-                s(&i["protocol"]),
-                s(&i["os_type"]),
+                text(&i["svm"]["name"]),
+                text(&i["name"]),
+                text(&i["protocol"]),
+                text(&i["os_type"]),
                 if names.is_empty() {
                     "-".into()
                 } else {
@@ -470,15 +413,14 @@ pub fn iscsi_show(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
     sub(w, &["show"], "vserver iscsi")?;
     params(&w[1..], &[VSERVER])?;
     let recs = sh.records("/api/protocols/san/iscsi/services?fields=*")?;
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|r| {
             let up = r["enabled"].as_bool().unwrap_or(false);
             vec![
-                s(&r["svm"]["name"]),
-                s(&r["target"]["name"]),
-                s(&r["target"]["alias"]),
+                text(&r["svm"]["name"]),
+                text(&r["target"]["name"]),
+                text(&r["target"]["alias"]),
                 if up { "up" } else { "down" }.into(),
             ]
         })

@@ -6,7 +6,7 @@ use qos_core::parse_size;
 use serde_json::{json, Map, Value};
 
 use super::parse::{err, opt, params, req, Given, Param, ShellError};
-use super::{entries, sub, table, Shell, R};
+use super::{entries, no_match, size_text, sub, table, Shell, R};
 use crate::http_client::enc;
 
 const VOLUMES: &str = "/api/storage/volumes";
@@ -152,7 +152,7 @@ fn modify(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     )?;
     let recs = r["records"].as_array().cloned().unwrap_or_default();
     if recs.is_empty() {
-        return err("There are no entries matching your query.");
+        return Err(no_match());
     }
     let vserver = g.get("vserver").unwrap_or("qoslab");
     for v in &recs {
@@ -180,7 +180,7 @@ fn delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     let r = sh.call("DELETE", &format!("{VOLUMES}?{}", selector(&g)), None)?;
     let n = r["num_records"].as_u64().unwrap_or(0) as usize;
     if n == 0 {
-        return err("There are no entries matching your query.");
+        return Err(no_match());
     }
     for v in r["records"].as_array().into_iter().flatten() {
         let _ = writeln!(
@@ -191,21 +191,6 @@ fn delete(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
     }
     entries(out, n, "deleted");
     Ok(())
-}
-
-fn size_text(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut x = b as f64;
-    let mut i = 0;
-    while x >= 1024.0 && i < U.len() - 1 {
-        x /= 1024.0;
-        i += 1;
-    }
-    if x.fract() == 0.0 {
-        format!("{x}{}", U[i])
-    } else {
-        format!("{x:.2}{}", U[i])
-    }
 }
 
 /// The fields `volume show -fields` knows, in the default table's column order.
@@ -237,7 +222,7 @@ fn show(sh: &Shell, args: &[String], out: &mut dyn Write) -> R<()> {
         selector(&g)
     ))?;
     if recs.is_empty() {
-        return err("There are no entries matching your query.");
+        return Err(no_match());
     }
     // Each volume's fields by their clustershell names, in the default table's order.
     let fields: Vec<Vec<(&'static str, String)>> = recs
@@ -296,14 +281,7 @@ pub fn vserver(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
         _ => {}
     }
     let g = params(&w[1..], &[opt("vserver")])?;
-    let mut q = String::from("/api/svm/svms?fields=*&order_by=name");
-    if let Some(v) = g.get("vserver") {
-        q.push_str(&format!("&name={}", enc(v)));
-    }
-    let recs = sh.records(&q)?;
-    if recs.is_empty() {
-        return err("There are no entries matching your query.");
-    }
+    let recs = sh.show_records("/api/svm/svms", "name", &[("name", g.get("vserver"))])?;
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|s| {
@@ -322,13 +300,4 @@ pub fn vserver(sh: &Shell, w: &[String], out: &mut dyn Write) -> R<()> {
         &rows,
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn sizes() {
-        assert_eq!(super::size_text(100 << 30), "100GB");
-        assert_eq!(super::size_text(1536), "1.50KB");
-    }
 }
