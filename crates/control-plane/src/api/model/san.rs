@@ -7,7 +7,9 @@
 use qos_core::parse_size;
 use serde_json::{Map, Value};
 
-use super::{code, object, only, string, svm, uint, wrong_type, ApiError, PolicyRef, Svm, R};
+use super::{
+    code, object, only, policy_ref, string, svm, uint, wrong_type, ApiError, PolicyRef, Svm, R,
+};
 use crate::config::iscsi::{valid_iscsi_name, MAX_LUN};
 use crate::config::valid_name;
 
@@ -150,21 +152,9 @@ fn space(m: &Map<String, Value>) -> R<Option<u64>> {
 
 /// `qos_policy {name, uuid}`: `Some(None)` (null, `{}` or name "none"): the volume's.
 fn qos_policy(m: &Map<String, Value>) -> R<Option<Option<PolicyRef>>> {
-    let p = match m.get("qos_policy") {
-        None => return Ok(None),
-        Some(Value::Null) => return Ok(Some(None)),
-        Some(p) => object(p, "qos_policy")?,
-    };
-    only(p, "qos_policy", &["name", "uuid"])?;
-    let r = PolicyRef {
-        name: string(p, "qos_policy", "name")?.map(str::to_string),
-        uuid: string(p, "qos_policy", "uuid")?.map(str::to_string),
-    };
-    match (&r.name, &r.uuid) {
-        (None, None) => Ok(Some(None)),
-        (Some(n), None) if n == "none" => Ok(Some(None)),
-        _ => Ok(Some(Some(r))),
-    }
+    m.get("qos_policy")
+        .map(|p| policy_ref(p, "qos_policy"))
+        .transpose()
 }
 
 /// A reference to an object by `name` and/or `uuid` (`lun`, `igroup`, `location.volume`).
