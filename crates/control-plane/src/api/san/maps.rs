@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::super::model::san::{self as m, Ref};
 use super::super::model::{self, code, ApiError};
 use super::super::query::{self, Query};
-use super::super::{db_err, svms, Inner, Reply, R};
+use super::super::{db_err, svm_json, svms, Inner, Reply, R};
 use super::igroups::igroup_index;
 use super::luns::lun_index;
 use super::{
@@ -29,7 +29,7 @@ impl San<'_> {
             "lun": lun.map(|l| named(&lun_path(inner, l), &l.uuid)),
             "igroup": g.map(|g| named(&g.name, &g.uuid)),
             "logical_unit_number": m.number,
-            "svm": super::svm(
+            "svm": svm_json(
                 inner,
                 &g.and_then(|g| g.svm_name.clone()),
                 &g.and_then(|g| g.svm_uuid.clone()),
@@ -228,7 +228,7 @@ impl San<'_> {
             target["alias"] = json!(a);
         }
         json!({
-            "svm": super::svm(inner, &None, &None),
+            "svm": svm_json(inner, &None, &None),
             "enabled": s.listen.is_some(),
             "target": target,
             "listen": self.cp.iscsi.bound.get().copied().or(s.listen).map(|a| a.to_string()),

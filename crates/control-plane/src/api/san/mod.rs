@@ -457,11 +457,6 @@ fn default_fields(q: &Query, default: &[&str]) -> Query {
     q
 }
 
-/// `svm {name, uuid}` of an object stored with these columns.
-fn svm(inner: &Inner, name: &Option<String>, uuid: &Option<String>) -> Value {
-    super::svm_json(inner, name, uuid)
-}
-
 /// `{name, uuid}` of a reference.
 fn named(name: &str, uuid: &str) -> Value {
     json!({"name": name, "uuid": uuid})
