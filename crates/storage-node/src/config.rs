@@ -395,7 +395,8 @@ pub fn valid_name(name: &str) -> bool {
         && !name.starts_with(['-', '.'])
 }
 
-const NAME_RULE: &str = "1 to 128 characters from A-Z a-z 0-9 _ - . (not starting with - or .)";
+/// What [`valid_name`] allows, for error messages.
+pub const NAME_RULE: &str = "1 to 128 characters from A-Z a-z 0-9 _ - . (not starting with - or .)";
 
 impl NodeConfig {
     /// Read and validate a config file.

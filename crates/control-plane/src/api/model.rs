@@ -640,19 +640,28 @@ fn qos(m: &Map<String, Value>) -> R<Option<Option<PolicyRef>>> {
     };
     let q = object(q, "qos")?;
     only(q, "qos", &["policy"])?;
-    let p = match q.get("policy") {
-        None | Some(Value::Null) => return Ok(Some(None)),
-        Some(p) => object(p, "qos.policy")?,
-    };
-    only(p, "qos.policy", &["name", "uuid"])?;
+    match q.get("policy") {
+        None => Ok(Some(None)),
+        Some(p) => policy_ref(p, "qos.policy").map(Some),
+    }
+}
+
+/// A policy reference `{name, uuid}` at `target` (a volume's `qos.policy`, a LUN's
+/// `qos_policy`); `None` (null, `{}` or name "none"): no policy of its own.
+fn policy_ref(v: &Value, target: &str) -> R<Option<PolicyRef>> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let p = object(v, target)?;
+    only(p, target, &["name", "uuid"])?;
     let r = PolicyRef {
-        name: string(p, "qos.policy", "name")?.map(str::to_string),
-        uuid: string(p, "qos.policy", "uuid")?.map(str::to_string),
+        name: string(p, target, "name")?.map(str::to_string),
+        uuid: string(p, target, "uuid")?.map(str::to_string),
     };
     match (&r.name, &r.uuid) {
-        (None, None) => Ok(Some(None)),
-        (Some(n), None) if n == "none" => Ok(Some(None)),
-        _ => Ok(Some(Some(r))),
+        (None, None) => Ok(None),
+        (Some(n), None) if n == "none" => Ok(None),
+        _ => Ok(Some(r)),
     }
 }
 

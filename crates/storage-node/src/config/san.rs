@@ -43,6 +43,30 @@ pub const LUN_BLOCK: u64 = 512;
 /// The largest LUN (ONTAP's: 128 TiB).
 pub const MAX_LUN_SIZE: u64 = 128 << 40;
 
+/// Why a LUN path is not `/vol/VOLUME/LUN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LunPathError<'a> {
+    /// This part is not a valid name ([`valid_name`]).
+    Name(&'a str),
+    /// `/vol/VOLUME/QTREE/LUN`: LUNs in qtrees are not supported.
+    Qtree,
+    /// Not `/vol/...` with two parts.
+    Shape,
+}
+
+/// The volume and LUN names of `/vol/VOLUME/LUN`, for node.toml and the REST API alike.
+/// Both are valid names (never empty, `/`, `..` or `:`), so the LUN's file name, made
+/// from them, stays in the data directory.
+pub fn split_lun_path(p: &str) -> Result<(&str, &str), LunPathError<'_>> {
+    let parts: Vec<&str> = p.strip_prefix("/vol/").unwrap_or("").split('/').collect();
+    match parts.as_slice() {
+        [v, n] if valid_name(v) && valid_name(n) => Ok((v, n)),
+        [v, n] => Err(LunPathError::Name(if valid_name(v) { n } else { v })),
+        [_, _, _] => Err(LunPathError::Qtree),
+        _ => Err(LunPathError::Shape),
+    }
+}
+
 /// One `[[lun]]`: a LUN inside a block volume of this file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SanLunSpec {
@@ -203,15 +227,13 @@ fn luns(
         let e =
             |off, field: &str, shown: String, why: String| err(src, off, &sect, field, shown, why);
         let po = l.path.span().start;
-        let parts: Vec<&str> = p.strip_prefix("/vol/").unwrap_or("").split('/').collect();
-        let (vol, name) = match parts.as_slice() {
-            [v, n] if valid_name(v) && valid_name(n) => (v.to_string(), n.to_string()),
-            [v, n] => {
-                let which = if valid_name(v) { n } else { v };
+        let (vol, name) = match split_lun_path(p) {
+            Ok((v, n)) => (v.to_string(), n.to_string()),
+            Err(LunPathError::Name(which)) => {
                 let why = format!("{which:?} is not a valid name: names are {NAME_RULE}");
                 return Err(e(po, "path", format!("{p:?}"), why));
             }
-            _ => {
+            Err(LunPathError::Qtree | LunPathError::Shape) => {
                 let why = "a LUN's path is /vol/VOLUME/LUN (no qtrees)".to_string();
                 return Err(e(po, "path", format!("{p:?}"), why));
             }

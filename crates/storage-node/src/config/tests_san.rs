@@ -239,3 +239,22 @@ fn a_bad_lun_map_is_refused_naming_line_field_value_and_what_is_allowed() {
         "node.toml:32: lun_map[1] (\"/vol/db/m\" to \"g\"): logical_unit_number = 1: igroup \"g\" sees LUN /vol/db/l at this number already",
     );
 }
+
+#[test]
+fn a_lun_path_splits_into_two_valid_names_or_is_refused() {
+    use super::san::{split_lun_path, LunPathError as E};
+    assert_eq!(split_lun_path("/vol/db/lun_1.a"), Ok(("db", "lun_1.a")));
+    // Each part names the LUN's file: nothing that leaves the data directory.
+    for (p, want) in [
+        ("/vol/db/..", E::Name("..")),
+        ("/vol/../lun", E::Name("..")),
+        ("/vol/db/", E::Name("")),
+        ("/vol/db/a:b", E::Name("a:b")),
+        ("/vol/db/q/lun", E::Qtree),
+        ("/vol/db", E::Shape),
+        ("vol/db/lun", E::Shape),
+        ("/vol//db/lun", E::Qtree),
+    ] {
+        assert_eq!(split_lun_path(p), Err(want), "{p:?}");
+    }
+}

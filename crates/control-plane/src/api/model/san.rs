@@ -7,17 +7,17 @@
 use qos_core::parse_size;
 use serde_json::{Map, Value};
 
-use super::{code, object, only, string, svm, uint, wrong_type, ApiError, PolicyRef, Svm, R};
+use super::{
+    code, object, only, policy_ref, string, svm, uint, wrong_type, ApiError, PolicyRef, Svm, R,
+};
 use crate::config::iscsi::{valid_iscsi_name, MAX_LUN};
-use crate::config::valid_name;
+use crate::config::san::{split_lun_path, LunPathError};
+use crate::config::{valid_name, NAME_RULE};
 
 // The allowed values are node.toml's too (`[[lun]]`, `[[igroup]]`): one list each.
 pub use crate::config::san::{
     IGROUP_OS_TYPES, LUN_BLOCK, LUN_OS_TYPES, MAX_LUN_SIZE, MIN_LUN_SIZE,
 };
-
-const NAME_RULE: &str =
-    "names are 1 to 128 characters from A-Z a-z 0-9 _ - . (not starting with - or .)";
 
 /// A LUN's path: `/vol/VOLUME/LUN`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,20 +41,18 @@ pub fn lun_path(p: &str, target: &str) -> R<LunPath> {
             format!("{target} = {p:?}: {why}"),
         )
     };
-    let parts: Vec<&str> = p.strip_prefix("/vol/").unwrap_or("").split('/').collect();
-    match parts.as_slice() {
-        [vol, lun] if valid_name(vol) && valid_name(lun) => Ok(LunPath {
+    match split_lun_path(p) {
+        Ok((vol, lun)) => Ok(LunPath {
             volume: vol.to_string(),
             lun: lun.to_string(),
         }),
-        [vol, lun] => {
-            let which = if valid_name(vol) { lun } else { vol };
-            Err(bad(format!("{which:?} is not a valid name: {NAME_RULE}")))
-        }
-        [_, _, _] => Err(bad(
+        Err(LunPathError::Name(which)) => Err(bad(format!(
+            "{which:?} is not a valid name: names are {NAME_RULE}"
+        ))),
+        Err(LunPathError::Qtree) => Err(bad(
             "LUNs in qtrees are not supported: a LUN's path is /vol/VOLUME/LUN".into(),
         )),
-        _ => Err(bad("a LUN's path is /vol/VOLUME/LUN".into())),
+        Err(LunPathError::Shape) => Err(bad("a LUN's path is /vol/VOLUME/LUN".into())),
     }
 }
 
@@ -150,21 +148,9 @@ fn space(m: &Map<String, Value>) -> R<Option<u64>> {
 
 /// `qos_policy {name, uuid}`: `Some(None)` (null, `{}` or name "none"): the volume's.
 fn qos_policy(m: &Map<String, Value>) -> R<Option<Option<PolicyRef>>> {
-    let p = match m.get("qos_policy") {
-        None => return Ok(None),
-        Some(Value::Null) => return Ok(Some(None)),
-        Some(p) => object(p, "qos_policy")?,
-    };
-    only(p, "qos_policy", &["name", "uuid"])?;
-    let r = PolicyRef {
-        name: string(p, "qos_policy", "name")?.map(str::to_string),
-        uuid: string(p, "qos_policy", "uuid")?.map(str::to_string),
-    };
-    match (&r.name, &r.uuid) {
-        (None, None) => Ok(Some(None)),
-        (Some(n), None) if n == "none" => Ok(Some(None)),
-        _ => Ok(Some(Some(r))),
-    }
+    m.get("qos_policy")
+        .map(|p| policy_ref(p, "qos_policy"))
+        .transpose()
 }
 
 /// A reference to an object by `name` and/or `uuid` (`lun`, `igroup`, `location.volume`).
@@ -393,7 +379,7 @@ fn igroup_name(m: &Map<String, Value>) -> R<Option<String>> {
         Some(n) => Err(ApiError::bad(
             code::OUT_OF_RANGE,
             "name",
-            format!("name = {n:?} is not a valid igroup name: {NAME_RULE}"),
+            format!("name = {n:?} is not a valid igroup name: names are {NAME_RULE}"),
         )),
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::super::model::san as m;
 use super::super::model::{self, code, ApiError};
 use super::super::query::{self, Query};
-use super::super::{db_err, svms, Inner, Reply, R};
+use super::super::{db_err, svm_json, svms, Inner, Reply, R};
 use super::{check_exposure, check_numbers, lun_path, named, not_found, publish, San, IGROUPS};
 use crate::state::{new_uuid, IgroupRow};
 
@@ -54,7 +54,7 @@ impl San<'_> {
             "comment": g.comment,
             "initiators": g.initiators.iter().map(|i| json!({"name": i})).collect::<Vec<_>>(),
             "lun_maps": maps,
-            "svm": super::svm(inner, &g.svm_name, &g.svm_uuid),
+            "svm": svm_json(inner, &g.svm_name, &g.svm_uuid),
         })
     }
 

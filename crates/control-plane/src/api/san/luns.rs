@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::super::model::san::{self as m, LunPatch};
 use super::super::model::{self, code, ApiError};
 use super::super::query::{self, Query};
-use super::super::{db_unchanged, file_error, policies, volume_files, Inner, Reply, R};
+use super::super::{db_unchanged, file_error, policies, svm_json, volume_files, Inner, Reply, R};
 use super::{lun_node_name, lun_path, lun_spec, named, not_found, volume_of, San, LUNS};
 use crate::datadir::describe_size;
 use crate::state::{new_uuid, LunRow};
@@ -117,7 +117,7 @@ impl San<'_> {
             "qos_policy": qos,
             "status": state,
             "lun_maps": maps,
-            "svm": super::svm(inner, &svm_name, &svm_uuid),
+            "svm": svm_json(inner, &svm_name, &svm_uuid),
         });
         if let Some((metric, statistics)) = stats {
             j["metric"] = metric;

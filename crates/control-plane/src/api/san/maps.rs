@@ -1,12 +1,14 @@
 //! `/api/protocols/san/lun-maps` (a LUN to an igroup at a LUN number, in force on the
 //! iSCSI target at once) and `/api/protocols/san/iscsi/services` (the target's name).
 
+use std::collections::BTreeSet;
+
 use serde_json::{json, Value};
 
 use super::super::model::san::{self as m, Ref};
 use super::super::model::{self, code, ApiError};
 use super::super::query::{self, Query};
-use super::super::{db_err, svms, Inner, Reply, R};
+use super::super::{db_err, svm_json, svms, Inner, Reply, R};
 use super::igroups::igroup_index;
 use super::luns::lun_index;
 use super::{
@@ -14,7 +16,7 @@ use super::{
     ISCSI_SERVICES, LUNS, LUN_MAPS,
 };
 use crate::config::iscsi::MAX_LUN;
-use crate::state::MapRow;
+use crate::state::{IgroupRow, MapRow};
 
 const MAP_TOP: &[&str] = &["lun", "igroup", "logical_unit_number", "svm"];
 const SERVICE_TOP: &[&str] = &["svm", "enabled", "target", "listen"];
@@ -27,7 +29,7 @@ impl San<'_> {
             "lun": lun.map(|l| named(&lun_path(inner, l), &l.uuid)),
             "igroup": g.map(|g| named(&g.name, &g.uuid)),
             "logical_unit_number": m.number,
-            "svm": super::svm(
+            "svm": svm_json(
                 inner,
                 &g.and_then(|g| g.svm_name.clone()),
                 &g.and_then(|g| g.svm_uuid.clone()),
@@ -133,7 +135,7 @@ impl San<'_> {
                 }
                 n
             }
-            None => self.next_number(&inner, &igroup.uuid, &lun.uuid)?,
+            None => self.next_number(&inner, &igroup)?,
         };
         let row = MapRow {
             lun_uuid: lun.uuid.clone(),
@@ -166,33 +168,45 @@ impl San<'_> {
         })
     }
 
-    /// The smallest number no initiator of the igroup sees yet (and the igroup has not
-    /// given), so the map is visible at once without a clash.
-    fn next_number(&self, inner: &Inner, igroup: &str, lun: &str) -> R<u16> {
-        for n in 0..=MAX_LUN {
-            if inner
-                .san
-                .maps
+    /// The smallest number neither the igroup nor any of its initiators uses yet
+    /// (node.toml's LUNs they see, other igroups' maps they are in), so the map is visible
+    /// at once without a clash.
+    fn next_number(&self, inner: &Inner, igroup: &IgroupRow) -> R<u16> {
+        let shares = |names: &[String]| {
+            names
                 .iter()
-                .any(|m| m.igroup_uuid == igroup && m.number == n)
-            {
-                continue;
-            }
-            let mut maps = inner.san.maps.clone();
-            maps.push(MapRow {
-                lun_uuid: lun.to_string(),
-                igroup_uuid: igroup.to_string(),
-                number: n,
-            });
-            if check_numbers(self.cp, inner, (&inner.san.igroups, igroup), &maps, "").is_ok() {
-                return Ok(n);
+                .any(|x| igroup.initiators.iter().any(|i| i.eq_ignore_ascii_case(x)))
+        };
+        let mut taken: BTreeSet<u16> = self
+            .cp
+            .iscsi
+            .settings
+            .luns
+            .iter()
+            .filter(|c| match &c.initiators {
+                None => !igroup.initiators.is_empty(),
+                Some(l) => shares(l),
+            })
+            .map(|c| c.number)
+            .collect();
+        for m in &inner.san.maps {
+            let theirs = m.igroup_uuid == igroup.uuid
+                || inner
+                    .san
+                    .igroups
+                    .iter()
+                    .any(|g| g.uuid == m.igroup_uuid && shares(&g.initiators));
+            if theirs {
+                taken.insert(m.number);
             }
         }
-        Err(ApiError::conflict(
-            code::OUT_OF_RANGE,
-            "logical_unit_number",
-            format!("no free LUN number (0 to {MAX_LUN}) for this igroup's initiators"),
-        ))
+        (0..=MAX_LUN).find(|n| !taken.contains(n)).ok_or_else(|| {
+            ApiError::conflict(
+                code::OUT_OF_RANGE,
+                "logical_unit_number",
+                format!("no free LUN number (0 to {MAX_LUN}) for this igroup's initiators"),
+            )
+        })
     }
 
     /// Unmap: the igroup's initiators lose the LUN at once.
@@ -214,7 +228,7 @@ impl San<'_> {
             target["alias"] = json!(a);
         }
         json!({
-            "svm": super::svm(inner, &None, &None),
+            "svm": svm_json(inner, &None, &None),
             "enabled": s.listen.is_some(),
             "target": target,
             "listen": self.cp.iscsi.bound.get().copied().or(s.listen).map(|a| a.to_string()),

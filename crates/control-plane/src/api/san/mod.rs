@@ -204,6 +204,16 @@ pub(super) fn lun_path(inner: &Inner, l: &LunRow) -> String {
     format!("/vol/{vol}/{}", l.name)
 }
 
+/// The path of map `m`'s LUN (its uuid if the LUN is not among the committed ones).
+fn map_lun_path(inner: &Inner, m: &MapRow) -> String {
+    inner
+        .san
+        .luns
+        .iter()
+        .find(|l| l.uuid == m.lun_uuid)
+        .map_or_else(|| m.lun_uuid.clone(), |l| lun_path(inner, l))
+}
+
 /// A LUN's node volume name.
 pub(super) fn lun_node_name(inner: &Inner, l: &LunRow) -> String {
     let vol = volume_of(inner, l).map_or("?", |v| v.name.as_str());
@@ -338,12 +348,7 @@ fn exposure(
         let Some(g) = igroups.iter().find(|g| g.uuid == m.igroup_uuid) else {
             continue;
         };
-        let path = inner
-            .san
-            .luns
-            .iter()
-            .find(|l| l.uuid == m.lun_uuid)
-            .map_or_else(|| m.lun_uuid.clone(), |l| lun_path(inner, l));
+        let path = map_lun_path(inner, m);
         for i in &g.initiators {
             if s.auth_type(i) == AuthType::None {
                 out.push(format!(
@@ -424,12 +429,7 @@ fn check_numbers(
             if !g.initiators.iter().any(|x| x.eq_ignore_ascii_case(i)) {
                 continue;
             }
-            let path = inner
-                .san
-                .luns
-                .iter()
-                .find(|l| l.uuid == m.lun_uuid)
-                .map_or_else(|| m.lun_uuid.clone(), |l| lun_path(inner, l));
+            let path = map_lun_path(inner, m);
             let this = format!("LUN {path} (igroup {:?})", g.name);
             if let Some(other) = seen.insert(m.number, this.clone()) {
                 return Err(ApiError::conflict(
@@ -455,11 +455,6 @@ fn default_fields(q: &Query, default: &[&str]) -> Query {
         q.fields = default.iter().map(|f| f.to_string()).collect();
     }
     q
-}
-
-/// `svm {name, uuid}` of an object stored with these columns.
-fn svm(inner: &Inner, name: &Option<String>, uuid: &Option<String>) -> Value {
-    super::svm_json(inner, name, uuid)
 }
 
 /// `{name, uuid}` of a reference.
