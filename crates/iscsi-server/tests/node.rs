@@ -43,6 +43,16 @@ const READ_CAPACITY_10: [u8; 10] = [0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 const SYNCHRONIZE_CACHE_10: [u8; 10] = [0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 const REPORT_LUNS: [u8; 12] = [0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
 
+/// The LUN numbers of REPORT LUNS parameter data (flat addressing, 256 LUNs at most).
+fn luns(d: &[u8]) -> Vec<u8> {
+    d.chunks(8).skip(1).map(|e| e[1]).collect()
+}
+
+/// The last LBA of READ CAPACITY(10) parameter data.
+fn last_lba(d: &[u8]) -> u32 {
+    u32::from_be_bytes([d[0], d[1], d[2], d[3]])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_command_is_one_operation_of_its_volume_and_reads_and_writes_count_bytes() {
     let (n, addr, _stop) = start(
@@ -170,7 +180,6 @@ initiators = ["iqn.2026-01.lab.qoslab:host1"]
 "#,
         "iscsi-node-masking",
     );
-    let luns = |d: &[u8]| -> Vec<u8> { d.chunks(8).skip(1).map(|e| e[1]).collect() };
     let mut c = login(addr, INITIATOR).await;
     assert_eq!(
         luns(&c.command(0, &REPORT_LUNS, 256, &[]).await.data),
@@ -204,7 +213,6 @@ async fn grown_volume() {
         "iscsi-node-grow",
     );
     let vol = n.block_volume("db").unwrap();
-    let last_lba = |d: &[u8]| u32::from_be_bytes([d[0], d[1], d[2], d[3]]);
     let mut a = login(addr, INITIATOR).await;
     let mut b = login(addr, "iqn.2026-01.lab.qoslab:host2").await;
     for c in [&mut a, &mut b] {
@@ -278,7 +286,6 @@ volume = "a"
 "#,
         "iscsi-node-san",
     );
-    let luns = |d: &[u8]| -> Vec<u8> { d.chunks(8).skip(1).map(|e| e[1]).collect() };
     let mut c = login(addr, INITIATOR).await;
     let mut other = login(addr, "iqn.2026-01.lab.qoslab:host2").await;
     assert_eq!(luns(&c.command(0, &REPORT_LUNS, 256, &[]).await.data), [0]);
@@ -296,12 +303,16 @@ volume = "a"
         luns(&c.command(0, &REPORT_LUNS, 256, &[]).await.data),
         [0, 3]
     );
+    // LUN 0 is still node.toml's volume a (1 MiB), not the map's c (2 MiB).
+    let cap = c.command(0, &READ_CAPACITY_10, 8, &[]).await;
+    assert_eq!(cap.status, 0, "{:?}", cap.asc());
+    assert_eq!(last_lba(&cap.data), 2047);
     // The new LUN holds the attention for this nexus too (SPC: every LU the nexus sees).
     let r = c.command(3, &TEST_UNIT_READY, 0, &[]).await;
     assert_eq!(r.asc(), (6, 0x3f, 0x0e));
     let cap = c.command(3, &READ_CAPACITY_10, 8, &[]).await;
     assert_eq!(cap.status, 0, "{:?}", cap.asc());
-    assert_eq!(u32::from_be_bytes(cap.data[0..4].try_into().unwrap()), 4095);
+    assert_eq!(last_lba(&cap.data), 4095);
     let serial = c.command(3, &[0x12, 1, 0x80, 0, 64, 0], 64, &[]).await;
     assert_eq!(&serial.data[4..16], b"Ab3dEf6hIj9L");
     let _ = other.command(0, &TEST_UNIT_READY, 0, &[]).await;

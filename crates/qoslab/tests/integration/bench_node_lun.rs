@@ -12,10 +12,13 @@
 //! starved host makes inconclusive (`RealTime`); 400 IOPS of fio and the node are less
 //! than the CPU hog every measuring test survives (as bench_iscsi).
 
+use std::process::Output;
 use std::time::Duration;
 
 use crate::api_util::Api;
-use crate::bench_util::{json_run, qoslab, text, Dir};
+use crate::bench_util::{
+    assert_over_libiscsi, job_files, json_run, qoslab, stored_rows, text, Dir,
+};
 use crate::iscsi::require_libiscsi;
 use crate::iscsi_node::iscsi_port;
 use crate::realtime::RealTime;
@@ -25,6 +28,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 const LUNS: &str = "/api/storage/luns?fields=name";
 const IGROUPS: &str = "/api/protocols/san/igroups?fields=name";
 const MAPS: &str = "/api/protocols/san/lun-maps?fields=*";
+const VOLUMES: &str = "/api/storage/volumes?fields=name";
 
 /// The node's own: a volume `keep` with LUN `/vol/keep/l0`, mapped to igroup `hosts`.
 const NODE: &str = "[[volume]]\nname = \"keep\"\nsize = \"64MiB\"\n";
@@ -73,31 +77,42 @@ fn names(api: &Api, path: &str, field: &[&str]) -> Vec<String> {
     out
 }
 
-fn one_column(db: &std::path::Path, sql: &str) -> Vec<String> {
-    let c = rusqlite::Connection::open(db).expect("results store");
-    let mut st = c.prepare(sql).expect("query");
-    let rows = st
-        .query_map([], |r| r.get::<_, String>(0))
-        .expect("rows")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("rows");
-    rows
+/// `bench p.toml --node URL --db DB EXTRA...`: the arguments of every run here.
+fn bench_args<'a>(url: &'a str, db: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["bench", "p.toml", "--node", url, "--db", db];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// `qoslab bench p.toml --node URL --db DB EXTRA...` in `d`: the output and its text.
+fn bench_on(d: &Dir, url: &str, db: &str, extra: &[&str]) -> (Output, String, String) {
+    let o = qoslab(d, &bench_args(url, db, extra), LIMIT);
+    let (out, err) = text(&o);
+    (o, out, err)
+}
+
+/// What the node has is only its own: volume `keep`, its LUN, igroup `hosts` and the map
+/// (`when`: after what).
+fn only_the_nodes_own(api: &Api, when: &str) {
+    assert_eq!(names(api, LUNS, &["name"]), ["/vol/keep/l0"], "{when}");
+    assert_eq!(names(api, IGROUPS, &["name"]), ["hosts"], "{when}");
+    assert_eq!(
+        names(api, MAPS, &["lun", "name"]),
+        ["/vol/keep/l0"],
+        "{when}"
+    );
+    assert_eq!(names(api, VOLUMES, &["name"]), ["keep"], "{when}");
 }
 
 /// `qoslab bench p.toml --node URL` for 60 s in the background, once it has mapped its LUN.
 fn started_and_mapped(d: &Dir, url: &str, api: &Api) -> std::process::Child {
     let mut child = std::process::Command::new(crate::util::QOSLAB)
-        .args([
-            "--log-level",
-            "warn",
-            "bench",
-            "p.toml",
-            "--node",
+        .args(["--log-level", "warn"])
+        .args(bench_args(
             url,
-            "--db",
             "r3.db",
-        ])
-        .args(["--runtime", "60s", "--ramp", "0s"])
+            &["--runtime", "60s", "--ramp", "0s"],
+        ))
         .current_dir(d.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -125,19 +140,7 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
 
     // A node without iSCSI: refused, naming the volume and the flag; nothing made there.
     let plain = Node::start(NODE);
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            "p.toml",
-            "--node",
-            &plain.api_url(),
-            "--db",
-            "r.db",
-        ],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
+    let (o, out, err) = bench_on(&d, &plain.api_url(), "r.db", &[]);
     assert_ne!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(
         err.contains(&format!(
@@ -149,10 +152,7 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
     let api = Api::new(&plain.api_url());
     let policies = |api: &Api| names(api, "/api/storage/qos/policies?fields=name", &["name"]);
     assert!(!policies(&api).contains(&"iops400".to_string()));
-    assert_eq!(
-        names(&api, "/api/storage/volumes?fields=name", &["name"]),
-        ["keep"]
-    );
+    assert_eq!(names(&api, VOLUMES, &["name"]), ["keep"]);
     drop(plain);
 
     let node = Node::start_with(NODE, &["--listen-iscsi", "127.0.0.1:0"]);
@@ -174,20 +174,7 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
     );
 
     // The dry run says how the volume is reached; nothing is made.
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            "p.toml",
-            "--node",
-            &url,
-            "--dry-run",
-            "--db",
-            "r.db",
-        ],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
+    let (o, out, err) = bench_on(&d, &url, "r.db", &["--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(
         out.contains("; db over the node's iSCSI target: its LUN /vol/db/bench (made and mapped to iqn.2026-01.lab.qoslab:bench when missing))"),
@@ -196,12 +183,7 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
     assert_eq!(names(&api, LUNS, &["name"]), ["/vol/keep/l0"]);
 
     // The run writes to the LUN it made: no --overwrite is needed.
-    let o = qoslab(
-        &d,
-        &["bench", "p.toml", "--node", &url, "--db", "r.db"],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
+    let (o, out, err) = bench_on(&d, &url, "r.db", &[]);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("PASS iops <= policy.ceiling +-3%"), "{out}");
     assert!(!out.contains("not applied"), "{out}");
@@ -217,19 +199,21 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
     }
 
     // fio drove the LUN over iSCSI as the harness's initiator at the node's listener.
-    let db = d.path().join("r.db");
-    let files = one_column(&db, "SELECT jobfile FROM jobs ORDER BY seq");
+    let files = job_files(&d, "r.db");
     assert_eq!(files.len(), 1, "{files:?}");
+    assert_over_libiscsi(&files);
     assert!(
-        files[0].contains("ioengine=libiscsi")
-            && files[0].contains("initiator=iqn.2026-01.lab.qoslab:bench")
-            && files[0].contains(&format!("filename=iscsi\\://127.0.0.1\\:{port}/"))
-            && !files[0].contains("uri="),
-        "{}",
         files[0]
+            .1
+            .contains(&format!("filename=iscsi\\://127.0.0.1\\:{port}/")),
+        "{}",
+        files[0].1
     );
-    let sampled = one_column(&db, "SELECT DISTINCT volume FROM node_samples");
-    assert!(sampled.contains(&"db:bench".to_string()), "{sampled:?}");
+    let sampled = stored_rows(&d, "r.db", "SELECT DISTINCT volume FROM node_samples");
+    assert!(
+        sampled.contains(&vec!["db:bench".to_string()]),
+        "{sampled:?}"
+    );
 
     // The stored run judged it: the verdict passed, at or under the ceiling.
     let run = json_run(&d, "r.db");
@@ -251,13 +235,7 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
     }
 
     // What the run made is gone; the node's own LUN, igroup and map remain.
-    assert_eq!(names(&api, LUNS, &["name"]), ["/vol/keep/l0"]);
-    assert_eq!(names(&api, IGROUPS, &["name"]), ["hosts"]);
-    assert_eq!(names(&api, MAPS, &["lun", "name"]), ["/vol/keep/l0"]);
-    assert_eq!(
-        names(&api, "/api/storage/volumes?fields=name", &["name"]),
-        ["keep"]
-    );
+    only_the_nodes_own(&api, "after the run");
     assert_eq!(policies(&api), policies_before);
 
     // SIGTERM while fio drives the LUN: the run's map, LUN and igroup are deleted too.
@@ -277,13 +255,7 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(status.code(), Some(143), "{status:?}");
-    assert_eq!(names(&api, LUNS, &["name"]), ["/vol/keep/l0"]);
-    assert_eq!(names(&api, IGROUPS, &["name"]), ["hosts"]);
-    assert_eq!(names(&api, MAPS, &["lun", "name"]), ["/vol/keep/l0"]);
-    assert_eq!(
-        names(&api, "/api/storage/volumes?fields=name", &["name"]),
-        ["keep"]
-    );
+    only_the_nodes_own(&api, "after SIGTERM");
 
     // SIGKILL leaves them; the next run on the node deletes them first (their comments
     // name a run of this boot whose process is gone).
@@ -295,31 +267,13 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
         ["/vol/db/bench", "/vol/keep/l0"]
     );
     assert_eq!(names(&api, IGROUPS, &["name"]).len(), 2);
-    let o = qoslab(
-        &d,
-        &[
-            "bench",
-            "p.toml",
-            "--node",
-            &url,
-            "--db",
-            "r4.db",
-            "--runtime",
-            "1s",
-            "--ramp",
-            "0s",
-        ],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
+    let (_, out, err) = bench_on(&d, &url, "r4.db", &["--runtime", "1s", "--ramp", "0s"]);
     assert!(
         out.contains("deleted LUN /vol/db/bench, igroup qoslab_bench_")
             && out.contains(", volume db a killed run left on"),
         "stdout:\n{out}\nstderr:\n{err}"
     );
-    assert_eq!(names(&api, LUNS, &["name"]), ["/vol/keep/l0"]);
-    assert_eq!(names(&api, IGROUPS, &["name"]), ["hosts"]);
-    assert_eq!(names(&api, MAPS, &["lun", "name"]), ["/vol/keep/l0"]);
+    only_the_nodes_own(&api, "after the run that followed SIGKILL");
     // A killed run's policies are not marked: its policy stays, deleted here.
     api.req("DELETE", "/api/storage/qos/policies?name=iops400", None);
     assert_eq!(policies(&api), policies_before);
@@ -334,12 +288,7 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
         "/api/storage/luns",
         r#"{"name": "/vol/db/bench", "os_type": "linux", "space": {"size": 1048576}}"#,
     );
-    let o = qoslab(
-        &d,
-        &["bench", "p.toml", "--node", &url, "--db", "r2.db"],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
+    let (o, out, err) = bench_on(&d, &url, "r2.db", &[]);
     assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
     assert!(
         err.contains(&format!(

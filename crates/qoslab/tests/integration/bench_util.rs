@@ -226,3 +226,42 @@ pub fn succeeded(o: &Output) -> String {
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     out
 }
+
+/// The rows `sql` selects from the results store `db` in `dir`, every column read as text.
+pub fn stored_rows(dir: &Dir, db: &str, sql: &str) -> Vec<Vec<String>> {
+    let c = rusqlite::Connection::open(dir.path().join(db)).expect("results store");
+    let mut st = c.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let n = st.column_count();
+    let rows = st
+        .query_map([], |r| {
+            (0..n)
+                .map(|i| r.get::<_, String>(i))
+                .collect::<rusqlite::Result<Vec<String>>>()
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<Vec<String>>, _>>())
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows
+}
+
+/// Every job file the run in `db` stored (`jobs.jobfile`), by job name, in job order.
+pub fn job_files(dir: &Dir, db: &str) -> Vec<(String, String)> {
+    stored_rows(dir, db, "SELECT name, jobfile FROM jobs ORDER BY seq")
+        .into_iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect()
+}
+
+/// Every job file reached its LUN through fio's libiscsi engine, as the harness's
+/// initiator, at a loopback portal.
+pub fn assert_over_libiscsi(files: &[(String, String)]) {
+    assert!(!files.is_empty(), "no jobs stored");
+    for (name, f) in files {
+        assert!(
+            f.contains("ioengine=libiscsi")
+                && f.contains("initiator=iqn.2026-01.lab.qoslab:bench")
+                && f.contains("filename=iscsi\\://127.0.0.1\\:")
+                && !f.contains("uri="),
+            "job {name} did not go over iSCSI:\n{f}"
+        );
+    }
+}

@@ -25,7 +25,8 @@ fn iscsi_serve(args: &[String]) -> ServeProc {
     )
 }
 
-fn iscsi_ls(args: &[&str]) -> crate::util::Out {
+/// libiscsi's `iscsi-ls ARGS` (30 s at most).
+pub fn iscsi_ls(args: &[&str]) -> crate::util::Out {
     run(Command::new("iscsi-ls").args(args), Duration::from_secs(30))
 }
 

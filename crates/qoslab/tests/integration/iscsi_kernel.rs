@@ -67,7 +67,7 @@ fn the_linux_initiator_discovers_logs_in_makes_ext4_and_is_held_to_the_luns_ceil
          mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/sda > /tmp/mkfs 2>&1 || echo QOSLAB-FAIL mkfs\n\
          sed 's/^/QOSLAB-MKFS /' /tmp/mkfs\n\
          mount -t ext4 -o noatime /dev/sda /mnt || echo QOSLAB-FAIL mount\n\
-         dd if=/dev/urandom of=/tmp/src bs=64k count=32 2>/dev/null\n\
+         dd if=/dev/urandom of=/tmp/src bs=64k count=32 2>/dev/null || echo QOSLAB-FAIL src\n\
          echo QOSLAB-SRC $(sha256sum /tmp/src)\n\
          cp /tmp/src /mnt/k.bin && sync || echo QOSLAB-FAIL write\n\
          echo 3 > /proc/sys/vm/drop_caches\n\

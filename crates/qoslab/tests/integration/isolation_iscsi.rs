@@ -15,42 +15,15 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{json_run, qoslab, table, text, Dir};
+use crate::bench_util::{
+    assert_over_libiscsi, cell, job_files, json_run, qoslab, table, text, Dir,
+};
 use crate::iscsi::require_libiscsi;
 use crate::realtime::RealTime;
 use crate::util::{heavy, require_tool};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const FLOOR: f64 = 750.0;
-
-/// Every job file the run stored (`jobs.jobfile`), by job name.
-fn job_files(d: &Dir) -> Vec<(String, String)> {
-    let db = rusqlite::Connection::open(d.path().join("r.db")).expect("results store");
-    let mut st = db
-        .prepare("SELECT name, jobfile FROM jobs ORDER BY seq")
-        .expect("query");
-    let rows = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .expect("jobs")
-        .collect::<Result<Vec<(String, String)>, _>>()
-        .expect("job rows");
-    rows
-}
-
-/// Every job file reached its LUN through fio's libiscsi engine, as the harness's
-/// initiator, at a loopback portal.
-fn assert_libiscsi(files: &[(String, String)]) {
-    assert!(!files.is_empty(), "no jobs stored");
-    for (name, f) in files {
-        assert!(
-            f.contains("ioengine=libiscsi")
-                && f.contains("initiator=iqn.2026-01.lab.qoslab:bench")
-                && f.contains("filename=iscsi\\://127.0.0.1\\:")
-                && !f.contains("uri="),
-            "job {name} did not go over iSCSI:\n{f}"
-        );
-    }
-}
 
 #[test]
 fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
@@ -106,7 +79,7 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
     );
     let plan = run["plan_text"].as_str().unwrap_or_default();
     assert_eq!(plan.matches("[[iscsi.lun]]").count(), 3, "{plan}");
-    assert_libiscsi(&job_files(&d));
+    assert_over_libiscsi(&job_files(&d, "r.db"));
 
     // The harness's verdicts: each protected LUN's floor at both steps holds, or is
     // inconclusive naming this machine (the diagnosis: the load generator's CPU, other
@@ -148,26 +121,19 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
     // that held means the scenario proved nothing, which a starved load generator (a
     // bully unable to offer its load) may also explain.
     let t = table(&run, "isolation", "isolation");
-    let cols: Vec<&str> = t["columns"]
-        .as_array()
-        .expect("columns")
-        .iter()
-        .filter_map(|c| c.as_str())
-        .collect();
-    let col = |n: &str| cols.iter().position(|c| *c == n).expect(n);
     let rows = t["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 12, "{t}");
     for r in rows {
-        assert_eq!(r[col("protocol")], "iscsi", "{t}");
+        assert_eq!(*cell(t, r, "protocol"), "iscsi", "{t}");
     }
     let protected = |mode: &str, step: u64| -> Vec<(String, f64)> {
         rows.iter()
-            .filter(|r| r[col("mode")] == mode && r[col("step")] == step)
-            .filter(|r| r[col("role")] == "protected")
+            .filter(|r| *cell(t, r, "mode") == mode && *cell(t, r, "step") == step)
+            .filter(|r| *cell(t, r, "role") == "protected")
             .map(|r| {
                 (
-                    r[col("volume")].as_str().unwrap_or("?").to_string(),
-                    r[col("iops")].as_f64().unwrap_or(0.0),
+                    cell(t, r, "volume").as_str().unwrap_or("?").to_string(),
+                    cell(t, r, "iops").as_f64().unwrap_or(0.0),
                 )
             })
             .collect()
@@ -200,8 +166,8 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
         for step in [1, 2] {
             let served: f64 = rows
                 .iter()
-                .filter(|r| r[col("mode")] == mode && r[col("step")] == step)
-                .map(|r| r[col("iops")].as_f64().unwrap_or(0.0))
+                .filter(|r| *cell(t, r, "mode") == mode && *cell(t, r, "step") == step)
+                .map(|r| cell(t, r, "iops").as_f64().unwrap_or(0.0))
                 .sum();
             assert!(
                 served <= 3000.0 * 1.03,
@@ -288,10 +254,10 @@ fio = { rw = "randread", bs = "4k", iodepth = 4 }
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("PASS iops <= policy.ceiling +-3%"), "{out}");
-    let files = job_files(&d);
+    let files = job_files(&d, "r.db");
     assert_eq!(files.len(), 2, "{files:?}");
     // db's job went over iSCSI; logs (no LUN) stayed on NBD.
-    assert_libiscsi(&files[..1]);
+    assert_over_libiscsi(&files[..1]);
     assert!(
         files[1].1.contains("ioengine=nbd") && files[1].1.contains("uri=nbd+unix:///logs?"),
         "{}",

@@ -118,7 +118,7 @@ nas_path = "/vol100m"
 ///
 /// Bounds: the pacer spaces a backlogged flow exactly, so fio's 6 s window counts the
 /// rate's completions within one request at each edge (1/3000 at 500 IOPS), plus the
-/// pacer's 5 ms of burst after the ramp (0.05%). The one thing that can lose rate is the
+/// pacer's 5 ms of burst after the ramp (0.08%). The one thing that can lose rate is the
 /// backlog running dry: the pacer keeps no credit for an idle flow beyond 5 ms, so a
 /// client that stalls longer than the queue it keeps ahead loses that time. At QD64 the
 /// queue is 128 ms at 500 IOPS (256 ms for the split 128 KiB reads, 80 ms at 100 MiB/s

@@ -57,6 +57,7 @@ use crate::bench_util::{Dir, QOSLAB};
 use crate::iscsi_node::iscsi_port;
 use crate::realtime::RealTime;
 use crate::suites::{bench, last_run};
+use crate::suites_nfs::suite_args_on;
 use crate::util::{heavy, run, Node};
 
 const IQN: &str = "iqn.2026-01.lab.qoslab:suite";
@@ -72,6 +73,18 @@ const SETTLE: Duration = Duration::from_secs(5);
 /// none, the bound below needs none.
 const RUNTIME_S: f64 = 3.0;
 const RAMP: &str = "0s";
+
+/// `--suite iscsi` on h0 against `target`: fio's `runtime` after no ramp, then `extra`.
+fn args<'a>(target: &'a str, runtime: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = suite_args_on(
+        "iscsi",
+        "h0",
+        target,
+        &["--runtime", runtime, "--ramp", RAMP],
+    );
+    a.extend_from_slice(extra);
+    a
+}
 
 /// LUN 0: 256 MiB under the ceiling, seen by h0; LUN 1: seen by another initiator only.
 fn node_config() -> String {
@@ -112,7 +125,8 @@ fn node_connections(port: u16, settle: Duration) -> String {
                 &format!("( sport = :{port} )"),
             ]),
             Duration::from_secs(10),
-        );
+        )
+        .ok();
         if o.stdout.trim().is_empty() || Instant::now() > deadline {
             return o.stdout.trim().to_string();
         }
@@ -223,39 +237,13 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
     };
     let d = Dir::new("suites-iscsi-kernel");
     let runtime = format!("{RUNTIME_S}s");
-    let args = |target: &str, runtime: &str| -> Vec<String> {
-        [
-            "--suite",
-            "iscsi",
-            "--hosts",
-            "h0",
-            "--targets",
-            target,
-            "--iterations",
-            "1",
-            "--numjobs",
-            "1",
-            "--size",
-            "8MiB",
-            "--runtime",
-            runtime,
-            "--ramp",
-            RAMP,
-        ]
-        .map(str::to_string)
-        .to_vec()
-    };
-    let bench_with = |a: &[String]| {
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        bench(&d, &bed, &a)
-    };
     let h0_name = INITIATOR.replace("{host}", "h0");
 
     // LUN 1 is masked to another initiator: h0 logs in and finds no disk for it. The suite
     // stops before any load, naming the host, the step and the LUN; h0 is logged out.
     let phase = Instant::now();
     let masked = url(1, "&wait=1");
-    let (code, out, err) = bench_with(&args(&masked, "1s"));
+    let (code, out, err) = bench(&d, &bed, &args(&masked, "1s", &[]));
     assert_eq!(code, Some(2), "{out}{err}");
     eprintln!(
         "LUN 1, masked from h0 ({:?}): {}",
@@ -283,7 +271,7 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
     assert!(mkfs.status.success(), "{mkfs}");
     let phase = Instant::now();
     let lun0 = url(0, "");
-    let (code, out, err) = bench_with(&args(&lun0, "1s"));
+    let (code, out, err) = bench(&d, &bed, &args(&lun0, "1s", &[]));
     assert_eq!(code, Some(2), "{out}{err}");
     eprintln!("LUN 0 with ext4 ({:?}): {}", phase.elapsed(), err.trim());
     assert!(err.contains("1 target(s) not usable"), "{err}");
@@ -302,18 +290,14 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
     // LUN 0's ext4 is overwritten with consent: the URL as given.
     // One job, random writes (they overwrite the ext4: consent taken), and no prepare step:
     // a block device needs no file laid out, and the ceiling needs one run to be checked.
-    let mut measured_args = args(&lun0, &runtime);
-    measured_args.extend(
-        [
-            "--jobs",
-            "fio.write.random",
-            "--skip-prepare",
-            "--destroy-data",
-            &lun0,
-        ]
-        .map(str::to_string),
-    );
-    let (code, out, err) = bench_with(&measured_args);
+    let measured = [
+        "--jobs",
+        "fio.write.random",
+        "--skip-prepare",
+        "--destroy-data",
+        &lun0,
+    ];
+    let (code, out, err) = bench(&d, &bed, &args(&lun0, &runtime, &measured));
     eprintln!(
         "iscsi suite on a qemu guest (kernel initiator): {:?} (boot {booted:?})\n{out}",
         phase.elapsed()
@@ -336,21 +320,8 @@ fn seed002_iscsi_suite_kernel_attached_on_qemu_guest_hosts() {
     // SIGTERM while the guest is logged in and fio runs a measured job (no prepare step):
     // the session is logged out.
     let cfg = bed.ssh_config.display().to_string();
-    let mut a = args(&lun0, "60s");
-    a.extend(
-        [
-            "--jobs",
-            "fio.write.random",
-            "--skip-prepare",
-            "--destroy-data",
-            &lun0,
-            "--ssh-config",
-            &cfg,
-            "--db",
-            "sig.db",
-        ]
-        .map(str::to_string),
-    );
+    let mut a = args(&lun0, "60s", &measured);
+    a.extend(["--ssh-config", &cfg, "--db", "sig.db"]);
     // Its stderr, for the one way it may end by itself: a starved guest's fio server late.
     let err_path = d.path().join("sig.err");
     let mut child = std::process::Command::new(QOSLAB)

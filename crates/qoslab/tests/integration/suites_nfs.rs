@@ -33,11 +33,22 @@ fn cli(node: &Node, args: &[&str]) -> Out {
 
 /// `--suite nfs` on h0 and h1, every generator on the export at `url`, 8 MiB per job.
 pub(crate) fn suite_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    suite_args_on("nfs", "h0,h1", url, extra)
+}
+
+/// `--suite SUITE` on `hosts`, every generator on the target `url`, one iteration of one
+/// 8 MiB job each; then `extra`.
+pub(crate) fn suite_args_on<'a>(
+    suite: &'a str,
+    hosts: &'a str,
+    url: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
     let mut a = vec![
         "--suite",
-        "nfs",
+        suite,
         "--hosts",
-        "h0,h1",
+        hosts,
         "--targets",
         url,
         "--iterations",
