@@ -284,9 +284,14 @@ pub fn initramfs(dir: &Path, iscsi: bool) -> Result<PathBuf, String> {
     add_programs(&root, &PROGRAMS)?;
     if iscsi {
         add_modules(&root, &ISCSI_MODULES)?;
-        add_programs(&root, &ISCSI_PROGRAMS)?;
-        // The block suites' device check reads signatures with it (hosts::devices).
-        add_programs(&root, &["wipefs"])?;
+        // fio is in the image already; the block suites' device check reads signatures
+        // with wipefs (hosts::devices).
+        let more: Vec<&str> = ISCSI_PROGRAMS
+            .into_iter()
+            .filter(|p| !PROGRAMS.contains(p))
+            .chain(["wipefs"])
+            .collect();
+        add_programs(&root, &more)?;
     }
     // sshd finds users through NSS; glibc loads libnss_files for /etc/passwd.
     let nss = Path::new("/lib/x86_64-linux-gnu/libnss_files.so.2");
