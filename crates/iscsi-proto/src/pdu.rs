@@ -3,7 +3,7 @@
 //! tests and tools that act as a client.
 
 use crate::be;
-use crate::frame::RawPdu;
+use crate::frame::{RawPdu, BHS_LEN};
 
 pub mod initiator;
 pub mod target;
@@ -32,6 +32,22 @@ pub mod op {
 
 /// The reserved tag: "no task" (an unsolicited NOP-In, a Data-Out without an R2T).
 pub const RESERVED_TAG: u32 = 0xffff_ffff;
+
+/// Writes a big-endian u32 field of a BHS at byte `at` (for the encoders of both sides).
+fn set32(b: &mut [u8; BHS_LEN], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Byte 1 of a Text request or response: F (final) and C (continues).
+fn text_flags(final_: bool, cont: bool) -> u8 {
+    (if final_ { 0x80 } else { 0 }) | if cont { 0x40 } else { 0 }
+}
+
+/// Byte 1 of a Login request or response: T (transit) and C (continues) where a Text
+/// PDU has F and C, then the current and next stages.
+fn login_flags(transit: bool, cont: bool, csg: u8, nsg: u8) -> u8 {
+    text_flags(transit, cont) | ((csg & 3) << 2) | (nsg & 3)
+}
 
 /// Why a framed PDU could not be decoded into a request. The target answers with a
 /// Reject (reason [`target::reject::PROTOCOL_ERROR`] or
