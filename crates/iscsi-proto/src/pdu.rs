@@ -210,14 +210,17 @@ impl<'a> Request<'a> {
         let immediate = b[0] & 0x40 != 0;
         let lun = be::u64(&b[8..16]);
         let itt = be::u32(&b[16..20]);
+        // CmdSN (a Data-Out's is reserved) and ExpStatSN, where every request has them.
+        let cmdsn = be::u32(&b[24..28]);
+        let exp_statsn = be::u32(&b[28..32]);
         Ok(match p.opcode() {
             op::NOP_OUT => Request::NopOut(NopOut {
                 immediate,
                 lun,
                 itt,
                 ttt: be::u32(&b[20..24]),
-                cmdsn: be::u32(&b[24..28]),
-                exp_statsn: be::u32(&b[28..32]),
+                cmdsn,
+                exp_statsn,
                 data: p.data,
             }),
             op::SCSI_CMD => {
@@ -233,8 +236,8 @@ impl<'a> Request<'a> {
                     lun,
                     itt,
                     edtl: be::u32(&b[20..24]),
-                    cmdsn: be::u32(&b[24..28]),
-                    exp_statsn: be::u32(&b[28..32]),
+                    cmdsn,
+                    exp_statsn,
                     cdb,
                     ext_cdb,
                     bidi_read_len,
@@ -247,8 +250,8 @@ impl<'a> Request<'a> {
                 lun,
                 itt,
                 rtt: be::u32(&b[20..24]),
-                cmdsn: be::u32(&b[24..28]),
-                exp_statsn: be::u32(&b[28..32]),
+                cmdsn,
+                exp_statsn,
                 ref_cmdsn: be::u32(&b[32..36]),
                 exp_datasn: be::u32(&b[36..40]),
             }),
@@ -266,8 +269,8 @@ impl<'a> Request<'a> {
                     tsih: be::u16(&b[14..16]),
                     itt,
                     cid: be::u16(&b[20..22]),
-                    cmdsn: be::u32(&b[24..28]),
-                    exp_statsn: be::u32(&b[28..32]),
+                    cmdsn,
+                    exp_statsn,
                     data: p.data,
                 })
             }
@@ -278,8 +281,8 @@ impl<'a> Request<'a> {
                 lun,
                 itt,
                 ttt: be::u32(&b[20..24]),
-                cmdsn: be::u32(&b[24..28]),
-                exp_statsn: be::u32(&b[28..32]),
+                cmdsn,
+                exp_statsn,
                 data: p.data,
             }),
             op::DATA_OUT => Request::DataOut(DataOut {
@@ -287,7 +290,7 @@ impl<'a> Request<'a> {
                 lun,
                 itt,
                 ttt: be::u32(&b[20..24]),
-                exp_statsn: be::u32(&b[28..32]),
+                exp_statsn,
                 datasn: be::u32(&b[36..40]),
                 offset: be::u32(&b[40..44]),
                 data: p.data,
@@ -297,8 +300,8 @@ impl<'a> Request<'a> {
                 reason: b[1] & 0x7f,
                 itt,
                 cid: be::u16(&b[20..22]),
-                cmdsn: be::u32(&b[24..28]),
-                exp_statsn: be::u32(&b[28..32]),
+                cmdsn,
+                exp_statsn,
             }),
             op::SNACK => Request::Snack(Snack {
                 kind: b[1] & 0x0f,
