@@ -171,105 +171,66 @@ impl Negotiation {
         let l = self.limits;
         let p = &mut self.params;
         let num = |lo: u64, hi: u64| parse_number(value).filter(|n| (lo..=hi).contains(n));
+        // `None`: the value is not one the key allows (unparsable or out of range).
         let answer = match key {
             "HeaderDigest" | "DataDigest" => digest(p, &l, key, value),
-            "MaxConnections" => match num(1, 65535) {
-                Some(n) => {
-                    p.max_connections = (n as u16).min(l.max_connections);
-                    p.max_connections.to_string()
-                }
-                None => REJECT.into(),
-            },
-            "InitialR2T" => match parse_bool(value) {
-                Some(b) => {
-                    p.initial_r2t = b || !l.unsolicited_data;
-                    yes_no(p.initial_r2t)
-                }
-                None => REJECT.into(),
-            },
-            "ImmediateData" => match parse_bool(value) {
-                Some(b) => {
-                    p.immediate_data = b && l.immediate_data;
-                    yes_no(p.immediate_data)
-                }
-                None => REJECT.into(),
-            },
+            "MaxConnections" => num(1, 65535).map(|n| {
+                p.max_connections = (n as u16).min(l.max_connections);
+                p.max_connections.to_string()
+            }),
+            "InitialR2T" => parse_bool(value).map(|b| {
+                p.initial_r2t = b || !l.unsolicited_data;
+                yes_no(p.initial_r2t)
+            }),
+            "ImmediateData" => parse_bool(value).map(|b| {
+                p.immediate_data = b && l.immediate_data;
+                yes_no(p.immediate_data)
+            }),
             "MaxRecvDataSegmentLength" => match num(512, 16_777_215) {
                 Some(n) => {
                     p.initiator_mrdsl = n as u32;
                     return Ok(None);
                 }
-                None => REJECT.into(),
+                None => None,
             },
-            "MaxBurstLength" => match num(512, 16_777_215) {
-                Some(n) => {
-                    p.max_burst_length = (n as u32).min(l.max_burst_length);
-                    p.first_burst_length = p.first_burst_length.min(p.max_burst_length);
-                    p.max_burst_length.to_string()
-                }
-                None => REJECT.into(),
-            },
-            "FirstBurstLength" => match num(512, 16_777_215) {
-                Some(n) => {
-                    p.first_burst_length =
-                        (n as u32).min(l.first_burst_length).min(p.max_burst_length);
-                    p.first_burst_length.to_string()
-                }
-                None => REJECT.into(),
-            },
-            "DefaultTime2Wait" => match num(0, 3600) {
-                Some(n) => {
-                    p.default_time2wait = (n as u16).max(l.default_time2wait);
-                    p.default_time2wait.to_string()
-                }
-                None => REJECT.into(),
-            },
-            "DefaultTime2Retain" => match num(0, 3600) {
-                Some(n) => {
-                    p.default_time2retain = (n as u16).min(l.default_time2retain);
-                    p.default_time2retain.to_string()
-                }
-                None => REJECT.into(),
-            },
-            "MaxOutstandingR2T" => match num(1, 65535) {
-                Some(n) => {
-                    p.max_outstanding_r2t = (n as u16).min(l.max_outstanding_r2t);
-                    p.max_outstanding_r2t.to_string()
-                }
-                None => REJECT.into(),
-            },
+            "MaxBurstLength" => num(512, 16_777_215).map(|n| {
+                p.max_burst_length = (n as u32).min(l.max_burst_length);
+                p.first_burst_length = p.first_burst_length.min(p.max_burst_length);
+                p.max_burst_length.to_string()
+            }),
+            "FirstBurstLength" => num(512, 16_777_215).map(|n| {
+                p.first_burst_length = (n as u32).min(l.first_burst_length).min(p.max_burst_length);
+                p.first_burst_length.to_string()
+            }),
+            "DefaultTime2Wait" => num(0, 3600).map(|n| {
+                p.default_time2wait = (n as u16).max(l.default_time2wait);
+                p.default_time2wait.to_string()
+            }),
+            "DefaultTime2Retain" => num(0, 3600).map(|n| {
+                p.default_time2retain = (n as u16).min(l.default_time2retain);
+                p.default_time2retain.to_string()
+            }),
+            "MaxOutstandingR2T" => num(1, 65535).map(|n| {
+                p.max_outstanding_r2t = (n as u16).min(l.max_outstanding_r2t);
+                p.max_outstanding_r2t.to_string()
+            }),
             // Only in-order data is supported: Yes OR anything is Yes.
-            "DataPDUInOrder" | "DataSequenceInOrder" => match parse_bool(value) {
-                Some(_) => yes_no(true),
-                None => REJECT.into(),
-            },
-            "ErrorRecoveryLevel" => match num(0, 2) {
-                Some(_) => {
-                    p.error_recovery_level = 0;
-                    "0".into()
-                }
-                None => REJECT.into(),
-            },
+            "DataPDUInOrder" | "DataSequenceInOrder" => parse_bool(value).map(|_| yes_no(true)),
+            "ErrorRecoveryLevel" => num(0, 2).map(|_| {
+                p.error_recovery_level = 0;
+                "0".into()
+            }),
             // Markers (RFC 3720; obsolete in RFC 7143): never used.
-            "IFMarker" | "OFMarker" => match parse_bool(value) {
-                Some(_) => yes_no(false),
-                None => REJECT.into(),
-            },
-            "IFMarkInt" | "OFMarkInt" => IRRELEVANT.into(),
-            "iSCSIProtocolLevel" => match num(0, 31) {
-                Some(n) => n.min(1).to_string(),
-                None => REJECT.into(),
-            },
-            "TaskReporting" => {
-                if value.split(',').any(|v| v == "RFC3720") {
-                    "RFC3720".into()
-                } else {
-                    REJECT.into()
-                }
-            }
-            _ => NOT_UNDERSTOOD.into(),
+            "IFMarker" | "OFMarker" => parse_bool(value).map(|_| yes_no(false)),
+            "IFMarkInt" | "OFMarkInt" => Some(IRRELEVANT.into()),
+            "iSCSIProtocolLevel" => num(0, 31).map(|n| n.min(1).to_string()),
+            "TaskReporting" => value
+                .split(',')
+                .any(|v| v == "RFC3720")
+                .then(|| "RFC3720".into()),
+            _ => Some(NOT_UNDERSTOOD.into()),
         };
-        Ok(Some(answer))
+        Ok(Some(answer.unwrap_or_else(|| REJECT.into())))
     }
 
     /// Declarations the target volunteers once, in its first operational answer: its own
@@ -294,8 +255,8 @@ impl Negotiation {
 }
 
 /// A digest key: the first of the initiator's list the target allows (CRC32C only when
-/// `limits` enable it for that digest), else Reject.
-fn digest(p: &mut Params, l: &TargetLimits, key: &str, value: &str) -> String {
+/// `limits` enable it for that digest), else `None` (Reject).
+fn digest(p: &mut Params, l: &TargetLimits, key: &str, value: &str) -> Option<String> {
     let allow = if key == "HeaderDigest" {
         l.crc32c_header
     } else {
@@ -304,18 +265,15 @@ fn digest(p: &mut Params, l: &TargetLimits, key: &str, value: &str) -> String {
     let pick = value
         .split(',')
         .find(|v| *v == "None" || (*v == "CRC32C" && allow));
-    match pick {
-        Some(v) => {
-            let on = v == "CRC32C";
-            if key == "HeaderDigest" {
-                p.header_digest = on;
-            } else {
-                p.data_digest = on;
-            }
-            v.to_string()
+    pick.map(|v| {
+        let on = v == "CRC32C";
+        if key == "HeaderDigest" {
+            p.header_digest = on;
+        } else {
+            p.data_digest = on;
         }
-        None => REJECT.into(),
-    }
+        v.to_string()
+    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! tests and tools that act as a client.
 
 use crate::be;
-use crate::frame::RawPdu;
+use crate::frame::{RawPdu, BHS_LEN};
 
 pub mod initiator;
 pub mod target;
@@ -32,6 +32,22 @@ pub mod op {
 
 /// The reserved tag: "no task" (an unsolicited NOP-In, a Data-Out without an R2T).
 pub const RESERVED_TAG: u32 = 0xffff_ffff;
+
+/// Writes a big-endian u32 field of a BHS at byte `at` (for the encoders of both sides).
+fn set32(b: &mut [u8; BHS_LEN], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Byte 1 of a Text request or response: F (final) and C (continues).
+fn text_flags(final_: bool, cont: bool) -> u8 {
+    (if final_ { 0x80 } else { 0 }) | if cont { 0x40 } else { 0 }
+}
+
+/// Byte 1 of a Login request or response: T (transit) and C (continues) where a Text
+/// PDU has F and C, then the current and next stages.
+fn login_flags(transit: bool, cont: bool, csg: u8, nsg: u8) -> u8 {
+    text_flags(transit, cont) | ((csg & 3) << 2) | (nsg & 3)
+}
 
 /// Why a framed PDU could not be decoded into a request. The target answers with a
 /// Reject (reason [`target::reject::PROTOCOL_ERROR`] or
@@ -194,14 +210,17 @@ impl<'a> Request<'a> {
         let immediate = b[0] & 0x40 != 0;
         let lun = be::u64(&b[8..16]);
         let itt = be::u32(&b[16..20]);
+        // CmdSN (a Data-Out's is reserved) and ExpStatSN, where every request has them.
+        let cmdsn = be::u32(&b[24..28]);
+        let exp_statsn = be::u32(&b[28..32]);
         Ok(match p.opcode() {
             op::NOP_OUT => Request::NopOut(NopOut {
                 immediate,
                 lun,
                 itt,
                 ttt: be::u32(&b[20..24]),
-                cmdsn: be::u32(&b[24..28]),
-                exp_statsn: be::u32(&b[28..32]),
+                cmdsn,
+                exp_statsn,
                 data: p.data,
             }),
             op::SCSI_CMD => {
@@ -217,8 +236,8 @@ impl<'a> Request<'a> {
                     lun,
                     itt,
                     edtl: be::u32(&b[20..24]),
-                    cmdsn: be::u32(&b[24..28]),
-                    exp_statsn: be::u32(&b[28..32]),
+                    cmdsn,
+                    exp_statsn,
                     cdb,
                     ext_cdb,
                     bidi_read_len,
@@ -231,8 +250,8 @@ impl<'a> Request<'a> {
                 lun,
                 itt,
                 rtt: be::u32(&b[20..24]),
-                cmdsn: be::u32(&b[24..28]),
-                exp_statsn: be::u32(&b[28..32]),
+                cmdsn,
+                exp_statsn,
                 ref_cmdsn: be::u32(&b[32..36]),
                 exp_datasn: be::u32(&b[36..40]),
             }),
@@ -250,8 +269,8 @@ impl<'a> Request<'a> {
                     tsih: be::u16(&b[14..16]),
                     itt,
                     cid: be::u16(&b[20..22]),
-                    cmdsn: be::u32(&b[24..28]),
-                    exp_statsn: be::u32(&b[28..32]),
+                    cmdsn,
+                    exp_statsn,
                     data: p.data,
                 })
             }
@@ -262,8 +281,8 @@ impl<'a> Request<'a> {
                 lun,
                 itt,
                 ttt: be::u32(&b[20..24]),
-                cmdsn: be::u32(&b[24..28]),
-                exp_statsn: be::u32(&b[28..32]),
+                cmdsn,
+                exp_statsn,
                 data: p.data,
             }),
             op::DATA_OUT => Request::DataOut(DataOut {
@@ -271,7 +290,7 @@ impl<'a> Request<'a> {
                 lun,
                 itt,
                 ttt: be::u32(&b[20..24]),
-                exp_statsn: be::u32(&b[28..32]),
+                exp_statsn,
                 datasn: be::u32(&b[36..40]),
                 offset: be::u32(&b[40..44]),
                 data: p.data,
@@ -281,8 +300,8 @@ impl<'a> Request<'a> {
                 reason: b[1] & 0x7f,
                 itt,
                 cid: be::u16(&b[20..22]),
-                cmdsn: be::u32(&b[24..28]),
-                exp_statsn: be::u32(&b[28..32]),
+                cmdsn,
+                exp_statsn,
             }),
             op::SNACK => Request::Snack(Snack {
                 kind: b[1] & 0x0f,

@@ -1,7 +1,8 @@
 //! The initiator's side, for tests and tools that act as a client: encoders of the
 //! initiator's PDUs and a view of the target's.
 
-use super::{op, DataOut, Login, Logout, NopOut, ScsiCommand, TaskMgmt, Text};
+use super::{login_flags, op, set32, text_flags};
+use super::{DataOut, Login, Logout, NopOut, ScsiCommand, TaskMgmt, Text};
 use crate::be;
 use crate::frame::{put, Digests, RawPdu, BHS_LEN};
 
@@ -12,18 +13,8 @@ fn header(opcode: u8, immediate: bool, flags: u8) -> [u8; BHS_LEN] {
     b
 }
 
-fn set32(b: &mut [u8; BHS_LEN], at: usize, v: u32) {
-    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
-}
-
 pub fn login(out: &mut Vec<u8>, l: &Login<'_>) {
-    let mut flags = (l.csg & 3) << 2 | (l.nsg & 3);
-    if l.transit {
-        flags |= 0x80;
-    }
-    if l.cont {
-        flags |= 0x40;
-    }
+    let flags = login_flags(l.transit, l.cont, l.csg, l.nsg);
     let mut b = header(op::LOGIN_REQ, true, flags);
     b[2] = l.version_max;
     b[3] = l.version_min;
@@ -79,14 +70,7 @@ pub fn nop_out(out: &mut Vec<u8>, d: Digests, n: &NopOut<'_>) {
 }
 
 pub fn text(out: &mut Vec<u8>, d: Digests, t: &Text<'_>) {
-    let mut flags = 0;
-    if t.final_ {
-        flags |= 0x80;
-    }
-    if t.cont {
-        flags |= 0x40;
-    }
-    let mut b = header(op::TEXT_REQ, t.immediate, flags);
+    let mut b = header(op::TEXT_REQ, t.immediate, text_flags(t.final_, t.cont));
     b[8..16].copy_from_slice(&t.lun.to_be_bytes());
     set32(&mut b, 16, t.itt);
     set32(&mut b, 20, t.ttt);

@@ -1,7 +1,7 @@
 //! The target's PDUs (RFC 7143 §11), appended to a caller's buffer with the connection's
 //! digests.
 
-use super::{op, RESERVED_TAG};
+use super::{login_flags, op, set32, text_flags, RESERVED_TAG};
 use crate::frame::{put, put_deferred, Digests, BHS_LEN};
 
 /// The sequence numbers every target PDU carries: the connection's StatSN and the
@@ -53,10 +53,6 @@ fn header(opcode: u8, flags: u8) -> [u8; BHS_LEN] {
     b[0] = opcode;
     b[1] = flags;
     b
-}
-
-fn set32(b: &mut [u8; BHS_LEN], at: usize, v: u32) {
-    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
 }
 
 fn set_seq(b: &mut [u8; BHS_LEN], seq: Seq) {
@@ -189,7 +185,12 @@ pub mod tmf_response {
 }
 
 pub fn tmf_response(out: &mut Vec<u8>, d: Digests, itt: u32, response: u8, seq: Seq) {
-    let mut b = header(op::TMF_RSP, 0x80);
+    response_pdu(out, d, op::TMF_RSP, itt, response, seq);
+}
+
+/// A TMF or Logout response: final, its response code in byte 2, no data.
+fn response_pdu(out: &mut Vec<u8>, d: Digests, opcode: u8, itt: u32, response: u8, seq: Seq) {
+    let mut b = header(opcode, 0x80);
     b[2] = response;
     set32(&mut b, 16, itt);
     set_seq(&mut b, seq);
@@ -230,14 +231,7 @@ pub struct LoginResponse {
 }
 
 pub fn login_response(out: &mut Vec<u8>, r: &LoginResponse, data: &[u8]) {
-    let mut flags = (r.csg & 3) << 2 | (r.nsg & 3);
-    if r.transit {
-        flags |= 0x80;
-    }
-    if r.cont {
-        flags |= 0x40;
-    }
-    let mut b = header(op::LOGIN_RSP, flags);
+    let mut b = header(op::LOGIN_RSP, login_flags(r.transit, r.cont, r.csg, r.nsg));
     b[2] = 0; // version-max
     b[3] = 0; // version-active
     b[8..14].copy_from_slice(&r.isid);
@@ -262,14 +256,7 @@ pub fn text_response(
     seq: Seq,
     data: &[u8],
 ) {
-    let mut flags = 0;
-    if final_ {
-        flags |= 0x80;
-    }
-    if cont {
-        flags |= 0x40;
-    }
-    let mut b = header(op::TEXT_RSP, flags);
+    let mut b = header(op::TEXT_RSP, text_flags(final_, cont));
     b[8..16].copy_from_slice(&lun.to_be_bytes());
     set32(&mut b, 16, itt);
     set32(&mut b, 20, ttt);
@@ -285,12 +272,8 @@ pub mod logout_response {
 }
 
 pub fn logout_response(out: &mut Vec<u8>, d: Digests, itt: u32, response: u8, seq: Seq) {
-    let mut b = header(op::LOGOUT_RSP, 0x80);
-    b[2] = response;
-    set32(&mut b, 16, itt);
-    set_seq(&mut b, seq);
     // Time2Wait and Time2Retain 0: no connection recovery at error recovery level 0.
-    put(out, &b, &[], d);
+    response_pdu(out, d, op::LOGOUT_RSP, itt, response, seq);
 }
 
 /// Reject reasons (RFC 7143 §11.17.1).

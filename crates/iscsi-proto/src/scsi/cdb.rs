@@ -229,6 +229,17 @@ fn u64_at(cdb: &[u8; 16], i: usize) -> u64 {
     be::u64(&cdb[i..i + 8])
 }
 
+/// The LBA and the block count of a 10-, 12- or 16-byte block command (READ, WRITE,
+/// VERIFY, WRITE SAME, PRE-FETCH, SYNCHRONIZE CACHE), where SBC-3 puts them for the
+/// CDB's size (which its opcode's group implies).
+fn lba_blocks(cdb: &[u8; 16]) -> (u64, u32) {
+    match cdb_len(cdb[0]) {
+        10 => (u32_at(cdb, 2) as u64, u16_at(cdb, 7)),
+        12 => (u32_at(cdb, 2) as u64, u32_at(cdb, 6)),
+        _ => (u64_at(cdb, 2), u32_at(cdb, 10)),
+    }
+}
+
 /// RDPROTECT/WRPROTECT/VRPROTECT (byte 1, bits 7-5): no protection information.
 fn no_protect(cdb: &[u8; 16]) -> Result<(), Sense> {
     if cdb[1] & 0xe0 != 0 {
@@ -270,15 +281,7 @@ fn decode_io(op: u8, cdb: &[u8; 16]) -> Result<Command, Sense> {
         READ_10 | READ_12 | READ_16 | WRITE_10 | WRITE_12 | WRITE_16 | WRITE_VERIFY_10
         | WRITE_VERIFY_12 | WRITE_VERIFY_16 | VERIFY_10 | VERIFY_12 | VERIFY_16 => {
             no_protect(cdb)?;
-            let (lba, blocks) = match op {
-                READ_10 | WRITE_10 | WRITE_VERIFY_10 | VERIFY_10 => {
-                    (u32_at(cdb, 2) as u64, u16_at(cdb, 7))
-                }
-                READ_12 | WRITE_12 | WRITE_VERIFY_12 | VERIFY_12 => {
-                    (u32_at(cdb, 2) as u64, u32_at(cdb, 6))
-                }
-                _ => (u64_at(cdb, 2), u32_at(cdb, 10)),
-            };
+            let (lba, blocks) = lba_blocks(cdb);
             let r = rw(cdb, lba, blocks);
             match op {
                 READ_10 | READ_12 | READ_16 => Command::Read(r),
@@ -310,13 +313,10 @@ fn decode_io(op: u8, cdb: &[u8; 16]) -> Result<Command, Sense> {
             if cdb[1] & 0x06 != 0 {
                 return Err(field(1));
             }
+            let (lba, blocks) = lba_blocks(cdb);
             let ws = WriteSame {
-                lba: if ten {
-                    u32_at(cdb, 2) as u64
-                } else {
-                    u64_at(cdb, 2)
-                },
-                blocks: if ten { u16_at(cdb, 7) } else { u32_at(cdb, 10) },
+                lba,
+                blocks,
                 unmap: cdb[1] & 0x08 != 0,
                 anchor: cdb[1] & 0x10 != 0,
                 ndob: !ten && cdb[1] & 0x01 != 0,
@@ -407,22 +407,14 @@ fn decode_other(op: u8, cdb: &[u8; 16]) -> Result<Command, Sense> {
             anchor: cdb[1] & 1 != 0,
             len: u16_at(cdb, 7),
         },
-        SYNCHRONIZE_CACHE_10 => Command::SynchronizeCache {
-            lba: u32_at(cdb, 2) as u64,
-            blocks: u16_at(cdb, 7),
-        },
-        SYNCHRONIZE_CACHE_16 => Command::SynchronizeCache {
-            lba: u64_at(cdb, 2),
-            blocks: u32_at(cdb, 10),
-        },
-        PRE_FETCH_10 => Command::PreFetch {
-            lba: u32_at(cdb, 2) as u64,
-            blocks: u16_at(cdb, 7),
-        },
-        PRE_FETCH_16 => Command::PreFetch {
-            lba: u64_at(cdb, 2),
-            blocks: u32_at(cdb, 10),
-        },
+        SYNCHRONIZE_CACHE_10 | SYNCHRONIZE_CACHE_16 => {
+            let (lba, blocks) = lba_blocks(cdb);
+            Command::SynchronizeCache { lba, blocks }
+        }
+        PRE_FETCH_10 | PRE_FETCH_16 => {
+            let (lba, blocks) = lba_blocks(cdb);
+            Command::PreFetch { lba, blocks }
+        }
         REPORT_LUNS => Command::ReportLuns {
             select: cdb[2],
             alloc: u32_at(cdb, 6),

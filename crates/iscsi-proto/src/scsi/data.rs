@@ -119,10 +119,42 @@ pub struct Supported {
 }
 
 macro_rules! sup {
-    ($op:expr, $sa:expr, [$($b:expr),*]) => {
-        Supported { opcode: $op, sa: $sa, usage: &[$($b),*] }
+    ($op:expr, $sa:expr, $usage:expr) => {
+        Supported {
+            opcode: $op,
+            sa: $sa,
+            usage: &$usage,
+        }
     };
 }
+
+/// Usage data of a 10-byte block command (READ(10) and its kin): the opcode, byte 1's
+/// flags, the LBA (bytes 2-5), the group number (6), the block count (7-8), CONTROL.
+const fn block10(op: u8, byte1: u8) -> [u8; 10] {
+    [op, byte1, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x03]
+}
+
+/// Usage data of a 12-byte block command: the LBA (bytes 2-5), the block count (6-9),
+/// the group number (10), CONTROL.
+const fn block12(op: u8, byte1: u8) -> [u8; 12] {
+    [
+        op, byte1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, 0x03,
+    ]
+}
+
+/// Usage data of a 16-byte block command: the LBA (bytes 2-9), the block count (10-13),
+/// the group number (14), CONTROL.
+const fn block16(op: u8, byte1: u8) -> [u8; 16] {
+    [
+        op, byte1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f,
+        0x03,
+    ]
+}
+
+/// PERSISTENT RESERVE IN's usage data, the same for each of its service actions.
+const PR_IN_USAGE: [u8; 10] = [0x5e, 0x1f, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03];
+/// PERSISTENT RESERVE OUT's usage data, the same for each of its service actions.
+const PR_OUT_USAGE: [u8; 10] = [0x5f, 0x1f, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x03];
 
 /// Every command decoded by [`super::cdb::decode`], with its usage data.
 pub const SUPPORTED: &[Supported] = &[
@@ -141,41 +173,17 @@ pub const SUPPORTED: &[Supported] = &[
         None,
         [0x25, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0x01, 0x03]
     ),
-    sup!(
-        READ_10,
-        None,
-        [0x28, 0x18, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        WRITE_10,
-        None,
-        [0x2a, 0x18, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        WRITE_VERIFY_10,
-        None,
-        [0x2e, 0x12, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        VERIFY_10,
-        None,
-        [0x2f, 0x12, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PRE_FETCH_10,
-        None,
-        [0x34, 0x02, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x03]
-    ),
+    sup!(READ_10, None, block10(READ_10, 0x18)),
+    sup!(WRITE_10, None, block10(WRITE_10, 0x18)),
+    sup!(WRITE_VERIFY_10, None, block10(WRITE_VERIFY_10, 0x12)),
+    sup!(VERIFY_10, None, block10(VERIFY_10, 0x12)),
+    sup!(PRE_FETCH_10, None, block10(PRE_FETCH_10, 0x02)),
     sup!(
         SYNCHRONIZE_CACHE_10,
         None,
-        [0x35, 0x02, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x03]
+        block10(SYNCHRONIZE_CACHE_10, 0x02)
     ),
-    sup!(
-        WRITE_SAME_10,
-        None,
-        [0x41, 0x18, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x03]
-    ),
+    sup!(WRITE_SAME_10, None, block10(WRITE_SAME_10, 0x18)),
     sup!(
         UNMAP,
         None,
@@ -188,122 +196,33 @@ pub const SUPPORTED: &[Supported] = &[
         None,
         [0x5a, 0x18, 0xff, 0xff, 0, 0, 0, 0xff, 0xff, 0x03]
     ),
-    sup!(
-        PERSISTENT_RESERVE_IN,
-        Some(0),
-        [0x5e, 0x1f, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_IN,
-        Some(1),
-        [0x5e, 0x1f, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_IN,
-        Some(2),
-        [0x5e, 0x1f, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_IN,
-        Some(3),
-        [0x5e, 0x1f, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_OUT,
-        Some(0),
-        [0x5f, 0x1f, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_OUT,
-        Some(1),
-        [0x5f, 0x1f, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_OUT,
-        Some(2),
-        [0x5f, 0x1f, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_OUT,
-        Some(3),
-        [0x5f, 0x1f, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_OUT,
-        Some(4),
-        [0x5f, 0x1f, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_OUT,
-        Some(5),
-        [0x5f, 0x1f, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        PERSISTENT_RESERVE_OUT,
-        Some(6),
-        [0x5f, 0x1f, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x03]
-    ),
-    sup!(
-        READ_16,
-        None,
-        [
-            0x88, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0x1f, 0x03
-        ]
-    ),
+    sup!(PERSISTENT_RESERVE_IN, Some(0), PR_IN_USAGE),
+    sup!(PERSISTENT_RESERVE_IN, Some(1), PR_IN_USAGE),
+    sup!(PERSISTENT_RESERVE_IN, Some(2), PR_IN_USAGE),
+    sup!(PERSISTENT_RESERVE_IN, Some(3), PR_IN_USAGE),
+    sup!(PERSISTENT_RESERVE_OUT, Some(0), PR_OUT_USAGE),
+    sup!(PERSISTENT_RESERVE_OUT, Some(1), PR_OUT_USAGE),
+    sup!(PERSISTENT_RESERVE_OUT, Some(2), PR_OUT_USAGE),
+    sup!(PERSISTENT_RESERVE_OUT, Some(3), PR_OUT_USAGE),
+    sup!(PERSISTENT_RESERVE_OUT, Some(4), PR_OUT_USAGE),
+    sup!(PERSISTENT_RESERVE_OUT, Some(5), PR_OUT_USAGE),
+    sup!(PERSISTENT_RESERVE_OUT, Some(6), PR_OUT_USAGE),
+    sup!(READ_16, None, block16(READ_16, 0x18)),
     sup!(
         COMPARE_AND_WRITE,
         None,
         [0x89, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0x1f, 0x03]
     ),
-    sup!(
-        WRITE_16,
-        None,
-        [
-            0x8a, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0x1f, 0x03
-        ]
-    ),
-    sup!(
-        WRITE_VERIFY_16,
-        None,
-        [
-            0x8e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0x1f, 0x03
-        ]
-    ),
-    sup!(
-        VERIFY_16,
-        None,
-        [
-            0x8f, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0x1f, 0x03
-        ]
-    ),
-    sup!(
-        PRE_FETCH_16,
-        None,
-        [
-            0x90, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0x1f, 0x03
-        ]
-    ),
+    sup!(WRITE_16, None, block16(WRITE_16, 0x18)),
+    sup!(WRITE_VERIFY_16, None, block16(WRITE_VERIFY_16, 0x12)),
+    sup!(VERIFY_16, None, block16(VERIFY_16, 0x12)),
+    sup!(PRE_FETCH_16, None, block16(PRE_FETCH_16, 0x02)),
     sup!(
         SYNCHRONIZE_CACHE_16,
         None,
-        [
-            0x91, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0x1f, 0x03
-        ]
+        block16(SYNCHRONIZE_CACHE_16, 0x02)
     ),
-    sup!(
-        WRITE_SAME_16,
-        None,
-        [
-            0x93, 0x19, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0x1f, 0x03
-        ]
-    ),
+    sup!(WRITE_SAME_16, None, block16(WRITE_SAME_16, 0x19)),
     sup!(
         SERVICE_ACTION_IN_16,
         Some(SA_READ_CAPACITY_16 as u16),
@@ -327,26 +246,10 @@ pub const SUPPORTED: &[Supported] = &[
         Some(SA_REPORT_SUPPORTED_OPCODES as u16),
         [0xa3, 0x0c, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0x03]
     ),
-    sup!(
-        READ_12,
-        None,
-        [0xa8, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, 0x03]
-    ),
-    sup!(
-        WRITE_12,
-        None,
-        [0xaa, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, 0x03]
-    ),
-    sup!(
-        WRITE_VERIFY_12,
-        None,
-        [0xae, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, 0x03]
-    ),
-    sup!(
-        VERIFY_12,
-        None,
-        [0xaf, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, 0x03]
-    ),
+    sup!(READ_12, None, block12(READ_12, 0x18)),
+    sup!(WRITE_12, None, block12(WRITE_12, 0x18)),
+    sup!(WRITE_VERIFY_12, None, block12(WRITE_VERIFY_12, 0x12)),
+    sup!(VERIFY_12, None, block12(VERIFY_12, 0x12)),
 ];
 
 fn has_sa(op: u8) -> bool {
