@@ -122,6 +122,15 @@ impl Reply {
             location: None,
         }
     }
+
+    /// 201 Created: the new object and where it now is.
+    fn created(body: Value, location: String) -> Reply {
+        Reply {
+            status: 201,
+            body,
+            location: Some(location),
+        }
+    }
 }
 
 impl ControlPlane {

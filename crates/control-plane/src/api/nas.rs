@@ -216,11 +216,7 @@ impl Nas<'_> {
         let body = self.policy_json(&inner, &rec);
         let location = format!("{EXPORT_POLICIES}/{}", rec.row.id);
         inner.export_policies.push(rec);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     /// A new name and/or new rules, in force for mounted clients at their next call.

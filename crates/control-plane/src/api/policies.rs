@@ -116,11 +116,7 @@ impl Policies<'_> {
         let body = self.json(&inner, &rec);
         let location = format!("{POLICIES}/{}", rec.row.uuid);
         inner.policies.push(rec);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     /// Validate a PATCH body against policy `i` (nothing changes yet).

@@ -272,11 +272,7 @@ impl Volumes<'_> {
         let location = format!("{VOLUMES}/{}", row.uuid);
         let body = self.json(&inner, &row);
         inner.volumes.push(row);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     /// What the node serves for `row` (a NAS volume's export id read, or assigned now).

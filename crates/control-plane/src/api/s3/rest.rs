@@ -285,14 +285,13 @@ impl S3<'_> {
         let comment = text(&m, "comment", "comment")?.unwrap_or("");
         let (_, row) = self.create_bucket(name, size, policy.as_ref(), comment)?;
         let inner = self.cp.lock();
-        Ok(Reply {
-            status: 201,
-            body: self.bucket_json(&inner, &row),
-            location: Some(format!(
+        Ok(Reply::created(
+            self.bucket_json(&inner, &row),
+            format!(
                 "/api/protocols/s3/services/{}/buckets/{}",
                 self.cp.s3.svm_uuid, row.uuid
-            )),
-        })
+            ),
+        ))
     }
 
     pub fn patch_bucket(&self, svm_uuid: &str, uuid: &str, body: &[u8]) -> R<Reply> {

@@ -102,11 +102,7 @@ impl San<'_> {
         let body = self.igroup_json(&inner, &row);
         let location = format!("{IGROUPS}/{}", row.uuid);
         inner.san.igroups.push(row);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     pub fn patch_igroup(&self, uuid: &str, body: &[u8]) -> R<Reply> {

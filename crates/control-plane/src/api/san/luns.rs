@@ -269,11 +269,7 @@ impl San<'_> {
         let body = self.lun_json(&inner, &row);
         let location = format!("{LUNS}/{}", row.uuid);
         inner.san.luns.push(row);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     /// Grow `space.size`, set or clear `qos_policy`, change `comment`.

@@ -160,11 +160,10 @@ impl San<'_> {
         inner.san.maps.push(row.clone());
         publish(&self.cp.node, &inner);
         let body = self.map_json(&inner, &row);
-        Ok(Reply {
-            status: 201,
+        Ok(Reply::created(
             body,
-            location: Some(format!("{LUN_MAPS}/{}/{}", row.lun_uuid, row.igroup_uuid)),
-        })
+            format!("{LUN_MAPS}/{}/{}", row.lun_uuid, row.igroup_uuid),
+        ))
     }
 
     /// The smallest number neither the igroup nor any of its initiators uses yet
