@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::front_end::ServerStats;
 use crate::node::Node;
-use crate::stats::{OpKind, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
+use crate::stats::{OpKind, VolumeStats, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
 use crate::volume::Volume;
 
 mod buckets;
@@ -44,6 +44,21 @@ fn esc(s: &str) -> String {
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// The `op` label of each kind of request.
+const OPS: [(&str, OpKind); 3] = [
+    ("op=\"read\"", OpKind::Read),
+    ("op=\"write\"", OpKind::Write),
+    ("op=\"other\"", OpKind::Other),
+];
+
+/// A volume's or a bucket's bytes transferred, by direction.
+fn bytes_by_op(s: &VolumeStats) -> [(&'static str, u64); 2] {
+    [
+        ("op=\"read\"", s.read_bytes.load(Relaxed)),
+        ("op=\"write\"", s.write_bytes.load(Relaxed)),
+    ]
 }
 
 /// One metric family: its header, then for each subject (with its labels) one sample per
@@ -219,11 +234,6 @@ fn connection_errors(o: &mut String, s: &ServerStats, volumes: usize) {
 /// Per volume: operations (as the node's accounting counts them), requests, bytes, errors.
 fn volume_counts(o: &mut String, node: &Node, vols: &[(Arc<Volume>, String)]) {
     let accounting = node.scheduler.array().accounting.to_string();
-    let ops = [
-        ("op=\"read\"", OpKind::Read),
-        ("op=\"write\"", OpKind::Write),
-        ("op=\"other\"", OpKind::Other),
-    ];
     family(
         o,
         "qoslab_volume_ops_total",
@@ -234,7 +244,7 @@ fn volume_counts(o: &mut String, node: &Node, vols: &[(Arc<Volume>, String)]) {
         ),
         vols,
         |v| {
-            ops.map(|(op, k)| {
+            OPS.map(|(op, k)| {
                 (
                     op,
                     v.stats.counted_milli[k as usize].load(Relaxed) as f64 / 1000.0,
@@ -248,7 +258,7 @@ fn volume_counts(o: &mut String, node: &Node, vols: &[(Arc<Volume>, String)]) {
         "counter",
         "NBD requests completed, by direction (one each, whatever their size).",
         vols,
-        |v| ops.map(|(op, k)| (op, v.stats.requests(k))),
+        |v| OPS.map(|(op, k)| (op, v.stats.requests(k))),
     );
     family(
         o,
@@ -256,12 +266,7 @@ fn volume_counts(o: &mut String, node: &Node, vols: &[(Arc<Volume>, String)]) {
         "counter",
         "Bytes transferred, by direction.",
         vols,
-        |v| {
-            [
-                ("op=\"read\"", v.stats.read_bytes.load(Relaxed)),
-                ("op=\"write\"", v.stats.write_bytes.load(Relaxed)),
-            ]
-        },
+        |v| bytes_by_op(&v.stats),
     );
     family(
         o,

@@ -432,11 +432,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("listening on {}", a.listen))?;
         let addr = server.local_addr()?;
-        let stop = Arc::new(tokio::sync::Notify::new());
-        let _graceful = {
-            let stop = stop.clone();
-            lifecycle::graceful(move |_| stop.notify_one())
-        };
+        let (stop, _graceful) = crate::graceful_stop();
         let shared = server.shared.clone();
         eprintln!(
             "qoslab iscsi: serving {} on {addr} ({})",

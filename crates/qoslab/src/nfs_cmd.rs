@@ -244,11 +244,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         let addr = server.local_addr()?;
         // The stop hook is in place before the line that tells a supervisor (or a test)
         // the server is up: a SIGTERM from then on stops it in order and prints the counts.
-        let stop = Arc::new(tokio::sync::Notify::new());
-        let _graceful = {
-            let stop = stop.clone();
-            lifecycle::graceful(move |_| stop.notify_one())
-        };
+        let (stop, _graceful) = crate::graceful_stop();
         eprintln!(
             "qoslab nfs: serving NFSv3 on {addr} (rtmax {} wtmax {})",
             cfg.rtmax, cfg.wtmax

@@ -740,11 +740,7 @@ fn burst_text(l: &qos_core::EffectiveLimits) -> String {
 /// Resolves on the first SIGINT, SIGTERM or SIGHUP: the node then stops gracefully (the
 /// process's lifecycle hands it the signal instead of tearing down; a second one forces).
 async fn shutdown_signal() {
-    let stop = Arc::new(tokio::sync::Notify::new());
-    let _graceful = {
-        let stop = stop.clone();
-        lifecycle::graceful(move |_| stop.notify_one())
-    };
+    let (stop, _graceful) = crate::graceful_stop();
     stop.notified().await;
     tracing::info!("signal received");
 }

@@ -500,6 +500,29 @@ fn table_line(text: &str, name: &str) -> usize {
         .map_or(1, |i| i + 1)
 }
 
+/// `FIELD` (ONTAP's "500iops,100MB/s": `fixed.max_throughput`, `fixed.burst.max_throughput`
+/// ...) into the IOPS and MB/s limits it sets, which must not also be given as
+/// `FIELD_iops`/`_mbps`.
+fn throughput(
+    field: &str,
+    given: &Option<String>,
+    iops: &mut u64,
+    mbps: &mut u64,
+) -> Result<(), String> {
+    let Some(s) = given else {
+        return Ok(());
+    };
+    if *iops != 0 || *mbps != 0 {
+        return Err(format!(
+            "give either {field} or {field}_iops/_mbps, not both"
+        ));
+    }
+    let t = parse_throughput(s).map_err(|e| format!("{field}: {e}"))?;
+    *iops = t.iops;
+    *mbps = t.mbps;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -130,9 +130,51 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-fn tte(b: &Bucket) -> String {
-    b.time_to_empty()
-        .map_or_else(|| "+Inf".to_string(), |s| format!("{s}"))
+/// What a burst gauge shows of a bucket.
+#[derive(Clone, Copy)]
+enum Gauge {
+    Balance,
+    Capacity,
+    Burst,
+    /// Seconds until empty at the use rate (`+Inf`: not draining).
+    SecondsToEmpty,
+}
+
+impl Gauge {
+    fn of(self, b: &Bucket) -> String {
+        match self {
+            Gauge::Balance => b.credits.balance.to_string(),
+            Gauge::Capacity => b.credits.bucket.to_string(),
+            Gauge::Burst => b.credits.burst.to_string(),
+            Gauge::SecondsToEmpty => b
+                .time_to_empty()
+                .map_or_else(|| "+Inf".to_string(), |s| format!("{s}")),
+        }
+    }
+}
+
+/// What a file-system resource gauge shows: a resource's rate, or a gauge of its bucket
+/// (resources without one have no sample).
+#[derive(Clone, Copy)]
+enum ResourceGauge {
+    Baseline,
+    Use,
+    Bucket(Gauge),
+}
+
+impl ResourceGauge {
+    fn of(self, r: &ResourceStatus) -> Option<String> {
+        match self {
+            ResourceGauge::Baseline => Some(r.baseline.to_string()),
+            ResourceGauge::Use => Some(r.use_rate.to_string()),
+            ResourceGauge::Bucket(g) => r.credits.map(|credits| {
+                g.of(&Bucket {
+                    credits,
+                    use_rate: r.use_rate,
+                })
+            }),
+        }
+    }
 }
 
 /// Burst metrics per volume (`labels` are each volume's label set) and per node resource.
@@ -145,33 +187,33 @@ pub fn render_metrics(o: &mut String, node: &Node, vols: &[(std::sync::Arc<Volum
         .collect();
     let each = |c: &VolumeCredits| [("iops", c.iops), ("bytes", c.bytes)];
     if !credits.is_empty() {
-        for (name, help, f) in [
+        for (name, help, gauge) in [
             (
                 "qoslab_volume_burst_balance",
                 "Burst credits in the volume's bucket (I/Os, or bytes).",
-                (|b: &Bucket| b.credits.balance.to_string()) as fn(&Bucket) -> String,
+                Gauge::Balance,
             ),
             (
                 "qoslab_volume_burst_bucket",
                 "Capacity of the volume's burst bucket (I/Os, or bytes).",
-                |b: &Bucket| b.credits.bucket.to_string(),
+                Gauge::Capacity,
             ),
             (
                 "qoslab_volume_burst_limit",
                 "Rate allowed while credits last (IOPS, or bytes/s); the ceiling is the baseline.",
-                |b: &Bucket| b.credits.burst.to_string(),
+                Gauge::Burst,
             ),
             (
                 "qoslab_volume_burst_seconds_to_empty",
                 "Seconds until the bucket is empty at the last second's use (+Inf: not draining).",
-                tte,
+                Gauge::SecondsToEmpty,
             ),
         ] {
             header(o, name, "gauge", help);
             for (c, l) in &credits {
                 for (dim, b) in each(c) {
                     if let Some(b) = b {
-                        let _ = writeln!(o, "{name}{{{l},dim=\"{dim}\"}} {}", f(&b));
+                        let _ = writeln!(o, "{name}{{{l},dim=\"{dim}\"}} {}", gauge.of(&b));
                     }
                 }
             }
@@ -185,67 +227,45 @@ pub fn render_metrics(o: &mut String, node: &Node, vols: &[(std::sync::Arc<Volum
 /// The provisioned file system's resources (rates, use, burst credits) and caches.
 fn fs_metrics(o: &mut String, fs: &crate::provisioned::ProvisionedFs, now: Nanos) {
     let st = fs.status(now);
-    header(
-        o,
-        "qoslab_fs_resource_baseline",
-        "gauge",
-        "Provisioned file system: a resource's sustained rate (bytes/s or IOPS).",
-    );
-    for r in &st.resources {
-        let _ = writeln!(
-            o,
-            "qoslab_fs_resource_baseline{{resource=\"{}\",unit=\"{}\"}} {}",
-            r.name, r.unit, r.baseline
-        );
-    }
-    header(
-        o,
-        "qoslab_fs_resource_use",
-        "gauge",
-        "Provisioned file system: a resource's use over the last second (bytes/s or IOPS).",
-    );
-    for r in &st.resources {
-        let _ = writeln!(
-            o,
-            "qoslab_fs_resource_use{{resource=\"{}\",unit=\"{}\"}} {}",
-            r.name, r.unit, r.use_rate
-        );
-    }
-    for (name, help, f) in [
+    for (name, help, gauge) in [
+        (
+            "qoslab_fs_resource_baseline",
+            "Provisioned file system: a resource's sustained rate (bytes/s or IOPS).",
+            ResourceGauge::Baseline,
+        ),
+        (
+            "qoslab_fs_resource_use",
+            "Provisioned file system: a resource's use over the last second (bytes/s or IOPS).",
+            ResourceGauge::Use,
+        ),
         (
             "qoslab_fs_resource_burst",
             "Provisioned file system: a resource's burst rate.",
-            (|b: &Bucket| b.credits.burst.to_string()) as fn(&Bucket) -> String,
+            ResourceGauge::Bucket(Gauge::Burst),
         ),
         (
             "qoslab_fs_resource_balance",
             "Provisioned file system: credits in a resource's bucket (bytes or I/Os).",
-            |b: &Bucket| b.credits.balance.to_string(),
+            ResourceGauge::Bucket(Gauge::Balance),
         ),
         (
             "qoslab_fs_resource_bucket",
             "Provisioned file system: capacity of a resource's bucket.",
-            |b: &Bucket| b.credits.bucket.to_string(),
+            ResourceGauge::Bucket(Gauge::Capacity),
         ),
         (
             "qoslab_fs_resource_seconds_to_empty",
             "Provisioned file system: seconds until a resource's bucket is empty at the current use (+Inf: not draining).",
-            tte,
+            ResourceGauge::Bucket(Gauge::SecondsToEmpty),
         ),
     ] {
         header(o, name, "gauge", help);
         for r in &st.resources {
-            if let Some(credits) = r.credits {
-                let b = Bucket {
-                    credits,
-                    use_rate: r.use_rate,
-                };
+            if let Some(v) = gauge.of(r) {
                 let _ = writeln!(
                     o,
-                    "{name}{{resource=\"{}\",unit=\"{}\"}} {}",
-                    r.name,
-                    r.unit,
-                    f(&b)
+                    "{name}{{resource=\"{}\",unit=\"{}\"}} {v}",
+                    r.name, r.unit
                 );
             }
         }
@@ -273,16 +293,9 @@ fn fs_metrics(o: &mut String, fs: &crate::provisioned::ProvisionedFs, now: Nanos
         "gauge",
         "Provisioned file system: blocks held by each cache.",
     );
-    let _ = writeln!(
-        o,
-        "qoslab_fs_cache_blocks{{cache=\"memory\"}} {}",
-        st.memory_blocks.0
-    );
-    let _ = writeln!(
-        o,
-        "qoslab_fs_cache_blocks{{cache=\"nvme\"}} {}",
-        st.nvme_blocks.0
-    );
+    for (k, blocks) in [("memory", st.memory_blocks.0), ("nvme", st.nvme_blocks.0)] {
+        let _ = writeln!(o, "qoslab_fs_cache_blocks{{cache=\"{k}\"}} {blocks}");
+    }
 }
 
 #[cfg(test)]

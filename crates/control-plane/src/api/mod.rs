@@ -122,6 +122,15 @@ impl Reply {
             location: None,
         }
     }
+
+    /// 201 Created: the new object and where it now is.
+    fn created(body: Value, location: String) -> Reply {
+        Reply {
+            status: 201,
+            body,
+            location: Some(location),
+        }
+    }
 }
 
 impl ControlPlane {
@@ -270,13 +279,23 @@ fn svm_json(inner: &Inner, name: &Option<String>, uuid: &Option<String>) -> Valu
     json!({"name": name, "uuid": uuid})
 }
 
-/// A single record: everything, or the `fields=` asked for.
-fn single(full: Value, q: &Query) -> Value {
-    if q.fields.is_empty() {
+/// A single record's reply: everything, or the `fields=` asked for.
+fn single(full: Value, q: &Query) -> R<Reply> {
+    Ok(Reply::ok(if q.fields.is_empty() {
         full
     } else {
         query::project(&full, &q.fields)
-    }
+    }))
+}
+
+/// A collection's reply: the page of the records `q` selects (filters, order, fields) of
+/// `all`, whose top-level fields are `top`.
+fn listing(all: Vec<Value>, q: &Query, top: &[&str], collection: &str) -> R<Reply> {
+    Ok(Reply::ok(query::page(
+        query::select(all, q, top)?,
+        q,
+        collection,
+    )?))
 }
 
 fn db_err(e: rusqlite::Error) -> ApiError {

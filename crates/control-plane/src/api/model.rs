@@ -184,19 +184,33 @@ fn string<'a>(m: &'a Map<String, Value>, prefix: &str, key: &str) -> R<Option<&'
     }
 }
 
-fn name(m: &Map<String, Value>, what: &str) -> R<Option<String>> {
+/// A reference object `{name, uuid}` at `target` (both optional strings, nothing else).
+fn name_uuid(v: &Value, target: &str) -> R<(Option<String>, Option<String>)> {
+    let o = object(v, target)?;
+    only(o, target, &["name", "uuid"])?;
+    Ok((
+        string(o, target, "name")?.map(str::to_string),
+        string(o, target, "uuid")?.map(str::to_string),
+    ))
+}
+
+/// `name` when given, held to the object names' rule ([`valid_name`]); `refusal` words the
+/// error for a name that breaks it.
+fn checked_name(m: &Map<String, Value>, refusal: impl FnOnce(&str) -> String) -> R<Option<String>> {
     match string(m, "", "name")? {
         None => Ok(None),
         Some(n) if valid_name(n) => Ok(Some(n.to_string())),
-        Some(n) => Err(ApiError::bad(
-            code::OUT_OF_RANGE,
-            "name",
-            format!(
-                "invalid {what} name {n:?}: names are 1 to 128 characters from A-Z a-z 0-9 _ - . \
-                 (not starting with - or .)"
-            ),
-        )),
+        Some(n) => Err(ApiError::bad(code::OUT_OF_RANGE, "name", refusal(n))),
     }
+}
+
+fn name(m: &Map<String, Value>, what: &str) -> R<Option<String>> {
+    checked_name(m, |n| {
+        format!(
+            "invalid {what} name {n:?}: names are 1 to 128 characters from A-Z a-z 0-9 _ - . \
+             (not starting with - or .)"
+        )
+    })
 }
 
 /// `svm {name, uuid}`: stored as given (qoslab has one implicit SVM).
@@ -210,12 +224,8 @@ fn svm(m: &Map<String, Value>) -> R<Option<Svm>> {
     let Some(v) = m.get("svm") else {
         return Ok(None);
     };
-    let s = object(v, "svm")?;
-    only(s, "svm", &["name", "uuid"])?;
-    Ok(Some(Svm {
-        name: string(s, "svm", "name")?.map(str::to_string),
-        uuid: string(s, "svm", "uuid")?.map(str::to_string),
-    }))
+    let (name, uuid) = name_uuid(v, "svm")?;
+    Ok(Some(Svm { name, uuid }))
 }
 
 fn policy_error(e: PolicyError) -> ApiError {
@@ -652,12 +662,8 @@ fn policy_ref(v: &Value, target: &str) -> R<Option<PolicyRef>> {
     if v.is_null() {
         return Ok(None);
     }
-    let p = object(v, target)?;
-    only(p, target, &["name", "uuid"])?;
-    let r = PolicyRef {
-        name: string(p, target, "name")?.map(str::to_string),
-        uuid: string(p, target, "uuid")?.map(str::to_string),
-    };
+    let (name, uuid) = name_uuid(v, target)?;
+    let r = PolicyRef { name, uuid };
     match (&r.name, &r.uuid) {
         (None, None) => Ok(None),
         (Some(n), None) if n == "none" => Ok(None),
@@ -714,11 +720,7 @@ fn aggregates(m: &Map<String, Value>) -> R<()> {
         ));
     };
     for (i, a) in items.iter().enumerate() {
-        let t = format!("aggregates[{i}]");
-        let o = object(a, &t)?;
-        only(o, &t, &["name", "uuid"])?;
-        string(o, &t, "name")?;
-        string(o, &t, "uuid")?;
+        name_uuid(a, &format!("aggregates[{i}]"))?;
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::model::nas::{self as nas_model, ExportPolicyRef};
 use super::model::{self, code, ApiError};
-use super::query::{self, Query};
+use super::query::Query;
 use super::{svm_json, ControlPlane, Inner, Reply, R};
 use crate::config::NodeConfig;
 use crate::nas::export_policy::Policy;
@@ -175,17 +175,13 @@ impl Nas<'_> {
             .iter()
             .map(|p| self.policy_json(&inner, p))
             .collect();
-        let sel = query::select(all, q, POLICY_TOP)?;
-        Ok(Reply::ok(query::page(sel, q, EXPORT_POLICIES)?))
+        super::listing(all, q, POLICY_TOP, EXPORT_POLICIES)
     }
 
     pub fn get_policy(&self, id: &str, q: &Query) -> R<Reply> {
         let inner = self.cp.lock();
         let i = policy_index(&inner, id)?;
-        Ok(Reply::ok(super::single(
-            self.policy_json(&inner, &inner.export_policies[i]),
-            q,
-        )))
+        super::single(self.policy_json(&inner, &inner.export_policies[i]), q)
     }
 
     pub fn create_policy(&self, body: &[u8]) -> R<Reply> {
@@ -220,11 +216,7 @@ impl Nas<'_> {
         let body = self.policy_json(&inner, &rec);
         let location = format!("{EXPORT_POLICIES}/{}", rec.row.id);
         inner.export_policies.push(rec);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     /// A new name and/or new rules, in force for mounted clients at their next call.

@@ -83,7 +83,7 @@ impl Policies<'_> {
     pub fn get(&self, uuid: &str, q: &Query) -> R<Reply> {
         let inner = self.cp.lock();
         let p = &inner.policies[policy_index(&inner, uuid)?];
-        Ok(Reply::ok(super::single(self.json(&inner, p), q)))
+        super::single(self.json(&inner, p), q)
     }
 
     pub fn create(&self, body: &[u8]) -> R<Reply> {
@@ -116,11 +116,7 @@ impl Policies<'_> {
         let body = self.json(&inner, &rec);
         let location = format!("{POLICIES}/{}", rec.row.uuid);
         inner.policies.push(rec);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     /// Validate a PATCH body against policy `i` (nothing changes yet).

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::model::ApiError;
-use super::query::{self, Query};
+use super::query::Query;
 use super::{ControlPlane, Inner, Reply, R};
 
 pub const SVMS: &str = "/api/svm/svms";
@@ -133,8 +133,7 @@ impl Svms<'_> {
     }
 
     pub fn list(&self, q: &Query) -> R<Reply> {
-        let sel = query::select(self.records(), q, SVM_TOP)?;
-        Ok(Reply::ok(query::page(sel, q, SVMS)?))
+        super::listing(self.records(), q, SVM_TOP, SVMS)
     }
 
     pub fn get(&self, uuid: &str, q: &Query) -> R<Reply> {
@@ -143,7 +142,7 @@ impl Svms<'_> {
             .into_iter()
             .find(|r| r["uuid"] == uuid)
             .ok_or_else(|| ApiError::not_found("uuid", format!("no SVM with uuid {uuid:?}")))?;
-        Ok(Reply::ok(super::single(rec, q)))
+        super::single(rec, q)
     }
 }
 

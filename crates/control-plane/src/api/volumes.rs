@@ -161,7 +161,7 @@ impl Volumes<'_> {
     pub fn get(&self, uuid: &str, q: &Query) -> R<Reply> {
         let inner = self.cp.lock();
         let v = &inner.volumes[volume_index(&inner, uuid)?];
-        Ok(Reply::ok(super::single(self.json(&inner, v), q)))
+        super::single(self.json(&inner, v), q)
     }
 
     /// Refuse a size the data directory's file system cannot hold in one file.
@@ -272,11 +272,7 @@ impl Volumes<'_> {
         let location = format!("{VOLUMES}/{}", row.uuid);
         let body = self.json(&inner, &row);
         inner.volumes.push(row);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     /// What the node serves for `row` (a NAS volume's export id read, or assigned now).

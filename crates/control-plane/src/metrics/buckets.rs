@@ -3,9 +3,8 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{esc, family, header, limit_families};
+use super::{bytes_by_op, esc, family, header, limit_families, OPS};
 use crate::node::Node;
-use crate::stats::OpKind;
 
 pub(super) fn render(node: &Node, o: &mut String) {
     let bs: Vec<_> = node
@@ -24,14 +23,7 @@ pub(super) fn render(node: &Node, o: &mut String) {
         "counter",
         "S3 requests completed on the bucket: read = GET, write = PUT and UploadPart, other = the rest.",
         &bs,
-        |b| {
-            [
-                ("op=\"read\"", OpKind::Read),
-                ("op=\"write\"", OpKind::Write),
-                ("op=\"other\"", OpKind::Other),
-            ]
-            .map(|(op, k)| (op, b.stats.ops(k)))
-        },
+        |b| OPS.map(|(op, k)| (op, b.stats.ops(k))),
     );
     family(
         o,
@@ -39,12 +31,7 @@ pub(super) fn render(node: &Node, o: &mut String) {
         "counter",
         "Payload bytes, by direction.",
         &bs,
-        |b| {
-            [
-                ("op=\"read\"", b.stats.read_bytes.load(Relaxed)),
-                ("op=\"write\"", b.stats.write_bytes.load(Relaxed)),
-            ]
-        },
+        |b| bytes_by_op(&b.stats),
     );
     family(
         o,

@@ -1,9 +1,7 @@
 //! `burst = { ... }` sub-tables of fixed and adaptive policies, `provisioned = { ... }`
 //! policies and the node's `ceiling_mode` (qoslab extensions of ONTAP's shapes).
 
-use qos_core::{
-    parse_seconds, parse_size, parse_throughput, BurstPolicy, Model, ProvisionedPolicy,
-};
+use qos_core::{parse_seconds, parse_size, BurstPolicy, Model, ProvisionedPolicy};
 use serde::Deserialize;
 
 use super::NumOrStr;
@@ -109,18 +107,12 @@ pub(super) fn burst(kind: &str, b: &RawBurst) -> Result<BurstPolicy, String> {
         initial_percent: percent(&f("initial_percent"), b.initial_percent)?,
         ..BurstPolicy::default()
     };
-    if let Some(s) = &b.max_throughput {
-        if p.max_iops != 0 || p.max_mbps != 0 {
-            return Err(format!(
-                "give either {} or {}/_mbps, not both",
-                f("max_throughput"),
-                f("max_throughput_iops")
-            ));
-        }
-        let t = parse_throughput(s).map_err(|e| format!("{}: {e}", f("max_throughput")))?;
-        p.max_iops = t.iops;
-        p.max_mbps = t.mbps;
-    }
+    super::throughput(
+        &f("max_throughput"),
+        &b.max_throughput,
+        &mut p.max_iops,
+        &mut p.max_mbps,
+    )?;
     if let Some(v) = &b.bucket_iops {
         p.bucket_iops = whole(&f("bucket_iops"), v)?;
     }

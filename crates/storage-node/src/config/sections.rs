@@ -221,31 +221,22 @@ pub(super) fn policies(
                 "duplicate policy name (extreme, performance and value are built in)".into(),
             ));
         }
-        let policy = match (&p.fixed, &p.adaptive, &p.provisioned) {
-            (Some(f), None, None) => {
-                let ctx = ctx_at(key_offset(src.text, sp.span().start, "fixed"));
-                let pol = Policy::Fixed(fixed(f).map_err(&ctx)?);
-                pol.validate().map_err(|e| ctx(e.to_string()))?;
-                pol
-            }
-            (None, Some(a), None) => {
-                let ctx = ctx_at(key_offset(src.text, sp.span().start, "adaptive"));
-                let pol = Policy::Adaptive(adaptive(a).map_err(&ctx)?);
-                pol.validate().map_err(|e| ctx(e.to_string()))?;
-                pol
-            }
-            (None, None, Some(v)) => {
-                let ctx = ctx_at(key_offset(src.text, sp.span().start, "provisioned"));
-                let pol = Policy::Provisioned(burst::provisioned(v).map_err(&ctx)?);
-                pol.validate().map_err(|e| ctx(e.to_string()))?;
-                pol
-            }
+        let (kind, parsed) = match (&p.fixed, &p.adaptive, &p.provisioned) {
+            (Some(f), None, None) => ("fixed", fixed(f).map(Policy::Fixed)),
+            (None, Some(a), None) => ("adaptive", adaptive(a).map(Policy::Adaptive)),
+            (None, None, Some(v)) => (
+                "provisioned",
+                burst::provisioned(v).map(Policy::Provisioned),
+            ),
             _ => {
                 return Err(ctx_at(sp.span().start)(
                     "exactly one of `fixed`, `adaptive` or `provisioned` must be given".into(),
                 ))
             }
         };
+        let ctx = ctx_at(key_offset(src.text, sp.span().start, kind));
+        let policy = parsed.map_err(&ctx)?;
+        policy.validate().map_err(|e| ctx(e.to_string()))?;
         cfg.policies.push(PolicySpec {
             name: name.clone(),
             policy,

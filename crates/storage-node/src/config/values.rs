@@ -50,28 +50,18 @@ pub(super) fn fixed(f: &RawFixed) -> Result<FixedPolicy, String> {
             .map(|b| burst::burst("fixed", b))
             .transpose()?,
     };
-    if let Some(s) = &f.max_throughput {
-        if p.max_iops != 0 || p.max_mbps != 0 {
-            return Err(
-                "give either fixed.max_throughput or fixed.max_throughput_iops/_mbps, not both"
-                    .into(),
-            );
-        }
-        let t = parse_throughput(s).map_err(|e| format!("fixed.max_throughput: {e}"))?;
-        p.max_iops = t.iops;
-        p.max_mbps = t.mbps;
-    }
-    if let Some(s) = &f.min_throughput {
-        if p.min_iops != 0 || p.min_mbps != 0 {
-            return Err(
-                "give either fixed.min_throughput or fixed.min_throughput_iops/_mbps, not both"
-                    .into(),
-            );
-        }
-        let t = parse_throughput(s).map_err(|e| format!("fixed.min_throughput: {e}"))?;
-        p.min_iops = t.iops;
-        p.min_mbps = t.mbps;
-    }
+    throughput(
+        "fixed.max_throughput",
+        &f.max_throughput,
+        &mut p.max_iops,
+        &mut p.max_mbps,
+    )?;
+    throughput(
+        "fixed.min_throughput",
+        &f.min_throughput,
+        &mut p.min_iops,
+        &mut p.min_mbps,
+    )?;
     Ok(p)
 }
 

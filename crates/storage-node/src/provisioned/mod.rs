@@ -374,6 +374,13 @@ mod tests {
         run_from(fs, 0, conns, access, span, secs)
     }
 
+    /// `rate` (bytes per second) is `mib_s` MiB/s, within `tolerance`.
+    #[track_caller]
+    fn assert_mib_s(rate: f64, mib_s: f64, tolerance: f64) {
+        let got = rate / MIB as f64;
+        assert!((got - mib_s).abs() < tolerance, "{got}");
+    }
+
     #[test]
     fn cached_reads_cost_network_only_misses_cost_disk() {
         let fs = ProvisionedFs::new(spec(), 0);
@@ -392,27 +399,15 @@ mod tests {
         };
         let fs = warm();
         let one = run_from(&fs, SEC, 1, Access::Read, 4 * MIB, 1);
-        assert!(
-            (one / MIB as f64 - 200.0).abs() < 3.0,
-            "{}",
-            one / MIB as f64
-        );
+        assert_mib_s(one, 200.0, 3.0);
         let fs = warm();
         let four = run_from(&fs, SEC, 4, Access::Read, 4 * MIB, 1);
-        assert!(
-            (four / MIB as f64 - 400.0).abs() < 8.0,
-            "{}",
-            four / MIB as f64
-        );
+        assert_mib_s(four, 400.0, 8.0);
         assert!(fs.stats.read_miss_bytes.load(Relaxed) == 0);
         // Misses (a span beyond both caches) run at the disk: 10 MiB/s, 100 SSD IOPS.
         let fs = ProvisionedFs::new(spec(), 0);
         let miss = run(&fs, 4, Access::Read, 64 * MIB, 2);
-        assert!(
-            (miss / MIB as f64 - 10.0).abs() < 1.0,
-            "{}",
-            miss / MIB as f64
-        );
+        assert_mib_s(miss, 10.0, 1.0);
         assert!(fs.stats.read_memory_bytes.load(Relaxed) == 0);
     }
 
@@ -426,11 +421,7 @@ mod tests {
         assert_eq!(st.resources[0].credits.unwrap().bucket, 300 * MIB);
         let avg = run(&fs, 8, Access::Read, MIB, 11);
         // 1 s at 400 + 10 s at 100 over 11 s = 127 MiB/s.
-        assert!(
-            (avg / MIB as f64 - 127.3).abs() < 2.5,
-            "{}",
-            avg / MIB as f64
-        );
+        assert_mib_s(avg, 127.3, 2.5);
         let st = fs.status(11 * SEC);
         assert!(st.resources[0].credits.unwrap().balance < 2 * MIB);
         assert_eq!(st.memory_blocks, (1, 4));

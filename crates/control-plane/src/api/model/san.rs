@@ -8,11 +8,12 @@ use qos_core::parse_size;
 use serde_json::{Map, Value};
 
 use super::{
-    code, object, only, policy_ref, string, svm, uint, wrong_type, ApiError, PolicyRef, Svm, R,
+    checked_name, code, name_uuid, object, only, policy_ref, string, svm, uint, wrong_type,
+    ApiError, PolicyRef, Svm, R,
 };
 use crate::config::iscsi::{valid_iscsi_name, MAX_LUN};
 use crate::config::san::{split_lun_path, LunPathError};
-use crate::config::{valid_name, NAME_RULE};
+use crate::config::NAME_RULE;
 
 // The allowed values are node.toml's too (`[[lun]]`, `[[igroup]]`): one list each.
 pub use crate::config::san::{
@@ -180,12 +181,8 @@ fn reference(m: &Map<String, Value>, key: &str) -> R<Option<Ref>> {
     let Some(v) = m.get(key) else {
         return Ok(None);
     };
-    let o = object(v, key)?;
-    only(o, key, &["name", "uuid"])?;
-    let r = Ref {
-        name: string(o, key, "name")?.map(str::to_string),
-        uuid: string(o, key, "uuid")?.map(str::to_string),
-    };
+    let (name, uuid) = name_uuid(v, key)?;
+    let r = Ref { name, uuid };
     if r.name.is_none() && r.uuid.is_none() {
         return Err(ApiError::bad(
             code::MISSING_FIELD,
@@ -373,15 +370,9 @@ pub fn new_initiators(m: &Map<String, Value>) -> R<Vec<String>> {
 }
 
 fn igroup_name(m: &Map<String, Value>) -> R<Option<String>> {
-    match string(m, "", "name")? {
-        None => Ok(None),
-        Some(n) if valid_name(n) => Ok(Some(n.to_string())),
-        Some(n) => Err(ApiError::bad(
-            code::OUT_OF_RANGE,
-            "name",
-            format!("name = {n:?} is not a valid igroup name: names are {NAME_RULE}"),
-        )),
-    }
+    checked_name(m, |n| {
+        format!("name = {n:?} is not a valid igroup name: names are {NAME_RULE}")
+    })
 }
 
 /// A validated POST /api/protocols/san/igroups.

@@ -4,21 +4,11 @@
 use serde_json::{json, Map, Value};
 
 use super::super::model::{code, only, ApiError, PolicyRef};
-use super::super::query;
-use super::super::{db_err, single, ControlPlane, Query, Reply, R};
+use super::super::{db_err, listing, single, ControlPlane, Query, Reply, R};
 use super::{new_keys, valid_key, valid_user_name, S3};
 use crate::state::{BucketRow, S3UserRow};
 
 // ---- the REST API ----
-
-/// The collection's page of the records `q` selects.
-fn list(all: Vec<Value>, q: &Query, top: &[&str], collection: &str) -> R<Reply> {
-    Ok(Reply::ok(query::page(
-        query::select(all, q, top)?,
-        q,
-        collection,
-    )?))
-}
 
 fn check_svm(cp: &ControlPlane, svm_uuid: &str) -> R<()> {
     if svm_uuid == cp.s3.svm_uuid {
@@ -211,7 +201,7 @@ impl S3<'_> {
 
     /// GET /api/protocols/s3/services
     pub fn services(&self, q: &Query) -> R<Reply> {
-        list(
+        listing(
             vec![self.service_json()],
             q,
             &[
@@ -230,7 +220,7 @@ impl S3<'_> {
     /// GET /api/protocols/s3/services/{svm.uuid}
     pub fn service(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
         check_svm(self.cp, svm_uuid)?;
-        Ok(Reply::ok(single(self.service_json(), q)))
+        single(self.service_json(), q)
     }
 
     fn service_json(&self) -> Value {
@@ -255,7 +245,7 @@ impl S3<'_> {
             .iter()
             .map(|b| self.bucket_json(&inner, b))
             .collect();
-        list(
+        listing(
             all,
             q,
             BUCKET_TOP,
@@ -268,7 +258,7 @@ impl S3<'_> {
         let inner = self.cp.lock();
         let rows = self.cp.s3.rows();
         let b = &rows.buckets[bucket_index(&rows.buckets, uuid)?];
-        Ok(Reply::ok(single(self.bucket_json(&inner, b), q)))
+        single(self.bucket_json(&inner, b), q)
     }
 
     pub fn post_bucket(&self, svm_uuid: &str, body: &[u8]) -> R<Reply> {
@@ -295,14 +285,13 @@ impl S3<'_> {
         let comment = text(&m, "comment", "comment")?.unwrap_or("");
         let (_, row) = self.create_bucket(name, size, policy.as_ref(), comment)?;
         let inner = self.cp.lock();
-        Ok(Reply {
-            status: 201,
-            body: self.bucket_json(&inner, &row),
-            location: Some(format!(
+        Ok(Reply::created(
+            self.bucket_json(&inner, &row),
+            format!(
                 "/api/protocols/s3/services/{}/buckets/{}",
                 self.cp.s3.svm_uuid, row.uuid
-            )),
-        })
+            ),
+        ))
     }
 
     pub fn patch_bucket(&self, svm_uuid: &str, uuid: &str, body: &[u8]) -> R<Reply> {
@@ -383,7 +372,7 @@ impl S3<'_> {
             .iter()
             .map(|u| self.user_json(u))
             .collect();
-        list(
+        listing(
             all,
             q,
             USER_TOP,
@@ -395,7 +384,7 @@ impl S3<'_> {
         check_svm(self.cp, svm_uuid)?;
         let rows = self.cp.s3.rows();
         let u = &rows.users[user_index(&rows.users, name)?];
-        Ok(Reply::ok(single(self.user_json(u), q)))
+        single(self.user_json(u), q)
     }
 
     /// POST: the reply carries the secret key, the only time it is shown.

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 
 use super::super::model::san as m;
 use super::super::model::{self, code, ApiError};
-use super::super::query::{self, Query};
-use super::super::{db_err, svm_json, svms, Inner, Reply, R};
+use super::super::query::Query;
+use super::super::{db_err, listing, single, svm_json, svms, Inner, Reply, R};
 use super::{check_exposure, check_numbers, lun_path, named, not_found, publish, San, IGROUPS};
 use crate::state::{new_uuid, IgroupRow};
 
@@ -66,15 +66,14 @@ impl San<'_> {
             .iter()
             .map(|g| self.igroup_json(&inner, g))
             .collect();
-        let sel = query::select(all, q, IGROUP_TOP)?;
-        Ok(Reply::ok(query::page(sel, q, IGROUPS)?))
+        listing(all, q, IGROUP_TOP, IGROUPS)
     }
 
     pub fn get_igroup(&self, uuid: &str, q: &Query) -> R<Reply> {
         let inner = self.cp.lock();
         let i = igroup_index(&inner, uuid)?;
         let body = self.igroup_json(&inner, &inner.san.igroups[i]);
-        Ok(Reply::ok(super::super::single(body, q)))
+        single(body, q)
     }
 
     pub fn create_igroup(&self, body: &[u8]) -> R<Reply> {
@@ -103,11 +102,7 @@ impl San<'_> {
         let body = self.igroup_json(&inner, &row);
         let location = format!("{IGROUPS}/{}", row.uuid);
         inner.san.igroups.push(row);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     pub fn patch_igroup(&self, uuid: &str, body: &[u8]) -> R<Reply> {
@@ -235,12 +230,7 @@ impl San<'_> {
             .iter()
             .map(|n| json!({"name": n}))
             .collect();
-        let sel = query::select(all, q, &["name"])?;
-        Ok(Reply::ok(query::page(
-            sel,
-            q,
-            &format!("{IGROUPS}/{uuid}/initiators"),
-        )?))
+        listing(all, q, &["name"], &format!("{IGROUPS}/{uuid}/initiators"))
     }
 
     pub fn get_initiator(&self, uuid: &str, name: &str) -> R<Reply> {

@@ -5,8 +5,10 @@ use serde_json::{json, Value};
 
 use super::super::model::san::{self as m, LunPatch};
 use super::super::model::{self, code, ApiError};
-use super::super::query::{self, Query};
-use super::super::{db_unchanged, file_error, policies, svm_json, volume_files, Inner, Reply, R};
+use super::super::query::Query;
+use super::super::{
+    db_unchanged, file_error, listing, policies, single, svm_json, volume_files, Inner, Reply, R,
+};
 use super::{lun_node_name, lun_path, lun_spec, named, not_found, volume_of, San, LUNS};
 use crate::datadir::describe_size;
 use crate::state::{new_uuid, LunRow};
@@ -134,15 +136,14 @@ impl San<'_> {
             .iter()
             .map(|l| self.lun_json(&inner, l))
             .collect();
-        let sel = query::select(all, q, LUN_TOP)?;
-        Ok(Reply::ok(query::page(sel, q, LUNS)?))
+        listing(all, q, LUN_TOP, LUNS)
     }
 
     pub fn get_lun(&self, uuid: &str, q: &Query) -> R<Reply> {
         let inner = self.cp.lock();
         let i = lun_index(&inner, uuid)?;
         let body = self.lun_json(&inner, &inner.san.luns[i]);
-        Ok(Reply::ok(super::super::single(body, q)))
+        single(body, q)
     }
 
     /// Refuse a LUN the data directory's file system cannot hold in one file.
@@ -268,11 +269,7 @@ impl San<'_> {
         let body = self.lun_json(&inner, &row);
         let location = format!("{LUNS}/{}", row.uuid);
         inner.san.luns.push(row);
-        Ok(Reply {
-            status: 201,
-            body,
-            location: Some(location),
-        })
+        Ok(Reply::created(body, location))
     }
 
     /// Grow `space.size`, set or clear `qos_policy`, change `comment`.

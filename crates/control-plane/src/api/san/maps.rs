@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use super::super::model::san::{self as m, Ref};
 use super::super::model::{self, code, ApiError};
-use super::super::query::{self, Query};
-use super::super::{db_err, svm_json, svms, Inner, Reply, R};
+use super::super::query::Query;
+use super::super::{db_err, listing, single, svm_json, svms, Inner, Reply, R};
 use super::igroups::igroup_index;
 use super::luns::lun_index;
 use super::{
@@ -46,8 +46,7 @@ impl San<'_> {
             .map(|m| self.map_json(&inner, m))
             .collect();
         let q = &super::default_fields(q, &["lun", "igroup", "logical_unit_number", "svm"]);
-        let sel = query::select(all, q, MAP_TOP)?;
-        Ok(Reply::ok(query::page(sel, q, LUN_MAPS)?))
+        listing(all, q, MAP_TOP, LUN_MAPS)
     }
 
     fn map_index(inner: &Inner, lun: &str, igroup: &str) -> R<usize> {
@@ -68,7 +67,7 @@ impl San<'_> {
         let inner = self.cp.lock();
         let i = Self::map_index(&inner, lun, igroup)?;
         let body = self.map_json(&inner, &inner.san.maps[i]);
-        Ok(Reply::ok(super::super::single(body, q)))
+        single(body, q)
     }
 
     /// The LUN a map names (by path and/or uuid).
@@ -161,11 +160,10 @@ impl San<'_> {
         inner.san.maps.push(row.clone());
         publish(&self.cp.node, &inner);
         let body = self.map_json(&inner, &row);
-        Ok(Reply {
-            status: 201,
+        Ok(Reply::created(
             body,
-            location: Some(format!("{LUN_MAPS}/{}/{}", row.lun_uuid, row.igroup_uuid)),
-        })
+            format!("{LUN_MAPS}/{}/{}", row.lun_uuid, row.igroup_uuid),
+        ))
     }
 
     /// The smallest number neither the igroup nor any of its initiators uses yet
@@ -240,8 +238,7 @@ impl San<'_> {
         let inner = self.cp.lock();
         let all = vec![self.service_json(&inner)];
         let q = &super::default_fields(q, &["svm", "target", "enabled"]);
-        let sel = query::select(all, q, SERVICE_TOP)?;
-        Ok(Reply::ok(query::page(sel, q, ISCSI_SERVICES)?))
+        listing(all, q, SERVICE_TOP, ISCSI_SERVICES)
     }
 
     pub fn get_service(&self, svm_uuid: &str, q: &Query) -> R<Reply> {
@@ -257,6 +254,6 @@ impl San<'_> {
                 ),
             ));
         }
-        Ok(Reply::ok(super::super::single(body, q)))
+        single(body, q)
     }
 }
