@@ -404,3 +404,145 @@ pub fn text(v: &Value) -> String {
 pub fn cell<'a>(t: &'a SummaryTable, r: &'a [Value], name: &str) -> Option<&'a Value> {
     t.column(name).and_then(|i| r.get(i))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fio::result::DirStats;
+    use fio::JobResult;
+    use suites::iostat::{IoStat, VmStat};
+
+    fn entry(client: &str, iops: f64, p99_ns: u64) -> JobResult {
+        JobResult {
+            client: Some(client.into()),
+            read: DirStats {
+                iops,
+                bw_bytes: 1048576,
+                total_ios: 100,
+                lat_mean_ns: 2500.0,
+                p99_ns,
+                ..DirStats::default()
+            },
+            ..JobResult::default()
+        }
+    }
+
+    /// A run of two clients, with one device's iostat and one host's vmstat.
+    fn run() -> FioRun {
+        FioRun {
+            stage: "host".into(),
+            job: "randread".into(),
+            iteration: 2,
+            hosts: vec!["a".into(), "b".into()],
+            targets: vec!["/dev/x".into(), "/dev/y".into()],
+            per_client: vec![entry("a:8765", 100.0, 2000), entry("b:8765", 50.0, 4000)],
+            merged: entry(fio::result::ALL_CLIENTS, 150.0, 0),
+            iostat: vec![IoStat {
+                host: "a".into(),
+                device: "x".into(),
+                r_s: 100.04,
+                w_s: 0.0,
+                rmb_s: 0.39,
+                wmb_s: 0.0,
+                r_await_ms: 1.25,
+                w_await_ms: 0.0,
+                aqu_sz: 0.12,
+                util_pct: 45.67,
+            }],
+            vmstat: vec![VmStat {
+                host: "b".into(),
+                us: 10.0,
+                sy: 5.0,
+                wa: 1.0,
+                id: 84.0,
+                st: 0.0,
+                r: 3,
+                b: 1,
+                cs_s: 1200.0,
+                si_s: 0.0,
+                so_s: 0.0,
+                majflt_s: 0.5,
+            }],
+            job_files: vec![],
+            series: vec![],
+            steady: None,
+            output: fio::FioOutput::default(),
+        }
+    }
+
+    /// Every row of the per-run tables starts with its run's stage, job and iteration; the
+    /// merged entry follows the clients, without a p99.
+    #[test]
+    fn per_run_tables_start_each_row_with_the_run() {
+        let runs = [run()];
+        let t = clients(&runs);
+        assert_eq!((t.kind.as_str(), t.columns.len()), (CLIENTS, 10));
+        let want = |client: &str, iops: f64, p99: Value| {
+            vec![
+                json!("host"),
+                json!("randread"),
+                json!(2),
+                json!("a+b:/dev/x+/dev/y"),
+                json!(client),
+                json!(iops),
+                json!(1.0),
+                json!(2.5),
+                p99,
+                json!(100),
+            ]
+        };
+        assert_eq!(
+            t.rows,
+            [
+                want("a:8765", 100.0, json!(2.0)),
+                want("b:8765", 50.0, json!(4.0)),
+                want("All clients", 150.0, Value::Null),
+            ]
+        );
+        let t = iostat(&runs);
+        assert_eq!(t.kind, IOSTAT);
+        assert_eq!(
+            t.rows,
+            [[
+                json!("host"),
+                json!("randread"),
+                json!(2),
+                json!("a"),
+                json!("x"),
+                json!(100.0),
+                json!(0.0),
+                json!(0.4),
+                json!(0.0),
+                json!(1.3),
+                json!(0.0),
+                json!(0.1),
+                json!(45.7),
+            ]]
+        );
+        assert_eq!(t.columns.len(), t.rows[0].len());
+        let t = vmstat(&runs);
+        assert_eq!(t.kind, VMSTAT);
+        assert_eq!(
+            t.rows,
+            [[
+                json!("host"),
+                json!("randread"),
+                json!(2),
+                json!("b"),
+                json!(10.0),
+                json!(5.0),
+                json!(1.0),
+                json!(84.0),
+                json!(0.0),
+                json!(3),
+                json!(1),
+                json!(1200.0),
+                json!(0.0),
+                json!(0.0),
+                json!(0.5),
+            ]]
+        );
+        assert_eq!(t.columns.len(), t.rows[0].len());
+        assert!(clients(&[]).rows.is_empty());
+    }
+}
