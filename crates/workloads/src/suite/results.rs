@@ -270,30 +270,29 @@ pub const CLIENT_COLUMNS: [&str; 10] = [
 /// Every measured run's per-client entries and the merged one ("All clients"; its p99 is
 /// left empty: fio gives the merged entry no percentiles).
 pub fn clients(runs: &[FioRun]) -> SummaryTable {
-    let mut rows = Vec::new();
-    for r in runs {
-        let place = format!("{}:{}", r.hosts.join("+"), r.targets.join("+"));
-        let mut entries: Vec<&fio::JobResult> = r.per_client.iter().collect();
-        if r.merged.client.as_deref() == Some(fio::result::ALL_CLIENTS) {
-            entries.push(&r.merged);
-        }
-        for c in entries {
+    let rows = per_run(
+        runs,
+        |r| {
+            let mut entries: Vec<&fio::JobResult> = r.per_client.iter().collect();
+            if r.merged.client.as_deref() == Some(fio::result::ALL_CLIENTS) {
+                entries.push(&r.merged);
+            }
+            entries
+        },
+        |r, c| {
             let merged = c.client.as_deref() == Some(fio::result::ALL_CLIENTS);
             let p99 = c.read.p99_ns.max(c.write.p99_ns) as f64 / 1e3;
-            rows.push(vec![
-                json!(r.stage),
-                json!(r.job),
-                json!(r.iteration),
-                json!(place),
+            vec![
+                json!(format!("{}:{}", r.hosts.join("+"), r.targets.join("+"))),
                 json!(c.client.clone().unwrap_or_else(|| "local".into())),
                 r1(c.iops()),
                 r1(c.bw_bytes() as f64 / 1048576.0),
                 r1(c.lat_mean_ns() / 1e3),
                 if merged { Value::Null } else { r1(p99) },
                 json!(c.read.total_ios + c.write.total_ios),
-            ]);
-        }
-    }
+            ]
+        },
+    );
     table(
         CLIENTS,
         "per client and merged (All clients)",
@@ -302,14 +301,30 @@ pub fn clients(runs: &[FioRun]) -> SummaryTable {
     )
 }
 
-pub fn iostat(runs: &[FioRun]) -> SummaryTable {
+/// The rows of a table of what each measured run saw: for each of a run's `items`, the
+/// run's stage, job and iteration, then `cells` of the item.
+fn per_run<'a, T, I: IntoIterator<Item = T>>(
+    runs: &'a [FioRun],
+    items: impl Fn(&'a FioRun) -> I,
+    cells: impl Fn(&FioRun, T) -> Vec<Value>,
+) -> Vec<Vec<Value>> {
     let mut rows = Vec::new();
     for r in runs {
-        for st in &r.iostat {
-            rows.push(vec![
-                json!(r.stage),
-                json!(r.job),
-                json!(r.iteration),
+        for x in items(r) {
+            let mut row = vec![json!(r.stage), json!(r.job), json!(r.iteration)];
+            row.extend(cells(r, x));
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+pub fn iostat(runs: &[FioRun]) -> SummaryTable {
+    let rows = per_run(
+        runs,
+        |r| &r.iostat,
+        |_, st| {
+            vec![
                 json!(st.host),
                 json!(st.device),
                 r1(st.r_s),
@@ -320,9 +335,9 @@ pub fn iostat(runs: &[FioRun]) -> SummaryTable {
                 r1(st.w_await_ms),
                 r1(st.aqu_sz),
                 r1(st.util_pct),
-            ]);
-        }
-    }
+            ]
+        },
+    );
     table(
         IOSTAT,
         "iostat per device (from /proc/diskstats around each run)",
@@ -346,13 +361,11 @@ pub fn iostat(runs: &[FioRun]) -> SummaryTable {
 }
 
 pub fn vmstat(runs: &[FioRun]) -> SummaryTable {
-    let mut rows = Vec::new();
-    for r in runs {
-        for v in &r.vmstat {
-            rows.push(vec![
-                json!(r.stage),
-                json!(r.job),
-                json!(r.iteration),
+    let rows = per_run(
+        runs,
+        |r| &r.vmstat,
+        |_, v| {
+            vec![
                 json!(v.host),
                 r1(v.us),
                 r1(v.sy),
@@ -365,9 +378,9 @@ pub fn vmstat(runs: &[FioRun]) -> SummaryTable {
                 r1(v.si_s),
                 r1(v.so_s),
                 r1(v.majflt_s),
-            ]);
-        }
-    }
+            ]
+        },
+    );
     table(
         VMSTAT,
         "vmstat per host (from /proc/stat and /proc/vmstat around each run)",
