@@ -34,15 +34,6 @@ fn r1(x: f64) -> Value {
     }
 }
 
-fn table(kind: &str, name: &str, columns: &[&str], rows: Vec<Vec<Value>>) -> SummaryTable {
-    SummaryTable {
-        kind: kind.into(),
-        name: name.into(),
-        columns: columns.iter().map(|c| c.to_string()).collect(),
-        rows,
-    }
-}
-
 pub const PAIR_COLUMNS: [&str; 17] = [
     "from",
     "to",
@@ -94,7 +85,7 @@ pub fn pairs(name: &str, pairs: &[Pair], min_fraction: f64) -> SummaryTable {
             ]
         })
         .collect();
-    table(PAIRS, name, &PAIR_COLUMNS, rows)
+    SummaryTable::new(PAIRS, name, &PAIR_COLUMNS, rows)
 }
 
 pub fn hosts(totals: &[HostTotal], min_fraction: f64) -> SummaryTable {
@@ -118,7 +109,7 @@ pub fn hosts(totals: &[HostTotal], min_fraction: f64) -> SummaryTable {
             ]
         })
         .collect();
-    table(
+    SummaryTable::new(
         HOSTS,
         "per host under load (cumulative out and in)",
         &[
@@ -160,7 +151,7 @@ pub fn intervals(pairs: &[Pair]) -> SummaryTable {
             ]);
         }
     }
-    table(
+    SummaryTable::new(
         INTERVALS,
         "under load, per second",
         &["from", "to", "t_s", "mbps", "retransmits"],
@@ -184,7 +175,7 @@ pub fn sizing(sz: &[TargetSizing]) -> SummaryTable {
             ]
         })
         .collect();
-    table(
+    SummaryTable::new(
         SIZING,
         "sizing (seed 002 rules)",
         &[
@@ -251,7 +242,7 @@ pub fn fio(name: &str, sums: &[Summary], max_cv: Option<f64>) -> SummaryTable {
             ]
         })
         .collect();
-    table(FIO, name, &FIO_COLUMNS, rows)
+    SummaryTable::new(FIO, name, &FIO_COLUMNS, rows)
 }
 
 pub const CLIENT_COLUMNS: [&str; 10] = [
@@ -293,7 +284,7 @@ pub fn clients(runs: &[FioRun]) -> SummaryTable {
             ]
         },
     );
-    table(
+    SummaryTable::new(
         CLIENTS,
         "per client and merged (All clients)",
         &CLIENT_COLUMNS,
@@ -338,7 +329,7 @@ pub fn iostat(runs: &[FioRun]) -> SummaryTable {
             ]
         },
     );
-    table(
+    SummaryTable::new(
         IOSTAT,
         "iostat per device (from /proc/diskstats around each run)",
         &[
@@ -381,7 +372,7 @@ pub fn vmstat(runs: &[FioRun]) -> SummaryTable {
             ]
         },
     );
-    table(
+    SummaryTable::new(
         VMSTAT,
         "vmstat per host (from /proc/stat and /proc/vmstat around each run)",
         &[
