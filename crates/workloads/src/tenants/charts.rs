@@ -186,22 +186,10 @@ fn done_chart(columns: &[String], rows: &[Vec<Value>], cls: &[String]) -> Chart 
     done.x_unit = Unit::Count;
     done.y_unit = Unit::Secs;
     for (i, class) in cls.iter().enumerate() {
-        done.lines.push(line(
-            columns,
-            rows,
-            class,
-            "first_done_s",
-            format!("{class} first done"),
-            i,
-        ));
-        done.lines.push(line(
-            columns,
-            rows,
-            class,
-            "last_done_s",
-            format!("{class} last done"),
-            i,
-        ));
+        for (y, what) in [("first_done_s", "first done"), ("last_done_s", "last done")] {
+            done.lines
+                .push(line(columns, rows, class, y, format!("{class} {what}"), i));
+        }
     }
     done
 }
