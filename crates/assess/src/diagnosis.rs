@@ -395,14 +395,19 @@ fn device(i: &Inputs) -> Option<Diagnosis> {
     None
 }
 
+/// A host's CPU use in % of a core (fio's, the node's, others'), with the rule's limit
+/// ("" for a context figure).
+pub(crate) fn core(name: &str, h: &HostFigures, pct: f64, limit: &str) -> Figure {
+    Figure::new(name, &h.host, pct, "% of a core", limit)
+}
+
+/// A host's CPU time share in % of all its CPUs (idle, steal), with the rule's limit.
+fn all_cpus(name: &str, h: &HostFigures, pct: f64, limit: &str) -> Figure {
+    Figure::new(name, &h.host, pct, "% of all CPUs", limit)
+}
+
 fn idle_figure(h: &HostFigures) -> Figure {
-    Figure::new(
-        "host idle",
-        &h.host,
-        h.idle_pct,
-        "% of all CPUs",
-        &format!("< {HOST_IDLE_PCT:.0}"),
-    )
+    all_cpus("host idle", h, h.idle_pct, &format!("< {HOST_IDLE_PCT:.0}"))
 }
 
 fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
@@ -415,8 +420,8 @@ fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
                     h.host, h.fio_max_proc_pct
                 ),
                 vec![
-                    Figure::new("busiest fio process cpu", &h.host, h.fio_max_proc_pct, "% of a core", &format!(">= {CLIENT_PROC_PCT:.0}")),
-                    Figure::new("host idle", &h.host, h.idle_pct, "% of all CPUs", ""),
+                    core("busiest fio process cpu", h, h.fio_max_proc_pct, &format!(">= {CLIENT_PROC_PCT:.0}")),
+                    all_cpus("host idle", h, h.idle_pct, ""),
                 ],
             );
         }
@@ -439,9 +444,9 @@ fn client_cpu(i: &Inputs) -> Option<Diagnosis> {
                         "%",
                         &format!("< {HOST_IDLE_PCT:.0}"),
                     ),
-                    Figure::new("fio cpu", &h.host, h.fio_pct, "% of a core", ">= node cpu"),
-                    Figure::new("node cpu", &h.host, h.node_pct, "% of a core", ""),
-                    Figure::new("other cpu", &h.host, h.other_pct, "% of a core", ""),
+                    core("fio cpu", h, h.fio_pct, ">= node cpu"),
+                    core("node cpu", h, h.node_pct, ""),
+                    core("other cpu", h, h.other_pct, ""),
                 ],
             );
         }
@@ -459,11 +464,10 @@ fn node_cpu(i: &Inputs) -> Option<Diagnosis> {
                     "the node used {:.0}% of a core on {} ({} CPUs): it was short of CPU",
                     h.node_pct, h.host, h.ncpus
                 ),
-                vec![Figure::new(
+                vec![core(
                     "node cpu",
-                    &h.host,
+                    h,
                     h.node_pct,
-                    "% of a core",
                     &format!(">= {:.0}", NODE_ALL_CPUS_SHARE * all),
                 )],
             );
@@ -477,9 +481,9 @@ fn node_cpu(i: &Inputs) -> Option<Diagnosis> {
                 ),
                 vec![
                     idle_figure(h),
-                    Figure::new("node cpu", &h.host, h.node_pct, "% of a core", "largest"),
-                    Figure::new("fio cpu", &h.host, h.fio_pct, "% of a core", ""),
-                    Figure::new("other cpu", &h.host, h.other_pct, "% of a core", ""),
+                    core("node cpu", h, h.node_pct, "largest"),
+                    core("fio cpu", h, h.fio_pct, ""),
+                    core("other cpu", h, h.other_pct, ""),
                 ],
             );
         }
@@ -528,7 +532,7 @@ fn noisy(i: &Inputs) -> Option<Diagnosis> {
                     "{}'s hypervisor took {:.1}% of its CPU time (steal): the measurement shared the machine",
                     h.host, h.steal_pct
                 ),
-                vec![Figure::new("steal", &h.host, h.steal_pct, "% of all CPUs", &format!(">= {STEAL_PCT:.0}"))],
+                vec![all_cpus("steal", h, h.steal_pct, &format!(">= {STEAL_PCT:.0}"))],
             );
         }
         if h.other_pct >= OTHER_MEAN_PCT {
@@ -539,8 +543,8 @@ fn noisy(i: &Inputs) -> Option<Diagnosis> {
                     h.host, h.other_pct
                 ),
                 vec![
-                    Figure::new("other cpu", &h.host, h.other_pct, "% of a core", &format!(">= {OTHER_MEAN_PCT:.0}")),
-                    Figure::new("host idle", &h.host, h.idle_pct, "% of all CPUs", ""),
+                    core("other cpu", h, h.other_pct, &format!(">= {OTHER_MEAN_PCT:.0}")),
+                    all_cpus("host idle", h, h.idle_pct, ""),
                 ],
             );
         }
@@ -552,8 +556,8 @@ fn noisy(i: &Inputs) -> Option<Diagnosis> {
                     h.host, h.other_peak_pct, h.other_peak_idle_pct
                 ),
                 vec![
-                    Figure::new("other cpu peak", &h.host, h.other_peak_pct, "% of a core", &format!(">= {OTHER_PEAK_PCT:.0}")),
-                    Figure::new("host idle then", &h.host, h.other_peak_idle_pct, "% of all CPUs", &format!("< {OTHER_PEAK_IDLE_PCT:.0}")),
+                    core("other cpu peak", h, h.other_peak_pct, &format!(">= {OTHER_PEAK_PCT:.0}")),
+                    all_cpus("host idle then", h, h.other_peak_idle_pct, &format!("< {OTHER_PEAK_IDLE_PCT:.0}")),
                 ],
             );
         }
@@ -601,34 +605,12 @@ fn unconstrained(i: &Inputs) -> Diagnosis {
     let mut figures = Vec::new();
     let mut parts = Vec::new();
     for h in &i.hosts {
-        figures.push(Figure::new(
-            "busiest fio process cpu",
-            &h.host,
-            h.fio_max_proc_pct,
-            "% of a core",
-            "",
-        ));
-        figures.push(Figure::new(
-            "node cpu",
-            &h.host,
-            h.node_pct,
-            "% of a core",
-            "",
-        ));
-        figures.push(Figure::new(
-            "host idle",
-            &h.host,
-            h.idle_pct,
-            "% of all CPUs",
-            "",
-        ));
-        figures.push(Figure::new(
-            "other cpu",
-            &h.host,
-            h.other_pct,
-            "% of a core",
-            "",
-        ));
+        figures.extend([
+            core("busiest fio process cpu", h, h.fio_max_proc_pct, ""),
+            core("node cpu", h, h.node_pct, ""),
+            all_cpus("host idle", h, h.idle_pct, ""),
+            core("other cpu", h, h.other_pct, ""),
+        ]);
         parts.push(format!(
             "{}: fio {:.0}%, node {:.0}%, others {:.0}% of a core, {:.0}% idle",
             h.host, h.fio_pct, h.node_pct, h.other_pct, h.idle_pct

@@ -578,27 +578,32 @@ fn md_volumes(o: &mut String, run: &RunRecord) {
 fn md_results(o: &mut String, run: &RunRecord) {
     o.push_str("## Results\n\n| # | job | volume | client | dir | IOPS | IOPS (steady) | BW | lat mean | p99 | verdict | limited by | steady state |\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---|---|\n");
     for j in &run.jobs {
+        // The job's cells, the same on each of its rows.
+        let job = format!(
+            "| {} | {} | {} |",
+            j.seq,
+            j.name,
+            j.volume.as_deref().unwrap_or("-")
+        );
+        let verdict = job_verdict(j);
+        let limited_by = j
+            .diagnosis
+            .as_ref()
+            .map(|d| d.bottleneck.as_str())
+            .unwrap_or("-");
         let mut any = false;
         for r in &j.results {
             for (dir, d) in active_dirs(r) {
                 any = true;
                 let _ = writeln!(
                     o,
-                    "| {} | {} | {} | {} | {dir} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    j.seq,
-                    j.name,
-                    j.volume.as_deref().unwrap_or("-"),
+                    "{job} {} | {dir} | {} | {} | {} | {} | {} | {verdict} | {limited_by} | {} |",
                     r.client.as_deref().unwrap_or("-"),
                     fmt::iops(d.iops_text()),
                     fmt::sig(d.iops_mean),
                     fmt::bw(d.bw_text()),
                     fmt::lat(d.lat_mean_ns),
                     fmt::lat(d.p99_ns as f64),
-                    job_verdict(j),
-                    j.diagnosis
-                        .as_ref()
-                        .map(|d| d.bottleneck.as_str())
-                        .unwrap_or("-"),
                     match &j.steady {
                         Some(s) if s.attained => "steady",
                         Some(_) => "not steady",
@@ -611,10 +616,7 @@ fn md_results(o: &mut String, run: &RunRecord) {
             any = true;
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} | {} | {} ops/s | {} | {} | {} | {} | {} | {} | - |",
-                j.seq,
-                j.name,
-                j.volume.as_deref().unwrap_or("-"),
+                "{job} {} | {} | {} ops/s | {} | {} | {} | {} | {verdict} | {limited_by} | - |",
                 if x.client.is_empty() { "-" } else { &x.client },
                 x.op,
                 fmt::sig(x.ops_per_s),
@@ -622,21 +624,12 @@ fn md_results(o: &mut String, run: &RunRecord) {
                 fmt::bw(x.bytes_per_s as u64),
                 fmt::lat(x.lat.mean_ns),
                 fmt::lat(x.lat.p99_ns as f64),
-                job_verdict(j),
-                j.diagnosis
-                    .as_ref()
-                    .map(|d| d.bottleneck.as_str())
-                    .unwrap_or("-"),
             );
         }
         if !any {
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | - | - | - | - | - | - | - | {} ({}) | - | - |",
-                j.seq,
-                j.name,
-                j.volume.as_deref().unwrap_or("-"),
-                job_verdict(j),
+                "{job} - | - | - | - | - | - | - | {verdict} ({}) | - | - |",
                 j.error.as_deref().unwrap_or(&j.status).replace('|', "/")
             );
         }

@@ -12,7 +12,7 @@
 //! cause them. Thresholds: [`crate::diagnosis::limits`], derived in docs/DIAGNOSIS.md.
 
 use crate::diagnosis::limits::*;
-use crate::diagnosis::{decided, jobs_device, Bottleneck, Diagnosis, Figure, Inputs};
+use crate::diagnosis::{core, decided, jobs_device, Bottleneck, Diagnosis, Figure, Inputs};
 use crate::figures::HostFigures;
 
 /// "run queue 5.2 (at most 9)".
@@ -62,11 +62,10 @@ pub(crate) fn starved(i: &Inputs) -> Option<Diagnosis> {
         if p.cpu_some >= PSI_CPU_SOME_PCT && not_job >= STARVED_NOT_JOB_PCT {
             let mut figs = vec![
                 pressure("cpu", p.cpu_some, PSI_CPU_SOME_PCT),
-                Figure::new(
+                core(
                     "cpu not the job's",
-                    &h.host,
+                    h,
                     not_job,
-                    "% of a core",
                     &format!(">= {STARVED_NOT_JOB_PCT:.0}"),
                 ),
             ];

@@ -71,6 +71,21 @@ pub struct SummaryTable {
 }
 
 impl SummaryTable {
+    /// A table of `kind` named `name`, with these columns and rows.
+    pub fn new(
+        kind: &str,
+        name: &str,
+        columns: &[&str],
+        rows: Vec<Vec<serde_json::Value>>,
+    ) -> SummaryTable {
+        SummaryTable {
+            kind: kind.into(),
+            name: name.into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            rows,
+        }
+    }
+
     /// The index of column `name`.
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)

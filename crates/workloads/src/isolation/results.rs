@@ -60,12 +60,11 @@ pub const P99_METRIC: &str = "lat_p99_us";
 /// The stored summary table of a run over `protocol`.
 pub fn table(rows: &[Row], protocol: Protocol) -> SummaryTable {
     let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
-    SummaryTable {
-        kind: KIND.into(),
-        name: "isolation".into(),
-        columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
-        rows: rows
-            .iter()
+    SummaryTable::new(
+        KIND,
+        "isolation",
+        &COLUMNS,
+        rows.iter()
             .map(|r| {
                 vec![
                     json!(r.mode.as_str()),
@@ -85,7 +84,7 @@ pub fn table(rows: &[Row], protocol: Protocol) -> SummaryTable {
                 ]
             })
             .collect(),
-    }
+    )
 }
 
 /// The floors held: every IOPS verdict and the control's own verdict passed and no fio run

@@ -278,37 +278,33 @@ pub(crate) fn clean_stale(
     };
     let records = |v: &Value| v["records"].as_array().cloned().unwrap_or_default();
     let mut out = Vec::new();
-    // A node without SAN objects (an older qoslab) has none to clean: its volumes' clean-up
-    // says what is wrong when the node is unreachable.
-    let Ok(luns) = api.get(
-        "/api/storage/luns?fields=uuid,name,comment,lun_maps",
-        TIMEOUT,
-    ) else {
-        return Ok(out);
-    };
-    for l in records(&luns).iter().filter(stale) {
-        let uuid = l["uuid"].as_str().unwrap_or_default();
-        for m in l["lun_maps"].as_array().into_iter().flatten() {
-            unmap(uuid, m["igroup"]["uuid"].as_str().unwrap_or_default())?;
+    // Each stale LUN's maps, then the LUN; then each stale igroup's maps, then the igroup
+    // (the node refuses to delete one still mapped). A map names its other end.
+    for (noun, collection, other_end) in [
+        ("LUN", "/api/storage/luns", "igroup"),
+        ("igroup", "/api/protocols/san/igroups", "lun"),
+    ] {
+        // A node without SAN objects (an older qoslab) has none to clean: its volumes'
+        // clean-up says what is wrong when the node is unreachable.
+        let fields = format!("{collection}?fields=uuid,name,comment,lun_maps");
+        let Ok(list) = api.get(&fields, TIMEOUT) else {
+            return Ok(out);
+        };
+        for o in records(&list).iter().filter(stale) {
+            let uuid = o["uuid"].as_str().unwrap_or_default();
+            for m in o["lun_maps"].as_array().into_iter().flatten() {
+                let other = m[other_end]["uuid"].as_str().unwrap_or_default();
+                let (lun, igroup) = if noun == "LUN" {
+                    (uuid, other)
+                } else {
+                    (other, uuid)
+                };
+                unmap(lun, igroup)?;
+            }
+            let what = format!("deleting a killed run's {noun}");
+            delete(api, &format!("{collection}/{uuid}"), &what)?;
+            out.push(format!("{noun} {}", o["name"].as_str().unwrap_or(uuid)));
         }
-        let path = format!("/api/storage/luns/{uuid}");
-        delete(api, &path, "deleting a killed run's LUN")?;
-        out.push(format!("LUN {}", l["name"].as_str().unwrap_or(uuid)));
-    }
-    let Ok(groups) = api.get(
-        "/api/protocols/san/igroups?fields=uuid,name,comment,lun_maps",
-        TIMEOUT,
-    ) else {
-        return Ok(out);
-    };
-    for g in records(&groups).iter().filter(stale) {
-        let uuid = g["uuid"].as_str().unwrap_or_default();
-        for m in g["lun_maps"].as_array().into_iter().flatten() {
-            unmap(m["lun"]["uuid"].as_str().unwrap_or_default(), uuid)?;
-        }
-        let path = format!("/api/protocols/san/igroups/{uuid}");
-        delete(api, &path, "deleting a killed run's igroup")?;
-        out.push(format!("igroup {}", g["name"].as_str().unwrap_or(uuid)));
     }
     Ok(out)
 }

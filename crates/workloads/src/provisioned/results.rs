@@ -130,12 +130,11 @@ pub fn unit_of(step: &StepDef, fs: bool) -> (&'static str, f64) {
 pub fn table(rows: &[Row]) -> SummaryTable {
     let r1 = |x: Option<f64>| x.map(|v| (v * 10.0).round() / 10.0);
     let r3 = |x: Option<f64>| x.map(|v| (v * 1000.0).round() / 1000.0);
-    SummaryTable {
-        kind: KIND.into(),
-        name: "provisioned performance (seed 003)".into(),
-        columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
-        rows: rows
-            .iter()
+    SummaryTable::new(
+        KIND,
+        "provisioned performance (seed 003)",
+        &COLUMNS,
+        rows.iter()
             .map(|r| {
                 vec![
                     json!(r.section),
@@ -156,7 +155,7 @@ pub fn table(rows: &[Row]) -> SummaryTable {
                 ]
             })
             .collect(),
-    }
+    )
 }
 
 fn num(v: f64, unit: &str) -> String {

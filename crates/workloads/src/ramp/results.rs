@@ -208,12 +208,11 @@ fn round(v: f64, places: i32) -> serde_json::Value {
 
 /// The stored table of one system.
 pub fn table(system: &str, rows: &[Row], s: &Settings) -> SummaryTable {
-    SummaryTable {
-        kind: KIND.into(),
-        name: system.into(),
-        columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
-        rows: rows
-            .iter()
+    SummaryTable::new(
+        KIND,
+        system,
+        &COLUMNS,
+        rows.iter()
             .map(|r| {
                 vec![
                     r.run.into(),
@@ -233,7 +232,7 @@ pub fn table(system: &str, rows: &[Row], s: &Settings) -> SummaryTable {
                 ]
             })
             .collect(),
-    }
+    )
 }
 
 /// summary.csv: RampRun.pl's columns, one line per run.

@@ -156,12 +156,7 @@ pub fn row(iteration: u32, o: &OpResult) -> Vec<serde_json::Value> {
 
 /// A test's table (every iteration so far).
 pub fn table(test: &str, rows: Vec<Vec<serde_json::Value>>) -> SummaryTable {
-    SummaryTable {
-        kind: KIND.into(),
-        name: test.into(),
-        columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
-        rows,
-    }
+    SummaryTable::new(KIND, test, &COLUMNS, rows)
 }
 
 /// The terminal lines of one test iteration: one per operation (merged view), warp-like.

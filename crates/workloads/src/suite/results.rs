@@ -34,15 +34,6 @@ fn r1(x: f64) -> Value {
     }
 }
 
-fn table(kind: &str, name: &str, columns: &[&str], rows: Vec<Vec<Value>>) -> SummaryTable {
-    SummaryTable {
-        kind: kind.into(),
-        name: name.into(),
-        columns: columns.iter().map(|c| c.to_string()).collect(),
-        rows,
-    }
-}
-
 pub const PAIR_COLUMNS: [&str; 17] = [
     "from",
     "to",
@@ -94,7 +85,7 @@ pub fn pairs(name: &str, pairs: &[Pair], min_fraction: f64) -> SummaryTable {
             ]
         })
         .collect();
-    table(PAIRS, name, &PAIR_COLUMNS, rows)
+    SummaryTable::new(PAIRS, name, &PAIR_COLUMNS, rows)
 }
 
 pub fn hosts(totals: &[HostTotal], min_fraction: f64) -> SummaryTable {
@@ -118,7 +109,7 @@ pub fn hosts(totals: &[HostTotal], min_fraction: f64) -> SummaryTable {
             ]
         })
         .collect();
-    table(
+    SummaryTable::new(
         HOSTS,
         "per host under load (cumulative out and in)",
         &[
@@ -160,7 +151,7 @@ pub fn intervals(pairs: &[Pair]) -> SummaryTable {
             ]);
         }
     }
-    table(
+    SummaryTable::new(
         INTERVALS,
         "under load, per second",
         &["from", "to", "t_s", "mbps", "retransmits"],
@@ -184,7 +175,7 @@ pub fn sizing(sz: &[TargetSizing]) -> SummaryTable {
             ]
         })
         .collect();
-    table(
+    SummaryTable::new(
         SIZING,
         "sizing (seed 002 rules)",
         &[
@@ -251,7 +242,7 @@ pub fn fio(name: &str, sums: &[Summary], max_cv: Option<f64>) -> SummaryTable {
             ]
         })
         .collect();
-    table(FIO, name, &FIO_COLUMNS, rows)
+    SummaryTable::new(FIO, name, &FIO_COLUMNS, rows)
 }
 
 pub const CLIENT_COLUMNS: [&str; 10] = [
@@ -270,31 +261,30 @@ pub const CLIENT_COLUMNS: [&str; 10] = [
 /// Every measured run's per-client entries and the merged one ("All clients"; its p99 is
 /// left empty: fio gives the merged entry no percentiles).
 pub fn clients(runs: &[FioRun]) -> SummaryTable {
-    let mut rows = Vec::new();
-    for r in runs {
-        let place = format!("{}:{}", r.hosts.join("+"), r.targets.join("+"));
-        let mut entries: Vec<&fio::JobResult> = r.per_client.iter().collect();
-        if r.merged.client.as_deref() == Some(fio::result::ALL_CLIENTS) {
-            entries.push(&r.merged);
-        }
-        for c in entries {
+    let rows = per_run(
+        runs,
+        |r| {
+            let mut entries: Vec<&fio::JobResult> = r.per_client.iter().collect();
+            if r.merged.client.as_deref() == Some(fio::result::ALL_CLIENTS) {
+                entries.push(&r.merged);
+            }
+            entries
+        },
+        |r, c| {
             let merged = c.client.as_deref() == Some(fio::result::ALL_CLIENTS);
             let p99 = c.read.p99_ns.max(c.write.p99_ns) as f64 / 1e3;
-            rows.push(vec![
-                json!(r.stage),
-                json!(r.job),
-                json!(r.iteration),
-                json!(place),
+            vec![
+                json!(format!("{}:{}", r.hosts.join("+"), r.targets.join("+"))),
                 json!(c.client.clone().unwrap_or_else(|| "local".into())),
                 r1(c.iops()),
                 r1(c.bw_bytes() as f64 / 1048576.0),
                 r1(c.lat_mean_ns() / 1e3),
                 if merged { Value::Null } else { r1(p99) },
                 json!(c.read.total_ios + c.write.total_ios),
-            ]);
-        }
-    }
-    table(
+            ]
+        },
+    );
+    SummaryTable::new(
         CLIENTS,
         "per client and merged (All clients)",
         &CLIENT_COLUMNS,
@@ -302,14 +292,30 @@ pub fn clients(runs: &[FioRun]) -> SummaryTable {
     )
 }
 
-pub fn iostat(runs: &[FioRun]) -> SummaryTable {
+/// The rows of a table of what each measured run saw: for each of a run's `items`, the
+/// run's stage, job and iteration, then `cells` of the item.
+fn per_run<'a, T, I: IntoIterator<Item = T>>(
+    runs: &'a [FioRun],
+    items: impl Fn(&'a FioRun) -> I,
+    cells: impl Fn(&FioRun, T) -> Vec<Value>,
+) -> Vec<Vec<Value>> {
     let mut rows = Vec::new();
     for r in runs {
-        for st in &r.iostat {
-            rows.push(vec![
-                json!(r.stage),
-                json!(r.job),
-                json!(r.iteration),
+        for x in items(r) {
+            let mut row = vec![json!(r.stage), json!(r.job), json!(r.iteration)];
+            row.extend(cells(r, x));
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+pub fn iostat(runs: &[FioRun]) -> SummaryTable {
+    let rows = per_run(
+        runs,
+        |r| &r.iostat,
+        |_, st| {
+            vec![
                 json!(st.host),
                 json!(st.device),
                 r1(st.r_s),
@@ -320,10 +326,10 @@ pub fn iostat(runs: &[FioRun]) -> SummaryTable {
                 r1(st.w_await_ms),
                 r1(st.aqu_sz),
                 r1(st.util_pct),
-            ]);
-        }
-    }
-    table(
+            ]
+        },
+    );
+    SummaryTable::new(
         IOSTAT,
         "iostat per device (from /proc/diskstats around each run)",
         &[
@@ -346,13 +352,11 @@ pub fn iostat(runs: &[FioRun]) -> SummaryTable {
 }
 
 pub fn vmstat(runs: &[FioRun]) -> SummaryTable {
-    let mut rows = Vec::new();
-    for r in runs {
-        for v in &r.vmstat {
-            rows.push(vec![
-                json!(r.stage),
-                json!(r.job),
-                json!(r.iteration),
+    let rows = per_run(
+        runs,
+        |r| &r.vmstat,
+        |_, v| {
+            vec![
                 json!(v.host),
                 r1(v.us),
                 r1(v.sy),
@@ -365,10 +369,10 @@ pub fn vmstat(runs: &[FioRun]) -> SummaryTable {
                 r1(v.si_s),
                 r1(v.so_s),
                 r1(v.majflt_s),
-            ]);
-        }
-    }
-    table(
+            ]
+        },
+    );
+    SummaryTable::new(
         VMSTAT,
         "vmstat per host (from /proc/stat and /proc/vmstat around each run)",
         &[
@@ -403,4 +407,146 @@ pub fn text(v: &Value) -> String {
 /// Column `name` of row `r` of `t`.
 pub fn cell<'a>(t: &'a SummaryTable, r: &'a [Value], name: &str) -> Option<&'a Value> {
     t.column(name).and_then(|i| r.get(i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fio::result::DirStats;
+    use fio::JobResult;
+    use suites::iostat::{IoStat, VmStat};
+
+    fn entry(client: &str, iops: f64, p99_ns: u64) -> JobResult {
+        JobResult {
+            client: Some(client.into()),
+            read: DirStats {
+                iops,
+                bw_bytes: 1048576,
+                total_ios: 100,
+                lat_mean_ns: 2500.0,
+                p99_ns,
+                ..DirStats::default()
+            },
+            ..JobResult::default()
+        }
+    }
+
+    /// A run of two clients, with one device's iostat and one host's vmstat.
+    fn run() -> FioRun {
+        FioRun {
+            stage: "host".into(),
+            job: "randread".into(),
+            iteration: 2,
+            hosts: vec!["a".into(), "b".into()],
+            targets: vec!["/dev/x".into(), "/dev/y".into()],
+            per_client: vec![entry("a:8765", 100.0, 2000), entry("b:8765", 50.0, 4000)],
+            merged: entry(fio::result::ALL_CLIENTS, 150.0, 0),
+            iostat: vec![IoStat {
+                host: "a".into(),
+                device: "x".into(),
+                r_s: 100.04,
+                w_s: 0.0,
+                rmb_s: 0.39,
+                wmb_s: 0.0,
+                r_await_ms: 1.25,
+                w_await_ms: 0.0,
+                aqu_sz: 0.12,
+                util_pct: 45.67,
+            }],
+            vmstat: vec![VmStat {
+                host: "b".into(),
+                us: 10.0,
+                sy: 5.0,
+                wa: 1.0,
+                id: 84.0,
+                st: 0.0,
+                r: 3,
+                b: 1,
+                cs_s: 1200.0,
+                si_s: 0.0,
+                so_s: 0.0,
+                majflt_s: 0.5,
+            }],
+            job_files: vec![],
+            series: vec![],
+            steady: None,
+            output: fio::FioOutput::default(),
+        }
+    }
+
+    /// Every row of the per-run tables starts with its run's stage, job and iteration; the
+    /// merged entry follows the clients, without a p99.
+    #[test]
+    fn per_run_tables_start_each_row_with_the_run() {
+        let runs = [run()];
+        let t = clients(&runs);
+        assert_eq!((t.kind.as_str(), t.columns.len()), (CLIENTS, 10));
+        let want = |client: &str, iops: f64, p99: Value| {
+            vec![
+                json!("host"),
+                json!("randread"),
+                json!(2),
+                json!("a+b:/dev/x+/dev/y"),
+                json!(client),
+                json!(iops),
+                json!(1.0),
+                json!(2.5),
+                p99,
+                json!(100),
+            ]
+        };
+        assert_eq!(
+            t.rows,
+            [
+                want("a:8765", 100.0, json!(2.0)),
+                want("b:8765", 50.0, json!(4.0)),
+                want("All clients", 150.0, Value::Null),
+            ]
+        );
+        let t = iostat(&runs);
+        assert_eq!(t.kind, IOSTAT);
+        assert_eq!(
+            t.rows,
+            [[
+                json!("host"),
+                json!("randread"),
+                json!(2),
+                json!("a"),
+                json!("x"),
+                json!(100.0),
+                json!(0.0),
+                json!(0.4),
+                json!(0.0),
+                json!(1.3),
+                json!(0.0),
+                json!(0.1),
+                json!(45.7),
+            ]]
+        );
+        assert_eq!(t.columns.len(), t.rows[0].len());
+        let t = vmstat(&runs);
+        assert_eq!(t.kind, VMSTAT);
+        assert_eq!(
+            t.rows,
+            [[
+                json!("host"),
+                json!("randread"),
+                json!(2),
+                json!("b"),
+                json!(10.0),
+                json!(5.0),
+                json!(1.0),
+                json!(84.0),
+                json!(0.0),
+                json!(3),
+                json!(1),
+                json!(1200.0),
+                json!(0.0),
+                json!(0.0),
+                json!(0.5),
+            ]]
+        );
+        assert_eq!(t.columns.len(), t.rows[0].len());
+        assert!(clients(&[]).rows.is_empty());
+    }
 }

@@ -186,22 +186,10 @@ fn done_chart(columns: &[String], rows: &[Vec<Value>], cls: &[String]) -> Chart 
     done.x_unit = Unit::Count;
     done.y_unit = Unit::Secs;
     for (i, class) in cls.iter().enumerate() {
-        done.lines.push(line(
-            columns,
-            rows,
-            class,
-            "first_done_s",
-            format!("{class} first done"),
-            i,
-        ));
-        done.lines.push(line(
-            columns,
-            rows,
-            class,
-            "last_done_s",
-            format!("{class} last done"),
-            i,
-        ));
+        for (y, what) in [("first_done_s", "first done"), ("last_done_s", "last done")] {
+            done.lines
+                .push(line(columns, rows, class, y, format!("{class} {what}"), i));
+        }
     }
     done
 }
@@ -296,5 +284,32 @@ mod tests {
             .unwrap();
         let labels: Vec<&str> = load.lines.iter().map(|l| l.label.as_str()).collect();
         assert_eq!(labels, ["node", "applications + harness", "host busy"]);
+    }
+
+    #[test]
+    fn the_done_chart_has_each_class_first_and_last_done() {
+        let cols: Vec<String> = SUMMARY_COLUMNS.iter().map(|s| s.to_string()).collect();
+        let rows = vec![
+            row(1, "gold", "iops", 2.0, 0),
+            row(1, "src", "time_s", 20.0, 0),
+            row(2, "src", "time_s", 30.0, 0),
+        ];
+        let ch = charts(&cols, &rows);
+        let done = ch
+            .iter()
+            .find(|c| c.title.starts_with("First done / last done"))
+            .unwrap();
+        let labels: Vec<&str> = done.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "gold first done",
+                "gold last done",
+                "src first done",
+                "src last done"
+            ]
+        );
+        assert_eq!(done.lines[3].points, vec![(1.0, 20.0), (2.0, 30.0)]);
+        assert_eq!(done.y_unit, Unit::Secs);
     }
 }

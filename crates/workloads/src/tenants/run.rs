@@ -264,19 +264,12 @@ impl TenantsPlan {
     }
 
     fn store_tables(&self, ctx: &mut RunContext) -> Result<(), RunError> {
-        let cols = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        ctx.put_table(&SummaryTable {
-            kind: KIND.into(),
-            name: "summary".into(),
-            columns: cols(SUMMARY_COLUMNS),
-            rows: self.summary.clone(),
-        })?;
-        ctx.put_table(&SummaryTable {
-            kind: KIND.into(),
-            name: "tenant iterations".into(),
-            columns: cols(TENANT_COLUMNS),
-            rows: self.tenants.clone(),
-        })?;
+        for (name, columns, rows) in [
+            ("summary", SUMMARY_COLUMNS, &self.summary),
+            ("tenant iterations", TENANT_COLUMNS, &self.tenants),
+        ] {
+            ctx.put_table(&SummaryTable::new(KIND, name, columns, rows.clone()))?;
+        }
         for t in self.seed() {
             ctx.put_table(&SummaryTable {
                 kind: SEED_KIND.into(),

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::load::LoadSample;
 use super::runner::ClassSummary;
+use super::stats::Distribution;
 
 /// A table: a title, column headers, rows of cells.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +60,39 @@ pub fn thousands(v: f64, decimals: usize) -> String {
     out
 }
 
+/// A table with one row per scale point (`(tenants, what was measured)` in sweep order):
+/// the point's tenant count, then `cells` of what was measured at it.
+fn per_point<T>(
+    title: String,
+    columns: &[&str],
+    points: &[(usize, T)],
+    cells: impl Fn(&T) -> Vec<String>,
+) -> SeedTable {
+    SeedTable {
+        title,
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        rows: points
+            .iter()
+            .map(|(n, p)| {
+                let mut row = vec![n.to_string()];
+                row.extend(cells(p));
+                row
+            })
+            .collect(),
+    }
+}
+
+/// Metric `m` of a class summary as `shown` writes its distribution; `-` where the point
+/// did not measure it.
+fn metric(s: &ClassSummary, m: &str, shown: impl Fn(&Distribution) -> String) -> String {
+    s.metrics.get(m).map(shown).unwrap_or("-".into())
+}
+
+/// Metric `m`'s mean over the point's tenants and iterations, in the seed's number style.
+fn mean(s: &ClassSummary, m: &str) -> String {
+    metric(s, m, |d| thousands(d.mean, 2))
+}
+
 /// The node's and the host's load per scale point (`(tenants, load)` in sweep order).
 pub fn load_table(points: &[(usize, LoadSample)]) -> SeedTable {
     let pct = |v: f64| {
@@ -68,9 +102,9 @@ pub fn load_table(points: &[(usize, LoadSample)]) -> SeedTable {
             "-".to_string()
         }
     };
-    SeedTable {
-        title: "load (tool sets): node and host".into(),
-        columns: [
+    per_point(
+        "load (tool sets): node and host".into(),
+        &[
             "instance",
             "node CPU (% of a core)",
             "node CPU peak",
@@ -80,96 +114,62 @@ pub fn load_table(points: &[(usize, LoadSample)]) -> SeedTable {
             "host CPU peak (%)",
             "qoslab RSS peak (MiB)",
             "disk util (%)",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: points
-            .iter()
-            .map(|(n, l)| {
-                vec![
-                    n.to_string(),
-                    pct(l.node_cpu_pct),
-                    pct(l.node_cpu_peak_pct),
-                    pct(l.apps_cpu_pct),
-                    pct(l.other_cpu_pct),
-                    pct(l.host_cpu_pct),
-                    pct(l.host_cpu_peak_pct),
-                    thousands(l.rss_peak_mib, 1),
-                    pct(l.disk_util_pct),
-                ]
-            })
-            .collect(),
-    }
+        ],
+        points,
+        |l| {
+            vec![
+                pct(l.node_cpu_pct),
+                pct(l.node_cpu_peak_pct),
+                pct(l.apps_cpu_pct),
+                pct(l.other_cpu_pct),
+                pct(l.host_cpu_pct),
+                pct(l.host_cpu_peak_pct),
+                thousands(l.rss_peak_mib, 1),
+                pct(l.disk_util_pct),
+            ]
+        },
+    )
 }
 
 /// The tables for one class over its scale points (`(tenants, summary)` in sweep order).
 pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTable> {
     let app = points.first().map(|p| p.1.app.as_str()).unwrap_or("");
-    let mut tables = vec![SeedTable {
-        title: format!("{class} ({app}): failures"),
-        columns: ["instance", "total", "failed", "fail rate (%)"]
-            .map(String::from)
-            .to_vec(),
-        rows: points
-            .iter()
-            .map(|(n, s)| {
-                vec![
-                    n.to_string(),
-                    s.failures.total.to_string(),
-                    s.failures.failed.to_string(),
-                    format!("{:.1}", s.failures.rate_percent()),
-                ]
-            })
-            .collect(),
-    }];
+    let mut tables = vec![per_point(
+        format!("{class} ({app}): failures"),
+        &["instance", "total", "failed", "fail rate (%)"],
+        points,
+        |s| {
+            vec![
+                s.failures.total.to_string(),
+                s.failures.failed.to_string(),
+                format!("{:.1}", s.failures.rate_percent()),
+            ]
+        },
+    )];
     let has = |m: &str| points.iter().any(|(_, s)| s.metrics.contains_key(m));
     if has("load_ops_per_sec") || has("run_ops_per_sec") {
-        tables.push(SeedTable {
-            title: format!("{class} ({app}): throughput (ops/s)"),
-            columns: ["instance\\throughput", "load", "run"]
-                .map(String::from)
-                .to_vec(),
-            rows: points
-                .iter()
-                .map(|(n, s)| {
-                    let cell = |m: &str| {
-                        s.metrics
-                            .get(m)
-                            .map(|d| thousands(d.mean, 2))
-                            .unwrap_or("-".into())
-                    };
-                    vec![
-                        n.to_string(),
-                        cell("load_ops_per_sec"),
-                        cell("run_ops_per_sec"),
-                    ]
-                })
-                .collect(),
-        });
+        tables.push(per_point(
+            format!("{class} ({app}): throughput (ops/s)"),
+            &["instance\\throughput", "load", "run"],
+            points,
+            |s| vec![mean(s, "load_ops_per_sec"), mean(s, "run_ops_per_sec")],
+        ));
     }
     if has("iops") {
-        tables.push(SeedTable {
-            title: format!("{class} ({app}): IOPS per tenant"),
-            columns: ["instance", "min", "median", "max", "sum"]
-                .map(String::from)
-                .to_vec(),
-            rows: points
-                .iter()
-                .map(|(n, s)| {
-                    let d = s.metrics.get("iops");
-                    let cell = |f: fn(&crate::tenants::stats::Distribution) -> f64| {
-                        d.map(|d| thousands(f(d), 1)).unwrap_or("-".into())
-                    };
-                    vec![
-                        n.to_string(),
-                        cell(|d| d.min),
-                        cell(|d| d.median),
-                        cell(|d| d.max),
-                        cell(|d| d.sum),
-                    ]
-                })
-                .collect(),
-        });
+        tables.push(per_point(
+            format!("{class} ({app}): IOPS per tenant"),
+            &["instance", "min", "median", "max", "sum"],
+            points,
+            |s| {
+                let cell = |f: fn(&Distribution) -> f64| metric(s, "iops", |d| thousands(f(d), 1));
+                vec![
+                    cell(|d| d.min),
+                    cell(|d| d.median),
+                    cell(|d| d.max),
+                    cell(|d| d.sum),
+                ]
+            },
+        ));
     }
     if app == "build" {
         tables.push(build_table(class, points));
@@ -178,21 +178,17 @@ pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTa
         tables.push(broker_table(class, points));
     }
     if app == "git" {
-        tables.push(SeedTable {
-            title: format!("{class} ({app}): time (s)"),
-            columns: ["project", "time"].map(String::from).to_vec(),
-            rows: points
-                .iter()
-                .map(|(n, s)| {
-                    vec![
-                        n.to_string(),
-                        s.time
-                            .map(|d| format!("{:.2}", d.mean))
-                            .unwrap_or("-".into()),
-                    ]
-                })
-                .collect(),
-        });
+        tables.push(per_point(
+            format!("{class} ({app}): time (s)"),
+            &["project", "time"],
+            points,
+            |s| {
+                vec![s
+                    .time
+                    .map(|d| format!("{:.2}", d.mean))
+                    .unwrap_or("-".into())]
+            },
+        ));
     }
     tables
 }
@@ -200,79 +196,60 @@ pub fn seed_tables(class: &str, points: &[(usize, &ClassSummary)]) -> Vec<SeedTa
 /// Seed 004's Jenkins table: every build triggered (failed iterations' too), the failed
 /// ones, the fail rate, and the mean duration of a successful build.
 fn build_table(class: &str, points: &[(usize, &ClassSummary)]) -> SeedTable {
-    SeedTable {
-        title: format!("{class} (build): builds"),
-        columns: [
+    per_point(
+        format!("{class} (build): builds"),
+        &[
             "instance",
             "total build",
             "failed build",
             "fail rate (%)",
             "build time (s)",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: points
-            .iter()
-            .map(|(n, s)| {
-                let total = s.totals.get("builds").copied().unwrap_or(0.0);
-                let failed = s.totals.get("failed_builds").copied().unwrap_or(0.0);
-                let rate = if total > 0.0 {
-                    100.0 * failed / total
+        ],
+        points,
+        |s| {
+            let total = s.totals.get("builds").copied().unwrap_or(0.0);
+            let failed = s.totals.get("failed_builds").copied().unwrap_or(0.0);
+            let rate = if total > 0.0 {
+                100.0 * failed / total
+            } else {
+                f64::NAN
+            };
+            vec![
+                format!("{total:.0}"),
+                format!("{failed:.0}"),
+                if rate.is_finite() {
+                    format!("{rate:04.1}")
                 } else {
-                    f64::NAN
-                };
-                vec![
-                    n.to_string(),
-                    format!("{total:.0}"),
-                    format!("{failed:.0}"),
-                    if rate.is_finite() {
-                        format!("{rate:04.1}")
-                    } else {
-                        "-".into()
-                    },
-                    s.metrics
-                        .get("build_s")
-                        .map(|d| format!("{:.2}", d.mean))
-                        .unwrap_or("-".into()),
-                ]
-            })
-            .collect(),
-    }
+                    "-".into()
+                },
+                metric(s, "build_s", |d| format!("{:.2}", d.mean)),
+            ]
+        },
+    )
 }
 
 /// Seed 004's JBoss AMQ table: messages/s in and out per tenant (mean over tenants and
 /// successful iterations), and the messages sent and lost over the whole point.
 fn broker_table(class: &str, points: &[(usize, &ClassSummary)]) -> SeedTable {
-    SeedTable {
-        title: format!("{class} (broker): throughput (msg/s)"),
-        columns: ["project", "in", "out", "sent", "lost"]
-            .map(String::from)
-            .to_vec(),
-        rows: points
-            .iter()
-            .map(|(n, s)| {
-                let mean = |m: &str| {
-                    s.metrics
-                        .get(m)
-                        .map(|d| thousands(d.mean, 2))
-                        .unwrap_or("-".into())
-                };
-                let total = |m: &str| {
-                    s.totals
-                        .get(m)
-                        .map(|v| thousands(*v, 0))
-                        .unwrap_or("-".into())
-                };
-                vec![
-                    n.to_string(),
-                    mean("in_msgs_per_sec"),
-                    mean("out_msgs_per_sec"),
-                    total("sent"),
-                    total("lost"),
-                ]
-            })
-            .collect(),
-    }
+    per_point(
+        format!("{class} (broker): throughput (msg/s)"),
+        &["project", "in", "out", "sent", "lost"],
+        points,
+        |s| {
+            let total = |m: &str| {
+                s.totals
+                    .get(m)
+                    .map(|v| thousands(*v, 0))
+                    .unwrap_or("-".into())
+            };
+            vec![
+                mean(s, "in_msgs_per_sec"),
+                mean(s, "out_msgs_per_sec"),
+                total("sent"),
+                total("lost"),
+            ]
+        },
+    )
 }
 
 #[cfg(test)]
