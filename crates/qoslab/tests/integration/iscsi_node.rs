@@ -22,13 +22,7 @@ const ISCSI: &[&str] = &["--listen-iscsi", "127.0.0.1:0"];
 
 /// The node's iSCSI port, from its `qoslab: iscsi: ADDR` line.
 pub fn iscsi_port(n: &Node) -> u16 {
-    n.ready_output()
-        .iter()
-        .find_map(|l| l.strip_prefix("qoslab: iscsi: "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|a| a.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no `qoslab: iscsi:` line in {:?}", n.ready_output()))
+    n.listener_port("iscsi")
 }
 
 /// fio's libiscsi engine on LUN `lun` of the node (JSON report, every job's error

@@ -205,12 +205,30 @@ impl Node {
 
     /// Base URL of the node's REST API (from its `qoslab: api: URL` line).
     pub fn api_url(&self) -> String {
+        self.listener("api").to_string()
+    }
+
+    /// Where the node's `front` (`api`, `nfs`, `s3`, `iscsi`) listens: the first word of
+    /// its `qoslab: FRONT: ADDR ...` startup line.
+    pub fn listener(&self, front: &str) -> &str {
+        self.listener_word(front)
+            .unwrap_or_else(|| panic!("no `qoslab: {front}:` line in {:?}", self.ready))
+    }
+
+    /// The port of `listener(front)` (its ADDR is `HOST:PORT`).
+    pub fn listener_port(&self, front: &str) -> u16 {
+        self.listener_word(front)
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no `qoslab: {front}:` line in {:?}", self.ready))
+    }
+
+    fn listener_word(&self, front: &str) -> Option<&str> {
+        let prefix = format!("qoslab: {front}: ");
         self.ready
             .iter()
-            .find_map(|l| l.strip_prefix("qoslab: api: "))
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
             .and_then(|l| l.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no `qoslab: api:` line in {:?}", self.ready))
-            .to_string()
     }
 
     /// Replace node.toml (takes effect at the next start).
