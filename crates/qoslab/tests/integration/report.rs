@@ -85,6 +85,22 @@ pub(crate) fn charts_counts(dom: &str) -> (usize, usize) {
     )
 }
 
+/// A rendered report is whole: every chart it expects drawn by its script, no script
+/// error caught by its hook, none in Chromium's console (`stderr`). `what` names the page
+/// in the messages. Returns how many charts it expects.
+pub(crate) fn assert_page_whole(dom: &str, stderr: &str, what: &str) -> usize {
+    let (expected, drawn) = charts_counts(dom);
+    assert_eq!(drawn, expected, "{what}: charts drawn by Chromium");
+    assert!(
+        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
+        "{what}: script errors: {:?}",
+        by_id(dom, "js-errors")
+    );
+    let console = console_errors(stderr);
+    assert!(console.is_empty(), "{what}: console errors: {console:?}");
+    expected
+}
+
 /// Console errors Chromium logged for the page (`CONSOLE` lines, uncaught exceptions).
 pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
     stderr
@@ -215,18 +231,8 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     let started = Instant::now();
     let (dom, stderr, png) = render(d.path(), &html_path, "1280,4000");
     let render_time = started.elapsed();
-    let (expected, drawn) = charts_counts(&dom);
+    let expected = assert_page_whole(&dom, &stderr, "the 500 IOPS run's report");
     assert!(expected >= 3, "IOPS, latency, percentiles: {expected}");
-    assert_eq!(drawn, expected, "charts drawn by Chromium");
-    assert!(
-        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
-        "script errors: {dom}"
-    );
-    assert!(
-        console_errors(&stderr).is_empty(),
-        "{:?}",
-        console_errors(&stderr)
-    );
     assert_eq!(png_size(&png), (1280, 4000));
 
     // A blank page of the same size compresses to almost nothing; the report does not.
@@ -448,14 +454,8 @@ fn the_report_of_an_s3_run_draws_its_charts_in_chromium() {
     );
     assert!(o.status.success(), "{:?}", text(&o));
     let (dom, stderr, _png) = render(d.path(), &html_path, "1280,3000");
-    let (expected, drawn) = charts_counts(&dom);
+    let expected = assert_page_whole(&dom, &stderr, "the S3 run's report");
     // Table: throughput and latency per operation; job: requests/s, throughput, latency.
     assert!(expected >= 5, "{expected}");
-    assert_eq!(drawn, expected, "charts drawn by Chromium");
     assert!(dom.contains("requests per second") && dom.contains(">GET<"));
-    assert!(
-        console_errors(&stderr).is_empty(),
-        "{:?}",
-        console_errors(&stderr)
-    );
 }
