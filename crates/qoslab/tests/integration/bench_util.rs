@@ -2,6 +2,7 @@
 //! a time limit, `fio --server` processes on free loopback ports).
 
 use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -183,6 +184,13 @@ pub fn export(dir: &Dir, run: &str, format: &str, limit: Duration) -> Output {
         &["results", "export", run, "--format", format, "--db", "r.db"],
         limit,
     )
+}
+
+/// `qoslab report last --db DB -o HTML` in `dir`, which must succeed (`limit` at most):
+/// the report's path and what the command printed.
+pub fn report_last(dir: &Dir, db: &str, html: &str, limit: Duration) -> (PathBuf, String) {
+    let o = qoslab(dir, &["report", "last", "--db", db, "-o", html], limit);
+    (dir.path().join(html), succeeded(&o))
 }
 
 /// Run 1 of the results database `db` in `dir`, exported as JSON.

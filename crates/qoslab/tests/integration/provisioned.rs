@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::api_util::Api;
-use crate::bench_util::{export, qoslab, text, Dir};
+use crate::bench_util::{export, qoslab, report_last, text, Dir};
 use crate::report::{assert_page_whole, render};
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
@@ -361,13 +361,7 @@ fn gp2_on_a_node_bursts_its_computed_time_and_the_report_draws_the_balance() {
 
     // The report draws the transition: throughput with baseline and burst lines and the
     // balance on a second axis, in the family's section and per job.
-    let o = qoslab(
-        &d,
-        &["report", "last", "--db", "r.db", "-o", "report.html"],
-        LIMIT,
-    );
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let path = d.path().join("report.html");
+    let (path, _) = report_last(&d, "r.db", "report.html", LIMIT);
     let html = std::fs::read_to_string(&path).unwrap();
     for want in [
         "<h2 id=\"provisioned\">",

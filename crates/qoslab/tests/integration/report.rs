@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bench_util::{export, output_within, qoslab, succeeded, text, usage_error, Dir};
+use crate::bench_util::{
+    export, output_within, qoslab, report_last, succeeded, text, usage_error, Dir,
+};
 use crate::realtime::RealTime;
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
@@ -205,15 +207,8 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     }
 
     // The report.
-    let o = qoslab(
-        &d,
-        &["report", "last", "--db", "r.db", "-o", "report.html"],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let (html_path, out) = report_last(&d, "r.db", "report.html", LIMIT);
     assert!(out.contains("report of run 1: report.html"), "{out}");
-    let html_path = d.path().join("report.html");
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(
         html.contains(">ceiling 500 IOPS</text>"),
@@ -446,13 +441,7 @@ fn the_report_of_an_s3_run_draws_its_charts_in_chromium() {
         LIMIT,
     );
     succeeded(&o);
-    let html_path = d.path().join("s3.html");
-    let o = qoslab(
-        &d,
-        &["report", "last", "--db", "s3.db", "-o", "s3.html"],
-        LIMIT,
-    );
-    assert!(o.status.success(), "{:?}", text(&o));
+    let (html_path, _) = report_last(&d, "s3.db", "s3.html", LIMIT);
     let (dom, stderr, _png) = render(d.path(), &html_path, "1280,3000");
     let expected = assert_page_whole(&dom, &stderr, "the S3 run's report");
     // Table: throughput and latency per operation; job: requests/s, throughput, latency.

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use testbed::{run, Spec, Testbed};
 
-use crate::bench_util::{qoslab, qoslab_pid, text, Dir, QOSLAB};
+use crate::bench_util::{qoslab, qoslab_pid, report_last, text, Dir, QOSLAB};
 use crate::realtime::RealTime;
 use crate::report::{assert_page_whole, render};
 use crate::util::{heavy, require_tool};
@@ -133,20 +133,7 @@ fn rows(t: &Value) -> Vec<serde_json::Map<String, Value>> {
 
 /// The last run's report rendered in Chromium: every chart drawn, no script error.
 fn report_renders(d: &Dir, name: &str) -> String {
-    let html = d.path().join(format!("{name}.html"));
-    let o = qoslab(
-        d,
-        &[
-            "report",
-            "last",
-            "--db",
-            "r.db",
-            "-o",
-            html.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let (html, _) = report_last(d, "r.db", &format!("{name}.html"), LIMIT);
     let (dom, stderr, png) = render(d.path(), &html, "1280,3000");
     let expected = assert_page_whole(&dom, &stderr, name);
     assert!(expected >= 1, "{name}: charts expected {expected}");

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::bench_util::{cell, qoslab, table, text, Dir, QOSLAB};
+use crate::bench_util::{cell, report_last, table, Dir, QOSLAB};
 use crate::report::{assert_page_whole, png_size, render};
 /// (Shared with the other suites: it lives in util.)
 pub use crate::util::require_on_path;
@@ -181,13 +181,8 @@ pub fn signal_and_wait(child: &mut Child, sig: i32, limit: Duration) -> ExitStat
 /// screenshot has the window's size. Returns the dumped DOM.
 pub fn report_draws_its_charts(dir: &Dir, titles: &[&str]) -> String {
     crate::util::require_tool("chromium");
-    let o = qoslab(
-        dir,
-        &["report", "last", "--db", "r.db", "-o", "report.html"],
-        Duration::from_secs(60),
-    );
-    assert!(o.status.success(), "{}", text(&o).1);
-    let (dom, stderr, png) = render(dir.path(), &dir.path().join("report.html"), "1280,3000");
+    let (report, _) = report_last(dir, "r.db", "report.html", Duration::from_secs(60));
+    let (dom, stderr, png) = render(dir.path(), &report, "1280,3000");
     let expected = assert_page_whole(&dom, &stderr, "the tenants report");
     assert!(expected >= titles.len(), "{expected} charts expected");
     for t in titles {
