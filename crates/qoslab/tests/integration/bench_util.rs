@@ -205,6 +205,17 @@ pub fn json_run(dir: &Dir, db: &str) -> serde_json::Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("export is JSON ({e}): {out}"))
 }
 
+/// The harness's directories in the temp dir that belong to process `pid`
+/// (`qoslab-...-PID-...`).
+pub fn temp_dirs_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("qoslab-") && n.contains(&format!("-{pid}-")))
+        .collect()
+}
+
 /// The table `kind`/`name` of an exported run.
 pub fn table<'a>(run: &'a serde_json::Value, kind: &str, name: &str) -> &'a serde_json::Value {
     run["tables"]
