@@ -250,7 +250,8 @@ pub fn read_ops(api: &Api, vol: &str) -> u64 {
         .unwrap_or_else(|| panic!("no statistics: {v}"))
 }
 
-fn nfs_tool(tool: &str, args: &[&str]) -> crate::util::Out {
+/// libnfs's utility `tool` (nfs-ls, nfs-cp, ...) with `args`, a minute at most.
+pub fn nfs_tool(tool: &str, args: &[&str]) -> crate::util::Out {
     run(Command::new(tool).args(args), Duration::from_secs(60))
 }
 
