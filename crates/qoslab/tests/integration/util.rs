@@ -47,14 +47,18 @@ pub fn require_tool(tool: &str) {
 /// installs them).
 pub fn require_on_path(tools: &[&str]) {
     for t in tools {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
-            .unwrap_or(false);
         assert!(
-            found,
+            on_path(t),
             "`{t}` is not installed: run scripts/install-deps.sh (these tests never skip)"
         );
     }
+}
+
+/// Whether a program `tool` is in one of PATH's directories.
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
 }
 
 /// Fail unless fio is installed and was built with the nbd ioengine.
