@@ -12,6 +12,7 @@ use std::sync::Arc;
 use nfs_proto::client::{self, Transport};
 use nfs_proto::record;
 use nfs_proto::rpc::Cred;
+use nfs_server::service::Export;
 use nfs_server::{Config, ExportSpec, Peer, Policy, Service};
 
 #[allow(unused_imports)] // each test binary uses its part
@@ -47,6 +48,14 @@ pub fn spec(junction: &str, root: &Path, quota: Option<u64>) -> ExportSpec {
 
 pub fn service() -> Arc<Service> {
     Arc::new(Service::new(Config::default()).unwrap())
+}
+
+/// A service exporting `root` at `/vol` (`quota` bytes at most, the default policy), and
+/// the export.
+pub fn serving_vol(root: &Path, quota: Option<u64>) -> (Arc<Service>, Arc<Export>) {
+    let svc = service();
+    let ex = svc.add_export(spec("/vol", root, quota)).unwrap();
+    (svc, ex)
 }
 
 /// Records handed to a `Service` in process, as one connection from `peer`.

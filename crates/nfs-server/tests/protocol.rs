@@ -21,8 +21,7 @@ const BADHANDLE: u32 = 10001;
 #[test]
 fn mount_create_write_commit_read_readdir() {
     let d = Dir::new("basic");
-    let svc = service();
-    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, _) = serving_vol(d.path(), None);
     let mut c = Client::new(svc.clone());
     let root = c.mnt("/vol").unwrap();
     let f = c.create(&root, "f").unwrap();
@@ -75,8 +74,7 @@ fn mount_create_write_commit_read_readdir() {
 fn handles_survive_a_restart_and_the_verifier_changes() {
     let d = Dir::new("restart");
     let (fh, dirfh, v1) = {
-        let svc = service();
-        svc.add_export(spec("/vol", d.path(), None)).unwrap();
+        let (svc, _) = serving_vol(d.path(), None);
         let mut c = Client::new(svc);
         let root = c.mnt("/vol").unwrap();
         let sub = c.mkdir(&root, "a").unwrap();
@@ -89,8 +87,7 @@ fn handles_survive_a_restart_and_the_verifier_changes() {
         (f, sub2, v)
     };
     std::thread::sleep(std::time::Duration::from_millis(2));
-    let svc = service(); // a new start: nothing cached
-    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, _) = serving_vol(d.path(), None); // a new start: nothing cached
     let mut c = Client::new(svc);
     assert_eq!(c.read(&fh, 0, 100).unwrap().0, b"before restart");
     assert_eq!(
@@ -108,8 +105,7 @@ fn handles_survive_a_restart_and_the_verifier_changes() {
 #[test]
 fn removed_objects_and_exports_are_stale() {
     let d = Dir::new("stale");
-    let svc = service();
-    let ex = svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, ex) = serving_vol(d.path(), None);
     let mut c = Client::new(svc.clone());
     let root = c.mnt("/vol").unwrap();
     let f = c.create(&root, "f").unwrap();
@@ -140,8 +136,7 @@ fn dotdot_at_the_root_stays_and_symlinks_are_never_followed() {
     std::fs::write(d.path().join("sub/f"), b"inside").unwrap();
     std::os::unix::fs::symlink(outside.path(), d.path().join("out")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret"), d.path().join("secret")).unwrap();
-    let svc = service();
-    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, _) = serving_vol(d.path(), None);
     let mut c = Client::new(svc);
     let root = c.mnt("/vol").unwrap();
     assert_eq!(
@@ -174,10 +169,7 @@ fn dotdot_at_the_root_stays_and_symlinks_are_never_followed() {
 #[test]
 fn quota_is_the_volume_size() {
     let d = Dir::new("quota");
-    let svc = service();
-    let ex = svc
-        .add_export(spec("/vol", d.path(), Some(1 << 20)))
-        .unwrap();
+    let (svc, ex) = serving_vol(d.path(), Some(1 << 20));
     let mut c = Client::new(svc);
     let root = c.mnt("/vol").unwrap();
     let f = c.create(&root, "f").unwrap();
@@ -241,8 +233,7 @@ fn export_policies_decide_access() {
 #[test]
 fn default_policy_is_loopback_only() {
     let d = Dir::new("lo");
-    let svc = service();
-    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, _) = serving_vol(d.path(), None);
     assert!(Client::from(svc.clone(), "::1").mnt("/vol").is_ok());
     assert_eq!(Client::from(svc, "192.168.1.1").mnt("/vol"), Err(101));
 }
@@ -250,8 +241,7 @@ fn default_policy_is_loopback_only() {
 #[test]
 fn malformed_calls_get_rpc_errors_and_the_service_goes_on() {
     let d = Dir::new("garbage");
-    let svc = service();
-    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, _) = serving_vol(d.path(), None);
     let mut c = Client::new(svc.clone());
     let root = c.mnt("/vol").unwrap();
     // truncated arguments: GARBAGE_ARGS
@@ -342,9 +332,7 @@ fn portmapper_answers_for_our_programs() {
 #[test]
 fn fsinfo_advertises_the_transfer_size() {
     let d = Dir::new("fsinfo");
-    let svc = service();
-    svc.add_export(spec("/vol", d.path(), Some(10 << 30)))
-        .unwrap();
+    let (svc, _) = serving_vol(d.path(), Some(10 << 30));
     let mut c = Client::new(svc);
     let root = c.mnt("/vol").unwrap();
     let mut a = Vec::new();
@@ -373,8 +361,7 @@ fn subdirectory_mounts_and_lookup_errors() {
     let d = Dir::new("subdir");
     std::fs::create_dir_all(d.path().join("a/b")).unwrap();
     std::fs::write(d.path().join("a/file"), b"x").unwrap();
-    let svc = service();
-    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, _) = serving_vol(d.path(), None);
     let mut c = Client::new(svc);
     let b = c.mnt("/vol/a/b").unwrap();
     let a = c.mnt("/vol/a/").unwrap();
@@ -391,8 +378,7 @@ fn calls_are_known_before_they_run_and_counted_per_export() {
     use nfs_server::service::Lane;
     use nfs_server::OpKind;
     let d = Dir::new("peek");
-    let svc = service();
-    let ex = svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, ex) = serving_vol(d.path(), None);
     let mut c = Client::new(svc.clone());
     let root = c.mnt("/vol").unwrap();
     let f = c.create(&root, "f").unwrap();
@@ -449,10 +435,7 @@ fn calls_are_known_before_they_run_and_counted_per_export() {
 #[test]
 fn used_space_follows_writes_creates_and_removes() {
     let d = Dir::new("used");
-    let svc = service();
-    let ex = svc
-        .add_export(spec("/vol", d.path(), Some(64 << 20)))
-        .unwrap();
+    let (svc, ex) = serving_vol(d.path(), Some(64 << 20));
     let mut c = Client::new(svc);
     let root = c.mnt("/vol").unwrap();
     let start = ex.tree.used();
@@ -488,8 +471,7 @@ fn create_modes_and_ownership() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let d = Dir::new("create");
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let svc = service();
-    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, _) = serving_vol(d.path(), None);
     let mut c = Client::new(svc);
     c.cred = rpc::Cred::Sys(rpc::AuthSys {
         stamp: 1,
@@ -545,8 +527,7 @@ fn a_listing_survives_removals_between_pages() {
     for i in 0..2000 {
         std::fs::write(d.path().join(format!("many/file-{i:05}")), b"").unwrap();
     }
-    let svc = service();
-    svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, _) = serving_vol(d.path(), None);
     let mut c = Client::new(svc);
     let root = c.mnt("/vol").unwrap();
     let many = c.lookup(&root, "many").unwrap();
@@ -591,8 +572,7 @@ fn unknown_handles_walk_off_the_workers_and_rarely() {
     for i in 0..3000 {
         std::fs::write(d.path().join(format!("f{i}")), b"").unwrap();
     }
-    let svc = service();
-    let ex = svc.add_export(spec("/vol", d.path(), None)).unwrap();
+    let (svc, ex) = serving_vol(d.path(), None);
     assert_eq!(ex.tree.walks(), 1, "one walk at export");
     let mut c = Client::new(svc.clone());
     let root = c.mnt("/vol").unwrap();

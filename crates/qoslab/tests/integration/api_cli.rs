@@ -80,11 +80,7 @@ fn api_cli_unit_typos_name_the_allowed_forms() {
 #[test]
 fn api_cli_create_list_show_modify_delete_round_trip() {
     let node = Node::start("");
-    let ok = |args: &[&str]| {
-        let out = cli(&node, args);
-        assert!(out.status.success(), "{args:?}: {out}");
-        out.stdout
-    };
+    let ok = |args: &[&str]| cli(&node, args).ok().stdout;
     ok(&[
         "policy",
         "create",

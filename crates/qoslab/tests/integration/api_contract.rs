@@ -6,21 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::api_util::{Api, POLICIES, SEED_POLICY_1, SEED_POLICY_2, VOLUMES};
+use crate::api_util::{record_names, Api, POLICIES, SEED_POLICY_1, SEED_POLICY_2, VOLUMES};
 use crate::realtime::RealTime;
 use crate::util::{one_volume_config, require_tool, run, Node, TempDir, QOSLAB};
 
 fn api(node: &Node) -> Api {
     Api::new(&node.api_url())
-}
-
-fn names(list: &Value) -> Vec<String> {
-    list["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]
@@ -65,7 +56,7 @@ fn api_seed_bodies_verbatim_and_listing_shape() {
         assert!(rec["uuid"].as_str().unwrap().len() == 36, "{rec}");
     }
     assert_eq!(
-        names(&list),
+        record_names(&list),
         [
             "extreme",
             "performance",
@@ -77,7 +68,7 @@ fn api_seed_bodies_verbatim_and_listing_shape() {
     );
     // ?name= (with wildcards) and ?fields=.
     let q = a.get_ok(&format!("{POLICIES}?name=QoS_*"));
-    assert_eq!(names(&q), ["QoS_500iops", "QoS_100MBps"]);
+    assert_eq!(record_names(&q), ["QoS_500iops", "QoS_100MBps"]);
     assert_eq!(q["num_records"], 2);
     let q = a.get_ok(&format!(
         "{POLICIES}?name=aQoS&fields=svm,adaptive.peak_iops"
@@ -401,7 +392,7 @@ fn api_config_edits_apply_at_restart_and_api_changes_survive_an_unchanged_config
     node.stop();
     node.start_again();
     let a = api(&node);
-    assert_eq!(names(&a.get_ok(VOLUMES)), ["a", "b"]);
+    assert_eq!(record_names(&a.get_ok(VOLUMES)), ["a", "b"]);
     let pol = a.get_ok(&format!("{POLICIES}/{p}"));
     assert_eq!(pol["fixed"]["max_throughput_iops"], 200);
 
@@ -415,7 +406,7 @@ fn api_config_edits_apply_at_restart_and_api_changes_survive_an_unchanged_config
     );
     node.start_again();
     let a = api(&node);
-    assert_eq!(names(&a.get_ok(VOLUMES)), ["a", "b", "c"]);
+    assert_eq!(record_names(&a.get_ok(VOLUMES)), ["a", "b", "c"]);
     let pol = a.get_ok(&format!("{POLICIES}/{p}"));
     assert_eq!(pol["fixed"]["max_throughput_iops"], 999);
     assert!(

@@ -130,6 +130,16 @@ impl Api {
     }
 }
 
+/// The `name` of every record in a collection's listing, in the order listed.
+pub fn record_names(list: &Value) -> Vec<String> {
+    list["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
 pub const POLICIES: &str = "/api/storage/qos/policies";
 pub const VOLUMES: &str = "/api/storage/volumes";
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::bench_util::{qoslab, text, Dir, QOSLAB};
+use crate::bench_util::{qoslab, temp_dirs_of, text, Dir, QOSLAB};
 use crate::realtime::RealTime;
 use crate::util::require_tool;
 
@@ -63,15 +63,6 @@ fn running(pid: u32, start: u64) -> bool {
             let f: Vec<&str> = r.split_whitespace().collect();
             f.first() != Some(&"Z") && f.get(19).and_then(|s| s.parse::<u64>().ok()) == Some(start)
         })
-}
-
-fn temp_dirs_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("qoslab-") && n.contains(&format!("-{pid}-")))
-        .collect()
 }
 
 /// Start a 60 s run on `target`, wait for fio's job processes, signal qoslab alone with

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::bench_util::{export, plan_500, qoslab, text, Dir};
+use crate::bench_util::{export, plan_500, qoslab, temp_dirs_of, text, Dir};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -102,16 +102,6 @@ fn a_malformed_plan_is_rejected_naming_the_key() {
         !d.path().join("r.db").exists(),
         "nothing runs for a bad plan"
     );
-}
-
-/// The harness's directories in the temp dir that belong to process `pid`.
-fn temp_dirs_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("qoslab-") && n.contains(&format!("-{pid}-")))
-        .collect()
 }
 
 /// `qoslab bench p.toml --db DB` in `d`, its stdout and stderr made by `out`, once its job

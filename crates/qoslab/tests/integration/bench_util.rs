@@ -2,6 +2,7 @@
 //! a time limit, `fio --server` processes on free loopback ports).
 
 use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -185,6 +186,13 @@ pub fn export(dir: &Dir, run: &str, format: &str, limit: Duration) -> Output {
     )
 }
 
+/// `qoslab report last --db DB -o HTML` in `dir`, which must succeed (`limit` at most):
+/// the report's path and what the command printed.
+pub fn report_last(dir: &Dir, db: &str, html: &str, limit: Duration) -> (PathBuf, String) {
+    let o = qoslab(dir, &["report", "last", "--db", db, "-o", html], limit);
+    (dir.path().join(html), succeeded(&o))
+}
+
 /// Run 1 of the results database `db` in `dir`, exported as JSON.
 pub fn json_run(dir: &Dir, db: &str) -> serde_json::Value {
     let o = qoslab(
@@ -195,6 +203,17 @@ pub fn json_run(dir: &Dir, db: &str) -> serde_json::Value {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("export is JSON ({e}): {out}"))
+}
+
+/// The harness's directories in the temp dir that belong to process `pid`
+/// (`qoslab-...-PID-...`).
+pub fn temp_dirs_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("qoslab-") && n.contains(&format!("-{pid}-")))
+        .collect()
 }
 
 /// The table `kind`/`name` of an exported run.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::api_util::{Api, POLICIES, VOLUMES};
+use crate::api_util::{record_names, Api, POLICIES, VOLUMES};
 use crate::small_fs::SmallFs;
 use crate::util::{run, Node, TempDir};
 
@@ -38,13 +38,7 @@ fn listed(a: &Api) -> (BTreeMap<String, (u64, String)>, Vec<String>) {
             )
         })
         .collect();
-    let p = a.get_ok(&format!("{POLICIES}?builtin=false"));
-    let pols = p["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap().to_string())
-        .collect();
+    let pols = record_names(&a.get_ok(&format!("{POLICIES}?builtin=false")));
     (vols, pols)
 }
 

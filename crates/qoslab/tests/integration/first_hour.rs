@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::bench_util::{export, qoslab, succeeded, text, usage_error, Dir};
 use crate::ontap_rest::{https_node, PASSWORD};
+use crate::small_fs::SmallFs;
 use crate::util::{require_fio_nbd, require_tool, run, Node, Out, QOSLAB};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -447,28 +448,6 @@ fn a_plan_runs_whole_on_a_node_its_missing_policies_and_volumes_created_then_del
     );
 }
 
-/// A tmpfs mounted on a directory, unmounted on drop.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Tmpfs {
-        run(
-            Command::new("mount")
-                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "qoslab-it"])
-                .arg(dir),
-            LIMIT,
-        )
-        .ok();
-        Tmpfs(dir.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 const DIR_PLAN: &str = r#"[bench]
 name = "on-a-dir"
 runtime = "1s"
@@ -505,9 +484,8 @@ fn a_directory_target_is_cleaned_up_unless_keep_files_and_a_run_without_checks_i
     d.write("p.toml", DIR_PLAN);
     // A small file system of its own (64 MiB of tmpfs), so the default size is seen to
     // fit its free space (half of it) and the run stays short.
-    let target = d.path().join("target");
-    std::fs::create_dir(&target).unwrap();
-    let _fs = Tmpfs::mount(&target, "64m");
+    let fs = SmallFs::tmpfs(64);
+    let target = fs.mnt.clone();
     std::fs::write(target.join("mine.dat"), b"not qoslab's").unwrap();
     let t = target.display().to_string();
     let o = bench_on(&d, "p.toml", &t, &[]);

@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsets::testing::{Hostile, HostileSpec};
 
-use crate::bench_util::{qoslab, text, Dir};
+use crate::bench_util::{report_last, text, Dir};
 use crate::provisioned::{gp2_profile, last_run, GP2_NODE, LIMIT};
 use crate::util::{heavy, require_fio_nbd, Node};
 
@@ -44,13 +44,8 @@ fn gp2_beside(tag: &str, load: HostileSpec) -> (Value, String, String) {
         Some(3) => assert_eq!(run["status"], "inconclusive", "{out}\n{err}"),
         c => panic!("exit {c:?}: the run failed on a loaded machine:\n{out}\n{err}"),
     }
-    let o = qoslab(
-        &d,
-        &["report", "last", "--db", "r.db", "-o", "report.html"],
-        LIMIT,
-    );
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let html = std::fs::read_to_string(d.path().join("report.html")).unwrap();
+    let (report, _) = report_last(&d, "r.db", "report.html", LIMIT);
+    let html = std::fs::read_to_string(report).unwrap();
     (run, out, html)
 }
 

@@ -3,6 +3,7 @@
 //! in the middle of FUA writes and SYNCHRONIZE CACHEs (the in-process protocol tests
 //! and the conformance suite are in crates/iscsi-server/tests).
 
+use std::future::Future;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,6 +24,23 @@ fn iscsi_serve(args: &[String]) -> ServeProc {
         "qoslab iscsi: serving",
         args.to_vec(),
     )
+}
+
+/// Run `session` to its end on a fresh single-threaded runtime, with an iSCSI client
+/// connected (not logged in yet) to 127.0.0.1:`port` as `initiator`.
+pub fn with_initiator<T, F: Future<Output = T>>(
+    port: u16,
+    initiator: &str,
+    session: impl FnOnce(Client) -> F,
+) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let addr = format!("127.0.0.1:{port}").parse().unwrap();
+        session(Client::connect(addr, initiator).await.unwrap()).await
+    })
 }
 
 /// libiscsi's `iscsi-ls ARGS` (30 s at most).
@@ -151,15 +169,7 @@ fn acknowledged_fua_writes_and_synchronize_cache_survive_kill9() {
     let writer = {
         let (data, acked, stop) = (data.clone(), acked.clone(), stop.clone());
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let addr = format!("127.0.0.1:{port}").parse().unwrap();
-                let mut c = Client::connect(addr, "iqn.2026-01.lab.qoslab:writer")
-                    .await
-                    .unwrap();
+            with_initiator(port, "iqn.2026-01.lab.qoslab:writer", |mut c| async move {
                 assert_eq!(c.login(IQN, &[("InitialR2T", "No")]).await, (0, 0));
                 let mut off = 0usize;
                 let mut round = 0u32;
@@ -219,15 +229,7 @@ fn acknowledged_fua_writes_and_synchronize_cache_survive_kill9() {
     srv.restart();
     let port = srv.port;
     let read_back = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let addr = format!("127.0.0.1:{port}").parse().unwrap();
-            let mut c = Client::connect(addr, "iqn.2026-01.lab.qoslab:reader")
-                .await
-                .unwrap();
+        with_initiator(port, "iqn.2026-01.lab.qoslab:reader", |mut c| async move {
             assert_eq!(c.login(IQN, &[]).await, (0, 0));
             let mut got = Vec::with_capacity(acked);
             while got.len() < acked {

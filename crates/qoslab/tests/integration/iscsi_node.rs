@@ -8,10 +8,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use iscsi_server::client::{read10, Client};
+use iscsi_server::client::read10;
 
 use crate::api_util::Api;
-use crate::iscsi::require_libiscsi;
+use crate::iscsi::{require_libiscsi, with_initiator};
 use crate::json::Json;
 use crate::nfs_node::{fio_json, read_ops, within};
 use crate::realtime::RealTime;
@@ -22,13 +22,7 @@ const ISCSI: &[&str] = &["--listen-iscsi", "127.0.0.1:0"];
 
 /// The node's iSCSI port, from its `qoslab: iscsi: ADDR` line.
 pub fn iscsi_port(n: &Node) -> u16 {
-    n.ready_output()
-        .iter()
-        .find_map(|l| l.strip_prefix("qoslab: iscsi: "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|a| a.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no `qoslab: iscsi:` line in {:?}", n.ready_output()))
+    n.listener_port("iscsi")
 }
 
 /// fio's libiscsi engine on LUN `lun` of the node (JSON report, every job's error
@@ -94,18 +88,11 @@ fn a_lun_is_its_volume_over_nbd_and_iscsi() {
         Duration::from_secs(60),
     )
     .ok();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let got = rt.block_on(async {
-        let addr = format!("127.0.0.1:{port}").parse().unwrap();
-        let mut c = Client::connect(addr, "iqn.2026-01.lab.qoslab:reader")
-            .await
-            .unwrap();
+    let len = data.len();
+    let got = with_initiator(port, "iqn.2026-01.lab.qoslab:reader", |mut c| async move {
         assert_eq!(c.login(IQN, &[]).await, (0, 0));
-        let mut got = Vec::with_capacity(data.len());
-        while got.len() < data.len() {
+        let mut got = Vec::with_capacity(len);
+        while got.len() < len {
             let lba = (got.len() / 512) as u32;
             let r = c.command(0, &read10(lba, 2048), 1 << 20, &[]).await;
             assert_eq!(r.status, 0);
@@ -241,15 +228,7 @@ fn initiators_log_in_as_their_credentials_say_and_an_open_lun_is_refused_beyond_
     }
     let bob = ls(BOB, "");
     assert!(bob.stdout.contains("Lun:0"), "{bob}");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let carol = rt.block_on(async {
-        let addr = format!("127.0.0.1:{port}").parse().unwrap();
-        let mut c = Client::connect(addr, "iqn.2026-01.lab.qoslab:carol")
-            .await
-            .unwrap();
+    let carol = with_initiator(port, "iqn.2026-01.lab.qoslab:carol", |mut c| async move {
         c.login(IQN, &[]).await
     });
     assert_eq!(

@@ -5,17 +5,14 @@ use std::time::Duration;
 
 use crate::json::Json;
 use crate::nfs_util::{committed_writes_survive_kill9, NfsProc, Wire};
-use crate::util::{first_difference, pattern, run, TempDir};
+use crate::util::{first_difference, on_path, pattern, run, TempDir};
 use std::process::Command;
 
 const HINT: &str =
     "run scripts/test.sh, which installs libnfs-utils and builds fio with its nfs ioengine";
 
 fn require_on_path(tool: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false);
-    assert!(found, "`{tool}` is not installed: {HINT}");
+    assert!(on_path(tool), "`{tool}` is not installed: {HINT}");
 }
 
 pub fn require_fio_nfs() {

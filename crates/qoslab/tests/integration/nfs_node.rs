@@ -15,13 +15,7 @@ use crate::util::{heavy, pattern, run, Node, TempDir, QOSLAB};
 
 /// The node's NFS port, from its `qoslab: nfs: ADDR` line.
 pub fn nfs_port(n: &Node) -> u16 {
-    n.ready_output()
-        .iter()
-        .find_map(|l| l.strip_prefix("qoslab: nfs: "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|a| a.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no `qoslab: nfs:` line in {:?}", n.ready_output()))
+    n.listener_port("nfs")
 }
 
 /// A libnfs URL for `path` on the node.
@@ -256,7 +250,8 @@ pub fn read_ops(api: &Api, vol: &str) -> u64 {
         .unwrap_or_else(|| panic!("no statistics: {v}"))
 }
 
-fn nfs_tool(tool: &str, args: &[&str]) -> crate::util::Out {
+/// libnfs's utility `tool` (nfs-ls, nfs-cp, ...) with `args`, a minute at most.
+pub fn nfs_tool(tool: &str, args: &[&str]) -> crate::util::Out {
     run(Command::new(tool).args(args), Duration::from_secs(60))
 }
 

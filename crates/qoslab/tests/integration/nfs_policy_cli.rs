@@ -3,16 +3,9 @@
 //! every call for libnfs's `nfs-ls`/`nfs-cp` from loopback; rules added and deleted;
 //! deletion refused in use; bad flags named with their value before anything is sent.
 
-use std::process::Command;
-use std::time::Duration;
-
 use crate::api_cli::cli;
-use crate::nfs_node::nfs_url;
-use crate::util::{run, Node, Out, TempDir};
-
-fn nfs_tool(tool: &str, args: &[&str]) -> Out {
-    run(Command::new(tool).args(args), Duration::from_secs(60))
-}
+use crate::nfs_node::{nfs_tool, nfs_url};
+use crate::util::{Node, TempDir};
 
 /// A loopback client (libnfs connects from 127.0.0.1) outside a policy's match is refused
 /// at MOUNT; a rule for it admits it, read-only when its rw_rule is `never`; the policy

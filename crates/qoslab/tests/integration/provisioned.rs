@@ -20,8 +20,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::api_util::Api;
-use crate::bench_util::{export, qoslab, text, Dir};
-use crate::report::{charts_counts, console_errors, render};
+use crate::bench_util::{export, qoslab, report_last, text, Dir};
+use crate::report::{assert_page_whole, render};
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
 pub(crate) const LIMIT: Duration = Duration::from_secs(240);
@@ -361,13 +361,7 @@ fn gp2_on_a_node_bursts_its_computed_time_and_the_report_draws_the_balance() {
 
     // The report draws the transition: throughput with baseline and burst lines and the
     // balance on a second axis, in the family's section and per job.
-    let o = qoslab(
-        &d,
-        &["report", "last", "--db", "r.db", "-o", "report.html"],
-        LIMIT,
-    );
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let path = d.path().join("report.html");
+    let (path, _) = report_last(&d, "r.db", "report.html", LIMIT);
     let html = std::fs::read_to_string(&path).unwrap();
     for want in [
         "<h2 id=\"provisioned\">",
@@ -384,17 +378,7 @@ fn gp2_on_a_node_bursts_its_computed_time_and_the_report_draws_the_balance() {
         "the transition, in the section and per job"
     );
     let (dom, stderr, png) = render(d.path(), &path, "1280,3000");
-    let (expected, drawn) = charts_counts(&dom);
-    assert_eq!(drawn, expected, "charts drawn by Chromium");
-    assert!(
-        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
-        "script errors"
-    );
-    assert!(
-        console_errors(&stderr).is_empty(),
-        "{:?}",
-        console_errors(&stderr)
-    );
+    assert_page_whole(&dom, &stderr, "the burst report");
     assert!(
         png.len() > 50_000,
         "a drawn page, not a blank one: {} bytes",

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bench_util::{export, output_within, qoslab, succeeded, text, usage_error, Dir};
+use crate::bench_util::{
+    export, output_within, qoslab, report_last, succeeded, text, usage_error, Dir,
+};
 use crate::realtime::RealTime;
 use crate::util::{heavy, require_fio_nbd, require_tool, Node};
 
@@ -83,6 +85,22 @@ pub(crate) fn charts_counts(dom: &str) -> (usize, usize) {
         count("charts-expected", "the report counts its charts"),
         count("charts-drawn", "the page's script ran"),
     )
+}
+
+/// A rendered report is whole: every chart it expects drawn by its script, no script
+/// error caught by its hook, none in Chromium's console (`stderr`). `what` names the page
+/// in the messages. Returns how many charts it expects.
+pub(crate) fn assert_page_whole(dom: &str, stderr: &str, what: &str) -> usize {
+    let (expected, drawn) = charts_counts(dom);
+    assert_eq!(drawn, expected, "{what}: charts drawn by Chromium");
+    assert!(
+        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
+        "{what}: script errors: {:?}",
+        by_id(dom, "js-errors")
+    );
+    let console = console_errors(stderr);
+    assert!(console.is_empty(), "{what}: console errors: {console:?}");
+    expected
 }
 
 /// Console errors Chromium logged for the page (`CONSOLE` lines, uncaught exceptions).
@@ -189,15 +207,8 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     }
 
     // The report.
-    let o = qoslab(
-        &d,
-        &["report", "last", "--db", "r.db", "-o", "report.html"],
-        LIMIT,
-    );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let (html_path, out) = report_last(&d, "r.db", "report.html", LIMIT);
     assert!(out.contains("report of run 1: report.html"), "{out}");
-    let html_path = d.path().join("report.html");
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(
         html.contains(">ceiling 500 IOPS</text>"),
@@ -215,18 +226,8 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     let started = Instant::now();
     let (dom, stderr, png) = render(d.path(), &html_path, "1280,4000");
     let render_time = started.elapsed();
-    let (expected, drawn) = charts_counts(&dom);
+    let expected = assert_page_whole(&dom, &stderr, "the 500 IOPS run's report");
     assert!(expected >= 3, "IOPS, latency, percentiles: {expected}");
-    assert_eq!(drawn, expected, "charts drawn by Chromium");
-    assert!(
-        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
-        "script errors: {dom}"
-    );
-    assert!(
-        console_errors(&stderr).is_empty(),
-        "{:?}",
-        console_errors(&stderr)
-    );
     assert_eq!(png_size(&png), (1280, 4000));
 
     // A blank page of the same size compresses to almost nothing; the report does not.
@@ -440,22 +441,10 @@ fn the_report_of_an_s3_run_draws_its_charts_in_chromium() {
         LIMIT,
     );
     succeeded(&o);
-    let html_path = d.path().join("s3.html");
-    let o = qoslab(
-        &d,
-        &["report", "last", "--db", "s3.db", "-o", "s3.html"],
-        LIMIT,
-    );
-    assert!(o.status.success(), "{:?}", text(&o));
+    let (html_path, _) = report_last(&d, "s3.db", "s3.html", LIMIT);
     let (dom, stderr, _png) = render(d.path(), &html_path, "1280,3000");
-    let (expected, drawn) = charts_counts(&dom);
+    let expected = assert_page_whole(&dom, &stderr, "the S3 run's report");
     // Table: throughput and latency per operation; job: requests/s, throughput, latency.
     assert!(expected >= 5, "{expected}");
-    assert_eq!(drawn, expected, "charts drawn by Chromium");
     assert!(dom.contains("requests per second") && dom.contains(">GET<"));
-    assert!(
-        console_errors(&stderr).is_empty(),
-        "{:?}",
-        console_errors(&stderr)
-    );
 }

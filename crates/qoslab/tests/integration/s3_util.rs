@@ -49,7 +49,7 @@ impl S3Node {
         let mut args = vec!["--listen-s3", addr, "--s3-keys-file", kf.to_str().unwrap()];
         args.extend_from_slice(extra);
         let node = Node::start_in(dir, config_toml, &args);
-        let endpoint = endpoint_of(&node);
+        let endpoint = node.listener("s3").to_string();
         S3Node {
             node,
             endpoint,
@@ -59,7 +59,7 @@ impl S3Node {
 
     /// After a restart the port changes: read it again.
     pub fn refresh_endpoint(&mut self) {
-        self.endpoint = endpoint_of(&self.node);
+        self.endpoint = self.node.listener("s3").to_string();
     }
 
     pub fn bucket_dir(&self) -> PathBuf {
@@ -105,15 +105,6 @@ impl S3Node {
             )
             .env("AWS_EC2_METADATA_DISABLED", "true");
     }
-}
-
-fn endpoint_of(node: &Node) -> String {
-    node.ready_output()
-        .iter()
-        .find_map(|l| l.strip_prefix("qoslab: s3: "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no `qoslab: s3:` line in {:?}", node.ready_output()))
-        .to_string()
 }
 
 /// Fail (never skip) unless boto3 imports.

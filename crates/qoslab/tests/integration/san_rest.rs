@@ -8,11 +8,11 @@
 use std::process::Command;
 use std::time::Duration;
 
-use iscsi_server::client::{read10, write10, Client};
+use iscsi_server::client::{read10, write10};
 use serde_json::Value;
 
 use crate::api_util::{Api, VOLUMES};
-use crate::iscsi::{iscsi_ls, require_libiscsi};
+use crate::iscsi::{iscsi_ls, require_libiscsi, with_initiator};
 use crate::iscsi_node::iscsi_port;
 use crate::util::{pattern, run, Node, Out, QOSLAB};
 
@@ -77,13 +77,7 @@ fn config() -> String {
 
 /// Write `data` at LBA 0 of LUN `lun` as `initiator` (FUA), then read it back.
 fn write_and_read(port: u16, initiator: &str, lun: u16, data: &[u8]) -> Vec<u8> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let addr = format!("127.0.0.1:{port}").parse().unwrap();
-        let mut c = Client::connect(addr, initiator).await.unwrap();
+    with_initiator(port, initiator, |mut c| async move {
         assert_eq!(c.login(IQN, &[]).await, (0, 0));
         let blocks = (data.len() / 512) as u16;
         if !data.is_empty() {

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use testbed::{run, Spec, Testbed};
 
-use crate::bench_util::{qoslab, qoslab_pid, text, Dir, QOSLAB};
+use crate::bench_util::{qoslab, qoslab_pid, report_last, text, Dir, QOSLAB};
 use crate::realtime::RealTime;
-use crate::report::{by_id, console_errors, render};
+use crate::report::{assert_page_whole, render};
 use crate::util::{heavy, require_tool};
 
 const LIMIT: Duration = Duration::from_secs(240);
@@ -133,37 +133,10 @@ fn rows(t: &Value) -> Vec<serde_json::Map<String, Value>> {
 
 /// The last run's report rendered in Chromium: every chart drawn, no script error.
 fn report_renders(d: &Dir, name: &str) -> String {
-    let html = d.path().join(format!("{name}.html"));
-    let o = qoslab(
-        d,
-        &[
-            "report",
-            "last",
-            "--db",
-            "r.db",
-            "-o",
-            html.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let (html, _) = report_last(d, "r.db", &format!("{name}.html"), LIMIT);
     let (dom, stderr, png) = render(d.path(), &html, "1280,3000");
-    let expected: usize = by_id(&dom, "charts-expected").unwrap().parse().unwrap();
-    let drawn: usize = by_id(&dom, "charts-drawn")
-        .expect("the page's script ran")
-        .parse()
-        .unwrap();
+    let expected = assert_page_whole(&dom, &stderr, name);
     assert!(expected >= 1, "{name}: charts expected {expected}");
-    assert_eq!(drawn, expected, "{name}: charts drawn by Chromium");
-    assert!(
-        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
-        "{name}: script errors"
-    );
-    assert!(
-        console_errors(&stderr).is_empty(),
-        "{name}: {:?}",
-        console_errors(&stderr)
-    );
     assert!(png.len() > 30_000, "{name}: screenshot {} bytes", png.len());
     dom
 }

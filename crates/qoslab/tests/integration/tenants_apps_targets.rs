@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::api_util::Api;
+use crate::api_util::{record_names, Api};
 use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir};
 use crate::tenants_util::{
     java_under, require_app_tools, require_on_path, signal_and_wait, start_broker_sweep,
@@ -266,12 +266,7 @@ fn build_and_broker_tenants_on_a_running_node_get_volumes_under_their_policy() {
         );
     }
     // The node holds what it held before, and nothing of the run's.
-    let volumes: Vec<String> = api.get_ok("/api/storage/volumes")["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap().to_string())
-        .collect();
+    let volumes = record_names(&api.get_ok("/api/storage/volumes"));
     assert_eq!(volumes, vec!["keepme".to_string()]);
 }
 

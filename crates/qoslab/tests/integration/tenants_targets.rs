@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::api_util::Api;
+use crate::api_util::{record_names, Api};
 use crate::bench_util::{cell, json_run, qoslab, succeeded, table, text, Dir};
 use crate::tenants_util::{signal_and_wait, summary_on_a_target, tenants_table, Loops};
 use crate::util::{heavy, one_volume_config, require_fio_nbd, Node};
@@ -16,12 +16,7 @@ use crate::util::{heavy, one_volume_config, require_fio_nbd, Node};
 const LIMIT: Duration = Duration::from_secs(300);
 
 fn names(v: &Value) -> Vec<String> {
-    let mut n: Vec<String> = v["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap().to_string())
-        .collect();
+    let mut n = record_names(v);
     n.sort();
     n
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::bench_util::{cell, qoslab, table, text, Dir, QOSLAB};
-use crate::report::{by_id, charts_counts, console_errors, png_size, render};
+use crate::bench_util::{cell, report_last, table, Dir, QOSLAB};
+use crate::report::{assert_page_whole, png_size, render};
 /// (Shared with the other suites: it lives in util.)
 pub use crate::util::require_on_path;
 
@@ -181,32 +181,16 @@ pub fn signal_and_wait(child: &mut Child, sig: i32, limit: Duration) -> ExitStat
 /// screenshot has the window's size. Returns the dumped DOM.
 pub fn report_draws_its_charts(dir: &Dir, titles: &[&str]) -> String {
     crate::util::require_tool("chromium");
-    let o = qoslab(
-        dir,
-        &["report", "last", "--db", "r.db", "-o", "report.html"],
-        Duration::from_secs(60),
-    );
-    assert!(o.status.success(), "{}", text(&o).1);
-    let (dom, stderr, png) = render(dir.path(), &dir.path().join("report.html"), "1280,3000");
-    let (expected, drawn) = charts_counts(&dom);
+    let (report, _) = report_last(dir, "r.db", "report.html", Duration::from_secs(60));
+    let (dom, stderr, png) = render(dir.path(), &report, "1280,3000");
+    let expected = assert_page_whole(&dom, &stderr, "the tenants report");
     assert!(expected >= titles.len(), "{expected} charts expected");
-    assert_eq!(drawn, expected, "charts drawn by Chromium");
-    assert!(
-        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
-        "script errors: {:?}",
-        by_id(&dom, "js-errors")
-    );
     for t in titles {
         assert!(
             dom.contains(t),
             "chart {t:?} missing from the rendered report"
         );
     }
-    assert!(
-        console_errors(&stderr).is_empty(),
-        "console errors: {:?}",
-        console_errors(&stderr)
-    );
     assert_eq!(png_size(&png), (1280, 3000));
     dom
 }

@@ -47,14 +47,18 @@ pub fn require_tool(tool: &str) {
 /// installs them).
 pub fn require_on_path(tools: &[&str]) {
     for t in tools {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
-            .unwrap_or(false);
         assert!(
-            found,
+            on_path(t),
             "`{t}` is not installed: run scripts/install-deps.sh (these tests never skip)"
         );
     }
+}
+
+/// Whether a program `tool` is in one of PATH's directories.
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
 }
 
 /// Fail unless fio is installed and was built with the nbd ioengine.
@@ -205,12 +209,30 @@ impl Node {
 
     /// Base URL of the node's REST API (from its `qoslab: api: URL` line).
     pub fn api_url(&self) -> String {
+        self.listener("api").to_string()
+    }
+
+    /// Where the node's `front` (`api`, `nfs`, `s3`, `iscsi`) listens: the first word of
+    /// its `qoslab: FRONT: ADDR ...` startup line.
+    pub fn listener(&self, front: &str) -> &str {
+        self.listener_word(front)
+            .unwrap_or_else(|| panic!("no `qoslab: {front}:` line in {:?}", self.ready))
+    }
+
+    /// The port of `listener(front)` (its ADDR is `HOST:PORT`).
+    pub fn listener_port(&self, front: &str) -> u16 {
+        self.listener_word(front)
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no `qoslab: {front}:` line in {:?}", self.ready))
+    }
+
+    fn listener_word(&self, front: &str) -> Option<&str> {
+        let prefix = format!("qoslab: {front}: ");
         self.ready
             .iter()
-            .find_map(|l| l.strip_prefix("qoslab: api: "))
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
             .and_then(|l| l.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no `qoslab: api:` line in {:?}", self.ready))
-            .to_string()
     }
 
     /// Replace node.toml (takes effect at the next start).
