@@ -372,10 +372,14 @@ fn gp2_on_a_node_bursts_its_computed_time_and_the_report_draws_the_balance() {
     ] {
         assert!(html.contains(want), "{want} in the report");
     }
+    // The section draws a step's transition only when the run measured one (a starved
+    // host's run may not: its verdicts are then inconclusive, checked above); the job's
+    // own chart draws the balance either way.
+    let transition = r.get("burst_s").is_some_and(|v| !v.is_null());
     assert_eq!(
         html.matches("rotate(90)").count(),
-        2,
-        "the transition, in the section and per job"
+        if transition { 2 } else { 1 },
+        "the transition, in the section (measured: {transition}) and per job"
     );
     let (dom, stderr, png) = render(d.path(), &path, "1280,3000");
     assert_page_whole(&dom, &stderr, "the burst report");
