@@ -501,7 +501,9 @@ fn resolve_target(
         }
         (Some(url), None) if args.dry_run => {
             let wanted = plan.body.volumes_used();
-            let luns: Vec<String> = wanted
+            let written = &plan.common.iscsi;
+            written.check_on_node(&wanted)?;
+            let mut luns: Vec<String> = wanted
                 .iter()
                 .filter(|w| {
                     plan.common
@@ -512,12 +514,16 @@ fn resolve_target(
                 .map(|w| {
                     format!(
                         "; {w} over the node's iSCSI target: its LUN {} (made and mapped to \
-                         {} when missing)",
+                         {} when missing{})",
                         workloads::node_setup::lun::lun_path(w),
-                        harness::iscsi::INITIATOR
+                        harness::iscsi::INITIATOR,
+                        written.dry_run_note(w)
                     )
                 })
                 .collect();
+            if !luns.is_empty() {
+                luns.push(written.dry_run_target_note());
+            }
             let on = format!(
                 "node {} (volumes {}; the plan's missing policies and volumes made there when \
                  the run starts, deleted after{})",
@@ -551,9 +557,13 @@ fn resolve_target(
                 );
             }
             let api = node_api(url.as_deref(), &args.conn, &args.token_file)?;
-            let s =
-                workloads::node_setup::NodeSetup::apply(&api, plan.common.node.as_ref(), &wanted)
-                    .map_err(anyhow::Error::msg)?;
+            let s = workloads::node_setup::NodeSetup::apply(
+                &api,
+                plan.common.node.as_ref(),
+                &plan.common.iscsi,
+                &wanted,
+            )
+            .map_err(anyhow::Error::msg)?;
             let t = s.target();
             setup = Some(s);
             t

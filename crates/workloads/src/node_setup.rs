@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use harness::node_api::{query_value as enc, NodeHandle};
+use harness::plan::WrittenIscsi;
 use harness::target::{lookup_volume, Target, VolumeOnNode};
 use storage_node::NodeConfig;
 
@@ -80,9 +81,12 @@ impl NodeSetup {
     /// Make the volumes `wanted` (the plan's work's volumes) available on the node: look
     /// each up; create the ones the plan declares and the node lacks (and their missing
     /// policies, from the plan's `[[policy]]`). A volume neither has is an error naming it.
+    /// `written`: what the plan's `[iscsi]` wrote beyond its LUNs' volumes (honoured or
+    /// refused before anything is made: [`lun`]).
     pub fn apply(
         api: &NodeHandle,
         plan: Option<&NodeConfig>,
+        written: &WrittenIscsi,
         wanted: &[String],
     ) -> Result<NodeSetup, String> {
         let url = api.url().to_string();
@@ -90,13 +94,17 @@ impl NodeSetup {
             .iter()
             .filter(|w| plan.is_some_and(|p| p.iscsi.luns.iter().any(|l| &l.volume == *w)))
             .collect();
-        // The node's iSCSI target, before anything is made (none: refused).
+        written.check_on_node(wanted).map_err(|e| e.0)?;
+        // The node's iSCSI target, before anything is made (none: refused), and what the
+        // plan wrote of it and of its LUNs checked against the node.
         let target = match lun_volumes.first() {
             Some(v) => {
                 let svc = api
                     .get("/api/protocols/san/iscsi/services?fields=*", TIMEOUT)
                     .map_err(|e| format!("--node {url}: {e}"))?;
-                Some(lun::target_of(&svc, &url, v)?)
+                let t = lun::target_of(&svc, &url, v)?;
+                lun::check_plan(api, &svc, written, &lun_volumes)?;
+                Some(t)
             }
             None => None,
         };
@@ -165,6 +173,7 @@ impl NodeSetup {
                 igroup: None,
                 marker: marker.clone(),
                 mark: MARK,
+                written: written.clone(),
             };
             for v in setup
                 .volumes

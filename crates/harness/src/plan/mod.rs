@@ -32,6 +32,7 @@
 
 mod duration;
 pub mod fio_options;
+pub mod iscsi_on_node;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,6 +43,7 @@ use storage_node::NodeConfig;
 use toml::Spanned;
 
 pub use duration::{parse_duration, parse_duration_str};
+pub use iscsi_on_node::{Written, WrittenIscsi, WrittenLun};
 
 /// A plan error, phrased for a human (file:line: what, and what is allowed).
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +132,9 @@ pub struct Common {
     pub target: Option<String>,
     /// The embedded node's setup (None when the plan declares no volume or policy).
     pub node: Option<NodeConfig>,
+    /// What the plan's `[iscsi]` wrote beyond its LUNs' volumes, with its lines: what a
+    /// running node (`--node`) honours or refuses ([`iscsi_on_node`]).
+    pub iscsi: WrittenIscsi,
 }
 
 impl Common {
@@ -152,6 +157,7 @@ impl Common {
             iterations: 1,
             target: None,
             node: None,
+            iscsi: WrittenIscsi::default(),
         }
     }
 }
@@ -176,6 +182,8 @@ struct RawCommon {
 /// without a secret.
 #[derive(Deserialize)]
 struct RawPlanIscsi {
+    iqn: Option<Spanned<toml::Value>>,
+    alias: Option<Spanned<toml::Value>>,
     listen: Option<Spanned<toml::Value>>,
     portal: Option<Spanned<toml::Value>>,
     #[serde(default)]
@@ -187,6 +195,8 @@ struct RawPlanIscsi {
 #[derive(Deserialize)]
 struct RawPlanLun {
     volume: Option<toml::Value>,
+    lun: Option<Spanned<toml::Value>>,
+    block_size: Option<Spanned<toml::Value>>,
     initiators: Option<Spanned<toml::Value>>,
 }
 
@@ -320,9 +330,59 @@ pub fn parse_common(
         ramp,
         iterations,
         target: bench.target,
+        iscsi: written_iscsi(src, raw.iscsi.as_ref(), node.as_ref()),
         node,
     };
     Ok((common, keys))
+}
+
+/// What the plan's `[iscsi]` wrote beyond its LUNs' volumes, at its lines: the values as
+/// the node's parser validated them (`node`).
+fn written_iscsi(
+    src: &PlanSource,
+    raw: Option<&RawPlanIscsi>,
+    node: Option<&NodeConfig>,
+) -> WrittenIscsi {
+    let (Some(raw), Some(node)) = (raw, node) else {
+        return WrittenIscsi::default();
+    };
+    let at = |s: &Spanned<toml::Value>| src.at(s.span().start);
+    let written = |s: &Option<Spanned<toml::Value>>, value: Option<String>| {
+        s.as_ref()
+            .zip(value)
+            .map(|(s, value)| Written { value, at: at(s) })
+    };
+    let mut out = WrittenIscsi {
+        iqn: written(&raw.iqn, Some(node.iscsi.iqn.clone())),
+        alias: written(&raw.alias, node.iscsi.alias.clone()),
+        luns: Vec::new(),
+    };
+    for (index, l) in raw.lun.iter().enumerate() {
+        let volume = l
+            .volume
+            .as_ref()
+            .and_then(|v| v.as_str())
+            .unwrap_or_default();
+        let Some(spec) = node.iscsi.luns.iter().find(|s| s.volume == volume) else {
+            continue;
+        };
+        let w = |s: &Option<Spanned<toml::Value>>| s.as_ref().map(at);
+        out.luns.push(WrittenLun {
+            index,
+            volume: volume.to_string(),
+            lun: w(&l.lun).map(|at| Written {
+                value: spec.number,
+                at,
+            }),
+            block_size: w(&l.block_size).map(|at| Written {
+                value: spec.block_size,
+                at,
+            }),
+            initiators: w(&l.initiators)
+                .and_then(|at| spec.initiators.clone().map(|value| Written { value, at })),
+        });
+    }
+    out
 }
 
 /// A plan's `[iscsi]`: node.toml's, but the embedded node's target listens on a loopback
@@ -452,6 +512,62 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.node.unwrap().iscsi.iqn, "iqn.2026-01.lab.qoslab:plan");
+    }
+
+    #[test]
+    fn what_a_plans_iscsi_wrote_is_kept_at_its_lines_for_a_running_node() {
+        let text = "[[volume]]\nname = \"db\"\nsize = \"1GiB\"\n[[volume]]\nname = \"logs\"\nsize = \"1GiB\"\n\
+                    [iscsi]\niqn = \"iqn.2026-01.lab.qoslab:plan\"\n\
+                    [[iscsi.lun]]\nvolume = \"logs\"\n\
+                    [[iscsi.lun]]\nvolume = \"db\"\nlun = 3\nblock_size = 4096\n\
+                    initiators = [\"iqn.2026-01.lab.qoslab:bench\", \"iqn.1993-08.org.debian:01:h\"]\n";
+        let (c, _) = parse_common(&PlanSource::new(text, "p.toml"), &[]).unwrap();
+        let w = &c.iscsi;
+        let iqn = w.iqn.as_ref().unwrap();
+        assert_eq!(
+            (iqn.value.as_str(), iqn.at.as_str()),
+            ("iqn.2026-01.lab.qoslab:plan", "p.toml:8")
+        );
+        assert_eq!(w.alias, None);
+        // The LUN without keys of its own: none written (its number is the node's choice).
+        let logs = w.lun("logs").unwrap();
+        assert_eq!(
+            (logs.index, &logs.lun, &logs.block_size, &logs.initiators),
+            (0, &None, &None, &None)
+        );
+        let db = w.lun("db").unwrap();
+        assert_eq!(db.index, 1);
+        let l = db.lun.as_ref().unwrap();
+        assert_eq!((l.value, l.at.as_str()), (3, "p.toml:13"));
+        let b = db.block_size.as_ref().unwrap();
+        assert_eq!((b.value, b.at.as_str()), (4096, "p.toml:14"));
+        let i = db.initiators.as_ref().unwrap();
+        assert_eq!((i.value.len(), i.at.as_str()), (2, "p.toml:15"));
+        // On a running node: the block size is refused at its line first.
+        let e = w.check_on_node(&["db".to_string()]).unwrap_err().0;
+        assert!(
+            e.starts_with(
+                "p.toml:14: iscsi.lun[1] (volume \"db\"): block_size = 4096: with --node"
+            ),
+            "{e}"
+        );
+        let (c, _) = parse_common(
+            &PlanSource::new(&text.replace("block_size = 4096\n", ""), "p.toml"),
+            &[],
+        )
+        .unwrap();
+        let e = c.iscsi.check_on_node(&["db".to_string()]).unwrap_err().0;
+        assert!(
+            e.starts_with("p.toml:14: iscsi.lun[1] (volume \"db\"): initiators = "),
+            "{e}"
+        );
+        // Nothing but volumes: nothing written, nothing to refuse.
+        let (c, _) = parse_common(
+            &PlanSource::new("[[volume]]\nname = \"db\"\nsize = \"1GiB\"\n", "p.toml"),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.iscsi, WrittenIscsi::default());
     }
 
     #[test]

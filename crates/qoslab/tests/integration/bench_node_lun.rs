@@ -5,9 +5,13 @@
 //! 400 IOPS ceiling on the node's samples of the LUN's block volume (`db:bench`), and
 //! deletes what it made while the node's own LUN, igroup and map stay, on SIGTERM too. A
 //! node without iSCSI is refused before anything is made; the node's own LUN at the
-//! plan's path is written only with `--overwrite`.
+//! plan's path is written only with `--overwrite`. The plan's other `[iscsi]` keys:
+//! `lun`, `block_size = 512` and `initiators` of the harness alone honoured; a taken
+//! number, a 4096-byte block, another initiator and another target name refused at the
+//! plan's line before anything is made.
 //!
-//! Cost: ~8 s (a 2 s job after a 1 s ramp; a run stopped 1.5 s into its job). Light group: its timed checks are the
+//! Cost: ~8 s (a 2 s job after a 1 s ramp; a run stopped 1.5 s into its job), and ~3 s
+//! for the keys (refusals, then a 1 s job). Light group: its timed checks are the
 //! ceiling, an upper bound a neighbour cannot break, and a shortfall, a real-time bound a
 //! starved host makes inconclusive (`RealTime`); 400 IOPS of fio and the node are less
 //! than the CPU hog every measuring test survives (as bench_iscsi).
@@ -307,4 +311,142 @@ fn a_plans_lun_on_a_running_node_is_made_driven_over_iscsi_judged_and_removed() 
     assert_eq!(names(&api, MAPS, &["lun", "name"]), ["/vol/keep/l0"]);
     assert_eq!(policies(&api), policies_before);
     rt.finish();
+}
+
+/// A plan's LUN with the keys of node.toml's `[[iscsi.lun]]` beyond `volume`.
+const KEYS_PLAN: &str = r#"[bench]
+name = "lun-keys"
+runtime = "1s"
+ramp = "0s"
+
+[[volume]]
+name = "db"
+size = "64MiB"
+
+[[iscsi.lun]]
+volume = "db"
+lun = 5
+block_size = 512
+initiators = ["iqn.2026-01.lab.qoslab:bench"]
+
+[[workload]]
+name = "db-read"
+volume = "db"
+fio = { rw = "randread", bs = "4k", iodepth = 4 }
+"#;
+
+/// What the node has is its own only: volume `keep`, LUN `/vol/keep/l0`, igroup `benchers`.
+fn nothing_made(api: &Api, when: &str) {
+    assert_eq!(names(api, VOLUMES, &["name"]), ["keep"], "{when}");
+    assert_eq!(names(api, LUNS, &["name"]), ["/vol/keep/l0"], "{when}");
+    assert_eq!(names(api, IGROUPS, &["name"]), ["benchers"], "{when}");
+}
+
+#[test]
+fn a_plans_lun_keys_on_a_running_node_are_honoured_or_refused_before_anything_is_made() {
+    require_tool("fio");
+    require_libiscsi();
+    let _g = heavy();
+    let d = Dir::new("node-lun-keys");
+    let node = Node::start_with(NODE, &["--listen-iscsi", "127.0.0.1:0"]);
+    let port = iscsi_port(&node);
+    let url = node.api_url();
+    let api = Api::new(&url);
+    // The node's own igroup of the harness's initiator shows it LUN /vol/keep/l0 at 5.
+    api.create(
+        "/api/storage/luns",
+        r#"{"name": "/vol/keep/l0", "os_type": "linux", "space": {"size": 1048576}}"#,
+    );
+    api.create(
+        "/api/protocols/san/igroups",
+        r#"{"name": "benchers", "os_type": "linux", "initiators": [{"name": "iqn.2026-01.lab.qoslab:bench"}]}"#,
+    );
+    api.create(
+        "/api/protocols/san/lun-maps",
+        r#"{"lun": {"name": "/vol/keep/l0"}, "igroup": {"name": "benchers"}, "logical_unit_number": 5}"#,
+    );
+    let refused = |plan: &str, extra: &[&str], want: &str| {
+        d.write("p.toml", plan);
+        let (o, out, err) = bench_on(&d, &url, "k.db", extra);
+        assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+        assert!(err.contains(want), "{want}\n{err}");
+        nothing_made(&api, want);
+    };
+
+    // lun = 5: that initiator sees the node's LUN there already.
+    refused(
+        KEYS_PLAN,
+        &[],
+        &format!(
+            "p.toml:12: iscsi.lun[0] (volume \"db\"): lun = 5: the run maps LUN /vol/db/bench \
+             to iqn.2026-01.lab.qoslab:bench at 5, and on --node {url} that initiator sees LUN \
+             /vol/keep/l0 at 5 already (igroup \"benchers\")"
+        ),
+    );
+    // A 4096-byte block: the node's REST LUNs are 512-byte; refused on a dry run too.
+    let b4k = KEYS_PLAN.replace("block_size = 512", "block_size = 4096");
+    let want = "p.toml:13: iscsi.lun[0] (volume \"db\"): block_size = 4096: with --node the run \
+                makes LUN /vol/db/bench through the running node's REST API, and the node \
+                serves such LUNs with 512-byte blocks";
+    refused(&b4k, &["--dry-run"], want);
+    refused(&b4k, &[], want);
+    // Other initiators: the run's igroup holds the harness's only.
+    refused(
+        &KEYS_PLAN.replace(
+            "initiators = [\"iqn.2026-01.lab.qoslab:bench\"]",
+            "initiators = [\"iqn.2026-01.lab.qoslab:bench\", \"iqn.1993-08.org.debian:01:h\"]",
+        ),
+        &[],
+        "p.toml:14: iscsi.lun[0] (volume \"db\"): initiators = [\"iqn.2026-01.lab.qoslab:bench\", \
+         \"iqn.1993-08.org.debian:01:h\"]: with --node the run maps LUN /vol/db/bench to an \
+         igroup of its own holding iqn.2026-01.lab.qoslab:bench only",
+    );
+    // The target's name is the node's.
+    refused(
+        &KEYS_PLAN.replace(
+            "[[iscsi.lun]]\n",
+            "[iscsi]\niqn = \"iqn.2026-01.lab.qoslab:other\"\n\n[[iscsi.lun]]\n",
+        ),
+        &[],
+        &format!(
+            "p.toml:11: iscsi.iqn = \"iqn.2026-01.lab.qoslab:other\": with --node fio logs in to \
+             the running node's target, and --node {url} names it iqn.2026-01.lab.qoslab:target0"
+        ),
+    );
+
+    // lun = 6, block_size = 512, the harness's initiator alone: honoured, as the dry run says.
+    d.write("p.toml", &KEYS_PLAN.replace("lun = 5", "lun = 6"));
+    let (o, out, err) = bench_on(&d, &url, "k.db", &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains(
+            "; db over the node's iSCSI target: its LUN /vol/db/bench (made and mapped to \
+             iqn.2026-01.lab.qoslab:bench when missing; at LUN 6 (the plan's lun); 512-byte \
+             blocks (the plan's block_size); seen by iqn.2026-01.lab.qoslab:bench only (the \
+             plan's initiators))"
+        ),
+        "{out}"
+    );
+    nothing_made(&api, "after the dry run");
+    let (o, out, err) = bench_on(&d, &url, "k.db", &[]);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    for line in [
+        "map of /vol/db/bench to qoslab_bench_".to_string(),
+        format!(
+            "volume db is reached over iSCSI: LUN /vol/db/bench (LUN 6 of \
+             iqn.2026-01.lab.qoslab:target0 at 127.0.0.1:{port})"
+        ),
+    ] {
+        assert!(out.contains(&line), "{line}\n{out}");
+    }
+    let files = job_files(&d, "k.db");
+    assert_over_libiscsi(&files);
+    let filename = files[0]
+        .1
+        .lines()
+        .find(|l| l.starts_with("filename="))
+        .unwrap_or_default()
+        .to_string();
+    assert!(filename.ends_with("/6"), "{filename}");
+    nothing_made(&api, "after the run");
 }

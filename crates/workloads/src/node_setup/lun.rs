@@ -17,12 +17,20 @@
 //!
 //! The node serves the LUN as block volume `VOL:bench`, with its own books: the samples
 //! judged for the jobs on VOL are that block volume's (`harness::target::LunOnNode`).
+//!
+//! The plan's other `[iscsi]` keys (`harness::plan::iscsi_on_node`): `lun = N` is the
+//! map's number (refused, before anything is made, when the harness's initiator sees
+//! another LUN at N or a node's igroup shows this one at another number); `initiators`
+//! (the harness's initiator alone, else refused at the plan's edge) is refused when the
+//! node's own igroup that shows the LUN shows it to others too; `iqn` and `alias` must
+//! be the node's target's.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use harness::iscsi::{IscsiUrl, INITIATOR};
 use harness::node_api::{query_value as enc, NodeHandle};
+use harness::plan::{WrittenIscsi, WrittenLun};
 use harness::target::LunOnNode;
 use serde_json::{json, Value};
 
@@ -30,13 +38,8 @@ use super::Created;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The LUN's name inside a plan's volume.
-pub const LUN_NAME: &str = "bench";
-
-/// The path of a plan volume's LUN: `/vol/VOL/bench`.
-pub fn lun_path(volume: &str) -> String {
-    format!("/vol/{volume}/{LUN_NAME}")
-}
+/// The LUN's name inside a plan's volume, and its path: `/vol/VOL/bench`.
+pub use harness::plan::iscsi_on_node::{lun_path, LUN_NAME};
 
 /// The node's block volume serving it (the name of its samples): `VOL:bench`.
 pub fn node_name(volume: &str) -> String {
@@ -104,20 +107,140 @@ pub fn target_of(
 /// The number at which an igroup of the node (`GET /api/protocols/san/igroups` records
 /// with `initiators` and `lun_maps`) shows LUN `path` to the harness's initiator.
 pub fn seen_at(igroups: &Value, path: &str) -> Option<u16> {
-    igroups["records"]
-        .as_array()?
+    shown_by(igroups, path).map(|s| s.number)
+}
+
+/// A map of the node's through which the harness's initiator sees a LUN.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Shown {
+    pub igroup: String,
+    pub lun: String,
+    pub number: u16,
+    /// The igroup's other initiators.
+    pub others: Vec<String>,
+}
+
+/// Every map of the node's igroups of the harness's initiator.
+fn maps_seen(igroups: &Value) -> Vec<Shown> {
+    let mut out = Vec::new();
+    for g in igroups["records"].as_array().into_iter().flatten() {
+        let names: Vec<&str> = g["initiators"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["name"].as_str())
+            .collect();
+        if !names.iter().any(|n| n.eq_ignore_ascii_case(INITIATOR)) {
+            continue;
+        }
+        for m in g["lun_maps"].as_array().into_iter().flatten() {
+            let (Some(lun), Some(number)) = (
+                m["lun"]["name"].as_str(),
+                m["logical_unit_number"]
+                    .as_u64()
+                    .and_then(|n| u16::try_from(n).ok()),
+            ) else {
+                continue;
+            };
+            out.push(Shown {
+                igroup: g["name"].as_str().unwrap_or_default().to_string(),
+                lun: lun.to_string(),
+                number,
+                others: names
+                    .iter()
+                    .filter(|n| !n.eq_ignore_ascii_case(INITIATOR))
+                    .map(|n| n.to_string())
+                    .collect(),
+            });
+        }
+    }
+    out
+}
+
+/// The map of the node's that shows LUN `path` to the harness's initiator.
+pub fn shown_by(igroups: &Value, path: &str) -> Option<Shown> {
+    maps_seen(igroups).into_iter().find(|m| m.lun == path)
+}
+
+/// Refuse what the plan wrote of a LUN (`w`: its `lun`, its `initiators`) that the node's
+/// igroups (`igroups`) contradict: checked before anything is made. `url` names the node.
+pub fn check_written(igroups: &Value, url: &str, w: &WrittenLun) -> Result<(), String> {
+    let path = lun_path(&w.volume);
+    if let Some(s) = shown_by(igroups, &path) {
+        if let Some(n) = w.lun.as_ref().filter(|n| n.value != s.number) {
+            return Err(format!(
+                "{}on --node {url} igroup {:?} shows LUN {path} to {INITIATOR} at {} already, \
+                 and the run uses that map as it is (it changes nothing of the node's); write \
+                 lun = {} or leave the key out",
+                w.head(n, "lun", &n.value.to_string()),
+                s.igroup,
+                s.number,
+                s.number
+            ));
+        }
+        if let Some(i) = w.initiators.as_ref().filter(|_| !s.others.is_empty()) {
+            let shown: Vec<String> = i.value.iter().map(|n| format!("{n:?}")).collect();
+            let others: Vec<String> = s.others.iter().map(|n| format!("{n:?}")).collect();
+            return Err(format!(
+                "{}on --node {url} igroup {:?} shows LUN {path} to {INITIATOR} and to {} too, \
+                 and the run uses that igroup as it is (it changes nothing of the node's); \
+                 leave the key out to run on it, or unmap the LUN from that igroup",
+                w.head(i, "initiators", &format!("[{}]", shown.join(", "))),
+                s.igroup,
+                others.join(", ")
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(n) = &w.lun {
+        if let Some(s) = maps_seen(igroups).into_iter().find(|s| s.number == n.value) {
+            return Err(format!(
+                "{}the run maps LUN {path} to {INITIATOR} at {}, and on --node {url} that \
+                 initiator sees LUN {} at {} already (igroup {:?}); choose another number, or \
+                 leave the key out (the node picks the smallest free one)",
+                w.head(n, "lun", &n.value.to_string()),
+                n.value,
+                s.lun,
+                n.value,
+                s.igroup
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Check the node's target (`services`: `GET /api/protocols/san/iscsi/services?fields=*`)
+/// and igroups against the plan's `[iscsi]` (`written`) for the LUNs of `volumes`, before
+/// anything is made; `url` names the node.
+pub(crate) fn check_plan(
+    api: &NodeHandle,
+    services: &Value,
+    written: &WrittenIscsi,
+    volumes: &[&String],
+) -> Result<(), String> {
+    let url = api.url();
+    let target = &services["records"][0]["target"];
+    let name = target["name"].as_str().unwrap_or_default();
+    written
+        .check_target(url, name, target["alias"].as_str())
+        .map_err(|e| e.0)?;
+    let asked: Vec<&WrittenLun> = volumes
         .iter()
-        .filter(|g| {
-            g["initiators"].as_array().into_iter().flatten().any(|i| {
-                i["name"]
-                    .as_str()
-                    .is_some_and(|n| n.eq_ignore_ascii_case(INITIATOR))
-            })
-        })
-        .flat_map(|g| g["lun_maps"].as_array().into_iter().flatten())
-        .find(|m| m["lun"]["name"].as_str() == Some(path))
-        .and_then(|m| m["logical_unit_number"].as_u64())
-        .and_then(|n| u16::try_from(n).ok())
+        .filter_map(|v| written.lun(v))
+        .filter(|w| w.lun.is_some() || w.initiators.is_some())
+        .collect();
+    if asked.is_empty() {
+        return Ok(());
+    }
+    let groups = api
+        .get(
+            "/api/protocols/san/igroups?fields=uuid,name,initiators,lun_maps",
+            TIMEOUT,
+        )
+        .map_err(|e| format!("--node {url}: listing igroups: {e}"))?;
+    asked
+        .into_iter()
+        .try_for_each(|w| check_written(&groups, url, w))
 }
 
 /// What the run needs to reach a plan volume's LUN, found once per run.
@@ -128,6 +251,8 @@ pub(crate) struct Reach {
     pub(crate) igroup: Option<(String, String)>,
     pub(crate) marker: String,
     pub(crate) mark: &'static str,
+    /// What the plan's `[iscsi]` wrote (a LUN's `lun`: the map's number).
+    pub(crate) written: WrittenIscsi,
 }
 
 /// Ensure LUN `/vol/VOLUME/bench` (of the plan volume's `size`) and its map to the
@@ -219,10 +344,24 @@ pub(crate) fn ensure(
                     (name, uuid.to_string())
                 }
             };
-            let body = json!({"lun": {"name": path}, "igroup": {"name": gname}});
+            let mut body = json!({"lun": {"name": path}, "igroup": {"name": gname}});
+            let asked = reach
+                .written
+                .lun(volume)
+                .and_then(|w| Some((w, w.lun.as_ref()?)));
+            if let Some((_, n)) = asked {
+                body["logical_unit_number"] = json!(n.value);
+            }
             let r = api
                 .send("POST", "/api/protocols/san/lun-maps", Some(&body), TIMEOUT)
-                .map_err(|e| format!("--node {url}: mapping LUN {path} to igroup {gname}: {e}"))?;
+                .map_err(|e| match asked {
+                    Some((w, n)) => format!(
+                        "{}--node {url} refuses to map LUN {path} to igroup {gname} at {}: {e}",
+                        w.head(n, "lun", &n.value.to_string()),
+                        n.value
+                    ),
+                    None => format!("--node {url}: mapping LUN {path} to igroup {gname}: {e}"),
+                })?;
             let (Some(lu), Some(gu), Some(n)) = (
                 r["lun"]["uuid"].as_str(),
                 r["igroup"]["uuid"].as_str(),
@@ -405,5 +544,115 @@ mod tests {
         assert_eq!(seen_at(&groups, "/vol/logs/bench"), Some(2));
         assert_eq!(seen_at(&groups, "/vol/other/bench"), None);
         assert_eq!(seen_at(&json!({}), "/vol/db/bench"), None);
+    }
+
+    fn written(lun: Option<u16>, initiators: bool) -> WrittenLun {
+        let at = |line: usize| format!("p.toml:{line}");
+        WrittenLun {
+            index: 0,
+            volume: "db".into(),
+            lun: lun.map(|value| harness::plan::Written { value, at: at(7) }),
+            block_size: None,
+            initiators: initiators.then(|| harness::plan::Written {
+                value: vec![INITIATOR.to_string()],
+                at: at(8),
+            }),
+        }
+    }
+
+    #[test]
+    fn the_plans_lun_number_and_initiators_are_refused_where_the_nodes_igroups_differ() {
+        let url = "http://127.0.0.1:8080";
+        let groups = |initiators: serde_json::Value, lun: &str, n: u16| {
+            json!({"records": [{"name": "hosts", "initiators": initiators,
+                "lun_maps": [{"lun": {"name": lun}, "logical_unit_number": n}]}]})
+        };
+        let bench_only = json!([{"name": INITIATOR}]);
+        let shared = json!([{"name": INITIATOR}, {"name": "iqn.1993-08.org.debian:01:h"}]);
+        // The harness's initiator sees another LUN at the plan's number.
+        let e = check_written(
+            &groups(bench_only.clone(), "/vol/keep/l0", 3),
+            url,
+            &written(Some(3), false),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "p.toml:7: iscsi.lun[0] (volume \"db\"): lun = 3: the run maps LUN /vol/db/bench to \
+             iqn.2026-01.lab.qoslab:bench at 3, and on --node http://127.0.0.1:8080 that \
+             initiator sees LUN /vol/keep/l0 at 3 already (igroup \"hosts\"); choose another \
+             number, or leave the key out (the node picks the smallest free one)"
+        );
+        // Another number is free; another initiator's maps do not count.
+        check_written(
+            &groups(bench_only.clone(), "/vol/keep/l0", 3),
+            url,
+            &written(Some(4), false),
+        )
+        .unwrap();
+        check_written(
+            &groups(
+                json!([{"name": "iqn.1993-08.org.debian:01:h"}]),
+                "/vol/keep/l0",
+                3,
+            ),
+            url,
+            &written(Some(3), true),
+        )
+        .unwrap();
+        // The node's igroup shows this LUN already, at another number: the run would use it.
+        let e = check_written(
+            &groups(bench_only.clone(), "/vol/db/bench", 0),
+            url,
+            &written(Some(3), false),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "p.toml:7: iscsi.lun[0] (volume \"db\"): lun = 3: on --node http://127.0.0.1:8080 \
+             igroup \"hosts\" shows LUN /vol/db/bench to iqn.2026-01.lab.qoslab:bench at 0 \
+             already, and the run uses that map as it is (it changes nothing of the node's); \
+             write lun = 0 or leave the key out"
+        );
+        check_written(
+            &groups(bench_only, "/vol/db/bench", 3),
+            url,
+            &written(Some(3), true),
+        )
+        .unwrap();
+        // ... to other initiators too: the plan's list (the harness's alone) would not hold.
+        let e = check_written(
+            &groups(shared.clone(), "/vol/db/bench", 3),
+            url,
+            &written(Some(3), true),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "p.toml:8: iscsi.lun[0] (volume \"db\"): initiators = \
+             [\"iqn.2026-01.lab.qoslab:bench\"]: on --node http://127.0.0.1:8080 igroup \"hosts\" \
+             shows LUN /vol/db/bench to iqn.2026-01.lab.qoslab:bench and to \
+             \"iqn.1993-08.org.debian:01:h\" too, and the run uses that igroup as it is (it \
+             changes nothing of the node's); leave the key out to run on it, or unmap the LUN \
+             from that igroup"
+        );
+        check_written(
+            &groups(shared, "/vol/db/bench", 3),
+            url,
+            &written(Some(3), false),
+        )
+        .unwrap();
+        assert_eq!(
+            shown_by(
+                &groups(json!([{"name": INITIATOR}]), "/vol/db/bench", 2),
+                "/vol/db/bench"
+            ),
+            Some(Shown {
+                igroup: "hosts".into(),
+                lun: "/vol/db/bench".into(),
+                number: 2,
+                others: Vec::new()
+            })
+        );
     }
 }
