@@ -59,6 +59,11 @@ mod tests {
             "/api/storage/volumes/{uuid}",
             "/api/svm/svms/{uuid}",
             "/api/protocols/s3/services/{svm_uuid}/buckets/{uuid}",
+            "/api/storage/luns/{uuid}",
+            "/api/protocols/san/igroups/{uuid}/initiators/{name}",
+            "/api/protocols/san/lun-maps/{lun_uuid}/{igroup_uuid}",
+            "/api/protocols/san/iscsi/services/{svm_uuid}",
+            "/api/protocols/nfs/export-policies/{id}",
             "/metrics",
         ] {
             assert!(v["paths"].get(p).is_some(), "{p}");

@@ -175,13 +175,14 @@ impl Nas<'_> {
             .iter()
             .map(|p| self.policy_json(&inner, p))
             .collect();
-        super::listing(all, q, POLICY_TOP, EXPORT_POLICIES)
+        super::listing(all, &with_id(q, true), POLICY_TOP, EXPORT_POLICIES)
     }
 
     pub fn get_policy(&self, id: &str, q: &Query) -> R<Reply> {
         let inner = self.cp.lock();
         let i = policy_index(&inner, id)?;
-        super::single(self.policy_json(&inner, &inner.export_policies[i]), q)
+        let body = self.policy_json(&inner, &inner.export_policies[i]);
+        super::single(body, &with_id(q, false))
     }
 
     pub fn create_policy(&self, body: &[u8]) -> R<Reply> {
@@ -189,6 +190,13 @@ impl Nas<'_> {
         let name = b.name.ok_or_else(|| {
             ApiError::bad(code::MISSING_FIELD, "name", "field \"name\" is required")
         })?;
+        if let Some(id) = b.id {
+            return Err(ApiError::bad(
+                code::IMMUTABLE,
+                "id",
+                format!("id = {id}: an export policy's id is assigned by the node; leave it out"),
+            ));
+        }
         let mut inner = self.cp.lock();
         if inner.export_policies.iter().any(|p| p.row.name == name) {
             return Err(ApiError::conflict(
@@ -231,6 +239,13 @@ impl Nas<'_> {
         }
         let mut inner = self.cp.lock();
         let i = policy_index(&inner, id)?;
+        if let Some(given) = b.id.filter(|g| *g != inner.export_policies[i].row.id) {
+            return Err(ApiError::bad(
+                code::IMMUTABLE,
+                "id",
+                format!("id = {given}: an export policy's id cannot change (this one's is {id})"),
+            ));
+        }
         let old = inner.export_policies[i].row.name.clone();
         let mut row = inner.export_policies[i].row.clone();
         let mut rules = inner.export_policies[i].rules.clone();
@@ -396,6 +411,18 @@ impl Nas<'_> {
     }
 }
 
+/// `q` with `id` among its fields: an export policy is addressed by its id
+/// (`/export-policies/{id}`), so every record shows it, as ONTAP's lists do, beside the
+/// `name` (a projection keeps `uuid` and `name`, and a policy has no uuid). A single GET
+/// without `fields` shows everything already.
+fn with_id(q: &Query, list: bool) -> Query {
+    let mut q = q.clone();
+    if list || !q.fields.is_empty() {
+        q.fields.push("id".into());
+    }
+    q
+}
+
 /// A volume row's export policy name.
 pub(super) fn export_policy_of(v: &VolumeRow) -> String {
     v.export_policy
@@ -524,5 +551,62 @@ mod tests {
         );
         assert_eq!(route(&format!("{EXPORT_POLICIES}/1/rules"), d), None);
         assert_eq!(route("/api/protocols/nfs/export-policiesX", d), None);
+    }
+
+    /// A list of export policies shows each one's `id` (its address) and `name`, as
+    /// ONTAP's does, and so does a GET with `fields=`: the default projection kept only
+    /// `name`, and the records could not be followed.
+    #[test]
+    fn lists_and_projections_show_the_id() {
+        let d = test_support::TestDir::new("nas-ids");
+        let cp = ControlPlane::open(&crate::NodeConfig::default(), &d, Default::default()).unwrap();
+        let q = |s: &str| crate::api::query::parse_query(s).unwrap();
+        let list = cp.nas().list_policies(&q("")).unwrap().body;
+        let first = &list["records"][0];
+        assert_eq!(first["name"], DEFAULT_EXPORT_POLICY, "{list}");
+        let id = first["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no id: {list}"));
+        assert!(first.get("rules").is_none(), "{list}");
+        let one = cp
+            .nas()
+            .get_policy(&id.to_string(), &q("fields=svm"))
+            .unwrap();
+        assert_eq!(one.body["id"], id, "{}", one.body);
+        assert!(one.body.get("svm").is_some() && one.body.get("rules").is_none());
+        let all = cp.nas().get_policy(&id.to_string(), &q("")).unwrap().body;
+        assert!(all.get("rules").is_some(), "no fields: everything");
+    }
+
+    /// `id` in a body was accepted and ignored: a POST naming one got another, a PATCH
+    /// "changing" it answered 200 unchanged. The node assigns ids; a PATCH may repeat the
+    /// policy's own (a record sent back whole), nothing else.
+    #[test]
+    fn an_id_in_a_body_is_refused_unless_it_is_the_policys_own() {
+        let d = test_support::TestDir::new("nas-body-id");
+        let cp = ControlPlane::open(&crate::NodeConfig::default(), &d, Default::default()).unwrap();
+        let refused = |r: R<Reply>| {
+            let e = r.map(|r| r.body).unwrap_err();
+            assert_eq!((e.status, e.target.as_str()), (400, "id"), "{}", e.message);
+            e.message
+        };
+        let m = refused(cp.nas().create_policy(br#"{"name": "k", "id": 99}"#));
+        assert!(m.contains("assigned by the node"), "{m}");
+        let made = cp.nas().create_policy(br#"{"name": "k"}"#).unwrap().body;
+        let id = made["id"].as_u64().unwrap();
+        let m = refused(cp.nas().patch_policy(
+            &id.to_string(),
+            format!(r#"{{"id": {}}}"#, id + 1).as_bytes(),
+        ));
+        assert!(m.contains(&format!("this one's is {id}")), "{m}");
+        let same = format!(r#"{{"id": {id}, "name": "k2"}}"#);
+        let r = cp
+            .nas()
+            .patch_policy(&id.to_string(), same.as_bytes())
+            .unwrap();
+        assert_eq!(
+            (r.body["id"].as_u64(), r.body["name"].as_str()),
+            (Some(id), Some("k2"))
+        );
     }
 }

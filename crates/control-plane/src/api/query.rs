@@ -22,8 +22,10 @@ pub struct Query {
     pub max_records: Option<usize>,
     /// `return_records=false`: only `num_records`.
     pub return_records: bool,
-    /// Paging cursor from a `_links.next` link: the uuid of the first record of the page.
-    pub start_uuid: Option<String>,
+    /// Paging cursor from a `_links.next` link: the key of the first record of the page
+    /// (`start.uuid=`; `start.id=`, `start.name=` or `start.lun.uuid=`+`start.igroup.uuid=`
+    /// in collections whose records have no uuid), as (path, value).
+    pub start: Vec<(String, String)>,
     /// The raw query string (to build `_links.next`).
     pub raw: String,
 }
@@ -88,7 +90,7 @@ pub fn parse_query(q: &str) -> R<Query> {
                     out.order_by.push((path, desc));
                 }
             }
-            "start.uuid" => out.start_uuid = Some(v),
+            _ if k.starts_with("start.") => out.start.push((k["start.".len()..].to_string(), v)),
             // Synchronous here: every reply is final, so there is nothing to wait for.
             "return_timeout" => {}
             _ => out.filters.push((k, v)),
@@ -421,29 +423,37 @@ fn cmp_values(a: Option<&Value>, b: Option<&Value>) -> Ordering {
 /// A collection reply: the page of `records` (projected), `num_records`, and
 /// `_links.next` when `max_records` cut the list short.
 pub fn page(selected: Vec<Value>, q: &Query, collection: &str) -> R<Value> {
-    let start = match &q.start_uuid {
-        None => 0,
-        Some(u) => selected
-            .iter()
-            .position(|r| r.get("uuid").and_then(Value::as_str) == Some(u))
-            .ok_or_else(|| {
-                ApiError::bad(
-                    code::OUT_OF_RANGE,
-                    "start.uuid",
-                    format!(
-                        "start.uuid={u}: the record this page starts at no longer matches \
-                         the query (deleted or changed); list again from the start"
-                    ),
-                )
-            })?,
+    let start = if q.start.is_empty() {
+        0
+    } else {
+        let at = |r: &Value| {
+            q.start
+                .iter()
+                .all(|(p, v)| path_value(r, p).map(value_text).as_deref() == Some(v.as_str()))
+        };
+        selected.iter().position(at).ok_or_else(|| {
+            let cursor: Vec<String> = q
+                .start
+                .iter()
+                .map(|(p, v)| format!("start.{p}={v}"))
+                .collect();
+            ApiError::bad(
+                code::OUT_OF_RANGE,
+                &format!("start.{}", q.start[0].0),
+                format!(
+                    "{}: the record this page starts at no longer matches the query (deleted \
+                     or changed); list again from the start",
+                    cursor.join("&")
+                ),
+            )
+        })?
     };
     let total = selected.len() - start;
     let n = q.max_records.map_or(total, |m| m.min(total));
     let next = selected
         .get(start + n)
-        .and_then(|r| r.get("uuid"))
-        .and_then(Value::as_str)
-        .map(|u| next_link(collection, &q.raw, u));
+        .and_then(cursor_key)
+        .map(|key| next_link(collection, &q.raw, &key));
     let mut body = Map::new();
     if q.return_records {
         let records: Vec<Value> = selected
@@ -463,14 +473,48 @@ pub fn page(selected: Vec<Value>, q: &Query, collection: &str) -> R<Value> {
     Ok(Value::Object(body))
 }
 
-/// The same query with the cursor set to `uuid`.
-fn next_link(collection: &str, raw: &str, uuid: &str) -> String {
-    let mut parts: Vec<&str> = raw
+/// The key a page can start at: a record's `uuid`; in collections without one, its `id`
+/// (export policies), its LUN's and igroup's uuids (LUN maps), or its `name` (initiators,
+/// S3 users).
+fn cursor_key(r: &Value) -> Option<Vec<(&'static str, String)>> {
+    let text = |p: &str| path_value(r, p).filter(|v| !v.is_null()).map(value_text);
+    for key in [
+        &["uuid"][..],
+        &["id"],
+        &["lun.uuid", "igroup.uuid"],
+        &["name"],
+    ] {
+        let vals: Option<Vec<(&'static str, String)>> =
+            key.iter().map(|p| text(p).map(|v| (*p, v))).collect();
+        if vals.is_some() {
+            return vals;
+        }
+    }
+    None
+}
+
+/// `%XX` for every byte of `s` but A-Z a-z 0-9 - . _ ~ and `:`.
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b':' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The same query with the cursor set to `key`.
+fn next_link(collection: &str, raw: &str, key: &[(&str, String)]) -> String {
+    let mut parts: Vec<String> = raw
         .split('&')
-        .filter(|p| !p.is_empty() && !p.starts_with("start.uuid="))
+        .filter(|p| !p.is_empty() && !p.starts_with("start."))
+        .map(str::to_string)
         .collect();
-    let cursor = format!("start.uuid={uuid}");
-    parts.push(&cursor);
+    for (p, v) in key {
+        parts.push(format!("start.{p}={}", percent_encode(v)));
+    }
     format!("{collection}?{}", parts.join("&"))
 }
 
@@ -574,6 +618,54 @@ mod tests {
         assert_eq!(c, json!({"num_records": 2}));
         let gone = q("start.uuid=9");
         assert!(page(recs(), &gone, "/api/x").is_err());
+    }
+
+    /// Records without a uuid page on their own key: an export policy's `id`, a LUN map's
+    /// LUN and igroup, an initiator's `name` (their lists lost every record past
+    /// `max_records`: no `_links.next` was made without a uuid).
+    #[test]
+    fn pages_of_records_without_a_uuid() {
+        let follow = |all: Vec<Value>, first: &str| -> Vec<Vec<Value>> {
+            let mut pages = Vec::new();
+            let mut query = q(first);
+            loop {
+                let p = page(
+                    select(all.clone(), &query, &["id", "name", "lun", "igroup"]).unwrap(),
+                    &query,
+                    "/api/x",
+                )
+                .unwrap();
+                pages.push(p["records"].as_array().unwrap().clone());
+                match p["_links"]["next"]["href"].as_str() {
+                    Some(h) => query = q(h.split_once('?').unwrap().1),
+                    None => return pages,
+                }
+            }
+        };
+        let policies = vec![
+            json!({"id": 1, "name": "default"}),
+            json!({"id": 4, "name": "k8s"}),
+            json!({"id": 7, "name": "lab"}),
+        ];
+        let pages = follow(policies, "max_records=2");
+        assert_eq!(pages.len(), 2, "{pages:?}");
+        assert_eq!(pages[1], [json!({"name": "lab"})]);
+        let maps = vec![
+            json!({"lun": {"uuid": "l1"}, "igroup": {"uuid": "g1"}, "logical_unit_number": 0}),
+            json!({"lun": {"uuid": "l1"}, "igroup": {"uuid": "g2"}, "logical_unit_number": 1}),
+        ];
+        let pages = follow(maps, "max_records=1&fields=logical_unit_number");
+        let numbers: Vec<&Value> = pages.iter().map(|p| &p[0]["logical_unit_number"]).collect();
+        assert_eq!(numbers, [&json!(0), &json!(1)]);
+        // A key is percent-encoded in the link (`+` would read as a space).
+        let names = vec![
+            json!({"name": "iqn.2026-01.x:a"}),
+            json!({"name": "n+1 &x"}),
+        ];
+        let pages = follow(names, "max_records=1");
+        assert_eq!(pages[1], [json!({"name": "n+1 &x"})]);
+        let p = page(vec![json!({"id": 1})], &q("start.id=2"), "/api/x").unwrap_err();
+        assert_eq!((p.status, p.target.as_str()), (400, "start.id"), "{p:?}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Contract test: schemathesis (PyPI, installed by scripts/install-deps.sh) against a live
 //! node over HTTPS with basic auth, from the node's own OpenAPI description at
-//! `/docs/api/openapi.json`: examples, coverage, fuzzing and stateful phases for 60 s;
+//! `/docs/api/openapi.json` (policies, volumes, SVMs, the cluster, S3, SAN objects and NFS
+//! export policies): examples, coverage, fuzzing and stateful phases for 60 s;
 //! no response may be a 5xx, and every status code, content type, header and body must
 //! conform to the description.
 
@@ -37,7 +38,14 @@ fn schemathesis_finds_no_server_error_and_every_response_conforms() {
         .unwrap();
     std::io::Write::write_all(&mut c.stdin.take().unwrap(), b"st-pw\n").unwrap();
     assert!(c.wait().unwrap().success());
-    let n = Node::start_https_in(dir, "", &[]);
+    // SAN objects for the description's examples to reach, not only 404s: its LUN example
+    // creates `/vol/db/lun1` in volume `db`, and its map example maps `/vol/db/lun0` to
+    // igroup `hosts` (with links to that map's GET and DELETE).
+    let config = "[[volume]]\nname = \"db\"\nsize = \"64MiB\"\n\
+                  [[lun]]\npath = \"/vol/db/lun0\"\nsize = \"1MiB\"\nos_type = \"linux\"\n\
+                  [[igroup]]\nname = \"hosts\"\nos_type = \"linux\"\n\
+                  initiators = [\"iqn.1993-08.org.debian:01:host0\"]\n";
+    let n = Node::start_https_in(dir, config, &[]);
     let url = n.api_url();
     assert!(url.starts_with("https://"), "{url}");
     let ca = n.data_dir().join("tls/ca-cert.pem");

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{boolean, code, object, only, string, wrong_type, ApiError, Svm, R};
+use super::{boolean, code, object, only, string, uint, wrong_type, ApiError, Svm, R};
 use crate::nas::export_rule::{policy_from, RuleText};
 
 /// A reference to an export policy by name and/or id.
@@ -139,6 +139,9 @@ pub fn patch_nas(m: &Map<String, Value>) -> R<Option<ExportPolicyRef>> {
 pub struct ExportPolicyBody {
     pub name: Option<String>,
     pub svm: Option<Svm>,
+    /// `id`, an integer when given: the node assigns it (POST refuses one), and a PATCH may
+    /// only repeat the policy's own (a record sent back whole).
+    pub id: Option<u64>,
     /// `None`: not given (POST: no rules; PATCH: unchanged).
     pub rules: Option<Vec<RuleText>>,
 }
@@ -271,6 +274,7 @@ pub fn export_policy(m: &Map<String, Value>) -> R<ExportPolicyBody> {
     Ok(ExportPolicyBody {
         name,
         svm: super::svm(m)?,
+        id: uint(m, "", "id", u64::MAX >> 1)?,
         rules,
     })
 }
@@ -432,6 +436,9 @@ mod tests {
                 "rules[0].allow_suid",
             ),
             (r#"{"name": "k", "rules": 1}"#, "rules"),
+            // `id` was accepted, whatever it held, and ignored.
+            (r#"{"name": "k", "id": "seven"}"#, "id"),
+            (r#"{"name": "k", "id": -1}"#, "id"),
         ] {
             assert_eq!(export_policy(&body(b)).unwrap_err().target, target, "{b}");
         }

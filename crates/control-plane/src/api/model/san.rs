@@ -33,6 +33,10 @@ impl LunPath {
     }
 }
 
+/// The most characters a LUN's volume and LUN names have together: the LUN's file is
+/// `VOLUME:LUN.img` in one directory, and a file name holds at most 255 bytes.
+pub const MAX_LUN_NAMES: usize = 255 - ":.img".len();
+
 /// Parse `/vol/VOLUME/LUN` (field `target` names it in errors).
 pub fn lun_path(p: &str, target: &str) -> R<LunPath> {
     let bad = |why: String| {
@@ -43,6 +47,13 @@ pub fn lun_path(p: &str, target: &str) -> R<LunPath> {
         )
     };
     match split_lun_path(p) {
+        Ok((vol, lun)) if vol.len() + lun.len() > MAX_LUN_NAMES => Err(bad(format!(
+            "the volume's and the LUN's names have {} characters together, more than \
+             {MAX_LUN_NAMES}: the LUN's file VOLUME:LUN.img would be {} bytes, and a file \
+             name holds at most 255",
+            vol.len() + lun.len(),
+            vol.len() + lun.len() + 5
+        ))),
         Ok((vol, lun)) => Ok(LunPath {
             volume: vol.to_string(),
             lun: lun.to_string(),

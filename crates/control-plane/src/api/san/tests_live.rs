@@ -268,3 +268,39 @@ fn a_lun_is_held_by_its_own_policy_or_else_its_volumes() {
     let (status, target, msg) = patch(r#"{"space": {"size": 1048576}}"#).unwrap_err();
     assert_eq!((status, target.as_str()), (400, "space.size"), "{msg}");
 }
+
+/// A LUN's file is `VOLUME:LUN.img` in one directory, and a file name holds at most 255
+/// bytes: a path whose two names are each valid (up to 128 characters) but together too
+/// long is refused as a 400 naming `name` and the limit, before any file is made (it was
+/// a 500, ENAMETOOLONG from creating the file). At the limit, the LUN is made.
+#[test]
+fn a_lun_whose_file_name_would_be_too_long_is_a_400_naming_the_limit() {
+    let d = test_support::TestDir::new("san-long");
+    let cp = open(&d, "");
+    let vol = "v".repeat(128);
+    cp.volumes()
+        .create(format!(r#"{{"name": "{vol}", "size": 1048576}}"#).as_bytes())
+        .map_err(|e| e.message)
+        .unwrap();
+    let lun = |name: &str| {
+        post(
+            &cp,
+            "lun",
+            &format!(
+                r#"{{"name": "/vol/{vol}/{name}", "os_type": "linux", "space": {{"size": 4096}}}}"#
+            ),
+        )
+    };
+    let (status, target, msg) = lun(&"l".repeat(128)).unwrap_err();
+    assert_eq!((status, target.as_str()), (400, "name"), "{msg}");
+    assert!(
+        msg.contains("255") && msg.contains("250"),
+        "names the limit: {msg}"
+    );
+    let files = || std::fs::read_dir(d.join("volumes")).unwrap().count();
+    let before = files();
+    // 128 + 122 = 250 characters: `VOLUME:LUN.img` is 255 bytes, the most a name holds.
+    let made = lun(&"l".repeat(122)).map_err(|e| e.2).unwrap();
+    assert_eq!(made["location"]["logical_unit"], "l".repeat(122));
+    assert_eq!(files(), before + 1, "its file");
+}
