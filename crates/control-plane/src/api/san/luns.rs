@@ -183,20 +183,13 @@ impl San<'_> {
                 )
             })?;
         if let Some(s) = &nl.svm {
-            let theirs = vol
-                .svm_name
-                .as_deref()
-                .unwrap_or(super::super::svms::DEFAULT_SVM);
-            if s.name.as_deref().is_some_and(|n| n != theirs) {
-                return Err(ApiError::conflict(
-                    code::SVM_MISMATCH,
-                    "svm.name",
-                    format!(
-                        "volume {:?} is in svm {theirs:?}: its LUNs are too",
-                        vol.name
-                    ),
-                ));
-            }
+            super::same_svm(
+                &inner,
+                s,
+                &vol.svm_name,
+                &vol.svm_uuid,
+                &format!("volume {:?} (and so its LUNs)", vol.name),
+            )?;
         }
         if inner
             .san

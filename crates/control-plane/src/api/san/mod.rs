@@ -27,6 +27,33 @@ use crate::config::{IscsiSettings, VolumeSpec};
 use crate::node::Node;
 use crate::state::{IgroupRow, LunRow, MapRow, Store, VolumeRow};
 
+/// A body's `svm` held to the SVM its object is in (`name`/`uuid` as stored, resolved as
+/// [`super::svm_json`] shows them): a name or uuid of another SVM is refused with 409
+/// naming the field, the value and the SVM's own (`what` says whose SVM that is).
+fn same_svm(
+    inner: &Inner,
+    given: &super::model::Svm,
+    name: &Option<String>,
+    uuid: &Option<String>,
+    what: &str,
+) -> R<()> {
+    let theirs = super::svm_json(inner, name, uuid);
+    for (field, v) in [("name", &given.name), ("uuid", &given.uuid)] {
+        if let Some(v) = v.as_deref().filter(|v| theirs[field] != *v) {
+            return Err(ApiError::conflict(
+                code::SVM_MISMATCH,
+                &format!("svm.{field}"),
+                format!(
+                    "svm.{field} = {v:?}: {what} is in svm {} ({}): allowed only that {field}, \
+                     or leave svm out",
+                    theirs["name"], theirs["uuid"]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub const LUNS: &str = "/api/storage/luns";
 pub const IGROUPS: &str = "/api/protocols/san/igroups";
 pub const LUN_MAPS: &str = "/api/protocols/san/lun-maps";

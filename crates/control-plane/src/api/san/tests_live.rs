@@ -304,3 +304,26 @@ fn a_lun_whose_file_name_would_be_too_long_is_a_400_naming_the_limit() {
     assert_eq!(made["location"]["logical_unit"], "l".repeat(122));
     assert_eq!(files(), before + 1, "its file");
 }
+
+/// A LUN's `svm.uuid` was not checked (only its name): a uuid other than its volume's
+/// SVM's is refused as the name is (409 svm_mismatch naming svm.uuid); its own is taken.
+#[test]
+fn a_lun_naming_another_svm_uuid_is_refused() {
+    let d = test_support::TestDir::new("san-lun-svm-uuid");
+    let cp = open(&d, "");
+    let lun = |name: &str, uuid: &str| {
+        post(
+            &cp,
+            "lun",
+            &format!(
+                r#"{{"name": "/vol/db/{name}", "os_type": "linux", "space": {{"size": 4096}}, "svm": {{"uuid": "{uuid}"}}}}"#
+            ),
+        )
+    };
+    let (status, t, msg) = lun("l1", "11111111-2222-3333-4444-555555555555").unwrap_err();
+    assert_eq!((status, t.as_str()), (409, "svm.uuid"), "{msg}");
+    assert!(msg.contains("11111111-2222-3333-4444-555555555555"), "{msg}");
+    let own = crate::api::svms::derived_uuid(crate::api::svms::DEFAULT_SVM);
+    let made = lun("l1", &own).map_err(|e| e.2).unwrap();
+    assert_eq!(made["svm"]["uuid"], own.as_str());
+}
