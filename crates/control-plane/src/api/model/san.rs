@@ -460,12 +460,14 @@ pub struct NewMap {
     pub lun: Ref,
     pub igroup: Ref,
     pub number: Option<u16>,
+    /// Checked against the igroup's SVM (the map's).
+    pub svm: Option<Svm>,
 }
 
 pub fn new_map(m: &Map<String, Value>) -> R<NewMap> {
     only(m, "", &["lun", "igroup", "logical_unit_number", "svm"])?;
-    svm(m)?;
     Ok(NewMap {
+        svm: svm(m)?,
         lun: required(reference(m, "lun")?, "lun")?,
         igroup: required(reference(m, "igroup")?, "igroup")?,
         number: uint(m, "", "logical_unit_number", MAX_LUN as u64)?.map(|n| n as u16),

@@ -95,6 +95,15 @@ impl San<'_> {
         let l = Self::find_lun(&inner, &nm.lun)?;
         let g = Self::find_igroup(&inner, &nm.igroup)?;
         let (lun, igroup) = (inner.san.luns[l].clone(), inner.san.igroups[g].clone());
+        if let Some(s) = &nm.svm {
+            super::same_svm(
+                &inner,
+                s,
+                &igroup.svm_name,
+                &igroup.svm_uuid,
+                &format!("igroup {:?} (and so its maps)", igroup.name),
+            )?;
+        }
         let path = lun_path(&inner, &lun);
         if inner
             .san

@@ -305,6 +305,32 @@ fn a_lun_whose_file_name_would_be_too_long_is_a_400_naming_the_limit() {
     assert_eq!(files(), before + 1, "its file");
 }
 
+/// A map's `svm` was parsed and ignored: one other than the igroup's (the node's SVM) is
+/// refused as the other SAN POSTs refuse it (409 svm_mismatch), the node's own is taken.
+#[test]
+fn a_map_naming_another_svm_is_refused() {
+    let d = test_support::TestDir::new("san-map-svm");
+    let cp = open(&d, "");
+    lun_and_igroup(&cp, A);
+    for (svm, target) in [
+        (r#"{"name": "other"}"#, "svm.name"),
+        (r#"{"uuid": "11111111-2222-3333-4444-555555555555"}"#, "svm.uuid"),
+    ] {
+        let body = format!(r#"{{"lun": {{"name": "/vol/db/l1"}}, "igroup": {{"name": "g"}}, "svm": {svm}}}"#);
+        let (status, t, msg) = post(&cp, "map", &body).unwrap_err();
+        assert_eq!((status, t.as_str()), (409, target), "{msg}");
+        assert!(cp.san().list_maps(&crate::api::query::parse_query("").unwrap()).unwrap().body["num_records"] == 0);
+    }
+    let (n, u) = (
+        crate::api::svms::DEFAULT_SVM,
+        crate::api::svms::derived_uuid(crate::api::svms::DEFAULT_SVM),
+    );
+    let body = format!(
+        r#"{{"lun": {{"name": "/vol/db/l1"}}, "igroup": {{"name": "g"}}, "svm": {{"name": "{n}", "uuid": "{u}"}}}}"#
+    );
+    post(&cp, "map", &body).map_err(|e| e.2).unwrap();
+}
+
 /// A LUN's `svm.uuid` was not checked (only its name): a uuid other than its volume's
 /// SVM's is refused as the name is (409 svm_mismatch naming svm.uuid); its own is taken.
 #[test]
