@@ -233,19 +233,20 @@ impl San<'_> {
         listing(all, q, &["name"], &format!("{IGROUPS}/{uuid}/initiators"))
     }
 
-    pub fn get_initiator(&self, uuid: &str, name: &str) -> R<Reply> {
+    pub fn get_initiator(&self, uuid: &str, name: &str, q: &Query) -> R<Reply> {
         let inner = self.cp.lock();
         let i = igroup_index(&inner, uuid)?;
         let g = &inner.san.igroups[i];
-        g.initiators
+        let n = g
+            .initiators
             .iter()
             .find(|x| x.eq_ignore_ascii_case(name))
-            .map(|n| Reply::ok(json!({"name": n, "igroup": named(&g.name, &g.uuid)})))
             .ok_or_else(|| {
                 ApiError::not_found(
                     "name",
                     format!("initiator {name:?} is not in igroup {:?}", g.name),
                 )
-            })
+            })?;
+        single(json!({"name": n, "igroup": named(&g.name, &g.uuid)}), q)
     }
 }

@@ -185,7 +185,7 @@ impl San<'_> {
             (&M::POST, S::Initiators(u)) => self.add_initiators(&u, body),
             (_, S::Initiators(u)) => self.list_initiators(&u, q),
             (&M::DELETE, S::Initiator(u, n)) => self.remove_initiator(&u, &n),
-            (_, S::Initiator(u, n)) => self.get_initiator(&u, &n),
+            (_, S::Initiator(u, n)) => self.get_initiator(&u, &n, q),
             (&M::POST, S::Maps) => self.create_map(body),
             (_, S::Maps) => self.list_maps(q),
             (&M::DELETE, S::Map(l, g)) => self.delete_map(&l, &g),

@@ -353,3 +353,24 @@ fn a_lun_naming_another_svm_uuid_is_refused() {
     let made = lun("l1", &own).map_err(|e| e.2).unwrap();
     assert_eq!(made["svm"]["uuid"], own.as_str());
 }
+
+/// GET of one initiator ignored `fields=`: it is projected as the list is.
+#[test]
+fn one_initiator_honours_fields() {
+    let d = test_support::TestDir::new("san-initiator-fields");
+    let cp = open(&d, "");
+    lun_and_igroup(&cp, A);
+    let q = |s: &str| crate::api::query::parse_query(s).unwrap();
+    let list = cp.san().list_igroups(&q("fields=uuid")).unwrap().body;
+    let uuid = list["records"][0]["uuid"].as_str().unwrap().to_string();
+    let route = super::SanRoute::Initiator(uuid.clone(), A.to_string());
+    let one = |f: &str| {
+        cp.san()
+            .dispatch(&hyper::Method::GET, route.clone(), b"", &q(f))
+            .map_err(|e| e.message)
+            .unwrap()
+            .body
+    };
+    assert_eq!(one("fields=name"), serde_json::json!({"name": A}));
+    assert_eq!(one("")["igroup"]["uuid"], uuid.as_str(), "no fields=: everything");
+}
