@@ -254,6 +254,24 @@ fn rule(v: &Value, t: &str) -> R<RuleText> {
     Ok(r)
 }
 
+/// A rule's `index`, when given: its position in `rules` counted from 1 (as ONTAP numbers
+/// rules), nothing else; the order of the array is the rules' order.
+fn rule_index(v: &Value, t: &str, position: usize) -> R<()> {
+    let ti = format!("{t}.index");
+    match v.get("index") {
+        None => Ok(()),
+        Some(x) if x.as_u64() == Some(position as u64) => Ok(()),
+        Some(x) => Err(ApiError::bad(
+            code::OUT_OF_RANGE,
+            &ti,
+            format!(
+                "{ti} = {x}: a rule's index is its position in rules, counted from 1: \
+                 allowed only {position} (or leave index out; to reorder rules, reorder the array)"
+            ),
+        )),
+    }
+}
+
 /// An export policy body (POST or PATCH).
 pub fn export_policy(m: &Map<String, Value>) -> R<ExportPolicyBody> {
     only(m, "", POLICY_FIELDS)?;
@@ -262,7 +280,11 @@ pub fn export_policy(m: &Map<String, Value>) -> R<ExportPolicyBody> {
         Some(Value::Array(a)) => Some(
             a.iter()
                 .enumerate()
-                .map(|(i, v)| rule(v, &format!("rules[{i}]")))
+                .map(|(i, v)| {
+                    let t = format!("rules[{i}]");
+                    rule_index(v, &t, i + 1)?;
+                    rule(v, &t)
+                })
                 .collect::<R<Vec<_>>>()?,
         ),
         Some(v) => return Err(wrong_type("rules", v, "an array of rules")),
@@ -441,6 +463,38 @@ mod tests {
             (r#"{"name": "k", "id": -1}"#, "id"),
         ] {
             assert_eq!(export_policy(&body(b)).unwrap_err().target, target, "{b}");
+        }
+    }
+
+    /// A rule's `index` was accepted with any type and value and ignored: it is its position
+    /// (from 1, as ONTAP numbers rules) or a 400 naming `rules[i].index`, its value and that.
+    #[test]
+    fn a_rule_index_is_its_position_or_a_400() {
+        let r = r#"{"clients": [{"match": "::1"}]"#;
+        let ok =
+            format!(r#"{{"name": "k", "rules": [{r}, "index": 1}}, {r}}}, {r}, "index": 3}}]}}"#);
+        assert_eq!(export_policy(&body(&ok)).unwrap().rules.unwrap().len(), 3);
+        for (index, says) in [
+            ("1", "= 1"),
+            ("3", "= 3"),
+            ("0", "= 0"),
+            ("\"1\"", "\"1\""),
+            ("1.5", "1.5"),
+            ("null", "null"),
+        ] {
+            let b = format!(r#"{{"name": "k", "rules": [{r}}}, {r}, "index": {index}}}]}}"#);
+            let e = export_policy(&body(&b)).unwrap_err();
+            assert_eq!(
+                (e.status, e.target.as_str()),
+                (400, "rules[1].index"),
+                "{b}"
+            );
+            assert!(
+                e.message.contains(says) && e.message.contains("2"),
+                "{}",
+                e.message
+            );
+            assert!(e.message.contains("position"), "{}", e.message);
         }
     }
 }
