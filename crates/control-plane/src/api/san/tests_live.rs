@@ -314,12 +314,23 @@ fn a_map_naming_another_svm_is_refused() {
     lun_and_igroup(&cp, A);
     for (svm, target) in [
         (r#"{"name": "other"}"#, "svm.name"),
-        (r#"{"uuid": "11111111-2222-3333-4444-555555555555"}"#, "svm.uuid"),
+        (
+            r#"{"uuid": "11111111-2222-3333-4444-555555555555"}"#,
+            "svm.uuid",
+        ),
     ] {
-        let body = format!(r#"{{"lun": {{"name": "/vol/db/l1"}}, "igroup": {{"name": "g"}}, "svm": {svm}}}"#);
+        let body = format!(
+            r#"{{"lun": {{"name": "/vol/db/l1"}}, "igroup": {{"name": "g"}}, "svm": {svm}}}"#
+        );
         let (status, t, msg) = post(&cp, "map", &body).unwrap_err();
         assert_eq!((status, t.as_str()), (409, target), "{msg}");
-        assert!(cp.san().list_maps(&crate::api::query::parse_query("").unwrap()).unwrap().body["num_records"] == 0);
+        assert!(
+            cp.san()
+                .list_maps(&crate::api::query::parse_query("").unwrap())
+                .unwrap()
+                .body["num_records"]
+                == 0
+        );
     }
     let (n, u) = (
         crate::api::svms::DEFAULT_SVM,
@@ -348,7 +359,10 @@ fn a_lun_naming_another_svm_uuid_is_refused() {
     };
     let (status, t, msg) = lun("l1", "11111111-2222-3333-4444-555555555555").unwrap_err();
     assert_eq!((status, t.as_str()), (409, "svm.uuid"), "{msg}");
-    assert!(msg.contains("11111111-2222-3333-4444-555555555555"), "{msg}");
+    assert!(
+        msg.contains("11111111-2222-3333-4444-555555555555"),
+        "{msg}"
+    );
     let own = crate::api::svms::derived_uuid(crate::api::svms::DEFAULT_SVM);
     let made = lun("l1", &own).map_err(|e| e.2).unwrap();
     assert_eq!(made["svm"]["uuid"], own.as_str());
@@ -372,5 +386,9 @@ fn one_initiator_honours_fields() {
             .body
     };
     assert_eq!(one("fields=name"), serde_json::json!({"name": A}));
-    assert_eq!(one("")["igroup"]["uuid"], uuid.as_str(), "no fields=: everything");
+    assert_eq!(
+        one("")["igroup"]["uuid"],
+        uuid.as_str(),
+        "no fields=: everything"
+    );
 }
