@@ -493,18 +493,6 @@ fn cursor_key(r: &Value) -> Option<Vec<(&'static str, String)>> {
     None
 }
 
-/// `%XX` for every byte of `s` but A-Z a-z 0-9 - . _ ~ and `:`.
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b':' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// The same query with the cursor set to `key`.
 fn next_link(collection: &str, raw: &str, key: &[(&str, String)]) -> String {
     let mut parts: Vec<String> = raw
@@ -513,7 +501,7 @@ fn next_link(collection: &str, raw: &str, key: &[(&str, String)]) -> String {
         .map(str::to_string)
         .collect();
     for (p, v) in key {
-        parts.push(format!("start.{p}={}", percent_encode(v)));
+        parts.push(format!("start.{p}={}", urlencoding::encode(v)));
     }
     format!("{collection}?{}", parts.join("&"))
 }
