@@ -177,8 +177,6 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The whole command tree, every option shown: completions, man pages, `bench
-/// --help-all`.
 /// A server command's stop: `stop.notified()` resolves on the first SIGINT, SIGTERM or
 /// SIGHUP while the guard lives (the command then stops in order and returns; a second
 /// signal tears down and exits).
@@ -188,6 +186,8 @@ fn graceful_stop() -> (std::sync::Arc<tokio::sync::Notify>, lifecycle::Guard) {
     (stop, lifecycle::graceful(move |_| notify.notify_one()))
 }
 
+/// The whole command tree, every option shown: completions, man pages, `bench
+/// --help-all`.
 fn complete_command() -> clap::Command {
     bench::with_families_help(Cli::command())
 }
