@@ -29,9 +29,8 @@
 //! # The scheduler seam
 //!
 //! [`Pacer::admit`] is the seam between request arrival and dispatch: it maps
-//! `(now, ops, bytes)` to a dispatch time and never blocks. Today it is the whole
-//! scheduler. A future `Scheduler` (mClock-style) will sit beside it, arbitrating
-//! between flows for a node's capacity and honouring floors
+//! `(now, ops, bytes)` to a dispatch time and never blocks. Beside it, [`mclock`]
+//! arbitrates between flows for a node's capacity and honours floors
 //! ([`EffectiveLimits::floor`]); the pacer stays the per-flow ceiling, applied to
 //! each flow regardless of how the scheduler orders them.
 

@@ -3,7 +3,7 @@
 //! ([`ServerStats`]), and the server side of TLS ([`TlsAcceptor`]: a byte stream in, an
 //! encrypted one out, implemented on rustls by the control plane, so no front end links a
 //! TLS library). A front end is a crate of its own (`nbd-server`, `s3-server`,
-//! `nfs-server`) that decodes its protocol, asks the admission core
+//! `nfs-server`, `iscsi-server`) that decodes its protocol, asks the admission core
 //! ([`crate::admission`]) and does its I/O on the node's volumes and buckets.
 
 use std::future::Future;

@@ -14,7 +14,7 @@
 //!   seed's prepare step; an NFS export the suite kernel-mounts ([`nfs_mount`]) or an
 //!   iSCSI LUN it logs in to with the kernel's initiator ([`iscsi_login`]) on each.
 //!
-//! [`tools`] samples issue 12's tool sets on every host over its ssh transport. fio runs
+//! [`tools`] samples the `toolsets` crate's tool sets on every host over its ssh transport. fio runs
 //! through `bench`'s client/server executor and JSON parsing (`fio --server` on
 //! every host, started and always stopped by `hosts::remote`).
 

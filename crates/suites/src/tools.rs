@@ -1,4 +1,4 @@
-//! Tool sets on every host of a suite (issue 12's `toolsets`: per-CPU, run queue, memory,
+//! Tool sets on every host of a suite (the `toolsets` crate's: per-CPU, run queue, memory,
 //! iostat -x, NICs, CPU per process role, every second): [`SshProc`] is a
 //! [`toolsets::ProcSource`] over a host's ssh transport, one round trip per sample (the
 //! framed snapshot script over the multiplexed connection), parsed on the coordinator by
