@@ -66,6 +66,36 @@ pub(crate) struct Created {
     pub(crate) maps: Vec<(String, String, String)>,
 }
 
+/// What [`NodeSetup::apply`] made and used, for its notes.
+#[derive(Default)]
+struct Made {
+    policies: Vec<String>,
+    volumes: Vec<String>,
+    /// The SAN objects, as [`lun::ensure`] words them.
+    san: Vec<String>,
+    /// Volumes used as the node has them.
+    used: Vec<String>,
+}
+
+/// The node's iSCSI target when the plan reaches volumes over LUNs, checked before
+/// anything is made (none: refused), with what the plan wrote of it and of its LUNs.
+fn node_target(
+    api: &NodeHandle,
+    written: &WrittenIscsi,
+    lun_volumes: &[&String],
+) -> Result<Option<(String, String)>, String> {
+    let Some(v) = lun_volumes.first() else {
+        return Ok(None);
+    };
+    let url = api.url().to_string();
+    let svc = api
+        .get("/api/protocols/san/iscsi/services?fields=*", TIMEOUT)
+        .map_err(|e| format!("--node {url}: {e}"))?;
+    let t = lun::target_of(&svc, &url, v)?;
+    lun::check_plan(api, &svc, written, lun_volumes)?;
+    Ok(Some(t))
+}
+
 /// The plan's setup on a node, undone on drop.
 pub struct NodeSetup {
     api: NodeHandle,
@@ -89,25 +119,12 @@ impl NodeSetup {
         written: &WrittenIscsi,
         wanted: &[String],
     ) -> Result<NodeSetup, String> {
-        let url = api.url().to_string();
         let lun_volumes: Vec<&String> = wanted
             .iter()
             .filter(|w| plan.is_some_and(|p| p.iscsi.luns.iter().any(|l| &l.volume == *w)))
             .collect();
         written.check_on_node(wanted).map_err(|e| e.0)?;
-        // The node's iSCSI target, before anything is made (none: refused), and what the
-        // plan wrote of it and of its LUNs checked against the node.
-        let target = match lun_volumes.first() {
-            Some(v) => {
-                let svc = api
-                    .get("/api/protocols/san/iscsi/services?fields=*", TIMEOUT)
-                    .map_err(|e| format!("--node {url}: {e}"))?;
-                let t = lun::target_of(&svc, &url, v)?;
-                lun::check_plan(api, &svc, written, &lun_volumes)?;
-                Some(t)
-            }
-            None => None,
-        };
+        let target = node_target(api, written, &lun_volumes)?;
         let (created, guard) = created_with_teardown(api, "--node");
         let mut setup = NodeSetup {
             api: api.clone(),
@@ -117,56 +134,12 @@ impl NodeSetup {
             _guard: guard,
         };
         let marker = run_marker();
-        let mut cleaned = lun::clean_stale(api, &marker, MARK)?;
-        cleaned.extend(
-            clean_stale(api, &marker, MARK)?
-                .into_iter()
-                .map(|v| format!("volume {v}")),
-        );
-        if !cleaned.is_empty() {
-            setup.notes.push(format!(
-                "deleted {} a killed run left on {url}",
-                cleaned.join(", ")
-            ));
-        }
-        let lookup = |name: &str| lookup_volume(api, name).map_err(|e| e.to_string());
-        let (mut made_p, mut made_v, mut used) = (Vec::new(), Vec::new(), Vec::new());
+        setup.clean_stale(&marker)?;
+        let mut made = Made::default();
         for name in wanted {
-            if let Some(v) = lookup(name)? {
-                used.push(name.clone());
-                setup.volumes.push(v);
-                continue;
-            }
-            let Some(spec) = plan.and_then(|p| p.volumes.iter().find(|v| &v.name == name)) else {
-                return Err(format!(
-                    "volume {name:?} is neither on --node {url} nor declared in the plan's [[volume]] \
-                     (create it with `qoslab volume create`, or declare it)"
-                ));
-            };
-            if let Some(pol) = &spec.policy {
-                if setup.ensure_policy(pol, plan)? {
-                    made_p.push(pol.clone());
-                }
-            }
-            let mut body = serde_json::json!({
-                "name": name,
-                "size": spec.size,
-                "space": {"snapshot": {"reserve_percent": spec.snapshot_reserve_percent}},
-                "comment": format!("{MARK}{marker}; deleted when the run ends"),
-            });
-            if let Some(p) = &spec.policy {
-                body["qos"] = serde_json::json!({"policy": {"name": p}});
-            }
-            api.send("POST", "/api/storage/volumes", Some(&body), TIMEOUT)
-                .map_err(|e| format!("--node {url}: creating volume {name:?}: {e}"))?;
-            setup.lock().volumes.push(name.clone());
-            made_v.push(name.clone());
-            let v = lookup(name)?
-                .ok_or_else(|| format!("--node {url}: volume {name:?} vanished after creation"))?;
-            setup.volumes.push(v);
+            setup.volume(name, plan, &marker, &mut made)?;
         }
         // The LUN volumes: each one's LUN, mapped to the harness's initiator.
-        let mut made_san = Vec::new();
         if let Some(target) = target {
             let mut reach = lun::Reach {
                 target,
@@ -190,41 +163,113 @@ impl NodeSetup {
                     &v.name,
                     size,
                     v.policy.as_deref(),
-                    &mut made_san,
+                    &mut made.san,
                 )?);
             }
         }
         // The plan's other policies are part of its setup too.
         for p in plan.map(|p| p.policies.as_slice()).unwrap_or_default() {
-            if !made_p.contains(&p.name) && setup.ensure_policy(&p.name, plan)? {
-                made_p.push(p.name.clone());
+            if !made.policies.contains(&p.name) && setup.ensure_policy(&p.name, plan)? {
+                made.policies.push(p.name.clone());
             }
         }
-        if !made_p.is_empty() || !made_v.is_empty() || !made_san.is_empty() {
+        setup.note(&made);
+        Ok(setup)
+    }
+
+    /// Delete what runs killed on this host left on the node (LUNs, volumes), with a note.
+    fn clean_stale(&mut self, marker: &str) -> Result<(), String> {
+        let mut cleaned = lun::clean_stale(&self.api, marker, MARK)?;
+        cleaned.extend(
+            clean_stale(&self.api, marker, MARK)?
+                .into_iter()
+                .map(|v| format!("volume {v}")),
+        );
+        if !cleaned.is_empty() {
+            self.notes.push(format!(
+                "deleted {} a killed run left on {}",
+                cleaned.join(", "),
+                self.api.url()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Volume `name`: the node's own when it has it, else created from the plan's
+    /// `[[volume]]` (and its policy); an error when neither has it.
+    fn volume(
+        &mut self,
+        name: &String,
+        plan: Option<&NodeConfig>,
+        marker: &str,
+        made: &mut Made,
+    ) -> Result<(), String> {
+        let api = self.api.clone();
+        let url = api.url().to_string();
+        let lookup = |name: &str| lookup_volume(&api, name).map_err(|e| e.to_string());
+        if let Some(v) = lookup(name)? {
+            made.used.push(name.clone());
+            self.volumes.push(v);
+            return Ok(());
+        }
+        let Some(spec) = plan.and_then(|p| p.volumes.iter().find(|v| &v.name == name)) else {
+            return Err(format!(
+                "volume {name:?} is neither on --node {url} nor declared in the plan's [[volume]] \
+                 (create it with `qoslab volume create`, or declare it)"
+            ));
+        };
+        if let Some(pol) = &spec.policy {
+            if self.ensure_policy(pol, plan)? {
+                made.policies.push(pol.clone());
+            }
+        }
+        let mut body = serde_json::json!({
+            "name": name,
+            "size": spec.size,
+            "space": {"snapshot": {"reserve_percent": spec.snapshot_reserve_percent}},
+            "comment": format!("{MARK}{marker}; deleted when the run ends"),
+        });
+        if let Some(p) = &spec.policy {
+            body["qos"] = serde_json::json!({"policy": {"name": p}});
+        }
+        api.send("POST", "/api/storage/volumes", Some(&body), TIMEOUT)
+            .map_err(|e| format!("--node {url}: creating volume {name:?}: {e}"))?;
+        self.lock().volumes.push(name.clone());
+        made.volumes.push(name.clone());
+        let v = lookup(name)?
+            .ok_or_else(|| format!("--node {url}: volume {name:?} vanished after creation"))?;
+        self.volumes.push(v);
+        Ok(())
+    }
+
+    /// The banner's notes: what was created, what was used, which volumes go over iSCSI.
+    fn note(&mut self, made: &Made) {
+        let url = self.api.url().to_string();
+        if !made.policies.is_empty() || !made.volumes.is_empty() || !made.san.is_empty() {
             let mut what = Vec::new();
-            if !made_p.is_empty() {
-                what.push(format!("policies {}", made_p.join(", ")));
+            if !made.policies.is_empty() {
+                what.push(format!("policies {}", made.policies.join(", ")));
             }
-            if !made_v.is_empty() {
-                what.push(format!("volumes {}", made_v.join(", ")));
+            if !made.volumes.is_empty() {
+                what.push(format!("volumes {}", made.volumes.join(", ")));
             }
-            if !made_san.is_empty() {
-                what.push(made_san.join(", "));
+            if !made.san.is_empty() {
+                what.push(made.san.join(", "));
             }
-            setup.notes.push(format!(
+            self.notes.push(format!(
                 "created on {url} for this run (deleted at its end): {}",
                 what.join("; ")
             ));
         }
-        if !used.is_empty() {
-            setup.notes.push(format!(
+        if !made.used.is_empty() {
+            self.notes.push(format!(
                 "used as the node has them: volumes {}",
-                used.join(", ")
+                made.used.join(", ")
             ));
         }
-        for v in &setup.volumes {
+        for v in &self.volumes {
             if let Some(l) = &v.lun {
-                setup.notes.push(format!(
+                self.notes.push(format!(
                     "volume {} is reached over iSCSI: LUN {} ({}{}), its samples the node's \
                      block volume {}",
                     v.name,
@@ -237,7 +282,6 @@ impl NodeSetup {
                 ));
             }
         }
-        Ok(setup)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Created> {

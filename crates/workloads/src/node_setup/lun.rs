@@ -269,49 +269,8 @@ pub(crate) fn ensure(
     made: &mut Vec<String>,
 ) -> Result<LunOnNode, String> {
     let url = api.url().to_string();
-    let lock = || created.lock().unwrap_or_else(|p| p.into_inner());
     let path = lun_path(volume);
-    let found = api
-        .get(
-            &format!(
-                "/api/storage/luns?name={}&fields=uuid,name,qos_policy",
-                enc(&path)
-            ),
-            TIMEOUT,
-        )
-        .map_err(|e| format!("--node {url}: looking up LUN {path}: {e}"))?;
-    let existing = match found["records"].as_array().and_then(|r| r.first()) {
-        Some(l) => {
-            let own = l["qos_policy"]["name"].as_str();
-            if own.is_some() && own != volume_policy {
-                return Err(format!(
-                    "--node {url}: LUN {path} (the node's own, used for the plan's volume \
-                     {volume:?}) is under policy {:?}, not its volume's ({}): the run judges a \
-                     volume's limits; remove its policy or use another volume name",
-                    own.unwrap_or_default(),
-                    volume_policy.unwrap_or("none")
-                ));
-            }
-            true
-        }
-        None => {
-            let body = json!({
-                "name": path,
-                "os_type": "linux",
-                "space": {"size": lun_size(size)},
-                "comment": format!("{}{}; deleted when the run ends", reach.mark, reach.marker),
-            });
-            let r = api
-                .send("POST", "/api/storage/luns", Some(&body), TIMEOUT)
-                .map_err(|e| format!("--node {url}: creating LUN {path}: {e}"))?;
-            let uuid = r["uuid"]
-                .as_str()
-                .ok_or_else(|| format!("--node {url}: creating LUN {path}: no uuid in {r}"))?;
-            lock().luns.push((uuid.to_string(), path.clone()));
-            made.push(format!("LUN {path}"));
-            false
-        }
-    };
+    let existing = ensure_lun(api, created, reach, volume, size, volume_policy, made)?;
     let groups = api
         .get(
             "/api/protocols/san/igroups?fields=uuid,name,initiators,lun_maps",
@@ -320,65 +279,7 @@ pub(crate) fn ensure(
         .map_err(|e| format!("--node {url}: listing igroups: {e}"))?;
     let number = match seen_at(&groups, &path) {
         Some(n) => n,
-        None => {
-            let (gname, _) = match &reach.igroup {
-                Some(g) => g.clone(),
-                None => {
-                    let name = igroup_name(&reach.marker);
-                    let body = json!({
-                        "name": name,
-                        "protocol": "iscsi",
-                        "os_type": "linux",
-                        "initiators": [{"name": INITIATOR}],
-                        "comment": format!("{}{}; deleted when the run ends", reach.mark, reach.marker),
-                    });
-                    let r = api
-                        .send("POST", "/api/protocols/san/igroups", Some(&body), TIMEOUT)
-                        .map_err(|e| format!("--node {url}: creating igroup {name}: {e}"))?;
-                    let uuid = r["uuid"].as_str().ok_or_else(|| {
-                        format!("--node {url}: creating igroup {name}: no uuid in {r}")
-                    })?;
-                    lock().igroups.push((uuid.to_string(), name.clone()));
-                    made.push(format!("igroup {name} ({INITIATOR})"));
-                    reach.igroup = Some((name.clone(), uuid.to_string()));
-                    (name, uuid.to_string())
-                }
-            };
-            let mut body = json!({"lun": {"name": path}, "igroup": {"name": gname}});
-            let asked = reach
-                .written
-                .lun(volume)
-                .and_then(|w| Some((w, w.lun.as_ref()?)));
-            if let Some((_, n)) = asked {
-                body["logical_unit_number"] = json!(n.value);
-            }
-            let r = api
-                .send("POST", "/api/protocols/san/lun-maps", Some(&body), TIMEOUT)
-                .map_err(|e| match asked {
-                    Some((w, n)) => format!(
-                        "{}--node {url} refuses to map LUN {path} to igroup {gname} at {}: {e}",
-                        w.head(n, "lun", &n.value.to_string()),
-                        n.value
-                    ),
-                    None => format!("--node {url}: mapping LUN {path} to igroup {gname}: {e}"),
-                })?;
-            let (Some(lu), Some(gu), Some(n)) = (
-                r["lun"]["uuid"].as_str(),
-                r["igroup"]["uuid"].as_str(),
-                r["logical_unit_number"]
-                    .as_u64()
-                    .and_then(|n| u16::try_from(n).ok()),
-            ) else {
-                return Err(format!(
-                    "--node {url}: mapping LUN {path}: no lun, igroup or number in {r}"
-                ));
-            };
-            lock()
-                .maps
-                .push((lu.to_string(), gu.to_string(), format!("{path} to {gname}")));
-            made.push(format!("map of {path} to {gname} at LUN {n}"));
-            n
-        }
+        None => map_lun(api, created, reach, &path, volume, made)?,
     };
     let (portal, iqn) = &reach.target;
     let lun_url = format!("iscsi://{portal}/{iqn}/{number}");
@@ -389,6 +290,143 @@ pub(crate) fn ensure(
         url: lun_url,
         existing,
     })
+}
+
+/// `volume`'s LUN: the node's own (whether it existed; refused under a policy other than
+/// the volume's), or created for the run.
+fn ensure_lun(
+    api: &NodeHandle,
+    created: &Mutex<Created>,
+    reach: &Reach,
+    volume: &str,
+    size: u64,
+    volume_policy: Option<&str>,
+    made: &mut Vec<String>,
+) -> Result<bool, String> {
+    let url = api.url();
+    let path = &lun_path(volume);
+    let found = api
+        .get(
+            &format!(
+                "/api/storage/luns?name={}&fields=uuid,name,qos_policy",
+                enc(path)
+            ),
+            TIMEOUT,
+        )
+        .map_err(|e| format!("--node {url}: looking up LUN {path}: {e}"))?;
+    if let Some(l) = found["records"].as_array().and_then(|r| r.first()) {
+        let own = l["qos_policy"]["name"].as_str();
+        if own.is_some() && own != volume_policy {
+            return Err(format!(
+                "--node {url}: LUN {path} (the node's own, used for the plan's volume \
+                 {volume:?}) is under policy {:?}, not its volume's ({}): the run judges a \
+                 volume's limits; remove its policy or use another volume name",
+                own.unwrap_or_default(),
+                volume_policy.unwrap_or("none")
+            ));
+        }
+        return Ok(true);
+    }
+    let body = json!({
+        "name": path,
+        "os_type": "linux",
+        "space": {"size": lun_size(size)},
+        "comment": format!("{}{}; deleted when the run ends", reach.mark, reach.marker),
+    });
+    let r = api
+        .send("POST", "/api/storage/luns", Some(&body), TIMEOUT)
+        .map_err(|e| format!("--node {url}: creating LUN {path}: {e}"))?;
+    let uuid = r["uuid"]
+        .as_str()
+        .ok_or_else(|| format!("--node {url}: creating LUN {path}: no uuid in {r}"))?;
+    lock(created)
+        .luns
+        .push((uuid.to_string(), path.to_string()));
+    made.push(format!("LUN {path}"));
+    Ok(false)
+}
+
+/// The run's igroup for the harness's initiator: (name, uuid), made at its first LUN.
+fn run_igroup(
+    api: &NodeHandle,
+    created: &Mutex<Created>,
+    reach: &mut Reach,
+    made: &mut Vec<String>,
+) -> Result<(String, String), String> {
+    if let Some(g) = &reach.igroup {
+        return Ok(g.clone());
+    }
+    let url = api.url();
+    let name = igroup_name(&reach.marker);
+    let body = json!({
+        "name": name,
+        "protocol": "iscsi",
+        "os_type": "linux",
+        "initiators": [{"name": INITIATOR}],
+        "comment": format!("{}{}; deleted when the run ends", reach.mark, reach.marker),
+    });
+    let r = api
+        .send("POST", "/api/protocols/san/igroups", Some(&body), TIMEOUT)
+        .map_err(|e| format!("--node {url}: creating igroup {name}: {e}"))?;
+    let uuid = r["uuid"]
+        .as_str()
+        .ok_or_else(|| format!("--node {url}: creating igroup {name}: no uuid in {r}"))?;
+    lock(created).igroups.push((uuid.to_string(), name.clone()));
+    made.push(format!("igroup {name} ({INITIATOR})"));
+    reach.igroup = Some((name.clone(), uuid.to_string()));
+    Ok((name, uuid.to_string()))
+}
+
+/// Map LUN `path` to the run's igroup (at the plan's `lun` when it wrote one); the number.
+fn map_lun(
+    api: &NodeHandle,
+    created: &Mutex<Created>,
+    reach: &mut Reach,
+    path: &str,
+    volume: &str,
+    made: &mut Vec<String>,
+) -> Result<u16, String> {
+    let url = api.url().to_string();
+    let (gname, _) = run_igroup(api, created, reach, made)?;
+    let mut body = json!({"lun": {"name": path}, "igroup": {"name": gname}});
+    let asked = reach
+        .written
+        .lun(volume)
+        .and_then(|w| Some((w, w.lun.as_ref()?)));
+    if let Some((_, n)) = asked {
+        body["logical_unit_number"] = json!(n.value);
+    }
+    let r = api
+        .send("POST", "/api/protocols/san/lun-maps", Some(&body), TIMEOUT)
+        .map_err(|e| match asked {
+            Some((w, n)) => format!(
+                "{}--node {url} refuses to map LUN {path} to igroup {gname} at {}: {e}",
+                w.head(n, "lun", &n.value.to_string()),
+                n.value
+            ),
+            None => format!("--node {url}: mapping LUN {path} to igroup {gname}: {e}"),
+        })?;
+    let (Some(lu), Some(gu), Some(n)) = (
+        r["lun"]["uuid"].as_str(),
+        r["igroup"]["uuid"].as_str(),
+        r["logical_unit_number"]
+            .as_u64()
+            .and_then(|n| u16::try_from(n).ok()),
+    ) else {
+        return Err(format!(
+            "--node {url}: mapping LUN {path}: no lun, igroup or number in {r}"
+        ));
+    };
+    lock(created)
+        .maps
+        .push((lu.to_string(), gu.to_string(), format!("{path} to {gname}")));
+    made.push(format!("map of {path} to {gname} at LUN {n}"));
+    Ok(n)
+}
+
+/// The run's records, also after a panic elsewhere.
+fn lock(created: &Mutex<Created>) -> std::sync::MutexGuard<'_, Created> {
+    created.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// `DELETE path` on the node; `what` names the object in the error.
