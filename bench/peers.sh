@@ -39,6 +39,9 @@ Options (each also settable via the environment variable shown):
   --servers LIST     comma list from qoslab,qoslab-far,nbdkit,qsd,qoslab-base,qoslab-base-far
                                                               (SERVERS, default the first four;
                                                               the base ones run QOSLAB_BASE)
+  --jobs LIST        comma list of workloads to run, from randread4k_qd32,randwrite4k_qd32,
+                     seqread1m_qd8,randread4k_qd1 (JOBS, default all four; the tables
+                     show n/a for the others), e.g. --jobs randread4k_qd1 for QD1 only
   --repeat N         rounds; each round restarts every server in turn (interleaved,
                      so drift hits all alike); tables show medians  (REPEAT, default 1)
                      Use 3+ before drawing conclusions about a few-% overhead: on a
@@ -63,6 +66,7 @@ RAMP="${RAMP:-2}"
 SIZE_MIB="${SIZE_MIB:-1024}"
 SERVERS="${SERVERS:-qoslab,qoslab-far,nbdkit,qsd}"
 REPEAT="${REPEAT:-1}"
+JOBS="${JOBS:-randread4k_qd32,randwrite4k_qd32,seqread1m_qd8,randread4k_qd1}"
 OUT="${OUT:-}"
 
 while (($#)); do
@@ -72,6 +76,7 @@ while (($#)); do
         --size-mib) SIZE_MIB=$2; shift 2 ;;
         --servers) SERVERS=$2; shift 2 ;;
         --repeat) REPEAT=$2; shift 2 ;;
+        --jobs) JOBS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --pin) PIN=1; shift ;;
         --keep) KEEP_WORKDIR=1; shift ;;
@@ -94,6 +99,18 @@ for s in "${SERVER_LIST[@]}"; do
         *) die "unknown server '$s' in --servers" ;;
     esac
 done
+# job key -> "rw bs iodepth"
+declare -A JOB_SPEC=(
+    [randread4k_qd32]="randread 4k 32"
+    [randwrite4k_qd32]="randwrite 4k 32"
+    [seqread1m_qd8]="read 1M 8"
+    [randread4k_qd1]="randread 4k 1"
+)
+IFS=, read -r -a JOB_KEYS <<<"$JOBS"
+((${#JOB_KEYS[@]} > 0)) || die "--jobs is empty (allowed: ${!JOB_SPEC[*]})"
+for j in "${JOB_KEYS[@]}"; do
+    [[ -n "${JOB_SPEC[$j]:-}" ]] || die "unknown job '$j' in --jobs (allowed: randread4k_qd32,randwrite4k_qd32,seqread1m_qd8,randread4k_qd1)"
+done
 OUT="${OUT:-bench/results/peers-$(date +%Y%m%d-%H%M%S).json}"
 
 require_cmds fio nbdkit nbdinfo qemu-storage-daemon python3 awk sed getconf
@@ -110,14 +127,6 @@ RESULTS="$WORKDIR/results.jsonl"
 STATUS=0
 NOTES=()
 
-# job key -> "rw bs iodepth"
-JOB_KEYS=(randread4k_qd32 randwrite4k_qd32 seqread1m_qd8 randread4k_qd1)
-declare -A JOB_SPEC=(
-    [randread4k_qd32]="randread 4k 32"
-    [randwrite4k_qd32]="randwrite 4k 32"
-    [seqread1m_qd8]="read 1M 8"
-    [randread4k_qd1]="randread 4k 1"
-)
 
 write_qoslab_config() {   # FILE POLICY_TOML_OR_EMPTY
     local f=$1 policy=$2
