@@ -516,13 +516,7 @@ pub(super) fn reconcile_tree(node: &Node, uuid: &str, name: &str) -> Result<(), 
     let root = node.nas_root(name);
     let stone = Storage::Tree(root.clone()).tombstone(uuid);
     if !root.exists() && stone.is_dir() {
-        std::fs::rename(&stone, &root).map_err(|e| {
-            format!(
-                "restoring {} from an interrupted delete: {e}",
-                root.display()
-            )
-        })?;
-        tracing::warn!(volume = %name, "restored the volume's tree from an interrupted delete");
+        super::volume_files::undo_interrupted_delete(&stone, &root, name, "tree")?;
     }
     match std::fs::symlink_metadata(&root) {
         Ok(m) if !m.is_dir() => Err(format!("{} is not a directory", root.display())),
