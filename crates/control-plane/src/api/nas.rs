@@ -322,16 +322,11 @@ impl Nas<'_> {
             .filter(|v| v.nas_path.is_some() && export_policy_of(v) == name)
             .map(|v| v.name.as_str())
             .collect();
-        if !users.is_empty() {
-            return Err(ApiError::conflict(
-                code::IN_USE,
-                "name",
-                format!(
-                    "export policy {name:?} is used by volume(s) {}; move them to another policy first",
-                    users.join(", ")
-                ),
-            ));
-        }
+        super::policies::refuse_in_use("name", &users, |list| {
+            format!(
+                "export policy {name:?} is used by volume(s) {list}; move them to another policy first"
+            )
+        })?;
         inner
             .store
             .delete_export_policy(inner.export_policies[i].row.id)
