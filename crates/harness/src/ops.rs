@@ -11,32 +11,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The client label of results merged over every load generator.
-pub const ALL_HOSTS: &str = "All hosts";
-
-/// Latency statistics of one operation, ns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct OpLatency {
-    pub n: u64,
-    pub mean_ns: f64,
-    pub min_ns: u64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub max_ns: u64,
-}
-
-/// The slowest, median and fastest segment inside the window (ops/s, bytes/s).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct SegmentSpread {
-    pub n: u32,
-    pub ops_slowest: f64,
-    pub ops_median: f64,
-    pub ops_fastest: f64,
-    pub bps_slowest: f64,
-    pub bps_median: f64,
-    pub bps_fastest: f64,
-}
+/// The client label of results merged over every load generator, the latency statistics
+/// of one operation (ns) and the slowest, median and fastest segment inside the window
+/// (ops/s, bytes/s): the S3 driver's analysis computes them ([`loadgen::s3::analysis`]),
+/// the store keeps them as they are.
+pub use loadgen::s3::analysis::{LatStats as OpLatency, SegSpread as SegmentSpread, ALL_HOSTS};
 
 /// One operation's results on one client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -38,6 +38,14 @@ fn set32(b: &mut [u8; BHS_LEN], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_be_bytes());
 }
 
+/// Bytes 8 to 23 of most BHSes: the LUN, the Initiator Task Tag and the field at byte 20
+/// (a Target Transfer Tag, a SCSI command's expected length, a TMF's referenced tag).
+fn set_lun_tags(b: &mut [u8; BHS_LEN], lun: u64, itt: u32, at20: u32) {
+    b[8..16].copy_from_slice(&lun.to_be_bytes());
+    set32(b, 16, itt);
+    set32(b, 20, at20);
+}
+
 /// Byte 1 of a Text request or response: F (final) and C (continues).
 fn text_flags(final_: bool, cont: bool) -> u8 {
     (if final_ { 0x80 } else { 0 }) | if cont { 0x40 } else { 0 }

@@ -21,6 +21,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::curve::{span, Span};
 use crate::units::{format_size, parse_size};
 
 /// Counted operations are held in thousandths: one whole operation is `MILLI`.
@@ -206,22 +207,19 @@ impl CostCurve {
 
     /// Cost of a request of `bytes`, in thousandths of an operation.
     pub fn milliops(&self, bytes: u64) -> u64 {
-        let p = &self.points;
-        let (s0, c0) = p[0];
-        if bytes <= s0 {
-            return c0;
+        match span(&self.points, bytes) {
+            Span::First(c0) => c0,
+            Span::Past((sl, cl)) => {
+                let v = u128::from(cl) * u128::from(bytes) / u128::from(sl);
+                u64::try_from(v).unwrap_or(u64::MAX)
+            }
+            Span::Between((sa, ca), (sb, cb)) => {
+                // Linear between the points, rounded to the nearest thousandth.
+                let num = u128::from(cb - ca) * u128::from(bytes - sa);
+                let den = u128::from(sb - sa);
+                ca + u64::try_from((num + den / 2) / den).unwrap_or(u64::MAX - ca)
+            }
         }
-        let i = p.partition_point(|&(s, _)| s < bytes);
-        if i == p.len() {
-            let (sl, cl) = p[p.len() - 1];
-            let v = u128::from(cl) * u128::from(bytes) / u128::from(sl);
-            return u64::try_from(v).unwrap_or(u64::MAX);
-        }
-        let ((sa, ca), (sb, cb)) = (p[i - 1], p[i]);
-        // Linear between the points, rounded to the nearest thousandth.
-        let num = u128::from(cb - ca) * u128::from(bytes - sa);
-        let den = u128::from(sb - sa);
-        ca + u64::try_from((num + den / 2) / den).unwrap_or(u64::MAX - ca)
     }
 }
 

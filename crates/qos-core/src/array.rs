@@ -22,6 +22,7 @@
 
 use std::fmt;
 
+use crate::curve::{span, Span};
 use crate::units::{format_size, parse_size, parse_throughput};
 use crate::Nanos;
 
@@ -97,18 +98,13 @@ impl ServiceCurve {
 
     /// Nanoseconds of array time a request of `bytes` occupies.
     pub fn cost_ns(&self, bytes: u64) -> f64 {
-        let p = &self.points;
-        let (s0, t0) = p[0];
-        if bytes <= s0 {
-            return t0;
+        match span(&self.points, bytes) {
+            Span::First(t0) => t0,
+            Span::Past((sl, tl)) => tl * bytes as f64 / sl as f64,
+            Span::Between((sa, ta), (sb, tb)) => {
+                ta + (tb - ta) * (bytes - sa) as f64 / (sb - sa) as f64
+            }
         }
-        let i = p.partition_point(|&(s, _)| s < bytes);
-        if i == p.len() {
-            let (sl, tl) = p[p.len() - 1];
-            return tl * bytes as f64 / sl as f64;
-        }
-        let ((sa, ta), (sb, tb)) = (p[i - 1], p[i]);
-        ta + (tb - ta) * (bytes - sa) as f64 / (sb - sa) as f64
     }
 
     /// The points as declared, sorted by size.

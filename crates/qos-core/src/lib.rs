@@ -39,6 +39,7 @@
 pub mod accounting;
 pub mod array;
 pub mod credit;
+mod curve;
 pub mod limits;
 pub mod mclock;
 pub mod pacer;

@@ -156,6 +156,11 @@ impl Client {
             .ok_or_else(|| anyhow!("{what} {key:?}: the node's record has no uuid"))
     }
 
+    /// GET `collection/uuid`: one record.
+    pub fn get(&self, collection: &str, uuid: &str) -> anyhow::Result<Value> {
+        self.call("GET", &format!("{collection}/{uuid}"), None)
+    }
+
     /// DELETE `collection/uuid` and report it the way `--output` asks.
     pub fn delete(
         &self,

@@ -106,11 +106,7 @@ pub fn run(args: IgroupArgs) -> anyhow::Result<()> {
                 ]
             },
         )?,
-        IgroupCmd::Show { igroup } => {
-            let u = resolve_igroup(&c, &igroup)?;
-            let r = c.call("GET", &format!("{IGROUPS}/{u}"), None)?;
-            show(&r, out);
-        }
+        IgroupCmd::Show { igroup } => show(&c.get(IGROUPS, &resolve_igroup(&c, &igroup)?)?, out),
         IgroupCmd::Add { igroup, initiators } => {
             let u = resolve_igroup(&c, &igroup)?;
             let b = json!({ "records": names(&initiators) });

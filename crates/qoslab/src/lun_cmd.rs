@@ -147,11 +147,7 @@ pub fn run(args: LunArgs) -> anyhow::Result<()> {
                 ]
             },
         )?,
-        LunCmd::Show { lun } => {
-            let u = resolve_lun(&c, &lun)?;
-            let r = c.call("GET", &format!("{LUNS}/{u}"), None)?;
-            show(&r, out);
-        }
+        LunCmd::Show { lun } => show(&c.get(LUNS, &resolve_lun(&c, &lun)?)?, out),
         LunCmd::Modify {
             lun,
             size,

@@ -293,11 +293,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
                 ]
             })?;
         }
-        PolicyCmd::Show { policy } => {
-            let u = resolve(&c, &policy)?;
-            let r = c.call("GET", &format!("{POLICIES}/{u}"), None)?;
-            show(&r, out);
-        }
+        PolicyCmd::Show { policy } => show(&c.get(POLICIES, &resolve(&c, &policy)?)?, out),
         PolicyCmd::Modify {
             policy,
             spec,
@@ -307,7 +303,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<()> {
             let mut body = spec.to_json()?;
             if body.is_empty() && spec.burst.burst_json()?.is_some() {
                 // Only burst flags: they go into the policy's own kind.
-                let cur = c.call("GET", &format!("{POLICIES}/{u}"), None)?;
+                let cur = c.get(POLICIES, &u)?;
                 body = spec.to_json_for(Some(kind(&cur)))?;
             }
             if let Some(n) = new_name {

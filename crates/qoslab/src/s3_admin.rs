@@ -277,7 +277,7 @@ fn bucket(c: &Client, base: &str, cmd: BucketCmd, out: Output) -> anyhow::Result
         }
         BucketCmd::Show { bucket } => {
             let u = c.resolve(&buckets, &bucket, "bucket", "qoslab s3 bucket list")?;
-            show(&c.call("GET", &format!("{buckets}/{u}"), None)?);
+            show(&c.get(&buckets, &u)?);
         }
         BucketCmd::Modify { bucket, fields } => {
             let u = c.resolve(&buckets, &bucket, "bucket", "qoslab s3 bucket list")?;

@@ -150,11 +150,7 @@ pub fn run(args: VolumeArgs) -> anyhow::Result<()> {
                 ]
             },
         )?,
-        VolumeCmd::Show { volume } => {
-            let u = resolve(&c, &volume)?;
-            let r = c.call("GET", &format!("{VOLUMES}/{u}"), None)?;
-            show(&r, out);
-        }
+        VolumeCmd::Show { volume } => show(&c.get(VOLUMES, &resolve(&c, &volume)?)?, out),
         VolumeCmd::Modify {
             volume,
             size,

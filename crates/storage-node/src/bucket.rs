@@ -8,10 +8,10 @@ use std::sync::Mutex;
 
 use qos_core::{EffectiveLimits, VolumeSpace};
 
+use crate::locks::lock;
 use crate::objstore::ObjectStore;
 use crate::scheduler::NO_FLOW;
 use crate::stats::VolumeStats;
-use crate::volume::lock;
 
 /// ONTAP's default bucket size (800 GB) when none is given: the "allocated space" an
 /// adaptive policy scales with.

@@ -14,10 +14,11 @@ use crate::backend::FileBackend;
 use crate::clock::Clock;
 use crate::config::{CeilingMode, MbpsCeilingWithFloor, NodeConfig, VolumeSpec};
 use crate::errors::NodeError;
+use crate::locks::{lock, read, write};
 use crate::nas::{ExportPolicy, NasStore, NasVolume};
 use crate::provisioned::ProvisionedFs;
 use crate::scheduler::{FlowQos, Scheduler, NO_FLOW};
-use crate::volume::{lock, Volume};
+use crate::volume::Volume;
 
 /// The storage node's shared state.
 pub struct Node {
@@ -144,10 +145,7 @@ impl Node {
 
     /// Put a new volume in the catalog under its policy and tell the watchers.
     fn serve_volume(&self, vol: Arc<Volume>, v: &VolumeSpec) -> Result<Arc<Volume>, NodeError> {
-        self.volumes
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(v.name.clone(), vol.clone());
+        write(&self.volumes).insert(v.name.clone(), vol.clone());
         self.assign_policy(&vol, v.policy.clone())?;
         self.tell(&VolumeEvent::Added(vol.clone()));
         Ok(vol)
@@ -260,21 +258,14 @@ impl Node {
 
     /// An export policy by name.
     pub fn export_policy(&self, name: &str) -> Option<ExportPolicy> {
-        self.export_policies
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
+        read(&self.export_policies).get(name).cloned()
     }
 
     /// Add or replace an export policy; every NAS volume under it gets the new rules at
     /// once (mounted clients are checked against them at their next call).
     pub fn put_export_policy(&self, policy: ExportPolicy) {
         let name = policy.name.clone();
-        self.export_policies
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.clone(), policy.clone());
+        write(&self.export_policies).insert(name.clone(), policy.clone());
         for v in self.volumes() {
             if let Some(n) = v.nas.as_ref().filter(|n| n.policy_name() == name) {
                 n.set_policy(policy.clone());
@@ -284,10 +275,7 @@ impl Node {
 
     /// Remove an export policy no volume uses (callers check first).
     pub fn remove_export_policy(&self, name: &str) {
-        self.export_policies
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
+        write(&self.export_policies).remove(name);
     }
 
     /// Put NAS volume `vol` under export policy `name`.
@@ -314,11 +302,7 @@ impl Node {
     /// Take a volume out of service: new clients cannot find it, connected ones are closed.
     /// The caller removes its file.
     pub fn remove_volume(&self, name: &str) -> Option<Arc<Volume>> {
-        let vol = self
-            .volumes
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name)?;
+        let vol = write(&self.volumes).remove(name)?;
         let _ = self.assign_policy(&vol, None);
         vol.mark_removed();
         self.tell(&VolumeEvent::Removed(vol.clone()));
@@ -346,10 +330,7 @@ impl Node {
 
     /// Add or replace a policy; every member volume's limits are recomputed at once.
     pub fn put_policy(&self, name: &str, policy: Policy) {
-        self.policies
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_string(), policy);
+        write(&self.policies).insert(name.to_string(), policy);
         for v in self.members(name) {
             self.recompute(&v);
         }
@@ -361,7 +342,7 @@ impl Node {
     /// Rename a policy, keeping its members and their flows.
     pub fn rename_policy(&self, old: &str, new: &str) {
         {
-            let mut pols = self.policies.write().unwrap_or_else(|p| p.into_inner());
+            let mut pols = write(&self.policies);
             if let Some(p) = pols.remove(old) {
                 pols.insert(new.to_string(), p);
             }
@@ -382,10 +363,7 @@ impl Node {
 
     /// Remove a policy that no volume uses (callers check membership first).
     pub fn remove_policy(&self, name: &str) {
-        self.policies
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
+        write(&self.policies).remove(name);
         if let Some(f) = lock(&self.shared_flows).remove(name) {
             self.scheduler.remove_flow(f, self.clock.now());
         }
@@ -425,29 +403,16 @@ impl Node {
 
     /// A volume by name.
     pub fn volume(&self, name: &str) -> Option<Arc<Volume>> {
-        self.volumes
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
+        read(&self.volumes).get(name).cloned()
     }
 
     /// All volumes, sorted by name.
     pub fn volumes(&self) -> Vec<Arc<Volume>> {
-        self.volumes
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        read(&self.volumes).values().cloned().collect()
     }
 
     pub fn policy(&self, name: &str) -> Option<Policy> {
-        self.policies
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
+        read(&self.policies).get(name).cloned()
     }
 
     /// Put `vol` under `policy` (or none), recomputing its limits and flow.

@@ -4,6 +4,7 @@
 //! every change; the iSCSI front end reads it for every session's REPORT LUNS and
 //! command, and re-reads a session's LUNs when [`SanMaps::generation`] moves.
 
+use crate::locks::{read, write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -31,13 +32,13 @@ pub struct SanMaps {
 impl SanMaps {
     /// Replace the table; sessions re-read their LUNs (REPORTED LUNS DATA HAS CHANGED).
     pub fn set(&self, maps: Vec<SanMap>) {
-        *self.maps.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(maps);
+        *write(&self.maps) = Arc::new(maps);
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The table as it is now.
     pub fn all(&self) -> Arc<Vec<SanMap>> {
-        self.maps.read().unwrap_or_else(|p| p.into_inner()).clone()
+        read(&self.maps).clone()
     }
 
     /// The maps `initiator` sees, by LUN number.

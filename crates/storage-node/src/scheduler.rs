@@ -31,6 +31,7 @@ use qos_core::{
 };
 
 use crate::config::{ArraySpec, Capacity, Discipline};
+use crate::locks::lock;
 
 /// Flow id of a volume without a flow (ceilings-only mode, no ceiling).
 pub const NO_FLOW: u32 = u32::MAX;
@@ -627,12 +628,6 @@ fn milli(r: Rate) -> Rate {
         iops: r.iops.saturating_mul(MILLI),
         bytes_per_sec: r.bytes_per_sec,
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding this lock would be a bug in the QoS arithmetic; the tables
-    // stay consistent, so keep serving.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use qos_core::{EffectiveLimits, VolumeSpace};
 
 use crate::backend::Backend;
+use crate::locks::lock;
 use crate::scheduler::NO_FLOW;
 use crate::stats::VolumeStats;
 
@@ -154,8 +155,4 @@ impl Volume {
     pub(crate) fn set_limits(&self, l: EffectiveLimits) {
         *lock(&self.limits) = l;
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -194,13 +194,7 @@ pub fn guest_root(root: &Path, init: &str) -> Result<(), String> {
     }
     std::fs::copy("/bin/busybox", root.join("bin/busybox"))
         .map_err(|e| format!("/bin/busybox: {e} (install busybox-static)"))?;
-    let (_, modules) = kernel()?;
-    for m in MODULES {
-        let src = find_module(&modules, m)
-            .ok_or_else(|| format!("module {m}.ko not in {}: {HINT}", modules.display()))?;
-        std::fs::copy(&src, root.join(format!("modules/{m}.ko")))
-            .map_err(|e| format!("{}: {e}", src.display()))?;
-    }
+    copy_modules(root, &MODULES)?;
     write(&root.join("modules/order"), &MODULES.join("\n"))?;
     write(&root.join("init"), init)?;
     set_mode(&root.join("init"), 0o755)
@@ -259,13 +253,7 @@ pub fn add_programs(root: &Path, programs: &[&str]) -> Result<(), String> {
 /// Add `modules` (after [`guest_root`]'s own) to the guest root `root`: copied from
 /// Debian's kernel and appended to `/modules/order`, which `/init` loads in order.
 pub fn add_modules(root: &Path, modules: &[&str]) -> Result<(), String> {
-    let (_, dir) = kernel()?;
-    for m in modules {
-        let src = find_module(&dir, m)
-            .ok_or_else(|| format!("module {m}.ko not in {}: {HINT}", dir.display()))?;
-        std::fs::copy(&src, root.join(format!("modules/{m}.ko")))
-            .map_err(|e| format!("{}: {e}", src.display()))?;
-    }
+    copy_modules(root, modules)?;
     let order = root.join("modules/order");
     let mut all =
         std::fs::read_to_string(&order).map_err(|e| format!("{}: {e}", order.display()))?;
@@ -274,6 +262,18 @@ pub fn add_modules(root: &Path, modules: &[&str]) -> Result<(), String> {
         all.push_str(m);
     }
     write(&order, &all)
+}
+
+/// Copy `modules` from Debian's kernel into the guest root's `/modules` (`NAME.ko`).
+fn copy_modules(root: &Path, modules: &[&str]) -> Result<(), String> {
+    let (_, dir) = kernel()?;
+    for m in modules {
+        let src = find_module(&dir, m)
+            .ok_or_else(|| format!("module {m}.ko not in {}: {HINT}", dir.display()))?;
+        std::fs::copy(&src, root.join(format!("modules/{m}.ko")))
+            .map_err(|e| format!("{}: {e}", src.display()))?;
+    }
+    Ok(())
 }
 
 /// Build the guests' initramfs in `dir` from the bed's keys (`dir/host_key`,

@@ -140,6 +140,15 @@ pub(super) fn only(m: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> R<
     Ok(())
 }
 
+/// Refuse a PATCH that gives a field which cannot change after creation: `fixed` lists
+/// them with the message, and the first one given is named in an IMMUTABLE error.
+pub(super) fn unchangeable(m: &Map<String, Value>, fixed: &[(&str, &str)]) -> R<()> {
+    match fixed.iter().find(|(k, _)| m.contains_key(*k)) {
+        Some(&(k, why)) => Err(ApiError::bad(code::IMMUTABLE, k, why)),
+        None => Ok(()),
+    }
+}
+
 fn uint(m: &Map<String, Value>, prefix: &str, key: &str, max: u64) -> R<Option<u64>> {
     let t = join(prefix, key);
     match m.get(key) {
@@ -465,13 +474,10 @@ pub struct PolicyPatch {
 
 pub fn patch_policy(m: &Map<String, Value>, current: &Policy) -> R<PolicyPatch> {
     only(m, "", POLICY_FIELDS)?;
-    if m.contains_key("svm") {
-        return Err(ApiError::bad(
-            code::IMMUTABLE,
-            "svm",
-            "svm cannot be changed after the policy is created",
-        ));
-    }
+    unchangeable(
+        m,
+        &[("svm", "svm cannot be changed after the policy is created")],
+    )?;
     Ok(PolicyPatch {
         name: name(m, "policy")?,
         policy: policy_spec(m, Some(current))?,
@@ -751,27 +757,20 @@ pub fn new_volume(m: &Map<String, Value>) -> R<NewVolume> {
 
 pub fn patch_volume(m: &Map<String, Value>) -> R<VolumePatch> {
     only(m, "", VOLUME_FIELDS)?;
-    if m.contains_key("name") {
-        return Err(ApiError::bad(
-            code::IMMUTABLE,
-            "name",
-            "renaming a volume is not supported: the name is its NBD export name",
-        ));
-    }
-    if m.contains_key("svm") {
-        return Err(ApiError::bad(
-            code::IMMUTABLE,
-            "svm",
-            "svm cannot be changed after the volume is created",
-        ));
-    }
-    if m.contains_key("aggregates") {
-        return Err(ApiError::bad(
-            code::IMMUTABLE,
-            "aggregates",
-            "aggregates cannot be changed: qoslab has no aggregates to move a volume between",
-        ));
-    }
+    unchangeable(
+        m,
+        &[
+            (
+                "name",
+                "renaming a volume is not supported: the name is its NBD export name",
+            ),
+            ("svm", "svm cannot be changed after the volume is created"),
+            (
+                "aggregates",
+                "aggregates cannot be changed: qoslab has no aggregates to move a volume between",
+            ),
+        ],
+    )?;
     fixed_values(m)?;
     Ok(VolumePatch {
         size: size(m)?,

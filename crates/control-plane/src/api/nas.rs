@@ -322,16 +322,11 @@ impl Nas<'_> {
             .filter(|v| v.nas_path.is_some() && export_policy_of(v) == name)
             .map(|v| v.name.as_str())
             .collect();
-        if !users.is_empty() {
-            return Err(ApiError::conflict(
-                code::IN_USE,
-                "name",
-                format!(
-                    "export policy {name:?} is used by volume(s) {}; move them to another policy first",
-                    users.join(", ")
-                ),
-            ));
-        }
+        super::policies::refuse_in_use("name", &users, |list| {
+            format!(
+                "export policy {name:?} is used by volume(s) {list}; move them to another policy first"
+            )
+        })?;
         inner
             .store
             .delete_export_policy(inner.export_policies[i].row.id)
@@ -516,13 +511,7 @@ pub(super) fn reconcile_tree(node: &Node, uuid: &str, name: &str) -> Result<(), 
     let root = node.nas_root(name);
     let stone = Storage::Tree(root.clone()).tombstone(uuid);
     if !root.exists() && stone.is_dir() {
-        std::fs::rename(&stone, &root).map_err(|e| {
-            format!(
-                "restoring {} from an interrupted delete: {e}",
-                root.display()
-            )
-        })?;
-        tracing::warn!(volume = %name, "restored the volume's tree from an interrupted delete");
+        super::volume_files::undo_interrupted_delete(&stone, &root, name, "tree")?;
     }
     match std::fs::symlink_metadata(&root) {
         Ok(m) if !m.is_dir() => Err(format!("{} is not a directory", root.display())),

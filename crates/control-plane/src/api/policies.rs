@@ -232,20 +232,14 @@ impl Policies<'_> {
             })
             .collect();
         users.extend(luns.iter().map(|l| l.as_str()));
-        if !users.is_empty() {
-            return Err(ApiError::conflict(
-                code::IN_USE,
-                "uuid",
-                format!(
-                    "policy {:?} is in use by {} volume(s), bucket(s) or LUN(s): {}; move them to \
-                     another policy (or none) first",
-                    row.name,
-                    users.len(),
-                    users.join(", ")
-                ),
-            ));
-        }
-        Ok(())
+        refuse_in_use("uuid", &users, |list| {
+            format!(
+                "policy {:?} is in use by {} volume(s), bucket(s) or LUN(s): {list}; move them to \
+                 another policy (or none) first",
+                row.name,
+                users.len(),
+            )
+        })
     }
 
     /// Delete policies in one transaction, then take them off the node.
@@ -287,6 +281,25 @@ impl Policies<'_> {
         }
         Ok(Reply::ok(body))
     }
+}
+
+/// Refuse a delete while something uses the object: nothing when `users` is empty, else
+/// a 409 IN_USE naming `target`, whose message `why` writes around the users joined with
+/// ", ".
+pub(super) fn refuse_in_use<S: AsRef<str>>(
+    target: &str,
+    users: &[S],
+    why: impl FnOnce(&str) -> String,
+) -> R<()> {
+    if users.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<&str> = users.iter().map(AsRef::as_ref).collect();
+    Err(ApiError::conflict(
+        code::IN_USE,
+        target,
+        why(&list.join(", ")),
+    ))
 }
 
 /// A PATCH/DELETE on a collection needs a filter: without one it would hit everything.

@@ -108,14 +108,7 @@ pub(super) fn reconcile(
     }
     let stone = tombstone(node, uuid);
     if !path.exists() && stone.exists() {
-        // A delete that did not commit: the volume still exists.
-        std::fs::rename(&stone, &path).map_err(|e| {
-            format!(
-                "restoring {} from an interrupted delete: {e}",
-                path.display()
-            )
-        })?;
-        tracing::warn!(volume = %name, "restored the volume's file from an interrupted delete");
+        undo_interrupted_delete(&stone, &path, name, "file")?;
     }
     let len = match std::fs::metadata(&path) {
         Ok(m) => m.len(),
@@ -142,6 +135,24 @@ pub(super) fn reconcile(
             Err(e) => return Err(format!("{}: {e}", path.display())),
         }
     }
+    Ok(())
+}
+
+/// A delete that did not commit (the volume still exists): rename its tombstone back to
+/// the volume's `what` ("file", "tree") at `live`.
+pub(super) fn undo_interrupted_delete(
+    stone: &Path,
+    live: &Path,
+    volume: &str,
+    what: &str,
+) -> Result<(), String> {
+    std::fs::rename(stone, live).map_err(|e| {
+        format!(
+            "restoring {} from an interrupted delete: {e}",
+            live.display()
+        )
+    })?;
+    tracing::warn!(volume = %volume, "restored the volume's {what} from an interrupted delete");
     Ok(())
 }
 

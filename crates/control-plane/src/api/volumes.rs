@@ -524,17 +524,12 @@ impl Volumes<'_> {
     /// leave service and the tombstones are removed.
     fn remove(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
         let luns = super::san::luns_in(inner, uuids);
-        if !luns.is_empty() {
-            return Err(ApiError::conflict(
-                code::IN_USE,
-                "uuid",
-                format!(
-                    "the volume holds LUN(s) {}: delete them first (DELETE \
-                     /api/storage/luns/UUID, or `lun delete`)",
-                    luns.join(", ")
-                ),
-            ));
-        }
+        policies::refuse_in_use("uuid", &luns, |list| {
+            format!(
+                "the volume holds LUN(s) {list}: delete them first (DELETE \
+                 /api/storage/luns/UUID, or `lun delete`)"
+            )
+        })?;
         let mut moved: Vec<(PathBuf, PathBuf)> = Vec::new();
         let undo = |moved: &[(PathBuf, PathBuf)]| {
             for (path, stone) in moved.iter().rev() {

@@ -1,7 +1,7 @@
 //! The initiator's side, for tests and tools that act as a client: encoders of the
 //! initiator's PDUs and a view of the target's.
 
-use super::{login_flags, op, set32, text_flags};
+use super::{login_flags, op, set32, set_lun_tags, text_flags};
 use super::{DataOut, Login, Logout, NopOut, ScsiCommand, TaskMgmt, Text};
 use crate::be;
 use crate::frame::{put, Digests, RawPdu, BHS_LEN};
@@ -13,6 +13,12 @@ fn header(opcode: u8, immediate: bool, flags: u8) -> [u8; BHS_LEN] {
     b
 }
 
+/// Bytes 24 to 31 of a request's BHS: its CmdSN and ExpStatSN.
+fn set_cmd_seq(b: &mut [u8; BHS_LEN], cmdsn: u32, exp_statsn: u32) {
+    set32(b, 24, cmdsn);
+    set32(b, 28, exp_statsn);
+}
+
 pub fn login(out: &mut Vec<u8>, l: &Login<'_>) {
     let flags = login_flags(l.transit, l.cont, l.csg, l.nsg);
     let mut b = header(op::LOGIN_REQ, true, flags);
@@ -22,8 +28,7 @@ pub fn login(out: &mut Vec<u8>, l: &Login<'_>) {
     b[14..16].copy_from_slice(&l.tsih.to_be_bytes());
     set32(&mut b, 16, l.itt);
     b[20..22].copy_from_slice(&l.cid.to_be_bytes());
-    set32(&mut b, 24, l.cmdsn);
-    set32(&mut b, 28, l.exp_statsn);
+    set_cmd_seq(&mut b, l.cmdsn, l.exp_statsn);
     put(out, &b, &[l.data], Digests::default());
 }
 
@@ -39,20 +44,15 @@ pub fn scsi_command(out: &mut Vec<u8>, d: Digests, c: &ScsiCommand<'_>) {
         flags |= 0x20;
     }
     let mut b = header(op::SCSI_CMD, c.immediate, flags);
-    b[8..16].copy_from_slice(&c.lun.to_be_bytes());
-    set32(&mut b, 16, c.itt);
-    set32(&mut b, 20, c.edtl);
-    set32(&mut b, 24, c.cmdsn);
-    set32(&mut b, 28, c.exp_statsn);
+    set_lun_tags(&mut b, c.lun, c.itt, c.edtl);
+    set_cmd_seq(&mut b, c.cmdsn, c.exp_statsn);
     b[32..48].copy_from_slice(&c.cdb);
     put(out, &b, &[c.data], d);
 }
 
 pub fn data_out(out: &mut Vec<u8>, d: Digests, o: &DataOut<'_>) {
     let mut b = header(op::DATA_OUT, false, if o.final_ { 0x80 } else { 0 });
-    b[8..16].copy_from_slice(&o.lun.to_be_bytes());
-    set32(&mut b, 16, o.itt);
-    set32(&mut b, 20, o.ttt);
+    set_lun_tags(&mut b, o.lun, o.itt, o.ttt);
     set32(&mut b, 28, o.exp_statsn);
     set32(&mut b, 36, o.datasn);
     set32(&mut b, 40, o.offset);
@@ -61,21 +61,15 @@ pub fn data_out(out: &mut Vec<u8>, d: Digests, o: &DataOut<'_>) {
 
 pub fn nop_out(out: &mut Vec<u8>, d: Digests, n: &NopOut<'_>) {
     let mut b = header(op::NOP_OUT, n.immediate, 0x80);
-    b[8..16].copy_from_slice(&n.lun.to_be_bytes());
-    set32(&mut b, 16, n.itt);
-    set32(&mut b, 20, n.ttt);
-    set32(&mut b, 24, n.cmdsn);
-    set32(&mut b, 28, n.exp_statsn);
+    set_lun_tags(&mut b, n.lun, n.itt, n.ttt);
+    set_cmd_seq(&mut b, n.cmdsn, n.exp_statsn);
     put(out, &b, &[n.data], d);
 }
 
 pub fn text(out: &mut Vec<u8>, d: Digests, t: &Text<'_>) {
     let mut b = header(op::TEXT_REQ, t.immediate, text_flags(t.final_, t.cont));
-    b[8..16].copy_from_slice(&t.lun.to_be_bytes());
-    set32(&mut b, 16, t.itt);
-    set32(&mut b, 20, t.ttt);
-    set32(&mut b, 24, t.cmdsn);
-    set32(&mut b, 28, t.exp_statsn);
+    set_lun_tags(&mut b, t.lun, t.itt, t.ttt);
+    set_cmd_seq(&mut b, t.cmdsn, t.exp_statsn);
     put(out, &b, &[t.data], d);
 }
 
@@ -83,18 +77,14 @@ pub fn logout(out: &mut Vec<u8>, d: Digests, l: &Logout) {
     let mut b = header(op::LOGOUT_REQ, l.immediate, 0x80 | (l.reason & 0x7f));
     set32(&mut b, 16, l.itt);
     b[20..22].copy_from_slice(&l.cid.to_be_bytes());
-    set32(&mut b, 24, l.cmdsn);
-    set32(&mut b, 28, l.exp_statsn);
+    set_cmd_seq(&mut b, l.cmdsn, l.exp_statsn);
     put(out, &b, &[], d);
 }
 
 pub fn task_mgmt(out: &mut Vec<u8>, d: Digests, t: &TaskMgmt) {
     let mut b = header(op::TMF_REQ, t.immediate, 0x80 | (t.function & 0x7f));
-    b[8..16].copy_from_slice(&t.lun.to_be_bytes());
-    set32(&mut b, 16, t.itt);
-    set32(&mut b, 20, t.rtt);
-    set32(&mut b, 24, t.cmdsn);
-    set32(&mut b, 28, t.exp_statsn);
+    set_lun_tags(&mut b, t.lun, t.itt, t.rtt);
+    set_cmd_seq(&mut b, t.cmdsn, t.exp_statsn);
     set32(&mut b, 32, t.ref_cmdsn);
     set32(&mut b, 36, t.exp_datasn);
     put(out, &b, &[], d);

@@ -1,7 +1,7 @@
 //! The target's PDUs (RFC 7143 §11), appended to a caller's buffer with the connection's
 //! digests.
 
-use super::{login_flags, op, set32, text_flags, RESERVED_TAG};
+use super::{login_flags, op, set32, set_lun_tags, text_flags, RESERVED_TAG};
 use crate::frame::{put, put_deferred, Digests, BHS_LEN};
 
 /// The sequence numbers every target PDU carries: the connection's StatSN and the
@@ -118,9 +118,7 @@ fn data_in_header(h: &DataIn) -> [u8; BHS_LEN] {
         set32(&mut b, 44, h.residual.count());
     }
     b[1] = flags;
-    b[8..16].copy_from_slice(&h.lun.to_be_bytes());
-    set32(&mut b, 16, h.itt);
-    set32(&mut b, 20, RESERVED_TAG);
+    set_lun_tags(&mut b, h.lun, h.itt, RESERVED_TAG);
     set_seq(&mut b, h.seq);
     if h.status.is_none() {
         set32(&mut b, 24, 0);
@@ -154,9 +152,7 @@ pub struct R2t {
 
 pub fn r2t(out: &mut Vec<u8>, d: Digests, r: &R2t) {
     let mut b = header(op::R2T, 0x80);
-    b[8..16].copy_from_slice(&r.lun.to_be_bytes());
-    set32(&mut b, 16, r.itt);
-    set32(&mut b, 20, r.ttt);
+    set_lun_tags(&mut b, r.lun, r.itt, r.ttt);
     set_seq(&mut b, r.seq);
     set32(&mut b, 36, r.r2tsn);
     set32(&mut b, 40, r.offset);
@@ -168,9 +164,7 @@ pub fn r2t(out: &mut Vec<u8>, d: Digests, r: &R2t) {
 /// or the target's own ping (`itt` reserved, `ttt` a tag the initiator echoes).
 pub fn nop_in(out: &mut Vec<u8>, d: Digests, lun: u64, itt: u32, ttt: u32, seq: Seq, data: &[u8]) {
     let mut b = header(op::NOP_IN, 0x80);
-    b[8..16].copy_from_slice(&lun.to_be_bytes());
-    set32(&mut b, 16, itt);
-    set32(&mut b, 20, ttt);
+    set_lun_tags(&mut b, lun, itt, ttt);
     set_seq(&mut b, seq);
     put(out, &b, &[data], d);
 }
@@ -257,9 +251,7 @@ pub fn text_response(
     data: &[u8],
 ) {
     let mut b = header(op::TEXT_RSP, text_flags(final_, cont));
-    b[8..16].copy_from_slice(&lun.to_be_bytes());
-    set32(&mut b, 16, itt);
-    set32(&mut b, 20, ttt);
+    set_lun_tags(&mut b, lun, itt, ttt);
     set_seq(&mut b, seq);
     put(out, &b, &[data], d);
 }
@@ -303,8 +295,7 @@ pub fn reject(out: &mut Vec<u8>, d: Digests, reason: u8, rejected: &[u8; BHS_LEN
 /// `seconds` (Parameter3), sent when the target shuts down.
 pub fn async_logout_request(out: &mut Vec<u8>, d: Digests, seq: Seq, seconds: u16) {
     let mut b = header(op::ASYNC, 0x80);
-    b[8..16].copy_from_slice(&0u64.to_be_bytes());
-    set32(&mut b, 16, RESERVED_TAG);
+    set_lun_tags(&mut b, 0, RESERVED_TAG, 0);
     set_seq(&mut b, seq);
     b[36] = 1;
     b[42..44].copy_from_slice(&seconds.to_be_bytes());

@@ -11,6 +11,7 @@ use qos_core::{effective_limits, Allocation, Policy};
 use super::Node;
 use crate::bucket::Bucket;
 use crate::errors::NodeError;
+use crate::locks::{read, write};
 use crate::objstore::ObjectStore;
 use crate::scheduler::NO_FLOW;
 
@@ -36,10 +37,7 @@ impl Node {
                 source,
             })?;
         let b = Arc::new(Bucket::new(name.to_string(), uuid.to_string(), size, store));
-        self.buckets
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_string(), b.clone());
+        write(&self.buckets).insert(name.to_string(), b.clone());
         self.assign_bucket_policy(&b, policy)?;
         Ok(b)
     }
@@ -47,31 +45,18 @@ impl Node {
     /// Take a bucket out of service (S3 requests get NoSuchBucket); the caller removes
     /// its directory.
     pub fn remove_bucket(&self, name: &str) -> Option<Arc<Bucket>> {
-        let b = self
-            .buckets
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name)?;
+        let b = write(&self.buckets).remove(name)?;
         let _ = self.assign_bucket_policy(&b, None);
         Some(b)
     }
 
     pub fn bucket(&self, name: &str) -> Option<Arc<Bucket>> {
-        self.buckets
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
+        read(&self.buckets).get(name).cloned()
     }
 
     /// All buckets, sorted by name.
     pub fn buckets(&self) -> Vec<Arc<Bucket>> {
-        self.buckets
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        read(&self.buckets).values().cloned().collect()
     }
 
     /// Buckets under policy `name`.

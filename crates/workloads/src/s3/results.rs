@@ -2,9 +2,8 @@
 //! per-operation results, its segments as the job's series, a summary table per test
 //! (`kind = "s3"`), and the terminal lines.
 
-use harness::ops::{OpLatency, OpResult, OpSample, SegmentSpread};
+use harness::ops::{OpResult, OpSample};
 use harness::store::SummaryTable;
-use loadgen::s3::analysis::{LatStats, SegSpread};
 use loadgen::s3::{Analysis, OpSummary};
 use serde_json::json;
 
@@ -33,30 +32,6 @@ pub const COLUMNS: [&str; 18] = [
     "Window (s)",
 ];
 
-fn lat(l: &LatStats) -> OpLatency {
-    OpLatency {
-        n: l.n,
-        mean_ns: l.mean_ns,
-        min_ns: l.min_ns,
-        p50_ns: l.p50_ns,
-        p90_ns: l.p90_ns,
-        p99_ns: l.p99_ns,
-        max_ns: l.max_ns,
-    }
-}
-
-fn spread(s: &SegSpread) -> SegmentSpread {
-    SegmentSpread {
-        n: s.n,
-        ops_slowest: s.ops_slowest,
-        ops_median: s.ops_median,
-        ops_fastest: s.ops_fastest,
-        bps_slowest: s.bps_slowest,
-        bps_median: s.bps_median,
-        bps_fastest: s.bps_fastest,
-    }
-}
-
 fn op_result(s: &OpSummary, window_start_ns: u64) -> OpResult {
     OpResult {
         client: s.host.clone(),
@@ -67,9 +42,9 @@ fn op_result(s: &OpSummary, window_start_ns: u64) -> OpResult {
         window_ms: s.window_ns / 1_000_000,
         ops_per_s: s.ops_per_s,
         bytes_per_s: s.bytes_per_s,
-        lat: lat(&s.lat),
-        ttfb: s.ttfb.as_ref().map(lat),
-        segments: spread(&s.seg),
+        lat: s.lat,
+        ttfb: s.ttfb,
+        segments: s.seg,
         total: s.total,
         errors: s.errors,
         error_codes: s.error_codes.clone(),

@@ -82,9 +82,7 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
         out.push(metric_chart(columns, rows, &cls, metric, unit));
     }
     let simple = |title: &str, y: &str, y_label: &str, unit: Unit| {
-        let mut c = Chart::new(title, "tenants per class", y_label);
-        c.x_unit = Unit::Count;
-        c.y_unit = unit;
+        let mut c = vs_tenants(title, y_label, unit);
         for (i, class) in cls.iter().enumerate() {
             c.lines
                 .push(line(columns, rows, class, y, class.clone(), i));
@@ -109,6 +107,15 @@ pub fn charts(columns: &[String], rows: &[Vec<Value>]) -> Vec<Chart> {
     out
 }
 
+/// A chart against the number of tenants per class (every chart of the sweep), its y
+/// axis labelled `y_label` in `y_unit`.
+fn vs_tenants(title: impl Into<String>, y_label: &str, y_unit: Unit) -> Chart {
+    let mut c = Chart::new(title, "tenants per class", y_label);
+    c.x_unit = Unit::Count;
+    c.y_unit = y_unit;
+    c
+}
+
 /// One headline metric's chart: each class that reports it as a line (median; min too
 /// for IOPS), with its floor and ceiling.
 fn metric_chart(
@@ -130,9 +137,8 @@ fn metric_chart(
         }
         m => format!("{m} per tenant vs tenants"),
     };
-    let mut c = Chart::new(title, "tenants per class", unit);
-    c.x_unit = Unit::Count;
-    c.y_unit = if unit == "s" { Unit::Secs } else { Unit::Count };
+    let y_unit = if unit == "s" { Unit::Secs } else { Unit::Count };
+    let mut c = vs_tenants(title, unit, y_unit);
     for (i, class) in cls.iter().enumerate() {
         let of_metric =
             |r: &&Vec<Value>| s(columns, r, "class") == class && s(columns, r, "metric") == metric;
@@ -178,13 +184,11 @@ fn metric_chart(
 
 /// When each class's first and last tenant finished, vs tenants.
 fn done_chart(columns: &[String], rows: &[Vec<Value>], cls: &[String]) -> Chart {
-    let mut done = Chart::new(
+    let mut done = vs_tenants(
         "First done / last done (s from the common start) vs tenants",
-        "tenants per class",
         "s",
+        Unit::Secs,
     );
-    done.x_unit = Unit::Count;
-    done.y_unit = Unit::Secs;
     for (i, class) in cls.iter().enumerate() {
         for (y, what) in [("first_done_s", "first done"), ("last_done_s", "last done")] {
             done.lines
@@ -196,12 +200,11 @@ fn done_chart(columns: &[String], rows: &[Vec<Value>], cls: &[String]) -> Chart 
 
 /// The node's, the applications' and the host's CPU vs tenants.
 fn load_chart(columns: &[String], rows: &[Vec<Value>], cls: &[String]) -> Chart {
-    let mut load = Chart::new(
+    let mut load = vs_tenants(
         "Load vs tenants: the node's and the applications' CPU (% of a core), host CPU busy (% of all CPUs)",
-        "tenants per class",
         "%",
+        Unit::Count,
     );
-    load.x_unit = Unit::Count;
     if let Some(first) = cls.first() {
         // Runs stored before the tool sets had one figure for this whole process.
         let series: &[(&str, &str)] = if columns.iter().any(|c| c == "node_cpu_pct") {

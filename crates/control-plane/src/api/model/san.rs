@@ -8,8 +8,8 @@ use qos_core::parse_size;
 use serde_json::{Map, Value};
 
 use super::{
-    checked_name, code, name_uuid, object, only, policy_ref, string, svm, uint, wrong_type,
-    ApiError, PolicyRef, Svm, R,
+    checked_name, code, name_uuid, object, only, policy_ref, string, svm, uint, unchangeable,
+    wrong_type, ApiError, PolicyRef, Svm, R,
 };
 use crate::config::iscsi::{valid_iscsi_name, MAX_LUN};
 use crate::config::san::{split_lun_path, LunPathError};
@@ -294,17 +294,19 @@ pub fn patch_lun(m: &Map<String, Value>) -> R<LunPatch> {
         "",
         &["space", "qos_policy", "comment", "name", "os_type"],
     )?;
-    for (key, why) in [
-        (
-            "name",
-            "renaming or moving a LUN is not supported: its path names its file",
-        ),
-        ("os_type", "a LUN's os_type is set when it is created"),
-    ] {
-        if m.contains_key(key) {
-            return Err(ApiError::bad(code::IMMUTABLE, key, format!("{key}: {why}")));
-        }
-    }
+    unchangeable(
+        m,
+        &[
+            (
+                "name",
+                "name: renaming or moving a LUN is not supported: its path names its file",
+            ),
+            (
+                "os_type",
+                "os_type: a LUN's os_type is set when it is created",
+            ),
+        ],
+    )?;
     Ok(LunPatch {
         size: space(m)?,
         policy: qos_policy(m)?,
@@ -436,14 +438,14 @@ pub fn patch_igroup(m: &Map<String, Value>) -> R<IgroupPatch> {
         "",
         &["name", "os_type", "comment", "protocol", "initiators"],
     )?;
-    if m.contains_key("initiators") {
-        return Err(ApiError::bad(
-            code::IMMUTABLE,
+    unchangeable(
+        m,
+        &[(
             "initiators",
             "initiators are added with POST /api/protocols/san/igroups/{uuid}/initiators and \
              removed with DELETE .../initiators/{name}",
-        ));
-    }
+        )],
+    )?;
     if m.contains_key("protocol") {
         protocol(m)?;
     }

@@ -144,17 +144,12 @@ impl San<'_> {
             .filter_map(|m| inner.san.luns.iter().find(|l| l.uuid == m.lun_uuid))
             .map(|l| lun_path(&inner, l))
             .collect();
-        if !luns.is_empty() {
-            return Err(ApiError::conflict(
-                code::IN_USE,
-                "uuid",
-                format!(
-                    "igroup {:?} is mapped to LUN(s) {}: unmap them first",
-                    g.name,
-                    luns.join(", ")
-                ),
-            ));
-        }
+        super::super::policies::refuse_in_use("uuid", &luns, |list| {
+            format!(
+                "igroup {:?} is mapped to LUN(s) {list}: unmap them first",
+                g.name
+            )
+        })?;
         inner.store.delete_igroup(uuid).map_err(db_err)?;
         inner.san.igroups.remove(i);
         Ok(Reply::ok(json!({})))

@@ -347,18 +347,13 @@ impl San<'_> {
             .filter_map(|m| inner.san.igroups.iter().find(|g| g.uuid == m.igroup_uuid))
             .map(|g| format!("{:?}", g.name))
             .collect();
-        if !igroups.is_empty() {
-            return Err(ApiError::conflict(
-                code::IN_USE,
-                "uuid",
-                format!(
-                    "LUN {path} is mapped to igroup(s) {}: unmap it first (DELETE \
-                     /api/protocols/san/lun-maps/{}/IGROUP_UUID, or `lun unmap`)",
-                    igroups.join(", "),
-                    row.uuid
-                ),
-            ));
-        }
+        super::super::policies::refuse_in_use("uuid", &igroups, |list| {
+            format!(
+                "LUN {path} is mapped to igroup(s) {list}: unmap it first (DELETE \
+                 /api/protocols/san/lun-maps/{}/IGROUP_UUID, or `lun unmap`)",
+                row.uuid
+            )
+        })?;
         inner
             .store
             .delete_lun(&row.uuid)
