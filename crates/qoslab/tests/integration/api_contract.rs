@@ -467,13 +467,11 @@ fn api_metrics_count_io_and_match_the_dashboard() {
          [[volume]]\nname = \"v\"\nsize = \"4MiB\"\npolicy = \"p\"\n",
     );
     let a = api(&node);
-    let src = node.scratch("src.img");
-    std::fs::write(&src, crate::util::pattern(7, 1 << 20)).unwrap();
-    run(
-        Command::new("nbdcopy").arg(&src).arg(node.uri("v")),
+    node.nbdcopy_in(
+        "v",
+        &crate::util::pattern(7, 1 << 20),
         Duration::from_secs(30),
-    )
-    .ok();
+    );
     let r = a.get("/metrics");
     assert_eq!(r.status, 200);
     assert!(

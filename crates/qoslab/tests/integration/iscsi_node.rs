@@ -81,13 +81,7 @@ fn a_lun_is_its_volume_over_nbd_and_iscsi() {
         "{other}"
     );
     let data = pattern(34, 8 << 20);
-    let src = node.scratch("src.img");
-    std::fs::write(&src, &data).unwrap();
-    run(
-        Command::new("nbdcopy").arg(&src).arg(node.uri("db")),
-        Duration::from_secs(60),
-    )
-    .ok();
+    node.nbdcopy_in("db", &data, Duration::from_secs(60));
     let len = data.len();
     let got = with_initiator(port, "iqn.2026-01.lab.qoslab:reader", |mut c| async move {
         assert_eq!(c.login(IQN, &[]).await, (0, 0));

@@ -268,6 +268,14 @@ impl Node {
         self.dir.join(name)
     }
 
+    /// Write `data` at the start of volume `vol` with nbdcopy (from the scratch file
+    /// `src.img`; nbdcopy flushes the volume at the end), `limit` at the most.
+    pub fn nbdcopy_in(&self, vol: &str, data: &[u8], limit: Duration) {
+        let src = self.scratch("src.img");
+        fs::write(&src, data).expect("writing src.img");
+        run(Command::new("nbdcopy").arg(&src).arg(self.uri(vol)), limit).ok();
+    }
+
     /// The ready line and the per-volume lines printed at startup.
     pub fn ready_output(&self) -> &[String] {
         &self.ready
