@@ -22,6 +22,20 @@ impl S3Node {
         S3Node::start_on(config_toml, "127.0.0.1:0", extra)
     }
 
+    /// The start of a `qoslab bench --profile s3` command line against this node, the
+    /// user's keys read from the file `keys` in the command's directory.
+    pub fn bench_args(&self) -> Vec<&str> {
+        vec![
+            "bench",
+            "--profile",
+            "s3",
+            "--s3-endpoint",
+            &self.endpoint,
+            "--s3-keys-file",
+            "keys",
+        ]
+    }
+
     /// Like [`S3Node::start`], serving S3 on `addr` (a namespace test bed's coordinator
     /// address, for load generators in the bed).
     pub fn start_on(config_toml: &str, addr: &str, extra: &[&str]) -> S3Node {
