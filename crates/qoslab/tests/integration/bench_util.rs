@@ -294,3 +294,22 @@ pub fn assert_over_libiscsi(files: &[(String, String)]) {
         );
     }
 }
+
+/// Every verdict of an exported run's jobs (`results export --format json`: `jobs`).
+pub fn verdicts(jobs: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    jobs.iter()
+        .flat_map(|j| j["verdicts"].as_array().into_iter().flatten())
+        .collect()
+}
+
+/// The verdicts among `verdicts` whose expectation starts with `prefix`.
+pub fn expecting<'a>(
+    verdicts: &[&'a serde_json::Value],
+    prefix: &str,
+) -> Vec<&'a serde_json::Value> {
+    verdicts
+        .iter()
+        .copied()
+        .filter(|x| x["expectation"].as_str().unwrap_or("").starts_with(prefix))
+        .collect()
+}
