@@ -356,8 +356,7 @@ fn api_token_auth_and_non_loopback_refusal() {
             Duration::from_secs(20),
         )
     };
-    let out = cli(&[]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = cli(&[]).refused();
     assert!(out.stderr.contains("HTTP 401"), "{out}");
     cli(&["--token-file", token_file.to_str().unwrap()]).ok();
 
@@ -369,8 +368,8 @@ fn api_token_auth_and_non_loopback_refusal() {
             .arg("--listen-unix")
             .arg(dir.join("s.sock")),
         Duration::from_secs(20),
-    );
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    )
+    .refused();
     assert!(out.stderr.contains("--api-token-file"), "{out}");
     assert!(out.stderr.contains("--insecure"), "{out}");
 }

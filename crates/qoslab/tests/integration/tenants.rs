@@ -270,8 +270,8 @@ fn a_host_that_cannot_mount_is_told_what_is_missing() {
             .arg(dir.join("base"))
             .args(["--nbd", "nbd://127.0.0.1/x"]),
         Duration::from_secs(30),
-    );
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    )
+    .refused();
     assert!(
         out.stderr.contains("this host cannot mount tenant volumes"),
         "{out}"

@@ -381,6 +381,13 @@ impl Out {
         assert!(self.status.success(), "{self}");
         self
     }
+
+    /// Assert the command exited 2: what qoslab does for a usage error or a request the
+    /// node refused.
+    pub fn refused(self) -> Out {
+        assert_eq!(self.status.code(), Some(2), "{self}");
+        self
+    }
 }
 
 impl std::fmt::Display for Out {
