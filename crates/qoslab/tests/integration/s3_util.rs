@@ -89,6 +89,19 @@ impl S3Node {
         run(&mut c, Duration::from_secs(180))
     }
 
+    /// `aws s3 cp --only-show-errors FROM TO` (an `s3://` URL on either side), which must
+    /// succeed.
+    pub fn cp(&self, from: &str, to: &str) {
+        self.aws(&["s3", "cp", "--only-show-errors", from, to]).ok();
+    }
+
+    /// `aws s3api ARGS`, which must succeed: the JSON it answered.
+    pub fn s3api(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.aws(&[&["s3api"][..], args].concat()).ok();
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("s3api {args:?} answered no JSON ({e}): {out}"))
+    }
+
     /// `python3 SCRIPT` (from tests/integration/s3) with the endpoint and keys in its
     /// environment, plus `vars`.
     pub fn python(&self, script: &str, vars: &[(&str, String)], timeout: Duration) -> Out {
