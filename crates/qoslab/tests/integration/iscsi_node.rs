@@ -11,7 +11,7 @@ use std::time::Duration;
 use iscsi_server::client::read10;
 
 use crate::api_util::Api;
-use crate::iscsi::{require_libiscsi, with_initiator};
+use crate::iscsi::{iscsi_ls, lists_lun, require_libiscsi, with_initiator};
 use crate::json::Json;
 use crate::nfs_node::{fio_json, read_ops, within};
 use crate::realtime::RealTime;
@@ -57,24 +57,12 @@ fn a_lun_is_its_volume_over_nbd_and_iscsi() {
     );
     let port = iscsi_port(&node);
     let portal = format!("iscsi://127.0.0.1:{port}");
-    let ls = |initiator: &str| {
-        run(
-            Command::new("iscsi-ls").args(["-i", initiator, "-s", &portal]),
-            Duration::from_secs(30),
-        )
-        .ok()
-    };
+    let ls = |initiator: &str| iscsi_ls(&["-i", initiator, "-s", &portal]).ok();
     // iscsi-ls prints the last block's offset in MiB, rounded down: 7M for 8 MiB.
     let mine = ls("iqn.2026-01.lab.qoslab:mine");
     assert!(mine.stdout.contains(&format!("Target:{IQN}")), "{mine}");
-    assert!(
-        mine.stdout.contains("Lun:0") && mine.stdout.contains("(Size:7M)"),
-        "{mine}"
-    );
-    assert!(
-        mine.stdout.contains("Lun:3") && mine.stdout.contains("(Size:3M)"),
-        "{mine}"
-    );
+    assert!(lists_lun(&mine, 0, "7M"), "{mine}");
+    assert!(lists_lun(&mine, 3, "3M"), "{mine}");
     let other = ls("iqn.2026-01.lab.qoslab:other");
     assert!(
         other.stdout.contains("Lun:0") && !other.stdout.contains("Lun:3"),
@@ -206,10 +194,7 @@ fn initiators_log_in_as_their_credentials_say_and_an_open_lun_is_refused_beyond_
     let port = iscsi_port(&node);
     let ls = |initiator: &str, user: &str| {
         let portal = format!("iscsi://{user}127.0.0.1:{port}");
-        run(
-            Command::new("iscsi-ls").args(["-i", initiator, "-s", &portal]),
-            Duration::from_secs(30),
-        )
+        iscsi_ls(&["-i", initiator, "-s", &portal])
     };
     let alice = ls(ALICE, "alice%alice-secret-1@");
     assert!(alice.stdout.contains("Lun:0"), "{alice}");
