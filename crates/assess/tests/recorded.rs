@@ -141,15 +141,25 @@ fn starved_is_starved_host_and_a_shortfall_under_it_is_inconclusive_with_the_pre
     assert_eq!(assess::judge(&over, Some(&d)).outcome, Outcome::Fail);
 }
 
-#[test]
-fn a_client_that_lagged_is_named_and_the_check_is_inconclusive() {
-    let r = load("client-lagging");
+/// The recorded run `name`, in which `side` lagged: its figure the lower, `sides` names it,
+/// and the check on the node's figure is inconclusive. Returns the reason given.
+fn lagged(name: &str, side: Side) -> String {
+    let r = load(name);
     let a = sides(&r);
-    assert!(r.client < r.node, "{a:?}");
-    assert_eq!(a.lagging(), Some(Side::Client), "{a:?}: {}", r.recorded);
+    let (lagging, other) = match side {
+        Side::Client => (r.client, r.node),
+        Side::Node => (r.node, r.client),
+    };
+    assert!(lagging < other, "{a:?}");
+    assert_eq!(a.lagging(), Some(side), "{a:?}: {}", r.recorded);
     let j = judged_on_node(&r, None);
     assert_eq!(j.outcome, Outcome::Inconclusive, "{j:?}");
-    let why = j.reason.unwrap_or_default();
+    j.reason.unwrap_or_default()
+}
+
+#[test]
+fn a_client_that_lagged_is_named_and_the_check_is_inconclusive() {
+    let why = lagged("client-lagging", Side::Client);
     assert!(why.contains("the client (fio) lagged"), "{why}");
     assert!(
         why.contains("the node's figure passes, fio's does not"),
@@ -159,12 +169,6 @@ fn a_client_that_lagged_is_named_and_the_check_is_inconclusive() {
 
 #[test]
 fn a_node_that_lagged_is_named_and_the_check_is_inconclusive() {
-    let r = load("node-lagging");
-    let a = sides(&r);
-    assert!(r.node < r.client, "{a:?}");
-    assert_eq!(a.lagging(), Some(Side::Node), "{a:?}: {}", r.recorded);
-    let j = judged_on_node(&r, None);
-    assert_eq!(j.outcome, Outcome::Inconclusive, "{j:?}");
-    let why = j.reason.unwrap_or_default();
+    let why = lagged("node-lagging", Side::Node);
     assert!(why.contains("the node lagged"), "{why}");
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 mod common;
 use common::load::{assign_policy_after, load, node, Client, Load};
-use common::{connect, reads_4k};
+use common::{connect, pipelined, reads_4k};
 
 const ISOLATION: &str = r#"
 [capacity]
@@ -223,8 +223,7 @@ async fn a_closed_connections_queued_requests_do_not_hold_back_the_next_client()
         "closed",
     );
     // Client A queues 8 reads at 10 IOPS and goes away after the first reply.
-    let (mut a, conn_a) = connect(&n, "v", 1 << 20).await;
-    a.write_all(&reads_4k(1..=8)).await.unwrap();
+    let (mut a, conn_a) = pipelined(&n, 1..=8).await;
     let mut reply = vec![0u8; 16 + 4096];
     a.read_exact(&mut reply).await.unwrap();
     drop(a);

@@ -8,7 +8,7 @@ use storage_node::Node;
 
 mod common;
 use common::load::{assign_policy_after, load, Client};
-use common::{connect, reads_4k, TestDir};
+use common::{connect, pipelined, reads_4k, TestDir};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A node with volume `v` under policy `p` (declared by `policy_toml`).
@@ -16,6 +16,14 @@ fn node(policy_toml: &str, tag: &str) -> (Arc<Node>, TestDir) {
     let text =
         format!("{policy_toml}\n[[volume]]\nname = \"v\"\nsize = \"64MiB\"\npolicy = \"p\"\n");
     common::load::node(&text, &format!("vt-{tag}"))
+}
+
+/// A node with volume `v` under the fixed policy `p` of `keys` (`max_throughput_iops = 100`).
+fn fixed_node(keys: &str, tag: &str) -> (Arc<Node>, TestDir) {
+    node(
+        &format!("[[policy]]\nname = \"p\"\nfixed = {{ {keys} }}"),
+        tag,
+    )
 }
 
 /// Keep `qd` reads of `bs` bytes in flight on `v` for `secs` virtual seconds; return
@@ -54,8 +62,8 @@ async fn iops_ceilings_hold_through_the_server() {
         (50_000, 16),
         (50_000, 64),
     ] {
-        let (n, _dir) = node(
-            &format!("[[policy]]\nname = \"p\"\nfixed = {{ max_throughput_iops = {limit} }}"),
+        let (n, _dir) = fixed_node(
+            &format!("max_throughput_iops = {limit}"),
             &format!("iops{limit}-{qd}"),
         );
         let per_sec = drive(n, qd, 4096, 10).await;
@@ -66,8 +74,8 @@ async fn iops_ceilings_hold_through_the_server() {
 #[tokio::test(start_paused = true)]
 async fn bandwidth_ceilings_hold_through_the_server() {
     for (mbps, bs, qd) in [(10u64, 1u32 << 20, 8usize), (100, 128 << 10, 16)] {
-        let (n, _dir) = node(
-            &format!("[[policy]]\nname = \"p\"\nfixed = {{ max_throughput_mbps = {mbps} }}"),
+        let (n, _dir) = fixed_node(
+            &format!("max_throughput_mbps = {mbps}"),
             &format!("bw{mbps}"),
         );
         let per_sec = drive(n, qd, bs, 10).await;
@@ -96,12 +104,8 @@ async fn adaptive_seed_000_numbers() {
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_finishes_in_flight_requests_then_closes() {
-    let (n, _dir) = node(
-        "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 100 }",
-        "shutdown",
-    );
-    let (mut client, conn) = connect(&n, "v", 1 << 20).await;
-    client.write_all(&reads_4k(1..=8)).await.unwrap();
+    let (n, _dir) = fixed_node("max_throughput_iops = 100", "shutdown");
+    let (mut client, conn) = pipelined(&n, 1..=8).await;
     // Let the server read the batch (they are QoS-delayed: 100 IOPS), then shut down.
     tokio::time::sleep(Duration::from_millis(5)).await;
     n.begin_shutdown();
@@ -174,12 +178,8 @@ async fn used_space_policy_follows_writes_and_trims() {
 /// the next client on the volume is not held behind 199 requests nobody waits for.
 #[tokio::test(start_paused = true)]
 async fn a_closed_connection_gives_its_backlog_back() {
-    let (n, _dir) = node(
-        "[[policy]]\nname = \"p\"\nfixed = { max_throughput_iops = 2 }",
-        "abandon",
-    );
-    let (mut gone, conn) = connect(&n, "v", 1 << 20).await;
-    gone.write_all(&reads_4k(1..=200)).await.unwrap();
+    let (n, _dir) = fixed_node("max_throughput_iops = 2", "abandon");
+    let (gone, conn) = pipelined(&n, 1..=200).await;
     // The server reads the batch (one starts, 199 wait: 100 s of reservations), then the
     // client leaves without reading a reply.
     tokio::time::sleep(Duration::from_millis(10)).await;

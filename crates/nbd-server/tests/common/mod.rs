@@ -67,6 +67,20 @@ pub fn reads_4k(cookies: std::ops::RangeInclusive<u64>) -> Vec<u8> {
     out
 }
 
+/// A client on export `v` (a 1 MiB pipe) that has sent the 4 KiB reads `cookies` at once,
+/// pipelined, and its connection's task.
+pub async fn pipelined(
+    node: &std::sync::Arc<storage_node::Node>,
+    cookies: std::ops::RangeInclusive<u64>,
+) -> (
+    tokio::io::DuplexStream,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let (mut client, conn) = connect(node, "v", 1 << 20).await;
+    client.write_all(&reads_4k(cookies)).await.unwrap();
+    (client, conn)
+}
+
 /// Append a 4 KiB READ whose cookie is `cookie` and whose offset is `cookie` x 4 KiB.
 pub fn read_4k(out: &mut Vec<u8>, cookie: u64) {
     encode_request(

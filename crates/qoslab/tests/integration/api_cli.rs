@@ -68,12 +68,11 @@ fn api_cli_unit_typos_name_the_allowed_forms() {
             "--peak-iops",
             "5",
         ],
-    );
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    )
+    .refused();
     assert!(out.stderr.contains("not both"), "{out}");
     // API errors come back as the CLI's error with status and code.
-    let out = cli(&node, &["policy", "delete", "nope"]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = cli(&node, &["policy", "delete", "nope"]).refused();
     assert!(out.stderr.contains("no QoS policy named \"nope\""), "{out}");
 }
 
@@ -147,8 +146,7 @@ fn api_cli_create_list_show_modify_delete_round_trip() {
     assert_eq!(json["qos"]["policy"]["name"], "aQoS");
 
     // In use: refused, naming the volume.
-    let out = cli(&node, &["policy", "delete", "aQoS"]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = cli(&node, &["policy", "delete", "aQoS"]).refused();
     assert!(
         out.stderr.contains("vol100") && out.stderr.contains("409"),
         "{out}"

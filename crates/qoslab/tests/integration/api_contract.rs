@@ -356,8 +356,7 @@ fn api_token_auth_and_non_loopback_refusal() {
             Duration::from_secs(20),
         )
     };
-    let out = cli(&[]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = cli(&[]).refused();
     assert!(out.stderr.contains("HTTP 401"), "{out}");
     cli(&["--token-file", token_file.to_str().unwrap()]).ok();
 
@@ -369,8 +368,8 @@ fn api_token_auth_and_non_loopback_refusal() {
             .arg("--listen-unix")
             .arg(dir.join("s.sock")),
         Duration::from_secs(20),
-    );
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    )
+    .refused();
     assert!(out.stderr.contains("--api-token-file"), "{out}");
     assert!(out.stderr.contains("--insecure"), "{out}");
 }
@@ -467,13 +466,11 @@ fn api_metrics_count_io_and_match_the_dashboard() {
          [[volume]]\nname = \"v\"\nsize = \"4MiB\"\npolicy = \"p\"\n",
     );
     let a = api(&node);
-    let src = node.scratch("src.img");
-    std::fs::write(&src, crate::util::pattern(7, 1 << 20)).unwrap();
-    run(
-        Command::new("nbdcopy").arg(&src).arg(node.uri("v")),
+    node.nbdcopy_in(
+        "v",
+        &crate::util::pattern(7, 1 << 20),
         Duration::from_secs(30),
-    )
-    .ok();
+    );
     let r = a.get("/metrics");
     assert_eq!(r.status, 200);
     assert!(

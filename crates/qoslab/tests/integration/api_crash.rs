@@ -191,13 +191,7 @@ fn api_crash_kill9_keeps_every_acknowledged_change() {
 
     // Flushed data survives kill -9 (nbdcopy flushes the destination at the end).
     let data = pattern(seed, 4 << 20);
-    let src = node.scratch("src.img");
-    std::fs::write(&src, &data).unwrap();
-    run(
-        Command::new("nbdcopy").arg(&src).arg(node.uri("data")),
-        Duration::from_secs(60),
-    )
-    .ok();
+    node.nbdcopy_in("data", &data, Duration::from_secs(60));
 
     let mut model = State::read(&Api::new(&node.api_url()));
     let mut k = 0u64;

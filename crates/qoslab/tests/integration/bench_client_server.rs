@@ -1,9 +1,21 @@
 //! fio's client/server mode for real: two `fio --server` processes on loopback ports, one
 //! plan, per-client and merged ("All clients") results stored.
 
+use std::process::Output;
 use std::time::Duration;
 
 use crate::bench_util::{export, plan_500, qoslab, succeeded, text, usage_error, Dir, FioServer};
+
+/// `qoslab bench p.toml --db r.db` in `d`, with a `--client` for each of `clients` and
+/// then `more`; 60 s at the most.
+fn bench_clients(d: &Dir, clients: &[&str], more: &[&str]) -> Output {
+    let mut args = vec!["bench", "p.toml", "--db", "r.db"];
+    for c in clients {
+        args.extend(["--client", c]);
+    }
+    args.extend(more);
+    qoslab(d, &args, Duration::from_secs(60))
+}
 
 #[test]
 fn two_fio_servers_per_client_and_merged_results_are_stored() {
@@ -11,23 +23,12 @@ fn two_fio_servers_per_client_and_merged_results_are_stored() {
     let d = Dir::new("cs");
     // Both clients share the volume's 500 IOPS: the merged rate is what the ceiling holds.
     d.write("p.toml", &plan_500(&["iops <= 500 +-5%", "iops >= 300"]));
-    let o = qoslab(
+    // The load generators' host, sampled through the ssh transport's scripts (`localhost`
+    // runs them without ssh; tests/suites.rs covers ssh itself).
+    let o = bench_clients(
         &d,
-        &[
-            "bench",
-            "p.toml",
-            "--db",
-            "r.db",
-            "--client",
-            &a.client_arg(),
-            "--client",
-            &b.client_arg(),
-            // The load generators' host, sampled through the ssh transport's scripts
-            // (`localhost` runs them without ssh; tests/suites.rs covers ssh itself).
-            "--hosts",
-            "localhost",
-        ],
-        Duration::from_secs(60),
+        &[&a.client_arg(), &b.client_arg()],
+        &["--hosts", "localhost"],
     );
     succeeded(&o);
     let o = export(&d, "last", "csv", Duration::from_secs(20));
@@ -74,20 +75,10 @@ fn hosts_without_a_client_or_unreachable_are_refused_before_any_job() {
     );
     assert!(err.contains("give --client too"), "{err}");
     // A host ssh cannot reach is named, and nothing runs.
-    let o = qoslab(
+    let o = bench_clients(
         &d,
-        &[
-            "bench",
-            "p.toml",
-            "--db",
-            "r.db",
-            "--client",
-            "127.0.0.1,1",
-            "--hosts",
-            "nohost.invalid",
-            "--ssh-opt=-oConnectTimeout=2",
-        ],
-        Duration::from_secs(60),
+        &["127.0.0.1,1"],
+        &["--hosts", "nohost.invalid", "--ssh-opt=-oConnectTimeout=2"],
     );
     let (out, err) = text(&o);
     assert_ne!(o.status.code(), Some(0), "{out}{err}");

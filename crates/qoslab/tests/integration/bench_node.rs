@@ -29,6 +29,23 @@ expect = ["{expect}"]
     )
 }
 
+/// `qoslab bench PLAN --node URL --volume VOLUME --db r.db`'s arguments.
+fn on_node<'a>(plan: &'a str, url: &'a str, volume: &'a str) -> Vec<&'a str> {
+    vec![
+        "bench", plan, "--node", url, "--volume", volume, "--db", "r.db",
+    ]
+}
+
+/// A node of [`node_config`], its REST URL, and a directory named `name` whose `p.toml`
+/// is [`plan`]`(expect)`.
+fn node_and_plan(name: &str, expect: &str) -> (Node, String, Dir) {
+    let node = Node::start(&node_config());
+    let url = node.api_url();
+    let d = Dir::new(name);
+    d.write("p.toml", &plan(expect));
+    (node, url, d)
+}
+
 #[test]
 fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
     let _g = heavy();
@@ -49,13 +66,8 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
         }
         out
     };
-    let node = Node::start(&node_config());
-    let url = node.api_url();
-    let d = Dir::new("node");
-    d.write("p.toml", &plan("iops_mean ~= policy.ceiling +-3%"));
-    let args = [
-        "bench", "p.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
-    ];
+    let (_node, url, d) = node_and_plan("node", "iops_mean ~= policy.ceiling +-3%");
+    let args = on_node("p.toml", &url, "vol500");
     let o = qoslab(&d, &args, LIMIT);
     let out = judged(&o, (0, "PASS"), "iops_mean ~= policy.ceiling +-3%");
     assert!(out.contains("volume vol500 on node"), "{out}");
@@ -67,9 +79,7 @@ fn a_volume_on_a_running_node_is_measured_against_its_own_limits() {
 
     // A wrong expectation against the same limits fails, naming the check.
     d.write("bad.toml", &plan("iops_mean >= policy.ceiling * 2"));
-    let args = [
-        "bench", "bad.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
-    ];
+    let args = on_node("bad.toml", &url, "vol500");
     let o = qoslab(&d, &args, LIMIT);
     judged(&o, (1, "FAIL"), "iops_mean >= policy.ceiling * 2");
     rt.finish();
@@ -85,12 +95,10 @@ fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
     let d = Dir::new("node-https");
     d.write("p.toml", &plan("iops_mean ~= policy.ceiling +-3%"));
     let data = node.data_dir().display().to_string();
-    let base = [
-        "bench", "p.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
-    ];
+    let base = on_node("p.toml", &url, "vol500");
     // Trusting the node's CA (its data dir) with the user's password: measured and judged
     // against the limits read over HTTPS.
-    let mut args = base.to_vec();
+    let mut args = base.clone();
     args.extend(["--data-dir", &data, "-u", "admin:Netapp1!"]);
     let o = qoslab(&d, &args, LIMIT);
     let (out, err) = text(&o);
@@ -100,7 +108,7 @@ fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
         "{out}"
     );
     // Without credentials the node answers 401, and the run does not start.
-    let mut args = base.to_vec();
+    let mut args = base.clone();
     args.extend(["--data-dir", &data]);
     let err = usage_error(&d, &args, LIMIT);
     assert!(
@@ -108,7 +116,7 @@ fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
         "{err}"
     );
     // Without trusting its certificate, the connection is refused as untrusted.
-    let mut args = base.to_vec();
+    let mut args = base.clone();
     args.extend(["-u", "admin:Netapp1!"]);
     let err = usage_error(&d, &args, LIMIT);
     assert!(err.to_lowercase().contains("certificate"), "{err}");
@@ -116,13 +124,8 @@ fn a_node_on_https_with_basic_auth_is_reached_with_its_ca_and_user() {
 
 #[test]
 fn an_unknown_volume_or_a_plan_with_node_tables_is_refused() {
-    let node = Node::start(&node_config());
-    let url = node.api_url();
-    let d = Dir::new("node-err");
-    d.write("p.toml", &plan("iops > 0"));
-    let args = [
-        "bench", "p.toml", "--node", &url, "--volume", "nope", "--db", "r.db",
-    ];
+    let (_node, url, d) = node_and_plan("node-err", "iops > 0");
+    let args = on_node("p.toml", &url, "nope");
     let err = usage_error(&d, &args, LIMIT);
     assert!(err.contains("--volume \"nope\": no such volume"), "{err}");
 
@@ -131,9 +134,7 @@ fn an_unknown_volume_or_a_plan_with_node_tables_is_refused() {
         plan("iops > 0")
     );
     d.write("t.toml", &with_tables);
-    let args = [
-        "bench", "t.toml", "--node", &url, "--volume", "vol500", "--db", "r.db",
-    ];
+    let args = on_node("t.toml", &url, "vol500");
     let err = usage_error(&d, &args, LIMIT);
     // --volume and the plan's own tables: one way or the other, and the error says which.
     assert!(

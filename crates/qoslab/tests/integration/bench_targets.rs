@@ -25,6 +25,26 @@ fn bench(d: &Dir, target: &Path, extra: &[&str]) -> (Option<i32>, String, String
     bench_plan(d, &[&["--target", t.as_str()][..], extra].concat())
 }
 
+/// [`bench`], which must succeed: its stdout.
+fn ran(d: &Dir, target: &Path, extra: &[&str]) -> String {
+    let (code, out, err) = bench(d, target, extra);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    out
+}
+
+/// [`bench`], which must refuse the run (exit 2): its stderr.
+fn refused(d: &Dir, target: &Path, extra: &[&str]) -> String {
+    let (code, out, err) = bench(d, target, extra);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    err
+}
+
+/// The run's output says it wrote 4 MiB at `file`, and what became of the file: `fate`.
+fn assert_wrote(out: &str, file: &Path, fate: &str) {
+    let line = format!("wrote {} (4.0 MiB): {fate}", file.display());
+    assert!(out.contains(&line), "{out}");
+}
+
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -42,8 +62,7 @@ fn an_existing_file_is_written_only_with_overwrite_and_never_called_kept() {
     let data: Vec<u8> = (0..64 << 10).map(|i| (i * 7 % 251) as u8).collect();
     let file = d.write("data.img", "");
     std::fs::write(&file, &data).unwrap();
-    let (code, out, err) = bench(&d, &file, &[]);
-    assert_eq!(code, Some(2), "{out}\n{err}");
+    let err = refused(&d, &file, &[]);
     assert!(
         err.contains(&format!(
             "{} is an existing file (64.0 KiB): the run writes into it and its data will be destroyed. Nothing was written. --overwrite allows that",
@@ -57,20 +76,12 @@ fn an_existing_file_is_written_only_with_overwrite_and_never_called_kept() {
     let dir = d.path().join("dir");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("fiotest"), &data).unwrap();
-    let (code, _, err) = bench(&d, &dir, &[]);
-    assert_eq!(code, Some(2), "{err}");
+    let err = refused(&d, &dir, &[]);
     assert!(err.contains("fiotest is an existing file"), "{err}");
     assert_eq!(std::fs::read(dir.join("fiotest")).unwrap(), data);
     // With --overwrite: written into, said so, left in place.
-    let (code, out, err) = bench(&d, &file, &["--overwrite"]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(
-        out.contains(&format!(
-            "wrote {} (4.0 MiB): there before the run: written into (--overwrite), its former data overwritten; left in place",
-            file.display()
-        )),
-        "{out}"
-    );
+    let out = ran(&d, &file, &["--overwrite"]);
+    assert_wrote(&out, &file, "there before the run: written into (--overwrite), its former data overwritten; left in place");
     assert!(!out.contains("kept"), "{out}");
     assert!(file.exists());
 }
@@ -81,15 +92,13 @@ fn a_missing_path_is_made_only_with_create_and_a_trailing_slash_is_a_directory()
     let d = Dir::new("missing-path");
     d.write("p.toml", &plan("4M"));
     let typo = d.path().join("typo");
-    let (code, out, err) = bench(&d, &typo, &[]);
-    assert_eq!(code, Some(2), "{out}\n{err}");
+    let err = refused(&d, &typo, &[]);
     assert!(
         err.contains("typo: no such file or directory. Nothing was written. --create makes it"),
         "{err}"
     );
     let slash = format!("{}/", typo.display());
-    let (code, _, err) = bench(&d, Path::new(&slash), &["--create"]);
-    assert_eq!(code, Some(2), "{err}");
+    let err = refused(&d, Path::new(&slash), &["--create"]);
     assert!(
         err.contains("no such directory (a trailing / names a directory that exists"),
         "{err}"
@@ -97,14 +106,11 @@ fn a_missing_path_is_made_only_with_create_and_a_trailing_slash_is_a_directory()
     assert!(!typo.exists(), "nothing was made");
     assert_eq!(names(d.path()), ["p.toml"]);
     // --create: a new file, written, listed and removed.
-    let (code, out, err) = bench(&d, &typo, &["--create"]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(
-        out.contains(&format!(
-            "wrote {} (4.0 MiB): created by the run: removed (--keep-files keeps it)",
-            typo.display()
-        )),
-        "{out}"
+    let out = ran(&d, &typo, &["--create"]);
+    assert_wrote(
+        &out,
+        &typo,
+        "created by the run: removed (--keep-files keeps it)",
     );
     assert!(!typo.exists());
 }
@@ -116,8 +122,7 @@ fn free_space_is_judged_by_the_plans_own_sizes_and_a_dry_run_writes_nothing() {
     // The cases: 16 MiB on a 20 MiB tmpfs runs; 64 MiB on 40 MiB is refused.
     let fs20 = SmallFs::tmpfs(20);
     d.write("p.toml", &plan("16M"));
-    let (code, out, err) = bench(&d, &fs20.mnt, &[]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
+    let out = ran(&d, &fs20.mnt, &[]);
     assert!(
         out.contains("fiotest (16.0 MiB): created by the run: removed"),
         "{out}"
@@ -125,8 +130,7 @@ fn free_space_is_judged_by_the_plans_own_sizes_and_a_dry_run_writes_nothing() {
     assert!(names(&fs20.mnt).is_empty(), "{:?}", names(&fs20.mnt));
     let fs40 = SmallFs::tmpfs(40);
     d.write("p.toml", &plan("64M"));
-    let (code, out, err) = bench(&d, &fs40.mnt, &[]);
-    assert_eq!(code, Some(2), "{out}\n{err}");
+    let err = refused(&d, &fs40.mnt, &[]);
     assert!(
         err.contains("fiotest: the plan's jobs lay out 64.0 MiB there (p.toml:7: workload \"w\"), and its file system has 40.0 MiB free"),
         "{err}"
@@ -135,8 +139,7 @@ fn free_space_is_judged_by_the_plans_own_sizes_and_a_dry_run_writes_nothing() {
     // A dry run: the job as fio reads it and every path, nothing written or stored.
     std::fs::remove_file(d.path().join("r.db")).unwrap();
     d.write("p.toml", &plan("16M"));
-    let (code, out, err) = bench(&d, &fs40.mnt, &["--dry-run"]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
+    let out = ran(&d, &fs40.mnt, &["--dry-run"]);
     let fiotest = fs40.mnt.join("fiotest").display().to_string();
     for want in [
         "Nothing ran and nothing was written.".to_string(),

@@ -36,12 +36,22 @@ pub fn output_within(cmd: Command, what: &str, limit: Duration) -> Output {
 
 /// [`output_within`], with the child's process id (what names its per-run files).
 pub fn output_within_pid(mut cmd: Command, what: &str, limit: Duration) -> (u32, Output) {
+    spawn_within(&mut cmd, what, limit).unwrap_or_else(|e| panic!("running {what}: {e}"))
+}
+
+/// Start `cmd` with no stdin and its output piped (read while it runs) and wait for it;
+/// fail the test if it takes longer than `limit` (`what` names it). The child's process
+/// id and its output; `Err` when it could not start.
+pub fn spawn_within(
+    cmd: &mut Command,
+    what: &str,
+    limit: Duration,
+) -> std::io::Result<(u32, Output)> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("running {what}: {e}"));
+        .spawn()?;
     let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -67,7 +77,7 @@ pub fn output_within_pid(mut cmd: Command, what: &str, limit: Duration) -> (u32,
                 String::from_utf8_lossy(&err.join().unwrap_or_default())
             );
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(10));
     };
     let pid = child.id();
     let o = Output {
@@ -75,7 +85,7 @@ pub fn output_within_pid(mut cmd: Command, what: &str, limit: Duration) -> (u32,
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
     };
-    (pid, o)
+    Ok((pid, o))
 }
 
 pub fn text(o: &Output) -> (String, String) {
@@ -283,4 +293,23 @@ pub fn assert_over_libiscsi(files: &[(String, String)]) {
             "job {name} did not go over iSCSI:\n{f}"
         );
     }
+}
+
+/// Every verdict of an exported run's jobs (`results export --format json`: `jobs`).
+pub fn verdicts(jobs: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    jobs.iter()
+        .flat_map(|j| j["verdicts"].as_array().into_iter().flatten())
+        .collect()
+}
+
+/// The verdicts among `verdicts` whose expectation starts with `prefix`.
+pub fn expecting<'a>(
+    verdicts: &[&'a serde_json::Value],
+    prefix: &str,
+) -> Vec<&'a serde_json::Value> {
+    verdicts
+        .iter()
+        .copied()
+        .filter(|x| x["expectation"].as_str().unwrap_or("").starts_with(prefix))
+        .collect()
 }

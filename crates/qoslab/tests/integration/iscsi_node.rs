@@ -11,7 +11,7 @@ use std::time::Duration;
 use iscsi_server::client::read10;
 
 use crate::api_util::Api;
-use crate::iscsi::{require_libiscsi, with_initiator};
+use crate::iscsi::{iscsi_ls, lists_lun, require_libiscsi, with_initiator};
 use crate::json::Json;
 use crate::nfs_node::{fio_json, read_ops, within};
 use crate::realtime::RealTime;
@@ -57,37 +57,19 @@ fn a_lun_is_its_volume_over_nbd_and_iscsi() {
     );
     let port = iscsi_port(&node);
     let portal = format!("iscsi://127.0.0.1:{port}");
-    let ls = |initiator: &str| {
-        run(
-            Command::new("iscsi-ls").args(["-i", initiator, "-s", &portal]),
-            Duration::from_secs(30),
-        )
-        .ok()
-    };
+    let ls = |initiator: &str| iscsi_ls(&["-i", initiator, "-s", &portal]).ok();
     // iscsi-ls prints the last block's offset in MiB, rounded down: 7M for 8 MiB.
     let mine = ls("iqn.2026-01.lab.qoslab:mine");
     assert!(mine.stdout.contains(&format!("Target:{IQN}")), "{mine}");
-    assert!(
-        mine.stdout.contains("Lun:0") && mine.stdout.contains("(Size:7M)"),
-        "{mine}"
-    );
-    assert!(
-        mine.stdout.contains("Lun:3") && mine.stdout.contains("(Size:3M)"),
-        "{mine}"
-    );
+    assert!(lists_lun(&mine, 0, "7M"), "{mine}");
+    assert!(lists_lun(&mine, 3, "3M"), "{mine}");
     let other = ls("iqn.2026-01.lab.qoslab:other");
     assert!(
         other.stdout.contains("Lun:0") && !other.stdout.contains("Lun:3"),
         "{other}"
     );
     let data = pattern(34, 8 << 20);
-    let src = node.scratch("src.img");
-    std::fs::write(&src, &data).unwrap();
-    run(
-        Command::new("nbdcopy").arg(&src).arg(node.uri("db")),
-        Duration::from_secs(60),
-    )
-    .ok();
+    node.nbdcopy_in("db", &data, Duration::from_secs(60));
     let len = data.len();
     let got = with_initiator(port, "iqn.2026-01.lab.qoslab:reader", |mut c| async move {
         assert_eq!(c.login(IQN, &[]).await, (0, 0));
@@ -212,10 +194,7 @@ fn initiators_log_in_as_their_credentials_say_and_an_open_lun_is_refused_beyond_
     let port = iscsi_port(&node);
     let ls = |initiator: &str, user: &str| {
         let portal = format!("iscsi://{user}127.0.0.1:{port}");
-        run(
-            Command::new("iscsi-ls").args(["-i", initiator, "-s", &portal]),
-            Duration::from_secs(30),
-        )
+        iscsi_ls(&["-i", initiator, "-s", &portal])
     };
     let alice = ls(ALICE, "alice%alice-secret-1@");
     assert!(alice.stdout.contains("Lun:0"), "{alice}");
@@ -263,8 +242,7 @@ fn initiators_log_in_as_their_credentials_say_and_an_open_lun_is_refused_beyond_
         &format!("[[iscsi.lun]]\nvolume = \"db\"\n{creds}"),
     );
     let (mut cmd, data) = serve(&open, "open");
-    let out = run(&mut cmd, Duration::from_secs(20));
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = run(&mut cmd, Duration::from_secs(20)).refused();
     assert!(
         out.stderr
             .contains("refusing to serve iSCSI on non-loopback address 0.0.0.0:0")

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::api_util::Api;
-use crate::bench_util::{export, qoslab, text, Dir};
+use crate::bench_util::{expecting, export, qoslab, text, verdicts, Dir};
 use crate::json::Json;
 use crate::realtime::RealTime;
 use crate::util::{heavy, require_fio_nbd, run, Node};
@@ -184,18 +184,11 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     let jobs = v["jobs"].as_array().expect("jobs");
     // 2 modes x 2 steps x 3 volumes.
     assert_eq!(jobs.len(), 12, "{json}");
-    let verdicts: Vec<&serde_json::Value> = jobs
-        .iter()
-        .flat_map(|j| j["verdicts"].as_array().into_iter().flatten())
-        .collect();
-    let text_of = |x: &serde_json::Value| x["expectation"].as_str().unwrap_or("").to_string();
+    let verdicts = verdicts(jobs);
     // Per protected volume: IOPS at both steps (4), p99 at step 2 (2), and the control's
     // own verdict (1).
     assert_eq!(verdicts.len(), 7, "{json}");
-    let iops: Vec<_> = verdicts
-        .iter()
-        .filter(|x| text_of(x).starts_with("iops >= 5000 * 0.98"))
-        .collect();
+    let iops = expecting(&verdicts, "iops >= 5000 * 0.98");
     assert_eq!(iops.len(), 4, "{json}");
     // Every protected volume holds its floor: no floor verdict fails. On a machine busy
     // with other work one may be inconclusive, naming the machine as the reason.
@@ -207,10 +200,7 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
                 }))),
         "every protected volume holds its floor: {json}"
     );
-    let control: Vec<_> = verdicts
-        .iter()
-        .filter(|x| text_of(x).starts_with("control"))
-        .collect();
+    let control = expecting(&verdicts, "control");
     assert_eq!(control.len(), 1, "{json}");
     assert_eq!(
         control[0]["passed"], true,
@@ -219,10 +209,7 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     // p99 within 2x of step 1 is judged from fio's measurement; on a shared 2-vCPU machine
     // (load generator and node on the same cores, a debug build) it is the tool's honest
     // verdict either way, and the exit status must agree with it.
-    let p99: Vec<_> = verdicts
-        .iter()
-        .filter(|x| text_of(x).starts_with("lat_p99_us <="))
-        .collect();
+    let p99 = expecting(&verdicts, "lat_p99_us <=");
     assert_eq!(p99.len(), 2, "{json}");
     // The exit status, the summary line and the stored outcomes say the same thing.
     let outcome = |o: &str| verdicts.iter().filter(|x| x["outcome"] == o).count();

@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use crate::bench_util::{
-    assert_over_libiscsi, cell, job_files, json_run, qoslab, table, text, Dir,
+    assert_over_libiscsi, cell, expecting, job_files, json_run, qoslab, table, text, verdicts, Dir,
 };
 use crate::iscsi::require_libiscsi;
 use crate::realtime::RealTime;
@@ -86,15 +86,8 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
     // work, a starved host), never failed; the control's own verdict says the bully hurt.
     let jobs = run["jobs"].as_array().expect("jobs");
     assert_eq!(jobs.len(), 12, "2 modes x 2 steps x 3 LUNs: {run}");
-    let verdicts: Vec<&serde_json::Value> = jobs
-        .iter()
-        .flat_map(|j| j["verdicts"].as_array().into_iter().flatten())
-        .collect();
-    let exp = |x: &serde_json::Value| x["expectation"].as_str().unwrap_or("").to_string();
-    let floors: Vec<_> = verdicts
-        .iter()
-        .filter(|x| exp(x).starts_with("iops >= 750 * 0.98"))
-        .collect();
+    let verdicts = verdicts(jobs);
+    let floors = expecting(&verdicts, "iops >= 750 * 0.98");
     assert_eq!(floors.len(), 4, "{run}");
     for v in &floors {
         eprintln!("floor verdict: {} {}", v["outcome"], v["detail"]);
@@ -109,10 +102,7 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
             "a protected LUN's floor failed over iSCSI: {v}\n{out}"
         );
     }
-    let control: Vec<_> = verdicts
-        .iter()
-        .filter(|x| exp(x).starts_with("control"))
-        .collect();
+    let control = expecting(&verdicts, "control");
     assert_eq!(control.len(), 1, "{run}");
 
     // The figures, from the step table: with floors each protected LUN got its floor

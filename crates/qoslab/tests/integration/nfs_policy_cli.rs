@@ -105,8 +105,7 @@ fn export_policy_cli_holds_a_nas_volumes_mounts() {
         "{again}"
     );
     // In use: refused; moved back to default: deleted, and gone.
-    let busy = cli(&node, &["export-policy", "delete", "lab"]);
-    assert_eq!(busy.status.code(), Some(2), "{busy}");
+    let busy = cli(&node, &["export-policy", "delete", "lab"]).refused();
     assert!(
         busy.stderr.contains("used by volume(s) nas1") && busy.stderr.contains("409"),
         "{busy}"
@@ -117,8 +116,7 @@ fn export_policy_cli_holds_a_nas_volumes_mounts() {
     assert!(gone.contains("deleted export policy lab"), "{gone}");
     let list = ok(&["export-policy", "list", "--output", "json"]);
     assert!(!list.contains("\"lab\""), "{list}");
-    let missing = cli(&node, &["export-policy", "show", "lab"]);
-    assert_eq!(missing.status.code(), Some(2), "{missing}");
+    let missing = cli(&node, &["export-policy", "show", "lab"]).refused();
     assert!(
         missing.stderr.contains("no export policy named \"lab\""),
         "{missing}"

@@ -222,8 +222,7 @@ fn the_cli_verifies_the_nodes_certificate() {
     let dd = node.data_dir();
     let dd = dd.to_str().unwrap();
     // Unknown issuer: refused, with what to do about it.
-    let out = list(&["-u", "admin:Netapp1!"]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = list(&["-u", "admin:Netapp1!"]).refused();
     assert!(
         out.stderr.contains("--data-dir") && out.stderr.contains("--insecure"),
         "{out}"
@@ -241,8 +240,7 @@ fn the_cli_verifies_the_nodes_certificate() {
         assert!(out.stdout.contains("\"name\": \"v\""), "{out}");
     }
     // Credentials: a wrong password is the API's 401; the password may come from the env.
-    let out = list(&["--data-dir", dd, "-u", "admin:nope"]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = list(&["--data-dir", dd, "-u", "admin:nope"]).refused();
     assert!(out.stderr.contains("HTTP 401"), "{out}");
     let out = run(
         Command::new(QOSLAB)
@@ -260,7 +258,7 @@ fn the_cli_verifies_the_nodes_certificate() {
         node2.data_dir().join("tls/ca-cert.pem").to_str().unwrap(),
         "-u",
         "admin:Netapp1!",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    ])
+    .refused();
     assert!(out.stderr.contains("TLS"), "{out}");
 }

@@ -38,6 +38,18 @@ fio = { rw = "randread", bs = "4k", iodepth = 16, size = "1G" }
 expect = ["iops_mean ~= policy.ceiling +-3%"]
 "#;
 
+/// The `field` figures of the entries of `series[list]` (`fio` windows, `node` samples)
+/// whose `key` is `value`: one run's series as `results export --format json` writes it.
+fn figures(series: &serde_json::Value, list: &str, key: (&str, &str), field: &str) -> Vec<f64> {
+    series[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x[key.0] == key.1)
+        .map(|x| x[field].as_f64().unwrap())
+        .collect()
+}
+
 /// Run Chromium headless with the flags CI needs; fail the test after 60 s.
 pub(crate) fn chromium(profile: &Path, args: &[&str], url: &str) -> (String, String) {
     let mut cmd = Command::new("chromium");
@@ -169,13 +181,7 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
     let o = export(&d, "last", "json", LIMIT);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let s = &v["series"][0];
-    let fio: Vec<f64> = s["fio"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|x| x["direction"] == "read")
-        .map(|x| x["iops"].as_f64().unwrap())
-        .collect();
+    let fio = figures(s, "fio", ("direction", "read"), "iops");
     assert!(fio.len() >= 5, "3 s in 500 ms windows: {fio:?}");
     // The last window also holds the queue draining; the others are steady.
     for x in &fio[..fio.len() - 1] {
@@ -191,13 +197,7 @@ fn the_report_of_a_real_500_iops_run_draws_its_charts_in_chromium() {
         .map(|x| x["p99_ns"].as_u64().unwrap())
         .collect();
     assert!(p99.iter().filter(|&&p| p > 0).count() >= 4, "{p99:?}");
-    let node: Vec<f64> = s["node"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|x| x["volume"] == "vol500")
-        .map(|x| x["read_iops"].as_f64().unwrap())
-        .collect();
+    let node = figures(s, "node", ("volume", "vol500"), "read_iops");
     assert!(node.len() >= 4, "{s}");
     for x in &node {
         assert!(*x <= 525.0, "node sample {x} IOPS: {node:?}");
@@ -317,13 +317,7 @@ fn a_volume_on_a_running_node_gets_the_nodes_samples_over_rest() {
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     let o = export(&d, "last", "json", LIMIT);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let node: Vec<f64> = v["series"][0]["node"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|x| x["volume"] == "v400")
-        .map(|x| x["read_iops"].as_f64().unwrap())
-        .collect();
+    let node = figures(&v["series"][0], "node", ("volume", "v400"), "read_iops");
     assert!(node.len() >= 3, "{v}");
     // The node's metric block is a 1 s window sampled every 250 ms: after the first
     // second of measuring it reads the ceiling.

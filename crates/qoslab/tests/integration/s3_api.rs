@@ -94,14 +94,7 @@ fn users_and_buckets_through_api_and_cli() {
     assert_eq!(b["qos_policy"]["max_throughput_iops"], 1000, "{b}");
     assert_eq!(b["size"], 10_000_000_000u64);
     assert!(ls_with(&n, a2, s2).unwrap().contains("gold-bucket"));
-    n.aws(&[
-        "s3",
-        "cp",
-        "--only-show-errors",
-        "/etc/hostname",
-        "s3://gold-bucket/h",
-    ])
-    .ok();
+    n.cp("/etc/hostname", "s3://gold-bucket/h");
     let api = Api::new(&n.node.api_url());
     let svm = api.get_ok("/api/protocols/s3/services?fields=svm")["records"][0]["svm"]["uuid"]
         .as_str()

@@ -71,41 +71,34 @@ fn two_load_generators_over_ssh_merge_per_host_and_all_hosts() {
     }
     let _cleanup = Cleanup;
     let cfg = bed.ssh_config.display().to_string();
-    let (pid, o) = qoslab_pid(
-        &dir,
-        &[
-            "bench",
-            "--profile",
-            "s3",
-            "--s3-endpoint",
-            &n.endpoint,
-            "--s3-keys-file",
-            "keys",
-            "--s3-hosts",
-            &bed.host_list(),
-            "--s3-ssh-option=-F",
-            &format!("--s3-ssh-option={cfg}"),
-            "--s3-bucket",
-            "shared-200",
-            "--s3-mix",
-            "get=1",
-            "--s3-size",
-            "4KiB",
-            "--s3-objects",
-            "16",
-            "--s3-clients",
-            "8",
-            "--runtime",
-            "6",
-            "--ramp",
-            "1",
-            "--s3-expect",
-            "GET.ops_per_s ~= 200 +-2%",
-            "--db",
-            "hosts.db",
-        ],
-        Duration::from_secs(180),
-    );
+    let hosts = bed.host_list();
+    let ssh_config = format!("--s3-ssh-option={cfg}");
+    let mut args = n.bench_args();
+    args.extend([
+        "--s3-hosts",
+        &hosts,
+        "--s3-ssh-option=-F",
+        &ssh_config,
+        "--s3-bucket",
+        "shared-200",
+        "--s3-mix",
+        "get=1",
+        "--s3-size",
+        "4KiB",
+        "--s3-objects",
+        "16",
+        "--s3-clients",
+        "8",
+        "--runtime",
+        "6",
+        "--ramp",
+        "1",
+        "--s3-expect",
+        "GET.ops_per_s ~= 200 +-2%",
+        "--db",
+        "hosts.db",
+    ]);
+    let (pid, o) = qoslab_pid(&dir, &args, Duration::from_secs(180));
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     // The run closed its master connections and removed their control directory.

@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::s3_util::{require_boto3, S3Node, ACCESS, SECRET};
 use crate::util::{assert_same_bytes, heavy, pattern, require_tool, run};
 
@@ -19,27 +17,8 @@ fn awscli_multipart_ranges_delimiter_and_wrong_signature() {
     let f = n.node.scratch("big.bin");
     std::fs::write(&f, &big).unwrap();
     // aws s3 cp splits at 8 MiB: a 64 MiB file is an 8-part multipart upload.
-    n.aws(&[
-        "s3",
-        "cp",
-        "--only-show-errors",
-        f.to_str().unwrap(),
-        "s3://aws-it/dir/big.bin",
-    ])
-    .ok();
-    let head: Value = serde_json::from_str(
-        &n.aws(&[
-            "s3api",
-            "head-object",
-            "--bucket",
-            "aws-it",
-            "--key",
-            "dir/big.bin",
-        ])
-        .ok()
-        .stdout,
-    )
-    .unwrap();
+    n.cp(f.to_str().unwrap(), "s3://aws-it/dir/big.bin");
+    let head = n.s3api(&["head-object", "--bucket", "aws-it", "--key", "dir/big.bin"]);
     assert_eq!(head["ContentLength"], 64 << 20, "{head}");
     assert!(
         head["ETag"]
@@ -68,38 +47,12 @@ fn awscli_multipart_ranges_delimiter_and_wrong_signature() {
         &big[1_000_000..2_000_000],
     );
     let back = n.node.scratch("back.bin");
-    n.aws(&[
-        "s3",
-        "cp",
-        "--only-show-errors",
-        "s3://aws-it/dir/big.bin",
-        back.to_str().unwrap(),
-    ])
-    .ok();
+    n.cp("s3://aws-it/dir/big.bin", back.to_str().unwrap());
     assert_same_bytes("download", &std::fs::read(&back).unwrap(), &big);
     let small = n.node.scratch("small.txt");
     std::fs::write(&small, b"top").unwrap();
-    n.aws(&[
-        "s3",
-        "cp",
-        "--only-show-errors",
-        small.to_str().unwrap(),
-        "s3://aws-it/top.txt",
-    ])
-    .ok();
-    let l: Value = serde_json::from_str(
-        &n.aws(&[
-            "s3api",
-            "list-objects-v2",
-            "--bucket",
-            "aws-it",
-            "--delimiter",
-            "/",
-        ])
-        .ok()
-        .stdout,
-    )
-    .unwrap();
+    n.cp(small.to_str().unwrap(), "s3://aws-it/top.txt");
+    let l = n.s3api(&["list-objects-v2", "--bucket", "aws-it", "--delimiter", "/"]);
     assert_eq!(l["CommonPrefixes"][0]["Prefix"], "dir/", "{l}");
     assert_eq!(l["Contents"].as_array().unwrap().len(), 1, "{l}");
     assert_eq!(l["Contents"][0]["Key"], "top.txt", "{l}");

@@ -63,14 +63,7 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
     dir.write("keys", &format!("root {ACCESS} {SECRET}\n"));
     // Three benchmark runs at once: each is a load generator of its own.
     let bench = |bucket: &str, mix: &str, size: &str, clients: &str, expect: &[&str]| {
-        let mut args: Vec<String> = [
-            "bench",
-            "--profile",
-            "s3",
-            "--s3-endpoint",
-            &n.endpoint,
-            "--s3-keys-file",
-            "keys",
+        let more = [
             "--s3-bucket",
             bucket,
             "--s3-mix",
@@ -89,9 +82,13 @@ fn bucket_policies_hold_while_an_unlimited_bucket_runs_free() {
             "--db",
             &format!("{bucket}.db"),
             "--json",
-        ]
-        .map(String::from)
-        .to_vec();
+        ];
+        let mut args: Vec<String> = n
+            .bench_args()
+            .into_iter()
+            .chain(more)
+            .map(String::from)
+            .collect();
         for e in expect {
             args.push("--s3-expect".into());
             args.push(e.to_string());

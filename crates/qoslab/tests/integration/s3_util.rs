@@ -22,6 +22,20 @@ impl S3Node {
         S3Node::start_on(config_toml, "127.0.0.1:0", extra)
     }
 
+    /// The start of a `qoslab bench --profile s3` command line against this node, the
+    /// user's keys read from the file `keys` in the command's directory.
+    pub fn bench_args(&self) -> Vec<&str> {
+        vec![
+            "bench",
+            "--profile",
+            "s3",
+            "--s3-endpoint",
+            &self.endpoint,
+            "--s3-keys-file",
+            "keys",
+        ]
+    }
+
     /// Like [`S3Node::start`], serving S3 on `addr` (a namespace test bed's coordinator
     /// address, for load generators in the bed).
     pub fn start_on(config_toml: &str, addr: &str, extra: &[&str]) -> S3Node {
@@ -73,6 +87,19 @@ impl S3Node {
         c.arg("--endpoint-url").arg(&self.endpoint).args(args);
         self.env(&mut c);
         run(&mut c, Duration::from_secs(180))
+    }
+
+    /// `aws s3 cp --only-show-errors FROM TO` (an `s3://` URL on either side), which must
+    /// succeed.
+    pub fn cp(&self, from: &str, to: &str) {
+        self.aws(&["s3", "cp", "--only-show-errors", from, to]).ok();
+    }
+
+    /// `aws s3api ARGS`, which must succeed: the JSON it answered.
+    pub fn s3api(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.aws(&[&["s3api"][..], args].concat()).ok();
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("s3api {args:?} answered no JSON ({e}): {out}"))
     }
 
     /// `python3 SCRIPT` (from tests/integration/s3) with the endpoint and keys in its

@@ -137,14 +137,12 @@ fn node_toml_san_objects_are_served_and_qoslab_lun_and_igroup_drive_the_target()
     assert_eq!(lun_numbers(port, HOST_A), [2], "removed: loses it");
 
     // Refused while mapped: exit 2, the API's 409 and what to do.
-    let out = cli(&node, &["lun", "delete", "/vol/db/lun2"]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = cli(&node, &["lun", "delete", "/vol/db/lun2"]).refused();
     assert!(
         out.stderr.contains("409") && out.stderr.contains("unmap it first"),
         "{out}"
     );
-    let out = cli(&node, &["lun", "map", "/vol/db/nope", "others"]);
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    let out = cli(&node, &["lun", "map", "/vol/db/nope", "others"]).refused();
     assert!(
         out.stderr
             .contains("no LUN named \"/vol/db/nope\" (qoslab lun list shows them)"),
@@ -161,8 +159,8 @@ fn node_toml_san_objects_are_served_and_qoslab_lun_and_igroup_drive_the_target()
             "--os-type",
             "beos",
         ],
-    );
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    )
+    .refused();
     assert!(out.stderr.contains("os_type = \"beos\""), "{out}");
 
     let unmapped = json(&node, &["lun", "unmap", "/vol/db/lun2", "others"]);
@@ -212,8 +210,8 @@ fn beyond_loopback_a_node_toml_map_without_chap_stops_the_start() {
             .arg(dir.join("s.sock"))
             .args(["--listen-http", "off", "--listen-iscsi", "0.0.0.0:0"]),
         Duration::from_secs(20),
-    );
-    assert_eq!(out.status.code(), Some(2), "{out}");
+    )
+    .refused();
     assert!(
         out.stderr.contains(&format!(
             "node.toml:19: lun_map (\"/vol/db/lun1\" to igroup \"dbhosts\"): refused: \

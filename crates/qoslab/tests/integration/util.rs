@@ -2,7 +2,7 @@
 //! tools with a time limit, fio, and deterministic data patterns.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -268,6 +268,14 @@ impl Node {
         self.dir.join(name)
     }
 
+    /// Write `data` at the start of volume `vol` with nbdcopy (from the scratch file
+    /// `src.img`; nbdcopy flushes the volume at the end), `limit` at the most.
+    pub fn nbdcopy_in(&self, vol: &str, data: &[u8], limit: Duration) {
+        let src = self.scratch("src.img");
+        fs::write(&src, data).expect("writing src.img");
+        run(Command::new("nbdcopy").arg(&src).arg(self.uri(vol)), limit).ok();
+    }
+
     /// The ready line and the per-volume lines printed at startup.
     pub fn ready_output(&self) -> &[String] {
         &self.ready
@@ -373,6 +381,13 @@ impl Out {
         assert!(self.status.success(), "{self}");
         self
     }
+
+    /// Assert the command exited 2: what qoslab does for a usage error or a request the
+    /// node refused.
+    pub fn refused(self) -> Out {
+        assert_eq!(self.status.code(), Some(2), "{self}");
+        self
+    }
 }
 
 impl std::fmt::Display for Out {
@@ -388,46 +403,12 @@ impl std::fmt::Display for Out {
 /// Run a command to completion with a time limit (killed and failed past it).
 pub fn run(cmd: &mut Command, timeout: Duration) -> Out {
     let what = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let (_, o) = crate::bench_util::spawn_within(cmd, &what, timeout)
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}: {TOOLS_HINT}"));
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = so.read_to_end(&mut b);
-        b
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = se.read_to_end(&mut b);
-        b
-    });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            let err = t_err.join().unwrap_or_default();
-            panic!(
-                "{what} did not finish within {timeout:?}; stderr:\n{}",
-                String::from_utf8_lossy(&err)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let stdout = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&t_err.join().unwrap_or_default()).into_owned();
     Out {
-        status,
-        stdout,
-        stderr,
+        status: o.status,
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         what,
     }
 }

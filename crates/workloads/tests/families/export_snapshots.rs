@@ -283,18 +283,9 @@ fn host() -> toolsets::HostSeries {
 /// Profile tables as issue 5 (isolation) and issue 6 (ramp) write them, and one of a kind
 /// the report has no chart for.
 fn tables() -> Vec<SummaryTable> {
-    let ramp_cols = [
-        "Run",
-        "Target IOPS",
-        "Read IOPS",
-        "Write IOPS",
-        "Total IOPS",
-        "Longest WIJ time (sec)",
-        "Longest write cycle (sec)",
-        "Effective write latency (ms)",
-        "Randread average (ms)",
-        "Pass",
-    ];
+    // The ramp table's first ten columns: the table as issue 6 wrote it (before the
+    // criteria, outcome and bottleneck columns).
+    let ramp_cols = &workloads::ramp::COLUMNS[..10];
     let ramp_rows = (1..=6)
         .map(|run| {
             let target = 10_000 * run;
@@ -322,20 +313,9 @@ fn tables() -> Vec<SummaryTable> {
             ]
         })
         .collect();
-    let iso_cols = [
-        "mode",
-        "step",
-        "bully_load",
-        "volume",
-        "role",
-        "target_iops",
-        "iops",
-        "lat_mean_ms",
-        "lat_p99_ms",
-        "ceiling_wait_ms",
-        "floor_wait_ms",
-        "pass",
-    ];
+    // The isolation table's first twelve columns: the table as issue 5 wrote it (before
+    // `node_lat_ms` and `protocol`).
+    let iso_cols = &workloads::isolation::COLUMNS[..12];
     let mut iso_rows = Vec::new();
     for mode in ["floors", "control"] {
         for step in 1..=5 {

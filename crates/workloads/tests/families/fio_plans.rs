@@ -8,12 +8,12 @@ use harness::fio_job::FioJob;
 use harness::store::Store;
 use harness::target::Target;
 use harness::ui::Quiet;
-use harness::{Options, Outcome, Plan, PlanError, ProfileRequest, RunError};
+use harness::{Options, Outcome, Plan, PlanError, RunError};
 
 use workloads::fio_plan::FioPlan;
 use workloads::registry;
 
-use crate::support::run_with;
+use crate::support::{profile_with, run_with};
 
 fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
     registry().parse(text, origin)
@@ -24,13 +24,7 @@ fn jobs(p: &Plan) -> Vec<FioJob> {
 }
 
 fn profile(name: &str, embedded: bool) -> Result<Plan, PlanError> {
-    registry().profile(
-        name,
-        &ProfileRequest {
-            embedded,
-            ..Default::default()
-        },
-    )
+    profile_with(name, |r| r.embedded = embedded)
 }
 
 fn run_plan(

@@ -11,7 +11,7 @@ use test_support::TestDir;
 use workloads::provisioned::{ProvisionedPlan, Spec, KIND, NAME};
 use workloads::registry;
 
-use crate::support::run_with;
+use crate::support::{profile_with, run_with};
 
 fn parse(text: &str) -> Result<Plan, PlanError> {
     registry().parse(text, "p.toml")
@@ -134,16 +134,7 @@ fn the_profile_takes_its_spec_from_the_command_line() {
     );
     let p = registry().profile(NAME, &req(true, Some(0.01))).unwrap();
     assert_eq!(body(&p).spec.scale(), 0.01);
-    let e = registry()
-        .profile(
-            NAME,
-            &ProfileRequest {
-                clients: true,
-                ..Default::default()
-            },
-        )
-        .unwrap_err()
-        .0;
+    let e = profile_with(NAME, |r| r.clients = true).unwrap_err().0;
     assert!(e.contains("no --client"), "{e}");
     // Other families refuse --scale rather than ignore it.
     let mut d = registry().profile("dbench", &req(true, None)).unwrap();

@@ -1,9 +1,11 @@
 //! The ramp family's plans through the registry: the example plans, errors with the plan's
 //! lines, command-line overrides (moved from the family's unit tests: they need the registry).
 
-use harness::{Plan, PlanError, ProfileRequest};
+use harness::{Plan, PlanError};
 use workloads::ramp::{Overrides, RampPlan, RampRun, NAME};
 use workloads::registry;
+
+use crate::support::profile_with;
 
 /// The ramp part of a plan.
 fn ramp_plan(p: &Plan) -> Option<RampPlan> {
@@ -11,13 +13,7 @@ fn ramp_plan(p: &Plan) -> Option<RampPlan> {
 }
 
 fn profile_plan(embedded: bool) -> Result<Plan, PlanError> {
-    registry().profile(
-        NAME,
-        &ProfileRequest {
-            embedded,
-            ..Default::default()
-        },
-    )
+    profile_with(NAME, |r| r.embedded = embedded)
 }
 
 #[test]

@@ -6,11 +6,11 @@ use fio::FakeFio;
 use harness::store::Store;
 use harness::target::Target;
 use harness::ui::Captured;
-use harness::{Options, ProfileRequest};
+use harness::Options;
 use workloads::registry;
 use workloads::s3::{S3Run, NAME};
 
-use crate::support::{configure_error, run_with};
+use crate::support::{configure_error, profile_with, run_with};
 
 #[test]
 fn s3_plan_errors_name_the_line_and_key() {
@@ -51,31 +51,17 @@ fn s3_plan_errors_name_the_line_and_key() {
         .unwrap_err()
         .0;
     assert!(e.contains("--s3-hosts"), "{e}");
-    let e = registry()
-        .profile(
-            NAME,
-            &ProfileRequest {
-                target: true,
-                ..Default::default()
-            },
-        )
-        .unwrap_err()
-        .0;
+    let e = profile_with(NAME, |r| r.target = true).unwrap_err().0;
     assert!(e.contains("--s3-* options"), "{e}");
 }
 
 fn run_profile(store: &mut Store, runtime: f64, iterations: u32) -> i64 {
-    let mut plan = registry()
-        .profile(
-            NAME,
-            &ProfileRequest {
-                embedded: true,
-                runtime: Some(runtime),
-                ramp: Some(0.5),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let mut plan = profile_with(NAME, |r| {
+        r.embedded = true;
+        r.runtime = Some(runtime);
+        r.ramp = Some(0.5);
+    })
+    .unwrap();
     plan.common.iterations = iterations;
     plan.configure(&Options::default()).unwrap();
     let mut ui = Captured::default();

@@ -5,7 +5,7 @@
 use harness::{Options, ProfileRequest};
 use workloads::registry;
 
-use crate::support::configure_error;
+use crate::support::{configure_error, request};
 use workloads::suite::{Kind, SuitePlan, SuiteSpec, NAME};
 
 fn spec(p: &harness::Plan) -> SuiteSpec {
@@ -93,13 +93,7 @@ fn suite_names_come_from_the_registry() {
     let e = r.suite("network", &req).unwrap_err().0;
     assert!(e.contains("no hosts (give --hosts"), "{e}");
     let e = r
-        .suite(
-            "disks",
-            &ProfileRequest {
-                target: true,
-                ..Default::default()
-            },
-        )
+        .suite("disks", &request(|q| q.target = true))
         .unwrap_err()
         .0;
     assert!(e.contains("takes no plan file, --target"), "{e}");
