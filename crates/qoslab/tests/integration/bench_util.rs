@@ -302,6 +302,18 @@ pub fn verdicts(jobs: &[serde_json::Value]) -> Vec<&serde_json::Value> {
         .collect()
 }
 
+/// Whether verdict `v` is inconclusive for a reason the host gave (its CPU starved, noisy,
+/// or the load generator CPU-bound): what a promise measured on a busy machine honestly
+/// is, never a failure (docs/TESTING.md).
+pub fn inconclusive_for_the_host(v: &serde_json::Value) -> bool {
+    v["outcome"] == "inconclusive"
+        && v["reason"].as_str().is_some_and(|r| {
+            ["client-cpu-bound", "noisy-host", "starved-host"]
+                .iter()
+                .any(|h| r.starts_with(h))
+        })
+}
+
 /// The verdicts among `verdicts` whose expectation starts with `prefix`.
 pub fn expecting<'a>(
     verdicts: &[&'a serde_json::Value],

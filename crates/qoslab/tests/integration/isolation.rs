@@ -13,7 +13,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::api_util::Api;
-use crate::bench_util::{expecting, export, qoslab, text, verdicts, Dir};
+use crate::bench_util::{
+    expecting, export, inconclusive_for_the_host, qoslab, text, verdicts, Dir,
+};
 use crate::json::Json;
 use crate::realtime::RealTime;
 use crate::util::{heavy, require_fio_nbd, run, Node};
@@ -193,11 +195,8 @@ fn isolation_profile_stores_verdicts_and_the_step_table() {
     // Every protected volume holds its floor: no floor verdict fails. On a machine busy
     // with other work one may be inconclusive, naming the machine as the reason.
     assert!(
-        iops.iter().all(|x| x["outcome"] == "pass"
-            || (x["outcome"] == "inconclusive"
-                && x["reason"].as_str().is_some_and(|r| {
-                    r.starts_with("client-cpu-bound") || r.starts_with("noisy-host")
-                }))),
+        iops.iter()
+            .all(|x| x["outcome"] == "pass" || inconclusive_for_the_host(x)),
         "every protected volume holds its floor: {json}"
     );
     let control = expecting(&verdicts, "control");

@@ -16,7 +16,8 @@
 use std::time::Duration;
 
 use crate::bench_util::{
-    assert_over_libiscsi, cell, expecting, job_files, json_run, qoslab, table, text, verdicts, Dir,
+    assert_over_libiscsi, cell, expecting, inconclusive_for_the_host, job_files, json_run, qoslab,
+    table, text, verdicts, Dir,
 };
 use crate::iscsi::require_libiscsi;
 use crate::realtime::RealTime;
@@ -91,14 +92,8 @@ fn isolation_over_iscsi_holds_protected_luns_floors_where_fifo_does_not() {
     assert_eq!(floors.len(), 4, "{run}");
     for v in &floors {
         eprintln!("floor verdict: {} {}", v["outcome"], v["detail"]);
-        let host = v["outcome"] == "inconclusive"
-            && v["reason"].as_str().is_some_and(|r| {
-                ["client-cpu-bound", "noisy-host", "starved-host"]
-                    .iter()
-                    .any(|h| r.starts_with(h))
-            });
         assert!(
-            v["outcome"] == "pass" || host,
+            v["outcome"] == "pass" || inconclusive_for_the_host(v),
             "a protected LUN's floor failed over iSCSI: {v}\n{out}"
         );
     }
