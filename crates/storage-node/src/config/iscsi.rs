@@ -179,30 +179,8 @@ fn luns(
             ))
         };
         let vs = l.volume.span().start;
-        let vol = volumes.iter().find(|v| &v.name == name).ok_or_else(|| {
-            let declared: Vec<&str> = volumes
-                .iter()
-                .filter(|v| v.nas.is_none())
-                .map(|v| v.name.as_str())
-                .collect();
-            err(
-                vs,
-                "volume",
-                format!("{name:?}"),
-                format!(
-                    "not a [[volume]] of this file (its block volumes: {})",
-                    if declared.is_empty() {
-                        "none".to_string()
-                    } else {
-                        declared.join(", ")
-                    }
-                ),
-            )
-        })?;
-        if vol.nas.is_some() {
-            let msg = "a NAS volume (nas_path); a LUN is a block volume".to_string();
-            return Err(err(vs, "volume", format!("{name:?}"), msg));
-        }
+        let vol =
+            block_volume(volumes, name).map_err(|m| err(vs, "volume", format!("{name:?}"), m))?;
         if let Some(first) = by_volume.insert(name.clone(), i) {
             let msg = format!("iscsi.lun[{first}] serves this volume already (one LUN a volume)");
             return Err(err(vs, "volume", format!("{name:?}"), msg));
@@ -268,8 +246,45 @@ fn luns(
             },
         ));
     }
+    number_the_rest(src, &mut out, &mut by_number)?;
+    let mut luns: Vec<LunSpec> = out.into_iter().map(|(_, s)| s).collect();
+    luns.sort_by_key(|l| l.number);
+    Ok(luns)
+}
+
+/// Block volume `name` of this file, or what is wrong with it (the message after
+/// `volume = "NAME": `).
+fn block_volume<'a>(volumes: &'a [VolumeSpec], name: &str) -> Result<&'a VolumeSpec, String> {
+    let Some(vol) = volumes.iter().find(|v| v.name == name) else {
+        let declared: Vec<&str> = volumes
+            .iter()
+            .filter(|v| v.nas.is_none())
+            .map(|v| v.name.as_str())
+            .collect();
+        return Err(format!(
+            "not a [[volume]] of this file (its block volumes: {})",
+            if declared.is_empty() {
+                "none".to_string()
+            } else {
+                declared.join(", ")
+            }
+        ));
+    };
+    if vol.nas.is_some() {
+        return Err("a NAS volume (nas_path); a LUN is a block volume".to_string());
+    }
+    Ok(vol)
+}
+
+/// The LUNs written without a number take the next free numbers from 0, in the order
+/// written (`by_number`: the numbers taken).
+fn number_the_rest(
+    src: &Src,
+    luns: &mut [(Option<u16>, LunSpec)],
+    by_number: &mut BTreeMap<u16, String>,
+) -> Result<(), ConfigError> {
     let mut next = 0u16;
-    for (explicit, spec) in &mut out {
+    for (explicit, spec) in luns {
         if explicit.is_none() {
             while by_number.contains_key(&next) {
                 next += 1;
@@ -285,9 +300,7 @@ fn luns(
             by_number.insert(next, spec.volume.clone());
         }
     }
-    let mut luns: Vec<LunSpec> = out.into_iter().map(|(_, s)| s).collect();
-    luns.sort_by_key(|l| l.number);
-    Ok(luns)
+    Ok(())
 }
 
 #[cfg(test)]
