@@ -22,6 +22,7 @@
 //!   walks a tree (a call that needs a walk moves to the blocking pool).
 
 pub mod attr;
+pub mod attr_cache;
 pub mod call;
 pub mod conn;
 pub mod errors;

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use nfs_proto::nfs3::Status;
 
+use crate::attr_cache::AttrCache;
 use crate::errors::status_of;
 use crate::export::ExportSpec;
 use crate::handle::Handle;
@@ -100,14 +101,38 @@ pub struct Obj {
     pub kind: Kind,
     /// Serialises a file's writes with their before/after allocation (space accounting).
     pub write_lock: Mutex<()>,
+    /// Its last `fstat` ([`crate::attr_cache`]'s rule).
+    attrs: AttrCache,
 }
 
 impl Obj {
     pub fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
+
+    /// Its attributes now (an `fstat`, always true), remembered for [`attrs`](Self::attrs).
     pub fn stat(&self) -> Result<Stat, Status> {
-        sys::fstat(&self.fd).map_err(|e| status_of(&e))
+        let stamp = self.attrs.begin();
+        let st = sys::fstat(&self.fd).map_err(|e| status_of(&e))?;
+        self.attrs.put(st, stamp);
+        Ok(st)
+    }
+
+    /// Its attributes from the last `fstat` while [`crate::attr_cache`]'s rule holds (at
+    /// most [`crate::attr_cache::ATTR_TTL`] old, nothing changed through this server
+    /// since), else [`stat`](Self::stat). Only for READ and WRITE's pre-operation
+    /// attributes.
+    pub fn attrs(&self) -> Result<Stat, Status> {
+        match self.attrs.get(std::time::Instant::now()) {
+            Some(st) => Ok(st),
+            None => self.stat(),
+        }
+    }
+
+    /// Its data or attributes were changed through this server: what was remembered
+    /// before is not served again.
+    pub fn changed(&self) {
+        self.attrs.changed();
     }
 }
 
@@ -481,6 +506,7 @@ impl Tree {
             gen: st.btime,
             kind,
             write_lock: Mutex::new(()),
+            attrs: AttrCache::default(),
         }))
     }
 

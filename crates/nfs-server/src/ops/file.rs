@@ -164,22 +164,34 @@ fn file(o: &Obj) -> Result<(), Status> {
 pub fn read(cx: &Ctx, fh: &[u8], offset: u64, count: u32, out: &mut Vec<u8>) -> Result<(), Status> {
     let o = cx.obj(fh)?;
     file(&o)?;
-    let st = o.stat()?;
+    // Remembered attributes (attr_cache's rule): checked below against what was read.
+    let mut st = o.attrs()?;
     Ctx::check(cx.caller.may_read_file(&st))?;
-    let count = count.min(cx.cfg.rtmax) as usize;
+    // (never past the largest offset a file may have: pread refuses such a range)
+    let count =
+        (count.min(cx.cfg.rtmax) as u64).min((i64::MAX as u64).saturating_sub(offset)) as usize;
     nfs3::put_status(out, Status::Ok);
+    let attrs_at = out.len();
     cx.put_attr(out, Some(&st));
     let head = out.len();
     put_u32(out, 0); // count
     put_bool(out, false); // eof
     put_u32(out, 0); // opaque length
-    let n = if offset >= st.size {
-        0
-    } else {
-        let want = count.min((st.size - offset).min(usize::MAX as u64) as usize);
-        sys::pread_append(o.raw(), out, want, offset).map_err(|e| status_of(&e))?
-    };
-    let eof = offset.saturating_add(n as u64) >= st.size;
+                     // The whole count is asked for (the file's own end stops the read), so a file that
+                     // grew since its attributes were taken is read to its new end, never cut short.
+    let n = sys::pread_append(o.raw(), out, count, offset).map_err(|e| status_of(&e))?;
+    let end = offset.saturating_add(n as u64);
+    if end > st.size || (n < count && end < st.size) {
+        // The file grew or shrank since those attributes: take them now, so the reply's
+        // size and eof agree with its data (post_op_attr has a fixed length).
+        let fresh = o.stat()?;
+        Ctx::check(cx.caller.may_read_file(&fresh))?;
+        st = fresh;
+        let mut a = Vec::with_capacity(head - attrs_at);
+        cx.put_attr(&mut a, Some(&st));
+        out[attrs_at..head].copy_from_slice(&a);
+    }
+    let eof = end >= st.size;
     out[head..head + 4].copy_from_slice(&(n as u32).to_be_bytes());
     out[head + 4..head + 8].copy_from_slice(&(eof as u32).to_be_bytes());
     out[head + 8..head + 12].copy_from_slice(&(n as u32).to_be_bytes());
@@ -216,7 +228,9 @@ pub fn write(
         .ok_or(Status::FBig)?;
     let (before, after) = {
         let _g = o.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let before = o.stat()?;
+        // Remembered attributes (attr_cache's rule): on a stream of writes, the last
+        // write's post-operation attributes.
+        let before = o.attrs()?;
         Ctx::check(cx.caller.may_write_file(&before))?;
         let mut reserved = worst_case_allocation(offset, data.len() as u64);
         if !cx.tree.reserve(reserved) {
@@ -231,6 +245,7 @@ pub fn write(
             reserved = 0;
         }
         let wrote = sys::pwrite(o.raw(), data, offset);
+        o.changed();
         let after = o.stat();
         let grown = after
             .as_ref()
