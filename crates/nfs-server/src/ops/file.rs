@@ -177,8 +177,9 @@ pub fn read(cx: &Ctx, fh: &[u8], offset: u64, count: u32, out: &mut Vec<u8>) -> 
     put_u32(out, 0); // count
     put_bool(out, false); // eof
     put_u32(out, 0); // opaque length
-                     // The whole count is asked for (the file's own end stops the read), so a file that
-                     // grew since its attributes were taken is read to its new end, never cut short.
+
+    // The whole count is asked for (the file's own end stops the read), so a file that
+    // grew since its attributes were taken is read to its new end, never cut short.
     let n = sys::pread_append(o.raw(), out, count, offset).map_err(|e| status_of(&e))?;
     let end = offset.saturating_add(n as u64);
     if end > st.size || (n < count && end < st.size) {
