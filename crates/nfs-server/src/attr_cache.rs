@@ -114,16 +114,9 @@ mod tests {
         Stat {
             mode: libc::S_IFREG | 0o644,
             nlink: 1,
-            uid: 0,
-            gid: 0,
             size,
-            blocks: 0,
-            rdev: (0, 0),
             ino: 1,
-            btime: 0,
-            atime: (0, 0),
-            mtime: (0, 0),
-            ctime: (0, 0),
+            ..Stat::default()
         }
     }
 

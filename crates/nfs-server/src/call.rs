@@ -96,6 +96,25 @@ pub fn decode(record: &[u8], rtmax: u32) -> Decoded<'_> {
     Decoded { msg, nfs, info }
 }
 
+/// A procedure that may change attributes or names: counted as ONTAP's other writes, and
+/// its end makes every remembered attribute stale (`crate::attr_cache`). WRITE changes
+/// only its own file's, and marks that file itself.
+pub(crate) fn changes_metadata(a: &Args<'_>) -> bool {
+    matches!(
+        a,
+        Args::SetAttr { .. }
+            | Args::Create { .. }
+            | Args::Mkdir { .. }
+            | Args::Symlink { .. }
+            | Args::Mknod { .. }
+            | Args::Remove { .. }
+            | Args::Rmdir { .. }
+            | Args::Rename { .. }
+            | Args::Link { .. }
+            | Args::Commit { .. }
+    )
+}
+
 /// What an NFSv3 call is.
 fn classify(a: &Args<'_>, rtmax: u32) -> CallInfo {
     let h = a.handle().and_then(Handle::decode);
@@ -104,16 +123,7 @@ fn classify(a: &Args<'_>, rtmax: u32) -> CallInfo {
         Args::Null => (OpKind::None, 0, 0),
         Args::Read { count, offset, .. } => (OpKind::Read, count.min(rtmax) as u64, offset),
         Args::Write { data, offset, .. } => (OpKind::Write, data.len() as u64, offset),
-        Args::SetAttr { .. }
-        | Args::Create { .. }
-        | Args::Mkdir { .. }
-        | Args::Symlink { .. }
-        | Args::Mknod { .. }
-        | Args::Remove { .. }
-        | Args::Rmdir { .. }
-        | Args::Rename { .. }
-        | Args::Link { .. }
-        | Args::Commit { .. } => (OpKind::OtherWrite, 0, 0),
+        _ if changes_metadata(a) => (OpKind::OtherWrite, 0, 0),
         _ => (OpKind::Other, 0, 0),
     };
     // What syncs runs on the blocking pool: a stable WRITE, and every tree change (MKNOD

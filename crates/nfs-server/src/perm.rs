@@ -202,14 +202,8 @@ mod tests {
             nlink: 1,
             uid,
             gid,
-            size: 0,
-            blocks: 0,
-            rdev: (0, 0),
             ino: 1,
-            btime: 0,
-            atime: (0, 0),
-            mtime: (0, 0),
-            ctime: (0, 0),
+            ..Stat::default()
         }
     }
 

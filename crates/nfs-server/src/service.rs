@@ -597,30 +597,12 @@ fn read(p: &RwLock<Policy>) -> std::sync::RwLockReadGuard<'_, Policy> {
 
 fn run(cx: &Ctx, args: &Args<'_>, out: &mut Vec<u8>) -> Result<(), Status> {
     let r = run_proc(cx, args, out);
-    if changes_metadata(args) {
+    if crate::call::changes_metadata(args) {
         // Whatever it changed (or began to change before failing), no attribute
         // remembered before is served again (crate::attr_cache's rule).
         crate::attr_cache::bump_epoch();
     }
     r
-}
-
-/// A procedure that may change attributes or names (WRITE changes only its own file's,
-/// and marks that file itself).
-fn changes_metadata(args: &Args<'_>) -> bool {
-    matches!(
-        args,
-        Args::SetAttr { .. }
-            | Args::Create { .. }
-            | Args::Mkdir { .. }
-            | Args::Symlink { .. }
-            | Args::Mknod { .. }
-            | Args::Remove { .. }
-            | Args::Rmdir { .. }
-            | Args::Rename { .. }
-            | Args::Link { .. }
-            | Args::Commit { .. }
-    )
 }
 
 fn run_proc(cx: &Ctx, args: &Args<'_>, out: &mut Vec<u8>) -> Result<(), Status> {

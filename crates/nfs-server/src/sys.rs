@@ -70,7 +70,7 @@ pub fn open_root(path: &std::path::Path) -> io::Result<OwnedFd> {
 }
 
 /// What we need of `statx`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stat {
     pub mode: u32,
     pub nlink: u32,
