@@ -214,6 +214,40 @@ fn each_rule_on_its_own_case() {
             "idle of the CPUs fio ran on",
         ),
         (
+            // CI, 6a3d07e: fio pinned beside a burner on CPU 0 read 42k IOPS from vda, whose
+            // await rose 89% at 60% util. A queue at a device not saturated is no proof
+            // while its client could not run: the client was the limit.
+            "fio pinned beside a burner while the disk's await rose",
+            Box::new(|i| {
+                let h = &mut i.hosts[0];
+                h.idle_pct = 45.0;
+                h.fio_cpus_idle_pct = Some(0.0);
+                h.fio_pct = 50.0;
+                h.fio_max_proc_pct = 50.0;
+                h.node_pct = 3.0;
+                h.other_pct = 50.0;
+                let d = &mut h.disks[0];
+                d.util_pct = 60.0;
+                d.await_change_pct = 89.0;
+            }),
+            Bottleneck::ClientCpuBound,
+            "idle of the CPUs fio ran on",
+        ),
+        (
+            // A saturated device is the limit even when its client was short of CPU.
+            "fio pinned beside a burner on a disk at 97% util",
+            Box::new(|i| {
+                let h = &mut i.hosts[0];
+                h.fio_cpus_idle_pct = Some(0.0);
+                h.fio_pct = 50.0;
+                h.fio_max_proc_pct = 50.0;
+                h.node_pct = 3.0;
+                h.disks[0].util_pct = 97.0;
+            }),
+            Bottleneck::DeviceBound,
+            "disk util",
+        ),
+        (
             "no per-CPU figures: the host's idle",
             Box::new(|i| {
                 let h = &mut i.hosts[0];
