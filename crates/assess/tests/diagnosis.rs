@@ -36,6 +36,16 @@ fn quiet() -> HostFigures {
     }
 }
 
+/// taskset: fio and a busy loop share CPU 0 while CPU 1 idles.
+fn pinned_beside_a_burner(h: &mut HostFigures) {
+    h.idle_pct = 45.0;
+    h.fio_cpus_idle_pct = Some(0.0);
+    h.fio_pct = 50.0;
+    h.fio_max_proc_pct = 50.0;
+    h.node_pct = 3.0;
+    h.other_pct = 50.0;
+}
+
 fn inputs(host: HostFigures) -> Inputs {
     Inputs {
         fio: FioFigures {
@@ -199,17 +209,8 @@ fn each_rule_on_its_own_case() {
             "idle of the CPUs fio ran on",
         ),
         (
-            // taskset: fio and a burner share CPU 0 while CPU 1 idles.
             "fio pinned beside a burner",
-            Box::new(|i| {
-                let h = &mut i.hosts[0];
-                h.idle_pct = 45.0;
-                h.fio_cpus_idle_pct = Some(0.0);
-                h.fio_pct = 50.0;
-                h.fio_max_proc_pct = 50.0;
-                h.node_pct = 3.0;
-                h.other_pct = 50.0;
-            }),
+            Box::new(|i| pinned_beside_a_burner(&mut i.hosts[0])),
             Bottleneck::ClientCpuBound,
             "idle of the CPUs fio ran on",
         ),
@@ -220,12 +221,7 @@ fn each_rule_on_its_own_case() {
             "fio pinned beside a burner while the disk's await rose",
             Box::new(|i| {
                 let h = &mut i.hosts[0];
-                h.idle_pct = 45.0;
-                h.fio_cpus_idle_pct = Some(0.0);
-                h.fio_pct = 50.0;
-                h.fio_max_proc_pct = 50.0;
-                h.node_pct = 3.0;
-                h.other_pct = 50.0;
+                pinned_beside_a_burner(h);
                 let d = &mut h.disks[0];
                 d.util_pct = 60.0;
                 d.await_change_pct = 89.0;
@@ -238,10 +234,7 @@ fn each_rule_on_its_own_case() {
             "fio pinned beside a burner on a disk at 97% util",
             Box::new(|i| {
                 let h = &mut i.hosts[0];
-                h.fio_cpus_idle_pct = Some(0.0);
-                h.fio_pct = 50.0;
-                h.fio_max_proc_pct = 50.0;
-                h.node_pct = 3.0;
+                pinned_beside_a_burner(h);
                 h.disks[0].util_pct = 97.0;
             }),
             Bottleneck::DeviceBound,
