@@ -66,7 +66,9 @@ RAMP="${RAMP:-2}"
 SIZE_MIB="${SIZE_MIB:-1024}"
 SERVERS="${SERVERS:-qoslab,qoslab-far,nbdkit,qsd}"
 REPEAT="${REPEAT:-1}"
-JOBS="${JOBS:-randread4k_qd32,randwrite4k_qd32,seqread1m_qd8,randread4k_qd1}"
+# The workloads, in table order (their fio parameters: JOB_SPEC below).
+ALL_JOBS=randread4k_qd32,randwrite4k_qd32,seqread1m_qd8,randread4k_qd1
+JOBS="${JOBS:-$ALL_JOBS}"
 OUT="${OUT:-}"
 
 while (($#)); do
@@ -107,9 +109,9 @@ declare -A JOB_SPEC=(
     [randread4k_qd1]="randread 4k 1"
 )
 IFS=, read -r -a JOB_KEYS <<<"$JOBS"
-((${#JOB_KEYS[@]} > 0)) || die "--jobs is empty (allowed: ${!JOB_SPEC[*]})"
+((${#JOB_KEYS[@]} > 0)) || die "--jobs is empty (allowed: $ALL_JOBS)"
 for j in "${JOB_KEYS[@]}"; do
-    [[ -n "${JOB_SPEC[$j]:-}" ]] || die "unknown job '$j' in --jobs (allowed: randread4k_qd32,randwrite4k_qd32,seqread1m_qd8,randread4k_qd1)"
+    [[ -n "${JOB_SPEC[$j]:-}" ]] || die "unknown job '$j' in --jobs (allowed: $ALL_JOBS)"
 done
 OUT="${OUT:-bench/results/peers-$(date +%Y%m%d-%H%M%S).json}"
 
