@@ -291,14 +291,7 @@ impl<T, R> Admission<T, R> {
         if started.reply_at > now.saturating_add(self.early) {
             return Err(started.reply_at);
         }
-        let overrun = (started.reply_at > started.admitted && now > started.reply_at)
-            .then(|| now - started.reply_at);
-        Ok(Completed {
-            latency_ns: now.saturating_sub(started.arrival),
-            waits: started.waits,
-            resource_ns: started.resource_ns,
-            overrun_ns: overrun,
-        })
+        Ok(started.finished(now))
     }
 
     /// Keep a finished reply until its service latency has passed.

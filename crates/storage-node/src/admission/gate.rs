@@ -6,7 +6,8 @@
 //! … the I/O … `gate.finish(s).await`, then [`Gate::record`].
 //!
 //! A request the gates let through returns from `admit` without leaving its task; one
-//! whose grant its own pump dispatched is handed it at once too. Only requests that must
+//! nothing can hold ([`Gates::is_free`]) takes neither the core's lock nor a channel, and
+//! one whose grant its own pump dispatched is handed it at once too. Only requests that must
 //! wait (a ceiling's time, another connection's pump, a held reply) are woken by the
 //! driver's task.
 
@@ -80,10 +81,20 @@ impl Gate {
     /// (e.g. in a task of its own).
     pub fn try_admit(&self, op: Op) -> Result<Started, Admitting> {
         let now = self.shared.clock.now();
-        let (tx, mut rx) = oneshot::channel();
+        if self.gates.is_free(&op) {
+            // Nothing can hold it: the core would start it at once; skip its lock.
+            return Ok(Started::at_once(now));
+        }
+        let mut waiting = None;
         {
             let mut core = self.shared.core();
-            if let Submitted::Now(s) = core.submit(op, tx, now) {
+            // The reply channel is made only for a request the core keeps.
+            let token = || {
+                let (tx, rx) = oneshot::channel();
+                waiting = Some(rx);
+                tx
+            };
+            if let Submitted::Now(s) = core.submit_with(op, now, token) {
                 return Ok(s);
             }
             // Its own pump may have granted it (and others of this gate): hand them out.
@@ -93,6 +104,10 @@ impl Gate {
                 }
             }
         }
+        // The core kept it, so it made the channel; else it was started (never reached).
+        let Some(mut rx) = waiting else {
+            return Ok(Started::at_once(now));
+        };
         if let Ok(s) = rx.try_recv() {
             return Ok(s);
         }
@@ -116,6 +131,10 @@ impl Gate {
     /// latency runs on, [`Finishing::wait`] for it.
     pub fn try_finish(&self, started: Started) -> Result<Completed, Finishing> {
         let now = self.shared.clock.now();
+        if started.reply_at <= now {
+            // Its reply time has come (always, for a request nothing held): no lock.
+            return Ok(started.finished(now));
+        }
         let rx = {
             let mut core = self.shared.core();
             match core.done(&started, now) {

@@ -211,6 +211,17 @@ impl Started {
         }
     }
 
+    /// Its I/O finished at `now`, its reply time come: its timing, with the time the I/O
+    /// outlasted the service latency (if it had one).
+    pub(crate) fn finished(&self, now: Nanos) -> Completed {
+        let overrun =
+            (self.reply_at > self.admitted && now > self.reply_at).then(|| now - self.reply_at);
+        Completed {
+            overrun_ns: overrun,
+            ..self.completed(now)
+        }
+    }
+
     /// Finished at `now` with no wait of any kind (a reply held to its time, or a request
     /// given up while held).
     pub(crate) fn completed(&self, now: Nanos) -> Completed {
