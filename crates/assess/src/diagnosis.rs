@@ -6,31 +6,28 @@
 //!
 //! | # | bottleneck | holds when |
 //! |---|---|---|
-//! | 1 | `qos-bound` | the volume's rate within 97%..103% of a ceiling that applied: the effective ceiling, or its burst ceiling while its bucket had credits (IOPS or bytes/s; the node's own count when it has one, else fio's `iops_mean`/`bw_mean`) |
-//! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, and the job's processes moved at least half its bytes (when their I/O counters are known) |
+//! | 1 | `qos-bound` | the volume's rate within 97%..103% of a ceiling that applied: the effective ceiling, or its burst ceiling while its bucket had credits (IOPS or bytes/s; the node's own count when it has one, else fio's `iops_mean`/`bw_mean`); but a rate below 99% of it (short by more than the pacer's own 1% error) is the first of rules 2–7 that holds when that one is 3, 6 or 7, carrying the ceiling's figures |
+//! | 2 | `device-bound` | a device behind the target at ≥ 95% mean %util, or its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples); in both, the job's processes moved at least half its bytes (when their I/O counters are known) |
 //! | 3 | `client-cpu-bound` | on a load generator: one fio process at ≥ 90% of a core; or the CPUs fio ran on < 5% idle (host idle when unknown) with fio using more than the node |
-//! | 4 | `device-bound` | a device behind the target with its await rising ≥ 50% across the window while ≥ 50% utilised (≥ 4 samples), the job's processes having moved at least half its bytes |
-//! | 5 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
-//! | 6 | `network-bound` | a NIC at ≥ 90% of its link speed |
-//! | 7 | `starved-host` | the kernel's pressure stall information over the window (of the job's own cgroups, else the host's): runnable tasks waited for a CPU ≥ 25% of the time while work not the job's took ≥ 20% of a core; or tasks stalled on memory ≥ 10%; or on I/O ≥ 25% while a device was ≥ 50% busy with less than half its bytes the job's |
-//! | 8 | `noisy-host` | steal ≥ 5%; or other processes at ≥ 20% of a core on average; or, in one sample, others at ≥ 50% of a core while the host was < 10% idle |
-//! | 9 | `qos-bound` | the node held requests: ceiling and floor waits ≥ 50% of its mean latency (never for a figure above every ceiling) |
-//! | 10 | `unconstrained` | none of the above (the figures closest to a limit are shown) |
+//! | 4 | `node-cpu-bound` | on the node's host: the node at ≥ 90% of all its CPUs, or host idle < 5% with the node the biggest consumer |
+//! | 5 | `network-bound` | a NIC at ≥ 90% of its link speed |
+//! | 6 | `starved-host` | the kernel's pressure stall information over the window (of the job's own cgroups, else the host's): runnable tasks waited for a CPU ≥ 25% of the time while work not the job's took ≥ 20% of a core; or tasks stalled on memory ≥ 10%; or on I/O ≥ 25% while a device was ≥ 50% busy with less than half its bytes the job's |
+//! | 7 | `noisy-host` | steal ≥ 5%; or other processes at ≥ 20% of a core on average; or, in one sample, others at ≥ 50% of a core while the host was < 10% idle |
+//! | 8 | `qos-bound` | the node held requests: ceiling and floor waits ≥ 50% of its mean latency (never for a figure above every ceiling) |
+//! | 9 | `unconstrained` | none of the above (the figures closest to a limit are shown) |
 //!
 //! No rule calls a figure above the ceiling "held by the ceiling": past 103% of every
 //! ceiling that applied (a burst volume's burst ceiling included), the QoS policy did not
 //! hold it. A diagnosis that discredits the measurement (`starved-host`, `client-cpu-bound`,
 //! `noisy-host`) carries each host's pressure over the window in its reason and figures.
 //!
-//! Without tool sets (`--no-tools`) only rules 1 and 9 can hold; otherwise the job is
+//! Without tool sets (`--no-tools`) only rules 1 and 8 can hold; otherwise the job is
 //! `not-measured`, never `unconstrained`: nothing was looked at.
 //!
 //! Why this order: reaching the ceiling is the strongest evidence there is (the job got all
-//! the node allowed); a saturated device explains a busy CPU, not the other way round, but a
-//! device only queueing (rising await, not saturated) proves nothing while the load
-//! generator could not run: a starved client is the limit then (a pinned CPU burner beside
-//! fio made vda's await rise 89% at 60% util); the specific limits (the job's device, the
-//! load generator's or the node's CPU, the network) come before the kernel's general word that the job waited on what others held
+//! the node allowed; falling short of it on a busy host, the host held the rest back); a saturated device explains a busy CPU, not the other way round; the
+//! specific limits (the job's device, the load generator's or the node's CPU, the network)
+//! come before the kernel's general word that the job waited on what others held
 //! (`starved-host`), and that before the process list's (`noisy-host`); CPU and noise come
 //! before the node's waits because a starved client still queues a full iodepth at the
 //! ceiling whenever it runs, so waits dominate even when the client was the limit.
@@ -48,6 +45,11 @@ pub mod limits {
     /// … and at most this fraction of it: past it the ceiling did not hold the figure (the
     /// +3% the project's ceiling expectations allow).
     pub const QOS_ABOVE_LIMIT: f64 = 1.03;
+    /// Below this fraction of the ceiling the figure fell short of it by more than the
+    /// pacer's own error (qos-core's `pacer_accuracy`: every ceiling within 1% over 10 s):
+    /// something besides the policy held the rest back, and a host rule that discredits the
+    /// measurement wins over rule 1.
+    pub const QOS_SHORT_OF_LIMIT: f64 = 0.99;
     /// Starved host: some runnable task waited for a CPU this share of the window (percent;
     /// the job's cgroups', else the host's PSI) …
     pub const PSI_CPU_SOME_PCT: f64 = 25.0;
@@ -309,7 +311,10 @@ fn above_every_ceiling(i: &Inputs) -> bool {
     })
 }
 
-fn near_limit(i: &Inputs) -> Option<Diagnosis> {
+/// Rule 1's diagnosis, and, when the figure was short of the ceiling that held it (below
+/// [`QOS_SHORT_OF_LIMIT`] of it, within the 3% rule 1 allows), what it measured ("measured
+/// 485 IOPS is 97.1% of the 500 IOPS ceiling").
+fn near_limit(i: &Inputs) -> Option<(Diagnosis, Option<String>)> {
     for (limits, got, unit, what) in ceilings(i) {
         let held = limits
             .iter()
@@ -323,14 +328,15 @@ fn near_limit(i: &Inputs) -> Option<Diagnosis> {
                     format!("{v:.0} IOPS")
                 }
             };
-            return decided(
-                Bottleneck::QosBound,
-                format!(
-                    "measured {} is {pct:.1}% of the {} {which}: the QoS policy held it",
-                    shown(got),
-                    shown(limit)
-                ),
-                vec![
+            let measured = format!(
+                "measured {} is {pct:.1}% of the {} {which}",
+                shown(got),
+                shown(limit)
+            );
+            let d = Diagnosis {
+                bottleneck: Bottleneck::QosBound,
+                reason: format!("{measured}: the QoS policy held it"),
+                figures: vec![
                     Figure::new(&format!("measured {what}"), "", got, unit, ""),
                     Figure::new(
                         &format!("share of the effective {which}"),
@@ -344,7 +350,8 @@ fn near_limit(i: &Inputs) -> Option<Diagnosis> {
                         ),
                     ),
                 ],
-            );
+            };
+            return Some((d, (got < QOS_SHORT_OF_LIMIT * limit).then_some(measured)));
         }
     }
     None
@@ -359,61 +366,43 @@ pub(crate) fn jobs_device(h: &HostFigures, d: &crate::figures::DiskFigures) -> b
     }
 }
 
-/// The devices behind the target whose bytes were mostly the job's, with their subjects.
-fn jobs_devices(
-    i: &Inputs,
-) -> impl Iterator<Item = (&HostFigures, &crate::figures::DiskFigures, String)> {
-    i.hosts.iter().flat_map(|h| {
-        h.disks
-            .iter()
-            .filter(move |d| jobs_device(h, d))
-            .map(move |d| (h, d, format!("{} on {}", d.name, h.host)))
-    })
-}
-
-/// Rule 2: a device saturated (≥ [`DEVICE_UTIL_PCT`] busy) is the limit, whatever else held.
-fn device_saturated(i: &Inputs) -> Option<Diagnosis> {
-    let (_, d, subject) = jobs_devices(i).find(|(_, d, _)| d.util_pct >= DEVICE_UTIL_PCT)?;
-    decided(
-        Bottleneck::DeviceBound,
-        format!(
-            "{subject} was busy {:.0}% of the time (await {:.1} ms): the device was the limit",
-            d.util_pct, d.await_ms
-        ),
-        vec![
-            Figure::new(
-                "disk util",
-                &subject,
-                d.util_pct,
-                "%",
-                &format!(">= {DEVICE_UTIL_PCT:.0}"),
-            ),
-            Figure::new("disk await", &subject, d.await_ms, "ms", ""),
-            Figure::new("disk iops", &subject, d.iops, "IOPS", ""),
-        ],
-    )
-}
-
-/// Rule 4: a device not saturated but queueing (its await rising while it was busy). It
-/// comes after the load generator's CPU: a client that could not run did not keep the
-/// device's queue, so its rising await is no proof the device held the job.
-fn device_queued(i: &Inputs) -> Option<Diagnosis> {
-    let (_, d, subject) = jobs_devices(i).find(|(h, d, _)| {
-        h.samples >= DEVICE_AWAIT_MIN_SAMPLES
-            && d.util_pct >= DEVICE_AWAIT_MIN_UTIL_PCT
-            && d.await_change_pct >= DEVICE_AWAIT_RISE_PCT
-    })?;
-    decided(
-        Bottleneck::DeviceBound,
-        format!(
-            "{subject}: await rose {:.0}% across the job at {:.0}% util: requests queued at the device",
-            d.await_change_pct, d.util_pct
-        ),
-        vec![
-            Figure::new("disk await rise", &subject, d.await_change_pct, "%", &format!(">= {DEVICE_AWAIT_RISE_PCT:.0}")),
-            Figure::new("disk util", &subject, d.util_pct, "%", &format!(">= {DEVICE_AWAIT_MIN_UTIL_PCT:.0}")),
-        ],
-    )
+fn device(i: &Inputs) -> Option<Diagnosis> {
+    for h in &i.hosts {
+        for d in h.disks.iter().filter(|d| jobs_device(h, d)) {
+            let subject = format!("{} on {}", d.name, h.host);
+            if d.util_pct >= DEVICE_UTIL_PCT {
+                return decided(
+                    Bottleneck::DeviceBound,
+                    format!(
+                        "{subject} was busy {:.0}% of the time (await {:.1} ms): the device was the limit",
+                        d.util_pct, d.await_ms
+                    ),
+                    vec![
+                        Figure::new("disk util", &subject, d.util_pct, "%", &format!(">= {DEVICE_UTIL_PCT:.0}")),
+                        Figure::new("disk await", &subject, d.await_ms, "ms", ""),
+                        Figure::new("disk iops", &subject, d.iops, "IOPS", ""),
+                    ],
+                );
+            }
+            if h.samples >= DEVICE_AWAIT_MIN_SAMPLES
+                && d.util_pct >= DEVICE_AWAIT_MIN_UTIL_PCT
+                && d.await_change_pct >= DEVICE_AWAIT_RISE_PCT
+            {
+                return decided(
+                    Bottleneck::DeviceBound,
+                    format!(
+                        "{subject}: await rose {:.0}% across the job at {:.0}% util: requests queued at the device",
+                        d.await_change_pct, d.util_pct
+                    ),
+                    vec![
+                        Figure::new("disk await rise", &subject, d.await_change_pct, "%", &format!(">= {DEVICE_AWAIT_RISE_PCT:.0}")),
+                        Figure::new("disk util", &subject, d.util_pct, "%", &format!(">= {DEVICE_AWAIT_MIN_UTIL_PCT:.0}")),
+                    ],
+                );
+            }
+        }
+    }
+    None
 }
 
 /// A host's CPU use in % of a core (fio's, the node's, others'), with the rule's limit
@@ -656,8 +645,13 @@ fn unconstrained(i: &Inputs) -> Diagnosis {
 
 /// The diagnosis of one job.
 pub fn diagnose(i: &Inputs) -> Diagnosis {
-    if let Some(d) = near_limit(i) {
-        return d;
+    if let Some((d, short)) = near_limit(i) {
+        return match (short, host_rules(i)) {
+            (Some(measured), Some(host)) if host.bottleneck.discredits_measurement() => {
+                short_of_ceiling(host, d, &measured, i)
+            }
+            _ => d,
+        };
     }
     if i.hosts.is_empty() {
         return node_waits(i).unwrap_or_else(|| Diagnosis {
@@ -666,19 +660,32 @@ pub fn diagnose(i: &Inputs) -> Diagnosis {
             figures: Vec::new(),
         });
     }
-    let rules: [fn(&Inputs) -> Option<Diagnosis>; 8] = [
-        device_saturated,
+    let d = host_rules(i)
+        .or_else(|| node_waits(i))
+        .unwrap_or_else(|| unconstrained(i));
+    starved::with_pressure(d, i)
+}
+
+/// Rules 2 to 7, on the hosts' figures: the first that holds.
+fn host_rules(i: &Inputs) -> Option<Diagnosis> {
+    let rules: [fn(&Inputs) -> Option<Diagnosis>; 6] = [
+        device,
         client_cpu,
-        device_queued,
         node_cpu,
         network,
         starved::starved,
         noisy,
-        node_waits,
     ];
-    let d = rules
-        .iter()
-        .find_map(|rule| rule(i))
-        .unwrap_or_else(|| unconstrained(i));
-    starved::with_pressure(d, i)
+    rules.iter().find_map(|rule| rule(i))
+}
+
+/// A figure short of its ceiling (rule 1 holds, below [`QOS_SHORT_OF_LIMIT`]) on a host whose figures
+/// discredit the measurement: the host's rule is the diagnosis, carrying the ceiling's
+/// figures. The ceiling explains a figure at it, not one below it; what held the rest back
+/// was the host, so a check that misses the ceiling low proves nothing.
+fn short_of_ceiling(host: Diagnosis, qos: Diagnosis, measured: &str, i: &Inputs) -> Diagnosis {
+    let mut d = starved::with_pressure(host, i);
+    d.reason = format!("{}; {measured}, short of it", d.reason);
+    d.figures.extend(qos.figures);
+    d
 }

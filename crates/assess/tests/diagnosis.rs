@@ -215,9 +215,9 @@ fn each_rule_on_its_own_case() {
             "idle of the CPUs fio ran on",
         ),
         (
-            // CI, 6a3d07e: fio pinned beside a burner on CPU 0 read 42k IOPS from vda, whose
-            // await rose 89% at 60% util. A queue at a device not saturated is no proof
-            // while its client could not run: the client was the limit.
+            // The device rules come first: a device queueing the job's I/O was its
+            // limit even while its client shared a CPU (fio pinned beside a burner read
+            // vda at 60% util, its await rising 89%).
             "fio pinned beside a burner while the disk's await rose",
             Box::new(|i| {
                 let h = &mut i.hosts[0];
@@ -226,11 +226,10 @@ fn each_rule_on_its_own_case() {
                 d.util_pct = 60.0;
                 d.await_change_pct = 89.0;
             }),
-            Bottleneck::ClientCpuBound,
-            "idle of the CPUs fio ran on",
+            Bottleneck::DeviceBound,
+            "disk await rise",
         ),
         (
-            // A saturated device is the limit even when its client was short of CPU.
             "fio pinned beside a burner on a disk at 97% util",
             Box::new(|i| {
                 let h = &mut i.hosts[0];
@@ -239,6 +238,37 @@ fn each_rule_on_its_own_case() {
             }),
             Bottleneck::DeviceBound,
             "disk util",
+        ),
+        (
+            // At the ceiling the policy held the figure, whatever the host did.
+            "at 101% of the ceiling with fio pinned beside a burner",
+            Box::new(|i| {
+                i.fio.iops = 505.0;
+                pinned_beside_a_burner(&mut i.hosts[0]);
+            }),
+            Bottleneck::QosBound,
+            "share of the effective ceiling",
+        ),
+        (
+            // Short of the ceiling on a host that discredits the measurement: the host
+            // held the rest back (a node beside three builds served 481.8 of 500 IOPS).
+            "at 97.5% of the ceiling with fio pinned beside a burner",
+            Box::new(|i| {
+                i.fio.iops = 487.5;
+                pinned_beside_a_burner(&mut i.hosts[0]);
+            }),
+            Bottleneck::ClientCpuBound,
+            "share of the effective ceiling",
+        ),
+        (
+            // … but not on a host whose figures explain nothing (a device is no excuse).
+            "at 97.5% of the ceiling on a saturated disk",
+            Box::new(|i| {
+                i.fio.iops = 487.5;
+                i.hosts[0].disks[0].util_pct = 97.0;
+            }),
+            Bottleneck::QosBound,
+            "share of the effective ceiling",
         ),
         (
             "no per-CPU figures: the host's idle",

@@ -1,4 +1,4 @@
-//! Rule 7 of the diagnosis, `starved-host`: the kernel's pressure stall information (PSI)
+//! Rule 6 of the diagnosis, `starved-host`: the kernel's pressure stall information (PSI)
 //! over the job's window says the job's tasks waited on a resource that work not the job's
 //! held; and the pressure figures every diagnosis that discredits the measurement carries.
 //!

@@ -12,6 +12,7 @@ use testbed::{Spec, Testbed};
 
 use crate::api_util::Api;
 use crate::bench_util::{qoslab, qoslab_pid, text, Dir};
+use crate::realtime::RealTime;
 use crate::s3_util::{S3Node, ACCESS, SECRET};
 use crate::util::heavy;
 
@@ -98,9 +99,19 @@ fn two_load_generators_over_ssh_merge_per_host_and_all_hosts() {
         "--db",
         "hosts.db",
     ]);
+    let mut rt = RealTime::start();
     let (pid, o) = qoslab_pid(&dir, &args, Duration::from_secs(180));
     let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    // A starved host makes the ceiling's check inconclusive (exit 3, `starved-host` named:
+    // seen beside three builds, 175 of 200 GET/s), which the test's own starved-host rule
+    // must confirm; anything else is exit 0.
+    let inconclusive = o.status.code() == Some(3) && out.contains("INCONCLUSIVE GET.ops_per_s");
+    if inconclusive {
+        assert!(out.contains("starved-host"), "{out}\n{err}");
+        rt.short("the bench's GET.ops_per_s check was inconclusive".into());
+    } else {
+        assert!(o.status.success(), "{out}\n{err}");
+    }
     // The run closed its master connections and removed their control directory.
     let control = format!("/tmp/qoslab-ssh-{pid}");
     assert!(
@@ -136,7 +147,12 @@ fn two_load_generators_over_ssh_merge_per_host_and_all_hosts() {
         rate(h0),
         rate(h1)
     );
-    assert!((196.0..=204.0).contains(&rate(all)), "{all}");
+    // Above the ceiling's +2% the ceiling leaked: a plain failure. Below it, a shortfall
+    // the starved-host rule judges.
+    assert!(rate(all) <= 204.0, "{all}");
+    if rate(all) < 196.0 {
+        rt.short(format!("All hosts {:.1} GET/s, under 196", rate(all)));
+    }
     // One clock and one window: the hosts' shares add up to the whole.
     assert!(
         (rate(h0) + rate(h1) - rate(all)).abs() < 0.5,
@@ -150,7 +166,12 @@ fn two_load_generators_over_ssh_merge_per_host_and_all_hosts() {
         assert!(rate(h) > 60.0, "each host gets a share: {h}");
         assert!(h["ttfb"]["p50_ns"].as_u64().unwrap() > 0);
     }
-    assert_eq!(run["status"], "passed", "{run}");
+    let status = if inconclusive {
+        "inconclusive"
+    } else {
+        "passed"
+    };
+    assert_eq!(run["status"], status, "{run}");
     // Per-host and merged segments are stored; the report draws a chart per host.
     let series = &run["series"][0]["ops"];
     for c in ["h0", "h1", "All hosts"] {
@@ -186,4 +207,5 @@ fn two_load_generators_over_ssh_merge_per_host_and_all_hosts() {
     }
     let left = drivers();
     assert!(left.is_empty(), "{left:?}");
+    rt.finish();
 }

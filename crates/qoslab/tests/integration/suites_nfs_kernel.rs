@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use testbed::{Spec, Testbed};
 
 use crate::bench_util::Dir;
+use crate::realtime::RealTime;
 use crate::suites::{bench, last_run};
 use crate::suites_nfs::{
     admit_the_bed, all_clients_iops, node_for_the_bed, nothing_written,
@@ -66,6 +67,7 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
     nothing_written(&node);
     admit_the_bed(&node, &bed);
 
+    let mut rt = RealTime::start();
     let started = Instant::now();
     let (code, out, err) = bench(&d, &bed, &args("6s"));
     eprintln!(
@@ -102,12 +104,21 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
         // TSC. A guest too slow to keep its queue full (each TCG guest spends a few ms of
         // CPU per NFS request, 2 cores for 2 guests, the node and whatever else runs)
         // shows as less. +-10% (the "roughly" for TCG) holds the -5% and the
-        // rest, and fails when a guest starves or the ceiling leaks.
+        // rest. Above it the ceiling leaked: a plain failure (a neighbour cannot push a
+        // rate above a ceiling). Below it a guest starved: a shortfall the starved-host
+        // rule judges (`RealTime`), inconclusive on a starved host (seen beside three
+        // builds: 178.6), else a failure.
         assert!(
-            (all - CEILING).abs() <= CEILING * 0.10,
-            "{}: All clients {all:.1} IOPS under a {CEILING} IOPS ceiling (want +-10%)",
+            all <= CEILING * 1.10,
+            "{}: All clients {all:.1} IOPS above a {CEILING} IOPS ceiling (want +-10%)",
             j["name"]
         );
+        if all < CEILING * 0.90 {
+            rt.short(format!(
+                "{}: All clients {all:.1} IOPS under a {CEILING} IOPS ceiling (want +-10%)",
+                j["name"]
+            ));
+        }
     }
     // The mounts are gone from the guests, and their directories with them.
     for h in ["h0", "h1"] {
@@ -150,4 +161,5 @@ fn seed002_nfs_suite_kernel_mounted_on_qemu_guest_hosts() {
         "suites_nfs_kernel: {:.1} s wall",
         t0.elapsed().as_secs_f64()
     );
+    rt.finish();
 }

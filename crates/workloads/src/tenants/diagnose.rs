@@ -120,7 +120,7 @@ mod tests {
         // No tool sets and no limit reached: not measured.
         let d = class(&point(0, 500, 0), "c", &[]);
         assert_eq!(d.bottleneck, Bottleneck::NotMeasured, "{d:?}");
-        // Waits dominate the node's latency: qos-bound by rule 9.
+        // Waits dominate the node's latency: qos-bound by rule 8.
         let d = class(&point(0, 500, 500 * 10_000_000), "c", &[]);
         assert_eq!(d.bottleneck, Bottleneck::QosBound, "{}", d.reason);
 
