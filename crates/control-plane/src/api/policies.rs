@@ -364,22 +364,17 @@ fn read_only_policy(name: &str) -> ApiError {
 
 /// The uuid of the policy a request names (by name, uuid or both).
 pub(super) fn resolve(inner: &Inner, r: &PolicyRef) -> R<String> {
-    let found = inner.policies.iter().find(|p| {
-        !matches!(&r.uuid, Some(u) if u != &p.row.uuid)
-            && !matches!(&r.name, Some(n) if n != &p.row.name)
-    });
-    match found {
+    match inner
+        .policies
+        .iter()
+        .find(|p| r.is(&p.row.name, &p.row.uuid))
+    {
         Some(p) => Ok(p.row.uuid.clone()),
         None => Err(ApiError::not_found(
             "qos.policy",
             format!(
                 "no QoS policy {}; GET /api/storage/qos/policies lists them",
-                match (&r.name, &r.uuid) {
-                    (Some(n), Some(u)) => format!("named {n:?} with uuid {u}"),
-                    (Some(n), None) => format!("named {n:?}"),
-                    (None, Some(u)) => format!("with uuid {u}"),
-                    (None, None) => String::new(),
-                }
+                r.describe()
             ),
         )),
     }
