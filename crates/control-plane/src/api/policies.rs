@@ -160,12 +160,7 @@ impl Policies<'_> {
     /// changes on the node unless the commit succeeded).
     fn apply_patches(&self, inner: &mut Inner, changes: Vec<(usize, PolicyRec)>) -> R<()> {
         let rows: Vec<PolicyRow> = changes.iter().map(|(_, p)| p.row.clone()).collect();
-        let committed = if rows.len() == 1 {
-            inner.store.update_policy(&rows[0])
-        } else {
-            inner.store.update_policies(&rows)
-        };
-        committed.map_err(db_err)?;
+        inner.store.update_policies(&rows).map_err(db_err)?;
         for (i, new) in changes {
             let old_name = inner.policies[i].row.name.clone();
             if new.row.name != old_name {
@@ -244,12 +239,7 @@ impl Policies<'_> {
 
     /// Delete policies in one transaction, then take them off the node.
     fn remove(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
-        let committed = if uuids.len() == 1 {
-            inner.store.delete_policy(&uuids[0])
-        } else {
-            inner.store.delete_policies(uuids)
-        };
-        committed.map_err(db_err)?;
+        inner.store.delete_policies(uuids).map_err(db_err)?;
         for u in uuids {
             let i = policy_index(inner, u)?;
             self.cp.node.remove_policy(&inner.policies[i].row.name);

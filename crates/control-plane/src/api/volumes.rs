@@ -391,12 +391,7 @@ impl Volumes<'_> {
             }
         }
         let rows: Vec<VolumeRow> = changes.iter().map(|(_, r)| r.clone()).collect();
-        let committed = if rows.len() == 1 {
-            inner.store.update_volume(&rows[0])
-        } else {
-            inner.store.update_volumes(&rows)
-        };
-        if let Err(e) = committed {
+        if let Err(e) = inner.store.update_volumes(&rows) {
             undo(&grown);
             return Err(db_unchanged(e));
         }
@@ -558,12 +553,7 @@ impl Volumes<'_> {
                 return Err(file_error("syncing the volumes directory", path, e));
             }
         }
-        let committed = if uuids.len() == 1 {
-            inner.store.delete_volume(&uuids[0])
-        } else {
-            inner.store.delete_volumes(uuids)
-        };
-        if let Err(e) = committed {
+        if let Err(e) = inner.store.delete_volumes(uuids) {
             undo(&moved);
             return Err(db_unchanged(e));
         }
