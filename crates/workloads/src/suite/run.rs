@@ -515,8 +515,7 @@ impl SuitePlan {
 impl FamilyPlan for SuitePlan {
     fn configure(&mut self, _common: &mut Common, opts: &Options) -> Result<(), PlanError> {
         if let Some(m) = opts.args {
-            use clap::FromArgMatches;
-            let a = SuiteArgs::from_arg_matches(m).map_err(|e| PlanError(e.to_string()))?;
+            let a: SuiteArgs = crate::family_flags(m)?;
             a.apply(&mut self.spec).map_err(PlanError)?;
         }
         // `qoslab bench --iterations N`, the command line's for every family.
