@@ -90,13 +90,8 @@ impl Policies<'_> {
         let m = model::parse_body(body)?;
         let np = model::new_policy(&m)?;
         let mut inner = self.cp.lock();
-        if inner.policies.iter().any(|p| p.row.name == np.name) {
-            return Err(ApiError::conflict(
-                code::DUPLICATE,
-                "name",
-                format!("a policy named {:?} already exists", np.name),
-            ));
-        }
+        let taken = inner.policies.iter().any(|p| p.row.name == np.name);
+        refuse_taken(taken, "a policy", &np.name)?;
         let svm = np.svm.unwrap_or_default();
         super::svms::check_svm(&inner, &svm.name, &svm.uuid)?;
         let row = PolicyRow {
@@ -140,13 +135,8 @@ impl Policies<'_> {
                     "a PATCH by query cannot rename: the policies would all get one name",
                 ));
             }
-            if n != &row.name && inner.policies.iter().any(|p| &p.row.name == n) {
-                return Err(ApiError::conflict(
-                    code::DUPLICATE,
-                    "name",
-                    format!("a policy named {n:?} already exists"),
-                ));
-            }
+            let taken = n != &row.name && inner.policies.iter().any(|p| &p.row.name == n);
+            refuse_taken(taken, "a policy", n)?;
             row.name = n.clone();
         }
         row.spec = Value::Object(model::policy_json(&patch.policy)).to_string();
@@ -289,6 +279,19 @@ pub(super) fn refuse_in_use<S: AsRef<str>>(
         code::IN_USE,
         target,
         why(&list.join(", ")),
+    ))
+}
+
+/// Refuse a name another object of its kind has (`taken`): a 409 DUPLICATE on `name`,
+/// "{what} named {name:?} already exists" (`what`: "a policy", "an igroup", ...).
+pub(super) fn refuse_taken(taken: bool, what: &str, name: &str) -> R<()> {
+    if !taken {
+        return Ok(());
+    }
+    Err(ApiError::conflict(
+        code::DUPLICATE,
+        "name",
+        format!("{what} named {name:?} already exists"),
     ))
 }
 

@@ -167,13 +167,8 @@ impl Volumes<'_> {
         let m = model::parse_body(body)?;
         let nv = model::new_volume(&m)?;
         let mut inner = self.cp.lock();
-        if inner.volumes.iter().any(|v| v.name == nv.name) {
-            return Err(ApiError::conflict(
-                code::DUPLICATE,
-                "name",
-                format!("a volume named {:?} already exists", nv.name),
-            ));
-        }
+        let taken = inner.volumes.iter().any(|v| v.name == nv.name);
+        policies::refuse_taken(taken, "a volume", &nv.name)?;
         let policy_uuid = match &nv.policy {
             None => None,
             Some(r) => Some(policies::resolve(&inner, r)?),
