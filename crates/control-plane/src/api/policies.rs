@@ -375,11 +375,14 @@ pub(super) fn resolve(inner: &Inner, r: &PolicyRef) -> R<String> {
 
 /// The name of the policy with this uuid, if any.
 pub(super) fn name_of(inner: &Inner, uuid: &Option<String>) -> Option<String> {
-    uuid.as_ref().and_then(|u| {
-        inner
-            .policies
-            .iter()
-            .find(|p| &p.row.uuid == u)
-            .map(|p| p.row.name.clone())
-    })
+    name_in(&inner.policies, uuid)
+}
+
+/// [`name_of`] among `policies` (at start, before the control plane's state is built).
+pub(super) fn name_in(policies: &[PolicyRec], uuid: &Option<String>) -> Option<String> {
+    let u = uuid.as_ref()?;
+    policies
+        .iter()
+        .find(|p| &p.row.uuid == u)
+        .map(|p| p.row.name.clone())
 }
