@@ -225,22 +225,8 @@ impl Store {
         insert_policy(&self.conn, p)
     }
 
-    pub fn update_policy(&self, p: &PolicyRow) -> Result<()> {
-        update_policy(&self.conn, p)
-    }
-
-    pub fn delete_policy(&self, uuid: &str) -> Result<()> {
-        self.conn
-            .execute("DELETE FROM policies WHERE uuid = ?1", params![uuid])?;
-        Ok(())
-    }
-
     pub fn insert_volume(&self, v: &VolumeRow) -> Result<()> {
         insert_volume(&self.conn, v)
-    }
-
-    pub fn update_volume(&self, v: &VolumeRow) -> Result<()> {
-        update_volume(&self.conn, v)
     }
 
     pub fn delete_volume(&self, uuid: &str) -> Result<()> {
@@ -249,12 +235,12 @@ impl Store {
         Ok(())
     }
 
-    /// Update several volumes in one transaction (a change by query: all or nothing).
+    /// Update volumes (one, or several by query) in one transaction: all or nothing.
     pub fn update_volumes(&mut self, rows: &[VolumeRow]) -> Result<()> {
         self.each_in_transaction(rows, update_volume)
     }
 
-    /// Delete several volumes in one transaction.
+    /// Delete volumes (one, or several by query) in one transaction.
     pub fn delete_volumes(&mut self, uuids: &[String]) -> Result<()> {
         self.each_in_transaction(uuids, |c, u| {
             c.execute("DELETE FROM volumes WHERE uuid = ?1", params![u])
@@ -262,12 +248,12 @@ impl Store {
         })
     }
 
-    /// Update several policies in one transaction.
+    /// Update policies (one, or several by query) in one transaction.
     pub fn update_policies(&mut self, rows: &[PolicyRow]) -> Result<()> {
         self.each_in_transaction(rows, update_policy)
     }
 
-    /// Delete several policies in one transaction.
+    /// Delete policies (one, or several by query) in one transaction.
     pub fn delete_policies(&mut self, uuids: &[String]) -> Result<()> {
         self.each_in_transaction(uuids, |c, u| {
             c.execute("DELETE FROM policies WHERE uuid = ?1", params![u])

@@ -33,5 +33,13 @@ pub mod suite;
 pub mod tenants;
 
 pub use registry::{export, hooks, registry, WorkloadFamily, FAMILIES};
+
+/// A family's own flags (its `clap::Args`) from the command line's matches; clap's error
+/// as a [`harness::PlanError`].
+pub(crate) fn family_flags<A: clap::FromArgMatches>(
+    m: &clap::ArgMatches,
+) -> Result<A, harness::PlanError> {
+    A::from_arg_matches(m).map_err(|e| harness::PlanError(e.to_string()))
+}
 /// `--hosts` with `--client`: the remote load generators whose tool sets are sampled.
 pub use suite::remote_tools;

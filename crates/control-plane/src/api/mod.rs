@@ -397,14 +397,6 @@ fn volume_specs(
     policies: &[PolicyRec],
     export_ids: &std::collections::HashMap<String, u32>,
 ) -> Vec<VolumeSpec> {
-    let policy_name = |uuid: &Option<String>| {
-        uuid.as_ref().and_then(|u| {
-            policies
-                .iter()
-                .find(|p| &p.row.uuid == u)
-                .map(|p| p.row.name.clone())
-        })
-    };
     volumes
         .iter()
         .map(|v| VolumeSpec {
@@ -413,7 +405,7 @@ fn volume_specs(
             snapshot_reserve_percent: v.reserve_percent,
             read_only: v.read_only,
             description: v.comment.clone(),
-            policy: policy_name(&v.policy_uuid),
+            policy: self::policies::name_in(policies, &v.policy_uuid),
             nas: v.nas_path.as_ref().map(|p| crate::nas::NasSpec {
                 path: p.clone(),
                 export_policy: nas::export_policy_of(v),

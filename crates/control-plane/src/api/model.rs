@@ -556,11 +556,7 @@ pub fn stored_policy(spec: &str) -> R<Policy> {
 }
 
 /// A `qos.policy` reference: by name and/or uuid; `None` removes the policy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyRef {
-    pub name: Option<String>,
-    pub uuid: Option<String>,
-}
+pub type PolicyRef = Ref;
 
 /// A validated POST /api/storage/volumes body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -784,7 +780,10 @@ pub fn patch_volume(m: &Map<String, Value>) -> R<VolumePatch> {
 
 mod burst;
 pub mod nas;
+mod reference;
 pub mod san;
+
+pub use reference::Ref;
 
 #[cfg(test)]
 mod tests;

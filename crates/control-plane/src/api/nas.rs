@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::model::nas::{self as nas_model, ExportPolicyRef};
 use super::model::{self, code, ApiError};
+use super::policies::refuse_taken;
 use super::query::Query;
 use super::{svm_json, ControlPlane, Inner, Reply, R};
 use crate::config::NodeConfig;
@@ -198,13 +199,8 @@ impl Nas<'_> {
             ));
         }
         let mut inner = self.cp.lock();
-        if inner.export_policies.iter().any(|p| p.row.name == name) {
-            return Err(ApiError::conflict(
-                code::DUPLICATE,
-                "name",
-                format!("an export policy named {name:?} already exists"),
-            ));
-        }
+        let taken = inner.export_policies.iter().any(|p| p.row.name == name);
+        refuse_taken(taken, "an export policy", &name)?;
         let svm = b.svm.unwrap_or_default();
         super::svms::check_svm(&inner, &svm.name, &svm.uuid)?;
         let rules = b.rules.unwrap_or_default();
@@ -257,13 +253,8 @@ impl Nas<'_> {
                     "the default export policy cannot be renamed",
                 ));
             }
-            if n != &old && inner.export_policies.iter().any(|p| &p.row.name == n) {
-                return Err(ApiError::conflict(
-                    code::DUPLICATE,
-                    "name",
-                    format!("an export policy named {n:?} already exists"),
-                ));
-            }
+            let taken = n != &old && inner.export_policies.iter().any(|p| &p.row.name == n);
+            refuse_taken(taken, "an export policy", n)?;
             row.name = n.clone();
         }
         if let Some(r) = b.rules {

@@ -90,13 +90,8 @@ impl Policies<'_> {
         let m = model::parse_body(body)?;
         let np = model::new_policy(&m)?;
         let mut inner = self.cp.lock();
-        if inner.policies.iter().any(|p| p.row.name == np.name) {
-            return Err(ApiError::conflict(
-                code::DUPLICATE,
-                "name",
-                format!("a policy named {:?} already exists", np.name),
-            ));
-        }
+        let taken = inner.policies.iter().any(|p| p.row.name == np.name);
+        refuse_taken(taken, "a policy", &np.name)?;
         let svm = np.svm.unwrap_or_default();
         super::svms::check_svm(&inner, &svm.name, &svm.uuid)?;
         let row = PolicyRow {
@@ -140,13 +135,8 @@ impl Policies<'_> {
                     "a PATCH by query cannot rename: the policies would all get one name",
                 ));
             }
-            if n != &row.name && inner.policies.iter().any(|p| &p.row.name == n) {
-                return Err(ApiError::conflict(
-                    code::DUPLICATE,
-                    "name",
-                    format!("a policy named {n:?} already exists"),
-                ));
-            }
+            let taken = n != &row.name && inner.policies.iter().any(|p| &p.row.name == n);
+            refuse_taken(taken, "a policy", n)?;
             row.name = n.clone();
         }
         row.spec = Value::Object(model::policy_json(&patch.policy)).to_string();
@@ -160,12 +150,7 @@ impl Policies<'_> {
     /// changes on the node unless the commit succeeded).
     fn apply_patches(&self, inner: &mut Inner, changes: Vec<(usize, PolicyRec)>) -> R<()> {
         let rows: Vec<PolicyRow> = changes.iter().map(|(_, p)| p.row.clone()).collect();
-        let committed = if rows.len() == 1 {
-            inner.store.update_policy(&rows[0])
-        } else {
-            inner.store.update_policies(&rows)
-        };
-        committed.map_err(db_err)?;
+        inner.store.update_policies(&rows).map_err(db_err)?;
         for (i, new) in changes {
             let old_name = inner.policies[i].row.name.clone();
             if new.row.name != old_name {
@@ -244,12 +229,7 @@ impl Policies<'_> {
 
     /// Delete policies in one transaction, then take them off the node.
     fn remove(&self, inner: &mut Inner, uuids: &[String]) -> R<()> {
-        let committed = if uuids.len() == 1 {
-            inner.store.delete_policy(&uuids[0])
-        } else {
-            inner.store.delete_policies(uuids)
-        };
-        committed.map_err(db_err)?;
+        inner.store.delete_policies(uuids).map_err(db_err)?;
         for u in uuids {
             let i = policy_index(inner, u)?;
             self.cp.node.remove_policy(&inner.policies[i].row.name);
@@ -299,6 +279,19 @@ pub(super) fn refuse_in_use<S: AsRef<str>>(
         code::IN_USE,
         target,
         why(&list.join(", ")),
+    ))
+}
+
+/// Refuse a name another object of its kind has (`taken`): a 409 DUPLICATE on `name`,
+/// "{what} named {name:?} already exists" (`what`: "a policy", "an igroup", ...).
+pub(super) fn refuse_taken(taken: bool, what: &str, name: &str) -> R<()> {
+    if !taken {
+        return Ok(());
+    }
+    Err(ApiError::conflict(
+        code::DUPLICATE,
+        "name",
+        format!("{what} named {name:?} already exists"),
     ))
 }
 
@@ -364,22 +357,17 @@ fn read_only_policy(name: &str) -> ApiError {
 
 /// The uuid of the policy a request names (by name, uuid or both).
 pub(super) fn resolve(inner: &Inner, r: &PolicyRef) -> R<String> {
-    let found = inner.policies.iter().find(|p| {
-        !matches!(&r.uuid, Some(u) if u != &p.row.uuid)
-            && !matches!(&r.name, Some(n) if n != &p.row.name)
-    });
-    match found {
+    match inner
+        .policies
+        .iter()
+        .find(|p| r.is(&p.row.name, &p.row.uuid))
+    {
         Some(p) => Ok(p.row.uuid.clone()),
         None => Err(ApiError::not_found(
             "qos.policy",
             format!(
                 "no QoS policy {}; GET /api/storage/qos/policies lists them",
-                match (&r.name, &r.uuid) {
-                    (Some(n), Some(u)) => format!("named {n:?} with uuid {u}"),
-                    (Some(n), None) => format!("named {n:?}"),
-                    (None, Some(u)) => format!("with uuid {u}"),
-                    (None, None) => String::new(),
-                }
+                r.describe()
             ),
         )),
     }
@@ -387,11 +375,14 @@ pub(super) fn resolve(inner: &Inner, r: &PolicyRef) -> R<String> {
 
 /// The name of the policy with this uuid, if any.
 pub(super) fn name_of(inner: &Inner, uuid: &Option<String>) -> Option<String> {
-    uuid.as_ref().and_then(|u| {
-        inner
-            .policies
-            .iter()
-            .find(|p| &p.row.uuid == u)
-            .map(|p| p.row.name.clone())
-    })
+    name_in(&inner.policies, uuid)
+}
+
+/// [`name_of`] among `policies` (at start, before the control plane's state is built).
+pub(super) fn name_in(policies: &[PolicyRec], uuid: &Option<String>) -> Option<String> {
+    let u = uuid.as_ref()?;
+    policies
+        .iter()
+        .find(|p| &p.row.uuid == u)
+        .map(|p| p.row.name.clone())
 }

@@ -130,12 +130,7 @@ impl S3State {
         let users = store.s3_users().map_err(|e| e.to_string())?;
         let buckets = store.buckets().map_err(|e| e.to_string())?;
         for b in &buckets {
-            let policy = b.policy_uuid.as_ref().and_then(|u| {
-                policies
-                    .iter()
-                    .find(|p| &p.row.uuid == u)
-                    .map(|p| p.row.name.clone())
-            });
+            let policy = super::policies::name_in(policies, &b.policy_uuid);
             node.open_bucket(&b.name, &b.uuid, b.size, policy)
                 .map_err(|e| e.to_string())?;
         }

@@ -23,10 +23,32 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::datadir::describe_size;
+use super::model::{code, ApiError};
+use super::R;
+use crate::datadir::{describe_size, FsFacts};
 use crate::node::Node;
 
 pub(super) const TOMBSTONE: &str = ".deleted.";
+
+/// Refuse a file of `size` bytes (a volume's, a LUN's) that the data directory's file
+/// system cannot hold in one file: `field` is the body's field (`size`, `space.size`),
+/// `what` the object (`volume`, `LUN`).
+pub(super) fn check_file_size(fs: &FsFacts, field: &str, what: &str, size: u64) -> R<()> {
+    match fs.max_file_size {
+        Some(max) if size > max => Err(ApiError::bad(
+            code::OUT_OF_RANGE,
+            field,
+            format!(
+                "{field} = {size} ({}) is more than the data directory's file system ({}) \
+                 holds in one file: the largest {what} here is {max} bytes ({})",
+                describe_size(size),
+                fs.fs_type,
+                describe_size(max)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// Where a volume's file waits between a delete's rename and its commit.
 pub(super) fn tombstone(node: &Node, uuid: &str) -> PathBuf {

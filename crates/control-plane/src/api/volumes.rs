@@ -12,7 +12,6 @@ use super::query::{self, Query};
 use super::volume_files::{self, unchanged};
 use super::{db_unchanged, file_error, svm_json, ControlPlane, Inner, Reply, R};
 use crate::config::VolumeSpec;
-use crate::datadir::describe_size;
 use crate::state::{new_uuid, VolumeRow};
 
 pub const VOLUMES: &str = "/api/storage/volumes";
@@ -164,42 +163,19 @@ impl Volumes<'_> {
         super::single(self.json(&inner, v), q)
     }
 
-    /// Refuse a size the data directory's file system cannot hold in one file.
-    fn check_size(&self, size: u64) -> R<()> {
-        match self.cp.fs.max_file_size {
-            Some(max) if size > max => Err(ApiError::bad(
-                code::OUT_OF_RANGE,
-                "size",
-                format!(
-                    "size = {size} ({}) is more than the data directory's file system ({}) \
-                     holds in one file: the largest volume here is {max} bytes ({})",
-                    describe_size(size),
-                    self.cp.fs.fs_type,
-                    describe_size(max)
-                ),
-            )),
-            _ => Ok(()),
-        }
-    }
-
     pub fn create(&self, body: &[u8]) -> R<Reply> {
         let m = model::parse_body(body)?;
         let nv = model::new_volume(&m)?;
         let mut inner = self.cp.lock();
-        if inner.volumes.iter().any(|v| v.name == nv.name) {
-            return Err(ApiError::conflict(
-                code::DUPLICATE,
-                "name",
-                format!("a volume named {:?} already exists", nv.name),
-            ));
-        }
+        let taken = inner.volumes.iter().any(|v| v.name == nv.name);
+        policies::refuse_taken(taken, "a volume", &nv.name)?;
         let policy_uuid = match &nv.policy {
             None => None,
             Some(r) => Some(policies::resolve(&inner, r)?),
         };
         let export_policy = match &nv.nas {
             None => {
-                self.check_size(nv.size)?;
+                volume_files::check_file_size(&self.cp.fs, "size", "volume", nv.size)?;
                 None
             }
             Some(nas) => {
@@ -327,7 +303,7 @@ impl Volumes<'_> {
             // A NAS volume is a tree, not one file: its size is a quota, limited as at
             // creation (1 PiB), never by the file system's largest file.
             if row.nas_path.is_none() {
-                self.check_size(s)?;
+                volume_files::check_file_size(&self.cp.fs, "size", "volume", s)?;
             }
             row.size = s;
         }
@@ -391,12 +367,7 @@ impl Volumes<'_> {
             }
         }
         let rows: Vec<VolumeRow> = changes.iter().map(|(_, r)| r.clone()).collect();
-        let committed = if rows.len() == 1 {
-            inner.store.update_volume(&rows[0])
-        } else {
-            inner.store.update_volumes(&rows)
-        };
-        if let Err(e) = committed {
+        if let Err(e) = inner.store.update_volumes(&rows) {
             undo(&grown);
             return Err(db_unchanged(e));
         }
@@ -558,12 +529,7 @@ impl Volumes<'_> {
                 return Err(file_error("syncing the volumes directory", path, e));
             }
         }
-        let committed = if uuids.len() == 1 {
-            inner.store.delete_volume(&uuids[0])
-        } else {
-            inner.store.delete_volumes(uuids)
-        };
-        if let Err(e) = committed {
+        if let Err(e) = inner.store.delete_volumes(uuids) {
             undo(&moved);
             return Err(db_unchanged(e));
         }

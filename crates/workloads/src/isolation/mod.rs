@@ -23,7 +23,7 @@ mod results;
 mod run;
 mod spec;
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use harness::plan::{Common, PlanError};
 use harness::store::SummaryTable;
 use harness::{Family, Plan, ProfileRequest, Registry};
@@ -79,8 +79,7 @@ impl Family for Isolation {
             ));
         }
         let spec = match req.args {
-            Some(m) => IsolationArgs::from_arg_matches(m)
-                .map_err(|e| PlanError(e.to_string()))?
+            Some(m) => crate::family_flags::<IsolationArgs>(m)?
                 .spec(req.runtime, req.ramp)
                 .map_err(PlanError)?,
             None => {
@@ -112,6 +111,7 @@ impl ReportHooks for Isolation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::FromArgMatches;
     use storage_node::NodeConfig;
 
     #[test]

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use fio::{FioOutput, JobResult};
 use harness::plan::{Common, PlanError};
+use harness::series::JobSeries;
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::{Expectation, Verdict};
 use harness::{FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Step};
@@ -73,103 +74,39 @@ impl IsolationPlan {
     fn step(&mut self, mode: Mode, k: usize, ctx: &mut RunContext) -> Result<(), RunError> {
         let spec = &self.spec;
         let loads = spec.loads();
-        let load = loads[k];
-        let step = k as u32 + 1;
+        let at = At {
+            mode,
+            step: k as u32 + 1,
+            load: loads[k],
+        };
         let Some(node) = self.node.as_ref() else {
             return Err(RunError::Plan(
                 "isolation: the step's node is not running".into(),
             ));
         };
         ctx.ui.print(&format!(
-            "  {:<7} step {step}/{}: bully at {load:.2}x ... ",
+            "  {:<7} step {}/{}: bully at {:.2}x ... ",
             mode.as_str(),
-            loads.len()
+            at.step,
+            loads.len(),
+            at.load
         ));
-        let first = self.seq as usize + 1;
-        let file = spec
-            .job_file(node, load, Some((ctx.recorder, first)))
-            .map_err(RunError::Plan)?;
-        let text = file.render();
-        let names: Vec<String> = file.jobs.iter().map(|s| s.name.clone()).collect();
-        let ids = begin_jobs(ctx, &mut self.seq, (mode, step), &names, &text)?;
-        let before: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
-        let recordings = recordings(ctx.recorder, node, (first, names.len()), spec.ramp);
-        let out = ctx.exec.run(&file);
-        let after: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
-        let mut series = Vec::new();
-        for (rec, id) in recordings.into_iter().zip(&ids) {
-            series.push(rec.finish(*id));
-            ctx.add_series(series.last().expect("just pushed"))?;
-        }
-        // The tool sets were sampled once for the step (with the node's samples): every
-        // job of the step is diagnosed against them.
-        let hosts: Vec<toolsets::HostSeries> =
-            series.iter().flat_map(|s| s.hosts.clone()).collect();
-        let devices = harness::assessment::devices(Some(node), &Target::Embedded);
-        let out = match out {
+        let ran = run_fio(spec, node, &mut self.seq, at, ctx)?;
+        let out = match &ran.out {
             Ok(o) => o,
-            Err(e) => return fail_jobs(ctx, &ids, &e.to_string()),
+            Err(e) => return fail_jobs(ctx, &ran.ids, &e.to_string()),
         };
         let mut step_rows = Vec::new();
-        for (i, name) in names.iter().enumerate() {
+        for (i, name) in ran.names.iter().enumerate() {
             let r = out.job(name).cloned().unwrap_or_default();
-            let protected = name != "bully";
-            let target = if protected {
-                spec.floor_iops
-            } else {
-                spec.bully_iops(load)
-            };
-            let (ceiling_ms, floor_ms, node_lat_ms) = waits_ms(&before[i], &after[i]);
-            let fio_windows = &series[i].fio;
-            let diagnosis = assess::diagnose(&assess::Inputs {
-                fio: harness::assessment::fio_figures(&series[i], &r),
-                node: Some(node_figures(ceiling_ms, floor_ms, node_lat_ms)),
-                hosts: host_figures(&hosts, spec.runtime, &devices),
-            });
-            let steady = harness::assessment::steady_state(&series[i]);
-            // The node's samples of every volume ride on the step's last recording: a
-            // floor is judged on the node's count of this volume (harness::kept).
-            let ev = harness::verdict::Evidence {
-                fio: fio_windows,
-                diagnosis: Some(&diagnosis),
-                io_error: r.error != 0,
-                node: series.last().map(|s| &s.node[..]).unwrap_or(&[]),
-                volume: Some(name),
-                span_ms: (spec.runtime * 1000.0) as u64,
-            };
-            let verdicts = if protected {
-                protected_verdicts(
-                    spec,
-                    mode,
-                    &mut self.first_p99[i],
-                    &mut self.control_worst,
-                    &match spec.protocol {
-                        Protocol::Nbd => format!("{name} at step {step}"),
-                        Protocol::Iscsi => format!("{name} (a LUN over iSCSI) at step {step}"),
-                    },
-                    (&r, &ev),
-                )?
-            } else {
-                Vec::new()
-            };
-            let pass = verdicts.iter().all(|v| v.passed) && r.error == 0;
-            ctx.store
-                .set_assessment(ids[i], Some(&diagnosis), steady.as_ref())?;
-            let row = Row {
-                mode,
-                step,
-                bully_load: load,
-                volume: name.clone(),
-                protected,
-                target_iops: target,
-                iops: r.iops(),
-                lat_mean_ms: r.lat_mean_ns() / 1e6,
-                lat_p99_ms: p99_ns(&r) as f64 / 1e6,
-                ceiling_wait_ms: ceiling_ms,
-                floor_wait_ms: floor_ms,
-                node_lat_ms,
-                pass,
-            };
+            let (row, verdicts) = judge_job(
+                spec,
+                ctx,
+                (at, &ran),
+                (i, &r),
+                &mut self.first_p99,
+                &mut self.control_worst,
+            )?;
             let sub = FioOutput {
                 fio_version: out.fio_version.clone(),
                 jobs: vec![r],
@@ -180,7 +117,7 @@ impl IsolationPlan {
                 ctx,
                 &mut self.last_control_job,
                 (mode, name),
-                ids[i],
+                ran.ids[i],
                 sub,
                 &verdicts,
             )?;
@@ -319,6 +256,141 @@ impl FamilyPlan for IsolationPlan {
         }
         Ok(out)
     }
+}
+
+/// A step's place in the scenario: its mode, its number (from 1) and the bully's load.
+#[derive(Clone, Copy)]
+struct At {
+    mode: Mode,
+    step: u32,
+    load: f64,
+}
+
+/// What a step's fio run left: its jobs (names and ids), each volume's counters before and
+/// after, the recorded series, the tool sets' samples and devices, and fio's output.
+struct Ran {
+    names: Vec<String>,
+    ids: Vec<i64>,
+    before: Vec<Counters>,
+    after: Vec<Counters>,
+    series: Vec<JobSeries>,
+    hosts: Vec<toolsets::HostSeries>,
+    devices: Vec<String>,
+    out: Result<FioOutput, fio::ExecError>,
+}
+
+/// A step's fio run: a job begun per volume, the node's counters read around the run and
+/// every job's series recorded and stored.
+fn run_fio(
+    spec: &IsolationSpec,
+    node: &EmbeddedNode,
+    seq: &mut u32,
+    at: At,
+    ctx: &mut RunContext,
+) -> Result<Ran, RunError> {
+    let first = *seq as usize + 1;
+    let file = spec
+        .job_file(node, at.load, Some((ctx.recorder, first)))
+        .map_err(RunError::Plan)?;
+    let text = file.render();
+    let names: Vec<String> = file.jobs.iter().map(|s| s.name.clone()).collect();
+    let ids = begin_jobs(ctx, seq, (at.mode, at.step), &names, &text)?;
+    let before: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
+    let recordings = recordings(ctx.recorder, node, (first, names.len()), spec.ramp);
+    let out = ctx.exec.run(&file);
+    let after: Vec<Counters> = names.iter().map(|n| counters(node, n)).collect();
+    let mut series = Vec::new();
+    for (rec, id) in recordings.into_iter().zip(&ids) {
+        series.push(rec.finish(*id));
+        ctx.add_series(series.last().expect("just pushed"))?;
+    }
+    // The tool sets were sampled once for the step (with the node's samples): every
+    // job of the step is diagnosed against them.
+    let hosts: Vec<toolsets::HostSeries> = series.iter().flat_map(|s| s.hosts.clone()).collect();
+    let devices = harness::assessment::devices(Some(node), &Target::Embedded);
+    Ok(Ran {
+        names,
+        ids,
+        before,
+        after,
+        series,
+        hosts,
+        devices,
+        out,
+    })
+}
+
+/// Job `i` of a step (fio's result `r`): its diagnosis stored, its verdicts (a protected
+/// volume's, its first p99 kept in `first_p99[i]`; none for the bully) and its row.
+fn judge_job(
+    spec: &IsolationSpec,
+    ctx: &mut RunContext,
+    (at, ran): (At, &Ran),
+    (i, r): (usize, &JobResult),
+    first_p99: &mut [Option<u64>],
+    control_worst: &mut Option<(f64, String)>,
+) -> Result<(Row, Vec<Verdict>), RunError> {
+    let name = &ran.names[i];
+    let step = at.step;
+    let protected = name != "bully";
+    let target = if protected {
+        spec.floor_iops
+    } else {
+        spec.bully_iops(at.load)
+    };
+    let (ceiling_ms, floor_ms, node_lat_ms) = waits_ms(&ran.before[i], &ran.after[i]);
+    let series = &ran.series;
+    let fio_windows = &series[i].fio;
+    let diagnosis = assess::diagnose(&assess::Inputs {
+        fio: harness::assessment::fio_figures(&series[i], r),
+        node: Some(node_figures(ceiling_ms, floor_ms, node_lat_ms)),
+        hosts: host_figures(&ran.hosts, spec.runtime, &ran.devices),
+    });
+    let steady = harness::assessment::steady_state(&series[i]);
+    // The node's samples of every volume ride on the step's last recording: a
+    // floor is judged on the node's count of this volume (harness::kept).
+    let ev = harness::verdict::Evidence {
+        fio: fio_windows,
+        diagnosis: Some(&diagnosis),
+        io_error: r.error != 0,
+        node: series.last().map(|s| &s.node[..]).unwrap_or(&[]),
+        volume: Some(name),
+        span_ms: (spec.runtime * 1000.0) as u64,
+    };
+    let verdicts = if protected {
+        protected_verdicts(
+            spec,
+            at.mode,
+            &mut first_p99[i],
+            control_worst,
+            &match spec.protocol {
+                Protocol::Nbd => format!("{name} at step {step}"),
+                Protocol::Iscsi => format!("{name} (a LUN over iSCSI) at step {step}"),
+            },
+            (r, &ev),
+        )?
+    } else {
+        Vec::new()
+    };
+    let pass = verdicts.iter().all(|v| v.passed) && r.error == 0;
+    ctx.store
+        .set_assessment(ran.ids[i], Some(&diagnosis), steady.as_ref())?;
+    let row = Row {
+        mode: at.mode,
+        step,
+        bully_load: at.load,
+        volume: name.clone(),
+        protected,
+        target_iops: target,
+        iops: r.iops(),
+        lat_mean_ms: r.lat_mean_ns() / 1e6,
+        lat_p99_ms: p99_ns(r) as f64 / 1e6,
+        ceiling_wait_ms: ceiling_ms,
+        floor_wait_ms: floor_ms,
+        node_lat_ms,
+        pass,
+    };
+    Ok((row, verdicts))
 }
 
 /// Queue-time counters of one volume.

@@ -337,16 +337,20 @@ mod tests {
         Names { spec: &SPEC, steps }
     }
 
+    /// A step's measured figures, by metric name.
+    fn measured(figures: &[(&str, f64)]) -> BTreeMap<String, f64> {
+        figures.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+    }
+
     #[test]
     fn checks_against_the_spec_and_earlier_steps() {
         let steps = vec!["mem-read-1".to_string()];
         let n = names(&steps);
-        let m: BTreeMap<String, f64> = [
-            ("bw_burst".to_string(), 1.24e9),
-            ("burst_duration".to_string(), 9.2),
-            ("bw_after_credits".to_string(), 1.52e8),
-        ]
-        .into();
+        let m = measured(&[
+            ("bw_burst", 1.24e9),
+            ("burst_duration", 9.2),
+            ("bw_after_credits", 1.52e8),
+        ]);
         let vals = |k: &str| match k {
             "spec.network.baseline" => Some(1.5e8),
             "spec.burst_seconds" => Some(9.0),
@@ -453,11 +457,7 @@ mod tests {
         let vals = |k: &str| (k == "spec.ssd_iops").then_some(300.0);
         let judge = |node: &[(u64, f64)]| {
             let kept = super::super::kept::kept("iops", node, node, Some((3000.0, 300.0)), 1.0);
-            let m: BTreeMap<String, f64> = [(
-                "iops_after_credits".to_string(),
-                kept["iops_after_credits"].client,
-            )]
-            .into();
+            let m = measured(&[("iops_after_credits", kept["iops_after_credits"].client)]);
             Check::parse("iops_after_credits ~= spec.ssd_iops +-1%", &n)
                 .unwrap()
                 .check(&m, &vals, None, false, &kept, None)
@@ -488,12 +488,11 @@ mod tests {
     fn a_fall_the_node_calls_the_clients_makes_only_what_follows_it_inconclusive() {
         let steps = Vec::new();
         let n = names(&steps);
-        let m: BTreeMap<String, f64> = [
-            ("burst_duration".to_string(), 3.86),
-            ("iops_after_credits".to_string(), 1010.0),
-            ("iops_burst".to_string(), 2400.0),
-        ]
-        .into();
+        let m = measured(&[
+            ("burst_duration", 3.86),
+            ("iops_after_credits", 1010.0),
+            ("iops_burst", 2400.0),
+        ]);
         let vals = |k: &str| match k {
             "spec.burst_seconds" => Some(5.0),
             "spec.ssd_iops" => Some(300.0),

@@ -48,7 +48,7 @@ mod run;
 pub mod spec;
 pub mod steps;
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use harness::plan::{Common, PlanError, PlanSource};
 use harness::store::{RunRecord, SummaryTable};
 use harness::{Family, FamilyPlan, Plan, ProfileRequest, Registry};
@@ -124,9 +124,7 @@ impl Family for Provisioned {
             ));
         }
         let args = match req.args {
-            Some(m) => {
-                ProvisionedArgs::from_arg_matches(m).map_err(|e| PlanError(e.to_string()))?
-            }
+            Some(m) => crate::family_flags(m)?,
             None => ProvisionedArgs::default(),
         };
         let spec = args.spec(req.scale, req.embedded).map_err(PlanError)?;

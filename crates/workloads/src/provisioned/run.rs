@@ -409,8 +409,7 @@ impl FamilyPlan for ProvisionedPlan {
             )));
         }
         if let Some(m) = opts.args {
-            let a = <ProvisionedArgs as clap::FromArgMatches>::from_arg_matches(m)
-                .map_err(|e| PlanError(e.to_string()))?;
+            let a: ProvisionedArgs = crate::family_flags(m)?;
             if a.gives_spec() && origin != super::PROFILE_ORIGIN {
                 return Err(PlanError(format!(
                     "{origin}: the plan's [provisioned] gives the spec: leave out --provisioned, --model, --volume-size, --rate-scale and --burst-duration"

@@ -125,13 +125,7 @@ impl FamilyPlan for RampRun {
                 "--ramp is fio's ramp time; the ramp profile has none (see --runs, --runtime, --scale)".into(),
             ));
         }
-        let args = match opts.args {
-            Some(m) => Some(
-                <RampArgs as clap::FromArgMatches>::from_arg_matches(m)
-                    .map_err(|e| PlanError(e.to_string()))?,
-            ),
-            None => None,
-        };
+        let args = opts.args.map(crate::family_flags::<RampArgs>).transpose()?;
         let from_profile = common.origin == super::PROFILE_ORIGIN;
         if from_profile && args.as_ref().is_none_or(|a| a.min_iops.is_none()) {
             return Err(PlanError(

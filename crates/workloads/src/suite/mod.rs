@@ -22,7 +22,7 @@ mod sections;
 mod spec;
 mod verdicts;
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use harness::plan::{Common, PlanError, PlanSource};
 use harness::store::{RunRecord, SummaryTable};
 use harness::{Family, FamilyPlan, Plan, ProfileRequest, Registry};
@@ -168,8 +168,7 @@ impl Family for Suites {
         }
         let mut spec = SuiteSpec::new(kind);
         if let Some(m) = req.args {
-            SuiteArgs::from_arg_matches(m)
-                .map_err(|e| PlanError(e.to_string()))?
+            crate::family_flags::<SuiteArgs>(m)?
                 .apply(&mut spec)
                 .map_err(PlanError)?;
         }

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use clap::FromArgMatches;
 use harness::plan::PlanError;
 use harness::recording::RemoteHosts;
 use hosts::{Host, SshConfig};
@@ -29,7 +28,7 @@ impl Drop for RemoteTools {
 /// `--hosts`. Each host is checked once here (its facts over ssh), so a typo fails the run
 /// before any job instead of leaving empty series.
 pub fn from_args(m: &clap::ArgMatches) -> Result<Option<RemoteTools>, PlanError> {
-    let a = SuiteArgs::from_arg_matches(m).map_err(|e| PlanError(e.to_string()))?;
+    let a: SuiteArgs = crate::family_flags(m)?;
     let Some(list) = a.hosts.as_deref() else {
         return Ok(None);
     };

@@ -398,13 +398,124 @@ impl SuitePlan {
         }
         Ok(())
     }
+
+    /// The hosts preflighted over ssh; the library's progress lines shown and kept as notes.
+    fn open_session(&mut self, ctx: &mut Prepare) -> Result<Session, RunError> {
+        let cfg = Arc::new(SshConfig {
+            options: self.spec.ssh_args(),
+            ..SshConfig::default()
+        });
+        let hosts = hosts::parse_hosts(&self.spec.host_list(), cfg).map_err(plan_err)?;
+        let lines = self.lines.clone();
+        let progress: suites::session::Progress = Box::new(move |l: &str| {
+            lines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(l.to_string())
+        });
+        let opened = Session::open(hosts, self.spec.kind.tools(), progress);
+        for l in self.take_lines() {
+            ctx.ui.print(&format!("{l}\n"));
+            self.notes.push(l);
+        }
+        opened.map_err(plan_err)
+    }
+
+    /// The suite's servers started (iperf3's mesh, or the devices or targets prepared for
+    /// fio), with a note per host, device or target.
+    fn start_engine(&mut self, session: &Session) -> Result<Engine, RunError> {
+        Ok(match self.spec.kind {
+            Kind::Network => {
+                let mesh = Mesh::start(session, &self.spec.network_plan()).map_err(plan_err)?;
+                for (h, (r, from)) in mesh.hosts.iter().zip(&mesh.rated) {
+                    self.notes.push(format!(
+                        "{h}: rated {} ({from})",
+                        r.map_or("unknown".into(), |r| format!("{r} Mbit/s"))
+                    ));
+                }
+                let pairs = mesh.pairs();
+                Engine::Network { mesh, pairs }
+            }
+            Kind::Disks => {
+                let (states, prepared) =
+                    suites::disks::prepare(session, &self.spec.disks_plan()).map_err(plan_err)?;
+                for (h, st) in &states {
+                    self.notes.push(format!(
+                        "{h}: {} ({}, {}){}",
+                        st.given,
+                        suites::sizing::human(st.size_bytes),
+                        if st.rotational { "HDD" } else { "SSD" },
+                        match st.reasons() {
+                            r if r.is_empty() => String::new(),
+                            r => format!(", overwritten although it holds: {}", r.join("; ")),
+                        }
+                    ));
+                }
+                self.sizing = prepared.sizing.clone();
+                Engine::Fio { prepared }
+            }
+            Kind::Storage(k) => {
+                let (targets, prepared) =
+                    suites::storage::prepare(session, &self.spec.storage_plan(k))
+                        .map_err(plan_err)?;
+                for t in &targets {
+                    self.notes.push(format!(
+                        "{}: {} on {} ({}){}",
+                        t.host,
+                        t.path,
+                        t.fs_type,
+                        t.capacity_bytes
+                            .map(|b| format!("{} available", suites::sizing::human(b)))
+                            .unwrap_or_else(|| "capacity unknown".into()),
+                        t.attached_from
+                            .as_ref()
+                            .map(|(url, i)| format!(", logged in to {url} as {i}"))
+                            .unwrap_or_default()
+                    ));
+                }
+                self.sizing = prepared.sizing.clone();
+                Engine::Fio { prepared }
+            }
+        })
+    }
+
+    /// The run's header: the hosts, the executor, the timing.
+    fn header(&self, session: &Session) -> RunHeader {
+        let (rt, ramp) = self.spec.timing();
+        let n = session.hosts.len();
+        RunHeader {
+            target: format!(
+                "{} suite on host(s) {}",
+                self.spec.kind.name(),
+                session
+                    .hosts
+                    .iter()
+                    .map(|h| if h.addr == h.name {
+                        h.name.clone()
+                    } else {
+                        format!("{} ({})", h.name, h.addr)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            executor: match self.spec.kind {
+                Kind::Network => format!("iperf3 over ssh on {n} host(s)"),
+                _ => format!("fio client/server: fio --server on {n} host(s) over ssh"),
+            },
+            runtime_s: f64::from(rt),
+            ramp_s: f64::from(ramp),
+            fio_version: match self.spec.kind {
+                Kind::Network => Some("none (iperf3)".into()),
+                _ => None,
+            },
+        }
+    }
 }
 
 impl FamilyPlan for SuitePlan {
     fn configure(&mut self, _common: &mut Common, opts: &Options) -> Result<(), PlanError> {
         if let Some(m) = opts.args {
-            use clap::FromArgMatches;
-            let a = SuiteArgs::from_arg_matches(m).map_err(|e| PlanError(e.to_string()))?;
+            let a: SuiteArgs = crate::family_flags(m)?;
             a.apply(&mut self.spec).map_err(PlanError)?;
         }
         // `qoslab bench --iterations N`, the command line's for every family.
@@ -457,110 +568,14 @@ impl FamilyPlan for SuitePlan {
 
     fn prepare(&mut self, ctx: &mut Prepare) -> Result<RunHeader, RunError> {
         self.spec.validate().map_err(plan_err)?;
-        let cfg = Arc::new(SshConfig {
-            options: self.spec.ssh_args(),
-            ..SshConfig::default()
-        });
-        let hosts = hosts::parse_hosts(&self.spec.host_list(), cfg).map_err(plan_err)?;
-        let lines = self.lines.clone();
-        let progress: suites::session::Progress = Box::new(move |l: &str| {
-            lines
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(l.to_string())
-        });
-        let opened = Session::open(hosts, self.spec.kind.tools(), progress);
-        for l in self.take_lines() {
-            ctx.ui.print(&format!("{l}\n"));
-            self.notes.push(l);
-        }
-        let session = opened.map_err(plan_err)?;
-        let (rt, ramp) = self.spec.timing();
-        let engine = match self.spec.kind {
-            Kind::Network => {
-                let mesh = Mesh::start(&session, &self.spec.network_plan()).map_err(plan_err)?;
-                for (h, (r, from)) in mesh.hosts.iter().zip(&mesh.rated) {
-                    self.notes.push(format!(
-                        "{h}: rated {} ({from})",
-                        r.map_or("unknown".into(), |r| format!("{r} Mbit/s"))
-                    ));
-                }
-                let pairs = mesh.pairs();
-                Engine::Network { mesh, pairs }
-            }
-            Kind::Disks => {
-                let (states, prepared) =
-                    suites::disks::prepare(&session, &self.spec.disks_plan()).map_err(plan_err)?;
-                for (h, st) in &states {
-                    self.notes.push(format!(
-                        "{h}: {} ({}, {}){}",
-                        st.given,
-                        suites::sizing::human(st.size_bytes),
-                        if st.rotational { "HDD" } else { "SSD" },
-                        match st.reasons() {
-                            r if r.is_empty() => String::new(),
-                            r => format!(", overwritten although it holds: {}", r.join("; ")),
-                        }
-                    ));
-                }
-                self.sizing = prepared.sizing.clone();
-                Engine::Fio { prepared }
-            }
-            Kind::Storage(k) => {
-                let (targets, prepared) =
-                    suites::storage::prepare(&session, &self.spec.storage_plan(k))
-                        .map_err(plan_err)?;
-                for t in &targets {
-                    self.notes.push(format!(
-                        "{}: {} on {} ({}){}",
-                        t.host,
-                        t.path,
-                        t.fs_type,
-                        t.capacity_bytes
-                            .map(|b| format!("{} available", suites::sizing::human(b)))
-                            .unwrap_or_else(|| "capacity unknown".into()),
-                        t.attached_from
-                            .as_ref()
-                            .map(|(url, i)| format!(", logged in to {url} as {i}"))
-                            .unwrap_or_default()
-                    ));
-                }
-                self.sizing = prepared.sizing.clone();
-                Engine::Fio { prepared }
-            }
-        };
+        let session = self.open_session(ctx)?;
+        let engine = self.start_engine(&session)?;
         self.take_lines();
         if !self.sizing.is_empty() {
             ctx.ui.print(&render::sizing(&self.sizing));
             self.pending.push(results::sizing(&self.sizing));
         }
-        let n = session.hosts.len();
-        let header = RunHeader {
-            target: format!(
-                "{} suite on host(s) {}",
-                self.spec.kind.name(),
-                session
-                    .hosts
-                    .iter()
-                    .map(|h| if h.addr == h.name {
-                        h.name.clone()
-                    } else {
-                        format!("{} ({})", h.name, h.addr)
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            executor: match self.spec.kind {
-                Kind::Network => format!("iperf3 over ssh on {n} host(s)"),
-                _ => format!("fio client/server: fio --server on {n} host(s) over ssh"),
-            },
-            runtime_s: f64::from(rt),
-            ramp_s: f64::from(ramp),
-            fio_version: match self.spec.kind {
-                Kind::Network => Some("none (iperf3)".into()),
-                _ => None,
-            },
-        };
+        let header = self.header(&session);
         // Made last, so a suite that cannot start leaves no directory behind.
         let logs = harness::target::temp_dir("suite-logs")
             .map_err(|e| plan_err(format!("a directory for fio's logs: {e}")))?;

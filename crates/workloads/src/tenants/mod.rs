@@ -26,7 +26,7 @@ pub mod sweep;
 pub mod tables;
 pub mod verdicts;
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use harness::plan::{Common, PlanError, PlanSource};
 use harness::store::SummaryTable;
 use harness::{Family, FamilyPlan, Plan, ProfileRequest, Registry};
@@ -104,7 +104,7 @@ impl Family for Tenants {
             ));
         }
         let args = match req.args {
-            Some(m) => TenantsArgs::from_arg_matches(m).map_err(|e| PlanError(e.to_string()))?,
+            Some(m) => crate::family_flags(m)?,
             None => TenantsArgs::default(),
         };
         let spec = args.spec(req.runtime, req.ramp).map_err(PlanError)?;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{
     checked_name, code, name_uuid, object, only, policy_ref, string, svm, uint, unchangeable,
-    wrong_type, ApiError, PolicyRef, Svm, R,
+    wrong_type, ApiError, PolicyRef, Ref, Svm, R,
 };
 use crate::config::iscsi::{valid_iscsi_name, MAX_LUN};
 use crate::config::san::{split_lun_path, LunPathError};
@@ -163,29 +163,6 @@ fn qos_policy(m: &Map<String, Value>) -> R<Option<Option<PolicyRef>>> {
     m.get("qos_policy")
         .map(|p| policy_ref(p, "qos_policy"))
         .transpose()
-}
-
-/// A reference to an object by `name` and/or `uuid` (`lun`, `igroup`, `location.volume`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Ref {
-    pub name: Option<String>,
-    pub uuid: Option<String>,
-}
-
-impl Ref {
-    /// Whether an object with this name and uuid is the one referred to.
-    pub fn is(&self, name: &str, uuid: &str) -> bool {
-        !matches!(&self.name, Some(n) if n != name) && !matches!(&self.uuid, Some(u) if u != uuid)
-    }
-
-    pub fn describe(&self) -> String {
-        match (&self.name, &self.uuid) {
-            (Some(n), Some(u)) => format!("named {n:?} with uuid {u}"),
-            (Some(n), None) => format!("named {n:?}"),
-            (None, Some(u)) => format!("with uuid {u}"),
-            (None, None) => String::new(),
-        }
-    }
 }
 
 fn reference(m: &Map<String, Value>, key: &str) -> R<Option<Ref>> {

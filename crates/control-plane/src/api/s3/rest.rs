@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::super::model::{code, only, ApiError, PolicyRef};
+use super::super::policies::refuse_taken;
 use super::super::{db_err, listing, single, ControlPlane, Query, Reply, R};
 use super::{new_keys, valid_key, valid_user_name, S3};
 use crate::state::{BucketRow, S3UserRow};
@@ -420,13 +421,8 @@ impl S3<'_> {
         }
         let inner = self.cp.lock();
         let mut rows = self.cp.s3.rows();
-        if rows.users.iter().any(|u| u.name == name) {
-            return Err(ApiError::conflict(
-                code::DUPLICATE,
-                "name",
-                format!("an S3 user named {name:?} already exists"),
-            ));
-        }
+        let taken = rows.users.iter().any(|u| u.name == name);
+        refuse_taken(taken, "an S3 user", name)?;
         if rows.users.iter().any(|u| u.access_key == access) {
             return Err(ApiError::conflict(
                 code::DUPLICATE,

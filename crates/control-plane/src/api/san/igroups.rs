@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::super::model::san as m;
 use super::super::model::{self, code, ApiError};
+use super::super::policies::refuse_taken;
 use super::super::query::Query;
 use super::super::{db_err, listing, single, svm_json, svms, Inner, Reply, R};
 use super::{check_exposure, check_numbers, lun_path, named, not_found, publish, San, IGROUPS};
@@ -79,13 +80,8 @@ impl San<'_> {
     pub fn create_igroup(&self, body: &[u8]) -> R<Reply> {
         let ng = m::new_igroup(&model::parse_body(body)?)?;
         let mut inner = self.cp.lock();
-        if inner.san.igroups.iter().any(|g| g.name == ng.name) {
-            return Err(ApiError::conflict(
-                code::DUPLICATE,
-                "name",
-                format!("an igroup named {:?} already exists", ng.name),
-            ));
-        }
+        let taken = inner.san.igroups.iter().any(|g| g.name == ng.name);
+        refuse_taken(taken, "an igroup", &ng.name)?;
         let svm = ng.svm.unwrap_or_default();
         svms::check_svm(&inner, &svm.name, &svm.uuid)?;
         let row = IgroupRow {
@@ -111,13 +107,8 @@ impl San<'_> {
         let i = igroup_index(&inner, uuid)?;
         let mut row = inner.san.igroups[i].clone();
         if let Some(n) = p.name {
-            if n != row.name && inner.san.igroups.iter().any(|g| g.name == n) {
-                return Err(ApiError::conflict(
-                    code::DUPLICATE,
-                    "name",
-                    format!("an igroup named {n:?} already exists"),
-                ));
-            }
+            let taken = n != row.name && inner.san.igroups.iter().any(|g| g.name == n);
+            refuse_taken(taken, "an igroup", &n)?;
             row.name = n;
         }
         if let Some(o) = p.os_type {

@@ -10,7 +10,6 @@ use super::super::{
     db_unchanged, file_error, listing, policies, single, svm_json, volume_files, Inner, Reply, R,
 };
 use super::{lun_node_name, lun_path, lun_spec, named, not_found, volume_of, San, LUNS};
-use crate::datadir::describe_size;
 use crate::state::{new_uuid, LunRow};
 
 const LUN_TOP: &[&str] = &[
@@ -146,24 +145,6 @@ impl San<'_> {
         single(body, q)
     }
 
-    /// Refuse a LUN the data directory's file system cannot hold in one file.
-    fn check_file_size(&self, size: u64) -> R<()> {
-        match self.cp.fs.max_file_size {
-            Some(max) if size > max => Err(ApiError::bad(
-                code::OUT_OF_RANGE,
-                "space.size",
-                format!(
-                    "space.size = {size} ({}) is more than the data directory's file system \
-                     ({}) holds in one file: the largest LUN here is {max} bytes ({})",
-                    describe_size(size),
-                    self.cp.fs.fs_type,
-                    describe_size(max)
-                ),
-            )),
-            _ => Ok(()),
-        }
-    }
-
     pub fn create_lun(&self, body: &[u8]) -> R<Reply> {
         let nl = m::new_lun(&model::parse_body(body)?)?;
         let mut inner = self.cp.lock();
@@ -217,7 +198,7 @@ impl San<'_> {
                 e
             })?),
         };
-        self.check_file_size(nl.size)?;
+        volume_files::check_file_size(&self.cp.fs, "space.size", "LUN", nl.size)?;
         let row = LunRow {
             uuid: new_uuid(),
             name: nl.path.lun.clone(),
@@ -285,7 +266,7 @@ impl San<'_> {
                     ),
                 ));
             }
-            self.check_file_size(s)?;
+            volume_files::check_file_size(&self.cp.fs, "space.size", "LUN", s)?;
             row.size = s;
         }
         if let Some(pol) = &p.policy {

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use super::super::model::san::{self as m, Ref};
-use super::super::model::{self, code, ApiError};
+use super::super::model::san as m;
+use super::super::model::{self, code, ApiError, Ref};
 use super::super::query::Query;
 use super::super::{db_err, listing, single, svm_json, svms, Inner, Reply, R};
 use super::igroups::igroup_index;
