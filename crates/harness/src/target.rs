@@ -451,13 +451,14 @@ impl EmbeddedNode {
         // other than root, the harness's own fio (libnfs) cannot bind a reserved port:
         // MOUNT is not limited to them then (the node is this user's, on loopback).
         let (builder, nfs) = if cfg.volumes.iter().any(|v| v.nas.is_some()) {
-            let mut cfg = cfg.clone();
+            // A plan's node has no `[nfs]`: the defaults.
+            let mut nfs = nfs_server::NfsSettings::default();
             // SAFETY: plain syscall.
             if unsafe { libc::geteuid() } != 0 {
-                cfg.nfs.mount_rootonly = false;
+                nfs.mount_rootonly = false;
             }
-            let node = Node::open(&cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
-            let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node, &cfg.nfs)
+            let node = Node::open(cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
+            let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node, &nfs)
                 .map_err(|e| fail(format!("NFS listener: {e}")))?;
             let addr = fe.local_addr();
             (Node::builder_for(node).front_end(fe), Some(addr))
@@ -480,7 +481,8 @@ impl EmbeddedNode {
         let nbd = nbd_server::NbdFrontEnd::bind(
             Some(&socket),
             None,
-            nbd_server::NbdSettings::from_config(cfg),
+            // A plan's node has no `[node]` (nor NBD's keys): the defaults.
+            nbd_server::NbdSettings::default(),
         )
         .map_err(|e| fail(e.to_string()))?;
         let running = builder

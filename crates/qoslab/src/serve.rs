@@ -217,17 +217,37 @@ fn tls_files(
     })
 }
 
-/// The node's configuration: the file's (or the defaults), then the command line's.
-fn config(args: &ServeArgs) -> anyhow::Result<NodeConfig> {
+/// node.toml as `serve` reads it: the node's sections and each front end's, every one
+/// checked before anything starts.
+struct Config {
+    node: NodeConfig,
+    nbd: NbdSettings,
+    nfs: nfs_server::NfsSettings,
+}
+
+/// The configuration: the file's (or the defaults), then the command line's.
+fn config(args: &ServeArgs) -> anyhow::Result<Config> {
     let mut cfg = match &args.config {
-        Some(p) => NodeConfig::load(p)?,
-        None => NodeConfig::default(),
+        Some(p) => {
+            let text = storage_node::config::read(p)?;
+            let origin = p.display().to_string();
+            let src = storage_node::config::Src::new(&text, &origin);
+            let node = NodeConfig::parse(&text, &origin)?;
+            let nbd = nbd_server::config::parse(&src, &node)?;
+            let nfs = nfs_server::config::parse(&src)?;
+            Config { node, nbd, nfs }
+        }
+        None => Config {
+            node: NodeConfig::default(),
+            nbd: NbdSettings::default(),
+            nfs: Default::default(),
+        },
     };
     if args.mmap_reads {
-        cfg.mmap_reads = true;
+        cfg.node.mmap_reads = true;
     }
     if let Some(us) = args.busy_poll_us {
-        cfg.busy_poll_us = us;
+        cfg.nbd.busy_poll = std::time::Duration::from_micros(us);
     }
     Ok(cfg)
 }
@@ -263,7 +283,11 @@ fn tls_if_needed(
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let mut cfg = config(&args)?;
+    let Config {
+        node: mut cfg,
+        nbd,
+        mut nfs,
+    } = config(&args)?;
     // Every place the node will use, with its source, decided before anything is created
     // (crate::serve_start: relative config paths are inside the data directory).
     let data_dir_setting = crate::serve_start::data_dir(args.data_dir.as_deref(), &cfg);
@@ -280,7 +304,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(u) = &unix_setting {
         crate::serve_start::check_unix_socket(u, &data_dir)?;
     }
-    let unix = unix_setting.as_ref().map(|s| s.value.clone());
     let tcp = tcp_setting.as_ref().map(|s| s.value);
     if let Some(a) = tcp {
         if !a.ip().is_loopback() {
@@ -302,7 +325,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     storage_node::conn_limit::raise_nofile();
     apply_capacity_args(&args, &mut cfg, &data_dir)?;
     apply_burst_args(&args, &mut cfg)?;
-    crate::nfs_cmd::apply(&args.nfs, &mut cfg)?;
+    crate::nfs_cmd::apply(&args.nfs, &mut nfs)?;
     let auth = Arc::new(control_plane::api::auth::Auth::new(
         token.clone(),
         Some(data_dir.clone()),
@@ -312,78 +335,133 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         check_api_exposure(&args, a, token.is_some(), users, &data_dir)?;
     }
     let tls = tls_if_needed(&args, &data_dir, http, tcp)?;
-    runtime(&args)?.block_on(async move {
-        let stats = Arc::new(ServerStats::default());
-        let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
-        crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp, &cfg.san)?;
-        let node = cp.node.clone();
-        crate::serve_safety::print_data_dir(&cp, &data_dir);
-        let nbd_mode = args.nbd_tls.mode();
-        let nbd = nbd_front_end(
-            &cfg,
-            &cp,
-            NbdListen {
-                unix: &unix_setting,
-                tcp: &tcp_setting,
-                max_connections: args.max_connections as usize,
-            },
-            tls.as_ref()
-                .filter(|_| nbd_mode != TlsMode::Off)
-                .map(|f| (f, nbd_mode)),
-        )?
-        .with_stats(stats);
-        if let Some(u) = &unix {
-            guard.created(u);
-        }
-        if let Some(files) = &tls {
-            print_tls(files, nbd_mode);
-        }
-        let tcp_addr = nbd.tcp_addr();
-        cp.set_nbd_endpoints(control_plane::api::NbdEndpoints {
-            tcp: tcp_addr,
-            unix: unix
-                .as_ref()
-                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
-            tls_required: nbd_mode == TlsMode::Require,
-        });
-        let sampler = control_plane::metrics::spawn_sampler(node.clone());
-        let mut builder = Node::builder_for(node.clone()).front_end(nbd);
-        if let Some(a) = http {
-            let api = ApiListen {
-                addr: a,
-                source: http_setting.as_ref().map_or("", |s| s.source.as_str()),
-                tls: tls.as_ref().filter(|_| !args.insecure_http),
-                auth: auth.clone(),
-                max_connections: args.max_connections as usize,
-            };
-            builder = builder.front_end(api_front_end(api, &cp, users, token.is_some())?);
-        }
-        if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
-            builder = builder.front_end(s3);
-        }
-        if let Some(nfs) =
-            crate::nfs_cmd::start(&node, &cfg.nfs, &cp, args.max_connections as usize)?
-        {
-            builder = builder.front_end(nfs);
-        }
-        if let Some(iscsi) =
-            crate::iscsi_cmd::start(&cfg.iscsi, iscsi_credentials, args.max_connections as usize)?
-        {
-            cp.san().set_iscsi_endpoint(iscsi.local_addr());
-            builder = builder.front_end(iscsi);
-        }
-        let running = builder.spawn().await?;
-        guard.started();
-        print_ready(
-            &node,
-            unix.as_deref(),
-            tcp_addr,
-            nbd_mode == TlsMode::Require,
-        );
-        running.run_until(shutdown_signal()).await;
-        sampler.abort();
-        Ok(())
-    })
+    let ready = Ready {
+        cfg,
+        nbd,
+        nfs,
+        data_dir,
+        unix_setting,
+        tcp_setting,
+        http_setting,
+        token: token.is_some(),
+        auth,
+        users,
+        tls,
+        iscsi_credentials,
+    };
+    runtime(&args)?.block_on(serve(&args, ready, guard))
+}
+
+/// What [`run`] decided before the node starts: the configuration (the command line's
+/// over the file's), where each listener goes (with its setting's source), who may use
+/// the API, the TLS identity.
+struct Ready {
+    cfg: NodeConfig,
+    nbd: NbdSettings,
+    nfs: nfs_server::NfsSettings,
+    data_dir: PathBuf,
+    unix_setting: Option<crate::serve_start::Setting<PathBuf>>,
+    tcp_setting: Option<crate::serve_start::Setting<SocketAddr>>,
+    http_setting: Option<crate::serve_start::Setting<SocketAddr>>,
+    /// An API token file was given.
+    token: bool,
+    auth: Arc<control_plane::api::auth::Auth>,
+    users: usize,
+    tls: Option<control_plane::tls::TlsFiles>,
+    iscsi_credentials: Option<iscsi_server::Credentials>,
+}
+
+/// Open the state and the node, bind every front end, run until a signal (`guard`
+/// leaves the data directory as it found it when a step fails).
+async fn serve(
+    args: &ServeArgs,
+    r: Ready,
+    mut guard: crate::serve_start::StartGuard,
+) -> anyhow::Result<()> {
+    let Ready {
+        cfg,
+        nbd,
+        nfs,
+        data_dir,
+        unix_setting,
+        tcp_setting,
+        http_setting,
+        token,
+        auth,
+        users,
+        tls,
+        iscsi_credentials,
+    } = r;
+    let unix = unix_setting.as_ref().map(|s| s.value.clone());
+    let http = http_setting.as_ref().map(|s| s.value);
+    let stats = Arc::new(ServerStats::default());
+    let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
+    crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp, &cfg.san)?;
+    let node = cp.node.clone();
+    crate::serve_safety::print_data_dir(&cp, &data_dir);
+    let nbd_mode = args.nbd_tls.mode();
+    let nbd = nbd_front_end(
+        nbd,
+        &cp,
+        NbdListen {
+            unix: &unix_setting,
+            tcp: &tcp_setting,
+            max_connections: args.max_connections as usize,
+        },
+        tls.as_ref()
+            .filter(|_| nbd_mode != TlsMode::Off)
+            .map(|f| (f, nbd_mode)),
+    )?
+    .with_stats(stats);
+    if let Some(u) = &unix {
+        guard.created(u);
+    }
+    if let Some(files) = &tls {
+        print_tls(files, nbd_mode);
+    }
+    let tcp_addr = nbd.tcp_addr();
+    cp.set_nbd_endpoints(control_plane::api::NbdEndpoints {
+        tcp: tcp_addr,
+        unix: unix
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+        tls_required: nbd_mode == TlsMode::Require,
+    });
+    let sampler = control_plane::metrics::spawn_sampler(node.clone());
+    let mut builder = Node::builder_for(node.clone()).front_end(nbd);
+    if let Some(a) = http {
+        let api = ApiListen {
+            addr: a,
+            source: http_setting.as_ref().map_or("", |s| s.source.as_str()),
+            tls: tls.as_ref().filter(|_| !args.insecure_http),
+            auth: auth.clone(),
+            max_connections: args.max_connections as usize,
+        };
+        builder = builder.front_end(api_front_end(api, &cp, users, token)?);
+    }
+    if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
+        builder = builder.front_end(s3);
+    }
+    if let Some(nfs) = crate::nfs_cmd::start(&node, &nfs, &cp, args.max_connections as usize)? {
+        builder = builder.front_end(nfs);
+    }
+    if let Some(iscsi) =
+        crate::iscsi_cmd::start(&cfg.iscsi, iscsi_credentials, args.max_connections as usize)?
+    {
+        cp.san().set_iscsi_endpoint(iscsi.local_addr());
+        builder = builder.front_end(iscsi);
+    }
+    let running = builder.spawn().await?;
+    guard.started();
+    print_ready(
+        &node,
+        unix.as_deref(),
+        tcp_addr,
+        nbd_mode == TlsMode::Require,
+    );
+    running.run_until(shutdown_signal()).await;
+    sampler.abort();
+    Ok(())
 }
 
 /// The API token file's token, if one is given (never empty).
@@ -500,18 +578,18 @@ struct NbdListen<'a> {
     max_connections: usize,
 }
 
-/// The NBD front end: its settings from the config (a `default_export` the state database
+/// The NBD front end: its settings from the config's keys (a `default_export` the state database
 /// does not hold is ignored, with a warning), TLS when asked for, bound where `at` says (a
 /// bind error names the setting and its source).
 fn nbd_front_end(
-    cfg: &NodeConfig,
+    settings: NbdSettings,
     cp: &ControlPlane,
     at: NbdListen<'_>,
     tls: Option<(&control_plane::tls::TlsFiles, TlsMode)>,
 ) -> anyhow::Result<NbdFrontEnd> {
     let mut settings = NbdSettings {
         max_connections: at.max_connections,
-        ..NbdSettings::from_config(cfg)
+        ..settings
     };
     if let Some(d) = &settings.default_export {
         if !cp.volume_uuids().iter().any(|(n, _)| n == d) {
