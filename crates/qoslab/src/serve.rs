@@ -223,6 +223,7 @@ struct Config {
     node: NodeConfig,
     nbd: NbdSettings,
     nfs: nfs_server::NfsSettings,
+    iscsi: iscsi_server::IscsiSettings,
 }
 
 /// The configuration: the file's (or the defaults), then the command line's.
@@ -235,12 +236,19 @@ fn config(args: &ServeArgs) -> anyhow::Result<Config> {
             let node = NodeConfig::parse(&text, &origin)?;
             let nbd = nbd_server::config::parse(&src, &node)?;
             let nfs = nfs_server::config::parse(&src)?;
-            Config { node, nbd, nfs }
+            let iscsi = iscsi_server::config::parse(&src, &node)?;
+            Config {
+                node,
+                nbd,
+                nfs,
+                iscsi,
+            }
         }
         None => Config {
             node: NodeConfig::default(),
             nbd: NbdSettings::default(),
             nfs: Default::default(),
+            iscsi: Default::default(),
         },
     };
     if args.mmap_reads {
@@ -287,6 +295,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         node: mut cfg,
         nbd,
         mut nfs,
+        mut iscsi,
     } = config(&args)?;
     // Every place the node will use, with its source, decided before anything is created
     // (crate::serve_start: relative config paths are inside the data directory).
@@ -313,8 +322,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let http_setting = crate::serve_start::http_listener(args.listen_http.as_deref(), &cfg)?;
     let http: Option<SocketAddr> = http_setting.as_ref().map(|s| s.value);
     let token = api_token(&args)?;
-    crate::iscsi_cmd::apply(&args.iscsi, &mut cfg);
-    let iscsi_credentials = crate::iscsi_cmd::prepare(&args.iscsi, &cfg.iscsi, &data_dir)?;
+    crate::iscsi_cmd::apply(&args.iscsi, &mut iscsi);
+    let iscsi_credentials = crate::iscsi_cmd::prepare(&args.iscsi, &iscsi, &data_dir)?;
     // A start that fails from here on leaves the data directory as it found it.
     let mut guard = crate::serve_start::StartGuard::before_start(&data_dir);
     crate::serve_safety::private_data_dir(&data_dir)
@@ -347,6 +356,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         auth,
         users,
         tls,
+        iscsi,
         iscsi_credentials,
     };
     runtime(&args)?.block_on(serve(&args, ready, guard))
@@ -368,6 +378,7 @@ struct Ready {
     auth: Arc<control_plane::api::auth::Auth>,
     users: usize,
     tls: Option<control_plane::tls::TlsFiles>,
+    iscsi: iscsi_server::IscsiSettings,
     iscsi_credentials: Option<iscsi_server::Credentials>,
 }
 
@@ -390,13 +401,14 @@ async fn serve(
         auth,
         users,
         tls,
+        iscsi,
         iscsi_credentials,
     } = r;
     let unix = unix_setting.as_ref().map(|s| s.value.clone());
     let http = http_setting.as_ref().map(|s| s.value);
     let stats = Arc::new(ServerStats::default());
     let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
-    crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp, &cfg.san)?;
+    crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp, &iscsi, &cfg.san)?;
     let node = cp.node.clone();
     crate::serve_safety::print_data_dir(&cp, &data_dir);
     let nbd_mode = args.nbd_tls.mode();
@@ -446,7 +458,7 @@ async fn serve(
         builder = builder.front_end(nfs);
     }
     if let Some(iscsi) =
-        crate::iscsi_cmd::start(&cfg.iscsi, iscsi_credentials, args.max_connections as usize)?
+        crate::iscsi_cmd::start(&iscsi, iscsi_credentials, args.max_connections as usize)?
     {
         cp.san().set_iscsi_endpoint(iscsi.local_addr());
         builder = builder.front_end(iscsi);

@@ -17,7 +17,6 @@ use toml::Spanned;
 pub mod array;
 mod backend;
 mod burst;
-pub mod iscsi;
 pub mod nfs;
 mod provisioned;
 pub mod san;
@@ -30,7 +29,6 @@ use crate::backend::layers::LayerSpec;
 use crate::provisioned::FsSpec;
 pub use array::{ArraySpec, MbpsCeilingWithFloor};
 pub use burst::CeilingMode;
-pub use iscsi::{IscsiSettings, LunSpec};
 pub use nfs::ExportPolicySpec;
 
 /// Largest volume we accept: 1 PiB (sparse files beyond this are a typo, not a plan).
@@ -170,8 +168,6 @@ pub struct NodeConfig {
     pub sources: std::collections::BTreeMap<String, String>,
     /// Export policies (`[[export_policy]]`; `default`, loopback only, is built in).
     pub export_policies: Vec<ExportPolicySpec>,
-    /// The iSCSI front end (`[iscsi]`): address, target name, LUNs.
-    pub iscsi: IscsiSettings,
     /// ONTAP's SAN objects (`[[lun]]`, `[[igroup]]`, `[[lun_map]]`), applied by the
     /// control plane at start when new or edited.
     pub san: san::SanDecls,
@@ -195,7 +191,6 @@ impl Default for NodeConfig {
             volumes: Vec::new(),
             sources: Default::default(),
             export_policies: Vec::new(),
-            iscsi: IscsiSettings::default(),
             san: san::SanDecls::default(),
         }
     }
@@ -262,8 +257,8 @@ struct RawConfig {
     _nfs: Option<IgnoredAny>,
     #[serde(default)]
     export_policy: Vec<Spanned<nfs::RawExportPolicy>>,
-    // Not `Spanned`: `[[iscsi.lun]]` alone makes the table implicitly (its keys are).
-    iscsi: Option<iscsi::RawIscsi>,
+    #[serde(rename = "iscsi")]
+    _iscsi: Option<IgnoredAny>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
@@ -424,9 +419,6 @@ impl NodeConfig {
         }
         let names = sections::policies(&src, &raw.policy, &mut cfg)?;
         sections::volumes(&src, &raw.volume, &names, &export_names, &mut cfg)?;
-        if let Some(r) = &raw.iscsi {
-            cfg.iscsi = iscsi::parse(&src, r, &cfg.volumes)?;
-        }
         let raw_san = san::RawSan {
             luns: &raw.lun,
             igroups: &raw.igroup,
