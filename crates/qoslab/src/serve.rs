@@ -681,3 +681,71 @@ async fn shutdown_signal() {
     stop.notified().await;
     tracing::info!("signal received");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `serve --config FILE EXTRA...` as the command line gives it.
+    fn args(file: &std::path::Path, extra: &[&str]) -> ServeArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let mut v = vec!["x", "--config", file.to_str().unwrap()];
+        v.extend(extra);
+        Cli::parse_from(v).serve
+    }
+
+    #[test]
+    fn every_section_is_read_and_checked_before_anything_starts() {
+        let dir = test_support::TestDir::new("serve-config");
+        let file = dir.join("node.toml");
+        let vol = "[[volume]]\nname = \"db\"\nsize = \"1MiB\"\n";
+        std::fs::write(
+            &file,
+            format!(
+                "[node]\ndefault_export = \"db\"\nbusy_poll_us = 7\n\
+                 [nfs]\nlisten = \"127.0.0.1:2049\"\nrtmax = \"32KiB\"\n\
+                 [iscsi]\nlisten = \"127.0.0.1:3260\"\n{vol}\
+                 [[iscsi.lun]]\nvolume = \"db\"\n"
+            ),
+        )
+        .unwrap();
+        let c = config(&args(&file, &[])).unwrap();
+        assert_eq!(c.node.volumes.len(), 1);
+        assert_eq!(c.nbd.default_export.as_deref(), Some("db"));
+        assert_eq!(c.nbd.busy_poll, std::time::Duration::from_micros(7));
+        assert_eq!(c.nfs.rtmax, 32 * 1024);
+        assert_eq!(c.iscsi.luns.len(), 1);
+        // The command line over the file.
+        let c = config(&args(&file, &["--busy-poll-us", "0"])).unwrap();
+        assert_eq!(c.nbd.busy_poll, std::time::Duration::ZERO);
+        // Each front end's section refused as its parser words it, with the file and line.
+        let refused = |text: String| {
+            std::fs::write(&file, &text).unwrap();
+            format!("{:#}", config(&args(&file, &[])).err().expect(&text))
+        };
+        let at = file.display();
+        assert_eq!(
+            refused(format!("{vol}[node]\nbusy_poll_us = 20000\n")),
+            format!("{at}:5: node.busy_poll_us = 20000: allowed range is 0 (off) to 10000")
+        );
+        assert_eq!(
+            refused(format!("{vol}[nfs]\nwtmax = 100\n")),
+            format!("{at}:4: nfs.wtmax = 100: allowed values are multiples of 4096 from 4096 to 1048576 (4KiB..1MiB)")
+        );
+        assert_eq!(
+            refused(format!("{vol}[[iscsi.lun]]\nvolume = \"logs\"\n")),
+            format!("{at}:5: iscsi.lun[0] (volume \"logs\"): volume = \"logs\": not a [[volume]] of this file (its block volumes: db)")
+        );
+        // A key no section owns: the node's parser names every allowed one.
+        assert!(
+            refused(format!("{vol}[nfss]\n")).starts_with(&format!(
+                "{at}:4: unknown field `nfss`, expected one of `node`, `capacity`, `provisioned`, `backend`, `nfs`, `export_policy`, `iscsi`,"
+            )),
+        );
+    }
+}

@@ -2,6 +2,9 @@
 //!
 //! Validation happens here, once, at the edge: everything past [`NodeConfig`] is trusted.
 //! Every error names the file, the line, the field and the value, and what is allowed.
+//! The front ends' keys (`[nfs]`, `[iscsi]`, NBD's `[node] default_export` and
+//! `busy_poll_us`) are each front end's own (their `config` modules), read from the same
+//! text with [`Src`] against the parsed `NodeConfig`; this parser only knows their names.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -459,11 +462,6 @@ impl<'a> Src<'a> {
     /// The line of a byte offset.
     pub fn line(&self, offset: usize) -> usize {
         line_of(self.text, offset)
-    }
-
-    /// The line where top-level table `name` is first declared (1 when not found).
-    pub fn table_line(&self, name: &str) -> usize {
-        table_line(self.text, name)
     }
 
     /// The whole text as `T`: a section's view of the file (its own top-level keys, the
