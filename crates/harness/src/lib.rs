@@ -29,6 +29,7 @@ pub mod nfs;
 pub mod nfs_client;
 pub mod node_api;
 pub mod node_sampler;
+pub mod node_spec;
 pub mod ops;
 pub mod outcome;
 pub mod plan;

@@ -699,7 +699,7 @@ mod tests {
             "t.toml",
         )
         .unwrap();
-        let n = crate::target::EmbeddedNode::start(&cfg).unwrap();
+        let n = crate::target::EmbeddedNode::start(&cfg.into()).unwrap();
         let mut p = EmbeddedProbe::new(n.node().clone());
         assert!(
             p.poll().is_empty() && p.poll_resources().is_empty(),
@@ -745,7 +745,7 @@ mod tests {
         let cfg =
             storage_node::NodeConfig::parse("[[volume]]\nname = \"v\"\nsize = \"1GB\"\n", "t.toml")
                 .unwrap();
-        let n = crate::target::EmbeddedNode::start(&cfg).unwrap();
+        let n = crate::target::EmbeddedNode::start(&cfg.into()).unwrap();
         let mut p = EmbeddedProbe::new(n.node().clone());
         assert!(p.poll().is_empty(), "the first poll primes");
         let v = n.node().volume("v").unwrap();

@@ -81,7 +81,13 @@ pub fn run(plan: &mut Plan, env: RunEnv) -> Result<Outcome, RunError> {
             }
         })
     });
-    record_setup(store, run, node.as_ref(), common.node.as_ref(), target)?;
+    record_setup(
+        store,
+        run,
+        node.as_ref(),
+        common.node.as_ref().map(|n| &n.cfg),
+        target,
+    )?;
     let recorder = SeriesRecorder::with_tools(tools).with_remote(remote_tools);
     let steps = plan.body.steps();
     let progress = plan.body.progress_line();

@@ -16,6 +16,8 @@ use std::sync::Arc;
 use storage_node::builder::NodeThread;
 use storage_node::{Node, NodeConfig};
 
+use crate::node_spec::NodeSpec;
+
 use crate::node_api::NodeHandle;
 use crate::verdict::Limits;
 
@@ -434,7 +436,8 @@ pub struct EmbeddedNode {
 }
 
 impl EmbeddedNode {
-    pub fn start(cfg: &NodeConfig) -> Result<EmbeddedNode, TargetError> {
+    pub fn start(spec: &NodeSpec) -> Result<EmbeddedNode, TargetError> {
+        let cfg: &NodeConfig = spec;
         let dir = temp_dir("bench").map_err(|e| TargetError::Node(format!("temp dir: {e}")))?;
         let socket = dir.join("nbd.sock");
         let on_signal = {
@@ -451,13 +454,14 @@ impl EmbeddedNode {
         // other than root, the harness's own fio (libnfs) cannot bind a reserved port:
         // MOUNT is not limited to them then (the node is this user's, on loopback).
         let (builder, nfs) = if cfg.volumes.iter().any(|v| v.nas.is_some()) {
-            let mut cfg = cfg.clone();
+            // A plan's node has no `[nfs]`: the defaults.
+            let mut nfs = nfs_server::NfsSettings::default();
             // SAFETY: plain syscall.
             if unsafe { libc::geteuid() } != 0 {
-                cfg.nfs.mount_rootonly = false;
+                nfs.mount_rootonly = false;
             }
-            let node = Node::open(&cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
-            let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node, &cfg.nfs)
+            let node = Node::open(cfg, &dir.join("data")).map_err(|e| fail(e.to_string()))?;
+            let fe = nfs_server::NfsFrontEnd::bind(([127, 0, 0, 1], 0).into(), &node, &nfs)
                 .map_err(|e| fail(format!("NFS listener: {e}")))?;
             let addr = fe.local_addr();
             (Node::builder_for(node).front_end(fe), Some(addr))
@@ -467,12 +471,12 @@ impl EmbeddedNode {
         // LUNs are served over iSCSI on a loopback port of their own, every initiator
         // logging in without a secret (the node is this user's, on loopback); a LUN's
         // masking (`initiators`) holds as on any node.
-        let (builder, iscsi) = if cfg.iscsi.luns.is_empty() {
+        let (builder, iscsi) = if spec.iscsi.luns.is_empty() {
             (builder, None)
         } else {
-            let fe = iscsi_server::IscsiFrontEnd::bind(([127, 0, 0, 1], 0).into(), &cfg.iscsi)
+            let fe = iscsi_server::IscsiFrontEnd::bind(([127, 0, 0, 1], 0).into(), &spec.iscsi)
                 .map_err(|e| fail(format!("iSCSI listener: {e}")))?;
-            let at = (fe.local_addr(), cfg.iscsi.iqn.clone());
+            let at = (fe.local_addr(), spec.iscsi.iqn.clone());
             (builder.front_end(fe), Some(at))
         };
         // Every thread of the node is named toolsets::NODE_THREADS: the tool sets count
@@ -480,7 +484,8 @@ impl EmbeddedNode {
         let nbd = nbd_server::NbdFrontEnd::bind(
             Some(&socket),
             None,
-            nbd_server::NbdSettings::from_config(cfg),
+            // A plan's node has no `[node]` (nor NBD's keys): the defaults.
+            nbd_server::NbdSettings::default(),
         )
         .map_err(|e| fail(e.to_string()))?;
         let running = builder
@@ -492,7 +497,7 @@ impl EmbeddedNode {
             socket,
             nfs,
             iscsi,
-            luns: cfg
+            luns: spec
                 .iscsi
                 .luns
                 .iter()
@@ -701,7 +706,7 @@ mod tests {
             "t.toml",
         )
         .unwrap();
-        let n = EmbeddedNode::start(&cfg).unwrap();
+        let n = EmbeddedNode::start(&cfg.into()).unwrap();
         assert!(n.socket().exists());
         assert_eq!(n.limits("v").unwrap().ceiling_iops, 500);
         assert!(n.uri("v").starts_with("nbd+unix:///v?socket=/"));
@@ -712,7 +717,7 @@ mod tests {
 
     #[test]
     fn an_embedded_nodes_luns_are_served_on_loopback_each_command_one_op() {
-        let cfg = NodeConfig::parse(
+        let cfg = NodeSpec::parse(
             "[[volume]]\nname = \"db\"\nsize = \"64MiB\"\n\
              [[volume]]\nname = \"logs\"\nsize = \"64MiB\"\n\
              [[volume]]\nname = \"plain\"\nsize = \"64MiB\"\n\
@@ -725,7 +730,7 @@ mod tests {
         let url = n.iscsi_url("logs").unwrap();
         let u = crate::iscsi::IscsiUrl::parse(&url).unwrap();
         assert_eq!((u.host.as_str(), u.lun), ("127.0.0.1", 3), "{url}");
-        assert_eq!(u.iqn, storage_node::config::iscsi::DEFAULT_IQN);
+        assert_eq!(u.iqn, iscsi_server::config::DEFAULT_IQN);
         assert_eq!(
             n.iscsi_url("db").unwrap(),
             format!("iscsi://{}/{}/0", u.portal(), u.iqn)

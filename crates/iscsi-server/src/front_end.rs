@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use storage_node::builder::{FrontEnd, Serving, Stop};
-use storage_node::config::{IscsiSettings, LunSpec};
 use storage_node::node::VolumeEvent;
 use storage_node::volume::Volume;
 use storage_node::Node;
 
 use crate::admission::Admission;
+use crate::config::{IscsiSettings, LunSpec};
 use crate::lu::LogicalUnit;
 use crate::qos::{NodeAdmission, Volumes};
 use crate::target::{sees, Access, ConnInfo, Credentials, Mapped, Target};

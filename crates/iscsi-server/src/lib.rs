@@ -25,6 +25,7 @@
 
 pub mod admission;
 pub mod client;
+pub mod config;
 pub mod conn;
 pub mod dispatch;
 pub mod exec;
@@ -54,6 +55,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 pub use admission::{Admission, Admitted, Grant, Op, OpKind, Outcome, Unlimited};
+pub use config::{IscsiSettings, LunSpec};
 pub use file_lun::FileLun;
 pub use front_end::IscsiFrontEnd;
 pub use lu::LogicalUnit;

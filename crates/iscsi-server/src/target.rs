@@ -171,7 +171,7 @@ pub fn sees(initiators: Option<&[String]>, initiator: &str) -> bool {
 }
 
 /// Whether `name` is an iSCSI name (the node's config checks names with the same rule).
-pub use storage_node::config::iscsi::valid_iscsi_name;
+pub use iscsi_proto::url::valid_iscsi_name;
 
 #[cfg(test)]
 mod tests {

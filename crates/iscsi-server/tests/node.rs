@@ -24,7 +24,9 @@ const INITIATOR: &str = "iqn.2026-01.lab.qoslab:host1";
 fn start(toml: &str, tag: &str) -> (TestNode, SocketAddr, tokio::sync::watch::Sender<bool>) {
     let toml = format!("{toml}\n[iscsi]\niqn = \"{TARGET}\"\n");
     let n = TestNode::open(&toml, tag);
-    let fe = IscsiFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &n.cfg.iscsi).unwrap();
+    let src = storage_node::config::Src::new(&toml, tag);
+    let settings = iscsi_server::config::parse(&src, &n.cfg).unwrap();
+    let fe = IscsiFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &settings).unwrap();
     let addr = fe.local_addr();
     let (tx, rx) = tokio::sync::watch::channel(false);
     tokio::spawn(Box::new(fe).serve(n.node.clone(), rx));

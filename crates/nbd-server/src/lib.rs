@@ -13,8 +13,10 @@
 //!   accept loop and graceful shutdown, as one of the node's
 //!   [`FrontEnd`](storage_node::front_end::FrontEnd)s.
 //!
-//! Its settings ([`NbdSettings`]) are its own: the node holds none of them.
+//! Its settings ([`NbdSettings`]) are its own, and so are its keys of node.toml
+//! ([`config`]): the node holds none of them.
 
+pub mod config;
 pub mod errors;
 pub mod handshake;
 mod listen;
@@ -34,7 +36,7 @@ use std::time::Duration;
 use storage_node::errors::NodeError;
 use storage_node::front_end::{FrontEnd, ServerStats, Serving, Stop, TlsAcceptor};
 use storage_node::volume::Volume;
-use storage_node::{Node, NodeConfig};
+use storage_node::Node;
 
 pub use errors::nbd_errno;
 pub use handshake::TlsMode;
@@ -46,8 +48,7 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// requests before closing them.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default busy-poll budget per connection (`[node] busy_poll_us`).
-pub const DEFAULT_BUSY_POLL: Duration =
-    Duration::from_micros(storage_node::config::DEFAULT_BUSY_POLL_US);
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(config::DEFAULT_BUSY_POLL_US);
 
 /// TLS on NBD: how it is offered and who runs the handshake.
 #[derive(Clone)]
@@ -77,18 +78,6 @@ impl Default for NbdSettings {
             busy_poll: DEFAULT_BUSY_POLL,
             max_connections: storage_node::conn_limit::DEFAULT_MAX_CONNECTIONS,
             tls: None,
-        }
-    }
-}
-
-impl NbdSettings {
-    /// NBD's keys of a node's config (`[node] default_export`, `busy_poll_us`; checked
-    /// there).
-    pub fn from_config(cfg: &NodeConfig) -> NbdSettings {
-        NbdSettings {
-            default_export: cfg.default_export.clone(),
-            busy_poll: Duration::from_micros(cfg.busy_poll_us),
-            ..NbdSettings::default()
         }
     }
 }

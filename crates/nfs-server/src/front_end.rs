@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 
 use storage_node::builder::{FrontEnd, Serving, Stop};
-use storage_node::config::NfsSettings;
 use storage_node::node::VolumeEvent;
 use storage_node::volume::Volume;
 use storage_node::Node;
@@ -17,7 +16,7 @@ use crate::conn::{self, Limits};
 use crate::export::ExportSpec;
 use crate::qos::NodeLink;
 use crate::service::Service;
-use crate::Config;
+use crate::{Config, NfsSettings};
 
 /// The node's listeners that may each hold `max_connections` descriptors: NBD unix, NBD
 /// TCP, the REST API, S3, NFS and iSCSI.

@@ -24,6 +24,7 @@
 pub mod attr;
 pub mod attr_cache;
 pub mod call;
+pub mod config;
 pub mod conn;
 pub mod errors;
 pub mod export;
@@ -44,6 +45,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 pub use call::{CallInfo, Decoded, OpKind};
+pub use config::NfsSettings;
 pub use export::{ClientMatch, ExportSpec, Flavours, Policy, Rule};
 pub use front_end::NfsFrontEnd;
 pub use service::{Peer, Service};

@@ -68,7 +68,8 @@ async fn serve(
     tokio::task::JoinHandle<()>,
 ) {
     let node = TestNode::open(toml, tag);
-    let fe = NfsFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &node, &node.cfg.nfs).unwrap();
+    let nfs = nfs_server::config::parse(&storage_node::config::Src::new(toml, tag)).unwrap();
+    let fe = NfsFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &node, &nfs).unwrap();
     let addr = fe.local_addr();
     let mut c = Client::new(fe.service().clone());
     let roots = mounts.iter().map(|m| c.mnt(m).unwrap()).collect();

@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use iscsi_server::config::auth::AuthType;
+use iscsi_server::config::DEFAULT_IQN;
 use iscsi_server::target::valid_iscsi_name;
+use iscsi_server::IscsiSettings;
 use iscsi_server::{
     Access, Auth, ChapSecret, Config, Credentials, FileLun, LogicalUnit, Server, StaticLun,
     StaticTarget,
 };
-use storage_node::config::iscsi::auth::AuthType;
-use storage_node::config::iscsi::DEFAULT_IQN;
-use storage_node::config::IscsiSettings;
 
 #[derive(Args)]
 pub struct IscsiArgs {
@@ -100,9 +100,9 @@ pub struct IscsiServeArgs {
 }
 
 /// The command line over the config's `[iscsi]`.
-pub fn apply(args: &IscsiServeArgs, cfg: &mut storage_node::NodeConfig) {
+pub fn apply(args: &IscsiServeArgs, iscsi: &mut IscsiSettings) {
     if let Some(a) = args.listen_iscsi {
-        cfg.iscsi.listen = Some(a);
+        iscsi.listen = Some(a);
     }
 }
 
@@ -117,7 +117,7 @@ pub fn prepare(
     let Some(addr) = s.listen else {
         return Ok(None);
     };
-    let problems = storage_node::config::iscsi::auth::exposure_problems(s);
+    let problems = iscsi_server::config::auth::exposure_problems(s);
     if !addr.ip().is_loopback() && !problems.is_empty() {
         if !args.insecure_iscsi {
             anyhow::bail!(
@@ -143,8 +143,10 @@ pub fn prepare(
 pub fn check_san_maps(
     args: &IscsiServeArgs,
     cp: &control_plane::api::ControlPlane,
+    settings: &IscsiSettings,
     declared: &storage_node::config::san::SanDecls,
 ) -> anyhow::Result<()> {
+    cp.san().set_iscsi_settings(settings.clone());
     cp.san().set_insecure_iscsi(args.insecure_iscsi);
     cp.san()
         .apply_declarations(declared)
@@ -502,9 +504,9 @@ mod tests {
                  [iscsi]\nlisten = \"{listen}\"\n\
                  [[iscsi.lun]]\nvolume = \"db\"\ninitiators = [\"{a}\"]\n{creds}"
             );
-            storage_node::NodeConfig::parse(&text, "node.toml")
-                .unwrap()
-                .iscsi
+            let node = storage_node::NodeConfig::parse(&text, "node.toml").unwrap();
+            let src = storage_node::config::Src::new(&text, "node.toml");
+            iscsi_server::config::parse(&src, &node).unwrap()
         };
         let chap_a = |outbound: &str| {
             format!(
@@ -576,7 +578,7 @@ mod tests {
         );
         assert!(err.contains("holds the same secret as chap_file"), "{err}");
         // No listener: nothing to check or read.
-        let off = storage_node::config::IscsiSettings::default();
+        let off = IscsiSettings::default();
         assert!(prepare(&strict, &off, &data).unwrap().is_none());
     }
 

@@ -24,6 +24,7 @@ mod s3_admin;
 mod s3_cmd;
 mod serve;
 mod serve_detach;
+mod serve_ready;
 mod serve_safety;
 mod serve_start;
 mod stats_cmd;

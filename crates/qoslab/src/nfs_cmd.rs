@@ -100,14 +100,14 @@ pub struct NfsServeArgs {
 }
 
 /// The command line over the config's `[nfs]`.
-pub fn apply(args: &NfsServeArgs, cfg: &mut storage_node::NodeConfig) -> anyhow::Result<()> {
-    use storage_node::config::nfs::check_xfer;
+pub fn apply(args: &NfsServeArgs, nfs: &mut nfs_server::NfsSettings) -> anyhow::Result<()> {
+    use nfs_server::config::check_xfer;
     if let Some(a) = args.listen_nfs {
-        cfg.nfs.listen = Some(a);
+        nfs.listen = Some(a);
     }
     for (flag, v, slot) in [
-        ("--nfs-rtmax", &args.nfs_rtmax, &mut cfg.nfs.rtmax),
-        ("--nfs-wtmax", &args.nfs_wtmax, &mut cfg.nfs.wtmax),
+        ("--nfs-rtmax", &args.nfs_rtmax, &mut nfs.rtmax),
+        ("--nfs-wtmax", &args.nfs_wtmax, &mut nfs.wtmax),
     ] {
         if let Some(t) = v {
             let b = qos_core::units::parse_size(t).with_context(|| format!("{flag} {t:?}"))?;
@@ -120,7 +120,7 @@ pub fn apply(args: &NfsServeArgs, cfg: &mut storage_node::NodeConfig) -> anyhow:
 /// Bind the node's NFS front end when asked for (the node's builder runs it).
 pub fn start(
     node: &Arc<storage_node::Node>,
-    s: &storage_node::config::NfsSettings,
+    s: &nfs_server::NfsSettings,
     cp: &control_plane::api::ControlPlane,
     max_connections: usize,
 ) -> anyhow::Result<Option<nfs_server::NfsFrontEnd>> {

@@ -217,17 +217,45 @@ fn tls_files(
     })
 }
 
-/// The node's configuration: the file's (or the defaults), then the command line's.
-fn config(args: &ServeArgs) -> anyhow::Result<NodeConfig> {
+/// node.toml as `serve` reads it: the node's sections and each front end's, every one
+/// checked before anything starts.
+struct Config {
+    node: NodeConfig,
+    nbd: NbdSettings,
+    nfs: nfs_server::NfsSettings,
+    iscsi: iscsi_server::IscsiSettings,
+}
+
+/// The configuration: the file's (or the defaults), then the command line's.
+fn config(args: &ServeArgs) -> anyhow::Result<Config> {
     let mut cfg = match &args.config {
-        Some(p) => NodeConfig::load(p)?,
-        None => NodeConfig::default(),
+        Some(p) => {
+            let text = storage_node::config::read(p)?;
+            let origin = p.display().to_string();
+            let src = storage_node::config::Src::new(&text, &origin);
+            let node = NodeConfig::parse(&text, &origin)?;
+            let nbd = nbd_server::config::parse(&src, &node)?;
+            let nfs = nfs_server::config::parse(&src)?;
+            let iscsi = iscsi_server::config::parse(&src, &node)?;
+            Config {
+                node,
+                nbd,
+                nfs,
+                iscsi,
+            }
+        }
+        None => Config {
+            node: NodeConfig::default(),
+            nbd: NbdSettings::default(),
+            nfs: Default::default(),
+            iscsi: Default::default(),
+        },
     };
     if args.mmap_reads {
-        cfg.mmap_reads = true;
+        cfg.node.mmap_reads = true;
     }
     if let Some(us) = args.busy_poll_us {
-        cfg.busy_poll_us = us;
+        cfg.nbd.busy_poll = std::time::Duration::from_micros(us);
     }
     Ok(cfg)
 }
@@ -263,7 +291,12 @@ fn tls_if_needed(
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let mut cfg = config(&args)?;
+    let Config {
+        node: mut cfg,
+        nbd,
+        mut nfs,
+        mut iscsi,
+    } = config(&args)?;
     // Every place the node will use, with its source, decided before anything is created
     // (crate::serve_start: relative config paths are inside the data directory).
     let data_dir_setting = crate::serve_start::data_dir(args.data_dir.as_deref(), &cfg);
@@ -280,7 +313,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(u) = &unix_setting {
         crate::serve_start::check_unix_socket(u, &data_dir)?;
     }
-    let unix = unix_setting.as_ref().map(|s| s.value.clone());
     let tcp = tcp_setting.as_ref().map(|s| s.value);
     if let Some(a) = tcp {
         if !a.ip().is_loopback() {
@@ -290,8 +322,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let http_setting = crate::serve_start::http_listener(args.listen_http.as_deref(), &cfg)?;
     let http: Option<SocketAddr> = http_setting.as_ref().map(|s| s.value);
     let token = api_token(&args)?;
-    crate::iscsi_cmd::apply(&args.iscsi, &mut cfg);
-    let iscsi_credentials = crate::iscsi_cmd::prepare(&args.iscsi, &cfg.iscsi, &data_dir)?;
+    crate::iscsi_cmd::apply(&args.iscsi, &mut iscsi);
+    let iscsi_credentials = crate::iscsi_cmd::prepare(&args.iscsi, &iscsi, &data_dir)?;
     // A start that fails from here on leaves the data directory as it found it.
     let mut guard = crate::serve_start::StartGuard::before_start(&data_dir);
     crate::serve_safety::private_data_dir(&data_dir)
@@ -302,7 +334,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     storage_node::conn_limit::raise_nofile();
     apply_capacity_args(&args, &mut cfg, &data_dir)?;
     apply_burst_args(&args, &mut cfg)?;
-    crate::nfs_cmd::apply(&args.nfs, &mut cfg)?;
+    crate::nfs_cmd::apply(&args.nfs, &mut nfs)?;
     let auth = Arc::new(control_plane::api::auth::Auth::new(
         token.clone(),
         Some(data_dir.clone()),
@@ -312,78 +344,136 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         check_api_exposure(&args, a, token.is_some(), users, &data_dir)?;
     }
     let tls = tls_if_needed(&args, &data_dir, http, tcp)?;
-    runtime(&args)?.block_on(async move {
-        let stats = Arc::new(ServerStats::default());
-        let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
-        crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp, &cfg.san)?;
-        let node = cp.node.clone();
-        crate::serve_safety::print_data_dir(&cp, &data_dir);
-        let nbd_mode = args.nbd_tls.mode();
-        let nbd = nbd_front_end(
-            &cfg,
-            &cp,
-            NbdListen {
-                unix: &unix_setting,
-                tcp: &tcp_setting,
-                max_connections: args.max_connections as usize,
-            },
-            tls.as_ref()
-                .filter(|_| nbd_mode != TlsMode::Off)
-                .map(|f| (f, nbd_mode)),
-        )?
-        .with_stats(stats);
-        if let Some(u) = &unix {
-            guard.created(u);
-        }
-        if let Some(files) = &tls {
-            print_tls(files, nbd_mode);
-        }
-        let tcp_addr = nbd.tcp_addr();
-        cp.set_nbd_endpoints(control_plane::api::NbdEndpoints {
-            tcp: tcp_addr,
-            unix: unix
-                .as_ref()
-                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
-            tls_required: nbd_mode == TlsMode::Require,
-        });
-        let sampler = control_plane::metrics::spawn_sampler(node.clone());
-        let mut builder = Node::builder_for(node.clone()).front_end(nbd);
-        if let Some(a) = http {
-            let api = ApiListen {
-                addr: a,
-                source: http_setting.as_ref().map_or("", |s| s.source.as_str()),
-                tls: tls.as_ref().filter(|_| !args.insecure_http),
-                auth: auth.clone(),
-                max_connections: args.max_connections as usize,
-            };
-            builder = builder.front_end(api_front_end(api, &cp, users, token.is_some())?);
-        }
-        if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
-            builder = builder.front_end(s3);
-        }
-        if let Some(nfs) =
-            crate::nfs_cmd::start(&node, &cfg.nfs, &cp, args.max_connections as usize)?
-        {
-            builder = builder.front_end(nfs);
-        }
-        if let Some(iscsi) =
-            crate::iscsi_cmd::start(&cfg.iscsi, iscsi_credentials, args.max_connections as usize)?
-        {
-            cp.san().set_iscsi_endpoint(iscsi.local_addr());
-            builder = builder.front_end(iscsi);
-        }
-        let running = builder.spawn().await?;
-        guard.started();
-        print_ready(
-            &node,
-            unix.as_deref(),
-            tcp_addr,
-            nbd_mode == TlsMode::Require,
-        );
-        running.run_until(shutdown_signal()).await;
-        sampler.abort();
-        Ok(())
-    })
+    let ready = Ready {
+        cfg,
+        nbd,
+        nfs,
+        data_dir,
+        unix_setting,
+        tcp_setting,
+        http_setting,
+        token: token.is_some(),
+        auth,
+        users,
+        tls,
+        iscsi,
+        iscsi_credentials,
+    };
+    runtime(&args)?.block_on(serve(&args, ready, guard))
+}
+
+/// What [`run`] decided before the node starts: the configuration (the command line's
+/// over the file's), where each listener goes (with its setting's source), who may use
+/// the API, the TLS identity.
+struct Ready {
+    cfg: NodeConfig,
+    nbd: NbdSettings,
+    nfs: nfs_server::NfsSettings,
+    data_dir: PathBuf,
+    unix_setting: Option<crate::serve_start::Setting<PathBuf>>,
+    tcp_setting: Option<crate::serve_start::Setting<SocketAddr>>,
+    http_setting: Option<crate::serve_start::Setting<SocketAddr>>,
+    /// An API token file was given.
+    token: bool,
+    auth: Arc<control_plane::api::auth::Auth>,
+    users: usize,
+    tls: Option<control_plane::tls::TlsFiles>,
+    iscsi: iscsi_server::IscsiSettings,
+    iscsi_credentials: Option<iscsi_server::Credentials>,
+}
+
+/// Open the state and the node, bind every front end, run until a signal (`guard`
+/// leaves the data directory as it found it when a step fails).
+async fn serve(
+    args: &ServeArgs,
+    r: Ready,
+    mut guard: crate::serve_start::StartGuard,
+) -> anyhow::Result<()> {
+    let Ready {
+        cfg,
+        nbd,
+        nfs,
+        data_dir,
+        unix_setting,
+        tcp_setting,
+        http_setting,
+        token,
+        auth,
+        users,
+        tls,
+        iscsi,
+        iscsi_credentials,
+    } = r;
+    let unix = unix_setting.as_ref().map(|s| s.value.clone());
+    let http = http_setting.as_ref().map(|s| s.value);
+    let stats = Arc::new(ServerStats::default());
+    let cp = ControlPlane::open(&cfg, &data_dir, stats.clone()).map_err(anyhow::Error::msg)?;
+    crate::iscsi_cmd::check_san_maps(&args.iscsi, &cp, &iscsi, &cfg.san)?;
+    let node = cp.node.clone();
+    crate::serve_safety::print_data_dir(&cp, &data_dir);
+    let nbd_mode = args.nbd_tls.mode();
+    let nbd = nbd_front_end(
+        nbd,
+        &cp,
+        NbdListen {
+            unix: &unix_setting,
+            tcp: &tcp_setting,
+            max_connections: args.max_connections as usize,
+        },
+        tls.as_ref()
+            .filter(|_| nbd_mode != TlsMode::Off)
+            .map(|f| (f, nbd_mode)),
+    )?
+    .with_stats(stats);
+    if let Some(u) = &unix {
+        guard.created(u);
+    }
+    if let Some(files) = &tls {
+        crate::serve_ready::print_tls(files, nbd_mode);
+    }
+    let tcp_addr = nbd.tcp_addr();
+    cp.set_nbd_endpoints(control_plane::api::NbdEndpoints {
+        tcp: tcp_addr,
+        unix: unix
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+        tls_required: nbd_mode == TlsMode::Require,
+    });
+    let sampler = control_plane::metrics::spawn_sampler(node.clone());
+    let mut builder = Node::builder_for(node.clone()).front_end(nbd);
+    if let Some(a) = http {
+        let api = ApiListen {
+            addr: a,
+            source: http_setting.as_ref().map_or("", |s| s.source.as_str()),
+            tls: tls.as_ref().filter(|_| !args.insecure_http),
+            auth: auth.clone(),
+            max_connections: args.max_connections as usize,
+        };
+        builder = builder.front_end(api_front_end(api, &cp, users, token)?);
+    }
+    if let Some(s3) = crate::s3_cmd::start(&args.s3, &cp, args.max_connections as usize)? {
+        builder = builder.front_end(s3);
+    }
+    if let Some(nfs) = crate::nfs_cmd::start(&node, &nfs, &cp, args.max_connections as usize)? {
+        builder = builder.front_end(nfs);
+    }
+    if let Some(iscsi) =
+        crate::iscsi_cmd::start(&iscsi, iscsi_credentials, args.max_connections as usize)?
+    {
+        cp.san().set_iscsi_endpoint(iscsi.local_addr());
+        builder = builder.front_end(iscsi);
+    }
+    let running = builder.spawn().await?;
+    guard.started();
+    crate::serve_ready::print_ready(
+        &node,
+        unix.as_deref(),
+        tcp_addr,
+        nbd_mode == TlsMode::Require,
+    );
+    running.run_until(shutdown_signal()).await;
+    sampler.abort();
+    Ok(())
 }
 
 /// The API token file's token, if one is given (never empty).
@@ -421,23 +511,6 @@ fn check_api_exposure(
         tracing::warn!("--insecure-http on non-loopback address {a}: credentials and data cross the network in clear");
     }
     Ok(())
-}
-
-/// The TLS identity's line at start.
-fn print_tls(files: &control_plane::tls::TlsFiles, nbd_mode: TlsMode) {
-    println!(
-        "qoslab: tls: certificate {}{}; NBD TLS {}",
-        files.cert.display(),
-        match &files.ca {
-            Some(ca) => format!(" (clients trust {})", ca.display()),
-            None => String::new(),
-        },
-        match nbd_mode {
-            TlsMode::Off => "off",
-            TlsMode::On => "on (nbds:// or plain)",
-            TlsMode::Require => "required (nbds:// only)",
-        }
-    );
 }
 
 /// Where and how the REST API listens, as decided.
@@ -500,18 +573,18 @@ struct NbdListen<'a> {
     max_connections: usize,
 }
 
-/// The NBD front end: its settings from the config (a `default_export` the state database
+/// The NBD front end: its settings from the config's keys (a `default_export` the state database
 /// does not hold is ignored, with a warning), TLS when asked for, bound where `at` says (a
 /// bind error names the setting and its source).
 fn nbd_front_end(
-    cfg: &NodeConfig,
+    settings: NbdSettings,
     cp: &ControlPlane,
     at: NbdListen<'_>,
     tls: Option<(&control_plane::tls::TlsFiles, TlsMode)>,
 ) -> anyhow::Result<NbdFrontEnd> {
     let mut settings = NbdSettings {
         max_connections: at.max_connections,
-        ..NbdSettings::from_config(cfg)
+        ..settings
     };
     if let Some(d) = &settings.default_export {
         if !cp.volume_uuids().iter().any(|(n, _)| n == d) {
@@ -601,142 +674,6 @@ fn apply_capacity_args(
     Ok(())
 }
 
-fn print_ready(
-    node: &Node,
-    unix: Option<&std::path::Path>,
-    tcp: Option<SocketAddr>,
-    tls_only: bool,
-) {
-    use std::io::Write;
-    let mut out = String::new();
-    let mut where_ = Vec::new();
-    let s = if tls_only { "s" } else { "" };
-    if let Some(u) = unix {
-        where_.push(format!("nbd{s}+unix:///NAME?socket={}", u.display()));
-    }
-    if let Some(t) = tcp {
-        where_.push(format!("nbd{s}://{t}/NAME"));
-    }
-    let vols = node.volumes();
-    out.push_str(&format!(
-        "qoslab: ready: {} volume(s) at {}\n",
-        vols.len(),
-        where_.join(" and ")
-    ));
-    match node.scheduler.status() {
-        Some(s) => {
-            let c = s.capacity;
-            out.push_str(&format!(
-                "qoslab: emulated controller: {} IOPS, {} MiB/s, cost unit {} B, {}; floors {} IOPS{}\n",
-                c.iops,
-                c.mbps,
-                c.cost_unit,
-                c.discipline,
-                s.reserved.iops,
-                match s.overcommit {
-                    Some(f) => format!(" OVERCOMMITTED (each floor scaled by {f:.3})"),
-                    None => String::new(),
-                }
-            ));
-        }
-        None => out.push_str(
-            "qoslab: no emulated controller: backend speed, ceilings only (floors not enforced)\n",
-        ),
-    }
-    out.push_str(&array_line(node.scheduler.array()));
-    for v in vols {
-        let l = v.limits();
-        let ceiling = match (l.ceiling.iops, l.ceiling.bytes_per_sec) {
-            (0, 0) => "none".to_string(),
-            (i, 0) => format!("{i} IOPS"),
-            (0, b) => format!("{:.1} MiB/s", b as f64 / 1048576.0),
-            (i, b) => format!("{i} IOPS, {:.1} MiB/s", b as f64 / 1048576.0),
-        };
-        let floor = match (l.floor.iops, l.floor.bytes_per_sec) {
-            (0, 0) => String::new(),
-            (i, 0) => format!("  floor {i} IOPS"),
-            (0, b) => format!("  floor {:.1} MiB/s", b as f64 / 1048576.0),
-            (i, b) => format!("  floor {i} IOPS, {:.1} MiB/s", b as f64 / 1048576.0),
-        };
-        out.push_str(&format!(
-            "  {:<20} {:>14} bytes  policy {:<16} ceiling {}{}{}{}\n",
-            v.name,
-            v.size(),
-            v.policy().unwrap_or_else(|| "-".into()),
-            ceiling,
-            floor,
-            burst_text(&l),
-            match &v.nas {
-                Some(n) => format!("  NAS {} (export policy {})", n.path, n.policy_name()),
-                None if v.read_only => "  (read-only)".to_string(),
-                None => String::new(),
-            }
-        ));
-    }
-    if let Some(fs) = node.provisioned() {
-        let sp = fs.spec();
-        let r = |x: &storage_node::provisioned::ResourceSpec, unit: &str| {
-            let f = |v: u64| {
-                if unit == "MB/s" {
-                    format!("{:.1}", v as f64 / 1e6)
-                } else {
-                    v.to_string()
-                }
-            };
-            match x.burst {
-                Some(b) => format!(
-                    "{} {unit} (burst {} for {:.0} s)",
-                    f(x.baseline),
-                    f(b.rate),
-                    x.burst_seconds().unwrap_or(0.0)
-                ),
-                None => format!("{} {unit}", f(x.baseline)),
-            }
-        };
-        out.push_str(&format!(
-            "qoslab: provisioned file system {}: network {}, disk {}, disk IOPS {}, SSD IOPS {}, \
-             memory cache {:.1} MB, NVMe cache {:.1} MB, per connection {:.1} MB/s (MB = 10^6 bytes)\n",
-            sp.name,
-            r(&sp.network, "MB/s"),
-            r(&sp.disk, "MB/s"),
-            r(&sp.disk_iops, "IOPS"),
-            sp.ssd_iops,
-            sp.memory_cache as f64 / 1e6,
-            sp.nvme_cache as f64 / 1e6,
-            sp.per_connection as f64 / 1e6,
-        ));
-    }
-    let mut so = std::io::stdout().lock();
-    let _ = so.write_all(out.as_bytes());
-    let _ = so.flush();
-}
-
-/// "  burst 3000 IOPS on 13500 I/O credits (5.0 s)" for a volume whose ceiling bursts.
-fn burst_text(l: &qos_core::EffectiveLimits) -> String {
-    let mut parts = Vec::new();
-    if let Some(b) = l.burst.iops {
-        parts.push(format!(
-            "{} IOPS on {} I/O credits ({:.1} s)",
-            b.rate,
-            b.bucket,
-            b.burst_seconds(l.ceiling.iops).unwrap_or(0.0)
-        ));
-    }
-    if let Some(b) = l.burst.bytes {
-        parts.push(format!(
-            "{:.1} MiB/s on {:.1} MiB of credits ({:.1} s)",
-            b.rate as f64 / 1048576.0,
-            b.bucket as f64 / 1048576.0,
-            b.burst_seconds(l.ceiling.bytes_per_sec).unwrap_or(0.0)
-        ));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("  burst {}", parts.join(", "))
-    }
-}
-
 /// Resolves on the first SIGINT, SIGTERM or SIGHUP: the node then stops gracefully (the
 /// process's lifecycle hands it the signal instead of tearing down; a second one forces).
 async fn shutdown_signal() {
@@ -745,37 +682,70 @@ async fn shutdown_signal() {
     tracing::info!("signal received");
 }
 
-/// How the node counts and serves requests (docs/CONFIG.md), one line each part that is set.
-fn array_line(a: &storage_node::config::ArraySpec) -> String {
-    let mut out = format!(
-        "qoslab: I/O-size accounting: {}{}\n",
-        a.accounting,
-        match a.mbps_ceiling_with_floor {
-            storage_node::config::MbpsCeilingWithFloor::Ignored => {
-                "; MB/s ceilings of policies with a floor are not enforced (ONTAP)"
-            }
-            storage_node::config::MbpsCeilingWithFloor::Enforced => "",
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `serve --config FILE EXTRA...` as the command line gives it.
+    fn args(file: &std::path::Path, extra: &[&str]) -> ServeArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeArgs,
         }
-    );
-    if let Some(m) = &a.model {
-        out.push_str(&format!(
-            "qoslab: emulated array: reads {}; writes {}\n",
-            m.read, m.write
-        ));
+        let mut v = vec!["x", "--config", file.to_str().unwrap()];
+        v.extend(extra);
+        Cli::parse_from(v).serve
     }
-    if !a.latency.is_zero() {
-        let l = |s: qos_core::ServiceLatency| {
+
+    #[test]
+    fn every_section_is_read_and_checked_before_anything_starts() {
+        let dir = test_support::TestDir::new("serve-config");
+        let file = dir.join("node.toml");
+        let vol = "[[volume]]\nname = \"db\"\nsize = \"1MiB\"\n";
+        std::fs::write(
+            &file,
             format!(
-                "{} us + {} us/KiB",
-                s.fixed_ns as f64 / 1e3,
-                s.per_kib_ns as f64 / 1e3
-            )
+                "[node]\ndefault_export = \"db\"\nbusy_poll_us = 7\n\
+                 [nfs]\nlisten = \"127.0.0.1:2049\"\nrtmax = \"32KiB\"\n\
+                 [iscsi]\nlisten = \"127.0.0.1:3260\"\n{vol}\
+                 [[iscsi.lun]]\nvolume = \"db\"\n"
+            ),
+        )
+        .unwrap();
+        let c = config(&args(&file, &[])).unwrap();
+        assert_eq!(c.node.volumes.len(), 1);
+        assert_eq!(c.nbd.default_export.as_deref(), Some("db"));
+        assert_eq!(c.nbd.busy_poll, std::time::Duration::from_micros(7));
+        assert_eq!(c.nfs.rtmax, 32 * 1024);
+        assert_eq!(c.iscsi.luns.len(), 1);
+        // The command line over the file.
+        let c = config(&args(&file, &["--busy-poll-us", "0"])).unwrap();
+        assert_eq!(c.nbd.busy_poll, std::time::Duration::ZERO);
+        // Each front end's section refused as its parser words it, with the file and line.
+        let refused = |text: String| {
+            std::fs::write(&file, &text).unwrap();
+            format!("{:#}", config(&args(&file, &[])).err().expect(&text))
         };
-        out.push_str(&format!(
-            "qoslab: service latency: reads {}, writes {}\n",
-            l(a.latency.read),
-            l(a.latency.write)
-        ));
+        let at = file.display();
+        assert_eq!(
+            refused(format!("{vol}[node]\nbusy_poll_us = 20000\n")),
+            format!("{at}:5: node.busy_poll_us = 20000: allowed range is 0 (off) to 10000")
+        );
+        assert_eq!(
+            refused(format!("{vol}[nfs]\nwtmax = 100\n")),
+            format!("{at}:4: nfs.wtmax = 100: allowed values are multiples of 4096 from 4096 to 1048576 (4KiB..1MiB)")
+        );
+        assert_eq!(
+            refused(format!("{vol}[[iscsi.lun]]\nvolume = \"logs\"\n")),
+            format!("{at}:5: iscsi.lun[0] (volume \"logs\"): volume = \"logs\": not a [[volume]] of this file (its block volumes: db)")
+        );
+        // A key no section owns: the node's parser names every allowed one.
+        assert!(
+            refused(format!("{vol}[nfss]\n")).starts_with(&format!(
+                "{at}:4: unknown field `nfss`, expected one of `node`, `capacity`, `provisioned`, `backend`, `nfs`, `export_policy`, `iscsi`,"
+            )),
+        );
     }
-    out
 }

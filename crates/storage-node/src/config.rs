@@ -2,6 +2,9 @@
 //!
 //! Validation happens here, once, at the edge: everything past [`NodeConfig`] is trusted.
 //! Every error names the file, the line, the field and the value, and what is allowed.
+//! The front ends' keys (`[nfs]`, `[iscsi]`, NBD's `[node] default_export` and
+//! `busy_poll_us`) are each front end's own (their `config` modules), read from the same
+//! text with [`Src`] against the parsed `NodeConfig`; this parser only knows their names.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -10,13 +13,13 @@ use qos_core::{
     parse_iops_per_capacity, parse_size, parse_throughput, AdaptivePolicy, Allocation, BlockSize,
     FixedPolicy, Policy,
 };
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Deserialize;
 use toml::Spanned;
 
 pub mod array;
 mod backend;
 mod burst;
-pub mod iscsi;
 pub mod nfs;
 mod provisioned;
 pub mod san;
@@ -29,11 +32,7 @@ use crate::backend::layers::LayerSpec;
 use crate::provisioned::FsSpec;
 pub use array::{ArraySpec, MbpsCeilingWithFloor};
 pub use burst::CeilingMode;
-pub use iscsi::{IscsiSettings, LunSpec};
-pub use nfs::{ExportPolicySpec, NfsSettings};
-
-/// Default busy-poll budget per connection, microseconds.
-pub const DEFAULT_BUSY_POLL_US: u64 = 50;
+pub use nfs::ExportPolicySpec;
 
 /// Largest volume we accept: 1 PiB (sparse files beyond this are a typo, not a plan).
 pub const MAX_VOLUME_SIZE: u64 = 1 << 50;
@@ -149,13 +148,9 @@ pub struct NodeConfig {
     pub listen_tcp: Option<SocketAddr>,
     /// Address of the REST API and `/metrics` (HTTP).
     pub listen_http: Option<SocketAddr>,
-    /// Export served when a client asks for the empty name.
-    pub default_export: Option<String>,
     /// Serve reads from a shared read-only mapping of each volume file (default false:
     /// pread). Faster only while the file is hot in the page cache; see docs/BENCHMARKS.md.
     pub mmap_reads: bool,
-    /// Microseconds a connection spins for its next request before parking (0: never).
-    pub busy_poll_us: u64,
     /// The emulated controller; `None`: the backend's real speed, floors not enforced.
     pub capacity: Option<Capacity>,
     /// Measure the backend at start and use that as the capacity (`[capacity] calibrate`).
@@ -174,12 +169,8 @@ pub struct NodeConfig {
     /// Where each `[node]` key was set (`"node.listen_unix"` → `"node.toml:5"`), so a
     /// setting that fails later (a socket that cannot be bound) names its source.
     pub sources: std::collections::BTreeMap<String, String>,
-    /// The NFS front end (`[nfs]`): address and transfer sizes.
-    pub nfs: NfsSettings,
     /// Export policies (`[[export_policy]]`; `default`, loopback only, is built in).
     pub export_policies: Vec<ExportPolicySpec>,
-    /// The iSCSI front end (`[iscsi]`): address, target name, LUNs.
-    pub iscsi: IscsiSettings,
     /// ONTAP's SAN objects (`[[lun]]`, `[[igroup]]`, `[[lun_map]]`), applied by the
     /// control plane at start when new or edited.
     pub san: san::SanDecls,
@@ -192,9 +183,7 @@ impl Default for NodeConfig {
             listen_unix: None,
             listen_tcp: None,
             listen_http: None,
-            default_export: None,
             mmap_reads: false,
-            busy_poll_us: DEFAULT_BUSY_POLL_US,
             capacity: None,
             calibrate: false,
             ceiling_mode: CeilingMode::Strict,
@@ -204,9 +193,7 @@ impl Default for NodeConfig {
             policies: Vec::new(),
             volumes: Vec::new(),
             sources: Default::default(),
-            nfs: NfsSettings::default(),
             export_policies: Vec::new(),
-            iscsi: IscsiSettings::default(),
             san: san::SanDecls::default(),
         }
     }
@@ -267,11 +254,14 @@ struct RawConfig {
     capacity: Option<RawCapacity>,
     provisioned: Option<provisioned::RawFs>,
     backend: Option<backend::RawBackend>,
-    nfs: Option<Spanned<nfs::RawNfs>>,
+    // The front ends' sections are parsed and checked by each (their `config` modules);
+    // named here, in the order written, so an unknown key's message lists every one.
+    #[serde(rename = "nfs")]
+    _nfs: Option<IgnoredAny>,
     #[serde(default)]
     export_policy: Vec<Spanned<nfs::RawExportPolicy>>,
-    // Not `Spanned`: `[[iscsi.lun]]` alone makes the table implicitly (its keys are).
-    iscsi: Option<iscsi::RawIscsi>,
+    #[serde(rename = "iscsi")]
+    _iscsi: Option<IgnoredAny>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     #[serde(default)]
@@ -291,9 +281,13 @@ struct RawNode {
     listen_unix: Option<Spanned<PathBuf>>,
     listen_tcp: Option<Spanned<String>>,
     listen_http: Option<Spanned<String>>,
-    default_export: Option<Spanned<String>>,
+    // NBD's keys are parsed and checked by its front end (nbd-server's `config`); named
+    // here, in the order written, so an unknown key's message lists every allowed one.
+    #[serde(rename = "default_export")]
+    _default_export: Option<IgnoredAny>,
     mmap_reads: Option<bool>,
-    busy_poll_us: Option<Spanned<u64>>,
+    #[serde(rename = "busy_poll_us")]
+    _busy_poll_us: Option<IgnoredAny>,
     ceiling_mode: Option<Spanned<String>>,
 }
 
@@ -367,16 +361,18 @@ struct RawVolume {
     export_policy: Option<String>,
 }
 
-#[derive(Deserialize, Clone)]
+/// A number or a string (`size = 4096` or `size = "4KiB"`), as written.
+#[derive(Deserialize, Clone, Debug)]
 #[serde(untagged)]
-enum NumOrStr {
+pub enum NumOrStr {
     Int(i64),
     Float(f64),
     Str(String),
 }
 
 impl NumOrStr {
-    fn as_text(&self) -> String {
+    /// As written.
+    pub fn as_text(&self) -> String {
         match self {
             NumOrStr::Int(i) => i.to_string(),
             NumOrStr::Float(f) => f.to_string(),
@@ -401,21 +397,13 @@ pub const NAME_RULE: &str = "1 to 128 characters from A-Z a-z 0-9 _ - . (not sta
 impl NodeConfig {
     /// Read and validate a config file.
     pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))?;
-        NodeConfig::parse(&text, &path.display().to_string())
+        NodeConfig::parse(&read(path)?, &path.display().to_string())
     }
 
     /// Parse and validate config text; `origin` names the file in messages.
     pub fn parse(text: &str, origin: &str) -> Result<NodeConfig, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| format!(":{}", line_of(text, s.start)))
-                .unwrap_or_default();
-            ConfigError(format!("{origin}{line}: {}", e.message()))
-        })?;
         let src = Src { text, origin };
+        let raw: RawConfig = src.deserialize()?;
         let mut cfg = NodeConfig::default();
         if let Some(node) = raw.node {
             sections::node(&src, node, &mut cfg)?;
@@ -424,7 +412,7 @@ impl NodeConfig {
             let what = format!("{origin}:{}: backend", table_line(text, "backend"));
             cfg.layers = backend::parse(&what, sb)?;
         }
-        let export_names = sections::nfs(&src, raw.nfs.as_ref(), &raw.export_policy, &mut cfg)?;
+        let export_names = sections::export_policies(&src, &raw.export_policy, &mut cfg)?;
         if let Some(sp) = &raw.provisioned {
             let what = format!("{origin}:{}: provisioned", table_line(text, "provisioned"));
             cfg.provisioned = Some(provisioned::parse(&what, sp)?);
@@ -433,11 +421,7 @@ impl NodeConfig {
             sections::capacity(&src, c, &mut cfg)?;
         }
         let names = sections::policies(&src, &raw.policy, &mut cfg)?;
-        let vol_names = sections::volumes(&src, &raw.volume, &names, &export_names, &mut cfg)?;
-        sections::default_export(&src, &cfg, &vol_names)?;
-        if let Some(r) = &raw.iscsi {
-            cfg.iscsi = iscsi::parse(&src, r, &cfg.volumes)?;
-        }
+        sections::volumes(&src, &raw.volume, &names, &export_names, &mut cfg)?;
         let raw_san = san::RawSan {
             luns: &raw.lun,
             igroups: &raw.igroup,
@@ -448,16 +432,48 @@ impl NodeConfig {
     }
 }
 
-/// A config's text and where it came from, for messages (`file:line`).
-struct Src<'a> {
-    text: &'a str,
-    origin: &'a str,
+/// A config file's text (its name in messages: `path.display()`), for
+/// [`NodeConfig::parse`] and each front end's section.
+pub fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))
 }
 
-impl Src<'_> {
+/// A config's text and where it came from, for messages (`file:line`): what
+/// [`NodeConfig::parse`] reads its sections from, and what each front end reads its own
+/// section from (with [`Src::deserialize`]), so every message is made the same way.
+#[derive(Debug, Clone, Copy)]
+pub struct Src<'a> {
+    pub text: &'a str,
+    /// The file's name in messages.
+    pub origin: &'a str,
+}
+
+impl<'a> Src<'a> {
+    pub fn new(text: &'a str, origin: &'a str) -> Src<'a> {
+        Src { text, origin }
+    }
+
     /// `file:line` of a byte offset.
-    fn at(&self, offset: usize) -> String {
+    pub fn at(&self, offset: usize) -> String {
         format!("{}:{}", self.origin, line_of(self.text, offset))
+    }
+
+    /// The line of a byte offset.
+    pub fn line(&self, offset: usize) -> usize {
+        line_of(self.text, offset)
+    }
+
+    /// The whole text as `T`: a section's view of the file (its own top-level keys, the
+    /// others ignored), spans and all; toml's errors as `file:line: message`.
+    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
+        toml::from_str(self.text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| format!(":{}", line_of(self.text, s.start)))
+                .unwrap_or_default();
+            ConfigError(format!("{}{line}: {}", self.origin, e.message()))
+        })
     }
 }
 

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use harness::node_api::{query_value as enc, NodeHandle};
+use harness::node_spec::NodeSpec;
 use harness::plan::WrittenIscsi;
 use harness::target::{lookup_volume, Target, VolumeOnNode};
 use storage_node::NodeConfig;
@@ -115,7 +116,7 @@ impl NodeSetup {
     /// refused before anything is made: [`lun`]).
     pub fn apply(
         api: &NodeHandle,
-        plan: Option<&NodeConfig>,
+        plan: Option<&NodeSpec>,
         written: &WrittenIscsi,
         wanted: &[String],
     ) -> Result<NodeSetup, String> {
@@ -123,6 +124,7 @@ impl NodeSetup {
             .iter()
             .filter(|w| plan.is_some_and(|p| p.iscsi.luns.iter().any(|l| &l.volume == *w)))
             .collect();
+        let plan = plan.map(|p| &p.cfg);
         written.check_on_node(wanted).map_err(|e| e.0)?;
         let target = node_target(api, written, &lun_volumes)?;
         let (created, guard) = created_with_teardown(api, "--node");

@@ -210,11 +210,7 @@ impl ControlPlane {
             nfs: std::sync::OnceLock::new(),
             s3,
             fs,
-            iscsi: san::IscsiInfo {
-                settings: cfg.iscsi.clone(),
-                insecure: Default::default(),
-                bound: Default::default(),
-            },
+            iscsi: san::IscsiInfo::default(),
         }))
     }
 

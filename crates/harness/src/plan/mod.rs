@@ -37,9 +37,9 @@ pub mod iscsi_on_node;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::node_spec::NodeSpec;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Deserialize;
-use storage_node::NodeConfig;
 use toml::Spanned;
 
 pub use duration::{parse_duration, parse_duration_str};
@@ -131,7 +131,7 @@ pub struct Common {
     /// `[bench].target` (the command line's `--target` wins).
     pub target: Option<String>,
     /// The embedded node's setup (None when the plan declares no volume or policy).
-    pub node: Option<NodeConfig>,
+    pub node: Option<NodeSpec>,
     /// What the plan's `[iscsi]` wrote beyond its LUNs' volumes, with its lines: what a
     /// running node (`--node`) honours or refuses ([`iscsi_on_node`]).
     pub iscsi: WrittenIscsi,
@@ -310,7 +310,7 @@ pub fn parse_common(
     let node = if raw.volume.is_empty() && raw.policy.is_empty() && raw.iscsi.is_none() {
         None
     } else {
-        let mut cfg = NodeConfig::parse(&node_section_text(src.text), origin)
+        let mut cfg = NodeSpec::parse(&node_section_text(src.text), origin)
             .map_err(|e| PlanError(e.to_string()))?;
         if let Some(m) = bench.mmap_reads {
             cfg.mmap_reads = m;
@@ -341,7 +341,7 @@ pub fn parse_common(
 fn written_iscsi(
     src: &PlanSource,
     raw: Option<&RawPlanIscsi>,
-    node: Option<&NodeConfig>,
+    node: Option<&NodeSpec>,
 ) -> WrittenIscsi {
     let (Some(raw), Some(node)) = (raw, node) else {
         return WrittenIscsi::default();

@@ -4,15 +4,16 @@
 //! at start when it is new or was edited since it was last applied (as `[[volume]]`s
 //! are), after which they are ordinary SAN objects of the state database.
 //!
-//! (`[[iscsi.lun]]`, a whole block volume as a LUN, is the other way: config/iscsi.rs.)
+//! (`[[iscsi.lun]]`, a whole block volume as a LUN, is the other way: iscsi-server's
+//! `config`.)
 
 use std::collections::BTreeSet;
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::iscsi::{valid_iscsi_name, MAX_LUN};
 use super::{valid_name, ConfigError, NumOrStr, Src, VolumeSpec, NAME_RULE};
+use iscsi_proto::url::{valid_iscsi_name, MAX_LUN};
 
 /// ONTAP's LUN `os_type` values.
 pub const LUN_OS_TYPES: &[&str] = &[

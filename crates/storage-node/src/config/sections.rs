@@ -12,10 +12,10 @@ use super::values::{adaptive, fixed, volume_size};
 use super::{
     array, burst, key_offset, line_of, nfs, table_line, valid_name, Capacity, ConfigError,
     Discipline, NodeConfig, NumOrStr, PolicySpec, RawCapacity, RawNode, RawPolicy, RawVolume, Src,
-    VolumeSpec, DEFAULT_BUSY_POLL_US, DEFAULT_COST_UNIT, NAME_RULE,
+    VolumeSpec, DEFAULT_COST_UNIT, NAME_RULE,
 };
 
-/// `[node]`: listeners, the default export, reads, busy-poll, the ceiling mode.
+/// `[node]`: listeners, reads, the ceiling mode (NBD's keys are nbd-server's).
 pub(super) fn node(src: &Src, node: RawNode, cfg: &mut NodeConfig) -> Result<(), ConfigError> {
     let mut note = |key: &str, offset: usize| {
         cfg.sources.insert(format!("node.{key}"), src.at(offset));
@@ -52,23 +52,7 @@ pub(super) fn node(src: &Src, node: RawNode, cfg: &mut NodeConfig) -> Result<(),
             .insert("node.listen_http".into(), src.at(t.span().start));
         cfg.listen_http = Some(addr);
     }
-    if let Some(d) = &node.default_export {
-        cfg.sources
-            .insert("node.default_export".into(), src.at(d.span().start));
-    }
-    cfg.default_export = node.default_export.map(Spanned::into_inner);
     cfg.mmap_reads = node.mmap_reads.unwrap_or(false);
-    cfg.busy_poll_us = match &node.busy_poll_us {
-        None => DEFAULT_BUSY_POLL_US,
-        Some(v) if *v.get_ref() <= 10_000 => *v.get_ref(),
-        Some(v) => {
-            return Err(ConfigError(format!(
-                "{}: node.busy_poll_us = {}: allowed range is 0 (off) to 10000",
-                src.at(v.span().start),
-                v.get_ref()
-            )))
-        }
-    };
     if let Some(m) = &node.ceiling_mode {
         cfg.ceiling_mode = m.get_ref().parse().map_err(|e| {
             ConfigError(format!(
@@ -80,18 +64,12 @@ pub(super) fn node(src: &Src, node: RawNode, cfg: &mut NodeConfig) -> Result<(),
     Ok(())
 }
 
-/// `[nfs]` and `[[export_policy]]`; returns the export policies' names (`default`
-/// included).
-pub(super) fn nfs(
+/// `[[export_policy]]`; returns the export policies' names (`default` included).
+pub(super) fn export_policies(
     src: &Src,
-    nfs: Option<&Spanned<nfs::RawNfs>>,
     export_policies: &[Spanned<nfs::RawExportPolicy>],
     cfg: &mut NodeConfig,
 ) -> Result<BTreeSet<String>, ConfigError> {
-    if let Some(sn) = nfs {
-        let what = format!("{}:{}: nfs", src.origin, line_of(src.text, sn.span().start));
-        cfg.nfs = nfs::parse(&what, sn.get_ref())?;
-    }
     let mut export_names = BTreeSet::from([crate::nas::DEFAULT_EXPORT_POLICY.to_string()]);
     for se in export_policies {
         let e = se.get_ref();
@@ -246,15 +224,14 @@ pub(super) fn policies(
     Ok(names)
 }
 
-/// `[[volume]]`, against the policies and export policies declared; returns the volume
-/// names.
+/// `[[volume]]`, against the policies and export policies declared.
 pub(super) fn volumes(
     src: &Src,
     volumes: &[Spanned<RawVolume>],
     names: &BTreeSet<String>,
     export_names: &BTreeSet<String>,
     cfg: &mut NodeConfig,
-) -> Result<BTreeSet<String>, ConfigError> {
+) -> Result<(), ConfigError> {
     let mut vol_names = BTreeSet::new();
     for sv in volumes {
         let v = sv.get_ref();
@@ -336,27 +313,6 @@ pub(super) fn volumes(
             policy: v.policy.as_ref().map(|p| p.get_ref().clone()),
             nas,
         });
-    }
-    Ok(vol_names)
-}
-
-/// `node.default_export` names a declared volume.
-pub(super) fn default_export(
-    src: &Src,
-    cfg: &NodeConfig,
-    vol_names: &BTreeSet<String>,
-) -> Result<(), ConfigError> {
-    if let Some(d) = &cfg.default_export {
-        if !vol_names.contains(d) {
-            let at = cfg
-                .sources
-                .get("node.default_export")
-                .cloned()
-                .unwrap_or_else(|| src.origin.to_string());
-            return Err(ConfigError(format!(
-                "{at}: node.default_export = {d:?} is not a declared volume"
-            )));
-        }
     }
     Ok(())
 }

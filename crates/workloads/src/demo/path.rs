@@ -120,7 +120,7 @@ impl ClientPath {
 /// then writes at QD4, each [`PROBE_RUNTIME`] after a [`PROBE_RAMP`].
 pub fn measure(exec: &dyn Executor) -> Result<ClientPath, RunError> {
     let cfg = probe_config()?;
-    let node = EmbeddedNode::start(&cfg)?;
+    let node = EmbeddedNode::start(&cfg.clone().into())?;
     let mut us = [0.0; 2];
     for (i, (rw, kind)) in [("randread", OpKind::Read), ("randwrite", OpKind::Write)]
         .into_iter()

@@ -7,7 +7,7 @@ fn demo_plan_is_valid_and_has_the_seed_limits() {
         .parse(&plan_text(2.0, 1.0), "demo")
         .unwrap();
     assert_eq!(p.steps().len(), 63);
-    let node = p.common.node.unwrap();
+    let node = p.common.node.unwrap().cfg;
     assert_eq!(node.volumes.len(), 7);
     assert!(node.volumes.iter().all(|v| v.snapshot_reserve_percent == 5));
     assert_eq!(node.policies.len(), 3);

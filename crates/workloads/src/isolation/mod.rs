@@ -112,6 +112,7 @@ impl ReportHooks for Isolation {
 mod tests {
     use super::*;
     use clap::FromArgMatches;
+    use harness::node_spec::NodeSpec;
     use storage_node::NodeConfig;
 
     #[test]
@@ -141,8 +142,7 @@ mod tests {
 
     #[test]
     fn each_volume_spreads_over_its_jobs_and_one_job_keeps_the_plain_file() {
-        let cfg =
-            NodeConfig::parse(&IsolationSpec::default().node_toml(Mode::Floors), "t").unwrap();
+        let cfg = NodeSpec::parse(&IsolationSpec::default().node_toml(Mode::Floors), "t").unwrap();
         let node = harness::target::EmbeddedNode::start(&cfg).unwrap();
         let plain = IsolationSpec::default()
             .job_file(&node, 2.0, None)
@@ -188,7 +188,7 @@ mod tests {
             protocol: Protocol::Iscsi,
             ..IsolationSpec::default()
         };
-        let cfg = NodeConfig::parse(&spec.node_toml(Mode::Floors), "t").unwrap();
+        let cfg = NodeSpec::parse(&spec.node_toml(Mode::Floors), "t").unwrap();
         let luns: Vec<(&str, u16)> = cfg
             .iscsi
             .luns
@@ -212,7 +212,7 @@ mod tests {
         node.stop();
         // A node whose volumes are no LUNs: the job file says which.
         let plain =
-            NodeConfig::parse(&IsolationSpec::default().node_toml(Mode::Floors), "t").unwrap();
+            NodeSpec::parse(&IsolationSpec::default().node_toml(Mode::Floors), "t").unwrap();
         let node = harness::target::EmbeddedNode::start(&plain).unwrap();
         let e = spec.job_file(&node, 1.0, None).unwrap_err();
         assert!(e.contains("volume \"protected-1\" is no LUN"), "{e}");

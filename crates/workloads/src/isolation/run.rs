@@ -6,12 +6,12 @@ use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 
 use fio::{FioOutput, JobResult};
+use harness::node_spec::NodeSpec;
 use harness::plan::{Common, PlanError};
 use harness::series::JobSeries;
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::{Expectation, Verdict};
 use harness::{FamilyPlan, Options, Outcome, Prepare, RunContext, RunError, RunHeader, Step};
-use storage_node::NodeConfig;
 
 use super::render::render;
 use super::results::{table, Row, P99_METRIC};
@@ -59,7 +59,7 @@ impl IsolationPlan {
 
     /// Start the node of `mode` (and record the floors node's setup).
     fn start_node(&mut self, mode: Mode, ctx: &mut RunContext) -> Result<(), RunError> {
-        let cfg = NodeConfig::parse(&self.spec.node_toml(mode), "isolation profile")
+        let cfg = NodeSpec::parse(&self.spec.node_toml(mode), "isolation profile")
             .map_err(|e| RunError::Plan(e.to_string()))?;
         let node = EmbeddedNode::start(&cfg)?;
         if mode == Mode::Floors {

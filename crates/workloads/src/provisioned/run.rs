@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use fio::{JobFile, JobResult, Section};
 use harness::assessment;
+use harness::node_spec::NodeSpec;
 use harness::plan::{Common, PlanError};
 use harness::target::{EmbeddedNode, Target};
 use harness::verdict::Verdict;
@@ -515,10 +516,10 @@ impl FamilyPlan for ProvisionedPlan {
         let nas = self.settings.nas;
         let target = match ctx.target {
             Target::Embedded => {
-                let cfg = NodeConfig::parse(&self.spec.node_toml_nas(nas), "provisioned profile")
+                let spec = NodeSpec::parse(&self.spec.node_toml_nas(nas), "provisioned profile")
                     .map_err(|e| RunError::Plan(e.to_string()))?;
-                let node = EmbeddedNode::start(&cfg)?;
-                self.node = Some((node, cfg));
+                let node = EmbeddedNode::start(&spec)?;
+                self.node = Some((node, spec.cfg));
                 format!(
                     "embedded node emulating {}{}",
                     self.spec.describe(),

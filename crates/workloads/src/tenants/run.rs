@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use fio::{FioOutput, JobResult};
+use harness::node_spec::NodeSpec;
 use harness::plan::{Common, PlanError};
 use harness::series::JobSeries;
 use harness::store::SummaryTable;
@@ -155,12 +156,12 @@ impl TenantsPlan {
             let mut cfg = match ctx.common.node.clone() {
                 Some(c) => c,
                 None => {
-                    NodeConfig::parse("", "tenants").map_err(|e| RunError::Plan(e.to_string()))?
+                    NodeSpec::parse("", "tenants").map_err(|e| RunError::Plan(e.to_string()))?
                 }
             };
             cfg.capacity = self.spec.capacity;
             self.own_node = Some(EmbeddedNode::start(&cfg)?);
-            self.own_cfg = Some(cfg);
+            self.own_cfg = Some(cfg.cfg);
         }
         Ok("embedded node (tenants)".to_string())
     }

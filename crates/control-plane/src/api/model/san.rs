@@ -11,9 +11,9 @@ use super::{
     checked_name, code, name_uuid, object, only, policy_ref, string, svm, uint, unchangeable,
     wrong_type, ApiError, PolicyRef, Ref, Svm, R,
 };
-use crate::config::iscsi::{valid_iscsi_name, MAX_LUN};
 use crate::config::san::{split_lun_path, LunPathError};
 use crate::config::NAME_RULE;
+use iscsi_server::config::{valid_iscsi_name, MAX_LUN};
 
 // The allowed values are node.toml's too (`[[lun]]`, `[[igroup]]`): one list each.
 pub use crate::config::san::{

@@ -15,8 +15,8 @@ use super::{
     check_exposure, check_numbers, lun_path, named, not_found, publish, San, IGROUPS,
     ISCSI_SERVICES, LUNS, LUN_MAPS,
 };
-use crate::config::iscsi::MAX_LUN;
 use crate::state::{IgroupRow, MapRow};
+use iscsi_server::config::MAX_LUN;
 
 const MAP_TOP: &[&str] = &["lun", "igroup", "logical_unit_number", "svm"];
 const SERVICE_TOP: &[&str] = &["svm", "enabled", "target", "listen"];
@@ -187,7 +187,7 @@ impl San<'_> {
         let mut taken: BTreeSet<u16> = self
             .cp
             .iscsi
-            .settings
+            .settings()
             .luns
             .iter()
             .filter(|c| match &c.initiators {
@@ -229,7 +229,7 @@ impl San<'_> {
     }
 
     fn service_json(&self, inner: &Inner) -> Value {
-        let s = &self.cp.iscsi.settings;
+        let s = self.cp.iscsi.settings();
         let mut target = json!({"name": s.iqn});
         if let Some(a) = &s.alias {
             target["alias"] = json!(a);

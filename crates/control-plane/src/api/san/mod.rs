@@ -22,10 +22,11 @@ use serde_json::{json, Value};
 use super::model::{code, ApiError};
 use super::query::Query;
 use super::{ControlPlane, Inner, Reply, R};
-use crate::config::iscsi::auth::AuthType;
-use crate::config::{IscsiSettings, VolumeSpec};
+use crate::config::VolumeSpec;
 use crate::node::Node;
 use crate::state::{IgroupRow, LunRow, MapRow, Store, VolumeRow};
+use iscsi_server::config::auth::AuthType;
+use iscsi_server::IscsiSettings;
 
 /// A body's `svm` held to the SVM its object is in (`name`/`uuid` as stored, resolved as
 /// [`super::svm_json`] shows them): a name or uuid of another SVM is refused with 409
@@ -72,10 +73,21 @@ pub(super) struct SanState {
 /// The node's iSCSI target as the control plane checks maps against it.
 #[derive(Default)]
 pub(super) struct IscsiInfo {
-    pub settings: IscsiSettings,
+    /// node.toml's `[iscsi]`, as iscsi-server parsed it (set once at start; unset: the
+    /// defaults, no listener and no LUNs).
+    pub settings: std::sync::OnceLock<IscsiSettings>,
     pub insecure: AtomicBool,
     /// Where the target listens, once bound (port 0 resolved).
     pub bound: std::sync::OnceLock<std::net::SocketAddr>,
+}
+
+impl IscsiInfo {
+    /// The settings set at start, else the defaults.
+    pub fn settings(&self) -> &IscsiSettings {
+        static DEFAULT: std::sync::LazyLock<IscsiSettings> =
+            std::sync::LazyLock::new(IscsiSettings::default);
+        self.settings.get().unwrap_or(&DEFAULT)
+    }
 }
 
 /// A SAN REST path.
@@ -199,6 +211,12 @@ impl San<'_> {
     /// loopback without CHAP (`serve --insecure-iscsi`); set once at start.
     pub fn set_insecure_iscsi(&self, insecure: bool) {
         self.cp.iscsi.insecure.store(insecure, Ordering::Relaxed);
+    }
+
+    /// The node's `[iscsi]` settings (its listener, name, LUNs and credentials), which
+    /// maps are checked against; set once at start, before [`Self::apply_declarations`].
+    pub fn set_iscsi_settings(&self, settings: IscsiSettings) {
+        let _ = self.cp.iscsi.settings.set(settings);
     }
 
     /// Record where the iSCSI target listens (once, after it is bound).
@@ -365,7 +383,7 @@ fn exposure(
     maps: &[MapRow],
     inner: &Inner,
 ) -> Vec<String> {
-    let s = &info.settings;
+    let s = info.settings();
     let beyond = s.listen.is_some_and(|a| !a.ip().is_loopback());
     if !beyond || info.insecure.load(Ordering::Relaxed) {
         return Vec::new();
@@ -427,7 +445,7 @@ fn check_numbers(
     maps: &[MapRow],
     target: &str,
 ) -> R<()> {
-    let cfg = &cp.iscsi.settings.luns;
+    let cfg = &cp.iscsi.settings().luns;
     let mut names: Vec<&str> = igroups
         .iter()
         .filter(|g| g.uuid == changed)

@@ -8,27 +8,42 @@ use crate::api::query::parse_query;
 use crate::api::ControlPlane;
 use crate::NodeConfig;
 
+/// node.toml's node sections and its `[iscsi]`, as `qoslab serve` reads them.
+struct Declared {
+    cfg: NodeConfig,
+    iscsi: iscsi_server::IscsiSettings,
+}
+
+impl std::ops::Deref for Declared {
+    type Target = NodeConfig;
+    fn deref(&self) -> &NodeConfig {
+        &self.cfg
+    }
+}
+
 const A: &str = "iqn.2026-01.lab.example:a";
 const B: &str = "iqn.2026-01.lab.example:b";
 const C: &str = "iqn.2026-01.lab.example:c";
 
-fn config(listen: &str, size: &str, initiators: &str, number: u16) -> NodeConfig {
-    NodeConfig::parse(
-        &format!(
+fn config(listen: &str, size: &str, initiators: &str, number: u16) -> Declared {
+    let text = format!(
             "[[policy]]\nname = \"gold\"\nfixed.max_throughput = \"500iops\"\n\
              [[volume]]\nname = \"db\"\nsize = \"16MiB\"\n\
              [iscsi]\nlisten = \"{listen}\"\n\
              [[lun]]\npath = \"/vol/db/lun1\"\nsize = \"{size}\"\nos_type = \"linux\"\npolicy = \"gold\"\n\
              [[igroup]]\nname = \"g\"\nos_type = \"linux\"\ninitiators = [{initiators}]\n\
              [[lun_map]]\nlun = \"/vol/db/lun1\"\nigroup = \"g\"\nlogical_unit_number = {number}\n"
-        ),
-        "node.toml",
-    )
-    .unwrap()
+        );
+    let cfg = NodeConfig::parse(&text, "node.toml").unwrap();
+    let src = storage_node::config::Src::new(&text, "node.toml");
+    let iscsi = iscsi_server::config::parse(&src, &cfg).unwrap();
+    Declared { cfg, iscsi }
 }
 
-fn open(d: &test_support::TestDir, cfg: &NodeConfig) -> Arc<ControlPlane> {
-    ControlPlane::open(cfg, d, Arc::default()).unwrap()
+fn open(d: &test_support::TestDir, cfg: &Declared) -> Arc<ControlPlane> {
+    let cp = ControlPlane::open(cfg, d, Arc::default()).unwrap();
+    cp.san().set_iscsi_settings(cfg.iscsi.clone());
+    cp
 }
 
 /// (number, node volume) of each LUN `initiator` sees.

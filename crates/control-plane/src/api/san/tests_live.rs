@@ -11,15 +11,16 @@ const A: &str = "iqn.2026-01.lab.example:a";
 const B: &str = "iqn.2026-01.lab.example:b";
 
 fn open(dir: &test_support::TestDir, iscsi: &str) -> Arc<ControlPlane> {
-    let cfg = NodeConfig::parse(
-        &format!(
-            "[[volume]]\nname = \"db\"\nsize = \"16MiB\"\n\
-             [[volume]]\nname = \"cfg\"\nsize = \"1MiB\"\n{iscsi}"
-        ),
-        "node.toml",
-    )
-    .unwrap();
-    ControlPlane::open(&cfg, dir, Arc::default()).unwrap()
+    let text = format!(
+        "[[volume]]\nname = \"db\"\nsize = \"16MiB\"\n\
+         [[volume]]\nname = \"cfg\"\nsize = \"1MiB\"\n{iscsi}"
+    );
+    let cfg = NodeConfig::parse(&text, "node.toml").unwrap();
+    let src = storage_node::config::Src::new(&text, "node.toml");
+    let settings = iscsi_server::config::parse(&src, &cfg).unwrap();
+    let cp = ControlPlane::open(&cfg, dir, Arc::default()).unwrap();
+    cp.san().set_iscsi_settings(settings);
+    cp
 }
 
 fn post(

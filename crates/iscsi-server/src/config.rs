@@ -1,5 +1,7 @@
-//! `[iscsi]` and `[[iscsi.lun]]`: the node's iSCSI target (its address, name and LUNs),
-//! validated here (`[[iscsi.credentials]]`, who logs in how, in [`auth`]).
+//! node.toml's `[iscsi]` and `[[iscsi.lun]]`: the node's iSCSI target (its address, name
+//! and LUNs), parsed and checked here (`[[iscsi.credentials]]`, who logs in how, in
+//! [`auth`]). The node's own sections are [`NodeConfig`]'s (a LUN names one of its block
+//! volumes); messages are made as its are ([`Src`]).
 //!
 //! A LUN is a block volume of this file served as a SCSI logical unit: its blocks, its
 //! size and its QoS policy are the volume's (one storage layer under every protocol), so
@@ -14,8 +16,9 @@ use toml::Spanned;
 
 pub mod auth;
 
-use super::{ConfigError, Src, VolumeSpec};
 use auth::{CredentialSpec, RawCredential};
+use storage_node::config::{ConfigError, Src, VolumeSpec};
+use storage_node::NodeConfig;
 
 /// The target's name unless `[iscsi] iqn` says otherwise (also `qoslab iscsi serve`'s).
 pub const DEFAULT_IQN: &str = "iqn.2026-01.lab.qoslab:target0";
@@ -67,9 +70,17 @@ pub struct LunSpec {
     pub initiators: Option<Vec<String>>,
 }
 
+/// The file as iSCSI reads it: its `[iscsi]`, the rest ignored (the node's parser refuses
+/// unknown keys).
+#[derive(Deserialize)]
+struct RawFile {
+    // Not `Spanned`: `[[iscsi.lun]]` alone makes the table implicitly (its keys are).
+    iscsi: Option<RawIscsi>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawIscsi {
+struct RawIscsi {
     listen: Option<Spanned<String>>,
     iqn: Option<Spanned<String>>,
     alias: Option<Spanned<String>>,
@@ -97,8 +108,18 @@ pub use iscsi_proto::url::valid_iscsi_name;
 const NAME_RULE: &str = "an iSCSI name is iqn.YYYY-MM.reversed.domain[:id] (or eui./naa.), \
                          at most 223 characters of A-Z a-z 0-9 . - :";
 
+/// The settings of config text `src`'s `[iscsi]` (the defaults without one), against its
+/// node sections `node` (already parsed: a LUN names one of its block volumes).
+pub fn parse(src: &Src, node: &NodeConfig) -> Result<IscsiSettings, ConfigError> {
+    let raw: RawFile = src.deserialize()?;
+    match &raw.iscsi {
+        None => Ok(IscsiSettings::default()),
+        Some(r) => settings(src, r, &node.volumes),
+    }
+}
+
 /// Validate `[iscsi]` against the file's volumes (`volumes`, already validated).
-pub(super) fn parse(
+fn settings(
     src: &Src,
     raw: &RawIscsi,
     volumes: &[VolumeSpec],
@@ -305,7 +326,10 @@ fn number_the_rest(
 
 #[cfg(test)]
 mod tests {
-    use crate::config::NodeConfig;
+    use storage_node::config::Src;
+    use storage_node::NodeConfig;
+
+    use super::IscsiSettings;
 
     const VOLUMES: &str = r#"
 [[volume]]
@@ -323,8 +347,20 @@ size = "1GiB"
 nas_path = "/home"
 "#;
 
-    fn parse(iscsi: &str) -> Result<NodeConfig, String> {
-        NodeConfig::parse(&format!("{VOLUMES}{iscsi}"), "node.toml").map_err(|e| e.to_string())
+    /// The node's sections and iSCSI's, as `qoslab serve` reads them.
+    #[derive(Debug)]
+    pub(super) struct Parsed {
+        pub(super) iscsi: IscsiSettings,
+    }
+
+    pub(super) fn parse_as(text: &str, origin: &str) -> Result<Parsed, String> {
+        let node = NodeConfig::parse(text, origin).map_err(|e| e.to_string())?;
+        let iscsi = super::parse(&Src::new(text, origin), &node).map_err(|e| e.to_string())?;
+        Ok(Parsed { iscsi })
+    }
+
+    fn parse(iscsi: &str) -> Result<Parsed, String> {
+        parse_as(&format!("{VOLUMES}{iscsi}"), "node.toml")
     }
 
     #[track_caller]
@@ -387,7 +423,7 @@ initiators = ["iqn.1993-08.org.debian:01:host1", "IQN.1993-08.org.debian:01:host
         assert_eq!(cfg.iscsi.listen, None);
         assert_eq!(cfg.iscsi.iqn, super::DEFAULT_IQN);
         assert_eq!(cfg.iscsi.luns.len(), 1);
-        assert_eq!(NodeConfig::parse(VOLUMES, "n").unwrap().iscsi.luns, []);
+        assert_eq!(parse_as(VOLUMES, "n").unwrap().iscsi.luns, []);
     }
 
     #[test]

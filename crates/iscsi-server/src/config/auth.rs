@@ -12,7 +12,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{valid_iscsi_name, IscsiSettings};
-use crate::config::{ConfigError, Src};
+use storage_node::config::{ConfigError, Src};
 
 /// How an initiator authenticates (ONTAP's `-auth-type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,15 +205,15 @@ pub fn exposure_problems(s: &IscsiSettings) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::{exposure_problems, AuthType};
-    use crate::config::NodeConfig;
+    use crate::config::tests::{parse_as, Parsed};
 
     const VOLUMES: &str = "[[volume]]\nname = \"db\"\nsize = \"1GiB\"\n\
                            [[volume]]\nname = \"logs\"\nsize = \"64MiB\"\n";
     const A: &str = "iqn.2026-01.lab.example:a";
     const B: &str = "iqn.2026-01.lab.example:b";
 
-    fn parse(iscsi: &str) -> Result<NodeConfig, String> {
-        NodeConfig::parse(&format!("{VOLUMES}{iscsi}"), "node.toml").map_err(|e| e.to_string())
+    fn parse(iscsi: &str) -> Result<Parsed, String> {
+        parse_as(&format!("{VOLUMES}{iscsi}"), "node.toml")
     }
 
     #[test]
