@@ -1,7 +1,9 @@
 //! One entry point that runs every decoder on arbitrary bytes, for fuzzers (`fuzz/`) and
 //! the pseudo-random test below: record marking, the RPC header and credential, and the
-//! arguments of every procedure of the three programs. Panics only on a decoder bug.
+//! arguments of every procedure of the three programs, each decoded call also moved onto a
+//! copy of its record ([`crate::moved`]). Panics only on a decoder bug.
 
+use crate::moved::Moved;
 use crate::{mount, nfs3, portmap, record, rpc};
 
 /// Decodes `data` as a stream of records, then each record as a call and each call's
@@ -16,7 +18,11 @@ pub fn decode_all(data: &[u8]) {
 }
 
 fn decode_record(rec: &[u8]) {
-    if let rpc::Message::Call(c) = rpc::decode(rec) {
+    let copy = rec.to_vec();
+    let m = Moved::new(rec, &copy);
+    let msg = rpc::decode(rec);
+    assert_eq!(format!("{msg:?}"), format!("{:?}", msg.moved(m)));
+    if let rpc::Message::Call(c) = msg {
         let _ = nfs3::decode_args(c.proc_, c.args);
         let _ = mount::decode_args(c.proc_, c.args);
         let _ = portmap::decode_args(c.proc_, c.args);
@@ -24,6 +30,7 @@ fn decode_record(rec: &[u8]) {
     for p in 0..23 {
         if let Ok(Some(a)) = nfs3::decode_args(p, rec) {
             let _ = a.handle();
+            assert_eq!(a.moved(m), a, "moved onto a copy, the same arguments");
         }
         let _ = mount::decode_args(p, rec);
         let _ = portmap::decode_args(p, rec);

@@ -11,7 +11,9 @@
 //! - Every variable-length item is bounded before it is taken (names and symlink targets
 //!   8 KiB — the server answers NAMETOOLONG past 255 and 4,095 —, MOUNT paths 1024,
 //!   handles 64, data by the caller's limit; a record's fragments 64); nothing is allocated
-//!   from a length the client wrote: decoded arguments borrow from the record.
+//!   from a length the client wrote: decoded arguments borrow from the record (every
+//!   slice is a part of it, so a decoded call moves onto a copy of its record without
+//!   being decoded again: [`moved`]).
 //! - Encoders append to a caller-owned `Vec<u8>`, so replies are built in place and
 //!   batched into one socket write.
 
@@ -19,6 +21,7 @@
 pub mod client;
 pub mod fuzz;
 pub mod mount;
+pub mod moved;
 pub mod nfs3;
 pub mod portmap;
 pub mod record;

@@ -1,10 +1,14 @@
 //! A record decoded once: its RPC header, an NFSv3 call's arguments, and what the call is
 //! ([`CallInfo`]: where it runs, which export its handle names, how it counts). The
 //! connection decides from the [`CallInfo`] and the service answers from the same
-//! [`Decoded`] ([`Service::handle_decoded`](crate::service::Service::handle_decoded)):
-//! no record is decoded twice on its connection's task.
+//! [`Decoded`] ([`Service::handle_decoded`](crate::service::Service::handle_decoded)). A
+//! call that leaves its connection's task (held by QoS, or on the blocking pool) takes
+//! its decoded form with it, moved onto its own copy of the record ([`HeldCall`]): no
+//! record is decoded twice anywhere ([`Counters::decodes`](crate::service::Counters)
+//! counts decodes).
 
 use nfs_proto::mount;
+use nfs_proto::moved::Moved;
 use nfs_proto::nfs3::{self, Args, StableHow};
 use nfs_proto::rpc::{self, Message};
 use nfs_proto::xdr::XdrError;
@@ -71,9 +75,51 @@ pub struct Decoded<'a> {
     pub info: CallInfo,
 }
 
+impl Decoded<'_> {
+    /// This call, decoded from `m`'s record, borrowing from its copy instead.
+    fn moved<'t>(&self, m: Moved<'_, 't>) -> Decoded<'t> {
+        Decoded {
+            msg: self.msg.moved(m),
+            nfs: self.nfs.as_ref().map(|r| match r {
+                Ok(a) => Ok(a.as_ref().map(|a| a.moved(m))),
+                Err(e) => Err(*e),
+            }),
+            info: self.info,
+        }
+    }
+}
+
+self_cell::self_cell!(
+    /// A call that leaves its connection's task (held by QoS, or run on the blocking
+    /// pool): its own copy of the record and its decoded form, borrowing from that copy.
+    pub struct HeldCall {
+        owner: Vec<u8>,
+        #[covariant]
+        dependent: Decoded,
+    }
+);
+
+impl HeldCall {
+    /// `d`, decoded from `record`, held: the record copied once (what a held call keeps)
+    /// and `d` moved onto the copy, not decoded again.
+    pub fn hold(record: &[u8], d: Decoded<'_>) -> HeldCall {
+        HeldCall::new(record.to_vec(), |copy| d.moved(Moved::new(record, copy)))
+    }
+
+    pub fn decoded(&self) -> &Decoded<'_> {
+        self.borrow_dependent()
+    }
+
+    /// The record's length (what it weighs in the connection's bounds).
+    pub fn record_len(&self) -> usize {
+        self.borrow_owner().len()
+    }
+}
+
 /// Decode `record` (never fails: an undecodable record is an inline non-operation, it
-/// only gets an error reply). READs count at most `rtmax` bytes.
-pub fn decode(record: &[u8], rtmax: u32) -> Decoded<'_> {
+/// only gets an error reply). READs count at most `rtmax` bytes. Only through
+/// [`Service::decode`](crate::service::Service::decode), which counts decodes.
+pub(crate) fn decode(record: &[u8], rtmax: u32) -> Decoded<'_> {
     let msg = rpc::decode(record);
     let (nfs, info) = match &msg {
         Message::Call(c) if (c.prog, c.vers) == (nfs3::PROGRAM, nfs3::VERSION) => {

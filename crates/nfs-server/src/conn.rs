@@ -11,10 +11,14 @@
 //! runs, waits out the emulated array's service latency and is recorded in its volume's
 //! statistics, counted as ONTAP counts NFS operations ([`crate::qos`]).
 //!
+//! A record is decoded once, on the connection's task; a call that leaves it takes its
+//! decoded form with it, on its own copy of the record ([`HeldCall`]).
+//!
 //! **Bounds** ([`Limits`]): a call held (by QoS, or on the blocking pool) keeps its record;
 //! a connection holds at most [`Limits::conn_calls`] calls and [`Limits::conn_bytes`] of
-//! records, and the whole server [`Limits::held_bytes`] ([`Held`]): past them the
-//! connection stops reading (TCP pushes back on the client). A connection must send a
+//! records, and the whole server [`Limits::held_bytes`] ([`Held`]): past them the call is
+//! parked (one a connection, with its record) and the connection stops reading and
+//! taking calls (TCP pushes back on the client). A connection must send a
 //! whole call within [`Limits::first_call`] and is closed after [`Limits::idle`] without
 //! one (a mounted kernel client reconnects when it next needs to). A connection that closes
 //! drops its held calls (their QoS bookings are given back when its gate goes); one whose
@@ -27,12 +31,14 @@ use std::time::Duration;
 
 use nfs_proto::record;
 use storage_node::admission::Gate;
+use storage_node::volume::Volume;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::call::{CallInfo, Decoded, HeldCall};
 use crate::qos::{self, NodeLink};
 use crate::service::{Lane, Peer, Service};
 
@@ -141,82 +147,156 @@ struct Calls {
     /// A call that waits for the server-wide budget (its weight), and the permit once got.
     wants: Option<u32>,
     permit: Option<OwnedSemaphorePermit>,
+    /// A call to hold that did not fit the bounds: decoded, with its record; nothing more
+    /// is read or taken until it is held.
+    parked: Option<Parked>,
     out: Vec<u8>,
 }
 
+/// A call waiting for room in its connection's bounds or the server's budget.
+struct Parked {
+    call: HeldCall,
+    /// It must walk the tree (it runs on the blocking pool).
+    walks: bool,
+}
+
+/// A call to hold: just decoded from the connection's buffer, or parked already (a value
+/// of the moment, on the stack: boxing the larger variant would allocate for every call).
+#[allow(clippy::large_enum_variant)]
+enum Src<'r> {
+    Fresh(&'r [u8], Decoded<'r>),
+    Parked(HeldCall),
+}
+
+impl Src<'_> {
+    fn decoded(&self) -> &Decoded<'_> {
+        match self {
+            Src::Fresh(_, d) => d,
+            Src::Parked(c) => c.decoded(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Src::Fresh(rec, _) => rec.len(),
+            Src::Parked(c) => c.record_len(),
+        }
+    }
+
+    /// The call with its own copy of the record (a parked one has it already).
+    fn held(self) -> HeldCall {
+        match self {
+            Src::Fresh(rec, d) => HeldCall::hold(rec, d),
+            Src::Parked(c) => c,
+        }
+    }
+}
+
+/// A counted call's node, gate and volume (`None`: not a counted call on a volume's handle).
+type OnVolume = Option<(Arc<NodeLink>, Arc<Gate>, Arc<Volume>)>;
+
 impl Calls {
-    /// Answer `rec` now, or hold it in a task of its own; `false`: a bound is reached and
-    /// it stays in the buffer (unread) until a held call finishes or the budget frees.
-    fn take(&mut self, rec: std::borrow::Cow<'_, [u8]>) -> bool {
-        let (sh, peer) = (self.sh.clone(), self.peer);
-        let d = sh.svc.decode(&rec);
-        let info = d.info;
-        // A counted call on a volume's handle: the node's books and gates.
-        let on_volume = match (&sh.link, &self.gate, info.export) {
+    /// A counted call on a volume's handle: the node's books and gates.
+    fn on_volume(&self, info: &CallInfo) -> OnVolume {
+        match (&self.sh.link, &self.gate, info.export) {
             (Some(l), Some(g), Some(ex)) if qos::counted(info.kind) => {
                 l.volume(ex).map(|v| (l.clone(), g.clone(), v))
             }
             _ => None,
-        };
+        }
+    }
+
+    /// Answer `rec` now, or hold it (in a task of its own, or parked until the bounds
+    /// have room). The record is decoded here, once.
+    fn take(&mut self, rec: &[u8]) {
+        let (sh, peer) = (self.sh.clone(), self.peer);
+        let d = sh.svc.decode(rec);
+        let info = d.info;
         let mut walks = false;
+        let on_volume = self.on_volume(&info);
         let out = &mut self.out;
-        let held_call = match &on_volume {
+        let answered = match &on_volume {
             Some((l, g, vol)) => {
-                !qos::try_free(&sh.svc, &l.node, g, vol, &peer, &d, out, &mut walks)
+                qos::try_free(&sh.svc, &l.node, g, vol, &peer, &d, out, &mut walks)
             }
-            None => info.lane == Lane::Blocking || !sh.svc.handle_decoded(&peer, &d, out, false),
+            None => info.lane == Lane::Inline && sh.svc.handle_decoded(&peer, &d, out, false),
         };
-        if !held_call {
-            return true;
+        if !answered {
+            self.hold(Src::Fresh(rec, d), walks);
         }
-        // Held: within this connection's bounds and the server's budget, or stop here
-        // until a held call finishes.
+    }
+
+    /// Hold the parked call if the bounds have room now; `false`: it still waits.
+    fn place_parked(&mut self) -> bool {
+        if let Some(p) = self.parked.take() {
+            self.hold(Src::Parked(p.call), p.walks);
+        }
+        self.parked.is_none()
+    }
+
+    /// Hold a call that could not be answered at once: within this connection's bounds
+    /// and the server's budget a task of its own, else parked until a held call finishes
+    /// or the budget frees.
+    fn hold(&mut self, src: Src<'_>, walks: bool) {
+        let (sh, peer) = (self.sh.clone(), self.peer);
         let lim = sh.limits;
-        if self.pending.len() >= lim.conn_calls
-            || (self.holding > 0 && self.holding + rec.len() > lim.conn_bytes)
-        {
-            return false;
-        }
-        let w = weight(rec.len());
-        let p = match self.permit.take() {
-            Some(p) if p.num_permits() == w as usize => p,
-            _ => match sh.held.clone().try_acquire_many_owned(w) {
-                Ok(p) => p,
-                Err(_) => {
-                    self.wants = Some(w);
-                    return false;
-                }
-            },
+        let bytes = src.len();
+        let fits = self.pending.len() < lim.conn_calls
+            && (self.holding == 0 || self.holding + bytes <= lim.conn_bytes);
+        let w = weight(bytes);
+        let permit = if !fits {
+            None
+        } else {
+            match self.permit.take() {
+                Some(p) if p.num_permits() == w as usize => Some(p),
+                _ => sh.held.clone().try_acquire_many_owned(w).ok(),
+            }
+        };
+        let Some(p) = permit else {
+            if fits {
+                self.wants = Some(w);
+            }
+            self.parked = Some(Parked {
+                call: src.held(),
+                walks,
+            });
+            return;
         };
         let svc = sh.svc.clone();
-        let bytes = rec.len();
-        match on_volume {
-            Some((_, g, vol)) => {
-                let inline = info.lane == Lane::Inline && !walks;
-                // Admitted, run and replied at once: no task, and the record was decoded
-                // once.
-                if let Some(stage) = qos::start(&svc, &g, &vol, &peer, &d, &mut self.out, inline) {
-                    self.holding += bytes;
-                    let rec = rec.into_owned();
-                    self.pending.spawn(async move {
-                        let reply = qos::resume(svc, g, vol, peer, rec, info, stage).await;
-                        drop(p);
-                        (reply, bytes)
-                    });
-                }
-            }
-            None => {
-                self.holding += bytes;
-                let rec = rec.into_owned();
-                self.pending.spawn_blocking(move || {
-                    let mut o = Vec::new();
-                    svc.handle(&peer, &rec, &mut o);
+        let info = src.decoded().info;
+        let Some((_, g, vol)) = self.on_volume(&info) else {
+            self.holding += bytes;
+            let call = src.held();
+            self.pending.spawn_blocking(move || {
+                let reply = qos::run_blocking(&svc, &peer, &call);
+                drop(p);
+                (reply, bytes)
+            });
+            return;
+        };
+        let inline = info.lane == Lane::Inline && !walks;
+        // Admitted, run and replied at once: no task, and nothing held.
+        let Some(stage) = qos::start(&svc, &g, &vol, &peer, src.decoded(), &mut self.out, inline)
+        else {
+            return;
+        };
+        self.holding += bytes;
+        match stage {
+            // Answered: only its reply waits (the record is not kept).
+            qos::Stage::Finishing(f, reply) => self.pending.spawn(async move {
+                let reply = qos::finish(g, vol, info, f, reply).await;
+                drop(p);
+                (reply, bytes)
+            }),
+            qos::Stage::Waiting(w) => {
+                let call = src.held();
+                self.pending.spawn(async move {
+                    let reply = qos::resume(svc, g, vol, peer, call, w).await;
                     drop(p);
-                    (o, bytes)
-                });
+                    (reply, bytes)
+                })
             }
-        }
-        true
+        };
     }
 
     /// A held call finished: its reply joins `out`.
@@ -254,15 +334,16 @@ pub async fn serve(
         holding: 0,
         wants: None,
         permit: None,
+        parked: None,
         out: Vec::with_capacity(64 * 1024),
     };
     let mut open = true;
     let mut seen_call = false;
     let mut last_call = Instant::now();
     while open || !c.pending.is_empty() {
-        let stalled = c.wants.is_some() || c.pending.len() >= lim.conn_calls;
+        let stalled = c.wants.is_some() || c.parked.is_some() || c.pending.len() >= lim.conn_calls;
         let can_read = open && !stalled && inbuf.room() > 0;
-        let quiet = if !c.pending.is_empty() {
+        let quiet = if !c.pending.is_empty() || c.parked.is_some() {
             None
         } else if seen_call {
             Some(last_call + lim.idle)
@@ -315,7 +396,7 @@ pub async fn serve(
         }
         // Once stopping, nothing more is parsed (what was read stays unanswered).
         let mut took = false;
-        while open {
+        while open && c.place_parked() {
             let (rec, n) = match record::next_record(inbuf.unparsed(), sh.max_record) {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
@@ -324,9 +405,7 @@ pub async fn serve(
                     return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
                 }
             };
-            if !c.take(rec) {
-                break;
-            }
+            c.take(&rec);
             inbuf.start += n;
             took = true;
             if c.out.len() >= 256 * 1024 {

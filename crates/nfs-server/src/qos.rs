@@ -23,7 +23,7 @@ use storage_node::admission::{Admitting, Completed, Finishing, Gate, Op, Started
 use storage_node::volume::Volume;
 use storage_node::Node;
 
-use crate::call::{CallInfo, Decoded, Lane, OpKind};
+use crate::call::{CallInfo, Decoded, HeldCall, Lane, OpKind};
 use crate::service::{Peer, Service};
 
 /// The node the front end serves, and which volume each export id is.
@@ -132,17 +132,25 @@ pub(crate) fn try_free(
 
 /// Where a call on a volume that left its connection's task is.
 pub(crate) enum Stage {
+    /// Not run yet: it goes on from its decoded form ([`resume`]).
+    Waiting(Waiting),
+    /// Answered (this reply), held for the rest of the array's service latency
+    /// ([`finish`]): its record is no longer needed.
+    Finishing(Finishing, Vec<u8>),
+}
+
+/// A call that has not run yet.
+pub(crate) enum Waiting {
     /// Held by a gate; then it runs inline (`true`) or on the blocking pool.
     Admitting(Admitting, bool),
     /// Admitted; it runs on the blocking pool.
     Started(Started),
-    /// Answered (this reply), held for the rest of the array's service latency.
-    Finishing(Finishing, Vec<u8>),
 }
 
 /// A call on `vol` through its connection's gate, as far as it goes without waiting:
 /// admitted at once, run inline and replied at once — answered into `out`, recorded,
-/// `None` — or the [`Stage`] a task of its own goes on from ([`resume`]). `inline`: it may
+/// `None` — or the [`Stage`] a task of its own goes on from ([`resume`] or [`finish`]).
+/// `inline`: it may
 /// run on a runtime worker (not on the blocking pool, no known walk).
 pub(crate) fn start(
     svc: &Service,
@@ -155,11 +163,11 @@ pub(crate) fn start(
 ) -> Option<Stage> {
     let started = match gate.try_admit(op(vol, &d.info)) {
         Ok(s) => s,
-        Err(w) => return Some(Stage::Admitting(w, inline)),
+        Err(w) => return Some(Stage::Waiting(Waiting::Admitting(w, inline))),
     };
     let mark = out.len();
     if !inline || !svc.handle_decoded(peer, d, out, false) {
-        return Some(Stage::Started(started));
+        return Some(Stage::Waiting(Waiting::Started(started)));
     }
     match gate.try_finish(started) {
         Ok(done) => {
@@ -170,40 +178,52 @@ pub(crate) fn start(
     }
 }
 
-/// The rest of a call [`start`] could not finish, in a task of its own: wait for its
-/// gates, run it (inline, else on the blocking pool), wait out the array's service
-/// latency, record it. Returns the reply record. A call held before it ran decodes its
-/// record again here (where the record is owned).
+/// The rest of a call [`start`] could not run, in a task of its own: wait for its gates,
+/// run it (inline, else on the blocking pool), wait out the array's service latency,
+/// record it. Returns the reply record. The call runs from the decoded form it left its
+/// connection's task with (never decoded again).
 pub(crate) async fn resume(
     svc: Arc<Service>,
     gate: Arc<Gate>,
     vol: Arc<Volume>,
     peer: Peer,
-    rec: Vec<u8>,
-    info: CallInfo,
-    stage: Stage,
+    call: HeldCall,
+    waiting: Waiting,
 ) -> Vec<u8> {
-    let (started, inline) = match stage {
-        Stage::Finishing(f, reply) => {
-            record(&gate, &vol, &info, &f.wait().await);
-            return reply;
-        }
-        Stage::Admitting(w, inline) => (w.wait().await, inline),
-        Stage::Started(s) => (s, false),
+    let (started, inline) = match waiting {
+        Waiting::Admitting(w, inline) => (w.wait().await, inline),
+        Waiting::Started(s) => (s, false),
     };
+    let info = call.decoded().info;
     let mut o = Vec::new();
-    let reply = if inline && svc.handle_decoded(&peer, &svc.decode(&rec), &mut o, false) {
+    let reply = if inline && svc.handle_decoded(&peer, call.decoded(), &mut o, false) {
         o
     } else {
-        tokio::task::spawn_blocking(move || {
-            let mut o = Vec::new();
-            svc.handle(&peer, &rec, &mut o);
-            o
-        })
-        .await
-        .unwrap_or_default()
+        tokio::task::spawn_blocking(move || run_blocking(&svc, &peer, &call))
+            .await
+            .unwrap_or_default()
     };
     let done = gate.finish(started).await;
     record(&gate, &vol, &info, &done);
     reply
+}
+
+/// A call [`start`] answered (`reply`): wait out the rest of the array's service latency,
+/// record it, and return the reply.
+pub(crate) async fn finish(
+    gate: Arc<Gate>,
+    vol: Arc<Volume>,
+    info: CallInfo,
+    f: Finishing,
+    reply: Vec<u8>,
+) -> Vec<u8> {
+    record(&gate, &vol, &info, &f.wait().await);
+    reply
+}
+
+/// A held call's reply, on the blocking pool (where it may walk the tree).
+pub(crate) fn run_blocking(svc: &Service, peer: &Peer, call: &HeldCall) -> Vec<u8> {
+    let mut o = Vec::new();
+    svc.handle_decoded(peer, call.decoded(), &mut o, true);
+    o
 }

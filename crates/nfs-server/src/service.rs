@@ -68,6 +68,9 @@ pub struct Counters {
     /// WRITEs asking DATA_SYNC or FILE_SYNC (the rest of WRITE are UNSTABLE).
     pub stable_writes: AtomicU64,
     pub garbage: AtomicU64,
+    /// Records decoded ([`Service::decode`]): one a record received, however far its call
+    /// travels (held by QoS, on the blocking pool).
+    pub decodes: AtomicU64,
     /// Connections closed at accept: no export admits their address.
     pub unadmitted: AtomicU64,
 }
@@ -275,14 +278,11 @@ impl Service {
     }
 
     /// Decode `record` once: what it is ([`Decoded::info`]) and, for
-    /// [`handle_decoded`](Self::handle_decoded), its header and arguments.
+    /// [`handle_decoded`](Self::handle_decoded), its header and arguments. The one place a
+    /// record is decoded (counted in [`Counters::decodes`]).
     pub fn decode<'a>(&self, record: &'a [u8]) -> Decoded<'a> {
+        self.counters.decodes.fetch_add(1, Ordering::Relaxed);
         crate::call::decode(record, self.cfg.rtmax)
-    }
-
-    /// What `record` is ([`decode`](Self::decode)'s [`CallInfo`]).
-    pub fn peek(&self, record: &[u8]) -> CallInfo {
-        self.decode(record).info
     }
 
     /// [`handle`](Self::handle) on a runtime worker: a call that would walk the export's
@@ -291,8 +291,10 @@ impl Service {
         self.handle_decoded(peer, &self.decode(rec), out, false)
     }
 
-    /// Handles one record, appending one reply record to `out` (nothing for a record that
-    /// is not a call or whose header is unreadable: there is no xid to answer).
+    /// Decodes and handles one record, appending one reply record to `out` (nothing for a
+    /// record that is not a call or whose header is unreadable: there is no xid to
+    /// answer). For callers with a record only (tests, fuzzers); a connection decodes
+    /// once and answers with [`handle_decoded`](Self::handle_decoded).
     pub fn handle(&self, peer: &Peer, rec: &[u8], out: &mut Vec<u8>) {
         self.handle_decoded(peer, &self.decode(rec), out, true);
     }

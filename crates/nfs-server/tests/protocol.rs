@@ -389,7 +389,7 @@ fn calls_are_known_before_they_run_and_counted_per_export() {
     };
     let mut w = Vec::new();
     nfs_proto::nfs3::encode_write(&mut w, &f, 0, StableHow::Unstable, &[1; 5000]);
-    let info = svc.peek(&rec(proc_::WRITE, &w));
+    let info = svc.decode(&rec(proc_::WRITE, &w)).info;
     assert_eq!(
         (info.kind, info.bytes, info.lane),
         (OpKind::Write, 5000, Lane::Inline)
@@ -398,7 +398,7 @@ fn calls_are_known_before_they_run_and_counted_per_export() {
     let mut w = Vec::new();
     nfs_proto::nfs3::encode_write(&mut w, &f, 0, StableHow::FileSync, &[1; 10]);
     assert_eq!(
-        svc.peek(&rec(proc_::WRITE, &w)).lane,
+        svc.decode(&rec(proc_::WRITE, &w)).info.lane,
         Lane::Blocking,
         "FILE_SYNC syncs"
     );
@@ -406,15 +406,21 @@ fn calls_are_known_before_they_run_and_counted_per_export() {
     put_opaque(&mut r, &f);
     r.extend_from_slice(&[0; 8]);
     put_u32(&mut r, 1 << 20);
-    let info = svc.peek(&rec(proc_::READ, &r));
+    let info = svc.decode(&rec(proc_::READ, &r)).info;
     assert_eq!(
         (info.kind, info.bytes),
         (OpKind::Read, 65536),
         "a READ counts what rtmax lets through"
     );
-    assert_eq!(svc.peek(&rec(proc_::COMMIT, &r)).lane, Lane::Blocking);
-    assert_eq!(svc.peek(&rec(proc_::GETATTR, &r)).kind, OpKind::Other);
-    assert_eq!(svc.peek(&[1, 2, 3]).kind, OpKind::None);
+    assert_eq!(
+        svc.decode(&rec(proc_::COMMIT, &r)).info.lane,
+        Lane::Blocking
+    );
+    assert_eq!(
+        svc.decode(&rec(proc_::GETATTR, &r)).info.kind,
+        OpKind::Other
+    );
+    assert_eq!(svc.decode(&[1, 2, 3]).info.kind, OpKind::None);
     c.write(&f, 0, StableHow::Unstable, &[9; 3000]).unwrap();
     c.read(&f, 0, 3000).unwrap();
     c.getattr(&f).unwrap();
