@@ -188,7 +188,8 @@ async fn a_held_call_is_never_decoded_again() {
          [[volume]]\nname = \"n\"\nsize = \"1GiB\"\npolicy = \"slow\"\nnas_path = \"/n\"\n",
         "node-once",
     );
-    let fe = NfsFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &node, &node.cfg.nfs)
+    let nfs = nfs_server::config::NfsSettings::default();
+    let fe = NfsFrontEnd::bind("127.0.0.1:0".parse().unwrap(), &node, &nfs)
         .unwrap()
         .limits(Limits {
             conn_calls: 2,
