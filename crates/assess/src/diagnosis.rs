@@ -646,7 +646,9 @@ fn unconstrained(i: &Inputs) -> Diagnosis {
 /// The diagnosis of one job.
 pub fn diagnose(i: &Inputs) -> Diagnosis {
     if let Some((d, short)) = near_limit(i) {
-        return match (short, host_rules(i)) {
+        // The hosts are looked at only for a figure short of the ceiling.
+        let host = short.as_ref().and_then(|_| host_rules(i));
+        return match (short, host) {
             (Some(measured), Some(host)) if host.bottleneck.discredits_measurement() => {
                 short_of_ceiling(host, d, &measured, i)
             }
