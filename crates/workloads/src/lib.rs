@@ -41,5 +41,13 @@ pub(crate) fn family_flags<A: clap::FromArgMatches>(
 ) -> Result<A, harness::PlanError> {
     A::from_arg_matches(m).map_err(|e| harness::PlanError(e.to_string()))
 }
+
+/// A family's own flags from a `--profile` request: the command line's, or the defaults
+/// when the request carries none.
+pub(crate) fn profile_flags<A: clap::FromArgMatches + Default>(
+    req: &harness::ProfileRequest,
+) -> Result<A, harness::PlanError> {
+    req.args.map_or_else(|| Ok(A::default()), family_flags)
+}
 /// `--hosts` with `--client`: the remote load generators whose tool sets are sampled.
 pub use suite::remote_tools;
