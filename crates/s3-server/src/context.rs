@@ -114,14 +114,19 @@ impl Endpoint {
         })
     }
 
+    /// Run `f` on the blocking pool; a task that failed there is the request's
+    /// InternalError ([`errors::join`]).
+    pub(crate) async fn on_pool<T: Send + 'static>(
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> S3Result<T> {
+        tokio::task::spawn_blocking(f).await.map_err(errors::join)
+    }
+
     /// Run blocking store work on the blocking pool.
     pub(crate) async fn blocking<T: Send + 'static>(
         f: impl FnOnce() -> Result<T, ObjError> + Send + 'static,
     ) -> S3Result<T> {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(errors::join)?
-            .map_err(errors::from_obj)
+        Self::on_pool(f).await?.map_err(errors::from_obj)
     }
 
     pub(crate) fn owner(&self, creds: Option<&s3s::auth::Credentials>) -> Owner {

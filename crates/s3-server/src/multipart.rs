@@ -168,10 +168,7 @@ pub(crate) async fn list_uploads(
     let i = req.input;
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let prefix = i.prefix.clone().unwrap_or_default();
-    let b = a.bucket.clone();
-    let all = tokio::task::spawn_blocking(move || b.store.list_uploads())
-        .await
-        .map_err(crate::errors::join)?;
+    let all = a.on_store(move |s| Ok(s.list_uploads())).await?;
     let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
     let sel: Vec<_> = all
         .into_iter()

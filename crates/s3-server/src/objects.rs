@@ -233,7 +233,7 @@ pub(crate) async fn delete_objects(
     let quiet = i.delete.quiet.unwrap_or(false);
     let b = a.bucket.clone();
     let keys: Vec<String> = i.delete.objects.into_iter().map(|o| o.key).collect();
-    let results = tokio::task::spawn_blocking(move || {
+    let results = Endpoint::on_pool(move || {
         keys.into_iter()
             .map(|k| {
                 let r = if k.is_empty() || k.len() > MAX_KEY_LEN {
@@ -245,8 +245,7 @@ pub(crate) async fn delete_objects(
             })
             .collect::<Vec<_>>()
     })
-    .await
-    .map_err(crate::errors::join)?;
+    .await?;
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
     for (k, r) in results {
