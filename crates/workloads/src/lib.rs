@@ -49,5 +49,34 @@ pub(crate) fn profile_flags<A: clap::FromArgMatches + Default>(
 ) -> Result<A, harness::PlanError> {
     req.args.map_or_else(|| Ok(A::default()), family_flags)
 }
+
+/// `12113.42` -> "12,113.42" (the seed's number style): every family's tables and lines
+/// group digits this way.
+pub fn thousands(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let s = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = s
+        .split_once('.')
+        .map(|(a, b)| (a, Some(b)))
+        .unwrap_or((&s, None));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
 /// `--hosts` with `--client`: the remote load generators whose tool sets are sampled.
 pub use suite::remote_tools;
