@@ -50,6 +50,15 @@ pub(crate) fn profile_flags<A: clap::FromArgMatches + Default>(
     req.args.map_or_else(|| Ok(A::default()), family_flags)
 }
 
+/// A plan's number, integer or float (`scale = 1` as `scale = 1.0`).
+pub(crate) fn toml_number(v: &toml::Value) -> Option<f64> {
+    match v {
+        toml::Value::Integer(i) => Some(*i as f64),
+        toml::Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
 /// `12113.42` -> "12,113.42" (the seed's number style): every family's tables and lines
 /// group digits this way.
 pub fn thousands(v: f64, decimals: usize) -> String {
