@@ -7,6 +7,7 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+use crate::credits::header;
 use crate::front_end::ServerStats;
 use crate::node::Node;
 use crate::stats::{OpKind, VolumeStats, LATENCY_BUCKETS_NS, SAMPLE_EVERY};
@@ -39,11 +40,6 @@ fn esc(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
-}
-
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
 /// The `op` label of each kind of request.

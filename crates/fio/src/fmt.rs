@@ -124,6 +124,23 @@ pub fn lat(ns: f64) -> String {
     }
 }
 
+/// Bytes in IEC units to one decimal ("3.6 GiB"; under 1 KiB as a count: "512 B"): how
+/// sizes read in notes and errors.
+pub fn human(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < U.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}
+
 /// Bytes per second in IEC units to 4 significant digits: 31.40 MiB/s, 1.386 GiB/s.
 pub fn rate(bytes_per_sec: f64) -> String {
     const U: [&str; 5] = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];

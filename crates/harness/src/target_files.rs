@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+pub use fio::fmt::human;
+
 /// What the command line allows on a path target: `--overwrite` (write into an existing
 /// file or a block device) and `--create` (make a path that does not exist).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -340,22 +342,6 @@ impl WrittenFiles {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         notes
-    }
-}
-
-/// Bytes in IEC units ("3.7 GiB").
-pub fn human(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < U.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", U[i])
     }
 }
 

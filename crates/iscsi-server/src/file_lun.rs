@@ -8,6 +8,8 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use storage_node::backend;
+
 use crate::lun::{fnv, page_exponent, Caps, Extent, Identity, Lun};
 
 /// A file-backed LUN.
@@ -106,25 +108,12 @@ impl FileLun {
         if len == 0 {
             return Ok(());
         }
-        // SAFETY: a plain syscall on a descriptor this LUN owns; integer arguments.
-        let r = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                mode | libc::FALLOC_FL_KEEP_SIZE,
-                offset as i64,
-                len as i64,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        backend::fallocate(&self.file, mode | libc::FALLOC_FL_KEEP_SIZE, offset, len)
     }
 
     fn seek(&self, offset: u64, whence: i32) -> io::Result<Option<u64>> {
         // Every read and write here is positional: the moved position is never used.
-        storage_node::backend::seek_data_or_hole(&self.file, offset, whence)
+        backend::seek_data_or_hole(&self.file, offset, whence)
     }
 
     fn write_dsync(&self, offset: u64, mut data: &[u8]) -> io::Result<()> {
@@ -155,13 +144,6 @@ impl FileLun {
         }
         Ok(())
     }
-}
-
-fn unsupported(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
-    )
 }
 
 impl Lun for FileLun {
@@ -219,15 +201,8 @@ impl Lun for FileLun {
             libc::FALLOC_FL_ZERO_RANGE
         };
         match self.fallocate(mode, offset, len) {
-            Err(e) if unsupported(&e) => {
-                let zeroes = vec![0u8; len.min(1 << 20) as usize];
-                let mut at = 0;
-                while at < len {
-                    let n = (len - at).min(zeroes.len() as u64) as usize;
-                    self.file.write_all_at(&zeroes[..n], offset + at)?;
-                    at += n as u64;
-                }
-                Ok(())
+            Err(e) if backend::is_unsupported(&e) => {
+                backend::write_zeroes_at(&self.file, offset, len)
             }
             r => r,
         }

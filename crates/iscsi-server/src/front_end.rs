@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use storage_node::builder::{FrontEnd, Serving, Stop};
+use storage_node::locks;
 use storage_node::node::VolumeEvent;
 use storage_node::volume::Volume;
 use storage_node::Node;
@@ -235,7 +236,7 @@ impl NodeLuns {
     /// The volume and logical unit of a LUN, while the volume is there.
     fn unit(&self, seen: &Seen) -> Option<Arc<LogicalUnit>> {
         let vol = self.node.block_volume(&seen.volume)?;
-        let mut units = self.units.write().unwrap_or_else(|p| p.into_inner());
+        let mut units = locks::write(&self.units);
         if let Some((v, lu)) = units.get(&seen.volume) {
             // The same volume: the same unit (it follows the volume's size, telling the
             // sessions that use it CAPACITY DATA HAS CHANGED).
@@ -273,7 +274,7 @@ impl Volumes for NodeLuns {
                     .as_str()
             }
         };
-        let units = self.units.read().unwrap_or_else(|p| p.into_inner());
+        let units = locks::read(&self.units);
         units
             .get(name)
             .map(|(v, _)| v.clone())

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use iscsi_proto::scsi::pr::Reservations;
 use iscsi_proto::scsi::sense::{Asc, CAPACITY_DATA_CHANGED};
 use iscsi_proto::scsi::{Limits, Unit};
+use storage_node::locks::{self, lock};
 
 use crate::lun::{Caps, Lun};
 
@@ -39,10 +40,6 @@ pub struct LogicalUnit {
     uas: Mutex<HashMap<Nexus, VecDeque<Asc>>>,
     /// COMPARE AND WRITE holds it exclusively; every other write shares it.
     pub(crate) atomic: tokio::sync::RwLock<()>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl LogicalUnit {
@@ -87,12 +84,12 @@ impl LogicalUnit {
 
     /// The unit as INQUIRY and READ CAPACITY describe it now.
     pub fn unit(&self) -> Arc<Unit> {
-        self.unit.read().unwrap_or_else(|p| p.into_inner()).clone()
+        locks::read(&self.unit).clone()
     }
 
     /// The number of logical blocks now.
     pub(crate) fn blocks(&self) -> u64 {
-        self.unit.read().unwrap_or_else(|p| p.into_inner()).blocks
+        locks::read(&self.unit).blocks
     }
 
     /// Follows the storage's size (a volume grown through the API): a new block count
@@ -104,7 +101,7 @@ impl LogicalUnit {
         if self.blocks() == now {
             return;
         }
-        let mut unit = self.unit.write().unwrap_or_else(|p| p.into_inner());
+        let mut unit = locks::write(&self.unit);
         if unit.blocks == now {
             return; // another command's check got here first
         }

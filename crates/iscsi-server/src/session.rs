@@ -4,19 +4,16 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use iscsi_proto::negotiate::Params;
 use iscsi_proto::pdu::target::Seq;
 use iscsi_proto::scsi::sense::REPORTED_LUNS_CHANGED;
+use storage_node::locks::lock;
 use tokio::sync::watch;
 
 use crate::lu::{LogicalUnit, Nexus};
 use crate::target::{Mapped, Target};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// Serial number arithmetic (RFC 1982, 32 bits): `a` is after `b`.
 pub fn sn_gt(a: u32, b: u32) -> bool {

@@ -177,15 +177,6 @@ struct Flow<T> {
     gen: u64,
 }
 
-/// A flow's IOPS limit counted in thousandths of an operation: its credit buckets count
-/// the charge's ops in [`MILLI`]ths (fractional with I/O-size accounting).
-fn milli(r: Rate) -> Rate {
-    Rate {
-        iops: r.iops.saturating_mul(MILLI),
-        bytes_per_sec: r.bytes_per_sec,
-    }
-}
-
 /// The ops a charge counts, in thousandths of an operation.
 fn milliops(c: &Charge) -> u64 {
     (c.ops * MILLI as f64).round() as u64
@@ -382,7 +373,7 @@ impl<T> MClock<T> {
             if f.spec.limit != spec.limit && !f.burst.is_none() {
                 f.burst = f.burst.normalized(spec.limit);
                 f.credits
-                    .reshape(milli(spec.limit), f.burst.in_milliops(), now);
+                    .reshape(spec.limit.in_milliops(), f.burst.in_milliops(), now);
             }
             f.spec = spec;
             self.rescale();
@@ -403,7 +394,7 @@ impl<T> MClock<T> {
         }
         f.burst = burst;
         f.credits
-            .reshape(milli(f.spec.limit), burst.in_milliops(), now);
+            .reshape(f.spec.limit.in_milliops(), burst.in_milliops(), now);
         if !f.queue.is_empty() {
             self.refresh_head(idx, now as f64);
         }

@@ -12,6 +12,7 @@ use s3s::{s3_error, S3Result};
 use storage_node::admission::{Gate, Op, Started, Work};
 use storage_node::bucket::Bucket;
 use storage_node::catalog::BucketCatalog;
+use storage_node::objstore::{ObjError, ObjectStore};
 
 use crate::{errors, S3Options};
 
@@ -43,6 +44,16 @@ impl Admitted<'_> {
     pub async fn done(&self) {
         let c = self.gate.finish(self.started).await;
         self.gate.record(&c, &self.bucket.stats, self.work);
+    }
+
+    /// Run blocking work on the admitted bucket's object store, on the blocking pool
+    /// ([`Endpoint::blocking`]).
+    pub async fn on_store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&ObjectStore) -> Result<T, ObjError> + Send + 'static,
+    ) -> S3Result<T> {
+        let b = self.bucket.clone();
+        Endpoint::blocking(move || f(&b.store)).await
     }
 
     /// The request ended with `res`: `done` when it is `Ok`, `failed` when not; `res` is
@@ -103,14 +114,19 @@ impl Endpoint {
         })
     }
 
+    /// Run `f` on the blocking pool; a task that failed there is the request's
+    /// InternalError ([`errors::join`]).
+    pub(crate) async fn on_pool<T: Send + 'static>(
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> S3Result<T> {
+        tokio::task::spawn_blocking(f).await.map_err(errors::join)
+    }
+
     /// Run blocking store work on the blocking pool.
     pub(crate) async fn blocking<T: Send + 'static>(
-        f: impl FnOnce() -> Result<T, storage_node::objstore::ObjError> + Send + 'static,
+        f: impl FnOnce() -> Result<T, ObjError> + Send + 'static,
     ) -> S3Result<T> {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(errors::join)?
-            .map_err(errors::from_obj)
+        Self::on_pool(f).await?.map_err(errors::from_obj)
     }
 
     pub(crate) fn owner(&self, creds: Option<&s3s::auth::Credentials>) -> Owner {

@@ -46,9 +46,8 @@ impl S3 for Endpoint {
         let name = req.input.bucket;
         let catalog = self.catalog.clone();
         let n = name.clone();
-        tokio::task::spawn_blocking(move || catalog.create_bucket(&n))
-            .await
-            .map_err(errors::join)?
+        Endpoint::on_pool(move || catalog.create_bucket(&n))
+            .await?
             .map_err(|e| match e {
                 BucketError::Exists(_) => s3_error!(
                     BucketAlreadyOwnedByYou,
@@ -68,9 +67,8 @@ impl S3 for Endpoint {
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
         let catalog = self.catalog.clone();
         let name = req.input.bucket;
-        tokio::task::spawn_blocking(move || catalog.delete_bucket(&name))
-            .await
-            .map_err(errors::join)?
+        Endpoint::on_pool(move || catalog.delete_bucket(&name))
+            .await?
             .map_err(errors::from_bucket)?;
         Ok(S3Response::new(DeleteBucketOutput {}))
     }

@@ -18,8 +18,7 @@ pub(crate) async fn create(
     check_key(&i.key)?;
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
     let meta = object_meta!(i);
-    let b = a.bucket.clone();
-    let id = Endpoint::blocking(move || b.store.create_upload(&meta)).await?;
+    let id = a.on_store(move |s| s.create_upload(&meta)).await?;
     a.done().await;
     Ok(S3Response::new(CreateMultipartUploadOutput {
         bucket: Some(i.bucket),
@@ -51,18 +50,19 @@ pub(crate) async fn upload_part(
     let declared = declared!(i, req.trailing_headers);
     let a = ep.admit(&i.bucket, Work::Write(len)).await?;
     let res = async {
-        let b = a.bucket.clone();
         let (id, key) = (i.upload_id.clone(), i.key.clone());
         let max = ep.opts.max_object_size;
-        let mut w = Endpoint::blocking(move || b.store.part_writer(&id, &key, n, max)).await?;
+        let mut w = a
+            .on_store(move |s| s.part_writer(&id, &key, n, max))
+            .await?;
         let sums = body::receive(i.body, &mut w, declared).await?;
-        let b = a.bucket.clone();
         let id = i.upload_id.clone();
-        let info = Endpoint::blocking(move || {
-            let fin = w.finish(Some(len), md5)?;
-            b.store.commit_part(&id, n, fin)
-        })
-        .await?;
+        let info = a
+            .on_store(move |s| {
+                let fin = w.finish(Some(len), md5)?;
+                s.commit_part(&id, n, fin)
+            })
+            .await?;
         Ok::<_, s3s::S3Error>((info, sums))
     }
     .await;
@@ -93,9 +93,10 @@ pub(crate) async fn complete(
         parts.push((n, e.value().to_string()));
     }
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
-    let b = a.bucket.clone();
     let (id, key) = (i.upload_id.clone(), i.key.clone());
-    let info = Endpoint::blocking(move || b.store.complete_upload(&id, &key, &parts)).await;
+    let info = a
+        .on_store(move |s| s.complete_upload(&id, &key, &parts))
+        .await;
     let info = a.settle(info).await?;
     Ok(S3Response::new(CompleteMultipartUploadOutput {
         bucket: Some(i.bucket.clone()),
@@ -112,8 +113,7 @@ pub(crate) async fn abort(
 ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
     let i = req.input;
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
-    let b = a.bucket.clone();
-    Endpoint::blocking(move || b.store.abort_upload(&i.upload_id)).await?;
+    a.on_store(move |s| s.abort_upload(&i.upload_id)).await?;
     a.done().await;
     Ok(S3Response::new(AbortMultipartUploadOutput::default()))
 }
@@ -124,9 +124,8 @@ pub(crate) async fn list_parts(
 ) -> S3Result<S3Response<ListPartsOutput>> {
     let i = req.input;
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
-    let b = a.bucket.clone();
     let id = i.upload_id.clone();
-    let (key, all) = Endpoint::blocking(move || b.store.list_parts(&id)).await?;
+    let (key, all) = a.on_store(move |s| s.list_parts(&id)).await?;
     if key != i.key {
         return Err(s3_error!(
             NoSuchUpload,
@@ -169,10 +168,7 @@ pub(crate) async fn list_uploads(
     let i = req.input;
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
     let prefix = i.prefix.clone().unwrap_or_default();
-    let b = a.bucket.clone();
-    let all = tokio::task::spawn_blocking(move || b.store.list_uploads())
-        .await
-        .map_err(crate::errors::join)?;
+    let all = a.on_store(move |s| Ok(s.list_uploads())).await?;
     let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
     let sel: Vec<_> = all
         .into_iter()

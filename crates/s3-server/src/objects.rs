@@ -85,12 +85,12 @@ pub(crate) async fn put_object(
             .writer(&meta, ep.opts.max_object_size)
             .map_err(crate::errors::from_obj)?;
         let sums = body::receive(i.body, &mut w, declared).await?;
-        let b = a.bucket.clone();
-        let info = Endpoint::blocking(move || {
-            let fin = w.finish(Some(len), md5)?;
-            b.store.commit(fin)
-        })
-        .await?;
+        let info = a
+            .on_store(move |s| {
+                let fin = w.finish(Some(len), md5)?;
+                s.commit(fin)
+            })
+            .await?;
         Ok::<_, S3Error>((info, sums))
     }
     .await;
@@ -191,9 +191,8 @@ pub(crate) async fn head_object(
     let i = req.input;
     check_key(&i.key)?;
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Read)).await?;
-    let b = a.bucket.clone();
     let key = i.key.clone();
-    let r = Endpoint::blocking(move || b.store.open_object(&key)).await?;
+    let r = a.on_store(move |s| s.open_object(&key)).await?;
     let etag_s = r.fixed.etag();
     conditions(&etag_s, i.if_match.as_ref(), i.if_none_match.as_ref())?;
     a.done().await;
@@ -213,8 +212,7 @@ pub(crate) async fn delete_object(
     let i = req.input;
     check_key(&i.key)?;
     let a = ep.admit(&i.bucket, Work::Meta(Direction::Write)).await?;
-    let b = a.bucket.clone();
-    Endpoint::blocking(move || b.store.delete(&i.key)).await?;
+    a.on_store(move |s| s.delete(&i.key)).await?;
     a.done().await;
     Ok(S3Response::new(DeleteObjectOutput::default()))
 }
@@ -235,7 +233,7 @@ pub(crate) async fn delete_objects(
     let quiet = i.delete.quiet.unwrap_or(false);
     let b = a.bucket.clone();
     let keys: Vec<String> = i.delete.objects.into_iter().map(|o| o.key).collect();
-    let results = tokio::task::spawn_blocking(move || {
+    let results = Endpoint::on_pool(move || {
         keys.into_iter()
             .map(|k| {
                 let r = if k.is_empty() || k.len() > MAX_KEY_LEN {
@@ -247,8 +245,7 @@ pub(crate) async fn delete_objects(
             })
             .collect::<Vec<_>>()
     })
-    .await
-    .map_err(crate::errors::join)?;
+    .await?;
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
     for (k, r) in results {

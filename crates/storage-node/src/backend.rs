@@ -186,29 +186,45 @@ impl FileBackend {
     }
 
     fn fallocate(&self, mode: i32, offset: u64, len: u64) -> io::Result<()> {
-        // SAFETY: plain syscall on an fd we own; arguments are integers.
-        let r = unsafe { libc::fallocate(self.fd(), mode, offset as i64, len as i64) };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-
-    fn write_zeroes(&self, mut offset: u64, len: u64) -> io::Result<()> {
-        let zeroes = vec![0u8; (len.min(1 << 20)) as usize];
-        let end = offset + len;
-        while offset < end {
-            let n = ((end - offset) as usize).min(zeroes.len());
-            self.file.write_all_at(&zeroes[..n], offset)?;
-            offset += n as u64;
-        }
-        Ok(())
+        fallocate(&self.file, mode, offset, len)
     }
 
     fn seek(&self, offset: u64, whence: i32) -> io::Result<Option<u64>> {
         seek_data_or_hole(&self.file, offset, whence)
     }
+}
+
+/// `fallocate(file, mode, offset, len)`: a range's blocks punched, zeroed or allocated.
+pub fn fallocate(file: &File, mode: i32, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: plain syscall on an fd the caller owns; arguments are integers.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), mode, offset as i64, len as i64) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Write `len` zero bytes at `offset`, 1 MiB at a time: zeroing where the file system
+/// cannot zero or punch a range ([`is_unsupported`]).
+pub fn write_zeroes_at(file: &File, mut offset: u64, len: u64) -> io::Result<()> {
+    let zeroes = vec![0u8; (len.min(1 << 20)) as usize];
+    let end = offset + len;
+    while offset < end {
+        let n = ((end - offset) as usize).min(zeroes.len());
+        file.write_all_at(&zeroes[..n], offset)?;
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Whether a failed `fallocate` says the file system cannot do it (EOPNOTSUPP, ENOSYS),
+/// so that the caller falls back to writing zeroes.
+pub fn is_unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
+    )
 }
 
 /// `lseek(file, offset, whence)` with SEEK_DATA or SEEK_HOLE: the offset found, or `None`
@@ -330,7 +346,7 @@ impl Backend for FileBackend {
                         "fast zeroing not supported by the backing file system",
                     ))
                 } else {
-                    self.write_zeroes(offset, len)
+                    write_zeroes_at(&self.file, offset, len)
                 }
             }
             Err(e) => Err(e),
@@ -410,13 +426,6 @@ impl Backend for FileBackend {
         }
         Ok(())
     }
-}
-
-fn is_unsupported(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
-    )
 }
 
 /// A 1 MiB file backend (`v.img`) in a fresh directory, for layer tests (here and in the

@@ -3,6 +3,7 @@
 //! so in its log: one line when the cap is reached, then at most one every 10 s with the
 //! count refused since (a flood of refused clients cannot flood the log).
 
+use crate::locks;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -158,7 +159,7 @@ impl ConnLimit {
     fn refuse(&self) {
         let total = self.refused.fetch_add(1, Relaxed) + 1;
         let now = Instant::now();
-        let mut l = self.logged.lock().unwrap_or_else(|p| p.into_inner());
+        let mut l = locks::lock(&self.logged);
         let due = l.is_none_or(|(at, _)| now.duration_since(at) >= LOG_EVERY);
         if due {
             let since = total - l.map_or(0, |(_, n)| n);

@@ -125,7 +125,8 @@ pub fn fs_json(node: &Node) -> Option<Value> {
     }))
 }
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+/// A Prometheus metric family's `# HELP` and `# TYPE` lines (the node's `/metrics`).
+pub fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }

@@ -25,7 +25,7 @@ pub mod conn_limit;
 pub mod credits;
 pub mod errors;
 pub mod front_end;
-mod locks;
+pub mod locks;
 pub mod nas;
 pub mod node;
 pub mod objstore;

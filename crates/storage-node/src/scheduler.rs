@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use qos_core::{
-    Burst, Charge, CreditStatus, Direction, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate, MILLI,
+    Burst, Charge, CreditStatus, Direction, FlowId, FlowSpec, MClock, Nanos, Pacer, Rate,
 };
 
 use crate::config::{ArraySpec, Capacity, Discipline};
@@ -287,7 +287,7 @@ impl Scheduler {
         &self.array
     }
 
-    /// Operations a request of `bytes` counts for, in thousandths ([`MILLI`]).
+    /// Operations a request of `bytes` counts for, in thousandths ([`MILLI`](qos_core::MILLI)).
     pub fn milliops(&self, bytes: u64) -> u64 {
         self.array.accounting.milliops(bytes)
     }
@@ -369,7 +369,7 @@ impl Scheduler {
         let mut flows = lock(&self.pacers);
         // IOPS in thousandths (the accounting counts them), and so are its credits.
         let pacer = Some(Pacer::with_burst(
-            milli(q.ceiling),
+            q.ceiling.in_milliops(),
             q.burst.in_milliops(),
             now,
         ));
@@ -398,7 +398,7 @@ impl Scheduler {
             return;
         }
         if let Some(Some(p)) = lock(&self.pacers).get_mut(flow as usize) {
-            p.set_limits(milli(q.ceiling), q.burst.in_milliops(), now);
+            p.set_limits(q.ceiling.in_milliops(), q.burst.in_milliops(), now);
         }
     }
 
@@ -619,14 +619,6 @@ impl Controller {
             self.rearm.notify();
         }
         next
-    }
-}
-
-/// A ceiling in the pacer's units: thousandths of an operation per second.
-fn milli(r: Rate) -> Rate {
-    Rate {
-        iops: r.iops.saturating_mul(MILLI),
-        bytes_per_sec: r.bytes_per_sec,
     }
 }
 

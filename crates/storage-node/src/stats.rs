@@ -8,6 +8,7 @@
 //! latency and queue time (ONTAP's per-transfer view), so with `whole` accounting they
 //! are plain per-request means.
 
+use crate::locks;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -182,7 +183,7 @@ impl VolumeStats {
     /// then computed over the most recent window of about [`RATE_WINDOW`].
     pub fn sample(&self, at: Instant) {
         let snap = self.snapshot(at);
-        let mut s = self.sampler.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = locks::lock(&self.sampler);
         s.ring.push(snap);
         // Keep the newest sample at least RATE_WINDOW old, drop older ones.
         while s.ring.len() > 2 && at.duration_since(s.ring[1].at) >= RATE_WINDOW {
@@ -198,7 +199,7 @@ impl VolumeStats {
 
     /// Rates over the last second (as of the last sample).
     pub fn rates(&self) -> Rates {
-        self.sampler.lock().unwrap_or_else(|p| p.into_inner()).rates
+        locks::lock(&self.sampler).rates
     }
 }
 

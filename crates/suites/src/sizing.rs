@@ -5,6 +5,7 @@
 //! 4"). NFS/iSCSI: `size = 2 x RAM / cores`, `numjobs = cores` (hardware threads), and the
 //! target should hold at least 3 x RAM. A size never exceeds what the target holds.
 
+pub use fio::fmt::human;
 use hosts::HostFacts;
 use serde::Serialize;
 
@@ -36,21 +37,6 @@ pub struct Sizing {
     pub iodepth: Option<u32>,
     pub ssd: bool,
     pub notes: Vec<String>,
-}
-
-pub fn human(bytes: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < units.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
 }
 
 fn round_mib(b: u64) -> u64 {

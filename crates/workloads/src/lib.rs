@@ -41,5 +41,51 @@ pub(crate) fn family_flags<A: clap::FromArgMatches>(
 ) -> Result<A, harness::PlanError> {
     A::from_arg_matches(m).map_err(|e| harness::PlanError(e.to_string()))
 }
+
+/// A family's own flags from a `--profile` request: the command line's, or the defaults
+/// when the request carries none.
+pub(crate) fn profile_flags<A: clap::FromArgMatches + Default>(
+    req: &harness::ProfileRequest,
+) -> Result<A, harness::PlanError> {
+    req.args.map_or_else(|| Ok(A::default()), family_flags)
+}
+
+/// A plan's number, integer or float (`scale = 1` as `scale = 1.0`).
+pub(crate) fn toml_number(v: &toml::Value) -> Option<f64> {
+    match v {
+        toml::Value::Integer(i) => Some(*i as f64),
+        toml::Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// `12113.42` -> "12,113.42" (the seed's number style): every family's tables and lines
+/// group digits this way.
+pub fn thousands(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let s = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = s
+        .split_once('.')
+        .map(|(a, b)| (a, Some(b)))
+        .unwrap_or((&s, None));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
 /// `--hosts` with `--client`: the remote load generators whose tool sets are sampled.
 pub use suite::remote_tools;

@@ -9,7 +9,7 @@
 //! A plan's volume declared a LUN (`[[iscsi.lun]]`) is reached over the node's iSCSI
 //! target, through a LUN inside it ([`lun`]).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use harness::node_api::{query_value as enc, NodeHandle};
@@ -65,6 +65,11 @@ pub(crate) struct Created {
     pub(crate) luns: Vec<(String, String)>,
     pub(crate) igroups: Vec<(String, String)>,
     pub(crate) maps: Vec<(String, String, String)>,
+}
+
+/// The run's records, also after a panic elsewhere.
+pub(crate) fn lock(created: &Mutex<Created>) -> MutexGuard<'_, Created> {
+    created.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// What [`NodeSetup::apply`] made and used, for its notes.
@@ -286,8 +291,8 @@ impl NodeSetup {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Created> {
-        self.created.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Created> {
+        lock(&self.created)
     }
 
     /// Create policy `name` from the plan unless the node has it; whether it was created.
@@ -375,7 +380,7 @@ pub fn delete_volume(api: &NodeHandle, name: &str) -> Result<(), String> {
 /// Delete what a run created: its LUN maps, LUNs and igroups, its volumes, then its
 /// policies; the errors.
 pub(crate) fn delete_all(api: &NodeHandle, created: &Mutex<Created>) -> Vec<String> {
-    let mut c = created.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = lock(created);
     let mut errors = lun::delete_made(api, &mut c);
     for v in std::mem::take(&mut c.volumes) {
         if let Err(e) = delete_volume(api, &v) {
@@ -449,11 +454,7 @@ pub(crate) fn ensure_policy(
         TIMEOUT,
     )
     .map_err(|e| format!("--node {url}: creating policy {name:?}: {e}"))?;
-    created
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .policies
-        .push(name.to_string());
+    lock(created).policies.push(name.to_string());
     Ok(true)
 }
 

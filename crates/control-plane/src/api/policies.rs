@@ -380,9 +380,14 @@ pub(super) fn name_of(inner: &Inner, uuid: &Option<String>) -> Option<String> {
 
 /// [`name_of`] among `policies` (at start, before the control plane's state is built).
 pub(super) fn name_in(policies: &[PolicyRec], uuid: &Option<String>) -> Option<String> {
+    by_uuid(policies, uuid).map(|p| p.row.name.clone())
+}
+
+/// The policy with this uuid among `policies`, if any.
+pub(super) fn by_uuid<'a>(
+    policies: &'a [PolicyRec],
+    uuid: &Option<String>,
+) -> Option<&'a PolicyRec> {
     let u = uuid.as_ref()?;
-    policies
-        .iter()
-        .find(|p| &p.row.uuid == u)
-        .map(|p| p.row.name.clone())
+    policies.iter().find(|p| &p.row.uuid == u)
 }

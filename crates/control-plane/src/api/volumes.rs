@@ -94,17 +94,10 @@ impl Volumes<'_> {
                 "snapshot": {"reserve_percent": v.reserve_percent},
             }),
         );
-        let policy = v.policy_uuid.as_ref().and_then(|u| {
-            inner
-                .policies
-                .iter()
-                .find(|p| &p.row.uuid == u)
-                .map(|p| json!({"name": p.row.name, "uuid": p.row.uuid}))
-        });
         m.insert(
             "qos".into(),
-            match policy {
-                Some(p) => json!({"policy": p}),
+            match policies::name_of(inner, &v.policy_uuid) {
+                Some(n) => json!({"policy": {"name": n, "uuid": v.policy_uuid}}),
                 None => json!({}),
             },
         );

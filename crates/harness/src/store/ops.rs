@@ -83,13 +83,12 @@ impl Store {
 
     /// A job's per-operation segments, in the order they were stored.
     pub(super) fn load_op_samples(&self, job_id: i64) -> Result<Vec<OpSample>> {
-        let mut st = self.conn.prepare_cached(
+        self.rows_of(
             "SELECT client, op, t_ms, dur_ms, ops_per_s, bytes_per_s, errors, lat_mean_ns,
                lat_p50_ns, lat_p99_ns, ttfb_mean_ns, in_window
              FROM op_samples WHERE job_id = ?1 ORDER BY rowid",
-        )?;
-        let ops = st
-            .query_map([job_id], |r| {
+            job_id,
+            |r| {
                 Ok(OpSample {
                     client: r.get(0)?,
                     op: r.get(1)?,
@@ -104,65 +103,64 @@ impl Store {
                     ttfb_mean_ns: r.get(10)?,
                     in_window: r.get(11)?,
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
-        Ok(ops)
+            },
+        )
     }
 
     pub(super) fn load_ops(&self, job_id: i64) -> Result<Vec<OpResult>> {
-        let mut st = self.conn.prepare_cached(
+        let u = |r: &rusqlite::Row, i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+        self.rows_of(
             "SELECT client, op, ops, bytes, window_start_ms, window_ms, ops_per_s, bytes_per_s,
                lat_n, lat_mean_ns, lat_min_ns, lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_max_ns,
                ttfb_n, ttfb_mean_ns, ttfb_min_ns, ttfb_p50_ns, ttfb_p90_ns, ttfb_p99_ns, ttfb_max_ns,
                seg_n, seg_ops_slowest, seg_ops_median, seg_ops_fastest,
                seg_bps_slowest, seg_bps_median, seg_bps_fastest, total, errors, error_codes
              FROM op_results WHERE job_id = ?1 ORDER BY rowid",
-        )?;
-        let u = |r: &rusqlite::Row, i: usize| r.get::<_, i64>(i).map(|v| v as u64);
-        let rows = st.query_map([job_id], |r| {
-            // Latency statistics in the seven columns from `at` (n first).
-            let lat = |at: usize| -> rusqlite::Result<OpLatency> {
-                Ok(OpLatency {
-                    n: u(r, at)?,
-                    mean_ns: r.get(at + 1)?,
-                    min_ns: u(r, at + 2)?,
-                    p50_ns: u(r, at + 3)?,
-                    p90_ns: u(r, at + 4)?,
-                    p99_ns: u(r, at + 5)?,
-                    max_ns: u(r, at + 6)?,
+            job_id,
+            |r| {
+                // Latency statistics in the seven columns from `at` (n first).
+                let lat = |at: usize| -> rusqlite::Result<OpLatency> {
+                    Ok(OpLatency {
+                        n: u(r, at)?,
+                        mean_ns: r.get(at + 1)?,
+                        min_ns: u(r, at + 2)?,
+                        p50_ns: u(r, at + 3)?,
+                        p90_ns: u(r, at + 4)?,
+                        p99_ns: u(r, at + 5)?,
+                        max_ns: u(r, at + 6)?,
+                    })
+                };
+                let ttfb = match r.get::<_, Option<i64>>(15)? {
+                    None => None,
+                    Some(_) => Some(lat(15)?),
+                };
+                let codes: String = r.get(31)?;
+                Ok(OpResult {
+                    client: r.get(0)?,
+                    op: r.get(1)?,
+                    ops: u(r, 2)?,
+                    bytes: r.get(3)?,
+                    window_start_ms: u(r, 4)?,
+                    window_ms: u(r, 5)?,
+                    ops_per_s: r.get(6)?,
+                    bytes_per_s: r.get(7)?,
+                    lat: lat(8)?,
+                    ttfb,
+                    segments: SegmentSpread {
+                        n: r.get(22)?,
+                        ops_slowest: r.get(23)?,
+                        ops_median: r.get(24)?,
+                        ops_fastest: r.get(25)?,
+                        bps_slowest: r.get(26)?,
+                        bps_median: r.get(27)?,
+                        bps_fastest: r.get(28)?,
+                    },
+                    total: u(r, 29)?,
+                    errors: u(r, 30)?,
+                    error_codes: serde_json::from_str(&codes).unwrap_or_default(),
                 })
-            };
-            let ttfb = match r.get::<_, Option<i64>>(15)? {
-                None => None,
-                Some(_) => Some(lat(15)?),
-            };
-            let codes: String = r.get(31)?;
-            Ok(OpResult {
-                client: r.get(0)?,
-                op: r.get(1)?,
-                ops: u(r, 2)?,
-                bytes: r.get(3)?,
-                window_start_ms: u(r, 4)?,
-                window_ms: u(r, 5)?,
-                ops_per_s: r.get(6)?,
-                bytes_per_s: r.get(7)?,
-                lat: lat(8)?,
-                ttfb,
-                segments: SegmentSpread {
-                    n: r.get(22)?,
-                    ops_slowest: r.get(23)?,
-                    ops_median: r.get(24)?,
-                    ops_fastest: r.get(25)?,
-                    bps_slowest: r.get(26)?,
-                    bps_median: r.get(27)?,
-                    bps_fastest: r.get(28)?,
-                },
-                total: u(r, 29)?,
-                errors: u(r, 30)?,
-                error_codes: serde_json::from_str(&codes).unwrap_or_default(),
-            })
-        })?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+            },
+        )
     }
 }
 

@@ -27,15 +27,29 @@ fn credit(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<CreditSample>
 }
 
 impl Store {
+    /// Every row of `sql` (whose one parameter, `?1`, is `id`: a run's or a job's), each
+    /// as `f` reads it, in the query's order.
+    pub(super) fn rows_of<T>(
+        &self,
+        sql: &str,
+        id: i64,
+        f: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut st = self.conn.prepare_cached(sql)?;
+        let rows = st
+            .query_map([id], f)?
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(rows)
+    }
+
     /// A job's host tool sets, one series per host, samples in time order.
     pub(crate) fn load_hosts(&self, job_id: i64) -> Result<Vec<toolsets::HostSeries>> {
-        let mut st = self.conn.prepare_cached(
+        let mut hosts = self.rows_of(
             "SELECT host, ncpus, mem_total_bytes, swap_total_bytes, overhead_cpu_s,
                overhead_wall_s, overhead_samples, errors
              FROM host_series WHERE job_id = ?1 ORDER BY rowid",
-        )?;
-        let mut hosts: Vec<toolsets::HostSeries> = st
-            .query_map([job_id], |r| {
+            job_id,
+            |r| {
                 let errors: String = r.get(7)?;
                 Ok(toolsets::HostSeries {
                     host: r.get(0)?,
@@ -50,8 +64,8 @@ impl Store {
                     errors: serde_json::from_str(&errors).unwrap_or_default(),
                     samples: Vec::new(),
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
+            },
+        )?;
         let mut st = self.conn.prepare_cached(
             "SELECT host, sample FROM host_samples WHERE job_id = ?1 ORDER BY t_ms, rowid",
         )?;
@@ -72,12 +86,11 @@ impl Store {
     }
 
     pub(crate) fn load_series(&self, job_id: i64) -> Result<JobSeries> {
-        let mut st = self.conn.prepare_cached(
+        let fio = self.rows_of(
             "SELECT t_ms, direction, iops, bw_bytes, lat_mean_ns, p50_ns, p99_ns
              FROM fio_samples WHERE job_id = ?1 ORDER BY t_ms, direction",
-        )?;
-        let fio = st
-            .query_map([job_id], |r| {
+            job_id,
+            |r| {
                 Ok(FioSample {
                     t_ms: r.get::<_, i64>(0)? as u64,
                     direction: r.get(1)?,
@@ -87,17 +100,16 @@ impl Store {
                     p50_ns: r.get::<_, i64>(5)? as u64,
                     p99_ns: r.get::<_, i64>(6)? as u64,
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
-        let mut st = self.conn.prepare_cached(
+            },
+        )?;
+        let node = self.rows_of(
             "SELECT t_ms, volume, read_iops, write_iops, other_iops, read_bps, write_bps,
                lat_mean_us, ceiling_wait_us, floor_wait_us,
                iops_balance, iops_bucket, iops_baseline, iops_burst, iops_time_to_empty_s,
                bytes_balance, bytes_bucket, bytes_baseline, bytes_burst, bytes_time_to_empty_s
              FROM node_samples WHERE job_id = ?1 ORDER BY rowid",
-        )?;
-        let node = st
-            .query_map([job_id], |r| {
+            job_id,
+            |r| {
                 Ok(NodeSample {
                     t_ms: r.get::<_, i64>(0)? as u64,
                     volume: r.get(1)?,
@@ -112,14 +124,13 @@ impl Store {
                     iops_credits: credit(r, 10)?,
                     bytes_credits: credit(r, 15)?,
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
-        let mut st = self.conn.prepare_cached(
+            },
+        )?;
+        let resources = self.rows_of(
             "SELECT t_ms, resource, unit, use_rate, baseline, balance, bucket, burst, time_to_empty_s
              FROM resource_samples WHERE job_id = ?1 ORDER BY rowid",
-        )?;
-        let resources = st
-            .query_map([job_id], |r| {
+            job_id,
+            |r| {
                 let baseline: f64 = r.get(4)?;
                 let balance: Option<f64> = r.get(5)?;
                 let (bucket, burst): (Option<f64>, Option<f64>) = (r.get(6)?, r.get(7)?);
@@ -140,8 +151,8 @@ impl Store {
                         _ => None,
                     },
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
+            },
+        )?;
         let ops = self.load_op_samples(job_id)?;
         let hosts = self.load_hosts(job_id)?;
         Ok(JobSeries {
@@ -257,27 +268,24 @@ impl Store {
     }
 
     fn load_policies(&self, id: i64) -> Result<Vec<PolicyRecord>> {
-        let mut st = self
-            .conn
-            .prepare("SELECT name, definition FROM policies WHERE run_id = ?1 ORDER BY rowid")?;
-        let rows = st
-            .query_map([id], |r| {
+        self.rows_of(
+            "SELECT name, definition FROM policies WHERE run_id = ?1 ORDER BY rowid",
+            id,
+            |r| {
                 Ok(PolicyRecord {
                     name: r.get(0)?,
                     definition: r.get(1)?,
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
-        Ok(rows)
+            },
+        )
     }
 
     fn load_volumes(&self, id: i64) -> Result<Vec<VolumeRecord>> {
-        let mut st = self.conn.prepare(
+        self.rows_of(
             "SELECT name, size, snapshot_reserve_percent, policy, ceiling_iops, ceiling_bps,
                floor_iops, floor_bps FROM volumes WHERE run_id = ?1 ORDER BY rowid",
-        )?;
-        let rows = st
-            .query_map([id], |r| {
+            id,
+            |r| {
                 Ok(VolumeRecord {
                     name: r.get(0)?,
                     size: r.get::<_, i64>(1)? as u64,
@@ -290,20 +298,18 @@ impl Store {
                         floor_bps: r.get::<_, i64>(7)? as u64,
                     },
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
-        Ok(rows)
+            },
+        )
     }
 
     /// The run's jobs, in order (their results, verdicts and operations empty).
     fn load_jobs(&self, id: i64) -> Result<Vec<JobRecord>> {
-        let mut st = self.conn.prepare(
+        self.rows_of(
             "SELECT id, seq, workload, name, volume, iteration, status, started_at, finished_at, error,
                diagnosis, steady
              FROM jobs WHERE run_id = ?1 ORDER BY seq",
-        )?;
-        let rows = st
-            .query_map([id], |r| {
+            id,
+            |r| {
                 Ok(JobRecord {
                     id: r.get(0)?,
                     seq: r.get(1)?,
@@ -325,9 +331,8 @@ impl Store {
                     verdicts: Vec::new(),
                     ops: Vec::new(),
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
-        Ok(rows)
+            },
+        )
     }
 
     /// Each job's fio results (a row per client and direction) and verdicts.
@@ -401,11 +406,10 @@ impl Store {
     }
 
     fn load_tables(&self, id: i64) -> Result<Vec<SummaryTable>> {
-        let mut st = self.conn.prepare(
+        self.rows_of(
             "SELECT kind, name, columns, rows FROM summary_tables WHERE run_id = ?1 ORDER BY seq",
-        )?;
-        let rows = st
-            .query_map([id], |r| {
+            id,
+            |r| {
                 let cols: String = r.get(2)?;
                 let rows: String = r.get(3)?;
                 Ok(SummaryTable {
@@ -414,8 +418,7 @@ impl Store {
                     columns: serde_json::from_str(&cols).unwrap_or_default(),
                     rows: serde_json::from_str(&rows).unwrap_or_default(),
                 })
-            })?
-            .collect::<std::result::Result<_, _>>()?;
-        Ok(rows)
+            },
+        )
     }
 }

@@ -162,7 +162,9 @@ pub fn open_http(ep: &Endpoint, test: &TestSpec) -> Result<Arc<dyn ObjectTarget>
     Ok(Arc::new(super::http::HttpTarget::new(ep, test.timeout)?))
 }
 
-fn now_unix_ns() -> u64 {
+/// The wall clock in nanoseconds since the Unix epoch: the clock of `run`'s
+/// `start_unix_ns`, read by the coordinator that sets it and the drivers that wait for it.
+pub fn now_unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

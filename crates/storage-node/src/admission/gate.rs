@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, Notify};
 
 use super::{Admission, Completed, Driver, Gates, Op, Started, Submitted, Work};
 use crate::clock::Clock;
+use crate::locks;
 use crate::stats::VolumeStats;
 
 type Core = Admission<oneshot::Sender<Started>, oneshot::Sender<Completed>>;
@@ -31,7 +32,7 @@ struct Shared {
 impl Shared {
     fn core(&self) -> MutexGuard<'_, Core> {
         // The core's tables stay consistent if a holder panicked; keep serving.
-        self.core.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.core)
     }
 }
 

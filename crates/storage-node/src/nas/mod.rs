@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::backend::{Backend, Extent};
+use crate::locks;
 pub use export_policy::Policy as ExportPolicy;
 
 /// The default mode of a new NAS volume's root directory (ONTAP's default
@@ -136,15 +137,14 @@ impl NasStore {
     /// Count the tree again if it is due ([`RECOUNT_EVERY`]); `Ok(true)` when counted.
     /// Blocking (a walk of the tree): not on a runtime worker.
     pub fn recount_if_due(&self) -> io::Result<bool> {
-        let (at, took) = *self.counted.lock().unwrap_or_else(|p| p.into_inner());
+        let (at, took) = *locks::lock(&self.counted);
         if at.elapsed() < RECOUNT_EVERY.max(took * 20) {
             return Ok(false);
         }
         let t0 = std::time::Instant::now();
         let used = allocated_bytes(&self.root)?;
         self.space.set_used(used);
-        *self.counted.lock().unwrap_or_else(|p| p.into_inner()) =
-            (std::time::Instant::now(), t0.elapsed());
+        *locks::lock(&self.counted) = (std::time::Instant::now(), t0.elapsed());
         Ok(true)
     }
 
@@ -317,16 +317,13 @@ impl NasVolume {
     }
 
     pub fn policy_name(&self) -> String {
-        self.policy_name
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        locks::lock(&self.policy_name).clone()
     }
 
     /// Put the volume under `policy` (its rules replace the current ones at once).
     pub(crate) fn set_policy(&self, policy: export_policy::Policy) {
-        *self.policy_name.lock().unwrap_or_else(|p| p.into_inner()) = policy.name.clone();
-        *self.rules.write().unwrap_or_else(|p| p.into_inner()) = policy;
+        *locks::lock(&self.policy_name) = policy.name.clone();
+        *locks::write(&self.rules) = policy;
     }
 }
 

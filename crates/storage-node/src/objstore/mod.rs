@@ -25,6 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use md5::Digest as _;
 
+use crate::locks;
 pub use format::ObjectMeta;
 use format::{Fixed, FIXED_LEN, MAX_META_LEN};
 pub use multipart::{PartInfo, UploadInfo, MAX_PART_NUMBER, MIN_PART_SIZE};
@@ -195,15 +196,15 @@ impl ObjectStore {
     }
 
     fn read_index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
-        self.index.read().unwrap_or_else(|p| p.into_inner())
+        locks::read(&self.index)
     }
 
     fn write_index(&self) -> std::sync::RwLockWriteGuard<'_, Index> {
-        self.index.write().unwrap_or_else(|p| p.into_inner())
+        locks::write(&self.index)
     }
 
     fn lock_commit(&self) -> std::sync::MutexGuard<'_, bool> {
-        self.commit.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.commit)
     }
 
     /// Take the commit lock of an open bucket (`Closed` once it is being deleted).

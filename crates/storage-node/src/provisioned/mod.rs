@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use qos_core::{Burst, CreditStatus, Nanos, Pacer, Rate};
 
+use crate::locks;
 use cache::{Caches, Hit};
 pub use spec::{FsSpec, PresetOptions, ResourceSpec};
 
@@ -103,7 +104,7 @@ impl FsStats {
     /// Takes a sample (the node's sampler calls this every 250 ms); rates cover ~1 s.
     pub fn sample(&self, at: Instant) {
         let snap: [u64; 4] = std::array::from_fn(|i| self.used[i].load(Relaxed));
-        let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ring = locks::lock(&self.ring);
         ring.push((at, snap));
         while ring.len() > 2 && at.duration_since(ring[1].0) >= Duration::from_secs(1) {
             ring.remove(0);
@@ -111,14 +112,14 @@ impl FsStats {
         let (t0, first) = ring[0];
         let secs = at.duration_since(t0).as_secs_f64();
         if secs > 0.0 {
-            *self.rates.lock().unwrap_or_else(|p| p.into_inner()) =
+            *locks::lock(&self.rates) =
                 std::array::from_fn(|i| snap[i].saturating_sub(first[i]) as f64 / secs);
         }
     }
 
     /// Per-second use of each resource over the last second, in [`RESOURCES`] order.
     pub fn rates(&self) -> [f64; 4] {
-        *self.rates.lock().unwrap_or_else(|p| p.into_inner())
+        *locks::lock(&self.rates)
     }
 }
 
@@ -199,7 +200,7 @@ impl ProvisionedFs {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.inner)
     }
 
     /// When a request released by QoS at `now` may start: looks it up in the caches (and

@@ -34,7 +34,7 @@ use harness::plan::{WrittenIscsi, WrittenLun};
 use harness::target::LunOnNode;
 use serde_json::{json, Value};
 
-use super::Created;
+use super::{lock, Created};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -422,11 +422,6 @@ fn map_lun(
         .push((lu.to_string(), gu.to_string(), format!("{path} to {gname}")));
     made.push(format!("map of {path} to {gname} at LUN {n}"));
     Ok(n)
-}
-
-/// The run's records, also after a panic elsewhere.
-fn lock(created: &Mutex<Created>) -> std::sync::MutexGuard<'_, Created> {
-    created.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// `DELETE path` on the node; `what` names the object in the error.

@@ -123,10 +123,7 @@ impl Family for Provisioned {
                 "--profile provisioned counts connections per fio job on this machine: it takes no --client".into(),
             ));
         }
-        let args = match req.args {
-            Some(m) => crate::family_flags(m)?,
-            None => ProvisionedArgs::default(),
-        };
+        let args: ProvisionedArgs = crate::profile_flags(req)?;
         let spec = args.spec(req.scale, req.embedded).map_err(PlanError)?;
         Ok(plan(spec, Settings::default()))
     }

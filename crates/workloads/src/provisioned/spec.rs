@@ -101,7 +101,11 @@ impl Spec {
     /// The scale it runs at (FS: `scale`; volume: `bucket_scale`).
     pub fn scale(&self) -> f64 {
         match self {
-            Spec::Fs(f) => f.table.get("scale").and_then(as_f64).unwrap_or(1.0),
+            Spec::Fs(f) => f
+                .table
+                .get("scale")
+                .and_then(crate::toml_number)
+                .unwrap_or(1.0),
             Spec::Volume(v) => v.bucket_scale,
         }
     }
@@ -238,14 +242,6 @@ fn toml_value(v: &toml::Value) -> String {
     }
 }
 
-fn as_f64(v: &toml::Value) -> Option<f64> {
-    match v {
-        toml::Value::Integer(i) => Some(*i as f64),
-        toml::Value::Float(f) => Some(*f),
-        _ => None,
-    }
-}
-
 fn resource_value(r: &ResourceSpec, what: &str) -> Option<f64> {
     match what {
         "baseline" => Some(r.baseline as f64),
@@ -294,7 +290,7 @@ impl FsTarget {
         format!(
             "{} at scale {}: {}, {}, {}, provisioned SSD IOPS {}, memory cache {:.0} MB, NVMe cache {:.0} MB, single flow {}",
             s.name,
-            self.table.get("scale").and_then(as_f64).unwrap_or(1.0),
+            self.table.get("scale").and_then(crate::toml_number).unwrap_or(1.0),
             res("network", &s.network, &mb),
             res("disk", &s.disk, &mb),
             res("disk IOPS", &s.disk_iops, &|x| x.to_string()),

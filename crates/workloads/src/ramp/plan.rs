@@ -316,14 +316,6 @@ struct RawSystem {
     max_iops: Option<Spanned<i64>>,
 }
 
-fn number(v: &toml::Value) -> Option<f64> {
-    match v {
-        toml::Value::Integer(i) => Some(*i as f64),
-        toml::Value::Float(f) => Some(*f),
-        _ => None,
-    }
-}
-
 fn size(v: &toml::Value) -> Result<u64, String> {
     match v {
         toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64),
@@ -400,7 +392,7 @@ fn settings(src: &PlanSource, ramp: Option<&Spanned<RawRamp>>) -> Result<Setting
         let num = |v: &Option<Spanned<toml::Value>>, key: &str| -> Result<Option<f64>, PlanError> {
             v.as_ref()
                 .map(|x| {
-                    number(x.get_ref())
+                    crate::toml_number(x.get_ref())
                         .ok_or_else(|| err(x.span(), key, "expected a number".into()))
                 })
                 .transpose()

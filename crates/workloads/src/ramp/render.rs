@@ -3,14 +3,9 @@
 use super::plan::{Settings, System};
 use super::results::{highest_pass, Row};
 
+/// A rate in IOPS with its thousands grouped ([`crate::thousands`]).
 fn thousands(v: u64) -> String {
-    let digits: Vec<char> = v.to_string().chars().rev().collect();
-    let groups: Vec<String> = digits
-        .chunks(3)
-        .map(|c| c.iter().rev().collect())
-        .rev()
-        .collect();
-    groups.join(",")
+    crate::thousands(v as f64, 0)
 }
 
 /// One line for a finished run (progress).

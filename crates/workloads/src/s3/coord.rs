@@ -6,7 +6,7 @@
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use hosts::Host;
 use loadgen::s3::driver::{OpRecord, Prepared, RunOutcome};
@@ -178,13 +178,6 @@ pub struct Outcome {
     pub records: Vec<(String, Vec<OpRecord>)>,
 }
 
-fn now_unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
 /// Send `cmd(i)` to every driver, then collect each one's answer with `take`.
 fn all<T>(
     it: &mut Iteration,
@@ -266,7 +259,7 @@ pub fn run(mut it: Iteration, endpoint: &Endpoint) -> Outcome {
         for (r, p) in reports.iter_mut().zip(prepared) {
             r.prepared = p;
         }
-        let start = now_unix_ns() + START_AHEAD.as_nanos() as u64;
+        let start = protocol::now_unix_ns() + START_AHEAD.as_nanos() as u64;
         let timeout = it.run_timeout + START_AHEAD;
         let done = all(
             &mut it,

@@ -103,10 +103,7 @@ impl Family for Tenants {
                 "--profile tenants runs its applications on this machine: it takes no plan file and no --client (its targets: the embedded node, --node URL, --target DIR); write a plan with [tenants] and [[class]] tables for more (docs/TENANTS.md)".into(),
             ));
         }
-        let args = match req.args {
-            Some(m) => crate::family_flags(m)?,
-            None => TenantsArgs::default(),
-        };
+        let args: TenantsArgs = crate::profile_flags(req)?;
         let spec = args.spec(req.runtime, req.ramp).map_err(PlanError)?;
         Ok(Plan {
             common: Common::without_file(NAME, "--profile tenants", args.describe()),

@@ -108,7 +108,7 @@ impl RemoteNode {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Created> {
-        self.created.lock().unwrap_or_else(|p| p.into_inner())
+        crate::node_setup::lock(&self.created)
     }
 
     pub fn url(&self) -> &str {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::load::LoadSample;
 use super::runner::ClassSummary;
 use super::stats::Distribution;
+use crate::thousands;
 
 /// A table: a title, column headers, rows of cells.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,33 +32,6 @@ impl SeedTable {
         }
         s
     }
-}
-
-/// `12113.42` -> "12,113.42" (the seed's number style).
-pub fn thousands(v: f64, decimals: usize) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let s = format!("{:.*}", decimals, v.abs());
-    let (int, frac) = s
-        .split_once('.')
-        .map(|(a, b)| (a, Some(b)))
-        .unwrap_or((&s, None));
-    let mut out = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if let Some(f) = frac {
-        out.push('.');
-        out.push_str(f);
-    }
-    if v < 0.0 {
-        out.insert(0, '-');
-    }
-    out
 }
 
 /// A table with one row per scale point (`(tenants, what was measured)` in sweep order):

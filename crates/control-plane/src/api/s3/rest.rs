@@ -179,19 +179,17 @@ impl S3<'_> {
                 }),
             );
         }
-        if let Some(uuid) = &row.policy_uuid {
-            if let Some(p) = inner.policies.iter().find(|p| &p.row.uuid == uuid) {
-                let mut q = Map::new();
-                q.insert("name".into(), json!(p.row.name));
-                q.insert("uuid".into(), json!(p.row.uuid));
-                if let qos_core::Policy::Fixed(f) = &p.policy {
-                    q.insert("max_throughput_iops".into(), json!(f.max_iops));
-                    q.insert("max_throughput_mbps".into(), json!(f.max_mbps));
-                    q.insert("min_throughput_iops".into(), json!(f.min_iops));
-                    q.insert("min_throughput_mbps".into(), json!(f.min_mbps));
-                }
-                m.insert("qos_policy".into(), Value::Object(q));
+        if let Some(p) = crate::api::policies::by_uuid(&inner.policies, &row.policy_uuid) {
+            let mut q = Map::new();
+            q.insert("name".into(), json!(p.row.name));
+            q.insert("uuid".into(), json!(p.row.uuid));
+            if let qos_core::Policy::Fixed(f) = &p.policy {
+                q.insert("max_throughput_iops".into(), json!(f.max_iops));
+                q.insert("max_throughput_mbps".into(), json!(f.max_mbps));
+                q.insert("min_throughput_iops".into(), json!(f.min_iops));
+                q.insert("min_throughput_mbps".into(), json!(f.min_mbps));
             }
+            m.insert("qos_policy".into(), Value::Object(q));
         }
         Value::Object(m)
     }
