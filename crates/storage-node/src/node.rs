@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use qos_core::{default_adaptive_groups, effective_limits, ontap_tolerance, Allocation, Policy};
+use qos_core::{
+    default_adaptive_groups, effective_limits, ontap_tolerance, Allocation, Policy, VolumeSpace,
+};
 use tokio::sync::watch;
 
 use crate::backend::FileBackend;
@@ -452,9 +454,20 @@ impl Node {
         let policy = vol
             .policy()
             .and_then(|p| self.policy(&p).map(|pol| (p, pol)));
+        let limits = self.limits_of(policy.as_ref().map(|(_, p)| p), &vol.space());
+        vol.set_limits(limits);
+        vol.set_flow(self.place_flow(policy, &limits, vol.flow(), now));
+    }
+
+    /// The limits `policy` (or none) gives an object (volume or bucket) of `space` on
+    /// this node: the policy's effective limits, then the node's two ONTAP rules.
+    pub(crate) fn limits_of(
+        &self,
+        policy: Option<&Policy>,
+        space: &VolumeSpace,
+    ) -> qos_core::EffectiveLimits {
         let mut limits = policy
-            .as_ref()
-            .map(|(_, p)| effective_limits(p, &vol.space()))
+            .map(|p| effective_limits(p, space))
             .unwrap_or_default();
         if self.scheduler.array().mbps_ceiling_with_floor == MbpsCeilingWithFloor::Ignored
             && !limits.floor.is_unlimited()
@@ -466,8 +479,7 @@ impl Node {
         if self.ceiling_mode == CeilingMode::Ontap && limits.burst.is_none() {
             limits.burst = ontap_tolerance(limits.ceiling);
         }
-        vol.set_limits(limits);
-        vol.set_flow(self.place_flow(policy, &limits, vol.flow(), now));
+        limits
     }
 
     /// The scheduler flow a volume or bucket with these limits takes, given the flow it

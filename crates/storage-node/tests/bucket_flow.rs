@@ -245,3 +245,54 @@ async fn controller_floor_holds_for_a_bucket_against_a_volume() {
     let (g, b) = (gold.ops.load(Relaxed), bully_ops.load(Relaxed));
     floor_and_capacity_held(g, g + b, &format!("a bucket against a volume's {b}"));
 }
+
+/// ONTAP's two node-wide rules, on: a ceiling's +50 % tolerance (`ceiling_mode = "ontap"`)
+/// and no MB/s ceiling under a floor (`mbps_ceiling_with_floor = "ignored"`).
+const ONTAP_RULES: &str = r#"
+[node]
+ceiling_mode = "ontap"
+
+[capacity]
+iops = 20000
+mbps_ceiling_with_floor = "ignored"
+
+[[policy]]
+name = "cap200"
+fixed = { max_throughput_iops = 200 }
+
+[[policy]]
+name = "floored"
+fixed = { min_throughput_iops = 100, max_throughput_mbps = 50 }
+
+[[volume]]
+name = "vcap"
+size = "1TB"
+policy = "cap200"
+
+[[volume]]
+name = "vfloor"
+size = "1TB"
+policy = "floored"
+"#;
+
+#[test]
+fn a_bucket_gets_the_limits_a_volume_gets_under_the_same_policy() {
+    let (n, _dir) = node(ONTAP_RULES, "rules");
+    for (vol, policy) in [("vcap", "cap200"), ("vfloor", "floored")] {
+        let b = n
+            .open_bucket(policy, policy, 1 << 40, Some(policy.into()))
+            .unwrap();
+        let v = n.volume(vol).unwrap();
+        assert_eq!(b.limits(), v.limits(), "bucket and volume under {policy}");
+    }
+    // And the rules did apply (to both).
+    let cap = n.bucket("cap200").unwrap().limits();
+    assert_eq!(cap.ceiling.iops, 200);
+    assert_eq!(cap.burst.iops.map(|s| s.rate), Some(300), "ONTAP's +50 %");
+    let floored = n.bucket("floored").unwrap().limits();
+    assert_eq!(floored.floor.iops, 100);
+    assert_eq!(
+        floored.ceiling.bytes_per_sec, 0,
+        "no MB/s ceiling under a floor"
+    );
+}

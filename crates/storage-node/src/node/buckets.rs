@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use qos_core::{effective_limits, Allocation, Policy};
+use qos_core::{Allocation, Policy};
 
 use super::Node;
 use crate::bucket::Bucket;
@@ -89,14 +89,11 @@ impl Node {
     }
 
     /// Recompute a bucket's limits and push them to the scheduler (the same rules as a
-    /// volume's: see [`Node::recompute`]).
+    /// volume's: [`Node::limits_of`]).
     pub fn recompute_bucket(&self, b: &Bucket) {
         let now = self.clock.now();
         let policy = b.policy().and_then(|p| self.policy(&p).map(|pol| (p, pol)));
-        let limits = policy
-            .as_ref()
-            .map(|(_, p)| effective_limits(p, &b.space()))
-            .unwrap_or_default();
+        let limits = self.limits_of(policy.as_ref().map(|(_, p)| p), &b.space());
         b.set_limits(limits);
         b.set_flow(self.place_flow(policy, &limits, b.flow(), now));
     }
