@@ -123,7 +123,7 @@ impl Obj {
     /// since), else [`stat`](Self::stat). Only for READ and WRITE's pre-operation
     /// attributes.
     pub fn attrs(&self) -> Result<Stat, Status> {
-        match self.attrs.get(std::time::Instant::now()) {
+        match self.attrs.get(crate::attr_cache::now()) {
             Some(st) => Ok(st),
             None => self.stat(),
         }

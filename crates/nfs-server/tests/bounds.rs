@@ -125,3 +125,42 @@ async fn a_flood_of_empty_fragments_ends_its_connection() {
     let mut b = [0u8; 64];
     assert!(t.read(&mut b).await.unwrap() > 0);
 }
+
+/// The xids of the replies in `bytes` (whole records), in order.
+fn reply_xids(mut bytes: &[u8]) -> Vec<u32> {
+    let mut xids = Vec::new();
+    while let Some((rec, n)) = record::next_record(bytes, 1 << 20).unwrap() {
+        xids.push(u32::from_be_bytes(rec[..4].try_into().unwrap()));
+        bytes = &bytes[n..];
+    }
+    assert!(bytes.is_empty(), "{} bytes of a partial reply", bytes.len());
+    xids
+}
+
+#[tokio::test]
+async fn pipelined_calls_past_several_reads_are_all_answered_even_after_the_client_shuts_its_side()
+{
+    // 20,000 NULL calls (~880 KB) sent at once are several reads of the connection's
+    // cap (a record and 64 KiB: 192 KiB): each is answered once, and a client that shuts
+    // its side down once it has sent them still gets every reply before the server closes.
+    let d = Dir::new("bounds-pipe");
+    let (addr, _stop) = server(&d, Limits::default()).await;
+    let s = connect_from("127.0.0.1", addr).await;
+    let (mut rd, mut wr) = s.into_split();
+    let calls: Vec<u8> = (0..20_000).flat_map(null_call).collect();
+    let writer = tokio::spawn(async move {
+        wr.write_all(&calls).await.unwrap();
+        wr.shutdown().await.unwrap();
+        wr
+    });
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), rd.read_to_end(&mut got))
+        .await
+        .expect("the server closes once every call is answered")
+        .unwrap();
+    drop(writer.await.unwrap());
+    let mut xids = reply_xids(&got);
+    assert_eq!(xids.len(), 20_000, "every call answered once");
+    xids.sort_unstable();
+    assert!(xids.iter().copied().eq(0..20_000), "each xid once");
+}
