@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-pub use fio::fmt::human;
+use fio::fmt::human;
 
 /// What the command line allows on a path target: `--overwrite` (write into an existing
 /// file or a block device) and `--create` (make a path that does not exist).

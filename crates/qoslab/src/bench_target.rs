@@ -13,9 +13,10 @@
 
 use std::path::{Path, PathBuf};
 
+use fio::fmt::human;
 use harness::nfs_client::NfsFile;
 use harness::target::Target;
-use harness::target_files::{check_space, human, Place};
+use harness::target_files::{check_space, Place};
 use harness::{Accepts, Plan};
 
 pub use harness::target_files::Allow;

@@ -5,7 +5,7 @@
 //! 4"). NFS/iSCSI: `size = 2 x RAM / cores`, `numjobs = cores` (hardware threads), and the
 //! target should hold at least 3 x RAM. A size never exceeds what the target holds.
 
-pub use fio::fmt::human;
+use fio::fmt::human;
 use hosts::HostFacts;
 use serde::Serialize;
 

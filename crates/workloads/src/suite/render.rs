@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use suites::disks::TargetSizing;
 use suites::fiorun;
 use suites::network::{HostTotal, Pair};
-use suites::sizing;
 
 /// "h0 -> h1: 191 Mbit/s (19% of 1000), 0 retransmits, rtt 412 us  BELOW 90%".
 pub fn pair_line(p: &Pair) -> String {
@@ -80,7 +79,7 @@ pub fn sizing(sz: &[TargetSizing]) -> String {
             "  {} {}: size {} numjobs {} iodepth {}",
             t.host,
             t.targets.join("+"),
-            sizing::human(t.sizing.size_bytes),
+            fio::fmt::human(t.sizing.size_bytes),
             t.sizing.numjobs,
             t.sizing
                 .iodepth

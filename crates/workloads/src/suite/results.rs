@@ -6,7 +6,6 @@ use serde_json::{json, Value};
 use suites::disks::TargetSizing;
 use suites::fiorun::{steady_word, FioRun, Summary};
 use suites::network::{HostTotal, Pair};
-use suites::sizing;
 
 /// Kinds of the tables this family writes.
 pub const PAIRS: &str = "suite-network-pairs";
@@ -167,7 +166,7 @@ pub fn sizing(sz: &[TargetSizing]) -> SummaryTable {
                 json!(t.host),
                 json!(t.targets.join("+")),
                 json!(t.sizing.size_bytes),
-                json!(sizing::human(t.sizing.size_bytes)),
+                json!(fio::fmt::human(t.sizing.size_bytes)),
                 json!(t.sizing.numjobs),
                 t.sizing.iodepth.map_or(json!("per job file"), |d| json!(d)),
                 json!(if t.sizing.ssd { "SSD" } else { "HDD" }),

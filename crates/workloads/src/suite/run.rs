@@ -443,7 +443,7 @@ impl SuitePlan {
                     self.notes.push(format!(
                         "{h}: {} ({}, {}){}",
                         st.given,
-                        suites::sizing::human(st.size_bytes),
+                        fio::fmt::human(st.size_bytes),
                         if st.rotational { "HDD" } else { "SSD" },
                         match st.reasons() {
                             r if r.is_empty() => String::new(),
@@ -465,7 +465,7 @@ impl SuitePlan {
                         t.path,
                         t.fs_type,
                         t.capacity_bytes
-                            .map(|b| format!("{} available", suites::sizing::human(b)))
+                            .map(|b| format!("{} available", fio::fmt::human(b)))
                             .unwrap_or_else(|| "capacity unknown".into()),
                         t.attached_from
                             .as_ref()
